@@ -1,0 +1,722 @@
+/*
+ * RPC client and server over nng (see rpc.h for the contract).
+ *
+ * Client threads: the caller's (call_async stamps, registers and sends), one
+ * receiver thread per client (matches replies to calls, expires deadlines,
+ * runs completions), and nng's pipe-event threads (connect: send HELLO;
+ * disconnect: fail the calls sent on that connection). Completions always
+ * run without the client lock held.
+ *
+ * Server threads: nthreads handler threads, each owning one rep0 context, so
+ * up to nthreads requests are handled at once and every reply goes back on
+ * the connection its request came from.
+ */
+#include "common/rpc.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#define CALL_BUCKETS 256
+#define HELLO_TIMEOUT_MS 5000
+#define RECV_TICK_MS 20
+#define MAX_MESSAGE ((size_t) 1 << 30)
+
+typedef struct rpc_call {
+	uint32_t          id;
+	uint32_t          pipe; /* the connection it was sent on */
+	int64_t           deadline_ms; /* 0: none */
+	bool              hello;
+	pasci_rpc_done_fn done;
+	void             *arg;
+	struct rpc_call  *next; /* bucket chain */
+} rpc_call;
+
+enum { LINK_DOWN, LINK_HELLO, LINK_UP };
+
+struct pasci_rpc_client {
+	nng_socket         sock;
+	char              *url;
+	pthread_t          thread;
+	pasci_rpc_state_fn state_fn;
+	void              *state_arg;
+
+	pthread_mutex_t mu;
+	pthread_cond_t  cv; /* link became UP */
+	/* Protected by mu. */
+	int       link;
+	uint32_t  pipe;
+	uint64_t  incarnation;
+	uint32_t  next_id;
+	rpc_call *buckets[CALL_BUCKETS];
+	size_t    ndeadlines;
+	bool      closing;
+};
+
+static void
+call_insert_locked(pasci_rpc_client *c, rpc_call *call)
+{
+	rpc_call **b = &c->buckets[call->id % CALL_BUCKETS];
+	call->next   = *b;
+	*b           = call;
+	if (call->deadline_ms > 0) {
+		c->ndeadlines++;
+	}
+}
+
+static rpc_call *
+call_remove_locked(pasci_rpc_client *c, uint32_t id)
+{
+	for (rpc_call **p = &c->buckets[id % CALL_BUCKETS]; *p != NULL;
+	     p = &(*p)->next) {
+		rpc_call *call = *p;
+		if (call->id == id) {
+			*p = call->next;
+			if (call->deadline_ms > 0) {
+				c->ndeadlines--;
+			}
+			return call;
+		}
+	}
+	return NULL;
+}
+
+/* Moves the calls matching (pipe, or expired before now) to a list. */
+static rpc_call *
+call_take_locked(pasci_rpc_client *c, uint32_t pipe, int64_t now)
+{
+	rpc_call *taken = NULL;
+	for (int i = 0; i < CALL_BUCKETS; i++) {
+		rpc_call **p = &c->buckets[i];
+		while (*p != NULL) {
+			rpc_call *call = *p;
+			bool      match = (pipe != 0 && call->pipe == pipe) ||
+			    (now > 0 && call->deadline_ms > 0 &&
+			        call->deadline_ms <= now) ||
+			    (pipe == 0 && now == 0);
+			if (!match) {
+				p = &call->next;
+				continue;
+			}
+			*p = call->next;
+			if (call->deadline_ms > 0) {
+				c->ndeadlines--;
+			}
+			call->next = taken;
+			taken      = call;
+		}
+	}
+	return taken;
+}
+
+static uint32_t
+next_id_locked(pasci_rpc_client *c)
+{
+	c->next_id = (c->next_id + 1) & 0x7fffffffu;
+	if (c->next_id == 0) {
+		c->next_id = 1;
+	}
+	return c->next_id;
+}
+
+static void
+call_finish(pasci_rpc_client *c, rpc_call *call, int err, const char *detail)
+{
+	if (call->hello) {
+		/* A failed handshake: drop the connection and let nng redial. */
+		nng_pipe p;
+		p.id = call->pipe;
+		if (err != PASCO_ECLOSED) {
+			pasci_log(PASCI_LOG_DEBUG, "handshake with %s failed: %s",
+			    c->url, detail);
+			nng_pipe_close(p);
+		}
+	} else {
+		call->done(call->arg, err, NULL, detail);
+	}
+	free(call);
+}
+
+static void
+fail_list(pasci_rpc_client *c, rpc_call *list, int err, const char *detail)
+{
+	while (list != NULL) {
+		rpc_call *next = list->next;
+		call_finish(c, list, err, detail);
+		list = next;
+	}
+}
+
+static void
+client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+{
+	pasci_rpc_client  *c = arg;
+	pasci_wire_builder b;
+	rpc_call          *call = calloc(1, sizeof(*call));
+	nng_msg           *msg  = NULL;
+
+	(void) ev;
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__HELLO);
+	if (call == NULL || pasci_wire_encode(&b, &msg) != 0) {
+		pasci_wire_builder_fini(&b);
+		free(call);
+		nng_pipe_close(pipe);
+		return;
+	}
+	pasci_wire_builder_fini(&b);
+	pthread_mutex_lock(&c->mu);
+	c->pipe           = (uint32_t) nng_pipe_id(pipe);
+	c->link           = LINK_HELLO;
+	call->id          = next_id_locked(c);
+	call->pipe        = c->pipe;
+	call->hello       = true;
+	call->deadline_ms = pasci_now_ms() + HELLO_TIMEOUT_MS;
+	call_insert_locked(c, call);
+	pthread_mutex_unlock(&c->mu);
+	nng_msg_header_append_u32(msg, call->id | 0x80000000u);
+	if (nng_sendmsg(c->sock, msg, NNG_FLAG_NONBLOCK) != 0) {
+		nng_msg_free(msg);
+		nng_pipe_close(pipe);
+	}
+}
+
+static void
+client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+{
+	pasci_rpc_client *c = arg;
+	rpc_call         *lost;
+	bool              was_up;
+	char              detail[300];
+
+	(void) ev;
+	pthread_mutex_lock(&c->mu);
+	was_up = c->link == LINK_UP && c->pipe == (uint32_t) nng_pipe_id(pipe);
+	if (c->pipe == (uint32_t) nng_pipe_id(pipe)) {
+		c->pipe = 0;
+		c->link = LINK_DOWN;
+	}
+	lost = call_take_locked(c, (uint32_t) nng_pipe_id(pipe), -1);
+	pthread_mutex_unlock(&c->mu);
+	pasci_fmt(detail, sizeof(detail), "connection to %s lost", c->url);
+	fail_list(c, lost, PASCO_EUNAVAILABLE, detail);
+	if (was_up && c->state_fn != NULL) {
+		c->state_fn(c->state_arg, false, 0);
+	}
+}
+
+static void
+client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
+{
+	bool up = false;
+	pthread_mutex_lock(&c->mu);
+	if (c->pipe == call->pipe && c->link == LINK_HELLO &&
+	    m->hdr->status == 0) {
+		c->link        = LINK_UP;
+		c->incarnation = m->incarnation;
+		up             = true;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (up) {
+		pasci_log(PASCI_LOG_DEBUG, "connected to %s (incarnation %016llx)",
+		    c->url, (unsigned long long) m->incarnation);
+		if (c->state_fn != NULL) {
+			c->state_fn(c->state_arg, true, m->incarnation);
+		}
+	}
+	pasci_wire_msg_fini(m);
+	free(call);
+}
+
+static void
+client_handle_reply(pasci_rpc_client *c, nng_msg *msg)
+{
+	pasci_wire_msg m;
+	rpc_call      *call;
+	uint32_t       id;
+	char           detail[300];
+	int            rv;
+
+	if (nng_msg_header_len(msg) != 4) {
+		nng_msg_free(msg);
+		return;
+	}
+	id = (uint32_t) (((const uint8_t *) nng_msg_header(msg))[0] & 0x7f) << 24 |
+	    (uint32_t) ((const uint8_t *) nng_msg_header(msg))[1] << 16 |
+	    (uint32_t) ((const uint8_t *) nng_msg_header(msg))[2] << 8 |
+	    ((const uint8_t *) nng_msg_header(msg))[3];
+	pthread_mutex_lock(&c->mu);
+	call = call_remove_locked(c, id);
+	pthread_mutex_unlock(&c->mu);
+	if (call == NULL) { /* late reply to a call that already failed */
+		nng_msg_free(msg);
+		return;
+	}
+	if ((rv = pasci_wire_decode(&m, msg, detail, sizeof(detail))) != 0) {
+		call_finish(c, call, PASCO_EPROTO, detail);
+	} else if (call->hello) {
+		client_hello_done(c, call, &m);
+	} else if (m.hdr->stale_incarnation) {
+		pasci_fmt(detail, sizeof(detail), "%s restarted: %s", c->url,
+		    m.hdr->error);
+		pasci_wire_msg_fini(&m);
+		call_finish(c, call, PASCO_EABORTED, detail);
+	} else {
+		call->done(call->arg, 0, &m, "");
+		free(call);
+	}
+}
+
+static void
+client_expire(pasci_rpc_client *c)
+{
+	rpc_call *expired = NULL;
+	char      detail[300];
+
+	pthread_mutex_lock(&c->mu);
+	if (c->ndeadlines > 0) {
+		expired = call_take_locked(c, 0, pasci_now_ms());
+	}
+	pthread_mutex_unlock(&c->mu);
+	pasci_fmt(detail, sizeof(detail), "no reply from %s before the "
+	    "deadline", c->url);
+	fail_list(c, expired, PASCO_ETIMEDOUT, detail);
+}
+
+static void *
+client_main(void *arg)
+{
+	pasci_rpc_client *c = arg;
+	int64_t           next_scan = 0;
+
+	pasci_thread_name("pasco-rpc-recv");
+	for (;;) {
+		nng_msg *msg;
+		int      rv = nng_recvmsg(c->sock, &msg, 0);
+		if (rv == NNG_ECLOSED) {
+			break;
+		}
+		if (rv == 0) {
+			client_handle_reply(c, msg);
+		}
+		if (pasci_now_ms() >= next_scan) {
+			client_expire(c);
+			next_scan = pasci_now_ms() + RECV_TICK_MS;
+		}
+	}
+	return NULL;
+}
+
+static int
+client_socket_open(pasci_rpc_client *c)
+{
+	int rv;
+	if ((rv = nng_req0_open_raw(&c->sock)) != 0) {
+		return rv;
+	}
+	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, MAX_MESSAGE);
+	nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO, RECV_TICK_MS);
+	nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO, 10000);
+	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 20);
+	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
+	nng_socket_set_int(c->sock, NNG_OPT_SENDBUF, 1024);
+	nng_socket_set_int(c->sock, NNG_OPT_RECVBUF, 1024);
+	nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, client_pipe_added, c);
+	nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_removed, c);
+	if ((rv = nng_dial(c->sock, c->url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+		nng_close(c->sock);
+	}
+	return rv;
+}
+
+int
+pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
+    pasci_rpc_state_fn state_fn, void *state_arg)
+{
+	pasci_rpc_client *c;
+	int               rv;
+
+	*out = NULL;
+	if ((c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->url = pasci_strdup(url)) == NULL) {
+		free(c);
+		return PASCO_ENOMEM;
+	}
+	c->state_fn  = state_fn;
+	c->state_arg = state_arg;
+	c->next_id   = (uint32_t) pasci_random_u64() & 0x7fffffu;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	if ((rv = client_socket_open(c)) != 0) {
+		pasci_log(PASCI_LOG_ERROR, "cannot dial %s: %s", url,
+		    nng_strerror(rv));
+		goto fail;
+	}
+	if (pthread_create(&c->thread, NULL, client_main, c) != 0) {
+		nng_close(c->sock);
+		goto fail;
+	}
+	*out = c;
+	return PASCO_OK;
+fail:
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c->url);
+	free(c);
+	return rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ? PASCO_EINVAL
+	                                                 : PASCO_EIO;
+}
+
+void
+pasci_rpc_client_close(pasci_rpc_client *c)
+{
+	rpc_call *rest;
+	char      detail[300];
+
+	if (c == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	c->closing = true;
+	pthread_mutex_unlock(&c->mu);
+	/* No state callbacks past this point: the owner is going away. */
+	c->state_fn = NULL;
+	nng_close(c->sock);
+	pthread_join(c->thread, NULL);
+	pthread_mutex_lock(&c->mu);
+	rest = call_take_locked(c, 0, 0);
+	pthread_mutex_unlock(&c->mu);
+	pasci_fmt(detail, sizeof(detail), "client of %s closed", c->url);
+	fail_list(c, rest, PASCO_ECLOSED, detail);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c->url);
+	free(c);
+}
+
+const char *
+pasci_rpc_client_url(const pasci_rpc_client *c)
+{
+	return c->url;
+}
+
+int
+pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
+{
+	struct timespec ts;
+	int             rv = PASCO_OK;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (c->link != LINK_UP && !c->closing && rv == PASCO_OK) {
+		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0) {
+			rv = c->link == LINK_UP ? PASCO_OK : PASCO_ETIMEDOUT;
+		}
+	}
+	if (c->closing) {
+		rv = PASCO_ECLOSED;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+bool
+pasci_rpc_client_is_up(pasci_rpc_client *c)
+{
+	bool up;
+	pthread_mutex_lock(&c->mu);
+	up = c->link == LINK_UP;
+	pthread_mutex_unlock(&c->mu);
+	return up;
+}
+
+uint64_t
+pasci_rpc_client_incarnation(pasci_rpc_client *c)
+{
+	uint64_t inc;
+	pthread_mutex_lock(&c->mu);
+	inc = c->link == LINK_UP ? c->incarnation : 0;
+	pthread_mutex_unlock(&c->mu);
+	return inc;
+}
+
+void
+pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
+    pasci_rpc_done_fn done, void *arg)
+{
+	rpc_call *call = calloc(1, sizeof(*call));
+	char      detail[300];
+	int       rv;
+
+	pthread_mutex_lock(&c->mu);
+	if (call == NULL || c->link != LINK_UP || c->closing) {
+		bool up = c->link == LINK_UP;
+		pthread_mutex_unlock(&c->mu);
+		nng_msg_free(req);
+		free(call);
+		pasci_fmt(detail, sizeof(detail), "%s %s", up ? "out of memory "
+		    "calling" : "not connected to", c->url);
+		done(arg, up ? PASCO_ENOMEM : PASCO_EUNAVAILABLE, NULL, detail);
+		return;
+	}
+	call->id          = next_id_locked(c);
+	call->pipe        = c->pipe;
+	call->deadline_ms = timeout_ms > 0 ? pasci_now_ms() + timeout_ms : 0;
+	call->done        = done;
+	call->arg         = arg;
+	pasci_wire_set_incarnation(req, c->incarnation);
+	call_insert_locked(c, call);
+	pthread_mutex_unlock(&c->mu);
+
+	nng_msg_header_append_u32(req, call->id | 0x80000000u);
+	if ((rv = nng_sendmsg(c->sock, req, 0)) != 0) {
+		uint32_t id = call->id; /* call may be gone already */
+		nng_msg_free(req);
+		pthread_mutex_lock(&c->mu);
+		call = call_remove_locked(c, id);
+		pthread_mutex_unlock(&c->mu);
+		if (call != NULL) {
+			pasci_fmt(detail, sizeof(detail), "sending to %s failed: "
+			    "%s", c->url, nng_strerror(rv));
+			call_finish(c, call, PASCO_EUNAVAILABLE, detail);
+		}
+	}
+}
+
+typedef struct sync_call {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	bool            done;
+	int             err;
+	pasci_wire_msg  reply;
+	char            detail[512];
+} sync_call;
+
+static void
+sync_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
+{
+	sync_call *s = arg;
+	pthread_mutex_lock(&s->mu);
+	s->err = err;
+	if (reply != NULL) {
+		s->reply = *reply;
+	}
+	pasci_fmt(s->detail, sizeof(s->detail), "%s", detail);
+	s->done = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int
+pasci_rpc_call(pasci_rpc_client *c, pasci_wire_builder *b, int64_t timeout_ms,
+    pasci_wire_msg *reply, char *err, size_t errlen)
+{
+	sync_call s;
+	nng_msg  *req;
+	int64_t   start = pasci_now_ms();
+	int       rv;
+
+	if ((rv = pasci_rpc_client_wait_up(c, timeout_ms)) != 0) {
+		pasci_fmt(err, errlen, "%s did not answer within %lld ms",
+		    c->url, (long long) timeout_ms);
+		return rv == PASCO_ETIMEDOUT ? PASCO_EUNAVAILABLE : rv;
+	}
+	if ((rv = pasci_wire_encode(b, &req)) != 0) {
+		pasci_fmt(err, errlen, "out of memory encoding a request");
+		return rv;
+	}
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.mu, NULL);
+	pthread_cond_init(&s.cv, NULL);
+	timeout_ms -= pasci_now_ms() - start;
+	pasci_rpc_call_async(c, req, timeout_ms > 0 ? timeout_ms : 1, sync_done,
+	    &s);
+	pthread_mutex_lock(&s.mu);
+	while (!s.done) {
+		pthread_cond_wait(&s.cv, &s.mu);
+	}
+	pthread_mutex_unlock(&s.mu);
+	pthread_cond_destroy(&s.cv);
+	pthread_mutex_destroy(&s.mu);
+	if (s.err != 0) {
+		pasci_fmt(err, errlen, "%s", s.detail);
+		return s.err;
+	}
+	if ((rv = s.reply.hdr->status) != 0) {
+		pasci_fmt(err, errlen, "%s", s.reply.hdr->error);
+		pasci_wire_msg_fini(&s.reply);
+		return rv;
+	}
+	if (reply != NULL) {
+		*reply = s.reply;
+	} else {
+		pasci_wire_msg_fini(&s.reply);
+	}
+	return PASCO_OK;
+}
+
+/* Server. */
+
+struct pasci_rpc_server {
+	nng_socket        sock;
+	uint64_t          incarnation;
+	int               nthreads;
+	pthread_t        *threads;
+	pasci_rpc_handler handler;
+	void             *arg;
+	char              name[16];
+};
+
+static nng_msg *
+server_answer(pasci_rpc_server *s, nng_msg *msg)
+{
+	uint64_t       inc = pasci_wire_get_incarnation(msg);
+	pasci_wire_msg req;
+	nng_msg       *reply;
+	char           err[256];
+
+	if (inc != 0 && inc != s->incarnation) {
+		pasci_wire_builder b;
+		nng_msg_free(msg);
+		pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__METHOD_NONE);
+		b.hdr.status            = PASCO_EABORTED;
+		b.hdr.stale_incarnation = true;
+		pasci_fmt(err, sizeof(err), "request for incarnation %016llx "
+		    "reached incarnation %016llx", (unsigned long long) inc,
+		    (unsigned long long) s->incarnation);
+		b.hdr.error = err;
+		if (pasci_wire_encode(&b, &reply) != 0) {
+			reply = NULL;
+		}
+		pasci_wire_builder_fini(&b);
+		return reply;
+	}
+	if (pasci_wire_decode(&req, msg, err, sizeof(err)) != 0) {
+		return pasci_wire_status_reply(PASCO_EPROTO,
+		    "malformed request: %s", err);
+	}
+	if (req.hdr->method == PASCO__WIRE__METHOD__HELLO) {
+		reply = pasci_wire_status_reply(PASCO_OK, "%s", "");
+	} else {
+		reply = s->handler(s->arg, &req);
+	}
+	pasci_wire_msg_fini(&req);
+	return reply;
+}
+
+static void *
+server_main(void *arg)
+{
+	pasci_rpc_server *s = arg;
+	nng_ctx           ctx;
+	nng_aio          *aio;
+
+	pasci_thread_name(s->name);
+	if (nng_aio_alloc(&aio, NULL, NULL) != 0) {
+		return NULL;
+	}
+	if (nng_ctx_open(&ctx, s->sock) != 0) {
+		nng_aio_free(aio);
+		return NULL;
+	}
+	for (;;) {
+		nng_msg *reply;
+		nng_ctx_recv(ctx, aio);
+		nng_aio_wait(aio);
+		if (nng_aio_result(aio) == NNG_ECLOSED) {
+			break;
+		}
+		if (nng_aio_result(aio) != 0) {
+			continue;
+		}
+		if ((reply = server_answer(s, nng_aio_get_msg(aio))) == NULL) {
+			continue; /* out of memory: the caller's deadline fires */
+		}
+		pasci_wire_set_incarnation(reply, s->incarnation);
+		nng_aio_set_msg(aio, reply);
+		nng_ctx_send(ctx, aio);
+		nng_aio_wait(aio);
+		if (nng_aio_result(aio) != 0) {
+			nng_msg_free(nng_aio_get_msg(aio));
+		}
+	}
+	nng_ctx_close(ctx);
+	nng_aio_free(aio);
+	return NULL;
+}
+
+int
+pasci_rpc_server_open(pasci_rpc_server **out, const char *url, int nthreads,
+    const char *name, pasci_rpc_handler handler, void *arg)
+{
+	pasci_rpc_server *s;
+	int               rv;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->threads = calloc((size_t) nthreads, sizeof(pthread_t))) == NULL) {
+		free(s);
+		return PASCO_ENOMEM;
+	}
+	s->incarnation = pasci_random_u64();
+	s->handler     = handler;
+	s->arg         = arg;
+	pasci_fmt(s->name, sizeof(s->name), "%s", name);
+	if ((rv = nng_rep0_open(&s->sock)) != 0) {
+		goto fail_open;
+	}
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, MAX_MESSAGE);
+	if ((rv = nng_listen(s->sock, url, NULL, 0)) != 0) {
+		pasci_log(PASCI_LOG_ERROR, "cannot listen on %s: %s", url,
+		    nng_strerror(rv));
+		goto fail_listen;
+	}
+	for (int i = 0; i < nthreads; i++) {
+		if (pthread_create(&s->threads[i], NULL, server_main, s) != 0) {
+			nng_close(s->sock);
+			for (int j = 0; j < i; j++) {
+				pthread_join(s->threads[j], NULL);
+			}
+			goto fail_open;
+		}
+		s->nthreads++;
+	}
+	*out = s;
+	return PASCO_OK;
+fail_listen:
+	nng_close(s->sock);
+fail_open:
+	free(s->threads);
+	free(s);
+	return rv == NNG_EADDRINVAL ? PASCO_EINVAL : PASCO_EIO;
+}
+
+uint64_t
+pasci_rpc_server_incarnation(const pasci_rpc_server *s)
+{
+	return s->incarnation;
+}
+
+void
+pasci_rpc_server_close(pasci_rpc_server *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	nng_close(s->sock);
+	for (int i = 0; i < s->nthreads; i++) {
+		pthread_join(s->threads[i], NULL);
+	}
+	free(s->threads);
+	free(s);
+}

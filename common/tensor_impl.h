@@ -1,0 +1,26 @@
+/*
+ * Tensor internals: storage that can be owned by something other than the
+ * tensor (a received nng message), so received tensors are views into the
+ * message instead of copies.
+ */
+#ifndef PASCI_TENSOR_IMPL_H
+#define PASCI_TENSOR_IMPL_H
+
+#include "pasco/tensor.h"
+
+/* Storage with a reference count; free_fn(owner) runs with the last
+ * release. */
+pasco_storage *pasci_storage_new(void (*free_fn)(void *), void *owner);
+void           pasci_storage_hold(pasco_storage *s);
+void           pasci_storage_release(pasco_storage *s);
+
+/* Checks dtype, rank, shape; computes count and byte size. */
+int pasci_tensor_check_spec(pasco_dtype dtype, int32_t rank,
+    const int64_t *shape, int64_t *count, size_t *nbytes);
+
+/* A tensor viewing data held by storage (the tensor takes a storage
+ * reference). */
+int pasci_tensor_view(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
+    const int64_t *shape, void *data, pasco_storage *storage);
+
+#endif

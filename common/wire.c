@@ -1,0 +1,548 @@
+/*
+ * Wire codec (see wire.h for the layout). Encoding copies tensor bytes into
+ * the nng message once, which is what the transport requires; decoding makes
+ * tensors that view the received message. Stateless; thread-safe.
+ */
+#include "common/wire.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tensor_impl.h"
+#include "common/util.h"
+#include "common/value_impl.h"
+
+#define PAD8(n) (((n) + 7u) & ~(size_t) 7u)
+
+static void
+put_be(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--) {
+		p[i] = (uint8_t) v;
+		v >>= 8;
+	}
+}
+
+static uint64_t
+get_be(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < bytes; i++) {
+		v = (v << 8) | p[i];
+	}
+	return v;
+}
+
+uint64_t
+pasci_wire_get_incarnation(nng_msg *msg)
+{
+	if (nng_msg_len(msg) < 8) {
+		return 0;
+	}
+	return get_be(nng_msg_body(msg), 8);
+}
+
+void
+pasci_wire_set_incarnation(nng_msg *msg, uint64_t incarnation)
+{
+	if (nng_msg_len(msg) >= 8) {
+		put_be(nng_msg_body(msg), incarnation, 8);
+	}
+}
+
+void
+pasci_wire_builder_init(pasci_wire_builder *b, Pasco__Wire__Method m)
+{
+	memset(b, 0, sizeof(*b));
+	pasco__wire__header__init(&b->hdr);
+	b->hdr.method = m;
+}
+
+void
+pasci_wire_builder_fini(pasci_wire_builder *b)
+{
+	for (size_t i = 0; i < b->ntensors; i++) {
+		pasco_tensor_release(b->tensors[i]);
+	}
+	free(b->tensors);
+	free(b->nodes);
+	free(b->args);
+	free(b->vars);
+	free(b->var_metas);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Grows *arr (of elem-sized items) to hold one more; false on no memory. */
+static bool
+grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	void  *p;
+	size_t want;
+	if (n < *cap) {
+		return true;
+	}
+	want = *cap == 0 ? 8 : *cap * 2;
+	if ((p = realloc(*arr, want * elem)) == NULL) {
+		return false;
+	}
+	*arr = p;
+	*cap = want;
+	return true;
+}
+
+void
+pasci_wire_add_tensor(pasci_wire_builder *b, const pasco_tensor *t,
+    uint32_t *index)
+{
+	if (!grow((void **) &b->tensors, &b->tensor_cap, b->ntensors,
+	        sizeof(*b->tensors))) {
+		b->oom = true;
+		return;
+	}
+	if (index != NULL) {
+		*index = (uint32_t) b->ntensors;
+	}
+	b->tensors[b->ntensors++] = pasco_tensor_hold((pasco_tensor *) t);
+}
+
+static Pasco__Wire__Node *
+add_node(pasci_wire_builder *b)
+{
+	Pasco__Wire__Node *n;
+	if (!grow((void **) &b->nodes, &b->node_cap, b->nnodes,
+	        sizeof(*b->nodes))) {
+		b->oom = true;
+		return NULL;
+	}
+	n = &b->nodes[b->nnodes++];
+	pasco__wire__node__init(n);
+	return n;
+}
+
+static void
+add_value_keyed(pasci_wire_builder *b, const pasco_value *v, char *key)
+{
+	Pasco__Wire__Node *n = add_node(b);
+	if (n == NULL) {
+		return;
+	}
+	n->key = key != NULL ? key : (char *) "";
+	switch (v->kind) {
+	case PASCO_VALUE_NONE:
+		n->kind = PASCO__WIRE__NODE__KIND__NONE;
+		break;
+	case PASCO_VALUE_TENSOR:
+		n->kind = PASCO__WIRE__NODE__KIND__TENSOR;
+		pasci_wire_add_tensor(b, v->tensor, &n->tensor);
+		break;
+	case PASCO_VALUE_LIST:
+	case PASCO_VALUE_DICT:
+		n->kind  = v->kind == PASCO_VALUE_LIST
+		     ? PASCO__WIRE__NODE__KIND__LIST
+		     : PASCO__WIRE__NODE__KIND__DICT;
+		n->count = (uint32_t) v->n;
+		for (size_t i = 0; i < v->n; i++) {
+			add_value_keyed(b, v->items[i],
+			    v->keys != NULL ? v->keys[i] : NULL);
+		}
+		break;
+	}
+}
+
+void
+pasci_wire_add_value(pasci_wire_builder *b, const pasco_value *v)
+{
+	if (v != NULL) {
+		add_value_keyed(b, v, NULL);
+	}
+}
+
+static Pasco__Wire__Arg *
+add_arg(pasci_wire_builder *b, Pasco__Wire__Arg__Kind kind)
+{
+	Pasco__Wire__Arg *a;
+	size_t            cap = b->arg_cap;
+	if (!grow((void **) &b->args, &b->arg_cap, b->nargs, sizeof(*b->args))) {
+		b->oom = true;
+		return NULL;
+	}
+	if (b->arg_cap != cap) {
+		void *v = realloc(b->vars, b->arg_cap * sizeof(*b->vars));
+		void *m = v != NULL ? realloc(b->var_metas,
+		                          b->arg_cap * sizeof(*b->var_metas))
+		                    : NULL;
+		if (v != NULL) {
+			b->vars = v;
+		}
+		if (m == NULL) {
+			b->oom = true;
+			return NULL;
+		}
+		b->var_metas = m;
+	}
+	a = &b->args[b->nargs++];
+	pasco__wire__arg__init(a);
+	a->kind = kind;
+	return a;
+}
+
+void
+pasci_wire_add_arg_tensor(pasci_wire_builder *b, const pasco_tensor *t)
+{
+	Pasco__Wire__Arg *a = add_arg(b, PASCO__WIRE__ARG__KIND__TENSOR);
+	if (a != NULL) {
+		pasci_wire_add_tensor(b, t, &a->tensor);
+	}
+}
+
+void
+pasci_wire_add_arg_variable(pasci_wire_builder *b, const char *name,
+    int32_t ps_task, pasco_dtype dtype, int32_t rank, const int64_t *shape)
+{
+	size_t                    i = b->nargs;
+	Pasco__Wire__Arg         *a = add_arg(b, PASCO__WIRE__ARG__KIND__VARIABLE);
+	Pasco__Wire__VariableRef *v;
+	Pasco__Wire__TensorMeta  *m;
+	if (a == NULL) {
+		return;
+	}
+	v = &b->vars[i];
+	m = &b->var_metas[i];
+	pasco__wire__variable_ref__init(v);
+	pasco__wire__tensor_meta__init(m);
+	v->name    = (char *) name;
+	v->ps_task = ps_task;
+	m->dtype   = (Pasco__Wire__Dtype) dtype;
+	m->n_shape = (size_t) rank;
+	m->shape   = (int64_t *) shape;
+	/* pointers into vars/var_metas are fixed up in encode */
+}
+
+void
+pasci_wire_add_arg_resource(pasci_wire_builder *b, uint64_t resource)
+{
+	Pasco__Wire__Arg *a = add_arg(b, PASCO__WIRE__ARG__KIND__RESOURCE);
+	if (a != NULL) {
+		a->resource = resource;
+	}
+}
+
+/* Points the header's repeated fields at the builder's arrays. */
+static int
+builder_link(pasci_wire_builder *b, Pasco__Wire__TensorMeta *metas,
+    Pasco__Wire__TensorMeta **meta_ptrs, Pasco__Wire__Node **node_ptrs,
+    Pasco__Wire__Arg **arg_ptrs)
+{
+	for (size_t i = 0; i < b->ntensors; i++) {
+		pasco__wire__tensor_meta__init(&metas[i]);
+		metas[i].dtype   = (Pasco__Wire__Dtype) b->tensors[i]->dtype;
+		metas[i].n_shape = (size_t) b->tensors[i]->rank;
+		metas[i].shape   = b->tensors[i]->shape;
+		meta_ptrs[i]     = &metas[i];
+	}
+	for (size_t i = 0; i < b->nnodes; i++) {
+		node_ptrs[i] = &b->nodes[i];
+	}
+	for (size_t i = 0; i < b->nargs; i++) {
+		arg_ptrs[i] = &b->args[i];
+		if (b->args[i].kind == PASCO__WIRE__ARG__KIND__VARIABLE) {
+			b->vars[i].meta      = &b->var_metas[i];
+			b->args[i].variable = &b->vars[i];
+		}
+	}
+	b->hdr.n_tensors = b->ntensors;
+	b->hdr.tensors   = meta_ptrs;
+	b->hdr.n_result  = b->nnodes;
+	b->hdr.result    = node_ptrs;
+	b->hdr.n_args    = b->nargs;
+	b->hdr.args      = arg_ptrs;
+	return PASCO_OK;
+}
+
+static void
+builder_write(pasci_wire_builder *b, uint8_t *body, size_t hlen)
+{
+	size_t off;
+	put_be(body, 0, 8);
+	put_be(body + 8, hlen, 4);
+	pasco__wire__header__pack(&b->hdr, body + PASCI_WIRE_PREFIX);
+	off = PAD8(PASCI_WIRE_PREFIX + hlen);
+	memset(body + PASCI_WIRE_PREFIX + hlen, 0,
+	    off - PASCI_WIRE_PREFIX - hlen);
+	for (size_t i = 0; i < b->ntensors; i++) {
+		size_t n = b->tensors[i]->nbytes;
+		memcpy(body + off, b->tensors[i]->data, n);
+		memset(body + off + n, 0, PAD8(n) - n);
+		off += PAD8(n);
+	}
+}
+
+int
+pasci_wire_encode(pasci_wire_builder *b, nng_msg **out)
+{
+	size_t                    nt = b->ntensors, hlen, total;
+	Pasco__Wire__TensorMeta  *metas;
+	void                    **ptrs;
+	int                       rv = PASCO_ENOMEM;
+
+	*out = NULL;
+	if (b->oom) {
+		return PASCO_ENOMEM;
+	}
+	metas = malloc((nt + 1) * sizeof(*metas));
+	ptrs  = malloc((nt + b->nnodes + b->nargs + 1) * sizeof(void *));
+	if (metas == NULL || ptrs == NULL) {
+		goto done;
+	}
+	builder_link(b, metas, (Pasco__Wire__TensorMeta **) ptrs,
+	    (Pasco__Wire__Node **) (ptrs + nt),
+	    (Pasco__Wire__Arg **) (ptrs + nt + b->nnodes));
+	hlen  = pasco__wire__header__get_packed_size(&b->hdr);
+	total = PAD8(PASCI_WIRE_PREFIX + hlen);
+	for (size_t i = 0; i < nt; i++) {
+		total += PAD8(b->tensors[i]->nbytes);
+	}
+	if (hlen <= UINT32_MAX && nng_msg_alloc(out, total) == 0) {
+		builder_write(b, nng_msg_body(*out), hlen);
+		rv = PASCO_OK;
+	}
+done:
+	b->hdr.tensors = NULL;
+	b->hdr.result  = NULL;
+	b->hdr.args    = NULL;
+	free(metas);
+	free(ptrs);
+	return rv;
+}
+
+nng_msg *
+pasci_wire_status_reply(int status, const char *fmt, ...)
+{
+	pasci_wire_builder b;
+	nng_msg           *msg;
+	char               text[1024];
+	va_list            ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__METHOD_NONE);
+	b.hdr.status = status;
+	b.hdr.error  = text;
+	if (pasci_wire_encode(&b, &msg) != 0) {
+		msg = NULL;
+	}
+	pasci_wire_builder_fini(&b);
+	return msg;
+}
+
+int
+pasci_wire_meta_spec(const Pasco__Wire__TensorMeta *meta, pasco_dtype *dtype,
+    int32_t *rank, int64_t *shape)
+{
+	int64_t count;
+	size_t  nbytes;
+	if (meta == NULL || meta->n_shape > PASCO_MAX_RANK) {
+		return PASCO_EINVAL;
+	}
+	*dtype = (pasco_dtype) meta->dtype;
+	*rank  = (int32_t) meta->n_shape;
+	for (size_t i = 0; i < meta->n_shape; i++) {
+		shape[i] = meta->shape[i];
+	}
+	return pasci_tensor_check_spec(*dtype, *rank, shape, &count, &nbytes);
+}
+
+static void
+msg_free(void *msg)
+{
+	nng_msg_free(msg);
+}
+
+/* Makes the tensors of m, viewing body; copies when misaligned. */
+static int
+decode_tensors(pasci_wire_msg *m, nng_msg *msg, size_t off, char *err,
+    size_t errlen)
+{
+	uint8_t       *body = nng_msg_body(msg);
+	size_t         len  = nng_msg_len(msg);
+	pasco_storage *st;
+	int            rv = PASCO_OK;
+
+	if ((st = pasci_storage_new(msg_free, msg)) == NULL) {
+		nng_msg_free(msg);
+		return PASCO_ENOMEM;
+	}
+	m->tensors = calloc(m->hdr->n_tensors + 1, sizeof(*m->tensors));
+	for (size_t i = 0; m->tensors != NULL && i < m->hdr->n_tensors; i++) {
+		pasco_dtype dt;
+		int32_t     rank;
+		int64_t     shape[PASCO_MAX_RANK];
+		int64_t     count;
+		size_t      nbytes;
+		if (pasci_wire_meta_spec(m->hdr->tensors[i], &dt, &rank,
+		        shape) != 0) {
+			pasci_fmt(err, errlen, "tensor %zu has an invalid dtype "
+			    "or shape", i);
+			rv = PASCO_EPROTO;
+			break;
+		}
+		pasci_tensor_check_spec(dt, rank, shape, &count, &nbytes);
+		if (off > len || nbytes > len - off) {
+			pasci_fmt(err, errlen, "tensor %zu needs %zu bytes at "
+			    "offset %zu; the message has %zu", i, nbytes, off,
+			    len);
+			rv = PASCO_EPROTO;
+			break;
+		}
+		rv = ((uintptr_t) (body + off) % 8 == 0)
+		    ? pasci_tensor_view(&m->tensors[i], dt, rank, shape,
+		          body + off, st)
+		    : pasco_tensor_from(&m->tensors[i], dt, rank, shape,
+		          body + off, nbytes);
+		if (rv != 0) {
+			break;
+		}
+		m->ntensors++;
+		off += PAD8(nbytes);
+	}
+	if (m->tensors == NULL) {
+		rv = PASCO_ENOMEM;
+	}
+	pasci_storage_release(st);
+	return rv;
+}
+
+int
+pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
+{
+	const uint8_t *body = nng_msg_body(msg);
+	size_t         len  = nng_msg_len(msg);
+	size_t         hlen;
+	int            rv;
+
+	memset(m, 0, sizeof(*m));
+	if (len < PASCI_WIRE_PREFIX) {
+		pasci_fmt(err, errlen, "message of %zu bytes is shorter than "
+		    "the %d-byte prefix", len, PASCI_WIRE_PREFIX);
+		nng_msg_free(msg);
+		return PASCO_EPROTO;
+	}
+	m->incarnation = get_be(body, 8);
+	hlen           = (size_t) get_be(body + 8, 4);
+	if (hlen > len - PASCI_WIRE_PREFIX ||
+	    (m->hdr = pasco__wire__header__unpack(
+	         NULL, hlen, body + PASCI_WIRE_PREFIX)) == NULL) {
+		pasci_fmt(err, errlen, "message header (%zu bytes) does not "
+		    "parse", hlen);
+		nng_msg_free(msg);
+		return PASCO_EPROTO;
+	}
+	rv = decode_tensors(m, msg, PAD8(PASCI_WIRE_PREFIX + hlen), err, errlen);
+	if (rv != 0) {
+		pasci_wire_msg_fini(m);
+		return rv == PASCO_ENOMEM ? rv : PASCO_EPROTO;
+	}
+	return PASCO_OK;
+}
+
+void
+pasci_wire_msg_fini(pasci_wire_msg *m)
+{
+	if (m->hdr != NULL) {
+		pasco__wire__header__free_unpacked(m->hdr, NULL);
+	}
+	for (size_t i = 0; i < m->ntensors; i++) {
+		pasco_tensor_release(m->tensors[i]);
+	}
+	free(m->tensors);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Rebuilds the value rooted at node *pos; advances *pos. */
+static pasco_value *
+get_node(const pasci_wire_msg *m, size_t *pos, int depth, int *rv)
+{
+	const Pasco__Wire__Node *n;
+	pasco_value            **items = NULL, *out = NULL;
+	const char             **keys  = NULL;
+
+	if (*pos >= m->hdr->n_result || depth > 64) {
+		*rv = PASCO_EPROTO;
+		return NULL;
+	}
+	n = m->hdr->result[(*pos)++];
+	switch (n->kind) {
+	case PASCO__WIRE__NODE__KIND__NONE:
+		return pasco_value_none();
+	case PASCO__WIRE__NODE__KIND__TENSOR:
+		if (n->tensor >= m->ntensors) {
+			*rv = PASCO_EPROTO;
+			return NULL;
+		}
+		return pasco_value_tensor(pasco_tensor_hold(m->tensors[n->tensor]));
+	case PASCO__WIRE__NODE__KIND__LIST:
+	case PASCO__WIRE__NODE__KIND__DICT:
+		break;
+	default:
+		*rv = PASCO_EPROTO;
+		return NULL;
+	}
+	if (n->count > m->hdr->n_result - *pos) {
+		*rv = PASCO_EPROTO;
+		return NULL;
+	}
+	items = calloc(n->count + 1, sizeof(*items));
+	keys  = calloc(n->count + 1, sizeof(*keys));
+	if (items == NULL || keys == NULL) {
+		free(items);
+		free(keys);
+		*rv = PASCO_ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n->count && *rv == 0; i++) {
+		keys[i]  = m->hdr->result[*pos]->key;
+		items[i] = get_node(m, pos, depth + 1, rv);
+	}
+	if (*rv != 0) {
+		for (uint32_t i = 0; i < n->count; i++) {
+			pasco_value_free(items[i]);
+		}
+	} else if (n->kind == PASCO__WIRE__NODE__KIND__LIST) {
+		out = pasco_value_list_of(n->count, items);
+	} else {
+		out = pasci_value_dict_of(n->count, keys, items);
+	}
+	free(items);
+	free(keys);
+	if (out == NULL && *rv == 0) {
+		*rv = PASCO_EPROTO;
+	}
+	return out;
+}
+
+int
+pasci_wire_get_value(const pasci_wire_msg *m, pasco_value **out, char *err,
+    size_t errlen)
+{
+	size_t pos = 0;
+	int    rv  = 0;
+
+	if (m->hdr->n_result == 0) {
+		*out = pasco_value_none();
+		return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+	}
+	*out = get_node(m, &pos, 0, &rv);
+	if (rv == 0 && pos != m->hdr->n_result) {
+		pasco_value_free(*out);
+		*out = NULL;
+		rv   = PASCO_EPROTO;
+	}
+	if (rv != 0) {
+		pasci_fmt(err, errlen, "the result structure in the message "
+		    "is malformed");
+	}
+	return rv;
+}

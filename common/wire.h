@@ -1,0 +1,87 @@
+/*
+ * The wire codec: a protobuf-c Header (schemas/wire.proto) plus raw tensor
+ * bytes in one nng message. The only module that touches generated code.
+ *
+ * Body layout: u64 incarnation | u32 header length | header | pad to 8 |
+ * tensor bytes, each padded to 8. Received tensors are views into the
+ * message (no copy) that keep it alive by reference.
+ */
+#ifndef PASCI_WIRE_H
+#define PASCI_WIRE_H
+
+#include <nng/nng.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pasco/tensor.h"
+#include "pasco/value.h"
+#include "schemas/wire.pb-c.h"
+
+#define PASCI_WIRE_PREFIX 12 /* incarnation + header length */
+
+/* A decoded message. */
+typedef struct pasci_wire_msg {
+	Pasco__Wire__Header *hdr;
+	pasco_tensor       **tensors; /* one reference each */
+	size_t               ntensors;
+	uint64_t             incarnation;
+} pasci_wire_msg;
+
+/* Decodes msg, taking it over whatever the outcome. On failure (PASCO_EPROTO
+ * with a message in err) out is left empty. */
+int pasci_wire_decode(pasci_wire_msg *out, nng_msg *msg, char *err,
+    size_t errlen);
+
+void pasci_wire_msg_fini(pasci_wire_msg *m);
+
+/* Reads or writes the incarnation prefix of an encoded message. */
+uint64_t pasci_wire_get_incarnation(nng_msg *msg);
+void     pasci_wire_set_incarnation(nng_msg *msg, uint64_t incarnation);
+
+/* Builds a message. The header fields are set directly on b->hdr; repeated
+ * fields (tensors, args, result) through the functions below. */
+typedef struct pasci_wire_builder {
+	Pasco__Wire__Header hdr;
+	pasco_tensor      **tensors; /* references held until fini */
+	size_t              ntensors, tensor_cap;
+	Pasco__Wire__Node  *nodes;
+	size_t              nnodes, node_cap;
+	Pasco__Wire__Arg   *args;
+	size_t              nargs, arg_cap;
+	Pasco__Wire__VariableRef *vars; /* one per arg, used by VARIABLE */
+	Pasco__Wire__TensorMeta  *var_metas;
+	bool                oom;
+} pasci_wire_builder;
+
+void pasci_wire_builder_init(pasci_wire_builder *b, Pasco__Wire__Method m);
+void pasci_wire_builder_fini(pasci_wire_builder *b);
+
+/* Appends a tensor (holding a reference); *index gets its position. */
+void pasci_wire_add_tensor(pasci_wire_builder *b, const pasco_tensor *t,
+    uint32_t *index);
+
+/* Appends v in pre-order to the result nodes, its tensors to the tensors. */
+void pasci_wire_add_value(pasci_wire_builder *b, const pasco_value *v);
+
+/* Appends a RUN argument. */
+void pasci_wire_add_arg_tensor(pasci_wire_builder *b, const pasco_tensor *t);
+void pasci_wire_add_arg_variable(pasci_wire_builder *b, const char *name,
+    int32_t ps_task, pasco_dtype dtype, int32_t rank, const int64_t *shape);
+void pasci_wire_add_arg_resource(pasci_wire_builder *b, uint64_t resource);
+
+/* Encodes into a new message (incarnation prefix 0). PASCO_ENOMEM. */
+int pasci_wire_encode(pasci_wire_builder *b, nng_msg **out);
+
+/* A reply carrying only a status and message. NULL on no memory. */
+nng_msg *pasci_wire_status_reply(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Rebuilds the result value of a reply; *out is owned by the caller. */
+int pasci_wire_get_value(const pasci_wire_msg *m, pasco_value **out,
+    char *err, size_t errlen);
+
+/* Checks that a wire TensorMeta is a valid spec; fills dtype/rank/shape. */
+int pasci_wire_meta_spec(const Pasco__Wire__TensorMeta *meta,
+    pasco_dtype *dtype, int32_t *rank, int64_t *shape);
+
+#endif

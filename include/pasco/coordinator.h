@@ -1,0 +1,185 @@
+/*
+ * The coordinator side: a strategy that connects to the cluster and creates
+ * variables on ps tasks, and a coordinator that schedules step functions on
+ * workers, the C counterparts of TensorFlow's ParameterServerStrategy and
+ * ClusterCoordinator.
+ *
+ * Semantics follow TensorFlow's: pasco_schedule enqueues and returns a
+ * remote value at once (blocking only while the queue is full); a function
+ * runs at least once; the first error of a step function is raised once by
+ * the next pasco_schedule, pasco_join or pasco_done, which first cancel
+ * every closure not yet run (their remote values report PASCO_ECANCELLED)
+ * and wait for those in flight; the coordinator stays usable afterwards.
+ * Unlike TensorFlow, each worker may have several closures in flight (the
+ * window), so the round trip is not wasted.
+ *
+ * All functions here are thread-safe unless stated.
+ */
+#ifndef PASCO_COORDINATOR_H
+#define PASCO_COORDINATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "tensor.h"
+#include "value.h"
+#include "variable.h"
+
+typedef struct pasco_strategy             pasco_strategy;
+typedef struct pasco_coordinator          pasco_coordinator;
+typedef struct pasco_remote_value         pasco_remote_value;
+typedef struct pasco_per_worker_dataset   pasco_per_worker_dataset;
+typedef struct pasco_per_worker_iterator  pasco_per_worker_iterator;
+
+typedef struct pasco_strategy_options {
+	/* How long pasco_strategy_create waits for every ps and worker to
+	 * answer; 0 means 60 s. */
+	int64_t connect_timeout_ms;
+	/* Deadline of each ps call made by the coordinator; 0 means 60 s. */
+	int64_t call_timeout_ms;
+} pasco_strategy_options;
+
+/* Connects to every ps and worker of cluster (which must validate) and
+ * waits until all answer. opts may be NULL. The strategy keeps its own copy
+ * of what it needs from cluster. PASCO_EINVAL for a bad cluster,
+ * PASCO_ETIMEDOUT when a task does not answer in time (the message names
+ * it: pasco_strategy_error). On failure *out is NULL. Blocks. */
+int pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
+    const pasco_strategy_options *opts);
+
+/* The message of the last failure of pasco_strategy_create or
+ * pasco_variable_create; "" if none. */
+const char *pasco_strategy_error(const pasco_strategy *s);
+
+/* Number of ps tasks and workers. */
+size_t pasco_strategy_num_ps(const pasco_strategy *s);
+size_t pasco_strategy_num_workers(const pasco_strategy *s);
+
+/* Destroys the strategy after every coordinator and variable handle made
+ * from it. NULL is a no-op. */
+void pasco_strategy_destroy(pasco_strategy *s);
+
+/* Creates variable name on the next ps task in round-robin order (the
+ * counter advances once per created variable), with initial_value's dtype,
+ * shape and contents. Creating an existing name with the same dtype and
+ * shape returns a handle to it (its value is left alone); with another
+ * dtype or shape it is PASCO_EEXIST. The handle is owned by the caller.
+ * Blocks. */
+int pasco_variable_create(pasco_variable **out, pasco_strategy *s,
+    const char *name, const pasco_tensor *initial_value);
+
+typedef struct pasco_coordinator_options {
+	/* Closures in flight per worker; 0 means 4. TensorFlow uses 1. */
+	uint32_t window;
+	/* Queued closures before pasco_schedule blocks; 0 means 262144. */
+	uint32_t queue_size;
+} pasco_coordinator_options;
+
+/* Starts one dispatcher per worker. opts may be NULL. */
+int pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
+    const pasco_coordinator_options *opts);
+
+/* Stops the dispatchers (closures still queued are cancelled, those in
+ * flight are waited for) and frees the coordinator. Remote values stay
+ * valid until freed. NULL is a no-op. */
+void pasco_coordinator_destroy(pasco_coordinator *c);
+
+/* An argument of pasco_schedule. Build one with the helpers below. */
+typedef enum pasco_arg_kind {
+	PASCO_ARG_TENSOR   = 0,
+	PASCO_ARG_VARIABLE = 1,
+	PASCO_ARG_ITERATOR = 2,
+} pasco_arg_kind;
+
+typedef struct pasco_arg {
+	pasco_arg_kind kind;
+	union {
+		const pasco_tensor              *tensor;
+		const pasco_variable            *variable;
+		pasco_per_worker_iterator       *iterator;
+	} u;
+} pasco_arg;
+
+static inline pasco_arg
+pasco_arg_tensor(const pasco_tensor *t)
+{
+	pasco_arg a = {.kind = PASCO_ARG_TENSOR, .u.tensor = t};
+	return a;
+}
+
+static inline pasco_arg
+pasco_arg_variable(const pasco_variable *v)
+{
+	pasco_arg a = {.kind = PASCO_ARG_VARIABLE, .u.variable = v};
+	return a;
+}
+
+/* Each worker gets its own iterator of the per-worker dataset. */
+static inline pasco_arg
+pasco_arg_iterator(pasco_per_worker_iterator *it)
+{
+	pasco_arg a = {.kind = PASCO_ARG_ITERATOR, .u.iterator = it};
+	return a;
+}
+
+/* Enqueues a call of the step function fn with args and returns at once.
+ * args are captured (tensors by reference) before the call returns. When rv
+ * is not NULL, *rv receives a remote value owned by the caller; when it is
+ * NULL, the worker does not send the result back. Blocks while the queue is
+ * full. Returns PASCO_EINVAL for bad arguments, or the pending error of an
+ * earlier closure (see above; message: pasco_coordinator_error), in which
+ * case nothing is enqueued and *rv is NULL. */
+int pasco_schedule(pasco_coordinator *c, const char *fn,
+    const pasco_arg *args, size_t nargs, pasco_remote_value **rv);
+
+/* Blocks until every scheduled closure has finished, then returns PASCO_OK,
+ * or the first error of a closure since the last one raised. */
+int pasco_join(pasco_coordinator *c);
+
+/* *done = true when nothing is queued or in flight. Does not block, unless
+ * an error is pending, which it raises as pasco_join does. */
+int pasco_done(pasco_coordinator *c, bool *done);
+
+/* The message of the error last returned by pasco_schedule, pasco_join or
+ * pasco_done ("" if none). Valid until the next of those calls. */
+const char *pasco_coordinator_error(const pasco_coordinator *c);
+
+/* Blocks until rv's function has run, then stores in *out its result,
+ * borrowed from rv (valid until pasco_remote_value_free), and returns
+ * PASCO_OK, or returns the function's error, or PASCO_ECANCELLED when it
+ * was cancelled. The result is held by the coordinator, so it can be
+ * fetched after the worker that produced it is gone. */
+int pasco_remote_value_fetch(pasco_remote_value *rv, const pasco_value **out);
+
+/* True once fetch would not block. */
+bool pasco_remote_value_is_ready(const pasco_remote_value *rv);
+
+/* The error message of a failed or cancelled remote value, "" otherwise. */
+const char *pasco_remote_value_error(const pasco_remote_value *rv);
+
+/* NULL is a no-op. */
+void pasco_remote_value_free(pasco_remote_value *rv);
+
+/* A dataset built on every worker by the factory registered as
+ * factory_name (PASCO_DATASET). Nothing is built until an iterator is
+ * made. */
+int pasco_per_worker_dataset_create(pasco_per_worker_dataset **out,
+    pasco_coordinator *c, const char *factory_name);
+
+void pasco_per_worker_dataset_free(pasco_per_worker_dataset *d);
+
+/* Builds a fresh iterator of d on every worker (asynchronously, before any
+ * closure scheduled after this call runs on that worker); each worker gets
+ * its own, and a worker that restarts gets it rebuilt from the start. Pass
+ * it to pasco_schedule with pasco_arg_iterator. A factory's error is
+ * reported by the closures that use the iterator on that worker. */
+int pasco_per_worker_iterator_create(pasco_per_worker_iterator **out,
+    pasco_per_worker_dataset *d);
+
+/* Releases the iterator; workers drop theirs once no closure uses it.
+ * NULL is a no-op. */
+void pasco_per_worker_iterator_free(pasco_per_worker_iterator *it);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * Input pipelines. A pasco_dataset is a stream of elements (pasco_value,
+ * usually a tensor or a list of tensors) built from a source and a chain of
+ * transforms. Each transform takes over the dataset it wraps. Datasets are
+ * built on workers by registered factories (PASCO_DATASET) and iterated by
+ * step functions with pasco_dataset_next; pasco_dataset_next is thread-safe
+ * (several closures may share one worker's iterator), everything else is
+ * not.
+ */
+#ifndef PASCO_DATASET_H
+#define PASCO_DATASET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensor.h"
+#include "value.h"
+
+typedef struct pasco_dataset pasco_dataset;
+
+/* What a factory is told about where it runs. */
+typedef struct pasco_dataset_context {
+	int32_t worker_index; /* this worker, 0-based */
+	int32_t num_workers;  /* workers in the cluster */
+} pasco_dataset_context;
+
+/* A dataset factory: builds this worker's dataset into *out. Returns
+ * PASCO_OK or an error (reported to the coordinator). */
+typedef int (*pasco_dataset_factory)(const pasco_dataset_context *ctx,
+    pasco_dataset **out);
+
+/* Registers a factory under name; the PASCO_DATASET macro does it at
+ * program start. Returns PASCO_EEXIST if the name is taken. Thread-safe. */
+int pasco_dataset_register(const char *name, pasco_dataset_factory fn);
+
+/* Defines and registers a dataset factory:
+ *     PASCO_DATASET(numbers) { return pasco_dataset_range(out, 0, 10, 1); }
+ * The body sees `ctx` and `out`. */
+#define PASCO_DATASET(name)                                                  \
+	static int name(const pasco_dataset_context *ctx,                    \
+	    pasco_dataset **out);                                            \
+	__attribute__((constructor)) static void pasco_dataset_reg_##name(  \
+	    void)                                                            \
+	{                                                                    \
+		(void) pasco_dataset_register(#name, name);                  \
+	}                                                                    \
+	static int name(const pasco_dataset_context *ctx, pasco_dataset **out)
+
+/* Sources. */
+
+/* Scalars start, start+step, ... below stop (above, for a negative step),
+ * as i64. step 0 is PASCO_EINVAL. */
+int pasco_dataset_range(pasco_dataset **out, int64_t start, int64_t stop,
+    int64_t step);
+
+/* Slices of value along dimension 0: a tensor of shape [n, ...] gives n
+ * elements of shape [...]; a list of tensors (all with n rows) gives n lists.
+ * The dataset holds its own references. */
+int pasco_dataset_from_tensors(pasco_dataset **out, const pasco_value *value);
+
+/* Elements from a callback. next stores a new element in *element (owned by
+ * the dataset) and returns PASCO_OK, or returns PASCO_EOUTOFRANGE at the
+ * end, or another error. reset (may be NULL) starts the sequence again; a
+ * generator without reset cannot be repeated. free_arg (may be NULL) is
+ * called on arg when the dataset is freed. */
+typedef int (*pasco_generator_next)(void *arg, pasco_value **element);
+int pasco_dataset_from_generator(pasco_dataset **out,
+    pasco_generator_next next, void (*reset)(void *arg),
+    void (*free_arg)(void *arg), void *arg);
+
+/* Transforms: each takes over in (freed on failure too). */
+
+/* Stacks batch_size consecutive elements (same structure and shapes) into
+ * one, adding a leading dimension. The last, short batch is kept unless
+ * drop_remainder. */
+int pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in,
+    int64_t batch_size, bool drop_remainder);
+
+/* Repeats in count times; count < 0 repeats forever. */
+int pasco_dataset_repeat(pasco_dataset **out, pasco_dataset *in,
+    int64_t count);
+
+/* Keeps elements whose index i has i % num_shards == index. */
+int pasco_dataset_shard(pasco_dataset **out, pasco_dataset *in,
+    int64_t num_shards, int64_t index);
+
+/* The first count elements. */
+int pasco_dataset_take(pasco_dataset **out, pasco_dataset *in, int64_t count);
+
+/* Replaces each element e with fn(arg, e, &result); fn owns nothing of e. */
+typedef int (*pasco_map_fn)(void *arg, const pasco_value *element,
+    pasco_value **result);
+int pasco_dataset_map(pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn,
+    void *arg);
+
+/* Shuffles within a window of buffer_size elements, seeded. */
+int pasco_dataset_shuffle(pasco_dataset **out, pasco_dataset *in,
+    int64_t buffer_size, uint64_t seed);
+
+/* The next element into *element (owned by the caller), PASCO_EOUTOFRANGE
+ * at the end, or the error of the source. Thread-safe. */
+int pasco_dataset_next(pasco_dataset *ds, pasco_value **element);
+
+/* NULL is a no-op. */
+void pasco_dataset_free(pasco_dataset *ds);
+
+#endif

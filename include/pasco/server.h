@@ -1,0 +1,46 @@
+/*
+ * Running a role. A Pasco program is one binary for every role:
+ *
+ *     int main(int argc, char **argv) { return pasco_main(argc, argv, chief); }
+ *
+ * pasco_main reads the cluster (flags or TF_CONFIG, cluster.h); as a ps or a
+ * worker it serves until SIGTERM or SIGINT; as the chief it runs the given
+ * function, the user's coordinator program. `pasco launch` starts every
+ * role of a local cluster this way.
+ *
+ * pasco_server_start runs a ps or worker server inside the current process
+ * (threads, no signals), which in-process tests and embedders use.
+ */
+#ifndef PASCO_SERVER_H
+#define PASCO_SERVER_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+
+/* The chief's program: argv has the cluster flags removed. Its return
+ * value is the process's exit status. */
+typedef int (*pasco_chief_fn)(const pasco_cluster *cluster, int argc,
+    char **argv);
+
+/* Runs this process's role; returns the exit status (0 on success, 2 for a
+ * missing or malformed cluster, with the reason on stderr). */
+int pasco_main(int argc, char **argv, pasco_chief_fn chief);
+
+typedef struct pasco_server pasco_server;
+
+/* Starts the server of task index of role (PASCO_ROLE_PS or
+ * PASCO_ROLE_WORKER) listening at its cluster address. Returns at once
+ * once listening; PASCO_EINVAL for another role or index, PASCO_EIO when
+ * the address cannot be listened on (the reason is printed). */
+int pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
+    pasco_role role, int32_t index);
+
+/* This server's incarnation id: random, chosen at start, sent in every
+ * reply. */
+uint64_t pasco_server_incarnation(const pasco_server *s);
+
+/* Stops serving (waits for running handlers) and frees. NULL is a no-op. */
+void pasco_server_stop(pasco_server *s);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * Variables live on ps tasks. A pasco_variable is a handle: the variable's
+ * name, its ps task, dtype and shape, and a connection to that ps. The
+ * coordinator gets handles from pasco_variable_create (coordinator.h); a
+ * step function gets them from its arguments (function.h). The operations
+ * below are remote calls to the ps and block until it answers.
+ *
+ * A ps checks every update against the variable's dtype and shape and
+ * rejects a mismatch, changing nothing. When an operation fails, the ps's
+ * message is kept on the handle: pasco_variable_error.
+ *
+ * Handles are thread-safe; the last error is per handle, so a handle shared
+ * by several threads reports whichever failure came last.
+ */
+#ifndef PASCO_VARIABLE_H
+#define PASCO_VARIABLE_H
+
+#include <stdint.h>
+
+#include "tensor.h"
+
+typedef struct pasco_variable pasco_variable;
+
+/* Reads the whole value. On success *out is a new tensor owned by the
+ * caller. Blocks. */
+int pasco_variable_read(pasco_variable *v, pasco_tensor **out);
+
+/* v = value. value must have v's dtype and shape. Blocks. */
+int pasco_variable_assign(pasco_variable *v, const pasco_tensor *value);
+
+/* v += delta. delta must have v's dtype and shape. Blocks. */
+int pasco_variable_assign_add(pasco_variable *v, const pasco_tensor *delta);
+
+/* v -= learning_rate * grad (plain SGD, applied on the ps). Float dtypes
+ * only. Blocks. */
+int pasco_variable_apply_sgd(pasco_variable *v, double learning_rate,
+    const pasco_tensor *grad);
+
+const char  *pasco_variable_name(const pasco_variable *v);
+int32_t      pasco_variable_ps_task(const pasco_variable *v);
+pasco_dtype  pasco_variable_dtype(const pasco_variable *v);
+int32_t      pasco_variable_rank(const pasco_variable *v);
+const int64_t *pasco_variable_shape(const pasco_variable *v);
+
+/* The message of the last failed operation on v, or "" if none. The pointer
+ * stays valid until the next operation on v. */
+const char *pasco_variable_error(const pasco_variable *v);
+
+/* Frees the handle (the variable stays on its ps). NULL is a no-op. */
+void pasco_variable_free(pasco_variable *v);
+
+#endif
