@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "error.h"
 
 typedef enum pasco_role {
 	PASCO_ROLE_NONE      = 0,

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "error.h"
 #include "tensor.h"
 #include "value.h"
 #include "variable.h"

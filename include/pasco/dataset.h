@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "tensor.h"
+#include "error.h"
 #include "value.h"
 
 typedef struct pasco_dataset pasco_dataset;

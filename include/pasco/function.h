@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "dataset.h"
+#include "error.h"
 #include "tensor.h"
 #include "value.h"
 #include "variable.h"

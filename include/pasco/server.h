@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "error.h"
 
 /* The chief's program: argv has the cluster flags removed. Its return
  * value is the process's exit status. */

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+
 #define PASCO_MAX_RANK 8
 
 typedef enum pasco_dtype {

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "tensor.h"
+#include "error.h"
 
 typedef struct pasco_variable pasco_variable;
 

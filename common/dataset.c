@@ -1,0 +1,672 @@
+/*
+ * Input pipelines: sources and transforms behind one ops table. A dataset
+ * chain is iterated through its outermost node; pasco_dataset_next takes
+ * that node's lock, so several closures on one worker can share an
+ * iterator. Inner nodes are only touched under the outer lock.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tensor_impl.h"
+#include "common/util.h"
+#include "common/value_impl.h"
+#include "pasco/dataset.h"
+
+struct dataset_ops {
+	/* Next element into *out, PASCO_EOUTOFRANGE at the end. Outer lock
+	 * held; may block on a generator. */
+	int (*next)(pasco_dataset *ds, pasco_value **out);
+	/* Back to the start (for repeat). Outer lock held. */
+	int (*reset)(pasco_dataset *ds);
+	/* Frees this node's state (not input). */
+	void (*fini)(pasco_dataset *ds);
+};
+
+struct pasco_dataset {
+	const struct dataset_ops *ops;
+	pasco_dataset            *input; /* transforms: the wrapped dataset */
+	pthread_mutex_t           mu;    /* used on the outermost node */
+	int64_t                   a, b, c, pos; /* per-kind parameters */
+	void                     *state;
+};
+
+static int
+ds_new(pasco_dataset **out, const struct dataset_ops *ops, pasco_dataset *in)
+{
+	pasco_dataset *ds = calloc(1, sizeof(*ds));
+	*out              = ds;
+	if (ds == NULL) {
+		pasco_dataset_free(in);
+		return PASCO_ENOMEM;
+	}
+	ds->ops   = ops;
+	ds->input = in;
+	pthread_mutex_init(&ds->mu, NULL);
+	return PASCO_OK;
+}
+
+void
+pasco_dataset_free(pasco_dataset *ds)
+{
+	if (ds == NULL) {
+		return;
+	}
+	pasco_dataset_free(ds->input);
+	if (ds->ops->fini != NULL) {
+		ds->ops->fini(ds);
+	}
+	pthread_mutex_destroy(&ds->mu);
+	free(ds);
+}
+
+int
+pasco_dataset_next(pasco_dataset *ds, pasco_value **element)
+{
+	int rv;
+	*element = NULL;
+	pthread_mutex_lock(&ds->mu);
+	rv = ds->ops->next(ds, element);
+	pthread_mutex_unlock(&ds->mu);
+	return rv;
+}
+
+static int
+input_reset(pasco_dataset *ds)
+{
+	return ds->input->ops->reset(ds->input);
+}
+
+/* range: a = start, b = stop, c = step, pos = current. */
+static int
+range_next(pasco_dataset *ds, pasco_value **out)
+{
+	pasco_tensor *t;
+	if ((ds->c > 0 && ds->pos >= ds->b) || (ds->c < 0 && ds->pos <= ds->b)) {
+		return PASCO_EOUTOFRANGE;
+	}
+	if (pasco_tensor_scalar(&t, PASCO_I64, 0) != 0) {
+		return PASCO_ENOMEM;
+	}
+	*(int64_t *) t->data = ds->pos;
+	ds->pos += ds->c;
+	*out = pasco_value_tensor(t);
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+static int
+range_reset(pasco_dataset *ds)
+{
+	ds->pos = ds->a;
+	return PASCO_OK;
+}
+
+static const struct dataset_ops range_ops = {
+    .next = range_next, .reset = range_reset, .fini = NULL};
+
+int
+pasco_dataset_range(pasco_dataset **out, int64_t start, int64_t stop,
+    int64_t step)
+{
+	int rv;
+	if (step == 0) {
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
+	if ((rv = ds_new(out, &range_ops, NULL)) == 0) {
+		(*out)->a = (*out)->pos = start;
+		(*out)->b               = stop;
+		(*out)->c               = step;
+	}
+	return rv;
+}
+
+/* from_tensors: state = value, a = rows, pos = next row. */
+static pasco_value *
+slice_row(const pasco_value *v, int64_t row)
+{
+	switch (v->kind) {
+	case PASCO_VALUE_TENSOR: {
+		const pasco_tensor *t = v->tensor;
+		pasco_tensor       *s;
+		size_t              rowbytes = t->nbytes / (size_t) t->shape[0];
+		if (pasco_tensor_from(&s, t->dtype, t->rank - 1, t->shape + 1,
+		        (const char *) t->data + rowbytes * (size_t) row,
+		        rowbytes) != 0) {
+			return NULL;
+		}
+		return pasco_value_tensor(s);
+	}
+	case PASCO_VALUE_LIST:
+	case PASCO_VALUE_DICT: {
+		pasco_value *items[64];
+		for (size_t i = 0; i < v->n; i++) {
+			items[i] = slice_row(v->items[i], row);
+		}
+		return v->kind == PASCO_VALUE_LIST
+		    ? pasco_value_list_of(v->n, items)
+		    : pasci_value_dict_of(
+		          v->n, (const char *const *) v->keys, items);
+	}
+	default:
+		return pasco_value_none();
+	}
+}
+
+/* Rows of every tensor under v (all must agree); -1 when they differ. */
+static int64_t
+count_rows(const pasco_value *v)
+{
+	int64_t rows = -2;
+	if (v->kind == PASCO_VALUE_TENSOR) {
+		return v->tensor->rank > 0 ? v->tensor->shape[0] : -1;
+	}
+	if (v->n > 64) {
+		return -1;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		int64_t r = count_rows(v->items[i]);
+		if (r == -1 || (rows != -2 && r != -2 && r != rows)) {
+			return -1;
+		}
+		rows = r != -2 ? r : rows;
+	}
+	return rows;
+}
+
+static int
+tensors_next(pasco_dataset *ds, pasco_value **out)
+{
+	if (ds->pos >= ds->a) {
+		return PASCO_EOUTOFRANGE;
+	}
+	*out = slice_row(ds->state, ds->pos++);
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+static int
+tensors_reset(pasco_dataset *ds)
+{
+	ds->pos = 0;
+	return PASCO_OK;
+}
+
+static void
+tensors_fini(pasco_dataset *ds)
+{
+	pasco_value_free(ds->state);
+}
+
+static const struct dataset_ops tensors_ops = {
+    .next = tensors_next, .reset = tensors_reset, .fini = tensors_fini};
+
+int
+pasco_dataset_from_tensors(pasco_dataset **out, const pasco_value *value)
+{
+	int64_t rows = value != NULL ? count_rows(value) : -1;
+	int     rv;
+	if (rows < 0) {
+		*out = NULL;
+		return PASCO_EINVAL; /* scalars, or tensors of unequal rows */
+	}
+	if ((rv = ds_new(out, &tensors_ops, NULL)) != 0) {
+		return rv;
+	}
+	if (((*out)->state = pasco_value_clone(value)) == NULL) {
+		pasco_dataset_free(*out);
+		*out = NULL;
+		return PASCO_ENOMEM;
+	}
+	(*out)->a = rows;
+	return PASCO_OK;
+}
+
+/* generator: state = struct gen. */
+typedef struct gen {
+	pasco_generator_next next;
+	void (*reset)(void *);
+	void (*free_arg)(void *);
+	void *arg;
+} gen;
+
+static int
+gen_next(pasco_dataset *ds, pasco_value **out)
+{
+	gen *g  = ds->state;
+	int  rv = g->next(g->arg, out);
+	if (rv != 0) {
+		pasco_value_free(*out);
+		*out = NULL;
+	}
+	return rv;
+}
+
+static int
+gen_reset(pasco_dataset *ds)
+{
+	gen *g = ds->state;
+	if (g->reset == NULL) {
+		return PASCO_EPRECONDITION; /* cannot repeat without reset */
+	}
+	g->reset(g->arg);
+	return PASCO_OK;
+}
+
+static void
+gen_fini(pasco_dataset *ds)
+{
+	gen *g = ds->state;
+	if (g != NULL && g->free_arg != NULL) {
+		g->free_arg(g->arg);
+	}
+	free(g);
+}
+
+static const struct dataset_ops gen_ops = {
+    .next = gen_next, .reset = gen_reset, .fini = gen_fini};
+
+int
+pasco_dataset_from_generator(pasco_dataset **out, pasco_generator_next next,
+    void (*reset)(void *), void (*free_arg)(void *), void *arg)
+{
+	gen *g;
+	int  rv;
+	if (next == NULL) {
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
+	if ((g = calloc(1, sizeof(*g))) == NULL) {
+		*out = NULL;
+		return PASCO_ENOMEM;
+	}
+	*g = (gen){next, reset, free_arg, arg};
+	if ((rv = ds_new(out, &gen_ops, NULL)) != 0) {
+		free(g);
+		return rv;
+	}
+	(*out)->state = g;
+	return PASCO_OK;
+}
+
+/* Stacks n values of one structure along a new dimension 0. */
+static int
+stack(pasco_value *const *vals, int64_t n, pasco_value **out)
+{
+	const pasco_value *v0 = vals[0];
+	for (int64_t i = 1; i < n; i++) {
+		if (vals[i]->kind != v0->kind || vals[i]->n != v0->n ||
+		    (v0->kind == PASCO_VALUE_TENSOR &&
+		        !pasco_tensor_same_spec(vals[i]->tensor, v0->tensor))) {
+			return PASCO_EINVAL;
+		}
+	}
+	if (v0->kind == PASCO_VALUE_TENSOR) {
+		const pasco_tensor *t0 = v0->tensor;
+		int64_t             shape[PASCO_MAX_RANK];
+		pasco_tensor       *t;
+		if (t0->rank >= PASCO_MAX_RANK) {
+			return PASCO_EINVAL;
+		}
+		shape[0] = n;
+		memcpy(shape + 1, t0->shape, sizeof(int64_t) * (size_t) t0->rank);
+		if (pasco_tensor_alloc(&t, t0->dtype, t0->rank + 1, shape) != 0) {
+			return PASCO_ENOMEM;
+		}
+		for (int64_t i = 0; i < n; i++) {
+			memcpy((char *) t->data + (size_t) i * t0->nbytes,
+			    vals[i]->tensor->data, t0->nbytes);
+		}
+		*out = pasco_value_tensor(t);
+		return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+	}
+	if (v0->kind == PASCO_VALUE_NONE) {
+		*out = pasco_value_none();
+		return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+	}
+	{
+		pasco_value *items[64] = {0}, *col[1024];
+		int          rv        = PASCO_OK;
+		if (v0->n > 64 || n > 1024) {
+			return PASCO_EINVAL;
+		}
+		for (size_t k = 0; k < v0->n && rv == 0; k++) {
+			for (int64_t i = 0; i < n; i++) {
+				col[i] = vals[i]->items[k];
+			}
+			rv = stack(col, n, &items[k]);
+		}
+		if (rv != 0) {
+			for (size_t k = 0; k < v0->n; k++) {
+				pasco_value_free(items[k]);
+			}
+			return rv;
+		}
+		*out = v0->kind == PASCO_VALUE_LIST
+		    ? pasco_value_list_of(v0->n, items)
+		    : pasci_value_dict_of(
+		          v0->n, (const char *const *) v0->keys, items);
+		return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+	}
+}
+
+/* batch: a = size, b = drop_remainder. */
+static int
+batch_next(pasco_dataset *ds, pasco_value **out)
+{
+	pasco_value **vals = calloc((size_t) ds->a, sizeof(*vals));
+	int64_t       n    = 0;
+	int           rv   = PASCO_OK;
+
+	if (vals == NULL) {
+		return PASCO_ENOMEM;
+	}
+	while (n < ds->a && (rv = ds->input->ops->next(ds->input, &vals[n])) == 0) {
+		n++;
+	}
+	if (rv == PASCO_EOUTOFRANGE && n > 0 && !(ds->b && n < ds->a)) {
+		rv = PASCO_OK;
+	}
+	if (rv == 0) {
+		rv = stack(vals, n, out);
+		if (rv == PASCO_EINVAL) {
+			pasci_log(PASCI_LOG_ERROR, "batch: elements differ in "
+			    "structure, dtype or shape and cannot be stacked");
+		}
+	}
+	for (int64_t i = 0; i < n; i++) {
+		pasco_value_free(vals[i]);
+	}
+	free(vals);
+	return rv;
+}
+
+static const struct dataset_ops batch_ops = {
+    .next = batch_next, .reset = input_reset, .fini = NULL};
+
+int
+pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in,
+    int64_t batch_size, bool drop_remainder)
+{
+	int rv;
+	if (in == NULL || batch_size < 1 || batch_size > 1024) {
+		pasco_dataset_free(in);
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
+	if ((rv = ds_new(out, &batch_ops, in)) == 0) {
+		(*out)->a = batch_size;
+		(*out)->b = drop_remainder;
+	}
+	return rv;
+}
+
+/* repeat: a = count (<0 forever), pos = epochs done, b = produced in this
+ * epoch (an empty epoch ends the repetition instead of spinning). */
+static int
+repeat_next(pasco_dataset *ds, pasco_value **out)
+{
+	if (ds->a == 0) {
+		return PASCO_EOUTOFRANGE;
+	}
+	for (;;) {
+		int rv = ds->input->ops->next(ds->input, out);
+		if (rv != PASCO_EOUTOFRANGE) {
+			ds->b += rv == 0;
+			return rv;
+		}
+		ds->pos++;
+		if ((ds->a >= 0 && ds->pos >= ds->a) || ds->b == 0) {
+			return PASCO_EOUTOFRANGE;
+		}
+		ds->b = 0;
+		if ((rv = input_reset(ds)) != 0) {
+			return rv;
+		}
+	}
+}
+
+static int
+repeat_reset(pasco_dataset *ds)
+{
+	ds->pos = 0;
+	ds->b   = 0;
+	return input_reset(ds);
+}
+
+static const struct dataset_ops repeat_ops = {
+    .next = repeat_next, .reset = repeat_reset, .fini = NULL};
+
+int
+pasco_dataset_repeat(pasco_dataset **out, pasco_dataset *in, int64_t count)
+{
+	int rv;
+	if (in == NULL) {
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
+	if ((rv = ds_new(out, &repeat_ops, in)) == 0) {
+		(*out)->a = count;
+	}
+	return rv;
+}
+
+/* shard: a = num_shards, b = index, pos = input position. */
+static int
+shard_next(pasco_dataset *ds, pasco_value **out)
+{
+	for (;;) {
+		int rv = ds->input->ops->next(ds->input, out);
+		if (rv != 0) {
+			return rv;
+		}
+		if (ds->pos++ % ds->a == ds->b) {
+			return PASCO_OK;
+		}
+		pasco_value_free(*out);
+		*out = NULL;
+	}
+}
+
+static int
+pos_reset(pasco_dataset *ds)
+{
+	ds->pos = 0;
+	return input_reset(ds);
+}
+
+static const struct dataset_ops shard_ops = {
+    .next = shard_next, .reset = pos_reset, .fini = NULL};
+
+int
+pasco_dataset_shard(pasco_dataset **out, pasco_dataset *in,
+    int64_t num_shards, int64_t index)
+{
+	int rv;
+	if (in == NULL || num_shards < 1 || index < 0 || index >= num_shards) {
+		pasco_dataset_free(in);
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
+	if ((rv = ds_new(out, &shard_ops, in)) == 0) {
+		(*out)->a = num_shards;
+		(*out)->b = index;
+	}
+	return rv;
+}
+
+/* take: a = count, pos = taken. */
+static int
+take_next(pasco_dataset *ds, pasco_value **out)
+{
+	int rv;
+	if (ds->a >= 0 && ds->pos >= ds->a) {
+		return PASCO_EOUTOFRANGE;
+	}
+	if ((rv = ds->input->ops->next(ds->input, out)) == 0) {
+		ds->pos++;
+	}
+	return rv;
+}
+
+static const struct dataset_ops take_ops = {
+    .next = take_next, .reset = pos_reset, .fini = NULL};
+
+int
+pasco_dataset_take(pasco_dataset **out, pasco_dataset *in, int64_t count)
+{
+	int rv;
+	if (in == NULL) {
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
+	if ((rv = ds_new(out, &take_ops, in)) == 0) {
+		(*out)->a = count;
+	}
+	return rv;
+}
+
+/* map: state = fn, via a small struct. */
+typedef struct map_fn {
+	pasco_map_fn fn;
+	void        *arg;
+} map_fn;
+
+static int
+map_next(pasco_dataset *ds, pasco_value **out)
+{
+	map_fn      *m = ds->state;
+	pasco_value *e;
+	int          rv = ds->input->ops->next(ds->input, &e);
+	if (rv != 0) {
+		return rv;
+	}
+	rv = m->fn(m->arg, e, out);
+	pasco_value_free(e);
+	if (rv == 0 && *out == NULL) {
+		rv = PASCO_EINVAL; /* a map function must produce a value */
+	}
+	return rv;
+}
+
+static void
+free_state(pasco_dataset *ds)
+{
+	free(ds->state);
+}
+
+static const struct dataset_ops map_ops = {
+    .next = map_next, .reset = input_reset, .fini = free_state};
+
+int
+pasco_dataset_map(pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn,
+    void *arg)
+{
+	map_fn *m;
+	int     rv;
+	if (in == NULL || fn == NULL || (m = malloc(sizeof(*m))) == NULL) {
+		pasco_dataset_free(in);
+		*out = NULL;
+		return in == NULL || fn == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
+	}
+	m->fn  = fn;
+	m->arg = arg;
+	if ((rv = ds_new(out, &map_ops, in)) != 0) {
+		free(m);
+		return rv;
+	}
+	(*out)->state = m;
+	return PASCO_OK;
+}
+
+/* shuffle: state = buffer of a slots, b = filled, c = rng counter,
+ * pos = input exhausted. */
+static int
+shuffle_fill(pasco_dataset *ds)
+{
+	pasco_value **buf = ds->state;
+	while (!ds->pos && ds->b < ds->a) {
+		int rv = ds->input->ops->next(ds->input, &buf[ds->b]);
+		if (rv == PASCO_EOUTOFRANGE) {
+			ds->pos = 1;
+		} else if (rv != 0) {
+			return rv;
+		} else {
+			ds->b++;
+		}
+	}
+	return PASCO_OK;
+}
+
+static int
+shuffle_next(pasco_dataset *ds, pasco_value **out)
+{
+	pasco_value **buf = ds->state;
+	uint64_t      pick;
+	int           rv;
+	if ((rv = shuffle_fill(ds)) != 0) {
+		return rv;
+	}
+	if (ds->b == 0) {
+		return PASCO_EOUTOFRANGE;
+	}
+	pick        = pasci_mix64((uint64_t) ds->c++) % (uint64_t) ds->b;
+	*out        = buf[pick];
+	buf[pick]   = buf[ds->b - 1];
+	buf[--ds->b] = NULL;
+	return PASCO_OK;
+}
+
+static void
+shuffle_drain(pasco_dataset *ds)
+{
+	pasco_value **buf = ds->state;
+	for (int64_t i = 0; i < ds->b; i++) {
+		pasco_value_free(buf[i]);
+		buf[i] = NULL;
+	}
+	ds->b = 0;
+}
+
+static int
+shuffle_reset(pasco_dataset *ds)
+{
+	shuffle_drain(ds);
+	ds->pos = 0; /* the counter keeps going: a new order each epoch */
+	return input_reset(ds);
+}
+
+static void
+shuffle_fini(pasco_dataset *ds)
+{
+	shuffle_drain(ds);
+	free(ds->state);
+}
+
+static const struct dataset_ops shuffle_ops = {
+    .next = shuffle_next, .reset = shuffle_reset, .fini = shuffle_fini};
+
+int
+pasco_dataset_shuffle(pasco_dataset **out, pasco_dataset *in,
+    int64_t buffer_size, uint64_t seed)
+{
+	void *buf;
+	int   rv;
+	if (in == NULL || buffer_size < 1) {
+		pasco_dataset_free(in);
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
+	if ((buf = calloc((size_t) buffer_size, sizeof(pasco_value *))) == NULL) {
+		pasco_dataset_free(in);
+		*out = NULL;
+		return PASCO_ENOMEM;
+	}
+	if ((rv = ds_new(out, &shuffle_ops, in)) != 0) {
+		free(buf);
+		return rv;
+	}
+	(*out)->state = buf;
+	(*out)->a     = buffer_size;
+	(*out)->c     = (int64_t) pasci_mix64(seed);
+	return PASCO_OK;
+}

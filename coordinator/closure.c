@@ -1,0 +1,39 @@
+/* Closure lifetime: what a closure holds is dropped when it is freed. */
+#include "coordinator/closure.h"
+
+#include <stdlib.h>
+
+#include "coordinator/internal.h"
+
+void
+closure_free(closure *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	for (size_t i = 0; i < c->nargs; i++) {
+		pasco_tensor_release(c->args[i].tensor);
+		free(c->args[i].var_name);
+		if (c->args[i].iterator != NULL) {
+			pasci_iterator_release(c->args[i].iterator);
+		}
+	}
+	free(c->args);
+	free(c->name);
+	pasco_remote_value_free(c->rv);
+	if (c->iterator != NULL) {
+		pasci_iterator_release(c->iterator);
+	}
+	free(c);
+}
+
+void
+closure_cancel(closure *c)
+{
+	if (c->rv != NULL) {
+		pasci_remote_value_fail(c->rv, PASCO_ECANCELLED,
+		    "The corresponding function is cancelled. Please reschedule "
+		    "the function.");
+	}
+	closure_free(c);
+}

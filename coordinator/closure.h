@@ -1,0 +1,49 @@
+/*
+ * Closures: one scheduled call (RUN) or one per-worker resource operation
+ * (RESOURCE_CREATE / RESOURCE_RELEASE, "tagged" for one worker). A closure
+ * owns copies or references of everything it needs, so the user may free
+ * what they passed to pasco_schedule at once.
+ */
+#ifndef PASCO_COORDINATOR_CLOSURE_H
+#define PASCO_COORDINATOR_CLOSURE_H
+
+#include <stdint.h>
+
+#include "pasco/coordinator.h"
+
+typedef enum closure_kind {
+	CLOSURE_RUN,
+	CLOSURE_RESOURCE_CREATE,
+	CLOSURE_RESOURCE_RELEASE,
+} closure_kind;
+
+typedef struct closure_arg {
+	pasco_arg_kind             kind;
+	pasco_tensor              *tensor; /* TENSOR: held */
+	char                      *var_name; /* VARIABLE: a copy of the spec */
+	int32_t                    ps_task;
+	pasco_dtype                dtype;
+	int32_t                    rank;
+	int64_t                    shape[PASCO_MAX_RANK];
+	pasco_per_worker_iterator *iterator; /* ITERATOR: held */
+} closure_arg;
+
+typedef struct closure {
+	closure_kind               kind;
+	uint64_t                   id;
+	char                      *name; /* function or factory */
+	size_t                     nargs;
+	closure_arg               *args;
+	pasco_remote_value        *rv; /* RUN: held, or NULL */
+	pasco_per_worker_iterator *iterator; /* CREATE: held */
+	uint64_t                   resource; /* CREATE, RELEASE */
+	struct closure            *next; /* queue link */
+} closure;
+
+/* Frees c and drops what it holds. NULL is a no-op. */
+void closure_free(closure *c);
+
+/* Sets c's remote value to cancelled, then frees c. */
+void closure_cancel(closure *c);
+
+#endif

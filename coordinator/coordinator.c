@@ -1,0 +1,508 @@
+/*
+ * The coordinator: pasco_schedule / join / done over the closure queue, and
+ * one dispatcher thread per worker that sends closures (up to the window in
+ * flight) and completes them from RPC completions.
+ *
+ * Threads: user threads call the public API; dispatcher i only takes work
+ * for worker i; completions run on the worker's RPC receive thread and only
+ * take short locks; connection changes arrive from the strategy. Locks, in
+ * order: strategy mu > coordinator mu > queue mu; remote value and iterator
+ * locks are leaves.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "common/wire.h"
+#include "coordinator/internal.h"
+
+#define RESOURCE_TIMEOUT_MS 60000
+
+typedef struct dispatcher_arg {
+	pasco_coordinator *c;
+	size_t             w;
+} dispatcher_arg;
+
+typedef struct flight {
+	pasco_coordinator *c;
+	size_t             w;
+	closure           *cl;
+	bool               tagged;
+} flight;
+
+uint64_t
+pasci_coordinator_next_id(pasco_coordinator *c)
+{
+	uint64_t id;
+	pthread_mutex_lock(&c->mu);
+	id = ++c->next_id;
+	pthread_mutex_unlock(&c->mu);
+	return id;
+}
+
+static void
+set_error(pasco_coordinator *c, const char *msg)
+{
+	pthread_mutex_lock(&c->mu);
+	pasci_fmt(c->error, sizeof(c->error), "%s", msg);
+	pthread_mutex_unlock(&c->mu);
+}
+
+const char *
+pasco_coordinator_error(const pasco_coordinator *c)
+{
+	return c->error;
+}
+
+void
+pasci_coordinator_build_iterator(pasco_coordinator *c,
+    pasco_per_worker_iterator *it, size_t w)
+{
+	closure *cl = calloc(1, sizeof(*cl));
+	pasci_iterator_set_status(it, w, PASCO_OK, "");
+	if (cl == NULL || (cl->name = pasci_strdup(it->factory)) == NULL) {
+		free(cl);
+		pasci_iterator_set_status(it, w, PASCO_ENOMEM, "out of memory "
+		    "building a per-worker iterator");
+		return;
+	}
+	cl->kind     = CLOSURE_RESOURCE_CREATE;
+	cl->resource = it->id;
+	cl->iterator = it;
+	pasci_iterator_hold(it);
+	queue_put_tagged(&c->q, cl, w);
+}
+
+void
+pasci_coordinator_worker_state(pasco_coordinator *c, size_t w, bool up,
+    uint64_t incarnation)
+{
+	pasco_per_worker_iterator *live[256];
+	size_t                     n = 0;
+
+	if (!up) {
+		pasci_log(PASCI_LOG_WARN, "worker %zu is unavailable", w);
+		queue_set_worker_up(&c->q, w, false);
+		return;
+	}
+	pasci_log(PASCI_LOG_INFO, "worker %zu is up (incarnation %016llx)", w,
+	    (unsigned long long) incarnation);
+	/* Rebuild its iterators first: tagged closures are queued before the
+	 * worker is marked up, so none of its training closures can overtake
+	 * them. */
+	pthread_mutex_lock(&c->mu);
+	for (pasco_per_worker_iterator *it = c->iterators; it != NULL && n < 256;
+	     it = it->next) {
+		it->refs++;
+		live[n++] = it;
+	}
+	pthread_mutex_unlock(&c->mu);
+	for (size_t i = 0; i < n; i++) {
+		pasci_coordinator_build_iterator(c, live[i], w);
+		pasci_iterator_release(live[i]);
+	}
+	queue_set_worker_up(&c->q, w, true);
+}
+
+/* A closure could not run because an input iterator failed on worker w. */
+static bool
+closure_input_failed(closure *cl, size_t w, char *msg, size_t len)
+{
+	for (size_t i = 0; i < cl->nargs; i++) {
+		char why[700];
+		int  err;
+		if (cl->args[i].iterator == NULL ||
+		    (err = pasci_iterator_status(cl->args[i].iterator, w, why,
+		         sizeof(why))) == 0) {
+			continue;
+		}
+		pasci_fmt(msg, len, "input of '%s' failed: argument %zu, a "
+		    "per-worker iterator, could not be built on worker %zu: %s",
+		    cl->name, i, w, why);
+		return true;
+	}
+	return false;
+}
+
+static void
+encode_run(pasci_wire_builder *b, closure *cl)
+{
+	b->hdr.name        = cl->name;
+	b->hdr.want_result = cl->rv != NULL;
+	b->hdr.closure_id  = cl->id;
+	for (size_t i = 0; i < cl->nargs; i++) {
+		closure_arg *a = &cl->args[i];
+		if (a->kind == PASCO_ARG_TENSOR) {
+			pasci_wire_add_arg_tensor(b, a->tensor);
+		} else if (a->kind == PASCO_ARG_VARIABLE) {
+			pasci_wire_add_arg_variable(b, a->var_name, a->ps_task,
+			    a->dtype, a->rank, a->shape);
+		} else {
+			pasci_wire_add_arg_resource(b, a->iterator->id);
+		}
+	}
+}
+
+static nng_msg *
+encode_closure(pasco_coordinator *c, size_t w, closure *cl)
+{
+	static const Pasco__Wire__Method methods[] = {
+	    [CLOSURE_RUN]              = PASCO__WIRE__METHOD__RUN,
+	    [CLOSURE_RESOURCE_CREATE]  = PASCO__WIRE__METHOD__RESOURCE_CREATE,
+	    [CLOSURE_RESOURCE_RELEASE] = PASCO__WIRE__METHOD__RESOURCE_RELEASE};
+	pasci_wire_builder b;
+	nng_msg           *msg;
+
+	pasci_wire_builder_init(&b, methods[cl->kind]);
+	if (cl->kind == CLOSURE_RUN) {
+		encode_run(&b, cl);
+	} else {
+		b.hdr.name         = cl->name != NULL ? cl->name : (char *) "";
+		b.hdr.resource     = cl->resource;
+		b.hdr.worker_index = (int32_t) w;
+		b.hdr.num_workers  = (int32_t) c->nworkers;
+	}
+	if (pasci_wire_encode(&b, &msg) != 0) {
+		msg = NULL;
+	}
+	pasci_wire_builder_fini(&b);
+	return msg;
+}
+
+static void
+complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
+{
+	closure *cl = f->cl;
+	if (cl->kind == CLOSURE_RESOURCE_CREATE && err == 0) {
+		pasci_iterator_set_status(cl->iterator, f->w, reply->hdr->status,
+		    reply->hdr->error);
+	} else if (err != 0) {
+		/* Dropped: the worker is going down, and every live iterator is
+		 * rebuilt when it is back. */
+		pasci_log(PASCI_LOG_DEBUG, "resource operation on worker %zu "
+		    "lost: %s", f->w, detail);
+	}
+	closure_free(cl);
+	queue_tagged_done(&f->c->q, f->w);
+}
+
+static void
+complete_run(flight *f, int err, pasci_wire_msg *reply, const char *detail)
+{
+	closure_queue *q  = &f->c->q;
+	closure       *cl = f->cl;
+	pasco_value   *value = NULL;
+	char           msg[1024];
+	int            status;
+
+	if (err != 0) {
+		/* The worker failed, not the function: run it elsewhere. */
+		pasci_log(PASCI_LOG_INFO, "closure %llu ('%s') is retried: %s",
+		    (unsigned long long) cl->id, cl->name, detail);
+		queue_put_back(q, f->w, cl);
+		return;
+	}
+	status = reply->hdr->status;
+	if (status == 0 && cl->rv != NULL) {
+		status = pasci_wire_get_value(reply, &value, msg, sizeof(msg));
+	} else {
+		pasci_fmt(msg, sizeof(msg), "%s", reply->hdr->error);
+	}
+	if (status != 0) {
+		if (cl->rv != NULL) {
+			pasci_remote_value_fail(cl->rv, status, msg);
+		}
+		closure_free(cl); /* before the queue lets join return */
+		queue_mark_failed(q, f->w, status, msg);
+		return;
+	}
+	if (cl->rv != NULL) {
+		pasci_remote_value_set(cl->rv, value);
+	}
+	closure_free(cl);
+	queue_mark_finished(q, f->w);
+}
+
+static void
+flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
+{
+	flight f = *(flight *) arg;
+	free(arg);
+	if (f.tagged) {
+		complete_tagged(&f, err, reply, detail);
+	} else {
+		complete_run(&f, err, reply, detail);
+	}
+	if (reply != NULL) {
+		pasci_wire_msg_fini(reply);
+	}
+}
+
+static void
+dispatch(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
+{
+	flight *f = malloc(sizeof(*f));
+	nng_msg *msg;
+	char     why[1024];
+
+	if (!tagged && closure_input_failed(cl, w, why, sizeof(why))) {
+		free(f);
+		if (cl->rv != NULL) {
+			pasci_remote_value_fail(cl->rv, PASCO_EINVAL, why);
+		}
+		closure_free(cl);
+		queue_mark_failed(&c->q, w, PASCO_EINVAL, why);
+		return;
+	}
+	if (f == NULL || (msg = encode_closure(c, w, cl)) == NULL) {
+		free(f);
+		flight tmp = {c, w, cl, tagged};
+		flight *fp = malloc(sizeof(*fp));
+		if (fp != NULL) {
+			*fp = tmp;
+			flight_done(fp, PASCO_EUNAVAILABLE, NULL, "out of memory");
+		}
+		return;
+	}
+	*f = (flight){c, w, cl, tagged};
+	pasci_rpc_call_async(c->s->workers[w], msg,
+	    tagged ? RESOURCE_TIMEOUT_MS : 0, flight_done, f);
+}
+
+static void *
+dispatcher_main(void *arg)
+{
+	dispatcher_arg *d = arg;
+	char            name[16];
+	bool            tagged;
+	closure        *cl;
+
+	pasci_fmt(name, sizeof(name), "pasco-disp-%zu", d->w);
+	pasci_thread_name(name);
+	while ((cl = queue_get(&d->c->q, d->w, &tagged)) != NULL) {
+		dispatch(d->c, d->w, cl, tagged);
+	}
+	free(d);
+	return NULL;
+}
+
+static int
+start_dispatchers(pasco_coordinator *c)
+{
+	for (size_t w = 0; w < c->nworkers; w++) {
+		dispatcher_arg *d = malloc(sizeof(*d));
+		if (d == NULL) {
+			return PASCO_ENOMEM;
+		}
+		*d = (dispatcher_arg){c, w};
+		if (pthread_create(&c->dispatchers[w], NULL, dispatcher_main, d) != 0) {
+			free(d);
+			return PASCO_ENOMEM;
+		}
+		c->ndispatchers++;
+	}
+	return PASCO_OK;
+}
+
+int
+pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
+    const pasco_coordinator_options *opts)
+{
+	pasco_coordinator *c;
+	uint32_t window = opts != NULL && opts->window > 0 ? opts->window : 4;
+	uint32_t cap = opts != NULL && opts->queue_size > 0 ? opts->queue_size
+	                                                    : 262144;
+	*out = NULL;
+	if (s == NULL || (c = calloc(1, sizeof(*c))) == NULL) {
+		return s == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
+	}
+	c->s        = s;
+	c->nworkers = s->nworkers;
+	pthread_mutex_init(&c->mu, NULL);
+	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) == NULL ||
+	    queue_init(&c->q, cap, c->nworkers, window) != 0) {
+		free(c->dispatchers);
+		pthread_mutex_destroy(&c->mu);
+		free(c);
+		return PASCO_ENOMEM;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (s->coord != NULL) {
+		pthread_mutex_unlock(&s->mu);
+		pasci_fmt(s->error, sizeof(s->error), "this strategy already "
+		    "has a coordinator (there is one per strategy)");
+		queue_fini(&c->q);
+		free(c->dispatchers);
+		free(c);
+		return PASCO_EEXIST;
+	}
+	s->coord = c;
+	for (size_t w = 0; w < c->nworkers; w++) {
+		queue_set_worker_up(&c->q, w, pasci_rpc_client_is_up(s->workers[w]));
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (start_dispatchers(c) != 0) {
+		pasco_coordinator_destroy(c);
+		return PASCO_ENOMEM;
+	}
+	*out = c;
+	return PASCO_OK;
+}
+
+void
+pasco_coordinator_destroy(pasco_coordinator *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&c->s->mu);
+	c->s->coord = NULL; /* no more connection callbacks */
+	pthread_mutex_unlock(&c->s->mu);
+	queue_stop(&c->q);
+	for (size_t w = 0; w < c->ndispatchers; w++) {
+		pthread_join(c->dispatchers[w], NULL);
+	}
+	/* Iterators the user did not free: nothing else refers to them. */
+	while (c->iterators != NULL) {
+		pasco_per_worker_iterator *it = c->iterators;
+		c->iterators                  = it->next;
+		for (size_t w = 0; w < c->nworkers; w++) {
+			free(it->msg[w]);
+		}
+		free(it->msg);
+		free(it->err);
+		free(it->factory);
+		pthread_mutex_destroy(&it->mu);
+		free(it);
+	}
+	queue_fini(&c->q);
+	free(c->dispatchers);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static int
+capture_arg(pasco_coordinator *c, closure_arg *dst, const pasco_arg *a,
+    size_t i, char *err, size_t len)
+{
+	dst->kind = a->kind;
+	switch (a->kind) {
+	case PASCO_ARG_TENSOR:
+		if (a->u.tensor == NULL) {
+			break;
+		}
+		dst->tensor = pasco_tensor_hold((pasco_tensor *) a->u.tensor);
+		return PASCO_OK;
+	case PASCO_ARG_VARIABLE: {
+		const pasco_variable *v = a->u.variable;
+		if (v == NULL || (dst->var_name = pasci_strdup(
+		                      pasco_variable_name(v))) == NULL) {
+			break;
+		}
+		dst->ps_task = pasco_variable_ps_task(v);
+		dst->dtype   = pasco_variable_dtype(v);
+		dst->rank    = pasco_variable_rank(v);
+		memcpy(dst->shape, pasco_variable_shape(v),
+		    sizeof(int64_t) * (size_t) dst->rank);
+		return PASCO_OK;
+	}
+	case PASCO_ARG_ITERATOR:
+		if (a->u.iterator == NULL || a->u.iterator->coord != c) {
+			break;
+		}
+		dst->iterator = a->u.iterator;
+		pasci_iterator_hold(dst->iterator);
+		return PASCO_OK;
+	}
+	pasci_fmt(err, len, "argument %zu is NULL, of unknown kind %d, or an "
+	    "iterator of another coordinator", i, (int) a->kind);
+	return PASCO_EINVAL;
+}
+
+static int
+closure_capture(pasco_coordinator *c, closure **out, const char *fn,
+    const pasco_arg *args, size_t nargs, char *err, size_t len)
+{
+	closure *cl = calloc(1, sizeof(*cl));
+	int      rv = PASCO_OK;
+
+	*out = NULL;
+	if (cl == NULL || (cl->name = pasci_strdup(fn)) == NULL ||
+	    (cl->args = calloc(nargs + 1, sizeof(*cl->args))) == NULL) {
+		closure_free(cl);
+		pasci_fmt(err, len, "out of memory");
+		return PASCO_ENOMEM;
+	}
+	cl->kind = CLOSURE_RUN;
+	cl->id   = pasci_coordinator_next_id(c);
+	for (size_t i = 0; i < nargs && rv == 0; i++) {
+		rv = capture_arg(c, &cl->args[i], &args[i], i, err, len);
+		cl->nargs = i + 1;
+	}
+	if (rv != 0) {
+		closure_free(cl);
+		return rv;
+	}
+	*out = cl;
+	return PASCO_OK;
+}
+
+int
+pasco_schedule(pasco_coordinator *c, const char *fn, const pasco_arg *args,
+    size_t nargs, pasco_remote_value **rvp)
+{
+	closure            *cl;
+	pasco_remote_value *rv = NULL;
+	char                msg[1024];
+	int                 err;
+
+	if (rvp != NULL) {
+		*rvp = NULL;
+	}
+	if (fn == NULL || *fn == 0 || (nargs > 0 && args == NULL)) {
+		set_error(c, "pasco_schedule needs a function name (and args "
+		    "when nargs > 0)");
+		return PASCO_EINVAL;
+	}
+	if ((err = closure_capture(c, &cl, fn, args, nargs, msg, sizeof(msg))) != 0) {
+		set_error(c, msg);
+		return err;
+	}
+	if (rvp != NULL) {
+		if ((rv = pasci_remote_value_new()) == NULL) {
+			closure_free(cl);
+			set_error(c, "out of memory");
+			return PASCO_ENOMEM;
+		}
+		pasci_remote_value_hold(rv);
+		cl->rv = rv;
+	}
+	if ((err = queue_put(&c->q, cl, msg, sizeof(msg))) != 0) {
+		set_error(c, msg);
+		closure_free(cl);
+		pasco_remote_value_free(rv);
+		return err;
+	}
+	if (rvp != NULL) {
+		*rvp = rv;
+	}
+	return PASCO_OK;
+}
+
+int
+pasco_join(pasco_coordinator *c)
+{
+	char msg[1024] = "";
+	int  err       = queue_wait(&c->q, msg, sizeof(msg));
+	set_error(c, err != 0 ? msg : "");
+	return err;
+}
+
+int
+pasco_done(pasco_coordinator *c, bool *done)
+{
+	char msg[1024] = "";
+	int  err       = queue_done(&c->q, done, msg, sizeof(msg));
+	set_error(c, err != 0 ? msg : "");
+	return err;
+}

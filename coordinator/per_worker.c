@@ -1,0 +1,169 @@
+/*
+ * Per-worker datasets and iterators. An iterator is a resource id; each
+ * worker builds its own dataset under that id from a tagged closure, which
+ * the queue runs before any later closure on that worker. Iterators are
+ * reference counted (the user and every closure using one); the last
+ * release asks every worker to drop it. The coordinator keeps the live
+ * ones, to rebuild them on a worker that comes back.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "coordinator/internal.h"
+
+int
+pasco_per_worker_dataset_create(pasco_per_worker_dataset **out,
+    pasco_coordinator *c, const char *factory_name)
+{
+	pasco_per_worker_dataset *d;
+	*out = NULL;
+	if (c == NULL || factory_name == NULL || *factory_name == 0) {
+		return PASCO_EINVAL;
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL ||
+	    (d->factory = pasci_strdup(factory_name)) == NULL) {
+		free(d);
+		return PASCO_ENOMEM;
+	}
+	d->coord = c;
+	*out     = d;
+	return PASCO_OK;
+}
+
+void
+pasco_per_worker_dataset_free(pasco_per_worker_dataset *d)
+{
+	if (d != NULL) {
+		free(d->factory);
+		free(d);
+	}
+}
+
+static void
+iterator_free(pasco_per_worker_iterator *it, size_t nworkers)
+{
+	for (size_t w = 0; it->msg != NULL && w < nworkers; w++) {
+		free(it->msg[w]);
+	}
+	free(it->msg);
+	free(it->err);
+	free(it->factory);
+	pthread_mutex_destroy(&it->mu);
+	free(it);
+}
+
+int
+pasco_per_worker_iterator_create(pasco_per_worker_iterator **out,
+    pasco_per_worker_dataset *d)
+{
+	pasco_coordinator         *c = d->coord;
+	pasco_per_worker_iterator *it;
+
+	*out = NULL;
+	if ((it = calloc(1, sizeof(*it))) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	pthread_mutex_init(&it->mu, NULL);
+	it->coord   = c;
+	it->refs    = 1;
+	it->id      = pasci_coordinator_next_id(c);
+	it->factory = pasci_strdup(d->factory);
+	it->err     = calloc(c->nworkers, sizeof(*it->err));
+	it->msg     = calloc(c->nworkers, sizeof(*it->msg));
+	if (it->factory == NULL || it->err == NULL || it->msg == NULL) {
+		iterator_free(it, c->nworkers);
+		return PASCO_ENOMEM;
+	}
+	pthread_mutex_lock(&c->mu);
+	it->next      = c->iterators;
+	c->iterators  = it;
+	pthread_mutex_unlock(&c->mu);
+	for (size_t w = 0; w < c->nworkers; w++) {
+		pasci_coordinator_build_iterator(c, it, w);
+	}
+	*out = it;
+	return PASCO_OK;
+}
+
+void
+pasci_iterator_hold(pasco_per_worker_iterator *it)
+{
+	pthread_mutex_lock(&it->coord->mu);
+	it->refs++;
+	pthread_mutex_unlock(&it->coord->mu);
+}
+
+static closure *
+release_closure(pasco_per_worker_iterator *it)
+{
+	closure *cl = calloc(1, sizeof(*cl));
+	if (cl != NULL) {
+		cl->kind     = CLOSURE_RESOURCE_RELEASE;
+		cl->resource = it->id;
+	}
+	return cl;
+}
+
+void
+pasci_iterator_release(pasco_per_worker_iterator *it)
+{
+	pasco_coordinator *c = it->coord;
+	bool               last;
+
+	pthread_mutex_lock(&c->mu);
+	last = --it->refs == 0;
+	if (last) {
+		for (pasco_per_worker_iterator **p = &c->iterators; *p != NULL;
+		     p = &(*p)->next) {
+			if (*p == it) {
+				*p = it->next;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (!last) {
+		return;
+	}
+	for (size_t w = 0; w < c->nworkers; w++) {
+		closure *cl = release_closure(it);
+		if (cl != NULL) {
+			queue_put_tagged(&c->q, cl, w);
+		}
+	}
+	iterator_free(it, c->nworkers);
+}
+
+void
+pasco_per_worker_iterator_free(pasco_per_worker_iterator *it)
+{
+	if (it != NULL) {
+		pasci_iterator_release(it);
+	}
+}
+
+void
+pasci_iterator_set_status(pasco_per_worker_iterator *it, size_t w, int err,
+    const char *msg)
+{
+	pthread_mutex_lock(&it->mu);
+	it->err[w] = err;
+	free(it->msg[w]);
+	it->msg[w] = err != 0 ? pasci_strdup(msg) : NULL;
+	pthread_mutex_unlock(&it->mu);
+}
+
+int
+pasci_iterator_status(pasco_per_worker_iterator *it, size_t w, char *msg,
+    size_t len)
+{
+	int err;
+	pthread_mutex_lock(&it->mu);
+	err = it->err[w];
+	if (err != 0) {
+		pasci_fmt(msg, len, "%s", it->msg[w] != NULL ? it->msg[w] : "");
+	}
+	pthread_mutex_unlock(&it->mu);
+	return err;
+}

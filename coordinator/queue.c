@@ -1,0 +1,344 @@
+/*
+ * The closure queue (see queue.h). Threads: the user's (put, wait, done),
+ * one dispatcher per worker (get), RPC completion threads (mark_finished,
+ * mark_failed, put_back, tagged_done) and connection callbacks
+ * (set_worker_up). One mutex guards all state; closures to cancel are
+ * collected under it and cancelled after it is dropped, because cancelling
+ * frees closures, and freeing can enqueue resource releases.
+ */
+#include "coordinator/queue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+int
+queue_init(closure_queue *q, size_t cap, size_t nworkers, uint32_t window)
+{
+	memset(q, 0, sizeof(*q));
+	if ((q->workers = calloc(nworkers + 1, sizeof(*q->workers))) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	q->cap      = cap;
+	q->nworkers = nworkers;
+	q->window   = window;
+	pthread_mutex_init(&q->put_wait_mu, NULL);
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->work, NULL);
+	pthread_cond_init(&q->free_slot, NULL);
+	pthread_cond_init(&q->settled, NULL);
+	return PASCO_OK;
+}
+
+void
+queue_fini(closure_queue *q)
+{
+	pthread_cond_destroy(&q->settled);
+	pthread_cond_destroy(&q->free_slot);
+	pthread_cond_destroy(&q->work);
+	pthread_mutex_destroy(&q->mu);
+	pthread_mutex_destroy(&q->put_wait_mu);
+	free(q->workers);
+}
+
+static void
+cancel_list(closure *list)
+{
+	while (list != NULL) {
+		closure *next = list->next;
+		closure_cancel(list);
+		list = next;
+	}
+}
+
+static void
+push_locked(closure **head, closure **tail, closure *c)
+{
+	c->next = NULL;
+	if (*tail != NULL) {
+		(*tail)->next = c;
+	} else {
+		*head = c;
+	}
+	*tail = c;
+}
+
+static closure *
+pop_locked(closure **head, closure **tail)
+{
+	closure *c = *head;
+	if (c != NULL) {
+		*head = c->next;
+		if (*head == NULL) {
+			*tail = NULL;
+		}
+		c->next = NULL;
+	}
+	return c;
+}
+
+/* Takes the whole global queue (to cancel). */
+static closure *
+drain_locked(closure_queue *q)
+{
+	closure *all = q->head;
+	q->head = q->tail = NULL;
+	q->len            = 0;
+	pthread_cond_broadcast(&q->free_slot);
+	return all;
+}
+
+/* If an error is pending: drain the queue, wait for in-flight closures,
+ * then return the error once and clear it. */
+static int
+raise_locked(closure_queue *q, closure **cancelled, char *msg, size_t len)
+{
+	int err;
+	if (q->error == 0) {
+		return PASCO_OK;
+	}
+	*cancelled = drain_locked(q);
+	while (q->inflight > 0) {
+		pthread_cond_wait(&q->settled, &q->mu);
+	}
+	err = q->error;
+	pasci_fmt(msg, len, "%s", q->error_msg);
+	q->error        = 0;
+	q->error_msg[0] = 0;
+	return err;
+}
+
+int
+queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
+{
+	closure *cancelled = NULL;
+	int      rv;
+
+	pthread_mutex_lock(&q->put_wait_mu);
+	pthread_mutex_lock(&q->mu);
+	while (q->len >= q->cap && q->error == 0 && !q->stopped) {
+		pthread_cond_wait(&q->free_slot, &q->mu);
+	}
+	rv = raise_locked(q, &cancelled, msg, msglen);
+	if (rv == 0 && q->stopped) {
+		pasci_fmt(msg, msglen, "the coordinator is shutting down");
+		rv = PASCO_ECLOSED;
+	}
+	if (rv == 0) {
+		push_locked(&q->head, &q->tail, c);
+		q->len++;
+		pthread_cond_broadcast(&q->work);
+	}
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_unlock(&q->put_wait_mu);
+	cancel_list(cancelled);
+	return rv;
+}
+
+void
+queue_put_tagged(closure_queue *q, closure *c, size_t w)
+{
+	pthread_mutex_lock(&q->mu);
+	if (q->stopped) {
+		pthread_mutex_unlock(&q->mu);
+		closure_cancel(c);
+		return;
+	}
+	push_locked(&q->workers[w].tagged_head, &q->workers[w].tagged_tail, c);
+	pthread_cond_broadcast(&q->work);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static closure *
+take_locked(closure_queue *q, size_t w, bool *tagged)
+{
+	queue_worker *qw = &q->workers[w];
+	if (!qw->up) {
+		return NULL;
+	}
+	if (qw->tagged_head != NULL && !qw->tagged_inflight) {
+		qw->tagged_inflight = true;
+		*tagged             = true;
+		return pop_locked(&qw->tagged_head, &qw->tagged_tail);
+	}
+	if (q->head != NULL && qw->inflight < q->window &&
+	    qw->tagged_head == NULL && !qw->tagged_inflight) {
+		q->len--;
+		q->inflight++;
+		qw->inflight++;
+		*tagged = false;
+		pthread_cond_signal(&q->free_slot);
+		return pop_locked(&q->head, &q->tail);
+	}
+	return NULL;
+}
+
+closure *
+queue_get(closure_queue *q, size_t w, bool *tagged)
+{
+	closure *c = NULL;
+	pthread_mutex_lock(&q->mu);
+	while (!q->stopped && (c = take_locked(q, w, tagged)) == NULL) {
+		pthread_cond_wait(&q->work, &q->mu);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return c;
+}
+
+/* One global closure of w left flight. */
+static void
+landed_locked(closure_queue *q, size_t w)
+{
+	PASCO_ASSERT(q->inflight > 0 && q->workers[w].inflight > 0);
+	q->inflight--;
+	q->workers[w].inflight--;
+	pthread_cond_broadcast(&q->settled);
+	pthread_cond_broadcast(&q->work);
+}
+
+void
+queue_mark_finished(closure_queue *q, size_t w)
+{
+	pthread_mutex_lock(&q->mu);
+	landed_locked(q, w);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void
+queue_mark_failed(closure_queue *q, size_t w, int err, const char *msg)
+{
+	pthread_mutex_lock(&q->mu);
+	if (q->error == 0) {
+		q->error = err;
+		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
+	}
+	landed_locked(q, w);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void
+queue_put_back(closure_queue *q, size_t w, closure *c)
+{
+	bool cancel;
+	pthread_mutex_lock(&q->mu);
+	cancel = q->error != 0 || q->stopped;
+	if (!cancel) {
+		/* Over the bound if need be: a completion must not block. */
+		push_locked(&q->head, &q->tail, c);
+		q->len++;
+	}
+	landed_locked(q, w);
+	pthread_mutex_unlock(&q->mu);
+	if (cancel) {
+		closure_cancel(c);
+	}
+}
+
+void
+queue_tagged_done(closure_queue *q, size_t w)
+{
+	pthread_mutex_lock(&q->mu);
+	q->workers[w].tagged_inflight = false;
+	pthread_cond_broadcast(&q->work);
+	pthread_cond_broadcast(&q->settled);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void
+queue_set_worker_up(closure_queue *q, size_t w, bool up)
+{
+	pthread_mutex_lock(&q->mu);
+	q->workers[w].up = up;
+	pthread_cond_broadcast(&q->work);
+	pthread_mutex_unlock(&q->mu);
+}
+
+int
+queue_wait(closure_queue *q, char *msg, size_t msglen)
+{
+	closure *cancelled = NULL;
+	int      rv;
+
+	pthread_mutex_lock(&q->put_wait_mu);
+	pthread_mutex_lock(&q->mu);
+	while (q->error == 0 && (q->len > 0 || q->inflight > 0)) {
+		pthread_cond_wait(&q->settled, &q->mu);
+	}
+	rv = raise_locked(q, &cancelled, msg, msglen);
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_unlock(&q->put_wait_mu);
+	cancel_list(cancelled);
+	return rv;
+}
+
+int
+queue_done(closure_queue *q, bool *done, char *msg, size_t msglen)
+{
+	closure *cancelled = NULL;
+	int      rv;
+
+	pthread_mutex_lock(&q->mu);
+	rv    = raise_locked(q, &cancelled, msg, msglen);
+	*done = q->len == 0 && q->inflight == 0;
+	pthread_mutex_unlock(&q->mu);
+	cancel_list(cancelled);
+	return rv;
+}
+
+static bool
+any_flight_locked(closure_queue *q)
+{
+	for (size_t w = 0; w < q->nworkers; w++) {
+		if (q->workers[w].inflight > 0 || q->workers[w].tagged_inflight) {
+			return true;
+		}
+	}
+	return false;
+}
+
+void
+queue_stop(closure_queue *q)
+{
+	closure *cancelled;
+	pthread_mutex_lock(&q->mu);
+	q->stopped = true;
+	cancelled  = drain_locked(q);
+	for (size_t w = 0; w < q->nworkers; w++) {
+		closure *t = q->workers[w].tagged_head;
+		q->workers[w].tagged_head = q->workers[w].tagged_tail = NULL;
+		while (t != NULL) {
+			closure *next = t->next;
+			t->next       = cancelled;
+			cancelled     = t;
+			t             = next;
+		}
+	}
+	pthread_cond_broadcast(&q->work);
+	pthread_cond_broadcast(&q->free_slot);
+	while (any_flight_locked(q)) {
+		pthread_cond_wait(&q->settled, &q->mu);
+	}
+	pthread_mutex_unlock(&q->mu);
+	cancel_list(cancelled);
+}
+
+size_t
+queue_inflight(closure_queue *q)
+{
+	size_t n;
+	pthread_mutex_lock(&q->mu);
+	n = q->inflight;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+size_t
+queue_length(closure_queue *q)
+{
+	size_t n;
+	pthread_mutex_lock(&q->mu);
+	n = q->len;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}

@@ -1,0 +1,99 @@
+/*
+ * The closure queue, with TensorFlow's _CoordinatedClosureQueue semantics:
+ * a bounded global FIFO plus an unbounded FIFO per worker for tagged
+ * (resource) closures, taken first; an in-flight count of global closures;
+ * the first error of a closure, raised once by the next put / wait / done
+ * after every queued closure is cancelled and every in-flight one has
+ * finished. It also keeps each worker's dispatch state (up, in flight,
+ * window), so a dispatcher can wait for "work I may take" under one lock.
+ *
+ * All functions are thread-safe. Cancelled closures are freed after the
+ * lock is dropped, never under it.
+ */
+#ifndef PASCO_COORDINATOR_QUEUE_H
+#define PASCO_COORDINATOR_QUEUE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coordinator/closure.h"
+
+typedef struct queue_worker {
+	bool     up;
+	uint32_t inflight;        /* global closures sent to this worker */
+	bool     tagged_inflight; /* a resource closure is outstanding */
+	closure *tagged_head, *tagged_tail;
+} queue_worker;
+
+typedef struct closure_queue {
+	pthread_mutex_t put_wait_mu; /* no put slips in while wait runs */
+	pthread_mutex_t mu;
+	pthread_cond_t  work;       /* something a dispatcher may take */
+	pthread_cond_t  free_slot;  /* the global queue has room */
+	pthread_cond_t  settled;    /* inflight dropped, or an error came */
+	/* Everything below is protected by mu. */
+	closure      *head, *tail;
+	size_t        len, cap;
+	size_t        inflight;
+	queue_worker *workers;
+	size_t        nworkers;
+	uint32_t      window;
+	bool          stopped;
+	int           error; /* first error, 0 if none */
+	char          error_msg[1024];
+} closure_queue;
+
+int  queue_init(closure_queue *q, size_t cap, size_t nworkers, uint32_t window);
+void queue_fini(closure_queue *q);
+
+/* Enqueues c (blocking while full). If an error is pending, c is not
+ * enqueued: everything queued is cancelled, in-flight closures are waited
+ * for, and the error is returned (msg gets its text) and cleared. On an
+ * error or when stopped, c is left to the caller. */
+int queue_put(closure_queue *q, closure *c, char *msg, size_t msglen);
+
+/* Enqueues a resource closure for worker w; never blocks or fails. */
+void queue_put_tagged(closure_queue *q, closure *c, size_t w);
+
+/* Blocks until worker w may take something: a tagged closure of w (when w
+ * is up and none is outstanding), else a global closure (when w is up, has
+ * fewer than window in flight, and no tagged closure is queued or
+ * outstanding). Returns NULL once stopped. *tagged tells which. */
+closure *queue_get(closure_queue *q, size_t w, bool *tagged);
+
+/* A global closure taken by worker w finished (successfully or with an
+ * error already recorded by queue_mark_failed). */
+void queue_mark_finished(closure_queue *q, size_t w);
+
+/* A global closure failed with an application error: keeps the first
+ * error, then acts as queue_mark_finished. */
+void queue_mark_failed(closure_queue *q, size_t w, int err, const char *msg);
+
+/* A global closure could not run on w (the worker failed): back to the
+ * tail of the queue, or cancelled if an error is pending. */
+void queue_put_back(closure_queue *q, size_t w, closure *c);
+
+/* A tagged closure of w finished (or was dropped). */
+void queue_tagged_done(closure_queue *q, size_t w);
+
+/* Marks worker w up or down. */
+void queue_set_worker_up(closure_queue *q, size_t w, bool up);
+
+/* Waits until nothing is queued or in flight, or an error comes; then
+ * raises the error as queue_put does. */
+int queue_wait(closure_queue *q, char *msg, size_t msglen);
+
+/* *done = nothing queued or in flight; raises a pending error first. */
+int queue_done(closure_queue *q, bool *done, char *msg, size_t msglen);
+
+/* Stops dispatchers, cancels what is queued (tagged too) and waits until
+ * nothing is in flight on any worker. */
+void queue_stop(closure_queue *q);
+
+/* Counts, for tests and metrics. */
+size_t queue_inflight(closure_queue *q);
+size_t queue_length(closure_queue *q);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * The ps variable store: named dense tensors, each with its own lock.
+ * Every update is checked against the variable's dtype and shape before
+ * anything is written, so a bad request changes nothing.
+ */
+#ifndef PASCO_PS_STORE_H
+#define PASCO_PS_STORE_H
+
+#include <stddef.h>
+
+#include "pasco/tensor.h"
+
+typedef struct ps_store ps_store;
+
+typedef enum ps_update {
+	PS_ASSIGN,
+	PS_ASSIGN_ADD,
+	PS_APPLY_SGD,
+} ps_update;
+
+int  ps_store_create(ps_store **out);
+void ps_store_destroy(ps_store *s);
+
+/* Creates name with a copy of init; an existing name with the same spec is
+ * left alone (PASCO_OK); another spec is PASCO_EEXIST. err gets detail. */
+int ps_store_var_create(ps_store *s, const char *name,
+    const pasco_tensor *init, char *err, size_t errlen);
+
+/* Calls fn(arg, value) with the variable's lock held (for encoding a
+ * read without an extra copy). PASCO_ENOTFOUND. */
+int ps_store_var_with(ps_store *s, const char *name,
+    int (*fn)(void *arg, const pasco_tensor *value), void *arg, char *err,
+    size_t errlen);
+
+/* Applies an update with t (and lr for SGD). PASCO_ENOTFOUND,
+ * PASCO_EINVAL for a dtype/shape mismatch or a non-float SGD. */
+int ps_store_var_update(ps_store *s, const char *name, ps_update op,
+    double lr, const pasco_tensor *t, char *err, size_t errlen);
+
+#endif

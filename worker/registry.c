@@ -1,0 +1,113 @@
+/*
+ * Registries of step functions and dataset factories, filled at program
+ * start by the PASCO_FUNCTION / PASCO_DATASET constructors and read by the
+ * worker server. One mutex guards both; lookups copy the pointer out.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "worker/registry.h"
+
+typedef struct entry {
+	char         *name;
+	void         *fn;
+	struct entry *next;
+} entry;
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static entry          *functions; /* protected by registry_mu */
+static entry          *datasets;  /* protected by registry_mu */
+
+static int
+registry_add(entry **list, const char *name, void *fn)
+{
+	entry *e;
+	int    rv = PASCO_OK;
+	if (name == NULL || *name == 0 || fn == NULL) {
+		return PASCO_EINVAL;
+	}
+	pthread_mutex_lock(&registry_mu);
+	for (e = *list; e != NULL; e = e->next) {
+		if (strcmp(e->name, name) == 0) {
+			rv = PASCO_EEXIST;
+			break;
+		}
+	}
+	if (rv == 0 && ((e = calloc(1, sizeof(*e))) == NULL ||
+	                   (e->name = pasci_strdup(name)) == NULL)) {
+		free(e);
+		rv = PASCO_ENOMEM;
+	} else if (rv == 0) {
+		e->fn   = fn;
+		e->next = *list;
+		*list   = e;
+	}
+	pthread_mutex_unlock(&registry_mu);
+	return rv;
+}
+
+static void *
+registry_find(entry *const *list, const char *name)
+{
+	void *fn = NULL;
+	pthread_mutex_lock(&registry_mu);
+	for (const entry *e = *list; e != NULL && fn == NULL; e = e->next) {
+		if (strcmp(e->name, name) == 0) {
+			fn = e->fn;
+		}
+	}
+	pthread_mutex_unlock(&registry_mu);
+	return fn;
+}
+
+static char *
+registry_names(entry *const *list, char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0]   = 0;
+	pthread_mutex_lock(&registry_mu);
+	for (const entry *e = *list; e != NULL && n < len; e = e->next) {
+		n += (size_t) snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+		    e->name);
+	}
+	pthread_mutex_unlock(&registry_mu);
+	return buf[0] ? buf : strcpy(buf, "none");
+}
+
+int
+pasco_function_register(const char *name, pasco_function fn)
+{
+	return registry_add(&functions, name, (void *) fn);
+}
+
+int
+pasco_dataset_register(const char *name, pasco_dataset_factory fn)
+{
+	return registry_add(&datasets, name, (void *) fn);
+}
+
+pasco_function
+pasci_function_find(const char *name)
+{
+	return (pasco_function) registry_find(&functions, name);
+}
+
+pasco_dataset_factory
+pasci_dataset_find(const char *name)
+{
+	return (pasco_dataset_factory) registry_find(&datasets, name);
+}
+
+char *
+pasci_function_names(char *buf, size_t len)
+{
+	return registry_names(&functions, buf, len);
+}
+
+char *
+pasci_dataset_names(char *buf, size_t len)
+{
+	return registry_names(&datasets, buf, len);
+}

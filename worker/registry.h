@@ -1,0 +1,17 @@
+/* Lookups in the function and dataset-factory registries. */
+#ifndef PASCO_WORKER_REGISTRY_H
+#define PASCO_WORKER_REGISTRY_H
+
+#include <stddef.h>
+
+#include "pasco/dataset.h"
+#include "pasco/function.h"
+
+pasco_function        pasci_function_find(const char *name);
+pasco_dataset_factory pasci_dataset_find(const char *name);
+
+/* Comma-separated registered names into buf ("none" if empty). */
+char *pasci_function_names(char *buf, size_t len);
+char *pasci_dataset_names(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * The worker server: runs step functions (RUN) and builds or drops
+ * per-worker datasets (RESOURCE_CREATE / RESOURCE_RELEASE). Requests run on
+ * the RPC server's handler threads, so several closures run at once; the
+ * resource table and the ps clients are shared and thread-safe. A worker
+ * holds nothing that cannot be rebuilt.
+ */
+#include "worker/server.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/rpc.h"
+#include "common/util.h"
+#include "common/variable_impl.h"
+#include "worker/registry.h"
+#include "worker/resources.h"
+
+#define PS_CALL_TIMEOUT_MS 60000
+
+struct worker_server {
+	pasci_rpc_server  *rpc;
+	resource_table    *resources;
+	pasci_rpc_client **ps; /* one client per ps task */
+	size_t             nps;
+	int32_t            index;
+	int32_t            num_workers;
+};
+
+typedef struct call_arg {
+	Pasco__Wire__Arg__Kind kind;
+	const pasco_tensor    *tensor;
+	pasco_variable        *variable;
+	resource              *res;
+} call_arg;
+
+struct pasco_call {
+	worker_server *w;
+	const char    *fn_name;
+	size_t         nargs;
+	call_arg      *args;
+	pasco_value   *result;
+	char           error[1024];
+};
+
+size_t
+pasco_call_arg_count(const pasco_call *call)
+{
+	return call->nargs;
+}
+
+int
+pasco_call_fail(pasco_call *call, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(call->error, sizeof(call->error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static int
+call_arg_check(pasco_call *call, size_t i, Pasco__Wire__Arg__Kind kind,
+    const char *what)
+{
+	if (i >= call->nargs) {
+		return pasco_call_fail(call, PASCO_EINVAL, "argument %zu "
+		    "requested as %s, but only %zu were passed", i, what,
+		    call->nargs);
+	}
+	if (call->args[i].kind != kind) {
+		return pasco_call_fail(call, PASCO_EINVAL, "argument %zu is "
+		    "not %s", i, what);
+	}
+	return PASCO_OK;
+}
+
+int
+pasco_call_tensor(pasco_call *call, size_t i, const pasco_tensor **out)
+{
+	int rv = call_arg_check(call, i, PASCO__WIRE__ARG__KIND__TENSOR,
+	    "a tensor");
+	*out = rv == 0 ? call->args[i].tensor : NULL;
+	return rv;
+}
+
+int
+pasco_call_variable(pasco_call *call, size_t i, pasco_variable **out)
+{
+	int rv = call_arg_check(call, i, PASCO__WIRE__ARG__KIND__VARIABLE,
+	    "a variable");
+	*out = rv == 0 ? call->args[i].variable : NULL;
+	return rv;
+}
+
+int
+pasco_call_iterator(pasco_call *call, size_t i, pasco_dataset **out)
+{
+	int rv = call_arg_check(call, i, PASCO__WIRE__ARG__KIND__RESOURCE,
+	    "a per-worker iterator");
+	*out = rv == 0 ? resource_dataset(call->args[i].res) : NULL;
+	return rv;
+}
+
+int32_t
+pasco_call_worker_index(const pasco_call *call)
+{
+	return call->w->index;
+}
+
+int32_t
+pasco_call_num_workers(const pasco_call *call)
+{
+	return call->w->num_workers;
+}
+
+void
+pasco_call_return(pasco_call *call, pasco_value *value)
+{
+	pasco_value_free(call->result);
+	call->result = value;
+}
+
+static int
+bind_variable(pasco_call *call, call_arg *a, const Pasco__Wire__VariableRef *v)
+{
+	pasco_dtype dtype;
+	int32_t     rank;
+	int64_t     shape[PASCO_MAX_RANK];
+
+	if (v == NULL || v->ps_task < 0 || (size_t) v->ps_task >= call->w->nps ||
+	    pasci_wire_meta_spec(v->meta, &dtype, &rank, shape) != 0) {
+		return pasco_call_fail(call, PASCO_EINVAL, "a variable argument "
+		    "names ps task %d (the cluster has %zu) or has a bad spec",
+		    v != NULL ? v->ps_task : -1, call->w->nps);
+	}
+	return pasci_variable_new(&a->variable, v->name, v->ps_task, dtype,
+	    rank, shape, call->w->ps[v->ps_task], PS_CALL_TIMEOUT_MS);
+}
+
+static int
+call_bind(pasco_call *call, const pasci_wire_msg *req)
+{
+	call->nargs = req->hdr->n_args;
+	if ((call->args = calloc(call->nargs + 1, sizeof(*call->args))) == NULL) {
+		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < call->nargs; i++) {
+		const Pasco__Wire__Arg *w = req->hdr->args[i];
+		call_arg               *a = &call->args[i];
+		int                     rv = PASCO_OK;
+		a->kind                    = w->kind;
+		if (w->kind == PASCO__WIRE__ARG__KIND__TENSOR) {
+			if (w->tensor >= req->ntensors) {
+				return pasco_call_fail(call, PASCO_EPROTO,
+				    "argument %zu names tensor %u of %zu", i,
+				    w->tensor, req->ntensors);
+			}
+			a->tensor = req->tensors[w->tensor];
+		} else if (w->kind == PASCO__WIRE__ARG__KIND__VARIABLE) {
+			rv = bind_variable(call, a, w->variable);
+		} else if (w->kind == PASCO__WIRE__ARG__KIND__RESOURCE) {
+			a->res = resource_table_hold(call->w->resources, w->resource);
+			if (a->res == NULL) {
+				return pasco_call_fail(call, PASCO_EPRECONDITION,
+				    "argument %zu: per-worker iterator %llu does "
+				    "not exist on worker %d", i,
+				    (unsigned long long) w->resource, call->w->index);
+			}
+		} else {
+			rv = pasco_call_fail(call, PASCO_EPROTO, "argument %zu "
+			    "has unknown kind %d", i, (int) w->kind);
+		}
+		if (rv != 0) {
+			return rv;
+		}
+	}
+	return PASCO_OK;
+}
+
+static void
+call_fini(pasco_call *call)
+{
+	for (size_t i = 0; i < call->nargs && call->args != NULL; i++) {
+		pasco_variable_free(call->args[i].variable);
+		resource_release(call->args[i].res);
+	}
+	free(call->args);
+	pasco_value_free(call->result);
+}
+
+static nng_msg *
+run_reply(pasco_call *call, const pasci_wire_msg *req)
+{
+	pasci_wire_builder b;
+	nng_msg           *reply;
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__RUN);
+	if (req->hdr->want_result && call->result != NULL) {
+		pasci_wire_add_value(&b, call->result);
+	}
+	if (pasci_wire_encode(&b, &reply) != 0) {
+		reply = pasci_wire_status_reply(PASCO_ENOMEM, "out of memory "
+		    "encoding the result of '%s'", call->fn_name);
+	}
+	pasci_wire_builder_fini(&b);
+	return reply;
+}
+
+static nng_msg *
+worker_run(worker_server *w, const pasci_wire_msg *req)
+{
+	pasco_call     call = {.w = w, .fn_name = req->hdr->name};
+	pasco_function fn   = pasci_function_find(req->hdr->name);
+	nng_msg       *reply;
+	int            rv;
+
+	if (fn == NULL) {
+		char names[512];
+		return pasci_wire_status_reply(PASCO_ENOTFOUND, "function '%s' "
+		    "is not registered on worker %d (registered: %s)",
+		    req->hdr->name, w->index,
+		    pasci_function_names(names, sizeof(names)));
+	}
+	if ((rv = call_bind(&call, req)) == 0) {
+		rv = fn(&call);
+	}
+	if (rv != 0) {
+		reply = pasci_wire_status_reply(rv, "function '%s' failed on "
+		    "worker %d: %s", req->hdr->name, w->index,
+		    call.error[0] ? call.error : pasco_strerror(rv));
+	} else {
+		reply = run_reply(&call, req);
+	}
+	call_fini(&call);
+	return reply;
+}
+
+static nng_msg *
+worker_create_resource(worker_server *w, const pasci_wire_msg *req)
+{
+	pasco_dataset_factory factory = pasci_dataset_find(req->hdr->name);
+	pasco_dataset_context ctx     = {w->index, w->num_workers};
+	pasco_dataset        *ds      = NULL;
+	int                   rv;
+
+	if (factory == NULL) {
+		char names[512];
+		return pasci_wire_status_reply(PASCO_ENOTFOUND, "dataset "
+		    "factory '%s' is not registered on worker %d (registered: "
+		    "%s)", req->hdr->name, w->index,
+		    pasci_dataset_names(names, sizeof(names)));
+	}
+	if ((rv = factory(&ctx, &ds)) != 0 || ds == NULL) {
+		pasco_dataset_free(ds);
+		return pasci_wire_status_reply(rv != 0 ? rv : PASCO_EINVAL,
+		    "dataset factory '%s' failed on worker %d: %s",
+		    req->hdr->name, w->index,
+		    rv != 0 ? pasco_strerror(rv) : "it returned no dataset");
+	}
+	rv = resource_table_put(w->resources, req->hdr->resource, ds);
+	return pasci_wire_status_reply(rv, "%s", rv ? "out of memory" : "");
+}
+
+static nng_msg *
+worker_handle(void *arg, const pasci_wire_msg *req)
+{
+	worker_server *w = arg;
+	switch (req->hdr->method) {
+	case PASCO__WIRE__METHOD__RUN:
+		return worker_run(w, req);
+	case PASCO__WIRE__METHOD__RESOURCE_CREATE:
+		return worker_create_resource(w, req);
+	case PASCO__WIRE__METHOD__RESOURCE_RELEASE:
+		resource_table_remove(w->resources, req->hdr->resource);
+		return pasci_wire_status_reply(PASCO_OK, "%s", "");
+	default:
+		return pasci_wire_status_reply(PASCO_EINVAL, "a worker does not "
+		    "serve method %d", (int) req->hdr->method);
+	}
+}
+
+int
+worker_server_start(worker_server **out, const pasco_cluster *cluster,
+    int32_t index, int nthreads)
+{
+	worker_server *w = calloc(1, sizeof(*w));
+	int            rv = PASCO_ENOMEM;
+
+	*out = NULL;
+	if (w == NULL || resource_table_create(&w->resources) != 0) {
+		goto fail;
+	}
+	w->index       = index;
+	w->num_workers = (int32_t) pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	w->nps         = pasco_cluster_count(cluster, PASCO_ROLE_PS);
+	if ((w->ps = calloc(w->nps + 1, sizeof(*w->ps))) == NULL) {
+		goto fail;
+	}
+	for (size_t i = 0; i < w->nps; i++) {
+		rv = pasci_rpc_client_open(&w->ps[i],
+		    pasco_cluster_url(cluster, PASCO_ROLE_PS, i), NULL, NULL);
+		if (rv != 0) {
+			goto fail;
+		}
+	}
+	rv = pasci_rpc_server_open(&w->rpc,
+	    pasco_cluster_url(cluster, PASCO_ROLE_WORKER, (size_t) index),
+	    nthreads, "pasco-worker", worker_handle, w);
+	if (rv != 0) {
+		goto fail;
+	}
+	*out = w;
+	return PASCO_OK;
+fail:
+	worker_server_stop(w);
+	return rv;
+}
+
+uint64_t
+worker_server_incarnation(const worker_server *w)
+{
+	return pasci_rpc_server_incarnation(w->rpc);
+}
+
+void
+worker_server_stop(worker_server *w)
+{
+	if (w == NULL) {
+		return;
+	}
+	pasci_rpc_server_close(w->rpc);
+	for (size_t i = 0; w->ps != NULL && i < w->nps; i++) {
+		pasci_rpc_client_close(w->ps[i]);
+	}
+	free(w->ps);
+	resource_table_destroy(w->resources);
+	free(w);
+}
