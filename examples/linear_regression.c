@@ -1,0 +1,228 @@
+/*
+ * Linear regression, y = 0.8 x + 1, trained asynchronously: the model of
+ * the Estimator seed, in Pasco. Two variables (w and b) live on ps tasks;
+ * each worker draws its own stream of examples; the chief schedules epochs
+ * of training steps, joins at each epoch's end and prints the loss.
+ *
+ *     pasco launch --ps 2 --workers 2 -- build/examples/linear_regression
+ *
+ * Options (after the program name): --epochs N (20), --steps N (100 per
+ * epoch), --lr X (0.05). The learning rate is kept small because updates
+ * are asynchronous: with 2 workers x 4 closures in flight, gradients are up
+ * to ~8 steps stale.
+ */
+#include <math.h>
+#include <pasco.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH 32
+
+/* Each worker's examples: x uniform in [0, 1), y = 0.8 x + 1. */
+typedef struct stream {
+	uint64_t seed, counter;
+} stream;
+
+static double
+uniform(stream *s)
+{
+	uint64_t z = s->seed + 0x9e3779b97f4a7c15ULL * ++s->counter;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return (double) ((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+static int
+next_example(void *arg, pasco_value **out)
+{
+	pasco_tensor *x, *y;
+	double        v = uniform(arg);
+	pasco_tensor_scalar(&x, PASCO_F32, v);
+	pasco_tensor_scalar(&y, PASCO_F32, 0.8 * v + 1.0);
+	*out = pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+PASCO_DATASET(regression_data)
+{
+	stream        *s = calloc(1, sizeof(*s));
+	pasco_dataset *ds;
+	int            rv;
+	if (s == NULL) {
+		return PASCO_ENOMEM;
+	}
+	s->seed = 1000 + (uint64_t) ctx->worker_index;
+	if ((rv = pasco_dataset_from_generator(&ds, next_example, NULL, free, s)) != 0) {
+		free(s);
+		return rv;
+	}
+	return pasco_dataset_batch(out, ds, BATCH, true);
+}
+
+/* args: iterator, w, b, learning rate. Returns the batch's mean squared
+ * error before the update. */
+PASCO_FUNCTION(train_step)
+{
+	pasco_dataset      *it;
+	pasco_variable     *wv, *bv;
+	const pasco_tensor *lr;
+	pasco_value        *batch;
+	pasco_tensor       *w = NULL, *b = NULL, *dw = NULL, *db = NULL, *loss;
+	int                 rv;
+
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = pasco_call_variable(call, 1, &wv)) != 0 ||
+	    (rv = pasco_call_variable(call, 2, &bv)) != 0 ||
+	    (rv = pasco_call_tensor(call, 3, &lr)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_dataset_next(it, &batch)) != 0) {
+		return pasco_call_fail(call, rv, "no training data: %s",
+		    pasco_strerror(rv));
+	}
+	if ((rv = pasco_variable_read(wv, &w)) != 0 ||
+	    (rv = pasco_variable_read(bv, &b)) != 0) {
+		pasco_call_fail(call, rv, "%s", pasco_variable_error(
+		    rv != 0 && w != NULL ? bv : wv));
+		goto out;
+	}
+	{
+		const pasco_tensor *x = pasco_value_as_tensor(pasco_value_item(batch, 0));
+		const pasco_tensor *y = pasco_value_as_tensor(pasco_value_item(batch, 1));
+		const float *xs = x->data, *ys = y->data;
+		float        wf = *(float *) w->data, bf = *(float *) b->data;
+		double       gw = 0, gb = 0, l = 0;
+		for (int64_t i = 0; i < x->count; i++) {
+			double e = wf * xs[i] + bf - ys[i];
+			l += e * e;
+			gw += 2 * e * xs[i];
+			gb += 2 * e;
+		}
+		pasco_tensor_scalar(&dw, PASCO_F32, gw / (double) x->count);
+		pasco_tensor_scalar(&db, PASCO_F32, gb / (double) x->count);
+		pasco_tensor_scalar(&loss, PASCO_F32, l / (double) x->count);
+	}
+	if ((rv = pasco_variable_apply_sgd(wv, pasco_tensor_get(lr, 0), dw)) != 0 ||
+	    (rv = pasco_variable_apply_sgd(bv, pasco_tensor_get(lr, 0), db)) != 0) {
+		pasco_call_fail(call, rv, "%s", pasco_variable_error(wv));
+		pasco_tensor_release(loss);
+		goto out;
+	}
+	pasco_call_return(call, pasco_value_tensor(loss));
+out:
+	pasco_value_free(batch);
+	pasco_tensor_release(w);
+	pasco_tensor_release(b);
+	pasco_tensor_release(dw);
+	pasco_tensor_release(db);
+	return rv;
+}
+
+static double
+read_scalar(pasco_variable *v)
+{
+	pasco_tensor *t;
+	double        value;
+	if (pasco_variable_read(v, &t) != 0) {
+		fprintf(stderr, "reading %s: %s\n", pasco_variable_name(v),
+		    pasco_variable_error(v));
+		return NAN;
+	}
+	value = pasco_tensor_get(t, 0);
+	pasco_tensor_release(t);
+	return value;
+}
+
+static int
+train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b,
+    int epochs, int steps, double lr)
+{
+	pasco_per_worker_dataset  *data;
+	pasco_per_worker_iterator *it;
+	pasco_tensor              *rate;
+	int                        rv;
+
+	pasco_tensor_scalar(&rate, PASCO_F32, lr);
+	pasco_per_worker_dataset_create(&data, c, "regression_data");
+	pasco_per_worker_iterator_create(&it, data);
+	pasco_arg args[4] = {pasco_arg_iterator(it), pasco_arg_variable(w),
+	    pasco_arg_variable(b), pasco_arg_tensor(rate)};
+	for (int epoch = 0; epoch < epochs; epoch++) {
+		pasco_remote_value *last = NULL;
+		const pasco_value  *loss;
+		for (int i = 0; i < steps; i++) {
+			pasco_remote_value_free(last);
+			if ((rv = pasco_schedule(c, "train_step", args, 4, &last)) != 0) {
+				goto out;
+			}
+		}
+		if ((rv = pasco_join(c)) != 0 ||
+		    (rv = pasco_remote_value_fetch(last, &loss)) != 0) {
+			pasco_remote_value_free(last);
+			goto out;
+		}
+		printf("epoch %d: loss = %.6f\n", epoch + 1, pasco_value_scalar(loss));
+		fflush(stdout);
+		pasco_remote_value_free(last);
+	}
+out:
+	if (rv != 0) {
+		fprintf(stderr, "training failed: %s: %s\n", pasco_strerror(rv),
+		    pasco_coordinator_error(c));
+	}
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(data);
+	pasco_tensor_release(rate);
+	return rv;
+}
+
+static int
+chief(const pasco_cluster *cluster, int argc, char **argv)
+{
+	int                epochs = 20, steps = 100;
+	double             lr     = 0.05;
+	pasco_strategy    *s;
+	pasco_coordinator *c;
+	pasco_variable    *w, *b;
+	pasco_tensor      *zero;
+	int                rv;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--epochs") == 0) {
+			epochs = atoi(argv[i + 1]);
+		} else if (strcmp(argv[i], "--steps") == 0) {
+			steps = atoi(argv[i + 1]);
+		} else if (strcmp(argv[i], "--lr") == 0) {
+			lr = atof(argv[i + 1]);
+		}
+	}
+	if ((rv = pasco_strategy_create(&s, cluster, NULL)) != 0) {
+		fprintf(stderr, "cannot reach the cluster: %s\n", pasco_strerror(rv));
+		return 1;
+	}
+	pasco_tensor_scalar(&zero, PASCO_F32, 0.0);
+	if ((rv = pasco_variable_create(&w, s, "w", zero)) != 0 ||
+	    (rv = pasco_variable_create(&b, s, "b", zero)) != 0) {
+		fprintf(stderr, "%s\n", pasco_strategy_error(s));
+		return 1;
+	}
+	pasco_tensor_release(zero);
+	printf("w on ps %d, b on ps %d; %zu workers\n", pasco_variable_ps_task(w),
+	    pasco_variable_ps_task(b), pasco_strategy_num_workers(s));
+	pasco_coordinator_create(&c, s, NULL);
+	rv = train(c, w, b, epochs, steps, lr);
+	double wv = read_scalar(w), bv = read_scalar(b);
+	printf("w = %.4f\nb = %.4f\n", wv, bv);
+	pasco_coordinator_destroy(c);
+	pasco_variable_free(w);
+	pasco_variable_free(b);
+	pasco_strategy_destroy(s);
+	return rv == 0 && fabs(wv - 0.8) < 0.01 && fabs(bv - 1.0) < 0.01 ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	return pasco_main(argc, argv, chief);
+}
