@@ -162,7 +162,7 @@ train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b,
 			pasco_remote_value_free(last);
 			goto out;
 		}
-		printf("epoch %d: loss = %.6f\n", epoch + 1, pasco_value_scalar(loss));
+		printf("epoch %d: loss = %.6g\n", epoch + 1, pasco_value_scalar(loss));
 		fflush(stdout);
 		pasco_remote_value_free(last);
 	}
