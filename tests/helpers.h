@@ -1,0 +1,92 @@
+/*
+ * Test helpers: assertions that print the symbolic error, and an
+ * in-process cluster (ps and worker servers on inproc:// addresses inside
+ * the test process) for fast coordinator tests.
+ */
+#ifndef PASCO_TEST_HELPERS_H
+#define PASCO_TEST_HELPERS_H
+
+#include <criterion/criterion.h>
+#include <pasco.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define PASCO_PASS(expr)                                                     \
+	do {                                                                 \
+		int pasco_rv_ = (expr);                                      \
+		cr_assert(pasco_rv_ == PASCO_OK, "%s failed: %s (%s)", #expr, \
+		    pasco_errname(pasco_rv_), pasco_strerror(pasco_rv_));    \
+	} while (0)
+
+#define PASCO_FAIL(expr, want)                                               \
+	do {                                                                 \
+		int pasco_rv_ = (expr);                                      \
+		cr_assert(pasco_rv_ == (want), "%s: got %s, want %s", #expr, \
+		    pasco_errname(pasco_rv_), pasco_errname(want));          \
+	} while (0)
+
+typedef struct test_cluster {
+	pasco_cluster *cluster;
+	pasco_server  *ps[8];
+	pasco_server  *workers[8];
+	int            nps, nworkers;
+} test_cluster;
+
+/* Builds a cluster of inproc addresses unique to this process and starts
+ * its ps and worker servers. */
+static inline void
+test_cluster_start(test_cluster *tc, int nps, int nworkers)
+{
+	static int generation;
+	char       json[4096];
+	size_t     n;
+	char       err[256];
+	int        gen = generation++;
+
+	n = (size_t) snprintf(json, sizeof(json), "{\"cluster\":{\"chief\":"
+	    "[\"inproc://chief-%d-%d\"],\"ps\":[", (int) getpid(), gen);
+	for (int i = 0; i < nps; i++) {
+		n += (size_t) snprintf(json + n, sizeof(json) - n,
+		    "%s\"inproc://ps%d-%d-%d\"", i ? "," : "", i, (int) getpid(),
+		    gen);
+	}
+	n += (size_t) snprintf(json + n, sizeof(json) - n, "],\"worker\":[");
+	for (int i = 0; i < nworkers; i++) {
+		n += (size_t) snprintf(json + n, sizeof(json) - n,
+		    "%s\"inproc://w%d-%d-%d\"", i ? "," : "", i, (int) getpid(),
+		    gen);
+	}
+	snprintf(json + n, sizeof(json) - n, "]}}");
+	PASCO_PASS(pasco_cluster_parse_json(&tc->cluster, json, err, sizeof(err)));
+	tc->nps      = nps;
+	tc->nworkers = nworkers;
+	for (int i = 0; i < nps; i++) {
+		PASCO_PASS(pasco_server_start(&tc->ps[i], tc->cluster, PASCO_ROLE_PS, i));
+	}
+	for (int i = 0; i < nworkers; i++) {
+		PASCO_PASS(pasco_server_start(
+		    &tc->workers[i], tc->cluster, PASCO_ROLE_WORKER, i));
+	}
+}
+
+static inline void
+test_cluster_stop(test_cluster *tc)
+{
+	for (int i = 0; i < tc->nworkers; i++) {
+		pasco_server_stop(tc->workers[i]);
+	}
+	for (int i = 0; i < tc->nps; i++) {
+		pasco_server_stop(tc->ps[i]);
+	}
+	pasco_cluster_free(tc->cluster);
+}
+
+static inline pasco_tensor *
+test_scalar(pasco_dtype dtype, double v)
+{
+	pasco_tensor *t;
+	PASCO_PASS(pasco_tensor_scalar(&t, dtype, v));
+	return t;
+}
+
+#endif

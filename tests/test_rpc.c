@@ -1,0 +1,2 @@
+#include "helpers.h"
+Test(placeholder, none) {}
