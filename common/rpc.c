@@ -40,6 +40,7 @@ enum { LINK_DOWN, LINK_HELLO, LINK_UP };
 
 struct pasci_rpc_client {
 	nng_socket         sock;
+	nng_dialer         dialer;
 	char              *url;
 	pthread_t          thread;
 	pasci_rpc_state_fn state_fn;
@@ -327,7 +328,7 @@ client_socket_open(pasci_rpc_client *c)
 	nng_socket_set_int(c->sock, NNG_OPT_RECVBUF, 1024);
 	nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, client_pipe_added, c);
 	nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_removed, c);
-	if ((rv = nng_dial(c->sock, c->url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+	if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
 		nng_close(c->sock);
 	}
 	return rv;
@@ -385,6 +386,7 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	pthread_mutex_unlock(&c->mu);
 	/* No state callbacks past this point: the owner is going away. */
 	c->state_fn = NULL;
+	nng_dialer_close(c->dialer); /* no redial races the socket's close */
 	nng_close(c->sock);
 	pthread_join(c->thread, NULL);
 	pthread_mutex_lock(&c->mu);
@@ -567,14 +569,22 @@ pasci_rpc_call(pasci_rpc_client *c, pasci_wire_builder *b, int64_t timeout_ms,
 
 /* Server. */
 
+typedef struct server_thread {
+	pasci_rpc_server *s;
+	pthread_t         thread;
+	nng_aio          *aio;
+	nng_ctx           ctx;
+} server_thread;
+
 struct pasci_rpc_server {
 	nng_socket        sock;
 	uint64_t          incarnation;
 	int               nthreads;
-	pthread_t        *threads;
+	server_thread    *threads;
 	pasci_rpc_handler handler;
 	void             *arg;
 	char              name[16];
+	volatile int      closing; /* set before the aios are stopped */
 };
 
 static nng_msg *
@@ -617,42 +627,69 @@ server_answer(pasci_rpc_server *s, nng_msg *msg)
 static void *
 server_main(void *arg)
 {
-	pasci_rpc_server *s = arg;
-	nng_ctx           ctx;
-	nng_aio          *aio;
+	server_thread    *t = arg;
+	pasci_rpc_server *s = t->s;
 
 	pasci_thread_name(s->name);
-	if (nng_aio_alloc(&aio, NULL, NULL) != 0) {
-		return NULL;
-	}
-	if (nng_ctx_open(&ctx, s->sock) != 0) {
-		nng_aio_free(aio);
-		return NULL;
-	}
 	for (;;) {
 		nng_msg *reply;
-		nng_ctx_recv(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) == NNG_ECLOSED) {
+		nng_ctx_recv(t->ctx, t->aio);
+		nng_aio_wait(t->aio);
+		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 			break;
 		}
-		if (nng_aio_result(aio) != 0) {
+		if (nng_aio_result(t->aio) != 0) {
 			continue;
 		}
-		if ((reply = server_answer(s, nng_aio_get_msg(aio))) == NULL) {
+		if ((reply = server_answer(s, nng_aio_get_msg(t->aio))) == NULL) {
 			continue; /* out of memory: the caller's deadline fires */
 		}
 		pasci_wire_set_incarnation(reply, s->incarnation);
-		nng_aio_set_msg(aio, reply);
-		nng_ctx_send(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) != 0) {
-			nng_msg_free(nng_aio_get_msg(aio));
+		nng_aio_set_msg(t->aio, reply);
+		nng_ctx_send(t->ctx, t->aio);
+		nng_aio_wait(t->aio);
+		if (nng_aio_result(t->aio) != 0) {
+			nng_msg_free(nng_aio_get_msg(t->aio));
 		}
 	}
-	nng_ctx_close(ctx);
-	nng_aio_free(aio);
 	return NULL;
+}
+
+/* Stops the first n handler threads and frees their contexts; nng 1.5
+ * must not see a socket closed under contexts that are still receiving. */
+static void
+server_stop_threads(pasci_rpc_server *s, int n)
+{
+	__atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < n; i++) {
+		nng_aio_stop(s->threads[i].aio); /* later operations fail too */
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(s->threads[i].thread, NULL);
+		nng_ctx_close(s->threads[i].ctx);
+		nng_aio_free(s->threads[i].aio);
+	}
+}
+
+static int
+server_start_threads(pasci_rpc_server *s, int nthreads)
+{
+	for (int i = 0; i < nthreads; i++) {
+		server_thread *t = &s->threads[i];
+		t->s             = s;
+		if (nng_aio_alloc(&t->aio, NULL, NULL) != 0) {
+			server_stop_threads(s, i);
+			return PASCO_ENOMEM;
+		}
+		if (nng_ctx_open(&t->ctx, s->sock) != 0 ||
+		    pthread_create(&t->thread, NULL, server_main, t) != 0) {
+			nng_aio_free(t->aio);
+			server_stop_threads(s, i);
+			return PASCO_ENOMEM;
+		}
+	}
+	s->nthreads = nthreads;
+	return PASCO_OK;
 }
 
 int
@@ -664,7 +701,7 @@ pasci_rpc_server_open(pasci_rpc_server **out, const char *url, int nthreads,
 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->threads = calloc((size_t) nthreads, sizeof(pthread_t))) == NULL) {
+	    (s->threads = calloc((size_t) nthreads, sizeof(*s->threads))) == NULL) {
 		free(s);
 		return PASCO_ENOMEM;
 	}
@@ -681,15 +718,11 @@ pasci_rpc_server_open(pasci_rpc_server **out, const char *url, int nthreads,
 		    nng_strerror(rv));
 		goto fail_listen;
 	}
-	for (int i = 0; i < nthreads; i++) {
-		if (pthread_create(&s->threads[i], NULL, server_main, s) != 0) {
-			nng_close(s->sock);
-			for (int j = 0; j < i; j++) {
-				pthread_join(s->threads[j], NULL);
-			}
-			goto fail_open;
-		}
-		s->nthreads++;
+	if ((rv = server_start_threads(s, nthreads)) != 0) {
+		nng_close(s->sock);
+		free(s->threads);
+		free(s);
+		return rv;
 	}
 	*out = s;
 	return PASCO_OK;
@@ -713,10 +746,8 @@ pasci_rpc_server_close(pasci_rpc_server *s)
 	if (s == NULL) {
 		return;
 	}
+	server_stop_threads(s, s->nthreads);
 	nng_close(s->sock);
-	for (int i = 0; i < s->nthreads; i++) {
-		pthread_join(s->threads[i], NULL);
-	}
 	free(s->threads);
 	free(s);
 }
