@@ -1,11 +1,15 @@
 /*
  * RPC client and server over nng (see rpc.h for the contract).
  *
- * Client threads: the caller's (call_async stamps, registers and sends), one
- * receiver thread per client (matches replies to calls, expires deadlines,
- * runs completions), and nng's pipe-event threads (connect: send HELLO;
- * disconnect: fail the calls sent on that connection). Completions always
- * run without the client lock held.
+ * Client threads: the caller's (call_async stamps, registers and sends), a
+ * receiver thread per client (matches replies to calls, runs completions),
+ * a timer thread per client (expires deadlines), and nng's pipe-event
+ * threads (connect: send HELLO; disconnect: fail the calls sent on that
+ * connection). Completions always run without the client lock held.
+ *
+ * No nng operation here has a timeout: in nng 1.5 an aio timeout that fires
+ * while its socket closes touches freed memory (aio expire vs. msgq free),
+ * so receives block until nng_close and deadlines are our own.
  *
  * Server threads: nthreads handler threads, each owning one rep0 context, so
  * up to nthreads requests are handled at once and every reply goes back on
@@ -46,8 +50,10 @@ struct pasci_rpc_client {
 	pasci_rpc_state_fn state_fn;
 	void              *state_arg;
 
+	pthread_t       timer;
 	pthread_mutex_t mu;
-	pthread_cond_t  cv; /* link became UP */
+	pthread_cond_t  cv;       /* link became UP */
+	pthread_cond_t  timer_cv; /* a deadline was added, or closing */
 	/* Protected by mu. */
 	int       link;
 	uint32_t  pipe;
@@ -64,8 +70,8 @@ call_insert_locked(pasci_rpc_client *c, rpc_call *call)
 	rpc_call **b = &c->buckets[call->id % CALL_BUCKETS];
 	call->next   = *b;
 	*b           = call;
-	if (call->deadline_ms > 0) {
-		c->ndeadlines++;
+	if (call->deadline_ms > 0 && c->ndeadlines++ == 0) {
+		pthread_cond_signal(&c->timer_cv);
 	}
 }
 
@@ -188,13 +194,15 @@ client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 static void
 client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 {
-	pasci_rpc_client *c = arg;
-	rpc_call         *lost;
-	bool              was_up;
-	char              detail[300];
+	pasci_rpc_client  *c = arg;
+	rpc_call          *lost;
+	bool               was_up;
+	pasci_rpc_state_fn state_fn;
+	char               detail[300];
 
 	(void) ev;
 	pthread_mutex_lock(&c->mu);
+	state_fn = c->state_fn;
 	was_up = c->link == LINK_UP && c->pipe == (uint32_t) nng_pipe_id(pipe);
 	if (c->pipe == (uint32_t) nng_pipe_id(pipe)) {
 		c->pipe = 0;
@@ -204,16 +212,18 @@ client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	pthread_mutex_unlock(&c->mu);
 	pasci_fmt(detail, sizeof(detail), "connection to %s lost", c->url);
 	fail_list(c, lost, PASCO_EUNAVAILABLE, detail);
-	if (was_up && c->state_fn != NULL) {
-		c->state_fn(c->state_arg, false, 0);
+	if (was_up && state_fn != NULL) {
+		state_fn(c->state_arg, false, 0);
 	}
 }
 
 static void
 client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
 {
-	bool up = false;
+	bool               up = false;
+	pasci_rpc_state_fn state_fn;
 	pthread_mutex_lock(&c->mu);
+	state_fn = c->state_fn;
 	if (c->pipe == call->pipe && c->link == LINK_HELLO &&
 	    m->hdr->status == 0) {
 		c->link        = LINK_UP;
@@ -225,8 +235,8 @@ client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
 	if (up) {
 		pasci_log(PASCI_LOG_DEBUG, "connected to %s (incarnation %016llx)",
 		    c->url, (unsigned long long) m->incarnation);
-		if (c->state_fn != NULL) {
-			c->state_fn(c->state_arg, true, m->incarnation);
+		if (state_fn != NULL) {
+			state_fn(c->state_arg, true, m->incarnation);
 		}
 	}
 	pasci_wire_msg_fini(m);
@@ -292,7 +302,6 @@ static void *
 client_main(void *arg)
 {
 	pasci_rpc_client *c = arg;
-	int64_t           next_scan = 0;
 
 	pasci_thread_name("pasco-rpc-recv");
 	for (;;) {
@@ -304,11 +313,36 @@ client_main(void *arg)
 		if (rv == 0) {
 			client_handle_reply(c, msg);
 		}
-		if (pasci_now_ms() >= next_scan) {
-			client_expire(c);
-			next_scan = pasci_now_ms() + RECV_TICK_MS;
-		}
 	}
+	return NULL;
+}
+
+/* Expires deadlines every tick while any call has one. */
+static void *
+client_timer_main(void *arg)
+{
+	pasci_rpc_client *c = arg;
+
+	pasci_thread_name("pasco-rpc-timer");
+	pthread_mutex_lock(&c->mu);
+	while (!c->closing) {
+		if (c->ndeadlines == 0) {
+			pthread_cond_wait(&c->timer_cv, &c->mu);
+			continue;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += RECV_TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->timer_cv, &c->mu, &ts);
+		pthread_mutex_unlock(&c->mu);
+		client_expire(c);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
 	return NULL;
 }
 
@@ -320,8 +354,6 @@ client_socket_open(pasci_rpc_client *c)
 		return rv;
 	}
 	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, MAX_MESSAGE);
-	nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO, RECV_TICK_MS);
-	nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO, 10000);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 20);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
 	nng_socket_set_int(c->sock, NNG_OPT_SENDBUF, 1024);
@@ -352,6 +384,7 @@ pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
 	c->next_id   = (uint32_t) pasci_random_u64() & 0x7fffffu;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	pthread_cond_init(&c->timer_cv, NULL);
 	if ((rv = client_socket_open(c)) != 0) {
 		pasci_log(PASCI_LOG_ERROR, "cannot dial %s: %s", url,
 		    nng_strerror(rv));
@@ -361,9 +394,15 @@ pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
 		nng_close(c->sock);
 		goto fail;
 	}
+	if (pthread_create(&c->timer, NULL, client_timer_main, c) != 0) {
+		nng_close(c->sock);
+		pthread_join(c->thread, NULL);
+		goto fail;
+	}
 	*out = c;
 	return PASCO_OK;
 fail:
+	pthread_cond_destroy(&c->timer_cv);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c->url);
@@ -382,10 +421,12 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 		return;
 	}
 	pthread_mutex_lock(&c->mu);
-	c->closing = true;
+	c->closing  = true;
+	c->state_fn = NULL; /* the owner is going away: no more callbacks */
+	pthread_cond_broadcast(&c->timer_cv);
+	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
-	/* No state callbacks past this point: the owner is going away. */
-	c->state_fn = NULL;
+	pthread_join(c->timer, NULL);
 	nng_dialer_close(c->dialer); /* no redial races the socket's close */
 	nng_close(c->sock);
 	pthread_join(c->thread, NULL);
@@ -394,6 +435,7 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	pthread_mutex_unlock(&c->mu);
 	pasci_fmt(detail, sizeof(detail), "client of %s closed", c->url);
 	fail_list(c, rest, PASCO_ECLOSED, detail);
+	pthread_cond_destroy(&c->timer_cv);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c->url);
