@@ -1,2 +1,214 @@
 #include "helpers.h"
-Test(placeholder, none) {}
+
+TestSuite(dataset, .timeout = 10);
+
+/* Reads up to max elements as scalars; returns how many. */
+static int
+drain(pasco_dataset *ds, double *out, int max)
+{
+	pasco_value *e;
+	int          n = 0, rv;
+	while (n < max && (rv = pasco_dataset_next(ds, &e)) == PASCO_OK) {
+		out[n++] = pasco_value_scalar(e);
+		pasco_value_free(e);
+	}
+	return n;
+}
+
+Test(dataset, range_counts_up_and_down)
+{
+	pasco_dataset *ds;
+	double         v[16];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 5, 2));
+	cr_assert_eq(drain(ds, v, 16), 3);
+	cr_assert(v[0] == 0 && v[1] == 2 && v[2] == 4);
+	pasco_dataset_free(ds);
+	PASCO_PASS(pasco_dataset_range(&ds, 3, 0, -1));
+	cr_assert_eq(drain(ds, v, 16), 3);
+	cr_assert_eq(v[2], 1);
+	pasco_dataset_free(ds);
+	PASCO_FAIL(pasco_dataset_range(&ds, 0, 5, 0), PASCO_EINVAL);
+}
+
+Test(dataset, batch_stacks_and_keeps_the_remainder)
+{
+	pasco_dataset *ds, *b;
+	pasco_value   *e;
+	PASCO_PASS(pasco_dataset_range(&ds, 1, 11, 1));
+	PASCO_PASS(pasco_dataset_batch(&b, ds, 4, false));
+	PASCO_PASS(pasco_dataset_next(b, &e));
+	const pasco_tensor *t = pasco_value_as_tensor(e);
+	cr_assert_eq(t->rank, 1);
+	cr_assert_eq(t->shape[0], 4);
+	cr_assert(((int64_t *) t->data)[0] == 1 && ((int64_t *) t->data)[3] == 4);
+	pasco_value_free(e);
+	PASCO_PASS(pasco_dataset_next(b, &e));
+	pasco_value_free(e);
+	PASCO_PASS(pasco_dataset_next(b, &e));
+	cr_assert_eq(pasco_value_as_tensor(e)->shape[0], 2, "remainder of 2");
+	pasco_value_free(e);
+	PASCO_FAIL(pasco_dataset_next(b, &e), PASCO_EOUTOFRANGE);
+	pasco_dataset_free(b);
+}
+
+Test(dataset, batch_can_drop_the_remainder)
+{
+	pasco_dataset *ds, *b;
+	double         v[8];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 10, 1));
+	PASCO_PASS(pasco_dataset_batch(&b, ds, 4, true));
+	cr_assert_eq(drain(b, v, 8), 2);
+	pasco_dataset_free(b);
+}
+
+Test(dataset, from_tensors_slices_rows_of_lists)
+{
+	int64_t        shape[] = {3, 2};
+	pasco_tensor  *x, *y;
+	pasco_dataset *ds;
+	pasco_value   *e;
+	PASCO_PASS(pasco_tensor_alloc(&x, PASCO_F32, 2, shape));
+	PASCO_PASS(pasco_tensor_alloc(&y, PASCO_I32, 1, shape));
+	for (int i = 0; i < 6; i++) {
+		pasco_tensor_set(x, i, i);
+	}
+	for (int i = 0; i < 3; i++) {
+		pasco_tensor_set(y, i, 10 + i);
+	}
+	pasco_value *v = pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
+	PASCO_PASS(pasco_dataset_from_tensors(&ds, v));
+	pasco_value_free(v);
+	for (int i = 0; i < 2; i++) {
+		PASCO_PASS(pasco_dataset_next(ds, &e));
+		pasco_value_free(e);
+	}
+	/* third row */
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	const pasco_tensor *row = pasco_value_as_tensor(pasco_value_item(e, 0));
+	cr_assert_eq(row->rank, 1);
+	cr_assert_eq(pasco_tensor_get(row, 1), 5);
+	cr_assert_eq(pasco_value_scalar(pasco_value_item(e, 1)), 12);
+	pasco_value_free(e);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EOUTOFRANGE);
+	pasco_dataset_free(ds);
+}
+
+Test(dataset, from_tensors_rejects_unequal_rows)
+{
+	pasco_tensor  *a, *b;
+	pasco_dataset *ds;
+	PASCO_PASS(pasco_tensor_alloc(&a, PASCO_F32, 1, (int64_t[]){3}));
+	PASCO_PASS(pasco_tensor_alloc(&b, PASCO_F32, 1, (int64_t[]){4}));
+	pasco_value *v = pasco_value_list(2, pasco_value_tensor(a), pasco_value_tensor(b));
+	PASCO_FAIL(pasco_dataset_from_tensors(&ds, v), PASCO_EINVAL);
+	pasco_value_free(v);
+}
+
+Test(dataset, repeat_and_take)
+{
+	pasco_dataset *ds, *r, *t;
+	double         v[16];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 3, 1));
+	PASCO_PASS(pasco_dataset_repeat(&r, ds, -1));
+	PASCO_PASS(pasco_dataset_take(&t, r, 7));
+	cr_assert_eq(drain(t, v, 16), 7);
+	cr_assert(v[3] == 0 && v[6] == 0 && v[5] == 2);
+	pasco_dataset_free(t);
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 3, 1));
+	PASCO_PASS(pasco_dataset_repeat(&r, ds, 2));
+	cr_assert_eq(drain(r, v, 16), 6);
+	pasco_dataset_free(r);
+}
+
+Test(dataset, repeat_of_an_empty_dataset_ends)
+{
+	pasco_dataset *ds, *r;
+	double         v[4];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 0, 1));
+	PASCO_PASS(pasco_dataset_repeat(&r, ds, -1));
+	cr_assert_eq(drain(r, v, 4), 0);
+	pasco_dataset_free(r);
+}
+
+Test(dataset, shard_keeps_every_nth)
+{
+	pasco_dataset *ds, *s;
+	double         v[16];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 10, 1));
+	PASCO_PASS(pasco_dataset_shard(&s, ds, 5, 3));
+	cr_assert_eq(drain(s, v, 16), 2);
+	cr_assert(v[0] == 3 && v[1] == 8);
+	pasco_dataset_free(s);
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 10, 1));
+	PASCO_FAIL(pasco_dataset_shard(&s, ds, 2, 2), PASCO_EINVAL);
+}
+
+Test(dataset, shuffle_is_a_seeded_permutation)
+{
+	pasco_dataset *ds, *s;
+	double         a[100], b[100], sum = 0;
+	int            moved = 0;
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 100, 1));
+	PASCO_PASS(pasco_dataset_shuffle(&s, ds, 100, 7));
+	cr_assert_eq(drain(s, a, 100), 100);
+	pasco_dataset_free(s);
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 100, 1));
+	PASCO_PASS(pasco_dataset_shuffle(&s, ds, 100, 7));
+	cr_assert_eq(drain(s, b, 100), 100);
+	pasco_dataset_free(s);
+	for (int i = 0; i < 100; i++) {
+		cr_assert_eq(a[i], b[i], "same seed, same order");
+		sum += a[i];
+		moved += a[i] != i;
+	}
+	cr_assert_eq(sum, 4950, "a permutation");
+	cr_assert_gt(moved, 50);
+}
+
+static int
+add_ten(void *arg, const pasco_value *e, pasco_value **out)
+{
+	(void) arg;
+	*out = pasco_value_tensor(test_scalar(PASCO_I64, pasco_value_scalar(e) + 10));
+	return PASCO_OK;
+}
+
+Test(dataset, map_transforms_each_element)
+{
+	pasco_dataset *ds, *m;
+	double         v[16];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 10, 1));
+	PASCO_PASS(pasco_dataset_map(&m, ds, add_ten, NULL));
+	cr_assert_eq(drain(m, v, 16), 10);
+	cr_assert_eq(v[0], 10); /* scenario 19: the first element is 10 */
+	pasco_dataset_free(m);
+}
+
+static int
+countdown(void *arg, pasco_value **out)
+{
+	int *n = arg;
+	if (*n == 0) {
+		return PASCO_EOUTOFRANGE;
+	}
+	*out = pasco_value_tensor(test_scalar(PASCO_I32, (*n)--));
+	return PASCO_OK;
+}
+
+Test(dataset, generator_without_reset_cannot_repeat)
+{
+	int            n = 2;
+	pasco_dataset *g, *r;
+	pasco_value   *e;
+	double         v[8];
+	PASCO_PASS(pasco_dataset_from_generator(&g, countdown, NULL, NULL, &n));
+	PASCO_PASS(pasco_dataset_repeat(&r, g, 3));
+	for (int i = 0; i < 2; i++) {
+		PASCO_PASS(pasco_dataset_next(r, &e));
+		v[i] = pasco_value_scalar(e);
+		pasco_value_free(e);
+	}
+	cr_assert(v[0] == 2 && v[1] == 1);
+	PASCO_FAIL(pasco_dataset_next(r, &e), PASCO_EPRECONDITION);
+	pasco_dataset_free(r);
+}
