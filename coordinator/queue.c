@@ -162,7 +162,9 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 		*tagged             = true;
 		return pop_locked(&qw->tagged_head, &qw->tagged_tail);
 	}
-	if (q->head != NULL && qw->inflight < q->window &&
+	/* Unlike TensorFlow, no global closure starts while an error is
+	 * pending: they would be cancelled at the next API call anyway. */
+	if (q->head != NULL && qw->inflight < q->window && q->error == 0 &&
 	    qw->tagged_head == NULL && !qw->tagged_inflight) {
 		q->len--;
 		q->inflight++;

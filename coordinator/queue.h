@@ -60,7 +60,8 @@ void queue_put_tagged(closure_queue *q, closure *c, size_t w);
 /* Blocks until worker w may take something: a tagged closure of w (when w
  * is up and none is outstanding), else a global closure (when w is up, has
  * fewer than window in flight, and no tagged closure is queued or
- * outstanding). Returns NULL once stopped. *tagged tells which. */
+ * outstanding, and no error is pending). Returns NULL once stopped.
+ * *tagged tells which. */
 closure *queue_get(closure_queue *q, size_t w, bool *tagged);
 
 /* A global closure taken by worker w finished (successfully or with an
