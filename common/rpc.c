@@ -1,15 +1,18 @@
 /*
  * RPC client and server over nng (see rpc.h for the contract).
  *
- * Client threads: the caller's (call_async stamps, registers and sends), a
- * receiver thread per client (matches replies to calls, runs completions),
- * a timer thread per client (expires deadlines), and nng's pipe-event
- * threads (connect: send HELLO; disconnect: fail the calls sent on that
- * connection). Completions always run without the client lock held.
+ * Client threads: the caller's (call_async stamps, registers and sends), the
+ * receive aio's callback on nng's task threads (matches replies to calls,
+ * runs completions), a timer thread per client (expires deadlines), and
+ * nng's pipe-event threads (connect: send HELLO; disconnect: fail the calls
+ * sent on that connection). Completions always run without the client lock
+ * held, and must not block.
  *
- * No nng operation here has a timeout: in nng 1.5 an aio timeout that fires
- * while its socket closes touches freed memory (aio expire vs. msgq free),
- * so receives block until nng_close and deadlines are our own.
+ * Two nng 1.5 close races shape this file: an aio timeout that fires while
+ * its socket closes touches freed memory, and nng_close does not always wake
+ * a thread blocked in nng_recvmsg. So no nng operation here has a timeout
+ * (deadlines are our own), and receiving is an aio that is stopped with
+ * nng_aio_stop before the socket is closed.
  *
  * Server threads: nthreads handler threads, each owning one rep0 context, so
  * up to nthreads requests are handled at once and every reply goes back on
@@ -45,8 +48,8 @@ enum { LINK_DOWN, LINK_HELLO, LINK_UP };
 struct pasci_rpc_client {
 	nng_socket         sock;
 	nng_dialer         dialer;
+	nng_aio           *recv_aio;
 	char              *url;
-	pthread_t          thread;
 	pasci_rpc_state_fn state_fn;
 	void              *state_arg;
 
@@ -298,23 +301,19 @@ client_expire(pasci_rpc_client *c)
 	fail_list(c, expired, PASCO_ETIMEDOUT, detail);
 }
 
-static void *
-client_main(void *arg)
+static void
+client_recv_cb(void *arg)
 {
 	pasci_rpc_client *c = arg;
+	int               rv = nng_aio_result(c->recv_aio);
 
-	pasci_thread_name("pasco-rpc-recv");
-	for (;;) {
-		nng_msg *msg;
-		int      rv = nng_recvmsg(c->sock, &msg, 0);
-		if (rv == NNG_ECLOSED) {
-			break;
-		}
-		if (rv == 0) {
-			client_handle_reply(c, msg);
-		}
+	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+		return; /* closing: nng_aio_stop is waiting for us */
 	}
-	return NULL;
+	if (rv == 0) {
+		client_handle_reply(c, nng_aio_get_msg(c->recv_aio));
+	}
+	nng_recv_aio(c->sock, c->recv_aio);
 }
 
 /* Expires deadlines every tick while any call has one. */
@@ -353,6 +352,10 @@ client_socket_open(pasci_rpc_client *c)
 	if ((rv = nng_req0_open_raw(&c->sock)) != 0) {
 		return rv;
 	}
+	if ((rv = nng_aio_alloc(&c->recv_aio, client_recv_cb, c)) != 0) {
+		nng_close(c->sock);
+		return rv;
+	}
 	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, MAX_MESSAGE);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 20);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
@@ -362,8 +365,11 @@ client_socket_open(pasci_rpc_client *c)
 	nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_removed, c);
 	if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
 		nng_close(c->sock);
+		nng_aio_free(c->recv_aio);
+		return rv;
 	}
-	return rv;
+	nng_recv_aio(c->sock, c->recv_aio);
+	return 0;
 }
 
 int
@@ -390,13 +396,11 @@ pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
 		    nng_strerror(rv));
 		goto fail;
 	}
-	if (pthread_create(&c->thread, NULL, client_main, c) != 0) {
-		nng_close(c->sock);
-		goto fail;
-	}
 	if (pthread_create(&c->timer, NULL, client_timer_main, c) != 0) {
+		nng_aio_stop(c->recv_aio);
 		nng_close(c->sock);
-		pthread_join(c->thread, NULL);
+		nng_aio_free(c->recv_aio);
+		rv = NNG_ENOMEM;
 		goto fail;
 	}
 	*out = c;
@@ -427,9 +431,10 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->timer, NULL);
+	nng_aio_stop(c->recv_aio);   /* no receive callback runs past here */
 	nng_dialer_close(c->dialer); /* no redial races the socket's close */
 	nng_close(c->sock);
-	pthread_join(c->thread, NULL);
+	nng_aio_free(c->recv_aio);
 	pthread_mutex_lock(&c->mu);
 	rest = call_take_locked(c, 0, 0);
 	pthread_mutex_unlock(&c->mu);
