@@ -1,2 +1,108 @@
 #!/bin/sh
-exit 0
+# Integration tests with real processes: the linear-regression example run
+# through `pasco launch` on loopback, plus interruption and a killed
+# launcher. Every task of a run carries PASCO_TEST_MARK in its environment,
+# so leftovers are found by scanning /proc; every wait is bounded.
+# usage: test_launch.sh PASCO EXAMPLE
+set -u
+PASCO=$1
+EXAMPLE=$2
+TMP=$(mktemp -d)
+MARK="pasco-test-$$"
+passed=0
+failed=0
+trap 'cleanup; rm -rf "$TMP"' EXIT
+
+# pids of processes carrying our marker
+marked() {
+	for e in /proc/[0-9]*/environ; do
+		if { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -qx "PASCO_TEST_MARK=$MARK"; then
+			p=${e#/proc/}
+			echo "${p%/environ}"
+		fi
+	done
+}
+
+cleanup() {
+	for p in $(marked); do kill -9 "$p" 2>/dev/null; done
+}
+
+ok() { passed=$((passed + 1)); echo "ok: $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $1"; }
+
+# waits up to $2 tenths of a second for command $1 to succeed
+wait_for() {
+	i=0
+	while [ "$i" -lt "$2" ]; do
+		if eval "$1"; then return 0; fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+no_leftovers() {
+	wait_for '[ -z "$(marked)" ]' 100
+}
+
+# 1. The example converges through pasco launch.
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
+	"$EXAMPLE" > "$TMP/run.out" 2>&1
+status=$?
+if [ "$status" -eq 0 ]; then ok "example exits 0"; else fail "example exited $status"; cat "$TMP/run.out"; fi
+w=$(sed -n 's/^\[chief 0\] w = //p' "$TMP/run.out")
+b=$(sed -n 's/^\[chief 0\] b = //p' "$TMP/run.out")
+if awk -v w="$w" -v b="$b" 'BEGIN { d1 = w - 0.8; d2 = b - 1; exit !(w != "" && b != "" && d1 < 0.01 && d1 > -0.01 && d2 < 0.01 && d2 > -0.01) }'; then
+	ok "learnt w = $w, b = $b"
+else
+	fail "learnt w = '$w', b = '$b' (want 0.8 and 1 within 0.01)"
+fi
+if grep -q '^\[chief 0\] epoch 20: loss = ' "$TMP/run.out"; then ok "loss printed per epoch"; else fail "no per-epoch loss"; fi
+if grep -q '^\[chief 0\] w on ps 0, b on ps 1; 2 workers' "$TMP/run.out"; then ok "variables placed round-robin"; else fail "placement line missing"; fi
+if no_leftovers; then ok "no process left after the run"; else fail "left behind: $(marked)"; fi
+
+# 2. Ctrl-C stops everything and reports the interruption.
+PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 1 --workers 2 -- "$EXAMPLE" \
+	--epochs 1000000 > "$TMP/int.out" 2>&1 &
+launcher=$!
+if wait_for 'grep -q "epoch 1:" "$TMP/int.out"' 300; then
+	kill -INT "$launcher"
+	if wait_for '! kill -0 $launcher 2>/dev/null' 150; then
+		wait "$launcher"
+		status=$?
+		if [ "$status" -eq 130 ]; then ok "interrupted launch exits 130"; else fail "interrupted launch exited $status"; fi
+	else
+		fail "launcher did not stop after SIGINT"
+	fi
+else
+	fail "interrupt run never started training"; cat "$TMP/int.out"
+fi
+if no_leftovers; then ok "no process left after SIGINT"; else fail "left behind after SIGINT: $(marked)"; fi
+
+# 3. A launcher killed outright takes its tasks with it.
+PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 1 --workers 1 -- "$EXAMPLE" \
+	--epochs 1000000 > "$TMP/kill.out" 2>&1 &
+launcher=$!
+if wait_for 'grep -q "epoch 1:" "$TMP/kill.out"' 300; then
+	kill -KILL "$launcher"
+	wait "$launcher" 2>/dev/null
+	if no_leftovers; then ok "no process left after SIGKILL of the launcher"; else fail "left behind after SIGKILL: $(marked)"; fi
+else
+	fail "kill run never started training"
+fi
+
+# 4. The chief's exit status is the launcher's; bad usage is 2.
+PASCO_TEST_MARK=$MARK timeout 30 "$PASCO" launch --ps 1 --workers 1 -- sh -c 'exit 3' > /dev/null 2>&1
+status=$?
+if [ "$status" -eq 3 ]; then ok "chief status propagates"; else fail "chief status: got $status, want 3"; fi
+"$PASCO" launch --workers 0 -- "$EXAMPLE" > /dev/null 2>&1
+status=$?
+if [ "$status" -eq 2 ]; then ok "bad usage exits 2"; else fail "bad usage exited $status"; fi
+
+# 5. A program started with no cluster says so.
+env -u TF_CONFIG "$EXAMPLE" > "$TMP/nocluster.out" 2>&1
+status=$?
+if [ "$status" -eq 2 ] && grep -q "no cluster" "$TMP/nocluster.out"; then ok "no cluster: clear error"; else fail "no cluster: status $status: $(cat "$TMP/nocluster.out")"; fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
