@@ -675,3 +675,67 @@ Test(coordinator, strategy_rejects_an_invalid_cluster_and_times_out_on_a_dead_on
 	cr_assert_null(s);
 	pasco_cluster_free(c);
 }
+
+/* args: iterator. Returns (worker index, next element). */
+PASCO_FUNCTION(where_and_next)
+{
+	pasco_dataset *it;
+	pasco_value   *e;
+	int            rv;
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = pasco_dataset_next(it, &e)) != 0) {
+		return rv;
+	}
+	pasco_call_return(call, pasco_value_list(2,
+	    pasco_value_tensor(f32(pasco_call_worker_index(call))),
+	    pasco_value_tensor(f32(pasco_value_scalar(e)))));
+	pasco_value_free(e);
+	return PASCO_OK;
+}
+
+PASCO_DATASET(count_up)
+{
+	(void) ctx;
+	return pasco_dataset_range(out, 0, 1000000, 1);
+}
+
+static uint64_t
+incarnation_seen(int w)
+{
+	return pasco_server_incarnation(tc.workers[w]);
+}
+
+Test(coordinator, a_restarted_worker_gets_its_iterators_rebuilt_from_the_start)
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	uint64_t                   before;
+	start(1, 1, 1);
+	PASCO_PASS(pasco_per_worker_dataset_create(&d, coord, "count_up"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	pasco_arg arg = pasco_arg_iterator(it);
+	for (int i = 0; i < 5; i++) {
+		PASCO_PASS(pasco_schedule(coord, "where_and_next", &arg, 1, NULL));
+	}
+	PASCO_PASS(pasco_join(coord)); /* the iterator is at 5 */
+	before = incarnation_seen(0);
+	pasco_server_stop(tc.workers[0]);
+	PASCO_PASS(pasco_server_start(&tc.workers[0], tc.cluster, PASCO_ROLE_WORKER, 0));
+	cr_assert_neq(incarnation_seen(0), before);
+	/* closures scheduled now wait for the worker, then see a fresh iterator */
+	for (int i = 0; i < 3; i++) {
+		pasco_remote_value *rv;
+		const pasco_value  *out;
+		PASCO_PASS(pasco_schedule(coord, "where_and_next", &arg, 1, &rv));
+		PASCO_PASS(pasco_remote_value_fetch(rv, &out));
+		cr_assert_eq(pasco_value_scalar(pasco_value_item(out, 1)), i,
+		    "element %d after the restart is %g: the iterator was not "
+		    "rebuilt from the start", i,
+		    pasco_value_scalar(pasco_value_item(out, 1)));
+		pasco_remote_value_free(rv);
+	}
+	PASCO_PASS(pasco_join(coord));
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	stop();
+}
