@@ -366,14 +366,7 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	while (c->iterators != NULL) {
 		pasco_per_worker_iterator *it = c->iterators;
 		c->iterators                  = it->next;
-		for (size_t w = 0; w < c->nworkers; w++) {
-			free(it->msg[w]);
-		}
-		free(it->msg);
-		free(it->err);
-		free(it->factory);
-		pthread_mutex_destroy(&it->mu);
-		free(it);
+		pasci_iterator_free(it, c->nworkers);
 	}
 	queue_fini(&c->q);
 	free(c->dispatchers);

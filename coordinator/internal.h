@@ -70,6 +70,8 @@ struct pasco_per_worker_iterator {
 };
 
 void pasci_iterator_hold(pasco_per_worker_iterator *it);
+/* Frees it at once, whatever its references (coordinator teardown). */
+void pasci_iterator_free(pasco_per_worker_iterator *it, size_t nworkers);
 void pasci_iterator_release(pasco_per_worker_iterator *it);
 /* Records the outcome of building it on worker w. */
 void pasci_iterator_set_status(pasco_per_worker_iterator *it, size_t w,

@@ -40,8 +40,8 @@ pasco_per_worker_dataset_free(pasco_per_worker_dataset *d)
 	}
 }
 
-static void
-iterator_free(pasco_per_worker_iterator *it, size_t nworkers)
+void
+pasci_iterator_free(pasco_per_worker_iterator *it, size_t nworkers)
 {
 	for (size_t w = 0; it->msg != NULL && w < nworkers; w++) {
 		free(it->msg[w]);
@@ -72,7 +72,7 @@ pasco_per_worker_iterator_create(pasco_per_worker_iterator **out,
 	it->err     = calloc(c->nworkers, sizeof(*it->err));
 	it->msg     = calloc(c->nworkers, sizeof(*it->msg));
 	if (it->factory == NULL || it->err == NULL || it->msg == NULL) {
-		iterator_free(it, c->nworkers);
+		pasci_iterator_free(it, c->nworkers);
 		return PASCO_ENOMEM;
 	}
 	pthread_mutex_lock(&c->mu);
@@ -132,7 +132,7 @@ pasci_iterator_release(pasco_per_worker_iterator *it)
 			queue_put_tagged(&c->q, cl, w);
 		}
 	}
-	iterator_free(it, c->nworkers);
+	pasci_iterator_free(it, c->nworkers);
 }
 
 void
