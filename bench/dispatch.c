@@ -69,7 +69,8 @@ round_trips(void *arg)
 	nng_ctx  ctx;
 	nng_aio *aio;
 	char     buf[PAYLOAD] = {0};
-	if (nng_ctx_open(&ctx, a->sock) != 0 || nng_aio_alloc(&aio, NULL, NULL) != 0) {
+	if (nng_ctx_open(&ctx, a->sock) != 0 ||
+	    nng_aio_alloc(&aio, NULL, NULL) != 0) {
 		a->failed = 1;
 		return NULL;
 	}
@@ -119,8 +120,9 @@ raw_nng(const char *url, long n, int inflight)
 		for (int k = 0; k < inflight; k++) {
 			pthread_join(th[k], NULL);
 		}
-		double rate = (double) (n / inflight * inflight) / (now_s() - start);
-		best        = rate > best ? rate : best;
+		double rate =
+		    (double) (n / inflight * inflight) / (now_s() - start);
+		best = rate > best ? rate : best;
 	}
 	nng_close(s);
 	return best;
@@ -133,14 +135,18 @@ sub_cluster(const pasco_cluster *c, size_t workers)
 	char           json[2048], err[256];
 	size_t         n;
 	pasco_cluster *out;
-	n = (size_t) snprintf(json, sizeof(json), "{\"cluster\": {\"ps\": [\"%s\"], "
-	    "\"worker\": [", pasco_cluster_url(c, PASCO_ROLE_PS, 0));
+	n = (size_t) snprintf(json, sizeof(json),
+	    "{\"cluster\": {\"ps\": [\"%s\"], "
+	    "\"worker\": [",
+	    pasco_cluster_url(c, PASCO_ROLE_PS, 0));
 	for (size_t i = 0; i < workers; i++) {
 		n += (size_t) snprintf(json + n, sizeof(json) - n, "%s\"%s\"",
 		    i ? ", " : "", pasco_cluster_url(c, PASCO_ROLE_WORKER, i));
 	}
 	snprintf(json + n, sizeof(json) - n, "]}}");
-	return pasco_cluster_parse_json(&out, json, err, sizeof(err)) == 0 ? out : NULL;
+	return pasco_cluster_parse_json(&out, json, err, sizeof(err)) == 0
+	           ? out
+	           : NULL;
 }
 
 /* No-op closures per second through schedule + join. */
@@ -150,7 +156,7 @@ pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
 	pasco_cluster            *sub = sub_cluster(c, workers);
 	pasco_strategy           *s;
 	pasco_coordinator        *coord;
-	pasco_coordinator_options o = {.window = window};
+	pasco_coordinator_options o    = {.window = window};
 	double                    best = 0;
 
 	if (sub == NULL || pasco_strategy_create(&s, sub, NULL) != 0) {
@@ -160,7 +166,8 @@ pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
 	for (int r = 0; r < REPEATS; r++) {
 		double start = now_s();
 		for (long i = 0; i < n; i++) {
-			if (pasco_schedule(coord, "noop", NULL, 0, NULL) != 0) {
+			if (pasco_schedule(coord, "noop", NULL, 0, NULL) !=
+			    0) {
 				return -1;
 			}
 		}
@@ -201,11 +208,14 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		}
 	}
 	if (pasco_cluster_count(cluster, PASCO_ROLE_WORKER) < 2) {
-		fprintf(stderr, "dispatch needs 2 workers: pasco launch --ps 1 "
-		    "--workers 2 -- %s\n", argv[0]);
+		fprintf(stderr,
+		    "dispatch needs 2 workers: pasco launch --ps 1 "
+		    "--workers 2 -- %s\n",
+		    argv[0]);
 		return 2;
 	}
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", 40000 + (int) (getpid() % 20000));
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d",
+	    40000 + (int) (getpid() % 20000));
 	echo = start_echo(argv[0], url);
 	usleep(200 * 1000);
 	raw1 = raw_nng(url, n, 1);
@@ -219,7 +229,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		fprintf(stderr, "dispatch: a measurement failed\n");
 		return 1;
 	}
-	printf("dispatch benchmark: %ld no-op operations, best of %d, loopback TCP\n",
+	printf("dispatch benchmark: %ld no-op operations, best of %d, "
+	       "loopback TCP\n",
 	    n, REPEATS);
 	printf("%-44s %10.0f /s\n", "raw nng req/rep, 1 in flight", raw1);
 	printf("%-44s %10.0f /s\n", "raw nng req/rep, 4 in flight", raw4);

@@ -93,20 +93,21 @@ cluster_add_address(pasco_cluster *c, pasco_role role, const char *addr,
 		free(url);
 		return PASCO_ENOMEM;
 	}
-	c->urls[role]                   = grown;
+	c->urls[role]                    = grown;
 	c->urls[role][c->counts[role]++] = url;
 	return PASCO_OK;
 }
 
 static int
-cluster_parse_jobs(pasco_cluster *c, const cJSON *jobs, char *err,
-    size_t errlen)
+cluster_parse_jobs(
+    pasco_cluster *c, const cJSON *jobs, char *err, size_t errlen)
 {
 	const cJSON *job;
 	int          rv;
 
 	if (!cJSON_IsObject(jobs)) {
-		pasci_fmt(err, errlen, "TF_CONFIG \"cluster\" must be an object "
+		pasci_fmt(err, errlen,
+		    "TF_CONFIG \"cluster\" must be an object "
 		    "mapping job names to address lists");
 		return PASCO_EINVAL;
 	}
@@ -126,15 +127,19 @@ cluster_parse_jobs(pasco_cluster *c, const cJSON *jobs, char *err,
 			c->chief_jobs++;
 		}
 		if (!cJSON_IsArray(job)) {
-			pasci_fmt(err, errlen, "job '%s' must be a list of "
-			    "\"host:port\" strings", job->string);
+			pasci_fmt(err, errlen,
+			    "job '%s' must be a list of "
+			    "\"host:port\" strings",
+			    job->string);
 			return PASCO_EINVAL;
 		}
 		cJSON_ArrayForEach(addr, job)
 		{
 			if (!cJSON_IsString(addr)) {
-				pasci_fmt(err, errlen, "job '%s' has an address "
-				    "that is not a string", job->string);
+				pasci_fmt(err, errlen,
+				    "job '%s' has an address "
+				    "that is not a string",
+				    job->string);
 				return PASCO_EINVAL;
 			}
 			rv = cluster_add_address(
@@ -163,14 +168,19 @@ cluster_set_task(pasco_cluster *c, const char *type, long long index,
 {
 	pasco_role role = role_from_name(type);
 	if (role == PASCO_ROLE_NONE) {
-		pasci_fmt(err, errlen, "Unrecognized task_type: '%s' (expected "
-		    "chief, worker, ps or evaluator)", type);
+		pasci_fmt(err, errlen,
+		    "Unrecognized task_type: '%s' (expected "
+		    "chief, worker, ps or evaluator)",
+		    type);
 		return PASCO_EINVAL;
 	}
-	if (index < 0 || (cluster_total(c) > 0 && role != PASCO_ROLE_EVALUATOR &&
-	                     (size_t) index >= c->counts[role])) {
-		pasci_fmt(err, errlen, "task index %lld is out of range: job "
-		    "'%s' has %zu task(s)", index, type, c->counts[role]);
+	if (index < 0 ||
+	    (cluster_total(c) > 0 && role != PASCO_ROLE_EVALUATOR &&
+	        (size_t) index >= c->counts[role])) {
+		pasci_fmt(err, errlen,
+		    "task index %lld is out of range: job "
+		    "'%s' has %zu task(s)",
+		    index, type, c->counts[role]);
 		return PASCO_EINVAL;
 	}
 	c->task_role  = role;
@@ -179,8 +189,8 @@ cluster_set_task(pasco_cluster *c, const char *type, long long index,
 }
 
 static int
-cluster_parse_task(pasco_cluster *c, const cJSON *task, char *err,
-    size_t errlen)
+cluster_parse_task(
+    pasco_cluster *c, const cJSON *task, char *err, size_t errlen)
 {
 	const cJSON *type, *index;
 	if (task == NULL) {
@@ -189,12 +199,14 @@ cluster_parse_task(pasco_cluster *c, const cJSON *task, char *err,
 	type  = cJSON_GetObjectItemCaseSensitive(task, "type");
 	index = cJSON_GetObjectItemCaseSensitive(task, "index");
 	if (!cJSON_IsObject(task) || !cJSON_IsString(type)) {
-		pasci_fmt(err, errlen, "TF_CONFIG \"task\" must be an object "
+		pasci_fmt(err, errlen,
+		    "TF_CONFIG \"task\" must be an object "
 		    "with a string \"type\" and an integer \"index\"");
 		return PASCO_EINVAL;
 	}
 	if (index != NULL && !cJSON_IsNumber(index)) {
-		pasci_fmt(err, errlen, "TF_CONFIG task \"index\" must be an "
+		pasci_fmt(err, errlen,
+		    "TF_CONFIG task \"index\" must be an "
 		    "integer");
 		return PASCO_EINVAL;
 	}
@@ -203,8 +215,8 @@ cluster_parse_task(pasco_cluster *c, const cJSON *task, char *err,
 }
 
 int
-pasco_cluster_parse_json(pasco_cluster **out, const char *json, char *err,
-    size_t errlen)
+pasco_cluster_parse_json(
+    pasco_cluster **out, const char *json, char *err, size_t errlen)
 {
 	pasco_cluster *c;
 	cJSON         *root;
@@ -214,8 +226,10 @@ pasco_cluster_parse_json(pasco_cluster **out, const char *json, char *err,
 	pasci_fmt(err, errlen, "%s", "");
 	if ((root = cJSON_Parse(json)) == NULL) {
 		const char *at = cJSON_GetErrorPtr();
-		pasci_fmt(err, errlen, "TF_CONFIG is not valid JSON (near "
-		    "\"%.20s\")", at != NULL ? at : "");
+		pasci_fmt(err, errlen,
+		    "TF_CONFIG is not valid JSON (near "
+		    "\"%.20s\")",
+		    at != NULL ? at : "");
 		return PASCO_EINVAL;
 	}
 	if (!cJSON_IsObject(root)) {
@@ -228,7 +242,7 @@ pasco_cluster_parse_json(pasco_cluster **out, const char *json, char *err,
 		return PASCO_ENOMEM;
 	}
 	c->task_index = -1;
-	rv = 0;
+	rv            = 0;
 	if (cJSON_GetObjectItemCaseSensitive(root, "cluster") != NULL) {
 		rv = cluster_parse_jobs(c,
 		    cJSON_GetObjectItemCaseSensitive(root, "cluster"), err,
@@ -236,7 +250,8 @@ pasco_cluster_parse_json(pasco_cluster **out, const char *json, char *err,
 	}
 	if (rv == 0) {
 		rv = cluster_parse_task(c,
-		    cJSON_GetObjectItemCaseSensitive(root, "task"), err, errlen);
+		    cJSON_GetObjectItemCaseSensitive(root, "task"), err,
+		    errlen);
 	}
 	cJSON_Delete(root);
 	if (rv != 0) {
@@ -271,7 +286,7 @@ cluster_add_list(pasco_cluster *c, pasco_role role, const char *list,
     char *err, size_t errlen)
 {
 	char *copy = pasci_strdup(list), *save = NULL, *tok;
-	int   rv   = 0;
+	int   rv = 0;
 	if (copy == NULL) {
 		return PASCO_ENOMEM;
 	}
@@ -301,8 +316,8 @@ cluster_from_flags(pasco_cluster *c, int *argc, char **argv, bool *found,
 		for (int r = 1; r < ROLE_COUNT && used == 0; r++) {
 			if ((v = flag_value(&i, *argc, argv, host_flags[r],
 			         &used)) != NULL) {
-				rv = cluster_add_list(c, (pasco_role) r, v, err,
-				    errlen);
+				rv = cluster_add_list(
+				    c, (pasco_role) r, v, err, errlen);
 			}
 		}
 		if (used == 0 && (v = flag_value(&i, *argc, argv,
@@ -320,25 +335,27 @@ cluster_from_flags(pasco_cluster *c, int *argc, char **argv, bool *found,
 			i += used;
 		}
 	}
-	*argc = w;
+	*argc   = w;
 	argv[w] = NULL;
 	if (rv == 0 && *found) {
-		char *end = NULL;
+		char     *end = NULL;
 		long long idx = index != NULL ? strtoll(index, &end, 10) : 0;
 		if (index != NULL && (*index == 0 || *end != 0)) {
-			pasci_fmt(err, errlen, "--task-index '%s' is not an "
-			    "integer", index);
+			pasci_fmt(err, errlen,
+			    "--task-index '%s' is not an "
+			    "integer",
+			    index);
 			return PASCO_EINVAL;
 		}
-		rv = cluster_set_task(c, type != NULL ? type : "chief", idx,
-		    err, errlen);
+		rv = cluster_set_task(
+		    c, type != NULL ? type : "chief", idx, err, errlen);
 	}
 	return rv;
 }
 
 int
-pasco_cluster_from_args(pasco_cluster **out, int *argc, char **argv,
-    char *err, size_t errlen)
+pasco_cluster_from_args(
+    pasco_cluster **out, int *argc, char **argv, char *err, size_t errlen)
 {
 	pasco_cluster *c;
 	const char    *env;
@@ -350,7 +367,7 @@ pasco_cluster_from_args(pasco_cluster **out, int *argc, char **argv,
 		return PASCO_ENOMEM;
 	}
 	c->task_index = -1;
-	rv = cluster_from_flags(c, argc, argv, &found, err, errlen);
+	rv            = cluster_from_flags(c, argc, argv, &found, err, errlen);
 	if (rv == 0 && found) {
 		*out = c;
 		return PASCO_OK;
@@ -360,7 +377,8 @@ pasco_cluster_from_args(pasco_cluster **out, int *argc, char **argv,
 		return rv;
 	}
 	if ((env = getenv("TF_CONFIG")) == NULL || *env == 0) {
-		pasci_fmt(err, errlen, "no cluster: set TF_CONFIG or pass "
+		pasci_fmt(err, errlen,
+		    "no cluster: set TF_CONFIG or pass "
 		    "--chief-hosts/--worker-hosts/--ps-hosts and --task-type/"
 		    "--task-index (or start the program with `pasco launch`)");
 		return PASCO_ENOTFOUND;
@@ -384,7 +402,8 @@ pasco_cluster_validate(const pasco_cluster *c, char *err, size_t errlen)
 		return PASCO_EINVAL;
 	}
 	if (c->chief_jobs > 1 || c->counts[PASCO_ROLE_CHIEF] > 1) {
-		pasci_fmt(err, errlen, "There must be at most one 'chief' job "
+		pasci_fmt(err, errlen,
+		    "There must be at most one 'chief' job "
 		    "('master' is the same job) with at most one task.");
 		return PASCO_EINVAL;
 	}

@@ -82,7 +82,8 @@ static int
 range_next(pasco_dataset *ds, pasco_value **out)
 {
 	pasco_tensor *t;
-	if ((ds->c > 0 && ds->pos >= ds->b) || (ds->c < 0 && ds->pos <= ds->b)) {
+	if ((ds->c > 0 && ds->pos >= ds->b) ||
+	    (ds->c < 0 && ds->pos <= ds->b)) {
 		return PASCO_EOUTOFRANGE;
 	}
 	if (pasco_tensor_scalar(&t, PASCO_I64, 0) != 0) {
@@ -105,8 +106,8 @@ static const struct dataset_ops range_ops = {
     .next = range_next, .reset = range_reset, .fini = NULL};
 
 int
-pasco_dataset_range(pasco_dataset **out, int64_t start, int64_t stop,
-    int64_t step)
+pasco_dataset_range(
+    pasco_dataset **out, int64_t start, int64_t stop, int64_t step)
 {
 	int rv;
 	if (step == 0) {
@@ -129,7 +130,7 @@ slice_row(const pasco_value *v, int64_t row)
 	case PASCO_VALUE_TENSOR: {
 		const pasco_tensor *t = v->tensor;
 		pasco_tensor       *s;
-		size_t              rowbytes = t->nbytes / (size_t) t->shape[0];
+		size_t rowbytes = t->nbytes / (size_t) t->shape[0];
 		if (pasco_tensor_from(&s, t->dtype, t->rank - 1, t->shape + 1,
 		        (const char *) t->data + rowbytes * (size_t) row,
 		        rowbytes) != 0) {
@@ -144,9 +145,9 @@ slice_row(const pasco_value *v, int64_t row)
 			items[i] = slice_row(v->items[i], row);
 		}
 		return v->kind == PASCO_VALUE_LIST
-		    ? pasco_value_list_of(v->n, items)
-		    : pasci_value_dict_of(
-		          v->n, (const char *const *) v->keys, items);
+		           ? pasco_value_list_of(v->n, items)
+		           : pasci_value_dict_of(
+		                 v->n, (const char *const *) v->keys, items);
 	}
 	default:
 		return pasco_value_none();
@@ -296,7 +297,8 @@ stack(pasco_value *const *vals, int64_t n, pasco_value **out)
 	for (int64_t i = 1; i < n; i++) {
 		if (vals[i]->kind != v0->kind || vals[i]->n != v0->n ||
 		    (v0->kind == PASCO_VALUE_TENSOR &&
-		        !pasco_tensor_same_spec(vals[i]->tensor, v0->tensor))) {
+		        !pasco_tensor_same_spec(
+		            vals[i]->tensor, v0->tensor))) {
 			return PASCO_EINVAL;
 		}
 	}
@@ -308,8 +310,10 @@ stack(pasco_value *const *vals, int64_t n, pasco_value **out)
 			return PASCO_EINVAL;
 		}
 		shape[0] = n;
-		memcpy(shape + 1, t0->shape, sizeof(int64_t) * (size_t) t0->rank);
-		if (pasco_tensor_alloc(&t, t0->dtype, t0->rank + 1, shape) != 0) {
+		memcpy(
+		    shape + 1, t0->shape, sizeof(int64_t) * (size_t) t0->rank);
+		if (pasco_tensor_alloc(&t, t0->dtype, t0->rank + 1, shape) !=
+		    0) {
 			return PASCO_ENOMEM;
 		}
 		for (int64_t i = 0; i < n; i++) {
@@ -342,9 +346,9 @@ stack(pasco_value *const *vals, int64_t n, pasco_value **out)
 			return rv;
 		}
 		*out = v0->kind == PASCO_VALUE_LIST
-		    ? pasco_value_list_of(v0->n, items)
-		    : pasci_value_dict_of(
-		          v0->n, (const char *const *) v0->keys, items);
+		           ? pasco_value_list_of(v0->n, items)
+		           : pasci_value_dict_of(
+		                 v0->n, (const char *const *) v0->keys, items);
 		return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
 	}
 }
@@ -360,7 +364,8 @@ batch_next(pasco_dataset *ds, pasco_value **out)
 	if (vals == NULL) {
 		return PASCO_ENOMEM;
 	}
-	while (n < ds->a && (rv = ds->input->ops->next(ds->input, &vals[n])) == 0) {
+	while (n < ds->a &&
+	       (rv = ds->input->ops->next(ds->input, &vals[n])) == 0) {
 		n++;
 	}
 	if (rv == PASCO_EOUTOFRANGE && n > 0 && !(ds->b && n < ds->a)) {
@@ -369,7 +374,8 @@ batch_next(pasco_dataset *ds, pasco_value **out)
 	if (rv == 0) {
 		rv = stack(vals, n, out);
 		if (rv == PASCO_EINVAL) {
-			pasci_log(PASCI_LOG_ERROR, "batch: elements differ in "
+			pasci_log(PASCI_LOG_ERROR,
+			    "batch: elements differ in "
 			    "structure, dtype or shape and cannot be stacked");
 		}
 	}
@@ -384,8 +390,8 @@ static const struct dataset_ops batch_ops = {
     .next = batch_next, .reset = input_reset, .fini = NULL};
 
 int
-pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in,
-    int64_t batch_size, bool drop_remainder)
+pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in, int64_t batch_size,
+    bool drop_remainder)
 {
 	int rv;
 	if (in == NULL || batch_size < 1 || batch_size > 1024) {
@@ -478,8 +484,8 @@ static const struct dataset_ops shard_ops = {
     .next = shard_next, .reset = pos_reset, .fini = NULL};
 
 int
-pasco_dataset_shard(pasco_dataset **out, pasco_dataset *in,
-    int64_t num_shards, int64_t index)
+pasco_dataset_shard(
+    pasco_dataset **out, pasco_dataset *in, int64_t num_shards, int64_t index)
 {
 	int rv;
 	if (in == NULL || num_shards < 1 || index < 0 || index >= num_shards) {
@@ -558,8 +564,8 @@ static const struct dataset_ops map_ops = {
     .next = map_next, .reset = input_reset, .fini = free_state};
 
 int
-pasco_dataset_map(pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn,
-    void *arg)
+pasco_dataset_map(
+    pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn, void *arg)
 {
 	map_fn *m;
 	int     rv;
@@ -609,9 +615,9 @@ shuffle_next(pasco_dataset *ds, pasco_value **out)
 	if (ds->b == 0) {
 		return PASCO_EOUTOFRANGE;
 	}
-	pick        = pasci_mix64((uint64_t) ds->c++) % (uint64_t) ds->b;
-	*out        = buf[pick];
-	buf[pick]   = buf[ds->b - 1];
+	pick         = pasci_mix64((uint64_t) ds->c++) % (uint64_t) ds->b;
+	*out         = buf[pick];
+	buf[pick]    = buf[ds->b - 1];
 	buf[--ds->b] = NULL;
 	return PASCO_OK;
 }
@@ -646,8 +652,8 @@ static const struct dataset_ops shuffle_ops = {
     .next = shuffle_next, .reset = shuffle_reset, .fini = shuffle_fini};
 
 int
-pasco_dataset_shuffle(pasco_dataset **out, pasco_dataset *in,
-    int64_t buffer_size, uint64_t seed)
+pasco_dataset_shuffle(
+    pasco_dataset **out, pasco_dataset *in, int64_t buffer_size, uint64_t seed)
 {
 	void *buf;
 	int   rv;
@@ -656,7 +662,8 @@ pasco_dataset_shuffle(pasco_dataset **out, pasco_dataset *in,
 		*out = NULL;
 		return PASCO_EINVAL;
 	}
-	if ((buf = calloc((size_t) buffer_size, sizeof(pasco_value *))) == NULL) {
+	if ((buf = calloc((size_t) buffer_size, sizeof(pasco_value *))) ==
+	    NULL) {
 		pasco_dataset_free(in);
 		*out = NULL;
 		return PASCO_ENOMEM;

@@ -35,7 +35,7 @@
 
 typedef struct rpc_call {
 	uint32_t          id;
-	uint32_t          pipe; /* the connection it was sent on */
+	uint32_t          pipe;        /* the connection it was sent on */
 	int64_t           deadline_ms; /* 0: none */
 	bool              hello;
 	pasci_rpc_done_fn done;
@@ -82,7 +82,7 @@ static rpc_call *
 call_remove_locked(pasci_rpc_client *c, uint32_t id)
 {
 	for (rpc_call **p = &c->buckets[id % CALL_BUCKETS]; *p != NULL;
-	     p = &(*p)->next) {
+	     p            = &(*p)->next) {
 		rpc_call *call = *p;
 		if (call->id == id) {
 			*p = call->next;
@@ -103,11 +103,11 @@ call_take_locked(pasci_rpc_client *c, uint32_t pipe, int64_t now)
 	for (int i = 0; i < CALL_BUCKETS; i++) {
 		rpc_call **p = &c->buckets[i];
 		while (*p != NULL) {
-			rpc_call *call = *p;
+			rpc_call *call  = *p;
 			bool      match = (pipe != 0 && call->pipe == pipe) ||
-			    (now > 0 && call->deadline_ms > 0 &&
-			        call->deadline_ms <= now) ||
-			    (pipe == 0 && now == 0);
+			             (now > 0 && call->deadline_ms > 0 &&
+			                 call->deadline_ms <= now) ||
+			             (pipe == 0 && now == 0);
 			if (!match) {
 				p = &call->next;
 				continue;
@@ -137,12 +137,13 @@ static void
 call_finish(pasci_rpc_client *c, rpc_call *call, int err, const char *detail)
 {
 	if (call->hello) {
-		/* A failed handshake: drop the connection and let nng redial. */
+		/* A failed handshake: drop the connection and let nng redial.
+		 */
 		nng_pipe p;
 		p.id = call->pipe;
 		if (err != PASCO_ECLOSED) {
-			pasci_log(PASCI_LOG_DEBUG, "handshake with %s failed: %s",
-			    c->url, detail);
+			pasci_log(PASCI_LOG_DEBUG,
+			    "handshake with %s failed: %s", c->url, detail);
 			nng_pipe_close(p);
 		}
 	} else {
@@ -236,8 +237,9 @@ client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (up) {
-		pasci_log(PASCI_LOG_DEBUG, "connected to %s (incarnation %016llx)",
-		    c->url, (unsigned long long) m->incarnation);
+		pasci_log(PASCI_LOG_DEBUG,
+		    "connected to %s (incarnation %016llx)", c->url,
+		    (unsigned long long) m->incarnation);
 		if (state_fn != NULL) {
 			state_fn(c->state_arg, true, m->incarnation);
 		}
@@ -259,10 +261,11 @@ client_handle_reply(pasci_rpc_client *c, nng_msg *msg)
 		nng_msg_free(msg);
 		return;
 	}
-	id = (uint32_t) (((const uint8_t *) nng_msg_header(msg))[0] & 0x7f) << 24 |
-	    (uint32_t) ((const uint8_t *) nng_msg_header(msg))[1] << 16 |
-	    (uint32_t) ((const uint8_t *) nng_msg_header(msg))[2] << 8 |
-	    ((const uint8_t *) nng_msg_header(msg))[3];
+	id = (uint32_t) (((const uint8_t *) nng_msg_header(msg))[0] & 0x7f)
+	         << 24 |
+	     (uint32_t) ((const uint8_t *) nng_msg_header(msg))[1] << 16 |
+	     (uint32_t) ((const uint8_t *) nng_msg_header(msg))[2] << 8 |
+	     ((const uint8_t *) nng_msg_header(msg))[3];
 	pthread_mutex_lock(&c->mu);
 	call = call_remove_locked(c, id);
 	pthread_mutex_unlock(&c->mu);
@@ -296,15 +299,17 @@ client_expire(pasci_rpc_client *c)
 		expired = call_take_locked(c, 0, pasci_now_ms());
 	}
 	pthread_mutex_unlock(&c->mu);
-	pasci_fmt(detail, sizeof(detail), "no reply from %s before the "
-	    "deadline", c->url);
+	pasci_fmt(detail, sizeof(detail),
+	    "no reply from %s before the "
+	    "deadline",
+	    c->url);
 	fail_list(c, expired, PASCO_ETIMEDOUT, detail);
 }
 
 static void
 client_recv_cb(void *arg)
 {
-	pasci_rpc_client *c = arg;
+	pasci_rpc_client *c  = arg;
 	int               rv = nng_aio_result(c->recv_aio);
 
 	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
@@ -363,7 +368,8 @@ client_socket_open(pasci_rpc_client *c)
 	nng_socket_set_int(c->sock, NNG_OPT_RECVBUF, 1024);
 	nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, client_pipe_added, c);
 	nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_removed, c);
-	if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
+	if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) !=
+	    0) {
 		nng_close(c->sock);
 		nng_aio_free(c->recv_aio);
 		return rv;
@@ -513,9 +519,13 @@ pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 		pthread_mutex_unlock(&c->mu);
 		nng_msg_free(req);
 		free(call);
-		pasci_fmt(detail, sizeof(detail), "%s %s", up ? "out of memory "
-		    "calling" : "not connected to", c->url);
-		done(arg, up ? PASCO_ENOMEM : PASCO_EUNAVAILABLE, NULL, detail);
+		pasci_fmt(detail, sizeof(detail), "%s %s",
+		    up ? "out of memory "
+		         "calling"
+		       : "not connected to",
+		    c->url);
+		done(
+		    arg, up ? PASCO_ENOMEM : PASCO_EUNAVAILABLE, NULL, detail);
 		return;
 	}
 	call->id          = next_id_locked(c);
@@ -535,8 +545,10 @@ pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 		call = call_remove_locked(c, id);
 		pthread_mutex_unlock(&c->mu);
 		if (call != NULL) {
-			pasci_fmt(detail, sizeof(detail), "sending to %s failed: "
-			    "%s", c->url, nng_strerror(rv));
+			pasci_fmt(detail, sizeof(detail),
+			    "sending to %s failed: "
+			    "%s",
+			    c->url, nng_strerror(rv));
 			call_finish(c, call, PASCO_EUNAVAILABLE, detail);
 		}
 	}
@@ -588,8 +600,8 @@ pasci_rpc_call(pasci_rpc_client *c, pasci_wire_builder *b, int64_t timeout_ms,
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);
 	timeout_ms -= pasci_now_ms() - start;
-	pasci_rpc_call_async(c, req, timeout_ms > 0 ? timeout_ms : 1, sync_done,
-	    &s);
+	pasci_rpc_call_async(
+	    c, req, timeout_ms > 0 ? timeout_ms : 1, sync_done, &s);
 	pthread_mutex_lock(&s.mu);
 	while (!s.done) {
 		pthread_cond_wait(&s.cv, &s.mu);
@@ -648,8 +660,10 @@ server_answer(pasci_rpc_server *s, nng_msg *msg)
 		pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__METHOD_NONE);
 		b.hdr.status            = PASCO_EABORTED;
 		b.hdr.stale_incarnation = true;
-		pasci_fmt(err, sizeof(err), "request for incarnation %016llx "
-		    "reached incarnation %016llx", (unsigned long long) inc,
+		pasci_fmt(err, sizeof(err),
+		    "request for incarnation %016llx "
+		    "reached incarnation %016llx",
+		    (unsigned long long) inc,
 		    (unsigned long long) s->incarnation);
 		b.hdr.error = err;
 		if (pasci_wire_encode(&b, &reply) != 0) {
@@ -659,8 +673,8 @@ server_answer(pasci_rpc_server *s, nng_msg *msg)
 		return reply;
 	}
 	if (pasci_wire_decode(&req, msg, err, sizeof(err)) != 0) {
-		return pasci_wire_status_reply(PASCO_EPROTO,
-		    "malformed request: %s", err);
+		return pasci_wire_status_reply(
+		    PASCO_EPROTO, "malformed request: %s", err);
 	}
 	if (req.hdr->method == PASCO__WIRE__METHOD__HELLO) {
 		reply = pasci_wire_status_reply(PASCO_OK, "%s", "");
@@ -688,8 +702,10 @@ server_main(void *arg)
 		if (nng_aio_result(t->aio) != 0) {
 			continue;
 		}
-		if ((reply = server_answer(s, nng_aio_get_msg(t->aio))) == NULL) {
-			continue; /* out of memory: the caller's deadline fires */
+		if ((reply = server_answer(s, nng_aio_get_msg(t->aio))) ==
+		    NULL) {
+			continue; /* out of memory: the caller's deadline fires
+			           */
 		}
 		pasci_wire_set_incarnation(reply, s->incarnation);
 		nng_aio_set_msg(t->aio, reply);
@@ -709,7 +725,8 @@ server_stop_threads(pasci_rpc_server *s, int n)
 {
 	__atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < n; i++) {
-		nng_aio_stop(s->threads[i].aio); /* later operations fail too */
+		nng_aio_stop(
+		    s->threads[i].aio); /* later operations fail too */
 	}
 	for (int i = 0; i < n; i++) {
 		pthread_join(s->threads[i].thread, NULL);
@@ -748,7 +765,8 @@ pasci_rpc_server_open(pasci_rpc_server **out, const char *url, int nthreads,
 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->threads = calloc((size_t) nthreads, sizeof(*s->threads))) == NULL) {
+	    (s->threads = calloc((size_t) nthreads, sizeof(*s->threads))) ==
+	        NULL) {
 		free(s);
 		return PASCO_ENOMEM;
 	}

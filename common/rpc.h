@@ -27,8 +27,8 @@ typedef struct pasci_rpc_server pasci_rpc_server;
  * lost), PASCO_ETIMEDOUT (deadline passed), PASCO_EABORTED (the server is
  * a new incarnation; the request did not run), PASCO_EPROTO (malformed
  * reply) or PASCO_ECLOSED (client closing); detail says more. */
-typedef void (*pasci_rpc_done_fn)(void *arg, int err, pasci_wire_msg *reply,
-    const char *detail);
+typedef void (*pasci_rpc_done_fn)(
+    void *arg, int err, pasci_wire_msg *reply, const char *detail);
 
 /* Connection changes: up with the server's incarnation, or down. Called on
  * an internal thread; must not block. */

@@ -84,7 +84,7 @@ int
 pasci_tensor_check_spec(pasco_dtype dtype, int32_t rank, const int64_t *shape,
     int64_t *count, size_t *nbytes)
 {
-	int64_t n = 1;
+	int64_t n     = 1;
 	size_t  esize = pasco_dtype_size(dtype);
 
 	if (esize == 0 || rank < 0 || rank > PASCO_MAX_RANK ||
@@ -104,8 +104,8 @@ pasci_tensor_check_spec(pasco_dtype dtype, int32_t rank, const int64_t *shape,
 }
 
 static int
-tensor_new(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
-    const int64_t *shape)
+tensor_new(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape)
 {
 	pasco_tensor *t;
 	int64_t       count;
@@ -113,8 +113,8 @@ tensor_new(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
 	int           rv;
 
 	*out = NULL;
-	if ((rv = pasci_tensor_check_spec(dtype, rank, shape, &count,
-	         &nbytes)) != 0) {
+	if ((rv = pasci_tensor_check_spec(
+	         dtype, rank, shape, &count, &nbytes)) != 0) {
 		return rv;
 	}
 	if ((t = calloc(1, sizeof(*t))) == NULL) {
@@ -133,8 +133,8 @@ tensor_new(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
 }
 
 int
-pasco_tensor_alloc(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
-    const int64_t *shape)
+pasco_tensor_alloc(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape)
 {
 	pasco_tensor *t;
 	void         *data;
@@ -224,7 +224,8 @@ pasco_tensor_hold(pasco_tensor *t)
 void
 pasco_tensor_release(pasco_tensor *t)
 {
-	if (t == NULL || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) > 0) {
+	if (t == NULL ||
+	    __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) > 0) {
 		return;
 	}
 	pasci_storage_release(t->storage);

@@ -15,8 +15,8 @@ const char *
 pasco_strerror(int err)
 {
 	switch (err) {
-#define PASCO_ERR_MSG(name, value, msg)                                      \
-	case value:                                                          \
+#define PASCO_ERR_MSG(name, value, msg)                                       \
+	case value:                                                           \
 		return msg;
 		PASCO_ERRNO_MAP(PASCO_ERR_MSG)
 #undef PASCO_ERR_MSG
@@ -29,8 +29,8 @@ const char *
 pasco_errname(int err)
 {
 	switch (err) {
-#define PASCO_ERR_NAME(name, value, msg)                                     \
-	case value:                                                          \
+#define PASCO_ERR_NAME(name, value, msg)                                      \
+	case value:                                                           \
 		return "PASCO_" #name;
 		PASCO_ERRNO_MAP(PASCO_ERR_NAME)
 #undef PASCO_ERR_NAME
@@ -53,7 +53,7 @@ log_threshold(void)
 	static int level = -1;
 	if (level < 0) {
 		const char *env = getenv("PASCO_LOG");
-		level = env != NULL ? atoi(env) : PASCI_LOG_WARN;
+		level           = env != NULL ? atoi(env) : PASCI_LOG_WARN;
 	}
 	return level;
 }
@@ -98,7 +98,7 @@ pasci_random_u64(void)
 	while (v == 0) {
 		if (getrandom(&v, sizeof(v), 0) != sizeof(v)) {
 			v = pasci_mix64((uint64_t) pasci_now_ns() ^
-			    (uint64_t) (uintptr_t) &v);
+			                (uint64_t) (uintptr_t) &v);
 		}
 	}
 	return v;

@@ -14,19 +14,23 @@
 #include "pasco/error.h"
 
 /* Aborts with file:line; for broken invariants only, never bad input. */
-#define PASCO_ASSERT(x)                                                      \
-	do {                                                                 \
-		if (!(x)) {                                                  \
-			pasci_panic(__FILE__, __LINE__, #x);                 \
-		}                                                            \
+#define PASCO_ASSERT(x)                                                       \
+	do {                                                                  \
+		if (!(x)) {                                                   \
+			pasci_panic(__FILE__, __LINE__, #x);                  \
+		}                                                             \
 	} while (0)
 
 _Noreturn void pasci_panic(const char *file, int line, const char *what);
 
 /* Logs to stderr with a level tag when level <= PASCO_LOG (env, default
  * 1 = warnings). Thread-safe. */
-enum { PASCI_LOG_ERROR = 0, PASCI_LOG_WARN = 1, PASCI_LOG_INFO = 2,
-	PASCI_LOG_DEBUG = 3 };
+enum {
+	PASCI_LOG_ERROR = 0,
+	PASCI_LOG_WARN  = 1,
+	PASCI_LOG_INFO  = 2,
+	PASCI_LOG_DEBUG = 3
+};
 void pasci_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -93,8 +93,8 @@ pasco_value_list(size_t n, ...)
 }
 
 pasco_value *
-pasci_value_dict_of(size_t n, const char *const *keys,
-    pasco_value *const *items)
+pasci_value_dict_of(
+    size_t n, const char *const *keys, pasco_value *const *items)
 {
 	pasco_value *v     = value_new(PASCO_VALUE_DICT, n);
 	bool         valid = v != NULL;
@@ -107,7 +107,7 @@ pasci_value_dict_of(size_t n, const char *const *keys,
 		v->items[i] = items[i];
 		v->keys[i]  = keys[i] != NULL ? pasci_strdup(keys[i]) : NULL;
 		valid = valid && items[i] != NULL && v->keys[i] != NULL &&
-		    pasco_value_get_n(v, keys[i], i) == NULL;
+		        pasco_value_get_n(v, keys[i], i) == NULL;
 	}
 	if (!valid) {
 		pasco_value_free(v);
@@ -233,7 +233,8 @@ pasco_value_scalar(const pasco_value *v)
 	if (v != NULL && v->kind == PASCO_VALUE_LIST && v->n == 1) {
 		v = v->items[0];
 	}
-	if (v == NULL || v->kind != PASCO_VALUE_TENSOR || v->tensor->count < 1) {
+	if (v == NULL || v->kind != PASCO_VALUE_TENSOR ||
+	    v->tensor->count < 1) {
 		return NAN;
 	}
 	return pasco_tensor_get(v->tensor, 0);

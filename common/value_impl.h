@@ -16,12 +16,12 @@ struct pasco_value {
 };
 
 /* pasco_value_get over the first n entries only. */
-const pasco_value *pasco_value_get_n(const pasco_value *v, const char *key,
-    size_t n);
+const pasco_value *pasco_value_get_n(
+    const pasco_value *v, const char *key, size_t n);
 
 /* A dict from parallel arrays: keys are copied, items taken over (freed on
  * failure too). NULL on no memory or a duplicate key. */
-pasco_value *pasci_value_dict_of(size_t n, const char *const *keys,
-    pasco_value *const *items);
+pasco_value *pasci_value_dict_of(
+    size_t n, const char *const *keys, pasco_value *const *items);
 
 #endif

@@ -60,12 +60,13 @@ variable_call(pasco_variable *v, pasci_wire_builder *b, pasci_wire_msg *reply)
 	int  rv;
 
 	b->hdr.name = v->name;
-	rv = pasci_rpc_call(v->client, b, v->timeout_ms, reply, err, sizeof(err));
+	rv          = pasci_rpc_call(
+	             v->client, b, v->timeout_ms, reply, err, sizeof(err));
 	pasci_wire_builder_fini(b);
 	if (rv != 0) {
 		char msg[700];
-		pasci_fmt(msg, sizeof(msg), "variable '%s' on ps %d: %s", v->name,
-		    v->ps_task, err);
+		pasci_fmt(msg, sizeof(msg), "variable '%s' on ps %d: %s",
+		    v->name, v->ps_task, err);
 		pasci_variable_set_error(v, msg);
 	}
 	return rv;
@@ -84,7 +85,8 @@ pasco_variable_read(pasco_variable *v, pasco_tensor **out)
 		return rv;
 	}
 	if (reply.ntensors != 1) {
-		pasci_variable_set_error(v, "ps answered a read without a value");
+		pasci_variable_set_error(
+		    v, "ps answered a read without a value");
 		pasci_wire_msg_fini(&reply);
 		return PASCO_EPROTO;
 	}
@@ -94,8 +96,8 @@ pasco_variable_read(pasco_variable *v, pasco_tensor **out)
 }
 
 static int
-variable_update(pasco_variable *v, Pasco__Wire__Method m, double lr,
-    const pasco_tensor *t)
+variable_update(
+    pasco_variable *v, Pasco__Wire__Method m, double lr, const pasco_tensor *t)
 {
 	pasci_wire_builder b;
 	if (t == NULL) {
@@ -117,12 +119,13 @@ pasco_variable_assign(pasco_variable *v, const pasco_tensor *value)
 int
 pasco_variable_assign_add(pasco_variable *v, const pasco_tensor *delta)
 {
-	return variable_update(v, PASCO__WIRE__METHOD__VAR_ASSIGN_ADD, 0, delta);
+	return variable_update(
+	    v, PASCO__WIRE__METHOD__VAR_ASSIGN_ADD, 0, delta);
 }
 
 int
-pasco_variable_apply_sgd(pasco_variable *v, double learning_rate,
-    const pasco_tensor *grad)
+pasco_variable_apply_sgd(
+    pasco_variable *v, double learning_rate, const pasco_tensor *grad)
 {
 	return variable_update(
 	    v, PASCO__WIRE__METHOD__VAR_APPLY_SGD, learning_rate, grad);

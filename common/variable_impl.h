@@ -21,8 +21,8 @@ struct pasco_variable {
 	char              error[512]; /* protected by mu */
 };
 
-int pasci_variable_new(pasco_variable **out, const char *name,
-    int32_t ps_task, pasco_dtype dtype, int32_t rank, const int64_t *shape,
+int pasci_variable_new(pasco_variable **out, const char *name, int32_t ps_task,
+    pasco_dtype dtype, int32_t rank, const int64_t *shape,
     pasci_rpc_client *client, int64_t timeout_ms);
 
 /* Records msg as v's last error (thread-safe). */

@@ -93,8 +93,8 @@ grow(void **arr, size_t *cap, size_t n, size_t elem)
 }
 
 void
-pasci_wire_add_tensor(pasci_wire_builder *b, const pasco_tensor *t,
-    uint32_t *index)
+pasci_wire_add_tensor(
+    pasci_wire_builder *b, const pasco_tensor *t, uint32_t *index)
 {
 	if (!grow((void **) &b->tensors, &b->tensor_cap, b->ntensors,
 	        sizeof(*b->tensors))) {
@@ -140,8 +140,8 @@ add_value_keyed(pasci_wire_builder *b, const pasco_value *v, char *key)
 	case PASCO_VALUE_LIST:
 	case PASCO_VALUE_DICT:
 		n->kind  = v->kind == PASCO_VALUE_LIST
-		     ? PASCO__WIRE__NODE__KIND__LIST
-		     : PASCO__WIRE__NODE__KIND__DICT;
+		               ? PASCO__WIRE__NODE__KIND__LIST
+		               : PASCO__WIRE__NODE__KIND__DICT;
 		n->count = (uint32_t) v->n;
 		for (size_t i = 0; i < v->n; i++) {
 			add_value_keyed(b, v->items[i],
@@ -164,7 +164,8 @@ add_arg(pasci_wire_builder *b, Pasco__Wire__Arg__Kind kind)
 {
 	Pasco__Wire__Arg *a;
 	size_t            cap = b->arg_cap;
-	if (!grow((void **) &b->args, &b->arg_cap, b->nargs, sizeof(*b->args))) {
+	if (!grow(
+	        (void **) &b->args, &b->arg_cap, b->nargs, sizeof(*b->args))) {
 		b->oom = true;
 		return NULL;
 	}
@@ -201,8 +202,8 @@ void
 pasci_wire_add_arg_variable(pasci_wire_builder *b, const char *name,
     int32_t ps_task, pasco_dtype dtype, int32_t rank, const int64_t *shape)
 {
-	size_t                    i = b->nargs;
-	Pasco__Wire__Arg         *a = add_arg(b, PASCO__WIRE__ARG__KIND__VARIABLE);
+	size_t            i = b->nargs;
+	Pasco__Wire__Arg *a = add_arg(b, PASCO__WIRE__ARG__KIND__VARIABLE);
 	Pasco__Wire__VariableRef *v;
 	Pasco__Wire__TensorMeta  *m;
 	if (a == NULL) {
@@ -248,7 +249,7 @@ builder_link(pasci_wire_builder *b, Pasco__Wire__TensorMeta *metas,
 	for (size_t i = 0; i < b->nargs; i++) {
 		arg_ptrs[i] = &b->args[i];
 		if (b->args[i].kind == PASCO__WIRE__ARG__KIND__VARIABLE) {
-			b->vars[i].meta      = &b->var_metas[i];
+			b->vars[i].meta     = &b->var_metas[i];
 			b->args[i].variable = &b->vars[i];
 		}
 	}
@@ -282,10 +283,10 @@ builder_write(pasci_wire_builder *b, uint8_t *body, size_t hlen)
 int
 pasci_wire_encode(pasci_wire_builder *b, nng_msg **out)
 {
-	size_t                    nt = b->ntensors, hlen, total;
-	Pasco__Wire__TensorMeta  *metas;
-	void                    **ptrs;
-	int                       rv = PASCO_ENOMEM;
+	size_t                   nt = b->ntensors, hlen, total;
+	Pasco__Wire__TensorMeta *metas;
+	void                   **ptrs;
+	int                      rv = PASCO_ENOMEM;
 
 	*out = NULL;
 	if (b->oom) {
@@ -363,8 +364,8 @@ msg_free(void *msg)
 
 /* Makes the tensors of m, viewing body; copies when misaligned. */
 static int
-decode_tensors(pasci_wire_msg *m, nng_msg *msg, size_t off, char *err,
-    size_t errlen)
+decode_tensors(
+    pasci_wire_msg *m, nng_msg *msg, size_t off, char *err, size_t errlen)
 {
 	uint8_t       *body = nng_msg_body(msg);
 	size_t         len  = nng_msg_len(msg);
@@ -382,26 +383,29 @@ decode_tensors(pasci_wire_msg *m, nng_msg *msg, size_t off, char *err,
 		int64_t     shape[PASCO_MAX_RANK];
 		int64_t     count;
 		size_t      nbytes;
-		if (pasci_wire_meta_spec(m->hdr->tensors[i], &dt, &rank,
-		        shape) != 0) {
-			pasci_fmt(err, errlen, "tensor %zu has an invalid dtype "
-			    "or shape", i);
+		if (pasci_wire_meta_spec(
+		        m->hdr->tensors[i], &dt, &rank, shape) != 0) {
+			pasci_fmt(err, errlen,
+			    "tensor %zu has an invalid dtype "
+			    "or shape",
+			    i);
 			rv = PASCO_EPROTO;
 			break;
 		}
 		pasci_tensor_check_spec(dt, rank, shape, &count, &nbytes);
 		if (off > len || nbytes > len - off) {
-			pasci_fmt(err, errlen, "tensor %zu needs %zu bytes at "
-			    "offset %zu; the message has %zu", i, nbytes, off,
-			    len);
+			pasci_fmt(err, errlen,
+			    "tensor %zu needs %zu bytes at "
+			    "offset %zu; the message has %zu",
+			    i, nbytes, off, len);
 			rv = PASCO_EPROTO;
 			break;
 		}
 		rv = ((uintptr_t) (body + off) % 8 == 0)
-		    ? pasci_tensor_view(&m->tensors[i], dt, rank, shape,
-		          body + off, st)
-		    : pasco_tensor_from(&m->tensors[i], dt, rank, shape,
-		          body + off, nbytes);
+		         ? pasci_tensor_view(
+		               &m->tensors[i], dt, rank, shape, body + off, st)
+		         : pasco_tensor_from(&m->tensors[i], dt, rank, shape,
+		               body + off, nbytes);
 		if (rv != 0) {
 			break;
 		}
@@ -425,8 +429,10 @@ pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
 
 	memset(m, 0, sizeof(*m));
 	if (len < PASCI_WIRE_PREFIX) {
-		pasci_fmt(err, errlen, "message of %zu bytes is shorter than "
-		    "the %d-byte prefix", len, PASCI_WIRE_PREFIX);
+		pasci_fmt(err, errlen,
+		    "message of %zu bytes is shorter than "
+		    "the %d-byte prefix",
+		    len, PASCI_WIRE_PREFIX);
 		nng_msg_free(msg);
 		return PASCO_EPROTO;
 	}
@@ -435,12 +441,15 @@ pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
 	if (hlen > len - PASCI_WIRE_PREFIX ||
 	    (m->hdr = pasco__wire__header__unpack(
 	         NULL, hlen, body + PASCI_WIRE_PREFIX)) == NULL) {
-		pasci_fmt(err, errlen, "message header (%zu bytes) does not "
-		    "parse", hlen);
+		pasci_fmt(err, errlen,
+		    "message header (%zu bytes) does not "
+		    "parse",
+		    hlen);
 		nng_msg_free(msg);
 		return PASCO_EPROTO;
 	}
-	rv = decode_tensors(m, msg, PAD8(PASCI_WIRE_PREFIX + hlen), err, errlen);
+	rv = decode_tensors(
+	    m, msg, PAD8(PASCI_WIRE_PREFIX + hlen), err, errlen);
 	if (rv != 0) {
 		pasci_wire_msg_fini(m);
 		return rv == PASCO_ENOMEM ? rv : PASCO_EPROTO;
@@ -467,7 +476,7 @@ get_node(const pasci_wire_msg *m, size_t *pos, int depth, int *rv)
 {
 	const Pasco__Wire__Node *n;
 	pasco_value            **items = NULL, *out = NULL;
-	const char             **keys  = NULL;
+	const char             **keys = NULL;
 
 	if (*pos >= m->hdr->n_result || depth > 64) {
 		*rv = PASCO_EPROTO;
@@ -482,7 +491,8 @@ get_node(const pasci_wire_msg *m, size_t *pos, int depth, int *rv)
 			*rv = PASCO_EPROTO;
 			return NULL;
 		}
-		return pasco_value_tensor(pasco_tensor_hold(m->tensors[n->tensor]));
+		return pasco_value_tensor(
+		    pasco_tensor_hold(m->tensors[n->tensor]));
 	case PASCO__WIRE__NODE__KIND__LIST:
 	case PASCO__WIRE__NODE__KIND__DICT:
 		break;
@@ -524,8 +534,8 @@ get_node(const pasci_wire_msg *m, size_t *pos, int depth, int *rv)
 }
 
 int
-pasci_wire_get_value(const pasci_wire_msg *m, pasco_value **out, char *err,
-    size_t errlen)
+pasci_wire_get_value(
+    const pasci_wire_msg *m, pasco_value **out, char *err, size_t errlen)
 {
 	size_t pos = 0;
 	int    rv  = 0;
@@ -541,7 +551,8 @@ pasci_wire_get_value(const pasci_wire_msg *m, pasco_value **out, char *err,
 		rv   = PASCO_EPROTO;
 	}
 	if (rv != 0) {
-		pasci_fmt(err, errlen, "the result structure in the message "
+		pasci_fmt(err, errlen,
+		    "the result structure in the message "
 		    "is malformed");
 	}
 	return rv;

@@ -29,8 +29,8 @@ typedef struct pasci_wire_msg {
 
 /* Decodes msg, taking it over whatever the outcome. On failure (PASCO_EPROTO
  * with a message in err) out is left empty. */
-int pasci_wire_decode(pasci_wire_msg *out, nng_msg *msg, char *err,
-    size_t errlen);
+int pasci_wire_decode(
+    pasci_wire_msg *out, nng_msg *msg, char *err, size_t errlen);
 
 void pasci_wire_msg_fini(pasci_wire_msg *m);
 
@@ -41,24 +41,24 @@ void     pasci_wire_set_incarnation(nng_msg *msg, uint64_t incarnation);
 /* Builds a message. The header fields are set directly on b->hdr; repeated
  * fields (tensors, args, result) through the functions below. */
 typedef struct pasci_wire_builder {
-	Pasco__Wire__Header hdr;
-	pasco_tensor      **tensors; /* references held until fini */
-	size_t              ntensors, tensor_cap;
-	Pasco__Wire__Node  *nodes;
-	size_t              nnodes, node_cap;
-	Pasco__Wire__Arg   *args;
-	size_t              nargs, arg_cap;
+	Pasco__Wire__Header       hdr;
+	pasco_tensor            **tensors; /* references held until fini */
+	size_t                    ntensors, tensor_cap;
+	Pasco__Wire__Node        *nodes;
+	size_t                    nnodes, node_cap;
+	Pasco__Wire__Arg         *args;
+	size_t                    nargs, arg_cap;
 	Pasco__Wire__VariableRef *vars; /* one per arg, used by VARIABLE */
 	Pasco__Wire__TensorMeta  *var_metas;
-	bool                oom;
+	bool                      oom;
 } pasci_wire_builder;
 
 void pasci_wire_builder_init(pasci_wire_builder *b, Pasco__Wire__Method m);
 void pasci_wire_builder_fini(pasci_wire_builder *b);
 
 /* Appends a tensor (holding a reference); *index gets its position. */
-void pasci_wire_add_tensor(pasci_wire_builder *b, const pasco_tensor *t,
-    uint32_t *index);
+void pasci_wire_add_tensor(
+    pasci_wire_builder *b, const pasco_tensor *t, uint32_t *index);
 
 /* Appends v in pre-order to the result nodes, its tensors to the tensors. */
 void pasci_wire_add_value(pasci_wire_builder *b, const pasco_value *v);
@@ -77,8 +77,8 @@ nng_msg *pasci_wire_status_reply(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Rebuilds the result value of a reply; *out is owned by the caller. */
-int pasci_wire_get_value(const pasci_wire_msg *m, pasco_value **out,
-    char *err, size_t errlen);
+int pasci_wire_get_value(
+    const pasci_wire_msg *m, pasco_value **out, char *err, size_t errlen);
 
 /* Checks that a wire TensorMeta is a valid spec; fills dtype/rank/shape. */
 int pasci_wire_meta_spec(const Pasco__Wire__TensorMeta *meta,

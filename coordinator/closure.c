@@ -32,7 +32,8 @@ closure_cancel(closure *c)
 {
 	if (c->rv != NULL) {
 		pasci_remote_value_fail(c->rv, PASCO_ECANCELLED,
-		    "The corresponding function is cancelled. Please reschedule "
+		    "The corresponding function is "
+		    "cancelled. Please reschedule "
 		    "the function.");
 	}
 	closure_free(c);

@@ -19,7 +19,7 @@ typedef enum closure_kind {
 
 typedef struct closure_arg {
 	pasco_arg_kind             kind;
-	pasco_tensor              *tensor; /* TENSOR: held */
+	pasco_tensor              *tensor;   /* TENSOR: held */
 	char                      *var_name; /* VARIABLE: a copy of the spec */
 	int32_t                    ps_task;
 	pasco_dtype                dtype;
@@ -34,10 +34,10 @@ typedef struct closure {
 	char                      *name; /* function or factory */
 	size_t                     nargs;
 	closure_arg               *args;
-	pasco_remote_value        *rv; /* RUN: held, or NULL */
+	pasco_remote_value        *rv;       /* RUN: held, or NULL */
 	pasco_per_worker_iterator *iterator; /* CREATE: held */
 	uint64_t                   resource; /* CREATE, RELEASE */
-	struct closure            *next; /* queue link */
+	struct closure            *next;     /* queue link */
 } closure;
 
 /* Frees c and drops what it holds. NULL is a no-op. */

@@ -55,14 +55,15 @@ pasco_coordinator_error(const pasco_coordinator *c)
 }
 
 void
-pasci_coordinator_build_iterator(pasco_coordinator *c,
-    pasco_per_worker_iterator *it, size_t w)
+pasci_coordinator_build_iterator(
+    pasco_coordinator *c, pasco_per_worker_iterator *it, size_t w)
 {
 	closure *cl = calloc(1, sizeof(*cl));
 	pasci_iterator_set_status(it, w, PASCO_OK, "");
 	if (cl == NULL || (cl->name = pasci_strdup(it->factory)) == NULL) {
 		free(cl);
-		pasci_iterator_set_status(it, w, PASCO_ENOMEM, "out of memory "
+		pasci_iterator_set_status(it, w, PASCO_ENOMEM,
+		    "out of memory "
 		    "building a per-worker iterator");
 		return;
 	}
@@ -74,8 +75,8 @@ pasci_coordinator_build_iterator(pasco_coordinator *c,
 }
 
 void
-pasci_coordinator_worker_state(pasco_coordinator *c, size_t w, bool up,
-    uint64_t incarnation)
+pasci_coordinator_worker_state(
+    pasco_coordinator *c, size_t w, bool up, uint64_t incarnation)
 {
 	pasco_per_worker_iterator *live[256];
 	size_t                     n = 0;
@@ -91,8 +92,8 @@ pasci_coordinator_worker_state(pasco_coordinator *c, size_t w, bool up,
 	 * worker is marked up, so none of its training closures can overtake
 	 * them. */
 	pthread_mutex_lock(&c->mu);
-	for (pasco_per_worker_iterator *it = c->iterators; it != NULL && n < 256;
-	     it = it->next) {
+	for (pasco_per_worker_iterator *it = c->iterators;
+	     it != NULL && n < 256; it     = it->next) {
 		it->refs++;
 		live[n++] = it;
 	}
@@ -112,12 +113,14 @@ closure_input_failed(closure *cl, size_t w, char *msg, size_t len)
 		char why[700];
 		int  err;
 		if (cl->args[i].iterator == NULL ||
-		    (err = pasci_iterator_status(cl->args[i].iterator, w, why,
-		         sizeof(why))) == 0) {
+		    (err = pasci_iterator_status(
+		         cl->args[i].iterator, w, why, sizeof(why))) == 0) {
 			continue;
 		}
-		pasci_fmt(msg, len, "input of '%s' failed: argument %zu, a "
-		    "per-worker iterator, could not be built on worker %zu: %s",
+		pasci_fmt(msg, len,
+		    "input of '%s' failed: argument %zu, a "
+		    "per-worker iterator, could not be built on worker "
+		    "%zu: %s",
 		    cl->name, i, w, why);
 		return true;
 	}
@@ -147,9 +150,10 @@ static nng_msg *
 encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 {
 	static const Pasco__Wire__Method methods[] = {
-	    [CLOSURE_RUN]              = PASCO__WIRE__METHOD__RUN,
-	    [CLOSURE_RESOURCE_CREATE]  = PASCO__WIRE__METHOD__RESOURCE_CREATE,
-	    [CLOSURE_RESOURCE_RELEASE] = PASCO__WIRE__METHOD__RESOURCE_RELEASE};
+	    [CLOSURE_RUN]             = PASCO__WIRE__METHOD__RUN,
+	    [CLOSURE_RESOURCE_CREATE] = PASCO__WIRE__METHOD__RESOURCE_CREATE,
+	    [CLOSURE_RESOURCE_RELEASE] =
+	        PASCO__WIRE__METHOD__RESOURCE_RELEASE};
 	pasci_wire_builder b;
 	nng_msg           *msg;
 
@@ -174,13 +178,15 @@ complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 {
 	closure *cl = f->cl;
 	if (cl->kind == CLOSURE_RESOURCE_CREATE && err == 0) {
-		pasci_iterator_set_status(cl->iterator, f->w, reply->hdr->status,
-		    reply->hdr->error);
+		pasci_iterator_set_status(
+		    cl->iterator, f->w, reply->hdr->status, reply->hdr->error);
 	} else if (err != 0) {
-		/* Dropped: the worker is going down, and every live iterator is
-		 * rebuilt when it is back. */
-		pasci_log(PASCI_LOG_DEBUG, "resource operation on worker %zu "
-		    "lost: %s", f->w, detail);
+		/* Dropped: the worker is going down, and every live iterator
+		 * is rebuilt when it is back. */
+		pasci_log(PASCI_LOG_DEBUG,
+		    "resource operation on worker %zu "
+		    "lost: %s",
+		    f->w, detail);
 	}
 	closure_free(cl);
 	queue_tagged_done(&f->c->q, f->w);
@@ -189,8 +195,8 @@ complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 static void
 complete_run(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 {
-	closure_queue *q  = &f->c->q;
-	closure       *cl = f->cl;
+	closure_queue *q     = &f->c->q;
+	closure       *cl    = f->cl;
 	pasco_value   *value = NULL;
 	char           msg[1024];
 	int            status;
@@ -241,7 +247,7 @@ flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 static void
 dispatch(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
 {
-	flight *f = malloc(sizeof(*f));
+	flight  *f = malloc(sizeof(*f));
 	nng_msg *msg;
 	char     why[1024];
 
@@ -256,11 +262,12 @@ dispatch(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
 	}
 	if (f == NULL || (msg = encode_closure(c, w, cl)) == NULL) {
 		free(f);
-		flight tmp = {c, w, cl, tagged};
-		flight *fp = malloc(sizeof(*fp));
+		flight  tmp = {c, w, cl, tagged};
+		flight *fp  = malloc(sizeof(*fp));
 		if (fp != NULL) {
 			*fp = tmp;
-			flight_done(fp, PASCO_EUNAVAILABLE, NULL, "out of memory");
+			flight_done(
+			    fp, PASCO_EUNAVAILABLE, NULL, "out of memory");
 		}
 		return;
 	}
@@ -295,7 +302,8 @@ start_dispatchers(pasco_coordinator *c)
 			return PASCO_ENOMEM;
 		}
 		*d = (dispatcher_arg){c, w};
-		if (pthread_create(&c->dispatchers[w], NULL, dispatcher_main, d) != 0) {
+		if (pthread_create(
+		        &c->dispatchers[w], NULL, dispatcher_main, d) != 0) {
 			free(d);
 			return PASCO_ENOMEM;
 		}
@@ -310,8 +318,8 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 {
 	pasco_coordinator *c;
 	uint32_t window = opts != NULL && opts->window > 0 ? opts->window : 4;
-	uint32_t cap = opts != NULL && opts->queue_size > 0 ? opts->queue_size
-	                                                    : 262144;
+	uint32_t cap =
+	    opts != NULL && opts->queue_size > 0 ? opts->queue_size : 262144;
 	*out = NULL;
 	if (s == NULL || (c = calloc(1, sizeof(*c))) == NULL) {
 		return s == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
@@ -319,7 +327,8 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	c->s        = s;
 	c->nworkers = s->nworkers;
 	pthread_mutex_init(&c->mu, NULL);
-	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) == NULL ||
+	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
+	        NULL ||
 	    queue_init(&c->q, cap, c->nworkers, window) != 0) {
 		free(c->dispatchers);
 		pthread_mutex_destroy(&c->mu);
@@ -329,7 +338,8 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	pthread_mutex_lock(&s->mu);
 	if (s->coord != NULL) {
 		pthread_mutex_unlock(&s->mu);
-		pasci_fmt(s->error, sizeof(s->error), "this strategy already "
+		pasci_fmt(s->error, sizeof(s->error),
+		    "this strategy already "
 		    "has a coordinator (there is one per strategy)");
 		queue_fini(&c->q);
 		free(c->dispatchers);
@@ -338,7 +348,8 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	}
 	s->coord = c;
 	for (size_t w = 0; w < c->nworkers; w++) {
-		queue_set_worker_up(&c->q, w, pasci_rpc_client_is_up(s->workers[w]));
+		queue_set_worker_up(
+		    &c->q, w, pasci_rpc_client_is_up(s->workers[w]));
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (start_dispatchers(c) != 0) {
@@ -407,8 +418,10 @@ capture_arg(pasco_coordinator *c, closure_arg *dst, const pasco_arg *a,
 		pasci_iterator_hold(dst->iterator);
 		return PASCO_OK;
 	}
-	pasci_fmt(err, len, "argument %zu is NULL, of unknown kind %d, or an "
-	    "iterator of another coordinator", i, (int) a->kind);
+	pasci_fmt(err, len,
+	    "argument %zu is NULL, of unknown kind %d, or an "
+	    "iterator of another coordinator",
+	    i, (int) a->kind);
 	return PASCO_EINVAL;
 }
 
@@ -454,10 +467,11 @@ pasco_schedule(pasco_coordinator *c, const char *fn, const pasco_arg *args,
 	}
 	if (fn == NULL || *fn == 0 || (nargs > 0 && args == NULL)) {
 		set_error(c, "pasco_schedule needs a function name (and args "
-		    "when nargs > 0)");
+		             "when nargs > 0)");
 		return PASCO_EINVAL;
 	}
-	if ((err = closure_capture(c, &cl, fn, args, nargs, msg, sizeof(msg))) != 0) {
+	if ((err = closure_capture(
+	         c, &cl, fn, args, nargs, msg, sizeof(msg))) != 0) {
 		set_error(c, msg);
 		return err;
 	}

@@ -41,12 +41,12 @@ struct pasco_strategy {
 
 /* Called by the strategy when worker w connects (with the incarnation)
  * or disconnects. */
-void pasci_coordinator_worker_state(pasco_coordinator *c, size_t w, bool up,
-    uint64_t incarnation);
+void pasci_coordinator_worker_state(
+    pasco_coordinator *c, size_t w, bool up, uint64_t incarnation);
 
 /* Remote values. */
 pasco_remote_value *pasci_remote_value_new(void);
-void pasci_remote_value_hold(pasco_remote_value *rv);
+void                pasci_remote_value_hold(pasco_remote_value *rv);
 /* Completes rv with a value (taken over) or an error; first completion
  * wins. */
 void pasci_remote_value_set(pasco_remote_value *rv, pasco_value *value);
@@ -64,8 +64,8 @@ struct pasco_per_worker_iterator {
 	uint64_t           id;
 	int                refs; /* protected by the coordinator's mu */
 	pthread_mutex_t    mu;
-	int               *err;   /* per worker: factory error, under mu */
-	char             **msg;   /* per worker, under mu */
+	int               *err; /* per worker: factory error, under mu */
+	char             **msg; /* per worker, under mu */
 	struct pasco_per_worker_iterator *next; /* live list, coordinator mu */
 };
 
@@ -74,11 +74,11 @@ void pasci_iterator_hold(pasco_per_worker_iterator *it);
 void pasci_iterator_free(pasco_per_worker_iterator *it, size_t nworkers);
 void pasci_iterator_release(pasco_per_worker_iterator *it);
 /* Records the outcome of building it on worker w. */
-void pasci_iterator_set_status(pasco_per_worker_iterator *it, size_t w,
-    int err, const char *msg);
+void pasci_iterator_set_status(
+    pasco_per_worker_iterator *it, size_t w, int err, const char *msg);
 /* Copies worker w's build error of it; PASCO_OK if none. */
-int pasci_iterator_status(pasco_per_worker_iterator *it, size_t w, char *msg,
-    size_t len);
+int pasci_iterator_status(
+    pasco_per_worker_iterator *it, size_t w, char *msg, size_t len);
 
 struct pasco_coordinator {
 	pasco_strategy *s;
@@ -94,8 +94,8 @@ struct pasco_coordinator {
 };
 
 /* Enqueues the build of it on worker w (a tagged closure). */
-void pasci_coordinator_build_iterator(pasco_coordinator *c,
-    pasco_per_worker_iterator *it, size_t w);
+void pasci_coordinator_build_iterator(
+    pasco_coordinator *c, pasco_per_worker_iterator *it, size_t w);
 
 uint64_t pasci_coordinator_next_id(pasco_coordinator *c);
 

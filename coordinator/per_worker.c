@@ -54,8 +54,8 @@ pasci_iterator_free(pasco_per_worker_iterator *it, size_t nworkers)
 }
 
 int
-pasco_per_worker_iterator_create(pasco_per_worker_iterator **out,
-    pasco_per_worker_dataset *d)
+pasco_per_worker_iterator_create(
+    pasco_per_worker_iterator **out, pasco_per_worker_dataset *d)
 {
 	pasco_coordinator         *c = d->coord;
 	pasco_per_worker_iterator *it;
@@ -76,8 +76,8 @@ pasco_per_worker_iterator_create(pasco_per_worker_iterator **out,
 		return PASCO_ENOMEM;
 	}
 	pthread_mutex_lock(&c->mu);
-	it->next      = c->iterators;
-	c->iterators  = it;
+	it->next     = c->iterators;
+	c->iterators = it;
 	pthread_mutex_unlock(&c->mu);
 	for (size_t w = 0; w < c->nworkers; w++) {
 		pasci_coordinator_build_iterator(c, it, w);
@@ -115,7 +115,7 @@ pasci_iterator_release(pasco_per_worker_iterator *it)
 	last = --it->refs == 0;
 	if (last) {
 		for (pasco_per_worker_iterator **p = &c->iterators; *p != NULL;
-		     p = &(*p)->next) {
+		     p                             = &(*p)->next) {
 			if (*p == it) {
 				*p = it->next;
 				break;
@@ -144,8 +144,8 @@ pasco_per_worker_iterator_free(pasco_per_worker_iterator *it)
 }
 
 void
-pasci_iterator_set_status(pasco_per_worker_iterator *it, size_t w, int err,
-    const char *msg)
+pasci_iterator_set_status(
+    pasco_per_worker_iterator *it, size_t w, int err, const char *msg)
 {
 	pthread_mutex_lock(&it->mu);
 	it->err[w] = err;
@@ -155,14 +155,15 @@ pasci_iterator_set_status(pasco_per_worker_iterator *it, size_t w, int err,
 }
 
 int
-pasci_iterator_status(pasco_per_worker_iterator *it, size_t w, char *msg,
-    size_t len)
+pasci_iterator_status(
+    pasco_per_worker_iterator *it, size_t w, char *msg, size_t len)
 {
 	int err;
 	pthread_mutex_lock(&it->mu);
 	err = it->err[w];
 	if (err != 0) {
-		pasci_fmt(msg, len, "%s", it->msg[w] != NULL ? it->msg[w] : "");
+		pasci_fmt(
+		    msg, len, "%s", it->msg[w] != NULL ? it->msg[w] : "");
 	}
 	pthread_mutex_unlock(&it->mu);
 	return err;

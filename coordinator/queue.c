@@ -292,7 +292,8 @@ static bool
 any_flight_locked(closure_queue *q)
 {
 	for (size_t w = 0; w < q->nworkers; w++) {
-		if (q->workers[w].inflight > 0 || q->workers[w].tagged_inflight) {
+		if (q->workers[w].inflight > 0 ||
+		    q->workers[w].tagged_inflight) {
 			return true;
 		}
 	}
@@ -307,7 +308,7 @@ queue_stop(closure_queue *q)
 	q->stopped = true;
 	cancelled  = drain_locked(q);
 	for (size_t w = 0; w < q->nworkers; w++) {
-		closure *t = q->workers[w].tagged_head;
+		closure *t                = q->workers[w].tagged_head;
 		q->workers[w].tagged_head = q->workers[w].tagged_tail = NULL;
 		while (t != NULL) {
 			closure *next = t->next;

@@ -30,9 +30,9 @@ typedef struct queue_worker {
 typedef struct closure_queue {
 	pthread_mutex_t put_wait_mu; /* no put slips in while wait runs */
 	pthread_mutex_t mu;
-	pthread_cond_t  work;       /* something a dispatcher may take */
-	pthread_cond_t  free_slot;  /* the global queue has room */
-	pthread_cond_t  settled;    /* inflight dropped, or an error came */
+	pthread_cond_t  work;      /* something a dispatcher may take */
+	pthread_cond_t  free_slot; /* the global queue has room */
+	pthread_cond_t  settled;   /* inflight dropped, or an error came */
 	/* Everything below is protected by mu. */
 	closure      *head, *tail;
 	size_t        len, cap;
@@ -45,7 +45,7 @@ typedef struct closure_queue {
 	char          error_msg[1024];
 } closure_queue;
 
-int  queue_init(closure_queue *q, size_t cap, size_t nworkers, uint32_t window);
+int queue_init(closure_queue *q, size_t cap, size_t nworkers, uint32_t window);
 void queue_fini(closure_queue *q);
 
 /* Enqueues c (blocking while full). If an error is pending, c is not

@@ -111,5 +111,6 @@ pasco_remote_value_is_ready(const pasco_remote_value *rv)
 const char *
 pasco_remote_value_error(const pasco_remote_value *rv)
 {
-	return pasco_remote_value_is_ready(rv) && rv->msg != NULL ? rv->msg : "";
+	return pasco_remote_value_is_ready(rv) && rv->msg != NULL ? rv->msg
+	                                                          : "";
 }

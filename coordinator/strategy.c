@@ -23,7 +23,8 @@ strategy_worker_state(void *arg, bool up, uint64_t incarnation)
 	if (c != NULL) {
 		/* Under the strategy lock so the coordinator cannot detach and
 		 * be freed meanwhile; the callee takes only the queue lock. */
-		pasci_coordinator_worker_state(c, link->index, up, incarnation);
+		pasci_coordinator_worker_state(
+		    c, link->index, up, incarnation);
 	}
 	pthread_mutex_unlock(&link->s->mu);
 }
@@ -41,9 +42,9 @@ strategy_connect(pasco_strategy *s, const pasco_cluster *cluster)
 	}
 	for (size_t i = 0; i < s->nworkers; i++) {
 		s->links[i] = (worker_link){s, i};
-		rv = pasci_rpc_client_open(&s->workers[i],
-		    pasco_cluster_url(cluster, PASCO_ROLE_WORKER, i),
-		    strategy_worker_state, &s->links[i]);
+		rv          = pasci_rpc_client_open(&s->workers[i],
+		             pasco_cluster_url(cluster, PASCO_ROLE_WORKER, i),
+		             strategy_worker_state, &s->links[i]);
 		if (rv != 0) {
 			return rv;
 		}
@@ -57,13 +58,15 @@ strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 	int64_t deadline = pasci_now_ms() + timeout_ms;
 	for (size_t i = 0; i < s->nps + s->nworkers; i++) {
 		bool              is_ps = i < s->nps;
-		pasci_rpc_client *cl = is_ps ? s->ps[i] : s->workers[i - s->nps];
-		int64_t           left = deadline - pasci_now_ms();
+		pasci_rpc_client *cl =
+		    is_ps ? s->ps[i] : s->workers[i - s->nps];
+		int64_t left = deadline - pasci_now_ms();
 		if (pasci_rpc_client_wait_up(cl, left > 0 ? left : 1) != 0) {
-			pasci_fmt(s->error, sizeof(s->error), "%s %zu at %s did "
-			    "not answer within %lld ms", is_ps ? "ps" : "worker",
-			    is_ps ? i : i - s->nps, pasci_rpc_client_url(cl),
-			    (long long) timeout_ms);
+			pasci_fmt(s->error, sizeof(s->error),
+			    "%s %zu at %s did "
+			    "not answer within %lld ms",
+			    is_ps ? "ps" : "worker", is_ps ? i : i - s->nps,
+			    pasci_rpc_client_url(cl), (long long) timeout_ms);
 			return PASCO_ETIMEDOUT;
 		}
 	}
@@ -92,21 +95,22 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 	s->nps             = pasco_cluster_count(cluster, PASCO_ROLE_PS);
 	s->nworkers        = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
 	s->call_timeout_ms = opts != NULL && opts->call_timeout_ms > 0
-	    ? opts->call_timeout_ms
-	    : 60000;
-	s->ps      = calloc(s->nps, sizeof(*s->ps));
-	s->workers = calloc(s->nworkers, sizeof(*s->workers));
-	s->links   = calloc(s->nworkers, sizeof(*s->links));
-	rv         = PASCO_ENOMEM;
+	                         ? opts->call_timeout_ms
+	                         : 60000;
+	s->ps              = calloc(s->nps, sizeof(*s->ps));
+	s->workers         = calloc(s->nworkers, sizeof(*s->workers));
+	s->links           = calloc(s->nworkers, sizeof(*s->links));
+	rv                 = PASCO_ENOMEM;
 	if (s->ps != NULL && s->workers != NULL && s->links != NULL &&
 	    (rv = strategy_connect(s, cluster)) == 0) {
-		rv = strategy_wait(s, opts != NULL && opts->connect_timeout_ms > 0
-		        ? opts->connect_timeout_ms
-		        : 60000);
+		rv = strategy_wait(
+		    s, opts != NULL && opts->connect_timeout_ms > 0
+		           ? opts->connect_timeout_ms
+		           : 60000);
 	}
 	if (rv != 0) {
-		pasci_log(PASCI_LOG_ERROR, "%s", s->error[0] ? s->error
-		    : "cannot connect to the cluster");
+		pasci_log(PASCI_LOG_ERROR, "%s",
+		    s->error[0] ? s->error : "cannot connect to the cluster");
 		pasco_strategy_destroy(s);
 		return rv;
 	}
@@ -171,9 +175,12 @@ strategy_place(pasco_strategy *s, const char *name, const pasco_tensor *init,
 			*task     = v->ps_task;
 			*known    = true;
 			if (!same) {
-				pasci_fmt(s->error, sizeof(s->error), "variable "
-				    "'%s' already exists as %s; cannot create it "
-				    "as %s", name,
+				pasci_fmt(s->error, sizeof(s->error),
+				    "variable "
+				    "'%s' already exists as %s; cannot create "
+				    "it "
+				    "as %s",
+				    name,
 				    pasco_tensor_spec_string(v->spec->dtype,
 				        v->spec->rank, v->spec->shape, have,
 				        sizeof(have)),
@@ -197,7 +204,8 @@ strategy_remember(pasco_strategy *s, const char *name, int32_t task,
 {
 	var_entry *v = calloc(1, sizeof(*v));
 	if (v == NULL || (v->name = pasci_strdup(name)) == NULL ||
-	    pasco_tensor_alloc(&v->spec, init->dtype, init->rank, init->shape) != 0) {
+	    pasco_tensor_alloc(
+	        &v->spec, init->dtype, init->rank, init->shape) != 0) {
 		if (v != NULL) {
 			free(v->name);
 		}
@@ -223,23 +231,27 @@ pasco_variable_create(pasco_variable **out, pasco_strategy *s,
 
 	*out = NULL;
 	if (name == NULL || *name == 0 || initial_value == NULL) {
-		pasci_fmt(s->error, sizeof(s->error), "a variable needs a name "
+		pasci_fmt(s->error, sizeof(s->error),
+		    "a variable needs a name "
 		    "and an initial value");
 		return PASCO_EINVAL;
 	}
-	if ((rv = strategy_place(s, name, initial_value, &task, &known)) != 0) {
+	if ((rv = strategy_place(s, name, initial_value, &task, &known)) !=
+	    0) {
 		return rv;
 	}
 	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__VAR_CREATE);
 	b.hdr.name = (char *) name;
 	pasci_wire_add_tensor(&b, initial_value, NULL);
-	rv = pasci_rpc_call(s->ps[task], &b, s->call_timeout_ms, NULL, err,
-	    sizeof(err));
+	rv = pasci_rpc_call(
+	    s->ps[task], &b, s->call_timeout_ms, NULL, err, sizeof(err));
 	pasci_wire_builder_fini(&b);
 	if (rv != 0) {
 		pthread_mutex_lock(&s->mu);
-		pasci_fmt(s->error, sizeof(s->error), "creating '%s' on ps %d: "
-		    "%s", name, task, err);
+		pasci_fmt(s->error, sizeof(s->error),
+		    "creating '%s' on ps %d: "
+		    "%s",
+		    name, task, err);
 		pthread_mutex_unlock(&s->mu);
 		return rv;
 	}

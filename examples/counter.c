@@ -2,7 +2,7 @@
 #include <pasco.h>
 #include <stdio.h>
 
-/* Runs on a worker: counter += delta (on the ps); returns the worker's index. */
+/* Runs on a worker: counter += delta, on the ps; returns the worker index. */
 PASCO_FUNCTION(add)
 {
 	pasco_variable     *counter;
@@ -15,7 +15,8 @@ PASCO_FUNCTION(add)
 		return rv;
 	}
 	if ((rv = pasco_variable_assign_add(counter, delta)) != 0) {
-		return pasco_call_fail(call, rv, "%s", pasco_variable_error(counter));
+		return pasco_call_fail(
+		    call, rv, "%s", pasco_variable_error(counter));
 	}
 	pasco_tensor_scalar(&index, PASCO_I32, pasco_call_worker_index(call));
 	pasco_call_return(call, pasco_value_tensor(index));
@@ -37,21 +38,25 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	(void) argc;
 	(void) argv;
 	if ((rv = pasco_strategy_create(&strategy, cluster, NULL)) != 0) {
-		fprintf(stderr, "cannot reach the cluster: %s\n", pasco_strerror(rv));
+		fprintf(stderr, "cannot reach the cluster: %s\n",
+		    pasco_strerror(rv));
 		return 1;
 	}
 	pasco_tensor_scalar(&zero, PASCO_F32, 0);
 	pasco_tensor_scalar(&one, PASCO_F32, 1);
-	if ((rv = pasco_variable_create(&counter, strategy, "counter", zero)) != 0) {
+	if ((rv = pasco_variable_create(
+	         &counter, strategy, "counter", zero)) != 0) {
 		fprintf(stderr, "%s\n", pasco_strategy_error(strategy));
 		return 1;
 	}
 	pasco_coordinator_create(&coord, strategy, NULL);
 
-	pasco_arg args[] = {pasco_arg_variable(counter), pasco_arg_tensor(one)};
+	pasco_arg args[] = {
+	    pasco_arg_variable(counter), pasco_arg_tensor(one)};
 	for (int i = 0; i < 100; i++) {
 		pasco_remote_value_free(last);
-		pasco_schedule(coord, "add", args, 2, &last); /* returns at once */
+		pasco_schedule(
+		    coord, "add", args, 2, &last); /* returns at once */
 	}
 	if ((rv = pasco_join(coord)) != 0) { /* waits for all 100 */
 		fprintf(stderr, "%s\n", pasco_coordinator_error(coord));

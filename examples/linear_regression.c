@@ -28,8 +28,8 @@ static double
 uniform(stream *s)
 {
 	uint64_t z = s->seed + 0x9e3779b97f4a7c15ULL * ++s->counter;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z          = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return (double) ((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
 }
 
@@ -40,7 +40,8 @@ next_example(void *arg, pasco_value **out)
 	double        v = uniform(arg);
 	pasco_tensor_scalar(&x, PASCO_F32, v);
 	pasco_tensor_scalar(&y, PASCO_F32, 0.8 * v + 1.0);
-	*out = pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
+	*out =
+	    pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
 	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
 }
 
@@ -53,7 +54,8 @@ PASCO_DATASET(regression_data)
 		return PASCO_ENOMEM;
 	}
 	s->seed = 1000 + (uint64_t) ctx->worker_index;
-	if ((rv = pasco_dataset_from_generator(&ds, next_example, NULL, free, s)) != 0) {
+	if ((rv = pasco_dataset_from_generator(
+	         &ds, next_example, NULL, free, s)) != 0) {
 		free(s);
 		return rv;
 	}
@@ -78,18 +80,20 @@ PASCO_FUNCTION(train_step)
 		return rv;
 	}
 	if ((rv = pasco_dataset_next(it, &batch)) != 0) {
-		return pasco_call_fail(call, rv, "no training data: %s",
-		    pasco_strerror(rv));
+		return pasco_call_fail(
+		    call, rv, "no training data: %s", pasco_strerror(rv));
 	}
 	if ((rv = pasco_variable_read(wv, &w)) != 0 ||
 	    (rv = pasco_variable_read(bv, &b)) != 0) {
-		pasco_call_fail(call, rv, "%s", pasco_variable_error(
-		    rv != 0 && w != NULL ? bv : wv));
+		pasco_call_fail(call, rv, "%s",
+		    pasco_variable_error(rv != 0 && w != NULL ? bv : wv));
 		goto out;
 	}
 	{
-		const pasco_tensor *x = pasco_value_as_tensor(pasco_value_item(batch, 0));
-		const pasco_tensor *y = pasco_value_as_tensor(pasco_value_item(batch, 1));
+		const pasco_tensor *x =
+		    pasco_value_as_tensor(pasco_value_item(batch, 0));
+		const pasco_tensor *y =
+		    pasco_value_as_tensor(pasco_value_item(batch, 1));
 		const float *xs = x->data, *ys = y->data;
 		float        wf = *(float *) w->data, bf = *(float *) b->data;
 		double       gw = 0, gb = 0, l = 0;
@@ -103,8 +107,10 @@ PASCO_FUNCTION(train_step)
 		pasco_tensor_scalar(&db, PASCO_F32, gb / (double) x->count);
 		pasco_tensor_scalar(&loss, PASCO_F32, l / (double) x->count);
 	}
-	if ((rv = pasco_variable_apply_sgd(wv, pasco_tensor_get(lr, 0), dw)) != 0 ||
-	    (rv = pasco_variable_apply_sgd(bv, pasco_tensor_get(lr, 0), db)) != 0) {
+	if ((rv = pasco_variable_apply_sgd(wv, pasco_tensor_get(lr, 0), dw)) !=
+	        0 ||
+	    (rv = pasco_variable_apply_sgd(bv, pasco_tensor_get(lr, 0), db)) !=
+	        0) {
 		pasco_call_fail(call, rv, "%s", pasco_variable_error(wv));
 		pasco_tensor_release(loss);
 		goto out;
@@ -135,8 +141,8 @@ read_scalar(pasco_variable *v)
 }
 
 static int
-train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b,
-    int epochs, int steps, double lr)
+train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b, int epochs,
+    int steps, double lr)
 {
 	pasco_per_worker_dataset  *data;
 	pasco_per_worker_iterator *it;
@@ -153,7 +159,8 @@ train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b,
 		const pasco_value  *loss;
 		for (int i = 0; i < steps; i++) {
 			pasco_remote_value_free(last);
-			if ((rv = pasco_schedule(c, "train_step", args, 4, &last)) != 0) {
+			if ((rv = pasco_schedule(
+			         c, "train_step", args, 4, &last)) != 0) {
 				goto out;
 			}
 		}
@@ -162,14 +169,15 @@ train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b,
 			pasco_remote_value_free(last);
 			goto out;
 		}
-		printf("epoch %d: loss = %.6g\n", epoch + 1, pasco_value_scalar(loss));
+		printf("epoch %d: loss = %.6g\n", epoch + 1,
+		    pasco_value_scalar(loss));
 		fflush(stdout);
 		pasco_remote_value_free(last);
 	}
 out:
 	if (rv != 0) {
-		fprintf(stderr, "training failed: %s: %s\n", pasco_strerror(rv),
-		    pasco_coordinator_error(c));
+		fprintf(stderr, "training failed: %s: %s\n",
+		    pasco_strerror(rv), pasco_coordinator_error(c));
 	}
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(data);
@@ -181,7 +189,7 @@ static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
 	int                epochs = 20, steps = 100;
-	double             lr     = 0.05;
+	double             lr = 0.05;
 	pasco_strategy    *s;
 	pasco_coordinator *c;
 	pasco_variable    *w, *b;
@@ -198,7 +206,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		}
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, NULL)) != 0) {
-		fprintf(stderr, "cannot reach the cluster: %s\n", pasco_strerror(rv));
+		fprintf(stderr, "cannot reach the cluster: %s\n",
+		    pasco_strerror(rv));
 		return 1;
 	}
 	pasco_tensor_scalar(&zero, PASCO_F32, 0.0);
@@ -208,17 +217,19 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		return 1;
 	}
 	pasco_tensor_release(zero);
-	printf("w on ps %d, b on ps %d; %zu workers\n", pasco_variable_ps_task(w),
-	    pasco_variable_ps_task(b), pasco_strategy_num_workers(s));
+	printf("w on ps %d, b on ps %d; %zu workers\n",
+	    pasco_variable_ps_task(w), pasco_variable_ps_task(b),
+	    pasco_strategy_num_workers(s));
 	pasco_coordinator_create(&c, s, NULL);
-	rv = train(c, w, b, epochs, steps, lr);
+	rv        = train(c, w, b, epochs, steps, lr);
 	double wv = read_scalar(w), bv = read_scalar(b);
 	printf("w = %.4f\nb = %.4f\n", wv, bv);
 	pasco_coordinator_destroy(c);
 	pasco_variable_free(w);
 	pasco_variable_free(b);
 	pasco_strategy_destroy(s);
-	return rv == 0 && fabs(wv - 0.8) < 0.01 && fabs(bv - 1.0) < 0.01 ? 0 : 1;
+	return rv == 0 && fabs(wv - 0.8) < 0.01 && fabs(bv - 1.0) < 0.01 ? 0
+	                                                                 : 1;
 }
 
 int

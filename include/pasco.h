@@ -32,7 +32,8 @@
  *             return pasco_join(c);    // counter is now 10
  *     }
  *
- *     int main(int argc, char **argv) { return pasco_main(argc, argv, chief); }
+ *     int main(int argc, char **argv) { return pasco_main(argc, argv, chief);
+ * }
  *
  * Run it as a local cluster:  pasco launch --ps 1 --workers 2 -- ./prog
  * (Error checks and frees are left out above; see examples/.)

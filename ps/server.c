@@ -38,7 +38,7 @@ ps_read(ps_server *ps, const pasci_wire_msg *req)
 	read_ctx r = {NULL};
 	char     err[512];
 	int      rv = ps_store_var_with(
-            ps->store, req->hdr->name, encode_value, &r, err, sizeof(err));
+	         ps->store, req->hdr->name, encode_value, &r, err, sizeof(err));
 	if (rv != 0) {
 		return pasci_wire_status_reply(rv, "%s", err);
 	}
@@ -48,8 +48,8 @@ ps_read(ps_server *ps, const pasci_wire_msg *req)
 static nng_msg *
 ps_handle(void *arg, const pasci_wire_msg *req)
 {
-	ps_server  *ps   = arg;
-	const char *name = req->hdr->name;
+	ps_server  *ps       = arg;
+	const char *name     = req->hdr->name;
 	char        err[512] = "";
 	int         rv;
 
@@ -57,7 +57,8 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 		return ps_read(ps, req);
 	}
 	if (req->ntensors != 1) {
-		return pasci_wire_status_reply(PASCO_EINVAL, "%s of '%s' needs "
+		return pasci_wire_status_reply(PASCO_EINVAL,
+		    "%s of '%s' needs "
 		    "exactly one tensor, got %zu",
 		    req->hdr->method == PASCO__WIRE__METHOD__VAR_CREATE
 		        ? "create"
@@ -79,11 +80,14 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 		break;
 	case PASCO__WIRE__METHOD__VAR_APPLY_SGD:
 		rv = ps_store_var_update(ps->store, name, PS_APPLY_SGD,
-		    req->hdr->learning_rate, req->tensors[0], err, sizeof(err));
+		    req->hdr->learning_rate, req->tensors[0], err,
+		    sizeof(err));
 		break;
 	default:
-		return pasci_wire_status_reply(PASCO_EINVAL, "a ps does not "
-		    "serve method %d", (int) req->hdr->method);
+		return pasci_wire_status_reply(PASCO_EINVAL,
+		    "a ps does not "
+		    "serve method %d",
+		    (int) req->hdr->method);
 	}
 	return pasci_wire_status_reply(rv, "%s", err);
 }

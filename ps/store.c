@@ -18,8 +18,8 @@
 typedef struct ps_var {
 	char           *name;
 	pthread_mutex_t mu;
-	pasco_tensor   *value; /* protected by mu (contents, not the pointer) */
-	struct ps_var  *next;  /* bucket chain; protected by the table lock */
+	pasco_tensor  *value; /* protected by mu (contents, not the pointer) */
+	struct ps_var *next;  /* bucket chain; protected by the table lock */
 } ps_var;
 
 struct ps_store {
@@ -88,7 +88,8 @@ store_find(ps_store *s, const char *name, char *err, size_t errlen)
 	v = find_locked(s, name);
 	pthread_rwlock_unlock(&s->lock);
 	if (v == NULL) {
-		pasci_fmt(err, errlen, "no variable named '%s' on this ps", name);
+		pasci_fmt(
+		    err, errlen, "no variable named '%s' on this ps", name);
 	}
 	return v;
 }
@@ -108,8 +109,10 @@ ps_store_var_create(ps_store *s, const char *name, const pasco_tensor *init,
 	pthread_rwlock_wrlock(&s->lock);
 	if ((v = find_locked(s, name)) != NULL) {
 		if (!pasco_tensor_same_spec(v->value, init)) {
-			pasci_fmt(err, errlen, "variable '%s' already exists as "
-			    "%s; cannot create it as %s", name,
+			pasci_fmt(err, errlen,
+			    "variable '%s' already exists as "
+			    "%s; cannot create it as %s",
+			    name,
 			    pasco_tensor_spec_string(v->value->dtype,
 			        v->value->rank, v->value->shape, have,
 			        sizeof(have)),
@@ -139,7 +142,7 @@ ps_store_var_create(ps_store *s, const char *name, const pasco_tensor *init,
 }
 
 int
-ps_store_var_with(ps_store *s, const char *name,
+ps_store_var_with(ps_store *s, const char                 *name,
     int (*fn)(void *arg, const pasco_tensor *value), void *arg, char *err,
     size_t errlen)
 {
@@ -165,14 +168,16 @@ axpy(pasco_tensor *dst, double alpha, const pasco_tensor *src, bool add)
 	}
 	switch (dst->dtype) {
 	case PASCO_F32:
-		cblas_saxpy((blasint) n, (float) alpha, src->data, 1, dst->data, 1);
+		cblas_saxpy(
+		    (blasint) n, (float) alpha, src->data, 1, dst->data, 1);
 		break;
 	case PASCO_F64:
 		cblas_daxpy((blasint) n, alpha, src->data, 1, dst->data, 1);
 		break;
 	default:
 		for (int64_t i = 0; i < n; i++) {
-			pasco_tensor_set(dst, i, pasco_tensor_get(dst, i) +
+			pasco_tensor_set(dst, i,
+			    pasco_tensor_get(dst, i) +
 			        alpha * pasco_tensor_get(src, i));
 		}
 		break;
@@ -182,9 +187,9 @@ axpy(pasco_tensor *dst, double alpha, const pasco_tensor *src, bool add)
 static const char *
 update_name(ps_update op)
 {
-	return op == PS_ASSIGN ? "assign"
-	    : op == PS_ASSIGN_ADD ? "assign_add"
-	                          : "apply_sgd";
+	return op == PS_ASSIGN       ? "assign"
+	       : op == PS_ASSIGN_ADD ? "assign_add"
+	                             : "apply_sgd";
 }
 
 int
@@ -199,18 +204,22 @@ ps_store_var_update(ps_store *s, const char *name, ps_update op, double lr,
 	}
 	/* dtype and shape never change after creation: check without lock */
 	if (!pasco_tensor_same_spec(v->value, t)) {
-		pasci_fmt(err, errlen, "%s to '%s' (%s) with a %s tensor: dtype "
-		    "and shape must match", update_name(op), name,
+		pasci_fmt(err, errlen,
+		    "%s to '%s' (%s) with a %s tensor: dtype "
+		    "and shape must match",
+		    update_name(op), name,
 		    pasco_tensor_spec_string(v->value->dtype, v->value->rank,
 		        v->value->shape, have, sizeof(have)),
-		    pasco_tensor_spec_string(t->dtype, t->rank, t->shape, got,
-		        sizeof(got)));
+		    pasco_tensor_spec_string(
+		        t->dtype, t->rank, t->shape, got, sizeof(got)));
 		return PASCO_EINVAL;
 	}
 	if (op == PS_APPLY_SGD && t->dtype != PASCO_F32 &&
 	    t->dtype != PASCO_F64) {
-		pasci_fmt(err, errlen, "apply_sgd to '%s': SGD needs a float "
-		    "variable, not %s", name, pasco_dtype_name(t->dtype));
+		pasci_fmt(err, errlen,
+		    "apply_sgd to '%s': SGD needs a float "
+		    "variable, not %s",
+		    name, pasco_dtype_name(t->dtype));
 		return PASCO_EINVAL;
 	}
 	pthread_mutex_lock(&v->mu);

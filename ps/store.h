@@ -28,13 +28,13 @@ int ps_store_var_create(ps_store *s, const char *name,
 
 /* Calls fn(arg, value) with the variable's lock held (for encoding a
  * read without an extra copy). PASCO_ENOTFOUND. */
-int ps_store_var_with(ps_store *s, const char *name,
+int ps_store_var_with(ps_store *s, const char             *name,
     int (*fn)(void *arg, const pasco_tensor *value), void *arg, char *err,
     size_t errlen);
 
 /* Applies an update with t (and lr for SGD). PASCO_ENOTFOUND,
  * PASCO_EINVAL for a dtype/shape mismatch or a non-float SGD. */
-int ps_store_var_update(ps_store *s, const char *name, ps_update op,
-    double lr, const pasco_tensor *t, char *err, size_t errlen);
+int ps_store_var_update(ps_store *s, const char *name, ps_update op, double lr,
+    const pasco_tensor *t, char *err, size_t errlen);
 
 #endif

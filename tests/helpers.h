@@ -11,18 +11,18 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#define PASCO_PASS(expr)                                                     \
-	do {                                                                 \
-		int pasco_rv_ = (expr);                                      \
+#define PASCO_PASS(expr)                                                      \
+	do {                                                                  \
+		int pasco_rv_ = (expr);                                       \
 		cr_assert(pasco_rv_ == PASCO_OK, "%s failed: %s (%s)", #expr, \
-		    pasco_errname(pasco_rv_), pasco_strerror(pasco_rv_));    \
+		    pasco_errname(pasco_rv_), pasco_strerror(pasco_rv_));     \
 	} while (0)
 
-#define PASCO_FAIL(expr, want)                                               \
-	do {                                                                 \
-		int pasco_rv_ = (expr);                                      \
-		cr_assert(pasco_rv_ == (want), "%s: got %s, want %s", #expr, \
-		    pasco_errname(pasco_rv_), pasco_errname(want));          \
+#define PASCO_FAIL(expr, want)                                                \
+	do {                                                                  \
+		int pasco_rv_ = (expr);                                       \
+		cr_assert(pasco_rv_ == (want), "%s: got %s, want %s", #expr,  \
+		    pasco_errname(pasco_rv_), pasco_errname(want));           \
 	} while (0)
 
 typedef struct test_cluster {
@@ -43,25 +43,29 @@ test_cluster_start(test_cluster *tc, int nps, int nworkers)
 	char       err[256];
 	int        gen = generation++;
 
-	n = (size_t) snprintf(json, sizeof(json), "{\"cluster\":{\"chief\":"
-	    "[\"inproc://chief-%d-%d\"],\"ps\":[", (int) getpid(), gen);
+	n = (size_t) snprintf(json, sizeof(json),
+	    "{\"cluster\":{\"chief\":"
+	    "[\"inproc://chief-%d-%d\"],\"ps\":[",
+	    (int) getpid(), gen);
 	for (int i = 0; i < nps; i++) {
 		n += (size_t) snprintf(json + n, sizeof(json) - n,
-		    "%s\"inproc://ps%d-%d-%d\"", i ? "," : "", i, (int) getpid(),
-		    gen);
+		    "%s\"inproc://ps%d-%d-%d\"", i ? "," : "", i,
+		    (int) getpid(), gen);
 	}
 	n += (size_t) snprintf(json + n, sizeof(json) - n, "],\"worker\":[");
 	for (int i = 0; i < nworkers; i++) {
 		n += (size_t) snprintf(json + n, sizeof(json) - n,
-		    "%s\"inproc://w%d-%d-%d\"", i ? "," : "", i, (int) getpid(),
-		    gen);
+		    "%s\"inproc://w%d-%d-%d\"", i ? "," : "", i,
+		    (int) getpid(), gen);
 	}
 	snprintf(json + n, sizeof(json) - n, "]}}");
-	PASCO_PASS(pasco_cluster_parse_json(&tc->cluster, json, err, sizeof(err)));
+	PASCO_PASS(
+	    pasco_cluster_parse_json(&tc->cluster, json, err, sizeof(err)));
 	tc->nps      = nps;
 	tc->nworkers = nworkers;
 	for (int i = 0; i < nps; i++) {
-		PASCO_PASS(pasco_server_start(&tc->ps[i], tc->cluster, PASCO_ROLE_PS, i));
+		PASCO_PASS(pasco_server_start(
+		    &tc->ps[i], tc->cluster, PASCO_ROLE_PS, i));
 	}
 	for (int i = 0; i < nworkers; i++) {
 		PASCO_PASS(pasco_server_start(

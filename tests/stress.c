@@ -11,14 +11,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "stress: %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			exit(1);                                             \
-		}                                                            \
+#define CHECK(cond, ...)                                                      \
+	do {                                                                  \
+		if (!(cond)) {                                                \
+			fprintf(                                              \
+			    stderr, "stress: %s:%d: ", __FILE__, __LINE__);   \
+			fprintf(stderr, __VA_ARGS__);                         \
+			fprintf(stderr, "\n");                                \
+			exit(1);                                              \
+		}                                                             \
 	} while (0)
 
 #define ROUNDS 4
@@ -38,7 +39,8 @@ PASCO_FUNCTION(bump)
 		return pasco_call_fail(call, PASCO_EINVAL, "negative delta");
 	}
 	rv = pasco_variable_assign_add(v, d);
-	pasco_call_return(call, pasco_value_tensor(pasco_tensor_hold((pasco_tensor *) d)));
+	pasco_call_return(
+	    call, pasco_value_tensor(pasco_tensor_hold((pasco_tensor *) d)));
 	return rv;
 }
 
@@ -79,7 +81,7 @@ schedule_many(void *arg)
 	for (int i = 0; i < PER_THREAD; i++) {
 		pasco_arg args[] = {pasco_arg_variable(u->v),
 		    pasco_arg_tensor(i == u->fail_at ? u->bad : u->one)};
-		u->rvs[i] = NULL;
+		u->rvs[i]        = NULL;
 		/* an error raised here is expected: keep going */
 		(void) pasco_schedule(u->c, "bump", args, 2, &u->rvs[i]);
 	}
@@ -92,7 +94,8 @@ count_ok(user *u)
 	int ok = 0;
 	for (int i = 0; i < PER_THREAD; i++) {
 		const pasco_value *out;
-		if (u->rvs[i] != NULL && pasco_remote_value_fetch(u->rvs[i], &out) == 0) {
+		if (u->rvs[i] != NULL &&
+		    pasco_remote_value_fetch(u->rvs[i], &out) == 0) {
 			CHECK(pasco_value_scalar(out) == 1, "wrong result");
 			ok++;
 		}
@@ -133,8 +136,9 @@ run_round(pasco_strategy *s, pasco_coordinator *c, int round)
 		pasco_tensor_release(u[k].bad);
 	}
 	CHECK(pasco_variable_read(v, &t) == 0, "read");
-	CHECK(pasco_tensor_get(t, 0) == ok, "round %d: counter %g, %d closures succeeded",
-	    round, pasco_tensor_get(t, 0), ok);
+	CHECK(pasco_tensor_get(t, 0) == ok,
+	    "round %d: counter %g, %d closures succeeded", round,
+	    pasco_tensor_get(t, 0), ok);
 	CHECK(round % 2 == 1 ? ok == 2 * PER_THREAD : ok < 2 * PER_THREAD,
 	    "round %d: %d succeeded", round, ok);
 	pasco_tensor_release(t);
@@ -146,15 +150,20 @@ static void
 churn_iterators(pasco_coordinator *c)
 {
 	pasco_per_worker_dataset *d;
-	CHECK(pasco_per_worker_dataset_create(&d, c, "numbers") == 0, "dataset");
+	CHECK(
+	    pasco_per_worker_dataset_create(&d, c, "numbers") == 0, "dataset");
 	for (int i = 0; i < 20; i++) {
 		pasco_per_worker_iterator *it;
-		CHECK(pasco_per_worker_iterator_create(&it, d) == 0, "iterator");
+		CHECK(
+		    pasco_per_worker_iterator_create(&it, d) == 0, "iterator");
 		pasco_arg arg = pasco_arg_iterator(it);
 		for (int k = 0; k < 10; k++) {
-			CHECK(pasco_schedule(c, "take_one", &arg, 1, NULL) == 0, "schedule");
+			CHECK(
+			    pasco_schedule(c, "take_one", &arg, 1, NULL) == 0,
+			    "schedule");
 		}
-		pasco_per_worker_iterator_free(it); /* closures still hold it */
+		pasco_per_worker_iterator_free(
+		    it); /* closures still hold it */
 	}
 	CHECK(pasco_join(c) == 0, "join: %s", pasco_coordinator_error(c));
 	pasco_per_worker_dataset_free(d);
@@ -170,13 +179,18 @@ main(void)
 	pasco_coordinator *c;
 	int                pid = (int) getpid();
 
-	snprintf(json, sizeof(json), "{\"cluster\": {\"ps\": [\"inproc://sp%d\"], "
+	snprintf(json, sizeof(json),
+	    "{\"cluster\": {\"ps\": [\"inproc://sp%d\"], "
 	    "\"worker\": [\"inproc://sw0-%d\", \"inproc://sw1-%d\", "
-	    "\"inproc://sw2-%d\"]}}", pid, pid, pid, pid);
-	CHECK(pasco_cluster_parse_json(&cluster, json, err, sizeof(err)) == 0, "%s", err);
-	CHECK(pasco_server_start(&servers[0], cluster, PASCO_ROLE_PS, 0) == 0, "ps");
+	    "\"inproc://sw2-%d\"]}}",
+	    pid, pid, pid, pid);
+	CHECK(pasco_cluster_parse_json(&cluster, json, err, sizeof(err)) == 0,
+	    "%s", err);
+	CHECK(pasco_server_start(&servers[0], cluster, PASCO_ROLE_PS, 0) == 0,
+	    "ps");
 	for (int i = 0; i < 3; i++) {
-		CHECK(pasco_server_start(&servers[i + 1], cluster, PASCO_ROLE_WORKER, i) == 0,
+		CHECK(pasco_server_start(
+		          &servers[i + 1], cluster, PASCO_ROLE_WORKER, i) == 0,
 		    "worker");
 	}
 	CHECK(pasco_strategy_create(&s, cluster, NULL) == 0, "strategy");

@@ -10,7 +10,7 @@ parse_ok(const char *json)
 {
 	pasco_cluster *c;
 	char           err[256];
-	int            rv = pasco_cluster_parse_json(&c, json, err, sizeof(err));
+	int rv = pasco_cluster_parse_json(&c, json, err, sizeof(err));
 	cr_assert_eq(rv, PASCO_OK, "%s: %s", json, err);
 	return c;
 }
@@ -22,7 +22,7 @@ expect_error(const char *json, const char *want)
 {
 	pasco_cluster *c;
 	char           err[256] = "";
-	int            rv = pasco_cluster_parse_json(&c, json, err, sizeof(err));
+	int rv = pasco_cluster_parse_json(&c, json, err, sizeof(err));
 	if (rv == 0) {
 		rv = pasco_cluster_validate(c, err, sizeof(err));
 		pasco_cluster_free(c);
@@ -30,19 +30,23 @@ expect_error(const char *json, const char *want)
 		cr_assert_null(c);
 	}
 	cr_assert_eq(rv, PASCO_EINVAL, "%s was accepted", json);
-	cr_assert(strstr(err, want) != NULL, "message '%s' lacks '%s'", err, want);
+	cr_assert(
+	    strstr(err, want) != NULL, "message '%s' lacks '%s'", err, want);
 }
 
 Test(cluster, parses_tf_config)
 {
-	pasco_cluster *c = parse_ok("{\"cluster\": {\"chief\": [\"host0:2222\"],"
-	    "\"worker\": [\"host1:2222\", \"host2:2222\"], \"ps\": [\"host3:2222\"]},"
-	    "\"task\": {\"type\": \"worker\", \"index\": 1}}");
+	pasco_cluster *c =
+	    parse_ok("{\"cluster\": {\"chief\": [\"host0:2222\"],"
+	             "\"worker\": [\"host1:2222\", \"host2:2222\"], \"ps\": "
+	             "[\"host3:2222\"]},"
+	             "\"task\": {\"type\": \"worker\", \"index\": 1}}");
 	char err[128];
 	PASCO_PASS(pasco_cluster_validate(c, err, sizeof(err)));
 	cr_assert_eq(pasco_cluster_count(c, PASCO_ROLE_WORKER), 2);
 	cr_assert_eq(pasco_cluster_count(c, PASCO_ROLE_PS), 1);
-	cr_assert_str_eq(pasco_cluster_url(c, PASCO_ROLE_WORKER, 1), "tcp://host2:2222");
+	cr_assert_str_eq(
+	    pasco_cluster_url(c, PASCO_ROLE_WORKER, 1), "tcp://host2:2222");
 	cr_assert_eq(pasco_cluster_task_role(c), PASCO_ROLE_WORKER);
 	cr_assert_eq(pasco_cluster_task_index(c), 1);
 	cr_assert_null(pasco_cluster_url(c, PASCO_ROLE_WORKER, 2));
@@ -51,9 +55,10 @@ Test(cluster, parses_tf_config)
 
 Test(cluster, master_is_an_alias_of_chief)
 {
-	pasco_cluster *c = parse_ok("{\"cluster\": {\"master\": [\"h:1\"],"
-	    "\"worker\": [\"h:2\"], \"ps\": [\"h:3\"]},"
-	    "\"task\": {\"type\": \"master\", \"index\": 0}}");
+	pasco_cluster *c =
+	    parse_ok("{\"cluster\": {\"master\": [\"h:1\"],"
+	             "\"worker\": [\"h:2\"], \"ps\": [\"h:3\"]},"
+	             "\"task\": {\"type\": \"master\", \"index\": 0}}");
 	cr_assert_eq(pasco_cluster_task_role(c), PASCO_ROLE_CHIEF);
 	cr_assert_eq(pasco_cluster_count(c, PASCO_ROLE_CHIEF), 1);
 	pasco_cluster_free(c);
@@ -61,7 +66,8 @@ Test(cluster, master_is_an_alias_of_chief)
 
 Test(cluster, evaluator_may_have_only_a_task)
 {
-	pasco_cluster *c = parse_ok("{\"task\": {\"type\": \"evaluator\", \"index\": 0}}");
+	pasco_cluster *c =
+	    parse_ok("{\"task\": {\"type\": \"evaluator\", \"index\": 0}}");
 	cr_assert_eq(pasco_cluster_task_role(c), PASCO_ROLE_EVALUATOR);
 	pasco_cluster_free(c);
 }
@@ -70,27 +76,37 @@ Test(cluster, rejects_what_tensorflow_rejects)
 {
 	expect_error("{}", "Cluster spec must be non-empty");
 	expect_error("{\"cluster\": {}}", "Cluster spec must be non-empty");
-	expect_error("{\"cluster\": {\"worker\": [\"h:1\"]}}", "at least one ps");
-	expect_error("{\"cluster\": {\"ps\": [\"h:1\"]}}", "at least one worker");
-	expect_error("{\"cluster\": {\"chief\": [\"h:1\", \"h:2\"], \"worker\": "
-	             "[\"h:3\"], \"ps\": [\"h:4\"]}}", "at most one 'chief'");
-	expect_error("{\"cluster\": {\"chief\": [\"h:1\"], \"master\": [\"h:2\"],"
-	             "\"worker\": [\"h:3\"], \"ps\": [\"h:4\"]}}", "at most one 'chief'");
+	expect_error(
+	    "{\"cluster\": {\"worker\": [\"h:1\"]}}", "at least one ps");
+	expect_error(
+	    "{\"cluster\": {\"ps\": [\"h:1\"]}}", "at least one worker");
+	expect_error(
+	    "{\"cluster\": {\"chief\": [\"h:1\", \"h:2\"], \"worker\": "
+	    "[\"h:3\"], \"ps\": [\"h:4\"]}}",
+	    "at most one 'chief'");
+	expect_error(
+	    "{\"cluster\": {\"chief\": [\"h:1\"], \"master\": [\"h:2\"],"
+	    "\"worker\": [\"h:3\"], \"ps\": [\"h:4\"]}}",
+	    "at most one 'chief'");
 	expect_error("{\"cluster\": {\"trainer\": [\"h:1\"]}}",
 	    "Disallowed task type found in cluster spec");
-	expect_error("{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": [\"h:2\"]},"
-	             "\"task\": {\"type\": \"gpu\", \"index\": 0}}",
+	expect_error(
+	    "{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": [\"h:2\"]},"
+	    "\"task\": {\"type\": \"gpu\", \"index\": 0}}",
 	    "Unrecognized task_type");
-	expect_error("{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": [\"h:2\"]},"
-	             "\"task\": {\"type\": \"worker\", \"index\": 1}}",
+	expect_error(
+	    "{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": [\"h:2\"]},"
+	    "\"task\": {\"type\": \"worker\", \"index\": 1}}",
 	    "out of range");
-	expect_error("{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": [\"h:2\"]},"
-	             "\"task\": {\"type\": \"worker\", \"index\": -1}}",
+	expect_error(
+	    "{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": [\"h:2\"]},"
+	    "\"task\": {\"type\": \"worker\", \"index\": -1}}",
 	    "out of range");
 	expect_error("{\"cluster\": {\"worker\": [\"h:1\"", "not valid JSON");
 	expect_error("[1, 2]", "must be a JSON object");
 	expect_error("{\"cluster\": {\"worker\": \"h:1\"}}", "must be a list");
-	expect_error("{\"cluster\": {\"worker\": [\"nohostport\"]}}", "not host:port");
+	expect_error(
+	    "{\"cluster\": {\"worker\": [\"nohostport\"]}}", "not host:port");
 	expect_error("{\"cluster\": {\"worker\": [7]}}", "not a string");
 }
 
@@ -98,7 +114,7 @@ Test(cluster, flags_override_and_are_removed_from_argv)
 {
 	char *argv[] = {"prog", "--ps-hosts=h:1", "--worker-hosts", "h:2,h:3",
 	    "--epochs", "5", "--task-type=worker", "--task-index", "1", NULL};
-	int            argc = 9;
+	int   argc   = 9;
 	pasco_cluster *c;
 	char           err[256];
 	setenv("TF_CONFIG", "{\"cluster\": {\"bogus\": []}}", 1);
@@ -118,8 +134,10 @@ Test(cluster, tf_config_is_read_when_no_flags)
 	int            argc   = 1;
 	pasco_cluster *c;
 	char           err[256];
-	setenv("TF_CONFIG", "{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": "
-	    "[\"inproc://x\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}", 1);
+	setenv("TF_CONFIG",
+	    "{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": "
+	    "[\"inproc://x\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}",
+	    1);
 	PASCO_PASS(pasco_cluster_from_args(&c, &argc, argv, err, sizeof(err)));
 	cr_assert_str_eq(pasco_cluster_url(c, PASCO_ROLE_PS, 0), "inproc://x");
 	cr_assert_eq(pasco_cluster_task_role(c), PASCO_ROLE_PS);
@@ -134,7 +152,7 @@ Test(cluster, bad_task_index_flag_is_rejected)
 {
 	char *argv[] = {"prog", "--ps-hosts=h:1", "--worker-hosts=h:2",
 	    "--task-type=ps", "--task-index=x", NULL};
-	int            argc = 5;
+	int   argc   = 5;
 	pasco_cluster *c;
 	char           err[256];
 	PASCO_FAIL(pasco_cluster_from_args(&c, &argc, argv, err, sizeof(err)),

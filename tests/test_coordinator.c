@@ -65,7 +65,8 @@ PASCO_FUNCTION(add_to_var)
 		return rv;
 	}
 	if ((rv = pasco_variable_assign_add(v, d)) != 0) {
-		return pasco_call_fail(call, rv, "%s", pasco_variable_error(v));
+		return pasco_call_fail(
+		    call, rv, "%s", pasco_variable_error(v));
 	}
 	return PASCO_OK;
 }
@@ -86,11 +87,12 @@ PASCO_FUNCTION(nested)
 		return rv;
 	}
 	x = pasco_tensor_get(t, 0);
-	pasco_call_return(call, pasco_value_list(4, pasco_value_tensor(f32(x + 1)),
-	    pasco_value_list(2, pasco_value_tensor(f32(x + 2)),
-	        pasco_value_tensor(f32(x + 3))),
-	    pasco_value_list(1, pasco_value_tensor(f32(x + 4))),
-	    pasco_value_dict(1, "v", pasco_value_tensor(f32(x)))));
+	pasco_call_return(
+	    call, pasco_value_list(4, pasco_value_tensor(f32(x + 1)),
+	              pasco_value_list(2, pasco_value_tensor(f32(x + 2)),
+	                  pasco_value_tensor(f32(x + 3))),
+	              pasco_value_list(1, pasco_value_tensor(f32(x + 4))),
+	              pasco_value_dict(1, "v", pasco_value_tensor(f32(x)))));
 	return PASCO_OK;
 }
 
@@ -98,8 +100,8 @@ Test(coordinator, basic_variable_assignment) /* 39 */
 {
 	pasco_variable *v1, *v2;
 	start(1, 1, 0);
-	v1 = make_var("v1", 0.0);
-	v2 = make_var("v2", 1.0);
+	v1               = make_var("v1", 0.0);
+	v2               = make_var("v2", 1.0);
 	pasco_tensor *up = f32(0.1), *down = f32(-0.2);
 	pasco_arg     a1[] = {pasco_arg_variable(v1), pasco_arg_tensor(up)};
 	pasco_arg     a2[] = {pasco_arg_variable(v2), pasco_arg_tensor(down)};
@@ -144,9 +146,10 @@ Test(coordinator, recreating_a_variable_is_idempotent_unless_the_spec_differs)
 	cr_assert_eq(pasco_variable_ps_task(a), pasco_variable_ps_task(b));
 	cr_assert_eq(read_var(b), 3.0);
 	PASCO_PASS(pasco_tensor_alloc(&wrong, PASCO_F32, 1, (int64_t[]){2}));
-	PASCO_FAIL(pasco_variable_create(&c, strategy, "w", wrong), PASCO_EEXIST);
-	cr_assert(strstr(pasco_strategy_error(strategy), "f32[2]") != NULL, "%s",
-	    pasco_strategy_error(strategy));
+	PASCO_FAIL(
+	    pasco_variable_create(&c, strategy, "w", wrong), PASCO_EEXIST);
+	cr_assert(strstr(pasco_strategy_error(strategy), "f32[2]") != NULL,
+	    "%s", pasco_strategy_error(strategy));
 	/* the next new variable still takes the next ps in turn */
 	c = make_var("u", 0);
 	cr_assert_eq(pasco_variable_ps_task(c), 1);
@@ -165,7 +168,8 @@ Test(coordinator, a_mismatched_update_is_rejected_and_changes_nothing)
 	v = make_var("v", 5.0);
 	PASCO_PASS(pasco_tensor_alloc(&wrong, PASCO_F64, 0, NULL));
 	PASCO_FAIL(pasco_variable_assign(v, wrong), PASCO_EINVAL);
-	cr_assert(strstr(pasco_variable_error(v), "dtype and shape must match"),
+	cr_assert(
+	    strstr(pasco_variable_error(v), "dtype and shape must match"),
 	    "%s", pasco_variable_error(v));
 	cr_assert_eq(read_var(v), 5.0);
 	/* from a step function, the same error reaches join */
@@ -184,17 +188,23 @@ Test(coordinator, fetch_returns_nested_values) /* 15 */
 {
 	pasco_remote_value *rv;
 	const pasco_value  *v;
-	pasco_tensor       *x = f32(1);
+	pasco_tensor       *x   = f32(1);
 	pasco_arg           arg = pasco_arg_tensor(x);
 	start(1, 2, 0);
 	PASCO_PASS(pasco_schedule(coord, "nested", &arg, 1, &rv));
 	PASCO_PASS(pasco_remote_value_fetch(rv, &v));
 	cr_assert(pasco_remote_value_is_ready(rv));
 	cr_assert_eq(pasco_value_scalar(pasco_value_item(v, 0)), 2);
-	cr_assert_eq(pasco_value_scalar(pasco_value_item(pasco_value_item(v, 1), 0)), 3);
-	cr_assert_eq(pasco_value_scalar(pasco_value_item(pasco_value_item(v, 1), 1)), 4);
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_item(pasco_value_item(v, 1), 0)),
+	    3);
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_item(pasco_value_item(v, 1), 1)),
+	    4);
 	cr_assert_eq(pasco_value_scalar(pasco_value_item(v, 2)), 5);
-	cr_assert_eq(pasco_value_scalar(pasco_value_get(pasco_value_item(v, 3), "v")), 1);
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_get(pasco_value_item(v, 3), "v")),
+	    1);
 	PASCO_PASS(pasco_join(coord));
 	pasco_remote_value_free(rv);
 	pasco_tensor_release(x);
@@ -221,7 +231,8 @@ Test(coordinator, bad_schedule_arguments_are_rejected)
 	pasco_arg null_tensor = pasco_arg_tensor(NULL);
 	start(1, 1, 0);
 	PASCO_FAIL(pasco_schedule(coord, "", NULL, 0, NULL), PASCO_EINVAL);
-	PASCO_FAIL(pasco_schedule(coord, "nested", &null_tensor, 1, NULL), PASCO_EINVAL);
+	PASCO_FAIL(pasco_schedule(coord, "nested", &null_tensor, 1, NULL),
+	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_coordinator_error(coord), "argument 0"), "%s",
 	    pasco_coordinator_error(coord));
 	stop();
@@ -244,7 +255,8 @@ barrier_wait(int n)
 	barrier_in++;
 	pthread_cond_broadcast(&barrier_cv);
 	while (barrier_in < n && ok) {
-		ok = pthread_cond_timedwait(&barrier_cv, &barrier_mu, &ts) == 0;
+		ok =
+		    pthread_cond_timedwait(&barrier_cv, &barrier_mu, &ts) == 0;
 	}
 	pthread_mutex_unlock(&barrier_mu);
 	return ok;
@@ -254,8 +266,9 @@ PASCO_DATASET(range_shard)
 {
 	pasco_dataset *ds;
 	int            rv = pasco_dataset_range(&ds, 0, 10, 1);
-	return rv != 0 ? rv : pasco_dataset_shard(out, ds, ctx->num_workers,
-	                          ctx->worker_index);
+	return rv != 0 ? rv
+	               : pasco_dataset_shard(
+	                     out, ds, ctx->num_workers, ctx->worker_index);
 }
 
 /* args: iterator, i64 n. Sums the whole shard, meets the barrier. */
@@ -275,11 +288,13 @@ PASCO_FUNCTION(sum_shard)
 		pasco_value_free(e);
 	}
 	if (!barrier_wait((int) pasco_tensor_get(n, 0))) {
-		return pasco_call_fail(call, PASCO_ETIMEDOUT, "barrier timed out");
+		return pasco_call_fail(
+		    call, PASCO_ETIMEDOUT, "barrier timed out");
 	}
-	pasco_call_return(call, pasco_value_list(2,
-	    pasco_value_tensor(f32(pasco_call_worker_index(call))),
-	    pasco_value_tensor(f32(sum))));
+	pasco_call_return(
+	    call, pasco_value_list(2,
+	              pasco_value_tensor(f32(pasco_call_worker_index(call))),
+	              pasco_value_tensor(f32(sum))));
 	return PASCO_OK;
 }
 
@@ -289,13 +304,14 @@ Test(coordinator, each_worker_iterates_its_own_shard) /* 13 */
 	pasco_per_worker_iterator *it;
 	pasco_remote_value        *rv[5];
 	double                     by_worker[5] = {0};
-	pasco_tensor              *n = test_scalar(PASCO_I64, 5);
+	pasco_tensor              *n            = test_scalar(PASCO_I64, 5);
 	start(1, 5, 1);
 	PASCO_PASS(pasco_per_worker_dataset_create(&d, coord, "range_shard"));
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
 	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_tensor(n)};
 	for (int i = 0; i < 5; i++) {
-		PASCO_PASS(pasco_schedule(coord, "sum_shard", args, 2, &rv[i]));
+		PASCO_PASS(
+		    pasco_schedule(coord, "sum_shard", args, 2, &rv[i]));
 	}
 	PASCO_PASS(pasco_join(coord));
 	for (int i = 0; i < 5; i++) {
@@ -356,7 +372,8 @@ Test(coordinator, each_new_iterator_starts_from_the_beginning) /* 17 */
 		pasco_remote_value        *rv;
 		const pasco_value         *out;
 		PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
-		pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(v)};
+		pasco_arg args[] = {
+		    pasco_arg_iterator(it), pasco_arg_variable(v)};
 		PASCO_PASS(pasco_schedule(coord, "add_next", args, 2, &rv));
 		PASCO_PASS(pasco_remote_value_fetch(rv, &out));
 		cr_assert_eq(pasco_value_scalar(out), 1.0);
@@ -428,8 +445,8 @@ PASCO_FUNCTION(fail_if_positive)
 		return rv;
 	}
 	if (pasco_tensor_get(x, 0) > 0) {
-		return pasco_call_fail(call, PASCO_EINVAL, "x must be <= 0, got %g",
-		    pasco_tensor_get(x, 0));
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "x must be <= 0, got %g", pasco_tensor_get(x, 0));
 	}
 	return PASCO_OK;
 }
@@ -437,15 +454,18 @@ PASCO_FUNCTION(fail_if_positive)
 Test(coordinator, join_raises_a_closure_error_once_then_recovers) /* 29, 32 */
 {
 	pasco_tensor *pos = f32(1), *neg = f32(-1);
-	pasco_arg     bad = pasco_arg_tensor(pos), good = pasco_arg_tensor(neg);
+	pasco_arg bad = pasco_arg_tensor(pos), good = pasco_arg_tensor(neg);
 	start(1, 3, 0);
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 3; i++) {
-			PASCO_PASS(pasco_schedule(coord, "fail_if_positive", &good, 1, NULL));
+			PASCO_PASS(pasco_schedule(
+			    coord, "fail_if_positive", &good, 1, NULL));
 		}
-		PASCO_PASS(pasco_schedule(coord, "fail_if_positive", &bad, 1, NULL));
+		PASCO_PASS(
+		    pasco_schedule(coord, "fail_if_positive", &bad, 1, NULL));
 		PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
-		cr_assert(strstr(pasco_coordinator_error(coord), "x must be <= 0, got 1"),
+		cr_assert(strstr(pasco_coordinator_error(coord),
+		              "x must be <= 0, got 1"),
 		    "%s", pasco_coordinator_error(coord));
 		PASCO_PASS(pasco_join(coord)); /* raised once */
 	}
@@ -466,7 +486,8 @@ Test(coordinator, schedule_raises_a_pending_error) /* 30, 31 */
 		usleep(1000);
 	}
 	cr_assert_eq(rv, PASCO_EINVAL, "schedule never raised the error");
-	PASCO_PASS(pasco_join(coord)); /* the cancelled ones' errors never surface */
+	PASCO_PASS(
+	    pasco_join(coord)); /* the cancelled ones' errors never surface */
 	pasco_tensor_release(pos);
 	stop();
 }
@@ -479,7 +500,8 @@ PASCO_FUNCTION(gated)
 {
 	const pasco_tensor *x;
 	int                 rv;
-	for (int i = 0; i < 1000 && !__atomic_load_n(&gate_open, __ATOMIC_SEQ_CST); i++) {
+	for (int i = 0;
+	     i < 1000 && !__atomic_load_n(&gate_open, __ATOMIC_SEQ_CST); i++) {
 		usleep(5000);
 	}
 	if ((rv = pasco_call_tensor(call, 0, &x)) != 0) {
@@ -502,7 +524,8 @@ open_gate_later(void *arg)
 	return NULL;
 }
 
-Test(coordinator, an_error_cancels_queued_closures_and_waits_for_running_ones) /* 36, 37 */
+Test(coordinator,
+    an_error_cancels_queued_closures_and_waits_for_running_ones) /* 36, 37 */
 {
 	pasco_per_worker_dataset  *d;
 	pasco_per_worker_iterator *it;
@@ -510,8 +533,8 @@ Test(coordinator, an_error_cancels_queued_closures_and_waits_for_running_ones) /
 	pasco_remote_value        *slow, *queued[3];
 	const pasco_value         *out;
 	pasco_tensor              *pos = f32(1), *neg = f32(-1);
-	pasco_arg                  bad = pasco_arg_tensor(pos), ok = pasco_arg_tensor(neg);
-	pthread_t                  th;
+	pasco_arg bad = pasco_arg_tensor(pos), ok = pasco_arg_tensor(neg);
+	pthread_t th;
 
 	start(1, 1, 2);
 	v = make_var("v", 0);
@@ -532,13 +555,16 @@ Test(coordinator, an_error_cancels_queued_closures_and_waits_for_running_ones) /
 	PASCO_PASS(pasco_remote_value_fetch(slow, &out)); /* it was running */
 	cr_assert_eq(pasco_value_scalar(out), 7);
 	for (int i = 0; i < 3; i++) {
-		PASCO_FAIL(pasco_remote_value_fetch(queued[i], &out), PASCO_ECANCELLED);
-		cr_assert(strstr(pasco_remote_value_error(queued[i]), "cancelled"));
+		PASCO_FAIL(pasco_remote_value_fetch(queued[i], &out),
+		    PASCO_ECANCELLED);
+		cr_assert(
+		    strstr(pasco_remote_value_error(queued[i]), "cancelled"));
 		pasco_remote_value_free(queued[i]);
 	}
 	/* the coordinator and the iterator are still usable */
 	for (int i = 0; i < 3; i++) {
-		PASCO_PASS(pasco_schedule(coord, "add_next", with_it, 2, NULL));
+		PASCO_PASS(
+		    pasco_schedule(coord, "add_next", with_it, 2, NULL));
 	}
 	PASCO_PASS(pasco_join(coord));
 	cr_assert_eq(read_var(v), 8);
@@ -558,7 +584,8 @@ PASCO_DATASET(broken_factory)
 	return PASCO_EIO;
 }
 
-Test(coordinator, a_failed_iterator_fails_the_closures_that_use_it) /* 34, 35 */
+Test(
+    coordinator, a_failed_iterator_fails_the_closures_that_use_it) /* 34, 35 */
 {
 	pasco_per_worker_dataset  *bad, *good;
 	pasco_per_worker_iterator *bad_it, *good_it;
@@ -567,20 +594,23 @@ Test(coordinator, a_failed_iterator_fails_the_closures_that_use_it) /* 34, 35 */
 	const pasco_value         *out;
 	start(1, 1, 0);
 	v = make_var("v", 0);
-	PASCO_PASS(pasco_per_worker_dataset_create(&bad, coord, "broken_factory"));
+	PASCO_PASS(
+	    pasco_per_worker_dataset_create(&bad, coord, "broken_factory"));
 	PASCO_PASS(pasco_per_worker_dataset_create(&good, coord, "just_one"));
 	PASCO_PASS(pasco_per_worker_iterator_create(&bad_it, bad));
 	PASCO_PASS(pasco_per_worker_iterator_create(&good_it, good));
-	pasco_arg use_good[] = {pasco_arg_iterator(good_it), pasco_arg_variable(v)};
+	pasco_arg use_good[] = {
+	    pasco_arg_iterator(good_it), pasco_arg_variable(v)};
 	PASCO_PASS(pasco_schedule(coord, "add_next", use_good, 2, &rv));
 	PASCO_PASS(pasco_join(coord));
 	PASCO_PASS(pasco_remote_value_fetch(rv, &out));
 	pasco_remote_value_free(rv);
-	pasco_arg use_bad[] = {pasco_arg_iterator(bad_it), pasco_arg_variable(v)};
+	pasco_arg use_bad[] = {
+	    pasco_arg_iterator(bad_it), pasco_arg_variable(v)};
 	PASCO_PASS(pasco_schedule(coord, "add_next", use_bad, 2, &rv));
 	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
-	cr_assert(strstr(pasco_coordinator_error(coord), "broken_factory"), "%s",
-	    pasco_coordinator_error(coord));
+	cr_assert(strstr(pasco_coordinator_error(coord), "broken_factory"),
+	    "%s", pasco_coordinator_error(coord));
 	PASCO_FAIL(pasco_remote_value_fetch(rv, &out), PASCO_EINVAL);
 	pasco_remote_value_free(rv);
 	pasco_per_worker_iterator_free(bad_it);
@@ -603,8 +633,9 @@ PASCO_FUNCTION(plus_minus)
 	}
 	double x = pasco_tensor_get(t, 0);
 	pasco_tensor_release(t);
-	pasco_call_return(call, pasco_value_list(2, pasco_value_tensor(f32(x + 1)),
-	    pasco_value_tensor(f32(x - 1))));
+	pasco_call_return(
+	    call, pasco_value_list(2, pasco_value_tensor(f32(x + 1)),
+	              pasco_value_tensor(f32(x - 1))));
 	return PASCO_OK;
 }
 
@@ -614,7 +645,7 @@ Test(coordinator, fetch_works_after_every_worker_is_gone) /* 64 */
 	pasco_remote_value *rv;
 	const pasco_value  *out;
 	start(1, 2, 0);
-	v = make_var("v", 0);
+	v             = make_var("v", 0);
 	pasco_arg arg = pasco_arg_variable(v);
 	PASCO_PASS(pasco_schedule(coord, "plus_minus", &arg, 1, &rv));
 	PASCO_PASS(pasco_join(coord));
@@ -635,7 +666,7 @@ Test(coordinator, closures_of_a_stopped_worker_run_on_the_others)
 	pasco_variable *v;
 	pasco_tensor   *one = f32(1);
 	start(1, 2, 0);
-	v = make_var("v", 0);
+	v                = make_var("v", 0);
 	pasco_arg args[] = {pasco_arg_variable(v), pasco_arg_tensor(one)};
 	pasco_server_stop(tc.workers[0]);
 	tc.workers[0] = NULL;
@@ -653,24 +684,29 @@ Test(coordinator, one_coordinator_per_strategy) /* 14 */
 {
 	pasco_coordinator *second;
 	start(1, 1, 0);
-	PASCO_FAIL(pasco_coordinator_create(&second, strategy, NULL), PASCO_EEXIST);
+	PASCO_FAIL(
+	    pasco_coordinator_create(&second, strategy, NULL), PASCO_EEXIST);
 	cr_assert_null(second);
 	stop();
 }
 
-Test(coordinator, strategy_rejects_an_invalid_cluster_and_times_out_on_a_dead_one)
+Test(coordinator,
+    strategy_rejects_an_invalid_cluster_and_times_out_on_a_dead_one)
 {
 	pasco_cluster         *c;
 	pasco_strategy        *s;
 	char                   err[128];
 	pasco_strategy_options o = {.connect_timeout_ms = 200};
-	PASCO_PASS(pasco_cluster_parse_json(&c, "{\"cluster\": {\"worker\": "
-	    "[\"inproc://nobody-w\"]}}", err, sizeof(err)));
+	PASCO_PASS(pasco_cluster_parse_json(&c,
+	    "{\"cluster\": {\"worker\": "
+	    "[\"inproc://nobody-w\"]}}",
+	    err, sizeof(err)));
 	PASCO_FAIL(pasco_strategy_create(&s, c, NULL), PASCO_EINVAL);
 	pasco_cluster_free(c);
-	PASCO_PASS(pasco_cluster_parse_json(&c, "{\"cluster\": {\"worker\": "
-	    "[\"inproc://nobody-w\"], \"ps\": [\"inproc://nobody-ps\"]}}", err,
-	    sizeof(err)));
+	PASCO_PASS(pasco_cluster_parse_json(&c,
+	    "{\"cluster\": {\"worker\": "
+	    "[\"inproc://nobody-w\"], \"ps\": [\"inproc://nobody-ps\"]}}",
+	    err, sizeof(err)));
 	PASCO_FAIL(pasco_strategy_create(&s, c, &o), PASCO_ETIMEDOUT);
 	cr_assert_null(s);
 	pasco_cluster_free(c);
@@ -686,9 +722,10 @@ PASCO_FUNCTION(where_and_next)
 	    (rv = pasco_dataset_next(it, &e)) != 0) {
 		return rv;
 	}
-	pasco_call_return(call, pasco_value_list(2,
-	    pasco_value_tensor(f32(pasco_call_worker_index(call))),
-	    pasco_value_tensor(f32(pasco_value_scalar(e)))));
+	pasco_call_return(
+	    call, pasco_value_list(2,
+	              pasco_value_tensor(f32(pasco_call_worker_index(call))),
+	              pasco_value_tensor(f32(pasco_value_scalar(e)))));
 	pasco_value_free(e);
 	return PASCO_OK;
 }
@@ -715,23 +752,27 @@ Test(coordinator, a_restarted_worker_gets_its_iterators_rebuilt_from_the_start)
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
 	pasco_arg arg = pasco_arg_iterator(it);
 	for (int i = 0; i < 5; i++) {
-		PASCO_PASS(pasco_schedule(coord, "where_and_next", &arg, 1, NULL));
+		PASCO_PASS(
+		    pasco_schedule(coord, "where_and_next", &arg, 1, NULL));
 	}
 	PASCO_PASS(pasco_join(coord)); /* the iterator is at 5 */
 	before = incarnation_seen(0);
 	pasco_server_stop(tc.workers[0]);
-	PASCO_PASS(pasco_server_start(&tc.workers[0], tc.cluster, PASCO_ROLE_WORKER, 0));
+	PASCO_PASS(pasco_server_start(
+	    &tc.workers[0], tc.cluster, PASCO_ROLE_WORKER, 0));
 	cr_assert_neq(incarnation_seen(0), before);
-	/* closures scheduled now wait for the worker, then see a fresh iterator */
+	/* closures scheduled now wait for the worker, then see a fresh
+	 * iterator */
 	for (int i = 0; i < 3; i++) {
 		pasco_remote_value *rv;
 		const pasco_value  *out;
-		PASCO_PASS(pasco_schedule(coord, "where_and_next", &arg, 1, &rv));
+		PASCO_PASS(
+		    pasco_schedule(coord, "where_and_next", &arg, 1, &rv));
 		PASCO_PASS(pasco_remote_value_fetch(rv, &out));
 		cr_assert_eq(pasco_value_scalar(pasco_value_item(out, 1)), i,
 		    "element %d after the restart is %g: the iterator was not "
-		    "rebuilt from the start", i,
-		    pasco_value_scalar(pasco_value_item(out, 1)));
+		    "rebuilt from the start",
+		    i, pasco_value_scalar(pasco_value_item(out, 1)));
 		pasco_remote_value_free(rv);
 	}
 	PASCO_PASS(pasco_join(coord));

@@ -40,7 +40,8 @@ Test(dataset, batch_stacks_and_keeps_the_remainder)
 	const pasco_tensor *t = pasco_value_as_tensor(e);
 	cr_assert_eq(t->rank, 1);
 	cr_assert_eq(t->shape[0], 4);
-	cr_assert(((int64_t *) t->data)[0] == 1 && ((int64_t *) t->data)[3] == 4);
+	cr_assert(
+	    ((int64_t *) t->data)[0] == 1 && ((int64_t *) t->data)[3] == 4);
 	pasco_value_free(e);
 	PASCO_PASS(pasco_dataset_next(b, &e));
 	pasco_value_free(e);
@@ -75,7 +76,8 @@ Test(dataset, from_tensors_slices_rows_of_lists)
 	for (int i = 0; i < 3; i++) {
 		pasco_tensor_set(y, i, 10 + i);
 	}
-	pasco_value *v = pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
+	pasco_value *v =
+	    pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
 	PASCO_PASS(pasco_dataset_from_tensors(&ds, v));
 	pasco_value_free(v);
 	for (int i = 0; i < 2; i++) {
@@ -84,7 +86,8 @@ Test(dataset, from_tensors_slices_rows_of_lists)
 	}
 	/* third row */
 	PASCO_PASS(pasco_dataset_next(ds, &e));
-	const pasco_tensor *row = pasco_value_as_tensor(pasco_value_item(e, 0));
+	const pasco_tensor *row =
+	    pasco_value_as_tensor(pasco_value_item(e, 0));
 	cr_assert_eq(row->rank, 1);
 	cr_assert_eq(pasco_tensor_get(row, 1), 5);
 	cr_assert_eq(pasco_value_scalar(pasco_value_item(e, 1)), 12);
@@ -99,7 +102,8 @@ Test(dataset, from_tensors_rejects_unequal_rows)
 	pasco_dataset *ds;
 	PASCO_PASS(pasco_tensor_alloc(&a, PASCO_F32, 1, (int64_t[]){3}));
 	PASCO_PASS(pasco_tensor_alloc(&b, PASCO_F32, 1, (int64_t[]){4}));
-	pasco_value *v = pasco_value_list(2, pasco_value_tensor(a), pasco_value_tensor(b));
+	pasco_value *v =
+	    pasco_value_list(2, pasco_value_tensor(a), pasco_value_tensor(b));
 	PASCO_FAIL(pasco_dataset_from_tensors(&ds, v), PASCO_EINVAL);
 	pasco_value_free(v);
 }
@@ -169,7 +173,8 @@ static int
 add_ten(void *arg, const pasco_value *e, pasco_value **out)
 {
 	(void) arg;
-	*out = pasco_value_tensor(test_scalar(PASCO_I64, pasco_value_scalar(e) + 10));
+	*out = pasco_value_tensor(
+	    test_scalar(PASCO_I64, pasco_value_scalar(e) + 10));
 	return PASCO_OK;
 }
 
@@ -201,7 +206,8 @@ Test(dataset, generator_without_reset_cannot_repeat)
 	pasco_dataset *g, *r;
 	pasco_value   *e;
 	double         v[8];
-	PASCO_PASS(pasco_dataset_from_generator(&g, countdown, NULL, NULL, &n));
+	PASCO_PASS(
+	    pasco_dataset_from_generator(&g, countdown, NULL, NULL, &n));
 	PASCO_PASS(pasco_dataset_repeat(&r, g, 3));
 	for (int i = 0; i < 2; i++) {
 		PASCO_PASS(pasco_dataset_next(r, &e));

@@ -27,14 +27,16 @@ value_at(ps_store *s, const char *name, int64_t i)
 Test(ps_store, create_is_idempotent_for_the_same_spec)
 {
 	ps_store     *s;
-	pasco_tensor *a = test_scalar(PASCO_F32, 1), *b = test_scalar(PASCO_F32, 5);
+	pasco_tensor *a = test_scalar(PASCO_F32, 1),
+	             *b = test_scalar(PASCO_F32, 5);
 	pasco_tensor *c = test_scalar(PASCO_F64, 1);
 	char          err[256];
 	PASCO_PASS(ps_store_create(&s));
 	PASCO_PASS(ps_store_var_create(s, "v", a, err, sizeof(err)));
 	PASCO_PASS(ps_store_var_create(s, "v", b, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "v", 0), 1, "re-creation keeps the value");
-	PASCO_FAIL(ps_store_var_create(s, "v", c, err, sizeof(err)), PASCO_EEXIST);
+	PASCO_FAIL(
+	    ps_store_var_create(s, "v", c, err, sizeof(err)), PASCO_EEXIST);
 	cr_assert(strstr(err, "f32[]") && strstr(err, "f64[]"), "%s", err);
 	ps_store_destroy(s);
 	pasco_tensor_release(a);
@@ -56,17 +58,23 @@ Test(ps_store, updates_apply_and_mismatches_change_nothing)
 		pasco_tensor_set(d, i, 10);
 	}
 	PASCO_PASS(ps_store_var_create(s, "w", v, err, sizeof(err)));
-	PASCO_PASS(ps_store_var_update(s, "w", PS_ASSIGN_ADD, 0, d, err, sizeof(err)));
+	PASCO_PASS(ps_store_var_update(
+	    s, "w", PS_ASSIGN_ADD, 0, d, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "w", 2), 12);
-	PASCO_PASS(ps_store_var_update(s, "w", PS_APPLY_SGD, 0.5, d, err, sizeof(err)));
+	PASCO_PASS(ps_store_var_update(
+	    s, "w", PS_APPLY_SGD, 0.5, d, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "w", 2), 7);
-	PASCO_PASS(ps_store_var_update(s, "w", PS_ASSIGN, 0, v, err, sizeof(err)));
+	PASCO_PASS(
+	    ps_store_var_update(s, "w", PS_ASSIGN, 0, v, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "w", 2), 2);
-	PASCO_FAIL(ps_store_var_update(s, "w", PS_ASSIGN_ADD, 0, wrong, err, sizeof(err)),
+	PASCO_FAIL(ps_store_var_update(
+	               s, "w", PS_ASSIGN_ADD, 0, wrong, err, sizeof(err)),
 	    PASCO_EINVAL);
 	cr_assert(strstr(err, "f32[3]") && strstr(err, "f32[4]"), "%s", err);
-	cr_assert_eq(value_at(s, "w", 2), 2, "a rejected update changed the value");
-	PASCO_FAIL(ps_store_var_update(s, "nope", PS_ASSIGN, 0, v, err, sizeof(err)),
+	cr_assert_eq(
+	    value_at(s, "w", 2), 2, "a rejected update changed the value");
+	PASCO_FAIL(
+	    ps_store_var_update(s, "nope", PS_ASSIGN, 0, v, err, sizeof(err)),
 	    PASCO_ENOTFOUND);
 	cr_assert(strstr(err, "nope") != NULL);
 	ps_store_destroy(s);
@@ -82,9 +90,11 @@ Test(ps_store, sgd_needs_a_float_variable)
 	char          err[256];
 	PASCO_PASS(ps_store_create(&s));
 	PASCO_PASS(ps_store_var_create(s, "step", i, err, sizeof(err)));
-	PASCO_FAIL(ps_store_var_update(s, "step", PS_APPLY_SGD, 0.1, i, err, sizeof(err)),
+	PASCO_FAIL(ps_store_var_update(
+	               s, "step", PS_APPLY_SGD, 0.1, i, err, sizeof(err)),
 	    PASCO_EINVAL);
-	PASCO_PASS(ps_store_var_update(s, "step", PS_ASSIGN_ADD, 0, i, err, sizeof(err)));
+	PASCO_PASS(ps_store_var_update(
+	    s, "step", PS_ASSIGN_ADD, 0, i, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "step", 0), 6);
 	ps_store_destroy(s);
 	pasco_tensor_release(i);

@@ -46,7 +46,7 @@ get(size_t w)
 static bool
 done(void)
 {
-	bool d   = false;
+	bool d = false;
 	char msg[64];
 	PASCO_PASS(queue_done(&q, &d, msg, sizeof(msg)));
 	return d;
@@ -100,7 +100,8 @@ Test(queue, wait_raises_the_error_of_a_failed_closure) /* 4 */
 	closure_free(get(0));
 	pthread_create(&th, NULL, fail_later, NULL);
 	PASCO_FAIL(queue_wait(&q, msg, sizeof(msg)), PASCO_EINVAL);
-	cr_assert_geq(pasci_now_ms() - start, 90, "wait returned before the failure");
+	cr_assert_geq(
+	    pasci_now_ms() - start, 90, "wait returned before the failure");
 	cr_assert_str_eq(msg, "bad value");
 	pthread_join(th, NULL);
 	cr_assert(done());
@@ -126,7 +127,8 @@ expect_cancelled(pasco_remote_value *rv)
 {
 	const pasco_value *v;
 	PASCO_FAIL(pasco_remote_value_fetch(rv, &v), PASCO_ECANCELLED);
-	cr_assert_str_eq(pasco_remote_value_error(rv), "The corresponding "
+	cr_assert_str_eq(pasco_remote_value_error(rv),
+	    "The corresponding "
 	    "function is cancelled. Please reschedule the function.");
 	pasco_remote_value_free(rv);
 }
@@ -198,7 +200,8 @@ Test(queue, only_the_first_error_is_raised_after_in_flight_finish) /* 8 */
 	pthread_create(&th, NULL, second_fails_later, NULL);
 	PASCO_FAIL(queue_wait(&q, msg, sizeof(msg)), PASCO_EINVAL);
 	cr_assert_str_eq(msg, "Some error");
-	cr_assert_geq(pasci_now_ms() - start, 140, "raised before c2 finished");
+	cr_assert_geq(
+	    pasci_now_ms() - start, 140, "raised before c2 finished");
 	pthread_join(th, NULL);
 	cr_assert_eq(queue_inflight(&q), 0);
 	cr_assert_eq(queue_length(&q), 0);
@@ -257,8 +260,8 @@ Test(queue, window_limits_closures_in_flight_per_worker)
 static void *
 consume(void *arg)
 {
-	size_t w = (size_t) (uintptr_t) arg;
-	bool   tagged, back = true;
+	size_t   w = (size_t) (uintptr_t) arg;
+	bool     tagged, back = true;
 	closure *c;
 	while ((c = queue_get(&q, w, &tagged)) != NULL) {
 		if (back) { /* every other closure is "retried" */

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "common/rpc.h"
-#include <nng/protocol/reqrep0/req.h>
 #include "common/util.h"
+#include <nng/protocol/reqrep0/req.h>
 
 TestSuite(rpc, .timeout = 30);
 
@@ -73,7 +73,8 @@ Test(rpc, call_returns_the_reply)
 	PASCO_PASS(pasci_rpc_client_open(&c, url, NULL, NULL));
 	PASCO_PASS(call(c, "echo", 4.5, &out, 5000, err));
 	cr_assert_eq(out, 4.5);
-	cr_assert_eq(pasci_rpc_client_incarnation(c), pasci_rpc_server_incarnation(s));
+	cr_assert_eq(
+	    pasci_rpc_client_incarnation(c), pasci_rpc_server_incarnation(s));
 	PASCO_FAIL(call(c, "fail", 1, &out, 5000, err), PASCO_EINVAL);
 	cr_assert_str_eq(err, "asked to fail");
 	pasci_rpc_client_close(c);
@@ -114,8 +115,8 @@ Test(rpc, concurrent_calls_share_one_connection)
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
-		cr_assert_eq(k[i].ok, 200, "thread %d: %d of 200 replies matched", i,
-		    k[i].ok);
+		cr_assert_eq(k[i].ok, 200,
+		    "thread %d: %d of 200 replies matched", i, k[i].ok);
 	}
 	pasci_rpc_client_close(c);
 	pasci_rpc_server_close(s);
@@ -134,7 +135,8 @@ Test(rpc, deadline_expires_a_slow_call)
 	PASCO_PASS(pasci_rpc_client_wait_up(c, 5000));
 	start = pasci_now_ms();
 	PASCO_FAIL(call(c, "sleep", 1, &out, 100, err), PASCO_ETIMEDOUT);
-	cr_assert_lt(pasci_now_ms() - start, 290, "the deadline did not cut the wait");
+	cr_assert_lt(
+	    pasci_now_ms() - start, 290, "the deadline did not cut the wait");
 	cr_assert(strstr(err, "deadline") != NULL, "%s", err);
 	pasci_rpc_client_close(c);
 	pasci_rpc_server_close(s);
@@ -148,7 +150,8 @@ Test(rpc, calls_fail_fast_without_a_server)
 	unique_url();
 	PASCO_PASS(pasci_rpc_client_open(&c, url, NULL, NULL));
 	PASCO_FAIL(call(c, "echo", 1, &out, 100, err), PASCO_EUNAVAILABLE);
-	cr_assert(strstr(err, url) != NULL, "the message names the server: %s", err);
+	cr_assert(
+	    strstr(err, url) != NULL, "the message names the server: %s", err);
 	pasci_rpc_client_close(c);
 }
 
@@ -197,7 +200,8 @@ Test(rpc, reports_disconnect_and_a_new_incarnation)
 	char              err[256];
 	uint64_t          first;
 
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", 20000 + (int) (getpid() % 20000));
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d",
+	    20000 + (int) (getpid() % 20000));
 	PASCO_PASS(pasci_rpc_server_open(&s1, url, 2, "t", echo, NULL));
 	PASCO_PASS(pasci_rpc_client_open(&c, url, on_state, &log));
 	cr_assert_eq(wait_count(&log, &log.ups, 1), 1);
@@ -208,7 +212,8 @@ Test(rpc, reports_disconnect_and_a_new_incarnation)
 	PASCO_FAIL(call(c, "echo", 1, &out, 50, err), PASCO_EUNAVAILABLE);
 	PASCO_PASS(pasci_rpc_server_open(&s2, url, 2, "t", echo, NULL));
 	cr_assert_eq(wait_count(&log, &log.ups, 2), 2, "no reconnect seen");
-	cr_assert_neq(log.last, first, "a restarted server has a new incarnation");
+	cr_assert_neq(
+	    log.last, first, "a restarted server has a new incarnation");
 	PASCO_PASS(call(c, "echo", 2, &out, 5000, err));
 	pasci_rpc_client_close(c);
 	pasci_rpc_server_close(s2);
@@ -264,11 +269,13 @@ Test(rpc, malformed_request_gets_an_error_reply)
 	cr_assert_eq(nng_req0_open(&raw), 0);
 	cr_assert_eq(nng_dial(raw, url, NULL, 0), 0);
 	/* incarnation 0 (any), then a header length past the end */
-	cr_assert_eq(nng_send(raw, "\0\0\0\0\0\0\0\0\0\0\1\0garbage", 19, 0), 0);
+	cr_assert_eq(
+	    nng_send(raw, "\0\0\0\0\0\0\0\0\0\0\1\0garbage", 19, 0), 0);
 	cr_assert_eq(nng_recvmsg(raw, &msg, 0), 0);
 	PASCO_PASS(pasci_wire_decode(&m, msg, err, sizeof(err)));
 	cr_assert_eq(m.hdr->status, PASCO_EPROTO);
-	cr_assert(strstr(m.hdr->error, "malformed request") != NULL, "%s", m.hdr->error);
+	cr_assert(strstr(m.hdr->error, "malformed request") != NULL, "%s",
+	    m.hdr->error);
 	pasci_wire_msg_fini(&m);
 	nng_close(raw);
 	pasci_rpc_server_close(s);

@@ -20,14 +20,16 @@ Test(tensor, alloc_sets_descriptor_and_zeroes_data)
 
 Test(tensor, rejects_bad_specs)
 {
-	int64_t       neg[] = {2, -1};
+	int64_t       neg[]  = {2, -1};
 	int64_t       big[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-	pasco_tensor *t = (pasco_tensor *) 1;
+	pasco_tensor *t      = (pasco_tensor *) 1;
 	PASCO_FAIL(pasco_tensor_alloc(&t, PASCO_F32, 2, neg), PASCO_EINVAL);
 	cr_assert_null(t);
 	PASCO_FAIL(pasco_tensor_alloc(&t, PASCO_F32, 9, big), PASCO_EINVAL);
-	PASCO_FAIL(pasco_tensor_alloc(&t, (pasco_dtype) 99, 0, NULL), PASCO_EINVAL);
-	PASCO_FAIL(pasco_tensor_from(&t, PASCO_F32, 1, (int64_t[]){2}, "abc", 3),
+	PASCO_FAIL(
+	    pasco_tensor_alloc(&t, (pasco_dtype) 99, 0, NULL), PASCO_EINVAL);
+	PASCO_FAIL(
+	    pasco_tensor_from(&t, PASCO_F32, 1, (int64_t[]){2}, "abc", 3),
 	    PASCO_EINVAL);
 }
 
@@ -43,7 +45,8 @@ Test(tensor, hold_and_release_count_references)
 
 Test(tensor, get_and_set_convert_every_dtype)
 {
-	pasco_dtype types[] = {PASCO_F32, PASCO_F64, PASCO_I32, PASCO_I64, PASCO_U8};
+	pasco_dtype types[] = {
+	    PASCO_F32, PASCO_F64, PASCO_I32, PASCO_I64, PASCO_U8};
 	for (int i = 0; i < 5; i++) {
 		pasco_tensor *t = test_scalar(types[i], 42);
 		cr_assert_eq(pasco_tensor_get(t, 0), 42.0, "%s",
@@ -66,11 +69,11 @@ Test(tensor, copy_is_deep)
 Test(tensor, spec_string_names_dtype_and_shape)
 {
 	char buf[64];
-	cr_assert_str_eq(pasco_tensor_spec_string(PASCO_F32, 2, (int64_t[]){2, 3},
-	                     buf, sizeof(buf)),
+	cr_assert_str_eq(pasco_tensor_spec_string(PASCO_F32, 2,
+	                     (int64_t[]){2, 3}, buf, sizeof(buf)),
 	    "f32[2,3]");
-	cr_assert_str_eq(pasco_tensor_spec_string(PASCO_I64, 0, NULL, buf,
-	                     sizeof(buf)),
+	cr_assert_str_eq(
+	    pasco_tensor_spec_string(PASCO_I64, 0, NULL, buf, sizeof(buf)),
 	    "i64[]");
 }
 
@@ -81,13 +84,16 @@ Test(value, builds_and_reads_nested_structures)
 	pasco_value *v = pasco_value_list(3,
 	    pasco_value_tensor(test_scalar(PASCO_F32, 2)),
 	    pasco_value_list(1, pasco_value_tensor(test_scalar(PASCO_F32, 3))),
-	    pasco_value_dict(1, "v", pasco_value_tensor(test_scalar(PASCO_F32, 1))));
+	    pasco_value_dict(
+	        1, "v", pasco_value_tensor(test_scalar(PASCO_F32, 1))));
 	cr_assert_not_null(v);
 	cr_assert_eq(pasco_value_kind_of(v), PASCO_VALUE_LIST);
 	cr_assert_eq(pasco_value_size(v), 3);
 	cr_assert_eq(pasco_value_scalar(pasco_value_item(v, 0)), 2.0);
 	cr_assert_eq(pasco_value_scalar(pasco_value_item(v, 1)), 3.0);
-	cr_assert_eq(pasco_value_scalar(pasco_value_get(pasco_value_item(v, 2), "v")), 1.0);
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_get(pasco_value_item(v, 2), "v")),
+	    1.0);
 	cr_assert_str_eq(pasco_value_key(pasco_value_item(v, 2), 0), "v");
 	cr_assert_null(pasco_value_item(v, 3));
 	cr_assert(isnan(pasco_value_scalar(v)));
@@ -97,15 +103,16 @@ Test(value, builds_and_reads_nested_structures)
 Test(value, null_child_fails_and_frees_the_rest)
 {
 	cr_assert_null(pasco_value_list(2, pasco_value_none(), NULL));
-	cr_assert_null(pasco_value_dict(2, "a", pasco_value_none(), "a",
-	    pasco_value_none()));
+	cr_assert_null(pasco_value_dict(
+	    2, "a", pasco_value_none(), "a", pasco_value_none()));
 }
 
 Test(value, clone_shares_tensors)
 {
 	pasco_tensor *t = test_scalar(PASCO_F32, 4);
-	pasco_value  *v = pasco_value_list(1, pasco_value_tensor(pasco_tensor_hold(t)));
-	pasco_value  *c = pasco_value_clone(v);
+	pasco_value  *v =
+	    pasco_value_list(1, pasco_value_tensor(pasco_tensor_hold(t)));
+	pasco_value *c = pasco_value_clone(v);
 	pasco_value_free(v);
 	cr_assert_eq(pasco_value_as_tensor(pasco_value_item(c, 0)), t);
 	pasco_value_free(c);

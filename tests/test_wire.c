@@ -24,8 +24,9 @@ Test(wire, round_trips_header_tensors_and_nested_values)
 	pasco_value *v = pasco_value_list(3, pasco_value_tensor(big),
 	    pasco_value_list(2, pasco_value_tensor(test_scalar(PASCO_U8, 3)),
 	        pasco_value_none()),
-	    pasco_value_dict(2, "a", pasco_value_tensor(test_scalar(PASCO_I64, -9)),
-	        "b", pasco_value_tensor(test_scalar(PASCO_F32, 0.5))));
+	    pasco_value_dict(2, "a",
+	        pasco_value_tensor(test_scalar(PASCO_I64, -9)), "b",
+	        pasco_value_tensor(test_scalar(PASCO_F32, 0.5))));
 	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__RUN);
 	b.hdr.name = "step";
 	pasci_wire_add_value(&b, v);
@@ -38,16 +39,24 @@ Test(wire, round_trips_header_tensors_and_nested_values)
 	cr_assert_str_eq(m.hdr->name, "step");
 	cr_assert_eq(m.ntensors, 4);
 	PASCO_PASS(pasci_wire_get_value(&m, &out, err, sizeof(err)));
-	const pasco_tensor *t = pasco_value_as_tensor(pasco_value_item(out, 0));
+	const pasco_tensor *t =
+	    pasco_value_as_tensor(pasco_value_item(out, 0));
 	cr_assert_eq(t->rank, 2);
 	cr_assert_eq(t->shape[1], 5);
 	cr_assert_eq(((double *) t->data)[14], 21.0);
 	cr_assert_eq((uintptr_t) t->data % 8, 0, "tensor data is aligned");
-	cr_assert_eq(pasco_value_scalar(pasco_value_item(pasco_value_item(out, 1), 0)), 3);
-	cr_assert_eq(pasco_value_kind_of(pasco_value_item(pasco_value_item(out, 1), 1)),
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_item(pasco_value_item(out, 1), 0)),
+	    3);
+	cr_assert_eq(
+	    pasco_value_kind_of(pasco_value_item(pasco_value_item(out, 1), 1)),
 	    PASCO_VALUE_NONE);
-	cr_assert_eq(pasco_value_scalar(pasco_value_get(pasco_value_item(out, 2), "a")), -9);
-	cr_assert_eq(pasco_value_scalar(pasco_value_get(pasco_value_item(out, 2), "b")), 0.5);
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_get(pasco_value_item(out, 2), "a")),
+	    -9);
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_get(pasco_value_item(out, 2), "b")),
+	    0.5);
 	pasci_wire_msg_fini(&m);
 	/* the decoded value keeps the message alive */
 	cr_assert_eq(((double *) t->data)[1], 1.5);
@@ -62,7 +71,7 @@ Test(wire, round_trips_run_arguments)
 	nng_msg           *msg;
 	char               err[256];
 	int64_t            shape[] = {4};
-	pasco_tensor      *t = test_scalar(PASCO_F32, 2);
+	pasco_tensor      *t       = test_scalar(PASCO_F32, 2);
 
 	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__RUN);
 	pasci_wire_add_arg_tensor(&b, t);
@@ -73,7 +82,8 @@ Test(wire, round_trips_run_arguments)
 	PASCO_PASS(pasci_wire_decode(&m, msg, err, sizeof(err)));
 	cr_assert_eq(m.hdr->n_args, 3);
 	cr_assert_eq(m.hdr->args[0]->kind, PASCO__WIRE__ARG__KIND__TENSOR);
-	cr_assert_eq(pasco_tensor_get(m.tensors[m.hdr->args[0]->tensor], 0), 2.0);
+	cr_assert_eq(
+	    pasco_tensor_get(m.tensors[m.hdr->args[0]->tensor], 0), 2.0);
 	cr_assert_str_eq(m.hdr->args[1]->variable->name, "w");
 	cr_assert_eq(m.hdr->args[1]->variable->ps_task, 1);
 	cr_assert_eq(m.hdr->args[1]->variable->meta->shape[0], 4);
@@ -104,7 +114,8 @@ Test(wire, rejects_malformed_messages_with_a_reason)
 	memset(junk, 0xff, sizeof(junk));
 	PASCO_FAIL(decode_bytes(junk, 5, err, sizeof(err)), PASCO_EPROTO);
 	cr_assert(strstr(err, "shorter") != NULL, "%s", err);
-	PASCO_FAIL(decode_bytes(junk, sizeof(junk), err, sizeof(err)), PASCO_EPROTO);
+	PASCO_FAIL(
+	    decode_bytes(junk, sizeof(junk), err, sizeof(err)), PASCO_EPROTO);
 	cr_assert(strstr(err, "does not parse") != NULL, "%s", err);
 }
 

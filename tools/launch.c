@@ -43,7 +43,7 @@ static int signal_pipe[2] = {-1, -1};
 static void
 on_signal(int sig)
 {
-	unsigned char b = (unsigned char) sig;
+	unsigned char b     = (unsigned char) sig;
 	int           saved = errno;
 	(void) !write(signal_pipe[1], &b, 1);
 	errno = saved;
@@ -64,11 +64,12 @@ free_ports(int *ports, int n)
 	int fds[MAX_TASKS];
 	int rv = 0;
 	for (int i = 0; i < n; i++) {
-		struct sockaddr_in a = {.sin_family = AF_INET,
-		    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		struct sockaddr_in a   = {.sin_family = AF_INET,
+		      .sin_addr.s_addr                = htonl(INADDR_LOOPBACK)};
 		socklen_t          len = sizeof(a);
-		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-		if (fds[i] < 0 || bind(fds[i], (struct sockaddr *) &a, len) != 0 ||
+		fds[i]                 = socket(AF_INET, SOCK_STREAM, 0);
+		if (fds[i] < 0 ||
+		    bind(fds[i], (struct sockaddr *) &a, len) != 0 ||
 		    getsockname(fds[i], (struct sockaddr *) &a, &len) != 0) {
 			rv = -1;
 			n  = i + 1;
@@ -88,8 +89,8 @@ static void
 append_hosts(char *buf, size_t len, const char *job, const int *ports, int n)
 {
 	size_t used = strlen(buf);
-	used += (size_t) snprintf(buf + used, len - used, "%s\"%s\":[",
-	    used > 12 ? "," : "", job);
+	used += (size_t) snprintf(
+	    buf + used, len - used, "%s\"%s\":[", used > 12 ? "," : "", job);
 	for (int i = 0; i < n; i++) {
 		used += (size_t) snprintf(buf + used, len - used,
 		    "%s\"127.0.0.1:%d\"", i ? "," : "", ports[i]);
@@ -107,8 +108,10 @@ spawn(task *t, const char *cluster, char **argv)
 	if (pipe(fds) != 0) {
 		return -1;
 	}
-	snprintf(config, sizeof(config), "{%s},\"task\":{\"type\":\"%s\","
-	    "\"index\":%d}}", cluster, t->role, t->index);
+	snprintf(config, sizeof(config),
+	    "{%s},\"task\":{\"type\":\"%s\","
+	    "\"index\":%d}}",
+	    cluster, t->role, t->index);
 	if ((pid = fork()) == 0) {
 		sigset_t none;
 		sigemptyset(&none);
@@ -123,7 +126,8 @@ spawn(task *t, const char *cluster, char **argv)
 		close(fds[1]);
 		setenv("TF_CONFIG", config, 1);
 		execvp(argv[0], argv);
-		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		fprintf(
+		    stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(fds[1]);
@@ -162,7 +166,8 @@ drain(task *t)
 	for (;;) {
 		char *nl = memchr(t->line, '\n', t->len);
 		if (nl == NULL) {
-			if (t->len == sizeof(t->line)) { /* an over-long line */
+			if (t->len ==
+			    sizeof(t->line)) { /* an over-long line */
 				emit(t, t->line, t->len);
 				t->len = 0;
 			}
@@ -181,11 +186,12 @@ reap(task *tasks, int n, bool report)
 {
 	int running = 0;
 	for (int i = 0; i < n; i++) {
-		if (tasks[i].pid > 0 &&
-		    waitpid(tasks[i].pid, &tasks[i].status, WNOHANG) == tasks[i].pid) {
+		if (tasks[i].pid > 0 && waitpid(tasks[i].pid, &tasks[i].status,
+		                            WNOHANG) == tasks[i].pid) {
 			tasks[i].pid = 0;
 			if (report && i < n - 1) {
-				fprintf(stderr, "[launch] %s %d exited (%s %d)\n",
+				fprintf(stderr,
+				    "[launch] %s %d exited (%s %d)\n",
 				    tasks[i].role, tasks[i].index,
 				    WIFSIGNALED(tasks[i].status) ? "signal"
 				                                 : "status",
@@ -217,11 +223,12 @@ pump(task *tasks, int n, int timeout_ms)
 	struct pollfd pfd[MAX_TASKS + 1];
 	int           map[MAX_TASKS + 1], np = 0, caught = 0;
 
-	pfd[np] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
+	pfd[np]   = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
 	map[np++] = -1;
 	for (int i = 0; i < n; i++) {
 		if (tasks[i].out >= 0) {
-			pfd[np]   = (struct pollfd){.fd = tasks[i].out, .events = POLLIN};
+			pfd[np] = (struct pollfd){
+			    .fd = tasks[i].out, .events = POLLIN};
 			map[np++] = i;
 		}
 	}
@@ -232,7 +239,8 @@ pump(task *tasks, int n, int timeout_ms)
 			}
 			if (map[k] < 0) {
 				unsigned char b = 0;
-				if (read(signal_pipe[0], &b, 1) == 1 && b != SIGCHLD) {
+				if (read(signal_pipe[0], &b, 1) == 1 &&
+				    b != SIGCHLD) {
 					caught = b;
 				}
 			} else {
@@ -270,7 +278,8 @@ usage(void)
 	fprintf(stderr,
 	    "usage: pasco launch [--ps N] [--workers M] -- PROGRAM [ARGS...]\n"
 	    "  Starts N ps tasks (default 1), M workers (default 2) and the\n"
-	    "  chief, all running PROGRAM with TF_CONFIG set, on free loopback\n"
+	    "  chief, all running PROGRAM with TF_CONFIG set, on free "
+	    "loopback\n"
 	    "  ports; exits with the chief's status.\n");
 	return 2;
 }
@@ -309,21 +318,23 @@ install_signals(void)
 static int
 exit_status(int status)
 {
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return WIFEXITED(status) ? WEXITSTATUS(status)
+	                         : 128 + WTERMSIG(status);
 }
 
 int
 pasco_launch(int argc, char **argv)
 {
-	int   nps = 1, nworkers = 2, i, n, ports[MAX_TASKS], caught = 0;
-	char  cluster[12288] = "\"cluster\":{";
-	task  tasks[MAX_TASKS];
+	int  nps = 1, nworkers = 2, i, n, ports[MAX_TASKS], caught = 0;
+	char cluster[12288] = "\"cluster\":{";
+	task tasks[MAX_TASKS];
 
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		int *dst = strcmp(argv[i], "--ps") == 0        ? &nps
-		    : strcmp(argv[i], "--workers") == 0        ? &nworkers
+		           : strcmp(argv[i], "--workers") == 0 ? &nworkers
 		                                               : NULL;
-		if (dst == NULL || i + 1 >= argc || parse_count(argv[++i], dst) != 0) {
+		if (dst == NULL || i + 1 >= argc ||
+		    parse_count(argv[++i], dst) != 0) {
 			return usage();
 		}
 	}
@@ -337,11 +348,14 @@ pasco_launch(int argc, char **argv)
 		return 1;
 	}
 	append_hosts(cluster, sizeof(cluster), "ps", ports, nps);
-	append_hosts(cluster, sizeof(cluster), "worker", ports + nps, nworkers);
+	append_hosts(
+	    cluster, sizeof(cluster), "worker", ports + nps, nworkers);
 	append_hosts(cluster, sizeof(cluster), "chief", ports + n - 1, 1);
 	memset(tasks, 0, sizeof(tasks));
 	for (int k = 0; k < n; k++) {
-		tasks[k].role  = k < nps ? "ps" : k < n - 1 ? "worker" : "chief";
+		tasks[k].role  = k < nps     ? "ps"
+		                 : k < n - 1 ? "worker"
+		                             : "chief";
 		tasks[k].index = k < nps ? k : k < n - 1 ? k - nps : 0;
 		tasks[k].out   = -1;
 		if ((tasks[k].pid = spawn(&tasks[k], cluster, argv)) < 0) {
@@ -357,8 +371,10 @@ pasco_launch(int argc, char **argv)
 	}
 	stop_all(tasks, n);
 	if (caught != 0) {
-		fprintf(stderr, "[launch] interrupted by signal %d; all tasks "
-		    "stopped\n", caught);
+		fprintf(stderr,
+		    "[launch] interrupted by signal %d; all tasks "
+		    "stopped\n",
+		    caught);
 		return 128 + caught;
 	}
 	return exit_status(tasks[n - 1].status);

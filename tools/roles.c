@@ -29,7 +29,8 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 	int           rv;
 
 	*out = NULL;
-	if ((role != PASCO_ROLE_PS && role != PASCO_ROLE_WORKER) || index < 0 ||
+	if ((role != PASCO_ROLE_PS && role != PASCO_ROLE_WORKER) ||
+	    index < 0 ||
 	    (size_t) index >= pasco_cluster_count(cluster, role)) {
 		return PASCO_EINVAL;
 	}
@@ -38,10 +39,11 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 	}
 	s->role = role;
 	rv      = role == PASCO_ROLE_PS
-	         ? ps_server_start(&s->ps,
-	               pasco_cluster_url(cluster, role, (size_t) index),
-	               PS_THREADS)
-	         : worker_server_start(&s->worker, cluster, index, WORKER_THREADS);
+	              ? ps_server_start(&s->ps,
+	                    pasco_cluster_url(cluster, role, (size_t) index),
+	                    PS_THREADS)
+	              : worker_server_start(
+	                    &s->worker, cluster, index, WORKER_THREADS);
 	if (rv != 0) {
 		free(s);
 		return rv;
@@ -104,8 +106,8 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 	char           err[512];
 	int            rv;
 
-	if ((rv = pasco_cluster_from_args(&cluster, &argc, argv, err,
-	         sizeof(err))) != 0) {
+	if ((rv = pasco_cluster_from_args(
+	         &cluster, &argc, argv, err, sizeof(err))) != 0) {
 		fprintf(stderr, "pasco: %s\n", err);
 		return 2;
 	}
@@ -116,7 +118,8 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 		    pasco_cluster_task_index(cluster));
 		break;
 	case PASCO_ROLE_EVALUATOR:
-		fprintf(stderr, "pasco: the evaluator role is not supported yet\n");
+		fprintf(stderr,
+		    "pasco: the evaluator role is not supported yet\n");
 		rv = 2;
 		break;
 	default: /* chief, or no task given */

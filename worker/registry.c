@@ -69,8 +69,8 @@ registry_names(entry *const *list, char *buf, size_t len)
 	buf[0]   = 0;
 	pthread_mutex_lock(&registry_mu);
 	for (const entry *e = *list; e != NULL && n < len; e = e->next) {
-		n += (size_t) snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
-		    e->name);
+		n += (size_t) snprintf(
+		    buf + n, len - n, "%s%s", n ? ", " : "", e->name);
 	}
 	pthread_mutex_unlock(&registry_mu);
 	return buf[0] ? buf : strcpy(buf, "none");

@@ -39,7 +39,7 @@ static resource *
 unlink_locked(resource_table *t, uint64_t id)
 {
 	for (resource **p = &t->buckets[id % RESOURCE_BUCKETS]; *p != NULL;
-	     p = &(*p)->next) {
+	     p            = &(*p)->next) {
 		if ((*p)->id == id) {
 			resource *r = *p;
 			*p          = r->next;
@@ -78,8 +78,8 @@ resource_table_put(resource_table *t, uint64_t id, pasco_dataset *ds)
 	r->refs  = 1; /* the table's */
 	r->table = t;
 	pthread_mutex_lock(&t->mu);
-	old     = unref_locked(unlink_locked(t, id));
-	r->next = t->buckets[id % RESOURCE_BUCKETS];
+	old                               = unref_locked(unlink_locked(t, id));
+	r->next                           = t->buckets[id % RESOURCE_BUCKETS];
 	t->buckets[id % RESOURCE_BUCKETS] = r;
 	pthread_mutex_unlock(&t->mu);
 	resource_free(old);

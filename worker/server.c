@@ -61,17 +61,20 @@ pasco_call_fail(pasco_call *call, int err, const char *fmt, ...)
 }
 
 static int
-call_arg_check(pasco_call *call, size_t i, Pasco__Wire__Arg__Kind kind,
-    const char *what)
+call_arg_check(
+    pasco_call *call, size_t i, Pasco__Wire__Arg__Kind kind, const char *what)
 {
 	if (i >= call->nargs) {
-		return pasco_call_fail(call, PASCO_EINVAL, "argument %zu "
-		    "requested as %s, but only %zu were passed", i, what,
-		    call->nargs);
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "argument %zu "
+		    "requested as %s, but only %zu were passed",
+		    i, what, call->nargs);
 	}
 	if (call->args[i].kind != kind) {
-		return pasco_call_fail(call, PASCO_EINVAL, "argument %zu is "
-		    "not %s", i, what);
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "argument %zu is "
+		    "not %s",
+		    i, what);
 	}
 	return PASCO_OK;
 }
@@ -79,8 +82,8 @@ call_arg_check(pasco_call *call, size_t i, Pasco__Wire__Arg__Kind kind,
 int
 pasco_call_tensor(pasco_call *call, size_t i, const pasco_tensor **out)
 {
-	int rv = call_arg_check(call, i, PASCO__WIRE__ARG__KIND__TENSOR,
-	    "a tensor");
+	int rv = call_arg_check(
+	    call, i, PASCO__WIRE__ARG__KIND__TENSOR, "a tensor");
 	*out = rv == 0 ? call->args[i].tensor : NULL;
 	return rv;
 }
@@ -88,8 +91,8 @@ pasco_call_tensor(pasco_call *call, size_t i, const pasco_tensor **out)
 int
 pasco_call_variable(pasco_call *call, size_t i, pasco_variable **out)
 {
-	int rv = call_arg_check(call, i, PASCO__WIRE__ARG__KIND__VARIABLE,
-	    "a variable");
+	int rv = call_arg_check(
+	    call, i, PASCO__WIRE__ARG__KIND__VARIABLE, "a variable");
 	*out = rv == 0 ? call->args[i].variable : NULL;
 	return rv;
 }
@@ -99,7 +102,7 @@ pasco_call_iterator(pasco_call *call, size_t i, pasco_dataset **out)
 {
 	int rv = call_arg_check(call, i, PASCO__WIRE__ARG__KIND__RESOURCE,
 	    "a per-worker iterator");
-	*out = rv == 0 ? resource_dataset(call->args[i].res) : NULL;
+	*out   = rv == 0 ? resource_dataset(call->args[i].res) : NULL;
 	return rv;
 }
 
@@ -129,9 +132,11 @@ bind_variable(pasco_call *call, call_arg *a, const Pasco__Wire__VariableRef *v)
 	int32_t     rank;
 	int64_t     shape[PASCO_MAX_RANK];
 
-	if (v == NULL || v->ps_task < 0 || (size_t) v->ps_task >= call->w->nps ||
+	if (v == NULL || v->ps_task < 0 ||
+	    (size_t) v->ps_task >= call->w->nps ||
 	    pasci_wire_meta_spec(v->meta, &dtype, &rank, shape) != 0) {
-		return pasco_call_fail(call, PASCO_EINVAL, "a variable argument "
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "a variable argument "
 		    "names ps task %d (the cluster has %zu) or has a bad spec",
 		    v != NULL ? v->ps_task : -1, call->w->nps);
 	}
@@ -143,12 +148,13 @@ static int
 call_bind(pasco_call *call, const pasci_wire_msg *req)
 {
 	call->nargs = req->hdr->n_args;
-	if ((call->args = calloc(call->nargs + 1, sizeof(*call->args))) == NULL) {
+	if ((call->args = calloc(call->nargs + 1, sizeof(*call->args))) ==
+	    NULL) {
 		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < call->nargs; i++) {
-		const Pasco__Wire__Arg *w = req->hdr->args[i];
-		call_arg               *a = &call->args[i];
+		const Pasco__Wire__Arg *w  = req->hdr->args[i];
+		call_arg               *a  = &call->args[i];
 		int                     rv = PASCO_OK;
 		a->kind                    = w->kind;
 		if (w->kind == PASCO__WIRE__ARG__KIND__TENSOR) {
@@ -161,16 +167,22 @@ call_bind(pasco_call *call, const pasci_wire_msg *req)
 		} else if (w->kind == PASCO__WIRE__ARG__KIND__VARIABLE) {
 			rv = bind_variable(call, a, w->variable);
 		} else if (w->kind == PASCO__WIRE__ARG__KIND__RESOURCE) {
-			a->res = resource_table_hold(call->w->resources, w->resource);
+			a->res = resource_table_hold(
+			    call->w->resources, w->resource);
 			if (a->res == NULL) {
-				return pasco_call_fail(call, PASCO_EPRECONDITION,
-				    "argument %zu: per-worker iterator %llu does "
-				    "not exist on worker %d", i,
-				    (unsigned long long) w->resource, call->w->index);
+				return pasco_call_fail(call,
+				    PASCO_EPRECONDITION,
+				    "argument %zu: per-worker iterator %llu "
+				    "does "
+				    "not exist on worker %d",
+				    i, (unsigned long long) w->resource,
+				    call->w->index);
 			}
 		} else {
-			rv = pasco_call_fail(call, PASCO_EPROTO, "argument %zu "
-			    "has unknown kind %d", i, (int) w->kind);
+			rv = pasco_call_fail(call, PASCO_EPROTO,
+			    "argument %zu "
+			    "has unknown kind %d",
+			    i, (int) w->kind);
 		}
 		if (rv != 0) {
 			return rv;
@@ -200,8 +212,10 @@ run_reply(pasco_call *call, const pasci_wire_msg *req)
 		pasci_wire_add_value(&b, call->result);
 	}
 	if (pasci_wire_encode(&b, &reply) != 0) {
-		reply = pasci_wire_status_reply(PASCO_ENOMEM, "out of memory "
-		    "encoding the result of '%s'", call->fn_name);
+		reply = pasci_wire_status_reply(PASCO_ENOMEM,
+		    "out of memory "
+		    "encoding the result of '%s'",
+		    call->fn_name);
 	}
 	pasci_wire_builder_fini(&b);
 	return reply;
@@ -217,7 +231,8 @@ worker_run(worker_server *w, const pasci_wire_msg *req)
 
 	if (fn == NULL) {
 		char names[512];
-		return pasci_wire_status_reply(PASCO_ENOTFOUND, "function '%s' "
+		return pasci_wire_status_reply(PASCO_ENOTFOUND,
+		    "function '%s' "
 		    "is not registered on worker %d (registered: %s)",
 		    req->hdr->name, w->index,
 		    pasci_function_names(names, sizeof(names)));
@@ -226,8 +241,10 @@ worker_run(worker_server *w, const pasci_wire_msg *req)
 		rv = fn(&call);
 	}
 	if (rv != 0) {
-		reply = pasci_wire_status_reply(rv, "function '%s' failed on "
-		    "worker %d: %s", req->hdr->name, w->index,
+		reply = pasci_wire_status_reply(rv,
+		    "function '%s' failed on "
+		    "worker %d: %s",
+		    req->hdr->name, w->index,
 		    call.error[0] ? call.error : pasco_strerror(rv));
 	} else {
 		reply = run_reply(&call, req);
@@ -246,9 +263,11 @@ worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 
 	if (factory == NULL) {
 		char names[512];
-		return pasci_wire_status_reply(PASCO_ENOTFOUND, "dataset "
+		return pasci_wire_status_reply(PASCO_ENOTFOUND,
+		    "dataset "
 		    "factory '%s' is not registered on worker %d (registered: "
-		    "%s)", req->hdr->name, w->index,
+		    "%s)",
+		    req->hdr->name, w->index,
 		    pasci_dataset_names(names, sizeof(names)));
 	}
 	if ((rv = factory(&ctx, &ds)) != 0 || ds == NULL) {
@@ -275,8 +294,10 @@ worker_handle(void *arg, const pasci_wire_msg *req)
 		resource_table_remove(w->resources, req->hdr->resource);
 		return pasci_wire_status_reply(PASCO_OK, "%s", "");
 	default:
-		return pasci_wire_status_reply(PASCO_EINVAL, "a worker does not "
-		    "serve method %d", (int) req->hdr->method);
+		return pasci_wire_status_reply(PASCO_EINVAL,
+		    "a worker does not "
+		    "serve method %d",
+		    (int) req->hdr->method);
 	}
 }
 
@@ -284,16 +305,17 @@ int
 worker_server_start(worker_server **out, const pasco_cluster *cluster,
     int32_t index, int nthreads)
 {
-	worker_server *w = calloc(1, sizeof(*w));
+	worker_server *w  = calloc(1, sizeof(*w));
 	int            rv = PASCO_ENOMEM;
 
 	*out = NULL;
 	if (w == NULL || resource_table_create(&w->resources) != 0) {
 		goto fail;
 	}
-	w->index       = index;
-	w->num_workers = (int32_t) pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
-	w->nps         = pasco_cluster_count(cluster, PASCO_ROLE_PS);
+	w->index = index;
+	w->num_workers =
+	    (int32_t) pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	w->nps = pasco_cluster_count(cluster, PASCO_ROLE_PS);
 	if ((w->ps = calloc(w->nps + 1, sizeof(*w->ps))) == NULL) {
 		goto fail;
 	}

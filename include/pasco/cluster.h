@@ -15,9 +15,9 @@
 #ifndef PASCO_CLUSTER_H
 #define PASCO_CLUSTER_H
 
+#include "error.h"
 #include <stddef.h>
 #include <stdint.h>
-#include "error.h"
 
 typedef enum pasco_role {
 	PASCO_ROLE_NONE      = 0,
@@ -32,22 +32,22 @@ typedef struct pasco_cluster pasco_cluster;
 /* Parses a TF_CONFIG JSON text. On PASCO_EINVAL, *out is NULL and, when
  * errbuf is not NULL, errbuf holds a message naming the problem.
  * Thread-safe. */
-int pasco_cluster_parse_json(pasco_cluster **out, const char *json,
-    char *errbuf, size_t errlen);
+int pasco_cluster_parse_json(
+    pasco_cluster **out, const char *json, char *errbuf, size_t errlen);
 
 /* Reads the cluster from the flags in argv, or, when none is given, from
  * the TF_CONFIG environment variable. Recognised flags are removed from
  * argv and *argc updated, so a program can parse the rest itself. Returns
  * PASCO_ENOTFOUND when neither is present, PASCO_EINVAL with a message in
  * errbuf when they are malformed. Not thread-safe (reads the environment). */
-int pasco_cluster_from_args(pasco_cluster **out, int *argc, char **argv,
-    char *errbuf, size_t errlen);
+int pasco_cluster_from_args(
+    pasco_cluster **out, int *argc, char **argv, char *errbuf, size_t errlen);
 
 /* Checks what a ParameterServerStrategy needs: a non-empty cluster, at
  * least one ps and one worker, at most one chief. PASCO_EINVAL with the
  * message in errbuf otherwise. Thread-safe. */
-int pasco_cluster_validate(const pasco_cluster *c, char *errbuf,
-    size_t errlen);
+int pasco_cluster_validate(
+    const pasco_cluster *c, char *errbuf, size_t errlen);
 
 void pasco_cluster_free(pasco_cluster *c);
 
@@ -56,8 +56,8 @@ size_t pasco_cluster_count(const pasco_cluster *c, pasco_role role);
 
 /* The nng URL of task index of role ("tcp://host:port"), borrowed; NULL
  * when out of range. */
-const char *pasco_cluster_url(const pasco_cluster *c, pasco_role role,
-    size_t index);
+const char *pasco_cluster_url(
+    const pasco_cluster *c, pasco_role role, size_t index);
 
 /* This process's task. */
 pasco_role pasco_cluster_task_role(const pasco_cluster *c);

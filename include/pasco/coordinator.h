@@ -28,11 +28,11 @@
 #include "value.h"
 #include "variable.h"
 
-typedef struct pasco_strategy             pasco_strategy;
-typedef struct pasco_coordinator          pasco_coordinator;
-typedef struct pasco_remote_value         pasco_remote_value;
-typedef struct pasco_per_worker_dataset   pasco_per_worker_dataset;
-typedef struct pasco_per_worker_iterator  pasco_per_worker_iterator;
+typedef struct pasco_strategy            pasco_strategy;
+typedef struct pasco_coordinator         pasco_coordinator;
+typedef struct pasco_remote_value        pasco_remote_value;
+typedef struct pasco_per_worker_dataset  pasco_per_worker_dataset;
+typedef struct pasco_per_worker_iterator pasco_per_worker_iterator;
 
 typedef struct pasco_strategy_options {
 	/* How long pasco_strategy_create waits for every ps and worker to
@@ -97,9 +97,9 @@ typedef enum pasco_arg_kind {
 typedef struct pasco_arg {
 	pasco_arg_kind kind;
 	union {
-		const pasco_tensor              *tensor;
-		const pasco_variable            *variable;
-		pasco_per_worker_iterator       *iterator;
+		const pasco_tensor        *tensor;
+		const pasco_variable      *variable;
+		pasco_per_worker_iterator *iterator;
 	} u;
 } pasco_arg;
 
@@ -132,8 +132,8 @@ pasco_arg_iterator(pasco_per_worker_iterator *it)
  * full. Returns PASCO_EINVAL for bad arguments, or the pending error of an
  * earlier closure (see above; message: pasco_coordinator_error), in which
  * case nothing is enqueued and *rv is NULL. */
-int pasco_schedule(pasco_coordinator *c, const char *fn,
-    const pasco_arg *args, size_t nargs, pasco_remote_value **rv);
+int pasco_schedule(pasco_coordinator *c, const char *fn, const pasco_arg *args,
+    size_t nargs, pasco_remote_value **rv);
 
 /* Blocks until every scheduled closure has finished, then returns PASCO_OK,
  * or the first error of a closure since the last one raised. */
@@ -176,8 +176,8 @@ void pasco_per_worker_dataset_free(pasco_per_worker_dataset *d);
  * its own, and a worker that restarts gets it rebuilt from the start. Pass
  * it to pasco_schedule with pasco_arg_iterator. A factory's error is
  * reported by the closures that use the iterator on that worker. */
-int pasco_per_worker_iterator_create(pasco_per_worker_iterator **out,
-    pasco_per_worker_dataset *d);
+int pasco_per_worker_iterator_create(
+    pasco_per_worker_iterator **out, pasco_per_worker_dataset *d);
 
 /* Releases the iterator; workers drop theirs once no closure uses it.
  * NULL is a no-op. */

@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor.h"
 #include "error.h"
+#include "tensor.h"
 #include "value.h"
 
 typedef struct pasco_dataset pasco_dataset;
@@ -27,8 +27,8 @@ typedef struct pasco_dataset_context {
 
 /* A dataset factory: builds this worker's dataset into *out. Returns
  * PASCO_OK or an error (reported to the coordinator). */
-typedef int (*pasco_dataset_factory)(const pasco_dataset_context *ctx,
-    pasco_dataset **out);
+typedef int (*pasco_dataset_factory)(
+    const pasco_dataset_context *ctx, pasco_dataset **out);
 
 /* Registers a factory under name; the PASCO_DATASET macro does it at
  * program start. Returns PASCO_EEXIST if the name is taken. Thread-safe. */
@@ -37,22 +37,22 @@ int pasco_dataset_register(const char *name, pasco_dataset_factory fn);
 /* Defines and registers a dataset factory:
  *     PASCO_DATASET(numbers) { return pasco_dataset_range(out, 0, 10, 1); }
  * The body sees `ctx` and `out`. */
-#define PASCO_DATASET(name)                                                  \
-	static int name(const pasco_dataset_context *ctx,                    \
-	    pasco_dataset **out);                                            \
-	__attribute__((constructor)) static void pasco_dataset_reg_##name(  \
-	    void)                                                            \
-	{                                                                    \
-		(void) pasco_dataset_register(#name, name);                  \
-	}                                                                    \
+#define PASCO_DATASET(name)                                                   \
+	static int name(                                                      \
+	    const pasco_dataset_context *ctx, pasco_dataset **out);           \
+	__attribute__((constructor)) static void pasco_dataset_reg_##name(    \
+	    void)                                                             \
+	{                                                                     \
+		(void) pasco_dataset_register(#name, name);                   \
+	}                                                                     \
 	static int name(const pasco_dataset_context *ctx, pasco_dataset **out)
 
 /* Sources. */
 
 /* Scalars start, start+step, ... below stop (above, for a negative step),
  * as i64. step 0 is PASCO_EINVAL. */
-int pasco_dataset_range(pasco_dataset **out, int64_t start, int64_t stop,
-    int64_t step);
+int pasco_dataset_range(
+    pasco_dataset **out, int64_t start, int64_t stop, int64_t step);
 
 /* Slices of value along dimension 0: a tensor of shape [n, ...] gives n
  * elements of shape [...]; a list of tensors (all with n rows) gives n lists.
@@ -78,21 +78,21 @@ int pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in,
     int64_t batch_size, bool drop_remainder);
 
 /* Repeats in count times; count < 0 repeats forever. */
-int pasco_dataset_repeat(pasco_dataset **out, pasco_dataset *in,
-    int64_t count);
+int pasco_dataset_repeat(
+    pasco_dataset **out, pasco_dataset *in, int64_t count);
 
 /* Keeps elements whose index i has i % num_shards == index. */
-int pasco_dataset_shard(pasco_dataset **out, pasco_dataset *in,
-    int64_t num_shards, int64_t index);
+int pasco_dataset_shard(
+    pasco_dataset **out, pasco_dataset *in, int64_t num_shards, int64_t index);
 
 /* The first count elements. */
 int pasco_dataset_take(pasco_dataset **out, pasco_dataset *in, int64_t count);
 
 /* Replaces each element e with fn(arg, e, &result); fn owns nothing of e. */
-typedef int (*pasco_map_fn)(void *arg, const pasco_value *element,
-    pasco_value **result);
-int pasco_dataset_map(pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn,
-    void *arg);
+typedef int (*pasco_map_fn)(
+    void *arg, const pasco_value *element, pasco_value **result);
+int pasco_dataset_map(
+    pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn, void *arg);
 
 /* Shuffles within a window of buffer_size elements, seeded. */
 int pasco_dataset_shuffle(pasco_dataset **out, pasco_dataset *in,

@@ -8,22 +8,22 @@
 #define PASCO_ERROR_H
 
 /* X(name, value, message) */
-#define PASCO_ERRNO_MAP(X)                                                   \
-	X(OK, 0, "ok")                                                       \
-	X(EINVAL, 1, "invalid argument")                                     \
-	X(ENOMEM, 2, "out of memory")                                        \
-	X(ENOTFOUND, 3, "not found")                                         \
-	X(EEXIST, 4, "already exists")                                       \
-	X(EUNAVAILABLE, 5, "unavailable")                                    \
-	X(ECANCELLED, 6, "cancelled")                                        \
-	X(EABORTED, 7, "aborted")                                            \
-	X(ETIMEDOUT, 8, "deadline exceeded")                                 \
-	X(EOUTOFRANGE, 9, "out of range (end of sequence)")                  \
-	X(EPRECONDITION, 10, "failed precondition")                          \
-	X(EINTERNAL, 11, "internal error")                                   \
-	X(EIO, 12, "input/output error")                                     \
-	X(EPROTO, 13, "malformed message")                                   \
-	X(ECLOSED, 14, "object closed")                                      \
+#define PASCO_ERRNO_MAP(X)                                                    \
+	X(OK, 0, "ok")                                                        \
+	X(EINVAL, 1, "invalid argument")                                      \
+	X(ENOMEM, 2, "out of memory")                                         \
+	X(ENOTFOUND, 3, "not found")                                          \
+	X(EEXIST, 4, "already exists")                                        \
+	X(EUNAVAILABLE, 5, "unavailable")                                     \
+	X(ECANCELLED, 6, "cancelled")                                         \
+	X(EABORTED, 7, "aborted")                                             \
+	X(ETIMEDOUT, 8, "deadline exceeded")                                  \
+	X(EOUTOFRANGE, 9, "out of range (end of sequence)")                   \
+	X(EPRECONDITION, 10, "failed precondition")                           \
+	X(EINTERNAL, 11, "internal error")                                    \
+	X(EIO, 12, "input/output error")                                      \
+	X(EPROTO, 13, "malformed message")                                    \
+	X(ECLOSED, 14, "object closed")                                       \
 	X(EUNKNOWN, 15, "unknown error")
 
 typedef enum pasco_err {

@@ -35,13 +35,13 @@ int pasco_function_register(const char *name, pasco_function fn);
 
 /* Defines and registers a step function; the body sees `call`:
  *     PASCO_FUNCTION(add_one) { ... return PASCO_OK; } */
-#define PASCO_FUNCTION(name)                                                 \
-	static int name(pasco_call *call);                                   \
-	__attribute__((constructor)) static void pasco_function_reg_##name( \
-	    void)                                                            \
-	{                                                                    \
-		(void) pasco_function_register(#name, name);                 \
-	}                                                                    \
+#define PASCO_FUNCTION(name)                                                  \
+	static int                               name(pasco_call *call);      \
+	__attribute__((constructor)) static void pasco_function_reg_##name(   \
+	    void)                                                             \
+	{                                                                     \
+		(void) pasco_function_register(#name, name);                  \
+	}                                                                     \
 	static int name(pasco_call *call)
 
 /* Number of arguments given to pasco_schedule. */

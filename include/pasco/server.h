@@ -1,7 +1,8 @@
 /*
  * Running a role. A Pasco program is one binary for every role:
  *
- *     int main(int argc, char **argv) { return pasco_main(argc, argv, chief); }
+ *     int main(int argc, char **argv) { return pasco_main(argc, argv, chief);
+ * }
  *
  * pasco_main reads the cluster (flags or TF_CONFIG, cluster.h); as a ps or a
  * worker it serves until SIGTERM or SIGINT; as the chief it runs the given
@@ -21,8 +22,8 @@
 
 /* The chief's program: argv has the cluster flags removed. Its return
  * value is the process's exit status. */
-typedef int (*pasco_chief_fn)(const pasco_cluster *cluster, int argc,
-    char **argv);
+typedef int (*pasco_chief_fn)(
+    const pasco_cluster *cluster, int argc, char **argv);
 
 /* Runs this process's role; returns the exit status (0 on success, 2 for a
  * missing or malformed cluster, with the reason on stderr). */

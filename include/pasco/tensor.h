@@ -49,8 +49,8 @@ const char *pasco_dtype_name(pasco_dtype dtype);
 /* Allocates a zero-filled tensor. shape may be NULL when rank is 0.
  * Returns PASCO_EINVAL for a bad dtype, a rank outside [0, 8] or a negative
  * dimension, PASCO_ENOMEM. On failure *out is NULL. Thread-safe. */
-int pasco_tensor_alloc(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
-    const int64_t *shape);
+int pasco_tensor_alloc(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape);
 
 /* Like pasco_tensor_alloc, then copies nbytes of data (which must equal the
  * tensor's byte size, else PASCO_EINVAL). Thread-safe. */

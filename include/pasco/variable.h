@@ -17,8 +17,8 @@
 
 #include <stdint.h>
 
-#include "tensor.h"
 #include "error.h"
+#include "tensor.h"
 
 typedef struct pasco_variable pasco_variable;
 
@@ -34,13 +34,13 @@ int pasco_variable_assign_add(pasco_variable *v, const pasco_tensor *delta);
 
 /* v -= learning_rate * grad (plain SGD, applied on the ps). Float dtypes
  * only. Blocks. */
-int pasco_variable_apply_sgd(pasco_variable *v, double learning_rate,
-    const pasco_tensor *grad);
+int pasco_variable_apply_sgd(
+    pasco_variable *v, double learning_rate, const pasco_tensor *grad);
 
-const char  *pasco_variable_name(const pasco_variable *v);
-int32_t      pasco_variable_ps_task(const pasco_variable *v);
-pasco_dtype  pasco_variable_dtype(const pasco_variable *v);
-int32_t      pasco_variable_rank(const pasco_variable *v);
+const char    *pasco_variable_name(const pasco_variable *v);
+int32_t        pasco_variable_ps_task(const pasco_variable *v);
+pasco_dtype    pasco_variable_dtype(const pasco_variable *v);
+int32_t        pasco_variable_rank(const pasco_variable *v);
 const int64_t *pasco_variable_shape(const pasco_variable *v);
 
 /* The message of the last failed operation on v, or "" if none. The pointer
