@@ -9,6 +9,8 @@
  *
  * Each figure is the best of 3 runs of N operations (default 20000).
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,6 +186,22 @@ pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
 	return best;
 }
 
+/* A loopback port nobody listens on now. */
+static int
+free_port(void)
+{
+	struct sockaddr_in a   = {.sin_family = AF_INET,
+              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t          len = sizeof(a);
+	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *) &a, len) != 0 ||
+	    getsockname(fd, (struct sockaddr *) &a, &len) != 0) {
+		return -1;
+	}
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
 static pid_t
 start_echo(const char *self, const char *url)
 {
@@ -214,8 +233,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		    argv[0]);
 		return 2;
 	}
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d",
-	    40000 + (int) (getpid() % 20000));
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", free_port());
 	echo = start_echo(argv[0], url);
 	usleep(200 * 1000);
 	raw1 = raw_nng(url, n, 1);

@@ -140,14 +140,20 @@ slice_row(const pasco_value *v, int64_t row)
 	}
 	case PASCO_VALUE_LIST:
 	case PASCO_VALUE_DICT: {
-		pasco_value *items[64];
+		pasco_value **items = calloc(v->n + 1, sizeof(*items));
+		pasco_value  *out;
+		if (items == NULL) {
+			return NULL;
+		}
 		for (size_t i = 0; i < v->n; i++) {
 			items[i] = slice_row(v->items[i], row);
 		}
-		return v->kind == PASCO_VALUE_LIST
-		           ? pasco_value_list_of(v->n, items)
-		           : pasci_value_dict_of(
-		                 v->n, (const char *const *) v->keys, items);
+		out = v->kind == PASCO_VALUE_LIST
+		    ? pasco_value_list_of(v->n, items)
+		    : pasci_value_dict_of(
+		          v->n, (const char *const *) v->keys, items);
+		free(items);
+		return out;
 	}
 	default:
 		return pasco_value_none();
@@ -161,9 +167,6 @@ count_rows(const pasco_value *v)
 	int64_t rows = -2;
 	if (v->kind == PASCO_VALUE_TENSOR) {
 		return v->tensor->rank > 0 ? v->tensor->shape[0] : -1;
-	}
-	if (v->n > 64) {
-		return -1;
 	}
 	for (size_t i = 0; i < v->n; i++) {
 		int64_t r = count_rows(v->items[i]);
@@ -289,6 +292,41 @@ pasco_dataset_from_generator(pasco_dataset **out, pasco_generator_next next,
 	return PASCO_OK;
 }
 
+static int stack(pasco_value *const *vals, int64_t n, pasco_value **out);
+
+/* Stacks the children of n lists (or dicts) of one structure, child by
+ * child. */
+static int
+stack_children(pasco_value *const *vals, int64_t n, pasco_value **out)
+{
+	const pasco_value *v0    = vals[0];
+	pasco_value      **items = calloc(v0->n + 1, sizeof(*items));
+	pasco_value      **col   = calloc((size_t) n, sizeof(*col));
+	int                rv    = items != NULL && col != NULL ? PASCO_OK
+	                                                        : PASCO_ENOMEM;
+
+	for (size_t k = 0; k < v0->n && rv == 0; k++) {
+		for (int64_t i = 0; i < n; i++) {
+			col[i] = vals[i]->items[k];
+		}
+		rv = stack(col, n, &items[k]);
+	}
+	if (rv == 0) {
+		*out = v0->kind == PASCO_VALUE_LIST
+		    ? pasco_value_list_of(v0->n, items)
+		    : pasci_value_dict_of(
+		          v0->n, (const char *const *) v0->keys, items);
+		rv = *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+	} else {
+		for (size_t k = 0; items != NULL && k < v0->n; k++) {
+			pasco_value_free(items[k]);
+		}
+	}
+	free(items);
+	free(col);
+	return rv;
+}
+
 /* Stacks n values of one structure along a new dimension 0. */
 static int
 stack(pasco_value *const *vals, int64_t n, pasco_value **out)
@@ -327,30 +365,7 @@ stack(pasco_value *const *vals, int64_t n, pasco_value **out)
 		*out = pasco_value_none();
 		return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
 	}
-	{
-		pasco_value *items[64] = {0}, *col[1024];
-		int          rv        = PASCO_OK;
-		if (v0->n > 64 || n > 1024) {
-			return PASCO_EINVAL;
-		}
-		for (size_t k = 0; k < v0->n && rv == 0; k++) {
-			for (int64_t i = 0; i < n; i++) {
-				col[i] = vals[i]->items[k];
-			}
-			rv = stack(col, n, &items[k]);
-		}
-		if (rv != 0) {
-			for (size_t k = 0; k < v0->n; k++) {
-				pasco_value_free(items[k]);
-			}
-			return rv;
-		}
-		*out = v0->kind == PASCO_VALUE_LIST
-		           ? pasco_value_list_of(v0->n, items)
-		           : pasci_value_dict_of(
-		                 v0->n, (const char *const *) v0->keys, items);
-		return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
-	}
+	return stack_children(vals, n, out);
 }
 
 /* batch: a = size, b = drop_remainder. */
@@ -394,7 +409,7 @@ pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in, int64_t batch_size,
     bool drop_remainder)
 {
 	int rv;
-	if (in == NULL || batch_size < 1 || batch_size > 1024) {
+	if (in == NULL || batch_size < 1) {
 		pasco_dataset_free(in);
 		*out = NULL;
 		return PASCO_EINVAL;

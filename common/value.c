@@ -76,19 +76,25 @@ pasco_value_list_of(size_t n, pasco_value *const *items)
 pasco_value *
 pasco_value_list(size_t n, ...)
 {
-	pasco_value *items[64];
-	pasco_value *out;
-	va_list      ap;
+	pasco_value **items = calloc(n + 1, sizeof(*items));
+	pasco_value  *out;
+	va_list       ap;
 
-	if (n > 64) {
-		return NULL; /* use pasco_value_list_of for long lists */
-	}
 	va_start(ap, n);
 	for (size_t i = 0; i < n; i++) {
-		items[i] = va_arg(ap, pasco_value *);
+		pasco_value *child = va_arg(ap, pasco_value *);
+		if (items != NULL) {
+			items[i] = child;
+		} else {
+			pasco_value_free(child);
+		}
 	}
 	va_end(ap);
+	if (items == NULL) {
+		return NULL;
+	}
 	out = pasco_value_list_of(n, items);
+	free(items);
 	return out;
 }
 
@@ -119,20 +125,29 @@ pasci_value_dict_of(
 pasco_value *
 pasco_value_dict(size_t n, ...)
 {
-	const char  *keys[64];
-	pasco_value *items[64];
-	va_list      ap;
+	const char  **keys  = calloc(n + 1, sizeof(*keys));
+	pasco_value **items = calloc(n + 1, sizeof(*items));
+	pasco_value  *out   = NULL;
+	va_list       ap;
 
-	if (n > 64) {
-		return NULL;
-	}
 	va_start(ap, n);
 	for (size_t i = 0; i < n; i++) {
-		keys[i]  = va_arg(ap, const char *);
-		items[i] = va_arg(ap, pasco_value *);
+		const char  *key   = va_arg(ap, const char *);
+		pasco_value *child = va_arg(ap, pasco_value *);
+		if (keys != NULL && items != NULL) {
+			keys[i]  = key;
+			items[i] = child;
+		} else {
+			pasco_value_free(child);
+		}
 	}
 	va_end(ap);
-	return pasci_value_dict_of(n, keys, items);
+	if (keys != NULL && items != NULL) {
+		out = pasci_value_dict_of(n, keys, items);
+	}
+	free(keys);
+	free(items);
+	return out;
 }
 
 void

@@ -6,9 +6,12 @@
 #ifndef PASCO_TEST_HELPERS_H
 #define PASCO_TEST_HELPERS_H
 
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
 #include <pasco.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define PASCO_PASS(expr)                                                      \
@@ -83,6 +86,20 @@ test_cluster_stop(test_cluster *tc)
 		pasco_server_stop(tc->ps[i]);
 	}
 	pasco_cluster_free(tc->cluster);
+}
+
+/* A loopback port nobody listens on now (bound, read, released). */
+static inline int
+test_free_port(void)
+{
+	struct sockaddr_in a   = {.sin_family = AF_INET,
+              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t          len = sizeof(a);
+	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0 && bind(fd, (struct sockaddr *) &a, len) == 0 &&
+	    getsockname(fd, (struct sockaddr *) &a, &len) == 0);
+	close(fd);
+	return ntohs(a.sin_port);
 }
 
 static inline pasco_tensor *

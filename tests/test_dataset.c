@@ -218,3 +218,33 @@ Test(dataset, generator_without_reset_cannot_repeat)
 	PASCO_FAIL(pasco_dataset_next(r, &e), PASCO_EPRECONDITION);
 	pasco_dataset_free(r);
 }
+
+Test(dataset, batch_stacks_nested_elements_of_any_size)
+{
+	int64_t        shape[] = {3000, 2};
+	pasco_tensor  *x;
+	pasco_dataset *ds, *b;
+	pasco_value   *e;
+	PASCO_PASS(pasco_tensor_alloc(&x, PASCO_F32, 2, shape));
+	for (int i = 0; i < 6000; i++) {
+		pasco_tensor_set(x, i, i);
+	}
+	pasco_value *v = pasco_value_dict(2, "x", pasco_value_tensor(x), "n",
+	    pasco_value_tensor(test_scalar(PASCO_I32, 0)));
+	cr_assert_not_null(v);
+	/* a scalar leaf has no rows: from_tensors refuses it */
+	PASCO_FAIL(pasco_dataset_from_tensors(&ds, v), PASCO_EINVAL);
+	pasco_value_free(v);
+	v = pasco_value_dict(1, "x", pasco_value_tensor(pasco_tensor_hold(x)));
+	PASCO_PASS(pasco_dataset_from_tensors(&ds, v));
+	pasco_value_free(v);
+	PASCO_PASS(pasco_dataset_batch(&b, ds, 2000, false));
+	PASCO_PASS(pasco_dataset_next(b, &e));
+	const pasco_tensor *t = pasco_value_as_tensor(pasco_value_get(e, "x"));
+	cr_assert_eq(t->rank, 2);
+	cr_assert_eq(t->shape[0], 2000);
+	cr_assert_eq(t->shape[1], 2);
+	cr_assert_eq(pasco_tensor_get(t, 3999), 3999);
+	pasco_value_free(e);
+	pasco_dataset_free(b);
+}

@@ -200,8 +200,7 @@ Test(rpc, reports_disconnect_and_a_new_incarnation)
 	char              err[256];
 	uint64_t          first;
 
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d",
-	    20000 + (int) (getpid() % 20000));
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", test_free_port());
 	PASCO_PASS(pasci_rpc_server_open(&s1, url, 2, "t", echo, NULL));
 	PASCO_PASS(pasci_rpc_client_open(&c, url, on_state, &log));
 	cr_assert_eq(wait_count(&log, &log.ups, 1), 1);

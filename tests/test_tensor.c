@@ -125,3 +125,15 @@ Test(error, strerror_and_errname_cover_every_code)
 	cr_assert_str_eq(pasco_errname(PASCO_ECANCELLED), "PASCO_ECANCELLED");
 	cr_assert_str_eq(pasco_strerror(12345), "unknown error code");
 }
+
+Test(value, lists_have_no_length_limit)
+{
+	pasco_value *items[100];
+	for (int i = 0; i < 100; i++) {
+		items[i] = pasco_value_tensor(test_scalar(PASCO_I32, i));
+	}
+	pasco_value *v = pasco_value_list_of(100, items);
+	cr_assert_eq(pasco_value_size(v), 100);
+	cr_assert_eq(pasco_value_scalar(pasco_value_item(v, 99)), 99);
+	pasco_value_free(v);
+}
