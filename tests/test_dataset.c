@@ -229,13 +229,14 @@ Test(dataset, batch_stacks_nested_elements_of_any_size)
 	for (int i = 0; i < 6000; i++) {
 		pasco_tensor_set(x, i, i);
 	}
-	pasco_value *v = pasco_value_dict(2, "x", pasco_value_tensor(x), "n",
+	pasco_value *v = pasco_value_dict(2, "x",
+	    pasco_value_tensor(pasco_tensor_hold(x)), "n",
 	    pasco_value_tensor(test_scalar(PASCO_I32, 0)));
 	cr_assert_not_null(v);
 	/* a scalar leaf has no rows: from_tensors refuses it */
 	PASCO_FAIL(pasco_dataset_from_tensors(&ds, v), PASCO_EINVAL);
 	pasco_value_free(v);
-	v = pasco_value_dict(1, "x", pasco_value_tensor(pasco_tensor_hold(x)));
+	v = pasco_value_dict(1, "x", pasco_value_tensor(x));
 	PASCO_PASS(pasco_dataset_from_tensors(&ds, v));
 	pasco_value_free(v);
 	PASCO_PASS(pasco_dataset_batch(&b, ds, 2000, false));
