@@ -1,18 +1,21 @@
 /*
- * Variable handles: each operation is one RPC to the variable's ps. Used by
- * the coordinator and by step functions on workers. Thread-safe: the only
+ * Variable handles: lifecycle, accessors, the parallel per-shard call, and
+ * the dense operations (read, assign, assign_add, SGD), which slice or
+ * concatenate along axis 0 across uneven shards. Thread-safe: the only
  * mutable state is the last error, under the handle's lock.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tensor_impl.h"
 #include "common/util.h"
 #include "common/variable_impl.h"
 
 int
-pasci_variable_new(pasco_variable **out, const char *name, int32_t ps_task,
-    pasco_dtype dtype, int32_t rank, const int64_t *shape,
-    pasci_rpc_client *client, int64_t timeout_ms)
+pasci_variable_new(pasco_variable **out, const char *name, pasco_dtype dtype,
+    int32_t rank, const int64_t *shape, int64_t timeout_ms)
 {
 	pasco_variable *v = calloc(1, sizeof(*v));
 	*out              = NULL;
@@ -20,17 +23,52 @@ pasci_variable_new(pasco_variable **out, const char *name, int32_t ps_task,
 		free(v);
 		return PASCO_ENOMEM;
 	}
-	v->ps_task = ps_task;
-	v->dtype   = dtype;
-	v->rank    = rank;
+	v->dtype = dtype;
+	v->rank  = rank;
 	for (int32_t i = 0; i < rank; i++) {
 		v->shape[i] = shape[i];
 	}
-	v->client     = client;
 	v->timeout_ms = timeout_ms;
 	pthread_mutex_init(&v->mu, NULL);
 	*out = v;
 	return PASCO_OK;
+}
+
+int
+pasci_variable_add_shard(pasco_variable *v, const char *shard_name,
+    int32_t ps_task, int64_t offset, int64_t rows, pasci_rpc_client *client)
+{
+	var_shard *grown =
+	    realloc(v->shards, (size_t) (v->nshards + 1) * sizeof(*v->shards));
+	char *name = pasci_strdup(shard_name);
+	if (grown == NULL || name == NULL) {
+		free(name);
+		if (grown != NULL) {
+			v->shards = grown;
+		}
+		return PASCO_ENOMEM;
+	}
+	v->shards = grown;
+	v->shards[v->nshards++] =
+	    (var_shard){name, ps_task, offset, rows, client};
+	return PASCO_OK;
+}
+
+int
+pasci_variable_clone(pasco_variable **out, const pasco_variable *v)
+{
+	int rv = pasci_variable_new(
+	    out, v->name, v->dtype, v->rank, v->shape, v->timeout_ms);
+	for (int32_t i = 0; rv == 0 && i < v->nshards; i++) {
+		const var_shard *s = &v->shards[i];
+		rv                 = pasci_variable_add_shard(
+		                    *out, s->name, s->ps_task, s->offset, s->rows, s->client);
+	}
+	if (rv != 0) {
+		pasco_variable_free(*out);
+		*out = NULL;
+	}
+	return rv;
 }
 
 void
@@ -39,96 +77,288 @@ pasco_variable_free(pasco_variable *v)
 	if (v == NULL) {
 		return;
 	}
+	for (int32_t i = 0; i < v->nshards; i++) {
+		free(v->shards[i].name);
+	}
+	free(v->shards);
 	pthread_mutex_destroy(&v->mu);
 	free(v->name);
 	free(v);
 }
 
-void
-pasci_variable_set_error(pasco_variable *v, const char *msg)
+int
+pasci_variable_fail(pasco_variable *v, int err, const char *fmt, ...)
 {
+	va_list ap;
 	pthread_mutex_lock(&v->mu);
-	pasci_fmt(v->error, sizeof(v->error), "%s", msg);
+	va_start(ap, fmt);
+	vsnprintf(v->error, sizeof(v->error), fmt, ap);
+	va_end(ap);
 	pthread_mutex_unlock(&v->mu);
+	return err;
 }
 
-/* One call to the ps; on success *reply is filled when reply != NULL. */
-static int
-variable_call(pasco_variable *v, pasci_wire_builder *b, pasci_wire_msg *reply)
+size_t
+pasci_variable_row_bytes(const pasco_variable *v)
 {
-	char err[512];
-	int  rv;
+	size_t n = pasco_dtype_size(v->dtype);
+	for (int32_t i = 1; i < v->rank; i++) {
+		n *= (size_t) v->shape[i];
+	}
+	return n;
+}
 
-	b->hdr.name = v->name;
-	rv          = pasci_rpc_call(
-	             v->client, b, v->timeout_ms, reply, err, sizeof(err));
-	pasci_wire_builder_fini(b);
-	if (rv != 0) {
-		char msg[700];
-		pasci_fmt(msg, sizeof(msg), "variable '%s' on ps %d: %s",
-		    v->name, v->ps_task, err);
-		pasci_variable_set_error(v, msg);
+/* The parallel per-shard call. */
+
+typedef struct fanout {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	int             pending; /* protected by mu */
+} fanout;
+
+shard_call *
+pasci_shard_calls_new(const pasco_variable *v, int method)
+{
+	shard_call *calls = calloc((size_t) v->nshards + 1, sizeof(*calls));
+	for (int32_t i = 0; calls != NULL && i < v->nshards; i++) {
+		pasci_wire_builder_init(
+		    &calls[i].b, (Pasco__Wire__Method) method);
+	}
+	return calls;
+}
+
+void
+pasci_shard_calls_free(const pasco_variable *v, shard_call *calls)
+{
+	for (int32_t i = 0; calls != NULL && i < v->nshards; i++) {
+		pasci_wire_builder_fini(&calls[i].b);
+		if (calls[i].has_reply) {
+			pasci_wire_msg_fini(&calls[i].reply);
+		}
+	}
+	free(calls);
+}
+
+static void
+shard_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
+{
+	shard_call *c = arg;
+	fanout     *f = c->fan;
+	if (reply != NULL && reply->hdr->status != 0) {
+		err = reply->hdr->status;
+		pasci_fmt(
+		    c->detail, sizeof(c->detail), "%s", reply->hdr->error);
+		pasci_wire_msg_fini(reply);
+		reply = NULL;
+	} else if (err != 0) {
+		pasci_fmt(c->detail, sizeof(c->detail), "%s", detail);
+	}
+	c->err = err;
+	if (reply != NULL) {
+		c->reply     = *reply;
+		c->has_reply = true;
+	}
+	pthread_mutex_lock(&f->mu);
+	if (--f->pending == 0) {
+		pthread_cond_signal(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void
+shard_send(pasco_variable *v, int32_t i, shard_call *c, fanout *f)
+{
+	nng_msg *msg;
+	c->fan        = f;
+	c->b.hdr.name = v->shards[i].name;
+	if (pasci_rpc_client_wait_up(v->shards[i].client, v->timeout_ms) !=
+	    0) {
+		shard_done(
+		    c, PASCO_EUNAVAILABLE, NULL, "the ps did not answer");
+		return;
+	}
+	if (pasci_wire_encode(&c->b, &msg) != 0) {
+		shard_done(c, PASCO_ENOMEM, NULL, "out of memory");
+		return;
+	}
+	pasci_rpc_call_async(
+	    v->shards[i].client, msg, v->timeout_ms, shard_done, c);
+}
+
+int
+pasci_shard_calls_run(pasco_variable *v, shard_call *calls)
+{
+	fanout f;
+	int    rv = PASCO_OK;
+
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	f.pending = 1; /* held until every call is sent */
+	for (int32_t i = 0; i < v->nshards; i++) {
+		if (calls[i].used) {
+			pthread_mutex_lock(&f.mu);
+			f.pending++;
+			pthread_mutex_unlock(&f.mu);
+			shard_send(v, i, &calls[i], &f);
+		}
+	}
+	pthread_mutex_lock(&f.mu);
+	f.pending--;
+	while (f.pending > 0) {
+		pthread_cond_wait(&f.cv, &f.mu);
+	}
+	pthread_mutex_unlock(&f.mu);
+	pthread_cond_destroy(&f.cv);
+	pthread_mutex_destroy(&f.mu);
+	for (int32_t i = 0; i < v->nshards && rv == 0; i++) {
+		if (calls[i].used && calls[i].err != 0) {
+			rv = pasci_variable_fail(v, calls[i].err,
+			    "variable '%s' (%s on "
+			    "ps %d): %s",
+			    v->name, v->shards[i].name, v->shards[i].ps_task,
+			    calls[i].detail);
+		}
 	}
 	return rv;
 }
 
+/* Dense operations. */
+
 int
 pasco_variable_read(pasco_variable *v, pasco_tensor **out)
 {
-	pasci_wire_builder b;
-	pasci_wire_msg     reply;
-	int                rv;
+	shard_call *calls =
+	    pasci_shard_calls_new(v, PASCO__WIRE__METHOD__VAR_READ);
+	size_t row = pasci_variable_row_bytes(v);
+	int    rv;
 
 	*out = NULL;
-	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__VAR_READ);
-	if ((rv = variable_call(v, &b, &reply)) != 0) {
-		return rv;
+	if (calls == NULL) {
+		return PASCO_ENOMEM;
 	}
-	if (reply.ntensors != 1) {
-		pasci_variable_set_error(
-		    v, "ps answered a read without a value");
-		pasci_wire_msg_fini(&reply);
-		return PASCO_EPROTO;
+	for (int32_t i = 0; i < v->nshards; i++) {
+		calls[i].used = true;
 	}
-	*out = pasco_tensor_hold(reply.tensors[0]);
-	pasci_wire_msg_fini(&reply);
-	return PASCO_OK;
+	if ((rv = pasci_shard_calls_run(v, calls)) != 0) {
+		goto out;
+	}
+	for (int32_t i = 0; i < v->nshards; i++) {
+		if (calls[i].reply.ntensors != 1) {
+			rv = pasci_variable_fail(v, PASCO_EPROTO,
+			    "ps answered a "
+			    "read of '%s' without a value",
+			    v->shards[i].name);
+			goto out;
+		}
+	}
+	if (v->nshards == 1) { /* the received tensor, no copy */
+		*out = pasco_tensor_hold(calls[0].reply.tensors[0]);
+		goto out;
+	}
+	if ((rv = pasco_tensor_alloc(out, v->dtype, v->rank, v->shape)) != 0) {
+		goto out;
+	}
+	for (int32_t i = 0; i < v->nshards; i++) {
+		const pasco_tensor *part = calls[i].reply.tensors[0];
+		size_t n = part->nbytes < (size_t) v->shards[i].rows * row
+		               ? part->nbytes
+		               : (size_t) v->shards[i].rows * row;
+		memcpy(
+		    (char *) (*out)->data + (size_t) v->shards[i].offset * row,
+		    part->data, n);
+	}
+out:
+	pasci_shard_calls_free(v, calls);
+	return rv;
 }
 
+/* Checks that t has v's dtype and whole shape. */
 static int
-variable_update(
-    pasco_variable *v, Pasco__Wire__Method m, double lr, const pasco_tensor *t)
+check_whole(pasco_variable *v, const pasco_tensor *t, const char *op)
 {
-	pasci_wire_builder b;
+	char have[64], got[64];
 	if (t == NULL) {
-		pasci_variable_set_error(v, "the update tensor is NULL");
-		return PASCO_EINVAL;
+		return pasci_variable_fail(v, PASCO_EINVAL,
+		    "%s to '%s': the "
+		    "tensor is NULL",
+		    op, v->name);
 	}
-	pasci_wire_builder_init(&b, m);
-	b.hdr.learning_rate = lr;
-	pasci_wire_add_tensor(&b, t, NULL);
-	return variable_call(v, &b, NULL);
+	if (t->dtype == v->dtype && t->rank == v->rank &&
+	    memcmp(t->shape, v->shape, sizeof(int64_t) * (size_t) v->rank) ==
+	        0) {
+		return PASCO_OK;
+	}
+	return pasci_variable_fail(v, PASCO_EINVAL,
+	    "%s to '%s' (%s) with a %s "
+	    "tensor: dtype and shape must match",
+	    op, v->name,
+	    pasco_tensor_spec_string(
+	        v->dtype, v->rank, v->shape, have, sizeof(have)),
+	    pasco_tensor_spec_string(
+	        t->dtype, t->rank, t->shape, got, sizeof(got)));
+}
+
+/* Sends each shard its rows of t (a view, no copy). */
+static int
+variable_update(pasco_variable *v, Pasco__Wire__Method m, double lr,
+    const pasco_tensor *t, const char *op)
+{
+	shard_call *calls;
+	size_t      row = pasci_variable_row_bytes(v);
+	int         rv;
+
+	if ((rv = check_whole(v, t, op)) != 0) {
+		return rv;
+	}
+	if ((calls = pasci_shard_calls_new(v, m)) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	for (int32_t i = 0; i < v->nshards && rv == 0; i++) {
+		pasco_tensor *part;
+		int64_t       shape[PASCO_MAX_RANK];
+		memcpy(shape, v->shape, sizeof(shape));
+		shape[0] = v->shards[i].rows;
+		rv       = v->rank == 0
+		               ? pasci_tensor_view(
+		                     &part, t->dtype, 0, NULL, t->data, t->storage)
+		               : pasci_tensor_view(&part, t->dtype, v->rank, shape,
+		                     (char *) t->data +
+		                         (size_t) v->shards[i].offset * row,
+		                     t->storage);
+		if (rv == 0) {
+			calls[i].used                = true;
+			calls[i].b.hdr.learning_rate = lr;
+			pasci_wire_add_tensor(&calls[i].b, part, NULL);
+			pasco_tensor_release(part);
+		}
+	}
+	if (rv == 0) {
+		rv = pasci_shard_calls_run(v, calls);
+	}
+	pasci_shard_calls_free(v, calls);
+	return rv;
 }
 
 int
 pasco_variable_assign(pasco_variable *v, const pasco_tensor *value)
 {
-	return variable_update(v, PASCO__WIRE__METHOD__VAR_ASSIGN, 0, value);
+	return variable_update(
+	    v, PASCO__WIRE__METHOD__VAR_ASSIGN, 0, value, "assign");
 }
 
 int
 pasco_variable_assign_add(pasco_variable *v, const pasco_tensor *delta)
 {
 	return variable_update(
-	    v, PASCO__WIRE__METHOD__VAR_ASSIGN_ADD, 0, delta);
+	    v, PASCO__WIRE__METHOD__VAR_ASSIGN_ADD, 0, delta, "assign_add");
 }
 
 int
 pasco_variable_apply_sgd(
     pasco_variable *v, double learning_rate, const pasco_tensor *grad)
 {
-	return variable_update(
-	    v, PASCO__WIRE__METHOD__VAR_APPLY_SGD, learning_rate, grad);
+	return variable_update(v, PASCO__WIRE__METHOD__VAR_APPLY_SGD,
+	    learning_rate, grad, "apply_sgd");
 }
 
 const char *
@@ -140,7 +370,26 @@ pasco_variable_name(const pasco_variable *v)
 int32_t
 pasco_variable_ps_task(const pasco_variable *v)
 {
-	return v->ps_task;
+	return v->nshards > 0 ? v->shards[0].ps_task : -1;
+}
+
+int32_t
+pasco_variable_num_shards(const pasco_variable *v)
+{
+	return v->nshards;
+}
+
+int
+pasco_variable_shard(const pasco_variable *v, int32_t i, int32_t *ps_task,
+    int64_t *offset, int64_t *rows)
+{
+	if (i < 0 || i >= v->nshards) {
+		return PASCO_EINVAL;
+	}
+	*ps_task = v->shards[i].ps_task;
+	*offset  = v->shards[i].offset;
+	*rows    = v->shards[i].rows;
+	return PASCO_OK;
 }
 
 pasco_dtype

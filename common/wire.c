@@ -13,6 +13,7 @@
 #include "common/tensor_impl.h"
 #include "common/util.h"
 #include "common/value_impl.h"
+#include "common/variable_impl.h"
 
 #define PAD8(n) (((n) + 7u) & ~(size_t) 7u)
 
@@ -71,6 +72,10 @@ pasci_wire_builder_fini(pasci_wire_builder *b)
 	free(b->args);
 	free(b->vars);
 	free(b->var_metas);
+	for (size_t i = 0; i < b->nallocs; i++) {
+		free(b->allocs[i]);
+	}
+	free(b->allocs);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -198,26 +203,56 @@ pasci_wire_add_arg_tensor(pasci_wire_builder *b, const pasco_tensor *t)
 	}
 }
 
-void
-pasci_wire_add_arg_variable(pasci_wire_builder *b, const char *name,
-    int32_t ps_task, pasco_dtype dtype, int32_t rank, const int64_t *shape)
+/* calloc, freed with the builder. */
+static void *
+builder_alloc(pasci_wire_builder *b, size_t size)
 {
-	size_t            i = b->nargs;
-	Pasco__Wire__Arg *a = add_arg(b, PASCO__WIRE__ARG__KIND__VARIABLE);
+	void *p;
+	if (!grow((void **) &b->allocs, &b->alloc_cap, b->nallocs,
+	        sizeof(*b->allocs)) ||
+	    (p = calloc(1, size)) == NULL) {
+		b->oom = true;
+		return NULL;
+	}
+	b->allocs[b->nallocs++] = p;
+	return p;
+}
+
+void
+pasci_wire_add_arg_variable(pasci_wire_builder *b, const pasco_variable *var)
+{
+	size_t               i = b->nargs;
+	Pasco__Wire__Arg    *a = add_arg(b, PASCO__WIRE__ARG__KIND__VARIABLE);
+	Pasco__Wire__Shard  *shards;
+	Pasco__Wire__Shard **ptrs;
 	Pasco__Wire__VariableRef *v;
 	Pasco__Wire__TensorMeta  *m;
 	if (a == NULL) {
+		return;
+	}
+	shards = builder_alloc(b, sizeof(*shards) * (size_t) var->nshards + 1);
+	ptrs   = builder_alloc(b, sizeof(*ptrs) * (size_t) var->nshards + 1);
+	if (shards == NULL || ptrs == NULL) {
 		return;
 	}
 	v = &b->vars[i];
 	m = &b->var_metas[i];
 	pasco__wire__variable_ref__init(v);
 	pasco__wire__tensor_meta__init(m);
-	v->name    = (char *) name;
-	v->ps_task = ps_task;
-	m->dtype   = (Pasco__Wire__Dtype) dtype;
-	m->n_shape = (size_t) rank;
-	m->shape   = (int64_t *) shape;
+	v->name    = var->name;
+	m->dtype   = (Pasco__Wire__Dtype) var->dtype;
+	m->n_shape = (size_t) var->rank;
+	m->shape   = (int64_t *) var->shape;
+	for (int32_t k = 0; k < var->nshards; k++) {
+		pasco__wire__shard__init(&shards[k]);
+		shards[k].name    = var->shards[k].name;
+		shards[k].ps_task = var->shards[k].ps_task;
+		shards[k].offset  = var->shards[k].offset;
+		shards[k].rows    = var->shards[k].rows;
+		ptrs[k]           = &shards[k];
+	}
+	v->n_shards = (size_t) var->nshards;
+	v->shards   = ptrs;
 	/* pointers into vars/var_metas are fixed up in encode */
 }
 

@@ -50,6 +50,8 @@ typedef struct pasci_wire_builder {
 	size_t                    nargs, arg_cap;
 	Pasco__Wire__VariableRef *vars; /* one per arg, used by VARIABLE */
 	Pasco__Wire__TensorMeta  *var_metas;
+	void                    **allocs; /* freed with the builder */
+	size_t                    nallocs, alloc_cap;
 	bool                      oom;
 } pasci_wire_builder;
 
@@ -65,8 +67,10 @@ void pasci_wire_add_value(pasci_wire_builder *b, const pasco_value *v);
 
 /* Appends a RUN argument. */
 void pasci_wire_add_arg_tensor(pasci_wire_builder *b, const pasco_tensor *t);
-void pasci_wire_add_arg_variable(pasci_wire_builder *b, const char *name,
-    int32_t ps_task, pasco_dtype dtype, int32_t rank, const int64_t *shape);
+/* v (pasco_variable) is borrowed until the builder is encoded. */
+struct pasco_variable;
+void pasci_wire_add_arg_variable(
+    pasci_wire_builder *b, const struct pasco_variable *v);
 void pasci_wire_add_arg_resource(pasci_wire_builder *b, uint64_t resource);
 
 /* Encodes into a new message (incarnation prefix 0). PASCO_ENOMEM. */

@@ -13,7 +13,7 @@ closure_free(closure *c)
 	}
 	for (size_t i = 0; i < c->nargs; i++) {
 		pasco_tensor_release(c->args[i].tensor);
-		free(c->args[i].var_name);
+		pasco_variable_free(c->args[i].variable);
 		if (c->args[i].iterator != NULL) {
 			pasci_iterator_release(c->args[i].iterator);
 		}

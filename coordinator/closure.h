@@ -20,11 +20,7 @@ typedef enum closure_kind {
 typedef struct closure_arg {
 	pasco_arg_kind             kind;
 	pasco_tensor              *tensor;   /* TENSOR: held */
-	char                      *var_name; /* VARIABLE: a copy of the spec */
-	int32_t                    ps_task;
-	pasco_dtype                dtype;
-	int32_t                    rank;
-	int64_t                    shape[PASCO_MAX_RANK];
+	pasco_variable            *variable; /* VARIABLE: a copy of the handle */
 	pasco_per_worker_iterator *iterator; /* ITERATOR: held */
 } closure_arg;
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "common/variable_impl.h"
 #include "common/wire.h"
 #include "coordinator/internal.h"
 
@@ -138,8 +139,7 @@ encode_run(pasci_wire_builder *b, closure *cl)
 		if (a->kind == PASCO_ARG_TENSOR) {
 			pasci_wire_add_arg_tensor(b, a->tensor);
 		} else if (a->kind == PASCO_ARG_VARIABLE) {
-			pasci_wire_add_arg_variable(b, a->var_name, a->ps_task,
-			    a->dtype, a->rank, a->shape);
+			pasci_wire_add_arg_variable(b, a->variable);
 		} else {
 			pasci_wire_add_arg_resource(b, a->iterator->id);
 		}
@@ -397,19 +397,12 @@ capture_arg(pasco_coordinator *c, closure_arg *dst, const pasco_arg *a,
 		}
 		dst->tensor = pasco_tensor_hold((pasco_tensor *) a->u.tensor);
 		return PASCO_OK;
-	case PASCO_ARG_VARIABLE: {
-		const pasco_variable *v = a->u.variable;
-		if (v == NULL || (dst->var_name = pasci_strdup(
-		                      pasco_variable_name(v))) == NULL) {
+	case PASCO_ARG_VARIABLE:
+		if (a->u.variable == NULL ||
+		    pasci_variable_clone(&dst->variable, a->u.variable) != 0) {
 			break;
 		}
-		dst->ps_task = pasco_variable_ps_task(v);
-		dst->dtype   = pasco_variable_dtype(v);
-		dst->rank    = pasco_variable_rank(v);
-		memcpy(dst->shape, pasco_variable_shape(v),
-		    sizeof(int64_t) * (size_t) dst->rank);
 		return PASCO_OK;
-	}
 	case PASCO_ARG_ITERATOR:
 		if (a->u.iterator == NULL || a->u.iterator->coord != c) {
 			break;

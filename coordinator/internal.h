@@ -12,11 +12,10 @@
 #include "common/rpc.h"
 #include "coordinator/queue.h"
 #include "pasco/coordinator.h"
+#include "pasco/partitioner.h"
 
 typedef struct var_entry {
-	char             *name;
-	int32_t           ps_task;
-	pasco_tensor     *spec; /* dtype and shape of the created variable */
+	pasco_variable   *layout; /* a handle to the created variable */
 	struct var_entry *next;
 } var_entry;
 
@@ -31,6 +30,8 @@ struct pasco_strategy {
 	pasci_rpc_client **workers;
 	worker_link       *links;
 	int64_t            call_timeout_ms;
+	bool               has_partitioner;
+	pasco_partitioner  partitioner;
 	pthread_mutex_t    mu;
 	/* Protected by mu. */
 	uint64_t           var_count; /* round-robin counter */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tensor_impl.h"
 #include "common/util.h"
 #include "common/variable_impl.h"
 #include "coordinator/internal.h"
@@ -92,8 +93,12 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 		return PASCO_ENOMEM;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	s->nps             = pasco_cluster_count(cluster, PASCO_ROLE_PS);
-	s->nworkers        = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	s->nps      = pasco_cluster_count(cluster, PASCO_ROLE_PS);
+	s->nworkers = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	if (opts != NULL && opts->partitioner != NULL) {
+		s->has_partitioner = true;
+		s->partitioner     = *opts->partitioner;
+	}
 	s->call_timeout_ms = opts != NULL && opts->call_timeout_ms > 0
 	                         ? opts->call_timeout_ms
 	                         : 60000;
@@ -149,11 +154,10 @@ pasco_strategy_destroy(pasco_strategy *s)
 		pasci_rpc_client_close(s->ps[i]);
 	}
 	while (s->vars != NULL) {
-		var_entry *v = s->vars;
-		s->vars      = v->next;
-		pasco_tensor_release(v->spec);
-		free(v->name);
-		free(v);
+		var_entry *e = s->vars;
+		s->vars      = e->next;
+		pasco_variable_free(e->layout);
+		free(e);
 	}
 	free(s->ps);
 	free(s->workers);
@@ -162,103 +166,243 @@ pasco_strategy_destroy(pasco_strategy *s)
 	free(s);
 }
 
-/* Picks the ps for name: where it already is, or the next in turn. */
+/* A handle to name if it was created before; PASCO_EEXIST if with another
+ * spec, PASCO_ENOTFOUND if never. */
 static int
-strategy_place(pasco_strategy *s, const char *name, const pasco_tensor *init,
-    int32_t *task, bool *known)
+strategy_lookup(pasco_strategy *s, const char *name, pasco_dtype dtype,
+    int32_t rank, const int64_t *shape, pasco_variable **out)
 {
 	char have[64], want[64];
+	int  rv = PASCO_ENOTFOUND;
 	pthread_mutex_lock(&s->mu);
-	for (var_entry *v = s->vars; v != NULL; v = v->next) {
-		if (strcmp(v->name, name) == 0) {
-			bool same = pasco_tensor_same_spec(v->spec, init);
-			*task     = v->ps_task;
-			*known    = true;
-			if (!same) {
-				pasci_fmt(s->error, sizeof(s->error),
-				    "variable "
-				    "'%s' already exists as %s; cannot create "
-				    "it "
-				    "as %s",
-				    name,
-				    pasco_tensor_spec_string(v->spec->dtype,
-				        v->spec->rank, v->spec->shape, have,
-				        sizeof(have)),
-				    pasco_tensor_spec_string(init->dtype,
-				        init->rank, init->shape, want,
-				        sizeof(want)));
-			}
-			pthread_mutex_unlock(&s->mu);
-			return same ? PASCO_OK : PASCO_EEXIST;
+	for (var_entry *e = s->vars; e != NULL && rv == PASCO_ENOTFOUND;
+	     e            = e->next) {
+		const pasco_variable *v = e->layout;
+		if (strcmp(v->name, name) != 0) {
+			continue;
+		}
+		if (v->dtype == dtype && v->rank == rank &&
+		    memcmp(v->shape, shape, sizeof(int64_t) * (size_t) rank) ==
+		        0) {
+			rv = pasci_variable_clone(out, v);
+		} else {
+			pasci_fmt(s->error, sizeof(s->error),
+			    "variable '%s' already "
+			    "exists as %s; cannot create it as %s",
+			    name,
+			    pasco_tensor_spec_string(v->dtype, v->rank,
+			        v->shape, have, sizeof(have)),
+			    pasco_tensor_spec_string(
+			        dtype, rank, shape, want, sizeof(want)));
+			rv = PASCO_EEXIST;
 		}
 	}
-	*known = false;
-	*task  = (int32_t) (s->var_count++ % s->nps);
 	pthread_mutex_unlock(&s->mu);
-	return PASCO_OK;
+	return rv;
+}
+
+/* A handle for a new variable: shards from the partitioner, placed on the
+ * next ps tasks in turn. */
+static int
+strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
+    int32_t rank, const int64_t *shape, pasco_variable **out)
+{
+	int64_t shards = 1, sizes[1024], offsets[1025];
+	char    err[512];
+	int     rv;
+
+	if (s->has_partitioner && (rv = pasco_partition(&s->partitioner, dtype,
+	                               pasco_dtype_size(dtype), rank, shape,
+	                               &shards, err, sizeof(err))) != 0) {
+		pasci_fmt(s->error, sizeof(s->error), "partitioning '%s': %s",
+		    name, err);
+		return rv;
+	}
+	if (rank > 0 && shards > shape[0]) {
+		shards =
+		    shape[0] > 0 ? shape[0] : 1; /* never more than rows */
+	}
+	if (shards > 1024) {
+		pasci_fmt(s->error, sizeof(s->error),
+		    "'%s' would have %lld shards; "
+		    "at most 1024 are supported",
+		    name, (long long) shards);
+		return PASCO_EINVAL;
+	}
+	if (rank > 0) {
+		pasco_shard_layout(shape[0], shards, sizes, offsets);
+	} else {
+		sizes[0] = offsets[0] = 0;
+	}
+	if ((rv = pasci_variable_new(
+	         out, name, dtype, rank, shape, s->call_timeout_ms)) != 0) {
+		return rv;
+	}
+	pthread_mutex_lock(&s->mu);
+	for (int64_t i = 0; i < shards && rv == 0; i++) {
+		int32_t task = (int32_t) (s->var_count++ % s->nps);
+		char    shard_name[512];
+		pasci_fmt(shard_name, sizeof(shard_name),
+		    shards > 1 ? "%s/part_%lld" : "%s", name, (long long) i);
+		rv = pasci_variable_add_shard(
+		    *out, shard_name, task, offsets[i], sizes[i], s->ps[task]);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rv;
 }
 
 static void
-strategy_remember(pasco_strategy *s, const char *name, int32_t task,
-    const pasco_tensor *init)
+strategy_remember(pasco_strategy *s, const pasco_variable *v)
 {
-	var_entry *v = calloc(1, sizeof(*v));
-	if (v == NULL || (v->name = pasci_strdup(name)) == NULL ||
-	    pasco_tensor_alloc(
-	        &v->spec, init->dtype, init->rank, init->shape) != 0) {
-		if (v != NULL) {
-			free(v->name);
-		}
-		free(v);
+	var_entry *e = calloc(1, sizeof(*e));
+	if (e == NULL || pasci_variable_clone(&e->layout, v) != 0) {
+		free(e);
 		return; /* only idempotence checks are lost */
 	}
-	v->ps_task = task;
 	pthread_mutex_lock(&s->mu);
-	v->next = s->vars;
-	s->vars = v;
+	e->next = s->vars;
+	s->vars = e;
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* Fills the VAR_CREATE of each shard: a slice of value, or init. */
+static int
+fill_creates(pasco_variable *v, shard_call *calls, const pasco_tensor *value,
+    const pasco_initializer *init, Pasco__Wire__Initializer *inits,
+    Pasco__Wire__TensorMeta *specs, int64_t (*shapes)[PASCO_MAX_RANK])
+{
+	size_t row = pasci_variable_row_bytes(v);
+	for (int32_t i = 0; i < v->nshards; i++) {
+		memcpy(shapes[i], v->shape, sizeof(shapes[i]));
+		if (v->rank > 0) {
+			shapes[i][0] = v->shards[i].rows;
+		}
+		calls[i].used = true;
+		if (value != NULL) {
+			pasco_tensor *part;
+			int rv = pasci_tensor_view(&part, value->dtype,
+			    value->rank, shapes[i],
+			    (char *) value->data +
+			        (size_t) v->shards[i].offset * row,
+			    value->storage);
+			if (rv != 0) {
+				return rv;
+			}
+			pasci_wire_add_tensor(&calls[i].b, part, NULL);
+			pasco_tensor_release(part);
+			continue;
+		}
+		pasco__wire__initializer__init(&inits[i]);
+		pasco__wire__tensor_meta__init(&specs[i]);
+		inits[i].kind  = (int32_t) init->kind;
+		inits[i].seed  = init->seed;
+		inits[i].value = init->value;
+		inits[i].a = init->kind == PASCO_INIT_UNIFORM ? init->minval
+		                                              : init->mean;
+		inits[i].b = init->kind == PASCO_INIT_UNIFORM ? init->maxval
+		                                              : init->stddev;
+		inits[i].n_full_shape = (size_t) v->rank;
+		inits[i].full_shape   = v->shape;
+		inits[i].row_offset   = v->shards[i].offset;
+		specs[i].dtype        = (Pasco__Wire__Dtype) v->dtype;
+		specs[i].n_shape      = (size_t) v->rank;
+		specs[i].shape        = shapes[i];
+		calls[i].b.hdr.init   = &inits[i];
+		calls[i].b.hdr.spec   = &specs[i];
+	}
+	return PASCO_OK;
+}
+
+static int
+variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
+    pasco_dtype dtype, int32_t rank, const int64_t *shape,
+    const pasco_tensor *value, const pasco_initializer *init)
+{
+	Pasco__Wire__Initializer *inits  = NULL;
+	Pasco__Wire__TensorMeta  *specs  = NULL;
+	int64_t(*shapes)[PASCO_MAX_RANK] = NULL;
+	shard_call *calls                = NULL;
+	int64_t     count;
+	size_t      nbytes;
+	int         rv;
+
+	*out = NULL;
+	if (name == NULL || *name == 0 ||
+	    pasci_tensor_check_spec(dtype, rank, shape, &count, &nbytes) !=
+	        0) {
+		pasci_fmt(s->error, sizeof(s->error),
+		    "a variable needs a name and "
+		    "a valid dtype and shape");
+		return PASCO_EINVAL;
+	}
+	if ((rv = strategy_lookup(s, name, dtype, rank, shape, out)) !=
+	    PASCO_ENOTFOUND) {
+		return rv;
+	}
+	if ((rv = strategy_place(s, name, dtype, rank, shape, out)) != 0) {
+		pasco_variable_free(*out);
+		*out = NULL;
+		return rv;
+	}
+	calls  = pasci_shard_calls_new(*out, PASCO__WIRE__METHOD__VAR_CREATE);
+	inits  = calloc((size_t) (*out)->nshards, sizeof(*inits));
+	specs  = calloc((size_t) (*out)->nshards, sizeof(*specs));
+	shapes = calloc((size_t) (*out)->nshards, sizeof(*shapes));
+	rv     = calls && inits && specs && shapes ? PASCO_OK : PASCO_ENOMEM;
+	if (rv == 0) {
+		rv = fill_creates(
+		    *out, calls, value, init, inits, specs, shapes);
+	}
+	if (rv == 0 && (rv = pasci_shard_calls_run(*out, calls)) != 0) {
+		pthread_mutex_lock(&s->mu);
+		pasci_fmt(s->error, sizeof(s->error), "creating %s",
+		    pasco_variable_error(*out));
+		pthread_mutex_unlock(&s->mu);
+	}
+	for (int32_t i = 0; calls != NULL && i < (*out)->nshards; i++) {
+		calls[i].b.hdr.init = NULL; /* not the builder's to free */
+		calls[i].b.hdr.spec = NULL;
+	}
+	pasci_shard_calls_free(*out, calls);
+	free(inits);
+	free(specs);
+	free(shapes);
+	if (rv != 0) {
+		pasco_variable_free(*out);
+		*out = NULL;
+		return rv;
+	}
+	strategy_remember(s, *out);
+	return PASCO_OK;
 }
 
 int
 pasco_variable_create(pasco_variable **out, pasco_strategy *s,
     const char *name, const pasco_tensor *initial_value)
 {
-	pasci_wire_builder b;
-	int32_t            task;
-	bool               known;
-	char               err[512];
-	int                rv;
-
-	*out = NULL;
-	if (name == NULL || *name == 0 || initial_value == NULL) {
+	if (initial_value == NULL) {
+		*out = NULL;
 		pasci_fmt(s->error, sizeof(s->error),
-		    "a variable needs a name "
-		    "and an initial value");
+		    "'%s' needs an initial value", name != NULL ? name : "");
 		return PASCO_EINVAL;
 	}
-	if ((rv = strategy_place(s, name, initial_value, &task, &known)) !=
-	    0) {
-		return rv;
-	}
-	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__VAR_CREATE);
-	b.hdr.name = (char *) name;
-	pasci_wire_add_tensor(&b, initial_value, NULL);
-	rv = pasci_rpc_call(
-	    s->ps[task], &b, s->call_timeout_ms, NULL, err, sizeof(err));
-	pasci_wire_builder_fini(&b);
-	if (rv != 0) {
-		pthread_mutex_lock(&s->mu);
+	return variable_create(out, s, name, initial_value->dtype,
+	    initial_value->rank, initial_value->shape, initial_value, NULL);
+}
+
+int
+pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
+    const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
+    const pasco_initializer *init)
+{
+	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
+	    init->kind > PASCO_INIT_GLOROT_UNIFORM) {
+		*out = NULL;
 		pasci_fmt(s->error, sizeof(s->error),
-		    "creating '%s' on ps %d: "
-		    "%s",
-		    name, task, err);
-		pthread_mutex_unlock(&s->mu);
-		return rv;
+		    "'%s' needs a valid "
+		    "initializer",
+		    name != NULL ? name : "");
+		return PASCO_EINVAL;
 	}
-	if (!known) {
-		strategy_remember(s, name, task, initial_value);
-	}
-	return pasci_variable_new(out, name, task, initial_value->dtype,
-	    initial_value->rank, initial_value->shape, s->ps[task],
-	    s->call_timeout_ms);
+	return variable_create(out, s, name, dtype, rank, shape, NULL, init);
 }

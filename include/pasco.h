@@ -46,6 +46,7 @@
 #include "pasco/dataset.h"
 #include "pasco/error.h"
 #include "pasco/function.h"
+#include "pasco/initializer.h"
 #include "pasco/partitioner.h"
 #include "pasco/server.h"
 #include "pasco/tensor.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "common/util.h"
+#include "pasco/initializer.h"
 #include "ps/store.h"
 
 struct ps_server {
@@ -46,6 +47,68 @@ ps_read(ps_server *ps, const pasci_wire_msg *req)
 }
 
 static nng_msg *
+ps_gather(ps_server *ps, const pasci_wire_msg *req)
+{
+	read_ctx r = {NULL};
+	char     err[512];
+	int      rv;
+	if (req->ntensors != 1) {
+		return pasci_wire_status_reply(PASCO_EINVAL,
+		    "gather from '%s' "
+		    "needs one tensor of row ids",
+		    req->hdr->name);
+	}
+	rv = ps_store_var_gather(ps->store, req->hdr->name, req->tensors[0],
+	    encode_value, &r, err, sizeof(err));
+	return rv != 0 ? pasci_wire_status_reply(rv, "%s", err) : r.reply;
+}
+
+/* VAR_CREATE from an initializer: the shard's values computed here. */
+static int
+create_from_init(
+    ps_server *ps, const pasci_wire_msg *req, char *err, size_t errlen)
+{
+	const Pasco__Wire__Initializer *w = req->hdr->init;
+	pasco_initializer               init;
+	pasco_tensor                   *t;
+	pasco_dtype                     dtype;
+	int32_t                         rank;
+	int64_t                         shape[PASCO_MAX_RANK];
+	int                             rv;
+
+	if (pasci_wire_meta_spec(req->hdr->spec, &dtype, &rank, shape) != 0 ||
+	    w->n_full_shape != (size_t) rank) {
+		pasci_fmt(err, errlen,
+		    "create '%s': invalid spec for an "
+		    "initializer",
+		    req->hdr->name);
+		return PASCO_EINVAL;
+	}
+	init = (pasco_initializer){.kind = (pasco_init_kind) w->kind,
+	    .seed                        = w->seed,
+	    .value                       = w->value,
+	    .minval                      = w->a,
+	    .maxval                      = w->b,
+	    .mean                        = w->a,
+	    .stddev                      = w->b};
+	if ((rv = pasco_tensor_alloc(&t, dtype, rank, shape)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_initializer_fill(
+	         &init, t, rank, w->full_shape, w->row_offset)) != 0) {
+		pasci_fmt(err, errlen,
+		    "create '%s': the initializer (kind %d) "
+		    "does not fit the shard",
+		    req->hdr->name, w->kind);
+	} else {
+		rv = ps_store_var_create(
+		    ps->store, req->hdr->name, t, err, errlen);
+	}
+	pasco_tensor_release(t);
+	return rv;
+}
+
+static nng_msg *
 ps_handle(void *arg, const pasci_wire_msg *req)
 {
 	ps_server  *ps       = arg;
@@ -55,6 +118,25 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 
 	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_READ) {
 		return ps_read(ps, req);
+	}
+	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_GATHER) {
+		return ps_gather(ps, req);
+	}
+	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_CREATE &&
+	    req->hdr->init != NULL && req->ntensors == 0) {
+		rv = create_from_init(ps, req, err, sizeof(err));
+		return pasci_wire_status_reply(rv, "%s", err);
+	}
+	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_SCATTER_ADD) {
+		if (req->ntensors != 2) {
+			return pasci_wire_status_reply(PASCO_EINVAL,
+			    "scatter_add "
+			    "to '%s' needs ids and rows",
+			    name);
+		}
+		rv = ps_store_var_scatter_add(ps->store, name, req->tensors[0],
+		    req->tensors[1], req->hdr->scale, err, sizeof(err));
+		return pasci_wire_status_reply(rv, "%s", err);
 	}
 	if (req->ntensors != 1) {
 		return pasci_wire_status_reply(PASCO_EINVAL,

@@ -227,3 +227,131 @@ ps_store_var_update(ps_store *s, const char *name, ps_update op, double lr,
 	pthread_mutex_unlock(&v->mu);
 	return PASCO_OK;
 }
+
+/* Checks ids: i64, 1-D, each in [0, rows). */
+static int
+check_ids(const ps_var *v, const pasco_tensor *ids, char *err, size_t errlen)
+{
+	int64_t rows = v->value->rank > 0 ? v->value->shape[0] : 0;
+	if (v->value->rank == 0 || ids->dtype != PASCO_I64 || ids->rank != 1) {
+		pasci_fmt(err, errlen,
+		    "'%s': row ids must be a 1-D i64 tensor "
+		    "and the variable must have rows",
+		    v->name);
+		return PASCO_EINVAL;
+	}
+	for (int64_t i = 0; i < ids->count; i++) {
+		int64_t id = ((const int64_t *) ids->data)[i];
+		if (id < 0 || id >= rows) {
+			pasci_fmt(err, errlen,
+			    "'%s': row id %lld is out of range "
+			    "[0, %lld)",
+			    v->name, (long long) id, (long long) rows);
+			return PASCO_EINVAL;
+		}
+	}
+	return PASCO_OK;
+}
+
+static size_t
+row_bytes(const pasco_tensor *t)
+{
+	return t->shape[0] > 0 ? t->nbytes / (size_t) t->shape[0] : 0;
+}
+
+int
+ps_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
+    int (*fn)(void *arg, const pasco_tensor *rows), void *arg, char *err,
+    size_t errlen)
+{
+	ps_var       *v = store_find(s, name, err, errlen);
+	pasco_tensor *out;
+	int64_t       shape[PASCO_MAX_RANK];
+	int           rv;
+
+	if (v == NULL) {
+		return PASCO_ENOTFOUND;
+	}
+	if ((rv = check_ids(v, ids, err, errlen)) != 0) {
+		return rv;
+	}
+	memcpy(shape, v->value->shape, sizeof(shape));
+	shape[0] = ids->count;
+	if ((rv = pasco_tensor_alloc(
+	         &out, v->value->dtype, v->value->rank, shape)) != 0) {
+		return rv;
+	}
+	pthread_mutex_lock(&v->mu);
+	for (int64_t i = 0; i < ids->count; i++) {
+		size_t row = row_bytes(v->value);
+		memcpy((char *) out->data + (size_t) i * row,
+		    (const char *) v->value->data +
+		        (size_t) ((const int64_t *) ids->data)[i] * row,
+		    row);
+	}
+	rv = fn(arg, out);
+	pthread_mutex_unlock(&v->mu);
+	pasco_tensor_release(out);
+	return rv;
+}
+
+/* dst[0..n) += scale * src[0..n) in t's dtype. */
+static void
+row_axpy(
+    pasco_dtype dtype, void *dst, const void *src, int64_t n, double scale)
+{
+	if (dtype == PASCO_F32) {
+		cblas_saxpy((blasint) n, (float) scale, src, 1, dst, 1);
+	} else if (dtype == PASCO_F64) {
+		cblas_daxpy((blasint) n, scale, src, 1, dst, 1);
+	} else {
+		pasco_tensor d = {.dtype = dtype, .data = dst};
+		pasco_tensor s = {.dtype = dtype, .data = (void *) src};
+		for (int64_t i = 0; i < n; i++) {
+			pasco_tensor_set(&d, i,
+			    pasco_tensor_get(&d, i) +
+			        scale * pasco_tensor_get(&s, i));
+		}
+	}
+}
+
+int
+ps_store_var_scatter_add(ps_store *s, const char *name,
+    const pasco_tensor *ids, const pasco_tensor *rows, double scale, char *err,
+    size_t errlen)
+{
+	ps_var *v = store_find(s, name, err, errlen);
+	int64_t row_elems;
+	int     rv;
+
+	if (v == NULL) {
+		return PASCO_ENOTFOUND;
+	}
+	if ((rv = check_ids(v, ids, err, errlen)) != 0) {
+		return rv;
+	}
+	row_elems =
+	    v->value->shape[0] > 0 ? v->value->count / v->value->shape[0] : 0;
+	if (rows->dtype != v->value->dtype ||
+	    rows->count != ids->count * row_elems) {
+		pasci_fmt(err, errlen,
+		    "scatter_add to '%s': %lld ids need %lld "
+		    "%s elements, got %lld %s",
+		    name, (long long) ids->count,
+		    (long long) (ids->count * row_elems),
+		    pasco_dtype_name(v->value->dtype), (long long) rows->count,
+		    pasco_dtype_name(rows->dtype));
+		return PASCO_EINVAL;
+	}
+	pthread_mutex_lock(&v->mu);
+	for (int64_t i = 0; i < ids->count; i++) {
+		size_t row = row_bytes(v->value);
+		row_axpy(v->value->dtype,
+		    (char *) v->value->data +
+		        (size_t) ((const int64_t *) ids->data)[i] * row,
+		    (const char *) rows->data + (size_t) i * row, row_elems,
+		    scale);
+	}
+	pthread_mutex_unlock(&v->mu);
+	return PASCO_OK;
+}

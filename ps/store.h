@@ -37,4 +37,17 @@ int ps_store_var_with(ps_store *s, const char             *name,
 int ps_store_var_update(ps_store *s, const char *name, ps_update op, double lr,
     const pasco_tensor *t, char *err, size_t errlen);
 
+/* Rows ids (i64, 1-D, each in [0, rows)) of name, copied into a new
+ * tensor [n, ...] handed to fn with the lock held. */
+int ps_store_var_gather(ps_store *s, const char *name,
+    const pasco_tensor *ids,
+    int (*fn)(void *arg, const pasco_tensor *rows), void *arg, char *err,
+    size_t errlen);
+
+/* name[ids[k]] += scale * rows[k]; checked first, so a bad request
+ * changes nothing. */
+int ps_store_var_scatter_add(ps_store *s, const char *name,
+    const pasco_tensor *ids, const pasco_tensor *rows, double scale,
+    char *err, size_t errlen);
+
 #endif

@@ -3,6 +3,7 @@
 #include <nng/nng.h>
 #include <string.h>
 
+#include "common/variable_impl.h"
 #include "common/wire.h"
 
 TestSuite(wire, .timeout = 10);
@@ -75,7 +76,11 @@ Test(wire, round_trips_run_arguments)
 
 	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__RUN);
 	pasci_wire_add_arg_tensor(&b, t);
-	pasci_wire_add_arg_variable(&b, "w", 1, PASCO_F32, 1, shape);
+	pasco_variable *var;
+	PASCO_PASS(pasci_variable_new(&var, "w", PASCO_F32, 1, shape, 1000));
+	PASCO_PASS(pasci_variable_add_shard(var, "w/part_0", 1, 0, 3, NULL));
+	PASCO_PASS(pasci_variable_add_shard(var, "w/part_1", 0, 3, 1, NULL));
+	pasci_wire_add_arg_variable(&b, var);
 	pasci_wire_add_arg_resource(&b, 77);
 	PASCO_PASS(pasci_wire_encode(&b, &msg));
 	pasci_wire_builder_fini(&b);
@@ -85,10 +90,14 @@ Test(wire, round_trips_run_arguments)
 	cr_assert_eq(
 	    pasco_tensor_get(m.tensors[m.hdr->args[0]->tensor], 0), 2.0);
 	cr_assert_str_eq(m.hdr->args[1]->variable->name, "w");
-	cr_assert_eq(m.hdr->args[1]->variable->ps_task, 1);
+	cr_assert_eq(m.hdr->args[1]->variable->n_shards, 2);
+	cr_assert_str_eq(m.hdr->args[1]->variable->shards[1]->name, "w/part_1");
+	cr_assert_eq(m.hdr->args[1]->variable->shards[0]->ps_task, 1);
+	cr_assert_eq(m.hdr->args[1]->variable->shards[1]->offset, 3);
 	cr_assert_eq(m.hdr->args[1]->variable->meta->shape[0], 4);
 	cr_assert_eq(m.hdr->args[2]->resource, 77);
 	pasci_wire_msg_fini(&m);
+	pasco_variable_free(var);
 	pasco_tensor_release(t);
 }
 

@@ -131,17 +131,28 @@ bind_variable(pasco_call *call, call_arg *a, const Pasco__Wire__VariableRef *v)
 	pasco_dtype dtype;
 	int32_t     rank;
 	int64_t     shape[PASCO_MAX_RANK];
+	int         rv;
 
-	if (v == NULL || v->ps_task < 0 ||
-	    (size_t) v->ps_task >= call->w->nps ||
+	if (v == NULL || v->n_shards == 0 ||
 	    pasci_wire_meta_spec(v->meta, &dtype, &rank, shape) != 0) {
-		return pasco_call_fail(call, PASCO_EINVAL,
+		return pasco_call_fail(call, PASCO_EPROTO,
 		    "a variable argument "
-		    "names ps task %d (the cluster has %zu) or has a bad spec",
-		    v != NULL ? v->ps_task : -1, call->w->nps);
+		    "has no shards or a bad spec");
 	}
-	return pasci_variable_new(&a->variable, v->name, v->ps_task, dtype,
-	    rank, shape, call->w->ps[v->ps_task], PS_CALL_TIMEOUT_MS);
+	rv = pasci_variable_new(
+	    &a->variable, v->name, dtype, rank, shape, PS_CALL_TIMEOUT_MS);
+	for (size_t i = 0; rv == 0 && i < v->n_shards; i++) {
+		const Pasco__Wire__Shard *s = v->shards[i];
+		if (s->ps_task < 0 || (size_t) s->ps_task >= call->w->nps) {
+			return pasco_call_fail(call, PASCO_EINVAL,
+			    "variable '%s' "
+			    "names ps task %d; the cluster has %zu",
+			    v->name, s->ps_task, call->w->nps);
+		}
+		rv = pasci_variable_add_shard(a->variable, s->name, s->ps_task,
+		    s->offset, s->rows, call->w->ps[s->ps_task]);
+	}
+	return rv;
 }
 
 static int

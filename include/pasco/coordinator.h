@@ -24,6 +24,8 @@
 
 #include "cluster.h"
 #include "error.h"
+#include "initializer.h"
+#include "partitioner.h"
 #include "tensor.h"
 #include "value.h"
 #include "variable.h"
@@ -40,6 +42,9 @@ typedef struct pasco_strategy_options {
 	int64_t connect_timeout_ms;
 	/* Deadline of each ps call made by the coordinator; 0 means 60 s. */
 	int64_t call_timeout_ms;
+	/* Splits every variable created through the strategy (TensorFlow's
+	 * variable_partitioner); NULL: no variable is split. Copied. */
+	const pasco_partitioner *partitioner;
 } pasco_strategy_options;
 
 /* Connects to every ps and worker of cluster (which must validate) and
@@ -62,14 +67,23 @@ size_t pasco_strategy_num_workers(const pasco_strategy *s);
  * from it. NULL is a no-op. */
 void pasco_strategy_destroy(pasco_strategy *s);
 
-/* Creates variable name on the next ps task in round-robin order (the
- * counter advances once per created variable), with initial_value's dtype,
- * shape and contents. Creating an existing name with the same dtype and
- * shape returns a handle to it (its value is left alone); with another
- * dtype or shape it is PASCO_EEXIST. The handle is owned by the caller.
- * Blocks. */
+/* Creates variable name with initial_value's dtype, shape and contents.
+ * The strategy's partitioner decides the number of shards (never more
+ * than rows; scalars are never split); shard i is named "<name>/part_<i>"
+ * and holds rows of the div layout. Each shard goes on the next ps task in
+ * round-robin order: the counter advances once per shard, as in
+ * TensorFlow. Creating an existing name with the same dtype and shape
+ * returns a handle to it (its value is left alone); with another dtype or
+ * shape it is PASCO_EEXIST. Partitioner errors are PASCO_EINVAL. Messages:
+ * pasco_strategy_error. The handle is owned by the caller. Blocks. */
 int pasco_variable_create(pasco_variable **out, pasco_strategy *s,
     const char *name, const pasco_tensor *initial_value);
+
+/* The same, with values computed on the ps by init (so they do not depend
+ * on the sharding) instead of sent from the coordinator. */
+int pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
+    const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
+    const pasco_initializer *init);
 
 typedef struct pasco_coordinator_options {
 	/* Closures in flight per worker; 0 means 4. TensorFlow uses 1. */
