@@ -37,7 +37,32 @@ int pasco_variable_assign_add(pasco_variable *v, const pasco_tensor *delta);
 int pasco_variable_apply_sgd(
     pasco_variable *v, double learning_rate, const pasco_tensor *grad);
 
-const char    *pasco_variable_name(const pasco_variable *v);
+/* Rows of v by id: ids (i32 or i64, any shape) must be in [0, rows); the
+ * result has shape ids.shape + v.shape[1:], owned by the caller. Ids are
+ * routed to shards with the div formula and the shards are asked in
+ * parallel. Blocks. */
+int pasco_variable_gather(
+    pasco_variable *v, const pasco_tensor *ids, pasco_tensor **out);
+
+/* v[ids[k]] += rows[k]. rows has shape ids.shape + v.shape[1:] and v's
+ * dtype; duplicate ids are summed. Blocks. */
+int pasco_variable_scatter_add(
+    pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows);
+
+/* v[ids[k]] -= learning_rate * grads[k] (sparse SGD; duplicate ids summed;
+ * only those rows change). Float dtypes only. Blocks. */
+int pasco_variable_apply_sgd_sparse(pasco_variable *v, double learning_rate,
+    const pasco_tensor *ids, const pasco_tensor *grads);
+
+/* How v is split: the number of shards, and for shard i its ps task and
+ * its rows [offset, offset + rows) of the whole. */
+int32_t pasco_variable_num_shards(const pasco_variable *v);
+int pasco_variable_shard(const pasco_variable *v, int32_t i, int32_t *ps_task,
+    int64_t *offset, int64_t *rows);
+
+const char *pasco_variable_name(const pasco_variable *v);
+
+/* The ps task of the first (or only) shard. */
 int32_t        pasco_variable_ps_task(const pasco_variable *v);
 pasco_dtype    pasco_variable_dtype(const pasco_variable *v);
 int32_t        pasco_variable_rank(const pasco_variable *v);
