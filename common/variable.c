@@ -12,6 +12,7 @@
 #include "common/tensor_impl.h"
 #include "common/util.h"
 #include "common/variable_impl.h"
+#include "pasco/optimizer.h"
 
 int
 pasci_variable_new(pasco_variable **out, const char *name, pasco_dtype dtype,
@@ -300,18 +301,22 @@ check_whole(pasco_variable *v, const pasco_tensor *t, const char *op)
 
 /* Sends each shard its rows of t (a view, no copy). */
 static int
-variable_update(pasco_variable *v, Pasco__Wire__Method m, double lr,
-    const pasco_tensor *t, const char *op)
+variable_update(pasco_variable *v, Pasco__Wire__Method m,
+    const pasco_optimizer *opt, const pasco_tensor *t, const char *op)
 {
-	shard_call *calls;
-	size_t      row = pasci_variable_row_bytes(v);
-	int         rv;
+	Pasco__Wire__Optimizer wopt;
+	shard_call            *calls;
+	size_t                 row = pasci_variable_row_bytes(v);
+	int                    rv;
 
 	if ((rv = check_whole(v, t, op)) != 0) {
 		return rv;
 	}
 	if ((calls = pasci_shard_calls_new(v, m)) == NULL) {
 		return PASCO_ENOMEM;
+	}
+	if (opt != NULL) {
+		pasci_wire_set_optimizer(&wopt, opt);
 	}
 	for (int32_t i = 0; i < v->nshards && rv == 0; i++) {
 		pasco_tensor *part;
@@ -326,8 +331,8 @@ variable_update(pasco_variable *v, Pasco__Wire__Method m, double lr,
 		                         (size_t) v->shards[i].offset * row,
 		                     t->storage);
 		if (rv == 0) {
-			calls[i].used                = true;
-			calls[i].b.hdr.learning_rate = lr;
+			calls[i].used      = true;
+			calls[i].b.hdr.opt = opt != NULL ? &wopt : NULL;
 			pasci_wire_add_tensor(&calls[i].b, part, NULL);
 			pasco_tensor_release(part);
 		}
@@ -343,22 +348,37 @@ int
 pasco_variable_assign(pasco_variable *v, const pasco_tensor *value)
 {
 	return variable_update(
-	    v, PASCO__WIRE__METHOD__VAR_ASSIGN, 0, value, "assign");
+	    v, PASCO__WIRE__METHOD__VAR_ASSIGN, NULL, value, "assign");
 }
 
 int
 pasco_variable_assign_add(pasco_variable *v, const pasco_tensor *delta)
 {
 	return variable_update(
-	    v, PASCO__WIRE__METHOD__VAR_ASSIGN_ADD, 0, delta, "assign_add");
+	    v, PASCO__WIRE__METHOD__VAR_ASSIGN_ADD, NULL, delta, "assign_add");
 }
 
 int
 pasco_variable_apply_sgd(
     pasco_variable *v, double learning_rate, const pasco_tensor *grad)
 {
-	return variable_update(v, PASCO__WIRE__METHOD__VAR_APPLY_SGD,
-	    learning_rate, grad, "apply_sgd");
+	pasco_optimizer sgd = pasco_sgd(learning_rate, 0, false);
+	return variable_update(
+	    v, PASCO__WIRE__METHOD__VAR_APPLY, &sgd, grad, "apply_sgd");
+}
+
+int
+pasco_variable_apply_gradient(
+    pasco_variable *v, const pasco_optimizer *opt, const pasco_tensor *grad)
+{
+	if (opt == NULL) {
+		return pasci_variable_fail(v, PASCO_EINVAL,
+		    "apply_gradient to "
+		    "'%s': no optimizer",
+		    v->name);
+	}
+	return variable_update(
+	    v, PASCO__WIRE__METHOD__VAR_APPLY, opt, grad, "apply_gradient");
 }
 
 const char *

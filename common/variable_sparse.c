@@ -11,6 +11,7 @@
 #include "common/tensor_impl.h"
 #include "common/util.h"
 #include "common/variable_impl.h"
+#include "pasco/optimizer.h"
 #include "pasco/partitioner.h"
 
 /* ids as int64 (i32 or i64 accepted), checked against the row count. */
@@ -320,15 +321,18 @@ check_rows(pasco_variable *v, const pasco_tensor *ids,
 	return PASCO_OK;
 }
 
+/* Sends each shard its (deduplicated) rows: a VAR_SCATTER_ADD with scale,
+ * or a VAR_APPLY_SPARSE with opt. */
 static int
 scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
-    double scale, const char *op)
+    double scale, const pasco_optimizer *opt, const char *op)
 {
-	int64_t      *flat = NULL, *uids = NULL, nu = 0;
-	pasco_tensor *urows = NULL;
-	routed        r     = {0};
-	shard_call   *calls = NULL;
-	int           rv;
+	Pasco__Wire__Optimizer wopt;
+	int64_t               *flat = NULL, *uids = NULL, nu = 0;
+	pasco_tensor          *urows = NULL;
+	routed                 r     = {0};
+	shard_call            *calls = NULL;
+	int                    rv;
 
 	if ((rv = read_ids(v, ids, op, &flat)) != 0 ||
 	    (rv = check_rows(v, ids, rows, op)) != 0 ||
@@ -337,10 +341,15 @@ scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
 	    (rv = route(v, uids, nu, &r)) != 0) {
 		goto out;
 	}
-	if ((calls = pasci_shard_calls_new(
-	         v, PASCO__WIRE__METHOD__VAR_SCATTER_ADD)) == NULL) {
+	calls = pasci_shard_calls_new(
+	    v, opt != NULL ? PASCO__WIRE__METHOD__VAR_APPLY_SPARSE
+	                   : PASCO__WIRE__METHOD__VAR_SCATTER_ADD);
+	if (calls == NULL) {
 		rv = PASCO_ENOMEM;
 		goto out;
+	}
+	if (opt != NULL) {
+		pasci_wire_set_optimizer(&wopt, opt);
 	}
 	for (int32_t s = 0; s < v->nshards && rv == 0; s++) {
 		pasco_tensor *part;
@@ -352,6 +361,7 @@ scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
 		if (rv == 0) {
 			calls[s].used        = true;
 			calls[s].b.hdr.scale = scale;
+			calls[s].b.hdr.opt   = opt != NULL ? &wopt : NULL;
 			pasci_wire_add_tensor(&calls[s].b, r.local[s], NULL);
 			pasci_wire_add_tensor(&calls[s].b, part, NULL);
 			pasco_tensor_release(part);
@@ -373,12 +383,27 @@ int
 pasco_variable_scatter_add(
     pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows)
 {
-	return scatter(v, ids, rows, 1.0, "scatter_add");
+	return scatter(v, ids, rows, 1.0, NULL, "scatter_add");
 }
 
 int
 pasco_variable_apply_sgd_sparse(pasco_variable *v, double learning_rate,
     const pasco_tensor *ids, const pasco_tensor *grads)
 {
-	return scatter(v, ids, grads, -learning_rate, "apply_sgd_sparse");
+	pasco_optimizer sgd = pasco_sgd(learning_rate, 0, false);
+	return scatter(v, ids, grads, 0, &sgd, "apply_sgd_sparse");
+}
+
+int
+pasco_variable_apply_gradient_sparse(pasco_variable *v,
+    const pasco_optimizer *opt, const pasco_tensor *ids,
+    const pasco_tensor *grads)
+{
+	if (opt == NULL) {
+		return pasci_variable_fail(v, PASCO_EINVAL,
+		    "apply_gradient_sparse "
+		    "to '%s': no optimizer",
+		    v->name);
+	}
+	return scatter(v, ids, grads, 0, opt, "apply_gradient_sparse");
 }

@@ -592,3 +592,46 @@ pasci_wire_get_value(
 	}
 	return rv;
 }
+
+void
+pasci_wire_set_optimizer(Pasco__Wire__Optimizer *w, const pasco_optimizer *o)
+{
+	pasco__wire__optimizer__init(w);
+	w->kind                      = (int32_t) o->kind;
+	w->learning_rate             = o->learning_rate;
+	w->momentum                  = o->momentum;
+	w->nesterov                  = o->nesterov;
+	w->rho                       = o->rho;
+	w->centered                  = o->centered;
+	w->beta_1                    = o->beta_1;
+	w->beta_2                    = o->beta_2;
+	w->amsgrad                   = o->amsgrad;
+	w->epsilon                   = o->epsilon;
+	w->initial_accumulator_value = o->initial_accumulator_value;
+	w->learning_rate_power       = o->learning_rate_power;
+	w->l1                        = o->l1;
+	w->l2                        = o->l2;
+	w->l2_shrinkage              = o->l2_shrinkage;
+	w->beta                      = o->beta;
+}
+
+void
+pasci_wire_get_optimizer(const Pasco__Wire__Optimizer *w, pasco_optimizer *o)
+{
+	*o = (pasco_optimizer){.kind   = (pasco_optimizer_kind) w->kind,
+	    .learning_rate             = w->learning_rate,
+	    .momentum                  = w->momentum,
+	    .nesterov                  = w->nesterov,
+	    .rho                       = w->rho,
+	    .centered                  = w->centered,
+	    .beta_1                    = w->beta_1,
+	    .beta_2                    = w->beta_2,
+	    .amsgrad                   = w->amsgrad,
+	    .epsilon                   = w->epsilon,
+	    .initial_accumulator_value = w->initial_accumulator_value,
+	    .learning_rate_power       = w->learning_rate_power,
+	    .l1                        = w->l1,
+	    .l2                        = w->l2,
+	    .l2_shrinkage              = w->l2_shrinkage,
+	    .beta                      = w->beta};
+}

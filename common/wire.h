@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pasco/optimizer.h"
 #include "pasco/tensor.h"
 #include "pasco/value.h"
 #include "schemas/wire.pb-c.h"
@@ -87,5 +88,11 @@ int pasci_wire_get_value(
 /* Checks that a wire TensorMeta is a valid spec; fills dtype/rank/shape. */
 int pasci_wire_meta_spec(const Pasco__Wire__TensorMeta *meta,
     pasco_dtype *dtype, int32_t *rank, int64_t *shape);
+
+/* Optimizer configuration to and from the wire. */
+void pasci_wire_set_optimizer(
+    Pasco__Wire__Optimizer *w, const pasco_optimizer *o);
+void pasci_wire_get_optimizer(
+    const Pasco__Wire__Optimizer *w, pasco_optimizer *o);
 
 #endif

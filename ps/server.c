@@ -127,6 +127,19 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 		rv = create_from_init(ps, req, err, sizeof(err));
 		return pasci_wire_status_reply(rv, "%s", err);
 	}
+	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_APPLY_SPARSE) {
+		pasco_optimizer opt;
+		if (req->ntensors != 2 || req->hdr->opt == NULL) {
+			return pasci_wire_status_reply(PASCO_EINVAL,
+			    "a sparse apply "
+			    "to '%s' needs ids, rows and an optimizer",
+			    name);
+		}
+		pasci_wire_get_optimizer(req->hdr->opt, &opt);
+		rv = ps_store_var_apply_sparse(ps->store, name, &opt,
+		    req->tensors[0], req->tensors[1], err, sizeof(err));
+		return pasci_wire_status_reply(rv, "%s", err);
+	}
 	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_SCATTER_ADD) {
 		if (req->ntensors != 2) {
 			return pasci_wire_status_reply(PASCO_EINVAL,
@@ -153,18 +166,26 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 		    ps->store, name, req->tensors[0], err, sizeof(err));
 		break;
 	case PASCO__WIRE__METHOD__VAR_ASSIGN:
-		rv = ps_store_var_update(ps->store, name, PS_ASSIGN, 0,
+		rv = ps_store_var_update(ps->store, name, PS_ASSIGN,
 		    req->tensors[0], err, sizeof(err));
 		break;
 	case PASCO__WIRE__METHOD__VAR_ASSIGN_ADD:
-		rv = ps_store_var_update(ps->store, name, PS_ASSIGN_ADD, 0,
+		rv = ps_store_var_update(ps->store, name, PS_ASSIGN_ADD,
 		    req->tensors[0], err, sizeof(err));
 		break;
-	case PASCO__WIRE__METHOD__VAR_APPLY_SGD:
-		rv = ps_store_var_update(ps->store, name, PS_APPLY_SGD,
-		    req->hdr->learning_rate, req->tensors[0], err,
-		    sizeof(err));
+	case PASCO__WIRE__METHOD__VAR_APPLY: {
+		pasco_optimizer opt;
+		if (req->hdr->opt == NULL) {
+			return pasci_wire_status_reply(PASCO_EINVAL,
+			    "apply to '%s' "
+			    "without an optimizer",
+			    name);
+		}
+		pasci_wire_get_optimizer(req->hdr->opt, &opt);
+		rv = ps_store_var_apply(
+		    ps->store, name, &opt, req->tensors[0], err, sizeof(err));
 		break;
+	}
 	default:
 		return pasci_wire_status_reply(PASCO_EINVAL,
 		    "a ps does not "

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "ps/optimizer.h"
 
 #define STORE_BUCKETS 1024
 
@@ -19,6 +20,7 @@ typedef struct ps_var {
 	char           *name;
 	pthread_mutex_t mu;
 	pasco_tensor  *value; /* protected by mu (contents, not the pointer) */
+	ps_slots       slots; /* protected by mu */
 	struct ps_var *next;  /* bucket chain; protected by the table lock */
 } ps_var;
 
@@ -60,6 +62,7 @@ ps_store_destroy(ps_store *s)
 		while (v != NULL) {
 			ps_var *next = v->next;
 			pasco_tensor_release(v->value);
+			ps_slots_fini(&v->slots);
 			pthread_mutex_destroy(&v->mu);
 			free(v->name);
 			free(v);
@@ -193,7 +196,7 @@ update_name(ps_update op)
 }
 
 int
-ps_store_var_update(ps_store *s, const char *name, ps_update op, double lr,
+ps_store_var_update(ps_store *s, const char *name, ps_update op,
     const pasco_tensor *t, char *err, size_t errlen)
 {
 	ps_var *v = store_find(s, name, err, errlen);
@@ -214,16 +217,8 @@ ps_store_var_update(ps_store *s, const char *name, ps_update op, double lr,
 		        t->dtype, t->rank, t->shape, got, sizeof(got)));
 		return PASCO_EINVAL;
 	}
-	if (op == PS_APPLY_SGD && t->dtype != PASCO_F32 &&
-	    t->dtype != PASCO_F64) {
-		pasci_fmt(err, errlen,
-		    "apply_sgd to '%s': SGD needs a float "
-		    "variable, not %s",
-		    name, pasco_dtype_name(t->dtype));
-		return PASCO_EINVAL;
-	}
 	pthread_mutex_lock(&v->mu);
-	axpy(v->value, op == PS_APPLY_SGD ? -lr : 1.0, t, op != PS_ASSIGN);
+	axpy(v->value, 1.0, t, op != PS_ASSIGN);
 	pthread_mutex_unlock(&v->mu);
 	return PASCO_OK;
 }
@@ -354,4 +349,96 @@ ps_store_var_scatter_add(ps_store *s, const char *name,
 	}
 	pthread_mutex_unlock(&v->mu);
 	return PASCO_OK;
+}
+
+/* Checks that the variable is float and opt valid. */
+static int
+check_apply(
+    const ps_var *v, const pasco_optimizer *opt, char *err, size_t errlen)
+{
+	if (v->value->dtype != PASCO_F32 && v->value->dtype != PASCO_F64) {
+		pasci_fmt(err, errlen,
+		    "'%s' is %s: optimizers need a float "
+		    "variable",
+		    v->name, pasco_dtype_name(v->value->dtype));
+		return PASCO_EINVAL;
+	}
+	return ps_optimizer_check(opt, err, errlen);
+}
+
+int
+ps_store_var_apply(ps_store *s, const char *name, const pasco_optimizer *opt,
+    const pasco_tensor *grad, char *err, size_t errlen)
+{
+	ps_var *v = store_find(s, name, err, errlen);
+	char    have[64], got[64];
+	int     rv;
+
+	if (v == NULL) {
+		return PASCO_ENOTFOUND;
+	}
+	if (!pasco_tensor_same_spec(v->value, grad)) {
+		pasci_fmt(err, errlen,
+		    "gradient for '%s' (%s) is %s: dtype and "
+		    "shape must match",
+		    name,
+		    pasco_tensor_spec_string(v->value->dtype, v->value->rank,
+		        v->value->shape, have, sizeof(have)),
+		    pasco_tensor_spec_string(grad->dtype, grad->rank,
+		        grad->shape, got, sizeof(got)));
+		return PASCO_EINVAL;
+	}
+	if ((rv = check_apply(v, opt, err, errlen)) != 0) {
+		return rv;
+	}
+	pthread_mutex_lock(&v->mu);
+	if ((rv = ps_slots_prepare(&v->slots, opt, v->value, err, errlen)) ==
+	    0) {
+		ps_optimizer_apply(
+		    opt, &v->slots, v->value, 0, grad, 0, grad->count);
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rv;
+}
+
+int
+ps_store_var_apply_sparse(ps_store *s, const char *name,
+    const pasco_optimizer *opt, const pasco_tensor *ids,
+    const pasco_tensor *rows, char *err, size_t errlen)
+{
+	ps_var *v = store_find(s, name, err, errlen);
+	int64_t row_elems;
+	int     rv;
+
+	if (v == NULL) {
+		return PASCO_ENOTFOUND;
+	}
+	if ((rv = check_ids(v, ids, err, errlen)) != 0 ||
+	    (rv = check_apply(v, opt, err, errlen)) != 0) {
+		return rv;
+	}
+	row_elems =
+	    v->value->shape[0] > 0 ? v->value->count / v->value->shape[0] : 0;
+	if (rows->dtype != v->value->dtype ||
+	    rows->count != ids->count * row_elems) {
+		pasci_fmt(err, errlen,
+		    "sparse gradient for '%s': %lld ids need "
+		    "%lld %s elements, got %lld %s",
+		    name, (long long) ids->count,
+		    (long long) (ids->count * row_elems),
+		    pasco_dtype_name(v->value->dtype), (long long) rows->count,
+		    pasco_dtype_name(rows->dtype));
+		return PASCO_EINVAL;
+	}
+	pthread_mutex_lock(&v->mu);
+	if ((rv = ps_slots_prepare(&v->slots, opt, v->value, err, errlen)) ==
+	    0) {
+		for (int64_t i = 0; i < ids->count; i++) {
+			int64_t id = ((const int64_t *) ids->data)[i];
+			ps_optimizer_apply(opt, &v->slots, v->value,
+			    id * row_elems, rows, i * row_elems, row_elems);
+		}
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rv;
 }

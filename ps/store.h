@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "pasco/optimizer.h"
 #include "pasco/tensor.h"
 
 typedef struct ps_store ps_store;
@@ -15,7 +16,6 @@ typedef struct ps_store ps_store;
 typedef enum ps_update {
 	PS_ASSIGN,
 	PS_ASSIGN_ADD,
-	PS_APPLY_SGD,
 } ps_update;
 
 int  ps_store_create(ps_store **out);
@@ -32,22 +32,34 @@ int ps_store_var_with(ps_store *s, const char             *name,
     int (*fn)(void *arg, const pasco_tensor *value), void *arg, char *err,
     size_t errlen);
 
-/* Applies an update with t (and lr for SGD). PASCO_ENOTFOUND,
- * PASCO_EINVAL for a dtype/shape mismatch or a non-float SGD. */
-int ps_store_var_update(ps_store *s, const char *name, ps_update op, double lr,
+/* Applies an update with t. PASCO_ENOTFOUND, PASCO_EINVAL for a
+ * dtype/shape mismatch. */
+int ps_store_var_update(ps_store *s, const char *name, ps_update op,
     const pasco_tensor *t, char *err, size_t errlen);
+
+/* Applies the gradient grad with opt (slots created on first use).
+ * PASCO_EINVAL for a mismatch, a non-float variable, bad hyperparameters or
+ * slots of another optimizer; nothing changes then. */
+int ps_store_var_apply(ps_store *s, const char *name,
+    const pasco_optimizer *opt, const pasco_tensor *grad, char *err,
+    size_t errlen);
+
+/* The same for gradient rows of ids (i64, 1-D); only those rows and their
+ * slots change. */
+int ps_store_var_apply_sparse(ps_store *s, const char *name,
+    const pasco_optimizer *opt, const pasco_tensor *ids,
+    const pasco_tensor *rows, char *err, size_t errlen);
 
 /* Rows ids (i64, 1-D, each in [0, rows)) of name, copied into a new
  * tensor [n, ...] handed to fn with the lock held. */
-int ps_store_var_gather(ps_store *s, const char *name,
-    const pasco_tensor *ids,
+int ps_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
     int (*fn)(void *arg, const pasco_tensor *rows), void *arg, char *err,
     size_t errlen);
 
 /* name[ids[k]] += scale * rows[k]; checked first, so a bad request
  * changes nothing. */
 int ps_store_var_scatter_add(ps_store *s, const char *name,
-    const pasco_tensor *ids, const pasco_tensor *rows, double scale,
-    char *err, size_t errlen);
+    const pasco_tensor *ids, const pasco_tensor *rows, double scale, char *err,
+    size_t errlen);
 
 #endif

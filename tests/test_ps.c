@@ -58,23 +58,24 @@ Test(ps_store, updates_apply_and_mismatches_change_nothing)
 		pasco_tensor_set(d, i, 10);
 	}
 	PASCO_PASS(ps_store_var_create(s, "w", v, err, sizeof(err)));
-	PASCO_PASS(ps_store_var_update(
-	    s, "w", PS_ASSIGN_ADD, 0, d, err, sizeof(err)));
+	PASCO_PASS(
+	    ps_store_var_update(s, "w", PS_ASSIGN_ADD, d, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "w", 2), 12);
-	PASCO_PASS(ps_store_var_update(
-	    s, "w", PS_APPLY_SGD, 0.5, d, err, sizeof(err)));
+	PASCO_PASS(ps_store_var_apply(s, "w",
+	    &(pasco_optimizer){.kind = PASCO_OPT_SGD, .learning_rate = 0.5}, d,
+	    err, sizeof(err)));
 	cr_assert_eq(value_at(s, "w", 2), 7);
 	PASCO_PASS(
-	    ps_store_var_update(s, "w", PS_ASSIGN, 0, v, err, sizeof(err)));
+	    ps_store_var_update(s, "w", PS_ASSIGN, v, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "w", 2), 2);
 	PASCO_FAIL(ps_store_var_update(
-	               s, "w", PS_ASSIGN_ADD, 0, wrong, err, sizeof(err)),
+	               s, "w", PS_ASSIGN_ADD, wrong, err, sizeof(err)),
 	    PASCO_EINVAL);
 	cr_assert(strstr(err, "f32[3]") && strstr(err, "f32[4]"), "%s", err);
 	cr_assert_eq(
 	    value_at(s, "w", 2), 2, "a rejected update changed the value");
 	PASCO_FAIL(
-	    ps_store_var_update(s, "nope", PS_ASSIGN, 0, v, err, sizeof(err)),
+	    ps_store_var_update(s, "nope", PS_ASSIGN, v, err, sizeof(err)),
 	    PASCO_ENOTFOUND);
 	cr_assert(strstr(err, "nope") != NULL);
 	ps_store_destroy(s);
@@ -90,11 +91,13 @@ Test(ps_store, sgd_needs_a_float_variable)
 	char          err[256];
 	PASCO_PASS(ps_store_create(&s));
 	PASCO_PASS(ps_store_var_create(s, "step", i, err, sizeof(err)));
-	PASCO_FAIL(ps_store_var_update(
-	               s, "step", PS_APPLY_SGD, 0.1, i, err, sizeof(err)),
+	PASCO_FAIL(ps_store_var_apply(s, "step",
+	               &(pasco_optimizer){
+	                   .kind = PASCO_OPT_SGD, .learning_rate = 0.1},
+	               i, err, sizeof(err)),
 	    PASCO_EINVAL);
 	PASCO_PASS(ps_store_var_update(
-	    s, "step", PS_ASSIGN_ADD, 0, i, err, sizeof(err)));
+	    s, "step", PS_ASSIGN_ADD, i, err, sizeof(err)));
 	cr_assert_eq(value_at(s, "step", 0), 6);
 	ps_store_destroy(s);
 	pasco_tensor_release(i);
