@@ -1,0 +1,71 @@
+/*
+ * Kernels for step functions: the forward pass and the gradient of each,
+ * on f32 tensors (the dtype models train in). Dense math goes through
+ * OpenBLAS. Every function allocates its outputs (owned by the caller) and
+ * returns PASCO_EINVAL, without output, when shapes or dtypes do not fit.
+ * Losses are means over the batch, as Keras computes them, and their
+ * gradients are of that mean. Thread-safe.
+ */
+#ifndef PASCO_OPS_H
+#define PASCO_OPS_H
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "tensor.h"
+
+/* out = op(a) op(b), op transposing when asked; a and b of rank 2. */
+int pasco_matmul(const pasco_tensor *a, bool transpose_a,
+    const pasco_tensor *b, bool transpose_b, pasco_tensor **out);
+
+/* out[i, j] = x[i, j] + bias[j]; and the bias gradient, dy summed over
+ * rows. */
+int pasco_bias_add(
+    const pasco_tensor *x, const pasco_tensor *bias, pasco_tensor **out);
+int pasco_bias_add_grad(const pasco_tensor *dy, pasco_tensor **dbias);
+
+typedef enum pasco_activation {
+	PASCO_RELU    = 1,
+	PASCO_SIGMOID = 2,
+	PASCO_TANH    = 3,
+} pasco_activation;
+
+/* y = f(x), elementwise; and dx from the output y and dy. */
+int pasco_activate(
+    pasco_activation f, const pasco_tensor *x, pasco_tensor **y);
+int pasco_activate_grad(pasco_activation f, const pasco_tensor *y,
+    const pasco_tensor *dy, pasco_tensor **dx);
+
+typedef enum pasco_combiner {
+	PASCO_COMBINE_SUM  = 1,
+	PASCO_COMBINE_MEAN = 2,
+} pasco_combiner;
+
+/* Combines embedding rows [batch, k, dim] (a gather of ids [batch, k])
+ * into [batch, dim]; and the gradient back to the rows. */
+int pasco_embedding_combine(
+    const pasco_tensor *rows, pasco_combiner c, pasco_tensor **out);
+int pasco_embedding_combine_grad(const pasco_tensor *dout, int64_t k,
+    pasco_combiner c, pasco_tensor **drows);
+
+/* Mean squared error of pred against target (same shape). */
+int pasco_mse(const pasco_tensor *pred, const pasco_tensor *target,
+    double *loss, pasco_tensor **dpred);
+
+/* Binary cross-entropy of probabilities (clipped to [1e-7, 1 - 1e-7] as
+ * Keras does) or of logits, against labels in {0, 1} of the same count. */
+int pasco_binary_crossentropy(const pasco_tensor *prob,
+    const pasco_tensor *labels, double *loss, pasco_tensor **dprob);
+int pasco_binary_crossentropy_logits(const pasco_tensor *logits,
+    const pasco_tensor *labels, double *loss, pasco_tensor **dlogits);
+
+/* Softmax cross-entropy of logits [batch, classes] against class ids
+ * (i32 or i64, [batch], each in [0, classes)). */
+int pasco_softmax_crossentropy(const pasco_tensor *logits,
+    const pasco_tensor *labels, double *loss, pasco_tensor **dlogits);
+
+/* L2 regularisation (Keras's l2 * sum(w^2)): returns the penalty and, when
+ * grad is not NULL (w's shape), adds 2 * l2 * w to it. */
+double pasco_l2_penalty(const pasco_tensor *w, double l2, pasco_tensor *grad);
+
+#endif
