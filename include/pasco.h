@@ -47,6 +47,7 @@
 #include "pasco/error.h"
 #include "pasco/function.h"
 #include "pasco/initializer.h"
+#include "pasco/metrics.h"
 #include "pasco/ops.h"
 #include "pasco/optimizer.h"
 #include "pasco/partitioner.h"
