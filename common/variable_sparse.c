@@ -14,6 +14,51 @@
 #include "pasco/optimizer.h"
 #include "pasco/partitioner.h"
 
+typedef struct id_pos {
+	int64_t id, pos;
+} id_pos;
+
+static int
+by_id(const void *a, const void *b)
+{
+	const id_pos *x = a, *y = b;
+	return x->id < y->id   ? -1
+	       : x->id > y->id ? 1
+	                       : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The distinct ids of ids[0..n), sorted, and for each position the index
+ * of its id among them. */
+static int
+unique_ids(const int64_t *ids, int64_t n, int64_t **uniq, int64_t *nu,
+    int64_t **inverse)
+{
+	id_pos *order = malloc(sizeof(*order) * (size_t) (n + 1));
+	int64_t k     = -1;
+	*uniq         = malloc(sizeof(int64_t) * (size_t) (n + 1));
+	*inverse      = malloc(sizeof(int64_t) * (size_t) (n + 1));
+	if (order == NULL || *uniq == NULL || *inverse == NULL) {
+		free(order);
+		free(*uniq);
+		free(*inverse);
+		*uniq = *inverse = NULL;
+		return PASCO_ENOMEM;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		order[i] = (id_pos){ids[i], i};
+	}
+	qsort(order, (size_t) n, sizeof(*order), by_id);
+	for (int64_t i = 0; i < n; i++) {
+		if (k < 0 || (*uniq)[k] != order[i].id) {
+			(*uniq)[++k] = order[i].id;
+		}
+		(*inverse)[order[i].pos] = k;
+	}
+	*nu = k + 1;
+	free(order);
+	return PASCO_OK;
+}
+
 /* ids as int64 (i32 or i64 accepted), checked against the row count. */
 static int
 read_ids(
@@ -115,16 +160,66 @@ out:
 	return rv;
 }
 
+/* Fetches the rows of the distinct ids uniq[0..nu) into urows [nu, ...]:
+ * each id is asked once, from its shard, shards in parallel. */
+static int
+gather_unique(pasco_variable *v, const int64_t *uniq, int64_t nu, char *urows)
+{
+	routed      r     = {0};
+	shard_call *calls = NULL;
+	size_t      row   = pasci_variable_row_bytes(v);
+	int         rv;
+
+	if ((rv = route(v, uniq, nu, &r)) != 0 ||
+	    (calls = pasci_shard_calls_new(
+	         v, PASCO__WIRE__METHOD__VAR_GATHER)) == NULL) {
+		rv = rv != 0 ? rv : PASCO_ENOMEM;
+		goto out;
+	}
+	for (int32_t s = 0; s < v->nshards; s++) {
+		if (r.local[s] != NULL) {
+			calls[s].used = true;
+			pasci_wire_add_tensor(&calls[s].b, r.local[s], NULL);
+		}
+	}
+	if ((rv = pasci_shard_calls_run(v, calls)) != 0) {
+		goto out;
+	}
+	for (int32_t s = 0; s < v->nshards && rv == 0; s++) {
+		int64_t             k = r.start[s + 1] - r.start[s];
+		const pasco_tensor *rows;
+		if (!calls[s].used) {
+			continue;
+		}
+		rows = calls[s].reply.ntensors == 1 ? calls[s].reply.tensors[0]
+		                                    : NULL;
+		if (rows == NULL || rows->nbytes != (size_t) k * row) {
+			rv = pasci_variable_fail(v, PASCO_EPROTO,
+			    "gather on '%s': %s "
+			    "answered the wrong number of rows",
+			    v->name, v->shards[s].name);
+			break;
+		}
+		for (int64_t j = 0; j < k; j++) {
+			memcpy(urows + (size_t) r.pos[r.start[s] + j] * row,
+			    (const char *) rows->data + (size_t) j * row, row);
+		}
+	}
+out:
+	pasci_shard_calls_free(v, calls);
+	routed_free(v, &r);
+	return rv;
+}
+
 int
 pasco_variable_gather(
     pasco_variable *v, const pasco_tensor *ids, pasco_tensor **out)
 {
-	int64_t    *flat  = NULL;
-	routed      r     = {0};
-	shard_call *calls = NULL;
-	size_t      row   = pasci_variable_row_bytes(v);
-	int64_t     shape[PASCO_MAX_RANK];
-	int         rv;
+	int64_t *flat = NULL, *uniq = NULL, *inverse = NULL, nu = 0;
+	char    *urows = NULL;
+	size_t   row   = pasci_variable_row_bytes(v);
+	int64_t  shape[PASCO_MAX_RANK];
+	int      rv;
 
 	*out = NULL;
 	if ((rv = read_ids(v, ids, "gather", &flat)) != 0) {
@@ -140,51 +235,23 @@ pasco_variable_gather(
 	memcpy(shape, ids->shape, sizeof(int64_t) * (size_t) ids->rank);
 	memcpy(shape + ids->rank, v->shape + 1,
 	    sizeof(int64_t) * (size_t) (v->rank - 1));
-	if ((rv = route(v, flat, ids->count, &r)) != 0 ||
-	    (calls = pasci_shard_calls_new(
-	         v, PASCO__WIRE__METHOD__VAR_GATHER)) == NULL ||
+	/* Repeated ids (common in embedding lookups) are fetched once. */
+	if ((rv = unique_ids(flat, ids->count, &uniq, &nu, &inverse)) != 0 ||
+	    (urows = malloc(row * (size_t) nu + 1)) == NULL ||
+	    (rv = gather_unique(v, uniq, nu, urows)) != 0 ||
 	    (rv = pasco_tensor_alloc(
 	         out, v->dtype, ids->rank + v->rank - 1, shape)) != 0) {
 		rv = rv != 0 ? rv : PASCO_ENOMEM;
 		goto out;
 	}
-	for (int32_t s = 0; s < v->nshards; s++) {
-		if (r.local[s] != NULL) {
-			calls[s].used = true;
-			pasci_wire_add_tensor(&calls[s].b, r.local[s], NULL);
-		}
-	}
-	if ((rv = pasci_shard_calls_run(v, calls)) != 0) {
-		goto out;
-	}
-	for (int32_t s = 0; s < v->nshards; s++) {
-		const pasco_tensor *rows;
-		int64_t             k = r.start[s + 1] - r.start[s];
-		if (!calls[s].used) {
-			continue;
-		}
-		rows = calls[s].reply.ntensors == 1 ? calls[s].reply.tensors[0]
-		                                    : NULL;
-		if (rows == NULL || rows->nbytes != (size_t) k * row) {
-			rv = pasci_variable_fail(v, PASCO_EPROTO,
-			    "gather on '%s': "
-			    "%s answered the wrong number of rows",
-			    v->name, v->shards[s].name);
-			goto out;
-		}
-		for (int64_t j = 0; j < k; j++) {
-			memcpy((char *) (*out)->data +
-			           (size_t) r.pos[r.start[s] + j] * row,
-			    (const char *) rows->data + (size_t) j * row, row);
-		}
+	for (int64_t i = 0; i < ids->count; i++) {
+		memcpy((char *) (*out)->data + (size_t) i * row,
+		    urows + (size_t) inverse[i] * row, row);
 	}
 out:
-	if (rv != 0) {
-		pasco_tensor_release(*out);
-		*out = NULL;
-	}
-	pasci_shard_calls_free(v, calls);
-	routed_free(v, &r);
+	free(urows);
+	free(uniq);
+	free(inverse);
 	free(flat);
 	return rv;
 }
@@ -212,19 +279,6 @@ add_elems(pasco_dtype dtype, void *dst, const void *src, int64_t n)
 			break;
 		}
 	}
-}
-
-typedef struct id_pos {
-	int64_t id, pos;
-} id_pos;
-
-static int
-by_id(const void *a, const void *b)
-{
-	const id_pos *x = a, *y = b;
-	return x->id < y->id   ? -1
-	       : x->id > y->id ? 1
-	                       : (x->pos > y->pos) - (x->pos < y->pos);
 }
 
 /* Sums rows with the same id: *uids (n_unique) and *urows (n_unique rows). */
