@@ -1,0 +1,490 @@
+/*
+ * The model of TensorFlow's "Parameter server training with
+ * ParameterServerStrategy" tutorial, in Pasco.
+ *
+ * Examples are 3 distinct words from a 7-word vocabulary; the label is yes
+ * (1) iff "avenger" is one of them. Words are looked up in the vocabulary
+ * (index 0 is out-of-vocabulary, as Keras's StringLookup), embedded by an
+ * [8, 16384] table split in 2 shards by the fixed partitioner, averaged over
+ * the 3 words, and fed to one sigmoid unit with an L2(1e-4) kernel
+ * regulariser. RMSprop(0.1) and binary cross-entropy; a training accuracy
+ * metric lives on a ps. Epochs of scheduled steps join at epoch boundaries;
+ * then evaluation both ways the tutorial shows: on the coordinator, and
+ * scheduled on workers with the eval metric on a ps (printed last as
+ * `accuracy = <value>`).
+ *
+ *     pasco launch --ps 2 --workers 2 -- build/examples/embedding_classifier
+ *
+ * Options: --epochs N (5), --steps N (20 per epoch), --eval-steps N (20).
+ * RMSprop at 0.1 (the tutorial's rate) oscillates once the loss is near 0,
+ * because its running mean of squared gradients collapses: the tutorial
+ * trains 20 steps; 100 are plenty.
+ */
+#include <math.h>
+#include <pasco.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define VOCAB 7
+#define TABLE_ROWS (VOCAB + 1) /* + the out-of-vocabulary row 0 */
+#define DIM 16384
+#define WORDS 3
+#define L2 1e-4
+
+static const char *vocabulary[VOCAB] = {"avenger", "ironman", "batman", "hulk",
+    "spiderman", "kingkong", "wonder_woman"};
+
+/* StringLookup: 1 + the word's index, 0 when unknown. */
+static int64_t
+lookup(const char *word)
+{
+	for (int i = 0; i < VOCAB; i++) {
+		if (strcmp(word, vocabulary[i]) == 0) {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+static uint64_t
+next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z          = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* n examples: word ids [n, 3] (i64) and labels [n] (f32), as the
+ * tutorial's feature_and_label_gen then the lookup layers. */
+static pasco_value *
+make_examples(int64_t n, uint64_t seed)
+{
+	pasco_tensor *ids, *labels;
+	if (pasco_tensor_alloc(&ids, PASCO_I64, 2, (int64_t[]){n, WORDS}) !=
+	        0 ||
+	    pasco_tensor_alloc(&labels, PASCO_F32, 1, &n) != 0) {
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		int  picked[VOCAB] = {0};
+		bool avenger       = false;
+		for (int j = 0; j < WORDS; j++) {
+			int w;
+			do { /* random.sample: distinct words */
+				w = (int) (next_random(&seed) % VOCAB);
+			} while (picked[w]);
+			picked[w] = 1;
+			avenger =
+			    avenger || strcmp(vocabulary[w], "avenger") == 0;
+			((int64_t *) ids->data)[i * WORDS + j] =
+			    lookup(vocabulary[w]);
+		}
+		((float *) labels->data)[i] = avenger ? 1.0f : 0.0f;
+	}
+	return pasco_value_list(
+	    2, pasco_value_tensor(ids), pasco_value_tensor(labels));
+}
+
+/* from_tensor_slices(examples).shuffle(n).batch(batch).repeat() */
+static int
+example_dataset(pasco_dataset **out, int64_t n, uint64_t data_seed,
+    uint64_t shuffle_seed, int64_t batch)
+{
+	pasco_value   *examples = make_examples(n, data_seed);
+	pasco_dataset *ds;
+	int            rv;
+	if (examples == NULL) {
+		return PASCO_ENOMEM;
+	}
+	rv = pasco_dataset_from_tensors(&ds, examples);
+	pasco_value_free(examples);
+	if (rv == 0) {
+		rv = pasco_dataset_shuffle(&ds, ds, n, shuffle_seed);
+	}
+	if (rv == 0) {
+		rv = pasco_dataset_batch(&ds, ds, batch, false);
+	}
+	return rv == 0 ? pasco_dataset_repeat(out, ds, -1) : rv;
+}
+
+/* The same 200 training examples on every worker, shuffled per worker. */
+PASCO_DATASET(train_data)
+{
+	return example_dataset(
+	    out, 200, 1, 100 + (uint64_t) ctx->worker_index, 32);
+}
+
+PASCO_DATASET(eval_data)
+{
+	return example_dataset(
+	    out, 64, 2, 200 + (uint64_t) ctx->worker_index, 8);
+}
+
+/* The model's variables, as passed to step functions. */
+typedef struct model {
+	pasco_variable *emb, *kernel, *bias;
+} model;
+
+/* Forward pass: logits [batch, 1] and pred = sigmoid(logits), and the
+ * averaged embeddings [batch, DIM] and the kernel, kept for the backward
+ * pass. (logits may be NULL when not wanted.) */
+static int
+forward(model *m, const pasco_tensor *ids, pasco_tensor **logits,
+    pasco_tensor **pred, pasco_tensor **avg, pasco_tensor **kernel)
+{
+	pasco_tensor *rows = NULL, *bias = NULL, *z = NULL, *zb = NULL;
+	int           rv;
+	*pred = *avg = *kernel = NULL;
+	if ((rv = pasco_variable_gather(m->emb, ids, &rows)) == 0 &&
+	    (rv = pasco_embedding_combine(rows, PASCO_COMBINE_MEAN, avg)) ==
+	        0 &&
+	    (rv = pasco_variable_read(m->kernel, kernel)) == 0 &&
+	    (rv = pasco_variable_read(m->bias, &bias)) == 0 &&
+	    (rv = pasco_matmul(*avg, false, *kernel, false, &z)) == 0 &&
+	    (rv = pasco_bias_add(z, bias, &zb)) == 0) {
+		rv = pasco_activate(PASCO_SIGMOID, zb, pred);
+	}
+	if (logits != NULL) {
+		*logits = zb;
+		zb      = NULL;
+	}
+	pasco_tensor_release(rows);
+	pasco_tensor_release(bias);
+	pasco_tensor_release(z);
+	pasco_tensor_release(zb);
+	return rv;
+}
+
+static int
+model_from_call(pasco_call *call, size_t first, model *m)
+{
+	int rv;
+	if ((rv = pasco_call_variable(call, first, &m->emb)) != 0 ||
+	    (rv = pasco_call_variable(call, first + 1, &m->kernel)) != 0 ||
+	    (rv = pasco_call_variable(call, first + 2, &m->bias)) != 0) {
+		return rv;
+	}
+	return PASCO_OK;
+}
+
+/* Backward pass and the three updates. */
+/* Backward pass from dz, the loss gradient of the logits, and the three
+ * updates. */
+static int
+backward(model *m, const pasco_tensor *ids, const pasco_tensor *avg,
+    const pasco_tensor *kernel, const pasco_tensor *dz,
+    const pasco_optimizer *opt)
+{
+	pasco_tensor *dkernel = NULL, *dbias = NULL, *davg = NULL;
+	pasco_tensor *drows = NULL;
+	int           rv;
+	if ((rv = pasco_matmul(avg, true, dz, false, &dkernel)) != 0 ||
+	    (rv = pasco_bias_add_grad(dz, &dbias)) != 0 ||
+	    (rv = pasco_matmul(dz, false, kernel, true, &davg)) != 0 ||
+	    (rv = pasco_embedding_combine_grad(
+	         davg, WORDS, PASCO_COMBINE_MEAN, &drows)) != 0) {
+		goto out;
+	}
+	pasco_l2_penalty(kernel, L2, dkernel);
+	/* the rows' gradients, one per (example, word): ids [b, 3] with rows
+	 * [b, 3, DIM] is the shape scatter expects */
+	if ((rv = pasco_variable_apply_gradient_sparse(
+	         m->emb, opt, ids, drows)) == 0 &&
+	    (rv = pasco_variable_apply_gradient(m->kernel, opt, dkernel)) ==
+	        0) {
+		rv = pasco_variable_apply_gradient(m->bias, opt, dbias);
+	}
+out:
+	pasco_tensor_release(dkernel);
+	pasco_tensor_release(dbias);
+	pasco_tensor_release(davg);
+	pasco_tensor_release(drows);
+	return rv;
+}
+
+static int
+fail_with(pasco_call *call, model *m, int rv)
+{
+	const char *why = pasco_variable_error(m->emb)[0]
+	                      ? pasco_variable_error(m->emb)
+	                  : pasco_variable_error(m->kernel)[0]
+	                      ? pasco_variable_error(m->kernel)
+	                      : pasco_variable_error(m->bias);
+	return pasco_call_fail(
+	    call, rv, "%s", why[0] ? why : pasco_strerror(rv));
+}
+
+/* args: iterator, emb, kernel, bias, accuracy state. Returns the loss. */
+PASCO_FUNCTION(train_step)
+{
+	pasco_dataset  *it;
+	pasco_variable *acc;
+	model           m;
+	pasco_value    *batch;
+	pasco_tensor *logits = NULL, *pred, *avg, *kernel, *dz = NULL, *loss_t;
+	pasco_optimizer opt = pasco_rmsprop(0.1, 0.9, 0, false);
+	double          loss;
+	int             rv;
+
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = model_from_call(call, 1, &m)) != 0 ||
+	    (rv = pasco_call_variable(call, 4, &acc)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_dataset_next(it, &batch)) != 0) {
+		return pasco_call_fail(call, rv, "no training data");
+	}
+	const pasco_tensor *ids =
+	    pasco_value_as_tensor(pasco_value_item(batch, 0));
+	const pasco_tensor *labels =
+	    pasco_value_as_tensor(pasco_value_item(batch, 1));
+	/* Keras computes the cross-entropy of a sigmoid output from its
+	 * logits, so saturated outputs still get a gradient: so do we. */
+	if ((rv = forward(&m, ids, &logits, &pred, &avg, &kernel)) == 0 &&
+	    (rv = pasco_binary_crossentropy_logits(
+	         logits, labels, &loss, &dz)) == 0 &&
+	    (rv = backward(&m, ids, avg, kernel, dz, &opt)) == 0) {
+		loss += pasco_l2_penalty(kernel, L2, NULL);
+		rv = pasco_metric_update(
+		    acc, PASCO_METRIC_ACCURACY, pred, labels);
+	}
+	if (rv == 0 && pasco_tensor_scalar(&loss_t, PASCO_F32, loss) == 0) {
+		pasco_call_return(call, pasco_value_tensor(loss_t));
+	}
+	pasco_tensor_release(logits);
+	pasco_tensor_release(pred);
+	pasco_tensor_release(avg);
+	pasco_tensor_release(kernel);
+	pasco_tensor_release(dz);
+	pasco_value_free(batch);
+	return rv != 0 ? fail_with(call, &m, rv) : PASCO_OK;
+}
+
+/* args: iterator, emb, kernel, bias, eval accuracy state. */
+PASCO_FUNCTION(eval_step)
+{
+	pasco_dataset  *it;
+	pasco_variable *acc;
+	model           m;
+	pasco_value    *batch;
+	pasco_tensor   *pred, *avg, *kernel;
+	int             rv;
+
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = model_from_call(call, 1, &m)) != 0 ||
+	    (rv = pasco_call_variable(call, 4, &acc)) != 0 ||
+	    (rv = pasco_dataset_next(it, &batch)) != 0) {
+		return rv;
+	}
+	rv = forward(&m, pasco_value_as_tensor(pasco_value_item(batch, 0)),
+	    NULL, &pred, &avg, &kernel);
+	if (rv == 0) {
+		rv = pasco_metric_update(acc, PASCO_METRIC_ACCURACY, pred,
+		    pasco_value_as_tensor(pasco_value_item(batch, 1)));
+	}
+	pasco_tensor_release(pred);
+	pasco_tensor_release(avg);
+	pasco_tensor_release(kernel);
+	pasco_value_free(batch);
+	return rv != 0 ? fail_with(call, &m, rv) : PASCO_OK;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+static int
+create_model(pasco_strategy *s, model *m, pasco_variable **acc,
+    pasco_variable **eval_acc)
+{
+	pasco_initializer emb_init    = pasco_init_uniform(-0.05, 0.05, 1);
+	pasco_initializer kernel_init = pasco_init_glorot_uniform(2);
+	pasco_initializer zeros       = pasco_init_zeros();
+	int32_t           rank;
+	int64_t           shape[2];
+	int               rv;
+
+	pasco_metric_state_shape(PASCO_METRIC_ACCURACY, &rank, shape);
+	if ((rv = pasco_variable_create_init(&m->emb, s, "embedding",
+	         PASCO_F32, 2, (int64_t[]){TABLE_ROWS, DIM}, &emb_init)) !=
+	        0 ||
+	    (rv = pasco_variable_create_init(&m->kernel, s, "dense/kernel",
+	         PASCO_F32, 2, (int64_t[]){DIM, 1}, &kernel_init)) != 0 ||
+	    (rv = pasco_variable_create_init(&m->bias, s, "dense/bias",
+	         PASCO_F32, 1, (int64_t[]){1}, &zeros)) != 0 ||
+	    (rv = pasco_variable_create_init(
+	         acc, s, "accuracy", PASCO_F64, rank, shape, &zeros)) != 0 ||
+	    (rv = pasco_variable_create_init(eval_acc, s, "eval_accuracy",
+	         PASCO_F64, rank, shape, &zeros)) != 0) {
+		fprintf(stderr, "%s\n", pasco_strategy_error(s));
+	}
+	return rv;
+}
+
+static int
+train(
+    pasco_coordinator *c, model *m, pasco_variable *acc, int epochs, int steps)
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	double                     start = now_s();
+	int                        rv    = 0;
+
+	pasco_per_worker_dataset_create(&d, c, "train_data");
+	pasco_per_worker_iterator_create(&it, d);
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(m->emb),
+	    pasco_arg_variable(m->kernel), pasco_arg_variable(m->bias),
+	    pasco_arg_variable(acc)};
+	for (int e = 0; e < epochs && rv == 0; e++) {
+		pasco_remote_value *last = NULL;
+		const pasco_value  *loss;
+		double              accuracy;
+		pasco_metric_reset(acc);
+		for (int i = 0; i < steps && rv == 0; i++) {
+			pasco_remote_value_free(last);
+			rv = pasco_schedule(c, "train_step", args, 5, &last);
+		}
+		if (rv == 0 && (rv = pasco_join(c)) == 0 &&
+		    (rv = pasco_remote_value_fetch(last, &loss)) == 0 &&
+		    (rv = pasco_metric_result(
+		         acc, PASCO_METRIC_ACCURACY, &accuracy)) == 0) {
+			printf("Finished epoch %d, loss = %.4f, accuracy = "
+			       "%.4f\n",
+			    e, pasco_value_scalar(loss), accuracy);
+			fflush(stdout);
+		}
+		pasco_remote_value_free(last);
+	}
+	if (rv != 0) {
+		fprintf(stderr, "training failed: %s\n",
+		    pasco_coordinator_error(c));
+	} else {
+		double secs = now_s() - start;
+		printf("trained %d steps in %.2f s: %.1f steps/s\n",
+		    epochs * steps, secs, epochs * steps / secs);
+	}
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	return rv;
+}
+
+/* Inline evaluation on the coordinator: the tutorial's first way. */
+static int
+evaluate_on_coordinator(model *m, double *accuracy)
+{
+	pasco_value        *examples = make_examples(64, 3);
+	pasco_tensor       *pred = NULL, *avg = NULL, *kernel = NULL;
+	int                 rv, correct = 0;
+	const pasco_tensor *ids =
+	    pasco_value_as_tensor(pasco_value_item(examples, 0));
+	const pasco_tensor *labels =
+	    pasco_value_as_tensor(pasco_value_item(examples, 1));
+	if ((rv = forward(m, ids, NULL, &pred, &avg, &kernel)) == 0) {
+		for (int64_t i = 0; i < pred->count; i++) {
+			correct += (pasco_tensor_get(pred, i) > 0.5) ==
+			           (pasco_tensor_get(labels, i) > 0.5);
+		}
+		*accuracy = (double) correct / (double) pred->count;
+	}
+	pasco_tensor_release(pred);
+	pasco_tensor_release(avg);
+	pasco_tensor_release(kernel);
+	pasco_value_free(examples);
+	return rv;
+}
+
+/* Distributed evaluation: eval steps scheduled on workers, the metric on
+ * a ps: the tutorial's second way. */
+static int
+evaluate_on_workers(pasco_coordinator *c, model *m, pasco_variable *eval_acc,
+    int steps, double *accuracy)
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	int                        rv = 0;
+	pasco_per_worker_dataset_create(&d, c, "eval_data");
+	pasco_per_worker_iterator_create(&it, d);
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(m->emb),
+	    pasco_arg_variable(m->kernel), pasco_arg_variable(m->bias),
+	    pasco_arg_variable(eval_acc)};
+	for (int i = 0; i < steps && rv == 0; i++) {
+		rv = pasco_schedule(c, "eval_step", args, 5, NULL);
+	}
+	if (rv == 0 && (rv = pasco_join(c)) == 0) {
+		rv = pasco_metric_result(
+		    eval_acc, PASCO_METRIC_ACCURACY, accuracy);
+	}
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	return rv;
+}
+
+static int
+chief(const pasco_cluster *cluster, int argc, char **argv)
+{
+	int                    epochs = 5, steps = 20, eval_steps = 20;
+	pasco_partitioner      two = pasco_fixed_shards_partitioner(2);
+	pasco_strategy_options so  = {.partitioner = &two};
+	pasco_strategy        *s;
+	pasco_coordinator     *c;
+	pasco_variable        *acc, *eval_acc;
+	model                  m;
+	double                 inline_acc = NAN, worker_acc = NAN;
+	int                    rv;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		int *dst = strcmp(argv[i], "--epochs") == 0       ? &epochs
+		           : strcmp(argv[i], "--steps") == 0      ? &steps
+		           : strcmp(argv[i], "--eval-steps") == 0 ? &eval_steps
+		                                                  : NULL;
+		if (dst != NULL) {
+			*dst = atoi(argv[i + 1]);
+		}
+	}
+	if ((rv = pasco_strategy_create(&s, cluster, &so)) != 0) {
+		fprintf(stderr, "cannot reach the cluster: %s\n",
+		    pasco_strerror(rv));
+		return 1;
+	}
+	if (create_model(s, &m, &acc, &eval_acc) != 0) {
+		return 1;
+	}
+	for (int32_t i = 0; i < pasco_variable_num_shards(m.emb); i++) {
+		int32_t task;
+		int64_t off, rows;
+		pasco_variable_shard(m.emb, i, &task, &off, &rows);
+		printf("embedding/part_%d: rows [%lld, %lld) on ps %d\n", i,
+		    (long long) off, (long long) (off + rows), task);
+	}
+	pasco_coordinator_create(&c, s, NULL);
+	rv = train(c, &m, acc, epochs, steps);
+	if (rv == 0 && (rv = evaluate_on_coordinator(&m, &inline_acc)) == 0) {
+		printf("Evaluation accuracy (on the coordinator): %.4f\n",
+		    inline_acc);
+	}
+	if (rv == 0 && (rv = evaluate_on_workers(
+	                    c, &m, eval_acc, eval_steps, &worker_acc)) == 0) {
+		printf("accuracy = %.4f\n", worker_acc);
+	}
+	pasco_coordinator_destroy(c);
+	pasco_variable_free(m.emb);
+	pasco_variable_free(m.kernel);
+	pasco_variable_free(m.bias);
+	pasco_variable_free(acc);
+	pasco_variable_free(eval_acc);
+	pasco_strategy_destroy(s);
+	return rv == 0 && worker_acc >= 0.95 ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	return pasco_main(argc, argv, chief);
+}
