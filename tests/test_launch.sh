@@ -3,10 +3,11 @@
 # through `pasco launch` on loopback, plus interruption and a killed
 # launcher. Every task of a run carries PASCO_TEST_MARK in its environment,
 # so leftovers are found by scanning /proc; every wait is bounded.
-# usage: test_launch.sh PASCO EXAMPLE
+# usage: test_launch.sh PASCO EXAMPLE CLASSIFIER
 set -u
 PASCO=$1
 EXAMPLE=$2
+CLASSIFIER=$3
 TMP=$(mktemp -d)
 MARK="pasco-test-$$"
 passed=0
@@ -60,6 +61,18 @@ fi
 if grep -q '^\[chief 0\] epoch 20: loss = ' "$TMP/run.out"; then ok "loss printed per epoch"; else fail "no per-epoch loss"; fi
 if grep -q '^\[chief 0\] w on ps 0, b on ps 1; 2 workers' "$TMP/run.out"; then ok "variables placed round-robin"; else fail "placement line missing"; fi
 if no_leftovers; then ok "no process left after the run"; else fail "left behind: $(marked)"; fi
+
+# 1b. The tutorial's model reaches accuracy >= 0.95 on held-out examples.
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
+	"$CLASSIFIER" > "$TMP/cls.out" 2>&1
+status=$?
+acc=$(sed -n 's/^\[chief 0\] accuracy = //p' "$TMP/cls.out")
+if [ "$status" -eq 0 ] && awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.95) }'; then
+	ok "embedding classifier: accuracy = $acc"
+else
+	fail "embedding classifier: status $status, accuracy '$acc'"; cat "$TMP/cls.out"
+fi
+if grep -q '^\[chief 0\] embedding/part_1: rows \[4, 8) on ps 1' "$TMP/cls.out"; then ok "embedding split in 2 shards over 2 ps"; else fail "embedding layout line missing"; fi
 
 # 2. Ctrl-C stops everything and reports the interruption.
 PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 1 --workers 2 -- "$EXAMPLE" \
