@@ -463,7 +463,10 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		printf("embedding/part_%d: rows [%lld, %lld) on ps %d\n", i,
 		    (long long) off, (long long) (off + rows), task);
 	}
-	pasco_coordinator_create(&c, s, NULL);
+	/* One closure in flight per worker, as TensorFlow: RMSprop at 0.1 is
+	 * sensitive to stale gradients. */
+	pasco_coordinator_options co = {.window = 1};
+	pasco_coordinator_create(&c, s, &co);
 	rv = train(c, &m, acc, epochs, steps);
 	if (rv == 0 && (rv = evaluate_on_coordinator(&m, &inline_acc)) == 0) {
 		printf("Evaluation accuracy (on the coordinator): %.4f\n",
