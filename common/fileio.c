@@ -26,16 +26,19 @@ ring_io(struct io_uring *ring, int fd, void *buf, size_t len, off_t off,
 	ssize_t              res;
 
 	if (ring == NULL) {
-		res = writing ? pwrite(fd, buf, len, off) : pread(fd, buf, len, off);
+		res = writing ? pwrite(fd, buf, len, off)
+		              : pread(fd, buf, len, off);
 		return res < 0 ? -errno : res;
 	}
 	if ((sqe = io_uring_get_sqe(ring)) == NULL) {
 		return -EBUSY;
 	}
 	if (writing) {
-		io_uring_prep_write(sqe, fd, buf, (unsigned) len, (uint64_t) off);
+		io_uring_prep_write(
+		    sqe, fd, buf, (unsigned) len, (uint64_t) off);
 	} else {
-		io_uring_prep_read(sqe, fd, buf, (unsigned) len, (uint64_t) off);
+		io_uring_prep_read(
+		    sqe, fd, buf, (unsigned) len, (uint64_t) off);
 	}
 	if ((res = io_uring_submit(ring)) < 0 ||
 	    (res = io_uring_wait_cqe(ring, &cqe)) < 0) {
@@ -52,14 +55,16 @@ ring_all(struct io_uring *ring, int fd, char *buf, size_t len, off_t off,
     int writing)
 {
 	while (len > 0) {
-		size_t  chunk = len < ((size_t) 1 << 30) ? len : ((size_t) 1 << 30);
-		ssize_t n     = ring_io(ring, fd, buf, chunk, off, writing);
+		size_t chunk =
+		    len < ((size_t) 1 << 30) ? len : ((size_t) 1 << 30);
+		ssize_t n = ring_io(ring, fd, buf, chunk, off, writing);
 		if (n < 0) {
 			errno = (int) -n;
 			return -1;
 		}
 		if (n == 0) {
-			errno = writing ? ENOSPC : EIO; /* no progress: give up */
+			errno =
+			    writing ? ENOSPC : EIO; /* no progress: give up */
 			return -1;
 		}
 		buf += n;
@@ -78,7 +83,8 @@ ring_open(struct io_uring *ring)
 	}
 	if (!warned) {
 		warned = 1;
-		pasci_log(PASCI_LOG_WARN, "io_uring is unavailable here; using "
+		pasci_log(PASCI_LOG_WARN,
+		    "io_uring is unavailable here; using "
 		    "pread/pwrite");
 	}
 	return NULL;
@@ -107,45 +113,50 @@ int
 pasci_file_write(const char *path, const struct iovec *iov, int n, int atomic,
     char *err, size_t errlen)
 {
-	struct io_uring  storage, *ring;
-	char             tmp[4096];
-	const char      *target = path;
-	off_t            off    = 0;
-	int              fd, rv = 0;
+	struct io_uring storage, *ring;
+	char            tmp[4096];
+	const char     *target = path;
+	off_t           off    = 0;
+	int             fd, rv = 0;
 
 	if (atomic) {
 		pasci_fmt(tmp, sizeof(tmp), "%s.tmp", path);
 		target = tmp;
 	}
-	if ((fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
-		pasci_fmt(err, errlen, "cannot create %s: %s", target, strerror(errno));
+	if ((fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	         0644)) < 0) {
+		pasci_fmt(err, errlen, "cannot create %s: %s", target,
+		    strerror(errno));
 		return PASCO_EIO;
 	}
 	ring = ring_open(&storage);
 	for (int i = 0; i < n && rv == 0; i++) {
-		rv = ring_all(ring, fd, iov[i].iov_base, iov[i].iov_len, off, 1);
+		rv = ring_all(
+		    ring, fd, iov[i].iov_base, iov[i].iov_len, off, 1);
 		off += (off_t) iov[i].iov_len;
 	}
 	if (rv == 0 && (rv = ring_sync(ring, fd)) < 0) {
 		errno = -rv;
 	}
 	if (rv != 0) {
-		pasci_fmt(err, errlen, "writing %s: %s", target, strerror(errno));
+		pasci_fmt(
+		    err, errlen, "writing %s: %s", target, strerror(errno));
 	}
 	if (ring != NULL) {
 		io_uring_queue_exit(ring);
 	}
 	close(fd);
 	if (rv == 0 && atomic && rename(tmp, path) != 0) {
-		pasci_fmt(err, errlen, "renaming %s into place: %s", tmp, strerror(errno));
+		pasci_fmt(err, errlen, "renaming %s into place: %s", tmp,
+		    strerror(errno));
 		rv = -1;
 	}
 	return rv == 0 ? PASCO_OK : PASCO_EIO;
 }
 
 int
-pasci_file_read(const char *path, void **data, size_t *len, char *err,
-    size_t errlen)
+pasci_file_read(
+    const char *path, void **data, size_t *len, char *err, size_t errlen)
 {
 	struct io_uring storage, *ring;
 	struct stat     st;
@@ -153,8 +164,10 @@ pasci_file_read(const char *path, void **data, size_t *len, char *err,
 
 	*data = NULL;
 	*len  = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
-		pasci_fmt(err, errlen, "cannot open %s: %s", path, strerror(errno));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) != 0) {
+		pasci_fmt(
+		    err, errlen, "cannot open %s: %s", path, strerror(errno));
 		if (fd >= 0) {
 			close(fd);
 		}
@@ -167,7 +180,8 @@ pasci_file_read(const char *path, void **data, size_t *len, char *err,
 	ring = ring_open(&storage);
 	rv   = ring_all(ring, fd, *data, (size_t) st.st_size, 0, 0);
 	if (rv != 0) {
-		pasci_fmt(err, errlen, "reading %s: %s", path, strerror(errno));
+		pasci_fmt(
+		    err, errlen, "reading %s: %s", path, strerror(errno));
 		free(*data);
 		*data = NULL;
 	} else {
@@ -189,15 +203,16 @@ pasci_make_dirs(const char *path, char *err, size_t errlen)
 		if (*p == '/') {
 			*p = 0;
 			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-				pasci_fmt(err, errlen, "cannot create %s: %s", buf,
-				    strerror(errno));
+				pasci_fmt(err, errlen, "cannot create %s: %s",
+				    buf, strerror(errno));
 				return PASCO_EIO;
 			}
 			*p = '/';
 		}
 	}
 	if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-		pasci_fmt(err, errlen, "cannot create %s: %s", buf, strerror(errno));
+		pasci_fmt(
+		    err, errlen, "cannot create %s: %s", buf, strerror(errno));
 		return PASCO_EIO;
 	}
 	return PASCO_OK;

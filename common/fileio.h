@@ -16,8 +16,8 @@ int pasci_file_write(const char *path, const struct iovec *iov, int n,
     int atomic, char *err, size_t errlen);
 
 /* Reads the whole file into *data (malloc'd, owned by the caller). */
-int pasci_file_read(const char *path, void **data, size_t *len, char *err,
-    size_t errlen);
+int pasci_file_read(
+    const char *path, void **data, size_t *len, char *err, size_t errlen);
 
 /* mkdir -p. */
 int pasci_make_dirs(const char *path, char *err, size_t errlen);

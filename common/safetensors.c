@@ -11,9 +11,11 @@
 #include "common/fileio.h"
 #include "common/util.h"
 
-static const char *st_dtypes[] = {
-    [PASCO_F32] = "F32", [PASCO_F64] = "F64", [PASCO_I32] = "I32",
-    [PASCO_I64] = "I64", [PASCO_U8] = "U8"};
+static const char *st_dtypes[] = {[PASCO_F32] = "F32",
+    [PASCO_F64]                               = "F64",
+    [PASCO_I32]                               = "I32",
+    [PASCO_I64]                               = "I64",
+    [PASCO_U8]                                = "U8"};
 
 static pasco_dtype
 dtype_of(const char *s)
@@ -33,7 +35,8 @@ header_json(size_t n, const char *const *names, pasco_tensor *const *tensors,
 	cJSON *h   = cJSON_CreateObject();
 	size_t off = 0;
 	if (metadata != NULL) {
-		cJSON_AddItemToObject(h, "__metadata__", cJSON_Duplicate(metadata, 1));
+		cJSON_AddItemToObject(
+		    h, "__metadata__", cJSON_Duplicate(metadata, 1));
 	}
 	for (size_t i = 0; h != NULL && i < n; i++) {
 		cJSON *e = cJSON_AddObjectToObject(h, names[i]);
@@ -42,11 +45,12 @@ header_json(size_t n, const char *const *names, pasco_tensor *const *tensors,
 			cJSON_Delete(h);
 			return NULL;
 		}
-		cJSON_AddStringToObject(e, "dtype", st_dtypes[tensors[i]->dtype]);
+		cJSON_AddStringToObject(
+		    e, "dtype", st_dtypes[tensors[i]->dtype]);
 		shape = cJSON_AddArrayToObject(e, "shape");
 		for (int32_t d = 0; d < tensors[i]->rank; d++) {
-			cJSON_AddItemToArray(
-			    shape, cJSON_CreateNumber((double) tensors[i]->shape[d]));
+			cJSON_AddItemToArray(shape,
+			    cJSON_CreateNumber((double) tensors[i]->shape[d]));
 		}
 		offs = cJSON_AddArrayToObject(e, "data_offsets");
 		cJSON_AddItemToArray(offs, cJSON_CreateNumber((double) off));
@@ -85,7 +89,8 @@ pasci_safetensors_write(const char *path, size_t n, const char *const *names,
 	iov[0] = (struct iovec){prefix, 8};
 	iov[1] = (struct iovec){padded, plen};
 	for (size_t i = 0; i < n; i++) {
-		iov[i + 2] = (struct iovec){tensors[i]->data, tensors[i]->nbytes};
+		iov[i + 2] =
+		    (struct iovec){tensors[i]->data, tensors[i]->nbytes};
 	}
 	rv = pasci_file_write(path, iov, (int) n + 2, 1, err, errlen);
 out:
@@ -101,9 +106,10 @@ static int
 read_entry(const cJSON *e, const unsigned char *data, size_t dlen,
     pasco_tensor **out, char *err, size_t errlen)
 {
-	const cJSON *dt   = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-	const cJSON *sh   = cJSON_GetObjectItemCaseSensitive(e, "shape");
-	const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+	const cJSON *offs =
+	    cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
 	int64_t      shape[PASCO_MAX_RANK];
 	int32_t      rank = 0;
 	double       b, f;
@@ -112,23 +118,29 @@ read_entry(const cJSON *e, const unsigned char *data, size_t dlen,
 	if (!cJSON_IsString(dt) || dtype_of(dt->valuestring) == 0 ||
 	    !cJSON_IsArray(sh) || cJSON_GetArraySize(sh) > PASCO_MAX_RANK ||
 	    !cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2) {
-		pasci_fmt(err, errlen, "entry '%s' lacks a known dtype, a shape or "
-		    "two data offsets", e->string);
+		pasci_fmt(err, errlen,
+		    "entry '%s' lacks a known dtype, a shape or "
+		    "two data offsets",
+		    e->string);
 		return PASCO_EPROTO;
 	}
 	cJSON_ArrayForEach(d, sh)
 	{
-		shape[rank++] = cJSON_IsNumber(d) ? (int64_t) d->valuedouble : -1;
+		shape[rank++] =
+		    cJSON_IsNumber(d) ? (int64_t) d->valuedouble : -1;
 	}
 	b = cJSON_GetArrayItem(offs, 0)->valuedouble;
 	f = cJSON_GetArrayItem(offs, 1)->valuedouble;
-	if (pasco_tensor_alloc(out, dtype_of(dt->valuestring), rank, shape) != 0 ||
+	if (pasco_tensor_alloc(out, dtype_of(dt->valuestring), rank, shape) !=
+	        0 ||
 	    b < 0 || f < b || f > (double) dlen ||
 	    (size_t) (f - b) != (*out)->nbytes) {
 		pasco_tensor_release(*out);
 		*out = NULL;
-		pasci_fmt(err, errlen, "entry '%s' has an invalid shape or offsets "
-		    "[%.0f, %.0f) for %zu bytes of data", e->string, b, f, dlen);
+		pasci_fmt(err, errlen,
+		    "entry '%s' has an invalid shape or offsets "
+		    "[%.0f, %.0f) for %zu bytes of data",
+		    e->string, b, f, dlen);
 		return PASCO_EPROTO;
 	}
 	memcpy((*out)->data, data + (size_t) b, (*out)->nbytes);
@@ -136,8 +148,8 @@ read_entry(const cJSON *e, const unsigned char *data, size_t dlen,
 }
 
 static int
-parse(pasci_safetensors *out, const unsigned char *buf, size_t len,
-    char *err, size_t errlen)
+parse(pasci_safetensors *out, const unsigned char *buf, size_t len, char *err,
+    size_t errlen)
 {
 	uint64_t     hlen = 0;
 	cJSON       *h;
@@ -148,13 +160,16 @@ parse(pasci_safetensors *out, const unsigned char *buf, size_t len,
 		hlen = (hlen << 8) | buf[i];
 	}
 	if (len < 8 || hlen > len - 8 ||
-	    (h = cJSON_ParseWithLength((const char *) buf + 8, (size_t) hlen)) == NULL ||
+	    (h = cJSON_ParseWithLength(
+	         (const char *) buf + 8, (size_t) hlen)) == NULL ||
 	    !cJSON_IsObject(h)) {
 		pasci_fmt(err, errlen, "not a safetensors file (bad header)");
 		return PASCO_EPROTO;
 	}
-	out->names   = calloc((size_t) cJSON_GetArraySize(h) + 1, sizeof(char *));
-	out->tensors = calloc((size_t) cJSON_GetArraySize(h) + 1, sizeof(pasco_tensor *));
+	out->names =
+	    calloc((size_t) cJSON_GetArraySize(h) + 1, sizeof(char *));
+	out->tensors =
+	    calloc((size_t) cJSON_GetArraySize(h) + 1, sizeof(pasco_tensor *));
 	if (out->names == NULL || out->tensors == NULL) {
 		cJSON_Delete(h);
 		return PASCO_ENOMEM;
@@ -177,8 +192,8 @@ parse(pasci_safetensors *out, const unsigned char *buf, size_t len,
 }
 
 int
-pasci_safetensors_read(pasci_safetensors *out, const char *path, char *err,
-    size_t errlen)
+pasci_safetensors_read(
+    pasci_safetensors *out, const char *path, char *err, size_t errlen)
 {
 	void  *buf;
 	size_t len;

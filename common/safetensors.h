@@ -28,8 +28,8 @@ typedef struct pasci_safetensors {
 
 /* Reads and checks a file; PASCO_EPROTO with the reason for a corrupt one,
  * PASCO_ENOTFOUND when it is missing. */
-int pasci_safetensors_read(pasci_safetensors *out, const char *path,
-    char *err, size_t errlen);
+int pasci_safetensors_read(
+    pasci_safetensors *out, const char *path, char *err, size_t errlen);
 
 /* The tensor named name, borrowed; NULL if absent. */
 const pasco_tensor *pasci_safetensors_find(

@@ -41,6 +41,7 @@
 #ifndef PASCO_H
 #define PASCO_H
 
+#include "pasco/checkpoint.h"
 #include "pasco/cluster.h"
 #include "pasco/coordinator.h"
 #include "pasco/dataset.h"

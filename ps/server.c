@@ -109,6 +109,27 @@ create_from_init(
 }
 
 static nng_msg *
+ps_save(ps_server *ps, const pasci_wire_msg *req)
+{
+	pasci_wire_builder b;
+	nng_msg           *reply;
+	char              *json = NULL, err[512];
+	int                rv =
+	    ps_store_save(ps->store, req->hdr->name, &json, err, sizeof(err));
+	if (rv != 0) {
+		return pasci_wire_status_reply(rv, "%s", err);
+	}
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__CKPT_SAVE);
+	b.hdr.json = json;
+	if (pasci_wire_encode(&b, &reply) != 0) {
+		reply = NULL;
+	}
+	pasci_wire_builder_fini(&b);
+	free(json);
+	return reply;
+}
+
+static nng_msg *
 ps_handle(void *arg, const pasci_wire_msg *req)
 {
 	ps_server  *ps       = arg;
@@ -121,6 +142,18 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 	}
 	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_GATHER) {
 		return ps_gather(ps, req);
+	}
+	if (req->hdr->method == PASCO__WIRE__METHOD__CKPT_SAVE) {
+		return ps_save(ps, req);
+	}
+	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_SET_SLOTS) {
+		rv = ps_store_set_slots(ps->store, name,
+		    req->hdr->opt != NULL
+		        ? (pasco_optimizer_kind) req->hdr->opt->kind
+		        : 0,
+		    req->hdr->step, req->tensors, req->ntensors, err,
+		    sizeof(err));
+		return pasci_wire_status_reply(rv, "%s", err);
 	}
 	if (req->hdr->method == PASCO__WIRE__METHOD__VAR_CREATE &&
 	    req->hdr->init != NULL && req->ntensors == 0) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/safetensors.h"
 #include "common/util.h"
 #include "ps/optimizer.h"
 
@@ -441,4 +442,139 @@ ps_store_var_apply_sparse(ps_store *s, const char *name,
 	}
 	pthread_mutex_unlock(&v->mu);
 	return rv;
+}
+
+typedef struct snapshot {
+	size_t         n, cap;
+	char         **names;
+	pasco_tensor **tensors;
+	cJSON         *slots;
+} snapshot;
+
+static int
+snapshot_add(snapshot *sn, const char *name, const pasco_tensor *t)
+{
+	if (sn->n == sn->cap) {
+		size_t         cap = sn->cap ? sn->cap * 2 : 64;
+		char         **nn  = realloc(sn->names, cap * sizeof(*nn));
+		pasco_tensor **tt =
+		    nn != NULL ? realloc(sn->tensors, cap * sizeof(*tt))
+		               : NULL;
+		if (nn != NULL) {
+			sn->names = nn;
+		}
+		if (tt == NULL) {
+			return PASCO_ENOMEM;
+		}
+		sn->tensors = tt;
+		sn->cap     = cap;
+	}
+	if ((sn->names[sn->n] = pasci_strdup(name)) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	if (pasco_tensor_copy(&sn->tensors[sn->n], t) != 0) {
+		free(sn->names[sn->n]);
+		return PASCO_ENOMEM;
+	}
+	sn->n++;
+	return PASCO_OK;
+}
+
+/* Copies one variable and its slots, under its lock. */
+static int
+snapshot_var(snapshot *sn, ps_var *v)
+{
+	char name[1024];
+	int  rv;
+	pthread_mutex_lock(&v->mu);
+	rv = snapshot_add(sn, v->name, v->value);
+	for (int k = 0; rv == 0 && k < v->slots.nslots; k++) {
+		pasci_fmt(name, sizeof(name), "%s/.slot/%d", v->name, k);
+		rv = snapshot_add(sn, name, v->slots.slot[k]);
+	}
+	if (rv == 0 && v->slots.kind != 0) {
+		cJSON *e = cJSON_AddObjectToObject(sn->slots, v->name);
+		cJSON_AddNumberToObject(e, "optimizer", v->slots.kind);
+		cJSON_AddNumberToObject(e, "step", (double) v->slots.step);
+		cJSON_AddNumberToObject(e, "count", v->slots.nslots);
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rv;
+}
+
+int
+ps_store_save(
+    ps_store *s, const char *path, char **slots_json, char *err, size_t errlen)
+{
+	snapshot sn = {.slots = cJSON_CreateObject()};
+	int      rv = sn.slots != NULL ? PASCO_OK : PASCO_ENOMEM;
+
+	*slots_json = NULL;
+	pthread_rwlock_rdlock(&s->lock);
+	for (int i = 0; i < STORE_BUCKETS && rv == 0; i++) {
+		for (ps_var *v = s->buckets[i]; v != NULL && rv == 0;
+		     v         = v->next) {
+			rv = snapshot_var(&sn, v);
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (rv == 0) {
+		rv = pasci_safetensors_write(path, sn.n,
+		    (const char *const *) sn.names, sn.tensors, NULL, err,
+		    errlen);
+	} else {
+		pasci_fmt(err, errlen, "out of memory taking a snapshot");
+	}
+	if (rv == 0 &&
+	    (*slots_json = cJSON_PrintUnformatted(sn.slots)) == NULL) {
+		rv = PASCO_ENOMEM;
+	}
+	for (size_t i = 0; i < sn.n; i++) {
+		free(sn.names[i]);
+		pasco_tensor_release(sn.tensors[i]);
+	}
+	free(sn.names);
+	free(sn.tensors);
+	cJSON_Delete(sn.slots);
+	return rv;
+}
+
+int
+ps_store_set_slots(ps_store *s, const char *name, pasco_optimizer_kind kind,
+    int64_t step, pasco_tensor *const *slots, size_t n, char *err,
+    size_t errlen)
+{
+	ps_var  *v     = store_find(s, name, err, errlen);
+	ps_slots fresh = {0};
+	if (v == NULL) {
+		return PASCO_ENOTFOUND;
+	}
+	if (kind < PASCO_OPT_SGD || kind > PASCO_OPT_FTRL ||
+	    n > PS_MAX_SLOTS) {
+		pasci_fmt(err, errlen, "'%s': invalid optimizer slots", name);
+		return PASCO_EINVAL;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (!pasco_tensor_same_spec(slots[k], v->value)) {
+			pasci_fmt(err, errlen,
+			    "'%s': slot %zu does not match the "
+			    "variable's dtype and shape",
+			    name, k);
+			return PASCO_EINVAL;
+		}
+	}
+	fresh.kind   = kind;
+	fresh.nslots = (int) n;
+	fresh.step   = step;
+	for (size_t k = 0; k < n; k++) {
+		if (pasco_tensor_copy(&fresh.slot[k], slots[k]) != 0) {
+			ps_slots_fini(&fresh);
+			return PASCO_ENOMEM;
+		}
+	}
+	pthread_mutex_lock(&v->mu);
+	ps_slots_fini(&v->slots);
+	v->slots = fresh;
+	pthread_mutex_unlock(&v->mu);
+	return PASCO_OK;
 }

@@ -62,4 +62,17 @@ int ps_store_var_scatter_add(ps_store *s, const char *name,
     const pasco_tensor *ids, const pasco_tensor *rows, double scale, char *err,
     size_t errlen);
 
+/* Writes every variable (and its optimizer slots, as "<name>/.slot/<k>")
+ * to a safetensors file at path, atomically, from copies taken under each
+ * variable's lock. *slots_json (malloc'd) describes the slots:
+ * {"<name>": {"optimizer": kind, "step": n, "count": k}, ...}. */
+int ps_store_save(ps_store *s, const char *path, char **slots_json,
+    char *err, size_t errlen);
+
+/* Replaces name's optimizer slots (kind, step, and tensors shaped like the
+ * variable). */
+int ps_store_set_slots(ps_store *s, const char *name,
+    pasco_optimizer_kind kind, int64_t step, pasco_tensor *const *slots,
+    size_t n, char *err, size_t errlen);
+
 #endif

@@ -1,8 +1,10 @@
 /*
  * The `pasco` command. Subcommands:
  *   pasco launch [--ps N] [--workers M] -- PROGRAM [ARGS...]
+ *   pasco checkpoint inspect DIR
  *   pasco version
  */
+#include <pasco.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +18,9 @@ usage(void)
 	    "  launch [--ps N] [--workers M] -- PROGRAM [ARGS...]\n"
 	    "         run PROGRAM as a local cluster: N ps tasks, M workers\n"
 	    "         and the chief, on free loopback ports\n"
+	    "  checkpoint inspect DIR\n"
+	    "         list the variables, shapes and shards of a checkpoint\n"
+	    "         (DIR: a ckpt-<step> directory, or a directory of them)\n"
 	    "  version\n");
 	return 2;
 }
@@ -28,6 +33,12 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "launch") == 0) {
 		return pasco_launch(argc - 1, argv + 1);
+	}
+	if (strcmp(argv[1], "checkpoint") == 0) {
+		if (argc != 4 || strcmp(argv[2], "inspect") != 0) {
+			return usage();
+		}
+		return pasco_checkpoint_inspect(argv[3], stdout) == 0 ? 0 : 1;
 	}
 	if (strcmp(argv[1], "version") == 0) {
 		printf("pasco 0.1.0\n");
