@@ -25,20 +25,26 @@
 static pasco_variable **
 directory(pasco_strategy *s, size_t *n)
 {
-	pasco_variable **out   = NULL;
-	size_t           count = 0, i = 0;
+	pasco_variable **out;
+	size_t           count = 0, i, kept = 0;
 	pthread_mutex_lock(&s->mu);
 	for (var_entry *e = s->vars; e != NULL; e = e->next) {
 		count++;
 	}
 	out = calloc(count + 1, sizeof(*out));
+	i   = count; /* the directory is newest first: fill from the end */
 	for (var_entry *e = s->vars; out != NULL && e != NULL; e = e->next) {
-		if (pasci_variable_clone(&out[i], e->layout) == 0) {
-			i++;
+		if (pasci_variable_clone(&out[--i], e->layout) != 0) {
+			out[i] = NULL;
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
-	*n = i;
+	for (i = 0; out != NULL && i < count; i++) { /* drop failed clones */
+		if (out[i] != NULL) {
+			out[kept++] = out[i];
+		}
+	}
+	*n = kept;
 	return out;
 }
 

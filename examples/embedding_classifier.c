@@ -15,7 +15,10 @@
  *
  *     pasco launch --ps 2 --workers 2 -- build/examples/embedding_classifier
  *
- * Options: --epochs N (5), --steps N (20 per epoch), --eval-steps N (20).
+ * Options: --epochs N (5), --steps N (20 per epoch), --eval-steps N (20),
+ * --checkpoint-dir DIR: save a checkpoint each epoch (keeping 3) and, when
+ * DIR already holds one, resume from its step, as the tutorial's
+ * CheckpointManager loop does after a coordinator restart.
  * RMSprop at 0.1 (the tutorial's rate) oscillates once the loss is near 0,
  * because its running mean of squared gradients collapses: the tutorial
  * trains 20 steps; 100 are plenty.
@@ -329,8 +332,8 @@ create_model(pasco_strategy *s, model *m, pasco_variable **acc,
 }
 
 static int
-train(
-    pasco_coordinator *c, model *m, pasco_variable *acc, int epochs, int steps)
+train(pasco_coordinator *c, model *m, pasco_variable *acc, int first,
+    int epochs, int steps, pasco_strategy *s, const char *ckpt_dir)
 {
 	pasco_per_worker_dataset  *d;
 	pasco_per_worker_iterator *it;
@@ -342,7 +345,7 @@ train(
 	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(m->emb),
 	    pasco_arg_variable(m->kernel), pasco_arg_variable(m->bias),
 	    pasco_arg_variable(acc)};
-	for (int e = 0; e < epochs && rv == 0; e++) {
+	for (int e = first; e < epochs && rv == 0; e++) {
 		pasco_remote_value *last = NULL;
 		const pasco_value  *loss;
 		double              accuracy;
@@ -360,6 +363,13 @@ train(
 			    e, pasco_value_scalar(loss), accuracy);
 			fflush(stdout);
 		}
+		/* the tutorial's CheckpointManager: save each epoch, keep 3 */
+		if (rv == 0 && ckpt_dir != NULL &&
+		    (rv = pasco_checkpoint_save(
+		         s, ckpt_dir, (int64_t) (e + 1) * steps, 3)) != 0) {
+			fprintf(stderr, "checkpoint: %s\n",
+			    pasco_strategy_error(s));
+		}
 		pasco_remote_value_free(last);
 	}
 	if (rv != 0) {
@@ -368,7 +378,8 @@ train(
 	} else {
 		double secs = now_s() - start;
 		printf("trained %d steps in %.2f s: %.1f steps/s\n",
-		    epochs * steps, secs, epochs * steps / secs);
+		    (epochs - first) * steps, secs,
+		    (epochs - first) * steps / secs);
 	}
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(d);
@@ -437,9 +448,13 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pasco_variable        *acc, *eval_acc;
 	model                  m;
 	double                 inline_acc = NAN, worker_acc = NAN;
-	int                    rv;
+	const char            *ckpt_dir = NULL;
+	int                    first    = 0, rv;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--checkpoint-dir") == 0) {
+			ckpt_dir = argv[i + 1];
+		}
 		int *dst = strcmp(argv[i], "--epochs") == 0       ? &epochs
 		           : strcmp(argv[i], "--steps") == 0      ? &steps
 		           : strcmp(argv[i], "--eval-steps") == 0 ? &eval_steps
@@ -467,7 +482,22 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	 * sensitive to stale gradients. */
 	pasco_coordinator_options co = {.window = 1};
 	pasco_coordinator_create(&c, s, &co);
-	rv = train(c, &m, acc, epochs, steps);
+	if (ckpt_dir != NULL) {
+		char    path[4096];
+		int64_t step;
+		if (pasco_checkpoint_latest(
+		        ckpt_dir, path, sizeof(path), &step) == 0) {
+			if (pasco_checkpoint_restore(s, path, &step) != 0) {
+				fprintf(
+				    stderr, "%s\n", pasco_strategy_error(s));
+				return 1;
+			}
+			first = (int) (step / steps);
+			printf("resuming from %s: step %lld, epoch %d\n", path,
+			    (long long) step, first);
+		}
+	}
+	rv = train(c, &m, acc, first, epochs, steps, s, ckpt_dir);
 	if (rv == 0 && (rv = evaluate_on_coordinator(&m, &inline_acc)) == 0) {
 		printf("Evaluation accuracy (on the coordinator): %.4f\n",
 		    inline_acc);

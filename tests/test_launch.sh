@@ -74,6 +74,29 @@ else
 fi
 if grep -q '^\[chief 0\] embedding/part_1: rows \[4, 8) on ps 1' "$TMP/cls.out"; then ok "embedding split in 2 shards over 2 ps"; else fail "embedding layout line missing"; fi
 
+# 1c. A restarted coordinator resumes from the latest checkpoint.
+CKPT="$TMP/ckpt"
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
+	"$CLASSIFIER" --epochs 2 --checkpoint-dir "$CKPT" > "$TMP/first.out" 2>&1
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
+	"$CLASSIFIER" --epochs 3 --checkpoint-dir "$CKPT" > "$TMP/second.out" 2>&1
+status=$?
+if [ "$status" -eq 0 ] &&
+	grep -q 'resuming from .*/ckpt-40: step 40, epoch 2' "$TMP/second.out" &&
+	grep -q 'Finished epoch 2' "$TMP/second.out" &&
+	! grep -q 'Finished epoch [01],' "$TMP/second.out"; then
+	ok "a restarted coordinator resumes from the latest checkpoint"
+else
+	fail "resume: status $status"; cat "$TMP/first.out" "$TMP/second.out"
+fi
+if "$PASCO" checkpoint inspect "$CKPT" > "$TMP/inspect.out" 2>&1 &&
+	grep -q '^checkpoint .*/ckpt-60, step 60' "$TMP/inspect.out" &&
+	grep -q '^embedding f32\[8,16384\], 2 shard(s)' "$TMP/inspect.out"; then
+	ok "pasco checkpoint inspect lists the variables"
+else
+	fail "inspect: $(cat "$TMP/inspect.out")"
+fi
+
 # 2. Ctrl-C stops everything and reports the interruption.
 PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 1 --workers 2 -- "$EXAMPLE" \
 	--epochs 1000000 > "$TMP/int.out" 2>&1 &
