@@ -97,6 +97,29 @@ else
 	fail "inspect: $(cat "$TMP/inspect.out")"
 fi
 
+# 1d. Killed mid-training, restarted: it resumes from the latest checkpoint.
+KILLED="$TMP/killed"
+PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 2 --workers 2 -- "$CLASSIFIER" \
+	--epochs 1000 --checkpoint-dir "$KILLED" > "$TMP/killed.out" 2>&1 &
+launcher=$!
+if wait_for 'grep -q "Finished epoch 2," "$TMP/killed.out"' 600; then
+	kill -KILL "$launcher"
+	wait "$launcher" 2>/dev/null
+	no_leftovers
+	PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
+		"$CLASSIFIER" --epochs 5 --checkpoint-dir "$KILLED" > "$TMP/again.out" 2>&1
+	status=$?
+	step=$(sed -n 's/.*resuming from .*: step \([0-9]*\), epoch.*/\1/p' "$TMP/again.out")
+	if [ "$status" -eq 0 ] && [ -n "$step" ] && [ "$step" -ge 40 ] &&
+		grep -q '^\[chief 0\] accuracy = ' "$TMP/again.out"; then
+		ok "killed mid-training, restarted from step $step"
+	else
+		fail "restart after kill: status $status, step '$step'"; cat "$TMP/again.out"
+	fi
+else
+	fail "the long run never reached epoch 2"; cat "$TMP/killed.out"
+fi
+
 # 2. Ctrl-C stops everything and reports the interruption.
 PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 1 --workers 2 -- "$EXAMPLE" \
 	--epochs 1000000 > "$TMP/int.out" 2>&1 &
