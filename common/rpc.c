@@ -495,6 +495,21 @@ pasci_rpc_client_is_up(pasci_rpc_client *c)
 	return up;
 }
 
+void
+pasci_rpc_client_drop(pasci_rpc_client *c, const char *why)
+{
+	nng_pipe p;
+	pthread_mutex_lock(&c->mu);
+	p.id = c->pipe;
+	pthread_mutex_unlock(&c->mu);
+	if (p.id != 0) {
+		pasci_log(PASCI_LOG_WARN, "dropping the connection to %s: %s",
+		    c->url, why);
+		nng_pipe_close(
+		    p); /* the pipe-removed callback does the rest */
+	}
+}
+
 uint64_t
 pasci_rpc_client_incarnation(pasci_rpc_client *c)
 {

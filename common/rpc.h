@@ -48,6 +48,11 @@ const char *pasci_rpc_client_url(const pasci_rpc_client *c);
 int pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms);
 
 bool     pasci_rpc_client_is_up(pasci_rpc_client *c);
+
+/* Drops the current connection (calls sent on it fail with
+ * PASCO_EUNAVAILABLE) and lets the dialer reconnect: for a peer that is
+ * connected but no longer answers. */
+void pasci_rpc_client_drop(pasci_rpc_client *c, const char *why);
 uint64_t pasci_rpc_client_incarnation(pasci_rpc_client *c);
 
 /* Sends req (taken over) if the connection is up, else fails at once;

@@ -19,16 +19,29 @@ typedef struct var_entry {
 	struct var_entry *next;
 } var_entry;
 
-typedef struct worker_link {
-	pasco_strategy *s;
-	size_t          index;
-} worker_link;
+/* A strategy's view of one task, for connection callbacks and heartbeats. */
+typedef struct task_link {
+	pasco_strategy   *s;
+	size_t            index;
+	bool              is_ps;
+	pasci_rpc_client *client;
+	uint64_t          incarnation;   /* ps: the first seen; under s->mu */
+	int               ping_inflight; /* atomic */
+} task_link;
 
 struct pasco_strategy {
 	size_t             nps, nworkers;
 	pasci_rpc_client **ps;
 	pasci_rpc_client **workers;
-	worker_link       *links;
+	task_link         *links; /* workers */
+	task_link         *ps_links;
+	int64_t            heartbeat_ms; /* 0: off */
+	int                heartbeat_misses;
+	pthread_t          heartbeat;
+	bool               heartbeat_started;
+	pthread_mutex_t    hb_mu;
+	pthread_cond_t     hb_cv;
+	bool               stopping; /* under hb_mu */
 	int64_t            call_timeout_ms;
 	bool               has_partitioner;
 	pasco_partitioner  partitioner;

@@ -220,6 +220,19 @@ queue_mark_failed(closure_queue *q, size_t w, int err, const char *msg)
 }
 
 void
+queue_record_error(closure_queue *q, int err, const char *msg)
+{
+	pthread_mutex_lock(&q->mu);
+	if (q->error == 0) {
+		q->error = err;
+		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
+	}
+	pthread_cond_broadcast(&q->settled);
+	pthread_cond_broadcast(&q->free_slot);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void
 queue_put_back(closure_queue *q, size_t w, closure *c)
 {
 	bool cancel;

@@ -72,6 +72,10 @@ void queue_mark_finished(closure_queue *q, size_t w);
  * error, then acts as queue_mark_finished. */
 void queue_mark_failed(closure_queue *q, size_t w, int err, const char *msg);
 
+/* Records an error that no closure raised (a ps failed): kept if it is the
+ * first, and raised like a closure's by the next put / wait / done. */
+void queue_record_error(closure_queue *q, int err, const char *msg);
+
 /* A global closure could not run on w (the worker failed): back to the
  * tail of the queue, or cancelled if an error is pending. */
 void queue_put_back(closure_queue *q, size_t w, closure *c);

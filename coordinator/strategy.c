@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/tensor_impl.h"
 #include "common/util.h"
@@ -17,7 +18,7 @@
 static void
 strategy_worker_state(void *arg, bool up, uint64_t incarnation)
 {
-	worker_link       *link = arg;
+	task_link         *link = arg;
 	pasco_coordinator *c;
 	pthread_mutex_lock(&link->s->mu);
 	c = link->s->coord;
@@ -30,27 +31,147 @@ strategy_worker_state(void *arg, bool up, uint64_t incarnation)
 	pthread_mutex_unlock(&link->s->mu);
 }
 
+/* A ps that drops, or comes back as a new process, fails the training:
+ * its variables are gone. Raised at the next schedule / join / done. */
+static void
+strategy_ps_state(void *arg, bool up, uint64_t incarnation)
+{
+	task_link      *link     = arg;
+	pasco_strategy *s        = link->s;
+	char            msg[512] = "";
+
+	pthread_mutex_lock(&s->mu);
+	if (!up) {
+		pasci_fmt(msg, sizeof(msg),
+		    "ps %zu at %s is unavailable: the "
+		    "connection was lost",
+		    link->index, pasci_rpc_client_url(link->client));
+	} else if (link->incarnation == 0) {
+		link->incarnation = incarnation;
+	} else if (incarnation != link->incarnation) {
+		link->incarnation = incarnation;
+		pasci_fmt(msg, sizeof(msg),
+		    "ps %zu at %s restarted as a new "
+		    "process: the variables it held are gone (restore them "
+		    "from a "
+		    "checkpoint)",
+		    link->index, pasci_rpc_client_url(link->client));
+	}
+	if (msg[0] != 0) {
+		pasci_log(PASCI_LOG_WARN, "%s", msg);
+		if (s->coord != NULL) {
+			queue_record_error(
+			    &s->coord->q, PASCO_EUNAVAILABLE, msg);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+static int
+open_task(pasco_strategy *s, task_link *link, const char *url,
+    pasci_rpc_state_fn fn, pasci_rpc_client **client)
+{
+	int rv;
+	/* the client is set under the lock: callbacks may run before open
+	 * returns */
+	pthread_mutex_lock(&s->mu);
+	rv           = pasci_rpc_client_open(client, url, fn, link);
+	link->client = *client;
+	pthread_mutex_unlock(&s->mu);
+	return rv;
+}
+
 static int
 strategy_connect(pasco_strategy *s, const pasco_cluster *cluster)
 {
-	int rv;
-	for (size_t i = 0; i < s->nps; i++) {
-		rv = pasci_rpc_client_open(&s->ps[i],
-		    pasco_cluster_url(cluster, PASCO_ROLE_PS, i), NULL, NULL);
-		if (rv != 0) {
-			return rv;
-		}
+	int rv = PASCO_OK;
+	for (size_t i = 0; i < s->nps && rv == 0; i++) {
+		s->ps_links[i] =
+		    (task_link){.s = s, .index = i, .is_ps = true};
+		rv = open_task(s, &s->ps_links[i],
+		    pasco_cluster_url(cluster, PASCO_ROLE_PS, i),
+		    strategy_ps_state, &s->ps[i]);
 	}
-	for (size_t i = 0; i < s->nworkers; i++) {
-		s->links[i] = (worker_link){s, i};
-		rv          = pasci_rpc_client_open(&s->workers[i],
+	for (size_t i = 0; i < s->nworkers && rv == 0; i++) {
+		s->links[i] = (task_link){.s = s, .index = i};
+		rv          = open_task(s, &s->links[i],
 		             pasco_cluster_url(cluster, PASCO_ROLE_WORKER, i),
-		             strategy_worker_state, &s->links[i]);
-		if (rv != 0) {
-			return rv;
-		}
+		             strategy_worker_state, &s->workers[i]);
 	}
-	return PASCO_OK;
+	return rv;
+}
+
+/* Heartbeats: a HELLO to every connected task each interval; one that
+ * stays unanswered for `misses` intervals drops the connection, which
+ * fails the task the way a lost connection does. */
+static void
+heartbeat_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
+{
+	task_link *link = arg;
+	(void) detail;
+	if (reply != NULL) {
+		pasci_wire_msg_fini(reply);
+	}
+	if (err == PASCO_ETIMEDOUT) {
+		char why[128];
+		pasci_fmt(why, sizeof(why), "no heartbeat answer for %lld ms",
+		    (long long) (link->s->heartbeat_ms *
+		                 link->s->heartbeat_misses));
+		pasci_rpc_client_drop(link->client, why);
+	}
+	__atomic_store_n(&link->ping_inflight, 0, __ATOMIC_RELEASE);
+}
+
+static void
+heartbeat_send(pasco_strategy *s, task_link *link)
+{
+	pasci_wire_builder b;
+	nng_msg           *msg;
+	if (!pasci_rpc_client_is_up(link->client) ||
+	    __atomic_exchange_n(&link->ping_inflight, 1, __ATOMIC_ACQ_REL)) {
+		return;
+	}
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__HELLO);
+	if (pasci_wire_encode(&b, &msg) != 0) {
+		__atomic_store_n(&link->ping_inflight, 0, __ATOMIC_RELEASE);
+	} else {
+		pasci_rpc_call_async(link->client, msg,
+		    s->heartbeat_ms * s->heartbeat_misses, heartbeat_done,
+		    link);
+	}
+	pasci_wire_builder_fini(&b);
+}
+
+static void *
+heartbeat_main(void *arg)
+{
+	pasco_strategy *s = arg;
+	pasci_thread_name("pasco-heartbeat");
+	pthread_mutex_lock(&s->hb_mu);
+	while (!s->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += s->heartbeat_ms / 1000;
+		ts.tv_nsec += (s->heartbeat_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->hb_cv, &s->hb_mu, &ts);
+		if (s->stopping) {
+			break;
+		}
+		pthread_mutex_unlock(&s->hb_mu);
+		for (size_t i = 0; i < s->nps; i++) {
+			heartbeat_send(s, &s->ps_links[i]);
+		}
+		for (size_t i = 0; i < s->nworkers; i++) {
+			heartbeat_send(s, &s->links[i]);
+		}
+		pthread_mutex_lock(&s->hb_mu);
+	}
+	pthread_mutex_unlock(&s->hb_mu);
+	return NULL;
 }
 
 static int
@@ -99,15 +220,24 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 		s->has_partitioner = true;
 		s->partitioner     = *opts->partitioner;
 	}
-	s->call_timeout_ms = opts != NULL && opts->call_timeout_ms > 0
-	                         ? opts->call_timeout_ms
-	                         : 60000;
-	s->ps              = calloc(s->nps, sizeof(*s->ps));
-	s->workers         = calloc(s->nworkers, sizeof(*s->workers));
-	s->links           = calloc(s->nworkers, sizeof(*s->links));
-	rv                 = PASCO_ENOMEM;
+	s->call_timeout_ms  = opts != NULL && opts->call_timeout_ms > 0
+	                          ? opts->call_timeout_ms
+	                          : 60000;
+	s->ps               = calloc(s->nps, sizeof(*s->ps));
+	s->workers          = calloc(s->nworkers, sizeof(*s->workers));
+	s->links            = calloc(s->nworkers, sizeof(*s->links));
+	s->ps_links         = calloc(s->nps, sizeof(*s->ps_links));
+	s->heartbeat_ms     = opts != NULL && opts->heartbeat_interval_ms != 0
+	                          ? opts->heartbeat_interval_ms
+	                          : 1000;
+	s->heartbeat_misses = opts != NULL && opts->heartbeat_misses > 0
+	                          ? opts->heartbeat_misses
+	                          : 3;
+	pthread_mutex_init(&s->hb_mu, NULL);
+	pthread_cond_init(&s->hb_cv, NULL);
+	rv = PASCO_ENOMEM;
 	if (s->ps != NULL && s->workers != NULL && s->links != NULL &&
-	    (rv = strategy_connect(s, cluster)) == 0) {
+	    s->ps_links != NULL && (rv = strategy_connect(s, cluster)) == 0) {
 		rv = strategy_wait(
 		    s, opts != NULL && opts->connect_timeout_ms > 0
 		           ? opts->connect_timeout_ms
@@ -118,6 +248,10 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 		    s->error[0] ? s->error : "cannot connect to the cluster");
 		pasco_strategy_destroy(s);
 		return rv;
+	}
+	if (s->heartbeat_ms > 0 &&
+	    pthread_create(&s->heartbeat, NULL, heartbeat_main, s) == 0) {
+		s->heartbeat_started = true;
 	}
 	*out = s;
 	return PASCO_OK;
@@ -147,6 +281,13 @@ pasco_strategy_destroy(pasco_strategy *s)
 	if (s == NULL) {
 		return;
 	}
+	if (s->heartbeat_started) {
+		pthread_mutex_lock(&s->hb_mu);
+		s->stopping = true;
+		pthread_cond_signal(&s->hb_cv);
+		pthread_mutex_unlock(&s->hb_mu);
+		pthread_join(s->heartbeat, NULL);
+	}
 	for (size_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
 		pasci_rpc_client_close(s->workers[i]);
 	}
@@ -162,6 +303,9 @@ pasco_strategy_destroy(pasco_strategy *s)
 	free(s->ps);
 	free(s->workers);
 	free(s->links);
+	free(s->ps_links);
+	pthread_cond_destroy(&s->hb_cv);
+	pthread_mutex_destroy(&s->hb_mu);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

@@ -45,6 +45,12 @@ typedef struct pasco_strategy_options {
 	/* Splits every variable created through the strategy (TensorFlow's
 	 * variable_partitioner); NULL: no variable is split. Copied. */
 	const pasco_partitioner *partitioner;
+	/* Heartbeats to every task: a task that does not answer
+	 * heartbeat_misses in a row (each heartbeat_interval_ms apart) is
+	 * failed as if its connection dropped. 0 means 1000 ms and 3 misses;
+	 * a negative interval turns heartbeats off. */
+	int64_t heartbeat_interval_ms;
+	int32_t heartbeat_misses;
 } pasco_strategy_options;
 
 /* Connects to every ps and worker of cluster (which must validate) and
