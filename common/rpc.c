@@ -58,9 +58,10 @@ struct pasci_rpc_client {
 	pthread_cond_t  cv;       /* link became UP */
 	pthread_cond_t  timer_cv; /* a deadline was added, or closing */
 	/* Protected by mu. */
-	int       link;
-	uint32_t  pipe;
-	uint64_t  incarnation;
+	int      link;
+	uint32_t pipe;
+	uint64_t incarnation;
+	bool ever_up; /* connected once: later outages fail calls at once */
 	uint32_t  next_id;
 	rpc_call *buckets[CALL_BUCKETS];
 	size_t    ndeadlines;
@@ -231,6 +232,7 @@ client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
 	if (c->pipe == call->pipe && c->link == LINK_HELLO &&
 	    m->hdr->status == 0) {
 		c->link        = LINK_UP;
+		c->ever_up     = true;
 		c->incarnation = m->incarnation;
 		up             = true;
 		pthread_cond_broadcast(&c->cv);
@@ -473,6 +475,12 @@ pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&c->mu);
+	/* Fail fast once a connected peer is lost (TensorFlow's
+	 * GRPC_FAIL_FAST=use_caller for execution RPCs); wait only for the
+	 * first connection. */
+	if (c->ever_up && c->link != LINK_UP) {
+		rv = PASCO_EUNAVAILABLE;
+	}
 	while (c->link != LINK_UP && !c->closing && rv == PASCO_OK) {
 		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0) {
 			rv = c->link == LINK_UP ? PASCO_OK : PASCO_ETIMEDOUT;
@@ -493,6 +501,31 @@ pasci_rpc_client_is_up(pasci_rpc_client *c)
 	up = c->link == LINK_UP;
 	pthread_mutex_unlock(&c->mu);
 	return up;
+}
+
+void
+pasci_rpc_client_abandon(pasci_rpc_client *c, int err, const char *why)
+{
+	rpc_call *taken = NULL;
+	pthread_mutex_lock(&c->mu);
+	for (int i = 0; i < CALL_BUCKETS; i++) {
+		rpc_call **p = &c->buckets[i];
+		while (*p != NULL) {
+			rpc_call *call = *p;
+			if (call->hello) {
+				p = &call->next;
+				continue;
+			}
+			*p = call->next;
+			if (call->deadline_ms > 0) {
+				c->ndeadlines--;
+			}
+			call->next = taken;
+			taken      = call;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	fail_list(c, taken, err, why);
 }
 
 void

@@ -44,10 +44,16 @@ void pasci_rpc_client_close(pasci_rpc_client *c);
 
 const char *pasci_rpc_client_url(const pasci_rpc_client *c);
 
-/* Waits up to timeout_ms for the connection to be up; PASCO_ETIMEDOUT. */
+/* Waits up to timeout_ms for the first connection (PASCO_ETIMEDOUT); once
+ * the server was connected, a lost connection is PASCO_EUNAVAILABLE at
+ * once, as TensorFlow fails fast on a lost task. */
 int pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms);
 
 bool     pasci_rpc_client_is_up(pasci_rpc_client *c);
+
+/* Completes every outstanding call (but the handshake) with err and why,
+ * now; their replies, if they come, are dropped. */
+void pasci_rpc_client_abandon(pasci_rpc_client *c, int err, const char *why);
 
 /* Drops the current connection (calls sent on it fail with
  * PASCO_EUNAVAILABLE) and lets the dialer reconnect: for a peer that is

@@ -360,6 +360,18 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	return PASCO_OK;
 }
 
+/* Abandons the calls in flight to workers: a coordinator going away does
+ * not wait for their results (TensorFlow does not either). */
+static void
+abandon_flights(void *arg)
+{
+	pasco_coordinator *c = arg;
+	for (size_t w = 0; w < c->nworkers; w++) {
+		pasci_rpc_client_abandon(c->s->workers[w], PASCO_ECANCELLED,
+		    "the coordinator is shutting down");
+	}
+}
+
 void
 pasco_coordinator_destroy(pasco_coordinator *c)
 {
@@ -369,7 +381,7 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	pthread_mutex_lock(&c->s->mu);
 	c->s->coord = NULL; /* no more connection callbacks */
 	pthread_mutex_unlock(&c->s->mu);
-	queue_stop(&c->q);
+	queue_stop(&c->q, abandon_flights, c);
 	for (size_t w = 0; w < c->ndispatchers; w++) {
 		pthread_join(c->dispatchers[w], NULL);
 	}

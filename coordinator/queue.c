@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 
@@ -314,7 +315,7 @@ any_flight_locked(closure_queue *q)
 }
 
 void
-queue_stop(closure_queue *q)
+queue_stop(closure_queue *q, void (*nudge)(void *), void *arg)
 {
 	closure *cancelled;
 	pthread_mutex_lock(&q->mu);
@@ -332,11 +333,25 @@ queue_stop(closure_queue *q)
 	}
 	pthread_cond_broadcast(&q->work);
 	pthread_cond_broadcast(&q->free_slot);
-	while (any_flight_locked(q)) {
-		pthread_cond_wait(&q->settled, &q->mu);
-	}
 	pthread_mutex_unlock(&q->mu);
 	cancel_list(cancelled);
+	pthread_mutex_lock(&q->mu);
+	while (any_flight_locked(q)) {
+		struct timespec ts;
+		if (nudge != NULL) {
+			pthread_mutex_unlock(&q->mu);
+			nudge(arg);
+			pthread_mutex_lock(&q->mu);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&q->settled, &q->mu, &ts);
+	}
+	pthread_mutex_unlock(&q->mu);
 }
 
 size_t

@@ -94,8 +94,9 @@ int queue_wait(closure_queue *q, char *msg, size_t msglen);
 int queue_done(closure_queue *q, bool *done, char *msg, size_t msglen);
 
 /* Stops dispatchers, cancels what is queued (tagged too) and waits until
- * nothing is in flight on any worker. */
-void queue_stop(closure_queue *q);
+ * nothing is in flight on any worker, calling nudge(arg) (without the
+ * lock) now and every 100 ms while something is. */
+void queue_stop(closure_queue *q, void (*nudge)(void *), void *arg);
 
 /* Counts, for tests and metrics. */
 size_t queue_inflight(closure_queue *q);

@@ -229,7 +229,7 @@ Test(queue, tagged_closures_go_to_their_worker_first_and_do_not_count) /* 12 */
 	queue_tagged_done(&q, 2);
 	queue_mark_finished(&q, 0);
 	cr_assert(done(), "a tagged closure still queued does not count");
-	queue_stop(&q); /* cancels c3 */
+	queue_stop(&q, NULL, NULL); /* cancels c3 */
 	queue_fini(&q);
 }
 
@@ -288,7 +288,7 @@ Test(queue, many_threads_put_get_and_put_back_without_deadlock) /* 11 */
 	}
 	PASCO_PASS(queue_wait(&q, msg, sizeof(msg)));
 	cr_assert(done());
-	queue_stop(&q);
+	queue_stop(&q, NULL, NULL);
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
 	}
