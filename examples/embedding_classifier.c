@@ -420,6 +420,10 @@ evaluate_on_workers(pasco_coordinator *c, model *m, pasco_variable *eval_acc,
 	pasco_per_worker_dataset  *d;
 	pasco_per_worker_iterator *it;
 	int                        rv = 0;
+	/* a fresh count: a restored state would mix in an earlier run's */
+	if ((rv = pasco_metric_reset(eval_acc)) != 0) {
+		return rv;
+	}
 	pasco_per_worker_dataset_create(&d, c, "eval_data");
 	pasco_per_worker_iterator_create(&it, d);
 	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(m->emb),
