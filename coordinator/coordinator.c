@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "common/variable_impl.h"
@@ -174,6 +175,12 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 }
 
 static void
+note_finish(pasco_coordinator *c)
+{
+	__atomic_store_n(&c->last_finish_ms, pasci_now_ms(), __ATOMIC_RELAXED);
+}
+
+static void
 complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 {
 	closure *cl = f->cl;
@@ -234,6 +241,7 @@ flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 {
 	flight f = *(flight *) arg;
 	free(arg);
+	note_finish(f.c);
 	if (f.tagged) {
 		complete_tagged(&f, err, reply, detail);
 	} else {
@@ -293,6 +301,57 @@ dispatcher_main(void *arg)
 	return NULL;
 }
 
+/* TensorFlow's watchdog: when nothing finished for watchdog_ms while
+ * something is queued or in flight, say what the queue and workers are
+ * doing, then wait another period. */
+static void *
+watchdog_main(void *arg)
+{
+	pasco_coordinator *c = arg;
+	pasci_thread_name("pasco-watchdog");
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping) {
+		struct timespec ts;
+		int64_t         tick =
+                    c->watchdog_ms / 10 > 0 ? c->watchdog_ms / 10 : 1;
+		char state[1024];
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += tick / 1000;
+		ts.tv_nsec += (tick % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->watchdog_cv, &c->mu, &ts);
+		if (c->stopping) {
+			break;
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (pasci_now_ms() - __atomic_load_n(&c->last_finish_ms,
+		                         __ATOMIC_RELAXED) >=
+		        c->watchdog_ms &&
+		    queue_describe(&c->q, state, sizeof(state))) {
+			pasci_log(PASCI_LOG_WARN,
+			    "watchdog: no closure finished for %lld "
+			    "ms: %s",
+			    (long long) c->watchdog_ms, state);
+			__atomic_add_fetch(
+			    &c->watchdog_count, 1, __ATOMIC_RELAXED);
+			note_finish(
+			    c); /* the next report after another period */
+		}
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+uint64_t
+pasco_coordinator_watchdog_count(const pasco_coordinator *c)
+{
+	return __atomic_load_n(&c->watchdog_count, __ATOMIC_RELAXED);
+}
+
 static int
 start_dispatchers(pasco_coordinator *c)
 {
@@ -324,9 +383,14 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	if (s == NULL || (c = calloc(1, sizeof(*c))) == NULL) {
 		return s == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
 	}
-	c->s        = s;
-	c->nworkers = s->nworkers;
+	c->s              = s;
+	c->nworkers       = s->nworkers;
+	c->watchdog_ms    = opts != NULL && opts->watchdog_timeout_ms > 0
+	                        ? opts->watchdog_timeout_ms
+	                        : 0;
+	c->last_finish_ms = pasci_now_ms();
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->watchdog_cv, NULL);
 	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
 	        NULL ||
 	    queue_init(&c->q, cap, c->nworkers, window) != 0) {
@@ -356,6 +420,10 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		pasco_coordinator_destroy(c);
 		return PASCO_ENOMEM;
 	}
+	if (c->watchdog_ms > 0 &&
+	    pthread_create(&c->watchdog, NULL, watchdog_main, c) == 0) {
+		c->watchdog_started = true;
+	}
 	*out = c;
 	return PASCO_OK;
 }
@@ -378,6 +446,13 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	if (c == NULL) {
 		return;
 	}
+	if (c->watchdog_started) {
+		pthread_mutex_lock(&c->mu);
+		c->stopping = true;
+		pthread_cond_signal(&c->watchdog_cv);
+		pthread_mutex_unlock(&c->mu);
+		pthread_join(c->watchdog, NULL);
+	}
 	pthread_mutex_lock(&c->s->mu);
 	c->s->coord = NULL; /* no more connection callbacks */
 	pthread_mutex_unlock(&c->s->mu);
@@ -393,6 +468,7 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	}
 	queue_fini(&c->q);
 	free(c->dispatchers);
+	pthread_cond_destroy(&c->watchdog_cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }

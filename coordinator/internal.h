@@ -100,8 +100,15 @@ struct pasco_coordinator {
 	size_t          nworkers;
 	pthread_t      *dispatchers;
 	size_t          ndispatchers;
+	int64_t         watchdog_ms;
+	pthread_t       watchdog;
+	bool            watchdog_started;
+	pthread_cond_t  watchdog_cv;    /* with mu: stop */
+	int64_t         last_finish_ms; /* atomic */
+	uint64_t        watchdog_count; /* atomic */
 	pthread_mutex_t mu;
 	/* Protected by mu. */
+	bool                       stopping;
 	pasco_per_worker_iterator *iterators; /* live ones */
 	uint64_t                   next_id;
 	char                       error[1024];

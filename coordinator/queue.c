@@ -354,6 +354,26 @@ queue_stop(closure_queue *q, void (*nudge)(void *), void *arg)
 	pthread_mutex_unlock(&q->mu);
 }
 
+bool
+queue_describe(closure_queue *q, char *buf, size_t len)
+{
+	size_t n;
+	bool   busy;
+	pthread_mutex_lock(&q->mu);
+	busy = q->len > 0 || any_flight_locked(q);
+	n    = (size_t) snprintf(
+	       buf, len, "%zu queued, %zu in flight", q->len, q->inflight);
+	for (size_t w = 0; w < q->nworkers && n < len; w++) {
+		n += (size_t) snprintf(buf + n, len - n,
+		    "; worker %zu %s, %u in "
+		    "flight",
+		    w, q->workers[w].up ? "up" : "down",
+		    q->workers[w].inflight);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return busy;
+}
+
 size_t
 queue_inflight(closure_queue *q)
 {

@@ -98,6 +98,10 @@ int queue_done(closure_queue *q, bool *done, char *msg, size_t msglen);
  * lock) now and every 100 ms while something is. */
 void queue_stop(closure_queue *q, void (*nudge)(void *), void *arg);
 
+/* One line on the queue and every worker, for the watchdog. True when
+ * anything is queued or in flight. */
+bool queue_describe(closure_queue *q, char *buf, size_t len);
+
 /* Counts, for tests and metrics. */
 size_t queue_inflight(closure_queue *q);
 size_t queue_length(closure_queue *q);

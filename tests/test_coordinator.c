@@ -5,6 +5,8 @@
  */
 #include "helpers.h"
 
+#include "coordinator/internal.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -778,5 +780,75 @@ Test(coordinator, a_restarted_worker_gets_its_iterators_rebuilt_from_the_start)
 	PASCO_PASS(pasco_join(coord));
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(d);
+	stop();
+}
+
+typedef struct blocked_put {
+	pasco_coordinator *c;
+	pasco_arg          arg;
+	volatile int       returned;
+} blocked_put;
+
+static void *
+schedule_one(void *p)
+{
+	blocked_put *b = p;
+	PASCO_PASS(pasco_schedule(b->c, "gated", &b->arg, 1, NULL));
+	__atomic_store_n(&b->returned, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+Test(coordinator, schedule_blocks_while_the_queue_is_full) /* item 5 */
+{
+	pasco_coordinator_options o   = {.window = 1, .queue_size = 2};
+	pasco_tensor             *neg = f32(-1);
+	blocked_put               b;
+	pthread_t                 th;
+	test_cluster_start(&tc, 1, 1);
+	PASCO_PASS(pasco_strategy_create(&strategy, tc.cluster, NULL));
+	PASCO_PASS(pasco_coordinator_create(&coord, strategy, &o));
+	b = (blocked_put){coord, pasco_arg_tensor(neg), 0};
+	for (int i = 0; i < 3; i++) { /* 1 in flight (held by the gate) + 2 */
+		PASCO_PASS(pasco_schedule(coord, "gated", &b.arg, 1, NULL));
+	}
+	for (int i = 0; i < 200 && queue_inflight(&coord->q) == 0; i++) {
+		usleep(5000);
+	}
+	cr_assert_eq(queue_length(&coord->q), 2);
+	pthread_create(&th, NULL, schedule_one, &b);
+	usleep(200 * 1000);
+	cr_assert_eq(b.returned, 0, "schedule returned with the queue full");
+	__atomic_store_n(&gate_open, 1, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
+	cr_assert_eq(b.returned, 1);
+	PASCO_PASS(pasco_join(coord));
+	pasco_tensor_release(neg);
+	stop();
+}
+
+Test(coordinator,
+    the_watchdog_reports_a_stall_and_stays_quiet_when_idle) /* 82 */
+{
+	pasco_coordinator_options o = {
+	    .window = 1, .watchdog_timeout_ms = 100};
+	pasco_tensor *neg = f32(-1);
+	pasco_arg     arg = pasco_arg_tensor(neg);
+	uint64_t      fired;
+	test_cluster_start(&tc, 1, 1);
+	PASCO_PASS(pasco_strategy_create(&strategy, tc.cluster, NULL));
+	PASCO_PASS(pasco_coordinator_create(&coord, strategy, &o));
+	PASCO_PASS(pasco_schedule(coord, "gated", &arg, 1, NULL));
+	for (int i = 0; i < 300 && pasco_coordinator_watchdog_count(coord) < 2;
+	     i++) {
+		usleep(10 * 1000);
+	}
+	cr_assert_geq(pasco_coordinator_watchdog_count(coord), 2,
+	    "a 100 ms watchdog did not fire twice during a 3 s stall");
+	__atomic_store_n(&gate_open, 1, __ATOMIC_SEQ_CST);
+	PASCO_PASS(pasco_join(coord));
+	fired = pasco_coordinator_watchdog_count(coord);
+	usleep(400 * 1000); /* idle: nothing queued, nothing in flight */
+	cr_assert_eq(pasco_coordinator_watchdog_count(coord), fired);
+	pasco_tensor_release(neg);
 	stop();
 }

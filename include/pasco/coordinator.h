@@ -96,6 +96,10 @@ typedef struct pasco_coordinator_options {
 	uint32_t window;
 	/* Queued closures before pasco_schedule blocks; 0 means 262144. */
 	uint32_t queue_size;
+	/* When no closure has finished for this long while some are queued or
+	 * in flight, log the queue and each worker's state (TensorFlow's
+	 * watchdog); 0: off. */
+	int64_t watchdog_timeout_ms;
 } pasco_coordinator_options;
 
 /* Starts one dispatcher per worker. opts may be NULL. */
@@ -162,6 +166,9 @@ int pasco_join(pasco_coordinator *c);
 /* *done = true when nothing is queued or in flight. Does not block, unless
  * an error is pending, which it raises as pasco_join does. */
 int pasco_done(pasco_coordinator *c, bool *done);
+
+/* How many times the watchdog has fired. */
+uint64_t pasco_coordinator_watchdog_count(const pasco_coordinator *c);
 
 /* The message of the error last returned by pasco_schedule, pasco_join or
  * pasco_done ("" if none). Valid until the next of those calls. */
