@@ -6,6 +6,7 @@
  */
 #include <pasco.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 PASCO_DATASET(ft_numbers)
@@ -112,4 +113,91 @@ int
 main(int argc, char **argv)
 {
 	return pasco_main(argc, argv, no_chief);
+}
+
+/* The linear-regression model of the Estimator seed, for the chaos run. */
+typedef struct lr_stream {
+	uint64_t seed, n;
+} lr_stream;
+
+static int
+lr_next(void *arg, pasco_value **out)
+{
+	lr_stream    *s = arg;
+	uint64_t      z = s->seed + 0x9e3779b97f4a7c15ULL * ++s->n;
+	pasco_tensor *x, *y;
+	z        = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z        = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	double v = (double) ((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+	pasco_tensor_scalar(&x, PASCO_F32, v);
+	pasco_tensor_scalar(&y, PASCO_F32, 0.8 * v + 1.0);
+	*out =
+	    pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
+	return PASCO_OK;
+}
+
+PASCO_DATASET(lr_data)
+{
+	lr_stream     *s = calloc(1, sizeof(*s));
+	pasco_dataset *ds;
+	int            rv;
+	s->seed = 77 + (uint64_t) ctx->worker_index;
+	if ((rv = pasco_dataset_from_generator(&ds, lr_next, NULL, free, s)) !=
+	    0) {
+		free(s);
+		return rv;
+	}
+	return pasco_dataset_batch(out, ds, 32, true);
+}
+
+/* args: iterator, w, b, steps (i64). One SGD step (lr 0.05); steps += 1;
+ * returns the loss. */
+PASCO_FUNCTION(lr_step)
+{
+	pasco_dataset  *it;
+	pasco_variable *wv, *bv, *steps;
+	pasco_value    *batch;
+	pasco_tensor   *w = NULL, *b = NULL, *dw, *db, *loss, *one;
+	int             rv;
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = pasco_call_variable(call, 1, &wv)) != 0 ||
+	    (rv = pasco_call_variable(call, 2, &bv)) != 0 ||
+	    (rv = pasco_call_variable(call, 3, &steps)) != 0 ||
+	    (rv = pasco_dataset_next(it, &batch)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_variable_read(wv, &w)) != 0 ||
+	    (rv = pasco_variable_read(bv, &b)) != 0) {
+		pasco_value_free(batch);
+		pasco_tensor_release(w);
+		return pasco_call_fail(call, rv, "reading w or b failed");
+	}
+	const pasco_tensor *x =
+	    pasco_value_as_tensor(pasco_value_item(batch, 0));
+	const pasco_tensor *y =
+	    pasco_value_as_tensor(pasco_value_item(batch, 1));
+	double gw = 0, gb = 0, l = 0;
+	for (int64_t i = 0; i < x->count; i++) {
+		double e = pasco_tensor_get(w, 0) * pasco_tensor_get(x, i) +
+		           pasco_tensor_get(b, 0) - pasco_tensor_get(y, i);
+		l += e * e;
+		gw += 2 * e * pasco_tensor_get(x, i);
+		gb += 2 * e;
+	}
+	pasco_tensor_scalar(&dw, PASCO_F32, gw / (double) x->count);
+	pasco_tensor_scalar(&db, PASCO_F32, gb / (double) x->count);
+	pasco_tensor_scalar(&loss, PASCO_F32, l / (double) x->count);
+	pasco_tensor_scalar(&one, PASCO_I64, 1);
+	if ((rv = pasco_variable_apply_sgd(wv, 0.05, dw)) == 0 &&
+	    (rv = pasco_variable_apply_sgd(bv, 0.05, db)) == 0) {
+		rv = pasco_variable_assign_add(steps, one);
+	}
+	pasco_call_return(call, pasco_value_tensor(loss));
+	pasco_value_free(batch);
+	pasco_tensor_release(w);
+	pasco_tensor_release(b);
+	pasco_tensor_release(dw);
+	pasco_tensor_release(db);
+	pasco_tensor_release(one);
+	return rv;
 }
