@@ -852,3 +852,31 @@ Test(coordinator,
 	pasco_tensor_release(neg);
 	stop();
 }
+
+/* Threads of this process whose name starts with prefix. */
+static int
+threads_named(const char *prefix)
+{
+	char cmd[256], line[64];
+	int  n = 0;
+	snprintf(cmd, sizeof(cmd), "cat /proc/%d/task/*/comm", (int) getpid());
+	FILE *p = popen(cmd, "r");
+	while (p != NULL && fgets(line, sizeof(line), p) != NULL) {
+		n += strncmp(line, prefix, strlen(prefix)) == 0;
+	}
+	if (p != NULL) {
+		pclose(p);
+	}
+	return n;
+}
+
+Test(coordinator, no_coordinator_thread_is_left_after_destroy) /* 52 */
+{
+	start(1, 2, 0);
+	cr_assert_eq(threads_named("pasco-disp"), 2);
+	cr_assert_eq(threads_named("pasco-heartbeat"), 1);
+	stop(); /* the servers too */
+	cr_assert_eq(threads_named("pasco-disp"), 0);
+	cr_assert_eq(threads_named("pasco-heartbeat"), 0);
+	cr_assert_eq(threads_named("pasco-rpc"), 0);
+}

@@ -517,3 +517,75 @@ Test(faults, chaos_run_keeps_training_through_random_worker_kills,
 	__atomic_store_n(&ch.release, 1, __ATOMIC_SEQ_CST);
 	pthread_join(th, NULL);
 }
+
+Test(faults, ps_failure_while_a_worker_recovers) /* 63 */
+{
+	model m;
+	int   rv;
+	start(2, 2, 0);
+	model_create(&m);
+	schedule_long(&m, 6);
+	usleep(300 * 1000);
+	kill_worker(0);
+	reap(&f.ps[0], SIGKILL);
+	usleep(200 * 1000);
+	restart_worker(0);
+	f.ps[0] = spawn("ps", 0);
+	rv      = pasco_join(f.c);
+	cr_assert(rv == PASCO_EUNAVAILABLE || rv == PASCO_EINVAL ||
+	              rv == PASCO_ENOTFOUND,
+	    "join: %s: %s", pasco_errname(rv), pasco_coordinator_error(f.c));
+	model_free(&m);
+	stop();
+}
+
+Test(faults, ps_variables_read_fine_during_a_worker_recovery) /* 66 */
+{
+	model m;
+	int   reads = 0;
+	start(1, 2, 0);
+	model_create(&m);
+	schedule_steps(&m, 4);
+	kill_worker(0);
+	/* while worker 0 is down and then comes back, the coordinator keeps
+	 * joining, reading the ps and scheduling */
+	for (int64_t end = pasci_now_ms() + 1500; pasci_now_ms() < end;) {
+		PASCO_PASS(pasco_join(f.c));
+		cr_assert_geq(read_scalar(m.iterations), 4);
+		reads++;
+		schedule_steps(&m, 1);
+		if (reads == 20) {
+			restart_worker(0);
+		}
+	}
+	PASCO_PASS(pasco_join(f.c));
+	cr_assert_gt(reads, 20);
+	model_free(&m);
+	stop();
+}
+
+Test(faults, execution_after_every_ps_died_names_the_ps) /* 70 */
+{
+	model m;
+	int   rv;
+	start(2, 2, 0);
+	model_create(&m);
+	reap(&f.ps[0], SIGKILL);
+	reap(&f.ps[1], SIGKILL);
+	rv = pasco_join(f.c); /* raises the lost ps tasks */
+	cr_assert_eq(rv, PASCO_EUNAVAILABLE);
+	cr_assert(strstr(pasco_coordinator_error(f.c), "ps ") != NULL, "%s",
+	    pasco_coordinator_error(f.c));
+	/* a step on each worker fails, naming a ps */
+	for (int i = 0; i < 4; i++) {
+		while ((rv = pasco_join(f.c)) != 0) {
+		}
+		schedule_steps(&m, 1);
+		rv = pasco_join(f.c);
+		cr_assert_eq(rv, PASCO_EUNAVAILABLE, "%s", pasco_errname(rv));
+		cr_assert(strstr(pasco_coordinator_error(f.c), "ps ") != NULL,
+		    "%s", pasco_coordinator_error(f.c));
+	}
+	model_free(&m);
+	stop();
+}
