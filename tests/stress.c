@@ -169,6 +169,69 @@ churn_iterators(pasco_coordinator *c)
 	pasco_per_worker_dataset_free(d);
 }
 
+/* A worker server stopped and started again while closures run: the
+ * failure paths (put back, reconnect, iterator rebuild) under load. */
+typedef struct churn {
+	pasco_cluster *cluster;
+	pasco_server **worker;
+	int            stop; /* atomic */
+} churn;
+
+static void *
+churn_main(void *arg)
+{
+	churn *ch = arg;
+	for (int i = 0; i < 4 && !__atomic_load_n(&ch->stop, __ATOMIC_SEQ_CST);
+	     i++) {
+		usleep(20 * 1000);
+		pasco_server_stop(*ch->worker);
+		usleep(20 * 1000);
+		CHECK(pasco_server_start(
+		          ch->worker, ch->cluster, PASCO_ROLE_WORKER, 2) == 0,
+		    "restart");
+	}
+	return NULL;
+}
+
+static void
+churn_round(pasco_strategy *s, pasco_coordinator *c, pasco_cluster *cluster,
+    pasco_server **worker)
+{
+	pasco_variable     *v;
+	pasco_tensor       *zero, *one, *t;
+	pasco_remote_value *rvs[400];
+	churn               ch = {cluster, worker, 0};
+	pthread_t           th;
+	int                 ok = 0;
+
+	pasco_tensor_scalar(&zero, PASCO_F32, 0);
+	pasco_tensor_scalar(&one, PASCO_F32, 1);
+	CHECK(pasco_variable_create(&v, s, "churn", zero) == 0, "create");
+	pasco_arg args[] = {pasco_arg_variable(v), pasco_arg_tensor(one)};
+	pthread_create(&th, NULL, churn_main, &ch);
+	for (int i = 0; i < 400; i++) {
+		CHECK(pasco_schedule(c, "bump", args, 2, &rvs[i]) == 0,
+		    "schedule");
+	}
+	CHECK(pasco_join(c) == 0, "join: %s", pasco_coordinator_error(c));
+	__atomic_store_n(&ch.stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 400; i++) {
+		const pasco_value *out;
+		ok += pasco_remote_value_fetch(rvs[i], &out) == 0;
+		pasco_remote_value_free(rvs[i]);
+	}
+	CHECK(pasco_variable_read(v, &t) == 0, "read");
+	/* at least once: a closure cut off by a restart may have run */
+	CHECK(ok == 400 && pasco_tensor_get(t, 0) >= 400,
+	    "churn: %d of 400 succeeded, counter %g", ok,
+	    pasco_tensor_get(t, 0));
+	pasco_tensor_release(t);
+	pasco_tensor_release(zero);
+	pasco_tensor_release(one);
+	pasco_variable_free(v);
+}
+
 int
 main(void)
 {
@@ -199,6 +262,7 @@ main(void)
 		run_round(s, c, round);
 	}
 	churn_iterators(c);
+	churn_round(s, c, cluster, &servers[3]);
 	pasco_coordinator_destroy(c);
 	pasco_strategy_destroy(s);
 	for (int i = 0; i < 4; i++) {

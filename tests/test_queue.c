@@ -294,3 +294,75 @@ Test(queue, many_threads_put_get_and_put_back_without_deadlock) /* 11 */
 	}
 	queue_fini(&q);
 }
+
+/* 2: five closures, two consumers that each put their first one back;
+ * every closure is processed exactly once. */
+static int processed[5];
+
+static void *
+consume_once_each(void *arg)
+{
+	size_t   w = (size_t) (uintptr_t) arg;
+	bool     tagged, first = true;
+	closure *c;
+	while ((c = queue_get(&q, w, &tagged)) != NULL) {
+		if (first) {
+			first = false;
+			queue_put_back(&q, w, c);
+			continue;
+		}
+		__atomic_add_fetch(&processed[c->id], 1, __ATOMIC_SEQ_CST);
+		closure_free(c);
+		queue_mark_finished(&q, w);
+	}
+	return NULL;
+}
+
+Test(queue, each_closure_is_processed_once_despite_put_backs) /* 2 */
+{
+	char      msg[64];
+	pthread_t th[2];
+	setup(2, 1, 10);
+	for (int i = 0; i < 5; i++) {
+		closure *c = make(NULL);
+		c->id      = (uint64_t) i;
+		PASCO_PASS(queue_put(&q, c, msg, sizeof(msg)));
+	}
+	for (uintptr_t i = 0; i < 2; i++) {
+		pthread_create(&th[i], NULL, consume_once_each, (void *) i);
+	}
+	for (int k = 0; k < 4; k++) {
+		PASCO_PASS(queue_wait(&q, msg, sizeof(msg)));
+	}
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(processed[i], 1, "closure %d ran %d times", i,
+		    processed[i]);
+	}
+	queue_stop(&q, NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+	}
+	queue_fini(&q);
+}
+
+Test(queue, put_raises_only_the_first_error_after_in_flight_finish) /* 9 */
+{
+	char                msg[64];
+	pasco_remote_value *rv3;
+	pthread_t           th;
+	setup(1, 2, 10);
+	PASCO_PASS(queue_put(&q, make(NULL), msg, sizeof(msg)));
+	PASCO_PASS(queue_put(&q, make(NULL), msg, sizeof(msg)));
+	closure_free(get(0));
+	closure_free(get(0));
+	queue_mark_failed(&q, 0, PASCO_EINVAL, "Some error");
+	pthread_create(&th, NULL, second_fails_later, NULL);
+	closure *c3 = make(&rv3);
+	PASCO_FAIL(queue_put(&q, c3, msg, sizeof(msg)), PASCO_EINVAL);
+	cr_assert_str_eq(msg, "Some error");
+	pthread_join(th, NULL);
+	closure_cancel(c3); /* not enqueued: the caller cancels it */
+	expect_cancelled(rv3);
+	PASCO_PASS(queue_wait(&q, msg, sizeof(msg)));
+	queue_fini(&q);
+}
