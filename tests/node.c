@@ -201,3 +201,9 @@ PASCO_FUNCTION(lr_step)
 	pasco_tensor_release(one);
 	return rv;
 }
+
+/* Fails with an application error (TF's assert_non_positive). */
+PASCO_FUNCTION(ft_fail)
+{
+	return pasco_call_fail(call, PASCO_EINVAL, "x must be <= 0");
+}

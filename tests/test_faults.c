@@ -589,3 +589,68 @@ Test(faults, execution_after_every_ps_died_names_the_ps) /* 70 */
 	model_free(&m);
 	stop();
 }
+
+Test(faults, preemption_with_an_application_error) /* 55 */
+{
+	model m;
+	start(2, 2, 0);
+	model_create(&m);
+	schedule_steps(&m, 3);
+	schedule_long(&m, 1);
+	PASCO_PASS(pasco_schedule(f.c, "ft_fail", NULL, 0, NULL));
+	usleep(300 * 1000);
+	kill_worker(0);
+	usleep(300 * 1000);
+	restart_worker(0);
+	set_scalar(m.flag, 0);
+	PASCO_FAIL(pasco_join(f.c), PASCO_EINVAL);
+	cr_assert(strstr(pasco_coordinator_error(f.c), "x must be <= 0"), "%s",
+	    pasco_coordinator_error(f.c));
+	schedule_steps(&m, 3); /* usable again */
+	PASCO_PASS(pasco_join(f.c));
+	model_free(&m);
+	stop();
+}
+
+static int released; /* atomic */
+
+static void *
+kill_for_a_while(void *arg)
+{
+	(void) arg;
+	kill_worker(0);
+	usleep(800 * 1000);
+	restart_worker(0);
+	/* PR_SET_PDEATHSIG is per thread: outlive the restarted worker */
+	while (!__atomic_load_n(&released, __ATOMIC_SEQ_CST)) {
+		usleep(10 * 1000);
+	}
+	return NULL;
+}
+
+Test(faults, iterators_requested_while_a_worker_is_down) /* 56 */
+{
+	model     m;
+	pthread_t th;
+	start(1, 2, 0);
+	model_create(&m);
+	pthread_create(&th, NULL, kill_for_a_while, NULL);
+	usleep(100 * 1000);
+	for (int round = 0; round < 3; round++) {
+		schedule_steps(&m, 3);
+		/* a fresh iterator: built on worker 0 when it is back */
+		pasco_per_worker_iterator_free(m.it);
+		PASCO_PASS(pasco_per_worker_iterator_create(&m.it, m.data));
+		usleep(200 * 1000);
+	}
+	usleep(700 * 1000); /* worker 0 is back */
+	schedule_steps(&m, 3);
+	PASCO_PASS(pasco_join(f.c));
+	cr_assert_geq(read_scalar(m.iterations), 12);
+	cr_assert(f.workers[0] > 0 && kill(f.workers[0], 0) == 0,
+	    "the restarted worker is alive");
+	model_free(&m);
+	stop();
+	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
+}
