@@ -53,6 +53,7 @@
 #include "pasco/optimizer.h"
 #include "pasco/partitioner.h"
 #include "pasco/server.h"
+#include "pasco/tfrecord.h"
 #include "pasco/tensor.h"
 #include "pasco/value.h"
 #include "pasco/variable.h"
