@@ -149,9 +149,9 @@ slice_row(const pasco_value *v, int64_t row)
 			items[i] = slice_row(v->items[i], row);
 		}
 		out = v->kind == PASCO_VALUE_LIST
-		    ? pasco_value_list_of(v->n, items)
-		    : pasci_value_dict_of(
-		          v->n, (const char *const *) v->keys, items);
+		          ? pasco_value_list_of(v->n, items)
+		          : pasci_value_dict_of(
+		                v->n, (const char *const *) v->keys, items);
 		free(items);
 		return out;
 	}
@@ -236,8 +236,10 @@ typedef struct gen {
 static int
 gen_next(pasco_dataset *ds, pasco_value **out)
 {
-	gen *g  = ds->state;
-	int  rv = g->next(g->arg, out);
+	gen *g = ds->state;
+	int  rv;
+	*out = NULL; /* callers may pass an uninitialised pointer */
+	rv   = g->next(g->arg, out);
 	if (rv != 0) {
 		pasco_value_free(*out);
 		*out = NULL;
@@ -302,8 +304,7 @@ stack_children(pasco_value *const *vals, int64_t n, pasco_value **out)
 	const pasco_value *v0    = vals[0];
 	pasco_value      **items = calloc(v0->n + 1, sizeof(*items));
 	pasco_value      **col   = calloc((size_t) n, sizeof(*col));
-	int                rv    = items != NULL && col != NULL ? PASCO_OK
-	                                                        : PASCO_ENOMEM;
+	int rv = items != NULL && col != NULL ? PASCO_OK : PASCO_ENOMEM;
 
 	for (size_t k = 0; k < v0->n && rv == 0; k++) {
 		for (int64_t i = 0; i < n; i++) {
@@ -313,10 +314,10 @@ stack_children(pasco_value *const *vals, int64_t n, pasco_value **out)
 	}
 	if (rv == 0) {
 		*out = v0->kind == PASCO_VALUE_LIST
-		    ? pasco_value_list_of(v0->n, items)
-		    : pasci_value_dict_of(
-		          v0->n, (const char *const *) v0->keys, items);
-		rv = *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+		           ? pasco_value_list_of(v0->n, items)
+		           : pasci_value_dict_of(
+		                 v0->n, (const char *const *) v0->keys, items);
+		rv   = *out != NULL ? PASCO_OK : PASCO_ENOMEM;
 	} else {
 		for (size_t k = 0; items != NULL && k < v0->n; k++) {
 			pasco_value_free(items[k]);
@@ -550,6 +551,7 @@ pasco_dataset_take(pasco_dataset **out, pasco_dataset *in, int64_t count)
 typedef struct map_fn {
 	pasco_map_fn fn;
 	void        *arg;
+	void (*free_arg)(void *);
 } map_fn;
 
 static int
@@ -570,33 +572,49 @@ map_next(pasco_dataset *ds, pasco_value **out)
 }
 
 static void
-free_state(pasco_dataset *ds)
+map_fini(pasco_dataset *ds)
 {
-	free(ds->state);
+	map_fn *m = ds->state;
+	if (m != NULL && m->free_arg != NULL) {
+		m->free_arg(m->arg);
+	}
+	free(m);
 }
 
 static const struct dataset_ops map_ops = {
-    .next = map_next, .reset = input_reset, .fini = free_state};
+    .next = map_next, .reset = input_reset, .fini = map_fini};
+
+int
+pasco_dataset_map_with(pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn,
+    void *arg, void (*free_arg)(void *))
+{
+	map_fn *m = NULL;
+	int     rv;
+	if (in == NULL || fn == NULL || (m = malloc(sizeof(*m))) == NULL) {
+		pasco_dataset_free(in);
+		if (free_arg != NULL) {
+			free_arg(arg);
+		}
+		*out = NULL;
+		return in == NULL || fn == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
+	}
+	*m = (map_fn){fn, arg, free_arg};
+	if ((rv = ds_new(out, &map_ops, in)) != 0) {
+		free(m);
+		if (free_arg != NULL) {
+			free_arg(arg);
+		}
+		return rv;
+	}
+	(*out)->state = m;
+	return PASCO_OK;
+}
 
 int
 pasco_dataset_map(
     pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn, void *arg)
 {
-	map_fn *m;
-	int     rv;
-	if (in == NULL || fn == NULL || (m = malloc(sizeof(*m))) == NULL) {
-		pasco_dataset_free(in);
-		*out = NULL;
-		return in == NULL || fn == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
-	}
-	m->fn  = fn;
-	m->arg = arg;
-	if ((rv = ds_new(out, &map_ops, in)) != 0) {
-		free(m);
-		return rv;
-	}
-	(*out)->state = m;
-	return PASCO_OK;
+	return pasco_dataset_map_with(out, in, fn, arg, NULL);
 }
 
 /* shuffle: state = buffer of a slots, b = filled, c = rng counter,

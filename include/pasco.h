@@ -45,6 +45,7 @@
 #include "pasco/cluster.h"
 #include "pasco/coordinator.h"
 #include "pasco/dataset.h"
+#include "pasco/example.h"
 #include "pasco/error.h"
 #include "pasco/function.h"
 #include "pasco/initializer.h"

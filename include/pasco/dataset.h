@@ -94,6 +94,11 @@ typedef int (*pasco_map_fn)(
 int pasco_dataset_map(
     pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn, void *arg);
 
+/* The same, and free_arg(arg) runs when the dataset is freed (or at once
+ * when this fails). */
+int pasco_dataset_map_with(pasco_dataset **out, pasco_dataset *in,
+    pasco_map_fn fn, void *arg, void (*free_arg)(void *arg));
+
 /* Shuffles within a window of buffer_size elements, seeded. */
 int pasco_dataset_shuffle(pasco_dataset **out, pasco_dataset *in,
     int64_t buffer_size, uint64_t seed);

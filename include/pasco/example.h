@@ -1,0 +1,56 @@
+/*
+ * tf.train.Example records (TensorFlow's example.proto, same field numbers):
+ * parsing into tensors by a feature spec, encoding from tensors, and a
+ * dataset transform that parses each record of a TFRecord dataset.
+ */
+#ifndef PASCO_EXAMPLE_H
+#define PASCO_EXAMPLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataset.h"
+#include "error.h"
+#include "value.h"
+
+typedef enum pasco_feature_type {
+	PASCO_FEATURE_INT64 = 1, /* int64_list -> i64 tensor */
+	PASCO_FEATURE_FLOAT = 2, /* float_list -> f32 tensor */
+	PASCO_FEATURE_BYTES = 3, /* bytes_list of one value -> u8 tensor */
+} pasco_feature_type;
+
+typedef struct pasco_feature_spec {
+	const char        *name;
+	pasco_feature_type type;
+	/* > 0: fixed length (shape [length]); 0: variable length (shape [n],
+	 * e.g. the ids and values of a sparse feature, seed 004). */
+	int64_t length;
+	/* A missing fixed-length INT64 / FLOAT feature takes default_value in
+	 * every element when has_default; otherwise it is an error. A missing
+	 * variable-length feature is empty. */
+	bool   has_default;
+	double default_value;
+} pasco_feature_spec;
+
+/* Parses one serialized Example into a dict of tensors keyed by feature
+ * name (in spec order; features not in the spec are ignored). Errors
+ * (PASCO_EINVAL, PASCO_EPROTO) name the problem in err: malformed bytes, a
+ * missing feature without default, a feature of another type, a fixed
+ * feature of another length. Thread-safe. */
+int pasco_example_parse(const void *data, size_t len,
+    const pasco_feature_spec *specs, size_t nspecs, pasco_value **out,
+    char *err, size_t errlen);
+
+/* Serializes a dict of tensors as an Example: i64/i32 tensors as
+ * int64_list, f32/f64 as float_list, u8 as a bytes_list of one value.
+ * *out is malloc'd, owned by the caller. */
+int pasco_example_encode(const pasco_value *features, void **out, size_t *len);
+
+/* Parses every element of in (u8 tensors: serialized Examples, as a
+ * TFRecord dataset yields) with specs (copied). A record that does not
+ * parse ends iteration with its error. Takes over in. */
+int pasco_dataset_parse_examples(pasco_dataset **out, pasco_dataset *in,
+    const pasco_feature_spec *specs, size_t nspecs);
+
+#endif
