@@ -52,10 +52,11 @@ pasco_dataset_free(pasco_dataset *ds)
 	if (ds == NULL) {
 		return;
 	}
-	pasco_dataset_free(ds->input);
+	/* this node first: a prefetch thread uses its input until stopped */
 	if (ds->ops->fini != NULL) {
 		ds->ops->fini(ds);
 	}
+	pasco_dataset_free(ds->input);
 	pthread_mutex_destroy(&ds->mu);
 	free(ds);
 }
@@ -707,6 +708,214 @@ pasco_dataset_shuffle(
 	}
 	(*out)->state = buf;
 	(*out)->a     = buffer_size;
-	(*out)->c     = (int64_t) pasci_mix64(seed);
+	(*out)->c =
+	    (int64_t) pasci_mix64(seed != 0 ? seed : pasci_random_u64());
+	return PASCO_OK;
+}
+
+/* filter: state = the predicate. */
+typedef struct filter_fn {
+	pasco_filter_fn keep;
+	void           *arg;
+} filter_fn;
+
+static int
+filter_next(pasco_dataset *ds, pasco_value **out)
+{
+	filter_fn *f = ds->state;
+	for (;;) {
+		bool keep = false;
+		int  rv   = ds->input->ops->next(ds->input, out);
+		if (rv != 0) {
+			return rv;
+		}
+		if ((rv = f->keep(f->arg, *out, &keep)) != 0 || keep) {
+			if (rv != 0) {
+				pasco_value_free(*out);
+				*out = NULL;
+			}
+			return rv;
+		}
+		pasco_value_free(*out);
+		*out = NULL;
+	}
+}
+
+static void
+filter_fini(pasco_dataset *ds)
+{
+	free(ds->state);
+}
+
+static const struct dataset_ops filter_ops = {
+    .next = filter_next, .reset = input_reset, .fini = filter_fini};
+
+int
+pasco_dataset_filter(
+    pasco_dataset **out, pasco_dataset *in, pasco_filter_fn keep, void *arg)
+{
+	filter_fn *f = NULL;
+	int        rv;
+	if (in == NULL || keep == NULL || (f = malloc(sizeof(*f))) == NULL) {
+		pasco_dataset_free(in);
+		*out = NULL;
+		return in == NULL || keep == NULL ? PASCO_EINVAL
+		                                  : PASCO_ENOMEM;
+	}
+	*f = (filter_fn){keep, arg};
+	if ((rv = ds_new(out, &filter_ops, in)) != 0) {
+		free(f);
+		return rv;
+	}
+	(*out)->state = f;
+	return PASCO_OK;
+}
+
+/* prefetch: a producer thread moves elements from the input into a ring;
+ * the consumer (under the outer lock) takes them. The input is touched
+ * only by the producer while it runs. */
+typedef struct prefetch {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	pasco_value   **ring; /* protected by mu: */
+	int64_t         cap, head, count;
+	int             status; /* end or error after the ring drains */
+	bool            finished, stop, running;
+	pthread_t       thread;
+} prefetch;
+
+static void *
+prefetch_main(void *arg)
+{
+	pasco_dataset *ds = arg;
+	prefetch      *p  = ds->state;
+	pasci_thread_name("pasco-prefetch");
+	for (;;) {
+		pasco_value *e  = NULL;
+		int          rv = ds->input->ops->next(ds->input, &e);
+		pthread_mutex_lock(&p->mu);
+		if (rv != 0) {
+			p->status   = rv;
+			p->finished = true;
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		while (p->count == p->cap && !p->stop) {
+			pthread_cond_wait(&p->cv, &p->mu);
+		}
+		if (p->stop) {
+			pthread_mutex_unlock(&p->mu);
+			pasco_value_free(e);
+			return NULL;
+		}
+		p->ring[(p->head + p->count++) % p->cap] = e;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+static int
+prefetch_start(pasco_dataset *ds)
+{
+	prefetch *p = ds->state;
+	p->finished = p->stop = false;
+	p->head = p->count = 0;
+	p->status          = 0;
+	p->running = pthread_create(&p->thread, NULL, prefetch_main, ds) == 0;
+	return p->running ? PASCO_OK : PASCO_ENOMEM;
+}
+
+static void
+prefetch_stop(pasco_dataset *ds)
+{
+	prefetch *p = ds->state;
+	if (!p->running) {
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	p->running = false;
+	for (int64_t i = 0; i < p->count; i++) {
+		pasco_value_free(p->ring[(p->head + i) % p->cap]);
+	}
+	p->count = 0;
+}
+
+static int
+prefetch_next(pasco_dataset *ds, pasco_value **out)
+{
+	prefetch *p = ds->state;
+	int       rv;
+	if (!p->running && (rv = prefetch_start(ds)) != 0) {
+		return rv;
+	}
+	pthread_mutex_lock(&p->mu);
+	while (p->count == 0 && !p->finished) {
+		pthread_cond_wait(&p->cv, &p->mu);
+	}
+	if (p->count > 0) {
+		*out    = p->ring[p->head];
+		p->head = (p->head + 1) % p->cap;
+		p->count--;
+		rv = PASCO_OK;
+		pthread_cond_broadcast(&p->cv);
+	} else {
+		rv = p->status;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rv;
+}
+
+static int
+prefetch_reset(pasco_dataset *ds)
+{
+	prefetch_stop(ds);
+	return input_reset(ds);
+}
+
+static void
+prefetch_fini(pasco_dataset *ds)
+{
+	prefetch *p = ds->state;
+	if (p == NULL) {
+		return;
+	}
+	prefetch_stop(ds);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p->ring);
+	free(p);
+}
+
+static const struct dataset_ops prefetch_ops = {
+    .next = prefetch_next, .reset = prefetch_reset, .fini = prefetch_fini};
+
+int
+pasco_dataset_prefetch(pasco_dataset **out, pasco_dataset *in, int64_t count)
+{
+	prefetch *p = NULL;
+	int       rv;
+	if (in == NULL || count < 1 || (p = calloc(1, sizeof(*p))) == NULL ||
+	    (p->ring = calloc((size_t) count, sizeof(*p->ring))) == NULL) {
+		free(p);
+		pasco_dataset_free(in);
+		*out = NULL;
+		return in == NULL || count < 1 ? PASCO_EINVAL : PASCO_ENOMEM;
+	}
+	p->cap = count;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	if ((rv = ds_new(out, &prefetch_ops, in)) != 0) {
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		free(p->ring);
+		free(p);
+		return rv;
+	}
+	(*out)->state = p;
 	return PASCO_OK;
 }

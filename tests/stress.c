@@ -232,6 +232,33 @@ churn_round(pasco_strategy *s, pasco_coordinator *c, pasco_cluster *cluster,
 	pasco_variable_free(v);
 }
 
+/* A prefetching pipeline drained, reset by repeat, and freed while its
+ * producer is blocked: the prefetch thread under TSan. */
+static void
+prefetch_round(void)
+{
+	pasco_dataset *ds;
+	pasco_value   *e;
+	int64_t        n = 0, sum = 0;
+	CHECK(pasco_dataset_range(&ds, 0, 2000, 1) == 0, "range");
+	CHECK(pasco_dataset_prefetch(&ds, ds, 16) == 0, "prefetch");
+	CHECK(pasco_dataset_repeat(&ds, ds, 3) == 0, "repeat");
+	while (pasco_dataset_next(ds, &e) == 0) {
+		sum += (int64_t) pasco_value_scalar(e);
+		n++;
+		pasco_value_free(e);
+	}
+	CHECK(n == 6000 && sum == 3 * 1999000,
+	    "prefetch: %lld elements, sum %lld", (long long) n,
+	    (long long) sum);
+	pasco_dataset_free(ds);
+	CHECK(pasco_dataset_range(&ds, 0, 1000000, 1) == 0, "range");
+	CHECK(pasco_dataset_prefetch(&ds, ds, 2) == 0, "prefetch");
+	CHECK(pasco_dataset_next(ds, &e) == 0, "next");
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+}
+
 int
 main(void)
 {
@@ -263,6 +290,7 @@ main(void)
 	}
 	churn_iterators(c);
 	churn_round(s, c, cluster, &servers[3]);
+	prefetch_round();
 	pasco_coordinator_destroy(c);
 	pasco_strategy_destroy(s);
 	for (int i = 0; i < 4; i++) {

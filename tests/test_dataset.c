@@ -229,9 +229,9 @@ Test(dataset, batch_stacks_nested_elements_of_any_size)
 	for (int i = 0; i < 6000; i++) {
 		pasco_tensor_set(x, i, i);
 	}
-	pasco_value *v = pasco_value_dict(2, "x",
-	    pasco_value_tensor(pasco_tensor_hold(x)), "n",
-	    pasco_value_tensor(test_scalar(PASCO_I32, 0)));
+	pasco_value *v =
+	    pasco_value_dict(2, "x", pasco_value_tensor(pasco_tensor_hold(x)),
+	        "n", pasco_value_tensor(test_scalar(PASCO_I32, 0)));
 	cr_assert_not_null(v);
 	/* a scalar leaf has no rows: from_tensors refuses it */
 	PASCO_FAIL(pasco_dataset_from_tensors(&ds, v), PASCO_EINVAL);
@@ -247,5 +247,72 @@ Test(dataset, batch_stacks_nested_elements_of_any_size)
 	cr_assert_eq(t->shape[1], 2);
 	cr_assert_eq(pasco_tensor_get(t, 3999), 3999);
 	pasco_value_free(e);
+	pasco_dataset_free(b);
+}
+
+static int
+keep_even(void *arg, const pasco_value *e, bool *keep)
+{
+	(void) arg;
+	*keep = (int64_t) pasco_value_scalar(e) % 2 == 0;
+	return PASCO_OK;
+}
+
+Test(dataset, filter_keeps_what_the_predicate_accepts)
+{
+	pasco_dataset *ds;
+	double         v[16];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 10, 1));
+	PASCO_PASS(pasco_dataset_filter(&ds, ds, keep_even, NULL));
+	cr_assert_eq(drain(ds, v, 16), 5);
+	cr_assert(v[0] == 0 && v[4] == 8);
+	pasco_dataset_free(ds);
+}
+
+Test(dataset, prefetch_yields_everything_in_order_then_the_end)
+{
+	pasco_dataset *ds;
+	pasco_value   *e;
+	double         v[1100];
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 1000, 1));
+	PASCO_PASS(pasco_dataset_prefetch(&ds, ds, 8));
+	cr_assert_eq(drain(ds, v, 1100), 1000);
+	for (int i = 0; i < 1000; i++) {
+		cr_assert_eq(v[i], i);
+	}
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EOUTOFRANGE);
+	pasco_dataset_free(ds);
+	/* repeated over a prefetch: reset restarts the reader */
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 3, 1));
+	PASCO_PASS(pasco_dataset_prefetch(&ds, ds, 2));
+	PASCO_PASS(pasco_dataset_repeat(&ds, ds, 3));
+	cr_assert_eq(drain(ds, v, 16), 9);
+	cr_assert(v[3] == 0 && v[8] == 2);
+	pasco_dataset_free(ds);
+	/* freed while the producer is blocked on a full ring */
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 1000000, 1));
+	PASCO_PASS(pasco_dataset_prefetch(&ds, ds, 4));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+}
+
+Test(dataset, unseeded_shuffles_differ)
+{
+	pasco_dataset *a, *b;
+	double         x[100], y[100];
+	int            same = 0;
+	PASCO_PASS(pasco_dataset_range(&a, 0, 100, 1));
+	PASCO_PASS(pasco_dataset_shuffle(&a, a, 100, 0));
+	PASCO_PASS(pasco_dataset_range(&b, 0, 100, 1));
+	PASCO_PASS(pasco_dataset_shuffle(&b, b, 100, 0));
+	drain(a, x, 100);
+	drain(b, y, 100);
+	for (int i = 0; i < 100; i++) {
+		same += x[i] == y[i];
+	}
+	cr_assert_lt(
+	    same, 20, "two unseeded shuffles agree on %d of 100", same);
+	pasco_dataset_free(a);
 	pasco_dataset_free(b);
 }

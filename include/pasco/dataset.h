@@ -99,7 +99,21 @@ int pasco_dataset_map(
 int pasco_dataset_map_with(pasco_dataset **out, pasco_dataset *in,
     pasco_map_fn fn, void *arg, void (*free_arg)(void *arg));
 
-/* Shuffles within a window of buffer_size elements, seeded. */
+/* Keeps the elements for which keep(arg, element, &yes) sets yes. */
+typedef int (*pasco_filter_fn)(
+    void *arg, const pasco_value *element, bool *keep);
+int pasco_dataset_filter(
+    pasco_dataset **out, pasco_dataset *in, pasco_filter_fn keep, void *arg);
+
+/* Reads ahead on a background thread, keeping up to count elements ready
+ * (the "load" stage overlapping the step). End of data and errors come
+ * after the elements read before them. */
+int pasco_dataset_prefetch(
+    pasco_dataset **out, pasco_dataset *in, int64_t count);
+
+/* Shuffles within a window of buffer_size elements, seeded; seed 0 draws
+ * a random seed, so unseeded shuffles differ from worker to worker (as
+ * TensorFlow's). */
 int pasco_dataset_shuffle(pasco_dataset **out, pasco_dataset *in,
     int64_t buffer_size, uint64_t seed);
 
