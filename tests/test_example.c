@@ -170,3 +170,83 @@ Test(example, tfrecord_parse_and_batch_pipeline)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+static const pasco_csv_column cols[] = {
+    {"label", PASCO_FEATURE_INT64, false, 0},
+    {"x", PASCO_FEATURE_FLOAT, true, -1},
+    {"city", PASCO_FEATURE_BYTES, false, 0},
+};
+
+static pasco_dataset *
+csv_of(const char *text, char *path)
+{
+	pasco_dataset    *ds;
+	const char       *files[1] = {path};
+	pasco_csv_options o        = {cols, 3, true, 0};
+	FILE             *f;
+	strcpy(path, "/tmp/pasco-csv-XXXXXX");
+	cr_assert_neq(mkstemp(path), -1);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	PASCO_PASS(pasco_dataset_csv(&ds, files, 1, &o));
+	return ds;
+}
+
+Test(example, csv_typed_columns_header_defaults_and_quotes)
+{
+	char           path[64];
+	pasco_dataset *ds =
+	    csv_of("label,x,city\n1,2.5,paris\n0,,\"new, york\"\r\n\n"
+	           "7,-3e2,oslo\n",
+	        path);
+	pasco_value *e;
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(pasco_value_scalar(pasco_value_get(e, "label")), 1);
+	cr_assert_float_eq(
+	    pasco_value_scalar(pasco_value_get(e, "x")), 2.5, 1e-6);
+	pasco_value_free(e);
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(
+	    pasco_value_scalar(pasco_value_get(e, "x")), -1, "the default");
+	const pasco_tensor *city =
+	    pasco_value_as_tensor(pasco_value_get(e, "city"));
+	cr_assert(city->count == 9 && memcmp(city->data, "new, york", 9) == 0);
+	pasco_value_free(e);
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(pasco_value_scalar(pasco_value_get(e, "x")), -300);
+	pasco_value_free(e);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EOUTOFRANGE);
+	pasco_dataset_free(ds);
+	unlink(path);
+}
+
+Test(example, csv_errors_name_file_line_and_column)
+{
+	char           path[64];
+	pasco_value   *e;
+	pasco_dataset *ds = csv_of("label,x,city\n1,2,a\nx,2,b\n", path);
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	pasco_value_free(e);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              ":3: column 'label': 'x' is not "
+	              "an integer"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+	unlink(path);
+	ds = csv_of("h\n,1,a\n", path);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              "'label' is empty and has no default"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+	unlink(path);
+	ds = csv_of("h\n1,2\n", path);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(
+	    strstr(pasco_dataset_last_error(), "2 fields; the columns are 3"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+	unlink(path);
+}

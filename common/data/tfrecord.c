@@ -14,10 +14,18 @@
 #include "common/util.h"
 #include "pasco/tfrecord.h"
 
-static _Thread_local char last_error[512];
+/* Shared by the file sources on this thread (see pasco_dataset_last_error). */
+_Thread_local char pasci_data_error[512];
+#define last_error pasci_data_error
 
 const char *
 pasco_tfrecord_last_error(void)
+{
+	return last_error;
+}
+
+const char *
+pasco_dataset_last_error(void)
 {
 	return last_error;
 }

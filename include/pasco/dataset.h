@@ -69,6 +69,33 @@ int pasco_dataset_from_generator(pasco_dataset **out,
     pasco_generator_next next, void (*reset)(void *arg),
     void (*free_arg)(void *arg), void *arg);
 
+/* CSV files: one element per line, a dict of scalar tensors keyed by
+ * column name (INT64 -> i64, FLOAT -> f32, BYTES -> u8 of the text). An
+ * empty field takes the column's default, or is an error without one; a
+ * field that does not parse, or a line with another number of fields, is
+ * an error naming file, line and column (pasco_dataset_last_error). Fields
+ * may be quoted with double quotes (no newlines inside). */
+typedef struct pasco_csv_column {
+	const char *name;
+	int         type; /* pasco_feature_type (example.h) */
+	bool        has_default;
+	double      default_value; /* for INT64 and FLOAT */
+} pasco_csv_column;
+
+typedef struct pasco_csv_options {
+	const pasco_csv_column *columns;
+	size_t                  ncolumns;
+	bool                    header; /* skip the first line of each file */
+	char                    delimiter; /* 0 means ',' */
+} pasco_csv_options;
+
+int pasco_dataset_csv(pasco_dataset **out, const char *const *files,
+    size_t nfiles, const pasco_csv_options *opts);
+
+/* The message of the last error of a file source (CSV, TFRecord) on this
+ * thread, "" if none. */
+const char *pasco_dataset_last_error(void);
+
 /* Transforms: each takes over in (freed on failure too). */
 
 /* Stacks batch_size consecutive elements (same structure and shapes) into
