@@ -594,3 +594,55 @@ pasco_done(pasco_coordinator *c, bool *done)
 	set_error(c, err != 0 ? msg : "");
 	return err;
 }
+
+int
+pasco_schedule_shards(pasco_coordinator *c, const char *fn,
+    const pasco_arg *args, size_t nargs, int32_t num_shards,
+    pasco_value **results)
+{
+	pasco_remote_value **rvs =
+	    calloc((size_t) num_shards + 1, sizeof(*rvs));
+	pasco_arg    *all   = calloc(nargs + 2, sizeof(*all));
+	pasco_tensor *count = NULL;
+	int           rv    = rvs && all ? PASCO_OK : PASCO_ENOMEM;
+
+	if (rv == 0 && (num_shards < 1 || (nargs > 0 && args == NULL))) {
+		rv = PASCO_EINVAL;
+	}
+	if (rv == 0) {
+		memcpy(all, args, sizeof(*args) * nargs);
+		rv = pasco_tensor_scalar(&count, PASCO_I64, num_shards);
+	}
+	for (int32_t k = 0; rv == 0 && k < num_shards; k++) {
+		pasco_tensor *index;
+		results[k] = NULL;
+		if ((rv = pasco_tensor_scalar(&index, PASCO_I64, k)) != 0) {
+			break;
+		}
+		all[nargs]     = pasco_arg_tensor(index);
+		all[nargs + 1] = pasco_arg_tensor(count);
+		rv = pasco_schedule(c, fn, all, nargs + 2, &rvs[k]);
+		pasco_tensor_release(index); /* the closure holds its own */
+	}
+	if (rv == 0) {
+		rv = pasco_join(c);
+	}
+	for (int32_t k = 0; rv == 0 && k < num_shards; k++) {
+		const pasco_value *v;
+		if ((rv = pasco_remote_value_fetch(rvs[k], &v)) == 0 &&
+		    (results[k] = pasco_value_clone(v)) == NULL) {
+			rv = PASCO_ENOMEM;
+		}
+	}
+	for (int32_t k = 0; rvs != NULL && k < num_shards; k++) {
+		pasco_remote_value_free(rvs[k]);
+		if (rv != 0 && results != NULL) {
+			pasco_value_free(results[k]);
+			results[k] = NULL;
+		}
+	}
+	pasco_tensor_release(count);
+	free(rvs);
+	free(all);
+	return rv;
+}

@@ -207,3 +207,36 @@ PASCO_FUNCTION(ft_fail)
 {
 	return pasco_call_fail(call, PASCO_EINVAL, "x must be <= 0");
 }
+
+/* Exactly-once evaluation: args (k, K). Walks shard k of K of range(0,
+ * 1000), slowly (2 ms an element, so a worker can be killed mid-shard),
+ * and returns [count, sum] of its elements. */
+PASCO_FUNCTION(ft_eval_shard)
+{
+	const pasco_tensor *k, *n;
+	pasco_dataset      *ds;
+	pasco_value        *e;
+	pasco_tensor       *count, *sum;
+	double              c = 0, s = 0;
+	int                 rv;
+	if ((rv = pasco_call_tensor(call, 0, &k)) != 0 ||
+	    (rv = pasco_call_tensor(call, 1, &n)) != 0 ||
+	    (rv = pasco_dataset_range(&ds, 0, 1000, 1)) != 0 ||
+	    (rv = pasco_dataset_shard(&ds, ds,
+	         (int64_t) pasco_tensor_get(n, 0),
+	         (int64_t) pasco_tensor_get(k, 0))) != 0) {
+		return rv;
+	}
+	while (pasco_dataset_next(ds, &e) == PASCO_OK) {
+		c += 1;
+		s += pasco_value_scalar(e);
+		pasco_value_free(e);
+		usleep(2000);
+	}
+	pasco_dataset_free(ds);
+	pasco_tensor_scalar(&count, PASCO_F64, c);
+	pasco_tensor_scalar(&sum, PASCO_F64, s);
+	pasco_call_return(call, pasco_value_list(2, pasco_value_tensor(count),
+	                            pasco_value_tensor(sum)));
+	return PASCO_OK;
+}

@@ -628,6 +628,13 @@ kill_for_a_while(void *arg)
 	return NULL;
 }
 
+static void *
+kill_after_100ms(void *arg)
+{
+	usleep(100 * 1000);
+	return kill_for_a_while(arg);
+}
+
 Test(faults, iterators_requested_while_a_worker_is_down) /* 56 */
 {
 	model     m;
@@ -650,6 +657,29 @@ Test(faults, iterators_requested_while_a_worker_is_down) /* 56 */
 	cr_assert(f.workers[0] > 0 && kill(f.workers[0], 0) == 0,
 	    "the restarted worker is alive");
 	model_free(&m);
+	stop();
+	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
+}
+
+Test(faults, exactly_once_evaluation_survives_a_worker_killed_mid_shard)
+{
+	pasco_value *results[20];
+	double       count = 0, sum = 0;
+	pthread_t    th;
+	__atomic_store_n(&released, 0, __ATOMIC_SEQ_CST);
+	start(1, 2, 0);
+	/* worker 0 dies 100 ms in (mid-shard) and is back 800 ms later */
+	pthread_create(&th, NULL, kill_after_100ms, NULL);
+	PASCO_PASS(
+	    pasco_schedule_shards(f.c, "ft_eval_shard", NULL, 0, 20, results));
+	for (int k = 0; k < 20; k++) {
+		count += pasco_value_scalar(pasco_value_item(results[k], 0));
+		sum += pasco_value_scalar(pasco_value_item(results[k], 1));
+		pasco_value_free(results[k]);
+	}
+	cr_assert_eq(count, 1000, "evaluated %g examples, not 1000", count);
+	cr_assert_eq(sum, 499500);
 	stop();
 	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
 	pthread_join(th, NULL);

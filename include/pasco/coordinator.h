@@ -159,6 +159,20 @@ pasco_arg_iterator(pasco_per_worker_iterator *it)
 int pasco_schedule(pasco_coordinator *c, const char *fn, const pasco_arg *args,
     size_t nargs, pasco_remote_value **rv);
 
+/* Exactly-once processing of a sharded dataset, for every custom loop
+ * (TensorFlow offers it only through Keras's pss_evaluation_shards):
+ * schedules fn once per shard k in [0, num_shards), with args followed by
+ * two i64 scalars, k and num_shards, and stores shard k's result in
+ * results[k] (owned by the caller: pasco_value_free). fn must process its
+ * whole shard and return what it computed without side effects on shared
+ * state; its result counts only when its closure completes, and a closure
+ * cut off by a worker failure runs again from the start of its shard, so
+ * every shard, and every example in it, is counted exactly once. Blocks
+ * (it joins); on an error no result is returned. */
+int pasco_schedule_shards(pasco_coordinator *c, const char *fn,
+    const pasco_arg *args, size_t nargs, int32_t num_shards,
+    pasco_value **results);
+
 /* Blocks until every scheduled closure has finished, then returns PASCO_OK,
  * or the first error of a closure since the last one raised. */
 int pasco_join(pasco_coordinator *c);
