@@ -3,11 +3,13 @@
 # through `pasco launch` on loopback, plus interruption and a killed
 # launcher. Every task of a run carries PASCO_TEST_MARK in its environment,
 # so leftovers are found by scanning /proc; every wait is bounded.
-# usage: test_launch.sh PASCO EXAMPLE CLASSIFIER
+# usage: test_launch.sh PASCO EXAMPLE CLASSIFIER MAKE_CLICKS SPARSE_LOGREG
 set -u
 PASCO=$1
 EXAMPLE=$2
 CLASSIFIER=$3
+MAKE_CLICKS=$4
+SPARSE_LOGREG=$5
 TMP=$(mktemp -d)
 MARK="pasco-test-$$"
 passed=0
@@ -119,6 +121,25 @@ if wait_for 'grep -q "Finished epoch 2," "$TMP/killed.out"' 600; then
 	fi
 else
 	fail "the long run never reached epoch 2"; cat "$TMP/killed.out"
+fi
+
+# 1e. Sparse logistic regression from TFRecord shards on disk: written by
+# make_clicks, read per worker, evaluated exactly once over 8 shards.
+if "$MAKE_CLICKS" "$TMP/clicks" --train 100000 --eval 10000 > "$TMP/mk.out" 2>&1 &&
+	[ "$(ls "$TMP/clicks" | grep -c '^train-.*\.tfrecord$')" -eq 4 ]; then
+	ok "make_clicks wrote 4 training shards"
+else
+	fail "make_clicks: $(cat "$TMP/mk.out")"
+fi
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
+	"$SPARSE_LOGREG" --data "$TMP/clicks" > "$TMP/lr.out" 2>&1
+status=$?
+if [ "$status" -eq 0 ] &&
+	grep -q '^\[chief 0\] evaluated 10000 examples exactly once over 8 shards' "$TMP/lr.out" &&
+	grep -q '^\[chief 0\] auc = ' "$TMP/lr.out"; then
+	ok "sparse logreg: $(sed -n 's/^\[chief 0\] auc = //p' "$TMP/lr.out")"
+else
+	fail "sparse logreg: status $status"; cat "$TMP/lr.out"
 fi
 
 # 2. Ctrl-C stops everything and reports the interruption.

@@ -1,0 +1,110 @@
+/*
+ * Writes the synthetic click data of examples/sparse_logreg as TFRecord
+ * shards of tf.train.Example: "label" (float, 0 or 1), "ids" (10 int64
+ * feature ids, skewed towards small ids as in click logs), "values"
+ * (10 floats), and "p" (the true click probability, so the best attainable
+ * AUC can be computed). label ~ Bernoulli(sigmoid(sum w*[id] * value - 1)).
+ *
+ *     build/examples/make_clicks DIR [--train N] [--eval N] [--shards S]
+ */
+#include <pasco.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clicks.h"
+
+static int
+write_split(
+    const char *dir, const char *split, long n, int shards, uint64_t seed)
+{
+	for (int s = 0; s < shards; s++) {
+		pasco_tfrecord_writer *w;
+		char                   path[512];
+		snprintf(
+		    path, sizeof(path), "%s/%s-%02d.tfrecord", dir, split, s);
+		if (pasco_tfrecord_writer_open(&w, path) != 0) {
+			return 1;
+		}
+		for (long i = s; i < n; i += shards) {
+			int64_t       ids[CLICK_IDS];
+			float         vals[CLICK_IDS];
+			double        logit = -1.0, p;
+			uint64_t      z = seed * 1000003 + (uint64_t) i * 131;
+			pasco_tensor *l, *id, *v, *pt;
+			pasco_value  *ex;
+			void         *buf;
+			size_t        len;
+			for (int k = 0; k < CLICK_IDS; k++) {
+				ids[k] = click_id(z + (uint64_t) k);
+				vals[k] =
+				    (float) (0.5 + click_unit(z + 100 +
+				                              (uint64_t) k));
+				logit += click_true_weight(ids[k]) * vals[k];
+			}
+			p = 1.0 / (1.0 + exp(-logit));
+			pasco_tensor_from(&l, PASCO_F32, 1, (int64_t[]){1},
+			    &(float){click_unit(z + 999) < p ? 1.0f : 0.0f},
+			    sizeof(float));
+			pasco_tensor_from(&id, PASCO_I64, 1,
+			    (int64_t[]){CLICK_IDS}, ids, sizeof(ids));
+			pasco_tensor_from(&v, PASCO_F32, 1,
+			    (int64_t[]){CLICK_IDS}, vals, sizeof(vals));
+			pasco_tensor_from(&pt, PASCO_F32, 1, (int64_t[]){1},
+			    &(float){(float) p}, sizeof(float));
+			ex =
+			    pasco_value_dict(4, "label", pasco_value_tensor(l),
+			        "ids", pasco_value_tensor(id), "values",
+			        pasco_value_tensor(v), "p",
+			        pasco_value_tensor(pt));
+			if (pasco_example_encode(ex, &buf, &len) != 0 ||
+			    pasco_tfrecord_write(w, buf, len) != 0) {
+				return 1;
+			}
+			free(buf);
+			pasco_value_free(ex);
+		}
+		if (pasco_tfrecord_writer_close(w) != 0) {
+			fprintf(
+			    stderr, "make_clicks: cannot write %s\n", path);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	long train = 200000, eval = 20000;
+	int  shards = 4;
+	if (argc < 2) {
+		fprintf(stderr,
+		    "usage: make_clicks DIR [--train N] [--eval N] "
+		    "[--shards S]\n");
+		return 2;
+	}
+	for (int i = 2; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--train") == 0) {
+			train = atol(argv[i + 1]);
+		} else if (strcmp(argv[i], "--eval") == 0) {
+			eval = atol(argv[i + 1]);
+		} else if (strcmp(argv[i], "--shards") == 0) {
+			shards = atoi(argv[i + 1]);
+		}
+	}
+	mkdir(argv[1], 0755);
+	if (shards < 1 ||
+	    write_split(argv[1], "train", train, shards, 1) != 0 ||
+	    write_split(argv[1], "eval", eval, shards, 2) != 0) {
+		fprintf(
+		    stderr, "make_clicks: failed writing to %s\n", argv[1]);
+		return 1;
+	}
+	printf(
+	    "wrote %ld training and %ld evaluation examples in %d shards each "
+	    "to %s\n",
+	    train, eval, shards, argv[1]);
+	return 0;
+}

@@ -1,0 +1,479 @@
+/*
+ * Sparse logistic regression with FTRL, the model of seed 004, trained
+ * from TFRecord shards of tf.train.Example click data (make_clicks): a
+ * 1M-row weight table split in 2 shards over 2 ps, rows gathered and
+ * updated sparsely; each worker reads its own files (file-level sharding).
+ * AUC is then computed exactly once over 8 evaluation shards
+ * (pasco_schedule_shards) and compared with the best attainable AUC on
+ * that data (the true click probabilities' AUC).
+ *
+ *     build/examples/make_clicks /tmp/clicks
+ *     pasco launch --ps 2 --workers 2 -- build/examples/sparse_logreg --data
+ * /tmp/clicks
+ *
+ * Options: --epochs N (6), --steps N (300 per epoch). Exits 1 unless the
+ * AUC reaches 0.9 of the optimum.
+ */
+#include <dirent.h>
+#include <pasco.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clicks.h"
+
+#define BATCH 256
+#define EVAL_SHARDS 8
+
+static char data_dir[1024] = "/tmp/clicks";
+
+static const pasco_feature_spec specs[] = {
+    {"label", PASCO_FEATURE_FLOAT, 1, false, 0},
+    {"ids", PASCO_FEATURE_INT64, CLICK_IDS, false, 0},
+    {"values", PASCO_FEATURE_FLOAT, CLICK_IDS, false, 0},
+    {"p", PASCO_FEATURE_FLOAT, 1, true, 0},
+};
+
+static pasco_optimizer
+ftrl(void)
+{
+	return pasco_ftrl(2.0, 0.001, 0.001);
+}
+
+/* The files of a split, sorted by name; *n gets how many. */
+static char **
+split_files(const char *split, size_t *n)
+{
+	DIR           *d = opendir(data_dir);
+	struct dirent *e;
+	char         **out = calloc(64, sizeof(char *));
+	*n                 = 0;
+	while (
+	    d != NULL && out != NULL && (e = readdir(d)) != NULL && *n < 64) {
+		if (strncmp(e->d_name, split, strlen(split)) == 0 &&
+		    strstr(e->d_name, ".tfrecord") != NULL) {
+			size_t len = strlen(data_dir) + strlen(e->d_name) + 2;
+			out[*n]    = malloc(len);
+			snprintf(
+			    out[(*n)++], len, "%s/%s", data_dir, e->d_name);
+		}
+	}
+	if (d != NULL) {
+		closedir(d);
+	}
+	for (size_t i = 1; out != NULL && i < *n; i++) { /* insertion sort */
+		for (size_t j = i; j > 0 && strcmp(out[j - 1], out[j]) > 0;
+		     j--) {
+			char *t    = out[j];
+			out[j]     = out[j - 1];
+			out[j - 1] = t;
+		}
+	}
+	return out;
+}
+
+static void
+free_files(char **files, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(files[i]);
+	}
+	free(files);
+}
+
+/* Each worker's training stream: its files, parsed, shuffled, batched,
+ * repeated, read ahead. */
+PASCO_DATASET(click_train)
+{
+	size_t n;
+	char **files = split_files("train", &n);
+	int    rv    = n == 0 ? PASCO_ENOTFOUND
+	                      : pasco_dataset_tfrecord_sharded(out,
+	                            (const char *const *) files, n,
+	                            ctx->worker_index, ctx->num_workers, NULL);
+	free_files(files, n);
+	if (rv == 0) {
+		rv = pasco_dataset_parse_examples(out, *out, specs, 3);
+	}
+	if (rv == 0) {
+		rv = pasco_dataset_shuffle(out, *out, 2048, 0);
+	}
+	if (rv == 0) {
+		rv = pasco_dataset_batch(out, *out, BATCH, true);
+	}
+	if (rv == 0) {
+		rv = pasco_dataset_repeat(out, *out, -1);
+	}
+	return rv == 0 ? pasco_dataset_prefetch(out, *out, 4) : rv;
+}
+
+/* logit[i] = sum_k w[ids[i,k]] * values[i,k] + bias */
+static int
+logits_of(pasco_variable *w, pasco_variable *b, const pasco_tensor *ids,
+    const pasco_tensor *values, pasco_tensor **logits)
+{
+	pasco_tensor *rows, *bias;
+	int64_t       n = ids->shape[0];
+	int           rv;
+	if ((rv = pasco_variable_gather(w, ids, &rows)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_variable_read(b, &bias)) != 0) {
+		pasco_tensor_release(rows);
+		return rv;
+	}
+	rv = pasco_tensor_alloc(logits, PASCO_F32, 2, (int64_t[]){n, 1});
+	for (int64_t i = 0; rv == 0 && i < n; i++) {
+		double z = pasco_tensor_get(bias, 0);
+		for (int k = 0; k < CLICK_IDS; k++) {
+			z += pasco_tensor_get(rows, i * CLICK_IDS + k) *
+			     pasco_tensor_get(values, i * CLICK_IDS + k);
+		}
+		((float *) (*logits)->data)[i] = (float) z;
+	}
+	pasco_tensor_release(rows);
+	pasco_tensor_release(bias);
+	return rv;
+}
+
+/* args: iterator, w, bias. One FTRL step; returns the batch loss. */
+PASCO_FUNCTION(logreg_step)
+{
+	pasco_dataset  *it;
+	pasco_variable *w, *b;
+	pasco_value    *batch;
+	pasco_tensor *logits = NULL, *dz = NULL, *grads = NULL, *dbias = NULL;
+	pasco_tensor *loss_t;
+	pasco_optimizer opt = ftrl();
+	double          loss;
+	int             rv;
+
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = pasco_call_variable(call, 1, &w)) != 0 ||
+	    (rv = pasco_call_variable(call, 2, &b)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_dataset_next(it, &batch)) != 0) {
+		return pasco_call_fail(
+		    call, rv, "training data: %s", pasco_dataset_last_error());
+	}
+	const pasco_tensor *y =
+	    pasco_value_as_tensor(pasco_value_get(batch, "label"));
+	const pasco_tensor *id =
+	    pasco_value_as_tensor(pasco_value_get(batch, "ids"));
+	const pasco_tensor *v =
+	    pasco_value_as_tensor(pasco_value_get(batch, "values"));
+	if ((rv = logits_of(w, b, id, v, &logits)) == 0 &&
+	    (rv = pasco_binary_crossentropy_logits(logits, y, &loss, &dz)) ==
+	        0 &&
+	    (rv = pasco_tensor_alloc(&grads, PASCO_F32, 3,
+	         (int64_t[]){id->shape[0], CLICK_IDS, 1})) == 0 &&
+	    (rv = pasco_tensor_scalar(&dbias, PASCO_F32, 0)) == 0) {
+		double db       = 0;
+		dbias->rank     = 1;
+		dbias->shape[0] = 1;
+		for (int64_t i = 0; i < id->shape[0]; i++) {
+			float g = ((float *) dz->data)[i];
+			db += g;
+			for (int k = 0; k < CLICK_IDS; k++) {
+				((float *) grads->data)[i * CLICK_IDS + k] =
+				    g * ((const float *)
+				                v->data)[i * CLICK_IDS + k];
+			}
+		}
+		((float *) dbias->data)[0] = (float) db;
+		if ((rv = pasco_variable_apply_gradient_sparse(
+		         w, &opt, id, grads)) == 0) {
+			rv = pasco_variable_apply_gradient(b, &opt, dbias);
+		}
+	}
+	if (rv == 0 && pasco_tensor_scalar(&loss_t, PASCO_F32, loss) == 0) {
+		pasco_call_return(call, pasco_value_tensor(loss_t));
+	}
+	pasco_tensor_release(logits);
+	pasco_tensor_release(dz);
+	pasco_tensor_release(grads);
+	pasco_tensor_release(dbias);
+	pasco_value_free(batch);
+	if (rv != 0) {
+		return pasco_call_fail(call, rv, "%s",
+		    pasco_variable_error(w)[0] ? pasco_variable_error(w)
+		                               : pasco_variable_error(b));
+	}
+	return PASCO_OK;
+}
+
+/* args: w, bias, k, K. Predicts every example of evaluation shard k of K
+ * (record-level over all eval files); returns [pred, label, p]. */
+PASCO_FUNCTION(logreg_eval)
+{
+	pasco_variable     *w, *b;
+	const pasco_tensor *k, *kk;
+	pasco_dataset      *ds;
+	pasco_value        *batch;
+	size_t              n;
+	char              **files = split_files("eval", &n);
+	float              *pred = NULL, *label = NULL, *p = NULL;
+	int64_t             count = 0, cap = 0;
+	int                 rv;
+
+	if ((rv = pasco_call_variable(call, 0, &w)) != 0 ||
+	    (rv = pasco_call_variable(call, 1, &b)) != 0 ||
+	    (rv = pasco_call_tensor(call, 2, &k)) != 0 ||
+	    (rv = pasco_call_tensor(call, 3, &kk)) != 0 ||
+	    (rv = pasco_dataset_tfrecord(
+	         &ds, (const char *const *) files, n, NULL)) != 0 ||
+	    (rv = pasco_dataset_shard(&ds, ds,
+	         (int64_t) pasco_tensor_get(kk, 0),
+	         (int64_t) pasco_tensor_get(k, 0))) != 0 ||
+	    (rv = pasco_dataset_parse_examples(&ds, ds, specs, 4)) != 0 ||
+	    (rv = pasco_dataset_batch(&ds, ds, BATCH, false)) != 0) {
+		free_files(files, n);
+		return pasco_call_fail(call, rv, "evaluation data: %s",
+		    pasco_dataset_last_error());
+	}
+	free_files(files, n);
+	while (rv == 0 && pasco_dataset_next(ds, &batch) == PASCO_OK) {
+		pasco_tensor       *logits;
+		const pasco_tensor *id =
+		    pasco_value_as_tensor(pasco_value_get(batch, "ids"));
+		int64_t m = id->shape[0];
+		if (count + m > cap) {
+			cap   = (count + m) * 2;
+			pred  = realloc(pred, sizeof(float) * (size_t) cap);
+			label = realloc(label, sizeof(float) * (size_t) cap);
+			p     = realloc(p, sizeof(float) * (size_t) cap);
+		}
+		if ((rv = logits_of(w, b, id,
+		         pasco_value_as_tensor(
+		             pasco_value_get(batch, "values")),
+		         &logits)) == 0) {
+			for (int64_t i = 0; i < m; i++) {
+				pred[count + i] =
+				    (float) (1.0 /
+				             (1.0 + exp(-((float *) logits
+				                              ->data)[i])));
+				label[count + i] = (float) pasco_tensor_get(
+				    pasco_value_as_tensor(
+				        pasco_value_get(batch, "label")),
+				    i);
+				p[count + i] = (float) pasco_tensor_get(
+				    pasco_value_as_tensor(
+				        pasco_value_get(batch, "p")),
+				    i);
+			}
+			count += m;
+			pasco_tensor_release(logits);
+		}
+		pasco_value_free(batch);
+	}
+	pasco_dataset_free(ds);
+	if (rv == 0) {
+		pasco_tensor *tp, *tl, *tq;
+		pasco_tensor_from(&tp, PASCO_F32, 1, &count, pred,
+		    sizeof(float) * (size_t) count);
+		pasco_tensor_from(&tl, PASCO_F32, 1, &count, label,
+		    sizeof(float) * (size_t) count);
+		pasco_tensor_from(&tq, PASCO_F32, 1, &count, p,
+		    sizeof(float) * (size_t) count);
+		pasco_call_return(
+		    call, pasco_value_list(3, pasco_value_tensor(tp),
+		              pasco_value_tensor(tl), pasco_value_tensor(tq)));
+	}
+	free(pred);
+	free(label);
+	free(p);
+	return rv != 0
+	           ? pasco_call_fail(call, rv, "%s", pasco_variable_error(w))
+	           : PASCO_OK;
+}
+
+typedef struct scored {
+	float score, label;
+} scored;
+
+static int
+by_score(const void *a, const void *b)
+{
+	float x = ((const scored *) a)->score, y = ((const scored *) b)->score;
+	return (x > y) - (x < y);
+}
+
+/* Exact ROC AUC (Mann-Whitney, ties averaged). */
+static double
+auc_of(scored *s, int64_t n)
+{
+	double  rank_sum = 0, pos = 0;
+	int64_t i = 0;
+	qsort(s, (size_t) n, sizeof(*s), by_score);
+	while (i < n) {
+		int64_t j = i;
+		while (j < n && s[j].score == s[i].score) {
+			j++;
+		}
+		double avg = (double) (i + j + 1) / 2.0; /* ranks i+1 .. j */
+		for (int64_t k = i; k < j; k++) {
+			if (s[k].label > 0.5f) {
+				rank_sum += avg;
+				pos++;
+			}
+		}
+		i = j;
+	}
+	return (rank_sum - pos * (pos + 1) / 2) / (pos * ((double) n - pos));
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+static int
+train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b, int epochs,
+    int steps)
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	double                     start = now_s();
+	int                        rv    = 0;
+	pasco_per_worker_dataset_create(&d, c, "click_train");
+	pasco_per_worker_iterator_create(&it, d);
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(w),
+	    pasco_arg_variable(b)};
+	for (int e = 0; e < epochs && rv == 0; e++) {
+		pasco_remote_value *last = NULL;
+		const pasco_value  *loss;
+		for (int i = 0; i < steps && rv == 0; i++) {
+			pasco_remote_value_free(last);
+			rv = pasco_schedule(c, "logreg_step", args, 3, &last);
+		}
+		if (rv == 0 && (rv = pasco_join(c)) == 0 &&
+		    (rv = pasco_remote_value_fetch(last, &loss)) == 0) {
+			printf("epoch %d: loss = %.4f\n", e,
+			    pasco_value_scalar(loss));
+			fflush(stdout);
+		}
+		pasco_remote_value_free(last);
+	}
+	if (rv == 0) {
+		double secs = now_s() - start;
+		printf("trained %d steps of %d examples in %.2f s: %.1f "
+		       "steps/s\n",
+		    epochs * steps, BATCH, secs, epochs * steps / secs);
+	} else {
+		fprintf(stderr, "training failed: %s\n",
+		    pasco_coordinator_error(c));
+	}
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	return rv;
+}
+
+static int
+evaluate(pasco_coordinator *c, pasco_variable *w, pasco_variable *b,
+    double *auc, double *best)
+{
+	pasco_value *results[EVAL_SHARDS];
+	pasco_arg    args[] = {pasco_arg_variable(w), pasco_arg_variable(b)};
+	scored      *model = NULL, *truth = NULL;
+	int64_t      n  = 0;
+	int          rv = pasco_schedule_shards(
+	             c, "logreg_eval", args, 2, EVAL_SHARDS, results);
+	if (rv != 0) {
+		fprintf(stderr, "evaluation failed: %s\n",
+		    pasco_coordinator_error(c));
+		return rv;
+	}
+	for (int k = 0; k < EVAL_SHARDS; k++) {
+		n += pasco_value_as_tensor(pasco_value_item(results[k], 0))
+		         ->count;
+	}
+	model = calloc((size_t) n + 1, sizeof(*model));
+	truth = calloc((size_t) n + 1, sizeof(*truth));
+	for (int k = 0, at = 0; k < EVAL_SHARDS; k++) {
+		const pasco_tensor *pr =
+		    pasco_value_as_tensor(pasco_value_item(results[k], 0));
+		const pasco_tensor *lb =
+		    pasco_value_as_tensor(pasco_value_item(results[k], 1));
+		const pasco_tensor *pt =
+		    pasco_value_as_tensor(pasco_value_item(results[k], 2));
+		for (int64_t i = 0; i < pr->count; i++, at++) {
+			model[at] = (scored){
+			    ((float *) pr->data)[i], ((float *) lb->data)[i]};
+			truth[at] = (scored){
+			    ((float *) pt->data)[i], ((float *) lb->data)[i]};
+		}
+		pasco_value_free(results[k]);
+	}
+	printf("evaluated %lld examples exactly once over %d shards\n",
+	    (long long) n, EVAL_SHARDS);
+	*auc  = auc_of(model, n);
+	*best = auc_of(truth, n);
+	free(model);
+	free(truth);
+	return PASCO_OK;
+}
+
+static int
+chief(const pasco_cluster *cluster, int argc, char **argv)
+{
+	int                    epochs = 6, steps = 300;
+	pasco_partitioner      two   = pasco_fixed_shards_partitioner(2);
+	pasco_strategy_options so    = {.partitioner = &two};
+	pasco_initializer      zeros = pasco_init_zeros();
+	pasco_strategy        *s;
+	pasco_coordinator     *c;
+	pasco_variable        *w, *b;
+	double                 auc = 0, best = 1;
+	int                    rv;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--epochs") == 0) {
+			epochs = atoi(argv[i + 1]);
+		} else if (strcmp(argv[i], "--steps") == 0) {
+			steps = atoi(argv[i + 1]);
+		}
+	}
+	if ((rv = pasco_strategy_create(&s, cluster, &so)) != 0) {
+		fprintf(stderr, "cannot reach the cluster: %s\n",
+		    pasco_strerror(rv));
+		return 1;
+	}
+	if ((rv = pasco_variable_create_init(&w, s, "weights", PASCO_F32, 2,
+	         (int64_t[]){CLICK_FEATURES, 1}, &zeros)) != 0 ||
+	    (rv = pasco_variable_create_init(
+	         &b, s, "bias", PASCO_F32, 1, (int64_t[]){1}, &zeros)) != 0) {
+		fprintf(stderr, "%s\n", pasco_strategy_error(s));
+		return 1;
+	}
+	printf("weights: %d rows in %d shards; data from %s\n", CLICK_FEATURES,
+	    pasco_variable_num_shards(w), data_dir);
+	pasco_coordinator_create(&c, s, NULL);
+	if ((rv = train(c, w, b, epochs, steps)) == 0 &&
+	    (rv = evaluate(c, w, b, &auc, &best)) == 0) {
+		printf("optimal auc = %.4f (the true probabilities)\n", best);
+		printf("auc = %.4f (%.3f of the optimum)\n", auc, auc / best);
+	}
+	pasco_coordinator_destroy(c);
+	pasco_variable_free(w);
+	pasco_variable_free(b);
+	pasco_strategy_destroy(s);
+	return rv == 0 && auc >= 0.9 * best ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	for (int i = 1; i + 1 < argc;
+	     i++) { /* every role reads the data dir */
+		if (strcmp(argv[i], "--data") == 0) {
+			snprintf(
+			    data_dir, sizeof(data_dir), "%s", argv[i + 1]);
+		}
+	}
+	return pasco_main(argc, argv, chief);
+}
