@@ -389,6 +389,41 @@ Test(coordinator, each_new_iterator_starts_from_the_beginning) /* 17 */
 	stop();
 }
 
+/* End of data is a status of its own: the step function that finds its
+ * iterator exhausted returns PASCO_EOUTOFRANGE, its remote value and the
+ * next join report it as such (TensorFlow's OutOfRangeError), and the
+ * closure is not retried. */
+Test(coordinator, end_of_data_reaches_the_coordinator_as_out_of_range)
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	pasco_variable            *v;
+	pasco_remote_value        *first, *second;
+	const pasco_value         *out;
+	start(1, 1, 1);
+	v = make_var("v", 0);
+	PASCO_PASS(pasco_per_worker_dataset_create(&d, coord, "just_one"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(v)};
+	PASCO_PASS(pasco_schedule(coord, "add_next", args, 2, &first));
+	PASCO_PASS(pasco_remote_value_fetch(first, &out));
+	cr_assert_eq(pasco_value_scalar(out), 1.0);
+	PASCO_PASS(pasco_schedule(coord, "add_next", args, 2, &second));
+	PASCO_FAIL(pasco_join(coord), PASCO_EOUTOFRANGE);
+	cr_assert(strstr(pasco_coordinator_error(coord),
+	              "the iterator is exhausted"),
+	    "%s", pasco_coordinator_error(coord));
+	PASCO_FAIL(pasco_remote_value_fetch(second, &out), PASCO_EOUTOFRANGE);
+	PASCO_PASS(pasco_join(coord));  /* raised once */
+	cr_assert_eq(read_var(v), 1.0); /* the failed step changed nothing */
+	pasco_remote_value_free(first);
+	pasco_remote_value_free(second);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	pasco_variable_free(v);
+	stop();
+}
+
 PASCO_DATASET(ten_twos)
 {
 	pasco_tensor *t;
