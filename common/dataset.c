@@ -771,6 +771,140 @@ pasco_dataset_filter(
 	return PASCO_OK;
 }
 
+/* interleave: up to cycle open datasets, made by fn from input elements;
+ * block elements are taken from each in turn. An empty slot is refilled
+ * from the input when the turn comes to it; an exhausted one is closed and
+ * the turn moves on (TensorFlow's deterministic order). */
+typedef struct interleave {
+	pasco_interleave_fn fn;
+	void               *arg;
+	int64_t             cycle, block;
+	int64_t         at, taken, open; /* slot, taken from it, open slots */
+	bool            input_done;
+	pasco_dataset **slots;
+} interleave;
+
+static void
+interleave_close_all(interleave *il)
+{
+	for (int64_t i = 0; i < il->cycle; i++) {
+		pasco_dataset_free(il->slots[i]);
+		il->slots[i] = NULL;
+	}
+	il->at = il->taken = il->open = 0;
+	il->input_done                = false;
+}
+
+static void
+interleave_advance(interleave *il)
+{
+	il->at    = (il->at + 1) % il->cycle;
+	il->taken = 0;
+}
+
+static int
+interleave_next(pasco_dataset *ds, pasco_value **out)
+{
+	interleave *il = ds->state;
+	int         rv;
+	while (!il->input_done || il->open > 0) {
+		pasco_dataset **slot = &il->slots[il->at];
+		if (*slot != NULL) {
+			rv = pasco_dataset_next(*slot, out);
+			if (rv == 0) {
+				if (++il->taken == il->block) {
+					interleave_advance(il);
+				}
+				return PASCO_OK;
+			}
+			if (rv != PASCO_EOUTOFRANGE) {
+				return rv;
+			}
+			pasco_dataset_free(*slot);
+			*slot = NULL;
+			il->open--;
+			interleave_advance(il);
+		} else if (!il->input_done) {
+			pasco_value *e;
+			rv = ds->input->ops->next(ds->input, &e);
+			if (rv == PASCO_EOUTOFRANGE) {
+				il->input_done = true;
+				continue;
+			}
+			if (rv != 0) {
+				return rv;
+			}
+			rv = il->fn(il->arg, e, slot);
+			pasco_value_free(e);
+			if (rv == 0 && *slot == NULL) {
+				rv = PASCO_EINVAL; /* fn must produce a dataset
+				                    */
+			}
+			if (rv != 0) {
+				return rv;
+			}
+			il->open++;
+		} else {
+			interleave_advance(il);
+		}
+	}
+	return PASCO_EOUTOFRANGE;
+}
+
+static int
+interleave_reset(pasco_dataset *ds)
+{
+	interleave_close_all(ds->state);
+	return input_reset(ds);
+}
+
+static void
+interleave_fini(pasco_dataset *ds)
+{
+	interleave *il = ds->state;
+	if (il != NULL) {
+		interleave_close_all(il);
+		free(il->slots);
+		free(il);
+	}
+}
+
+static const struct dataset_ops interleave_ops = {.next = interleave_next,
+    .reset                                              = interleave_reset,
+    .fini                                               = interleave_fini};
+
+int
+pasco_dataset_interleave(pasco_dataset **out, pasco_dataset *in,
+    pasco_interleave_fn fn, void *arg, int64_t cycle_length,
+    int64_t block_length)
+{
+	interleave *il = NULL;
+	int         rv;
+	*out = NULL;
+	if (in == NULL || fn == NULL || cycle_length < 1 || block_length < 1) {
+		pasco_dataset_free(in);
+		return PASCO_EINVAL;
+	}
+	if ((il = calloc(1, sizeof(*il))) == NULL ||
+	    (il->slots = calloc((size_t) cycle_length, sizeof(*il->slots))) ==
+	        NULL) {
+		free(il);
+		pasco_dataset_free(in);
+		return PASCO_ENOMEM;
+	}
+	il->fn    = fn;
+	il->arg   = arg;
+	il->cycle = cycle_length;
+	il->block = block_length;
+	if ((rv = ds_new(out, &interleave_ops, in)) != 0) {
+		free(il->slots);
+		free(il);
+		return rv;
+	}
+	(*out)->state = il;
+	return PASCO_OK;
+}
+
 /* prefetch: a producer thread moves elements from the input into a ring;
  * the consumer (under the outer lock) takes them. The input is touched
  * only by the producer while it runs. */

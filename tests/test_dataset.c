@@ -316,3 +316,59 @@ Test(dataset, unseeded_shuffles_differ)
 	pasco_dataset_free(a);
 	pasco_dataset_free(b);
 }
+
+/* x -> x repeated 6 times */
+static int
+six_of(void *arg, const pasco_value *e, pasco_dataset **out)
+{
+	int64_t x = (int64_t) pasco_value_scalar(e);
+	int     rv;
+	(void) arg;
+	if (x == *(int64_t *) arg) {
+		return PASCO_EINVAL; /* the element this test makes fail */
+	}
+	if ((rv = pasco_dataset_range(out, x, x + 1, 1)) != 0) {
+		return rv;
+	}
+	return pasco_dataset_repeat(out, *out, 6);
+}
+
+Test(dataset, interleave_follows_tensorflows_order)
+{
+	/* range(1, 6).interleave(lambda x: from_tensors(x).repeat(6),
+	 * cycle_length=2, block_length=4), from tf.data's documentation */
+	static const double want[] = {1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3,
+	    3, 3, 4, 4, 4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5};
+	pasco_dataset      *ds;
+	double              v[128];
+	int64_t             none = -1;
+	PASCO_PASS(pasco_dataset_range(&ds, 1, 6, 1));
+	PASCO_PASS(pasco_dataset_interleave(&ds, ds, six_of, &none, 2, 4));
+	PASCO_PASS(
+	    pasco_dataset_repeat(&ds, ds, 2)); /* and again after reset */
+	cr_assert_eq(drain(ds, v, 128), 60);
+	for (int i = 0; i < 60; i++) {
+		cr_assert_eq(v[i], want[i % 30], "element %d: %g, want %g", i,
+		    v[i], want[i % 30]);
+	}
+	pasco_dataset_free(ds);
+}
+
+Test(dataset, interleave_reports_errors_and_bad_arguments)
+{
+	pasco_dataset *ds;
+	pasco_value   *e;
+	double         v[6];
+	int64_t        bad = 2;
+	PASCO_PASS(pasco_dataset_range(&ds, 1, 6, 1));
+	PASCO_PASS(pasco_dataset_interleave(&ds, ds, six_of, &bad, 1, 1));
+	cr_assert_eq(drain(ds, v, 6), 6); /* all of 1 */
+	PASCO_FAIL(
+	    pasco_dataset_next(ds, &e), PASCO_EINVAL); /* then 2 fails */
+	cr_assert_null(e);
+	pasco_dataset_free(ds);
+	PASCO_PASS(pasco_dataset_range(&ds, 1, 6, 1));
+	PASCO_FAIL(pasco_dataset_interleave(&ds, ds, six_of, &bad, 0, 1),
+	    PASCO_EINVAL);
+	cr_assert_null(ds);
+}

@@ -132,6 +132,17 @@ typedef int (*pasco_filter_fn)(
 int pasco_dataset_filter(
     pasco_dataset **out, pasco_dataset *in, pasco_filter_fn keep, void *arg);
 
+/* Maps each element of in to a dataset with fn (fn owns nothing of the
+ * element; *out is then owned by the interleave) and takes block_length
+ * elements from each of up to cycle_length open datasets in turn, opening
+ * the next one where one ends: TensorFlow's deterministic interleave, e.g.
+ * over a dataset of file names, reading cycle_length files at a time. */
+typedef int (*pasco_interleave_fn)(
+    void *arg, const pasco_value *element, pasco_dataset **out);
+int pasco_dataset_interleave(pasco_dataset **out, pasco_dataset *in,
+    pasco_interleave_fn fn, void *arg, int64_t cycle_length,
+    int64_t block_length);
+
 /* Reads ahead on a background thread, keeping up to count elements ready
  * (the "load" stage overlapping the step). End of data and errors come
  * after the elements read before them. */
