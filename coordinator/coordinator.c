@@ -610,7 +610,9 @@ pasco_schedule_shards(pasco_coordinator *c, const char *fn,
 		rv = PASCO_EINVAL;
 	}
 	if (rv == 0) {
-		memcpy(all, args, sizeof(*args) * nargs);
+		if (nargs > 0) {
+			memcpy(all, args, sizeof(*args) * nargs);
+		}
 		rv = pasco_tensor_scalar(&count, PASCO_I64, num_shards);
 	}
 	for (int32_t k = 0; rv == 0 && k < num_shards; k++) {
