@@ -3,13 +3,14 @@
 # through `pasco launch` on loopback, plus interruption and a killed
 # launcher. Every task of a run carries PASCO_TEST_MARK in its environment,
 # so leftovers are found by scanning /proc; every wait is bounded.
-# usage: test_launch.sh PASCO EXAMPLE CLASSIFIER MAKE_CLICKS SPARSE_LOGREG
+# usage: test_launch.sh PASCO EXAMPLE CLASSIFIER MAKE_CLICKS SPARSE_LOGREG WIDE_DEEP
 set -u
 PASCO=$1
 EXAMPLE=$2
 CLASSIFIER=$3
 MAKE_CLICKS=$4
 SPARSE_LOGREG=$5
+WIDE_DEEP=$6
 TMP=$(mktemp -d)
 MARK="pasco-test-$$"
 passed=0
@@ -140,6 +141,20 @@ if [ "$status" -eq 0 ] &&
 	ok "sparse logreg: $(sed -n 's/^\[chief 0\] auc = //p' "$TMP/lr.out")"
 else
 	fail "sparse logreg: status $status"; cat "$TMP/lr.out"
+fi
+
+# 1f. Wide & deep on CSV files made by a known rule: within 0.05 of the
+# rule's own accuracy.
+"$WIDE_DEEP" --make-data "$TMP/census" > "$TMP/wdmk.out" 2>&1
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
+	"$WIDE_DEEP" --data "$TMP/census" > "$TMP/wd.out" 2>&1
+status=$?
+if [ "$status" -eq 0 ] &&
+	grep -q '^\[chief 0\] evaluated 10000 rows exactly once over 8 shards' "$TMP/wd.out" &&
+	grep -q '^\[chief 0\] accuracy = ' "$TMP/wd.out"; then
+	ok "wide & deep: accuracy $(sed -n 's/^\[chief 0\] accuracy = //p' "$TMP/wd.out")"
+else
+	fail "wide & deep: status $status"; cat "$TMP/wdmk.out" "$TMP/wd.out"
 fi
 
 # 2. Ctrl-C stops everything and reports the interruption.
