@@ -372,3 +372,64 @@ Test(dataset, interleave_reports_errors_and_bad_arguments)
 	    PASCO_EINVAL);
 	cr_assert_null(ds);
 }
+
+/* Variable-length rows [1], [2, 3], [4, 5, 6] */
+static pasco_value *
+ragged_row(int64_t i)
+{
+	pasco_tensor *ids, *w;
+	int64_t       n = i + 1, v[3];
+	float         f[3];
+	for (int64_t k = 0; k < n; k++) {
+		v[k] = i * (i + 1) / 2 + k + 1;
+		f[k] = (float) v[k] / 10;
+	}
+	pasco_tensor_from(
+	    &ids, PASCO_I64, 1, &n, v, sizeof(int64_t) * (size_t) n);
+	pasco_tensor_from(&w, PASCO_F32, 1, &n, f, sizeof(float) * (size_t) n);
+	return pasco_value_list(
+	    2, pasco_value_tensor(ids), pasco_value_tensor(w));
+}
+
+static int
+ragged_next(void *arg, pasco_value **element)
+{
+	int64_t *i = arg;
+	if (*i == 3) {
+		return PASCO_EOUTOFRANGE;
+	}
+	*element = ragged_row((*i)++);
+	return PASCO_OK;
+}
+
+Test(dataset, padded_batch_pads_variable_length_features)
+{
+	pasco_dataset *ds;
+	pasco_value   *e;
+	int64_t        at = 0;
+	PASCO_PASS(
+	    pasco_dataset_from_generator(&ds, ragged_next, NULL, NULL, &at));
+	PASCO_PASS(pasco_dataset_padded_batch(&ds, ds, 3, false, -1));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	const pasco_tensor *ids =
+	    pasco_value_as_tensor(pasco_value_item(e, 0));
+	const pasco_tensor *w = pasco_value_as_tensor(pasco_value_item(e, 1));
+	cr_assert(ids->rank == 2 && ids->shape[0] == 3 && ids->shape[1] == 3);
+	static const double want[] = {1, -1, -1, 2, 3, -1, 4, 5, 6};
+	for (int i = 0; i < 9; i++) {
+		cr_assert_eq(pasco_tensor_get(ids, i), want[i], "ids[%d]", i);
+		cr_assert_float_eq(pasco_tensor_get(w, i),
+		    want[i] < 0 ? -1 : want[i] / 10, 1e-6, "w[%d]", i);
+	}
+	pasco_value_free(e);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EOUTOFRANGE);
+	pasco_dataset_free(ds);
+
+	/* a plain batch refuses them */
+	at = 0;
+	PASCO_PASS(
+	    pasco_dataset_from_generator(&ds, ragged_next, NULL, NULL, &at));
+	PASCO_PASS(pasco_dataset_batch(&ds, ds, 3, false));
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	pasco_dataset_free(ds);
+}

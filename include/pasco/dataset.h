@@ -104,6 +104,14 @@ const char *pasco_dataset_last_error(void);
 int pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in,
     int64_t batch_size, bool drop_remainder);
 
+/* Like pasco_dataset_batch, but tensors whose first dimension varies from
+ * element to element (variable-length features: the ids and values of a
+ * sparse feature) are padded at its end with pad_value to the longest in
+ * the batch, as TensorFlow's padded_batch does: [n] tensors make
+ * [batch, longest]. Other dimensions, dtypes and structure must agree. */
+int pasco_dataset_padded_batch(pasco_dataset **out, pasco_dataset *in,
+    int64_t batch_size, bool drop_remainder, double pad_value);
+
 /* Repeats in count times; count < 0 repeats forever. */
 int pasco_dataset_repeat(
     pasco_dataset **out, pasco_dataset *in, int64_t count);
