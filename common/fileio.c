@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,83 @@ ring_all(struct io_uring *ring, int fd, char *buf, size_t len, off_t off,
 		buf += n;
 		off += n;
 		len -= (size_t) n;
+	}
+	return 0;
+}
+
+#define READ_CHUNK ((size_t) 1 << 20) /* bytes per read */
+#define READ_DEPTH 8                  /* reads in flight (the ring's size) */
+
+/* Reads len bytes from offset 0 with up to READ_DEPTH chunked reads in
+ * flight; a short read is resubmitted for the rest of its chunk. On an
+ * error, the reads in flight are reaped before returning (the buffer must
+ * outlive them). */
+static int
+ring_read_all(struct io_uring *ring, int fd, char *buf, size_t len)
+{
+	struct {
+		size_t off, len;
+	} slot[READ_DEPTH];
+	bool   busy[READ_DEPTH] = {false};
+	size_t next             = 0;
+	int    inflight = 0, err = 0;
+
+	if (ring == NULL) {
+		return ring_all(NULL, fd, buf, len, 0, 0);
+	}
+	while ((err == 0 && next < len) || inflight > 0) {
+		struct io_uring_cqe *cqe;
+		int                  rv;
+		for (int i = 0; err == 0 && next < len && i < READ_DEPTH;
+		     i++) {
+			struct io_uring_sqe *sqe;
+			if (busy[i] ||
+			    (sqe = io_uring_get_sqe(ring)) == NULL) {
+				continue;
+			}
+			slot[i].off = next;
+			slot[i].len =
+			    len - next < READ_CHUNK ? len - next : READ_CHUNK;
+			next += slot[i].len;
+			busy[i] = true;
+			inflight++;
+			io_uring_prep_read(sqe, fd, buf + slot[i].off,
+			    (unsigned) slot[i].len, (uint64_t) slot[i].off);
+			io_uring_sqe_set_data(sqe, (void *) (uintptr_t) i);
+		}
+		if ((rv = io_uring_submit_and_wait(ring, 1)) < 0 ||
+		    (rv = io_uring_wait_cqe(ring, &cqe)) < 0) {
+			/* the ring itself failed: nothing more will complete
+			 */
+			errno = -rv;
+			return -1;
+		}
+		int     i   = (int) (uintptr_t) io_uring_cqe_get_data(cqe);
+		ssize_t res = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		if (res <= 0 || (size_t) res > slot[i].len) {
+			err = res < 0 ? (int) -res
+			              : EIO; /* 0: the file shrank */
+		} else if ((size_t) res < slot[i].len) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+			slot[i].off += (size_t) res;
+			slot[i].len -= (size_t) res;
+			if (sqe != NULL && err == 0) {
+				io_uring_prep_read(sqe, fd, buf + slot[i].off,
+				    (unsigned) slot[i].len,
+				    (uint64_t) slot[i].off);
+				io_uring_sqe_set_data(
+				    sqe, (void *) (uintptr_t) i);
+				continue; /* still in flight */
+			}
+			err = err != 0 ? err : EBUSY;
+		}
+		busy[i] = false;
+		inflight--;
+	}
+	if (err != 0) {
+		errno = err;
+		return -1;
 	}
 	return 0;
 }
@@ -178,7 +257,7 @@ pasci_file_read(
 		return PASCO_ENOMEM;
 	}
 	ring = ring_open(&storage);
-	rv   = ring_all(ring, fd, *data, (size_t) st.st_size, 0, 0);
+	rv   = ring_read_all(ring, fd, *data, (size_t) st.st_size);
 	if (rv != 0) {
 		pasci_fmt(
 		    err, errlen, "reading %s: %s", path, strerror(errno));

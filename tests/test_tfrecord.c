@@ -106,6 +106,50 @@ Test(tfrecord, records_round_trip_in_order)
 	cleanup();
 }
 
+/* A file of several MiB is read in many chunks, several in flight: every
+ * byte must land in its place. */
+Test(tfrecord, a_large_file_reads_back_byte_for_byte)
+{
+	pasco_tfrecord_writer *w;
+	pasco_dataset         *ds;
+	pasco_value           *e;
+	char                   path[128];
+	const char            *name = path;
+	size_t         size = 300007; /* odd, so records straddle reads */
+	unsigned char *rec  = malloc(size);
+	int            n    = 0;
+	strcpy(dir, "/tmp/pasco-tfr-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/big.tfrecord", dir);
+	PASCO_PASS(pasco_tfrecord_writer_open(&w, path));
+	for (int r = 0; r < 40; r++) { /* 12 MB */
+		for (size_t k = 0; k < size; k++) {
+			rec[k] = (unsigned char) (k * 7 + (size_t) r * 13);
+		}
+		PASCO_PASS(pasco_tfrecord_write(w, rec, size));
+	}
+	PASCO_PASS(pasco_tfrecord_writer_close(w));
+	PASCO_PASS(pasco_dataset_tfrecord(&ds, &name, 1, NULL));
+	while (pasco_dataset_next(ds, &e) == PASCO_OK) {
+		const pasco_tensor  *t = pasco_value_as_tensor(e);
+		const unsigned char *b = t->data;
+		cr_assert_eq((size_t) t->count, size);
+		for (size_t k = 0; k < size; k++) {
+			if (b[k] !=
+			    (unsigned char) (k * 7 + (size_t) n * 13)) {
+				cr_assert_fail(
+				    "record %d byte %zu differs", n, k);
+			}
+		}
+		pasco_value_free(e);
+		n++;
+	}
+	cr_assert_eq(n, 40);
+	pasco_dataset_free(ds);
+	free(rec);
+	cleanup();
+}
+
 Test(tfrecord, a_corrupt_record_names_the_file_and_offset_or_is_skipped)
 {
 	char           paths[1][128], cmd[256];
