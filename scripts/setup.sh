@@ -5,7 +5,7 @@
 set -eu
 pkgs="build-essential meson ninja-build pkg-config cmake protobuf-c-compiler
 libprotobuf-c-dev libnng-dev liburing-dev libcriterion-dev libcjson-dev
-libopenblas-dev python3"
+libopenblas-dev zlib1g-dev python3"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -1,6 +1,8 @@
 /* CRC-32C, TFRecord round trips, corruption, and file/record sharding. */
 #include "helpers.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +149,76 @@ Test(tfrecord, a_large_file_reads_back_byte_for_byte)
 	cr_assert_eq(n, 40);
 	pasco_dataset_free(ds);
 	free(rec);
+	cleanup();
+}
+
+static void
+write_records(const char *path, bool gzip)
+{
+	pasco_tfrecord_writer *w;
+	PASCO_PASS(gzip ? pasco_tfrecord_writer_open_gzip(&w, path)
+	                : pasco_tfrecord_writer_open(&w, path));
+	for (int i = 0; i < 500; i++) {
+		char rec[64];
+		int  n = snprintf(rec, sizeof(rec), "record %d of 500", i);
+		PASCO_PASS(pasco_tfrecord_write(w, rec, (size_t) n));
+	}
+	PASCO_PASS(pasco_tfrecord_writer_close(w));
+}
+
+static int
+count_records(const char *path, bool gzip, int *status)
+{
+	pasco_tfrecord_options o = {.gzip = gzip};
+	pasco_dataset         *ds;
+	pasco_value           *e;
+	int                    n = 0;
+	PASCO_PASS(pasco_dataset_tfrecord(&ds, &path, 1, &o));
+	while ((*status = pasco_dataset_next(ds, &e)) == PASCO_OK) {
+		char want[64];
+		int  len = snprintf(want, sizeof(want), "record %d of 500", n);
+		const pasco_tensor *t = pasco_value_as_tensor(e);
+		cr_assert(t->count == len &&
+		              memcmp(t->data, want, (size_t) len) == 0,
+		    "record %d", n);
+		pasco_value_free(e);
+		n++;
+	}
+	pasco_dataset_free(ds);
+	return n;
+}
+
+/* GZIP files: ours inflate (by the gzip tool) to exactly the plain file,
+ * and files the gzip tool compressed read back; a broken one is an error
+ * naming it. */
+Test(tfrecord, gzip_files_are_written_and_read)
+{
+	char plain[128], packed[128], theirs[128], cmd[512];
+	int  status;
+	strcpy(dir, "/tmp/pasco-tfr-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(plain, sizeof(plain), "%s/plain.tfrecord", dir);
+	snprintf(packed, sizeof(packed), "%s/ours.tfrecord.gz", dir);
+	snprintf(theirs, sizeof(theirs), "%s/theirs.tfrecord.gz", dir);
+	write_records(plain, false);
+	write_records(packed, true);
+	snprintf(cmd, sizeof(cmd), "gzip -dc %s | cmp -s - %s", packed, plain);
+	cr_assert_eq(
+	    system(cmd), 0, "gzip -dc of our file differs from the plain one");
+	snprintf(cmd, sizeof(cmd), "gzip -c %s > %s", plain, theirs);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(count_records(packed, true, &status), 500);
+	cr_assert_eq(status, PASCO_EOUTOFRANGE);
+	cr_assert_eq(count_records(theirs, true, &status), 500);
+	cr_assert_eq(status, PASCO_EOUTOFRANGE);
+	/* cut short: an error that names the file */
+	snprintf(cmd, sizeof(cmd), "truncate -s 100 %s", theirs);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(count_records(theirs, true, &status), 0);
+	cr_assert_eq(status, PASCO_EPROTO);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              "theirs.tfrecord.gz: not a whole gzip file"),
+	    "%s", pasco_dataset_last_error());
 	cleanup();
 }
 

@@ -2,17 +2,19 @@
  * TFRecord writer and reader (see tfrecord.h). The writer buffers records
  * and writes the file with io_uring on close; the reader is a dataset
  * source that loads one file at a time with io_uring (8 reads of 1 MiB in
- * flight) and checks both checksums of every record. A bad length checksum loses the framing, so
- * with skip_corrupt the rest of that file is skipped (counted once); a bad
- * data checksum skips just that record.
+ * flight) and checks both checksums of every record. A bad length checksum
+ * loses the framing, so with skip_corrupt the rest of that file is skipped
+ * (counted once); a bad data checksum skips just that record.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/fileio.h"
+
 #include "common/util.h"
 #include "pasco/tfrecord.h"
+#include <zlib.h>
 
 /* Shared by the file sources on this thread (see pasco_dataset_last_error). */
 _Thread_local char pasci_data_error[512];
@@ -34,8 +36,94 @@ struct pasco_tfrecord_writer {
 	char  *path;
 	char  *buf;
 	size_t len, cap;
-	bool   oom;
+	bool   oom, gzip;
 };
+
+/* gzip-compresses len bytes of data into *out (malloc'd). */
+static int
+gzip_bytes(const void *data, size_t len, void **out, size_t *outlen)
+{
+	z_stream z   = {0};
+	size_t   cap = len + len / 100 + 64;
+	int      rv;
+	*out = NULL;
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS,
+	        8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		return PASCO_ENOMEM;
+	}
+	cap = deflateBound(&z, (uLong) len);
+	if ((*out = malloc(cap)) == NULL) {
+		deflateEnd(&z);
+		return PASCO_ENOMEM;
+	}
+	z.next_in   = (Bytef *) data;
+	z.avail_in  = (uInt) len;
+	z.next_out  = *out;
+	z.avail_out = (uInt) cap;
+	rv          = deflate(&z, Z_FINISH);
+	*outlen     = z.total_out;
+	deflateEnd(&z);
+	if (rv != Z_STREAM_END) {
+		free(*out);
+		*out = NULL;
+		return PASCO_ENOMEM;
+	}
+	return PASCO_OK;
+}
+
+/* Inflates a gzip file's bytes (every member, as gzip -d does) into *out
+ * (malloc'd). */
+static int
+gunzip_bytes(const char *path, const unsigned char *data, size_t len,
+    unsigned char **out, size_t *outlen)
+{
+	z_stream       z   = {0};
+	size_t         cap = len * 4 + 4096, n = 0;
+	unsigned char *buf = malloc(cap);
+	int            zr  = Z_OK;
+	if (buf == NULL || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		free(buf);
+		return PASCO_ENOMEM;
+	}
+	z.next_in  = (Bytef *) data;
+	z.avail_in = (uInt) len;
+	while (zr == Z_OK || (zr == Z_STREAM_END && z.avail_in > 0)) {
+		if (zr == Z_STREAM_END) { /* another member follows */
+			inflateReset(&z);
+		}
+		if (n == cap) {
+			unsigned char *grown = realloc(buf, cap * 2);
+			if (grown == NULL) {
+				break;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+		z.next_out  = buf + n;
+		z.avail_out = (uInt) (cap - n);
+		zr          = inflate(&z, Z_NO_FLUSH);
+		n           = cap - z.avail_out;
+		if (zr == Z_BUF_ERROR && z.avail_out > 0) {
+			break; /* input ended inside a member */
+		}
+		if (zr == Z_BUF_ERROR) {
+			zr = Z_OK; /* output full: grow and go on */
+		}
+	}
+	if (zr != Z_STREAM_END || z.avail_in > 0) {
+		pasci_fmt(last_error, sizeof(last_error),
+		    "%s: not a whole gzip file (%s at byte %zu)", path,
+		    z.msg != NULL ? z.msg : "truncated",
+		    len - (size_t) z.avail_in);
+		inflateEnd(&z);
+		free(buf);
+		return PASCO_EPROTO;
+	}
+	inflateEnd(&z);
+	*out    = buf;
+	*outlen = n;
+	return PASCO_OK;
+}
 
 int
 pasco_tfrecord_writer_open(pasco_tfrecord_writer **out, const char *path)
@@ -48,6 +136,16 @@ pasco_tfrecord_writer_open(pasco_tfrecord_writer **out, const char *path)
 	}
 	*out = w;
 	return PASCO_OK;
+}
+
+int
+pasco_tfrecord_writer_open_gzip(pasco_tfrecord_writer **out, const char *path)
+{
+	int rv = pasco_tfrecord_writer_open(out, path);
+	if (rv == 0) {
+		(*out)->gzip = true;
+	}
+	return rv;
 }
 
 static void
@@ -98,10 +196,18 @@ pasco_tfrecord_write(pasco_tfrecord_writer *w, const void *data, size_t len)
 int
 pasco_tfrecord_writer_close(pasco_tfrecord_writer *w)
 {
-	struct iovec iov = {w->buf, w->len};
-	int          rv  = w->oom ? PASCO_ENOMEM
-	                          : pasci_file_write(w->path, &iov, 1, 1, last_error,
-	                                sizeof(last_error));
+	struct iovec iov    = {w->buf, w->len};
+	void        *packed = NULL;
+	int          rv     = w->oom ? PASCO_ENOMEM : PASCO_OK;
+	if (rv == 0 && w->gzip &&
+	    (rv = gzip_bytes(w->buf, w->len, &packed, &iov.iov_len)) == 0) {
+		iov.iov_base = packed;
+	}
+	if (rv == 0) {
+		rv = pasci_file_write(
+		    w->path, &iov, 1, 1, last_error, sizeof(last_error));
+	}
+	free(packed);
 	free(w->buf);
 	free(w->path);
 	free(w);
@@ -161,6 +267,18 @@ reader_next(void *arg, pasco_value **out)
 			         &r->len, last_error, sizeof(last_error))) !=
 			    0) {
 				return rv;
+			}
+			if (r->opts.gzip) {
+				unsigned char *plain;
+				size_t         plain_len;
+				rv = gunzip_bytes(r->files[r->cur], data,
+				    r->len, &plain, &plain_len);
+				free(data);
+				if (rv != 0) {
+					return rv;
+				}
+				data   = plain;
+				r->len = plain_len;
 			}
 			r->buf = data;
 			r->off = 0;

@@ -25,6 +25,11 @@ typedef struct pasco_tfrecord_writer pasco_tfrecord_writer;
  * path.tmp, then renamed). */
 int pasco_tfrecord_writer_open(pasco_tfrecord_writer **out, const char *path);
 
+/* The same, and the file is gzip-compressed as a whole (TensorFlow's
+ * TFRecordWriter with compression_type "GZIP"). */
+int pasco_tfrecord_writer_open_gzip(
+    pasco_tfrecord_writer **out, const char *path);
+
 /* Appends one record. */
 int pasco_tfrecord_write(
     pasco_tfrecord_writer *w, const void *data, size_t len);
@@ -38,6 +43,10 @@ typedef struct pasco_tfrecord_options {
 	bool skip_corrupt;
 	/* When not NULL, incremented once per skipped record. */
 	int64_t *skipped;
+	/* The files are gzip-compressed (TensorFlow's compression_type "GZIP";
+	 * several concatenated members are read as one stream). A file that
+	 * does not inflate is PASCO_EPROTO naming it. */
+	bool gzip;
 } pasco_tfrecord_options;
 
 /* The records of files (in order) as elements: u8 tensors of each
