@@ -1,0 +1,98 @@
+/*
+ * Helpers shared by the benchmarks: a clock, a free loopback port, a raw
+ * nng peer in a child process (the baseline every figure is set against),
+ * and the JSON line each figure is also printed as (bench/run collects
+ * them into bench/results/latest.json).
+ */
+#ifndef PASCO_BENCH_H
+#define PASCO_BENCH_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline double
+bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+/* A loopback port nobody listens on now. */
+static inline int
+bench_free_port(void)
+{
+	struct sockaddr_in a = {
+	    .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int       fd  = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *) &a, len) != 0 ||
+	    getsockname(fd, (struct sockaddr *) &a, &len) != 0) {
+		return -1;
+	}
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* The raw peer: a rep0 server until killed. A request that starts with
+ * the 8 bytes "SIZE" + a u32 n is answered with n bytes; a request over
+ * 4 KB with an empty reply; any other is echoed. */
+static inline int
+bench_raw_server(const char *url)
+{
+	nng_socket s;
+	if (nng_rep0_open(&s) != 0 ||
+	    nng_socket_set_size(s, NNG_OPT_RECVMAXSZ, 0) != 0 ||
+	    nng_listen(s, url, NULL, 0) != 0) {
+		fprintf(stderr, "raw peer: cannot listen on %s\n", url);
+		return 1;
+	}
+	for (;;) {
+		nng_msg *m, *r = NULL;
+		uint32_t n;
+		if (nng_recvmsg(s, &m, 0) != 0) {
+			continue;
+		}
+		if (nng_msg_len(m) == 8 &&
+		    memcmp(nng_msg_body(m), "SIZE", 4) == 0) {
+			memcpy(&n, (char *) nng_msg_body(m) + 4, 4);
+			if (nng_msg_alloc(&r, n) == 0) {
+				nng_msg_free(m);
+				m = r;
+			}
+		} else if (nng_msg_len(m) >
+		           4096) { /* a push: acknowledged empty */
+			nng_msg_clear(m);
+		}
+		if (nng_sendmsg(s, m, 0) != 0) {
+			nng_msg_free(m);
+		}
+	}
+}
+
+/* One JSON line per figure: value in unit, beside baseline (same unit,
+ * same run) when there is one. */
+static inline void
+bench_json(const char *bench, const char *figure, double value,
+    const char *unit, double baseline)
+{
+	printf("{\"bench\": \"%s\", \"figure\": \"%s\", \"value\": %.6g, "
+	       "\"unit\": \"%s\"",
+	    bench, figure, value, unit);
+	if (baseline > 0) {
+		printf(", \"baseline\": %.6g, \"ratio\": %.4f", baseline,
+		    value / baseline);
+	}
+	printf("}\n");
+}
+
+#endif
