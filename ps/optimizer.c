@@ -195,6 +195,40 @@ ps_slots_prepare(ps_slots *s, const pasco_optimizer *o,
 	return PASCO_OK;
 }
 
+/* The f32 case (slots share the value's dtype) without per-element
+ * accessors: the same math in double, rounded to float as the generic
+ * path does; plain SGD inline. */
+static void
+apply_f32(const pasco_optimizer *o, const opt_ops *ops, double alpha,
+    ps_slots *s, pasco_tensor *value, int64_t at, const pasco_tensor *grad,
+    int64_t from, int64_t n)
+{
+	float       *w = (float *) value->data + at;
+	const float *g = (const float *) grad->data + from;
+	float       *slot[PS_MAX_SLOTS];
+	if (o->kind == PASCO_OPT_SGD && o->momentum == 0) {
+		for (int64_t i = 0; i < n; i++) {
+			w[i] = (float) ((double) w[i] -
+			                o->learning_rate * (double) g[i]);
+		}
+		return;
+	}
+	for (int k = 0; k < s->nslots; k++) {
+		slot[k] = (float *) s->slot[k]->data + at;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		double wi = w[i], sl[PS_MAX_SLOTS];
+		for (int k = 0; k < s->nslots; k++) {
+			sl[k] = slot[k][i];
+		}
+		ops->update(o, alpha, &wi, g[i], sl);
+		w[i] = (float) wi;
+		for (int k = 0; k < s->nslots; k++) {
+			slot[k][i] = (float) sl[k];
+		}
+	}
+}
+
 void
 ps_optimizer_apply(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
     int64_t at, const pasco_tensor *grad, int64_t from, int64_t n)
@@ -205,6 +239,10 @@ ps_optimizer_apply(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 		double t = (double) s->step;
 		alpha    = o->learning_rate * sqrt(1 - pow(o->beta_2, t)) /
 		        (1 - pow(o->beta_1, t));
+	}
+	if (value->dtype == PASCO_F32 && grad->dtype == PASCO_F32) {
+		apply_f32(o, ops, alpha, s, value, at, grad, from, n);
+		return;
 	}
 	for (int64_t i = 0; i < n; i++) {
 		double w = pasco_tensor_get(value, at + i);
