@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define PAYLOAD 64
 #define REPEATS 3
 
@@ -32,14 +34,6 @@ PASCO_FUNCTION(noop)
 {
 	(void) call;
 	return PASCO_OK;
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
 /* The baseline's peer: a raw rep0 echo server, until SIGTERM. */
@@ -115,7 +109,7 @@ raw_nng(const char *url, long n, int inflight)
 		return -1;
 	}
 	for (int r = 0; r < REPEATS; r++) {
-		double start = now_s();
+		double start = bench_now();
 		for (int k = 0; k < inflight; k++) {
 			args[k] = (rtt_arg){s, n / inflight, 0};
 			pthread_create(&th[k], NULL, round_trips, &args[k]);
@@ -124,7 +118,7 @@ raw_nng(const char *url, long n, int inflight)
 			pthread_join(th[k], NULL);
 		}
 		double rate =
-		    (double) (n / inflight * inflight) / (now_s() - start);
+		    (double) (n / inflight * inflight) / (bench_now() - start);
 		best = rate > best ? rate : best;
 	}
 	nng_close(s);
@@ -167,7 +161,7 @@ pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
 	}
 	pasco_coordinator_create(&coord, s, &o);
 	for (int r = 0; r < REPEATS; r++) {
-		double start = now_s();
+		double start = bench_now();
 		for (long i = 0; i < n; i++) {
 			if (pasco_schedule(coord, "noop", NULL, 0, NULL) !=
 			    0) {
@@ -177,29 +171,13 @@ pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
 		if (pasco_join(coord) != 0) {
 			return -1;
 		}
-		double rate = (double) n / (now_s() - start);
+		double rate = (double) n / (bench_now() - start);
 		best        = rate > best ? rate : best;
 	}
 	pasco_coordinator_destroy(coord);
 	pasco_strategy_destroy(s);
 	pasco_cluster_free(sub);
 	return best;
-}
-
-/* A loopback port nobody listens on now. */
-static int
-free_port(void)
-{
-	struct sockaddr_in a   = {.sin_family = AF_INET,
-              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t          len = sizeof(a);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *) &a, len) != 0 ||
-	    getsockname(fd, (struct sockaddr *) &a, &len) != 0) {
-		return -1;
-	}
-	close(fd);
-	return ntohs(a.sin_port);
 }
 
 static pid_t
@@ -233,7 +211,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		    argv[0]);
 		return 2;
 	}
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", free_port());
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
 	echo = start_echo(argv[0], url);
 	usleep(200 * 1000);
 	raw1 = raw_nng(url, n, 1);
@@ -258,6 +236,16 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	    "pasco closures, 1 worker, window 4", p14, p14 / raw4);
 	printf("%-44s %10.0f /s  %.2fx raw (4 in flight)\n",
 	    "pasco closures, 2 workers, window 4", p24, p24 / raw4);
+	bench_json(
+	    "dispatch", "raw nng req/rep, 1 in flight", raw1, "ops/s", 0);
+	bench_json(
+	    "dispatch", "raw nng req/rep, 4 in flight", raw4, "ops/s", 0);
+	bench_json(
+	    "dispatch", "closures, 1 worker, window 1", p11, "ops/s", raw1);
+	bench_json(
+	    "dispatch", "closures, 1 worker, window 4", p14, "ops/s", raw4);
+	bench_json(
+	    "dispatch", "closures, 2 workers, window 4", p24, "ops/s", raw4);
 	return 0;
 }
 
