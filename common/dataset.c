@@ -2,37 +2,22 @@
  * Input pipelines: sources and transforms behind one ops table. A dataset
  * chain is iterated through its outermost node; pasco_dataset_next takes
  * that node's lock, so several closures on one worker can share an
- * iterator. Inner nodes are only touched under the outer lock.
+ * iterator. Inner nodes are only touched under the outer lock. The
+ * transforms that run other datasets (interleave, prefetch) are in
+ * common/data/pipeline.c.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dataset_impl.h"
 #include "common/tensor_impl.h"
 #include "common/util.h"
 #include "common/value_impl.h"
-#include "pasco/dataset.h"
 
-struct dataset_ops {
-	/* Next element into *out, PASCO_EOUTOFRANGE at the end. Outer lock
-	 * held; may block on a generator. */
-	int (*next)(pasco_dataset *ds, pasco_value **out);
-	/* Back to the start (for repeat). Outer lock held. */
-	int (*reset)(pasco_dataset *ds);
-	/* Frees this node's state (not input). */
-	void (*fini)(pasco_dataset *ds);
-};
-
-struct pasco_dataset {
-	const struct dataset_ops *ops;
-	pasco_dataset            *input; /* transforms: the wrapped dataset */
-	pthread_mutex_t           mu;    /* used on the outermost node */
-	int64_t                   a, b, c, pos; /* per-kind parameters */
-	void                     *state;
-};
-
-static int
-ds_new(pasco_dataset **out, const struct dataset_ops *ops, pasco_dataset *in)
+int
+pasci_dataset_new(
+    pasco_dataset **out, const struct dataset_ops *ops, pasco_dataset *in)
 {
 	pasco_dataset *ds = calloc(1, sizeof(*ds));
 	*out              = ds;
@@ -72,8 +57,8 @@ pasco_dataset_next(pasco_dataset *ds, pasco_value **element)
 	return rv;
 }
 
-static int
-input_reset(pasco_dataset *ds)
+int
+pasci_dataset_input_reset(pasco_dataset *ds)
 {
 	return ds->input->ops->reset(ds->input);
 }
@@ -115,7 +100,7 @@ pasco_dataset_range(
 		*out = NULL;
 		return PASCO_EINVAL;
 	}
-	if ((rv = ds_new(out, &range_ops, NULL)) == 0) {
+	if ((rv = pasci_dataset_new(out, &range_ops, NULL)) == 0) {
 		(*out)->a = (*out)->pos = start;
 		(*out)->b               = stop;
 		(*out)->c               = step;
@@ -214,7 +199,7 @@ pasco_dataset_from_tensors(pasco_dataset **out, const pasco_value *value)
 		*out = NULL;
 		return PASCO_EINVAL; /* scalars, or tensors of unequal rows */
 	}
-	if ((rv = ds_new(out, &tensors_ops, NULL)) != 0) {
+	if ((rv = pasci_dataset_new(out, &tensors_ops, NULL)) != 0) {
 		return rv;
 	}
 	if (((*out)->state = pasco_value_clone(value)) == NULL) {
@@ -287,7 +272,7 @@ pasco_dataset_from_generator(pasco_dataset **out, pasco_generator_next next,
 		return PASCO_ENOMEM;
 	}
 	*g = (gen){next, reset, free_arg, arg};
-	if ((rv = ds_new(out, &gen_ops, NULL)) != 0) {
+	if ((rv = pasci_dataset_new(out, &gen_ops, NULL)) != 0) {
 		free(g);
 		return rv;
 	}
@@ -469,8 +454,9 @@ batch_fini(pasco_dataset *ds)
 	free(ds->state);
 }
 
-static const struct dataset_ops batch_ops = {
-    .next = batch_next, .reset = input_reset, .fini = batch_fini};
+static const struct dataset_ops batch_ops = {.next = batch_next,
+    .reset                                         = pasci_dataset_input_reset,
+    .fini                                          = batch_fini};
 
 int
 pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in, int64_t batch_size,
@@ -482,7 +468,7 @@ pasco_dataset_batch(pasco_dataset **out, pasco_dataset *in, int64_t batch_size,
 		*out = NULL;
 		return PASCO_EINVAL;
 	}
-	if ((rv = ds_new(out, &batch_ops, in)) == 0) {
+	if ((rv = pasci_dataset_new(out, &batch_ops, in)) == 0) {
 		(*out)->a = batch_size;
 		(*out)->b = drop_remainder;
 	}
@@ -530,7 +516,7 @@ repeat_next(pasco_dataset *ds, pasco_value **out)
 			return PASCO_EOUTOFRANGE;
 		}
 		ds->b = 0;
-		if ((rv = input_reset(ds)) != 0) {
+		if ((rv = pasci_dataset_input_reset(ds)) != 0) {
 			return rv;
 		}
 	}
@@ -541,7 +527,7 @@ repeat_reset(pasco_dataset *ds)
 {
 	ds->pos = 0;
 	ds->b   = 0;
-	return input_reset(ds);
+	return pasci_dataset_input_reset(ds);
 }
 
 static const struct dataset_ops repeat_ops = {
@@ -555,7 +541,7 @@ pasco_dataset_repeat(pasco_dataset **out, pasco_dataset *in, int64_t count)
 		*out = NULL;
 		return PASCO_EINVAL;
 	}
-	if ((rv = ds_new(out, &repeat_ops, in)) == 0) {
+	if ((rv = pasci_dataset_new(out, &repeat_ops, in)) == 0) {
 		(*out)->a = count;
 	}
 	return rv;
@@ -582,7 +568,7 @@ static int
 pos_reset(pasco_dataset *ds)
 {
 	ds->pos = 0;
-	return input_reset(ds);
+	return pasci_dataset_input_reset(ds);
 }
 
 static const struct dataset_ops shard_ops = {
@@ -598,7 +584,7 @@ pasco_dataset_shard(
 		*out = NULL;
 		return PASCO_EINVAL;
 	}
-	if ((rv = ds_new(out, &shard_ops, in)) == 0) {
+	if ((rv = pasci_dataset_new(out, &shard_ops, in)) == 0) {
 		(*out)->a = num_shards;
 		(*out)->b = index;
 	}
@@ -630,7 +616,7 @@ pasco_dataset_take(pasco_dataset **out, pasco_dataset *in, int64_t count)
 		*out = NULL;
 		return PASCO_EINVAL;
 	}
-	if ((rv = ds_new(out, &take_ops, in)) == 0) {
+	if ((rv = pasci_dataset_new(out, &take_ops, in)) == 0) {
 		(*out)->a = count;
 	}
 	return rv;
@@ -671,7 +657,7 @@ map_fini(pasco_dataset *ds)
 }
 
 static const struct dataset_ops map_ops = {
-    .next = map_next, .reset = input_reset, .fini = map_fini};
+    .next = map_next, .reset = pasci_dataset_input_reset, .fini = map_fini};
 
 int
 pasco_dataset_map_with(pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn,
@@ -688,7 +674,7 @@ pasco_dataset_map_with(pasco_dataset **out, pasco_dataset *in, pasco_map_fn fn,
 		return in == NULL || fn == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
 	}
 	*m = (map_fn){fn, arg, free_arg};
-	if ((rv = ds_new(out, &map_ops, in)) != 0) {
+	if ((rv = pasci_dataset_new(out, &map_ops, in)) != 0) {
 		free(m);
 		if (free_arg != NULL) {
 			free_arg(arg);
@@ -760,7 +746,7 @@ shuffle_reset(pasco_dataset *ds)
 {
 	shuffle_drain(ds);
 	ds->pos = 0; /* the counter keeps going: a new order each epoch */
-	return input_reset(ds);
+	return pasci_dataset_input_reset(ds);
 }
 
 static void
@@ -790,7 +776,7 @@ pasco_dataset_shuffle(
 		*out = NULL;
 		return PASCO_ENOMEM;
 	}
-	if ((rv = ds_new(out, &shuffle_ops, in)) != 0) {
+	if ((rv = pasci_dataset_new(out, &shuffle_ops, in)) != 0) {
 		free(buf);
 		return rv;
 	}
@@ -835,8 +821,9 @@ filter_fini(pasco_dataset *ds)
 	free(ds->state);
 }
 
-static const struct dataset_ops filter_ops = {
-    .next = filter_next, .reset = input_reset, .fini = filter_fini};
+static const struct dataset_ops filter_ops = {.next = filter_next,
+    .reset = pasci_dataset_input_reset,
+    .fini  = filter_fini};
 
 int
 pasco_dataset_filter(
@@ -851,293 +838,10 @@ pasco_dataset_filter(
 		                                  : PASCO_ENOMEM;
 	}
 	*f = (filter_fn){keep, arg};
-	if ((rv = ds_new(out, &filter_ops, in)) != 0) {
+	if ((rv = pasci_dataset_new(out, &filter_ops, in)) != 0) {
 		free(f);
 		return rv;
 	}
 	(*out)->state = f;
-	return PASCO_OK;
-}
-
-/* interleave: up to cycle open datasets, made by fn from input elements;
- * block elements are taken from each in turn. An empty slot is refilled
- * from the input when the turn comes to it; an exhausted one is closed and
- * the turn moves on (TensorFlow's deterministic order). */
-typedef struct interleave {
-	pasco_interleave_fn fn;
-	void               *arg;
-	int64_t             cycle, block;
-	int64_t         at, taken, open; /* slot, taken from it, open slots */
-	bool            input_done;
-	pasco_dataset **slots;
-} interleave;
-
-static void
-interleave_close_all(interleave *il)
-{
-	for (int64_t i = 0; i < il->cycle; i++) {
-		pasco_dataset_free(il->slots[i]);
-		il->slots[i] = NULL;
-	}
-	il->at = il->taken = il->open = 0;
-	il->input_done                = false;
-}
-
-static void
-interleave_advance(interleave *il)
-{
-	il->at    = (il->at + 1) % il->cycle;
-	il->taken = 0;
-}
-
-static int
-interleave_next(pasco_dataset *ds, pasco_value **out)
-{
-	interleave *il = ds->state;
-	int         rv;
-	while (!il->input_done || il->open > 0) {
-		pasco_dataset **slot = &il->slots[il->at];
-		if (*slot != NULL) {
-			rv = pasco_dataset_next(*slot, out);
-			if (rv == 0) {
-				if (++il->taken == il->block) {
-					interleave_advance(il);
-				}
-				return PASCO_OK;
-			}
-			if (rv != PASCO_EOUTOFRANGE) {
-				return rv;
-			}
-			pasco_dataset_free(*slot);
-			*slot = NULL;
-			il->open--;
-			interleave_advance(il);
-		} else if (!il->input_done) {
-			pasco_value *e;
-			rv = ds->input->ops->next(ds->input, &e);
-			if (rv == PASCO_EOUTOFRANGE) {
-				il->input_done = true;
-				continue;
-			}
-			if (rv != 0) {
-				return rv;
-			}
-			rv = il->fn(il->arg, e, slot);
-			pasco_value_free(e);
-			if (rv == 0 && *slot == NULL) {
-				rv = PASCO_EINVAL; /* fn must produce a dataset
-				                    */
-			}
-			if (rv != 0) {
-				return rv;
-			}
-			il->open++;
-		} else {
-			interleave_advance(il);
-		}
-	}
-	return PASCO_EOUTOFRANGE;
-}
-
-static int
-interleave_reset(pasco_dataset *ds)
-{
-	interleave_close_all(ds->state);
-	return input_reset(ds);
-}
-
-static void
-interleave_fini(pasco_dataset *ds)
-{
-	interleave *il = ds->state;
-	if (il != NULL) {
-		interleave_close_all(il);
-		free(il->slots);
-		free(il);
-	}
-}
-
-static const struct dataset_ops interleave_ops = {.next = interleave_next,
-    .reset                                              = interleave_reset,
-    .fini                                               = interleave_fini};
-
-int
-pasco_dataset_interleave(pasco_dataset **out, pasco_dataset *in,
-    pasco_interleave_fn fn, void *arg, int64_t cycle_length,
-    int64_t block_length)
-{
-	interleave *il = NULL;
-	int         rv;
-	*out = NULL;
-	if (in == NULL || fn == NULL || cycle_length < 1 || block_length < 1) {
-		pasco_dataset_free(in);
-		return PASCO_EINVAL;
-	}
-	if ((il = calloc(1, sizeof(*il))) == NULL ||
-	    (il->slots = calloc((size_t) cycle_length, sizeof(*il->slots))) ==
-	        NULL) {
-		free(il);
-		pasco_dataset_free(in);
-		return PASCO_ENOMEM;
-	}
-	il->fn    = fn;
-	il->arg   = arg;
-	il->cycle = cycle_length;
-	il->block = block_length;
-	if ((rv = ds_new(out, &interleave_ops, in)) != 0) {
-		free(il->slots);
-		free(il);
-		return rv;
-	}
-	(*out)->state = il;
-	return PASCO_OK;
-}
-
-/* prefetch: a producer thread moves elements from the input into a ring;
- * the consumer (under the outer lock) takes them. The input is touched
- * only by the producer while it runs. */
-typedef struct prefetch {
-	pthread_mutex_t mu;
-	pthread_cond_t  cv;
-	pasco_value   **ring; /* protected by mu: */
-	int64_t         cap, head, count;
-	int             status; /* end or error after the ring drains */
-	bool            finished, stop, running;
-	pthread_t       thread;
-} prefetch;
-
-static void *
-prefetch_main(void *arg)
-{
-	pasco_dataset *ds = arg;
-	prefetch      *p  = ds->state;
-	pasci_thread_name("pasco-prefetch");
-	for (;;) {
-		pasco_value *e  = NULL;
-		int          rv = ds->input->ops->next(ds->input, &e);
-		pthread_mutex_lock(&p->mu);
-		if (rv != 0) {
-			p->status   = rv;
-			p->finished = true;
-			pthread_cond_broadcast(&p->cv);
-			pthread_mutex_unlock(&p->mu);
-			return NULL;
-		}
-		while (p->count == p->cap && !p->stop) {
-			pthread_cond_wait(&p->cv, &p->mu);
-		}
-		if (p->stop) {
-			pthread_mutex_unlock(&p->mu);
-			pasco_value_free(e);
-			return NULL;
-		}
-		p->ring[(p->head + p->count++) % p->cap] = e;
-		pthread_cond_broadcast(&p->cv);
-		pthread_mutex_unlock(&p->mu);
-	}
-}
-
-static int
-prefetch_start(pasco_dataset *ds)
-{
-	prefetch *p = ds->state;
-	p->finished = p->stop = false;
-	p->head = p->count = 0;
-	p->status          = 0;
-	p->running = pthread_create(&p->thread, NULL, prefetch_main, ds) == 0;
-	return p->running ? PASCO_OK : PASCO_ENOMEM;
-}
-
-static void
-prefetch_stop(pasco_dataset *ds)
-{
-	prefetch *p = ds->state;
-	if (!p->running) {
-		return;
-	}
-	pthread_mutex_lock(&p->mu);
-	p->stop = true;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->thread, NULL);
-	p->running = false;
-	for (int64_t i = 0; i < p->count; i++) {
-		pasco_value_free(p->ring[(p->head + i) % p->cap]);
-	}
-	p->count = 0;
-}
-
-static int
-prefetch_next(pasco_dataset *ds, pasco_value **out)
-{
-	prefetch *p = ds->state;
-	int       rv;
-	if (!p->running && (rv = prefetch_start(ds)) != 0) {
-		return rv;
-	}
-	pthread_mutex_lock(&p->mu);
-	while (p->count == 0 && !p->finished) {
-		pthread_cond_wait(&p->cv, &p->mu);
-	}
-	if (p->count > 0) {
-		*out    = p->ring[p->head];
-		p->head = (p->head + 1) % p->cap;
-		p->count--;
-		rv = PASCO_OK;
-		pthread_cond_broadcast(&p->cv);
-	} else {
-		rv = p->status;
-	}
-	pthread_mutex_unlock(&p->mu);
-	return rv;
-}
-
-static int
-prefetch_reset(pasco_dataset *ds)
-{
-	prefetch_stop(ds);
-	return input_reset(ds);
-}
-
-static void
-prefetch_fini(pasco_dataset *ds)
-{
-	prefetch *p = ds->state;
-	if (p == NULL) {
-		return;
-	}
-	prefetch_stop(ds);
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
-	free(p->ring);
-	free(p);
-}
-
-static const struct dataset_ops prefetch_ops = {
-    .next = prefetch_next, .reset = prefetch_reset, .fini = prefetch_fini};
-
-int
-pasco_dataset_prefetch(pasco_dataset **out, pasco_dataset *in, int64_t count)
-{
-	prefetch *p = NULL;
-	int       rv;
-	if (in == NULL || count < 1 || (p = calloc(1, sizeof(*p))) == NULL ||
-	    (p->ring = calloc((size_t) count, sizeof(*p->ring))) == NULL) {
-		free(p);
-		pasco_dataset_free(in);
-		*out = NULL;
-		return in == NULL || count < 1 ? PASCO_EINVAL : PASCO_ENOMEM;
-	}
-	p->cap = count;
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
-	if ((rv = ds_new(out, &prefetch_ops, in)) != 0) {
-		pthread_cond_destroy(&p->cv);
-		pthread_mutex_destroy(&p->mu);
-		free(p->ring);
-		free(p);
-		return rv;
-	}
-	(*out)->state = p;
 	return PASCO_OK;
 }
