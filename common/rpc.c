@@ -170,6 +170,7 @@ client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	pasci_wire_builder b;
 	rpc_call          *call = calloc(1, sizeof(*call));
 	nng_msg           *msg  = NULL;
+	uint32_t           id;
 
 	(void) ev;
 	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__HELLO);
@@ -184,12 +185,13 @@ client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	c->pipe           = (uint32_t) nng_pipe_id(pipe);
 	c->link           = LINK_HELLO;
 	call->id          = next_id_locked(c);
+	id                = call->id; /* call is not ours once unlocked */
 	call->pipe        = c->pipe;
 	call->hello       = true;
 	call->deadline_ms = pasci_now_ms() + HELLO_TIMEOUT_MS;
 	call_insert_locked(c, call);
 	pthread_mutex_unlock(&c->mu);
-	nng_msg_header_append_u32(msg, call->id | 0x80000000u);
+	nng_msg_header_append_u32(msg, id | 0x80000000u);
 	if (nng_sendmsg(c->sock, msg, NNG_FLAG_NONBLOCK) != 0) {
 		nng_msg_free(msg);
 		nng_pipe_close(pipe);
@@ -559,6 +561,7 @@ pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 {
 	rpc_call *call = calloc(1, sizeof(*call));
 	char      detail[300];
+	uint32_t  id;
 	int       rv;
 
 	pthread_mutex_lock(&c->mu);
@@ -577,6 +580,7 @@ pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 		return;
 	}
 	call->id          = next_id_locked(c);
+	id                = call->id; /* call is not ours once unlocked */
 	call->pipe        = c->pipe;
 	call->deadline_ms = timeout_ms > 0 ? pasci_now_ms() + timeout_ms : 0;
 	call->done        = done;
@@ -585,9 +589,8 @@ pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 	call_insert_locked(c, call);
 	pthread_mutex_unlock(&c->mu);
 
-	nng_msg_header_append_u32(req, call->id | 0x80000000u);
+	nng_msg_header_append_u32(req, id | 0x80000000u);
 	if ((rv = nng_sendmsg(c->sock, req, 0)) != 0) {
-		uint32_t id = call->id; /* call may be gone already */
 		nng_msg_free(req);
 		pthread_mutex_lock(&c->mu);
 		call = call_remove_locked(c, id);
