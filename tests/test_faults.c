@@ -570,9 +570,18 @@ Test(faults, execution_after_every_ps_died_names_the_ps) /* 70 */
 	int   rv;
 	start(2, 2, 0);
 	model_create(&m);
+	/* every worker has reached both ps (TensorFlow's workers connect to
+	 * every ps at start; ours connect on first use and would wait for a
+	 * first connection up to their ps call timeout) */
+	schedule_steps(&m, 8);
+	PASCO_PASS(pasco_join(f.c));
 	reap(&f.ps[0], SIGKILL);
 	reap(&f.ps[1], SIGKILL);
-	rv = pasco_join(f.c); /* raises the lost ps tasks */
+	/* join raises the lost ps tasks once their connections are seen
+	 * dropping: poll for it, bounded (5 s) */
+	for (int i = 0; i < 500 && (rv = pasco_join(f.c)) == 0; i++) {
+		usleep(10 * 1000);
+	}
 	cr_assert_eq(rv, PASCO_EUNAVAILABLE);
 	cr_assert(strstr(pasco_coordinator_error(f.c), "ps ") != NULL, "%s",
 	    pasco_coordinator_error(f.c));
