@@ -249,6 +249,32 @@ check_ids(const ps_var *v, const pasco_tensor *ids, char *err, size_t errlen)
 	return PASCO_OK;
 }
 
+/* Elements in one row of v's value. */
+static int64_t
+row_elems_of(const ps_var *v)
+{
+	return v->value->shape[0] > 0 ? v->value->count / v->value->shape[0]
+	                              : 0;
+}
+
+/* Checks that rows holds one row of v's dtype per id; what names the
+ * operation in the message ("scatter_add to 'name': ..."). */
+static int
+check_rows(const ps_var *v, const pasco_tensor *ids, const pasco_tensor *rows,
+    const char *what, const char *name, char *err, size_t errlen)
+{
+	int64_t need = ids->count * row_elems_of(v);
+	if (rows->dtype != v->value->dtype || rows->count != need) {
+		pasci_fmt(err, errlen,
+		    "%s '%s': %lld ids need %lld %s elements, got %lld %s",
+		    what, name, (long long) ids->count, (long long) need,
+		    pasco_dtype_name(v->value->dtype), (long long) rows->count,
+		    pasco_dtype_name(rows->dtype));
+		return PASCO_EINVAL;
+	}
+	return PASCO_OK;
+}
+
 static size_t
 row_bytes(const pasco_tensor *t)
 {
@@ -326,19 +352,11 @@ ps_store_var_scatter_add(ps_store *s, const char *name,
 	if ((rv = check_ids(v, ids, err, errlen)) != 0) {
 		return rv;
 	}
-	row_elems =
-	    v->value->shape[0] > 0 ? v->value->count / v->value->shape[0] : 0;
-	if (rows->dtype != v->value->dtype ||
-	    rows->count != ids->count * row_elems) {
-		pasci_fmt(err, errlen,
-		    "scatter_add to '%s': %lld ids need %lld "
-		    "%s elements, got %lld %s",
-		    name, (long long) ids->count,
-		    (long long) (ids->count * row_elems),
-		    pasco_dtype_name(v->value->dtype), (long long) rows->count,
-		    pasco_dtype_name(rows->dtype));
-		return PASCO_EINVAL;
+	if ((rv = check_rows(
+	         v, ids, rows, "scatter_add to", name, err, errlen)) != 0) {
+		return rv;
 	}
+	row_elems = row_elems_of(v);
 	pthread_mutex_lock(&v->mu);
 	for (int64_t i = 0; i < ids->count; i++) {
 		size_t row = row_bytes(v->value);
@@ -418,19 +436,11 @@ ps_store_var_apply_sparse(ps_store *s, const char *name,
 	    (rv = check_apply(v, opt, err, errlen)) != 0) {
 		return rv;
 	}
-	row_elems =
-	    v->value->shape[0] > 0 ? v->value->count / v->value->shape[0] : 0;
-	if (rows->dtype != v->value->dtype ||
-	    rows->count != ids->count * row_elems) {
-		pasci_fmt(err, errlen,
-		    "sparse gradient for '%s': %lld ids need "
-		    "%lld %s elements, got %lld %s",
-		    name, (long long) ids->count,
-		    (long long) (ids->count * row_elems),
-		    pasco_dtype_name(v->value->dtype), (long long) rows->count,
-		    pasco_dtype_name(rows->dtype));
-		return PASCO_EINVAL;
+	if ((rv = check_rows(v, ids, rows, "sparse gradient for", name, err,
+	         errlen)) != 0) {
+		return rv;
 	}
+	row_elems = row_elems_of(v);
 	pthread_mutex_lock(&v->mu);
 	if ((rv = ps_slots_prepare(&v->slots, opt, v->value, err, errlen)) ==
 	    0) {
