@@ -12,6 +12,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <pasco.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,30 @@ bench_raw_server(const char *url)
 			nng_msg_free(m);
 		}
 	}
+}
+
+/* A cluster of the ps tasks and the first `workers` workers of c, so one
+ * launch measures 1, 2 and 4 workers. NULL on failure. */
+static inline pasco_cluster *
+bench_sub_cluster(const pasco_cluster *c, size_t workers)
+{
+	char           json[4096], err[256];
+	size_t         n, ps = pasco_cluster_count(c, PASCO_ROLE_PS);
+	pasco_cluster *out;
+	n = (size_t) snprintf(json, sizeof(json), "{\"cluster\": {\"ps\": [");
+	for (size_t i = 0; i < ps; i++) {
+		n += (size_t) snprintf(json + n, sizeof(json) - n, "%s\"%s\"",
+		    i ? ", " : "", pasco_cluster_url(c, PASCO_ROLE_PS, i));
+	}
+	n += (size_t) snprintf(json + n, sizeof(json) - n, "], \"worker\": [");
+	for (size_t i = 0; i < workers; i++) {
+		n += (size_t) snprintf(json + n, sizeof(json) - n, "%s\"%s\"",
+		    i ? ", " : "", pasco_cluster_url(c, PASCO_ROLE_WORKER, i));
+	}
+	snprintf(json + n, sizeof(json) - n, "]}}");
+	return pasco_cluster_parse_json(&out, json, err, sizeof(err)) == 0
+	           ? out
+	           : NULL;
 }
 
 /* One JSON line per figure: value in unit, beside baseline (same unit,

@@ -125,32 +125,11 @@ raw_nng(const char *url, long n, int inflight)
 	return best;
 }
 
-/* A cluster of the ps and the first `workers` workers of c. */
-static pasco_cluster *
-sub_cluster(const pasco_cluster *c, size_t workers)
-{
-	char           json[2048], err[256];
-	size_t         n;
-	pasco_cluster *out;
-	n = (size_t) snprintf(json, sizeof(json),
-	    "{\"cluster\": {\"ps\": [\"%s\"], "
-	    "\"worker\": [",
-	    pasco_cluster_url(c, PASCO_ROLE_PS, 0));
-	for (size_t i = 0; i < workers; i++) {
-		n += (size_t) snprintf(json + n, sizeof(json) - n, "%s\"%s\"",
-		    i ? ", " : "", pasco_cluster_url(c, PASCO_ROLE_WORKER, i));
-	}
-	snprintf(json + n, sizeof(json) - n, "]}}");
-	return pasco_cluster_parse_json(&out, json, err, sizeof(err)) == 0
-	           ? out
-	           : NULL;
-}
-
 /* No-op closures per second through schedule + join. */
 static double
 pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
 {
-	pasco_cluster            *sub = sub_cluster(c, workers);
+	pasco_cluster            *sub = bench_sub_cluster(c, workers);
 	pasco_strategy           *s;
 	pasco_coordinator        *coord;
 	pasco_coordinator_options o    = {.window = window};

@@ -3,6 +3,8 @@
  * pasco_server_start (a ps or worker server inside this process). Part of
  * the library, above the roles: it is the one place that knows them all.
  */
+#include <cblas.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +113,18 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 		fprintf(stderr, "pasco: %s\n", err);
 		return 2;
 	}
+	/* Each process runs several closures or requests at once on a few
+	 * cores: OpenBLAS's own threads (which spin while they wait) only
+	 * fight them. One thread per call unless the user chose otherwise. */
+	if (getenv("OPENBLAS_NUM_THREADS") == NULL &&
+	    getenv("OMP_NUM_THREADS") == NULL) {
+		openblas_set_num_threads(1);
+	}
+	/* Tensors and messages of hundreds of KB to MB come and go every
+	 * step: keep them in the heap for reuse instead of mapping fresh
+	 * pages (a page fault and a zeroing per 4 KB) for each one. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 20);
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
 	switch (pasco_cluster_task_role(cluster)) {
 	case PASCO_ROLE_PS:
 	case PASCO_ROLE_WORKER:

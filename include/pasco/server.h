@@ -7,7 +7,9 @@
  * pasco_main reads the cluster (flags or TF_CONFIG, cluster.h); as a ps or a
  * worker it serves until SIGTERM or SIGINT; as the chief it runs the given
  * function, the user's coordinator program. `pasco launch` starts every
- * role of a local cluster this way.
+ * role of a local cluster this way. Unless OPENBLAS_NUM_THREADS or
+ * OMP_NUM_THREADS is set, it sets OpenBLAS to one thread per call: a
+ * worker already runs several closures at once.
  *
  * pasco_server_start runs a ps or worker server inside the current process
  * (threads, no signals), which in-process tests and embedders use.
