@@ -1,11 +1,13 @@
 /*
- * Dispatch benchmark: no-op closures scheduled and joined, in closures per
- * second, with 1 and 2 workers, beside the baseline measured in the same
- * run between the same kinds of processes: raw nng request/reply round
- * trips per second from this (chief) process to an echo process, over
- * loopback TCP, with 1 and with 4 requests in flight.
+ * Dispatch benchmark: no-op closures through schedule + join, per second,
+ * with 1, 2 and 4 workers, window 1 and the default window (4), and with
+ * 16 calls packed per closure (pasco_schedule_with, repeat), beside the
+ * baseline measured in the same run: raw nng req/rep round trips per
+ * second from this (chief) process to as many echo processes as workers,
+ * 1 request in flight to each (synchronous) or 4 (pipelined), over
+ * loopback TCP.
  *
- *     pasco launch --ps 1 --workers 2 -- build/bench/dispatch [--n N]
+ *     pasco launch --ps 1 --workers 4 -- build/bench/dispatch [--n N]
  *
  * Each figure is the best of 3 runs of N operations (default 20000).
  */
@@ -29,6 +31,8 @@
 
 #define PAYLOAD 64
 #define REPEATS 3
+#define WINDOW 4 /* the coordinator's default window */
+#define PACK 16  /* calls per packed closure */
 
 PASCO_FUNCTION(noop)
 {
@@ -96,39 +100,48 @@ round_trips(void *arg)
 	return NULL;
 }
 
-/* Raw nng round trips per second with `inflight` concurrent requests. */
+/* Raw nng round trips per second to npeers echo processes, with
+ * `inflight` requests in flight to each (a thread each). */
 static double
-raw_nng(const char *url, long n, int inflight)
+raw_nng(char urls[][64], int npeers, long n, int inflight)
 {
-	nng_socket s;
-	pthread_t  th[16];
-	rtt_arg    args[16];
-	double     best = 0;
+	nng_socket s[4];
+	pthread_t  th[64];
+	rtt_arg    args[64];
+	double     best    = 0;
+	int        threads = npeers * inflight;
+	long       per     = n / threads;
 
-	if (nng_req0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0) {
-		return -1;
+	for (int p = 0; p < npeers; p++) {
+		if (nng_req0_open(&s[p]) != 0 ||
+		    nng_dial(s[p], urls[p], NULL, 0) != 0) {
+			return -1;
+		}
 	}
 	for (int r = 0; r < REPEATS; r++) {
 		double start = bench_now();
-		for (int k = 0; k < inflight; k++) {
-			args[k] = (rtt_arg){s, n / inflight, 0};
+		for (int k = 0; k < threads; k++) {
+			args[k] = (rtt_arg){s[k % npeers], per, 0};
 			pthread_create(&th[k], NULL, round_trips, &args[k]);
 		}
-		for (int k = 0; k < inflight; k++) {
+		for (int k = 0; k < threads; k++) {
 			pthread_join(th[k], NULL);
 		}
-		double rate =
-		    (double) (n / inflight * inflight) / (bench_now() - start);
-		best = rate > best ? rate : best;
+		double rate = (double) (per * threads) / (bench_now() - start);
+		best        = rate > best ? rate : best;
 	}
-	nng_close(s);
+	for (int p = 0; p < npeers; p++) {
+		nng_close(s[p]);
+	}
 	return best;
 }
 
 /* No-op closures per second through schedule + join. */
 static double
-pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
+pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window,
+    uint32_t repeat, long n)
 {
+	pasco_schedule_options    so  = {.repeat = repeat};
 	pasco_cluster            *sub = bench_sub_cluster(c, workers);
 	pasco_strategy           *s;
 	pasco_coordinator        *coord;
@@ -141,17 +154,18 @@ pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window, long n)
 	pasco_coordinator_create(&coord, s, &o);
 	for (int r = 0; r < REPEATS; r++) {
 		double start = bench_now();
-		for (long i = 0; i < n; i++) {
-			if (pasco_schedule(coord, "noop", NULL, 0, NULL) !=
-			    0) {
+		for (long i = 0; i < n / repeat; i++) {
+			if (pasco_schedule_with(
+			        coord, "noop", NULL, 0, &so, NULL) != 0) {
 				return -1;
 			}
 		}
 		if (pasco_join(coord) != 0) {
 			return -1;
 		}
-		double rate = (double) n / (bench_now() - start);
-		best        = rate > best ? rate : best;
+		double rate =
+		    (double) (n / repeat * repeat) / (bench_now() - start);
+		best = rate > best ? rate : best;
 	}
 	pasco_coordinator_destroy(coord);
 	pasco_strategy_destroy(s);
@@ -170,61 +184,87 @@ start_echo(const char *self, const char *url)
 	return pid;
 }
 
+/* One row: a Pasco figure beside its raw baseline. */
+static void
+row(const char *what, double ours, double base, const char *base_name)
+{
+	printf(
+	    "%-46s %10.0f /s  %.2fx %s\n", what, ours, ours / base, base_name);
+	bench_json("dispatch", what, ours, "ops/s", base);
+}
+
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
-	long   n = 20000;
-	char   url[64];
-	double raw1, raw4, p11, p14, p24;
-	pid_t  echo;
+	static const size_t sizes[] = {1, 2, 4};
+	long                n       = 20000;
+	char   urls[4][64], what[96], sync_name[32], pipe_name[32];
+	pid_t  echo[4];
+	size_t nw = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	double raw_sync[3], raw_pipe[3];
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--n") == 0) {
 			n = atol(argv[i + 1]);
 		}
 	}
-	if (pasco_cluster_count(cluster, PASCO_ROLE_WORKER) < 2) {
-		fprintf(stderr,
-		    "dispatch needs 2 workers: pasco launch --ps 1 "
-		    "--workers 2 -- %s\n",
-		    argv[0]);
-		return 2;
+	nw = nw > 4 ? 4 : nw;
+	for (size_t p = 0; p < nw; p++) {
+		snprintf(urls[p], sizeof(urls[p]), "tcp://127.0.0.1:%d",
+		    bench_free_port());
+		echo[p] = start_echo(argv[0], urls[p]);
 	}
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
-	echo = start_echo(argv[0], url);
 	usleep(200 * 1000);
-	raw1 = raw_nng(url, n, 1);
-	raw4 = raw_nng(url, n, 4);
-	kill(echo, SIGTERM);
-	waitpid(echo, NULL, 0);
-	p11 = pasco_dispatch(cluster, 1, 1, n);
-	p14 = pasco_dispatch(cluster, 1, 4, n);
-	p24 = pasco_dispatch(cluster, 2, 4, n);
-	if (raw1 <= 0 || raw4 <= 0 || p11 <= 0 || p14 <= 0 || p24 <= 0) {
-		fprintf(stderr, "dispatch: a measurement failed\n");
-		return 1;
-	}
-	printf("dispatch benchmark: %ld no-op operations, best of %d, "
-	       "loopback TCP\n",
+	printf("dispatch benchmark: %ld no-op operations per figure, best of "
+	       "%d, loopback TCP; raw = nng req/rep to as many echo "
+	       "processes as workers\n",
 	    n, REPEATS);
-	printf("%-44s %10.0f /s\n", "raw nng req/rep, 1 in flight", raw1);
-	printf("%-44s %10.0f /s\n", "raw nng req/rep, 4 in flight", raw4);
-	printf("%-44s %10.0f /s  %.2fx raw (1 in flight)\n",
-	    "pasco closures, 1 worker, window 1", p11, p11 / raw1);
-	printf("%-44s %10.0f /s  %.2fx raw (4 in flight)\n",
-	    "pasco closures, 1 worker, window 4", p14, p14 / raw4);
-	printf("%-44s %10.0f /s  %.2fx raw (4 in flight)\n",
-	    "pasco closures, 2 workers, window 4", p24, p24 / raw4);
-	bench_json(
-	    "dispatch", "raw nng req/rep, 1 in flight", raw1, "ops/s", 0);
-	bench_json(
-	    "dispatch", "raw nng req/rep, 4 in flight", raw4, "ops/s", 0);
-	bench_json(
-	    "dispatch", "closures, 1 worker, window 1", p11, "ops/s", raw1);
-	bench_json(
-	    "dispatch", "closures, 1 worker, window 4", p14, "ops/s", raw4);
-	bench_json(
-	    "dispatch", "closures, 2 workers, window 4", p24, "ops/s", raw4);
+	for (size_t k = 0; k < 3 && sizes[k] <= nw; k++) {
+		raw_sync[k] = raw_nng(urls, (int) sizes[k], n, 1);
+		raw_pipe[k] = raw_nng(urls, (int) sizes[k], n, WINDOW);
+		if (raw_sync[k] <= 0 || raw_pipe[k] <= 0) {
+			fprintf(stderr, "dispatch: raw nng failed\n");
+			return 1;
+		}
+		snprintf(what, sizeof(what),
+		    "raw nng, %zu peer%s, 1 in flight each", sizes[k],
+		    sizes[k] > 1 ? "s" : "");
+		printf("%-46s %10.0f /s\n", what, raw_sync[k]);
+		bench_json("dispatch", what, raw_sync[k], "ops/s", 0);
+		snprintf(what, sizeof(what),
+		    "raw nng, %zu peer%s, %d in flight each", sizes[k],
+		    sizes[k] > 1 ? "s" : "", WINDOW);
+		printf("%-46s %10.0f /s\n", what, raw_pipe[k]);
+		bench_json("dispatch", what, raw_pipe[k], "ops/s", 0);
+	}
+	for (size_t p = 0; p < nw; p++) {
+		kill(echo[p], SIGTERM);
+		waitpid(echo[p], NULL, 0);
+	}
+	for (size_t k = 0; k < 3 && sizes[k] <= nw; k++) {
+		size_t w  = sizes[k];
+		double w1 = pasco_dispatch(cluster, w, 1, 1, n);
+		double wd = pasco_dispatch(cluster, w, 0, 1, n);
+		double pk = pasco_dispatch(cluster, w, 0, PACK, n);
+		if (w1 <= 0 || wd <= 0 || pk <= 0) {
+			fprintf(stderr, "dispatch: a measurement failed\n");
+			return 1;
+		}
+		snprintf(sync_name, sizeof(sync_name), "raw 1 in flight");
+		snprintf(
+		    pipe_name, sizeof(pipe_name), "raw %d in flight", WINDOW);
+		snprintf(what, sizeof(what),
+		    "closures, %zu worker%s, window 1", w, w > 1 ? "s" : "");
+		row(what, w1, raw_sync[k], sync_name);
+		snprintf(what, sizeof(what),
+		    "closures, %zu worker%s, window %d", w, w > 1 ? "s" : "",
+		    WINDOW);
+		row(what, wd, raw_pipe[k], pipe_name);
+		snprintf(what, sizeof(what),
+		    "calls, %zu worker%s, window %d, packed %d", w,
+		    w > 1 ? "s" : "", WINDOW, PACK);
+		row(what, pk, raw_pipe[k], pipe_name);
+	}
 	return 0;
 }
 

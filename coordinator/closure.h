@@ -33,6 +33,7 @@ typedef struct closure {
 	pasco_remote_value        *rv;       /* RUN: held, or NULL */
 	pasco_per_worker_iterator *iterator; /* CREATE: held */
 	uint64_t                   resource; /* CREATE, RELEASE */
+	uint32_t                   repeat;   /* RUN: calls per closure */
 	struct closure            *next;     /* queue link */
 } closure;
 

@@ -135,6 +135,7 @@ encode_run(pasci_wire_builder *b, closure *cl)
 	b->hdr.name        = cl->name;
 	b->hdr.want_result = cl->rv != NULL;
 	b->hdr.closure_id  = cl->id;
+	b->hdr.repeat      = cl->repeat;
 	for (size_t i = 0; i < cl->nargs; i++) {
 		closure_arg *a = &cl->args[i];
 		if (a->kind == PASCO_ARG_TENSOR) {
@@ -538,6 +539,14 @@ int
 pasco_schedule(pasco_coordinator *c, const char *fn, const pasco_arg *args,
     size_t nargs, pasco_remote_value **rvp)
 {
+	return pasco_schedule_with(c, fn, args, nargs, NULL, rvp);
+}
+
+int
+pasco_schedule_with(pasco_coordinator *c, const char *fn,
+    const pasco_arg *args, size_t nargs, const pasco_schedule_options *opts,
+    pasco_remote_value **rvp)
+{
 	closure            *cl;
 	pasco_remote_value *rv = NULL;
 	char                msg[1024];
@@ -556,6 +565,7 @@ pasco_schedule(pasco_coordinator *c, const char *fn, const pasco_arg *args,
 		set_error(c, msg);
 		return err;
 	}
+	cl->repeat = opts != NULL && opts->repeat > 1 ? opts->repeat : 1;
 	if (rvp != NULL) {
 		if ((rv = pasci_remote_value_new()) == NULL) {
 			closure_free(cl);

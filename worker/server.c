@@ -41,8 +41,15 @@ struct pasco_call {
 	size_t         nargs;
 	call_arg      *args;
 	pasco_value   *result;
+	uint32_t       repetition; /* in a packed closure */
 	char           error[1024];
 };
+
+uint32_t
+pasco_call_repetition(const pasco_call *call)
+{
+	return call->repetition;
+}
 
 size_t
 pasco_call_arg_count(const pasco_call *call)
@@ -248,10 +255,22 @@ worker_run(worker_server *w, const pasci_wire_msg *req)
 		    req->hdr->name, w->index,
 		    pasci_function_names(names, sizeof(names)));
 	}
+	uint32_t reps = req->hdr->repeat > 1 ? req->hdr->repeat : 1, k = 0;
 	if ((rv = call_bind(&call, req)) == 0) {
-		rv = fn(&call);
+		/* A packed closure: the calls run back to back, the last
+		 * result is the closure's, the first error ends it. */
+		for (k = 0; k < reps && rv == 0; k++) {
+			call.repetition = k;
+			rv              = fn(&call);
+		}
 	}
-	if (rv != 0) {
+	if (rv != 0 && reps > 1) {
+		reply = pasci_wire_status_reply(rv,
+		    "function '%s' failed on worker %d (call %u of %u in its "
+		    "closure): %s",
+		    req->hdr->name, w->index, k, reps,
+		    call.error[0] ? call.error : pasco_strerror(rv));
+	} else if (rv != 0) {
 		reply = pasci_wire_status_reply(rv,
 		    "function '%s' failed on "
 		    "worker %d: %s",

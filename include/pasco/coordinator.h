@@ -159,6 +159,24 @@ pasco_arg_iterator(pasco_per_worker_iterator *it)
 int pasco_schedule(pasco_coordinator *c, const char *fn, const pasco_arg *args,
     size_t nargs, pasco_remote_value **rv);
 
+typedef struct pasco_schedule_options {
+	/* Step packing: the worker calls fn this many times, back to back,
+	 * in one closure (one message each way), which is what TensorFlow
+	 * users write by hand as a loop inside their tf.function
+	 * (steps_per_execution). The remote value gets the last call's
+	 * result; the first failing call ends the closure with its error
+	 * (the message says which call). A closure cut off by a worker
+	 * failure runs again whole, so at-least-once holds per closure: some
+	 * calls may run twice. pasco_call_repetition tells a call its index.
+	 * 0 and 1 mean once. */
+	uint32_t repeat;
+} pasco_schedule_options;
+
+/* pasco_schedule with options (opts may be NULL: as pasco_schedule). */
+int pasco_schedule_with(pasco_coordinator *c, const char *fn,
+    const pasco_arg *args, size_t nargs, const pasco_schedule_options *opts,
+    pasco_remote_value **rv);
+
 /* Exactly-once processing of a sharded dataset, for every custom loop
  * (TensorFlow offers it only through Keras's pss_evaluation_shards):
  * schedules fn once per shard k in [0, num_shards), with args followed by

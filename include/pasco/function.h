@@ -57,6 +57,10 @@ int pasco_call_variable(pasco_call *call, size_t i, pasco_variable **out);
 /* Argument i, a per-worker iterator: this worker's dataset, borrowed. */
 int pasco_call_iterator(pasco_call *call, size_t i, pasco_dataset **out);
 
+/* Which call of a packed closure this is: 0 to repeat - 1 (see
+ * pasco_schedule_options); 0 for an unpacked one. */
+uint32_t pasco_call_repetition(const pasco_call *call);
+
 /* This worker's index and the number of workers. */
 int32_t pasco_call_worker_index(const pasco_call *call);
 int32_t pasco_call_num_workers(const pasco_call *call);

@@ -1,0 +1,135 @@
+/*
+ * Step packing (pasco_schedule_with, repeat): K calls of a step function in
+ * one closure, over an in-process cluster.
+ */
+#include "helpers.h"
+
+#include <string.h>
+
+TestSuite(packing, .timeout = 60);
+
+static test_cluster       tc;
+static pasco_strategy    *strategy;
+static pasco_coordinator *coord;
+
+static void
+start(int nworkers)
+{
+	test_cluster_start(&tc, 1, nworkers);
+	PASCO_PASS(pasco_strategy_create(&strategy, tc.cluster, NULL));
+	PASCO_PASS(pasco_coordinator_create(&coord, strategy, NULL));
+}
+
+static void
+stop(void)
+{
+	pasco_coordinator_destroy(coord);
+	pasco_strategy_destroy(strategy);
+	test_cluster_stop(&tc);
+}
+
+/* args: variable v, f32 fail_at. v += 1, then returns this call's
+ * repetition index; fails instead when the index equals fail_at. */
+PASCO_FUNCTION(count_call)
+{
+	pasco_variable     *v;
+	const pasco_tensor *fail_at;
+	pasco_tensor       *one;
+	uint32_t            k = pasco_call_repetition(call);
+	int                 rv;
+	if ((rv = pasco_call_variable(call, 0, &v)) != 0 ||
+	    (rv = pasco_call_tensor(call, 1, &fail_at)) != 0) {
+		return rv;
+	}
+	if ((double) k == pasco_tensor_get(fail_at, 0)) {
+		return pasco_call_fail(call, PASCO_EINVAL, "failing at %u", k);
+	}
+	one = test_scalar(PASCO_F32, 1);
+	rv  = pasco_variable_assign_add(v, one);
+	pasco_tensor_release(one);
+	if (rv != 0) {
+		return rv;
+	}
+	pasco_call_return(
+	    call, pasco_value_tensor(test_scalar(PASCO_F32, (double) k)));
+	return PASCO_OK;
+}
+
+static pasco_variable *
+zero_var(const char *name)
+{
+	pasco_variable *v;
+	pasco_tensor   *t = test_scalar(PASCO_F32, 0);
+	PASCO_PASS(pasco_variable_create(&v, strategy, name, t));
+	pasco_tensor_release(t);
+	return v;
+}
+
+static double
+read_var(pasco_variable *v)
+{
+	pasco_tensor *t;
+	double        x;
+	PASCO_PASS(pasco_variable_read(v, &t));
+	x = pasco_tensor_get(t, 0);
+	pasco_tensor_release(t);
+	return x;
+}
+
+Test(packing, a_packed_closure_calls_the_function_k_times)
+{
+	pasco_remote_value    *rv[3];
+	const pasco_value     *out;
+	pasco_schedule_options o = {.repeat = 5};
+	start(2);
+	pasco_variable *v     = zero_var("v");
+	pasco_tensor   *never = test_scalar(PASCO_F32, -1);
+	pasco_arg args[] = {pasco_arg_variable(v), pasco_arg_tensor(never)};
+	for (int i = 0; i < 3; i++) {
+		PASCO_PASS(pasco_schedule_with(
+		    coord, "count_call", args, 2, &o, &rv[i]));
+	}
+	PASCO_PASS(pasco_join(coord));
+	cr_assert_eq(read_var(v), 15);
+	for (int i = 0; i < 3; i++) {
+		PASCO_PASS(pasco_remote_value_fetch(rv[i], &out));
+		cr_assert_eq(pasco_value_scalar(out), 4); /* the last call's */
+		pasco_remote_value_free(rv[i]);
+	}
+	/* repeat 0 and NULL options: once */
+	o.repeat = 0;
+	PASCO_PASS(
+	    pasco_schedule_with(coord, "count_call", args, 2, &o, NULL));
+	PASCO_PASS(
+	    pasco_schedule_with(coord, "count_call", args, 2, NULL, &rv[0]));
+	PASCO_PASS(pasco_join(coord));
+	cr_assert_eq(read_var(v), 17);
+	PASCO_PASS(pasco_remote_value_fetch(rv[0], &out));
+	cr_assert_eq(pasco_value_scalar(out), 0);
+	pasco_remote_value_free(rv[0]);
+	pasco_tensor_release(never);
+	pasco_variable_free(v);
+	stop();
+}
+
+Test(packing, the_first_failing_call_ends_the_closure_and_is_named)
+{
+	pasco_remote_value    *rv;
+	const pasco_value     *out;
+	pasco_schedule_options o = {.repeat = 5};
+	start(1);
+	pasco_variable *v      = zero_var("v");
+	pasco_tensor   *at_two = test_scalar(PASCO_F32, 2);
+	pasco_arg args[] = {pasco_arg_variable(v), pasco_arg_tensor(at_two)};
+	PASCO_PASS(pasco_schedule_with(coord, "count_call", args, 2, &o, &rv));
+	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
+	cr_assert(strstr(pasco_coordinator_error(coord),
+	              "(call 3 of 5 in its closure): failing at 2"),
+	    "%s", pasco_coordinator_error(coord));
+	PASCO_FAIL(pasco_remote_value_fetch(rv, &out), PASCO_EINVAL);
+	cr_assert_eq(read_var(v), 2); /* calls 1 and 2 ran, no more */
+	pasco_remote_value_free(rv);
+	pasco_tensor_release(at_two);
+	pasco_variable_free(v);
+	stop();
+}
