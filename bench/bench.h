@@ -45,8 +45,9 @@ bench_free_port(void)
 }
 
 /* The raw peer: a rep0 server until killed. A request that starts with
- * the 8 bytes "SIZE" + a u32 n is answered with n bytes; a request over
- * 4 KB with an empty reply; any other is echoed. */
+ * the 8 bytes "SIZE" + a u32 n (and anything after) is answered with n
+ * bytes; any other request over 4 KB with an empty reply; any other is
+ * echoed. */
 static inline int
 bench_raw_server(const char *url)
 {
@@ -63,7 +64,7 @@ bench_raw_server(const char *url)
 		if (nng_recvmsg(s, &m, 0) != 0) {
 			continue;
 		}
-		if (nng_msg_len(m) == 8 &&
+		if (nng_msg_len(m) >= 8 &&
 		    memcmp(nng_msg_body(m), "SIZE", 4) == 0) {
 			memcpy(&n, (char *) nng_msg_body(m) + 4, 4);
 			if (nng_msg_alloc(&r, n) == 0) {

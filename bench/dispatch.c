@@ -1,7 +1,9 @@
 /*
  * Dispatch benchmark: no-op closures through schedule + join, per second,
- * with 1, 2 and 4 workers, window 1 and the default window (4), and with
- * 16 calls packed per closure (pasco_schedule_with, repeat), beside the
+ * with 1, 2 and 4 workers: window 1 and the default window (4) with
+ * automatic batching off (one closure per message), the defaults (window 4,
+ * closures batched when the window is full), and 16 calls packed per
+ * closure (pasco_schedule_with, repeat), beside the
  * baseline measured in the same run: raw nng req/rep round trips per
  * second from this (chief) process to as many echo processes as workers,
  * 1 request in flight to each (synchronous) or 4 (pipelined), over
@@ -139,14 +141,15 @@ raw_nng(char urls[][64], int npeers, long n, int inflight)
 /* No-op closures per second through schedule + join. */
 static double
 pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window,
-    uint32_t repeat, long n)
+    uint32_t max_batch, uint32_t repeat, long n)
 {
 	pasco_schedule_options    so  = {.repeat = repeat};
 	pasco_cluster            *sub = bench_sub_cluster(c, workers);
 	pasco_strategy           *s;
 	pasco_coordinator        *coord;
-	pasco_coordinator_options o    = {.window = window};
-	double                    best = 0;
+	pasco_coordinator_options o = {
+	    .window = window, .max_batch = max_batch};
+	double best = 0;
 
 	if (sub == NULL || pasco_strategy_create(&s, sub, NULL) != 0) {
 		return -1;
@@ -243,10 +246,11 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	}
 	for (size_t k = 0; k < 3 && sizes[k] <= nw; k++) {
 		size_t w  = sizes[k];
-		double w1 = pasco_dispatch(cluster, w, 1, 1, n);
-		double wd = pasco_dispatch(cluster, w, 0, 1, n);
-		double pk = pasco_dispatch(cluster, w, 0, PACK, n);
-		if (w1 <= 0 || wd <= 0 || pk <= 0) {
+		double w1 = pasco_dispatch(cluster, w, 1, 1, 1, n);
+		double w4 = pasco_dispatch(cluster, w, 0, 1, 1, n);
+		double wd = pasco_dispatch(cluster, w, 0, 0, 1, n);
+		double pk = pasco_dispatch(cluster, w, 0, 0, PACK, n);
+		if (w1 <= 0 || w4 <= 0 || wd <= 0 || pk <= 0) {
 			fprintf(stderr, "dispatch: a measurement failed\n");
 			return 1;
 		}
@@ -254,11 +258,16 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		snprintf(
 		    pipe_name, sizeof(pipe_name), "raw %d in flight", WINDOW);
 		snprintf(what, sizeof(what),
-		    "closures, %zu worker%s, window 1", w, w > 1 ? "s" : "");
+		    "closures, %zu worker%s, window 1, unbatched", w,
+		    w > 1 ? "s" : "");
 		row(what, w1, raw_sync[k], sync_name);
 		snprintf(what, sizeof(what),
-		    "closures, %zu worker%s, window %d", w, w > 1 ? "s" : "",
-		    WINDOW);
+		    "closures, %zu worker%s, window %d, unbatched", w,
+		    w > 1 ? "s" : "", WINDOW);
+		row(what, w4, raw_pipe[k], pipe_name);
+		snprintf(what, sizeof(what),
+		    "closures, %zu worker%s, defaults (batching)", w,
+		    w > 1 ? "s" : "");
 		row(what, wd, raw_pipe[k], pipe_name);
 		snprintf(what, sizeof(what),
 		    "calls, %zu worker%s, window %d, packed %d", w,

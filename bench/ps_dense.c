@@ -49,6 +49,7 @@ raw_client(void *arg)
 		if (j->push) {
 			nng_msg_alloc(
 			    &m, j->size); /* the payload, as a gradient */
+			memset(nng_msg_body(m), 0, 8); /* not "SIZE" */
 		} else {
 			uint32_t n = (uint32_t) j->size;
 			nng_msg_alloc(&m, 8);

@@ -7,6 +7,7 @@
 #ifndef PASCO_COORDINATOR_CLOSURE_H
 #define PASCO_COORDINATOR_CLOSURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pasco/coordinator.h"
@@ -18,9 +19,9 @@ typedef enum closure_kind {
 } closure_kind;
 
 typedef struct closure_arg {
-	pasco_arg_kind             kind;
-	pasco_tensor              *tensor;   /* TENSOR: held */
-	pasco_variable            *variable; /* VARIABLE: a copy of the handle */
+	pasco_arg_kind  kind;
+	pasco_tensor   *tensor;   /* TENSOR: held */
+	pasco_variable *variable; /* VARIABLE: a copy of the handle */
 	pasco_per_worker_iterator *iterator; /* ITERATOR: held */
 } closure_arg;
 
@@ -34,6 +35,7 @@ typedef struct closure {
 	pasco_per_worker_iterator *iterator; /* CREATE: held */
 	uint64_t                   resource; /* CREATE, RELEASE */
 	uint32_t                   repeat;   /* RUN: calls per closure */
+	bool                       small;    /* RUN: may ride in a batch */
 	struct closure            *next;     /* queue link */
 } closure;
 

@@ -25,12 +25,20 @@ typedef struct dispatcher_arg {
 	size_t             w;
 } dispatcher_arg;
 
+/* One message in flight to worker w: a closure (tagged or not), or with
+ * automatic batching that closure (NULL if its input failed) followed by
+ * riders. */
 typedef struct flight {
 	pasco_coordinator *c;
 	size_t             w;
 	closure           *cl;
 	bool               tagged;
+	size_t             nriders;
+	closure          **riders;
 } flight;
+
+/* Closures whose tensor arguments total at most this may ride in a batch. */
+#define SMALL_CLOSURE_BYTES 16384
 
 uint64_t
 pasci_coordinator_next_id(pasco_coordinator *c)
@@ -200,11 +208,13 @@ complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 	queue_tagged_done(&f->c->q, f->w);
 }
 
+/* Closure cl (a rider or not) came back from worker w with err (the
+ * transport's) or reply. */
 static void
-complete_run(flight *f, int err, pasci_wire_msg *reply, const char *detail)
+complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
+    pasci_wire_msg *reply, const char *detail)
 {
-	closure_queue *q     = &f->c->q;
-	closure       *cl    = f->cl;
+	closure_queue *q     = &c->q;
 	pasco_value   *value = NULL;
 	char           msg[1024];
 	int            status;
@@ -213,7 +223,20 @@ complete_run(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 		/* The worker failed, not the function: run it elsewhere. */
 		pasci_log(PASCI_LOG_INFO, "closure %llu ('%s') is retried: %s",
 		    (unsigned long long) cl->id, cl->name, detail);
-		queue_put_back(q, f->w, cl);
+		if (rider) {
+			queue_rider_put_back(q, w, cl);
+		} else {
+			queue_put_back(q, w, cl);
+		}
+		return;
+	}
+	if (reply->hdr->not_run) { /* cancelled by the batch's failure */
+		closure_cancel(cl);
+		if (rider) {
+			queue_rider_done(q, w, 0, NULL);
+		} else {
+			queue_mark_finished(q, w);
+		}
 		return;
 	}
 	status = reply->hdr->status;
@@ -227,14 +250,79 @@ complete_run(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 			pasci_remote_value_fail(cl->rv, status, msg);
 		}
 		closure_free(cl); /* before the queue lets join return */
-		queue_mark_failed(q, f->w, status, msg);
+		if (rider) {
+			queue_rider_done(q, w, status, msg);
+		} else {
+			queue_mark_failed(q, w, status, msg);
+		}
 		return;
 	}
 	if (cl->rv != NULL) {
 		pasci_remote_value_set(cl->rv, value);
 	}
 	closure_free(cl);
-	queue_mark_finished(q, f->w);
+	if (rider) {
+		queue_rider_done(q, w, 0, NULL);
+	} else {
+		queue_mark_finished(q, w);
+	}
+}
+
+/* Sub-reply i of a batch reply, decoded from its copy. */
+static int
+batch_part(const pasci_wire_msg *reply, size_t i, pasci_wire_msg *part,
+    char *why, size_t len)
+{
+	const pasco_tensor *t;
+	nng_msg            *m;
+	if (reply->hdr->status != 0 || i >= reply->ntensors) {
+		pasci_fmt(why, len,
+		    "the worker answered a batch without part %zu: %s", i,
+		    reply->hdr->error);
+		return PASCO_EPROTO;
+	}
+	t = reply->tensors[i];
+	if (nng_msg_alloc(&m, t->nbytes) != 0) {
+		pasci_fmt(why, len, "out of memory");
+		return PASCO_ENOMEM;
+	}
+	memcpy(nng_msg_body(m), t->data, t->nbytes);
+	return pasci_wire_decode(part, m, why, len);
+}
+
+/* Completes the closures of a batch from its reply (or transport error). */
+static void
+complete_batch(flight *f, int err, pasci_wire_msg *reply, const char *detail)
+{
+	size_t k = 0;
+	for (size_t i = 0; i <= f->nriders; i++) {
+		closure       *cl   = i == 0 ? f->cl : f->riders[i - 1];
+		pasci_wire_msg part = {0};
+		char           why[1024];
+		int            perr = err;
+		if (cl == NULL) {
+			continue; /* its input failed: completed at dispatch */
+		}
+		if (err == 0 && (perr = batch_part(reply, k++, &part, why,
+		                     sizeof(why))) != 0) {
+			/* a malformed reply: the closure's error, not retried
+			 */
+			if (cl->rv != NULL) {
+				pasci_remote_value_fail(cl->rv, perr, why);
+			}
+			closure_free(cl);
+			if (i > 0) {
+				queue_rider_done(&f->c->q, f->w, perr, why);
+			} else {
+				queue_mark_failed(&f->c->q, f->w, perr, why);
+			}
+			continue;
+		}
+		complete_run(
+		    f->c, f->w, cl, i > 0, perr, err ? NULL : &part, detail);
+		pasci_wire_msg_fini(&part);
+	}
+	free(f->riders);
 }
 
 static void
@@ -245,8 +333,10 @@ flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 	note_finish(f.c);
 	if (f.tagged) {
 		complete_tagged(&f, err, reply, detail);
+	} else if (f.riders != NULL) {
+		complete_batch(&f, err, reply, detail);
 	} else {
-		complete_run(&f, err, reply, detail);
+		complete_run(f.c, f.w, f.cl, false, err, reply, detail);
 	}
 	if (reply != NULL) {
 		pasci_wire_msg_fini(reply);
@@ -271,7 +361,7 @@ dispatch(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
 	}
 	if (f == NULL || (msg = encode_closure(c, w, cl)) == NULL) {
 		free(f);
-		flight  tmp = {c, w, cl, tagged};
+		flight  tmp = {.c = c, .w = w, .cl = cl, .tagged = tagged};
 		flight *fp  = malloc(sizeof(*fp));
 		if (fp != NULL) {
 			*fp = tmp;
@@ -280,9 +370,87 @@ dispatch(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
 		}
 		return;
 	}
-	*f = (flight){c, w, cl, tagged};
+	*f = (flight){c, w, cl, tagged, 0, NULL};
 	pasci_rpc_call_async(c->s->workers[w], msg,
 	    tagged ? RESOURCE_TIMEOUT_MS : 0, flight_done, f);
+}
+
+/* Adds closure cl, encoded whole, as the next part of batch b. */
+static bool
+batch_add(pasci_wire_builder *b, pasco_coordinator *c, size_t w, closure *cl)
+{
+	nng_msg      *m = encode_closure(c, w, cl);
+	pasco_tensor *t = NULL;
+	int64_t       n = m != NULL ? (int64_t) nng_msg_len(m) : 0;
+	if (m == NULL || pasco_tensor_from(&t, PASCO_U8, 1, &n,
+	                     nng_msg_body(m), (size_t) n) != 0) {
+		nng_msg_free(m);
+		return false;
+	}
+	nng_msg_free(m);
+	pasci_wire_add_tensor(b, t, NULL);
+	pasco_tensor_release(t);
+	return true;
+}
+
+/* Sends cl and the riders taken with it as one RUN_BATCH message; the
+ * worker runs them in order and answers each. */
+static void
+dispatch_batch(pasco_coordinator *c, size_t w, closure *cl, closure **riders,
+    size_t nriders)
+{
+	flight            *f    = malloc(sizeof(*f));
+	closure          **kept = malloc(nriders * sizeof(*kept));
+	pasci_wire_builder b;
+	nng_msg           *msg = NULL;
+	bool               ok  = true;
+	char               why[1024];
+
+	if (f == NULL || kept == NULL) {
+		/* no memory to track them: every one goes back to the queue */
+		for (size_t i = 0; i < nriders; i++) {
+			queue_rider_put_back(&c->q, w, riders[i]);
+		}
+		queue_put_back(&c->q, w, cl);
+		free(f);
+		free(kept);
+		return;
+	}
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__RUN_BATCH);
+	for (size_t i = 0; i <= nriders; i++) {
+		closure *x = i == 0 ? cl : riders[i - 1];
+		if (closure_input_failed(x, w, why, sizeof(why))) {
+			if (x->rv != NULL) {
+				pasci_remote_value_fail(
+				    x->rv, PASCO_EINVAL, why);
+			}
+			closure_free(x);
+			if (i > 0) {
+				queue_rider_done(&c->q, w, PASCO_EINVAL, why);
+			} else {
+				queue_mark_failed(&c->q, w, PASCO_EINVAL, why);
+			}
+			x = NULL;
+		} else if (ok) {
+			ok = batch_add(&b, c, w, x);
+		}
+		if (i == 0) {
+			cl = x;
+		} else {
+			kept[i - 1] = x;
+		}
+	}
+	if (!ok || pasci_wire_encode(&b, &msg) != 0) {
+		msg = NULL;
+	}
+	pasci_wire_builder_fini(&b);
+	*f = (flight){c, w, cl, false, nriders, kept};
+	__atomic_add_fetch(&c->riders_sent, nriders, __ATOMIC_RELAXED);
+	if (msg == NULL) {
+		flight_done(f, PASCO_EUNAVAILABLE, NULL, "out of memory");
+		return;
+	}
+	pasci_rpc_call_async(c->s->workers[w], msg, 0, flight_done, f);
 }
 
 static void *
@@ -295,9 +463,19 @@ dispatcher_main(void *arg)
 
 	pasci_fmt(name, sizeof(name), "pasco-disp-%zu", d->w);
 	pasci_thread_name(name);
+	closure **riders = calloc(d->c->max_batch, sizeof(*riders));
 	while ((cl = queue_get(&d->c->q, d->w, &tagged)) != NULL) {
-		dispatch(d->c, d->w, cl, tagged);
+		size_t n = !tagged && riders != NULL && d->c->max_batch > 1
+		               ? queue_take_riders(&d->c->q, d->w, riders,
+		                     d->c->max_batch - 1)
+		               : 0;
+		if (n > 0) {
+			dispatch_batch(d->c, d->w, cl, riders, n);
+		} else {
+			dispatch(d->c, d->w, cl, tagged);
+		}
 	}
+	free(riders);
 	free(d);
 	return NULL;
 }
@@ -390,6 +568,8 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	                        ? opts->watchdog_timeout_ms
 	                        : 0;
 	c->last_finish_ms = pasci_now_ms();
+	c->max_batch =
+	    opts != NULL && opts->max_batch > 0 ? opts->max_batch : 32;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->watchdog_cv, NULL);
 	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
@@ -566,6 +746,13 @@ pasco_schedule_with(pasco_coordinator *c, const char *fn,
 		return err;
 	}
 	cl->repeat = opts != NULL && opts->repeat > 1 ? opts->repeat : 1;
+	cl->small  = true;
+	for (size_t i = 0, bytes = 0; i < cl->nargs; i++) {
+		bytes += cl->args[i].tensor != NULL
+		             ? cl->args[i].tensor->nbytes
+		             : 0;
+		cl->small = cl->small && bytes <= SMALL_CLOSURE_BYTES;
+	}
 	if (rvp != NULL) {
 		if ((rv = pasci_remote_value_new()) == NULL) {
 			closure_free(cl);

@@ -97,6 +97,8 @@ int pasci_iterator_status(
 struct pasco_coordinator {
 	pasco_strategy *s;
 	closure_queue   q;
+	uint32_t        max_batch;   /* closures per message, window full */
+	uint64_t        riders_sent; /* closures sent riding in a batch */
 	size_t          nworkers;
 	pthread_t      *dispatchers;
 	size_t          ndispatchers;

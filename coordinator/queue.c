@@ -177,6 +177,43 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 	return NULL;
 }
 
+/* Could a worker other than w take a global closure now, or once its
+ * resource operations are done? */
+static bool
+other_has_room_locked(closure_queue *q, size_t w)
+{
+	for (size_t v = 0; v < q->nworkers; v++) {
+		queue_worker *o = &q->workers[v];
+		if (v != w && o->up && o->inflight < q->window) {
+			return true;
+		}
+	}
+	return false;
+}
+
+size_t
+queue_take_riders(closure_queue *q, size_t w, closure **out, size_t max)
+{
+	queue_worker *qw = &q->workers[w];
+	size_t        n  = 0;
+	pthread_mutex_lock(&q->mu);
+	if (qw->up && q->error == 0 && !q->stopped &&
+	    qw->tagged_head == NULL && !qw->tagged_inflight &&
+	    qw->inflight >= q->window && !other_has_room_locked(q, w)) {
+		while (n < max && q->head != NULL && q->head->small) {
+			out[n++] = pop_locked(&q->head, &q->tail);
+			q->len--;
+			q->inflight++;
+			qw->riders++;
+		}
+		if (n > 0) {
+			pthread_cond_broadcast(&q->free_slot);
+		}
+	}
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
 closure *
 queue_get(closure_queue *q, size_t w, bool *tagged)
 {
@@ -191,33 +228,45 @@ queue_get(closure_queue *q, size_t w, bool *tagged)
 
 /* One global closure of w left flight. */
 static void
-landed_locked(closure_queue *q, size_t w)
+landed_locked(closure_queue *q, size_t w, bool rider)
 {
-	PASCO_ASSERT(q->inflight > 0 && q->workers[w].inflight > 0);
+	uint32_t *count =
+	    rider ? &q->workers[w].riders : &q->workers[w].inflight;
+	PASCO_ASSERT(q->inflight > 0 && *count > 0);
 	q->inflight--;
-	q->workers[w].inflight--;
+	(*count)--;
 	pthread_cond_broadcast(&q->settled);
 	pthread_cond_broadcast(&q->work);
+}
+
+static void
+mark_done(closure_queue *q, size_t w, bool rider, int err, const char *msg)
+{
+	pthread_mutex_lock(&q->mu);
+	if (err != 0 && q->error == 0) {
+		q->error = err;
+		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
+	}
+	landed_locked(q, w, rider);
+	pthread_mutex_unlock(&q->mu);
 }
 
 void
 queue_mark_finished(closure_queue *q, size_t w)
 {
-	pthread_mutex_lock(&q->mu);
-	landed_locked(q, w);
-	pthread_mutex_unlock(&q->mu);
+	mark_done(q, w, false, 0, NULL);
 }
 
 void
 queue_mark_failed(closure_queue *q, size_t w, int err, const char *msg)
 {
-	pthread_mutex_lock(&q->mu);
-	if (q->error == 0) {
-		q->error = err;
-		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
-	}
-	landed_locked(q, w);
-	pthread_mutex_unlock(&q->mu);
+	mark_done(q, w, false, err, msg);
+}
+
+void
+queue_rider_done(closure_queue *q, size_t w, int err, const char *msg)
+{
+	mark_done(q, w, true, err, msg);
 }
 
 void
@@ -233,8 +282,8 @@ queue_record_error(closure_queue *q, int err, const char *msg)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void
-queue_put_back(closure_queue *q, size_t w, closure *c)
+static void
+put_back(closure_queue *q, size_t w, closure *c, bool rider)
 {
 	bool cancel;
 	pthread_mutex_lock(&q->mu);
@@ -244,11 +293,23 @@ queue_put_back(closure_queue *q, size_t w, closure *c)
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
 	}
-	landed_locked(q, w);
+	landed_locked(q, w, rider);
 	pthread_mutex_unlock(&q->mu);
 	if (cancel) {
 		closure_cancel(c);
 	}
+}
+
+void
+queue_put_back(closure_queue *q, size_t w, closure *c)
+{
+	put_back(q, w, c, false);
+}
+
+void
+queue_rider_put_back(closure_queue *q, size_t w, closure *c)
+{
+	put_back(q, w, c, true);
 }
 
 void
@@ -306,7 +367,7 @@ static bool
 any_flight_locked(closure_queue *q)
 {
 	for (size_t w = 0; w < q->nworkers; w++) {
-		if (q->workers[w].inflight > 0 ||
+		if (q->workers[w].inflight > 0 || q->workers[w].riders > 0 ||
 		    q->workers[w].tagged_inflight) {
 			return true;
 		}

@@ -23,6 +23,7 @@
 typedef struct queue_worker {
 	bool     up;
 	uint32_t inflight;        /* global closures sent to this worker */
+	uint32_t riders;          /* more of them, riding in a batch */
 	bool     tagged_inflight; /* a resource closure is outstanding */
 	closure *tagged_head, *tagged_tail;
 } queue_worker;
@@ -64,6 +65,14 @@ void queue_put_tagged(closure_queue *q, closure *c, size_t w);
  * *tagged tells which. */
 closure *queue_get(closure_queue *q, size_t w, bool *tagged);
 
+/* Automatic batching: when worker w's window is full (the closure just
+ * taken filled it), no other worker has room, and more small closures are
+ * queued, takes up to max of them to ride in the same message. They are in
+ * flight (join waits for them) without taking window slots. Never blocks;
+ * returns how many. */
+size_t queue_take_riders(
+    closure_queue *q, size_t w, closure **out, size_t max);
+
 /* A global closure taken by worker w finished (successfully or with an
  * error already recorded by queue_mark_failed). */
 void queue_mark_finished(closure_queue *q, size_t w);
@@ -79,6 +88,10 @@ void queue_record_error(closure_queue *q, int err, const char *msg);
 /* A global closure could not run on w (the worker failed): back to the
  * tail of the queue, or cancelled if an error is pending. */
 void queue_put_back(closure_queue *q, size_t w, closure *c);
+
+/* The same three for a rider (err 0: finished). */
+void queue_rider_done(closure_queue *q, size_t w, int err, const char *msg);
+void queue_rider_put_back(closure_queue *q, size_t w, closure *c);
 
 /* A tagged closure of w finished (or was dropped). */
 void queue_tagged_done(closure_queue *q, size_t w);

@@ -835,10 +835,12 @@ schedule_one(void *p)
 
 Test(coordinator, schedule_blocks_while_the_queue_is_full) /* item 5 */
 {
-	pasco_coordinator_options o   = {.window = 1, .queue_size = 2};
-	pasco_tensor             *neg = f32(-1);
-	blocked_put               b;
-	pthread_t                 th;
+	/* batching off: queued closures would ride with the one in flight */
+	pasco_coordinator_options o = {
+	    .window = 1, .queue_size = 2, .max_batch = 1};
+	pasco_tensor *neg = f32(-1);
+	blocked_put   b;
+	pthread_t     th;
 	test_cluster_start(&tc, 1, 1);
 	PASCO_PASS(pasco_strategy_create(&strategy, tc.cluster, NULL));
 	PASCO_PASS(pasco_coordinator_create(&coord, strategy, &o));

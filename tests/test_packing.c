@@ -1,10 +1,14 @@
 /*
- * Step packing (pasco_schedule_with, repeat): K calls of a step function in
- * one closure, over an in-process cluster.
+ * Step packing (pasco_schedule_with, repeat: K calls of a step function in
+ * one closure) and automatic batching (closures queued behind a full
+ * window sent in one message), over an in-process cluster.
  */
 #include "helpers.h"
 
+#include "coordinator/internal.h"
+
 #include <string.h>
+#include <unistd.h>
 
 TestSuite(packing, .timeout = 60);
 
@@ -131,5 +135,120 @@ Test(packing, the_first_failing_call_ends_the_closure_and_is_named)
 	pasco_remote_value_free(rv);
 	pasco_tensor_release(at_two);
 	pasco_variable_free(v);
+	stop();
+}
+
+/* Automatic batching: with the window full and closures queued, they go
+ * to the worker together; each keeps its own result, error and
+ * cancellation. */
+
+static int gate_open;
+
+/* args: f32 x. Waits for the gate when x < 0; fails when x == 999;
+ * returns x + 1. */
+PASCO_FUNCTION(plus_one)
+{
+	const pasco_tensor *t;
+	double              x;
+	int                 rv;
+	if ((rv = pasco_call_tensor(call, 0, &t)) != 0) {
+		return rv;
+	}
+	x = pasco_tensor_get(t, 0);
+	for (int i = 0; x < 0 && i < 2000 &&
+	                !__atomic_load_n(&gate_open, __ATOMIC_SEQ_CST);
+	     i++) {
+		usleep(5000);
+	}
+	if (x == 999) {
+		return pasco_call_fail(call, PASCO_EINVAL, "x is 999");
+	}
+	pasco_call_return(
+	    call, pasco_value_tensor(test_scalar(PASCO_F32, x + 1)));
+	return PASCO_OK;
+}
+
+/* One gated closure in flight (window 1), then values[] queued behind it;
+ * the gate opens once they are all queued. */
+static void
+run_behind_gate(uint32_t max_batch, const double *values, int n,
+    pasco_remote_value **rv, int *join_err)
+{
+	pasco_coordinator_options o = {.window = 1, .max_batch = max_batch};
+	pasco_remote_value       *first;
+	pasco_tensor             *t = test_scalar(PASCO_F32, -1);
+	pasco_arg                 a = pasco_arg_tensor(t);
+	test_cluster_start(&tc, 1, 1);
+	PASCO_PASS(pasco_strategy_create(&strategy, tc.cluster, NULL));
+	PASCO_PASS(pasco_coordinator_create(&coord, strategy, &o));
+	__atomic_store_n(&gate_open, 0, __ATOMIC_SEQ_CST);
+	PASCO_PASS(pasco_schedule(coord, "plus_one", &a, 1, &first));
+	for (int i = 0; i < 400 && queue_inflight(&coord->q) == 0; i++) {
+		usleep(5000);
+	}
+	pasco_tensor_release(t);
+	for (int i = 0; i < n; i++) {
+		t = test_scalar(PASCO_F32, values[i]);
+		a = pasco_arg_tensor(t);
+		PASCO_PASS(pasco_schedule(coord, "plus_one", &a, 1, &rv[i]));
+		pasco_tensor_release(t);
+	}
+	__atomic_store_n(&gate_open, 1, __ATOMIC_SEQ_CST);
+	*join_err = pasco_join(coord);
+	pasco_remote_value_free(first);
+}
+
+Test(packing, queued_closures_ride_together_and_keep_their_results)
+{
+	double              values[40];
+	pasco_remote_value *rv[40];
+	const pasco_value  *out;
+	int                 err;
+	for (int i = 0; i < 40; i++) {
+		values[i] = i;
+	}
+	run_behind_gate(0, values, 40, rv, &err);
+	PASCO_PASS(err);
+	cr_assert_gt(coord->riders_sent, 0, "nothing was batched");
+	for (int i = 0; i < 40; i++) {
+		PASCO_PASS(pasco_remote_value_fetch(rv[i], &out));
+		cr_assert_eq(pasco_value_scalar(out), i + 1);
+		pasco_remote_value_free(rv[i]);
+	}
+	stop();
+	/* max_batch 1: one closure per message */
+	run_behind_gate(1, values, 40, rv, &err);
+	PASCO_PASS(err);
+	cr_assert_eq(coord->riders_sent, 0);
+	for (int i = 0; i < 40; i++) {
+		pasco_remote_value_free(rv[i]);
+	}
+	stop();
+}
+
+Test(packing, a_failure_in_a_batch_cancels_the_closures_after_it)
+{
+	double              values[] = {1, 2, 999, 4, 5, 6};
+	pasco_remote_value *rv[6];
+	const pasco_value  *out;
+	int                 err;
+	run_behind_gate(0, values, 6, rv, &err);
+	PASCO_FAIL(err, PASCO_EINVAL);
+	cr_assert(strstr(pasco_coordinator_error(coord), "x is 999"), "%s",
+	    pasco_coordinator_error(coord));
+	cr_assert_gt(coord->riders_sent, 0, "nothing was batched");
+	for (int i = 0; i < 2; i++) {
+		PASCO_PASS(pasco_remote_value_fetch(rv[i], &out));
+		cr_assert_eq(pasco_value_scalar(out), values[i] + 1);
+	}
+	PASCO_FAIL(pasco_remote_value_fetch(rv[2], &out), PASCO_EINVAL);
+	for (int i = 3; i < 6; i++) {
+		PASCO_FAIL(
+		    pasco_remote_value_fetch(rv[i], &out), PASCO_ECANCELLED);
+	}
+	for (int i = 0; i < 6; i++) {
+		pasco_remote_value_free(rv[i]);
+	}
+	PASCO_PASS(pasco_join(coord)); /* raised once; usable again */
 	stop();
 }

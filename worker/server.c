@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/rpc.h"
 #include "common/util.h"
@@ -240,7 +241,7 @@ run_reply(pasco_call *call, const pasci_wire_msg *req)
 }
 
 static nng_msg *
-worker_run(worker_server *w, const pasci_wire_msg *req)
+worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 {
 	pasco_call     call = {.w = w, .fn_name = req->hdr->name};
 	pasco_function fn   = pasci_function_find(req->hdr->name);
@@ -249,6 +250,7 @@ worker_run(worker_server *w, const pasci_wire_msg *req)
 
 	if (fn == NULL) {
 		char names[512];
+		*status = PASCO_ENOTFOUND;
 		return pasci_wire_status_reply(PASCO_ENOTFOUND,
 		    "function '%s' "
 		    "is not registered on worker %d (registered: %s)",
@@ -280,6 +282,7 @@ worker_run(worker_server *w, const pasci_wire_msg *req)
 		reply = run_reply(&call, req);
 	}
 	call_fini(&call);
+	*status = rv;
 	return reply;
 }
 
@@ -311,13 +314,97 @@ worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 	return pasci_wire_status_reply(rv, "%s", rv ? "out of memory" : "");
 }
 
+/* One part of a batch: a whole RUN message, run here; its whole reply.
+ * *status: the run's outcome. */
+static nng_msg *
+batch_part(worker_server *w, const pasco_tensor *part, int *status)
+{
+	pasci_wire_msg sub;
+	nng_msg       *m, *reply;
+	char           err[512];
+	*status = PASCO_EPROTO;
+	if (part->dtype != PASCO_U8 || part->rank != 1) {
+		return pasci_wire_status_reply(
+		    PASCO_EPROTO, "a part of a batch is not a u8 vector");
+	}
+	if (nng_msg_alloc(&m, part->nbytes) != 0) {
+		*status = PASCO_ENOMEM;
+		return pasci_wire_status_reply(PASCO_ENOMEM, "out of memory");
+	}
+	memcpy(nng_msg_body(m), part->data, part->nbytes);
+	if (pasci_wire_decode(&sub, m, err, sizeof(err)) != 0) {
+		return pasci_wire_status_reply(
+		    PASCO_EPROTO, "bad part of a batch: %s", err);
+	}
+	reply = sub.hdr->method == PASCO__WIRE__METHOD__RUN
+	            ? worker_run(w, &sub, status)
+	            : pasci_wire_status_reply(PASCO_EPROTO,
+	                  "a batch may only hold RUN messages, not method %d",
+	                  (int) sub.hdr->method);
+	pasci_wire_msg_fini(&sub);
+	return reply;
+}
+
+/* The reply of a part not run because an earlier one failed. */
+static nng_msg *
+not_run_reply(void)
+{
+	pasci_wire_builder b;
+	nng_msg           *reply;
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__RUN);
+	b.hdr.status  = PASCO_ECANCELLED;
+	b.hdr.error   = "cancelled: an earlier closure of its batch failed";
+	b.hdr.not_run = true;
+	if (pasci_wire_encode(&b, &reply) != 0) {
+		reply = NULL;
+	}
+	pasci_wire_builder_fini(&b);
+	return reply;
+}
+
+/* RUN_BATCH: the closures run in order, each reply a part of ours; after
+ * a failure the rest do not run (as queued closures are cancelled). */
+static nng_msg *
+worker_run_batch(worker_server *w, const pasci_wire_msg *req)
+{
+	pasci_wire_builder b;
+	nng_msg           *reply  = NULL;
+	bool               ok     = true;
+	int                status = PASCO_OK;
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__RUN_BATCH);
+	for (size_t i = 0; i < req->ntensors && ok; i++) {
+		nng_msg      *r = status == PASCO_OK
+		                      ? batch_part(w, req->tensors[i], &status)
+		                      : not_run_reply();
+		pasco_tensor *t = NULL;
+		int64_t       n;
+		n  = r != NULL ? (int64_t) nng_msg_len(r) : 0;
+		ok = r != NULL && pasco_tensor_from(&t, PASCO_U8, 1, &n,
+		                      nng_msg_body(r), (size_t) n) == 0;
+		nng_msg_free(r);
+		if (ok) {
+			pasci_wire_add_tensor(&b, t, NULL);
+		}
+		pasco_tensor_release(t);
+	}
+	if (!ok || pasci_wire_encode(&b, &reply) != 0) {
+		reply = pasci_wire_status_reply(
+		    PASCO_ENOMEM, "out of memory answering a batch");
+	}
+	pasci_wire_builder_fini(&b);
+	return reply;
+}
+
 static nng_msg *
 worker_handle(void *arg, const pasci_wire_msg *req)
 {
 	worker_server *w = arg;
+	int            status;
 	switch (req->hdr->method) {
 	case PASCO__WIRE__METHOD__RUN:
-		return worker_run(w, req);
+		return worker_run(w, req, &status);
+	case PASCO__WIRE__METHOD__RUN_BATCH:
+		return worker_run_batch(w, req);
 	case PASCO__WIRE__METHOD__RESOURCE_CREATE:
 		return worker_create_resource(w, req);
 	case PASCO__WIRE__METHOD__RESOURCE_RELEASE:

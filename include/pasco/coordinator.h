@@ -92,8 +92,15 @@ int pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
     const pasco_initializer *init);
 
 typedef struct pasco_coordinator_options {
-	/* Closures in flight per worker; 0 means 4. TensorFlow uses 1. */
+	/* Messages in flight per worker; 0 means 4. TensorFlow uses 1. */
 	uint32_t window;
+	/* Automatic batching: when a worker's window is full and closures
+	 * wait in the queue, up to max_batch of them (those whose tensor
+	 * arguments total at most 16 KB) go to it in one message as its window
+	 * frees, run there in order, and come back in one reply; each keeps
+	 * its own remote value, error and retry. 0 means 32; 1 turns it off.
+	 */
+	uint32_t max_batch;
 	/* Queued closures before pasco_schedule blocks; 0 means 262144. */
 	uint32_t queue_size;
 	/* When no closure has finished for this long while some are queued or

@@ -1,0 +1,276 @@
+/*
+ * Sparse ps throughput: an embedding table of 1M rows x 64 f32 (256 MB)
+ * split in 2 shards over 2 ps, read by pasco_variable_gather and updated by
+ * pasco_variable_apply_gradient_sparse with Adagrad, in rows/s, for
+ * batches of 1,024 ids drawn from a Zipf distribution (s = 1.05 over the
+ * 1M ranks, hot ranks scattered over the table), from 1 and 2 client
+ * threads of the chief. Baseline, same run: raw nng req/rep moving the
+ * same bytes per batch between this process and a peer process (the ids
+ * out and the rows back for gather; ids and rows out, an empty reply for
+ * apply).
+ *
+ *     pasco launch --ps 2 --workers 1 -- build/bench/ps_sparse [--quick]
+ *
+ * Each figure is the best of 3 rounds of 400 batches (100 with --quick,
+ * which also uses a 256K-row table).
+ */
+#include <math.h>
+#include <pasco.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "bench.h"
+
+#define DIM 64
+#define BATCH 1024
+#define ROUNDS 3
+#define ZIPF_S 1.05
+#define NBATCH 64 /* distinct id batches, cycled */
+
+typedef struct job {
+	nng_socket      raw; /* raw: the peer's socket */
+	bool            is_raw;
+	pasco_variable *v;
+	pasco_tensor  **ids; /* NBATCH batches */
+	pasco_tensor   *grads;
+	long            iters;
+	bool            apply;
+	int             offset; /* first batch used */
+	int             failed;
+} job;
+
+/* Zipf ranks by inverse CDF over rows; rank r -> a scattered row. */
+static pasco_tensor **
+zipf_batches(int64_t rows, uint64_t seed)
+{
+	double        *cdf = malloc(sizeof(double) * (size_t) rows), sum = 0;
+	pasco_tensor **out = calloc(NBATCH, sizeof(*out));
+	int64_t        n   = BATCH;
+	for (int64_t r = 0; r < rows; r++) {
+		sum += 1.0 / pow((double) (r + 1), ZIPF_S);
+		cdf[r] = sum;
+	}
+	for (int b = 0; b < NBATCH; b++) {
+		pasco_tensor_alloc(&out[b], PASCO_I64, 1, &n);
+		for (int64_t i = 0; i < n; i++) {
+			seed =
+			    seed * 6364136223846793005u + 1442695040888963407u;
+			double u =
+			    (double) (seed >> 11) / 9007199254740992.0 * sum;
+			int64_t lo = 0, hi = rows - 1;
+			while (lo < hi) {
+				int64_t mid = (lo + hi) / 2;
+				if (cdf[mid] < u) {
+					lo = mid + 1;
+				} else {
+					hi = mid;
+				}
+			}
+			((int64_t *) out[b]->data)[i] =
+			    (int64_t) (((uint64_t) lo * 2654435761u) %
+			               (uint64_t) rows);
+		}
+	}
+	free(cdf);
+	return out;
+}
+
+static int
+raw_round_trip(nng_ctx ctx, nng_aio *aio, size_t out_bytes, size_t back)
+{
+	nng_msg *m;
+	uint32_t n = (uint32_t) back;
+	nng_msg_alloc(&m, 8 + out_bytes);
+	memset(nng_msg_body(m), 0, 8);
+	if (back > 0) { /* "SIZE" + n, then the ids: answered with n bytes */
+		memcpy(nng_msg_body(m), "SIZE", 4);
+		memcpy((char *) nng_msg_body(m) + 4, &n, 4);
+	} /* else over 4 KB: acknowledged empty */
+	nng_aio_set_msg(aio, m);
+	nng_ctx_send(ctx, aio);
+	nng_aio_wait(aio);
+	if (nng_aio_result(aio) != 0) {
+		nng_msg_free(m);
+		return -1;
+	}
+	nng_ctx_recv(ctx, aio);
+	nng_aio_wait(aio);
+	if (nng_aio_result(aio) != 0) {
+		return -1;
+	}
+	nng_msg_free(nng_aio_get_msg(aio));
+	return 0;
+}
+
+static void *
+client(void *arg)
+{
+	job            *j   = arg;
+	pasco_optimizer opt = pasco_adagrad(0.01);
+	nng_ctx         ctx;
+	nng_aio        *aio = NULL;
+	size_t          ids = BATCH * sizeof(int64_t), rows = BATCH * DIM * 4;
+	if (j->is_raw && (nng_ctx_open(&ctx, j->raw) != 0 ||
+	                     nng_aio_alloc(&aio, NULL, NULL) != 0)) {
+		j->failed = 1;
+		return NULL;
+	}
+	for (long i = 0; i < j->iters && !j->failed; i++) {
+		pasco_tensor *b = j->ids[(j->offset + i) % NBATCH], *out;
+		if (j->is_raw) {
+			j->failed =
+			    j->apply ? raw_round_trip(ctx, aio, ids + rows, 0)
+			             : raw_round_trip(ctx, aio, ids, rows);
+		} else if (j->apply) {
+			j->failed = pasco_variable_apply_gradient_sparse(
+			                j->v, &opt, b, j->grads) != 0;
+		} else {
+			j->failed = pasco_variable_gather(j->v, b, &out) != 0;
+			pasco_tensor_release(out);
+		}
+	}
+	if (aio != NULL) {
+		nng_aio_free(aio);
+		nng_ctx_close(ctx);
+	}
+	return NULL;
+}
+
+/* Best rows/s over ROUNDS of `clients` threads. */
+static double
+measure(job proto, int clients)
+{
+	double best = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		pthread_t th[2];
+		job       jobs[2];
+		double    start  = bench_now();
+		int       failed = 0;
+		for (int k = 0; k < clients; k++) {
+			jobs[k]        = proto;
+			jobs[k].offset = k * NBATCH / 2;
+			pthread_create(&th[k], NULL, client, &jobs[k]);
+		}
+		for (int k = 0; k < clients; k++) {
+			pthread_join(th[k], NULL);
+			failed |= jobs[k].failed;
+		}
+		if (failed) {
+			return -1;
+		}
+		double rate = (double) BATCH * (double) proto.iters * clients /
+		              (bench_now() - start);
+		best = rate > best ? rate : best;
+	}
+	return best;
+}
+
+static pid_t
+start_raw(const char *self, const char *url)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self, self, "--raw", url, (char *) NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int
+chief(const pasco_cluster *cluster, int argc, char **argv)
+{
+	bool                   quick = false;
+	char                   url[64];
+	nng_socket             raw;
+	pasco_strategy        *s;
+	pasco_variable        *v;
+	pasco_partitioner      two = pasco_fixed_shards_partitioner(2);
+	pasco_strategy_options so  = {.partitioner = &two};
+	pasco_initializer      init;
+	pasco_tensor          *grads;
+	int                    failed = 0;
+
+	for (int i = 1; i < argc; i++) {
+		quick |= strcmp(argv[i], "--quick") == 0;
+	}
+	int64_t rows  = quick ? 256 * 1024 : 1024 * 1024;
+	long    iters = quick ? 100 : 400;
+	if (pasco_cluster_count(cluster, PASCO_ROLE_PS) < 2) {
+		fprintf(stderr,
+		    "ps_sparse needs 2 ps: pasco launch --ps 2 "
+		    "--workers 1 -- %s\n",
+		    argv[0]);
+		return 2;
+	}
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
+	pid_t peer = start_raw(argv[0], url);
+	init       = pasco_init_uniform(-0.05, 0.05, 7);
+	if (nng_req0_open(&raw) != 0 ||
+	    nng_socket_set_size(raw, NNG_OPT_RECVMAXSZ, 0) != 0 ||
+	    nng_socket_set_ms(raw, NNG_OPT_RECONNMINT, 10) != 0 ||
+	    nng_dial(raw, url, NULL, NNG_FLAG_NONBLOCK) != 0 ||
+	    pasco_strategy_create(&s, cluster, &so) != 0 ||
+	    pasco_variable_create_init(&v, s, "table", PASCO_F32, 2,
+	        (int64_t[]){rows, DIM}, &init) != 0) {
+		fprintf(stderr, "ps_sparse: cannot set up the table or the "
+		                "raw peer\n");
+		kill(peer, SIGKILL);
+		return 1;
+	}
+	pasco_tensor **batches = zipf_batches(rows, 42);
+	pasco_tensor_alloc(&grads, PASCO_F32, 2, (int64_t[]){BATCH, DIM});
+	for (int64_t i = 0; i < grads->count; i++) {
+		((float *) grads->data)[i] = 0.001f * (float) (i % 7);
+	}
+	printf("ps sparse benchmark: %lld x %d f32 table in 2 shards on 2 ps, "
+	       "batches of %d Zipf(%.2f) ids, best of %d x %ld batches\n",
+	    (long long) rows, DIM, BATCH, ZIPF_S, ROUNDS, iters);
+	printf("%-22s %-8s %14s %14s %8s\n", "op", "clients", "raw nng rows/s",
+	    "pasco rows/s", "ratio");
+	for (int apply = 0; apply < 2 && !failed; apply++) {
+		for (int clients = 1; clients <= 2; clients++) {
+			job j = {raw, true, v, batches, grads, iters / clients,
+			    apply, 0, 0};
+			double base = measure(j, clients);
+			j.is_raw    = false;
+			double ours = measure(j, clients);
+			char   figure[80];
+			if (base <= 0 || ours <= 0) {
+				fprintf(stderr,
+				    "ps_sparse: a measurement failed (%s)\n",
+				    pasco_variable_error(v));
+				failed = 1;
+				break;
+			}
+			snprintf(figure, sizeof(figure), "%s, %d client%s",
+			    apply ? "apply Adagrad" : "gather", clients,
+			    clients > 1 ? "s" : "");
+			printf("%-22s %-8d %14.0f %14.0f %7.2fx\n",
+			    apply ? "apply (Adagrad)" : "gather", clients,
+			    base, ours, ours / base);
+			bench_json("ps_sparse", figure, ours, "rows/s", base);
+		}
+	}
+	for (int b = 0; b < NBATCH; b++) {
+		pasco_tensor_release(batches[b]);
+	}
+	free(batches);
+	pasco_tensor_release(grads);
+	pasco_variable_free(v);
+	pasco_strategy_destroy(s);
+	nng_close(raw);
+	kill(peer, SIGKILL);
+	waitpid(peer, NULL, 0);
+	return failed;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--raw") == 0) {
+		return bench_raw_server(argv[2]);
+	}
+	return pasco_main(argc, argv, chief);
+}
