@@ -9,8 +9,9 @@
  *   softmax  784-10 softmax regression
  *
  * A fixed synthetic batch of 64 per worker, SGD 0.05, every parameter on
- * ps 0. A step (one closure) reads the parameters, computes the gradients
- * and applies them on the ps (pasco_variable_apply_sgd).
+ * ps 0. A step (one closure) reads the parameters
+ * (pasco_variable_read_all), computes the gradients and applies them on
+ * the ps (pasco_variable_apply_gradients, SGD).
  *
  *     pasco launch --ps 1 --workers 4 -- build/bench/train [--steps N]
  *
@@ -122,16 +123,18 @@ train_step(pasco_call *call, int nvars)
 	pasco_tensor   *p[4] = {0}, *g[4] = {0};
 	double          loss = 0;
 	int             err  = PASCO_OK;
+	pasco_optimizer sgd  = pasco_sgd(LR, 0, false);
 
 	pthread_once(&batch_once, batch_init);
 	for (int i = 0; i < nvars && err == PASCO_OK; i++) {
 		err = pasco_call_variable(call, (size_t) i, &v[i]);
-		err = err ? err : pasco_variable_read(v[i], &p[i]);
 	}
+	/* one round trip each way: every parameter read, then every
+	 * gradient applied, with all requests in flight together */
+	err = err ? err : pasco_variable_read_all((size_t) nvars, v, p);
 	err = err ? err : gradients(nvars, p, batch_x, batch_labels, g, &loss);
-	for (int i = 0; i < nvars && err == PASCO_OK; i++) {
-		err = pasco_variable_apply_sgd(v[i], LR, g[i]);
-	}
+	err = err ? err
+	          : pasco_variable_apply_gradients((size_t) nvars, v, &sgd, g);
 	release_all(p, nvars);
 	release_all(g, nvars);
 	if (err != PASCO_OK) {

@@ -186,31 +186,47 @@ shard_send(pasco_variable *v, int32_t i, shard_call *c, fanout *f)
 	    v->shards[i].client, msg, v->timeout_ms, shard_done, c);
 }
 
-int
-pasci_shard_calls_run(pasco_variable *v, shard_call *calls)
+/* Sends every used call of v, counted in f. */
+static void
+calls_send(pasco_variable *v, shard_call *calls, fanout *f)
 {
-	fanout f;
-	int    rv = PASCO_OK;
-
-	pthread_mutex_init(&f.mu, NULL);
-	pthread_cond_init(&f.cv, NULL);
-	f.pending = 1; /* held until every call is sent */
 	for (int32_t i = 0; i < v->nshards; i++) {
 		if (calls[i].used) {
-			pthread_mutex_lock(&f.mu);
-			f.pending++;
-			pthread_mutex_unlock(&f.mu);
-			shard_send(v, i, &calls[i], &f);
+			pthread_mutex_lock(&f->mu);
+			f->pending++;
+			pthread_mutex_unlock(&f->mu);
+			shard_send(v, i, &calls[i], f);
 		}
 	}
-	pthread_mutex_lock(&f.mu);
-	f.pending--;
-	while (f.pending > 0) {
-		pthread_cond_wait(&f.cv, &f.mu);
+}
+
+static void
+fanout_init(fanout *f)
+{
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	f->pending = 1; /* held until every call is sent */
+}
+
+/* Drops the hold of fanout_init, waits for every call, then frees f. */
+static void
+fanout_wait(fanout *f)
+{
+	pthread_mutex_lock(&f->mu);
+	f->pending--;
+	while (f->pending > 0) {
+		pthread_cond_wait(&f->cv, &f->mu);
 	}
-	pthread_mutex_unlock(&f.mu);
-	pthread_cond_destroy(&f.cv);
-	pthread_mutex_destroy(&f.mu);
+	pthread_mutex_unlock(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+}
+
+/* The first failed call of v, recorded as v's error. */
+static int
+calls_check(pasco_variable *v, shard_call *calls)
+{
+	int rv = PASCO_OK;
 	for (int32_t i = 0; i < v->nshards && rv == 0; i++) {
 		if (calls[i].used && calls[i].err != 0) {
 			rv = pasci_variable_fail(v, calls[i].err,
@@ -223,26 +239,54 @@ pasci_shard_calls_run(pasco_variable *v, shard_call *calls)
 	return rv;
 }
 
+int
+pasci_shard_calls_run(pasco_variable *v, shard_call *calls)
+{
+	fanout f;
+	fanout_init(&f);
+	calls_send(v, calls, &f);
+	fanout_wait(&f);
+	return calls_check(v, calls);
+}
+
+/* Runs the calls of n variables together (every request in flight at
+ * once); the first failure is returned, recorded on its variable. */
+static int
+calls_run_many(size_t n, pasco_variable *const *vars, shard_call **calls)
+{
+	fanout f;
+	int    rv = PASCO_OK;
+	fanout_init(&f);
+	for (size_t k = 0; k < n; k++) {
+		calls_send(vars[k], calls[k], &f);
+	}
+	fanout_wait(&f);
+	for (size_t k = 0; k < n && rv == 0; k++) {
+		rv = calls_check(vars[k], calls[k]);
+	}
+	return rv;
+}
+
 /* Dense operations. */
 
-int
-pasco_variable_read(pasco_variable *v, pasco_tensor **out)
+/* The read calls of v, one per shard. */
+static shard_call *
+read_calls(pasco_variable *v)
 {
 	shard_call *calls =
 	    pasci_shard_calls_new(v, PASCO__WIRE__METHOD__VAR_READ);
-	size_t row = pasci_variable_row_bytes(v);
-	int    rv;
-
-	*out = NULL;
-	if (calls == NULL) {
-		return PASCO_ENOMEM;
-	}
-	for (int32_t i = 0; i < v->nshards; i++) {
+	for (int32_t i = 0; calls != NULL && i < v->nshards; i++) {
 		calls[i].used = true;
 	}
-	if ((rv = pasci_shard_calls_run(v, calls)) != 0) {
-		goto out;
-	}
+	return calls;
+}
+
+/* v's value from its answered read calls. */
+static int
+read_assemble(pasco_variable *v, shard_call *calls, pasco_tensor **out)
+{
+	size_t row = pasci_variable_row_bytes(v);
+	int    rv  = PASCO_OK;
 	for (int32_t i = 0; i < v->nshards; i++) {
 		if (calls[i].reply.ntensors != 1) {
 			rv = pasci_variable_fail(v, PASCO_EPROTO,
@@ -269,7 +313,54 @@ pasco_variable_read(pasco_variable *v, pasco_tensor **out)
 		    part->data, n);
 	}
 out:
+	return rv;
+}
+
+int
+pasco_variable_read(pasco_variable *v, pasco_tensor **out)
+{
+	shard_call *calls = read_calls(v);
+	int         rv;
+	*out = NULL;
+	if (calls == NULL) {
+		return PASCO_ENOMEM;
+	}
+	if ((rv = pasci_shard_calls_run(v, calls)) == 0) {
+		rv = read_assemble(v, calls, out);
+	}
 	pasci_shard_calls_free(v, calls);
+	return rv;
+}
+
+int
+pasco_variable_read_all(
+    size_t n, pasco_variable *const *vars, pasco_tensor **outs)
+{
+	shard_call **calls = calloc(n + 1, sizeof(*calls));
+	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		outs[k] = NULL;
+	}
+	for (size_t k = 0; k < n && rv == 0; k++) {
+		rv = (calls[k] = read_calls(vars[k])) != NULL ? PASCO_OK
+		                                              : PASCO_ENOMEM;
+	}
+	if (rv == 0) {
+		rv = calls_run_many(n, vars, calls);
+	}
+	for (size_t k = 0; k < n && rv == 0; k++) {
+		rv = read_assemble(vars[k], calls[k], &outs[k]);
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (rv != 0) {
+			pasco_tensor_release(outs[k]);
+			outs[k] = NULL;
+		}
+		if (calls != NULL) {
+			pasci_shard_calls_free(vars[k], calls[k]);
+		}
+	}
+	free(calls);
 	return rv;
 }
 
@@ -299,24 +390,23 @@ check_whole(pasco_variable *v, const pasco_tensor *t, const char *op)
 	        t->dtype, t->rank, t->shape, got, sizeof(got)));
 }
 
-/* Sends each shard its rows of t (a view, no copy). */
+/* The calls giving each shard its rows of t (a view, no copy); wopt (when
+ * not NULL) must outlive them. */
 static int
-variable_update(pasco_variable *v, Pasco__Wire__Method m,
-    const pasco_optimizer *opt, const pasco_tensor *t, const char *op)
+update_calls(pasco_variable *v, Pasco__Wire__Method m,
+    Pasco__Wire__Optimizer *wopt, const pasco_tensor *t, const char *op,
+    shard_call **out)
 {
-	Pasco__Wire__Optimizer wopt;
-	shard_call            *calls;
-	size_t                 row = pasci_variable_row_bytes(v);
-	int                    rv;
+	shard_call *calls;
+	size_t      row = pasci_variable_row_bytes(v);
+	int         rv;
 
+	*out = NULL;
 	if ((rv = check_whole(v, t, op)) != 0) {
 		return rv;
 	}
 	if ((calls = pasci_shard_calls_new(v, m)) == NULL) {
 		return PASCO_ENOMEM;
-	}
-	if (opt != NULL) {
-		pasci_wire_set_optimizer(&wopt, opt);
 	}
 	for (int32_t i = 0; i < v->nshards && rv == 0; i++) {
 		pasco_tensor *part;
@@ -332,15 +422,34 @@ variable_update(pasco_variable *v, Pasco__Wire__Method m,
 		                     t->storage);
 		if (rv == 0) {
 			calls[i].used      = true;
-			calls[i].b.hdr.opt = opt != NULL ? &wopt : NULL;
+			calls[i].b.hdr.opt = wopt;
 			pasci_wire_add_tensor(&calls[i].b, part, NULL);
 			pasco_tensor_release(part);
 		}
 	}
-	if (rv == 0) {
-		rv = pasci_shard_calls_run(v, calls);
+	if (rv != 0) {
+		pasci_shard_calls_free(v, calls);
+		return rv;
 	}
-	pasci_shard_calls_free(v, calls);
+	*out = calls;
+	return PASCO_OK;
+}
+
+static int
+variable_update(pasco_variable *v, Pasco__Wire__Method m,
+    const pasco_optimizer *opt, const pasco_tensor *t, const char *op)
+{
+	Pasco__Wire__Optimizer wopt;
+	shard_call            *calls;
+	int                    rv;
+	if (opt != NULL) {
+		pasci_wire_set_optimizer(&wopt, opt);
+	}
+	if ((rv = update_calls(
+	         v, m, opt != NULL ? &wopt : NULL, t, op, &calls)) == 0) {
+		rv = pasci_shard_calls_run(v, calls);
+		pasci_shard_calls_free(v, calls);
+	}
 	return rv;
 }
 
@@ -379,6 +488,36 @@ pasco_variable_apply_gradient(
 	}
 	return variable_update(
 	    v, PASCO__WIRE__METHOD__VAR_APPLY, opt, grad, "apply_gradient");
+}
+
+int
+pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, pasco_tensor *const *grads)
+{
+	Pasco__Wire__Optimizer wopt;
+	shard_call           **calls = calloc(n + 1, sizeof(*calls));
+	int                    rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
+	if (opt == NULL) {
+		free(calls);
+		return n > 0 ? pasci_variable_fail(vars[0], PASCO_EINVAL,
+		                   "apply_gradients: no optimizer")
+		             : PASCO_EINVAL;
+	}
+	pasci_wire_set_optimizer(&wopt, opt);
+	for (size_t k = 0; k < n && rv == 0; k++) {
+		rv = update_calls(vars[k], PASCO__WIRE__METHOD__VAR_APPLY,
+		    &wopt, grads[k], "apply_gradients", &calls[k]);
+	}
+	if (rv == 0) {
+		rv = calls_run_many(n, vars, calls);
+	}
+	for (size_t k = 0; k < n && calls != NULL; k++) {
+		if (calls[k] != NULL) {
+			pasci_shard_calls_free(vars[k], calls[k]);
+		}
+	}
+	free(calls);
+	return rv;
 }
 
 const char *

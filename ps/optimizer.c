@@ -164,6 +164,25 @@ ps_optimizer_check(const pasco_optimizer *o, char *err, size_t errlen)
 	return PASCO_OK;
 }
 
+/* Whether o's update reads slot k: as Keras, no momentum slot without
+ * momentum, no RMSprop average gradient unless centered, no Adam v_hat
+ * without amsgrad. An unused slot is never allocated (it reads as 0). */
+static bool
+slot_used(const pasco_optimizer *o, int k)
+{
+	switch (o->kind) {
+	case PASCO_OPT_SGD:
+		return o->momentum != 0;
+	case PASCO_OPT_RMSPROP:
+		return k == 0 || (k == 1 && o->momentum != 0) ||
+		       (k == 2 && o->centered);
+	case PASCO_OPT_ADAM:
+		return k < 2 || o->amsgrad;
+	default:
+		return true;
+	}
+}
+
 int
 ps_slots_prepare(ps_slots *s, const pasco_optimizer *o,
     const pasco_tensor *value, char *err, size_t errlen)
@@ -176,11 +195,13 @@ ps_slots_prepare(ps_slots *s, const pasco_optimizer *o,
 		    ops_of(s->kind)->name, ops->name);
 		return PASCO_EINVAL;
 	}
-	if (s->kind == 0) {
-		for (int k = 0; k < ops->nslots; k++) {
+	for (int k = 0; k < ops->nslots; k++) {
+		if (s->slot[k] == NULL && slot_used(o, k)) {
 			if (pasco_tensor_alloc(&s->slot[k], value->dtype,
 			        value->rank, value->shape) != 0) {
-				ps_slots_fini(s);
+				if (s->kind == 0) {
+					ps_slots_fini(s);
+				}
 				return PASCO_ENOMEM;
 			}
 			for (int64_t i = 0; i < value->count; i++) {
@@ -188,9 +209,9 @@ ps_slots_prepare(ps_slots *s, const pasco_optimizer *o,
 				    s->slot[k], i, ops->slot_init(o, k));
 			}
 		}
-		s->kind   = o->kind;
-		s->nslots = ops->nslots;
 	}
+	s->kind   = o->kind;
+	s->nslots = ops->nslots;
 	s->step++;
 	return PASCO_OK;
 }
@@ -214,17 +235,20 @@ apply_f32(const pasco_optimizer *o, const opt_ops *ops, double alpha,
 		return;
 	}
 	for (int k = 0; k < s->nslots; k++) {
-		slot[k] = (float *) s->slot[k]->data + at;
+		slot[k] = s->slot[k] != NULL ? (float *) s->slot[k]->data + at
+		                             : NULL;
 	}
 	for (int64_t i = 0; i < n; i++) {
-		double wi = w[i], sl[PS_MAX_SLOTS];
+		double wi = w[i], sl[PS_MAX_SLOTS] = {0};
 		for (int k = 0; k < s->nslots; k++) {
-			sl[k] = slot[k][i];
+			sl[k] = slot[k] != NULL ? slot[k][i] : 0;
 		}
 		ops->update(o, alpha, &wi, g[i], sl);
 		w[i] = (float) wi;
 		for (int k = 0; k < s->nslots; k++) {
-			slot[k][i] = (float) sl[k];
+			if (slot[k] != NULL) {
+				slot[k][i] = (float) sl[k];
+			}
 		}
 	}
 }
@@ -246,15 +270,19 @@ ps_optimizer_apply(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 	}
 	for (int64_t i = 0; i < n; i++) {
 		double w = pasco_tensor_get(value, at + i);
-		double sl[PS_MAX_SLOTS];
+		double sl[PS_MAX_SLOTS] = {0};
 		for (int k = 0; k < s->nslots; k++) {
-			sl[k] = pasco_tensor_get(s->slot[k], at + i);
+			if (s->slot[k] != NULL) {
+				sl[k] = pasco_tensor_get(s->slot[k], at + i);
+			}
 		}
 		ops->update(
 		    o, alpha, &w, pasco_tensor_get(grad, from + i), sl);
 		pasco_tensor_set(value, at + i, w);
 		for (int k = 0; k < s->nslots; k++) {
-			pasco_tensor_set(s->slot[k], at + i, sl[k]);
+			if (s->slot[k] != NULL) {
+				pasco_tensor_set(s->slot[k], at + i, sl[k]);
+			}
 		}
 	}
 }

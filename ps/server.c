@@ -101,7 +101,7 @@ create_from_init(
 		    "does not fit the shard",
 		    req->hdr->name, w->kind);
 	} else {
-		rv = ps_store_var_create(
+		rv = ps_store_var_adopt(
 		    ps->store, req->hdr->name, t, err, errlen);
 	}
 	pasco_tensor_release(t);

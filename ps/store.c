@@ -98,9 +98,9 @@ store_find(ps_store *s, const char *name, char *err, size_t errlen)
 	return v;
 }
 
-int
-ps_store_var_create(ps_store *s, const char *name, const pasco_tensor *init,
-    char *err, size_t errlen)
+static int
+var_create(ps_store *s, const char *name, const pasco_tensor *init,
+    bool adopt, char *err, size_t errlen)
 {
 	ps_var *v;
 	char    have[64], want[64];
@@ -129,7 +129,9 @@ ps_store_var_create(ps_store *s, const char *name, const pasco_tensor *init,
 	}
 	if ((v = calloc(1, sizeof(*v))) == NULL ||
 	    (v->name = pasci_strdup(name)) == NULL ||
-	    pasco_tensor_copy(&v->value, init) != 0) {
+	    (adopt ? (v->value = pasco_tensor_hold((pasco_tensor *) init)) ==
+	                 NULL
+	           : pasco_tensor_copy(&v->value, init) != 0)) {
 		pthread_rwlock_unlock(&s->lock);
 		if (v != NULL) {
 			free(v->name);
@@ -143,6 +145,20 @@ ps_store_var_create(ps_store *s, const char *name, const pasco_tensor *init,
 	s->buckets[hash_name(name) % STORE_BUCKETS] = v;
 	pthread_rwlock_unlock(&s->lock);
 	return PASCO_OK;
+}
+
+int
+ps_store_var_create(ps_store *s, const char *name, const pasco_tensor *init,
+    char *err, size_t errlen)
+{
+	return var_create(s, name, init, false, err, errlen);
+}
+
+int
+ps_store_var_adopt(ps_store *s, const char *name, pasco_tensor *init,
+    char *err, size_t errlen)
+{
+	return var_create(s, name, init, true, err, errlen);
 }
 
 int
@@ -499,8 +515,17 @@ snapshot_var(snapshot *sn, ps_var *v)
 	pthread_mutex_lock(&v->mu);
 	rv = snapshot_add(sn, v->name, v->value);
 	for (int k = 0; rv == 0 && k < v->slots.nslots; k++) {
+		pasco_tensor *zeros = NULL; /* a slot its optimizer never used */
 		pasci_fmt(name, sizeof(name), "%s/.slot/%d", v->name, k);
-		rv = snapshot_add(sn, name, v->slots.slot[k]);
+		if (v->slots.slot[k] == NULL &&
+		    pasco_tensor_alloc(&zeros, v->value->dtype, v->value->rank,
+		        v->value->shape) != 0) {
+			rv = PASCO_ENOMEM;
+			break;
+		}
+		rv = snapshot_add(
+		    sn, name, zeros != NULL ? zeros : v->slots.slot[k]);
+		pasco_tensor_release(zeros);
 	}
 	if (rv == 0 && v->slots.kind != 0) {
 		cJSON *e = cJSON_AddObjectToObject(sn->slots, v->name);

@@ -26,6 +26,11 @@ void ps_store_destroy(ps_store *s);
 int ps_store_var_create(ps_store *s, const char *name,
     const pasco_tensor *init, char *err, size_t errlen);
 
+/* The same, keeping a reference to init instead of a copy (init must not
+ * be a view into a message, nor be written by the caller afterwards). */
+int ps_store_var_adopt(ps_store *s, const char *name, pasco_tensor *init,
+    char *err, size_t errlen);
+
 /* Calls fn(arg, value) with the variable's lock held (for encoding a
  * read without an extra copy). PASCO_ENOTFOUND. */
 int ps_store_var_with(ps_store *s, const char             *name,

@@ -230,6 +230,55 @@ Test(sharded, assign_and_assign_add_slice_across_uneven_shards) /* 105 */
 	stop();
 }
 
+Test(sharded, read_all_and_apply_gradients_act_on_many_variables_at_once)
+{
+	pasco_partitioner p   = pasco_fixed_shards_partitioner(3);
+	pasco_optimizer   sgd = pasco_sgd(0.5, 0, false);
+	pasco_variable   *v[3];
+	pasco_tensor     *init[3], *grads[3], *out[3];
+	int64_t           rows[3] = {4, 7, 1};
+	start(2, &p);
+	for (int k = 0; k < 3; k++) {
+		char name[16];
+		snprintf(name, sizeof(name), "m%d", k);
+		init[k]  = iota(PASCO_F32, 2, (int64_t[]){rows[k], 2});
+		grads[k] = iota(PASCO_F32, 2, (int64_t[]){rows[k], 2});
+		PASCO_PASS(
+		    pasco_variable_create(&v[k], strategy, name, init[k]));
+	}
+	cr_assert_eq(pasco_variable_num_shards(v[1]), 3);
+	/* w - 0.5 * g with w = g = iota: 0.5 * iota */
+	PASCO_PASS(pasco_variable_apply_gradients(3, v, &sgd, grads));
+	PASCO_PASS(pasco_variable_read_all(3, v, out));
+	for (int k = 0; k < 3; k++) {
+		cr_assert_eq(out[k]->count, rows[k] * 2);
+		for (int64_t i = 0; i < out[k]->count; i++) {
+			cr_assert_float_eq(pasco_tensor_get(out[k], i),
+			    0.5 * (double) i, 1e-6, "m%d[%lld]", k,
+			    (long long) i);
+		}
+		pasco_tensor_release(out[k]);
+	}
+	/* one gradient that does not fit: nothing is applied */
+	pasco_tensor_release(grads[2]);
+	grads[2] = iota(PASCO_F32, 1, (int64_t[]){5});
+	PASCO_FAIL(
+	    pasco_variable_apply_gradients(3, v, &sgd, grads), PASCO_EINVAL);
+	cr_assert(strstr(pasco_variable_error(v[2]), "f32[1,2]"), "%s",
+	    pasco_variable_error(v[2]));
+	PASCO_PASS(pasco_variable_read_all(3, v, out));
+	for (int k = 0; k < 3; k++) {
+		cr_assert_float_eq(pasco_tensor_get(out[k], 1), 0.5, 1e-6);
+		pasco_tensor_release(out[k]);
+	}
+	for (int k = 0; k < 3; k++) {
+		pasco_tensor_release(init[k]);
+		pasco_tensor_release(grads[k]);
+		pasco_variable_free(v[k]);
+	}
+	stop();
+}
+
 /* 32 rows in shards of 11, 11, 10. */
 static pasco_variable *
 table(void)

@@ -120,11 +120,13 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 	    getenv("OMP_NUM_THREADS") == NULL) {
 		openblas_set_num_threads(1);
 	}
-	/* Tensors and messages of hundreds of KB to MB come and go every
-	 * step: keep them in the heap for reuse instead of mapping fresh
-	 * pages (a page fault and a zeroing per 4 KB) for each one. */
-	mallopt(M_MMAP_THRESHOLD, 256 << 20);
-	mallopt(M_TRIM_THRESHOLD, 512 << 20);
+	/* Tensors and messages of hundreds of KB to a few MB come and go
+	 * every step: keep them in the heap for reuse instead of mapping
+	 * fresh pages (a page fault and a zeroing per 4 KB) for each one.
+	 * Larger buffers are still mapped and unmapped, and at most 64 MB of
+	 * free heap is kept, so a ps's resident size tracks what it stores. */
+	mallopt(M_MMAP_THRESHOLD, 8 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	switch (pasco_cluster_task_role(cluster)) {
 	case PASCO_ROLE_PS:
 	case PASCO_ROLE_WORKER:

@@ -70,6 +70,13 @@ pasco_optimizer pasco_ftrl(double learning_rate, double l1, double l2);
 int pasco_variable_apply_gradient(
     pasco_variable *v, const pasco_optimizer *opt, const pasco_tensor *grad);
 
+/* Keras's optimizer.apply_gradients(zip(grads, vars)): applies grads[k]
+ * to vars[k] with opt, every shard request in flight together. Every
+ * gradient is checked first: if one does not fit its variable, nothing is
+ * applied. */
+int pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, pasco_tensor *const *grads);
+
 /* Applies the gradient rows grads (shape ids.shape + v.shape[1:]) to rows
  * ids, duplicates summed; other rows and their slots are untouched. */
 int pasco_variable_apply_gradient_sparse(pasco_variable *v,

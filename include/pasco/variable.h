@@ -26,6 +26,13 @@ typedef struct pasco_variable pasco_variable;
  * caller. Blocks. */
 int pasco_variable_read(pasco_variable *v, pasco_tensor **out);
 
+/* Reads n variables at once: every shard request is in flight together,
+ * so a step pays one round trip, not n. outs[k] gets vars[k]'s value
+ * (owned by the caller). On failure every outs[k] is NULL and the error
+ * is recorded on the variable that failed (pasco_variable_error). */
+int pasco_variable_read_all(
+    size_t n, pasco_variable *const *vars, pasco_tensor **outs);
+
 /* v = value. value must have v's dtype and shape. Blocks. */
 int pasco_variable_assign(pasco_variable *v, const pasco_tensor *value);
 
