@@ -397,20 +397,14 @@ msg_free(void *msg)
 	nng_msg_free(msg);
 }
 
-/* Makes the tensors of m, viewing body; copies when misaligned. */
+/* Makes the tensors of m, viewing body (owned by st); copies when
+ * misaligned. */
 static int
-decode_tensors(
-    pasci_wire_msg *m, nng_msg *msg, size_t off, char *err, size_t errlen)
+decode_tensors(pasci_wire_msg *m, uint8_t *body, size_t len, pasco_storage *st,
+    size_t off, char *err, size_t errlen)
 {
-	uint8_t       *body = nng_msg_body(msg);
-	size_t         len  = nng_msg_len(msg);
-	pasco_storage *st;
-	int            rv = PASCO_OK;
+	int rv = PASCO_OK;
 
-	if ((st = pasci_storage_new(msg_free, msg)) == NULL) {
-		nng_msg_free(msg);
-		return PASCO_ENOMEM;
-	}
 	m->tensors = calloc(m->hdr->n_tensors + 1, sizeof(*m->tensors));
 	for (size_t i = 0; m->tensors != NULL && i < m->hdr->n_tensors; i++) {
 		pasco_dtype dt;
@@ -450,17 +444,17 @@ decode_tensors(
 	if (m->tensors == NULL) {
 		rv = PASCO_ENOMEM;
 	}
-	pasci_storage_release(st);
 	return rv;
 }
 
-int
-pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
+/* Decodes the message body [body, body + len) whose tensors may view it
+ * through st (held by each view). */
+static int
+decode_buffer(pasci_wire_msg *m, uint8_t *body, size_t len, pasco_storage *st,
+    char *err, size_t errlen)
 {
-	const uint8_t *body = nng_msg_body(msg);
-	size_t         len  = nng_msg_len(msg);
-	size_t         hlen;
-	int            rv;
+	size_t hlen;
+	int    rv;
 
 	memset(m, 0, sizeof(*m));
 	if (len < PASCI_WIRE_PREFIX) {
@@ -468,7 +462,6 @@ pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
 		    "message of %zu bytes is shorter than "
 		    "the %d-byte prefix",
 		    len, PASCI_WIRE_PREFIX);
-		nng_msg_free(msg);
 		return PASCO_EPROTO;
 	}
 	m->incarnation = get_be(body, 8);
@@ -480,16 +473,60 @@ pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
 		    "message header (%zu bytes) does not "
 		    "parse",
 		    hlen);
-		nng_msg_free(msg);
 		return PASCO_EPROTO;
 	}
 	rv = decode_tensors(
-	    m, msg, PAD8(PASCI_WIRE_PREFIX + hlen), err, errlen);
+	    m, body, len, st, PAD8(PASCI_WIRE_PREFIX + hlen), err, errlen);
 	if (rv != 0) {
 		pasci_wire_msg_fini(m);
 		return rv == PASCO_ENOMEM ? rv : PASCO_EPROTO;
 	}
 	return PASCO_OK;
+}
+
+int
+pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
+{
+	pasco_storage *st = pasci_storage_new(msg_free, msg);
+	int            rv;
+	if (st == NULL) {
+		memset(m, 0, sizeof(*m));
+		nng_msg_free(msg);
+		return PASCO_ENOMEM;
+	}
+	rv = decode_buffer(
+	    m, nng_msg_body(msg), nng_msg_len(msg), st, err, errlen);
+	pasci_storage_release(st); /* the views hold what they need */
+	return rv;
+}
+
+int
+pasci_wire_decode_part(
+    pasci_wire_msg *m, const pasco_tensor *part, char *err, size_t errlen)
+{
+	if (part->dtype != PASCO_U8 || part->rank != 1) {
+		memset(m, 0, sizeof(*m));
+		pasci_fmt(err, errlen, "a part is not a u8 vector");
+		return PASCO_EPROTO;
+	}
+	return decode_buffer(
+	    m, part->data, part->nbytes, part->storage, err, errlen);
+}
+
+int
+pasci_wire_msg_view(nng_msg *msg, pasco_tensor **out)
+{
+	pasco_storage *st = pasci_storage_new(msg_free, msg);
+	int64_t        n  = (int64_t) nng_msg_len(msg);
+	int            rv;
+	*out = NULL;
+	if (st == NULL) {
+		nng_msg_free(msg);
+		return PASCO_ENOMEM;
+	}
+	rv = pasci_tensor_view(out, PASCO_U8, 1, &n, nng_msg_body(msg), st);
+	pasci_storage_release(st);
+	return rv;
 }
 
 void

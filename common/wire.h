@@ -35,6 +35,13 @@ int pasci_wire_decode(
 
 void pasci_wire_msg_fini(pasci_wire_msg *m);
 
+/* Batches (RUN_BATCH) carry whole messages as u8 tensors. These decode one
+ * such part in place (its tensors view the part, no copy), and turn a
+ * message into a u8 tensor viewing it (taking msg over, no copy). */
+int pasci_wire_decode_part(
+    pasci_wire_msg *m, const pasco_tensor *part, char *err, size_t errlen);
+int pasci_wire_msg_view(nng_msg *msg, pasco_tensor **out);
+
 /* Reads or writes the incarnation prefix of an encoded message. */
 uint64_t pasci_wire_get_incarnation(nng_msg *msg);
 void     pasci_wire_set_incarnation(nng_msg *msg, uint64_t incarnation);

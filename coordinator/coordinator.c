@@ -37,8 +37,47 @@ typedef struct flight {
 	closure          **riders;
 } flight;
 
-/* Closures whose tensor arguments total at most this may ride in a batch. */
+/* Closures whose tensor arguments total at most this may ride in a batch,
+ * unless their function returned more than SMALL_RESULT_BYTES before (a
+ * batch's reply comes back whole, after its last closure). */
 #define SMALL_CLOSURE_BYTES 16384
+#define SMALL_RESULT_BYTES 65536
+
+static bool
+has_big_results(pasco_coordinator *c, const char *fn)
+{
+	bool big = false;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->nbig_results && !big; i++) {
+		big = strcmp(c->big_results[i], fn) == 0;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return big;
+}
+
+/* Remembers fn when its reply carried more than SMALL_RESULT_BYTES. */
+static void
+note_result_size(pasco_coordinator *c, const char *fn, const pasci_wire_msg *m)
+{
+	size_t bytes = 0;
+	char **grown;
+	for (size_t i = 0; i < m->ntensors; i++) {
+		bytes += m->tensors[i]->nbytes;
+	}
+	if (bytes <= SMALL_RESULT_BYTES || has_big_results(c, fn)) {
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	grown = realloc(
+	    c->big_results, (c->nbig_results + 1) * sizeof(*c->big_results));
+	if (grown != NULL) {
+		c->big_results = grown;
+		if ((grown[c->nbig_results] = pasci_strdup(fn)) != NULL) {
+			c->nbig_results++;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+}
 
 uint64_t
 pasci_coordinator_next_id(pasco_coordinator *c)
@@ -230,6 +269,7 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 		}
 		return;
 	}
+	note_result_size(c, cl->name, reply);
 	if (reply->hdr->not_run) { /* cancelled by the batch's failure */
 		closure_cancel(cl);
 		if (rider) {
@@ -268,26 +308,18 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 	}
 }
 
-/* Sub-reply i of a batch reply, decoded from its copy. */
+/* Sub-reply i of a batch reply, decoded in place. */
 static int
 batch_part(const pasci_wire_msg *reply, size_t i, pasci_wire_msg *part,
     char *why, size_t len)
 {
-	const pasco_tensor *t;
-	nng_msg            *m;
 	if (reply->hdr->status != 0 || i >= reply->ntensors) {
 		pasci_fmt(why, len,
 		    "the worker answered a batch without part %zu: %s", i,
 		    reply->hdr->error);
 		return PASCO_EPROTO;
 	}
-	t = reply->tensors[i];
-	if (nng_msg_alloc(&m, t->nbytes) != 0) {
-		pasci_fmt(why, len, "out of memory");
-		return PASCO_ENOMEM;
-	}
-	memcpy(nng_msg_body(m), t->data, t->nbytes);
-	return pasci_wire_decode(part, m, why, len);
+	return pasci_wire_decode_part(part, reply->tensors[i], why, len);
 }
 
 /* Completes the closures of a batch from its reply (or transport error). */
@@ -381,13 +413,9 @@ batch_add(pasci_wire_builder *b, pasco_coordinator *c, size_t w, closure *cl)
 {
 	nng_msg      *m = encode_closure(c, w, cl);
 	pasco_tensor *t = NULL;
-	int64_t       n = m != NULL ? (int64_t) nng_msg_len(m) : 0;
-	if (m == NULL || pasco_tensor_from(&t, PASCO_U8, 1, &n,
-	                     nng_msg_body(m), (size_t) n) != 0) {
-		nng_msg_free(m);
+	if (m == NULL || pasci_wire_msg_view(m, &t) != 0) {
 		return false;
 	}
-	nng_msg_free(m);
 	pasci_wire_add_tensor(b, t, NULL);
 	pasco_tensor_release(t);
 	return true;
@@ -649,6 +677,10 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	}
 	queue_fini(&c->q);
 	free(c->dispatchers);
+	for (size_t i = 0; i < c->nbig_results; i++) {
+		free(c->big_results[i]);
+	}
+	free(c->big_results);
 	pthread_cond_destroy(&c->watchdog_cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -746,7 +778,7 @@ pasco_schedule_with(pasco_coordinator *c, const char *fn,
 		return err;
 	}
 	cl->repeat = opts != NULL && opts->repeat > 1 ? opts->repeat : 1;
-	cl->small  = true;
+	cl->small  = !has_big_results(c, fn);
 	for (size_t i = 0, bytes = 0; i < cl->nargs; i++) {
 		bytes += cl->args[i].tensor != NULL
 		             ? cl->args[i].tensor->nbytes

@@ -114,6 +114,8 @@ struct pasco_coordinator {
 	pasco_per_worker_iterator *iterators; /* live ones */
 	uint64_t                   next_id;
 	char                       error[1024];
+	char **big_results; /* functions whose results are too big to batch */
+	size_t nbig_results;
 };
 
 /* Enqueues the build of it on worker w (a tagged closure). */

@@ -377,11 +377,7 @@ worker_run_batch(worker_server *w, const pasci_wire_msg *req)
 		                      ? batch_part(w, req->tensors[i], &status)
 		                      : not_run_reply();
 		pasco_tensor *t = NULL;
-		int64_t       n;
-		n  = r != NULL ? (int64_t) nng_msg_len(r) : 0;
-		ok = r != NULL && pasco_tensor_from(&t, PASCO_U8, 1, &n,
-		                      nng_msg_body(r), (size_t) n) == 0;
-		nng_msg_free(r);
+		ok              = r != NULL && pasci_wire_msg_view(r, &t) == 0;
 		if (ok) {
 			pasci_wire_add_tensor(&b, t, NULL);
 		}

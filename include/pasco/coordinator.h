@@ -94,12 +94,14 @@ int pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
 typedef struct pasco_coordinator_options {
 	/* Messages in flight per worker; 0 means 4. TensorFlow uses 1. */
 	uint32_t window;
-	/* Automatic batching: when a worker's window is full and closures
-	 * wait in the queue, up to max_batch of them (those whose tensor
-	 * arguments total at most 16 KB) go to it in one message as its window
-	 * frees, run there in order, and come back in one reply; each keeps
-	 * its own remote value, error and retry. 0 means 32; 1 turns it off.
-	 */
+	/* Automatic batching: when every worker's window is full and
+	 * closures wait in the queue, up to max_batch of them (those whose
+	 * tensor arguments total at most 16 KB, of functions that have not
+	 * returned more than 64 KB) go to a worker in one message as its
+	 * window frees, run there in order, and come back in one reply. Each
+	 * keeps its own remote value, error and retry; a failure cancels the
+	 * closures after it in its batch, as it cancels queued ones.
+	 * 0 means 32; 1 turns it off. */
 	uint32_t max_batch;
 	/* Queued closures before pasco_schedule blocks; 0 means 262144. */
 	uint32_t queue_size;
