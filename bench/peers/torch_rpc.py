@@ -26,6 +26,8 @@ import socket
 import sys
 import time
 
+os.environ.setdefault("GLOG_minloglevel", "2")  # TensorPipe's shutdown chatter
+
 try:
     import torch
     import torch.distributed.rpc as rpc
