@@ -8,6 +8,7 @@
  * size acknowledged empty for push).
  *
  *     pasco launch --ps 1 --workers 1 -- build/bench/ps_dense [--quick]
+ *         [--only KB]
  *
  * Each figure is the best of 3 rounds moving about 256 MB, or of 4,000
  * operations where that is fewer (32 MB or 1,000, and no 64 MB size, with
@@ -150,8 +151,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pasco_strategy     *s;
 	nng_socket          raw;
 	int                 failed = 0;
+	size_t              only = 0; /* --only KB: one size, for profiling */
 	for (int i = 1; i < argc; i++) {
 		quick |= strcmp(argv[i], "--quick") == 0;
+		if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+			only = (size_t) atol(argv[i + 1]) << 10;
+		}
 	}
 	double budget = quick ? 32e6 : 256e6;
 	size_t nsizes = quick ? 3 : 4;
@@ -175,6 +180,9 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	printf("%-8s %-5s %-8s %10s %10s %8s\n", "size", "op", "clients",
 	    "raw nng", "pasco", "ratio");
 	for (size_t k = 0; k < nsizes; k++) {
+		if (only != 0 && sizes[k] != only) {
+			continue;
+		}
 		pasco_variable *v;
 		pasco_tensor   *init;
 		char            name[32];

@@ -45,6 +45,9 @@ typedef struct rpc_call {
 
 enum { LINK_DOWN, LINK_HELLO, LINK_UP };
 
+#define FIRST_CONTACT_MS 15000
+#define RETRY_CONTACT_MS 2000
+
 struct pasci_rpc_client {
 	nng_socket         sock;
 	nng_dialer         dialer;
@@ -61,7 +64,8 @@ struct pasci_rpc_client {
 	int      link;
 	uint32_t pipe;
 	uint64_t incarnation;
-	bool ever_up; /* connected once: later outages fail calls at once */
+	bool    ever_up; /* connected once: later outages fail calls at once */
+	int64_t opened_ms; /* set at open, then read only */
 	uint32_t  next_id;
 	rpc_call *buckets[CALL_BUCKETS];
 	size_t    ndeadlines;
@@ -397,6 +401,7 @@ pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
 	}
 	c->state_fn  = state_fn;
 	c->state_arg = state_arg;
+	c->opened_ms = pasci_now_ms();
 	c->next_id   = (uint32_t) pasci_random_u64() & 0x7fffffu;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
@@ -493,6 +498,24 @@ pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
 	}
 	pthread_mutex_unlock(&c->mu);
 	return rv;
+}
+
+int
+pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms)
+{
+	/* A peer never reached is waited for until FIRST_CONTACT_MS after
+	 * the client opened (start-up, in any order), then for at most
+	 * RETRY_CONTACT_MS per call: a ps that died before this process ever
+	 * reached it must not stall every step for the full timeout. */
+	pthread_mutex_lock(&c->mu);
+	if (!c->ever_up) {
+		int64_t left =
+		    c->opened_ms + FIRST_CONTACT_MS - pasci_now_ms();
+		left       = left > RETRY_CONTACT_MS ? left : RETRY_CONTACT_MS;
+		timeout_ms = timeout_ms < left ? timeout_ms : left;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return pasci_rpc_client_wait_up(c, timeout_ms);
 }
 
 bool

@@ -49,7 +49,11 @@ const char *pasci_rpc_client_url(const pasci_rpc_client *c);
  * once, as TensorFlow fails fast on a lost task. */
 int pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms);
 
-bool     pasci_rpc_client_is_up(pasci_rpc_client *c);
+/* The same before a call: a server never reached is waited for until 15 s
+ * after the client opened, and after that for at most 2 s per call. */
+int pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms);
+
+bool pasci_rpc_client_is_up(pasci_rpc_client *c);
 
 /* Completes every outstanding call (but the handshake) with err and why,
  * now; their replies, if they come, are dropped. */
@@ -58,7 +62,7 @@ void pasci_rpc_client_abandon(pasci_rpc_client *c, int err, const char *why);
 /* Drops the current connection (calls sent on it fail with
  * PASCO_EUNAVAILABLE) and lets the dialer reconnect: for a peer that is
  * connected but no longer answers. */
-void pasci_rpc_client_drop(pasci_rpc_client *c, const char *why);
+void     pasci_rpc_client_drop(pasci_rpc_client *c, const char *why);
 uint64_t pasci_rpc_client_incarnation(pasci_rpc_client *c);
 
 /* Sends req (taken over) if the connection is up, else fails at once;

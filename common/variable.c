@@ -172,8 +172,8 @@ shard_send(pasco_variable *v, int32_t i, shard_call *c, fanout *f)
 	nng_msg *msg;
 	c->fan        = f;
 	c->b.hdr.name = v->shards[i].name;
-	if (pasci_rpc_client_wait_up(v->shards[i].client, v->timeout_ms) !=
-	    0) {
+	if (pasci_rpc_client_wait_for_call(
+	        v->shards[i].client, v->timeout_ms) != 0) {
 		shard_done(
 		    c, PASCO_EUNAVAILABLE, NULL, "the ps did not answer");
 		return;
