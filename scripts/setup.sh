@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what Pasco needs to build and test, from Debian 12 packages
-# (and, with npm, one npm package for a cross-check test).
+# (and, optionally, python3-torch for the benchmarks' PyTorch peer and,
+# with npm, one npm package for a cross-check test).
 # A no-op when everything is already there.
 set -eu
 pkgs="build-essential meson ninja-build pkg-config cmake protobuf-c-compiler
@@ -18,6 +19,16 @@ if [ -n "$missing" ]; then
 	$SUDO apt-get update -qq
 	# shellcheck disable=SC2086
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+# Optional: PyTorch, the peer `bench/run --peers` measures against
+# (bench/peers/; skipped cleanly when it is missing).
+if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	echo "setup: installing python3-torch (for bench/run --peers)"
+	$SUDO apt-get update -qq || true
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-torch > /dev/null ||
+		echo "setup: python3-torch not installed; bench/run --peers will skip the PyTorch peer"
 fi
 # Optional: the independent TFRecord implementation the cross-check test
 # uses (tests/test_tfrecord_npm.sh skips without it), when npm is there.
