@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "coordinator/internal.h"
+
 #define CHECK(cond, ...)                                                      \
 	do {                                                                  \
 		if (!(cond)) {                                                \
@@ -288,6 +290,10 @@ main(void)
 	for (int round = 0; round < ROUNDS; round++) {
 		run_round(s, c, round);
 	}
+	/* the rounds saturate every window: closures rode in batches */
+	CHECK(c->riders_sent > 0, "no closure was batched");
+	printf("stress: %llu closures rode in batches\n",
+	    (unsigned long long) c->riders_sent);
 	churn_iterators(c);
 	churn_round(s, c, cluster, &servers[3]);
 	prefetch_round();
