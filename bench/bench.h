@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +80,61 @@ bench_raw_server(const char *url)
 			nng_msg_free(m);
 		}
 	}
+}
+
+/* Starts this program as the raw peer in a child process: `self --raw URL`,
+ * which each benchmark's main hands to bench_raw_server. */
+static inline pid_t
+bench_start_raw(const char *self, const char *url)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self, self, "--raw", url, (char *) NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* A request for the raw peer of 8 + extra bytes: "SIZE" + n when n > 0
+ * (answered with n bytes), else zeros (echoed, or answered empty when
+ * over 4 KB). */
+static inline nng_msg *
+bench_request(uint32_t n, size_t extra)
+{
+	nng_msg *m;
+	if (nng_msg_alloc(&m, 8 + extra) != 0) {
+		return NULL;
+	}
+	memset(nng_msg_body(m), 0, 8);
+	if (n > 0) {
+		memcpy(nng_msg_body(m), "SIZE", 4);
+		memcpy((char *) nng_msg_body(m) + 4, &n, 4);
+	}
+	return m;
+}
+
+/* One round trip on ctx: sends req (taken over), waits for the reply and
+ * frees it. 0, or -1 on a failure. */
+static inline int
+bench_round_trip(nng_ctx ctx, nng_aio *aio, nng_msg *req)
+{
+	if (req == NULL) {
+		return -1;
+	}
+	nng_aio_set_msg(aio, req);
+	nng_ctx_send(ctx, aio);
+	nng_aio_wait(aio);
+	if (nng_aio_result(aio) != 0) {
+		nng_msg_free(req);
+		return -1;
+	}
+	nng_ctx_recv(ctx, aio);
+	nng_aio_wait(aio);
+	if (nng_aio_result(aio) != 0) {
+		return -1;
+	}
+	nng_msg_free(nng_aio_get_msg(aio));
+	return 0;
 }
 
 /* A cluster of the ps tasks and the first `workers` workers of c, so one

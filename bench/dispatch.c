@@ -42,23 +42,6 @@ PASCO_FUNCTION(noop)
 	return PASCO_OK;
 }
 
-/* The baseline's peer: a raw rep0 echo server, until SIGTERM. */
-static int
-echo_server(const char *url)
-{
-	nng_socket s;
-	if (nng_rep0_open(&s) != 0 || nng_listen(s, url, NULL, 0) != 0) {
-		fprintf(stderr, "echo: cannot listen on %s\n", url);
-		return 1;
-	}
-	for (;;) {
-		nng_msg *m;
-		if (nng_recvmsg(s, &m, 0) == 0 && nng_sendmsg(s, m, 0) != 0) {
-			nng_msg_free(m);
-		}
-	}
-}
-
 typedef struct rtt_arg {
 	nng_socket sock;
 	long       n;
@@ -71,31 +54,14 @@ round_trips(void *arg)
 	rtt_arg *a = arg;
 	nng_ctx  ctx;
 	nng_aio *aio;
-	char     buf[PAYLOAD] = {0};
 	if (nng_ctx_open(&ctx, a->sock) != 0 ||
 	    nng_aio_alloc(&aio, NULL, NULL) != 0) {
 		a->failed = 1;
 		return NULL;
 	}
 	for (long i = 0; i < a->n && !a->failed; i++) {
-		nng_msg *m;
-		nng_msg_alloc(&m, 0);
-		nng_msg_append(m, buf, sizeof(buf));
-		nng_aio_set_msg(aio, m);
-		nng_ctx_send(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) != 0) {
-			nng_msg_free(m);
-			a->failed = 1;
-			break;
-		}
-		nng_ctx_recv(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) != 0) {
-			a->failed = 1;
-			break;
-		}
-		nng_msg_free(nng_aio_get_msg(aio));
+		a->failed =
+		    bench_round_trip(ctx, aio, bench_request(0, PAYLOAD - 8));
 	}
 	nng_aio_free(aio);
 	nng_ctx_close(ctx);
@@ -176,17 +142,6 @@ pasco_dispatch(const pasco_cluster *c, size_t workers, uint32_t window,
 	return best;
 }
 
-static pid_t
-start_echo(const char *self, const char *url)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl(self, self, "--echo", url, (char *) NULL);
-		_exit(127);
-	}
-	return pid;
-}
-
 /* One row: a Pasco figure beside its raw baseline. */
 static void
 row(const char *what, double ours, double base, const char *base_name)
@@ -215,7 +170,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	for (size_t p = 0; p < nw; p++) {
 		snprintf(urls[p], sizeof(urls[p]), "tcp://127.0.0.1:%d",
 		    bench_free_port());
-		echo[p] = start_echo(argv[0], urls[p]);
+		echo[p] = bench_start_raw(argv[0], urls[p]);
 	}
 	usleep(200 * 1000);
 	printf("dispatch benchmark: %ld no-op operations per figure, best of "
@@ -280,8 +235,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "--echo") == 0) {
-		return echo_server(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "--raw") == 0) {
+		return bench_raw_server(argv[2]);
 	}
 	return pasco_main(argc, argv, chief);
 }

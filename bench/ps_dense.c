@@ -46,32 +46,10 @@ raw_client(void *arg)
 		return NULL;
 	}
 	for (long i = 0; i < j->iters && !j->failed; i++) {
-		nng_msg *m;
-		if (j->push) {
-			nng_msg_alloc(
-			    &m, j->size); /* the payload, as a gradient */
-			memset(nng_msg_body(m), 0, 8); /* not "SIZE" */
-		} else {
-			uint32_t n = (uint32_t) j->size;
-			nng_msg_alloc(&m, 8);
-			memcpy(nng_msg_body(m), "SIZE", 4);
-			memcpy((char *) nng_msg_body(m) + 4, &n, 4);
-		}
-		nng_aio_set_msg(aio, m);
-		nng_ctx_send(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) != 0) {
-			nng_msg_free(m);
-			j->failed = 1;
-			break;
-		}
-		nng_ctx_recv(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) != 0) {
-			j->failed = 1;
-			break;
-		}
-		nng_msg_free(nng_aio_get_msg(aio));
+		/* push: the payload, as a gradient; pull: ask for it */
+		j->failed = bench_round_trip(ctx, aio,
+		    j->push ? bench_request(0, j->size - 8)
+		            : bench_request((uint32_t) j->size, 0));
 	}
 	nng_aio_free(aio);
 	nng_ctx_close(ctx);
@@ -131,17 +109,6 @@ measure(job proto, int clients, void *(*fn)(void *) )
 	return best;
 }
 
-static pid_t
-start_raw(const char *self, const char *url)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl(self, self, "--raw", url, (char *) NULL);
-		_exit(127);
-	}
-	return pid;
-}
-
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
@@ -161,7 +128,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	double budget = quick ? 32e6 : 256e6;
 	size_t nsizes = quick ? 3 : 4;
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
-	pid_t peer = start_raw(argv[0], url);
+	pid_t peer = bench_start_raw(argv[0], url);
 	if (nng_req0_open(&raw) != 0) {
 		return 1;
 	}

@@ -77,33 +77,6 @@ zipf_batches(int64_t rows, uint64_t seed)
 	return out;
 }
 
-static int
-raw_round_trip(nng_ctx ctx, nng_aio *aio, size_t out_bytes, size_t back)
-{
-	nng_msg *m;
-	uint32_t n = (uint32_t) back;
-	nng_msg_alloc(&m, 8 + out_bytes);
-	memset(nng_msg_body(m), 0, 8);
-	if (back > 0) { /* "SIZE" + n, then the ids: answered with n bytes */
-		memcpy(nng_msg_body(m), "SIZE", 4);
-		memcpy((char *) nng_msg_body(m) + 4, &n, 4);
-	} /* else over 4 KB: acknowledged empty */
-	nng_aio_set_msg(aio, m);
-	nng_ctx_send(ctx, aio);
-	nng_aio_wait(aio);
-	if (nng_aio_result(aio) != 0) {
-		nng_msg_free(m);
-		return -1;
-	}
-	nng_ctx_recv(ctx, aio);
-	nng_aio_wait(aio);
-	if (nng_aio_result(aio) != 0) {
-		return -1;
-	}
-	nng_msg_free(nng_aio_get_msg(aio));
-	return 0;
-}
-
 static void *
 client(void *arg)
 {
@@ -120,9 +93,9 @@ client(void *arg)
 	for (long i = 0; i < j->iters && !j->failed; i++) {
 		pasco_tensor *b = j->ids[(j->offset + i) % NBATCH], *out;
 		if (j->is_raw) {
-			j->failed =
-			    j->apply ? raw_round_trip(ctx, aio, ids + rows, 0)
-			             : raw_round_trip(ctx, aio, ids, rows);
+			j->failed = bench_round_trip(ctx, aio,
+			    j->apply ? bench_request(0, ids + rows)
+			             : bench_request((uint32_t) rows, ids));
 		} else if (j->apply) {
 			j->failed = pasco_variable_apply_gradient_sparse(
 			                j->v, &opt, b, j->grads) != 0;
@@ -167,17 +140,6 @@ measure(job proto, int clients)
 	return best;
 }
 
-static pid_t
-start_raw(const char *self, const char *url)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl(self, self, "--raw", url, (char *) NULL);
-		_exit(127);
-	}
-	return pid;
-}
-
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
@@ -205,7 +167,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		return 2;
 	}
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
-	pid_t peer = start_raw(argv[0], url);
+	pid_t peer = bench_start_raw(argv[0], url);
 	init       = pasco_init_uniform(-0.05, 0.05, 7);
 	if (nng_req0_open(&raw) != 0 ||
 	    nng_socket_set_size(raw, NNG_OPT_RECVMAXSZ, 0) != 0 ||

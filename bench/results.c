@@ -60,25 +60,8 @@ raw_loop(void *arg)
 		return NULL;
 	}
 	for (long i = 0; i < j->n && !j->failed; i++) {
-		nng_msg *m;
-		nng_msg_alloc(&m, 8);
-		memcpy(nng_msg_body(m), "SIZE", 4);
-		memcpy((char *) nng_msg_body(m) + 4, &j->size, 4);
-		nng_aio_set_msg(aio, m);
-		nng_ctx_send(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) != 0) {
-			nng_msg_free(m);
-			j->failed = 1;
-			break;
-		}
-		nng_ctx_recv(ctx, aio);
-		nng_aio_wait(aio);
-		if (nng_aio_result(aio) != 0) {
-			j->failed = 1;
-			break;
-		}
-		nng_msg_free(nng_aio_get_msg(aio));
+		j->failed =
+		    bench_round_trip(ctx, aio, bench_request(j->size, 0));
 	}
 	nng_aio_free(aio);
 	nng_ctx_close(ctx);
@@ -166,10 +149,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		}
 	}
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
-	if ((peer = fork()) == 0) {
-		execl(argv[0], argv[0], "--raw", url, (char *) NULL);
-		_exit(127);
-	}
+	peer = bench_start_raw(argv[0], url);
 	if (nng_req0_open(&raw) != 0 ||
 	    nng_socket_set_size(raw, NNG_OPT_RECVMAXSZ, 0) != 0 ||
 	    nng_socket_set_ms(raw, NNG_OPT_RECONNMINT, 10) != 0 ||
