@@ -92,12 +92,12 @@ test_cluster_stop(test_cluster *tc)
 static inline int
 test_free_port(void)
 {
-	struct sockaddr_in a   = {.sin_family = AF_INET,
-              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t          len = sizeof(a);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {
+	    .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int       fd  = socket(AF_INET, SOCK_STREAM, 0);
 	cr_assert(fd >= 0 && bind(fd, (struct sockaddr *) &a, len) == 0 &&
-	    getsockname(fd, (struct sockaddr *) &a, &len) == 0);
+	          getsockname(fd, (struct sockaddr *) &a, &len) == 0);
 	close(fd);
 	return ntohs(a.sin_port);
 }
@@ -108,6 +108,29 @@ test_scalar(pasco_dtype dtype, double v)
 	pasco_tensor *t;
 	PASCO_PASS(pasco_tensor_scalar(&t, dtype, v));
 	return t;
+}
+
+/* A scalar variable with value v, created through s. */
+static inline pasco_variable *
+test_scalar_var(pasco_strategy *s, const char *name, pasco_dtype dt, double v)
+{
+	pasco_variable *var;
+	pasco_tensor   *t = test_scalar(dt, v);
+	PASCO_PASS(pasco_variable_create(&var, s, name, t));
+	pasco_tensor_release(t);
+	return var;
+}
+
+/* Element 0 of v's value. */
+static inline double
+test_read_scalar(pasco_variable *v)
+{
+	pasco_tensor *t;
+	double        x;
+	PASCO_PASS(pasco_variable_read(v, &t));
+	x = pasco_tensor_get(t, 0);
+	pasco_tensor_release(t);
+	return x;
 }
 
 #endif

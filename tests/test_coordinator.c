@@ -38,22 +38,7 @@ stop(void)
 static pasco_variable *
 make_var(const char *name, double value)
 {
-	pasco_variable *v;
-	pasco_tensor   *t = test_scalar(PASCO_F32, value);
-	PASCO_PASS(pasco_variable_create(&v, strategy, name, t));
-	pasco_tensor_release(t);
-	return v;
-}
-
-static double
-read_var(pasco_variable *v)
-{
-	pasco_tensor *t;
-	double        x;
-	PASCO_PASS(pasco_variable_read(v, &t));
-	x = pasco_tensor_get(t, 0);
-	pasco_tensor_release(t);
-	return x;
+	return test_scalar_var(strategy, name, PASCO_F32, value);
 }
 
 /* args: variable, f32 tensor. v += tensor. */
@@ -110,8 +95,8 @@ Test(coordinator, basic_variable_assignment) /* 39 */
 	PASCO_PASS(pasco_schedule(coord, "add_to_var", a1, 2, NULL));
 	PASCO_PASS(pasco_schedule(coord, "add_to_var", a2, 2, NULL));
 	PASCO_PASS(pasco_join(coord));
-	cr_assert_float_eq(read_var(v1), 0.1, 1e-6);
-	cr_assert_float_eq(read_var(v2), 0.8, 1e-6);
+	cr_assert_float_eq(test_read_scalar(v1), 0.1, 1e-6);
+	cr_assert_float_eq(test_read_scalar(v2), 0.8, 1e-6);
 	pasco_tensor_release(up);
 	pasco_tensor_release(down);
 	pasco_variable_free(v1);
@@ -146,7 +131,7 @@ Test(coordinator, recreating_a_variable_is_idempotent_unless_the_spec_differs)
 	a = make_var("w", 3.0);
 	b = make_var("w", 9.0); /* same spec: same variable, value kept */
 	cr_assert_eq(pasco_variable_ps_task(a), pasco_variable_ps_task(b));
-	cr_assert_eq(read_var(b), 3.0);
+	cr_assert_eq(test_read_scalar(b), 3.0);
 	PASCO_PASS(pasco_tensor_alloc(&wrong, PASCO_F32, 1, (int64_t[]){2}));
 	PASCO_FAIL(
 	    pasco_variable_create(&c, strategy, "w", wrong), PASCO_EEXIST);
@@ -173,14 +158,14 @@ Test(coordinator, a_mismatched_update_is_rejected_and_changes_nothing)
 	cr_assert(
 	    strstr(pasco_variable_error(v), "dtype and shape must match"),
 	    "%s", pasco_variable_error(v));
-	cr_assert_eq(read_var(v), 5.0);
+	cr_assert_eq(test_read_scalar(v), 5.0);
 	/* from a step function, the same error reaches join */
 	pasco_arg args[] = {pasco_arg_variable(v), pasco_arg_tensor(wrong)};
 	PASCO_PASS(pasco_schedule(coord, "add_to_var", args, 2, NULL));
 	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
 	cr_assert(strstr(pasco_coordinator_error(coord), "add_to_var"), "%s",
 	    pasco_coordinator_error(coord));
-	cr_assert_eq(read_var(v), 5.0);
+	cr_assert_eq(test_read_scalar(v), 5.0);
 	pasco_tensor_release(wrong);
 	pasco_variable_free(v);
 	stop();
@@ -383,7 +368,7 @@ Test(coordinator, each_new_iterator_starts_from_the_beginning) /* 17 */
 		pasco_per_worker_iterator_free(it);
 	}
 	PASCO_PASS(pasco_join(coord));
-	cr_assert_eq(read_var(v), 2.0);
+	cr_assert_eq(test_read_scalar(v), 2.0);
 	pasco_per_worker_dataset_free(d);
 	pasco_variable_free(v);
 	stop();
@@ -414,8 +399,9 @@ Test(coordinator, end_of_data_reaches_the_coordinator_as_out_of_range)
 	              "the iterator is exhausted"),
 	    "%s", pasco_coordinator_error(coord));
 	PASCO_FAIL(pasco_remote_value_fetch(second, &out), PASCO_EOUTOFRANGE);
-	PASCO_PASS(pasco_join(coord));  /* raised once */
-	cr_assert_eq(read_var(v), 1.0); /* the failed step changed nothing */
+	PASCO_PASS(pasco_join(coord)); /* raised once */
+	cr_assert_eq(
+	    test_read_scalar(v), 1.0); /* the failed step changed nothing */
 	pasco_remote_value_free(first);
 	pasco_remote_value_free(second);
 	pasco_per_worker_iterator_free(it);
@@ -451,13 +437,13 @@ Test(coordinator, async_schedule_and_join) /* 18 */
 	PASCO_PASS(pasco_per_worker_dataset_create(&d, coord, "ten_twos"));
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
 	PASCO_PASS(pasco_join(coord)); /* nothing scheduled: no hang */
-	cr_assert_eq(read_var(v), 0);
+	cr_assert_eq(test_read_scalar(v), 0);
 	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(v)};
 	for (int i = 0; i < 5; i++) {
 		PASCO_PASS(pasco_schedule(coord, "add_next", args, 2, NULL));
 	}
 	PASCO_PASS(pasco_join(coord));
-	cr_assert_eq(read_var(v), 10);
+	cr_assert_eq(test_read_scalar(v), 10);
 	for (int i = 0; i < 5; i++) {
 		PASCO_PASS(pasco_schedule(coord, "add_next", args, 2, NULL));
 	}
@@ -466,7 +452,7 @@ Test(coordinator, async_schedule_and_join) /* 18 */
 	}
 	PASCO_PASS(pasco_done(coord, &done));
 	cr_assert(done);
-	cr_assert_eq(read_var(v), 20);
+	cr_assert_eq(test_read_scalar(v), 20);
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(d);
 	pasco_variable_free(v);
@@ -604,7 +590,7 @@ Test(coordinator,
 		    pasco_schedule(coord, "add_next", with_it, 2, NULL));
 	}
 	PASCO_PASS(pasco_join(coord));
-	cr_assert_eq(read_var(v), 8);
+	cr_assert_eq(test_read_scalar(v), 8);
 	pasco_remote_value_free(slow);
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(d);
@@ -711,7 +697,7 @@ Test(coordinator, closures_of_a_stopped_worker_run_on_the_others)
 		PASCO_PASS(pasco_schedule(coord, "add_to_var", args, 2, NULL));
 	}
 	PASCO_PASS(pasco_join(coord));
-	cr_assert_eq(read_var(v), 50);
+	cr_assert_eq(test_read_scalar(v), 50);
 	pasco_tensor_release(one);
 	pasco_variable_free(v);
 	stop();

@@ -141,22 +141,7 @@ stop(void)
 static pasco_variable *
 scalar_var(const char *name, pasco_dtype dt, double v)
 {
-	pasco_variable *var;
-	pasco_tensor   *t = test_scalar(dt, v);
-	PASCO_PASS(pasco_variable_create(&var, f.s, name, t));
-	pasco_tensor_release(t);
-	return var;
-}
-
-static double
-read_scalar(pasco_variable *v)
-{
-	pasco_tensor *t;
-	double        x;
-	PASCO_PASS(pasco_variable_read(v, &t));
-	x = pasco_tensor_get(t, 0);
-	pasco_tensor_release(t);
-	return x;
+	return test_scalar_var(f.s, name, dt, v);
 }
 
 static void
@@ -222,13 +207,13 @@ Test(faults, worker_preemption_between_functions) /* 53 */
 	model_create(&m);
 	schedule_steps(&m, 2);
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_eq(read_scalar(m.iterations), 2);
+	cr_assert_eq(test_read_scalar(m.iterations), 2);
 	kill_worker(0);
 	usleep(300 * 1000);
 	restart_worker(0);
 	schedule_steps(&m, 2);
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_eq(read_scalar(m.iterations), 4, "exactly 4 steps ran");
+	cr_assert_eq(test_read_scalar(m.iterations), 4, "exactly 4 steps ran");
 	model_free(&m);
 	stop();
 }
@@ -245,7 +230,7 @@ Test(faults, worker_preemption_mid_function) /* 54 */
 	restart_worker(0);
 	set_scalar(m.flag, 0);
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_geq(read_scalar(m.iterations), 6);
+	cr_assert_geq(test_read_scalar(m.iterations), 6);
 	model_free(&m);
 	stop();
 }
@@ -264,7 +249,7 @@ Test(faults, two_workers_preempted_at_once) /* 61 */
 	restart_worker(1);
 	set_scalar(m.flag, 0);
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_geq(read_scalar(m.iterations), 10);
+	cr_assert_geq(test_read_scalar(m.iterations), 10);
 	model_free(&m);
 	stop();
 }
@@ -285,7 +270,7 @@ Test(faults, worker_failing_again_during_recovery) /* 62 */
 	set_scalar(m.flag, 0);
 	schedule_steps(&m, 5);
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_geq(read_scalar(m.iterations), 15);
+	cr_assert_geq(test_read_scalar(m.iterations), 15);
 	model_free(&m);
 	stop();
 }
@@ -302,7 +287,7 @@ Test(faults, all_workers_down_for_a_while_then_back)
 	restart_worker(1);
 	restart_worker(0);
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_eq(read_scalar(m.iterations), 8);
+	cr_assert_eq(test_read_scalar(m.iterations), 8);
 	model_free(&m);
 	stop();
 }
@@ -319,7 +304,7 @@ Test(faults, a_stopped_worker_misses_heartbeats_and_is_failed)
 	set_scalar(m.flag, 0);
 	start_ms = pasci_now_ms();
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_geq(read_scalar(m.iterations), 4);
+	cr_assert_geq(test_read_scalar(m.iterations), 4);
 	cr_assert_lt(pasci_now_ms() - start_ms, 15000,
 	    "the silent worker held join for too long");
 	model_free(&m);
@@ -496,8 +481,8 @@ Test(faults, chaos_run_keeps_training_through_random_worker_kills,
 			pasco_remote_value_free(rvs[i]);
 		}
 	}
-	double ran = read_scalar(steps), wv = read_scalar(w),
-	       bv = read_scalar(b);
+	double ran = test_read_scalar(steps), wv = test_read_scalar(w),
+	       bv = test_read_scalar(b);
 	fprintf(stderr,
 	    "chaos: %d workers killed in %d s; %ld closures scheduled, "
 	    "%.0f runs (%.0f re-runs), w = %.4f, b = %.4f\n",
@@ -551,7 +536,7 @@ Test(faults, ps_variables_read_fine_during_a_worker_recovery) /* 66 */
 	 * joining, reading the ps and scheduling */
 	for (int64_t end = pasci_now_ms() + 1500; pasci_now_ms() < end;) {
 		PASCO_PASS(pasco_join(f.c));
-		cr_assert_geq(read_scalar(m.iterations), 4);
+		cr_assert_geq(test_read_scalar(m.iterations), 4);
 		reads++;
 		schedule_steps(&m, 1);
 		if (reads == 20) {
@@ -667,7 +652,7 @@ Test(faults, iterators_requested_while_a_worker_is_down) /* 56 */
 	usleep(700 * 1000); /* worker 0 is back */
 	schedule_steps(&m, 3);
 	PASCO_PASS(pasco_join(f.c));
-	cr_assert_geq(read_scalar(m.iterations), 12);
+	cr_assert_geq(test_read_scalar(m.iterations), 12);
 	cr_assert(f.workers[0] > 0 && kill(f.workers[0], 0) == 0,
 	    "the restarted worker is alive");
 	model_free(&m);

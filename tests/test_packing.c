@@ -62,22 +62,7 @@ PASCO_FUNCTION(count_call)
 static pasco_variable *
 zero_var(const char *name)
 {
-	pasco_variable *v;
-	pasco_tensor   *t = test_scalar(PASCO_F32, 0);
-	PASCO_PASS(pasco_variable_create(&v, strategy, name, t));
-	pasco_tensor_release(t);
-	return v;
-}
-
-static double
-read_var(pasco_variable *v)
-{
-	pasco_tensor *t;
-	double        x;
-	PASCO_PASS(pasco_variable_read(v, &t));
-	x = pasco_tensor_get(t, 0);
-	pasco_tensor_release(t);
-	return x;
+	return test_scalar_var(strategy, name, PASCO_F32, 0);
 }
 
 Test(packing, a_packed_closure_calls_the_function_k_times)
@@ -94,7 +79,7 @@ Test(packing, a_packed_closure_calls_the_function_k_times)
 		    coord, "count_call", args, 2, &o, &rv[i]));
 	}
 	PASCO_PASS(pasco_join(coord));
-	cr_assert_eq(read_var(v), 15);
+	cr_assert_eq(test_read_scalar(v), 15);
 	for (int i = 0; i < 3; i++) {
 		PASCO_PASS(pasco_remote_value_fetch(rv[i], &out));
 		cr_assert_eq(pasco_value_scalar(out), 4); /* the last call's */
@@ -107,7 +92,7 @@ Test(packing, a_packed_closure_calls_the_function_k_times)
 	PASCO_PASS(
 	    pasco_schedule_with(coord, "count_call", args, 2, NULL, &rv[0]));
 	PASCO_PASS(pasco_join(coord));
-	cr_assert_eq(read_var(v), 17);
+	cr_assert_eq(test_read_scalar(v), 17);
 	PASCO_PASS(pasco_remote_value_fetch(rv[0], &out));
 	cr_assert_eq(pasco_value_scalar(out), 0);
 	pasco_remote_value_free(rv[0]);
@@ -131,7 +116,7 @@ Test(packing, the_first_failing_call_ends_the_closure_and_is_named)
 	              "(call 3 of 5 in its closure): failing at 2"),
 	    "%s", pasco_coordinator_error(coord));
 	PASCO_FAIL(pasco_remote_value_fetch(rv, &out), PASCO_EINVAL);
-	cr_assert_eq(read_var(v), 2); /* calls 1 and 2 ran, no more */
+	cr_assert_eq(test_read_scalar(v), 2); /* calls 1 and 2 ran, no more */
 	pasco_remote_value_free(rv);
 	pasco_tensor_release(at_two);
 	pasco_variable_free(v);
