@@ -216,6 +216,30 @@ ps_slots_prepare(ps_slots *s, const pasco_optimizer *o,
 	return PASCO_OK;
 }
 
+typedef void (*update_fn)(
+    const pasco_optimizer *o, double alpha, double *w, double g, double *s);
+
+/* The element loop of apply_f32; always inlined with a constant update,
+ * so the update is inlined too (same arithmetic, no call per element). */
+static inline __attribute__((always_inline)) void
+f32_loop(const pasco_optimizer *o, update_fn update, double alpha, int nslots,
+    float *const *slot, float *w, const float *g, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double wi = w[i], sl[PS_MAX_SLOTS] = {0};
+		for (int k = 0; k < nslots; k++) {
+			sl[k] = slot[k] != NULL ? slot[k][i] : 0;
+		}
+		update(o, alpha, &wi, g[i], sl);
+		w[i] = (float) wi;
+		for (int k = 0; k < nslots; k++) {
+			if (slot[k] != NULL) {
+				slot[k][i] = (float) sl[k];
+			}
+		}
+	}
+}
+
 /* The f32 case (slots share the value's dtype) without per-element
  * accessors: the same math in double, rounded to float as the generic
  * path does; plain SGD inline. */
@@ -238,18 +262,22 @@ apply_f32(const pasco_optimizer *o, const opt_ops *ops, double alpha,
 		slot[k] = s->slot[k] != NULL ? (float *) s->slot[k]->data + at
 		                             : NULL;
 	}
-	for (int64_t i = 0; i < n; i++) {
-		double wi = w[i], sl[PS_MAX_SLOTS] = {0};
-		for (int k = 0; k < s->nslots; k++) {
-			sl[k] = slot[k] != NULL ? slot[k][i] : 0;
-		}
-		ops->update(o, alpha, &wi, g[i], sl);
-		w[i] = (float) wi;
-		for (int k = 0; k < s->nslots; k++) {
-			if (slot[k] != NULL) {
-				slot[k][i] = (float) sl[k];
-			}
-		}
+	switch (o->kind) {
+	case PASCO_OPT_SGD:
+		f32_loop(o, sgd_update, alpha, s->nslots, slot, w, g, n);
+		break;
+	case PASCO_OPT_ADAGRAD:
+		f32_loop(o, adagrad_update, alpha, s->nslots, slot, w, g, n);
+		break;
+	case PASCO_OPT_RMSPROP:
+		f32_loop(o, rmsprop_update, alpha, s->nslots, slot, w, g, n);
+		break;
+	case PASCO_OPT_ADAM:
+		f32_loop(o, adam_update, alpha, s->nslots, slot, w, g, n);
+		break;
+	default:
+		f32_loop(o, ops->update, alpha, s->nslots, slot, w, g, n);
+		break;
 	}
 }
 
@@ -269,7 +297,7 @@ ps_optimizer_apply(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 		return;
 	}
 	for (int64_t i = 0; i < n; i++) {
-		double w = pasco_tensor_get(value, at + i);
+		double w                = pasco_tensor_get(value, at + i);
 		double sl[PS_MAX_SLOTS] = {0};
 		for (int k = 0; k < s->nslots; k++) {
 			if (s->slot[k] != NULL) {

@@ -99,8 +99,8 @@ store_find(ps_store *s, const char *name, char *err, size_t errlen)
 }
 
 static int
-var_create(ps_store *s, const char *name, const pasco_tensor *init,
-    bool adopt, char *err, size_t errlen)
+var_create(ps_store *s, const char *name, const pasco_tensor *init, bool adopt,
+    char *err, size_t errlen)
 {
 	ps_var *v;
 	char    have[64], want[64];
@@ -297,6 +297,28 @@ row_bytes(const pasco_tensor *t)
 	return t->shape[0] > 0 ? t->nbytes / (size_t) t->shape[0] : 0;
 }
 
+/* Rows of a big table are cache misses: the sparse loops ask for the row
+ * PREFETCH_ROWS ahead (value and slots) while they work on this one. */
+#define PREFETCH_ROWS 4
+
+static void
+prefetch_row(const ps_var *v, int64_t at, int64_t row_elems, bool slots)
+{
+	size_t esize = pasco_dtype_size(v->value->dtype);
+	size_t bytes = (size_t) row_elems * esize;
+	for (int k = -1; k < (slots ? v->slots.nslots : 0); k++) {
+		const pasco_tensor *t = k < 0 ? v->value : v->slots.slot[k];
+		const char         *p;
+		if (t == NULL) {
+			continue;
+		}
+		p = (const char *) t->data + (size_t) at * esize;
+		for (size_t off = 0; off < bytes; off += 64) {
+			__builtin_prefetch(p + off, 1);
+		}
+	}
+}
+
 int
 ps_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
     int (*fn)(void *arg, const pasco_tensor *rows), void *arg, char *err,
@@ -320,12 +342,16 @@ ps_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
 		return rv;
 	}
 	pthread_mutex_lock(&v->mu);
+	const int64_t *id        = ids->data;
+	int64_t        row_elems = row_elems_of(v);
+	size_t         row       = row_bytes(v->value);
 	for (int64_t i = 0; i < ids->count; i++) {
-		size_t row = row_bytes(v->value);
+		if (i + PREFETCH_ROWS < ids->count) {
+			prefetch_row(v, id[i + PREFETCH_ROWS] * row_elems,
+			    row_elems, false);
+		}
 		memcpy((char *) out->data + (size_t) i * row,
-		    (const char *) v->value->data +
-		        (size_t) ((const int64_t *) ids->data)[i] * row,
-		    row);
+		    (const char *) v->value->data + (size_t) id[i] * row, row);
 	}
 	rv = fn(arg, out);
 	pthread_mutex_unlock(&v->mu);
@@ -460,10 +486,15 @@ ps_store_var_apply_sparse(ps_store *s, const char *name,
 	pthread_mutex_lock(&v->mu);
 	if ((rv = ps_slots_prepare(&v->slots, opt, v->value, err, errlen)) ==
 	    0) {
+		const int64_t *id = ids->data;
 		for (int64_t i = 0; i < ids->count; i++) {
-			int64_t id = ((const int64_t *) ids->data)[i];
+			if (i + PREFETCH_ROWS < ids->count) {
+				prefetch_row(v,
+				    id[i + PREFETCH_ROWS] * row_elems,
+				    row_elems, true);
+			}
 			ps_optimizer_apply(opt, &v->slots, v->value,
-			    id * row_elems, rows, i * row_elems, row_elems);
+			    id[i] * row_elems, rows, i * row_elems, row_elems);
 		}
 	}
 	pthread_mutex_unlock(&v->mu);
@@ -515,7 +546,8 @@ snapshot_var(snapshot *sn, ps_var *v)
 	pthread_mutex_lock(&v->mu);
 	rv = snapshot_add(sn, v->name, v->value);
 	for (int k = 0; rv == 0 && k < v->slots.nslots; k++) {
-		pasco_tensor *zeros = NULL; /* a slot its optimizer never used */
+		pasco_tensor *zeros =
+		    NULL; /* a slot its optimizer never used */
 		pasci_fmt(name, sizeof(name), "%s/.slot/%d", v->name, k);
 		if (v->slots.slot[k] == NULL &&
 		    pasco_tensor_alloc(&zeros, v->value->dtype, v->value->rank,
