@@ -9,6 +9,7 @@
  * order: strategy mu > coordinator mu > queue mu; remote value and iterator
  * locks are leaves.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -357,11 +358,37 @@ complete_batch(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 	free(f->riders);
 }
 
+static void send_taken(pasco_coordinator *c, size_t w, closure *cl,
+    bool tagged, closure **riders);
+
+/* The window slot a flight held is free: fill it from the reply's thread
+ * rather than wake the dispatcher for it (one thread hop less per
+ * closure). Not recursively: a send that fails at once completes here. */
+static void
+refill(pasco_coordinator *c, size_t w)
+{
+	static _Thread_local bool busy;
+	closure                 **riders;
+	closure                  *next;
+	bool                      tagged;
+	if (busy || (next = queue_try_get(&c->q, w, &tagged)) == NULL) {
+		return;
+	}
+	busy   = true;
+	riders = calloc(c->max_batch, sizeof(*riders));
+	send_taken(c, w, next, tagged, riders);
+	free(riders);
+	busy = false;
+}
+
 static void
 flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 {
 	flight f = *(flight *) arg;
 	free(arg);
+	/* destroy waits for this to drop to 0: we use f.c after the last
+	 * closure has landed */
+	__atomic_add_fetch(&f.c->completing, 1, __ATOMIC_SEQ_CST);
 	note_finish(f.c);
 	if (f.tagged) {
 		complete_tagged(&f, err, reply, detail);
@@ -373,6 +400,10 @@ flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 	if (reply != NULL) {
 		pasci_wire_msg_fini(reply);
 	}
+	if (err == 0 && !f.tagged) {
+		refill(f.c, f.w);
+	}
+	__atomic_sub_fetch(&f.c->completing, 1, __ATOMIC_SEQ_CST);
 }
 
 static void
@@ -481,6 +512,22 @@ dispatch_batch(pasco_coordinator *c, size_t w, closure *cl, closure **riders,
 	pasci_rpc_call_async(c->s->workers[w], msg, 0, flight_done, f);
 }
 
+/* Sends what was taken for worker w: alone, or with riders (riders is
+ * room for max_batch - 1 of them, or NULL). */
+static void
+send_taken(
+    pasco_coordinator *c, size_t w, closure *cl, bool tagged, closure **riders)
+{
+	size_t n = !tagged && riders != NULL && c->max_batch > 1
+	               ? queue_take_riders(&c->q, w, riders, c->max_batch - 1)
+	               : 0;
+	if (n > 0) {
+		dispatch_batch(c, w, cl, riders, n);
+	} else {
+		dispatch(c, w, cl, tagged);
+	}
+}
+
 static void *
 dispatcher_main(void *arg)
 {
@@ -493,15 +540,7 @@ dispatcher_main(void *arg)
 	pasci_thread_name(name);
 	closure **riders = calloc(d->c->max_batch, sizeof(*riders));
 	while ((cl = queue_get(&d->c->q, d->w, &tagged)) != NULL) {
-		size_t n = !tagged && riders != NULL && d->c->max_batch > 1
-		               ? queue_take_riders(&d->c->q, d->w, riders,
-		                     d->c->max_batch - 1)
-		               : 0;
-		if (n > 0) {
-			dispatch_batch(d->c, d->w, cl, riders, n);
-		} else {
-			dispatch(d->c, d->w, cl, tagged);
-		}
+		send_taken(d->c, d->w, cl, tagged, riders);
 	}
 	free(riders);
 	free(d);
@@ -668,6 +707,9 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	queue_stop(&c->q, abandon_flights, c);
 	for (size_t w = 0; w < c->ndispatchers; w++) {
 		pthread_join(c->dispatchers[w], NULL);
+	}
+	while (__atomic_load_n(&c->completing, __ATOMIC_SEQ_CST) > 0) {
+		sched_yield(); /* a completion is finishing its refill */
 	}
 	/* Iterators the user did not free: nothing else refers to them. */
 	while (c->iterators != NULL) {

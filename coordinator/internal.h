@@ -99,6 +99,7 @@ struct pasco_coordinator {
 	closure_queue   q;
 	uint32_t        max_batch;   /* closures per message, window full */
 	uint64_t        riders_sent; /* closures sent riding in a batch */
+	int32_t         completing;  /* flight_done calls running (atomic) */
 	size_t          nworkers;
 	pthread_t      *dispatchers;
 	size_t          ndispatchers;

@@ -215,6 +215,16 @@ queue_take_riders(closure_queue *q, size_t w, closure **out, size_t max)
 }
 
 closure *
+queue_try_get(closure_queue *q, size_t w, bool *tagged)
+{
+	closure *c;
+	pthread_mutex_lock(&q->mu);
+	c = q->stopped ? NULL : take_locked(q, w, tagged);
+	pthread_mutex_unlock(&q->mu);
+	return c;
+}
+
+closure *
 queue_get(closure_queue *q, size_t w, bool *tagged)
 {
 	closure *c = NULL;

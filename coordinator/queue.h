@@ -65,6 +65,9 @@ void queue_put_tagged(closure_queue *q, closure *c, size_t w);
  * *tagged tells which. */
 closure *queue_get(closure_queue *q, size_t w, bool *tagged);
 
+/* queue_get without waiting: NULL when w may take nothing now. */
+closure *queue_try_get(closure_queue *q, size_t w, bool *tagged);
+
 /* Automatic batching: when worker w's window is full (the closure just
  * taken filled it), no other worker has room, and more small closures are
  * queued, takes up to max of them to ride in the same message. They are in
