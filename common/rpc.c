@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bulk.h"
 #include "common/util.h"
 
 #define CALL_BUCKETS 256
@@ -66,10 +67,12 @@ struct pasci_rpc_client {
 	uint64_t incarnation;
 	bool    ever_up; /* connected once: later outages fail calls at once */
 	int64_t opened_ms; /* set at open, then read only */
-	uint32_t  next_id;
-	rpc_call *buckets[CALL_BUCKETS];
-	size_t    ndeadlines;
-	bool      closing;
+	uint32_t         next_id;
+	rpc_call        *buckets[CALL_BUCKETS];
+	size_t           ndeadlines;
+	bool             closing;
+	char             bulk_addr[300]; /* from the HELLO reply; "" if none */
+	pasci_bulk_pool *bulk;           /* created at open, then read only */
 };
 
 static void
@@ -240,7 +243,9 @@ client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
 		c->link        = LINK_UP;
 		c->ever_up     = true;
 		c->incarnation = m->incarnation;
-		up             = true;
+		pasci_fmt(c->bulk_addr, sizeof(c->bulk_addr), "%s",
+		    m->hdr->name != NULL ? m->hdr->name : "");
+		up = true;
 		pthread_cond_broadcast(&c->cv);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -401,6 +406,11 @@ pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
 	}
 	c->state_fn  = state_fn;
 	c->state_arg = state_arg;
+	if (pasci_bulk_pool_create(&c->bulk) != 0) {
+		free(c->url);
+		free(c);
+		return PASCO_ENOMEM;
+	}
 	c->opened_ms = pasci_now_ms();
 	c->next_id   = (uint32_t) pasci_random_u64() & 0x7fffffu;
 	pthread_mutex_init(&c->mu, NULL);
@@ -424,6 +434,7 @@ fail:
 	pthread_cond_destroy(&c->timer_cv);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
+	pasci_bulk_pool_destroy(c->bulk);
 	free(c->url);
 	free(c);
 	return rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ? PASCO_EINVAL
@@ -458,8 +469,37 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	pthread_cond_destroy(&c->timer_cv);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
+	pasci_bulk_pool_destroy(c->bulk);
 	free(c->url);
 	free(c);
+}
+
+int
+pasci_rpc_call_bulk(pasci_rpc_client *c, pasci_wire_builder *b,
+    int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len)
+{
+	char     addr[sizeof(c->bulk_addr)];
+	uint64_t inc;
+	int      rv;
+	pthread_mutex_lock(&c->mu);
+	memcpy(addr, c->bulk_addr, sizeof(addr));
+	inc = c->incarnation;
+	rv  = c->link == LINK_UP ? PASCO_OK : PASCO_EUNAVAILABLE;
+	pthread_mutex_unlock(&c->mu);
+	if (rv != 0 || addr[0] == 0) {
+		return rv != 0 ? rv : PASCO_ENOTFOUND;
+	}
+	if ((rv = pasci_bulk_call(c->bulk, addr, inc, b, timeout_ms, reply,
+	         detail, len)) != 0) {
+		return rv;
+	}
+	if (reply->hdr->stale_incarnation) {
+		pasci_fmt(detail, len, "%s restarted: %s", c->url,
+		    reply->hdr->error);
+		pasci_wire_msg_fini(reply);
+		return PASCO_EABORTED;
+	}
+	return PASCO_OK;
 }
 
 const char *
@@ -717,6 +757,7 @@ struct pasci_rpc_server {
 	pasci_rpc_handler handler;
 	void             *arg;
 	char              name[16];
+	char              hello_name[300]; /* set before serving */
 	volatile int      closing; /* set before the aios are stopped */
 };
 
@@ -751,7 +792,13 @@ server_answer(pasci_rpc_server *s, nng_msg *msg)
 		    PASCO_EPROTO, "malformed request: %s", err);
 	}
 	if (req.hdr->method == PASCO__WIRE__METHOD__HELLO) {
-		reply = pasci_wire_status_reply(PASCO_OK, "%s", "");
+		pasci_wire_builder b;
+		pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__HELLO);
+		b.hdr.name = s->hello_name; /* the bulk address, or "" */
+		if (pasci_wire_encode(&b, &reply) != 0) {
+			reply = NULL;
+		}
+		pasci_wire_builder_fini(&b);
 	} else {
 		reply = s->handler(s->arg, &req);
 	}
@@ -834,6 +881,15 @@ int
 pasci_rpc_server_open(pasci_rpc_server **out, const char *url, int nthreads,
     const char *name, pasci_rpc_handler handler, void *arg)
 {
+	return pasci_rpc_server_open_with(
+	    out, url, nthreads, name, handler, arg, 0, NULL);
+}
+
+int
+pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
+    int nthreads, const char *name, pasci_rpc_handler handler, void *arg,
+    uint64_t incarnation, const char *hello_name)
+{
 	pasci_rpc_server *s;
 	int               rv;
 
@@ -844,9 +900,11 @@ pasci_rpc_server_open(pasci_rpc_server **out, const char *url, int nthreads,
 		free(s);
 		return PASCO_ENOMEM;
 	}
-	s->incarnation = pasci_random_u64();
-	s->handler     = handler;
-	s->arg         = arg;
+	s->incarnation = incarnation != 0 ? incarnation : pasci_random_u64();
+	pasci_fmt(s->hello_name, sizeof(s->hello_name), "%s",
+	    hello_name != NULL ? hello_name : "");
+	s->handler = handler;
+	s->arg     = arg;
 	pasci_fmt(s->name, sizeof(s->name), "%s", name);
 	if ((rv = nng_rep0_open(&s->sock)) != 0) {
 		goto fail_open;

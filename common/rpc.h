@@ -53,6 +53,12 @@ int pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms);
  * after the client opened, and after that for at most 2 s per call. */
 int pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms);
 
+/* Sends b over a bulk connection to the server (bulk.h) and waits for the
+ * reply. PASCO_ENOTFOUND when the server offers none (use nng); otherwise as
+ * pasci_bulk_call, plus PASCO_EABORTED when the server restarted. */
+int pasci_rpc_call_bulk(pasci_rpc_client *c, pasci_wire_builder *b,
+    int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len);
+
 bool pasci_rpc_client_is_up(pasci_rpc_client *c);
 
 /* Completes every outstanding call (but the handshake) with err and why,
@@ -86,6 +92,12 @@ typedef nng_msg *(*pasci_rpc_handler)(void *arg, const pasci_wire_msg *req);
 /* Listens on url with nthreads handler threads named name. */
 int pasci_rpc_server_open(pasci_rpc_server **out, const char *url,
     int nthreads, const char *name, pasci_rpc_handler handler, void *arg);
+
+/* The same with a given incarnation (0: random) and a name sent in every
+ * HELLO reply (a ps's bulk address; NULL: none). */
+int pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
+    int nthreads, const char *name, pasci_rpc_handler handler, void *arg,
+    uint64_t incarnation, const char *hello_name);
 
 uint64_t pasci_rpc_server_incarnation(const pasci_rpc_server *s);
 

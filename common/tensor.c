@@ -132,9 +132,9 @@ tensor_new(
 	return PASCO_OK;
 }
 
-int
-pasco_tensor_alloc(
-    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape)
+static int
+tensor_alloc(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
+    const int64_t *shape, bool zero)
 {
 	pasco_tensor *t;
 	void         *data;
@@ -145,7 +145,9 @@ pasco_tensor_alloc(
 		return rv;
 	}
 	/* Always allocate at least one byte so data is never NULL. */
-	if ((data = calloc(1, t->nbytes > 0 ? t->nbytes : 1)) == NULL) {
+	data = zero ? calloc(1, t->nbytes > 0 ? t->nbytes : 1)
+	            : malloc(t->nbytes > 0 ? t->nbytes : 1);
+	if (data == NULL) {
 		goto fail_data;
 	}
 	if ((t->storage = pasci_storage_new(free, data)) == NULL) {
@@ -161,6 +163,20 @@ fail_data:
 	free(t);
 	*out = NULL;
 	return PASCO_ENOMEM;
+}
+
+int
+pasco_tensor_alloc(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape)
+{
+	return tensor_alloc(out, dtype, rank, shape, true);
+}
+
+int
+pasci_tensor_alloc_raw(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape)
+{
+	return tensor_alloc(out, dtype, rank, shape, false);
 }
 
 int

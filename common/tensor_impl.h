@@ -18,6 +18,11 @@ void           pasci_storage_release(pasco_storage *s);
 int pasci_tensor_check_spec(pasco_dtype dtype, int32_t rank,
     const int64_t *shape, int64_t *count, size_t *nbytes);
 
+/* pasco_tensor_alloc without the zero fill, for data about to be
+ * overwritten whole. */
+int pasci_tensor_alloc_raw(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape);
+
 /* A tensor viewing data held by storage (the tensor takes a storage
  * reference). */
 int pasci_tensor_view(pasco_tensor **out, pasco_dtype dtype, int32_t rank,

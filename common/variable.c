@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bulk.h"
 #include "common/tensor_impl.h"
 #include "common/util.h"
 #include "common/variable_impl.h"
@@ -166,6 +167,21 @@ shard_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* Whether call c of shard i moves enough tensor bytes for a bulk
+ * connection (bulk.h): its request's tensors, or the shard for a read. */
+static bool
+wants_bulk(const pasco_variable *v, int32_t i, const shard_call *c)
+{
+	size_t bytes =
+	    c->b.hdr.method == PASCO__WIRE__METHOD__VAR_READ
+	        ? (size_t) v->shards[i].rows * pasci_variable_row_bytes(v)
+	        : 0;
+	for (size_t k = 0; k < c->b.ntensors; k++) {
+		bytes += c->b.tensors[k]->nbytes;
+	}
+	return bytes >= PASCI_BULK_MIN_BYTES;
+}
+
 static void
 shard_send(pasco_variable *v, int32_t i, shard_call *c, fanout *f)
 {
@@ -177,6 +193,16 @@ shard_send(pasco_variable *v, int32_t i, shard_call *c, fanout *f)
 		shard_done(
 		    c, PASCO_EUNAVAILABLE, NULL, "the ps did not answer");
 		return;
+	}
+	if (wants_bulk(v, i, c)) { /* synchronous, on this thread */
+		pasci_wire_msg reply;
+		char           detail[300];
+		int rv = pasci_rpc_call_bulk(v->shards[i].client, &c->b,
+		    v->timeout_ms, &reply, detail, sizeof(detail));
+		if (rv != PASCO_ENOTFOUND) { /* else: no bulk there, use nng */
+			shard_done(c, rv, rv == 0 ? &reply : NULL, detail);
+			return;
+		}
 	}
 	if (pasci_wire_encode(&c->b, &msg) != 0) {
 		shard_done(c, PASCO_ENOMEM, NULL, "out of memory");

@@ -15,7 +15,7 @@
 #include "common/value_impl.h"
 #include "common/variable_impl.h"
 
-#define PAD8(n) (((n) + 7u) & ~(size_t) 7u)
+#define PAD8(n) PASCI_PAD8(n)
 
 static void
 put_be(uint8_t *p, uint64_t v, int bytes)
@@ -315,41 +315,80 @@ builder_write(pasci_wire_builder *b, uint8_t *body, size_t hlen)
 	}
 }
 
-int
-pasci_wire_encode(pasci_wire_builder *b, nng_msg **out)
+/* Links the header to the builder's arrays (in *metas / *ptrs, freed by
+ * builder_unlink) and sizes it: *hlen the header, *total the whole body. */
+static int
+builder_prepare(pasci_wire_builder *b, Pasco__Wire__TensorMeta **metas,
+    void ***ptrs, size_t *hlen, size_t *total)
 {
-	size_t                   nt = b->ntensors, hlen, total;
-	Pasco__Wire__TensorMeta *metas;
-	void                   **ptrs;
-	int                      rv = PASCO_ENOMEM;
-
-	*out = NULL;
-	if (b->oom) {
+	size_t nt = b->ntensors;
+	*metas    = malloc((nt + 1) * sizeof(**metas));
+	*ptrs     = malloc((nt + b->nnodes + b->nargs + 1) * sizeof(void *));
+	if (b->oom || *metas == NULL || *ptrs == NULL) {
 		return PASCO_ENOMEM;
 	}
-	metas = malloc((nt + 1) * sizeof(*metas));
-	ptrs  = malloc((nt + b->nnodes + b->nargs + 1) * sizeof(void *));
-	if (metas == NULL || ptrs == NULL) {
-		goto done;
-	}
-	builder_link(b, metas, (Pasco__Wire__TensorMeta **) ptrs,
-	    (Pasco__Wire__Node **) (ptrs + nt),
-	    (Pasco__Wire__Arg **) (ptrs + nt + b->nnodes));
-	hlen  = pasco__wire__header__get_packed_size(&b->hdr);
-	total = PAD8(PASCI_WIRE_PREFIX + hlen);
+	builder_link(b, *metas, (Pasco__Wire__TensorMeta **) *ptrs,
+	    (Pasco__Wire__Node **) (*ptrs + nt),
+	    (Pasco__Wire__Arg **) (*ptrs + nt + b->nnodes));
+	*hlen  = pasco__wire__header__get_packed_size(&b->hdr);
+	*total = PAD8(PASCI_WIRE_PREFIX + *hlen);
 	for (size_t i = 0; i < nt; i++) {
-		total += PAD8(b->tensors[i]->nbytes);
+		*total += PAD8(b->tensors[i]->nbytes);
 	}
-	if (hlen <= UINT32_MAX && nng_msg_alloc(out, total) == 0) {
-		builder_write(b, nng_msg_body(*out), hlen);
-		rv = PASCO_OK;
-	}
-done:
+	return *hlen <= UINT32_MAX ? PASCO_OK : PASCO_EINVAL;
+}
+
+static void
+builder_unlink(
+    pasci_wire_builder *b, Pasco__Wire__TensorMeta *metas, void **ptrs)
+{
 	b->hdr.tensors = NULL;
 	b->hdr.result  = NULL;
 	b->hdr.args    = NULL;
 	free(metas);
 	free(ptrs);
+}
+
+int
+pasci_wire_encode(pasci_wire_builder *b, nng_msg **out)
+{
+	Pasco__Wire__TensorMeta *metas;
+	void                   **ptrs;
+	size_t                   hlen, total;
+	int                      rv;
+
+	*out = NULL;
+	if ((rv = builder_prepare(b, &metas, &ptrs, &hlen, &total)) == 0) {
+		rv = nng_msg_alloc(out, total) == 0 ? PASCO_OK : PASCO_ENOMEM;
+	}
+	if (rv == 0) {
+		builder_write(b, nng_msg_body(*out), hlen);
+	}
+	builder_unlink(b, metas, ptrs);
+	return rv;
+}
+
+int
+pasci_wire_encode_head(pasci_wire_builder *b, uint64_t incarnation,
+    uint8_t **head, size_t *head_len, size_t *total)
+{
+	Pasco__Wire__TensorMeta *metas;
+	void                   **ptrs;
+	size_t                   hlen;
+	int                      rv;
+
+	*head = NULL;
+	if ((rv = builder_prepare(b, &metas, &ptrs, &hlen, total)) == 0) {
+		*head_len = PAD8(PASCI_WIRE_PREFIX + hlen);
+		rv        = (*head = calloc(1, *head_len)) != NULL ? PASCO_OK
+		                                                   : PASCO_ENOMEM;
+	}
+	if (rv == 0) {
+		put_be(*head, incarnation, 8);
+		put_be(*head + 8, hlen, 4);
+		pasco__wire__header__pack(&b->hdr, *head + PASCI_WIRE_PREFIX);
+	}
+	builder_unlink(b, metas, ptrs);
 	return rv;
 }
 
@@ -497,6 +536,28 @@ pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
 	rv = decode_buffer(
 	    m, nng_msg_body(msg), nng_msg_len(msg), st, err, errlen);
 	pasci_storage_release(st); /* the views hold what they need */
+	return rv;
+}
+
+static void
+body_free(void *body)
+{
+	free(body);
+}
+
+int
+pasci_wire_decode_owned(
+    pasci_wire_msg *m, void *body, size_t len, char *err, size_t errlen)
+{
+	pasco_storage *st = pasci_storage_new(body_free, body);
+	int            rv;
+	if (st == NULL) {
+		memset(m, 0, sizeof(*m));
+		free(body);
+		return PASCO_ENOMEM;
+	}
+	rv = decode_buffer(m, body, len, st, err, errlen);
+	pasci_storage_release(st);
 	return rv;
 }
 

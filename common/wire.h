@@ -19,6 +19,7 @@
 #include "schemas/wire.pb-c.h"
 
 #define PASCI_WIRE_PREFIX 12 /* incarnation + header length */
+#define PASCI_PAD8(n) (((n) + 7u) & ~(size_t) 7u)
 
 /* A decoded message. */
 typedef struct pasci_wire_msg {
@@ -83,6 +84,18 @@ void pasci_wire_add_arg_resource(pasci_wire_builder *b, uint64_t resource);
 
 /* Encodes into a new message (incarnation prefix 0). PASCO_ENOMEM. */
 int pasci_wire_encode(pasci_wire_builder *b, nng_msg **out);
+
+/* For writers that send the tensors from their own memory (bulk.c): the
+ * body up to its first tensor (prefix with incarnation, header, padding)
+ * in a new buffer *head (free()), and the whole body's size. The tensors
+ * follow, each padded to 8: b->tensors[i]->data, nbytes. */
+int pasci_wire_encode_head(pasci_wire_builder *b, uint64_t incarnation,
+    uint8_t **head, size_t *head_len, size_t *total);
+
+/* Decodes a body held in a malloc'd buffer, taking it over (its tensors
+ * view it; freed with the last). */
+int pasci_wire_decode_owned(
+    pasci_wire_msg *m, void *body, size_t len, char *err, size_t errlen);
 
 /* A reply carrying only a status and message. NULL on no memory. */
 nng_msg *pasci_wire_status_reply(int status, const char *fmt, ...)

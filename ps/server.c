@@ -5,14 +5,18 @@
 #include "ps/server.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "common/bulk.h"
+#include "common/tensor_impl.h"
 #include "common/util.h"
 #include "pasco/initializer.h"
 #include "ps/store.h"
 
 struct ps_server {
-	pasci_rpc_server *rpc;
-	ps_store         *store;
+	pasci_rpc_server  *rpc;
+	pasci_bulk_server *bulk; /* NULL when not on TCP */
+	ps_store          *store;
 };
 
 typedef struct read_ctx {
@@ -228,10 +232,67 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 	return pasci_wire_status_reply(rv, "%s", err);
 }
 
+/* A bulk read: the value copied once, under its lock, into a tensor the
+ * reply is written from (not zero-filled first). */
+static int
+snapshot_value(void *arg, const pasco_tensor *value)
+{
+	pasco_tensor **out = arg;
+	int            rv  = pasci_tensor_alloc_raw(
+	                out, value->dtype, value->rank, value->shape);
+	if (rv == 0) {
+		memcpy((*out)->data, value->data, value->nbytes);
+	}
+	return rv;
+}
+
+/* Requests over bulk connections: reads answered from a snapshot sent
+ * straight from its memory; everything else as over nng. */
+static nng_msg *
+ps_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
+{
+	ps_server    *ps   = arg;
+	pasco_tensor *snap = NULL;
+	char          err[512];
+	int           rv;
+	if (req->hdr->method != PASCO__WIRE__METHOD__VAR_READ) {
+		return ps_handle(ps, req);
+	}
+	if ((rv = ps_store_var_with(ps->store, req->hdr->name, snapshot_value,
+	         &snap, err, sizeof(err))) != 0) {
+		return pasci_wire_status_reply(rv, "%s", err);
+	}
+	pasci_wire_add_tensor(b, snap, NULL);
+	pasco_tensor_release(snap);
+	return NULL;
+}
+
+/* The host of a tcp:// URL, or "" for another transport. */
+static void
+tcp_host(const char *url, char *host, size_t len)
+{
+	const char *p = strncmp(url, "tcp://", 6) == 0 ? url + 6 : NULL;
+	const char *end;
+	host[0] = 0;
+	if (p == NULL || (end = strrchr(p, ':')) == NULL) {
+		return;
+	}
+	if (*p == '[' && end > p && end[-1] == ']') { /* [v6]:port */
+		p++;
+		end--;
+	}
+	if ((size_t) (end - p) < len) {
+		memcpy(host, p, (size_t) (end - p));
+		host[end - p] = 0;
+	}
+}
+
 int
 ps_server_start(ps_server **out, const char *url, int nthreads)
 {
-	ps_server *ps = calloc(1, sizeof(*ps));
+	ps_server *ps          = calloc(1, sizeof(*ps));
+	uint64_t   incarnation = pasci_random_u64();
+	char       host[256];
 	int        rv;
 
 	*out = NULL;
@@ -242,9 +303,20 @@ ps_server_start(ps_server **out, const char *url, int nthreads)
 		free(ps);
 		return rv;
 	}
-	rv = pasci_rpc_server_open(
-	    &ps->rpc, url, nthreads, "pasco-ps", ps_handle, ps);
+	/* Large tensors go over a TCP connection of their own (bulk.h),
+	 * advertised in HELLO replies; without it nng carries everything. */
+	tcp_host(url, host, sizeof(host));
+	if (host[0] != 0 && pasci_bulk_server_open(&ps->bulk, host,
+	                        incarnation, ps_bulk_handle, ps) != 0) {
+		pasci_log(PASCI_LOG_WARN,
+		    "ps at %s: no bulk transfers, nng carries every tensor",
+		    url);
+	}
+	rv = pasci_rpc_server_open_with(&ps->rpc, url, nthreads, "pasco-ps",
+	    ps_handle, ps, incarnation,
+	    ps->bulk != NULL ? pasci_bulk_server_addr(ps->bulk) : NULL);
 	if (rv != 0) {
+		pasci_bulk_server_close(ps->bulk);
 		ps_store_destroy(ps->store);
 		free(ps);
 		return rv;
@@ -266,6 +338,7 @@ ps_server_stop(ps_server *ps)
 		return;
 	}
 	pasci_rpc_server_close(ps->rpc);
+	pasci_bulk_server_close(ps->bulk);
 	ps_store_destroy(ps->store);
 	free(ps);
 }
