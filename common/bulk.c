@@ -20,10 +20,11 @@
 
 #include "common/util.h"
 
-#define MAX_FRAME ((uint64_t) 1 << 36) /* 64 GB: a bigger length is garbage   \
-	                                */
-#define POOL_IDLE 4                    /* idle connections kept per server */
-#define IOV_CHUNK 512                  /* iovecs per sendmsg */
+#define MAX_FRAME                                                             \
+	((uint64_t) 1 << 36) /* 64 GB: a bigger length is garbage             \
+	                      */
+#define POOL_IDLE 4          /* idle connections kept per server */
+#define IOV_CHUNK 512        /* iovecs per sendmsg */
 #define NO_DEADLINE INT64_MAX
 
 /* Frame I/O. */
@@ -457,6 +458,14 @@ pasci_bulk_server_close(pasci_bulk_server *s)
 
 /* The client. */
 
+static uint64_t calls_done; /* atomic */
+
+uint64_t
+pasci_bulk_calls_done(void)
+{
+	return __atomic_load_n(&calls_done, __ATOMIC_RELAXED);
+}
+
 struct pasci_bulk_pool {
 	pthread_mutex_t mu;
 	int             idle[POOL_IDLE];
@@ -582,6 +591,7 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		close(fd);
 		return rv;
 	}
+	__atomic_add_fetch(&calls_done, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&p->mu);
 	if (p->nidle < POOL_IDLE) {
 		p->idle[p->nidle++] = fd;

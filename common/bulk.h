@@ -57,4 +57,7 @@ int pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
     pasci_wire_builder *req, int64_t timeout_ms, pasci_wire_msg *reply,
     char *detail, size_t len);
 
+/* Calls answered over bulk connections by this process, for tests. */
+uint64_t pasci_bulk_calls_done(void);
+
 #endif

@@ -5,10 +5,13 @@
  * per-worker iterators come and go. Asserts exact outcomes: with no worker
  * failure each successful closure incremented the counter exactly once.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pasco.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "coordinator/internal.h"
@@ -261,6 +264,93 @@ prefetch_round(void)
 	pasco_dataset_free(ds);
 }
 
+typedef struct bulk_user {
+	pasco_variable *v;
+	pasco_tensor   *one;
+	int             failed;
+} bulk_user;
+
+/* Reads and updates of a 2 MB variable from one thread. */
+static void *
+bulk_loop(void *arg)
+{
+	bulk_user *u = arg;
+	for (int i = 0; i < 20 && !u->failed; i++) {
+		pasco_tensor *t;
+		u->failed = pasco_variable_assign_add(u->v, u->one) != 0 ||
+		            pasco_variable_read(u->v, &t) != 0;
+		if (!u->failed) {
+			pasco_tensor_release(t);
+		}
+	}
+	return NULL;
+}
+
+/* Bulk transfers (TCP connections of their own beside nng) from 3 threads
+ * at once: every update lands. */
+static void
+bulk_round(void)
+{
+	char            json[256], err[256];
+	pasco_cluster  *cluster;
+	pasco_server   *ps, *worker;
+	pasco_strategy *s;
+	pasco_variable *v;
+	pasco_tensor   *zeros, *t;
+	int64_t         n = 1 << 19;
+	bulk_user       u[3];
+	pthread_t       th[3];
+	int             ports[2];
+	for (int i = 0; i < 2; i++) {
+		struct sockaddr_in a   = {.sin_family = AF_INET,
+		      .sin_addr.s_addr                = htonl(INADDR_LOOPBACK)};
+		socklen_t          len = sizeof(a);
+		int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+		CHECK(fd >= 0 && bind(fd, (struct sockaddr *) &a, len) == 0 &&
+		          getsockname(fd, (struct sockaddr *) &a, &len) == 0,
+		    "free port");
+		ports[i] = ntohs(a.sin_port);
+		close(fd);
+	}
+	snprintf(json, sizeof(json),
+	    "{\"cluster\": {\"ps\": [\"127.0.0.1:%d\"], \"worker\": "
+	    "[\"127.0.0.1:%d\"]}}",
+	    ports[0], ports[1]);
+	CHECK(pasco_cluster_parse_json(&cluster, json, err, sizeof(err)) == 0,
+	    "%s", err);
+	CHECK(pasco_server_start(&ps, cluster, PASCO_ROLE_PS, 0) == 0, "ps");
+	CHECK(pasco_server_start(&worker, cluster, PASCO_ROLE_WORKER, 0) == 0,
+	    "worker");
+	CHECK(pasco_strategy_create(&s, cluster, NULL) == 0, "strategy");
+	CHECK(pasco_tensor_alloc(&zeros, PASCO_F32, 1, &n) == 0, "alloc");
+	CHECK(pasco_variable_create(&v, s, "big", zeros) == 0, "create");
+	for (int k = 0; k < 3; k++) {
+		u[k] = (bulk_user){v, NULL, 0};
+		CHECK(pasco_tensor_alloc(&u[k].one, PASCO_F32, 1, &n) == 0,
+		    "one");
+		for (int64_t i = 0; i < n; i++) {
+			((float *) u[k].one->data)[i] = 1;
+		}
+		pthread_create(&th[k], NULL, bulk_loop, &u[k]);
+	}
+	for (int k = 0; k < 3; k++) {
+		pthread_join(th[k], NULL);
+		CHECK(!u[k].failed, "bulk: %s", pasco_variable_error(v));
+		pasco_tensor_release(u[k].one);
+	}
+	CHECK(pasco_variable_read(v, &t) == 0, "read");
+	CHECK(((float *) t->data)[0] == 60 && ((float *) t->data)[n - 1] == 60,
+	    "bulk: %g after 60 updates of +1",
+	    (double) ((float *) t->data)[0]);
+	pasco_tensor_release(t);
+	pasco_tensor_release(zeros);
+	pasco_variable_free(v);
+	pasco_strategy_destroy(s);
+	pasco_server_stop(worker);
+	pasco_server_stop(ps);
+	pasco_cluster_free(cluster);
+}
+
 int
 main(void)
 {
@@ -297,6 +387,7 @@ main(void)
 	churn_iterators(c);
 	churn_round(s, c, cluster, &servers[3]);
 	prefetch_round();
+	bulk_round();
 	pasco_coordinator_destroy(c);
 	pasco_strategy_destroy(s);
 	for (int i = 0; i < 4; i++) {
