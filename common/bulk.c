@@ -23,7 +23,7 @@
 #define MAX_FRAME                                                             \
 	((uint64_t) 1 << 36) /* 64 GB: a bigger length is garbage             \
 	                      */
-#define POOL_IDLE 4          /* idle connections kept per server */
+#define POOL_IDLE 16         /* idle connections kept per server */
 #define IOV_CHUNK 512        /* iovecs per sendmsg */
 #define NO_DEADLINE INT64_MAX
 

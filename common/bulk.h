@@ -22,7 +22,7 @@
 #include "common/wire.h"
 
 /* Payloads at least this big go over bulk connections when they can. */
-#define PASCI_BULK_MIN_BYTES (1u << 20)
+#define PASCI_BULK_MIN_BYTES (4u << 10)
 
 typedef struct pasci_bulk_server pasci_bulk_server;
 

@@ -168,14 +168,19 @@ shard_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 }
 
 /* Whether call c of shard i moves enough tensor bytes for a bulk
- * connection (bulk.h): its request's tensors, or the shard for a read. */
+ * connection (bulk.h): its request's tensors, plus the reply's for a read
+ * (the shard) or a gather (the rows). */
 static bool
 wants_bulk(const pasco_variable *v, int32_t i, const shard_call *c)
 {
-	size_t bytes =
-	    c->b.hdr.method == PASCO__WIRE__METHOD__VAR_READ
-	        ? (size_t) v->shards[i].rows * pasci_variable_row_bytes(v)
-	        : 0;
+	size_t row   = pasci_variable_row_bytes(v);
+	size_t bytes = 0;
+	if (c->b.hdr.method == PASCO__WIRE__METHOD__VAR_READ) {
+		bytes = (size_t) v->shards[i].rows * row;
+	} else if (c->b.hdr.method == PASCO__WIRE__METHOD__VAR_GATHER &&
+	           c->b.ntensors == 1) {
+		bytes = (size_t) c->b.tensors[0]->count * row;
+	}
 	for (size_t k = 0; k < c->b.ntensors; k++) {
 		bytes += c->b.tensors[k]->nbytes;
 	}
