@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/tensor_impl.h"
 #include "common/util.h"
 
 #define MAX_FRAME                                                             \
@@ -26,6 +27,91 @@
 #define POOL_IDLE 16         /* idle connections kept per server */
 #define IOV_CHUNK 512        /* iovecs per sendmsg */
 #define NO_DEADLINE INT64_MAX
+
+/* Big buffers: a few freed ones are kept for reuse, so a 64 MB frame
+ * does not cost 16,384 page faults each time (glibc maps and unmaps
+ * buffers this big). Only where buffers are about to be read back by this
+ * process: replies a client receives, snapshots a ps sends. A buffer
+ * carries its capacity in a header before the data. */
+#define BUF_HEAD 64                  /* keeps the data 64-byte aligned */
+#define CACHE_MIN ((size_t) 1 << 20) /* smaller ones: plain malloc */
+#define CACHE_BUFFERS 2
+#define CACHE_BYTES ((size_t) 160 << 20)
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static void           *cache[CACHE_BUFFERS]; /* heads, protected by mu */
+
+static size_t
+buf_capacity(void *head)
+{
+	return *(size_t *) head;
+}
+
+/* A buffer of at least n bytes for pasci_bulk_buf_free. */
+static void *
+buf_alloc(size_t n)
+{
+	void *head = NULL;
+	if (n >= CACHE_MIN) {
+		pthread_mutex_lock(&cache_mu);
+		for (int i = 0; i < CACHE_BUFFERS && head == NULL; i++) {
+			if (cache[i] != NULL && buf_capacity(cache[i]) >= n &&
+			    buf_capacity(cache[i]) / 2 <= n) {
+				head     = cache[i];
+				cache[i] = NULL;
+			}
+		}
+		pthread_mutex_unlock(&cache_mu);
+	}
+	if (head == NULL && (head = malloc(BUF_HEAD + n)) != NULL) {
+		*(size_t *) head = n;
+	}
+	return head != NULL ? (char *) head + BUF_HEAD : NULL;
+}
+
+void
+pasci_bulk_buf_free(void *data)
+{
+	void *head = (char *) data - BUF_HEAD, *evict = head;
+	if (buf_capacity(head) >= CACHE_MIN &&
+	    buf_capacity(head) <= CACHE_BYTES) {
+		pthread_mutex_lock(&cache_mu);
+		for (int i = 0; i < CACHE_BUFFERS && evict == head; i++) {
+			if (cache[i] == NULL) {
+				cache[i] = head;
+				evict    = NULL;
+			}
+		}
+		pthread_mutex_unlock(&cache_mu);
+	}
+	free(evict);
+}
+
+int
+pasci_bulk_tensor(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape)
+{
+	int64_t        count;
+	size_t         nbytes;
+	void          *data;
+	pasco_storage *st;
+	int            rv;
+	*out = NULL;
+	if ((rv = pasci_tensor_check_spec(
+	         dtype, rank, shape, &count, &nbytes)) != 0) {
+		return rv;
+	}
+	if ((data = buf_alloc(nbytes > 0 ? nbytes : 1)) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	if ((st = pasci_storage_new(pasci_bulk_buf_free, data)) == NULL) {
+		pasci_bulk_buf_free(data);
+		return PASCO_ENOMEM;
+	}
+	rv = pasci_tensor_view(out, dtype, rank, shape, data, st);
+	pasci_storage_release(st);
+	return rv;
+}
 
 /* Frame I/O. */
 
@@ -180,10 +266,11 @@ send_msg(int fd, nng_msg *msg, int64_t deadline_ms)
 	return send_iov(fd, iov, 2, deadline_ms);
 }
 
-/* Receives one frame and decodes it (its tensors view the frame). */
+/* Receives one frame and decodes it (its tensors view the frame, in a
+ * cached buffer when cached). */
 static int
-recv_frame(
-    int fd, pasci_wire_msg *m, int64_t deadline_ms, char *detail, size_t len)
+recv_frame(int fd, pasci_wire_msg *m, int64_t deadline_ms, bool cached,
+    char *detail, size_t len)
 {
 	uint8_t  hdr[8];
 	uint64_t n;
@@ -202,19 +289,20 @@ recv_frame(
 		    (unsigned long long) n);
 		return PASCO_EPROTO;
 	}
-	if ((body = malloc(n)) == NULL) {
+	if ((body = cached ? buf_alloc(n) : malloc(n)) == NULL) {
 		pasci_fmt(detail, len, "out of memory for a %llu-byte frame",
 		    (unsigned long long) n);
 		return PASCO_ENOMEM;
 	}
 	if ((rv = recv_all(fd, body, n, deadline_ms)) != 0) {
-		free(body);
+		(cached ? pasci_bulk_buf_free : free)(body);
 		pasci_fmt(detail, len, "%s",
 		    rv == PASCO_ETIMEDOUT ? "no reply before the deadline"
 		                          : "connection lost mid-frame");
 		return rv;
 	}
-	return pasci_wire_decode_owned(m, body, n, detail, len);
+	return pasci_wire_decode_owned(
+	    m, body, n, cached ? pasci_bulk_buf_free : free, detail, len);
 }
 
 /* The server. */
@@ -282,7 +370,7 @@ serve_conn(void *arg)
 	for (;;) {
 		pasci_wire_msg req;
 		int            rv = recv_frame(
-		               c->fd, &req, NO_DEADLINE, detail, sizeof(detail));
+		               c->fd, &req, NO_DEADLINE, false, detail, sizeof(detail));
 		if (rv != 0) {
 			/* a bad frame or a gone peer: the connection ends */
 			if (rv != PASCO_EUNAVAILABLE &&
@@ -585,7 +673,7 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		    rv == PASCO_ETIMEDOUT ? "timed out sending a" : "lost a",
 		    addr);
 	} else {
-		rv = recv_frame(fd, reply, deadline, detail, len);
+		rv = recv_frame(fd, reply, deadline, true, detail, len);
 	}
 	if (rv != 0) {
 		close(fd);

@@ -57,6 +57,12 @@ int pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
     pasci_wire_builder *req, int64_t timeout_ms, pasci_wire_msg *reply,
     char *detail, size_t len);
 
+/* A tensor (not zero-filled) in a big-buffer cache's memory: for data a ps
+ * is about to send. pasci_bulk_buf_free is its storage's free. */
+int pasci_bulk_tensor(
+    pasco_tensor **out, pasco_dtype dtype, int32_t rank, const int64_t *shape);
+void pasci_bulk_buf_free(void *data);
+
 /* Calls answered over bulk connections by this process, for tests. */
 uint64_t pasci_bulk_calls_done(void);
 

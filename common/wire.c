@@ -539,21 +539,15 @@ pasci_wire_decode(pasci_wire_msg *m, nng_msg *msg, char *err, size_t errlen)
 	return rv;
 }
 
-static void
-body_free(void *body)
-{
-	free(body);
-}
-
 int
-pasci_wire_decode_owned(
-    pasci_wire_msg *m, void *body, size_t len, char *err, size_t errlen)
+pasci_wire_decode_owned(pasci_wire_msg *m, void *body, size_t len,
+    void (*free_fn)(void *), char *err, size_t errlen)
 {
-	pasco_storage *st = pasci_storage_new(body_free, body);
+	pasco_storage *st = pasci_storage_new(free_fn, body);
 	int            rv;
 	if (st == NULL) {
 		memset(m, 0, sizeof(*m));
-		free(body);
+		free_fn(body);
 		return PASCO_ENOMEM;
 	}
 	rv = decode_buffer(m, body, len, st, err, errlen);

@@ -92,10 +92,10 @@ int pasci_wire_encode(pasci_wire_builder *b, nng_msg **out);
 int pasci_wire_encode_head(pasci_wire_builder *b, uint64_t incarnation,
     uint8_t **head, size_t *head_len, size_t *total);
 
-/* Decodes a body held in a malloc'd buffer, taking it over (its tensors
- * view it; freed with the last). */
-int pasci_wire_decode_owned(
-    pasci_wire_msg *m, void *body, size_t len, char *err, size_t errlen);
+/* Decodes a body held in a buffer of the caller's, taking it over (its
+ * tensors view it; free_fn(body) runs with the last). */
+int pasci_wire_decode_owned(pasci_wire_msg *m, void *body, size_t len,
+    void (*free_fn)(void *), char *err, size_t errlen);
 
 /* A reply carrying only a status and message. NULL on no memory. */
 nng_msg *pasci_wire_status_reply(int status, const char *fmt, ...)

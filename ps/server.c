@@ -238,8 +238,8 @@ static int
 snapshot_value(void *arg, const pasco_tensor *value)
 {
 	pasco_tensor **out = arg;
-	int            rv  = pasci_tensor_alloc_raw(
-	                out, value->dtype, value->rank, value->shape);
+	int            rv =
+	    pasci_bulk_tensor(out, value->dtype, value->rank, value->shape);
 	if (rv == 0) {
 		memcpy((*out)->data, value->data, value->nbytes);
 	}
