@@ -3,9 +3,10 @@
  * optimizer slots it stores. The benchmark starts its own ps process (this
  * binary in the ps role), reads its resident set (/proc/<pid>/statm) when
  * empty and again after variables are created (values computed on the ps)
- * and one Adam step has been applied to each (two slots per variable), and
- * reports the growth beside the bytes stored (baseline: ratio 1.00 is no
- * overhead at all).
+ * and one Adam step has been applied to each (two slots per variable),
+ * then idle for 2.5 s (a ps keeps its last big transfer buffers for 1 s),
+ * and reports the growth beside the bytes stored (baseline: ratio 1.00 is
+ * no overhead at all).
  *
  *     pasco launch --ps 1 --workers 1 -- build/bench/ps_memory [--quick]
  *
@@ -135,6 +136,9 @@ chief(const pasco_cluster *launch, int argc, char **argv)
 		double before = rss_bytes(ps);
 		double stored = fill(
 		    s, layouts[k].prefix, layouts[k].n, layouts[k].floats);
+		/* steady state: a ps keeps its last big transfer buffers for
+		 * 1 s of reuse (common/bulk.c), then lets them go */
+		usleep(2500 * 1000);
 		double after = rss_bytes(ps);
 		if (before < 0 || stored < 0 || after < 0) {
 			fprintf(stderr, "ps_memory: %s failed\n",

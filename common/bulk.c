@@ -21,25 +21,45 @@
 #include "common/tensor_impl.h"
 #include "common/util.h"
 
-#define MAX_FRAME                                                             \
-	((uint64_t) 1 << 36) /* 64 GB: a bigger length is garbage             \
-	                      */
-#define POOL_IDLE 16         /* idle connections kept per server */
-#define IOV_CHUNK 512        /* iovecs per sendmsg */
+/* A frame longer than 64 GB is garbage. */
+#define MAX_FRAME ((uint64_t) 1 << 36)
+#define POOL_IDLE 16  /* idle connections kept per server */
+#define IOV_CHUNK 512 /* iovecs per sendmsg */
 #define NO_DEADLINE INT64_MAX
 
-/* Big buffers: a few freed ones are kept for reuse, so a 64 MB frame
+/* Big buffers: the two freed last are kept for reuse, so a 64 MB frame
  * does not cost 16,384 page faults each time (glibc maps and unmaps
- * buffers this big). Only where buffers are about to be read back by this
- * process: replies a client receives, snapshots a ps sends. A buffer
+ * buffers this big), and dropped once unused for CACHE_KEEP_MS (a ps's
+ * accept loop trims them), so an idle process holds none. A buffer
  * carries its capacity in a header before the data. */
 #define BUF_HEAD 64                  /* keeps the data 64-byte aligned */
 #define CACHE_MIN ((size_t) 1 << 20) /* smaller ones: plain malloc */
 #define CACHE_BUFFERS 2
 #define CACHE_BYTES ((size_t) 160 << 20)
+#define CACHE_KEEP_MS 1000
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static void           *cache[CACHE_BUFFERS]; /* heads, protected by mu */
+static void           *cache[CACHE_BUFFERS];    /* heads, protected by mu */
+static int64_t         cache_ms[CACHE_BUFFERS]; /* when each was freed */
+
+/* Frees the cached buffers unused for CACHE_KEEP_MS. */
+static void
+cache_trim(void)
+{
+	void   *old[CACHE_BUFFERS] = {0};
+	int64_t now                = pasci_now_ms();
+	pthread_mutex_lock(&cache_mu);
+	for (int i = 0; i < CACHE_BUFFERS; i++) {
+		if (cache[i] != NULL && now - cache_ms[i] >= CACHE_KEEP_MS) {
+			old[i]   = cache[i];
+			cache[i] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&cache_mu);
+	for (int i = 0; i < CACHE_BUFFERS; i++) {
+		free(old[i]);
+	}
+}
 
 static size_t
 buf_capacity(void *head)
@@ -75,13 +95,15 @@ pasci_bulk_buf_free(void *data)
 	void *head = (char *) data - BUF_HEAD, *evict = head;
 	if (buf_capacity(head) >= CACHE_MIN &&
 	    buf_capacity(head) <= CACHE_BYTES) {
+		/* most recent first; the least recent falls out */
 		pthread_mutex_lock(&cache_mu);
-		for (int i = 0; i < CACHE_BUFFERS && evict == head; i++) {
-			if (cache[i] == NULL) {
-				cache[i] = head;
-				evict    = NULL;
-			}
-		}
+		evict = cache[CACHE_BUFFERS - 1];
+		memmove(&cache[1], &cache[0],
+		    (CACHE_BUFFERS - 1) * sizeof(cache[0]));
+		memmove(&cache_ms[1], &cache_ms[0],
+		    (CACHE_BUFFERS - 1) * sizeof(cache_ms[0]));
+		cache[0]    = head;
+		cache_ms[0] = pasci_now_ms();
 		pthread_mutex_unlock(&cache_mu);
 	}
 	free(evict);
@@ -370,7 +392,7 @@ serve_conn(void *arg)
 	for (;;) {
 		pasci_wire_msg req;
 		int            rv = recv_frame(
-		               c->fd, &req, NO_DEADLINE, false, detail, sizeof(detail));
+		               c->fd, &req, NO_DEADLINE, true, detail, sizeof(detail));
 		if (rv != 0) {
 			/* a bad frame or a gone peer: the connection ends */
 			if (rv != PASCO_EUNAVAILABLE &&
@@ -426,8 +448,15 @@ accept_main(void *arg)
 	pasci_bulk_server *s = arg;
 	pasci_thread_name("pasco-bulk-acc");
 	for (;;) {
-		int   one = 1, fd = accept(s->listen_fd, NULL, NULL);
-		conn *c;
+		struct pollfd p   = {.fd = s->listen_fd, .events = POLLIN};
+		int           one = 1, fd;
+		conn         *c;
+		if (poll(&p, 1, CACHE_KEEP_MS) == 0 &&
+		    !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
+			cache_trim(); /* idle: let go of big buffers */
+			continue;
+		}
+		fd = accept(s->listen_fd, NULL, NULL);
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 			if (fd >= 0) {
 				close(fd);
@@ -639,6 +668,17 @@ dial(const char *addr, int64_t deadline_ms, char *detail, size_t len)
 	return fd;
 }
 
+/* Connecting waits at most CONNECT_MS: a port a firewall drops must not
+ * hold a call for its whole deadline. */
+#define CONNECT_MS 3000
+
+static int64_t
+connect_deadline(int64_t deadline)
+{
+	int64_t soon = pasci_now_ms() + CONNECT_MS;
+	return soon < deadline ? soon : deadline;
+}
+
 int
 pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
     pasci_wire_builder *req, int64_t timeout_ms, pasci_wire_msg *reply,
@@ -656,15 +696,18 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		reused = true;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (fd < 0 && (fd = dial(addr, deadline, detail, len)) < 0) {
-		return PASCO_EUNAVAILABLE;
+	if (fd < 0 &&
+	    (fd = dial(addr, connect_deadline(deadline), detail, len)) < 0) {
+		return PASCO_ENOTFOUND; /* nothing sent: the caller may use nng
+		                         */
 	}
 	rv = send_builder(fd, req, incarnation, deadline);
 	if (rv == PASCO_EUNAVAILABLE && reused) {
 		/* an idle connection the server dropped: once more, fresh */
 		close(fd);
-		if ((fd = dial(addr, deadline, detail, len)) < 0) {
-			return PASCO_EUNAVAILABLE;
+		if ((fd = dial(
+		         addr, connect_deadline(deadline), detail, len)) < 0) {
+			return PASCO_ENOTFOUND;
 		}
 		rv = send_builder(fd, req, incarnation, deadline);
 	}

@@ -49,10 +49,10 @@ int  pasci_bulk_pool_create(pasci_bulk_pool **out);
 void pasci_bulk_pool_destroy(pasci_bulk_pool *p);
 
 /* Sends req (stamped with incarnation) to addr and waits for the reply,
- * at most timeout_ms for each step. On success *reply is decoded (its
- * tensors view the received frame). Errors: PASCO_EUNAVAILABLE (cannot
- * connect, connection lost), PASCO_ETIMEDOUT, PASCO_EPROTO; detail says
- * which. */
+ * at most timeout_ms in all. On success *reply is decoded (its tensors
+ * view the received frame). Errors: PASCO_ENOTFOUND when no connection
+ * could be made within 3 s (nothing was sent), PASCO_EUNAVAILABLE
+ * (connection lost), PASCO_ETIMEDOUT, PASCO_EPROTO; detail says which. */
 int pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
     pasci_wire_builder *req, int64_t timeout_ms, pasci_wire_msg *reply,
     char *detail, size_t len);

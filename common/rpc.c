@@ -490,7 +490,16 @@ pasci_rpc_call_bulk(pasci_rpc_client *c, pasci_wire_builder *b,
 		return rv != 0 ? rv : PASCO_ENOTFOUND;
 	}
 	if ((rv = pasci_bulk_call(c->bulk, addr, inc, b, timeout_ms, reply,
-	         detail, len)) != 0) {
+	         detail, len)) == PASCO_ENOTFOUND) {
+		/* its bulk port cannot be reached (a firewall?): nng carries
+		 * everything on this connection from now on */
+		pasci_log(PASCI_LOG_WARN, "%s: %s; using nng for every tensor",
+		    c->url, detail);
+		pthread_mutex_lock(&c->mu);
+		c->bulk_addr[0] = 0;
+		pthread_mutex_unlock(&c->mu);
+	}
+	if (rv != 0) {
 		return rv;
 	}
 	if (reply->hdr->stale_incarnation) {

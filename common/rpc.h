@@ -54,8 +54,10 @@ int pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms);
 int pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms);
 
 /* Sends b over a bulk connection to the server (bulk.h) and waits for the
- * reply. PASCO_ENOTFOUND when the server offers none (use nng); otherwise as
- * pasci_bulk_call, plus PASCO_EABORTED when the server restarted. */
+ * reply. PASCO_ENOTFOUND when the server offers none or its bulk port
+ * cannot be reached (nothing was sent: use nng; after the latter, this
+ * client uses nng until it reconnects); otherwise as pasci_bulk_call, plus
+ * PASCO_EABORTED when the server restarted. */
 int pasci_rpc_call_bulk(pasci_rpc_client *c, pasci_wire_builder *b,
     int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len);
 
