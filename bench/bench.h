@@ -95,6 +95,19 @@ bench_start_raw(const char *self, const char *url)
 	return pid;
 }
 
+/* A req0 socket dialing the raw peer at url in the background (it may not
+ * be listening yet), with no receive size limit. 0 or -1. */
+static inline int
+bench_raw_dial(const char *url, nng_socket *s)
+{
+	return nng_req0_open(s) == 0 &&
+	               nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, 0) == 0 &&
+	               nng_socket_set_ms(*s, NNG_OPT_RECONNMINT, 10) == 0 &&
+	               nng_dial(*s, url, NULL, NNG_FLAG_NONBLOCK) == 0
+	           ? 0
+	           : -1;
+}
+
 /* A request for the raw peer of 8 + extra bytes: "SIZE" + n when n > 0
  * (answered with n bytes), else zeros (echoed, or answered empty when
  * over 4 KB). */

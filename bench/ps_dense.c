@@ -129,12 +129,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	size_t nsizes = quick ? 3 : 4;
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
 	pid_t peer = bench_start_raw(argv[0], url);
-	if (nng_req0_open(&raw) != 0) {
-		return 1;
-	}
-	nng_socket_set_size(raw, NNG_OPT_RECVMAXSZ, 0);
-	nng_socket_set_ms(raw, NNG_OPT_RECONNMINT, 10);
-	if (nng_dial(raw, url, NULL, NNG_FLAG_NONBLOCK) != 0 ||
+	if (bench_raw_dial(url, &raw) != 0 ||
 	    pasco_strategy_create(&s, cluster, NULL) != 0) {
 		fprintf(stderr,
 		    "ps_dense: cannot reach the raw peer or the cluster\n");

@@ -169,10 +169,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
 	pid_t peer = bench_start_raw(argv[0], url);
 	init       = pasco_init_uniform(-0.05, 0.05, 7);
-	if (nng_req0_open(&raw) != 0 ||
-	    nng_socket_set_size(raw, NNG_OPT_RECVMAXSZ, 0) != 0 ||
-	    nng_socket_set_ms(raw, NNG_OPT_RECONNMINT, 10) != 0 ||
-	    nng_dial(raw, url, NULL, NNG_FLAG_NONBLOCK) != 0 ||
+	if (bench_raw_dial(url, &raw) != 0 ||
 	    pasco_strategy_create(&s, cluster, &so) != 0 ||
 	    pasco_variable_create_init(&v, s, "table", PASCO_F32, 2,
 	        (int64_t[]){rows, DIM}, &init) != 0) {

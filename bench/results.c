@@ -150,10 +150,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	}
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
 	peer = bench_start_raw(argv[0], url);
-	if (nng_req0_open(&raw) != 0 ||
-	    nng_socket_set_size(raw, NNG_OPT_RECVMAXSZ, 0) != 0 ||
-	    nng_socket_set_ms(raw, NNG_OPT_RECONNMINT, 10) != 0 ||
-	    nng_dial(raw, url, NULL, NNG_FLAG_NONBLOCK) != 0 ||
+	if (bench_raw_dial(url, &raw) != 0 ||
 	    pasco_strategy_create(&s, cluster, NULL) != 0 ||
 	    pasco_coordinator_create(&coord, s, NULL) != 0) {
 		fprintf(stderr, "results: cannot reach the raw peer or the "
