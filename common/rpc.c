@@ -250,6 +250,8 @@ client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (up) {
+		pasci_bulk_pool_flush(c->bulk); /* a new connection: maybe a
+		                                   new server */
 		pasci_log(PASCI_LOG_DEBUG,
 		    "connected to %s (incarnation %016llx)", c->url,
 		    (unsigned long long) m->incarnation);

@@ -12,6 +12,7 @@
 #include <pasco.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PASCO_PASS(expr)                                                      \
@@ -108,6 +109,15 @@ test_scalar(pasco_dtype dtype, double v)
 	pasco_tensor *t;
 	PASCO_PASS(pasco_tensor_scalar(&t, dtype, v));
 	return t;
+}
+
+/* Seconds on the monotonic clock. */
+static inline double
+pasco_test_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
 /* A scalar variable with value v, created through s. */

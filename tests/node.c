@@ -49,6 +49,32 @@ PASCO_FUNCTION(ft_step)
 	return rv;
 }
 
+/* args: big (f32 vector). Reads it whole and adds 1 to every element:
+ * both directions go over the ps's bulk connections (>= 4 KB). */
+PASCO_FUNCTION(ft_big_step)
+{
+	pasco_variable *big;
+	pasco_tensor   *t = NULL, *ones = NULL;
+	int             rv;
+	if ((rv = pasco_call_variable(call, 0, &big)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_variable_read(big, &t)) == 0 &&
+	    (rv = pasco_tensor_alloc(&ones, PASCO_F32, t->rank, t->shape)) ==
+	        0) {
+		for (int64_t i = 0; i < ones->count; i++) {
+			((float *) ones->data)[i] = 1;
+		}
+		rv = pasco_variable_assign_add(big, ones);
+	}
+	if (rv != 0) {
+		pasco_call_fail(call, rv, "%s", pasco_variable_error(big));
+	}
+	pasco_tensor_release(t);
+	pasco_tensor_release(ones);
+	return rv;
+}
+
 /* args: iterations, flag (f32 scalar). Loops while flag != 0 (at most
  * 60 s), then iterations += 1: TF's "infinite" closure. */
 PASCO_FUNCTION(ft_long_step)

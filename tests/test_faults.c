@@ -589,6 +589,46 @@ Test(faults, execution_after_every_ps_died_names_the_ps) /* 70 */
 	stop();
 }
 
+Test(faults, a_ps_killed_during_bulk_transfers_fails_steps_fast)
+{
+	pasco_variable *big;
+	pasco_tensor   *zeros, *t;
+	int64_t         n = 1 << 20; /* 4 MB: reads and updates go over bulk */
+	int             rv;
+	double          start_s;
+	start(1, 2, 0);
+	PASCO_PASS(pasco_tensor_alloc(&zeros, PASCO_F32, 1, &n));
+	PASCO_PASS(pasco_variable_create(&big, f.s, "big", zeros));
+	pasco_arg arg = pasco_arg_variable(big);
+	for (int i = 0; i < 20; i++) {
+		PASCO_PASS(pasco_schedule(f.c, "ft_big_step", &arg, 1, NULL));
+	}
+	PASCO_PASS(pasco_join(f.c));
+	PASCO_PASS(pasco_variable_read(big, &t));
+	cr_assert(
+	    ((float *) t->data)[0] >= 20 && ((float *) t->data)[n - 1] >= 20,
+	    "%g after 20 steps of +1", (double) ((float *) t->data)[0]);
+	pasco_tensor_release(t);
+	/* kill the ps while steps move megabytes to and from it */
+	for (int i = 0; i < 200; i++) {
+		PASCO_PASS(pasco_schedule(f.c, "ft_big_step", &arg, 1, NULL));
+	}
+	usleep(150 * 1000);
+	start_s = pasco_test_now();
+	reap(&f.ps[0], SIGKILL);
+	for (int i = 0; i < 1000 && (rv = pasco_join(f.c)) == 0; i++) {
+		usleep(10 * 1000);
+	}
+	cr_assert_eq(rv, PASCO_EUNAVAILABLE, "%s", pasco_errname(rv));
+	cr_assert(strstr(pasco_coordinator_error(f.c), "ps ") != NULL, "%s",
+	    pasco_coordinator_error(f.c));
+	cr_assert_lt(pasco_test_now() - start_s, 10, "the loss took %.1f s",
+	    pasco_test_now() - start_s);
+	pasco_tensor_release(zeros);
+	pasco_variable_free(big);
+	stop();
+}
+
 Test(faults, preemption_with_an_application_error) /* 55 */
 {
 	model m;
