@@ -13,11 +13,13 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <pasco.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,6 +150,39 @@ bench_round_trip(nng_ctx ctx, nng_aio *aio, nng_msg *req)
 	}
 	nng_msg_free(nng_aio_get_msg(aio));
 	return 0;
+}
+
+/* n round trips on a context of s, each asking the raw peer for `reply`
+ * bytes back (0: none or an echo) with `extra` bytes of payload. 0, or -1
+ * on a failure. */
+static inline int
+bench_round_trips(nng_socket s, long n, uint32_t reply, size_t extra)
+{
+	nng_ctx  ctx;
+	nng_aio *aio;
+	int      rv = 0;
+	if (nng_ctx_open(&ctx, s) != 0) {
+		return -1;
+	}
+	if (nng_aio_alloc(&aio, NULL, NULL) != 0) {
+		nng_ctx_close(ctx);
+		return -1;
+	}
+	for (long i = 0; i < n && rv == 0; i++) {
+		rv = bench_round_trip(ctx, aio, bench_request(reply, extra));
+	}
+	nng_aio_free(aio);
+	nng_ctx_close(ctx);
+	return rv;
+}
+
+/* Closes the socket to the raw peer and stops the peer. */
+static inline void
+bench_raw_stop(nng_socket s, pid_t peer)
+{
+	nng_close(s);
+	kill(peer, SIGKILL);
+	waitpid(peer, NULL, 0);
 }
 
 /* A cluster of the ps tasks and the first `workers` workers of c, so one

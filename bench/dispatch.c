@@ -52,19 +52,7 @@ static void *
 round_trips(void *arg)
 {
 	rtt_arg *a = arg;
-	nng_ctx  ctx;
-	nng_aio *aio;
-	if (nng_ctx_open(&ctx, a->sock) != 0 ||
-	    nng_aio_alloc(&aio, NULL, NULL) != 0) {
-		a->failed = 1;
-		return NULL;
-	}
-	for (long i = 0; i < a->n && !a->failed; i++) {
-		a->failed =
-		    bench_round_trip(ctx, aio, bench_request(0, PAYLOAD - 8));
-	}
-	nng_aio_free(aio);
-	nng_ctx_close(ctx);
+	a->failed  = bench_round_trips(a->sock, a->n, 0, PAYLOAD - 8) != 0;
 	return NULL;
 }
 

@@ -37,22 +37,11 @@ typedef struct job {
 static void *
 raw_client(void *arg)
 {
-	job     *j = arg;
-	nng_ctx  ctx;
-	nng_aio *aio;
-	if (nng_ctx_open(&ctx, j->sock) != 0 ||
-	    nng_aio_alloc(&aio, NULL, NULL) != 0) {
-		j->failed = 1;
-		return NULL;
-	}
-	for (long i = 0; i < j->iters && !j->failed; i++) {
-		/* push: the payload, as a gradient; pull: ask for it */
-		j->failed = bench_round_trip(ctx, aio,
-		    j->push ? bench_request(0, j->size - 8)
-		            : bench_request((uint32_t) j->size, 0));
-	}
-	nng_aio_free(aio);
-	nng_ctx_close(ctx);
+	job *j = arg;
+	/* push: the payload, as a gradient; pull: ask for it */
+	j->failed = bench_round_trips(j->sock, j->iters,
+	                j->push ? 0 : (uint32_t) j->size,
+	                j->push ? j->size - 8 : 0) != 0;
 	return NULL;
 }
 
@@ -193,9 +182,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		}
 		pasco_variable_free(v);
 	}
-	nng_close(raw);
-	kill(peer, SIGKILL);
-	waitpid(peer, NULL, 0);
+	bench_raw_stop(raw, peer);
 	pasco_strategy_destroy(s);
 	return failed;
 }

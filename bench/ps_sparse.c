@@ -82,31 +82,22 @@ client(void *arg)
 {
 	job            *j   = arg;
 	pasco_optimizer opt = pasco_adagrad(0.01);
-	nng_ctx         ctx;
-	nng_aio        *aio = NULL;
 	size_t          ids = BATCH * sizeof(int64_t), rows = BATCH * DIM * 4;
-	if (j->is_raw && (nng_ctx_open(&ctx, j->raw) != 0 ||
-	                     nng_aio_alloc(&aio, NULL, NULL) != 0)) {
-		j->failed = 1;
+	if (j->is_raw) { /* the same bytes: ids out, rows back (or out) */
+		j->failed = bench_round_trips(j->raw, j->iters,
+		                j->apply ? 0 : (uint32_t) rows,
+		                j->apply ? ids + rows : ids) != 0;
 		return NULL;
 	}
 	for (long i = 0; i < j->iters && !j->failed; i++) {
 		pasco_tensor *b = j->ids[(j->offset + i) % NBATCH], *out;
-		if (j->is_raw) {
-			j->failed = bench_round_trip(ctx, aio,
-			    j->apply ? bench_request(0, ids + rows)
-			             : bench_request((uint32_t) rows, ids));
-		} else if (j->apply) {
+		if (j->apply) {
 			j->failed = pasco_variable_apply_gradient_sparse(
 			                j->v, &opt, b, j->grads) != 0;
 		} else {
 			j->failed = pasco_variable_gather(j->v, b, &out) != 0;
 			pasco_tensor_release(out);
 		}
-	}
-	if (aio != NULL) {
-		nng_aio_free(aio);
-		nng_ctx_close(ctx);
 	}
 	return NULL;
 }
@@ -219,9 +210,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pasco_tensor_release(grads);
 	pasco_variable_free(v);
 	pasco_strategy_destroy(s);
-	nng_close(raw);
-	kill(peer, SIGKILL);
-	waitpid(peer, NULL, 0);
+	bench_raw_stop(raw, peer);
 	return failed;
 }
 

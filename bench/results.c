@@ -52,19 +52,7 @@ static void *
 raw_loop(void *arg)
 {
 	raw_job *j = arg;
-	nng_ctx  ctx;
-	nng_aio *aio;
-	if (nng_ctx_open(&ctx, j->s) != 0 ||
-	    nng_aio_alloc(&aio, NULL, NULL) != 0) {
-		j->failed = 1;
-		return NULL;
-	}
-	for (long i = 0; i < j->n && !j->failed; i++) {
-		j->failed =
-		    bench_round_trip(ctx, aio, bench_request(j->size, 0));
-	}
-	nng_aio_free(aio);
-	nng_ctx_close(ctx);
+	j->failed  = bench_round_trips(j->s, j->n, j->size, 0) != 0;
 	return NULL;
 }
 
@@ -185,9 +173,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	}
 	pasco_coordinator_destroy(coord);
 	pasco_strategy_destroy(s);
-	nng_close(raw);
-	kill(peer, SIGKILL);
-	waitpid(peer, NULL, 0);
+	bench_raw_stop(raw, peer);
 	return failed;
 }
 
