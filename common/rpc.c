@@ -46,8 +46,17 @@ typedef struct rpc_call {
 
 enum { LINK_DOWN, LINK_HELLO, LINK_UP };
 
-#define FIRST_CONTACT_MS 15000
-#define RETRY_CONTACT_MS 2000
+/* How long a call waits for a server never reached (see
+ * pasci_rpc_client_wait_for_call); tests shorten them. */
+static int64_t first_contact_ms = 15000;
+static int64_t retry_contact_ms = 2000;
+
+void
+pasci_rpc_set_contact_waits(int64_t first_ms, int64_t retry_ms)
+{
+	first_contact_ms = first_ms;
+	retry_contact_ms = retry_ms;
+}
 
 struct pasci_rpc_client {
 	nng_socket         sock;
@@ -554,15 +563,15 @@ pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
 int
 pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms)
 {
-	/* A peer never reached is waited for until FIRST_CONTACT_MS after
+	/* A peer never reached is waited for until first_contact_ms after
 	 * the client opened (start-up, in any order), then for at most
-	 * RETRY_CONTACT_MS per call: a ps that died before this process ever
+	 * retry_contact_ms per call: a ps that died before this process ever
 	 * reached it must not stall every step for the full timeout. */
 	pthread_mutex_lock(&c->mu);
 	if (!c->ever_up) {
 		int64_t left =
-		    c->opened_ms + FIRST_CONTACT_MS - pasci_now_ms();
-		left       = left > RETRY_CONTACT_MS ? left : RETRY_CONTACT_MS;
+		    c->opened_ms + first_contact_ms - pasci_now_ms();
+		left       = left > retry_contact_ms ? left : retry_contact_ms;
 		timeout_ms = timeout_ms < left ? timeout_ms : left;
 	}
 	pthread_mutex_unlock(&c->mu);

@@ -53,6 +53,9 @@ int pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms);
  * after the client opened, and after that for at most 2 s per call. */
 int pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms);
 
+/* Changes those 15 s and 2 s (for tests; not thread-safe with calls). */
+void pasci_rpc_set_contact_waits(int64_t first_ms, int64_t retry_ms);
+
 /* Sends b over a bulk connection to the server (bulk.h) and waits for the
  * reply. PASCO_ENOTFOUND when the server offers none or its bulk port
  * cannot be reached (nothing was sent: use nng; after the latter, this

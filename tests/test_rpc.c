@@ -191,6 +191,32 @@ wait_count(state_log *l, int *field, int want)
 	return -1;
 }
 
+Test(rpc, a_server_never_reached_stalls_calls_only_briefly)
+{
+	pasci_rpc_client *c;
+	char              url[64];
+	double            t0, t1, t2;
+	/* production: 15 s after the client opened, then 2 s per call */
+	pasci_rpc_set_contact_waits(400, 150);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", test_free_port());
+	PASCO_PASS(pasci_rpc_client_open(&c, url, NULL, NULL));
+	t0 = pasco_test_now();
+	PASCO_FAIL(pasci_rpc_client_wait_for_call(c, 60000), PASCO_ETIMEDOUT);
+	t1 = pasco_test_now();
+	PASCO_FAIL(pasci_rpc_client_wait_for_call(c, 60000), PASCO_ETIMEDOUT);
+	t2 = pasco_test_now();
+	cr_assert(
+	    t1 - t0 > 0.3 && t1 - t0 < 2, "first call waited %.2f s", t1 - t0);
+	cr_assert(
+	    t2 - t1 > 0.1 && t2 - t1 < 1, "next call waited %.2f s", t2 - t1);
+	/* a shorter deadline still wins */
+	t0 = pasco_test_now();
+	PASCO_FAIL(pasci_rpc_client_wait_for_call(c, 20), PASCO_ETIMEDOUT);
+	cr_assert(pasco_test_now() - t0 < 0.12);
+	pasci_rpc_client_close(c);
+	pasci_rpc_set_contact_waits(15000, 2000);
+}
+
 Test(rpc, reports_disconnect_and_a_new_incarnation)
 {
 	pasci_rpc_server *s1, *s2;
