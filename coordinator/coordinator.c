@@ -248,6 +248,31 @@ complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 	queue_tagged_done(&f->c->q, f->w);
 }
 
+/* A closure of worker w (a rider of a batch, or one holding a window
+ * slot) finished: err 0, or its error. */
+static void
+landed(closure_queue *q, size_t w, bool rider, int err, const char *msg)
+{
+	if (rider) {
+		queue_rider_done(q, w, err, msg);
+	} else if (err != 0) {
+		queue_mark_failed(q, w, err, msg);
+	} else {
+		queue_mark_finished(q, w);
+	}
+}
+
+/* A closure of worker w could not run there: back to the queue. */
+static void
+put_back(closure_queue *q, size_t w, closure *cl, bool rider)
+{
+	if (rider) {
+		queue_rider_put_back(q, w, cl);
+	} else {
+		queue_put_back(q, w, cl);
+	}
+}
+
 /* Closure cl (a rider or not) came back from worker w with err (the
  * transport's) or reply. */
 static void
@@ -263,21 +288,13 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 		/* The worker failed, not the function: run it elsewhere. */
 		pasci_log(PASCI_LOG_INFO, "closure %llu ('%s') is retried: %s",
 		    (unsigned long long) cl->id, cl->name, detail);
-		if (rider) {
-			queue_rider_put_back(q, w, cl);
-		} else {
-			queue_put_back(q, w, cl);
-		}
+		put_back(q, w, cl, rider);
 		return;
 	}
 	note_result_size(c, cl->name, reply);
 	if (reply->hdr->not_run) { /* cancelled by the batch's failure */
 		closure_cancel(cl);
-		if (rider) {
-			queue_rider_done(q, w, 0, NULL);
-		} else {
-			queue_mark_finished(q, w);
-		}
+		landed(q, w, rider, 0, NULL);
 		return;
 	}
 	status = reply->hdr->status;
@@ -291,22 +308,14 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 			pasci_remote_value_fail(cl->rv, status, msg);
 		}
 		closure_free(cl); /* before the queue lets join return */
-		if (rider) {
-			queue_rider_done(q, w, status, msg);
-		} else {
-			queue_mark_failed(q, w, status, msg);
-		}
+		landed(q, w, rider, status, msg);
 		return;
 	}
 	if (cl->rv != NULL) {
 		pasci_remote_value_set(cl->rv, value);
 	}
 	closure_free(cl);
-	if (rider) {
-		queue_rider_done(q, w, 0, NULL);
-	} else {
-		queue_mark_finished(q, w);
-	}
+	landed(q, w, rider, 0, NULL);
 }
 
 /* Sub-reply i of a batch reply, decoded in place. */
@@ -344,11 +353,7 @@ complete_batch(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 				pasci_remote_value_fail(cl->rv, perr, why);
 			}
 			closure_free(cl);
-			if (i > 0) {
-				queue_rider_done(&f->c->q, f->w, perr, why);
-			} else {
-				queue_mark_failed(&f->c->q, f->w, perr, why);
-			}
+			landed(&f->c->q, f->w, i > 0, perr, why);
 			continue;
 		}
 		complete_run(
@@ -468,9 +473,9 @@ dispatch_batch(pasco_coordinator *c, size_t w, closure *cl, closure **riders,
 	if (f == NULL || kept == NULL) {
 		/* no memory to track them: every one goes back to the queue */
 		for (size_t i = 0; i < nriders; i++) {
-			queue_rider_put_back(&c->q, w, riders[i]);
+			put_back(&c->q, w, riders[i], true);
 		}
-		queue_put_back(&c->q, w, cl);
+		put_back(&c->q, w, cl, false);
 		free(f);
 		free(kept);
 		return;
@@ -484,11 +489,7 @@ dispatch_batch(pasco_coordinator *c, size_t w, closure *cl, closure **riders,
 				    x->rv, PASCO_EINVAL, why);
 			}
 			closure_free(x);
-			if (i > 0) {
-				queue_rider_done(&c->q, w, PASCO_EINVAL, why);
-			} else {
-				queue_mark_failed(&c->q, w, PASCO_EINVAL, why);
-			}
+			landed(&c->q, w, i > 0, PASCO_EINVAL, why);
 			x = NULL;
 		} else if (ok) {
 			ok = batch_add(&b, c, w, x);
