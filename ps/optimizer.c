@@ -164,6 +164,25 @@ ps_optimizer_check(const pasco_optimizer *o, char *err, size_t errlen)
 	return PASCO_OK;
 }
 
+/* Sets every element of a new (zero-filled) slot to x. */
+static void
+fill_slot(pasco_tensor *t, double x)
+{
+	if (x == 0) {
+		return;
+	}
+	if (t->dtype == PASCO_F32) {
+		float *p = t->data;
+		for (int64_t i = 0; i < t->count; i++) {
+			p[i] = (float) x;
+		}
+		return;
+	}
+	for (int64_t i = 0; i < t->count; i++) {
+		pasco_tensor_set(t, i, x);
+	}
+}
+
 /* Whether o's update reads slot k: as Keras, no momentum slot without
  * momentum, no RMSprop average gradient unless centered, no Adam v_hat
  * without amsgrad. An unused slot is never allocated (it reads as 0). */
@@ -204,10 +223,7 @@ ps_slots_prepare(ps_slots *s, const pasco_optimizer *o,
 				}
 				return PASCO_ENOMEM;
 			}
-			for (int64_t i = 0; i < value->count; i++) {
-				pasco_tensor_set(
-				    s->slot[k], i, ops->slot_init(o, k));
-			}
+			fill_slot(s->slot[k], ops->slot_init(o, k));
 		}
 	}
 	s->kind   = o->kind;
