@@ -299,7 +299,7 @@ row_bytes(const pasco_tensor *t)
 
 /* Rows of a big table are cache misses: the sparse loops ask for the row
  * PREFETCH_ROWS ahead (value and slots) while they work on this one. */
-#define PREFETCH_ROWS 4
+#define PREFETCH_ROWS 12
 
 static void
 prefetch_row(const ps_var *v, int64_t at, int64_t row_elems, bool slots)
