@@ -185,6 +185,17 @@ bench_raw_stop(nng_socket s, pid_t peer)
 	waitpid(peer, NULL, 0);
 }
 
+/* main() of a benchmark whose raw peer is this program run with
+ * `--raw URL` (bench_start_raw); otherwise a Pasco role. */
+#define BENCH_MAIN(chief)                                                     \
+	int main(int argc, char **argv)                                       \
+	{                                                                     \
+		if (argc == 3 && strcmp(argv[1], "--raw") == 0) {             \
+			return bench_raw_server(argv[2]);                     \
+		}                                                             \
+		return pasco_main(argc, argv, chief);                         \
+	}
+
 /* A cluster of the ps tasks and the first `workers` workers of c, so one
  * launch measures 1, 2 and 4 workers. NULL on failure. */
 static inline pasco_cluster *

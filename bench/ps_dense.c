@@ -187,11 +187,4 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	return failed;
 }
 
-int
-main(int argc, char **argv)
-{
-	if (argc == 3 && strcmp(argv[1], "--raw") == 0) {
-		return bench_raw_server(argv[2]);
-	}
-	return pasco_main(argc, argv, chief);
-}
+BENCH_MAIN(chief)

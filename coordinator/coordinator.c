@@ -373,16 +373,20 @@ static void
 refill(pasco_coordinator *c, size_t w)
 {
 	static _Thread_local bool busy;
-	closure                 **riders;
-	closure                  *next;
+	closure                  *room[32], **riders = room, *next;
 	bool                      tagged;
 	if (busy || (next = queue_try_get(&c->q, w, &tagged)) == NULL) {
 		return;
 	}
-	busy   = true;
-	riders = calloc(c->max_batch, sizeof(*riders));
+	busy = true;
+	/* no allocation per closure unless max_batch is raised past 33 */
+	if (c->max_batch > 33) {
+		riders = calloc(c->max_batch, sizeof(*riders));
+	}
 	send_taken(c, w, next, tagged, riders);
-	free(riders);
+	if (riders != room) {
+		free(riders);
+	}
 	busy = false;
 }
 
