@@ -354,25 +354,22 @@ static int
 answer(pasci_bulk_server *s, int fd, const pasci_wire_msg *req)
 {
 	pasci_wire_builder b;
-	nng_msg           *msg = NULL;
-	char               err[256];
+	nng_msg           *msg;
 	int                rv;
 
 	if (req->incarnation != 0 && req->incarnation != s->incarnation) {
-		pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__METHOD_NONE);
-		b.hdr.status            = PASCO_EABORTED;
-		b.hdr.stale_incarnation = true;
-		pasci_fmt(err, sizeof(err),
-		    "request for incarnation %016llx reached incarnation "
-		    "%016llx",
-		    (unsigned long long) req->incarnation,
-		    (unsigned long long) s->incarnation);
-		b.hdr.error = err;
-	} else {
-		pasci_wire_builder_init(&b, req->hdr->method);
-		msg = s->handler(s->arg, req, &b);
+		/* no memory for the refusal: drop the connection instead */
+		msg = pasci_wire_stale_reply(req->incarnation, s->incarnation);
+		if (msg == NULL) {
+			return PASCO_ENOMEM;
+		}
+		pasci_wire_set_incarnation(msg, s->incarnation);
+		rv = send_msg(fd, msg, NO_DEADLINE);
+		nng_msg_free(msg);
+		return rv;
 	}
-	if (msg != NULL) {
+	pasci_wire_builder_init(&b, req->hdr->method);
+	if ((msg = s->handler(s->arg, req, &b)) != NULL) {
 		pasci_wire_set_incarnation(msg, s->incarnation);
 		rv = send_msg(fd, msg, NO_DEADLINE);
 		nng_msg_free(msg);

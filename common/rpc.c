@@ -790,22 +790,8 @@ server_answer(pasci_rpc_server *s, nng_msg *msg)
 	char           err[256];
 
 	if (inc != 0 && inc != s->incarnation) {
-		pasci_wire_builder b;
 		nng_msg_free(msg);
-		pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__METHOD_NONE);
-		b.hdr.status            = PASCO_EABORTED;
-		b.hdr.stale_incarnation = true;
-		pasci_fmt(err, sizeof(err),
-		    "request for incarnation %016llx "
-		    "reached incarnation %016llx",
-		    (unsigned long long) inc,
-		    (unsigned long long) s->incarnation);
-		b.hdr.error = err;
-		if (pasci_wire_encode(&b, &reply) != 0) {
-			reply = NULL;
-		}
-		pasci_wire_builder_fini(&b);
-		return reply;
+		return pasci_wire_stale_reply(inc, s->incarnation);
 	}
 	if (pasci_wire_decode(&req, msg, err, sizeof(err)) != 0) {
 		return pasci_wire_status_reply(

@@ -393,6 +393,26 @@ pasci_wire_encode_head(pasci_wire_builder *b, uint64_t incarnation,
 }
 
 nng_msg *
+pasci_wire_stale_reply(uint64_t got, uint64_t own)
+{
+	pasci_wire_builder b;
+	nng_msg           *reply;
+	char               err[128];
+	pasci_wire_builder_init(&b, PASCO__WIRE__METHOD__METHOD_NONE);
+	b.hdr.status            = PASCO_EABORTED;
+	b.hdr.stale_incarnation = true;
+	snprintf(err, sizeof(err),
+	    "request for incarnation %016llx reached incarnation %016llx",
+	    (unsigned long long) got, (unsigned long long) own);
+	b.hdr.error = err;
+	if (pasci_wire_encode(&b, &reply) != 0) {
+		reply = NULL;
+	}
+	pasci_wire_builder_fini(&b);
+	return reply;
+}
+
+nng_msg *
 pasci_wire_status_reply(int status, const char *fmt, ...)
 {
 	pasci_wire_builder b;

@@ -97,6 +97,11 @@ int pasci_wire_encode_head(pasci_wire_builder *b, uint64_t incarnation,
 int pasci_wire_decode_owned(pasci_wire_msg *m, void *body, size_t len,
     void (*free_fn)(void *), char *err, size_t errlen);
 
+/* The reply to a request stamped for incarnation `got` that reached
+ * incarnation `own`: EABORTED, stale_incarnation set (it did not run).
+ * NULL on no memory. */
+nng_msg *pasci_wire_stale_reply(uint64_t got, uint64_t own);
+
 /* A reply carrying only a status and message. NULL on no memory. */
 nng_msg *pasci_wire_status_reply(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
