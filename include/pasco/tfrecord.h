@@ -18,6 +18,11 @@
 uint32_t pasco_crc32c(const void *data, size_t len);
 uint32_t pasco_crc32c_mask(uint32_t crc);
 
+/* The CRC-32C of what crc covered followed by data (crc 0: none yet), so a
+ * long stream is checked piece by piece:
+ * pasco_crc32c_extend(pasco_crc32c(a, n), b, m) == CRC of a then b. */
+uint32_t pasco_crc32c_extend(uint32_t crc, const void *data, size_t len);
+
 typedef struct pasco_tfrecord_writer pasco_tfrecord_writer;
 
 /* Creates (truncates) path. Records are buffered and written with

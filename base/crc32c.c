@@ -1,5 +1,6 @@
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven,
- * eight bytes at a time. The table is built once, thread-safely. */
+ * eight bytes at a time. The table is built once, thread-safely. In base/
+ * because TFRecord files, event files and checkpoints all use it. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,8 +31,14 @@ table_init(void)
 uint32_t
 pasco_crc32c(const void *data, size_t len)
 {
+	return pasco_crc32c_extend(0, data, len);
+}
+
+uint32_t
+pasco_crc32c_extend(uint32_t crc0, const void *data, size_t len)
+{
 	const uint8_t *p   = data;
-	uint32_t       crc = 0xffffffffu;
+	uint32_t       crc = crc0 ^ 0xffffffffu;
 	pthread_once(&table_once, table_init);
 	while (len >= 8) {
 		uint32_t lo, hi;
