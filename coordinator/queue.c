@@ -5,6 +5,11 @@
  * (set_worker_up). One mutex guards all state; closures to cancel are
  * collected under it and cancelled after it is dropped, because cancelling
  * frees closures, and freeing can enqueue resource releases.
+ *
+ * Wake-ups are aimed: a change that only worker w can use (its window
+ * freed, a resource closure for it) wakes w's dispatcher; a new global
+ * closure wakes one sleeping dispatcher that can take it; only rare
+ * changes (a worker up or down, an error cleared, stop) wake them all.
  */
 #include "queue.h"
 
@@ -27,7 +32,9 @@ pasci_queue_init(
 	q->window   = window;
 	pthread_mutex_init(&q->put_wait_mu, NULL);
 	pthread_mutex_init(&q->mu, NULL);
-	pthread_cond_init(&q->work, NULL);
+	for (size_t w = 0; w < nworkers; w++) {
+		pthread_cond_init(&q->workers[w].cv, NULL);
+	}
 	pthread_cond_init(&q->free_slot, NULL);
 	pthread_cond_init(&q->settled, NULL);
 	return PASCO_OK;
@@ -38,7 +45,9 @@ pasci_queue_fini(closure_queue *q)
 {
 	pthread_cond_destroy(&q->settled);
 	pthread_cond_destroy(&q->free_slot);
-	pthread_cond_destroy(&q->work);
+	for (size_t w = 0; w < q->nworkers; w++) {
+		pthread_cond_destroy(&q->workers[w].cv);
+	}
 	pthread_mutex_destroy(&q->mu);
 	pthread_mutex_destroy(&q->put_wait_mu);
 	free(q->workers);
@@ -80,6 +89,41 @@ pop_locked(closure **head, closure **tail)
 	return c;
 }
 
+static void
+wake_locked(closure_queue *q, size_t w)
+{
+	if (q->workers[w].asleep) {
+		q->workers[w].asleep = false;
+		pthread_cond_signal(&q->workers[w].cv);
+	}
+}
+
+static void
+wake_all_locked(closure_queue *q)
+{
+	for (size_t w = 0; w < q->nworkers; w++) {
+		wake_locked(q, w);
+	}
+}
+
+/* A global closure was queued: wakes one sleeping dispatcher whose worker
+ * may take it, starting after the last one woken so the work spreads. If
+ * none sleeps, a busy dispatcher takes it when it asks next. */
+static void
+wake_one_locked(closure_queue *q)
+{
+	for (size_t i = 0; i < q->nworkers; i++) {
+		size_t        w  = (q->next_wake + i) % q->nworkers;
+		queue_worker *qw = &q->workers[w];
+		if (qw->asleep && qw->up && qw->inflight < q->window &&
+		    qw->tagged_head == NULL && !qw->tagged_inflight) {
+			q->next_wake = w + 1;
+			wake_locked(q, w);
+			return;
+		}
+	}
+}
+
 /* Takes the whole global queue (to cancel). */
 static closure *
 drain_locked(closure_queue *q)
@@ -106,6 +150,7 @@ raise_locked(closure_queue *q, closure **cancelled, char *msg, size_t len)
 	}
 	err = q->error;
 	pasci_fmt(msg, len, "%s", q->error_msg);
+	wake_all_locked(q); /* they took nothing while it was pending */
 	q->error        = 0;
 	q->error_msg[0] = 0;
 	return err;
@@ -130,7 +175,7 @@ pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
 	if (rv == 0) {
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
-		pthread_cond_broadcast(&q->work);
+		wake_one_locked(q);
 	}
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_unlock(&q->put_wait_mu);
@@ -148,7 +193,7 @@ pasci_queue_put_tagged(closure_queue *q, closure *c, size_t w)
 		return;
 	}
 	push_locked(&q->workers[w].tagged_head, &q->workers[w].tagged_tail, c);
-	pthread_cond_broadcast(&q->work);
+	wake_locked(q, w);
 	pthread_mutex_unlock(&q->mu);
 }
 
@@ -231,8 +276,10 @@ pasci_queue_get(closure_queue *q, size_t w, bool *tagged)
 	closure *c = NULL;
 	pthread_mutex_lock(&q->mu);
 	while (!q->stopped && (c = take_locked(q, w, tagged)) == NULL) {
-		pthread_cond_wait(&q->work, &q->mu);
+		q->workers[w].asleep = true;
+		pthread_cond_wait(&q->workers[w].cv, &q->mu);
 	}
+	q->workers[w].asleep = false;
 	pthread_mutex_unlock(&q->mu);
 	return c;
 }
@@ -247,7 +294,7 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 	q->inflight--;
 	(*count)--;
 	pthread_cond_broadcast(&q->settled);
-	pthread_cond_broadcast(&q->work);
+	wake_locked(q, w); /* its window has room again */
 }
 
 static void
@@ -312,6 +359,7 @@ put_back(closure_queue *q, size_t w, closure *c, bool rider)
 		/* Over the bound if need be: a completion must not block. */
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
+		wake_one_locked(q);
 	}
 	landed_locked(q, w, rider);
 	pthread_mutex_unlock(&q->mu);
@@ -337,7 +385,7 @@ pasci_queue_tagged_done(closure_queue *q, size_t w)
 {
 	pthread_mutex_lock(&q->mu);
 	q->workers[w].tagged_inflight = false;
-	pthread_cond_broadcast(&q->work);
+	wake_locked(q, w);
 	pthread_cond_broadcast(&q->settled);
 	pthread_mutex_unlock(&q->mu);
 }
@@ -347,7 +395,7 @@ pasci_queue_set_worker_up(closure_queue *q, size_t w, bool up)
 {
 	pthread_mutex_lock(&q->mu);
 	q->workers[w].up = up;
-	pthread_cond_broadcast(&q->work);
+	wake_all_locked(q); /* others may now batch, or not */
 	pthread_mutex_unlock(&q->mu);
 }
 
@@ -412,7 +460,7 @@ pasci_queue_stop(closure_queue *q, void (*nudge)(void *), void *arg)
 			t             = next;
 		}
 	}
-	pthread_cond_broadcast(&q->work);
+	wake_all_locked(q);
 	pthread_cond_broadcast(&q->free_slot);
 	pthread_mutex_unlock(&q->mu);
 	cancel_list(cancelled);

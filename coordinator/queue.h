@@ -26,12 +26,18 @@ typedef struct queue_worker {
 	uint32_t riders;          /* more of them, riding in a batch */
 	bool     tagged_inflight; /* a resource closure is outstanding */
 	closure *tagged_head, *tagged_tail;
+	/* This worker's dispatcher sleeps on its own condition, so a new
+	 * closure wakes one dispatcher that can take it, not all of them
+	 * (with N workers a shared condition cost N wake-ups per closure,
+	 * N - 1 of them for nothing, and dispatch got slower as workers were
+	 * added). asleep: waiting on cv and not yet woken. */
+	pthread_cond_t cv;
+	bool           asleep;
 } queue_worker;
 
 typedef struct closure_queue {
 	pthread_mutex_t put_wait_mu; /* no put slips in while wait runs */
 	pthread_mutex_t mu;
-	pthread_cond_t  work;      /* something a dispatcher may take */
 	pthread_cond_t  free_slot; /* the global queue has room */
 	pthread_cond_t  settled;   /* inflight dropped, or an error came */
 	/* Everything below is protected by mu. */
@@ -45,6 +51,7 @@ typedef struct closure_queue {
 	int           error; /* first error, 0 if none */
 	char          error_msg[1024];
 	int           error_source; /* the task that raised it, or -1 */
+	size_t        next_wake;    /* where the search for a sleeper starts */
 } closure_queue;
 
 int pasci_queue_init(
