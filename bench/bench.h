@@ -196,13 +196,13 @@ bench_raw_stop(nng_socket s, pid_t peer)
 		return pasco_main(argc, argv, chief);                         \
 	}
 
-/* A cluster of the ps tasks and the first `workers` workers of c, so one
- * launch measures 1, 2 and 4 workers. NULL on failure. */
+/* A cluster of the first `ps` ps tasks and the first `workers` workers of
+ * c, so one launch measures 1, 2 and 4 workers (or ps). NULL on failure. */
 static inline pasco_cluster *
-bench_sub_cluster(const pasco_cluster *c, size_t workers)
+bench_sub_cluster_ps(const pasco_cluster *c, size_t ps, size_t workers)
 {
 	char           json[4096], err[256];
-	size_t         n, ps = pasco_cluster_count(c, PASCO_ROLE_PS);
+	size_t         n;
 	pasco_cluster *out;
 	n = (size_t) snprintf(json, sizeof(json), "{\"cluster\": {\"ps\": [");
 	for (size_t i = 0; i < ps; i++) {
@@ -218,6 +218,14 @@ bench_sub_cluster(const pasco_cluster *c, size_t workers)
 	return pasco_cluster_parse_json(&out, json, err, sizeof(err)) == 0
 	           ? out
 	           : NULL;
+}
+
+/* The first `workers` workers of c, with every ps of c. */
+static inline pasco_cluster *
+bench_sub_cluster(const pasco_cluster *c, size_t workers)
+{
+	return bench_sub_cluster_ps(
+	    c, pasco_cluster_count(c, PASCO_ROLE_PS), workers);
 }
 
 /* One JSON line per figure: value in unit, beside baseline (same unit,
@@ -236,21 +244,25 @@ bench_json(const char *bench, const char *figure, double value,
 	printf("}\n");
 }
 
-/* Starts self (a benchmark's own binary) as the only ps of a cluster whose
- * worker is the launch's first, so the benchmark can measure that process
- * from outside (its CPU, its resident memory); *cluster gets that cluster.
+/* Starts self (a benchmark's own binary) as the only task of `role` (ps or
+ * worker) of a cluster whose other role is the launch's first task (its
+ * ps 0 or worker 0), so the benchmark can measure that process from
+ * outside (its CPU, its resident memory); *cluster gets that cluster.
  * The pid, or -1 with the reason on stderr. */
 static inline pid_t
-bench_start_ps(
-    const char *self, const pasco_cluster *launch, pasco_cluster **cluster)
+bench_start_task(const char *self, const pasco_cluster *launch,
+    pasco_role role, pasco_cluster **cluster)
 {
-	char        json[512], env[600], err[256];
-	const char *worker = pasco_cluster_url(launch, PASCO_ROLE_WORKER, 0);
-	int         port   = bench_free_port();
-	pid_t       pid;
+	char        json[512], env[600], err[256], own[64];
+	bool        ps    = role == PASCO_ROLE_PS;
+	const char *other = pasco_cluster_url(
+	    launch, ps ? PASCO_ROLE_WORKER : PASCO_ROLE_PS, 0);
+	pid_t pid;
+	snprintf(own, sizeof(own), "127.0.0.1:%d", bench_free_port());
+	other += strncmp(other, "tcp://", 6) == 0 ? 6 : 0;
 	snprintf(json, sizeof(json),
-	    "{\"cluster\": {\"ps\": [\"127.0.0.1:%d\"], \"worker\": [\"%s\"]}",
-	    port, strncmp(worker, "tcp://", 6) == 0 ? worker + 6 : worker);
+	    "{\"cluster\": {\"ps\": [\"%s\"], \"worker\": [\"%s\"]}",
+	    ps ? own : other, ps ? other : own);
 	if (pasco_cluster_parse_json(
 	        cluster, strcat(json, "}"), err, sizeof(err)) != 0) {
 		fprintf(stderr, "%s: %s\n", self, err);
@@ -258,7 +270,8 @@ bench_start_ps(
 	}
 	json[strlen(json) - 1] = 0;
 	snprintf(env, sizeof(env),
-	    "%s, \"task\": {\"type\": \"ps\", \"index\": 0}}", json);
+	    "%s, \"task\": {\"type\": \"%s\", \"index\": 0}}", json,
+	    ps ? "ps" : "worker");
 	if ((pid = fork()) == 0) {
 		setenv("TF_CONFIG", env, 1);
 		execl(self, self, (char *) NULL);
@@ -269,6 +282,14 @@ bench_start_ps(
 		*cluster = NULL;
 	}
 	return pid;
+}
+
+/* bench_start_task for the ps. */
+static inline pid_t
+bench_start_ps(
+    const char *self, const pasco_cluster *launch, pasco_cluster **cluster)
+{
+	return bench_start_task(self, launch, PASCO_ROLE_PS, cluster);
 }
 
 #endif

@@ -10,14 +10,20 @@
  *   - no-op closures per second with N workers, window 1 unbatched, and
  *     with the defaults (window 4, automatic batching);
  *   - training steps per second of bench/train's MLP and softmax models
- *     with N workers, parameters on ps 0.
+ *     with N workers, parameters on ps 0;
+ *   - the MLP with all workers and every variable split over 1, 2, 4 ...
+ *     ps (up to the ps of the launch), with its ratio to 1 ps.
  * Each rate is printed with its efficiency, rate / (N x the 1-worker
  * rate), and the closures with their ratio to raw nng at the same N.
  *
  * Cost, CPU time per operation measured in this run:
  *   - the chief's CPU per closure (CLOCK_PROCESS_CPUTIME_ID around K no-op
- *     closures and their join, 1 worker; window 1 unbatched and defaults)
+ *     closures and their join; window 1 unbatched and defaults; with 1
+ *     worker and with all of them, which must cost about the same: a
+ *     dispatch path that does work per worker per closure shows here)
  *     against the chief's CPU per raw nng round trip to one echo process;
+ *   - a worker's CPU per no-op closure, against the echo process's CPU per
+ *     raw round trip (the worker is started here, as the ps below);
  *   - a ps's CPU per small request (pasco_variable_read of a 64-byte
  *     variable, from the chief) against an echo process's CPU per raw
  *     round trip of 64 bytes; both processes are this program, started
@@ -27,7 +33,7 @@
  * The ratios to raw nng are the figures to read: on a loaded 2-core machine
  * the absolute microseconds move, the ratios much less.
  *
- *     pasco launch --ps 1 --workers W -- build/bench/scale [--n N]
+ *     pasco launch --ps P --workers W -- build/bench/scale [--n N]
  *         [--steps S] [--cost K]
  *
  * N dispatch operations per figure (default 20000, best of 3), S training
@@ -89,17 +95,18 @@ stop_process(pid_t pid)
 }
 
 /* The chief's CPU microseconds per no-op closure: k closures scheduled and
- * joined with 1 worker (after a warm-up), or -1. */
+ * joined with the first `workers` workers (after a warm-up), or -1; and,
+ * when worker_pid > 0, that worker process's (*worker_us). */
 static double
-closure_cost(
-    const pasco_cluster *c, uint32_t window, uint32_t max_batch, long k)
+closure_cost(const pasco_cluster *c, size_t workers, uint32_t window,
+    uint32_t max_batch, long k, pid_t worker_pid, double *worker_us)
 {
-	pasco_cluster            *sub = bench_sub_cluster(c, 1);
+	pasco_cluster            *sub = bench_sub_cluster(c, workers);
 	pasco_strategy           *s   = NULL;
 	pasco_coordinator        *coord;
 	pasco_coordinator_options o = {
 	    .window = window, .max_batch = max_batch};
-	double cost = -1, start = 0;
+	double cost = -1, start = 0, w0 = 0;
 
 	if (sub == NULL || pasco_strategy_create(&s, sub, NULL) != 0 ||
 	    pasco_coordinator_create(&coord, s, &o) != 0) {
@@ -110,6 +117,7 @@ closure_cost(
 	for (int pass = 0; pass < 2; pass++) { /* a warm-up, then k */
 		long n = pass == 0 ? k / 10 : k;
 		start  = cpu_self();
+		w0     = worker_pid > 0 ? cpu_of(worker_pid) : 0;
 		for (long i = 0; i < n; i++) {
 			if (pasco_schedule(coord, "noop", NULL, 0, NULL) !=
 			    0) {
@@ -121,6 +129,9 @@ closure_cost(
 		}
 	}
 	cost = (cpu_self() - start) / (double) k * 1e6;
+	if (worker_pid > 0) {
+		*worker_us = (cpu_of(worker_pid) - w0) / (double) k * 1e6;
+	}
 out:
 	pasco_coordinator_destroy(coord);
 	pasco_strategy_destroy(s);
@@ -206,6 +217,25 @@ out:
 	return rv;
 }
 
+/* CPU microseconds per no-op closure (window 1, unbatched) of a worker
+ * process started here, into *worker_us, and the chief's, into
+ * *self_us. 0 or -1. */
+static int
+worker_cost(const char *self, const pasco_cluster *launch, long k,
+    double *self_us, double *worker_us)
+{
+	pasco_cluster *cluster;
+	pid_t          worker =
+	    bench_start_task(self, launch, PASCO_ROLE_WORKER, &cluster);
+	if (worker < 0) {
+		return -1;
+	}
+	*self_us = closure_cost(cluster, 1, 1, 1, k, worker, worker_us);
+	pasco_cluster_free(cluster);
+	stop_process(worker);
+	return *self_us > 0 ? 0 : -1;
+}
+
 /* One line of the scale table and its JSON figures: rate with N workers,
  * its efficiency against one (one1, the 1-worker rate), and its ratio to
  * raw (0: none). */
@@ -248,7 +278,9 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pid_t  echo[DISPATCH_MAX_PEERS] = {0};
 	double raw[MAX_SIZES], w1[MAX_SIZES], wd[MAX_SIZES];
 	double raw_self = 0, raw_peer = 0, ps_self = 0, ps_us = 0;
-	double cl_w1 = 0, cl_wd = 0;
+	double cl_w1 = 0, cl_wd = 0, cl_wn = 0, cl_wdn = 0;
+	double wk_self = 0, wk_us = 0;
+	size_t nps    = pasco_cluster_count(cluster, PASCO_ROLE_PS);
 	int    failed = 1;
 
 	for (int i = 1; i + 1 < argc; i++) {
@@ -340,20 +372,57 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		}
 	}
 
-	cl_w1 = closure_cost(cluster, 1, 1, k);
-	cl_wd = closure_cost(cluster, 0, 0, k);
-	if (cl_w1 <= 0 || cl_wd <= 0 ||
+	/* the same model with every variable split over 1, 2, 4 ... ps,
+	 * all workers */
+	for (size_t ps = 1, i = 0; ps <= nps; ps *= 2, i++) {
+		static double one_ps;
+		char          what[96];
+		double        rate = distributed_on(
+		           cluster, &MODELS[0], ps, sizes[nsizes - 1], steps);
+		if (rate <= 0) {
+			fprintf(stderr, "scale: %s on %zu ps failed\n",
+			    MODELS[0].name, ps);
+			goto out;
+		}
+		one_ps = i == 0 ? rate : one_ps;
+		snprintf(what, sizeof(what),
+		    "%s steps, %zu ps (split %zu ways)", MODELS[0].name, ps,
+		    ps);
+		printf("%-40s %3zu %12.0f %8.2f (vs 1 ps)\n", what,
+		    sizes[nsizes - 1], rate, rate / one_ps);
+		snprintf(what, sizeof(what), "%s steps, %zu ps, %zu workers",
+		    MODELS[0].name, ps, sizes[nsizes - 1]);
+		bench_json("scale", what, rate, "steps/s", i ? one_ps : 0);
+	}
+
+	cl_w1  = closure_cost(cluster, 1, 1, 1, k, 0, NULL);
+	cl_wd  = closure_cost(cluster, 1, 0, 0, k, 0, NULL);
+	cl_wn  = closure_cost(cluster, nw, 1, 1, k, 0, NULL);
+	cl_wdn = closure_cost(cluster, nw, 0, 0, k, 0, NULL);
+	if (cl_w1 <= 0 || cl_wd <= 0 || cl_wn <= 0 || cl_wdn <= 0 ||
+	    worker_cost(argv[0], cluster, k, &wk_self, &wk_us) != 0 ||
 	    ps_cost(argv[0], cluster, k, &ps_self, &ps_us) != 0) {
 		fprintf(stderr, "scale: a cost measurement failed\n");
 		goto out;
 	}
-	printf("CPU per operation (%ld each, 1 worker / 1 ps; raw = one echo "
-	       "process, 64 bytes, 1 in flight):\n",
+	printf("CPU per operation (%ld each; raw = one echo process, 64 "
+	       "bytes, 1 in flight):\n",
 	    k);
 	cost_row("chief CPU per closure, window 1, unbatched", cl_w1, raw_self,
 	    "client per round trip");
 	cost_row("chief CPU per closure, defaults (batching)", cl_wd, raw_self,
 	    "client per round trip");
+	{
+		char what[96];
+		snprintf(what, sizeof(what),
+		    "chief CPU per closure, window 1, %zu workers", nw);
+		cost_row(what, cl_wn, raw_self, "client per round trip");
+		snprintf(what, sizeof(what),
+		    "chief CPU per closure, defaults, %zu workers", nw);
+		cost_row(what, cl_wdn, raw_self, "client per round trip");
+	}
+	cost_row("worker CPU per closure, window 1, unbatched", wk_us,
+	    raw_peer, "echo per round trip");
 	cost_row("chief CPU per small ps request (64 B read)", ps_self,
 	    raw_self, "client per round trip");
 	cost_row("ps CPU per small request (64 B read)", ps_us, raw_peer,

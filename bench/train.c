@@ -1,7 +1,8 @@
 /*
  * Training throughput: the two models of the PyTorch peer
  * (bench/peers/torch_rpc.py) trained through Pasco, in steps/s and
- * examples/s with 1, 2 and 4 workers, beside the same step run in this one
+ * examples/s with 1, 2, 4, 8 ... workers (up to the launch's, and that
+ * count), beside the same step run in this one
  * process with no network (the compute ceiling: forward, backward and the
  * SGD update on local tensors).
  *
@@ -22,14 +23,20 @@
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
-	long   steps   = 2000;
-	size_t nw      = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
-	size_t sizes[] = {1, 2, 4};
+	long   steps = 2000;
+	size_t nw    = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	size_t sizes[8], nsizes = 0;
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--steps") == 0) {
 			steps = atol(argv[i + 1]);
 		}
+	}
+	for (size_t w = 1; w <= nw && nsizes < 7; w *= 2) {
+		sizes[nsizes++] = w;
+	}
+	if (nsizes > 0 && sizes[nsizes - 1] != nw) {
+		sizes[nsizes++] = nw;
 	}
 	printf("training benchmark: batch %d, SGD %.2f, parameters on ps 0, "
 	       "%ld steps per figure, best of %d\n",
@@ -42,7 +49,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		    ceiling, ceiling * BATCH);
 		snprintf(label, sizeof(label), "%s, in one process", m->name);
 		bench_json("train", label, ceiling, "steps/s", 0);
-		for (size_t w = 0; w < 3 && sizes[w] <= nw; w++) {
+		for (size_t w = 0; w < nsizes; w++) {
 			double rate = distributed(cluster, m, sizes[w], steps);
 			if (rate <= 0) {
 				fprintf(stderr,

@@ -11,6 +11,7 @@
 #ifndef PASCO_BENCH_TRAIN_H
 #define PASCO_BENCH_TRAIN_H
 
+#include <cblas.h>
 #include <pasco.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -167,13 +168,19 @@ init_params(int nvars, pasco_tensor **p)
 	}
 }
 
-/* Steps/s of the step on local tensors: the ceiling. */
+/* Steps/s of the step on local tensors: the ceiling of one worker's
+ * closure. One OpenBLAS thread, as a worker's closure gets from pasco_main
+ * whatever the core count (with OpenBLAS's default of a thread per core,
+ * its threads spin against each other on these small matrices and the
+ * "ceiling" fell below one worker on 16 cores). */
 /* (inline: a program may not use it) */
 static inline double
 in_process(int nvars, long steps)
 {
 	pasco_tensor *p[4], *g[4] = {0}, *labels, *x = make_batch(&labels);
 	double        loss, best = 0;
+	int           threads = openblas_get_num_threads();
+	openblas_set_num_threads(1);
 	init_params(nvars, p);
 	for (int r = 0; r < TRAIN_REPEATS; r++) {
 		double start = bench_now();
@@ -193,24 +200,30 @@ in_process(int nvars, long steps)
 	release_all(p, nvars);
 	pasco_tensor_release(x);
 	pasco_tensor_release(labels);
+	openblas_set_num_threads(threads);
 	return best;
 }
 
-/* Steps/s through the coordinator with the first `workers` workers. */
+/* Steps/s through the coordinator with the first `ps` ps tasks and the
+ * first `workers` workers, every variable split in `ps` shards (fixed
+ * shards; 1: not split, every variable on ps 0). */
 static double
-distributed(const pasco_cluster *c, const model *m, size_t workers, long steps)
+distributed_on(const pasco_cluster *c, const model *m, size_t ps,
+    size_t workers, long steps)
 {
-	static int         round;
-	pasco_cluster     *sub = bench_sub_cluster(c, workers);
-	pasco_strategy    *s;
-	pasco_coordinator *coord = NULL;
-	pasco_variable    *v[4]  = {0};
-	pasco_tensor      *p[4];
-	pasco_arg          args[4];
-	double             best = -1;
-	char               name[64];
+	static int        round;
+	pasco_cluster    *sub  = bench_sub_cluster_ps(c, ps, workers);
+	pasco_partitioner part = pasco_fixed_shards_partitioner((int64_t) ps);
+	pasco_strategy_options so = {.partitioner = ps > 1 ? &part : NULL};
+	pasco_strategy        *s;
+	pasco_coordinator     *coord = NULL;
+	pasco_variable        *v[4]  = {0};
+	pasco_tensor          *p[4];
+	pasco_arg              args[4];
+	double                 best = -1;
+	char                   name[64];
 
-	if (sub == NULL || pasco_strategy_create(&s, sub, NULL) != 0) {
+	if (sub == NULL || pasco_strategy_create(&s, sub, &so) != 0) {
 		pasco_cluster_free(sub);
 		return -1;
 	}
@@ -249,6 +262,13 @@ out:
 	pasco_strategy_destroy(s);
 	pasco_cluster_free(sub);
 	return best;
+}
+
+/* Steps/s with the first `workers` workers, parameters on ps 0. */
+static inline double
+distributed(const pasco_cluster *c, const model *m, size_t workers, long steps)
+{
+	return distributed_on(c, m, 1, workers, steps);
 }
 
 #endif

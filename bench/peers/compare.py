@@ -41,8 +41,15 @@ def main():
             if line.startswith("{"):
                 d = json.loads(line)
                 figs[(d["bench"], d["figure"])] = d
+    pairs = list(PAIRS)
+    # bench/scale's training figures against the peer's at the same N
+    for model in ("MLP 784-256-10", "softmax 784-10"):
+        for n in range(1, 65):
+            w = f"{n} worker{'s' if n > 1 else ''}"
+            pairs.append((f"train {model}, {w} (scale)", "scale",
+                          f"{model} steps, 1 ps, {w}", f"train {model}, {w}"))
     rows = []
-    for what, bench, ours, theirs in PAIRS:
+    for what, bench, ours, theirs in pairs:
         a, b = figs.get((bench, ours)), figs.get(("peer-torch", theirs))
         if a is None or b is None or b["value"] <= 0:
             continue

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """The PyTorch RPC peer of Pasco's benchmarks, measured the same way.
 
-    /usr/bin/python3 bench/peers/torch_rpc.py [--quick]
+    /usr/bin/python3 bench/peers/torch_rpc.py [--quick] [--workers N,M,...]
 
-Three processes on loopback TCP (TensorPipe's "uv" transport, one compute
-thread each, as Pasco's processes): rank 0 drives and holds the parameters
-("ps"), ranks 1 and 2 are workers.
+Processes on loopback TCP (TensorPipe's "uv" transport, one compute thread
+each, as Pasco's processes): rank 0 drives and holds the parameters ("ps"),
+ranks 1.. are workers (as many as the largest count of --workers, default
+2).
 
   dispatch   no-op rpc_sync calls/s from rank 0 to rank 1 (synchronous), and
              with 32 rpc_async calls in flight (pipelined)
@@ -13,9 +14,10 @@ thread each, as Pasco's processes): rank 0 drives and holds the parameters
              a gradient, the ps applies SGD in place) in GB/s, 4 KB to 64 MB
   training   MLP 784-256-10 and softmax regression 784-10 on a fixed
              synthetic batch of 64, SGD 0.05, parameters on rank 0; each of
-             the 2 workers loops pull parameters -> forward/backward -> push
-             gradients (PyTorch's parameter-server tutorial's shape); total
-             steps/s over both workers
+             N workers (for each N of --workers) loops pull parameters ->
+             forward/backward -> push gradients (PyTorch's parameter-server
+             tutorial's shape); total steps/s over the N workers, so
+             bench/scale's figures at the same N compare
 
 Prints a table and one JSON line per figure (bench "peer-torch"), as the C
 benchmarks do. Exits 77 when torch is not installed.
@@ -37,7 +39,7 @@ except ImportError:
     print("torch_rpc: python3-torch is not installed; PyTorch peer skipped")
     sys.exit(77)
 
-WORLD = 3
+WORLD = 3  # set by main from --workers
 LR = 0.05
 STATE = {}  # this process's tensors, by name (the "ps" side)
 
@@ -115,7 +117,7 @@ def figure(out, name, value, unit):
     out.append({"bench": "peer-torch", "figure": name, "value": value, "unit": unit})
 
 
-def driver(quick, out):
+def driver(quick, counts, out):
     n = 1000 if quick else 5000
     rounds = 3
 
@@ -162,18 +164,24 @@ def driver(quick, out):
 
     steps = 100 if quick else 500
     for model in ("mlp", "softmax"):
-        init_model(model)
-        rpc.rpc_sync("rank1", train_loop, args=(model, 5))  # warm up
-        t = time.perf_counter()
-        futs = [rpc.rpc_async(f"rank{r}", train_loop, args=(model, steps))
-                for r in range(1, WORLD)]
-        torch.futures.wait_all(futs)
-        rate = steps * (WORLD - 1) / (time.perf_counter() - t)
-        name = "MLP 784-256-10" if model == "mlp" else "softmax 784-10"
-        figure(out, f"train {name}, 2 workers", rate, "steps/s")
+        for n in counts:
+            init_model(model)
+            futs = [rpc.rpc_async(f"rank{r}", train_loop, args=(model, 5))
+                    for r in range(1, n + 1)]  # warm up
+            torch.futures.wait_all(futs)
+            t = time.perf_counter()
+            futs = [rpc.rpc_async(f"rank{r}", train_loop, args=(model, steps))
+                    for r in range(1, n + 1)]
+            torch.futures.wait_all(futs)
+            rate = steps * n / (time.perf_counter() - t)
+            name = "MLP 784-256-10" if model == "mlp" else "softmax 784-10"
+            figure(out, f"train {name}, {n} worker{'s' if n > 1 else ''}",
+                   rate, "steps/s")
 
 
-def run(rank, port, quick, path):
+def run(rank, world, port, quick, counts, path):
+    global WORLD
+    WORLD = world
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -182,21 +190,34 @@ def run(rank, port, quick, path):
     rpc.init_rpc(f"rank{rank}", rank=rank, world_size=WORLD, rpc_backend_options=opts)
     if rank == 0:
         out = []
-        driver(quick, out)
+        driver(quick, counts, out)
         with open(path, "w") as f:
             json.dump(out, f)
     rpc.shutdown()
 
 
 def main():
+    global WORLD
     quick = "--quick" in sys.argv
+    counts = [2]
+    if "--workers" in sys.argv:
+        i = sys.argv.index("--workers")
+        try:
+            counts = sorted({int(x) for x in sys.argv[i + 1].split(",")})
+        except (IndexError, ValueError):
+            counts = []
+        if not counts or counts[0] < 1:
+            print("torch_rpc: --workers wants counts like 1,2,4", file=sys.stderr)
+            return 2
+    WORLD = max(counts) + 1
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     path = f"/tmp/pasco-torch-{os.getpid()}.json"
     mp.set_start_method("spawn")
-    procs = [mp.Process(target=run, args=(r, port, quick, path)) for r in range(WORLD)]
+    procs = [mp.Process(target=run, args=(r, WORLD, port, quick, counts, path))
+             for r in range(WORLD)]
     for p in procs:
         p.start()
     deadline = time.monotonic() + 600
