@@ -21,8 +21,19 @@
 #include "util.h"
 #include "worker_server.h"
 
-#define PS_THREADS 8
+/* Handler threads of a ps: at least 8, and one per core on bigger
+ * machines, so as many clients as cores are served at once (a handler
+ * spends most of a request copying or applying under a shard's lock, not
+ * waiting). A worker's run closures, which mostly wait on ps calls. */
+#define PS_THREADS_MIN 8
 #define WORKER_THREADS 16
+
+static int
+ps_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > PS_THREADS_MIN ? (int) (n > 64 ? 64 : n) : PS_THREADS_MIN;
+}
 
 struct pasco_server {
 	pasco_role     role;
@@ -66,7 +77,7 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 	}
 	s->role = role;
 	rv      = role == PASCO_ROLE_PS
-	              ? pasci_ps_server_start(&s->ps, listen, PS_THREADS, key)
+	              ? pasci_ps_server_start(&s->ps, listen, ps_threads(), key)
 	              : pasci_worker_server_start(&s->worker, cluster, index,
 	                    listen, WORKER_THREADS, key);
 	if (rv != 0) {
