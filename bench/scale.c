@@ -42,6 +42,7 @@
  */
 #include <pasco.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
@@ -49,6 +50,16 @@
 #include "train.h"
 
 #define MAX_SIZES 8
+
+/* Context switches of this process so far, all threads (voluntary: a
+ * thread slept; involuntary: it was preempted). */
+static double
+switches_self(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double) ru.ru_nvcsw + (double) ru.ru_nivcsw;
+}
 
 /* CPU seconds used by this process, all threads. */
 static double
@@ -99,14 +110,15 @@ stop_process(pid_t pid)
  * when worker_pid > 0, that worker process's (*worker_us). */
 static double
 closure_cost(const pasco_cluster *c, size_t workers, uint32_t window,
-    uint32_t max_batch, long k, pid_t worker_pid, double *worker_us)
+    uint32_t max_batch, long k, pid_t worker_pid, double *worker_us,
+    double *switches)
 {
 	pasco_cluster            *sub = bench_sub_cluster(c, workers);
 	pasco_strategy           *s   = NULL;
 	pasco_coordinator        *coord;
 	pasco_coordinator_options o = {
 	    .window = window, .max_batch = max_batch};
-	double cost = -1, start = 0, w0 = 0;
+	double cost = -1, start = 0, w0 = 0, sw0 = 0;
 
 	if (sub == NULL || pasco_strategy_create(&s, sub, NULL) != 0 ||
 	    pasco_coordinator_create(&coord, s, &o) != 0) {
@@ -117,6 +129,7 @@ closure_cost(const pasco_cluster *c, size_t workers, uint32_t window,
 	for (int pass = 0; pass < 2; pass++) { /* a warm-up, then k */
 		long n = pass == 0 ? k / 10 : k;
 		start  = cpu_self();
+		sw0    = switches_self();
 		w0     = worker_pid > 0 ? cpu_of(worker_pid) : 0;
 		for (long i = 0; i < n; i++) {
 			if (pasco_schedule(coord, "noop", NULL, 0, NULL) !=
@@ -129,6 +142,9 @@ closure_cost(const pasco_cluster *c, size_t workers, uint32_t window,
 		}
 	}
 	cost = (cpu_self() - start) / (double) k * 1e6;
+	if (switches != NULL) {
+		*switches = (switches_self() - sw0) / (double) k;
+	}
 	if (worker_pid > 0) {
 		*worker_us = (cpu_of(worker_pid) - w0) / (double) k * 1e6;
 	}
@@ -143,10 +159,11 @@ out:
  * `peer` at url: this process's (*self_us) and the peer's (*peer_us).
  * 0 or -1. */
 static int
-raw_cost(const char *url, pid_t peer, long k, double *self_us, double *peer_us)
+raw_cost(const char *url, pid_t peer, long k, double *self_us, double *peer_us,
+    double *switches)
 {
 	nng_socket s;
-	double     c0, p0;
+	double     c0, p0, sw0;
 	if (bench_raw_dial(url, &s) != 0) {
 		return -1;
 	}
@@ -154,14 +171,16 @@ raw_cost(const char *url, pid_t peer, long k, double *self_us, double *peer_us)
 		nng_close(s);
 		return -1;
 	}
-	c0 = cpu_self();
-	p0 = cpu_of(peer);
+	c0  = cpu_self();
+	p0  = cpu_of(peer);
+	sw0 = switches_self();
 	if (bench_round_trips(s, k, 0, PAYLOAD - 8) != 0 || p0 < 0) {
 		nng_close(s);
 		return -1;
 	}
-	*self_us = (cpu_self() - c0) / (double) k * 1e6;
-	*peer_us = (cpu_of(peer) - p0) / (double) k * 1e6;
+	*self_us  = (cpu_self() - c0) / (double) k * 1e6;
+	*peer_us  = (cpu_of(peer) - p0) / (double) k * 1e6;
+	*switches = (switches_self() - sw0) / (double) k;
 	nng_close(s);
 	return 0;
 }
@@ -230,7 +249,7 @@ worker_cost(const char *self, const pasco_cluster *launch, long k,
 	if (worker < 0) {
 		return -1;
 	}
-	*self_us = closure_cost(cluster, 1, 1, 1, k, worker, worker_us);
+	*self_us = closure_cost(cluster, 1, 1, 1, k, worker, worker_us, NULL);
 	pasco_cluster_free(cluster);
 	stop_process(worker);
 	return *self_us > 0 ? 0 : -1;
@@ -279,7 +298,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	double raw[MAX_SIZES], w1[MAX_SIZES], wd[MAX_SIZES];
 	double raw_self = 0, raw_peer = 0, ps_self = 0, ps_us = 0;
 	double cl_w1 = 0, cl_wd = 0, cl_wn = 0, cl_wdn = 0;
-	double wk_self = 0, wk_us = 0;
+	double wk_self = 0, wk_us = 0, sw_1 = 0, sw_n = 0, sw_dn = 0;
+	double raw_sw = 0;
 	size_t nps    = pasco_cluster_count(cluster, PASCO_ROLE_PS);
 	int    failed = 1;
 
@@ -324,7 +344,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 			goto out;
 		}
 	}
-	if (raw_cost(urls[0], echo[0], k, &raw_self, &raw_peer) != 0) {
+	if (raw_cost(urls[0], echo[0], k, &raw_self, &raw_peer, &raw_sw) !=
+	    0) {
 		fprintf(stderr, "scale: raw nng cost failed\n");
 		goto out;
 	}
@@ -395,10 +416,10 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		bench_json("scale", what, rate, "steps/s", i ? one_ps : 0);
 	}
 
-	cl_w1  = closure_cost(cluster, 1, 1, 1, k, 0, NULL);
-	cl_wd  = closure_cost(cluster, 1, 0, 0, k, 0, NULL);
-	cl_wn  = closure_cost(cluster, nw, 1, 1, k, 0, NULL);
-	cl_wdn = closure_cost(cluster, nw, 0, 0, k, 0, NULL);
+	cl_w1  = closure_cost(cluster, 1, 1, 1, k, 0, NULL, &sw_1);
+	cl_wd  = closure_cost(cluster, 1, 0, 0, k, 0, NULL, NULL);
+	cl_wn  = closure_cost(cluster, nw, 1, 1, k, 0, NULL, &sw_n);
+	cl_wdn = closure_cost(cluster, nw, 0, 0, k, 0, NULL, &sw_dn);
 	if (cl_w1 <= 0 || cl_wd <= 0 || cl_wn <= 0 || cl_wdn <= 0 ||
 	    worker_cost(argv[0], cluster, k, &wk_self, &wk_us) != 0 ||
 	    ps_cost(argv[0], cluster, k, &ps_self, &ps_us) != 0) {
@@ -420,6 +441,21 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		snprintf(what, sizeof(what),
 		    "chief CPU per closure, defaults, %zu workers", nw);
 		cost_row(what, cl_wdn, raw_self, "client per round trip");
+	}
+	printf("chief context switches per closure, window 1: %.2f with 1 "
+	       "worker, %.2f with %zu; defaults with %zu: %.3f (raw nng: %.2f "
+	       "per round trip)\n",
+	    sw_1, sw_n, nw, nw, sw_dn, raw_sw);
+	bench_json("scale",
+	    "chief context switches per closure, window 1, 1 worker", sw_1,
+	    "switches", raw_sw);
+	{
+		char what[96];
+		snprintf(what, sizeof(what),
+		    "chief context switches per closure, window 1, %zu "
+		    "workers",
+		    nw);
+		bench_json("scale", what, sw_n, "switches", raw_sw);
 	}
 	cost_row("worker CPU per closure, window 1, unbatched", wk_us,
 	    raw_peer, "echo per round trip");
