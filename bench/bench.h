@@ -13,6 +13,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <pasco.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +83,80 @@ bench_raw_server(const char *url)
 			nng_msg_free(m);
 		}
 	}
+}
+
+/* One thread of bench_raw_server_mt: answers requests on its own context,
+ * as bench_raw_server does. */
+static void *
+bench_raw_echo_thread(void *arg)
+{
+	nng_socket s = *(nng_socket *) arg;
+	nng_ctx    ctx;
+	nng_aio   *aio;
+	if (nng_ctx_open(&ctx, s) != 0 || nng_aio_alloc(&aio, NULL, NULL)) {
+		return NULL;
+	}
+	for (;;) {
+		nng_msg *m, *r;
+		uint32_t n;
+		nng_ctx_recv(ctx, aio);
+		nng_aio_wait(aio);
+		if (nng_aio_result(aio) != 0) {
+			continue;
+		}
+		m = nng_aio_get_msg(aio);
+		if (nng_msg_len(m) >= 8 &&
+		    memcmp(nng_msg_body(m), "SIZE", 4) == 0) {
+			memcpy(&n, (char *) nng_msg_body(m) + 4, 4);
+			if (nng_msg_alloc(&r, n) == 0) {
+				nng_msg_free(m);
+				m = r;
+			}
+		} else if (nng_msg_len(m) > 4096) {
+			nng_msg_clear(m);
+		}
+		nng_aio_set_msg(aio, m);
+		nng_ctx_send(ctx, aio);
+		nng_aio_wait(aio);
+		if (nng_aio_result(aio) != 0) {
+			nng_msg_free(m);
+		}
+	}
+	return NULL;
+}
+
+/* The raw peer with BENCH_ECHO_THREADS threads, each answering on its own
+ * context: what one echo process can do for many clients at once (the
+ * baseline of a ps serving many). Never returns. */
+#define BENCH_ECHO_THREADS 8
+static inline int
+bench_raw_server_mt(const char *url)
+{
+	static nng_socket s;
+	pthread_t         th;
+	if (nng_rep0_open(&s) != 0 ||
+	    nng_socket_set_size(s, NNG_OPT_RECVMAXSZ, 0) != 0 ||
+	    nng_listen(s, url, NULL, 0) != 0) {
+		fprintf(stderr, "raw peer: cannot listen on %s\n", url);
+		return 1;
+	}
+	for (int i = 1; i < BENCH_ECHO_THREADS; i++) {
+		pthread_create(&th, NULL, bench_raw_echo_thread, &s);
+	}
+	bench_raw_echo_thread(&s);
+	return 1;
+}
+
+/* bench_start_raw for the many-threaded peer (`self --raw-mt URL`). */
+static inline pid_t
+bench_start_raw_mt(const char *self, const char *url)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self, self, "--raw-mt", url, (char *) NULL);
+		_exit(127);
+	}
+	return pid;
 }
 
 /* Starts this program as the raw peer in a child process: `self --raw URL`,
@@ -192,6 +267,9 @@ bench_raw_stop(nng_socket s, pid_t peer)
 	{                                                                     \
 		if (argc == 3 && strcmp(argv[1], "--raw") == 0) {             \
 			return bench_raw_server(argv[2]);                     \
+		}                                                             \
+		if (argc == 3 && strcmp(argv[1], "--raw-mt") == 0) {          \
+			return bench_raw_server_mt(argv[2]);                  \
 		}                                                             \
 		return pasco_main(argc, argv, chief);                         \
 	}

@@ -12,7 +12,10 @@
  *   - training steps per second of bench/train's MLP and softmax models
  *     with N workers, parameters on ps 0;
  *   - the MLP with all workers and every variable split over 1, 2, 4 ...
- *     ps (up to the ps of the launch), with its ratio to 1 ps.
+ *     ps (up to the ps of the launch), with its ratio to 1 ps;
+ *   - one ps answering small reads (64 bytes) from 1, 2, 4, 8 client
+ *     threads, against one echo process answering raw nng round trips on
+ *     8 contexts, a socket per client thread.
  * Each rate is printed with its efficiency, rate / (N x the 1-worker
  * rate), and the closures with their ratio to raw nng at the same N.
  *
@@ -255,6 +258,118 @@ worker_cost(const char *self, const pasco_cluster *launch, long k,
 	return *self_us > 0 ? 0 : -1;
 }
 
+#define MAX_CLIENTS 8
+
+typedef struct reader {
+	pasco_variable *v;   /* Pasco: reads of v */
+	nng_socket      raw; /* raw: round trips on its own socket */
+	long            n;
+	int             failed;
+} reader;
+
+static void *
+reader_main(void *arg)
+{
+	reader *r = arg;
+	for (long i = 0; r->v != NULL && i < r->n && !r->failed; i++) {
+		pasco_tensor *t;
+		r->failed = pasco_variable_read(r->v, &t) != 0;
+		pasco_tensor_release(t);
+	}
+	if (r->v == NULL) {
+		r->failed =
+		    bench_round_trips(r->raw, r->n, 0, PAYLOAD - 8) != 0;
+	}
+	return NULL;
+}
+
+/* Small requests per second from `clients` threads of this process, each
+ * n / clients of them: reads of v (a handle shared by the threads, as a
+ * worker's closures share theirs), or with v NULL raw round trips on
+ * socks[k] (a socket each). Best of DISPATCH_REPEATS; -1 on failure. */
+static double
+many_readers(pasco_variable *v, nng_socket *socks, int clients, long n)
+{
+	double best = 0;
+	for (int r = 0; r < DISPATCH_REPEATS; r++) {
+		pthread_t th[MAX_CLIENTS];
+		reader    rd[MAX_CLIENTS];
+		int       failed = 0;
+		double    start  = bench_now();
+		for (int k = 0; k < clients; k++) {
+			rd[k] = (reader){
+			    v, v ? (nng_socket){0} : socks[k], n / clients, 0};
+			pthread_create(&th[k], NULL, reader_main, &rd[k]);
+		}
+		for (int k = 0; k < clients; k++) {
+			pthread_join(th[k], NULL);
+			failed |= rd[k].failed;
+		}
+		if (failed) {
+			return -1;
+		}
+		double rate =
+		    (double) (n / clients * clients) / (bench_now() - start);
+		best = rate > best ? rate : best;
+	}
+	return best;
+}
+
+/* One ps serving 1, 2, 4, 8 client threads of small reads (64 bytes),
+ * against one echo process answering on BENCH_ECHO_THREADS contexts,
+ * with a socket per client thread. Prints the rows; 0 or -1. */
+static int
+ps_clients(const char *self, const pasco_cluster *launch, long n)
+{
+	pasco_cluster  *cluster = NULL;
+	pasco_strategy *s       = NULL;
+	pasco_variable *v       = NULL;
+	pasco_tensor   *value;
+	nng_socket      socks[MAX_CLIENTS];
+	char            url[64];
+	int64_t         floats = 16;
+	int             rv = -1, nsock = 0;
+	pid_t           ps = bench_start_ps(self, launch, &cluster), echo;
+
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
+	echo = bench_start_raw_mt(self, url);
+	if (ps < 0 || echo < 0 || pasco_strategy_create(&s, cluster, NULL) ||
+	    pasco_tensor_alloc(&value, PASCO_F32, 1, &floats) != 0) {
+		goto out;
+	}
+	memset(value->data, 0, 16 * sizeof(float));
+	rv = pasco_variable_create(&v, s, "clients/v", value);
+	pasco_tensor_release(value);
+	for (; rv == 0 && nsock < MAX_CLIENTS; nsock++) {
+		rv = bench_raw_dial(url, &socks[nsock]);
+	}
+	for (int c = 1; rv == 0 && c <= MAX_CLIENTS; c *= 2) {
+		double raw  = many_readers(NULL, socks, c, n);
+		double ours = many_readers(v, NULL, c, n);
+		char   what[96];
+		if (raw <= 0 || ours <= 0) {
+			rv = -1;
+			break;
+		}
+		printf("%-40s %3d %12.0f %8s %8.2fx\n",
+		    "ps small reads (64 B), 1 ps", c, ours, "", ours / raw);
+		snprintf(what, sizeof(what),
+		    "ps small reads, %d client thread%s, vs one echo process",
+		    c, c > 1 ? "s" : "");
+		bench_json("scale", what, ours, "ops/s", raw);
+	}
+out:
+	for (int k = 0; k < nsock; k++) {
+		nng_close(socks[k]);
+	}
+	pasco_variable_free(v);
+	pasco_strategy_destroy(s);
+	pasco_cluster_free(cluster);
+	stop_process(ps);
+	stop_process(echo);
+	return rv == 0 ? 0 : -1;
+}
+
 /* One line of the scale table and its JSON figures: rate with N workers,
  * its efficiency against one (one1, the 1-worker rate), and its ratio to
  * raw (0: none). */
@@ -407,13 +522,17 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		}
 		one_ps = i == 0 ? rate : one_ps;
 		snprintf(what, sizeof(what),
-		    "%s steps, %zu ps (split %zu ways)", MODELS[0].name, ps,
-		    ps);
+		    "MLP steps, %zu ps, split %zu ways", ps, ps);
 		printf("%-40s %3zu %12.0f %8.2f (vs 1 ps)\n", what,
 		    sizes[nsizes - 1], rate, rate / one_ps);
 		snprintf(what, sizeof(what), "%s steps, %zu ps, %zu workers",
 		    MODELS[0].name, ps, sizes[nsizes - 1]);
 		bench_json("scale", what, rate, "steps/s", i ? one_ps : 0);
+	}
+
+	if (ps_clients(argv[0], cluster, n) != 0) {
+		fprintf(stderr, "scale: the ps client measurement failed\n");
+		goto out;
 	}
 
 	cl_w1  = closure_cost(cluster, 1, 1, 1, k, 0, NULL, &sw_1);
