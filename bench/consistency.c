@@ -4,9 +4,9 @@
  * step under ASP, BSP (replicas_to_aggregate = workers) and SSP
  * (staleness 2), each on a fresh in-process cluster of 1 ps and 2 workers
  * (inproc transport), with 1 closure in flight per worker (TensorFlow's)
- * and with 4 (Pasco's default window). A step reads its parameters with the global step
- * (pasco_variable_read_all: the version), computes its gradients and
- * applies them through the global step (SGD); BSP rounds left partial at
+ * and with 4 (Pasco's default window). A step reads its parameters with the
+ * global step (pasco_variable_read_all: the version), computes its gradients
+ * and applies them through the global step (SGD); BSP rounds left partial at
  * the end are flushed. Prints a Markdown table: closures run, global
  * steps, gradients dropped as stale, the final loss (linear regression:
  * MSE on a held-out batch; MLP: the loss on its fixed batch) and
@@ -33,14 +33,16 @@ lin_batch(uint64_t seed, pasco_tensor **x, pasco_tensor **y)
 		double t = 0.5;
 		for (int64_t j = 0; j < DIM; j++) {
 			float v;
-			state = state * 6364136223846793005u + 1442695040888963407u;
+			state = state * 6364136223846793005u +
+			        1442695040888963407u;
 			v = (float) (state >> 40) / (float) (1 << 23) - 1.0f;
 			((float *) (*x)->data)[i * DIM + j] = v;
 			t += v * ((double) (j % 5) - 2) / 2;
 		}
 		state = state * 6364136223846793005u + 1442695040888963407u;
 		((float *) (*y)->data)[i] =
-		    (float) (t + 0.01 * ((double) (state >> 40) / (1 << 23) - 1));
+		    (float) (t +
+		             0.01 * ((double) (state >> 40) / (1 << 23) - 1));
 	}
 }
 
@@ -60,7 +62,8 @@ lin_loss(const pasco_tensor *w, const pasco_tensor *b, const pasco_tensor *x,
 		if (dw != NULL) {
 			for (int64_t j = 0; j < DIM; j++) {
 				((float *) dw->data)[j] +=
-				    (float) (2 * e * xv[i * DIM + j] / LIN_BATCH);
+				    (float) (2 * e * xv[i * DIM + j] /
+				             LIN_BATCH);
 			}
 			((float *) db->data)[0] += (float) (2 * e / LIN_BATCH);
 		}
@@ -74,7 +77,7 @@ return_dropped(pasco_call *call, pasco_variable *gs)
 {
 	pasco_tensor *t;
 	int           rv = pasco_tensor_scalar(
-            &t, PASCO_I64, (double) pasco_variable_dropped(gs));
+	              &t, PASCO_I64, (double) pasco_variable_dropped(gs));
 	if (rv == 0) {
 		pasco_call_return(call, pasco_value_tensor(t));
 	}
@@ -100,8 +103,8 @@ PASCO_FUNCTION(consistency_linear)
 	pasco_tensor_alloc(&g[0], PASCO_F32, 1, (int64_t[]){DIM});
 	pasco_tensor_alloc(&g[1], PASCO_F32, 1, (int64_t[]){1});
 	lin_loss(p[0], p[1], x, y, g[0], g[1]);
-	sgd.iterations = v[2];
-	rv             = pasco_variable_apply_gradients(2, v, &sgd, g);
+	sgd.iterations      = v[2];
+	rv                  = pasco_variable_apply_gradients(2, v, &sgd, g);
 	pasco_tensor *all[] = {p[0], p[1], p[2], x, y, g[0], g[1]};
 	release_all(all, 7);
 	return rv != 0 ? rv : return_dropped(call, v[2]);
@@ -112,7 +115,7 @@ PASCO_FUNCTION(consistency_mlp)
 {
 	pasco_variable *v[5];
 	pasco_tensor   *p[5] = {0}, *g[4] = {0};
-	pasco_optimizer sgd  = pasco_sgd(LR, 0, false);
+	pasco_optimizer sgd = pasco_sgd(LR, 0, false);
 	double          loss;
 	int             rv = PASCO_OK;
 	pthread_once(&batch_once, batch_init);
@@ -122,7 +125,7 @@ PASCO_FUNCTION(consistency_mlp)
 	if (rv != 0 || (rv = pasco_variable_read_all(5, v, p)) != 0) {
 		return rv;
 	}
-	rv = gradients(4, p, batch_x, batch_labels, g, &loss);
+	rv             = gradients(4, p, batch_x, batch_labels, g, &loss);
 	sgd.iterations = v[4];
 	if (rv == 0) {
 		rv = pasco_variable_apply_gradients(4, v, &sgd, g);
@@ -156,8 +159,8 @@ start_cluster(pasco_server **servers, int gen)
 		exit(1);
 	}
 	for (int i = 0; i < WORKERS; i++) {
-		if (pasco_server_start(
-		        &servers[1 + i], c, PASCO_ROLE_WORKER, (size_t) i) != 0) {
+		if (pasco_server_start(&servers[1 + i], c, PASCO_ROLE_WORKER,
+		        (size_t) i) != 0) {
 			exit(1);
 		}
 	}
@@ -168,8 +171,8 @@ static void
 check(int rv, const char *what)
 {
 	if (rv != 0) {
-		fprintf(stderr, "consistency: %s: %s\n", what,
-		    pasco_strerror(rv));
+		fprintf(
+		    stderr, "consistency: %s: %s\n", what, pasco_strerror(rv));
 		exit(1);
 	}
 }
@@ -178,22 +181,22 @@ check(int rv, const char *what)
 static row
 run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 {
-	static int             gen;
-	pasco_server          *servers[1 + WORKERS];
-	pasco_cluster         *cl = start_cluster(servers, gen++);
-	pasco_strategy_options so = {.consistency = mode,
-	    .replicas_to_aggregate                = WORKERS,
-	    .staleness                            = 2};
+	static int                gen;
+	pasco_server             *servers[1 + WORKERS];
+	pasco_cluster            *cl = start_cluster(servers, gen++);
+	pasco_strategy_options    so = {.consistency = mode,
+	       .replicas_to_aggregate                = WORKERS,
+	       .staleness                            = 2};
 	pasco_coordinator_options co = {.window = window};
-	pasco_strategy        *s;
-	pasco_coordinator     *c;
-	pasco_variable        *v[5];
-	pasco_tensor          *init[4] = {0}, *vals[4] = {0};
-	pasco_remote_value   **rvs = calloc((size_t) n, sizeof(*rvs));
-	int                    nv  = mlp ? 4 : 2;
-	row                    r   = {.closures = n};
-	double                 t0;
-	char                   name[8];
+	pasco_strategy           *s;
+	pasco_coordinator        *c;
+	pasco_variable           *v[5];
+	pasco_tensor             *init[4] = {0}, *vals[4] = {0};
+	pasco_remote_value      **rvs = calloc((size_t) n, sizeof(*rvs));
+	int                       nv  = mlp ? 4 : 2;
+	row                       r   = {.closures = n};
+	double                    t0;
+	char                      name[8];
 
 	check(pasco_strategy_create(&s, cl, &so), "strategy");
 	if (mlp) {
@@ -217,9 +220,9 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 			args[i] = pasco_arg_variable(v[i]);
 		}
 		args[nv + 1] = pasco_arg_tensor(seed);
-		check(pasco_schedule(c, mlp ? "consistency_mlp"
-		                            : "consistency_linear",
-		          args, mlp ? 5 : 4, &rvs[k]),
+		check(pasco_schedule(c,
+		          mlp ? "consistency_mlp" : "consistency_linear", args,
+		          mlp ? 5 : 4, &rvs[k]),
 		    "schedule");
 		pasco_tensor_release(seed);
 	}
@@ -229,8 +232,8 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 	for (int64_t k = 0; k < n; k++) {
 		const pasco_value *out;
 		check(pasco_remote_value_fetch(rvs[k], &out), "fetch");
-		r.dropped += (int64_t) pasco_tensor_get(
-		    pasco_value_as_tensor(out), 0);
+		r.dropped +=
+		    (int64_t) pasco_tensor_get(pasco_value_as_tensor(out), 0);
 		pasco_remote_value_free(rvs[k]);
 	}
 	check(pasco_variable_read_all((size_t) nv, v, vals), "read");
@@ -242,7 +245,8 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 		release_all(g, 4);
 	} else {
 		pasco_tensor *x, *y;
-		lin_batch(0xdeadbeef, &x, &y); /* held out: no closure's seed */
+		lin_batch(
+		    0xdeadbeef, &x, &y); /* held out: no closure's seed */
 		r.loss = lin_loss(vals[0], vals[1], x, y, NULL, NULL);
 		pasco_tensor_release(x);
 		pasco_tensor_release(y);
@@ -265,8 +269,8 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 int
 main(int argc, char **argv)
 {
-	int64_t     n[2]     = {argc > 1 ? atol(argv[1]) : 2000,
-	            argc > 2 ? atol(argv[2]) : 300};
+	int64_t n[2] = {
+	    argc > 1 ? atol(argv[1]) : 2000, argc > 2 ? atol(argv[2]) : 300};
 	const char *modes[3] = {"ASP", "BSP (N = 2)", "SSP (s = 2)"};
 	(void) distributed; /* train.h's, not used here */
 	printf("| model | mode | window | closures | global steps | dropped "

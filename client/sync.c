@@ -76,8 +76,8 @@ pasci_step_begin(pasco_variable *v, const pasco_optimizer *opt, pasci_step *st)
 	admit         = c->sync;
 	admit.version = __atomic_load_n(&c->seen, __ATOMIC_ACQUIRE);
 	admit.dropped = admit.done = false;
-	rv = counter_call(c, 1, admit.mode != PASCO_ASP ? &admit : NULL, &got,
-	    &st->dropped);
+	rv                         = counter_call(
+	                            c, 1, admit.mode != PASCO_ASP ? &admit : NULL, &got, &st->dropped);
 	if (rv != 0) {
 		st->counter = NULL;
 		return v != NULL ? pasci_variable_fail(v, rv,
@@ -92,10 +92,10 @@ pasci_step_begin(pasco_variable *v, const pasco_optimizer *opt, pasci_step *st)
 	}
 	st->t = admit.mode == PASCO_BSP ? got + 1 : got;
 	if (admit.mode == PASCO_BSP) {
-		st->bsp           = true;
-		st->sync          = admit;
-		st->sync.version  = got; /* the round */
-		st->sync.dropped  = false;
+		st->bsp          = true;
+		st->sync         = admit;
+		st->sync.version = got; /* the round */
+		st->sync.dropped = false;
 	} else {
 		st->counter = NULL; /* ASP and SSP need no end */
 	}

@@ -20,13 +20,13 @@ typedef struct var_shard {
 } var_shard;
 
 struct pasco_variable {
-	char           *name;
-	pasco_dtype     dtype;
-	int32_t         rank;
-	int64_t         shape[PASCO_MAX_RANK]; /* the whole variable */
-	int32_t         nshards;
-	var_shard      *shards;
-	int64_t         timeout_ms;
+	char       *name;
+	pasco_dtype dtype;
+	int32_t     rank;
+	int64_t     shape[PASCO_MAX_RANK]; /* the whole variable */
+	int32_t     nshards;
+	var_shard  *shards;
+	int64_t     timeout_ms;
 	/* As a counter (a global step): the consistency its applies use
 	 * (mode, replicas, staleness), the value it last read (the version of
 	 * a step's parameters; -1 before any) and the gradients dropped. */

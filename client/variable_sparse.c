@@ -392,8 +392,8 @@ shard_part(const pasco_variable *v, const routed *r, const pasco_tensor *urows,
 	} else if ((rv = pasco_tensor_alloc(ids, PASCO_I64, 1, &zero)) != 0) {
 		return rv;
 	}
-	rv = gather_rows(
-	    v, urows, r->pos + r->start[s], r->start[s + 1] - r->start[s], rows);
+	rv = gather_rows(v, urows, r->pos + r->start[s],
+	    r->start[s + 1] - r->start[s], rows);
 	if (rv != 0) {
 		pasco_tensor_release(*ids);
 		*ids = NULL;

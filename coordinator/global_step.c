@@ -29,7 +29,8 @@ pasci_strategy_sync_options(
 	}
 	if (sync.mode < PASCO_ASP || sync.mode > PASCO_SSP) {
 		pasci_fmt(s->error, sizeof(s->error),
-		    "unknown consistency mode %d: PASCO_ASP (0), PASCO_BSP (1) "
+		    "unknown consistency mode %d: PASCO_ASP (0), PASCO_BSP "
+		    "(1) "
 		    "or PASCO_SSP (2)",
 		    (int) sync.mode);
 		return PASCO_EINVAL;

@@ -76,7 +76,7 @@ typedef struct pasci_wire_var {
 	pasci_wire_spec   spec;
 	size_t            nshards;
 	pasci_wire_shard *shards;
-	pasci_wire_sync   sync; /* mode, replicas, staleness: all 0 if absent */
+	pasci_wire_sync sync; /* mode, replicas, staleness: all 0 if absent */
 } pasci_wire_var;
 
 typedef enum pasci_arg_kind {

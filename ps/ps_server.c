@@ -202,9 +202,8 @@ ps_apply(ps_server *ps, const pasci_wire_msg *req)
 		return pasci_wire_status_reply(PASCO_EINVAL,
 		    "apply to '%s' without an optimizer", req->hdr->name);
 	}
-	rv = pasci_store_var_apply_at(ps->store, req->hdr->name,
-	    req->hdr->opt, req->tensors[0], req->hdr->step, req->hdr->sync,
-	    err, sizeof(err));
+	rv = pasci_store_var_apply_at(ps->store, req->hdr->name, req->hdr->opt,
+	    req->tensors[0], req->hdr->step, req->hdr->sync, err, sizeof(err));
 	return status_reply(rv, err);
 }
 
@@ -260,7 +259,7 @@ ps_sync_flush(ps_server *ps, const pasci_wire_msg *req)
 {
 	char    err[512] = "";
 	int64_t n        = 0;
-	int rv = pasci_store_sync_flush(ps->store, &n, err, sizeof(err));
+	int     rv = pasci_store_sync_flush(ps->store, &n, err, sizeof(err));
 	(void) req;
 	if (rv != 0) {
 		return status_reply(rv, err);

@@ -458,7 +458,7 @@ apply_locked(ps_var *v, const pasco_optimizer *opt, int64_t step,
     size_t errlen)
 {
 	int64_t row_elems = ids != NULL ? row_elems_of(v) : 0;
-	int     rv = pasci_slots_prepare(&v->slots, opt, v->value, err, errlen);
+	int rv = pasci_slots_prepare(&v->slots, opt, v->value, err, errlen);
 	if (rv != 0) {
 		return rv;
 	}
@@ -488,10 +488,9 @@ apply_round(ps_var *v, char *err, size_t errlen)
 {
 	ps_accum     *a   = &v->accum;
 	pasco_tensor *ids = NULL, *avg = NULL;
-	int           rv  = a->sum != NULL
-	                        ? pasci_accum_average_dense(a, &avg)
-	                        : pasci_accum_average_sparse(
-	                              a, row_elems_of(v), &ids, &avg);
+	int           rv = a->sum != NULL ? pasci_accum_average_dense(a, &avg)
+	                                  : pasci_accum_average_sparse(
+	                                        a, row_elems_of(v), &ids, &avg);
 	if (rv == 0) {
 		rv = apply_locked(v, &a->opt, a->step, ids, avg, err, errlen);
 	}
@@ -563,7 +562,8 @@ pasci_store_var_apply_at(ps_store *s, const char *name,
 	if ((rv = check_apply(v, opt, err, errlen)) != 0) {
 		return rv;
 	}
-	return apply_or_accumulate(v, opt, step, sync, NULL, grad, err, errlen);
+	return apply_or_accumulate(
+	    v, opt, step, sync, NULL, grad, err, errlen);
 }
 
 int
@@ -630,7 +630,7 @@ int
 pasci_store_sync_flush(
     ps_store *s, int64_t *napplied, char *err, size_t errlen)
 {
-	int rv = PASCO_OK;
+	int rv    = PASCO_OK;
 	*napplied = 0;
 	pthread_rwlock_rdlock(&s->lock);
 	for (int i = 0; i < STORE_BUCKETS; i++) {

@@ -4,6 +4,7 @@
  */
 #include "sync.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,8 @@ bsp_step(int64_t cur, ps_accum *a, const pasci_wire_sync *sync, bool *dropped)
 		}
 		return cur;
 	}
-	if (sync->version != cur || a->admitted >= sync->replicas) {
+	if (sync->version != cur || a->admitted >= sync->replicas ||
+	    cur == INT64_MAX) {
 		*dropped = true; /* an older round's, or the round is full */
 		return cur;
 	}
@@ -57,16 +59,23 @@ pasci_counter_step(pasco_tensor *value, ps_accum *a, int64_t delta,
     const pasci_wire_sync *sync, int64_t *out, bool *dropped, char *err,
     size_t errlen)
 {
-	int64_t cur = value->dtype == PASCO_I64 ? *(int64_t *) value->data
-	                                        : *(int32_t *) value->data;
+	int64_t cur  = value->dtype == PASCO_I64 ? *(int64_t *) value->data
+	                                         : *(int32_t *) value->data;
 	int64_t next = cur;
 	int     rv;
-	*dropped     = false;
+	*dropped = false;
 	if (sync != NULL && (rv = pasci_sync_check(sync, err, errlen)) != 0) {
 		return rv;
 	}
 	if (sync == NULL || sync->mode == PASCO_ASP) {
-		next = cur + delta;
+		if (__builtin_add_overflow(cur, delta, &next) ||
+		    (value->dtype == PASCO_I32 &&
+		        (next > INT32_MAX || next < INT32_MIN))) {
+			pasci_fmt(err, errlen,
+			    "fetch_add: %lld + %lld overflows the counter",
+			    (long long) cur, (long long) delta);
+			return PASCO_EOUTOFRANGE;
+		}
 	} else if (sync->version < 0) {
 		pasci_fmt(err, errlen,
 		    "under %s a gradient needs the version of its "
@@ -74,8 +83,11 @@ pasci_counter_step(pasco_tensor *value, ps_accum *a, int64_t delta,
 		    sync->mode == PASCO_BSP ? "BSP" : "SSP");
 		return PASCO_EPRECONDITION;
 	} else if (sync->mode == PASCO_SSP) {
-		*dropped = cur - sync->version > sync->staleness;
-		next     = *dropped ? cur : cur + 1;
+		/* version > cur: read before the counter was set back (a
+		 * restore), from parameters that are gone: stale too */
+		*dropped = sync->version > cur ||
+		           cur - sync->version > sync->staleness;
+		next = *dropped || cur == INT64_MAX ? cur : cur + 1;
 	} else {
 		next = bsp_step(cur, a, sync, dropped);
 	}
@@ -95,9 +107,11 @@ pasci_counter_flush(pasco_tensor *value, ps_accum *a)
 		return false;
 	}
 	if (value->dtype == PASCO_I64) {
-		(*(int64_t *) value->data)++;
+		int64_t *p = value->data;
+		*p += *p < INT64_MAX;
 	} else {
-		(*(int32_t *) value->data)++;
+		int32_t *p = value->data;
+		*p += *p < INT32_MAX;
 	}
 	a->admitted = a->done = 0;
 	return true;
@@ -106,8 +120,8 @@ pasci_counter_flush(pasco_tensor *value, ps_accum *a)
 /* Checks that a gradient may join the round; records opt and step for
  * the first. */
 static int
-accum_join(ps_accum *a, const pasco_optimizer *opt, int64_t step,
-    bool sparse, char *err, size_t errlen)
+accum_join(ps_accum *a, const pasco_optimizer *opt, int64_t step, bool sparse,
+    char *err, size_t errlen)
 {
 	if (a->count == 0) {
 		a->opt            = *opt;
@@ -130,8 +144,8 @@ accum_join(ps_accum *a, const pasco_optimizer *opt, int64_t step,
 
 /* dst += src over n elements (float dtypes: the store checked them). */
 static void
-add_elems(pasco_tensor *dst, int64_t at, const pasco_tensor *src,
-    int64_t from, int64_t n, double scale)
+add_elems(pasco_tensor *dst, int64_t at, const pasco_tensor *src, int64_t from,
+    int64_t n, double scale)
 {
 	if (dst->dtype == PASCO_F32 && src->dtype == PASCO_F32) {
 		float       *d = (float *) dst->data + at;
@@ -220,8 +234,8 @@ by_id(const void *x, const void *y)
 }
 
 int
-pasci_accum_average_sparse(ps_accum *a, int64_t row_elems, pasco_tensor **ids,
-    pasco_tensor **rows)
+pasci_accum_average_sparse(
+    ps_accum *a, int64_t row_elems, pasco_tensor **ids, pasco_tensor **rows)
 {
 	int64_t n = 0, k = -1, shape[PASCO_MAX_RANK];
 	id_at  *all;
@@ -235,8 +249,8 @@ pasci_accum_average_sparse(ps_accum *a, int64_t row_elems, pasco_tensor **ids,
 	n = 0;
 	for (size_t p = 0; p < a->nparts; p++) {
 		for (int64_t i = 0; i < a->ids[p]->count; i++) {
-			all[n++] = (id_at){((int64_t *) a->ids[p]->data)[i],
-			    (int64_t) p, i};
+			all[n++] = (id_at){
+			    ((int64_t *) a->ids[p]->data)[i], (int64_t) p, i};
 		}
 	}
 	qsort(all, (size_t) n, sizeof(*all), by_id);
@@ -260,10 +274,10 @@ pasci_accum_average_sparse(ps_accum *a, int64_t row_elems, pasco_tensor **ids,
 	}
 	(*ids)->shape[0] = (*rows)->shape[0] = k + 1;
 	(*ids)->count                        = k + 1;
-	(*ids)->nbytes     = (size_t) (k + 1) * sizeof(int64_t);
-	(*rows)->count     = (k + 1) * row_elems;
-	(*rows)->nbytes    = (size_t) (*rows)->count *
-	                  pasco_dtype_size((*rows)->dtype);
+	(*ids)->nbytes = (size_t) (k + 1) * sizeof(int64_t);
+	(*rows)->count = (k + 1) * row_elems;
+	(*rows)->nbytes =
+	    (size_t) (*rows)->count * pasco_dtype_size((*rows)->dtype);
 	free(all);
 	return PASCO_OK;
 }
@@ -278,8 +292,8 @@ pasci_accum_reset(ps_accum *a)
 	}
 	free(a->ids);
 	free(a->rows);
-	a->sum   = NULL;
-	a->ids   = a->rows = NULL;
+	a->sum = NULL;
+	a->ids = a->rows = NULL;
 	a->nparts = a->cap = 0;
-	a->count  = 0;
+	a->count           = 0;
 }

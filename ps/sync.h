@@ -18,10 +18,10 @@
 /* A variable's BSP state: as a shard, the gradients of the open round; as
  * a counter, how many gradients joined its round and how many pushed. */
 typedef struct ps_accum {
-	int32_t         count; /* gradients in the round so far */
-	pasco_optimizer opt;   /* the round's (its first gradient's) */
-	int64_t         step;  /* the round's t */
-	pasco_tensor   *sum;   /* dense: the sum of the gradients */
+	int32_t         count;       /* gradients in the round so far */
+	pasco_optimizer opt;         /* the round's (its first gradient's) */
+	int64_t         step;        /* the round's t */
+	pasco_tensor   *sum;         /* dense: the sum of the gradients */
 	pasco_tensor  **ids, **rows; /* sparse: the parts (held) */
 	size_t          nparts, cap;
 	int64_t         admitted, done; /* counter */
@@ -48,15 +48,15 @@ bool pasci_counter_flush(pasco_tensor *value, ps_accum *a);
 int pasci_accum_add_dense(ps_accum *a, const pasco_optimizer *opt,
     int64_t step, const pasco_tensor *grad, char *err, size_t errlen);
 int pasci_accum_add_sparse(ps_accum *a, const pasco_optimizer *opt,
-    int64_t step, const pasco_tensor *ids, const pasco_tensor *rows,
-    char *err, size_t errlen);
+    int64_t step, const pasco_tensor *ids, const pasco_tensor *rows, char *err,
+    size_t errlen);
 
 /* The average of the round's gradients: dense (*avg, like the sum) or
  * sparse (*ids sorted and distinct, *rows their averaged rows; row_elems
  * elements a row). New tensors owned by the caller. */
 int pasci_accum_average_dense(ps_accum *a, pasco_tensor **avg);
-int pasci_accum_average_sparse(ps_accum *a, int64_t row_elems,
-    pasco_tensor **ids, pasco_tensor **rows);
+int pasci_accum_average_sparse(
+    ps_accum *a, int64_t row_elems, pasco_tensor **ids, pasco_tensor **rows);
 
 /* Empties the round (the counter fields are kept). */
 void pasci_accum_reset(ps_accum *a);

@@ -32,7 +32,7 @@ setup_start(setup *st, int nps, int shards, pasco_consistency mode,
 	    .consistency                         = mode,
 	    .replicas_to_aggregate               = replicas,
 	    .staleness                           = staleness};
-	st->p = pasco_fixed_shards_partitioner(shards);
+	st->p                    = pasco_fixed_shards_partitioner(shards);
 	test_cluster_start(&st->tc, nps, 1);
 	PASCO_PASS(pasco_strategy_create(&st->s, st->tc.cluster, &o));
 	PASCO_PASS(pasco_strategy_global_step(st->s, &st->gs));
@@ -100,8 +100,8 @@ assert_vec(pasco_variable *v, double x0, double x1)
 /* 10 sparse Adam steps on a [6, 2] table in `shards` shards; the ids of
  * a step leave some shards out. */
 static void
-sparse_adam(int nps, int shards, bool global, pasco_tensor **out,
-    int64_t *steps)
+sparse_adam(
+    int nps, int shards, bool global, pasco_tensor **out, int64_t *steps)
 {
 	setup             st;
 	pasco_variable   *emb;
@@ -117,12 +117,12 @@ sparse_adam(int nps, int shards, bool global, pasco_tensor **out,
 		float         g[4]   = {0.3f * (float) (i + 1), -0.2f, 0.5f,
 		              0.1f * (float) (i % 3)};
 		pasco_tensor *it, *gt;
-		PASCO_PASS(pasco_tensor_from(&it, PASCO_I64, 1,
-		    (int64_t[]){2}, ids, sizeof(ids)));
-		PASCO_PASS(pasco_tensor_from(&gt, PASCO_F32, 2,
-		    (int64_t[]){2, 2}, g, sizeof(g)));
-		PASCO_PASS(pasco_variable_apply_gradient_sparse(
-		    emb, &adam, it, gt));
+		PASCO_PASS(pasco_tensor_from(
+		    &it, PASCO_I64, 1, (int64_t[]){2}, ids, sizeof(ids)));
+		PASCO_PASS(pasco_tensor_from(
+		    &gt, PASCO_F32, 2, (int64_t[]){2, 2}, g, sizeof(g)));
+		PASCO_PASS(
+		    pasco_variable_apply_gradient_sparse(emb, &adam, it, gt));
 		pasco_tensor_release(it);
 		pasco_tensor_release(gt);
 	}
@@ -137,7 +137,8 @@ max_diff(const pasco_tensor *a, const pasco_tensor *b)
 {
 	double d = 0;
 	for (int64_t k = 0; k < a->count; k++) {
-		d = fmax(d, fabs(pasco_tensor_get(a, k) - pasco_tensor_get(b, k)));
+		d = fmax(
+		    d, fabs(pasco_tensor_get(a, k) - pasco_tensor_get(b, k)));
 	}
 	return d;
 }
@@ -290,8 +291,8 @@ Test(sync_modes, a_step_must_read_the_global_step_under_bsp_and_ssp)
 	setup_start(&st, 1, 1, PASCO_SSP, 0, 2);
 	w = zeros(&st, "w", 2);
 	PASCO_FAIL(apply(w, st.gs, 1, 1), PASCO_EPRECONDITION);
-	cr_assert(strstr(pasco_variable_error(w), "read the global step") !=
-	              NULL,
+	cr_assert(
+	    strstr(pasco_variable_error(w), "read the global step") != NULL,
 	    "%s", pasco_variable_error(w));
 	assert_vec(w, 0, 0);
 	pasco_variable_free(w);
@@ -302,8 +303,7 @@ Test(sync_modes, bad_configurations_are_refused_with_a_message)
 {
 	test_cluster           tc;
 	pasco_strategy        *s;
-	pasco_strategy_options bad[] = {
-	    {.consistency = (pasco_consistency) 7},
+	pasco_strategy_options bad[] = {{.consistency = (pasco_consistency) 7},
 	    {.consistency = PASCO_SSP, .staleness = -1},
 	    {.consistency = PASCO_BSP, .replicas_to_aggregate = -2}};
 	const char *want[] = {"unknown consistency mode 7", "staleness (-1)",
@@ -322,17 +322,17 @@ Test(sync_modes, bad_configurations_are_refused_with_a_message)
 	setup           st;
 	pasco_variable *w;
 	setup_start(&st, 1, 1, PASCO_BSP, 2, 0);
-	w                     = zeros(&st, "w", 2);
+	w                    = zeros(&st, "w", 2);
 	st.gs->sync.replicas = 0;
 	cr_assert_eq(read_step(st.gs), 0);
 	PASCO_FAIL(apply(w, st.gs, 1, 1), PASCO_EINVAL);
-	cr_assert(strstr(pasco_variable_error(w), "replicas_to_aggregate") !=
-	              NULL,
+	cr_assert(
+	    strstr(pasco_variable_error(w), "replicas_to_aggregate") != NULL,
 	    "%s", pasco_variable_error(w));
 	st.gs->sync.mode = 9;
 	PASCO_FAIL(apply(w, st.gs, 1, 1), PASCO_EINVAL);
-	cr_assert(strstr(pasco_variable_error(w), "consistency mode 9") !=
-	              NULL,
+	cr_assert(
+	    strstr(pasco_variable_error(w), "consistency mode 9") != NULL,
 	    "%s", pasco_variable_error(w));
 	assert_vec(w, 0, 0);
 	cr_assert_eq(read_step(st.gs), 0);
@@ -347,7 +347,7 @@ PASCO_FUNCTION(sync_modes_step)
 {
 	pasco_variable *w, *gs;
 	pasco_tensor   *vals[2] = {NULL, NULL}, *g;
-	pasco_optimizer sgd = pasco_sgd(0.1, 0, false);
+	pasco_optimizer sgd     = pasco_sgd(0.1, 0, false);
 	int             rv;
 	if ((rv = pasco_call_variable(call, 0, &w)) != 0 ||
 	    (rv = pasco_call_variable(call, 1, &gs)) != 0) {
@@ -377,7 +377,8 @@ Test(sync_modes, the_mode_travels_with_the_global_step_to_a_step)
 	PASCO_PASS(pasco_coordinator_create(&c, st.s, &co));
 	pasco_arg args[] = {pasco_arg_variable(w), pasco_arg_variable(st.gs)};
 	for (int i = 0; i < 7; i++) { /* one worker, one at a time */
-		PASCO_PASS(pasco_schedule(c, "sync_modes_step", args, 2, NULL));
+		PASCO_PASS(
+		    pasco_schedule(c, "sync_modes_step", args, 2, NULL));
 	}
 	PASCO_PASS(pasco_join(c));
 	cr_assert_eq(read_step(st.gs), 3); /* 3 rounds, the 7th waits */
@@ -392,8 +393,8 @@ Test(sync_modes, the_mode_travels_with_the_global_step_to_a_step)
 
 Test(sync_modes, the_global_step_is_checkpointed)
 {
-	char            dir[64] = "/tmp/pasco-gstep-XXXXXX", path[512], cmd[96];
-	setup           st;
+	char  dir[64] = "/tmp/pasco-gstep-XXXXXX", path[512], cmd[96];
+	setup st;
 	pasco_variable *again;
 	int64_t         step;
 	cr_assert_not_null(mkdtemp(dir));

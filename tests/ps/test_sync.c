@@ -42,7 +42,8 @@ value_at(ps_store *s, const char *name, int64_t k)
 {
 	elem_arg e = {k, 0};
 	char     err[256];
-	PASCO_PASS(pasci_store_var_with(s, name, elem_of, &e, err, sizeof(err)));
+	PASCO_PASS(
+	    pasci_store_var_with(s, name, elem_of, &e, err, sizeof(err)));
 	return e.got;
 }
 
@@ -58,7 +59,7 @@ step(ps_store *s, int64_t delta, const pasci_wire_sync *sync, bool *dropped,
 
 Test(ps_sync, counter_admission_under_each_mode)
 {
-	ps_store       *s = store_with("c", test_scalar(PASCO_I64, 0));
+	ps_store       *s        = store_with("c", test_scalar(PASCO_I64, 0));
 	char            err[256] = "";
 	bool            dropped;
 	pasci_wire_sync ssp = {.mode = PASCO_SSP, .staleness = 1};
@@ -72,12 +73,19 @@ Test(ps_sync, counter_admission_under_each_mode)
 	cr_assert_eq(step(s, 1, &ssp, &dropped, err), 2); /* 1 old: ok */
 	cr_assert_eq(step(s, 1, &ssp, &dropped, err), 2); /* 2 old */
 	cr_assert(dropped);
+	ssp.version = 100; /* read before the counter was set back */
+	step(s, 1, &ssp, &dropped, err);
+	cr_assert(dropped);
 	ssp.version = -1;
 	int64_t out;
 	PASCO_FAIL(pasci_store_var_fetch_add(
 	               s, "c", 1, &ssp, &out, &dropped, err, sizeof(err)),
 	    PASCO_EPRECONDITION);
 	cr_assert(strstr(err, "read the global step") != NULL, "%s", err);
+	PASCO_FAIL(pasci_store_var_fetch_add(s, "c", INT64_MAX, NULL, &out,
+	               &dropped, err, sizeof(err)),
+	    PASCO_EOUTOFRANGE);
+	cr_assert(strstr(err, "overflows") != NULL, "%s", err);
 
 	/* BSP round 2: two members join, a third is dropped; the counter
 	 * moves once both have reported done */
@@ -147,14 +155,14 @@ Test(ps_sync, a_bsp_round_of_sparse_gradients_is_applied_once_averaged)
 	pasco_optimizer sgd      = pasco_sgd(1.0, 0, false);
 	pasci_wire_sync bsp      = {.mode = PASCO_BSP, .replicas = 3};
 	PASCO_PASS(pasco_tensor_alloc(&t, PASCO_F32, 2, (int64_t[]){4, 2}));
-	s                    = store_with("e", t);
-	pasco_tensor *ids[3] = {i64s(2, (int64_t[]){1, 3}),
-	    i64s(1, (int64_t[]){1}), i64s(0, NULL)};
+	s                     = store_with("e", t);
+	pasco_tensor *ids[3]  = {i64s(2, (int64_t[]){1, 3}),
+	     i64s(1, (int64_t[]){1}), i64s(0, NULL)};
 	pasco_tensor *rows[3] = {rows_of(2, (float[]){1, 2, 3, 4}),
 	    rows_of(1, (float[]){5, 6}), rows_of(0, NULL)};
 	for (int i = 0; i < 3; i++) {
-		PASCO_PASS(pasci_store_var_apply_sparse_at(s, "e", &sgd,
-		    ids[i], rows[i], 1, &bsp, err, sizeof(err)));
+		PASCO_PASS(pasci_store_var_apply_sparse_at(
+		    s, "e", &sgd, ids[i], rows[i], 1, &bsp, err, sizeof(err)));
 		if (i < 2) {
 			cr_assert_eq(value_at(s, "e", 2), 0); /* waiting */
 		}
@@ -177,7 +185,8 @@ Test(ps_sync, a_bsp_round_of_sparse_gradients_is_applied_once_averaged)
 	PASCO_PASS(pasci_store_var_apply_sparse_at(
 	    s, "e", &sgd, ids[1], rows[1], 3, &bsp, err, sizeof(err)));
 	pasco_tensor *dense;
-	PASCO_PASS(pasco_tensor_alloc(&dense, PASCO_F32, 2, (int64_t[]){4, 2}));
+	PASCO_PASS(
+	    pasco_tensor_alloc(&dense, PASCO_F32, 2, (int64_t[]){4, 2}));
 	PASCO_FAIL(pasci_store_var_apply_at(
 	               s, "e", &sgd, dense, 3, &bsp, err, sizeof(err)),
 	    PASCO_EINVAL);
@@ -201,8 +210,8 @@ Test(ps_sync, adam_takes_t_from_the_request)
 	s = store_with("a", a);
 	PASCO_PASS(pasci_store_var_create(s, "b", b, err, sizeof(err)));
 	pasco_tensor_release(b);
-	PASCO_PASS(pasco_tensor_from(&g, PASCO_F32, 1, (int64_t[]){1},
-	    (float[]){0.5f}, sizeof(float)));
+	PASCO_PASS(pasco_tensor_from(
+	    &g, PASCO_F32, 1, (int64_t[]){1}, (float[]){0.5f}, sizeof(float)));
 	/* "a" is told t = 5 on its first apply; "b" counts its own (1) */
 	PASCO_PASS(pasci_store_var_apply_at(
 	    s, "a", &adam, g, 5, NULL, err, sizeof(err)));
@@ -210,8 +219,8 @@ Test(ps_sync, adam_takes_t_from_the_request)
 	/* t = 1: alpha = lr * sqrt(1 - b2) / (1 - b1); m = 0.05, v = 0.00025
 	 * -> step lr exactly; at t = 5 the bias correction differs */
 	cr_assert_float_eq(value_at(s, "b", 0), -0.1, 1e-5);
-	cr_assert(value_at(s, "a", 0) > -0.1 + 1e-3, "%g",
-	    value_at(s, "a", 0));
+	cr_assert(
+	    value_at(s, "a", 0) > -0.1 + 1e-3, "%g", value_at(s, "a", 0));
 	pasco_tensor_release(g);
 	pasci_store_destroy(s);
 }
