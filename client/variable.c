@@ -31,6 +31,7 @@ pasci_variable_new(pasco_variable **out, const char *name, pasco_dtype dtype,
 		v->shape[i] = shape[i];
 	}
 	v->timeout_ms = timeout_ms;
+	v->seen       = -1;
 	pthread_mutex_init(&v->mu, NULL);
 	*out = v;
 	return PASCO_OK;
@@ -104,6 +105,8 @@ pasci_variable_clone(pasco_variable **out, const pasco_variable *v)
 	if (rv != 0) {
 		pasco_variable_free(*out);
 		*out = NULL;
+	} else {
+		(*out)->sync = v->sync;
 	}
 	return rv;
 }
@@ -381,6 +384,10 @@ read_assemble(pasco_variable *v, shard_call *calls, pasco_tensor **out)
 	}
 	if (v->nshards == 1) { /* the received tensor, no copy */
 		*out = pasco_tensor_hold(calls[0].reply.tensors[0]);
+		if (v->rank == 0 && v->dtype == PASCO_I64) { /* a counter */
+			__atomic_store_n(&v->seen, *(int64_t *) (*out)->data,
+			    __ATOMIC_RELEASE);
+		}
 		goto out;
 	}
 	if ((rv = pasco_tensor_alloc(out, v->dtype, v->rank, v->shape)) != 0) {
@@ -560,8 +567,8 @@ pasco_variable_apply_gradient(
 		    "'%s': no optimizer",
 		    v->name);
 	}
-	return variable_update(
-	    v, PASCI_METHOD_VAR_APPLY, opt, grad, "apply_gradient");
+	return pasco_variable_apply_gradients(
+	    1, &v, opt, (pasco_tensor *const *) &grad);
 }
 
 int
@@ -570,6 +577,7 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
 {
 	shard_call **calls = calloc(n + 1, sizeof(*calls));
 	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
+	pasci_step   st    = {0};
 	if (opt == NULL) {
 		free(calls);
 		return n > 0 ? pasci_variable_fail(vars[0], PASCO_EINVAL,
@@ -580,9 +588,17 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
 		rv = update_calls(vars[k], PASCI_METHOD_VAR_APPLY, opt,
 		    grads[k], "apply_gradients", &calls[k]);
 	}
-	if (rv == 0) {
+	/* every gradient checked: now the step (one per call, all vars) */
+	if (rv == 0 && n > 0) {
+		rv = pasci_step_begin(vars[0], opt, &st);
+	}
+	if (rv == 0 && !st.dropped) {
+		for (size_t k = 0; k < n; k++) {
+			pasci_step_stamp(&st, vars[k], calls[k]);
+		}
 		rv = calls_run_many(n, vars, calls);
 	}
+	pasci_step_end(&st);
 	for (size_t k = 0; k < n && calls != NULL; k++) {
 		if (calls[k] != NULL) {
 			pasci_shard_calls_free(vars[k], calls[k]);
@@ -652,6 +668,9 @@ pasci_variable_add_arg(pasci_wire_builder *b, const pasco_variable *v)
 {
 	pasci_wire_add_arg_variable(
 	    b, v->name, v->dtype, v->rank, v->shape, v->nshards);
+	if (v->sync.mode != 0) {
+		pasci_wire_set_arg_sync(b, &v->sync);
+	}
 	for (int32_t k = 0; k < v->nshards; k++) {
 		const var_shard *s = &v->shards[k];
 		pasci_wire_set_arg_shard(

@@ -20,13 +20,19 @@ typedef struct var_shard {
 } var_shard;
 
 struct pasco_variable {
-	char           *name;
-	pasco_dtype     dtype;
-	int32_t         rank;
-	int64_t         shape[PASCO_MAX_RANK]; /* the whole variable */
-	int32_t         nshards;
-	var_shard      *shards;
-	int64_t         timeout_ms;
+	char       *name;
+	pasco_dtype dtype;
+	int32_t     rank;
+	int64_t     shape[PASCO_MAX_RANK]; /* the whole variable */
+	int32_t     nshards;
+	var_shard  *shards;
+	int64_t     timeout_ms;
+	/* As a counter (a global step): the consistency its applies use
+	 * (mode, replicas, staleness), the value it last read (the version of
+	 * a step's parameters; -1 before any) and the gradients dropped. */
+	pasci_wire_sync sync;
+	int64_t         seen;    /* atomic */
+	int64_t         dropped; /* atomic */
 	pthread_mutex_t mu;
 	char            error[512]; /* protected by mu */
 };
@@ -83,5 +89,29 @@ void pasci_variable_add_arg(pasci_wire_builder *b, const pasco_variable *v);
 /* Row bytes of the whole variable (product of shape[1:] times the dtype
  * size). */
 size_t pasci_variable_row_bytes(const pasco_variable *v);
+
+/* One apply's place in its optimizer's consistency (client/sync.c;
+ * include/pasco/optimizer.h): taken before the shards are sent, ended
+ * after. */
+typedef struct pasci_step {
+	pasco_variable *counter; /* opt->iterations; NULL: none */
+	bool            dropped; /* send nothing: the gradient is stale */
+	bool            bsp;     /* every shard takes part in the round */
+	int64_t         t;       /* the global step of the apply (0: none) */
+	pasci_wire_sync sync;    /* what the shards get under BSP */
+} pasci_step;
+
+/* Admits one apply of opt through opt->iterations (nothing without it).
+ * A failure is recorded on the counter and on v. */
+int pasci_step_begin(
+    pasco_variable *v, const pasco_optimizer *opt, pasci_step *st);
+
+/* Stamps v's used calls with the step (t, and the round under BSP). */
+void pasci_step_stamp(
+    const pasci_step *st, const pasco_variable *v, shard_call *calls);
+
+/* Ends the step: under BSP, tells the counter this member has pushed
+ * (whatever the pushes' outcome, so the round does not wait for it). */
+void pasci_step_end(pasci_step *st);
 
 #endif

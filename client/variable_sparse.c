@@ -375,8 +375,34 @@ check_rows(pasco_variable *v, const pasco_tensor *ids,
 	return PASCO_OK;
 }
 
+/* The part of shard s: its local ids and rows, or under BSP (every shard
+ * counts the round) empty ones for a shard with no ids. */
+static int
+shard_part(const pasco_variable *v, const routed *r, const pasco_tensor *urows,
+    int32_t s, bool bsp, pasco_tensor **ids, pasco_tensor **rows)
+{
+	int64_t zero = 0;
+	int     rv;
+	*ids = *rows = NULL;
+	if (r->local[s] == NULL && !bsp) {
+		return PASCO_OK;
+	}
+	if (r->local[s] != NULL) {
+		*ids = pasco_tensor_hold(r->local[s]);
+	} else if ((rv = pasco_tensor_alloc(ids, PASCO_I64, 1, &zero)) != 0) {
+		return rv;
+	}
+	rv = gather_rows(v, urows, r->pos + r->start[s],
+	    r->start[s + 1] - r->start[s], rows);
+	if (rv != 0) {
+		pasco_tensor_release(*ids);
+		*ids = NULL;
+	}
+	return rv;
+}
+
 /* Sends each shard its (deduplicated) rows: a VAR_SCATTER_ADD with scale,
- * or a VAR_APPLY_SPARSE with opt. */
+ * or a VAR_APPLY_SPARSE with opt (one global step: optimizer.h). */
 static int
 scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
     double scale, const pasco_optimizer *opt, const char *op)
@@ -385,6 +411,7 @@ scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
 	pasco_tensor *urows = NULL;
 	routed        r     = {0};
 	shard_call   *calls = NULL;
+	pasci_step    st    = {0};
 	int           rv;
 
 	if ((rv = read_ids(v, ids, op, &flat)) != 0 ||
@@ -401,26 +428,28 @@ scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
 		rv = PASCO_ENOMEM;
 		goto out;
 	}
+	if ((rv = pasci_step_begin(v, opt, &st)) != 0 || st.dropped) {
+		goto out;
+	}
 	for (int32_t s = 0; s < v->nshards && rv == 0; s++) {
-		pasco_tensor *part;
-		if (r.local[s] == NULL) {
-			continue;
-		}
-		rv = gather_rows(v, urows, r.pos + r.start[s],
-		    r.start[s + 1] - r.start[s], &part);
-		if (rv == 0) {
+		pasco_tensor *local, *part;
+		rv = shard_part(v, &r, urows, s, st.bsp, &local, &part);
+		if (rv == 0 && local != NULL) {
 			calls[s].used        = true;
 			calls[s].b.hdr.scale = scale;
 			calls[s].b.hdr.opt   = opt;
-			pasci_wire_add_tensor(&calls[s].b, r.local[s], NULL);
+			pasci_wire_add_tensor(&calls[s].b, local, NULL);
 			pasci_wire_add_tensor(&calls[s].b, part, NULL);
+			pasco_tensor_release(local);
 			pasco_tensor_release(part);
 		}
 	}
 	if (rv == 0) {
+		pasci_step_stamp(&st, v, calls);
 		rv = pasci_shard_calls_run(v, calls);
 	}
 out:
+	pasci_step_end(&st);
 	pasci_shard_calls_free(v, calls);
 	routed_free(v, &r);
 	pasco_tensor_release(urows);

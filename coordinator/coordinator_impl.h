@@ -51,6 +51,7 @@ struct pasco_strategy {
 	int64_t            call_timeout_ms;
 	bool               has_partitioner;
 	pasco_partitioner  partitioner;
+	pasci_wire_sync    sync; /* the global step's mode (global_step.c) */
 	pthread_mutex_t    mu;
 	/* Protected by mu. */
 	uint64_t           var_count; /* round-robin counter */
@@ -58,6 +59,10 @@ struct pasco_strategy {
 	pasco_coordinator *coord; /* the one attached coordinator */
 	char               error[1024];
 };
+
+/* Checks opts' consistency mode into s->sync (a message in s->error). */
+int pasci_strategy_sync_options(
+    pasco_strategy *s, const pasco_strategy_options *opts);
 
 /* Called by the strategy when worker w connects (with the incarnation)
  * or disconnects. */

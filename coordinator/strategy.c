@@ -374,7 +374,9 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 	pthread_cond_init(&s->hb_cv, NULL);
 	rv = PASCO_ENOMEM;
 	if (s->ps != NULL && s->workers != NULL && s->links != NULL &&
-	    s->ps_links != NULL && (rv = strategy_connect(s, cluster)) == 0) {
+	    s->ps_links != NULL &&
+	    (rv = pasci_strategy_sync_options(s, opts)) == 0 &&
+	    (rv = strategy_connect(s, cluster)) == 0) {
 		rv = strategy_wait(s, connect_timeout_ms(opts));
 	}
 	if (rv != 0) {

@@ -140,6 +140,17 @@ get_optimizer(pasco_optimizer *o, const Pasco__Wire__Optimizer *w)
 	    .beta                      = w->beta};
 }
 
+static void
+get_sync(pasci_wire_sync *s, const Pasco__Wire__Sync *w)
+{
+	*s = (pasci_wire_sync){.mode = w->mode,
+	    .replicas                = w->replicas,
+	    .staleness               = w->staleness,
+	    .version                 = w->version,
+	    .dropped                 = w->dropped,
+	    .done                    = w->done};
+}
+
 static bool
 get_init(pasci_wire_init *in, const Pasco__Wire__Initializer *w)
 {
@@ -190,6 +201,9 @@ get_arg(pasci_wire_arg *a, const Pasco__Wire__Arg *w,
 		    .rows    = v->shards[k]->rows};
 	}
 	*shards += v->n_shards;
+	if (v->sync != NULL) {
+		get_sync(&a->variable.sync, v->sync);
+	}
 	return PASCO_OK;
 }
 
@@ -199,6 +213,7 @@ typedef struct header_block {
 	pasci_wire_init   init;
 	pasci_wire_spec   spec;
 	pasco_optimizer   opt;
+	pasci_wire_sync   sync;
 } header_block;
 
 static void
@@ -224,6 +239,10 @@ get_fields(header_block *hb, const Pasco__Wire__Header *w)
 	if (w->opt != NULL) {
 		get_optimizer(&hb->opt, w->opt);
 		h->opt = &hb->opt;
+	}
+	if (w->sync != NULL) {
+		get_sync(&hb->sync, w->sync);
+		h->sync = &hb->sync;
 	}
 }
 

@@ -43,7 +43,17 @@ typedef enum pasci_method {
 	PASCI_METHOD_RUN_BATCH     = 16, /* worker: whole RUN messages */
 	PASCI_METHOD_SHUTDOWN      = 17, /* any server: the chief is done */
 	PASCI_METHOD_AUTH = 18, /* proof of the cluster key (auth.h) */
+	PASCI_METHOD_VAR_FETCH_ADD = 19, /* ps: name, step, sync -> step */
+	PASCI_METHOD_SYNC_FLUSH    = 20, /* ps: partial BSP rounds -> step */
 } pasci_method;
+
+/* A consistency mode and a step's place in it (schemas/wire.proto, Sync). */
+typedef struct pasci_wire_sync {
+	int32_t mode; /* pasco_consistency */
+	int32_t replicas, staleness;
+	int64_t version;
+	bool    dropped, done;
+} pasci_wire_sync;
 
 /* A tensor's dtype and shape, as a message describes one. */
 typedef struct pasci_wire_spec {
@@ -66,6 +76,7 @@ typedef struct pasci_wire_var {
 	pasci_wire_spec   spec;
 	size_t            nshards;
 	pasci_wire_shard *shards;
+	pasci_wire_sync sync; /* mode, replicas, staleness: all 0 if absent */
 } pasci_wire_var;
 
 typedef enum pasci_arg_kind {
@@ -113,9 +124,10 @@ typedef struct pasci_wire_header {
 	double                 scale;   /* VAR_SCATTER_ADD */
 	const pasco_optimizer *opt;     /* VAR_APPLY*, VAR_SET_SLOTS */
 	const char            *json;    /* CKPT_SAVE reply */
-	int64_t                step;    /* VAR_SET_SLOTS */
+	int64_t                step;    /* SET_SLOTS, APPLY*, FETCH_ADD */
 	uint32_t               repeat;  /* RUN: times to call (0: 1) */
 	bool                   not_run; /* RUN reply in a batch: skipped */
+	const pasci_wire_sync *sync;    /* VAR_APPLY*, VAR_FETCH_ADD */
 } pasci_wire_header;
 
 /* A decoded message. */
@@ -180,6 +192,9 @@ void pasci_wire_add_arg_variable(pasci_wire_builder *b, const char *name,
     pasco_dtype dtype, int32_t rank, const int64_t *shape, int32_t nshards);
 void pasci_wire_set_arg_shard(pasci_wire_builder *b, int32_t k,
     const char *name, int32_t ps_task, int64_t offset, int64_t rows);
+/* Sets the consistency carried by the last VARIABLE argument. */
+void pasci_wire_set_arg_sync(
+    pasci_wire_builder *b, const pasci_wire_sync *sync);
 void pasci_wire_add_arg_resource(pasci_wire_builder *b, uint64_t resource);
 
 /* Encodes into a new message (incarnation prefix 0). PASCO_ENOMEM. */

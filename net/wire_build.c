@@ -216,6 +216,16 @@ pasci_wire_set_arg_shard(pasci_wire_builder *b, int32_t k, const char *name,
 }
 
 void
+pasci_wire_set_arg_sync(pasci_wire_builder *b, const pasci_wire_sync *sync)
+{
+	if (b->oom || b->hdr.nargs == 0 ||
+	    b->hdr.args[b->hdr.nargs - 1].kind != PASCI_ARG_VARIABLE) {
+		return;
+	}
+	b->hdr.args[b->hdr.nargs - 1].variable.sync = *sync;
+}
+
+void
 pasci_wire_add_arg_resource(pasci_wire_builder *b, uint64_t resource)
 {
 	pasci_wire_arg *a = add_arg(b, PASCI_ARG_RESOURCE);
@@ -231,6 +241,7 @@ typedef struct pb_header {
 	Pasco__Wire__Optimizer   opt;
 	Pasco__Wire__Initializer init;
 	Pasco__Wire__TensorMeta  spec;
+	Pasco__Wire__Sync        sync;
 	void                    *block;
 } pb_header;
 
@@ -254,7 +265,8 @@ pb_block_size(const pasci_wire_builder *b, size_t *nshards)
 	           (sizeof(Pasco__Wire__TensorMeta) + sizeof(void *)) +
 	       h->nargs * (sizeof(Pasco__Wire__Arg) + sizeof(void *) +
 	                      sizeof(Pasco__Wire__VariableRef) +
-	                      sizeof(Pasco__Wire__TensorMeta)) +
+	                      sizeof(Pasco__Wire__TensorMeta) +
+	                      sizeof(Pasco__Wire__Sync)) +
 	       *nshards * (sizeof(Pasco__Wire__Shard) + sizeof(void *)) +
 	       b->nnodes * (sizeof(Pasco__Wire__Node) + sizeof(void *)) + 8;
 }
@@ -293,8 +305,20 @@ pb_tensors(pb_header *pb, const pasci_wire_builder *b, char **p)
 }
 
 static void
+pb_set_sync(Pasco__Wire__Sync *w, const pasci_wire_sync *s)
+{
+	pasco__wire__sync__init(w);
+	w->mode      = s->mode;
+	w->replicas  = s->replicas;
+	w->staleness = s->staleness;
+	w->version   = s->version;
+	w->dropped   = s->dropped;
+	w->done      = s->done;
+}
+
+static void
 pb_variable(Pasco__Wire__VariableRef *ref, Pasco__Wire__TensorMeta *meta,
-    const pasci_wire_var *v, char **p)
+    Pasco__Wire__Sync *sync, const pasci_wire_var *v, char **p)
 {
 	Pasco__Wire__Shard  *shards = carve(p, v->nshards, sizeof(*shards));
 	Pasco__Wire__Shard **ptrs   = carve(p, v->nshards, sizeof(*ptrs));
@@ -312,6 +336,10 @@ pb_variable(Pasco__Wire__VariableRef *ref, Pasco__Wire__TensorMeta *meta,
 	}
 	ref->n_shards = v->nshards;
 	ref->shards   = ptrs;
+	if (v->sync.mode != 0) { /* ASP, the default, is left out */
+		pb_set_sync(sync, &v->sync);
+		ref->sync = sync;
+	}
 }
 
 static void
@@ -322,6 +350,7 @@ pb_args(pb_header *pb, const pasci_wire_builder *b, char **p)
 	Pasco__Wire__Arg        **ptrs = carve(p, n, sizeof(*ptrs));
 	Pasco__Wire__VariableRef *refs = carve(p, n, sizeof(*refs));
 	Pasco__Wire__TensorMeta  *meta = carve(p, n, sizeof(*meta));
+	Pasco__Wire__Sync        *sync = carve(p, n, sizeof(*sync));
 	for (size_t i = 0; i < n; i++) {
 		const pasci_wire_arg *a = &b->hdr.args[i];
 		pasco__wire__arg__init(&args[i]);
@@ -329,7 +358,8 @@ pb_args(pb_header *pb, const pasci_wire_builder *b, char **p)
 		args[i].tensor   = a->tensor;
 		args[i].resource = a->resource;
 		if (a->kind == PASCI_ARG_VARIABLE) {
-			pb_variable(&refs[i], &meta[i], &a->variable, p);
+			pb_variable(
+			    &refs[i], &meta[i], &sync[i], &a->variable, p);
 			args[i].variable = &refs[i];
 		}
 		ptrs[i] = &args[i];
@@ -418,6 +448,10 @@ pb_fields(pb_header *pb, const pasci_wire_header *h)
 	if (h->opt != NULL) {
 		pb_set_optimizer(&pb->opt, h->opt);
 		w->opt = &pb->opt;
+	}
+	if (h->sync != NULL) {
+		pb_set_sync(&pb->sync, h->sync);
+		w->sync = &pb->sync;
 	}
 	if (h->init != NULL) {
 		pb_set_init(&pb->init, h->init);

@@ -202,8 +202,8 @@ ps_apply(ps_server *ps, const pasci_wire_msg *req)
 		return pasci_wire_status_reply(PASCO_EINVAL,
 		    "apply to '%s' without an optimizer", req->hdr->name);
 	}
-	rv = pasci_store_var_apply(ps->store, req->hdr->name, req->hdr->opt,
-	    req->tensors[0], err, sizeof(err));
+	rv = pasci_store_var_apply_at(ps->store, req->hdr->name, req->hdr->opt,
+	    req->tensors[0], req->hdr->step, req->hdr->sync, err, sizeof(err));
 	return status_reply(rv, err);
 }
 
@@ -217,9 +217,54 @@ ps_apply_sparse(ps_server *ps, const pasci_wire_msg *req)
 		    "a sparse apply to '%s' needs ids, rows and an optimizer",
 		    req->hdr->name);
 	}
-	rv = pasci_store_var_apply_sparse(ps->store, req->hdr->name,
-	    req->hdr->opt, req->tensors[0], req->tensors[1], err, sizeof(err));
+	rv = pasci_store_var_apply_sparse_at(ps->store, req->hdr->name,
+	    req->hdr->opt, req->tensors[0], req->tensors[1], req->hdr->step,
+	    req->hdr->sync, err, sizeof(err));
 	return status_reply(rv, err);
+}
+
+/* A reply of method m carrying only step and sync. */
+static nng_msg *
+step_reply(pasci_method m, int64_t step, const pasci_wire_sync *sync)
+{
+	pasci_wire_builder b;
+	nng_msg           *reply;
+	pasci_wire_builder_init(&b, m);
+	b.hdr.step = step;
+	b.hdr.sync = sync;
+	if (pasci_wire_encode(&b, &reply) != 0) {
+		reply = NULL;
+	}
+	pasci_wire_builder_fini(&b);
+	return reply;
+}
+
+static nng_msg *
+ps_fetch_add(ps_server *ps, const pasci_wire_msg *req)
+{
+	char            err[512] = "";
+	pasci_wire_sync out      = {0};
+	int64_t         value    = 0;
+	int rv = pasci_store_var_fetch_add(ps->store, req->hdr->name,
+	    req->hdr->step, req->hdr->sync, &value, &out.dropped, err,
+	    sizeof(err));
+	if (rv != 0) {
+		return status_reply(rv, err);
+	}
+	return step_reply(PASCI_METHOD_VAR_FETCH_ADD, value, &out);
+}
+
+static nng_msg *
+ps_sync_flush(ps_server *ps, const pasci_wire_msg *req)
+{
+	char    err[512] = "";
+	int64_t n        = 0;
+	int     rv = pasci_store_sync_flush(ps->store, &n, err, sizeof(err));
+	(void) req;
+	if (rv != 0) {
+		return status_reply(rv, err);
+	}
+	return step_reply(PASCI_METHOD_SYNC_FLUSH, n, NULL);
 }
 
 static nng_msg *
@@ -286,6 +331,8 @@ static const ps_method ps_methods[] = {
     [PASCI_METHOD_VAR_APPLY_SPARSE] = {"apply_sparse", ps_apply_sparse},
     [PASCI_METHOD_CKPT_SAVE]        = {"checkpoint save", ps_save},
     [PASCI_METHOD_VAR_SET_SLOTS]    = {"set_slots", ps_set_slots},
+    [PASCI_METHOD_VAR_FETCH_ADD]    = {"fetch_add", ps_fetch_add},
+    [PASCI_METHOD_SYNC_FLUSH]       = {"sync flush", ps_sync_flush},
 };
 
 #define PS_NMETHODS (sizeof(ps_methods) / sizeof(ps_methods[0]))

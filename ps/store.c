@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "optimizer_apply.h"
+#include "sync.h"
 #include "util.h"
 
 #define STORE_BUCKETS 1024
@@ -35,6 +36,7 @@ typedef struct ps_var {
 	 * data is protected by mu. */
 	pasco_tensor  *value;
 	ps_slots       slots; /* protected by mu */
+	ps_accum       accum; /* BSP round; protected by mu */
 	struct ps_var *next;  /* bucket chain; protected by the table lock */
 } ps_var;
 
@@ -79,6 +81,7 @@ pasci_store_destroy(ps_store *s)
 			ps_var *next = v->next;
 			pasco_tensor_release(v->value);
 			pasci_slots_fini(&v->slots);
+			pasci_accum_reset(&v->accum);
 			pthread_mutex_destroy(&v->mu);
 			free(v->name);
 			free(v);
@@ -447,10 +450,96 @@ check_apply(
 	return pasci_optimizer_check(opt, err, errlen);
 }
 
+/* Applies grad (or rows of ids, when ids is not NULL) with opt under the
+ * variable's lock: slots prepared, Adam's t the global step when step > 0. */
+static int
+apply_locked(ps_var *v, const pasco_optimizer *opt, int64_t step,
+    const pasco_tensor *ids, const pasco_tensor *grad, char *err,
+    size_t errlen)
+{
+	int64_t row_elems = ids != NULL ? row_elems_of(v) : 0;
+	int rv = pasci_slots_prepare(&v->slots, opt, v->value, err, errlen);
+	if (rv != 0) {
+		return rv;
+	}
+	if (step > 0) {
+		v->slots.step = step;
+	}
+	if (ids == NULL) {
+		pasci_optimizer_apply(
+		    opt, &v->slots, v->value, 0, grad, 0, grad->count);
+		return PASCO_OK;
+	}
+	const int64_t *id = ids->data;
+	for (int64_t i = 0; i < ids->count; i++) {
+		if (i + PREFETCH_ROWS < ids->count) {
+			prefetch_row(v, id[i + PREFETCH_ROWS] * row_elems,
+			    row_elems, true);
+		}
+		pasci_optimizer_apply(opt, &v->slots, v->value,
+		    id[i] * row_elems, grad, i * row_elems, row_elems);
+	}
+	return PASCO_OK;
+}
+
+/* Applies the average of v's BSP round and empties it. */
+static int
+apply_round(ps_var *v, char *err, size_t errlen)
+{
+	ps_accum     *a   = &v->accum;
+	pasco_tensor *ids = NULL, *avg = NULL;
+	int           rv = a->sum != NULL ? pasci_accum_average_dense(a, &avg)
+	                                  : pasci_accum_average_sparse(
+	                                        a, row_elems_of(v), &ids, &avg);
+	if (rv == 0) {
+		rv = apply_locked(v, &a->opt, a->step, ids, avg, err, errlen);
+	}
+	pasco_tensor_release(ids);
+	pasco_tensor_release(avg);
+	pasci_accum_reset(a);
+	return rv;
+}
+
+/* An apply, or under BSP a gradient added to the round, whose average is
+ * applied when it has sync->replicas. */
+static int
+apply_or_accumulate(ps_var *v, const pasco_optimizer *opt, int64_t step,
+    const pasci_wire_sync *sync, const pasco_tensor *ids,
+    const pasco_tensor *grad, char *err, size_t errlen)
+{
+	int rv;
+	if (sync != NULL && (rv = pasci_sync_check(sync, err, errlen)) != 0) {
+		return rv;
+	}
+	pthread_mutex_lock(&v->mu);
+	if (sync == NULL || sync->mode != PASCO_BSP) {
+		rv = apply_locked(v, opt, step, ids, grad, err, errlen);
+	} else {
+		rv = ids == NULL ? pasci_accum_add_dense(
+		                       &v->accum, opt, step, grad, err, errlen)
+		                 : pasci_accum_add_sparse(&v->accum, opt, step,
+		                       ids, grad, err, errlen);
+		if (rv == 0 && v->accum.count >= sync->replicas) {
+			rv = apply_round(v, err, errlen);
+		}
+	}
+	pthread_mutex_unlock(&v->mu);
+	return rv;
+}
+
 int
 pasci_store_var_apply(ps_store *s, const char *name,
     const pasco_optimizer *opt, const pasco_tensor *grad, char *err,
     size_t errlen)
+{
+	return pasci_store_var_apply_at(
+	    s, name, opt, grad, 0, NULL, err, errlen);
+}
+
+int
+pasci_store_var_apply_at(ps_store *s, const char *name,
+    const pasco_optimizer *opt, const pasco_tensor *grad, int64_t step,
+    const pasci_wire_sync *sync, char *err, size_t errlen)
 {
 	ps_var *v = store_find(s, name, err, errlen);
 	char    have[64], got[64];
@@ -473,14 +562,8 @@ pasci_store_var_apply(ps_store *s, const char *name,
 	if ((rv = check_apply(v, opt, err, errlen)) != 0) {
 		return rv;
 	}
-	pthread_mutex_lock(&v->mu);
-	if ((rv = pasci_slots_prepare(
-	         &v->slots, opt, v->value, err, errlen)) == 0) {
-		pasci_optimizer_apply(
-		    opt, &v->slots, v->value, 0, grad, 0, grad->count);
-	}
-	pthread_mutex_unlock(&v->mu);
-	return rv;
+	return apply_or_accumulate(
+	    v, opt, step, sync, NULL, grad, err, errlen);
 }
 
 int
@@ -488,8 +571,17 @@ pasci_store_var_apply_sparse(ps_store *s, const char *name,
     const pasco_optimizer *opt, const pasco_tensor *ids,
     const pasco_tensor *rows, char *err, size_t errlen)
 {
+	return pasci_store_var_apply_sparse_at(
+	    s, name, opt, ids, rows, 0, NULL, err, errlen);
+}
+
+int
+pasci_store_var_apply_sparse_at(ps_store *s, const char *name,
+    const pasco_optimizer *opt, const pasco_tensor *ids,
+    const pasco_tensor *rows, int64_t step, const pasci_wire_sync *sync,
+    char *err, size_t errlen)
+{
 	ps_var *v = store_find(s, name, err, errlen);
-	int64_t row_elems;
 	int     rv;
 
 	if (v == NULL) {
@@ -503,22 +595,59 @@ pasci_store_var_apply_sparse(ps_store *s, const char *name,
 	         errlen)) != 0) {
 		return rv;
 	}
-	row_elems = row_elems_of(v);
+	return apply_or_accumulate(v, opt, step, sync, ids, rows, err, errlen);
+}
+
+int
+pasci_store_var_fetch_add(ps_store *s, const char *name, int64_t delta,
+    const pasci_wire_sync *sync, int64_t *out, bool *dropped, char *err,
+    size_t errlen)
+{
+	ps_var *v = store_find(s, name, err, errlen);
+	char    have[64];
+	int     rv;
+	if (v == NULL) {
+		return PASCO_ENOTFOUND;
+	}
+	if (v->value->rank != 0 ||
+	    (v->value->dtype != PASCO_I64 && v->value->dtype != PASCO_I32)) {
+		pasci_fmt(err, errlen,
+		    "fetch_add on '%s' (%s): a counter is an i64 or i32 "
+		    "scalar",
+		    name,
+		    pasco_tensor_spec_string(v->value->dtype, v->value->rank,
+		        v->value->shape, have, sizeof(have)));
+		return PASCO_EINVAL;
+	}
 	pthread_mutex_lock(&v->mu);
-	if ((rv = pasci_slots_prepare(
-	         &v->slots, opt, v->value, err, errlen)) == 0) {
-		const int64_t *id = ids->data;
-		for (int64_t i = 0; i < ids->count; i++) {
-			if (i + PREFETCH_ROWS < ids->count) {
-				prefetch_row(v,
-				    id[i + PREFETCH_ROWS] * row_elems,
-				    row_elems, true);
+	rv = pasci_counter_step(
+	    v->value, &v->accum, delta, sync, out, dropped, err, errlen);
+	pthread_mutex_unlock(&v->mu);
+	return rv;
+}
+
+int
+pasci_store_sync_flush(
+    ps_store *s, int64_t *napplied, char *err, size_t errlen)
+{
+	int rv    = PASCO_OK;
+	*napplied = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	for (int i = 0; i < STORE_BUCKETS; i++) {
+		for (ps_var *v = s->buckets[i]; v != NULL; v = v->next) {
+			int one = PASCO_OK;
+			pthread_mutex_lock(&v->mu);
+			if (v->accum.count > 0) {
+				one = apply_round(v, err, errlen);
+				*napplied += one == 0;
+			} else if (pasci_counter_flush(v->value, &v->accum)) {
+				(*napplied)++;
 			}
-			pasci_optimizer_apply(opt, &v->slots, v->value,
-			    id[i] * row_elems, rows, i * row_elems, row_elems);
+			pthread_mutex_unlock(&v->mu);
+			rv = rv != 0 ? rv : one;
 		}
 	}
-	pthread_mutex_unlock(&v->mu);
+	pthread_rwlock_unlock(&s->lock);
 	return rv;
 }
 

@@ -16,6 +16,7 @@
 #include "optimizer_apply.h"
 #include "pasco/optimizer.h"
 #include "pasco/tensor.h"
+#include "wire.h"
 
 typedef struct ps_store ps_store;
 
@@ -60,6 +61,33 @@ int pasci_store_var_apply(ps_store *s, const char *name,
 int pasci_store_var_apply_sparse(ps_store *s, const char *name,
     const pasco_optimizer *opt, const pasco_tensor *ids,
     const pasco_tensor *rows, char *err, size_t errlen);
+
+/* The same two with a consistency (include/pasco/optimizer.h): step > 0
+ * is the global step t of the apply (Adam's t; 0: the shard counts its
+ * own); sync (NULL: ASP) under BSP adds the gradient to the variable's
+ * round instead, and applies the round's average, with its first
+ * gradient's optimizer and step, once it has sync->replicas gradients.
+ * PASCO_EINVAL for a bad sync, or a round that mixes dense and sparse
+ * gradients or optimizers. */
+int pasci_store_var_apply_at(ps_store *s, const char *name,
+    const pasco_optimizer *opt, const pasco_tensor *grad, int64_t step,
+    const pasci_wire_sync *sync, char *err, size_t errlen);
+int pasci_store_var_apply_sparse_at(ps_store *s, const char *name,
+    const pasco_optimizer *opt, const pasco_tensor *ids,
+    const pasco_tensor *rows, int64_t step, const pasci_wire_sync *sync,
+    char *err, size_t errlen);
+
+/* A counter's step (ps/sync.h, pasci_counter_step) on name, an i64 or i32
+ * scalar (PASCO_EINVAL otherwise), atomic under its lock. */
+int pasci_store_var_fetch_add(ps_store *s, const char *name, int64_t delta,
+    const pasci_wire_sync *sync, int64_t *out, bool *dropped, char *err,
+    size_t errlen);
+
+/* Applies every partial BSP round (the average of what it has) and closes
+ * every counter's open round; *napplied counts both. The first failure
+ * is returned (the others still run). */
+int pasci_store_sync_flush(
+    ps_store *s, int64_t *napplied, char *err, size_t errlen);
 
 /* Rows ids (i64, 1-D, each in [0, rows)) of name, copied into a new
  * tensor [n, ...] handed to fn with the lock held. */

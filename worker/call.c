@@ -112,6 +112,9 @@ bind_variable(pasco_call *call, call_arg *a, const pasci_wire_var *v)
 	}
 	rv = pasci_variable_new(&a->variable, v->name, v->spec.dtype,
 	    v->spec.rank, v->spec.shape, PS_CALL_TIMEOUT_MS);
+	if (rv == 0) { /* a global step's consistency mode */
+		a->variable->sync = v->sync;
+	}
 	for (size_t i = 0; rv == 0 && i < v->nshards; i++) {
 		const pasci_wire_shard *s = &v->shards[i];
 		if (s->ps_task < 0 || (size_t) s->ps_task >= call->env->nps) {

@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "error.h"
 #include "initializer.h"
+#include "optimizer.h"
 #include "partitioner.h"
 #include "tensor.h"
 #include "value.h"
@@ -58,6 +59,19 @@ typedef struct pasco_strategy_options {
 	 * a negative interval turns heartbeats off. */
 	int64_t heartbeat_interval_ms;
 	int32_t heartbeat_misses;
+	/* How applies made through the global step combine
+	 * (include/pasco/optimizer.h): PASCO_ASP (the default: each applied
+	 * at once), PASCO_BSP (rounds of replicas_to_aggregate gradients
+	 * averaged and applied once; 0 means the number of workers) or
+	 * PASCO_SSP (a gradient more than staleness global steps old is
+	 * dropped; staleness >= 0). Another mode, a negative
+	 * replicas_to_aggregate or staleness fails pasco_strategy_create
+	 * with PASCO_EINVAL and a message. The mode travels with the global
+	 * step's handle (pasco_strategy_global_step) to the steps that get
+	 * it as an argument. */
+	pasco_consistency consistency;
+	int32_t           replicas_to_aggregate;
+	int32_t           staleness;
 } pasco_strategy_options;
 
 /* Connects to every ps and worker of cluster (which must validate) and
@@ -104,6 +118,28 @@ int pasco_variable_create(pasco_variable **out, pasco_strategy *s,
 int pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
     const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_initializer *init);
+
+/* The global step (Keras's optimizer.iterations, TF1's global_step): an
+ * i64 scalar variable named "global_step", created at 0 by the first call
+ * (pasco_variable_create: placed round-robin like any variable; later
+ * calls, and a strategy that finds it on its ps, leave its value alone).
+ * *out is a new handle, owned by the caller, that carries the strategy's
+ * consistency mode: set it as opt.iterations (optimizer.h) here or in a
+ * step function that gets it with pasco_arg_variable, and each apply
+ * advances it once (once per round under BSP). Read it with
+ * pasco_variable_read; it is saved in checkpoints like any variable, and
+ * the name "global_step" is how a restore finds it. Messages:
+ * pasco_strategy_error. Blocks. */
+int pasco_strategy_global_step(pasco_strategy *s, pasco_variable **out);
+
+/* BSP: applies every partial round on every ps (the average of the
+ * gradients it has) and advances the global step once for it, so that
+ * the last steps of a run, fewer than replicas_to_aggregate, count (a run
+ * that stops without it leaves them unapplied; nothing ever waits for
+ * them). Call it after pasco_join, when no apply is in flight; an apply
+ * racing it may start a round of its own. A no-op under ASP and SSP.
+ * Messages: pasco_strategy_error. Blocks. */
+int pasco_strategy_sync_flush(pasco_strategy *s);
 
 typedef struct pasco_coordinator_options {
 	/* Messages in flight per worker; 0 means 4. TensorFlow uses 1. */

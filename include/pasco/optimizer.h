@@ -18,8 +18,45 @@
  * (p = learning_rate_power); q = n'^-p / lr + 2 l2';  w = (clip(z, -l1, l1) -
  * z) / q;  n = n'
  *
- * Adam's t counts the applies to each shard (Keras counts the optimizer's
- * iterations: the same when every step updates every variable).
+ * Adam's t: with opt.iterations set (a global step, below) t is the global
+ * step of the apply, as Keras's optimizer.iterations, so results do not
+ * depend on how a variable is sharded; without it each shard counts its own
+ * applies (a shard that gets no rows of a sparse batch does not count it).
+ *
+ * The global step and consistency modes. opt.iterations names an int64
+ * scalar counter variable, normally the strategy's "global_step"
+ * (pasco_strategy_global_step, coordinator.h; a step function gets it as a
+ * pasco_arg_variable argument). An apply (pasco_variable_apply_gradient*,
+ * dense or sparse) then goes through the counter's ps first, under the
+ * consistency mode the counter's handle carries (the strategy's option):
+ *
+ *   ASP  the counter is incremented (fetch-add) and every shard applies
+ *        with t = its new value. One counter step per apply call.
+ *   SSP  (staleness s) the gradient's version is the counter's value when
+ *        the step read it (below). A gradient more than s steps old
+ *        (counter - version > s) is dropped: nothing is applied, the
+ *        counter does not move, the call returns PASCO_OK and
+ *        pasco_variable_dropped(iterations) counts it. Otherwise as ASP.
+ *   BSP  (replicas N; TF1's SyncReplicasOptimizer) round r is the counter's
+ *        value; a gradient read at version r joins round r if fewer than N
+ *        have, else (or when its version is not r) it is dropped as stale,
+ *        as above. Each shard sums the N gradients of the round and applies
+ *        their average once, with t = r + 1, when the N-th arrives; the
+ *        counter becomes r + 1 only after all N have been pushed to every
+ *        shard (every variable updated), so a step that reads the new
+ *        version reads the round's update. No call blocks waiting for
+ *        others: a round with fewer than N gradients waits, unapplied,
+ *        until more come or pasco_strategy_sync_flush applies it (after
+ *        pasco_join). Under BSP every step must apply to the same
+ *        variables; sparse applies send every shard its (maybe empty) rows
+ *        so each shard counts the round.
+ *
+ * The version: the counter handle remembers the value it last read
+ * (pasco_variable_read, pasco_variable_read_all, pasco_variable_fetch_add
+ * through that handle). A step reads the global step before or with its
+ * parameters (pasco_variable_read_all of the parameters and the global
+ * step is one round trip). Under SSP and BSP an apply through a counter
+ * handle that has read nothing is PASCO_EPRECONDITION.
  */
 #ifndef PASCO_OPTIMIZER_H
 #define PASCO_OPTIMIZER_H
@@ -38,6 +75,13 @@ typedef enum pasco_optimizer_kind {
 	PASCO_OPT_FTRL    = 5,
 } pasco_optimizer_kind;
 
+/* How applies through a global step combine (see above). */
+typedef enum pasco_consistency {
+	PASCO_ASP = 0, /* asynchronous: every gradient applied (default) */
+	PASCO_BSP = 1, /* bulk synchronous: N gradients averaged per round */
+	PASCO_SSP = 2, /* stale synchronous: gradients > s steps old dropped */
+} pasco_consistency;
+
 typedef struct pasco_optimizer {
 	pasco_optimizer_kind kind;
 	double               learning_rate;
@@ -51,6 +95,9 @@ typedef struct pasco_optimizer {
 	double               initial_accumulator_value;  /* Adagrad, FTRL */
 	double               learning_rate_power;        /* FTRL */
 	double               l1, l2, l2_shrinkage, beta; /* FTRL */
+	/* The global step (see above); NULL: each shard counts its own
+	 * applies and every gradient is applied at once. Borrowed. */
+	pasco_variable *iterations;
 } pasco_optimizer;
 
 /* Constructors with Keras's defaults for everything but the named
@@ -64,7 +111,8 @@ pasco_optimizer pasco_rmsprop(
 pasco_optimizer pasco_adam(double learning_rate, bool amsgrad);
 pasco_optimizer pasco_ftrl(double learning_rate, double l1, double l2);
 
-/* Applies grad (v's dtype and shape; float variables only) with opt.
+/* Applies grad (v's dtype and shape; float variables only) with opt
+ * (through opt->iterations when set: see above).
  * A variable keeps the slots of the first optimizer applied to it; another
  * kind later is PASCO_EINVAL. Blocks. */
 int pasco_variable_apply_gradient(
@@ -78,9 +126,14 @@ int pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, pasco_tensor *const *grads);
 
 /* Applies the gradient rows grads (shape ids.shape + v.shape[1:]) to rows
- * ids, duplicates summed; other rows and their slots are untouched. */
+ * ids, duplicates summed; other rows and their slots are untouched. With
+ * opt->iterations, one global step as pasco_variable_apply_gradients. */
 int pasco_variable_apply_gradient_sparse(pasco_variable *v,
     const pasco_optimizer *opt, const pasco_tensor *ids,
     const pasco_tensor *grads);
+
+/* Gradients dropped as stale (SSP, BSP) by applies made through the
+ * counter handle v (opt->iterations == v) since it was made. Thread-safe. */
+int64_t pasco_variable_dropped(const pasco_variable *v);
 
 #endif

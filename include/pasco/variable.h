@@ -39,6 +39,12 @@ int pasco_variable_assign(pasco_variable *v, const pasco_tensor *value);
 /* v += delta. delta must have v's dtype and shape. Blocks. */
 int pasco_variable_assign_add(pasco_variable *v, const pasco_tensor *delta);
 
+/* v += delta atomically on its ps, for an i64 or i32 scalar (a counter
+ * such as the global step); *value (may be NULL) gets the value after the
+ * addition. delta 0 reads it. PASCO_EINVAL for another dtype or shape.
+ * Blocks. */
+int pasco_variable_fetch_add(pasco_variable *v, int64_t delta, int64_t *value);
+
 /* v -= learning_rate * grad (plain SGD, applied on the ps). Float dtypes
  * only. Blocks. */
 int pasco_variable_apply_sgd(
