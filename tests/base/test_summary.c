@@ -6,39 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "events_reader.h"
 #include "helpers.h"
-
-/* The reader's JSON for path (cJSON_Delete it), or NULL with its exit
- * status in *status and its stderr in err. */
-static cJSON *
-read_events(const char *path, int *status, char *err, size_t errlen)
-{
-	const char *reader = getenv("PASCO_READ_EVENTS");
-	char        cmd[2048], errpath[] = "/tmp/pasco-read-errXXXXXX";
-	static char out[1 << 16];
-	size_t      n;
-	int         efd = mkstemp(errpath);
-	FILE       *p;
-
-	cr_assert(reader != NULL, "PASCO_READ_EVENTS is not set");
-	cr_assert(efd >= 0);
-	close(efd);
-	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' 2>'%s'", reader, path,
-	    errpath);
-	cr_assert((p = popen(cmd, "r")) != NULL);
-	n        = fread(out, 1, sizeof(out) - 1, p);
-	out[n]   = '\0';
-	int st   = pclose(p);
-	*status  = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	FILE *ef = fopen(errpath, "r");
-	n        = ef ? fread(err, 1, errlen - 1, ef) : 0;
-	err[n]   = '\0';
-	if (ef) {
-		fclose(ef);
-	}
-	unlink(errpath);
-	return *status == 0 ? cJSON_Parse(out) : NULL;
-}
 
 static char *
 temp_dir(void)
