@@ -19,6 +19,12 @@
  * --checkpoint-dir DIR: save a checkpoint each epoch (keeping 3) and, when
  * DIR already holds one, resume from its step, as the tutorial's
  * CheckpointManager loop does after a coordinator restart.
+ * --fit: train through pasco_fit instead (the tutorial's Model.fit), with
+ * its callbacks: a progress display, ModelCheckpoint in --checkpoint-dir
+ * (keeping 3), BackupAndRestore in DIR/backup (a restarted chief resumes
+ * at the interrupted epoch), TensorBoard in --logdir DIR (DIR/train,
+ * DIR/eval), and validation each epoch, exactly once over the held-out
+ * examples.
  * RMSprop at 0.1 (the tutorial's rate) oscillates once the loss is near 0,
  * because its running mean of squared gradients collapses: the tutorial
  * trains 20 steps; 100 are plenty.
@@ -233,16 +239,30 @@ data_error(int rv)
 	return why[0] != 0 ? why : pasco_strerror(rv);
 }
 
-/* args: iterator, emb, kernel, bias, accuracy state. Returns the loss. */
-PASCO_FUNCTION(train_step)
+/* The fraction of pred (probabilities) on the side of 0.5 of labels. */
+static double
+batch_accuracy(const pasco_tensor *pred, const pasco_tensor *labels)
+{
+	int64_t correct = 0;
+	for (int64_t i = 0; i < pred->count; i++) {
+		correct += (pasco_tensor_get(pred, i) > 0.5) ==
+		           (pasco_tensor_get(labels, i) > 0.5);
+	}
+	return pred->count > 0 ? (double) correct / (double) pred->count : 0;
+}
+
+/* One training step. args: iterator, emb, kernel, bias, accuracy state.
+ * The batch's loss and accuracy into *loss and *accuracy. */
+static int
+train_once(pasco_call *call, double *loss, double *accuracy)
 {
 	pasco_dataset  *it;
 	pasco_variable *acc;
 	model           m;
 	pasco_value    *batch;
-	pasco_tensor *logits = NULL, *pred, *avg, *kernel, *dz = NULL, *loss_t;
+	pasco_tensor *logits = NULL, *pred = NULL, *avg = NULL, *kernel = NULL;
+	pasco_tensor *dz    = NULL;
 	pasco_optimizer opt = pasco_rmsprop(0.1, 0.9, 0, false);
-	double          loss;
 	int             rv;
 
 	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
@@ -262,14 +282,12 @@ PASCO_FUNCTION(train_step)
 	 * logits, so saturated outputs still get a gradient: so do we. */
 	if ((rv = forward(&m, ids, &logits, &pred, &avg, &kernel)) == 0 &&
 	    (rv = pasco_binary_crossentropy_logits(
-	         logits, labels, &loss, &dz)) == 0 &&
+	         logits, labels, loss, &dz)) == 0 &&
 	    (rv = backward(&m, ids, avg, kernel, dz, &opt)) == 0) {
-		loss += pasco_l2_penalty(kernel, L2, NULL);
-		rv = pasco_metric_update(
-		    acc, PASCO_METRIC_ACCURACY, pred, labels);
-	}
-	if (rv == 0 && pasco_tensor_scalar(&loss_t, PASCO_F32, loss) == 0) {
-		pasco_call_return(call, pasco_value_tensor(loss_t));
+		*loss += pasco_l2_penalty(kernel, L2, NULL);
+		*accuracy = batch_accuracy(pred, labels);
+		rv        = pasco_metric_update(
+		           acc, PASCO_METRIC_ACCURACY, pred, labels);
 	}
 	pasco_tensor_release(logits);
 	pasco_tensor_release(pred);
@@ -277,6 +295,107 @@ PASCO_FUNCTION(train_step)
 	pasco_tensor_release(kernel);
 	pasco_tensor_release(dz);
 	pasco_value_free(batch);
+	return rv != 0 ? fail_with(call, &m, rv) : PASCO_OK;
+}
+
+/* args: iterator, emb, kernel, bias, accuracy state. Returns the loss. */
+PASCO_FUNCTION(train_step)
+{
+	double        loss, accuracy;
+	pasco_tensor *loss_t;
+	int           rv = train_once(call, &loss, &accuracy);
+	if (rv == 0 && pasco_tensor_scalar(&loss_t, PASCO_F32, loss) == 0) {
+		pasco_call_return(call, pasco_value_tensor(loss_t));
+	}
+	return rv;
+}
+
+/* The step of the fit path: as train_step, returning [loss, accuracy]
+ * (the batch's), the loss and metric pasco_fit averages per epoch. */
+PASCO_FUNCTION(fit_step)
+{
+	double        loss, accuracy;
+	pasco_tensor *out;
+	int           rv = train_once(call, &loss, &accuracy);
+	if (rv == 0 &&
+	    pasco_tensor_alloc(&out, PASCO_F64, 1, (int64_t[]){2}) == 0) {
+		pasco_tensor_set(out, 0, loss);
+		pasco_tensor_set(out, 1, accuracy);
+		pasco_call_return(call, pasco_value_tensor(out));
+	}
+	return rv;
+}
+
+/* Rows i of src ([n, ...]) with i % shards == shard. */
+static int
+shard_rows(
+    const pasco_tensor *src, int64_t shard, int64_t shards, pasco_tensor **out)
+{
+	int64_t shape[PASCO_MAX_RANK], rows = 0;
+	size_t  row_bytes = src->nbytes / (size_t) src->shape[0];
+	memcpy(shape, src->shape, sizeof(shape));
+	shape[0] = (src->shape[0] - shard + shards - 1) / shards;
+	int rv   = pasco_tensor_alloc(out, src->dtype, src->rank, shape);
+	for (int64_t i = shard; rv == 0 && i < src->shape[0]; i += shards) {
+		memcpy((char *) (*out)->data + (size_t) rows++ * row_bytes,
+		    (const char *) src->data + (size_t) i * row_bytes,
+		    row_bytes);
+	}
+	return rv;
+}
+
+/* Validation of the fit path, exactly once per example (pasco_fit's
+ * convention): args emb, kernel, bias, then shard and shards; returns the
+ * shard's [sum of losses, correct predictions, examples] over the 64
+ * held-out examples of evaluate_on_coordinator. */
+PASCO_FUNCTION(eval_shard)
+{
+	model               m;
+	const pasco_tensor *k, *n;
+	pasco_value        *ex = make_examples(64, 3);
+	pasco_tensor *ids = NULL, *labels = NULL, *logits = NULL, *pred = NULL;
+	pasco_tensor *avg = NULL, *kernel = NULL, *dz = NULL, *out = NULL;
+	double        loss = 0;
+	int           rv;
+
+	if ((rv = model_from_call(call, 0, &m)) != 0) {
+		pasco_value_free(ex);
+		return rv;
+	}
+	if (ex == NULL) {
+		return pasco_call_fail(call, PASCO_ENOMEM, "no memory");
+	}
+	if ((rv = pasco_call_tensor(call, 3, &k)) == 0 &&
+	    (rv = pasco_call_tensor(call, 4, &n)) == 0 &&
+	    (rv = shard_rows(pasco_value_as_tensor(pasco_value_item(ex, 0)),
+	         (int64_t) pasco_tensor_get(k, 0),
+	         (int64_t) pasco_tensor_get(n, 0), &ids)) == 0 &&
+	    (rv = shard_rows(pasco_value_as_tensor(pasco_value_item(ex, 1)),
+	         (int64_t) pasco_tensor_get(k, 0),
+	         (int64_t) pasco_tensor_get(n, 0), &labels)) == 0 &&
+	    ids->shape[0] > 0 &&
+	    (rv = forward(&m, ids, &logits, &pred, &avg, &kernel)) == 0 &&
+	    (rv = pasco_binary_crossentropy_logits(
+	         logits, labels, &loss, &dz)) == 0) {
+		loss += pasco_l2_penalty(kernel, L2, NULL);
+	}
+	if (rv == 0 && (rv = pasco_tensor_alloc(
+	                    &out, PASCO_F64, 1, (int64_t[]){3})) == 0) {
+		double count = ids != NULL ? (double) ids->shape[0] : 0;
+		pasco_tensor_set(out, 0, loss * count);
+		pasco_tensor_set(out, 1,
+		    pred != NULL ? batch_accuracy(pred, labels) * count : 0);
+		pasco_tensor_set(out, 2, count);
+		pasco_call_return(call, pasco_value_tensor(out));
+	}
+	pasco_tensor_release(ids);
+	pasco_tensor_release(labels);
+	pasco_tensor_release(logits);
+	pasco_tensor_release(pred);
+	pasco_tensor_release(avg);
+	pasco_tensor_release(kernel);
+	pasco_tensor_release(dz);
+	pasco_value_free(ex);
 	return rv != 0 ? fail_with(call, &m, rv) : PASCO_OK;
 }
 
@@ -454,6 +573,88 @@ out:
 	return rv;
 }
 
+/* The tutorial's Model.fit path: pasco_fit with a progress display and
+ * the tutorial's three callbacks, TensorBoard (--logdir), ModelCheckpoint
+ * (--checkpoint-dir, keeping 3) and BackupAndRestore (DIR/backup), which
+ * resumes an interrupted run at its epoch; validation each epoch on the
+ * held-out examples, exactly once (eval_shard). */
+static int
+train_fit(pasco_coordinator *c, pasco_strategy *s, model *m,
+    pasco_variable *acc, int epochs, int steps, const char *ckpt_dir,
+    const char *logdir)
+{
+	pasco_per_worker_dataset  *d   = NULL;
+	pasco_per_worker_iterator *it  = NULL;
+	pasco_callbacks           *cbs = NULL;
+	pasco_callback             cb;
+	pasco_history              h       = {0};
+	const char                *names[] = {"accuracy"};
+	char                       backup[4096];
+	int                        rv;
+
+	if ((rv = make_iterator(c, "train_data", &d, &it)) != 0) {
+		goto out;
+	}
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(m->emb),
+	    pasco_arg_variable(m->kernel), pasco_arg_variable(m->bias),
+	    pasco_arg_variable(acc)};
+	if ((rv = pasco_callbacks_create(&cbs)) == 0 && ckpt_dir != NULL) {
+		snprintf(backup, sizeof(backup), "%s/backup", ckpt_dir);
+		if ((rv = pasco_callback_backup_restore(&cb, s, backup)) ==
+		    0) {
+			rv = pasco_callbacks_add(cbs, cb);
+		}
+		if (rv == 0 &&
+		    (rv = pasco_callback_checkpoint(&cb,
+		         &(pasco_checkpoint_callback_options){
+		             .strategy = s, .dir = ckpt_dir, .keep = 3})) ==
+		        0) {
+			rv = pasco_callbacks_add(cbs, cb);
+		}
+	}
+	if (rv == 0 && logdir != NULL &&
+	    (rv = pasco_callback_tensorboard(
+	         &cb, &(pasco_tensorboard_options){
+	                  .logdir = logdir, .learning_rate = 0.1})) == 0) {
+		rv = pasco_callbacks_add(cbs, cb);
+	}
+	if (rv == 0 && (rv = pasco_callback_progress(&cb, NULL)) == 0) {
+		rv = pasco_callbacks_add(cbs, cb);
+	}
+	if (rv != 0) {
+		report(rv, "setting up the callbacks", pasco_fit_error());
+		goto out;
+	}
+	pasco_fit_options o = {.epochs = epochs,
+	    .steps_per_epoch           = steps,
+	    .step_function             = "fit_step",
+	    .args                      = args,
+	    .nargs                     = 5,
+	    .metric_names              = names,
+	    .nmetrics                  = 1,
+	    .validation_function       = "eval_shard",
+	    .validation_args           = args + 1,
+	    .nvalidation_args          = 3,
+	    .callbacks                 = cbs};
+	if ((rv = pasco_fit(c, &o, &h)) != 0) {
+		report(rv, "training failed", pasco_fit_error());
+	} else if (h.count > 0) {
+		double loss, val;
+		pasco_logs_get(&h.epochs[h.count - 1], "loss", &loss);
+		pasco_logs_get(&h.epochs[h.count - 1], "val_accuracy", &val);
+		printf(
+		    "fit: %d epochs from epoch %d, loss = %.4f, val_accuracy "
+		    "= %.4f\n",
+		    (int) h.count, (int) h.initial_epoch, loss, val);
+	}
+out:
+	pasco_history_fini(&h);
+	pasco_callbacks_free(cbs);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	return rv;
+}
+
 /* Inline evaluation on the coordinator: the tutorial's first way. */
 static int
 evaluate_on_coordinator(model *m, double *accuracy)
@@ -582,16 +783,22 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pasco_variable        *acc = NULL, *eval_acc = NULL;
 	model                  m          = {NULL, NULL, NULL};
 	double                 inline_acc = NAN, worker_acc = NAN;
-	const char            *ckpt_dir = NULL;
-	int                    first    = 0, rv;
-	example_option         opts[]   = {
-	              {"epochs", OPTION_INT, &epochs, 1, 1e7, "N  epochs (5)"},
-	              {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (20)"},
-	              {"eval-steps", OPTION_INT, &eval_steps, 1, 1e7,
-	                  "N  evaluation steps on the workers (20)"},
-	              {"checkpoint-dir", OPTION_PATH, &ckpt_dir, 0, 0,
-	                  "DIR  save a checkpoint each epoch; resume from DIR's latest"},
-	              {NULL}};
+	const char            *ckpt_dir = NULL, *logdir = NULL;
+	int                    first = 0, use_fit = 0, rv;
+	example_option         opts[] = {
+	            {"epochs", OPTION_INT, &epochs, 1, 1e7, "N  epochs (5)"},
+	            {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (20)"},
+	            {"eval-steps", OPTION_INT, &eval_steps, 1, 1e7,
+	                "N  evaluation steps on the workers (20)"},
+	            {"checkpoint-dir", OPTION_PATH, &ckpt_dir, 0, 0,
+	                "DIR  save a checkpoint each epoch; resume from DIR's latest"},
+	            {"fit", OPTION_FLAG, &use_fit, 0, 0,
+	                "  train with pasco_fit and callbacks (the tutorial's "
+	                        "Model.fit)"},
+	            {"logdir", OPTION_PATH, &logdir, 0, 0,
+	                "DIR  with --fit: TensorBoard event files in DIR/train, "
+	                        "DIR/eval"},
+	            {NULL}};
 
 	if ((rv = parse_options(argc, argv,
 	         "pasco launch --ps N --workers M -- embedding_classifier "
@@ -603,7 +810,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		return 0;
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, &so)) != 0) {
-		report(rv, "cannot reach the cluster", pasco_strategy_error(NULL));
+		report(rv, "cannot reach the cluster",
+		    pasco_strategy_error(NULL));
 		goto out;
 	}
 	if ((rv = create_model(s, &m, &acc, &eval_acc)) != 0 ||
@@ -617,12 +825,13 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		report(rv, "creating the coordinator", NULL);
 		goto out;
 	}
-	if (ckpt_dir != NULL &&
-	    (rv = resume(s, ckpt_dir, steps, &first)) != 0) {
-		goto out;
+	if (use_fit) {
+		rv = train_fit(c, s, &m, acc, epochs, steps, ckpt_dir, logdir);
+	} else if (ckpt_dir == NULL ||
+	           (rv = resume(s, ckpt_dir, steps, &first)) == 0) {
+		rv = train(c, &m, acc, first, epochs, steps, s, ckpt_dir);
 	}
-	if ((rv = train(c, &m, acc, first, epochs, steps, s, ckpt_dir)) != 0 ||
-	    (rv = evaluate_on_coordinator(&m, &inline_acc)) != 0) {
+	if (rv != 0 || (rv = evaluate_on_coordinator(&m, &inline_acc)) != 0) {
 		goto out;
 	}
 	printf("Evaluation accuracy (on the coordinator): %.4f\n", inline_acc);

@@ -24,7 +24,8 @@ typedef enum {
 	OPTION_INT,
 	OPTION_LONG,
 	OPTION_DOUBLE,
-	OPTION_PATH
+	OPTION_PATH,
+	OPTION_FLAG /* no value: sets an int to 1 */
 } option_kind;
 
 typedef struct example_option {
@@ -65,6 +66,10 @@ option_set(char **argv, const example_option *opt, const char *text)
 		*(const char **) opt->value = text;
 		return 0;
 	}
+	if (opt->kind == OPTION_FLAG) {
+		*(int *) opt->value = 1;
+		return 0;
+	}
 	errno = 0;
 	v     = opt->kind == OPTION_DOUBLE ? strtod(text, &end)
 	                                   : (double) strtoll(text, &end, 10);
@@ -97,8 +102,10 @@ parse_options(
 	int           n = 0, opt;
 
 	for (; opts[n].name != NULL && n < 29; n++) {
-		long_opts[n] = (struct option){
-		    opts[n].name, required_argument, NULL, 256 + n};
+		long_opts[n] = (struct option){opts[n].name,
+		    opts[n].kind == OPTION_FLAG ? no_argument
+		                                : required_argument,
+		    NULL, 256 + n};
 	}
 	long_opts[n]     = (struct option){"help", no_argument, NULL, 'h'};
 	long_opts[n + 1] = (struct option){"version", no_argument, NULL, 'V'};

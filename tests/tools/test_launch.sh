@@ -124,6 +124,43 @@ else
 	fail "the long run never reached epoch 2"; cat "$TMP/killed.out"
 fi
 
+# 1e. The fit path (the tutorial's Model.fit with TensorBoard, ModelCheckpoint
+# and BackupAndRestore): killed mid-training, a restarted chief resumes at the
+# interrupted epoch; the event files read back with the independent reader.
+FIT="$TMP/fit"
+READER="$(dirname "$0")/read_events.py"
+PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP" -- "$CLASSIFIER" \
+	--fit --epochs 1000 --steps 200 --checkpoint-dir "$FIT/ckpt" --logdir "$FIT/logs" > "$TMP/fit1.out" 2>&1 &
+launcher=$!
+if wait_for 'grep -q "Epoch 3/1000: 200/200 steps" "$TMP/fit1.out"' 600; then
+	kill -KILL "$launcher"
+	wait "$launcher" 2>/dev/null
+	no_leftovers
+	PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP" -- \
+		"$CLASSIFIER" --fit --epochs 12 --steps 200 --checkpoint-dir "$FIT/ckpt" --logdir "$FIT/logs2" > "$TMP/fit2.out" 2>&1
+	status=$?
+	start=$(sed -n 's/^\[chief 0\] Starting at epoch \([0-9]*\)\/12$/\1/p' "$TMP/fit2.out")
+	if [ "$status" -eq 0 ] && [ -n "$start" ] && [ "$start" -ge 4 ] &&
+		grep -q '^\[chief 0\] accuracy = ' "$TMP/fit2.out" &&
+		[ -d "$FIT/ckpt/ckpt-2400" ] && [ ! -e "$FIT/ckpt/backup/training_state.json" ]; then
+		ok "fit: killed, a restarted chief resumed at epoch $start (BackupAndRestore)"
+	else
+		fail "fit resume: status $status, start '$start'"; cat "$TMP/fit1.out" "$TMP/fit2.out"
+	fi
+	if python3 "$READER" "$FIT"/logs2/train/events.out.tfevents.* > "$TMP/train.json" &&
+		python3 "$READER" "$FIT"/logs2/eval/events.out.tfevents.* > "$TMP/eval.json" &&
+		grep -q '"file_version": "brain.Event:2"' "$TMP/train.json" &&
+		grep -q '"step": 11, "tag": "epoch_loss"' "$TMP/train.json" &&
+		grep -q '"tag": "epoch_learning_rate"' "$TMP/train.json" &&
+		grep -q '"step": 11, "tag": "epoch_accuracy"' "$TMP/eval.json"; then
+		ok "fit: TensorBoard event files under logdir/train and logdir/eval read back"
+	else
+		fail "fit: event files"; ls -R "$FIT"; cat "$TMP/train.json" "$TMP/eval.json"
+	fi
+else
+	fail "the fit run never reached epoch 3"; cat "$TMP/fit1.out"
+fi
+
 # 1e. Sparse logistic regression from TFRecord shards on disk: written by
 # make_clicks, read per worker, evaluated exactly once over 8 shards.
 if "$MAKE_CLICKS" "$TMP/clicks" --train 100000 --eval 10000 > "$TMP/mk.out" 2>&1 &&

@@ -1,0 +1,355 @@
+/*
+ * The fit loop (include/pasco/fit.h): Keras's Model.fit under
+ * ParameterServerStrategy, on the coordinator's public API. Each epoch
+ * schedules its closures at once (the queue is the buffer), then fetches
+ * their results in order as they finish, reporting progress after each;
+ * the epoch's loss and metrics are the means of the closures' results.
+ * Validation runs once per epoch through pasco_schedule_shards, so every
+ * shard of the validation data counts exactly once. Callbacks see epoch
+ * boundaries, plus the progress calls that built-in callbacks use.
+ * Runs entirely on the calling thread.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coordinator_impl.h"
+#include "pasco/fit.h"
+#include "util.h"
+
+/* loss, each metric, their val_ forms and steps_per_second fit in the
+ * logs with room for callbacks' own entries */
+#define MAX_METRICS 12
+
+/* The want numbers of a step's or validation's result: a scalar (want
+ * 1), a 1-D tensor of want elements, or a list of want scalars. */
+static int
+result_values(const pasco_value *v, double *out, size_t want, const char *fn)
+{
+	const pasco_tensor *t = pasco_value_as_tensor(v);
+	if (t != NULL && t->count == (int64_t) want) {
+		for (size_t i = 0; i < want; i++) {
+			out[i] = pasco_tensor_get(t, (int64_t) i);
+		}
+		return PASCO_OK;
+	}
+	if (pasco_value_kind_of(v) == PASCO_VALUE_LIST &&
+	    pasco_value_size(v) == want) {
+		for (size_t i = 0; i < want; i++) {
+			const pasco_tensor *x =
+			    pasco_value_as_tensor(pasco_value_item(v, i));
+			if (x == NULL || x->count != 1) {
+				return pasco_fit_fail(PASCO_EINVAL,
+				    "%s returned a list whose item %zu is not "
+				    "a scalar",
+				    fn, i);
+			}
+			out[i] = pasco_tensor_get(x, 0);
+		}
+		return PASCO_OK;
+	}
+	return pasco_fit_fail(PASCO_EINVAL,
+	    "%s returned %s; want %zu number%s (a scalar, a list of scalars "
+	    "or a 1-D tensor)",
+	    fn,
+	    t != NULL ? "a tensor of another size"
+	    : pasco_value_kind_of(v) == PASCO_VALUE_LIST
+	        ? "a list of another size"
+	        : "no numbers",
+	    want, want == 1 ? "" : "s");
+}
+
+static int
+check_options(const pasco_fit_options *o)
+{
+	if (o == NULL || o->step_function == NULL) {
+		return pasco_fit_fail(
+		    PASCO_EINVAL, "pasco_fit: no step function given");
+	}
+	if (o->steps_per_epoch <= 0) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: steps_per_epoch is required with a "
+		    "parameter-server strategy (per-worker datasets have no "
+		    "end, so an epoch is a number of steps); got %lld",
+		    (long long) o->steps_per_epoch);
+	}
+	if (o->epochs < 0 || o->initial_epoch < 0) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: epochs (%d) and initial_epoch (%d) must be "
+		    ">= 0",
+		    (int) o->epochs, (int) o->initial_epoch);
+	}
+	if (o->nmetrics > MAX_METRICS ||
+	    (o->nmetrics > 0 && o->metric_names == NULL)) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: up to %d metrics, each with a name",
+		    MAX_METRICS);
+	}
+	for (size_t i = 0; i < o->nmetrics; i++) {
+		const char *m = o->metric_names[i];
+		if (m == NULL || m[0] == 0 ||
+		    strlen(m) + 4 >= PASCO_LOG_NAME_MAX ||
+		    strcmp(m, "loss") == 0) {
+			return pasco_fit_fail(PASCO_EINVAL,
+			    "pasco_fit: metric %zu needs a name of 1 to %d "
+			    "bytes other than \"loss\"",
+			    i, PASCO_LOG_NAME_MAX - 5);
+		}
+	}
+	if (o->validation_shards < 0) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: validation_shards must be >= 0, got %d",
+		    (int) o->validation_shards);
+	}
+	return PASCO_OK;
+}
+
+/* Why a step failed: what the coordinator raised (joining clears the
+ * error, so the coordinator stays usable), else the value's own. */
+static int
+step_failed(
+    pasco_coordinator *c, pasco_remote_value *rv, int err, const char *fn)
+{
+	int  jr = pasco_join(c);
+	char why[400];
+	snprintf(why, sizeof(why), "%s",
+	    jr != PASCO_OK && pasco_coordinator_error(c)[0] != 0
+	        ? pasco_coordinator_error(c)
+	    : rv != NULL ? pasco_remote_value_error(rv)
+	                 : "");
+	return pasco_fit_fail(jr != PASCO_OK ? jr : err,
+	    "step function %s: %s", fn,
+	    why[0] != 0 ? why : pasco_strerror(err));
+}
+
+/* Schedules the epoch's closures; *n gets how many were scheduled. */
+static int
+schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
+    pasco_remote_value **rvs, int64_t nclosures, int64_t *n)
+{
+	for (*n = 0; *n < nclosures; (*n)++) {
+		int64_t                left = o->steps_per_epoch - *n * spe;
+		pasco_schedule_options so   = {
+		      .repeat = (uint32_t) (left < spe ? left : spe)};
+		int rv = pasco_schedule_with(
+		    c, o->step_function, o->args, o->nargs, &so, &rvs[*n]);
+		if (rv != PASCO_OK) {
+			return step_failed(c, NULL, rv, o->step_function);
+		}
+	}
+	return PASCO_OK;
+}
+
+/* Fetches the closures' results in order, adding them into sums (loss,
+ * then metrics) and reporting progress after each. */
+static int
+fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
+    pasco_remote_value **rvs, int64_t n, pasco_callbacks *cbs, double *sums)
+{
+	int64_t done = 0;
+	for (int64_t i = 0; i < n; i++) {
+		const pasco_value *v;
+		double             vals[1 + MAX_METRICS];
+		int                rv = pasco_remote_value_fetch(rvs[i], &v);
+		if (rv != PASCO_OK) {
+			return step_failed(c, rvs[i], rv, o->step_function);
+		}
+		if ((rv = result_values(v, vals, 1 + o->nmetrics,
+		         o->step_function)) != PASCO_OK) {
+			return rv;
+		}
+		for (size_t k = 0; k <= o->nmetrics; k++) {
+			sums[k] += vals[k];
+		}
+		done += o->steps_per_epoch - done < spe
+		            ? o->steps_per_epoch - done
+		            : spe;
+		if ((rv = pasco_callbacks_progress(
+		         cbs, done, sums[0] / (double) (i + 1))) != PASCO_OK) {
+			return rv;
+		}
+	}
+	return PASCO_OK;
+}
+
+/* One epoch of training steps; its loss, metrics and steps/s into logs. */
+static int
+train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
+    pasco_callbacks *cbs, pasco_logs *logs)
+{
+	uint32_t spe = o->steps_per_execution ? o->steps_per_execution : 1;
+	int64_t  nclosures = (o->steps_per_epoch + spe - 1) / spe, n = 0;
+	double   sums[1 + MAX_METRICS] = {0};
+	int64_t  start                 = pasci_now_ns();
+	pasco_remote_value **rvs = calloc((size_t) nclosures, sizeof(*rvs));
+	int                  rv;
+
+	if (rvs == NULL) {
+		return pasco_fit_fail(PASCO_ENOMEM,
+		    "no memory for %lld remote values", (long long) nclosures);
+	}
+	rv = schedule_epoch(c, o, spe, rvs, nclosures, &n);
+	if (rv == PASCO_OK) {
+		rv = fetch_epoch(c, o, spe, rvs, n, cbs, sums);
+	}
+	if (rv == PASCO_OK && (rv = pasco_join(c)) != PASCO_OK) {
+		rv = step_failed(c, NULL, rv, o->step_function);
+	} else if (rv != PASCO_OK) {
+		(void) pasco_join(c); /* the rest of the epoch, or its error */
+	}
+	for (int64_t i = 0; i < n; i++) {
+		pasco_remote_value_free(rvs[i]);
+	}
+	free(rvs);
+	if (rv != PASCO_OK) {
+		return rv;
+	}
+	double secs = (double) (pasci_now_ns() - start) * 1e-9;
+	rv          = pasco_logs_set(logs, "loss", sums[0] / (double) n);
+	for (size_t k = 0; rv == PASCO_OK && k < o->nmetrics; k++) {
+		rv = pasco_logs_set(
+		    logs, o->metric_names[k], sums[1 + k] / (double) n);
+	}
+	if (rv == PASCO_OK) {
+		rv = pasco_logs_set(logs, "steps_per_second",
+		    (double) o->steps_per_epoch / (secs > 0 ? secs : 1e-9));
+	}
+	return rv;
+}
+
+/* Exactly-once validation: val_loss and val_<metric> into logs. */
+static int
+validate(pasco_coordinator *c, const pasco_fit_options *o, pasco_logs *logs)
+{
+	int32_t       shards                = o->validation_shards > 0
+	                                          ? o->validation_shards
+	                                          : (int32_t) pasco_strategy_num_workers(c->s);
+	size_t        want                  = 2 + o->nmetrics;
+	double        sums[2 + MAX_METRICS] = {0};
+	pasco_value **res = calloc((size_t) shards, sizeof(*res));
+	int           rv;
+	char          name[PASCO_LOG_NAME_MAX];
+
+	if (res == NULL) {
+		return pasco_fit_fail(PASCO_ENOMEM, "no memory for results");
+	}
+	rv = pasco_schedule_shards(c, o->validation_function,
+	    o->validation_args, o->nvalidation_args, shards, res);
+	if (rv != PASCO_OK) {
+		pasco_fit_fail(rv, "validation function %s: %s",
+		    o->validation_function,
+		    pasco_coordinator_error(c)[0] ? pasco_coordinator_error(c)
+		                                  : pasco_strerror(rv));
+	}
+	for (int32_t k = 0; rv == PASCO_OK && k < shards; k++) {
+		double vals[2 + MAX_METRICS];
+		rv = result_values(res[k], vals, want, o->validation_function);
+		for (size_t i = 0; rv == PASCO_OK && i < want; i++) {
+			sums[i] += vals[i];
+		}
+	}
+	for (int32_t k = 0; k < shards; k++) {
+		pasco_value_free(res[k]);
+	}
+	free(res);
+	double count = sums[want - 1];
+	if (rv == PASCO_OK && !(count > 0)) {
+		rv = pasco_fit_fail(PASCO_EINVAL,
+		    "validation function %s counted %g examples over %d "
+		    "shards (the last number of its result is the count)",
+		    o->validation_function, count, (int) shards);
+	}
+	if (rv == PASCO_OK) {
+		rv = pasco_logs_set(logs, "val_loss", sums[0] / count);
+	}
+	for (size_t k = 0; rv == PASCO_OK && k < o->nmetrics; k++) {
+		pasci_fmt(name, sizeof(name), "val_%s", o->metric_names[k]);
+		rv = pasco_logs_set(logs, name, sums[1 + k] / count);
+	}
+	return rv;
+}
+
+static int
+history_add(pasco_history *h, const pasco_logs *logs)
+{
+	pasco_logs *p;
+	if (h == NULL) {
+		return PASCO_OK;
+	}
+	if ((p = realloc(h->epochs, (size_t) (h->count + 1) * sizeof(*p))) ==
+	    NULL) {
+		return pasco_fit_fail(
+		    PASCO_ENOMEM, "no memory for the history");
+	}
+	h->epochs             = p;
+	h->epochs[h->count++] = *logs;
+	return PASCO_OK;
+}
+
+static int
+fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
+    pasco_callbacks *cbs, pasco_history *h, pasco_logs *logs)
+{
+	int32_t epochs = o->epochs > 0 ? o->epochs : 1;
+	int32_t first  = o->initial_epoch;
+	int     rv =
+	    pasco_callbacks_begin(cbs, epochs, o->steps_per_epoch, &first);
+	if (h != NULL) {
+		h->initial_epoch = first;
+	}
+	for (int32_t e = first; rv == PASCO_OK && e < epochs; e++) {
+		memset(logs, 0, sizeof(*logs));
+		if ((rv = pasco_callbacks_epoch_begin(cbs, e)) != PASCO_OK ||
+		    (rv = train_epoch(c, o, cbs, logs)) != PASCO_OK ||
+		    (o->validation_function != NULL &&
+		        (rv = validate(c, o, logs)) != PASCO_OK) ||
+		    (rv = history_add(h, logs)) != PASCO_OK ||
+		    (rv = pasco_callbacks_epoch_end(cbs, e, logs)) !=
+		        PASCO_OK) {
+			break;
+		}
+		if (pasco_callbacks_stop_requested(cbs)) {
+			if (h != NULL) {
+				h->stopped_early = true;
+			}
+			break;
+		}
+	}
+	return rv == PASCO_OK ? pasco_callbacks_end(cbs, logs) : rv;
+}
+
+int
+pasco_fit(pasco_coordinator *c, const pasco_fit_options *opts,
+    pasco_history *history)
+{
+	pasco_callbacks *own  = NULL, *cbs;
+	pasco_logs       logs = {0};
+	int              rv;
+
+	if (history != NULL) {
+		memset(history, 0, sizeof(*history));
+	}
+	if (c == NULL) {
+		return pasco_fit_fail(
+		    PASCO_EINVAL, "pasco_fit: no coordinator");
+	}
+	if ((rv = check_options(opts)) != PASCO_OK) {
+		return rv;
+	}
+	if ((cbs = opts->callbacks) == NULL &&
+	    (rv = pasco_callbacks_create(&own)) != PASCO_OK) {
+		return rv;
+	}
+	rv = fit_epochs(c, opts, cbs != NULL ? cbs : own, history, &logs);
+	pasco_callbacks_free(own);
+	return rv;
+}
+
+void
+pasco_history_fini(pasco_history *h)
+{
+	if (h != NULL) {
+		free(h->epochs);
+		memset(h, 0, sizeof(*h));
+	}
+}

@@ -1,0 +1,277 @@
+/*
+ * The training loop of Keras's Model.fit under ParameterServerStrategy,
+ * over the coordinator: epochs of steps_per_epoch scheduled step calls,
+ * the epoch's loss and metrics (the mean of what the steps returned,
+ * fetched at the epoch's end), optional exactly-once validation, and
+ * callbacks at epoch granularity, as TensorFlow restricts them under this
+ * strategy. The same callbacks drive a custom loop through a callback list
+ * (pasco_callbacks_begin, ..._epoch_begin, ..._epoch_end, ..._end), which
+ * pasco_fit itself uses.
+ *
+ *     pasco_callbacks *cbs;
+ *     pasco_callback   cb;
+ *     pasco_callbacks_create(&cbs);
+ *     pasco_callback_backup_restore(&cb, strategy, "/shared/backup");
+ *     pasco_callbacks_add(cbs, cb);
+ *     pasco_callback_checkpoint(&cb, &(pasco_checkpoint_callback_options){
+ *         .strategy = strategy, .dir = "/shared/ckpt", .keep = 3});
+ *     pasco_callbacks_add(cbs, cb);
+ *     pasco_fit_options o = {.epochs = 5, .steps_per_epoch = 20,
+ *         .step_function = "train_step", .args = args, .nargs = 4,
+ *         .callbacks = cbs};
+ *     int rv = pasco_fit(coord, &o, NULL);
+ *
+ * Errors carry a message: pasco_fit_error(), per thread.
+ */
+#ifndef PASCO_FIT_H
+#define PASCO_FIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "coordinator.h"
+#include "error.h"
+
+/* Logs: what Keras hands callbacks as `logs`, name -> value, in the order
+ * set. An epoch's logs hold "loss", each metric by its name, "val_loss"
+ * and "val_<metric>" when validating, and "steps_per_second". */
+#define PASCO_LOGS_MAX 32
+#define PASCO_LOG_NAME_MAX 64
+
+typedef struct pasco_logs {
+	size_t count;
+	struct {
+		char   name[PASCO_LOG_NAME_MAX];
+		double value;
+	} entries[PASCO_LOGS_MAX];
+} pasco_logs;
+
+/* Sets name (replacing its value when present). PASCO_EINVAL for a name
+ * that is empty or too long, PASCO_EOUTOFRANGE when logs are full. */
+int pasco_logs_set(pasco_logs *logs, const char *name, double value);
+
+/* Whether name is present; its value into *value (may be NULL). */
+bool pasco_logs_get(const pasco_logs *logs, const char *name, double *value);
+
+/* What callbacks see of the loop. The loop (or the custom loop's calls on
+ * the list) fills it; callbacks read it and may set the two fields marked
+ * writable. */
+typedef struct pasco_fit_context {
+	int32_t epochs;          /* training ends before this epoch */
+	int64_t steps_per_epoch; /* steps in each epoch */
+	/* The first epoch to run. A begin callback may move it (writable):
+	 * backup and restore does, to resume an interrupted run. */
+	int32_t initial_epoch;
+	int32_t epoch;      /* the current epoch, from 0 */
+	int64_t steps_done; /* steps of the current epoch finished so far */
+	/* The training step: epoch * steps_per_epoch + steps_done, kept by
+	 * the list (pasco_callbacks_global_step); the checkpoint step. */
+	int64_t global_step;
+	/* Set by a callback (writable) to end training after the current
+	 * epoch; stop_reason says why (shown by the progress display). */
+	bool stop_training;
+	char stop_reason[160];
+} pasco_fit_context;
+
+/* A callback: any function pointer may be NULL. Each is called from the
+ * thread running the loop, in the order the callbacks were added; a
+ * non-OK return ends the loop with that error (set a message with
+ * pasco_fit_fail). begin runs once before the first epoch; epoch_begin
+ * and epoch_end around each epoch (epoch_end with the epoch's logs);
+ * progress while an epoch's steps finish (ctx->steps_done grows; loss is
+ * the mean loss so far), at most once per finished closure: the only
+ * batch-level call, as TensorFlow keeps for its built-in callbacks; end
+ * once after training completes or stops early (not after an error),
+ * with the last epoch's logs. free releases user when the list is
+ * freed. */
+typedef struct pasco_callback {
+	const char *name; /* for messages; a string literal */
+	int (*begin)(void *user, pasco_fit_context *ctx);
+	int (*epoch_begin)(void *user, pasco_fit_context *ctx);
+	int (*progress)(void *user, pasco_fit_context *ctx, double loss);
+	int (*epoch_end)(
+	    void *user, pasco_fit_context *ctx, const pasco_logs *logs);
+	int (*end)(void *user, pasco_fit_context *ctx, const pasco_logs *logs);
+	void (*free)(void *user);
+	void *user;
+} pasco_callback;
+
+/* Records a printf-style message for pasco_fit_error on this thread and
+ * returns err: `return pasco_fit_fail(PASCO_EIO, "disk full");`. */
+int pasco_fit_fail(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The message of the last failure of a function of this header on this
+ * thread ("" if none). */
+const char *pasco_fit_error(void);
+
+/* A list of callbacks, driven by pasco_fit or by a custom loop. Not
+ * thread-safe: use a list from one thread. */
+typedef struct pasco_callbacks pasco_callbacks;
+
+int pasco_callbacks_create(pasco_callbacks **out);
+
+/* Appends cb. The list takes cb.user over, even on failure (PASCO_ENOMEM;
+ * cb.free is called then). */
+int pasco_callbacks_add(pasco_callbacks *cbs, pasco_callback cb);
+
+/* Starts training: epochs and steps_per_epoch (> 0, else PASCO_EINVAL)
+ * go into the context, *initial_epoch is where the caller means to start
+ * and, on return, where it must start (a backup may have moved it). */
+int pasco_callbacks_begin(pasco_callbacks *cbs, int32_t epochs,
+    int64_t steps_per_epoch, int32_t *initial_epoch);
+int pasco_callbacks_epoch_begin(pasco_callbacks *cbs, int32_t epoch);
+/* steps_done: steps of the current epoch finished; loss: their mean. */
+int pasco_callbacks_progress(
+    pasco_callbacks *cbs, int64_t steps_done, double loss);
+/* Ends the epoch: steps_done becomes steps_per_epoch. */
+int pasco_callbacks_epoch_end(
+    pasco_callbacks *cbs, int32_t epoch, const pasco_logs *logs);
+int pasco_callbacks_end(pasco_callbacks *cbs, const pasco_logs *logs);
+
+/* Whether a callback asked training to stop (early stopping does). */
+bool pasco_callbacks_stop_requested(const pasco_callbacks *cbs);
+
+/* The training step now (see pasco_fit_context.global_step). */
+int64_t pasco_callbacks_global_step(const pasco_callbacks *cbs);
+
+/* The list's context (borrowed). */
+const pasco_fit_context *pasco_callbacks_context(const pasco_callbacks *cbs);
+
+/* Frees the list and every callback's user data. NULL is a no-op. */
+void pasco_callbacks_free(pasco_callbacks *cbs);
+
+/* Built-in callbacks. Each fills *out; pass it to pasco_callbacks_add. */
+
+typedef struct pasco_checkpoint_callback_options {
+	pasco_strategy *strategy; /* whose variables are saved */
+	const char     *dir;      /* checkpoints go to dir/ckpt-<step> */
+	/* Save every N training steps (checked as steps finish); 0: at the
+	 * end of every epoch. The final step is saved at the end either
+	 * way. */
+	int64_t every_steps;
+	int32_t keep; /* keep the newest N; 0 keeps all */
+} pasco_checkpoint_callback_options;
+
+/* ModelCheckpoint: pasco_checkpoint_save at the global step. Copied. */
+int pasco_callback_checkpoint(
+    pasco_callback *out, const pasco_checkpoint_callback_options *o);
+
+/* BackupAndRestore: at each epoch's end, a checkpoint in backup_dir
+ * (keeping 2) and then backup_dir/training_state.json ({"epoch": next
+ * epoch, "step": ..., "checkpoint": "ckpt-<step>"}, renamed into place);
+ * at begin, when that file exists, the checkpoint it names is restored
+ * and training starts at its epoch; at a successful end, the backup is
+ * deleted. backup_dir must be on storage every task reaches. */
+int pasco_callback_backup_restore(
+    pasco_callback *out, pasco_strategy *strategy, const char *backup_dir);
+
+typedef struct pasco_tensorboard_options {
+	const char *logdir; /* event files in logdir/train and logdir/eval */
+	/* Written as epoch_learning_rate each epoch when not 0. */
+	double learning_rate;
+} pasco_tensorboard_options;
+
+/* TensorBoard: at each epoch's end, every log as the scalar
+ * "epoch_<name>" at step epoch, as Keras writes them: train logs in
+ * logdir/train, val_* logs (without "val_") in logdir/eval. */
+int pasco_callback_tensorboard(
+    pasco_callback *out, const pasco_tensorboard_options *o);
+
+typedef enum pasco_monitor_mode {
+	PASCO_MONITOR_AUTO = 0, /* max for names with "acc", else min */
+	PASCO_MONITOR_MIN  = 1,
+	PASCO_MONITOR_MAX  = 2,
+} pasco_monitor_mode;
+
+typedef struct pasco_early_stopping_options {
+	const char        *monitor; /* a log name; NULL: "val_loss" */
+	double             min_delta;
+	int32_t            patience;
+	pasco_monitor_mode mode;
+} pasco_early_stopping_options;
+
+/* EarlyStopping, as Keras: an epoch improves when its monitored value
+ * beats the best by more than min_delta; after `patience` epochs in a row
+ * without improvement (and not on the first epoch), training stops after
+ * the current epoch, saying so in ctx->stop_reason. Weights are left as
+ * they are. An epoch whose logs lack the name is skipped with a
+ * warning. */
+int pasco_callback_early_stopping(
+    pasco_callback *out, const pasco_early_stopping_options *o);
+
+typedef struct pasco_progress_options {
+	FILE *out; /* NULL: stdout */
+	/* Plain output (not a terminal): a line every interval_s seconds
+	 * while an epoch runs, and one at its end; 0 means 10 s. */
+	double interval_s;
+} pasco_progress_options;
+
+/* A progress display: on a terminal, one line updated in place (epoch,
+ * step, loss, steps/s, time left); elsewhere, periodic plain lines, and a
+ * line at each epoch's end with its logs. o may be NULL. */
+int pasco_callback_progress(
+    pasco_callback *out, const pasco_progress_options *o);
+
+/* The fit loop. */
+typedef struct pasco_fit_options {
+	int32_t epochs; /* train epochs [initial_epoch, epochs); 0 means 1 */
+	/* Required (PASCO_EINVAL when 0), as with ParameterServerStrategy:
+	 * the data are infinite per-worker streams, so an epoch is a count
+	 * of steps. */
+	int64_t steps_per_epoch;
+	int32_t initial_epoch;
+	/* The step function and its arguments (tensors, variables,
+	 * per-worker iterators), as pasco_schedule takes them. It returns
+	 * its loss as a scalar, or a list [loss, metric_0, ...] with one
+	 * scalar per metric name. */
+	const char        *step_function;
+	const pasco_arg   *args;
+	size_t             nargs;
+	const char *const *metric_names;
+	size_t             nmetrics;
+	/* Steps per closure (pasco_schedule_options.repeat, Keras's
+	 * steps_per_execution); the closure's result is its last step's.
+	 * 0 means 1. */
+	uint32_t steps_per_execution;
+	/* Validation after each epoch, exactly once through
+	 * pasco_schedule_shards: validation_function runs once per shard
+	 * with validation_args then (shard, num_shards) and returns that
+	 * shard's sums as a list of scalars or a 1-D tensor:
+	 * [sum_loss, sum_metric_0, ..., count]. val_loss is the total loss
+	 * over the total count, val_<metric> likewise. NULL: no validation.
+	 */
+	const char      *validation_function;
+	const pasco_arg *validation_args;
+	size_t           nvalidation_args;
+	int32_t          validation_shards; /* 0 means the worker count */
+	/* Callbacks, driven by the loop; not taken over. NULL: none. */
+	pasco_callbacks *callbacks;
+} pasco_fit_options;
+
+/* Keras's History: the logs of each epoch this call ran. */
+typedef struct pasco_history {
+	int32_t     initial_epoch; /* where training started */
+	int32_t     count;         /* epochs run */
+	pasco_logs *epochs;        /* epochs[i]: epoch initial_epoch + i */
+	bool        stopped_early; /* a callback stopped training */
+} pasco_history;
+
+/* Trains: for each epoch, callbacks' epoch_begin, steps_per_epoch steps
+ * scheduled on the workers (closures of steps_per_execution steps), their
+ * results fetched as they finish (progress callbacks), the epoch's logs
+ * (loss and metrics: means over the closures; steps_per_second), then
+ * validation, then epoch_end. history (may be NULL) gets the epochs'
+ * logs: pasco_history_fini it, also after a failure. Errors: PASCO_EINVAL
+ * for bad options, a step's or validation's error (the coordinator stays
+ * usable), a callback's. Message: pasco_fit_error. Blocks. Not
+ * thread-safe: one fit per coordinator at a time. */
+int pasco_fit(pasco_coordinator *c, const pasco_fit_options *opts,
+    pasco_history *history);
+
+/* Frees what pasco_fit put in h. NULL is a no-op. */
+void pasco_history_fini(pasco_history *h);
+
+#endif
