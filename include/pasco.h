@@ -54,6 +54,7 @@
 #include "pasco/optimizer.h"
 #include "pasco/partitioner.h"
 #include "pasco/server.h"
+#include "pasco/summary.h"
 #include "pasco/tfrecord.h"
 #include "pasco/tensor.h"
 #include "pasco/value.h"
