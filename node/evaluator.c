@@ -279,14 +279,34 @@ pasco_evaluator_destroy(pasco_evaluator *e)
 	free(e);
 }
 
-/* Steps of the complete checkpoints in dir newer than after, oldest
- * first; -1 when dir cannot be read (it does not exist yet). */
+/* Adds step to steps (n of them, ascending, at most max): when full, the
+ * newest is dropped for an older one, which a later round takes. */
+static size_t
+insert_step(int64_t *steps, size_t n, size_t max, int64_t step)
+{
+	size_t i;
+	if (n == max && steps[n - 1] < step) {
+		return n;
+	}
+	i = n < max ? n++ : n - 1;
+	for (; i > 0 && steps[i - 1] > step; i--) {
+		steps[i] = steps[i - 1];
+	}
+	steps[i] = step;
+	return n;
+}
+
+/* Steps of the complete checkpoints in dir newer than after, the oldest
+ * max of them, ascending, and in *newest the newest of all (or after);
+ * -1 when dir cannot be read (it does not exist yet). */
 static int
-list_pending(const char *dir, int64_t after, int64_t *steps, size_t max)
+list_pending(const char *dir, int64_t after, int64_t *steps, size_t max,
+    int64_t *newest)
 {
 	DIR           *d = opendir(dir);
 	struct dirent *ent;
-	int            n = 0;
+	size_t         n = 0;
+	*newest          = after;
 	if (d == NULL) {
 		return -1;
 	}
@@ -301,18 +321,14 @@ list_pending(const char *dir, int64_t after, int64_t *steps, size_t max)
 		pasci_fmt(
 		    path, sizeof(path), "%s/%s/" MANIFEST, dir, ent->d_name);
 		if (*end != 0 || errno != 0 || end == ent->d_name + 5 ||
-		    step <= after || (size_t) n == max ||
-		    access(path, R_OK) != 0) {
+		    step <= after || access(path, R_OK) != 0) {
 			continue;
 		}
-		int i = n++;
-		for (; i > 0 && steps[i - 1] > step; i--) {
-			steps[i] = steps[i - 1];
-		}
-		steps[i] = step;
+		n       = insert_step(steps, n, max, step);
+		*newest = step > *newest ? step : *newest;
 	}
 	closedir(d);
-	return n;
+	return (int) n;
 }
 
 /* The default reduction (evaluator.h): sums over the shards, divided by
@@ -521,7 +537,9 @@ watch(pasco_evaluator *e, int64_t *steps, const pasco_arg *args, size_t nargs)
 	bool    dir_seen = false, said = false;
 
 	for (;;) {
-		int n = list_pending(e->dir, e->seen, steps, MAX_PENDING);
+		int64_t newest;
+		int     n =
+		    list_pending(e->dir, e->seen, steps, MAX_PENDING, &newest);
 		if (n < 0 && !said) {
 			pasci_log(PASCI_LOG_WARN,
 			    "checkpoint directory %s does not exist yet; "
@@ -531,7 +549,7 @@ watch(pasco_evaluator *e, int64_t *steps, const pasco_arg *args, size_t nargs)
 		}
 		dir_seen = dir_seen || n >= 0;
 		if (e->opts.latest_only && n > 1) {
-			steps[0] = steps[n - 1];
+			steps[0] = newest;
 			n        = 1;
 		}
 		for (int i = 0; i < n; i++) {
