@@ -28,7 +28,8 @@
  * removed before it was restored (the chief keeps the newest N) is skipped
  * with a log line; one that cannot be restored (damaged) is logged and
  * skipped, and is not tried again. It ends once it has evaluated a
- * checkpoint whose step is at least final_step: the chief's last. If the
+ * checkpoint whose step is at least final_step: the chief's last (one
+ * that cannot be restored is not evaluated, and the timeout ends run). If the
  * chief dies before writing it, run gives up after timeout_ms without a
  * new checkpoint (PASCO_ETIMEDOUT); with timeout_ms 0 it waits forever,
  * as Keras's does. A directory that does not exist yet is waited for (the
