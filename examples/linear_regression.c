@@ -10,6 +10,19 @@
  * epoch), --lr X (0.05). The learning rate is kept small because updates
  * are asynchronous: with 2 workers x 4 closures in flight, gradients are up
  * to ~8 steps stale.
+ *
+ * With --checkpoint-dir DIR the chief saves a checkpoint at the end of
+ * every epoch (step = epochs done x steps), and an evaluator task, if the
+ * cluster has one, is a sidecar evaluator (pasco/evaluator.h): it
+ * evaluates each checkpoint on 4096 held-out examples, exactly once over
+ * 4 shards, prints one JSON line per checkpoint (loss = mean squared
+ * error, mae) and ends after the last epoch's checkpoint, or after
+ * --eval-timeout seconds (300) without a new one. --logdir DIR adds eval
+ * scalars for TensorBoard under DIR/eval. The ps tasks write the
+ * checkpoint files, so DIR must be under their --checkpoint-root:
+ *
+ *     pasco launch --evaluator --checkpoint-root /tmp/lr -- \
+ *         build/examples/linear_regression --checkpoint-dir /tmp/lr/ckpt
  */
 #include <math.h>
 #include <pasco.h>
@@ -20,6 +33,8 @@
 #include "options.h"
 
 #define BATCH 32
+#define EVAL_EXAMPLES 4096
+#define EVAL_SHARDS 4
 
 /* Each worker's examples: x uniform in [0, 1), y = 0.8 x + 1. */
 typedef struct stream {
@@ -147,6 +162,55 @@ out:
 	return rv;
 }
 
+/* args: w, b, k, K. The held-out examples (their own stream, the same on
+ * every task) with index i % K == k; returns [sum of squared errors, sum
+ * of absolute errors, count], as the sidecar evaluator reduces them. */
+PASCO_FUNCTION(eval_shard)
+{
+	pasco_variable     *wv, *bv;
+	const pasco_tensor *k, *nk;
+	pasco_tensor       *w = NULL, *b = NULL, *out = NULL;
+	int64_t             three = 3;
+	int                 rv;
+
+	if ((rv = pasco_call_variable(call, 0, &wv)) != 0 ||
+	    (rv = pasco_call_variable(call, 1, &bv)) != 0 ||
+	    (rv = pasco_call_tensor(call, 2, &k)) != 0 ||
+	    (rv = pasco_call_tensor(call, 3, &nk)) != 0) {
+		return rv;
+	}
+	if ((rv = pasco_variable_read(wv, &w)) != 0 ||
+	    (rv = pasco_variable_read(bv, &b)) != 0) {
+		pasco_call_fail(call, rv, "%s",
+		    w == NULL ? pasco_variable_error(wv)
+		              : pasco_variable_error(bv));
+		goto out;
+	}
+	if ((rv = pasco_tensor_alloc(&out, PASCO_F64, 1, &three)) != 0) {
+		pasco_call_fail(
+		    call, rv, "the result: %s", pasco_strerror(rv));
+		goto out;
+	}
+	double *sums = out->data, wf = pasco_tensor_get(w, 0),
+	       bf = pasco_tensor_get(b, 0);
+	for (int64_t i = (int64_t) pasco_tensor_get(k, 0); i < EVAL_EXAMPLES;
+	     i += (int64_t) pasco_tensor_get(nk, 0)) {
+		stream held_out = {.seed = 7, .counter = (uint64_t) i};
+		double x        = uniform(&held_out),
+		       e        = wf * x + bf - (0.8 * x + 1.0);
+		sums[0] += e * e;
+		sums[1] += fabs(e);
+		sums[2] += 1;
+	}
+	pasco_call_return(call, pasco_value_tensor(out));
+	out = NULL;
+out:
+	pasco_tensor_release(w);
+	pasco_tensor_release(b);
+	pasco_tensor_release(out);
+	return rv;
+}
+
 static double
 read_scalar(pasco_variable *v)
 {
@@ -201,16 +265,23 @@ train_epoch(pasco_coordinator *c, pasco_arg *args, int epoch, int steps)
 	return rv;
 }
 
+/* What the chief trains and the evaluator evaluates. */
+typedef struct config {
+	int         epochs, steps, eval_timeout_s;
+	double      lr;
+	const char *ckpt_dir, *logdir;
+} config;
+
 static int
-train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b, int epochs,
-    int steps, double lr)
+train(pasco_strategy *s, pasco_coordinator *c, pasco_variable *w,
+    pasco_variable *b, const config *cfg)
 {
 	pasco_per_worker_dataset  *data = NULL;
 	pasco_per_worker_iterator *it   = NULL;
 	pasco_tensor              *rate = NULL;
 	int                        rv;
 
-	if ((rv = pasco_tensor_scalar(&rate, PASCO_F32, lr)) != 0) {
+	if ((rv = pasco_tensor_scalar(&rate, PASCO_F32, cfg->lr)) != 0) {
 		report(rv, "making the learning rate", NULL);
 		goto out;
 	}
@@ -222,8 +293,15 @@ train(pasco_coordinator *c, pasco_variable *w, pasco_variable *b, int epochs,
 	}
 	pasco_arg args[4] = {pasco_arg_iterator(it), pasco_arg_variable(w),
 	    pasco_arg_variable(b), pasco_arg_tensor(rate)};
-	for (int epoch = 0; epoch < epochs && rv == 0; epoch++) {
-		rv = train_epoch(c, args, epoch, steps);
+	for (int epoch = 0; epoch < cfg->epochs && rv == 0; epoch++) {
+		rv = train_epoch(c, args, epoch, cfg->steps);
+		/* the step of a checkpoint: steps done when it was taken */
+		if (rv == 0 && cfg->ckpt_dir != NULL &&
+		    (rv = pasco_checkpoint_save(s, cfg->ckpt_dir,
+		         (int64_t) (epoch + 1) * cfg->steps, 0)) != 0) {
+			report(rv, "saving a checkpoint",
+			    pasco_strategy_error(s));
+		}
 	}
 out:
 	pasco_per_worker_iterator_free(it);
@@ -232,42 +310,109 @@ out:
 	return rv;
 }
 
+/* The model's variables, created by the chief on the ps tasks and by the
+ * evaluator on its own: the same names, dtypes and shapes. */
+static int
+create_model(pasco_strategy *s, pasco_variable **w, pasco_variable **b)
+{
+	pasco_tensor *zero = NULL;
+	int           rv;
+	if ((rv = pasco_tensor_scalar(&zero, PASCO_F32, 0.0)) != 0) {
+		return report(rv, "making the initial value", NULL);
+	}
+	if ((rv = pasco_variable_create(w, s, "w", zero)) != 0 ||
+	    (rv = pasco_variable_create(b, s, "b", zero)) != 0) {
+		report(rv, "creating the variables", pasco_strategy_error(s));
+	}
+	pasco_tensor_release(zero);
+	return rv;
+}
+
+/* The evaluator task: a sidecar evaluator of the chief's checkpoints. */
+static int
+evaluate(const config *cfg)
+{
+	static const char *const metrics[] = {"mae"};
+	pasco_evaluator         *e         = NULL;
+	pasco_variable          *w = NULL, *b = NULL;
+	pasco_evaluator_options  o = {.checkpoint_dir = cfg->ckpt_dir,
+	     .eval_fn                                 = "eval_shard",
+	     .num_shards                              = EVAL_SHARDS,
+	     .metric_names                            = metrics,
+	     .num_metrics                             = 1,
+	     .logdir                                  = cfg->logdir,
+	     .final_step = (int64_t) cfg->epochs * cfg->steps,
+	     .timeout_ms = (int64_t) cfg->eval_timeout_s * 1000};
+	int                      rv;
+
+	if (cfg->ckpt_dir == NULL) {
+		printf("evaluator: nothing to evaluate without "
+		       "--checkpoint-dir\n");
+		return 0;
+	}
+	if ((rv = pasco_evaluator_create(&e, &o)) != 0) {
+		report(
+		    rv, "starting the evaluator", pasco_evaluator_error(NULL));
+		return 1;
+	}
+	if ((rv = create_model(pasco_evaluator_strategy(e), &w, &b)) == 0) {
+		pasco_arg args[2] = {
+		    pasco_arg_variable(w), pasco_arg_variable(b)};
+		if ((rv = pasco_evaluator_run(e, args, 2)) != 0) {
+			report(rv, "evaluation", pasco_evaluator_error(e));
+		} else {
+			printf("evaluator: evaluated %lld checkpoints, the "
+			       "last at "
+			       "step %lld\n",
+			    (long long) pasco_evaluator_count(e),
+			    (long long) pasco_evaluator_last_step(e));
+		}
+	}
+	pasco_variable_free(w);
+	pasco_variable_free(b);
+	pasco_evaluator_destroy(e);
+	return rv == 0 ? 0 : 1;
+}
+
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
-	int                epochs = 20, steps = 100;
-	double             lr = 0.05, wv = NAN, bv = NAN;
+	config cfg = {
+	    .epochs = 20, .steps = 100, .eval_timeout_s = 300, .lr = 0.05};
+	double             wv = NAN, bv = NAN;
 	pasco_strategy    *s = NULL;
 	pasco_coordinator *c = NULL;
 	pasco_variable    *w = NULL, *b = NULL;
-	pasco_tensor      *zero = NULL;
 	int                rv;
 	example_option     opts[] = {
-	        {"epochs", OPTION_INT, &epochs, 1, 1e7, "N  epochs (20)"},
-	        {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (100)"},
-	        {"lr", OPTION_DOUBLE, &lr, 0, 1e3, "X  learning rate (0.05)"},
+	        {"epochs", OPTION_INT, &cfg.epochs, 1, 1e7, "N  epochs (20)"},
+	        {"steps", OPTION_INT, &cfg.steps, 1, 1e7,
+	            "N  steps per epoch (100)"},
+	        {"lr", OPTION_DOUBLE, &cfg.lr, 0, 1e3, "X  learning rate (0.05)"},
+	        {"checkpoint-dir", OPTION_PATH, &cfg.ckpt_dir, 0, 0,
+	            "DIR  a checkpoint each epoch; the evaluator watches it"},
+	        {"logdir", OPTION_PATH, &cfg.logdir, 0, 0,
+	            "DIR  eval scalars for TensorBoard under DIR/eval"},
+	        {"eval-timeout", OPTION_INT, &cfg.eval_timeout_s, 0, 1e7,
+	            "S  the evaluator ends after S s without a new "
+	                "checkpoint (300; 0: never)"},
 	        {NULL}};
 
 	if ((rv = parse_options(argc, argv,
-	         "pasco launch --ps N --workers M -- linear_regression "
-	         "[OPTIONS]",
+	         "pasco launch --ps N --workers M [--evaluator] -- "
+	         "linear_regression [OPTIONS]",
 	         opts)) >= 0) {
 		return rv;
 	}
-	if (evaluator_has_nothing_to_do(cluster)) {
-		return 0;
+	if (pasco_cluster_task_role(cluster) == PASCO_ROLE_EVALUATOR) {
+		return evaluate(&cfg);
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, NULL)) != 0) {
-		report(rv, "cannot reach the cluster", pasco_strategy_error(NULL));
+		report(rv, "cannot reach the cluster",
+		    pasco_strategy_error(NULL));
 		goto out;
 	}
-	if ((rv = pasco_tensor_scalar(&zero, PASCO_F32, 0.0)) != 0) {
-		report(rv, "making the initial value", NULL);
-		goto out;
-	}
-	if ((rv = pasco_variable_create(&w, s, "w", zero)) != 0 ||
-	    (rv = pasco_variable_create(&b, s, "b", zero)) != 0) {
-		report(rv, "creating the variables", pasco_strategy_error(s));
+	if ((rv = create_model(s, &w, &b)) != 0) {
 		goto out;
 	}
 	printf("w on ps %d, b on ps %d; %zu workers\n",
@@ -278,7 +423,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		goto out;
 	}
 	/* the final values are printed even when training failed midway */
-	rv = train(c, w, b, epochs, steps, lr);
+	rv = train(s, c, w, b, &cfg);
 	wv = read_scalar(w);
 	bv = read_scalar(b);
 	printf("w = %.4f\nb = %.4f\n", wv, bv);
@@ -289,7 +434,6 @@ out:
 	pasco_coordinator_destroy(c);
 	pasco_variable_free(w);
 	pasco_variable_free(b);
-	pasco_tensor_release(zero);
 	pasco_strategy_destroy(s);
 	return rv == 0 && fabs(wv - 0.8) < 0.01 && fabs(bv - 1.0) < 0.01 ? 0
 	                                                                 : 1;

@@ -47,6 +47,7 @@
 #include "pasco/dataset.h"
 #include "pasco/example.h"
 #include "pasco/error.h"
+#include "pasco/evaluator.h"
 #include "pasco/fit.h"
 #include "pasco/function.h"
 #include "pasco/initializer.h"

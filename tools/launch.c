@@ -2,11 +2,13 @@
  * `pasco launch`: starts a whole local cluster of one program (ps tasks,
  * then workers, then the chief) on free loopback ports, each with its
  * TF_CONFIG, prefixes every line a task prints with its role, and returns
- * the chief's exit status. When the chief ends, or the launcher is
- * interrupted, every task is stopped (SIGTERM, then SIGKILL after a grace
- * period); tasks also get SIGKILL if the launcher itself dies
- * (PR_SET_PDEATHSIG), so nothing is left behind. Single-threaded: one poll
- * loop over the tasks' output pipes and a self-pipe for signals.
+ * the chief's exit status. When the chief ends (and, if it ended well, an
+ * evaluator task has ended too: it evaluates the chief's last checkpoint
+ * after the chief), or the launcher is interrupted, every task is stopped
+ * (SIGTERM, then SIGKILL after a grace period); tasks also get SIGKILL if the
+ * launcher itself dies (PR_SET_PDEATHSIG), so nothing is left behind.
+ * Single-threaded: one poll loop over the tasks' output pipes and a self-pipe
+ * for signals.
  *
  * Unless PASCO_KEY_FILE is already set, the cluster gets a key of its own:
  * 32 random bytes in a temporary file (mode 0600) named to every task by
@@ -358,7 +360,9 @@ static const char usage_text[] =
     "  --ps N         ps tasks (default 1, 1 to 100)\n"
     "  --workers M    workers (default 2, 1 to 100)\n"
     "  --evaluator    also start one evaluator task (TF_CONFIG job\n"
-    "                 \"evaluator\"), running PROGRAM like the others\n"
+    "                 \"evaluator\"), running PROGRAM like the others;\n"
+    "                 when the chief ends well, it is waited for, and\n"
+    "                 its failure is the launch's status\n"
     "  --restart      restart a worker that fails (exits non-zero or is\n"
     "                 killed) with the same TF_CONFIG, up to 10 times\n"
     "  --checkpoint-root DIR\n"
@@ -431,6 +435,24 @@ start_all(task *tasks, int n, const char *cluster, char **argv)
 		}
 	}
 	return 0;
+}
+
+/* After the chief ended well: the evaluator still evaluates its last
+ * checkpoints and ends by itself (or after its own timeout), so it is
+ * waited for, its lines still printed. Returns a caught signal, or 0;
+ * *status becomes the evaluator's when it failed. */
+static int
+wait_evaluator(task *tasks, int n, task *evaluator, int *status)
+{
+	int caught = 0;
+	while (caught == 0 && evaluator->pid > 0) {
+		caught = pump(tasks, n, 200);
+		reap(tasks, n, true, false);
+	}
+	if (caught == 0) {
+		*status = exit_status(evaluator->status);
+	}
+	return caught;
 }
 
 /* --restart: a worker that failed is started again with the same
@@ -609,11 +631,14 @@ pasco_launch(int argc, char **argv)
 			restart_failed(tasks, n, cluster, argv);
 		}
 	}
+	status = exit_status(tasks[n - 1].status);
+	if (caught == 0 && status == 0 && nevaluators > 0) {
+		caught = wait_evaluator(tasks, n, &tasks[n - 2], &status);
+	}
 	stop_all(tasks, n);
 	if (key_path[0] != 0) {
 		unlink(key_path);
 	}
-	status = exit_status(tasks[n - 1].status);
 	free(tasks);
 	if (caught != 0) {
 		fprintf(stderr,

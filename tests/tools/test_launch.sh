@@ -268,16 +268,38 @@ fi
 if no_leftovers; then ok "no process left after --restart"; else fail "left behind after --restart: $(marked)"; fi
 
 # 7. --evaluator: one more task, of type evaluator, in every TF_CONFIG; it
-# runs the program's chief function, which has nothing to evaluate.
+# runs the program's chief function, which has nothing to evaluate without
+# a checkpoint directory.
 PASCO_TEST_MARK=$MARK timeout 60 "$PASCO" launch --evaluator --ps 1 --workers 1 -- \
 	"$EXAMPLE" > "$TMP/eval.out" 2>&1
 status=$?
 if [ "$status" -eq 0 ] &&
-	grep -q '^\[evaluator 0\] evaluator: nothing to evaluate in this example$' "$TMP/eval.out" &&
+	grep -q '^\[evaluator 0\] evaluator: nothing to evaluate without --checkpoint-dir$' "$TMP/eval.out" &&
 	! grep -q '^\[launch\] evaluator' "$TMP/eval.out"; then
 	ok "--evaluator: the evaluator task starts and exits 0"
 else
 	fail "--evaluator: status $status"; cat "$TMP/eval.out"
+fi
+# With checkpoints, a sidecar evaluator: one JSON line per checkpoint, in
+# step order, the loss going down; eval scalars read back by the
+# independent reader; it ends after the chief's final checkpoint, and the
+# launch waits for it.
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --evaluator --ps 2 --workers 2 \
+	--checkpoint-root "$TMP/lr" -- "$EXAMPLE" --epochs 12 --checkpoint-dir "$TMP/lr/ckpt" \
+	--logdir "$TMP/lr/logs" > "$TMP/sidecar.out" 2>&1
+status=$?
+steps=$(sed -n 's/^\[evaluator 0\] {"checkpoint":"[^"]*\/ckpt-[0-9]*","step":\([0-9]*\),"loss":[^,]*,"mae":[^,]*,"examples":4096}$/\1/p' "$TMP/sidecar.out" | tr '\n' ' ')
+losses=$(sed -n 's/^\[evaluator 0\] {.*"loss":\([^,]*\),.*/\1/p' "$TMP/sidecar.out")
+scalars=$(python3 "$(dirname "$0")/read_events.py" "$TMP"/lr/logs/eval/events.out.tfevents.* 2>&1 |
+	python3 -c 'import json, sys; d = json.load(sys.stdin); print(" ".join("%s@%d" % (s["tag"], s["step"]) for s in d["scalars"]))' 2>&1)
+if [ "$status" -eq 0 ] &&
+	[ "$steps" = "100 200 300 400 500 600 700 800 900 1000 1100 1200 " ] &&
+	python3 -c 'import sys; l = [float(x) for x in sys.argv[1:]]; sys.exit(0 if l[-1] < l[0] / 100 else 1)' $losses &&
+	[ "$(echo "$scalars" | wc -w)" -eq 24 ] && echo "$scalars" | grep -q 'loss@1200 mae@1200$' &&
+	tail -n 1 "$TMP/sidecar.out" | grep -q '^\[evaluator 0\] evaluator: evaluated 12 checkpoints, the last at step 1200$'; then
+	ok "--evaluator: the sidecar evaluator reports each of 12 checkpoints once and ends after the last"
+else
+	fail "--evaluator sidecar: status $status, steps '$steps', scalars '$scalars'"; cat "$TMP/sidecar.out"
 fi
 PASCO_TEST_MARK=$MARK timeout 60 "$PASCO" launch --evaluator --ps 1 --workers 1 -- \
 	sh -c 'echo "$TF_CONFIG"; sleep 1' > "$TMP/evalcfg.out" 2>&1 # the chief waits for the rest
