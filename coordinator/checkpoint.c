@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint_impl.h"
@@ -249,7 +250,24 @@ pasco_checkpoint_save(
 		rv = fail(s, PASCO_EIO, "%s: %s", ckdir, strerror(errno));
 		goto out;
 	}
-	if ((rv = save_shards(s, abs_ckdir, slots, files)) != 0) {
+	/* with ps recovery, a ps being recovered is waited for, and a save
+	 * that met a lost ps is tried again once it is back */
+	for (int attempt = 0;; attempt++) {
+		bool recovering = pasci_recovery_wait_healthy(s);
+		rv              = save_shards(s, abs_ckdir, slots, files);
+		if (rv == 0 || !recovering || attempt == 2 ||
+		    (rv != PASCO_EUNAVAILABLE && rv != PASCO_ETIMEDOUT)) {
+			break;
+		}
+		pasci_log(PASCI_LOG_WARN, "checkpoint %s: %s; trying again",
+		    ckdir, pasco_strategy_error(s));
+		nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+		cJSON_Delete(slots);
+		cJSON_Delete(files);
+		slots = cJSON_CreateObject();
+		files = cJSON_CreateObject();
+	}
+	if (rv != 0) {
 		goto out;
 	}
 	m = manifest_of(s, step, slots);
@@ -269,6 +287,7 @@ pasco_checkpoint_save(
 		goto out;
 	}
 	prune(dir, keep);
+	pasci_recovery_note_save(s, dir);
 out:
 	free(text);
 	cJSON_Delete(m);

@@ -45,6 +45,7 @@ typedef struct closure_queue {
 	int           error; /* first error, 0 if none */
 	char          error_msg[1024];
 	int           error_source; /* the task that raised it, or -1 */
+	bool          paused; /* a ps is being recovered: no global closure */
 } closure_queue;
 
 int pasci_queue_init(
@@ -101,6 +102,10 @@ void pasci_queue_record_error_from(
 /* A global closure could not run on w (the worker failed): back to the
  * tail of the queue, or cancelled if an error is pending. */
 void pasci_queue_put_back(closure_queue *q, size_t w, closure *c);
+
+/* While paused, no global closure is handed out (tagged ones are), and
+ * wait keeps waiting for the queued ones: a ps is being recovered. */
+void pasci_queue_set_paused(closure_queue *q, bool paused);
 
 /* The same three for a rider (err 0: finished). */
 void pasci_queue_rider_done(
