@@ -20,6 +20,8 @@
 #include "queue.h"
 #include "rpc.h"
 
+typedef struct pasci_recovery pasci_recovery; /* recovery.h */
+
 typedef struct var_entry {
 	pasco_variable   *layout; /* a handle to the created variable */
 	struct var_entry *next;
@@ -58,6 +60,7 @@ struct pasco_strategy {
 	var_entry         *vars;
 	pasco_coordinator *coord; /* the one attached coordinator */
 	char               error[1024];
+	pasci_recovery    *rec; /* ps recovery (recovery.h) */
 };
 
 /* Checks opts' consistency mode into s->sync (a message in s->error). */

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "coordinator_impl.h"
+#include "recovery.h"
 #include "util.h"
 #include "variable_impl.h"
 #include "wire.h"
@@ -171,6 +172,7 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 
 	pasci_wire_builder_init(&b, methods[cl->kind]);
 	if (cl->kind == CLOSURE_RUN) {
+		cl->ps_epoch = pasci_recovery_epoch(c->s);
 		encode_run(&b, cl);
 	} else {
 		b.hdr.name         = cl->name != NULL ? cl->name : (char *) "";
@@ -285,7 +287,17 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 		pasci_fmt(msg, sizeof(msg), "%s", reply->hdr->error);
 	}
 	if (status != 0) {
-		fail_closure(q, w, cl, rider, status, msg);
+		/* with ps recovery, a ps lost under it: run it again */
+		switch (
+		    pasci_recovery_on_failure(c, w, cl, rider, status, msg)) {
+		case PASCI_RECOVERY_RETRY:
+			put_back(q, w, cl, rider);
+			break;
+		case PASCI_RECOVERY_HELD:
+			break;
+		default:
+			fail_closure(q, w, cl, rider, status, msg);
+		}
 		return;
 	}
 	if (cl->rv != NULL) {
@@ -624,6 +636,7 @@ static void
 abandon_flights(void *arg)
 {
 	pasco_coordinator *c = arg;
+	pasci_recovery_flush(c); /* cancelled: the queue is stopped */
 	for (size_t w = 0; w < c->nworkers; w++) {
 		pasci_rpc_client_abandon(c->s->workers[w], PASCO_ECANCELLED,
 		    "the coordinator is shutting down");

@@ -212,7 +212,7 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 	/* Unlike TensorFlow, no global closure starts while an error is
 	 * pending: they would be cancelled at the next API call anyway. */
 	if (q->head != NULL && qw->inflight < q->window && q->error == 0 &&
-	    qw->tagged_head == NULL && !qw->tagged_inflight) {
+	    !q->paused && qw->tagged_head == NULL && !qw->tagged_inflight) {
 		q->len--;
 		q->inflight++;
 		qw->inflight++;
@@ -243,7 +243,7 @@ pasci_queue_take_riders(closure_queue *q, size_t w, closure **out, size_t max)
 	queue_worker *qw = &q->workers[w];
 	size_t        n  = 0;
 	pthread_mutex_lock(&q->mu);
-	if (qw->up && q->error == 0 && !q->stopped &&
+	if (qw->up && q->error == 0 && !q->stopped && !q->paused &&
 	    qw->tagged_head == NULL && !qw->tagged_inflight &&
 	    qw->inflight >= q->window && !other_has_room_locked(q, w)) {
 		while (n < max && q->head != NULL && q->head->small) {
@@ -378,6 +378,15 @@ void
 pasci_queue_rider_put_back(closure_queue *q, size_t w, closure *c)
 {
 	put_back(q, w, c, true);
+}
+
+void
+pasci_queue_set_paused(closure_queue *q, bool paused)
+{
+	pthread_mutex_lock(&q->mu);
+	q->paused = paused;
+	wake_all_locked(q);
+	pthread_mutex_unlock(&q->mu);
 }
 
 void

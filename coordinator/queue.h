@@ -52,6 +52,7 @@ typedef struct closure_queue {
 	char          error_msg[1024];
 	int           error_source; /* the task that raised it, or -1 */
 	size_t        next_wake;    /* where the search for a sleeper starts */
+	bool          paused; /* a ps is being recovered: no global closure */
 } closure_queue;
 
 int pasci_queue_init(
@@ -108,6 +109,10 @@ void pasci_queue_record_error_from(
 /* A global closure could not run on w (the worker failed): back to the
  * tail of the queue, or cancelled if an error is pending. */
 void pasci_queue_put_back(closure_queue *q, size_t w, closure *c);
+
+/* While paused, no global closure is handed out (tagged ones are), and
+ * wait keeps waiting for the queued ones: a ps is being recovered. */
+void pasci_queue_set_paused(closure_queue *q, bool paused);
 
 /* The same three for a rider (err 0: finished). */
 void pasci_queue_rider_done(

@@ -5,8 +5,8 @@
  */
 #include <stdlib.h>
 
-#include "util.h"
 #include "coordinator_impl.h"
+#include "util.h"
 
 struct pasco_remote_value {
 	pthread_mutex_t mu;

@@ -18,6 +18,7 @@
 
 #include "coordinator_impl.h"
 #include "key.h"
+#include "recovery.h"
 #include "tensor_impl.h"
 #include "tls.h"
 #include "util.h"
@@ -41,15 +42,27 @@ strategy_worker_state(void *arg, bool up, uint64_t incarnation)
 }
 
 /* A ps that drops, or comes back as a new process, fails the training:
- * its variables are gone. Raised at the next schedule / join / done. */
+ * its variables are gone. Raised at the next schedule / join / done.
+ * With ps recovery (recovery.h), it is waited for and restored instead. */
 static void
 strategy_ps_state(void *arg, bool up, uint64_t incarnation)
 {
 	task_link      *link     = arg;
 	pasco_strategy *s        = link->s;
 	char            msg[512] = "";
+	bool            fresh;
 
 	pthread_mutex_lock(&s->mu);
+	fresh =
+	    up && link->incarnation != 0 && incarnation != link->incarnation;
+	if (s->rec != NULL &&
+	    pasci_recovery_ps_state(s, link->index, up, fresh)) {
+		if (up) {
+			link->incarnation = incarnation;
+		}
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
 	if (!up) {
 		pasci_fmt(msg, sizeof(msg),
 		    "ps %zu at %s is unavailable: the connection was lost",
@@ -374,7 +387,7 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 	pthread_cond_init(&s->hb_cv, NULL);
 	rv = PASCO_ENOMEM;
 	if (s->ps != NULL && s->workers != NULL && s->links != NULL &&
-	    s->ps_links != NULL &&
+	    s->ps_links != NULL && pasci_recovery_init(s, opts) == 0 &&
 	    (rv = pasci_strategy_sync_options(s, opts)) == 0 &&
 	    (rv = strategy_connect(s, cluster)) == 0) {
 		rv = strategy_wait(s, connect_timeout_ms(opts));
@@ -425,6 +438,7 @@ pasco_strategy_destroy(pasco_strategy *s)
 		pthread_mutex_unlock(&s->hb_mu);
 		pthread_join(s->heartbeat, NULL);
 	}
+	pasci_recovery_fini(s);
 	for (size_t i = 0; s->workers != NULL && i < s->nworkers; i++) {
 		pasci_rpc_client_close(s->workers[i]);
 	}

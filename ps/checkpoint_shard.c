@@ -15,14 +15,29 @@
 #include <string.h>
 
 #include "optimizer_apply.h"
+#include "pasco/tfrecord.h"
 #include "safetensors.h"
 #include "util.h"
+
+/* Each optimizer's name in a manifest and its slots' names, in slot order:
+ * Keras's (tf.keras optimizer_v2 add_slot names). */
+static const struct {
+	const char *name;
+	const char *slots[PS_MAX_SLOTS];
+} opt_names[] = {
+    [PASCO_OPT_SGD]     = {"sgd", {"momentum"}},
+    [PASCO_OPT_ADAGRAD] = {"adagrad", {"accumulator"}},
+    [PASCO_OPT_RMSPROP] = {"rmsprop", {"rms", "momentum", "mg"}},
+    [PASCO_OPT_ADAM]    = {"adam", {"m", "v", "vhat"}},
+    [PASCO_OPT_FTRL]    = {"ftrl", {"accumulator", "linear"}},
+};
 
 typedef struct snapshot {
 	size_t         n, cap;
 	char         **names;
 	pasco_tensor **tensors;
 	cJSON         *slots;
+	cJSON         *crcs; /* tensor name: CRC-32C of its bytes */
 } snapshot;
 
 static int
@@ -50,6 +65,9 @@ snapshot_add(snapshot *sn, const char *name, const pasco_tensor *t)
 		free(sn->names[sn->n]);
 		return PASCO_ENOMEM;
 	}
+	cJSON_AddNumberToObject(sn->crcs, name,
+	    (double) pasco_crc32c(
+	        sn->tensors[sn->n]->data, sn->tensors[sn->n]->nbytes));
 	sn->n++;
 	return PASCO_OK;
 }
@@ -61,12 +79,21 @@ snapshot_var(void *arg, const char *vname, const pasco_tensor *value,
     const ps_slots *slots)
 {
 	snapshot *sn = arg;
-	char      name[1024];
-	int       rv = snapshot_add(sn, vname, value);
+	bool      known =
+	    slots->kind >= PASCO_OPT_SGD && slots->kind <= PASCO_OPT_FTRL;
+	char   name[1024];
+	int    rv = snapshot_add(sn, vname, value);
+	cJSON *e, *names;
 	for (int k = 0; rv == 0 && k < slots->nslots; k++) {
 		pasco_tensor *zeros =
 		    NULL; /* a slot its optimizer never used */
-		pasci_fmt(name, sizeof(name), "%s/.slot/%d", vname, k);
+		const char *sname = known && k < PS_MAX_SLOTS
+		                        ? opt_names[slots->kind].slots[k]
+		                        : NULL;
+		if (sname == NULL) {
+			return PASCO_EPROTO; /* a table out of step */
+		}
+		pasci_fmt(name, sizeof(name), "%s/%s", vname, sname);
 		if (slots->slot[k] == NULL &&
 		    pasco_tensor_alloc(&zeros, value->dtype, value->rank,
 		        value->shape) != 0) {
@@ -77,12 +104,52 @@ snapshot_var(void *arg, const char *vname, const pasco_tensor *value,
 		    sn, name, zeros != NULL ? zeros : slots->slot[k]);
 		pasco_tensor_release(zeros);
 	}
-	if (rv == 0 && slots->kind != 0) {
-		cJSON *e = cJSON_AddObjectToObject(sn->slots, vname);
-		cJSON_AddNumberToObject(e, "optimizer", slots->kind);
+	if (rv == 0 && known) {
+		e = cJSON_AddObjectToObject(sn->slots, vname);
+		cJSON_AddStringToObject(
+		    e, "optimizer", opt_names[slots->kind].name);
 		cJSON_AddNumberToObject(e, "step", (double) slots->step);
 		cJSON_AddNumberToObject(e, "count", slots->nslots);
+		names = cJSON_AddArrayToObject(e, "names");
+		for (int k = 0; k < slots->nslots; k++) {
+			cJSON_AddItemToArray(
+			    names, cJSON_CreateString(
+			               opt_names[slots->kind].slots[k]));
+		}
 	}
+	return rv;
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* A variable named like another's slot ("w/m" beside w's Adam slot m)
+ * would make two tensors of one name: refused, naming it. */
+static int
+check_unique(const snapshot *sn, char *err, size_t errlen)
+{
+	char **sorted = malloc((sn->n + 1) * sizeof(*sorted));
+	int    rv     = PASCO_OK;
+	if (sorted == NULL) {
+		pasci_fmt(err, errlen, "out of memory taking a snapshot");
+		return PASCO_ENOMEM;
+	}
+	memcpy(sorted, sn->names, sn->n * sizeof(*sorted));
+	qsort(sorted, sn->n, sizeof(*sorted), by_name);
+	for (size_t i = 1; i < sn->n && rv == 0; i++) {
+		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+			pasci_fmt(err, errlen,
+			    "two tensors would be named '%s' in the "
+			    "checkpoint: a variable has the name of another "
+			    "variable's optimizer slot",
+			    sorted[i]);
+			rv = PASCO_EEXIST;
+		}
+	}
+	free(sorted);
 	return rv;
 }
 
@@ -90,23 +157,33 @@ int
 pasci_checkpoint_shard_save(
     ps_store *s, const char *path, char **slots_json, char *err, size_t errlen)
 {
-	snapshot sn = {.slots = cJSON_CreateObject()};
-	int      rv = sn.slots != NULL ? PASCO_OK : PASCO_ENOMEM;
+	snapshot sn = {
+	    .slots = cJSON_CreateObject(), .crcs = cJSON_CreateObject()};
+	cJSON *reply = cJSON_CreateObject();
+	int    rv    = sn.slots != NULL && sn.crcs != NULL && reply != NULL
+	                   ? PASCO_OK
+	                   : PASCO_ENOMEM;
 
 	*slots_json = NULL;
 	if (rv == 0) {
 		rv = pasci_store_var_each(s, snapshot_var, &sn);
 	}
-	if (rv == 0) {
+	if (rv == 0 && (rv = check_unique(&sn, err, errlen)) != 0) {
+		/* err says why */
+	} else if (rv == 0) {
 		rv = pasci_safetensors_write(path, sn.n,
 		    (const char *const *) sn.names, sn.tensors, NULL, err,
 		    errlen);
 	} else {
 		pasci_fmt(err, errlen, "out of memory taking a snapshot");
 	}
-	if (rv == 0 &&
-	    (*slots_json = cJSON_PrintUnformatted(sn.slots)) == NULL) {
-		rv = PASCO_ENOMEM;
+	if (rv == 0) {
+		cJSON_AddItemToObject(reply, "slots", sn.slots);
+		cJSON_AddItemToObject(reply, "crc32c", sn.crcs);
+		sn.slots = sn.crcs = NULL;
+		if ((*slots_json = cJSON_PrintUnformatted(reply)) == NULL) {
+			rv = PASCO_ENOMEM;
+		}
 	}
 	for (size_t i = 0; i < sn.n; i++) {
 		free(sn.names[i]);
@@ -115,6 +192,8 @@ pasci_checkpoint_shard_save(
 	free(sn.names);
 	free(sn.tensors);
 	cJSON_Delete(sn.slots);
+	cJSON_Delete(sn.crcs);
+	cJSON_Delete(reply);
 	return rv;
 }
 

@@ -6,12 +6,15 @@
 
 #include "store.h"
 
-/* Writes every variable of s (and its optimizer slots, as
- * "<name>/.slot/<k>") to a safetensors file at path, atomically, from
- * copies taken under each variable's lock. On success *slots_json
- * (malloc'd, the caller's to free) describes the slots:
- * {"<name>": {"optimizer": kind, "step": n, "count": k}, ...}; on failure
- * it is NULL and err says why. Blocks on the file write. Thread-safe. */
+/* Writes every variable of s (and its optimizer slots, as "<name>/<slot>"
+ * with Keras's slot names: "m", "v", "vhat", "accumulator", ...) to a
+ * safetensors file at path, atomically, from copies taken under each
+ * variable's lock. On success *slots_json (malloc'd, the caller's to free)
+ * describes the slots and checksums: {"slots": {"<name>": {"optimizer":
+ * "adam", "step": n, "count": k, "names": ["m", "v", "vhat"]}, ...},
+ * "crc32c": {"<tensor>": CRC-32C of its bytes, ...}}; on failure it is
+ * NULL and err says why (PASCO_EEXIST: a variable is named like another's
+ * slot). Blocks on the file write. Thread-safe. */
 int pasci_checkpoint_shard_save(ps_store *s, const char *path,
     char **slots_json, char *err, size_t errlen);
 

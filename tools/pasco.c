@@ -25,7 +25,8 @@ static const char usage_text[] =
     "         run by each task of an srun step: PROGRAM with the TF_CONFIG\n"
     "         derived from Slurm's variables (pasco slurm --help)\n"
     "  checkpoint inspect DIR\n"
-    "         list the variables, shapes and shards of a checkpoint\n"
+    "         list the variables, shapes and shards of a checkpoint, and\n"
+    "         check every tensor against its checksum (exit 1 if damaged)\n"
     "         (DIR: a ckpt-<step> directory, or a directory of them)\n"
     "  version\n"
     "         print the version\n";

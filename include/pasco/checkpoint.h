@@ -1,12 +1,19 @@
 /*
  * Checkpoints. A checkpoint is a directory DIR/ckpt-<step> holding one
  * safetensors file per ps task (every shard the ps holds, and its optimizer
- * slots as "<shard>/.slot/<k>"; readable by numpy and every common
- * framework) and a JSON manifest (step, variables, shard layouts, slots),
- * written last and renamed into place: a crash mid-save leaves no manifest,
- * and the previous checkpoint stays the latest. Files are written and read
- * with io_uring. The ps files are written by the ps tasks themselves, so
- * DIR must be on storage every task can reach (as TensorFlow's model_dir).
+ * slots as "<shard>/<slot>" with Keras's slot names: SGD "momentum";
+ * Adagrad "accumulator"; RMSprop "rms", "momentum", "mg"; Adam "m", "v",
+ * "vhat"; FTRL "accumulator", "linear"; readable by numpy and every common
+ * framework) and a JSON manifest (format "pasco-checkpoint-2": step,
+ * variables, shard layouts, slots with the optimizer by name ("adam"), and
+ * the CRC-32C of every tensor of every file), written last and renamed
+ * into place: a crash mid-save leaves no manifest, and the previous
+ * checkpoint stays the latest. Every read checks every tensor against its
+ * checksum first. Checkpoints of format 1 (slots "<shard>/.slot/<k>", the
+ * optimizer a number, no checksums) still restore, unchecked. Files are
+ * written and read with io_uring. The ps files are written by the ps tasks
+ * themselves, so DIR must be on storage every task can reach (as
+ * TensorFlow's model_dir).
  */
 #ifndef PASCO_CHECKPOINT_H
 #define PASCO_CHECKPOINT_H
@@ -20,25 +27,62 @@
 
 /* Saves every variable created through s as checkpoint `step` in dir
  * (created if needed), then keeps only the newest `keep` complete
- * checkpoints there (0 keeps all). Messages: pasco_strategy_error. Blocks. */
+ * checkpoints there (0 keeps all). dir also becomes the strategy's ps
+ * recovery directory unless pasco_strategy_options.checkpoint_dir named
+ * one (see coordinator.h); while a ps is being recovered, the save waits
+ * for it. PASCO_EEXIST when a variable is named like another's slot
+ * ("w/m" beside w's Adam slot "m"). Messages: pasco_strategy_error.
+ * Blocks. */
 int pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep);
 
-/* The newest complete checkpoint in dir: its directory into path and its
- * step. PASCO_ENOTFOUND when there is none. Thread-safe. */
+/* The newest complete checkpoint in dir (one with a manifest; its data is
+ * not read: pasco_checkpoint_restore_latest skips damaged ones): its
+ * directory into path and its step. PASCO_ENOTFOUND when there is none.
+ * Thread-safe. */
 int pasco_checkpoint_latest(
     const char *dir, char *path, size_t len, int64_t *step);
 
 /* Loads the checkpoint at path (a ckpt-<step> directory) into the
  * variables created through s that it holds, matched by name, dtype and
  * shape, whatever the number of shards or ps tasks then and now; optimizer
- * slots too. Variables it does not hold are left alone. *step (may be NULL)
- * gets its step. Blocks. */
+ * slots too. Variables it does not hold are left alone. Every file is read
+ * and every tensor checked against the manifest's CRC-32C before any
+ * variable is written, and every variable's dtype and shape too: a damaged
+ * tensor is PASCO_EPROTO (a missing file or manifest PASCO_ENOTFOUND, a
+ * mismatched variable PASCO_EINVAL) with pasco_strategy_error naming the
+ * checkpoint, file and tensor, and no variable changed. (An RPC failing
+ * midway can still leave some variables restored and others not.) *step
+ * (may be NULL) gets its step. Blocks. */
 int pasco_checkpoint_restore(
     pasco_strategy *s, const char *path, int64_t *step);
 
+/* Resuming: restores the newest intact checkpoint of dir. Checkpoints are
+ * tried newest first; one that is damaged, has a missing or unreadable
+ * file, or an unreadable manifest is skipped with a warning in the log
+ * naming it and why ("skipping checkpoint DIR/ckpt-20: ..."), and the one
+ * before it tried. PASCO_ENOTFOUND when none is intact (the message names
+ * the newest one skipped, and why). Errors of the restore itself (a
+ * mismatched variable, a ps failing) are returned, not skipped. *step (may
+ * be NULL) gets the step restored. Blocks. */
+int pasco_checkpoint_restore_latest(
+    pasco_strategy *s, const char *dir, int64_t *step);
+
+/* Reads every file of the checkpoint at path and checks every tensor
+ * against the manifest's checksums, without restoring anything: PASCO_OK;
+ * PASCO_ENOTFOUND (no manifest, a missing file) or PASCO_EPROTO (a damaged
+ * file or tensor), err naming the checkpoint, file and tensor. A format 1
+ * checkpoint has no checksums: only its files' structure is checked.
+ * Thread-safe. */
+int pasco_checkpoint_verify(const char *path, char *err, size_t errlen);
+
 /* Prints the checkpoint at path (a ckpt-<step> directory, or a directory
- * of them: the latest) to out: step, variables, shapes, shards, files. */
+ * of them: the latest) to out: step, format, variables, shapes, shards,
+ * slots by name, then each data file read and checked ("ps-0.safetensors:
+ * 6 tensor(s), checksums match", or "ps-1.safetensors: DAMAGED: ...
+ * tensor 'w' is damaged (CRC-32C ..., the manifest says ...)").
+ * PASCO_OK when every file is intact; PASCO_EPROTO (or the read's error)
+ * when one is not; PASCO_ENOTFOUND without a manifest. */
 int pasco_checkpoint_inspect(const char *path, FILE *out);
 
 #endif

@@ -72,6 +72,31 @@ typedef struct pasco_strategy_options {
 	pasco_consistency consistency;
 	int32_t           replicas_to_aggregate;
 	int32_t           staleness;
+	/* Recovering a lost ps (beyond TensorFlow, where a lost ps fails the
+	 * training). With a checkpoint directory, here or else the directory
+	 * of the strategy's last pasco_checkpoint_save, a ps whose connection
+	 * drops is waited for: no closure is sent meanwhile (schedule blocks
+	 * once the queue is full; join waits). When it comes back at its
+	 * address as a new process, the coordinator creates its variable
+	 * shards again from the newest intact checkpoint of the directory
+	 * (pasco_checkpoint_restore_latest's choice): their values and
+	 * optimizer slots, and the variable named "global_step" wherever it
+	 * lives, so the global step goes back to the checkpoint's step.
+	 * Updates those shards had after it are lost; the other ps keep
+	 * theirs. A warning names the ps, the checkpoint, its step and the
+	 * variables rolled back; pasco_strategy_ps_recoveries counts the
+	 * recoveries. Closures that failed because the ps was lost are run
+	 * again (at least once, as for a lost worker), and so, after a short
+	 * backoff and a few times at most, is a closure failing with
+	 * PASCO_EUNAVAILABLE, PASCO_ENOTFOUND or PASCO_ETIMEDOUT when no loss
+	 * is known yet. A ps back as the same process (a dropped connection)
+	 * goes on as it was. A ps that does not come back within
+	 * ps_recovery_timeout_ms (0: 60 s), or that cannot be restored (no
+	 * intact checkpoint, or one that lacks a variable it held), fails the
+	 * training with PASCO_EUNAVAILABLE at the next schedule / join / done,
+	 * as without recovery. NULL (and no save): no recovery. Copied. */
+	const char *checkpoint_dir;
+	int64_t     ps_recovery_timeout_ms;
 } pasco_strategy_options;
 
 /* Connects to every ps and worker of cluster (which must validate) and
@@ -92,6 +117,12 @@ int pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
  * where no other thread uses s. With s NULL: why this thread's last
  * pasco_strategy_create failed ("" if it did not). */
 const char *pasco_strategy_error(const pasco_strategy *s);
+
+/* How many times a lost ps was recovered from a checkpoint (see
+ * pasco_strategy_options.checkpoint_dir); *last_step (may be NULL) gets
+ * the step of the checkpoint the last recovery rolled back to, or -1 when
+ * there was none. Thread-safe. */
+uint64_t pasco_strategy_ps_recoveries(pasco_strategy *s, int64_t *last_step);
 
 /* Number of ps tasks and workers. */
 size_t pasco_strategy_num_ps(const pasco_strategy *s);

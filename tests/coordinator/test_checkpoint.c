@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 TestSuite(checkpoint, .timeout = 60);
 
@@ -334,6 +335,285 @@ Test(checkpoint, a_ps_without_a_root_refuses_checkpoints)
 	    "%s", pasco_strategy_error(a.s));
 	pasco_variable_free(v);
 	pasco_tensor_release(t);
+	setup_stop(&a);
+	remove_dir();
+}
+
+/* Runs a python3 snippet (stdlib only) with DIR as its argument. */
+static int
+py(const char *code)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c '%s' %s", code, dir);
+	return system(cmd);
+}
+
+/* Flips one byte in the middle of tensor `name` of file ckpt-<step>/file. */
+static void
+flip(int64_t step, const char *file, const char *name)
+{
+	char code[1024];
+	snprintf(code, sizeof(code),
+	    "import json, struct, sys\n"
+	    "p = sys.argv[1] + \"/ckpt-%lld/%s\"\n"
+	    "b = bytearray(open(p, \"rb\").read())\n"
+	    "n = struct.unpack(\"<Q\", b[:8])[0]\n"
+	    "s, t = json.loads(b[8:8 + n])[\"%s\"][\"data_offsets\"]\n"
+	    "b[8 + n + (s + t) // 2] ^= 0x10\n"
+	    "open(p, \"wb\").write(b)\n",
+	    (long long) step, file, name);
+	cr_assert_eq(py(code), 0, "could not damage %s", name);
+}
+
+/* Runs fn with stderr going to a string: the log it wrote. */
+static char *
+capture_stderr(int (*fn)(void *), void *arg, int *rv)
+{
+	char  *text = NULL;
+	size_t len  = 0;
+	FILE  *tmp  = tmpfile();
+	int    saved;
+	fflush(stderr);
+	saved = dup(2);
+	dup2(fileno(tmp), 2);
+	*rv = fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	len  = (size_t) ftell(tmp);
+	text = calloc(len + 1, 1);
+	rewind(tmp);
+	cr_assert_eq(fread(text, 1, len, tmp), len);
+	fclose(tmp);
+	return text;
+}
+
+Test(checkpoint, a_damaged_tensor_is_named_and_nothing_is_restored)
+{
+	setup           a;
+	pasco_variable *v, *w;
+	char            path[256], err[512], *text = NULL;
+	size_t          len = 0;
+	FILE           *out;
+	pasco_tensor   *t100;
+	make_dir();
+	setup_start(&a, 2, 2);
+	v = var(&a, "v", 4, 1); /* v/part_0 on ps 0, v/part_1 on ps 1 */
+	w = var(&a, "w", 2, 1);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 1, 0));
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), NULL));
+	PASCO_PASS(pasco_checkpoint_verify(path, err, sizeof(err)));
+	flip(1, "ps-1.safetensors", "v/part_1");
+	PASCO_FAIL(
+	    pasco_checkpoint_verify(path, err, sizeof(err)), PASCO_EPROTO);
+	/* the variables change after the save: a restore would undo it */
+	PASCO_PASS(pasco_tensor_alloc(&t100, PASCO_F32, 2, (int64_t[]){4, 2}));
+	for (int i = 0; i < 8; i++) {
+		pasco_tensor_set(t100, i, 100 + i);
+	}
+	PASCO_PASS(pasco_variable_assign(v, t100));
+	PASCO_FAIL(pasco_checkpoint_restore(a.s, path, NULL), PASCO_EPROTO);
+	cr_assert(strstr(pasco_strategy_error(a.s), "ckpt-1") &&
+	              strstr(pasco_strategy_error(a.s), "ps-1.safetensors") &&
+	              strstr(pasco_strategy_error(a.s),
+	                  "tensor 'v/part_1' is damaged"),
+	    "%s", pasco_strategy_error(a.s));
+	expect_values(v, 100, 8); /* untouched, both halves */
+	expect_values(w, 1, 4);
+	/* inspect reads the data and names the damage */
+	out = open_memstream(&text, &len);
+	PASCO_FAIL(pasco_checkpoint_inspect(path, out), PASCO_EPROTO);
+	fclose(out);
+	cr_assert(strstr(text, "ps-0.safetensors: 2 tensor(s), checksums "
+	                       "match") &&
+	              strstr(text, "ps-1.safetensors: DAMAGED") &&
+	              strstr(text, "tensor 'v/part_1' is damaged"),
+	    "%s", text);
+	free(text);
+	pasco_tensor_release(t100);
+	pasco_variable_free(v);
+	pasco_variable_free(w);
+	setup_stop(&a);
+	remove_dir();
+}
+
+typedef struct latest_arg {
+	pasco_strategy *s;
+	int64_t         step;
+} latest_arg;
+
+static int
+restore_latest(void *arg)
+{
+	latest_arg *l = arg;
+	return pasco_checkpoint_restore_latest(l->s, dir, &l->step);
+}
+
+Test(checkpoint, resuming_skips_damaged_checkpoints_and_says_so)
+{
+	setup           a;
+	pasco_variable *v;
+	pasco_tensor   *t;
+	latest_arg      l = {0};
+	char           *log, cmd[512];
+	int             rv;
+	make_dir();
+	setup_start(&a, 2, 1);
+	v = var(&a, "v", 2, 10);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 10, 0));
+	for (int s = 20; s <= 30; s += 10) {
+		PASCO_PASS(
+		    pasco_tensor_alloc(&t, PASCO_F32, 2, (int64_t[]){2, 2}));
+		for (int i = 0; i < 4; i++) {
+			pasco_tensor_set(t, i, s + i);
+		}
+		PASCO_PASS(pasco_variable_assign(v, t));
+		pasco_tensor_release(t);
+		PASCO_PASS(pasco_checkpoint_save(a.s, dir, s, 0));
+	}
+	flip(30, "ps-0.safetensors", "v"); /* damaged */
+	snprintf(cmd, sizeof(cmd), "rm %s/ckpt-20/ps-0.safetensors", dir);
+	cr_assert_eq(system(cmd), 0); /* incomplete */
+	l.s = a.s;
+	log = capture_stderr(restore_latest, &l, &rv);
+	PASCO_PASS(rv);
+	cr_assert_eq(l.step, 10);
+	expect_values(v, 10, 4);
+	cr_assert(strstr(log, "skipping checkpoint") &&
+	              strstr(log, "ckpt-30: ") &&
+	              strstr(log, "tensor 'v' is damaged") &&
+	              strstr(log, "ckpt-20: "),
+	    "%s", log);
+	free(log);
+	/* pasco_checkpoint_latest still names the newest complete one */
+	char path[256];
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), &l.step));
+	cr_assert_eq(l.step, 30);
+	flip(10, "ps-0.safetensors", "v");
+	log = capture_stderr(restore_latest, &l, &rv);
+	PASCO_FAIL(rv, PASCO_ENOTFOUND);
+	cr_assert(strstr(pasco_strategy_error(a.s), "no intact checkpoint") &&
+	              strstr(pasco_strategy_error(a.s), "ckpt-30"),
+	    "%s", pasco_strategy_error(a.s));
+	free(log);
+	pasco_variable_free(v);
+	setup_stop(&a);
+	remove_dir();
+}
+
+static void
+adam_steps(pasco_variable *v, pasco_tensor **g, int n)
+{
+	pasco_optimizer adam = pasco_adam(0.1, true);
+	if (*g == NULL) {
+		PASCO_PASS(
+		    pasco_tensor_alloc(g, PASCO_F32, 2, (int64_t[]){4, 2}));
+		for (int i = 0; i < 8; i++) {
+			pasco_tensor_set(*g, i, 0.1 * (i - 3));
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		PASCO_PASS(pasco_variable_apply_gradient(v, &adam, *g));
+	}
+}
+
+static void
+expect_same(pasco_variable *a, pasco_variable *b)
+{
+	pasco_tensor *ta, *tb;
+	PASCO_PASS(pasco_variable_read(a, &ta));
+	PASCO_PASS(pasco_variable_read(b, &tb));
+	for (int64_t i = 0; i < ta->count; i++) {
+		cr_assert_float_eq(pasco_tensor_get(ta, i),
+		    pasco_tensor_get(tb, i), 1e-6, "element %lld",
+		    (long long) i);
+	}
+	pasco_tensor_release(ta);
+	pasco_tensor_release(tb);
+}
+
+Test(checkpoint, slots_are_named_by_meaning)
+{
+	setup           a;
+	pasco_variable *v;
+	pasco_tensor   *g = NULL;
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 4, 0);
+	adam_steps(v, &g, 2);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 2, 0));
+	cr_assert_eq(
+	    py("import json, struct, sys\n"
+	       "d = sys.argv[1] + \"/ckpt-2/\"\n"
+	       "b = open(d + \"ps-0.safetensors\", \"rb\").read()\n"
+	       "n = struct.unpack(\"<Q\", b[:8])[0]\n"
+	       "h = json.loads(b[8:8 + n])\n"
+	       "m = json.load(open(d + \"manifest.json\"))\n"
+	       "sl = m[\"variables\"][0][\"shards\"][0][\"slots\"]\n"
+	       "crc = m[\"files\"][\"ps-0.safetensors\"][\"crc32c\"]\n"
+	       "ok = set(h) - {\"__metadata__\"} == "
+	       "{\"v\", \"v/m\", \"v/v\", \"v/vhat\"} == set(crc) "
+	       "and sl[\"optimizer\"] == \"adam\" "
+	       "and sl[\"names\"] == [\"m\", \"v\", \"vhat\"] "
+	       "and m[\"format\"] == \"pasco-checkpoint-2\"\n"
+	       "sys.exit(0 if ok else 1)\n"),
+	    0, "slot names or manifest");
+	pasco_tensor_release(g);
+	pasco_variable_free(v);
+	setup_stop(&a);
+	remove_dir();
+}
+
+/* A format 1 checkpoint (slots "<shard>/.slot/<k>", the optimizer a
+ * number, no checksums), made from a format 2 one the way Pasco wrote
+ * them before, still restores: the next Adam step matches. */
+Test(checkpoint, a_format_1_checkpoint_still_restores)
+{
+	setup           a, b;
+	pasco_variable *v, *w;
+	pasco_tensor   *g = NULL;
+	char            path[256];
+	make_dir();
+	setup_start(&a, 2, 2);
+	v = var(&a, "v", 4, 0);
+	adam_steps(v, &g, 2);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 2, 0));
+	cr_assert_eq(
+	    py("import json, struct, sys, glob\n"
+	       "d = sys.argv[1] + \"/ckpt-2/\"\n"
+	       "k = {\"m\": 0, \"v\": 1, \"vhat\": 2}\n"
+	       "for p in glob.glob(d + \"ps-*.safetensors\"):\n"
+	       "  b = open(p, \"rb\").read()\n"
+	       "  n = struct.unpack(\"<Q\", b[:8])[0]\n"
+	       "  h = json.loads(b[8:8 + n])\n"
+	       "  o = {}\n"
+	       "  for x, e in h.items():\n"
+	       "    s = x.rsplit(\"/\", 1)\n"
+	       "    o[s[0] + \"/.slot/%d\" % k[s[1]] if len(s) == 2 and "
+	       "s[1] in k else x] = e\n"
+	       "  j = json.dumps(o).encode()\n"
+	       "  j += b\" \" * (-len(j) % 8)\n"
+	       "  open(p, \"wb\").write(struct.pack(\"<Q\", len(j)) + j + "
+	       "b[8 + n:])\n"
+	       "m = json.load(open(d + \"manifest.json\"))\n"
+	       "m[\"format\"] = \"pasco-checkpoint-1\"\n"
+	       "del m[\"files\"]\n"
+	       "for sh in m[\"variables\"][0][\"shards\"]:\n"
+	       "  sh[\"slots\"][\"optimizer\"] = 4\n"
+	       "  del sh[\"slots\"][\"names\"]\n"
+	       "json.dump(m, open(d + \"manifest.json\", \"w\"))\n"),
+	    0, "could not write the old format");
+	adam_steps(v, &g, 1); /* step 3 */
+	setup_start(&b, 1, 1);
+	w = var(&b, "v", 4, 50);
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), NULL));
+	PASCO_PASS(pasco_checkpoint_restore(b.s, path, NULL));
+	adam_steps(w, &g, 1);
+	expect_same(v, w);
+	pasco_tensor_release(g);
+	pasco_variable_free(v);
+	pasco_variable_free(w);
+	setup_stop(&b);
 	setup_stop(&a);
 	remove_dir();
 }

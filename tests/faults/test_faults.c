@@ -1,7 +1,7 @@
 /*
  * Fault tolerance with real processes: the test is the chief; workers and
- * ps tasks are tests/faults/node.c processes on free loopback ports, killed with
- * SIGKILL (or stopped with SIGSTOP) and restarted by the test. Scenario
+ * ps tasks are tests/faults/node.c processes on free loopback ports, killed
+ * with SIGKILL (or stopped with SIGSTOP) and restarted by the test. Scenario
  * numbers are the reference's (section 4.E). Children die with the test
  * process (PR_SET_PDEATHSIG), and each test kills what it started.
  */
@@ -32,6 +32,11 @@ typedef struct ft {
 
 static ft f;
 
+/* ps recovery: the strategy's checkpoint_dir (and the ps tasks' root) when
+ * set, and its timeout */
+static char    ckpt_dir[64];
+static int64_t recovery_timeout_ms;
+
 static pid_t
 spawn(const char *role, int index)
 {
@@ -49,6 +54,9 @@ spawn(const char *role, int index)
 		}
 		setenv("TF_CONFIG", config, 1);
 		setenv("PASCO_LOG", "0", 1);
+		if (ckpt_dir[0] != 0) {
+			setenv("PASCO_CHECKPOINT_DIR", ckpt_dir, 1);
+		}
 		execl(node, node, (char *) NULL);
 		_exit(127);
 	}
@@ -85,7 +93,9 @@ start(int nps, int nworkers, uint32_t window)
 {
 	pasco_strategy_options    so = {.connect_timeout_ms = 20000,
 	       .heartbeat_interval_ms                       = 300,
-	       .heartbeat_misses                            = 5};
+	       .heartbeat_misses                            = 5,
+	       .checkpoint_dir         = ckpt_dir[0] != 0 ? ckpt_dir : NULL,
+	       .ps_recovery_timeout_ms = recovery_timeout_ms};
 	pasco_coordinator_options co = {.window = window};
 	char                      json[1400], err[256];
 	size_t                    n;
@@ -722,4 +732,120 @@ Test(faults, exactly_once_evaluation_survives_a_worker_killed_mid_shard)
 	stop();
 	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
 	pthread_join(th, NULL);
+}
+
+/* ps recovery (beyond TensorFlow): a checkpoint directory turns a lost ps
+ * into a wait, then a restore from the newest intact checkpoint. */
+static void
+recovery_on(int64_t timeout_ms)
+{
+	strcpy(ckpt_dir, "/tmp/pasco-recovery-XXXXXX");
+	cr_assert_not_null(mkdtemp(ckpt_dir));
+	recovery_timeout_ms = timeout_ms;
+}
+
+static void
+recovery_off(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", ckpt_dir);
+	cr_assert_eq(system(cmd), 0);
+	ckpt_dir[0]         = 0;
+	recovery_timeout_ms = 0;
+}
+
+Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
+{
+	pasco_variable            *w, *b, *gs;
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	int64_t                    saved = -1, last = 0;
+	bool                       killed = false;
+
+	recovery_on(30000);
+	start(2, 2, 0);
+	w  = scalar_var("w", PASCO_F32, 0);           /* ps 0 */
+	b  = scalar_var("b", PASCO_F32, 0);           /* ps 1 */
+	gs = scalar_var("global_step", PASCO_I64, 0); /* ps 0 */
+	PASCO_PASS(pasco_per_worker_dataset_create(&d, f.c, "lr_data"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(w),
+	    pasco_arg_variable(b), pasco_arg_variable(gs)};
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, &last), 0);
+	cr_assert_eq(last, -1);
+	for (int round = 0; round < 14; round++) {
+		for (int i = 0; i < 100; i++) {
+			PASCO_PASS(
+			    pasco_schedule(f.c, "lr_step", args, 4, NULL));
+		}
+		/* past 500 steps, with a checkpoint saved and this round's
+		 * closures in flight: ps 1 (b) dies and comes back empty */
+		if (!killed && saved >= 500) {
+			reap(&f.ps[1], SIGKILL);
+			f.ps[1] = spawn("ps", 1);
+			killed  = true;
+		}
+		PASCO_PASS(pasco_join(f.c));
+		saved = (int64_t) test_read_scalar(gs);
+		PASCO_PASS(pasco_checkpoint_save(f.s, ckpt_dir, saved, 3));
+	}
+	double wv = test_read_scalar(w), bv = test_read_scalar(b);
+	fprintf(stderr, "ps recovery: w = %.4f, b = %.4f, global step %lld\n",
+	    wv, bv, (long long) saved);
+	cr_assert(killed);
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, &last), 1);
+	cr_assert_geq(last, 500, "rolled back to step %lld", (long long) last);
+	cr_assert_lt(last, 700, "rolled back to step %lld", (long long) last);
+	cr_assert(fabs(wv - 0.8) < 0.02 && fabs(bv - 1.0) < 0.02,
+	    "did not converge: w = %g, b = %g", wv, bv);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	pasco_variable_free(w);
+	pasco_variable_free(b);
+	pasco_variable_free(gs);
+	stop();
+	recovery_off();
+}
+
+Test(faults, a_ps_that_stays_away_fails_the_training_after_the_timeout)
+{
+	model m;
+	recovery_on(1500);
+	start(2, 2, 0);
+	model_create(&m);
+	schedule_steps(&m, 3);
+	PASCO_PASS(pasco_join(f.c));
+	PASCO_PASS(pasco_checkpoint_save(f.s, ckpt_dir, 3, 1));
+	reap(&f.ps[1], SIGKILL);
+	schedule_steps(&m, 3);
+	PASCO_FAIL(pasco_join(f.c), PASCO_EUNAVAILABLE);
+	cr_assert(strstr(pasco_coordinator_error(f.c), "ps 1") &&
+	              strstr(pasco_coordinator_error(f.c),
+	                  "did not come back within 1500 ms"),
+	    "%s", pasco_coordinator_error(f.c));
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, NULL), 0);
+	model_free(&m);
+	stop();
+	recovery_off();
+}
+
+Test(faults, a_ps_back_without_a_checkpoint_to_restore_fails_the_training)
+{
+	model m;
+	recovery_on(20000);
+	start(2, 1, 0);
+	model_create(&m); /* no checkpoint saved */
+	schedule_steps(&m, 3);
+	PASCO_PASS(pasco_join(f.c));
+	reap(&f.ps[1], SIGKILL);
+	f.ps[1] = spawn("ps", 1);
+	schedule_steps(&m, 3);
+	PASCO_FAIL(pasco_join(f.c), PASCO_EUNAVAILABLE);
+	cr_assert(
+	    strstr(pasco_coordinator_error(f.c), "could not be restored") &&
+	        strstr(pasco_coordinator_error(f.c), "no checkpoint"),
+	    "%s", pasco_coordinator_error(f.c));
+	model_free(&m);
+	stop();
+	recovery_off();
 }

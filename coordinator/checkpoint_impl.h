@@ -1,0 +1,84 @@
+/*
+ * Checkpoint internals shared by checkpoint.c (save, the list of
+ * checkpoints), checkpoint_read.c (reading and verifying a checkpoint,
+ * restoring from it), checkpoint_inspect.c and recovery.c (a lost ps's
+ * variables restored from the latest intact checkpoint).
+ *
+ * Manifest format 2 ("pasco-checkpoint-2"): {"format", "step", "variables":
+ * [{"name", "dtype", "shape", "shards": [{"name", "ps_task", "offset",
+ * "rows", "file", "slots": {"optimizer": "adam", "step", "count", "names":
+ * ["m", "v", "vhat"]}}]}], "files": {"ps-0.safetensors": {"crc32c":
+ * {"<tensor>": crc, ...}}}}; a slot tensor is "<shard>/<slot name>".
+ * Format 1 (no "files", slots "<shard>/.slot/<k>", the optimizer as its
+ * pasco_optimizer_kind number) still loads, unverified.
+ */
+#ifndef PASCO_COORDINATOR_CHECKPOINT_H
+#define PASCO_COORDINATOR_CHECKPOINT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coordinator_impl.h"
+#include "safetensors.h"
+
+#define PASCI_CKPT_MANIFEST "manifest.json"
+#define PASCI_CKPT_MAX_FILES 256
+
+/* A checkpoint read whole: its manifest and every file it names, each
+ * checked against the manifest's checksums. */
+typedef struct pasci_ckpt {
+	char              path[4096];
+	cJSON            *m;
+	int64_t           step;
+	size_t            n;
+	char             *names[PASCI_CKPT_MAX_FILES];
+	pasci_safetensors files[PASCI_CKPT_MAX_FILES];
+} pasci_ckpt;
+
+/* Steps of the complete checkpoints (with a manifest) in dir, newest
+ * first; at most max. */
+size_t pasci_checkpoint_list(const char *dir, int64_t *steps, size_t max);
+
+/* The manifest of the checkpoint at path, or NULL with err (it names the
+ * file). */
+cJSON *pasci_checkpoint_manifest(const char *path, char *err, size_t errlen);
+
+/* Reads the checkpoint at path and verifies it: every file the manifest
+ * names is read, and every tensor's CRC-32C compared with the manifest's.
+ * PASCO_ENOTFOUND (no manifest or a missing file) or PASCO_EPROTO (a
+ * damaged file or tensor), err naming the checkpoint, file and tensor. */
+int pasci_ckpt_open(pasci_ckpt *ck, const char *path, char *err, size_t len);
+
+/* The newest checkpoint of dir that pasci_ckpt_open accepts; each one
+ * skipped is logged with why (and listed in err if none is left:
+ * PASCO_ENOTFOUND). */
+int pasci_ckpt_open_latest(
+    pasci_ckpt *ck, const char *dir, char *err, size_t len);
+
+void pasci_ckpt_close(pasci_ckpt *ck);
+
+/* Checks file `name` of the checkpoint at dir (already read into f)
+ * against manifest m's checksums: PASCO_EPROTO naming every damaged tensor
+ * in err; *count gets the tensors checked. PASCO_OK for a format 1
+ * manifest (nothing to check against; *count 0). */
+int pasci_ckpt_verify_file(const cJSON *m, const char *dir, const char *name,
+    const pasci_safetensors *f, size_t *count, char *err, size_t len);
+
+/* Clones of the variables created through s (oldest first); free with
+ * pasci_checkpoint_directory_free. */
+pasco_variable **pasci_checkpoint_directory(pasco_strategy *s, size_t *n);
+void pasci_checkpoint_directory_free(pasco_variable **vars, size_t n);
+
+/* Restores vars from ck. task < 0: every variable ck holds (values
+ * assigned, slots set on every shard); the others are left alone, with a
+ * warning. task >= 0: the shards placed on ps `task` are created again
+ * from ck (values and slots), and the variable named "global_step", if ck
+ * holds it, is assigned wherever it lives; a variable with a shard on task
+ * that ck lacks is PASCO_ENOTFOUND. Every spec is checked before anything
+ * is written. restored (may be NULL) gets the names restored, comma
+ * separated. */
+int pasci_ckpt_restore(pasci_ckpt *ck, pasco_variable **vars, size_t n,
+    int32_t task, char *restored, size_t rlen, char *err, size_t len);
+
+#endif
