@@ -24,7 +24,15 @@
  * (keeping 3), BackupAndRestore in DIR/backup (a restarted chief resumes
  * at the interrupted epoch), TensorBoard in --logdir DIR (DIR/train,
  * DIR/eval), and validation each epoch, exactly once over the held-out
- * examples.
+ * examples. With --logdir and no --checkpoint-dir, checkpoints go to
+ * DIR/checkpoints. An evaluator task (pasco launch --evaluator) is a
+ * sidecar evaluator of those checkpoints (the tutorial's
+ * SidecarEvaluator): one JSON line per checkpoint, eval scalars in
+ * DIR/eval, and it ends after the final one:
+ *
+ *     pasco launch --ps 2 --workers 2 --evaluator -- \
+ *         build/examples/embedding_classifier --fit --logdir /tmp/run
+ *
  * RMSprop at 0.1 (the tutorial's rate) oscillates once the loss is near 0,
  * because its running mean of squared gradients collapses: the tutorial
  * trains 20 steps; 100 are plenty.
@@ -772,10 +780,66 @@ resume(pasco_strategy *s, const char *dir, int steps, int *first_epoch)
 	return PASCO_OK;
 }
 
+/* The evaluator task: a sidecar evaluator of the chief's checkpoints in
+ * ckpt_dir, evaluating each on the held-out examples (eval_shard, over 4
+ * shards, exactly once), until the one of step final_step. */
+static int
+evaluate_checkpoints(const char *ckpt_dir, const char *logdir,
+    int64_t final_step, int timeout_s)
+{
+	static const char *const metrics[] = {"accuracy"};
+	pasco_evaluator         *e         = NULL;
+	pasco_variable          *acc = NULL, *eval_acc = NULL;
+	model                    m = {NULL, NULL, NULL};
+	pasco_evaluator_options  o = {.checkpoint_dir = ckpt_dir,
+	     .eval_fn                                 = "eval_shard",
+	     .num_shards                              = 4,
+	     .metric_names                            = metrics,
+	     .num_metrics                             = 1,
+	     .logdir                                  = logdir,
+	     .final_step                              = final_step,
+	     .timeout_ms = (int64_t) timeout_s * 1000};
+	int                      rv;
+
+	if (ckpt_dir == NULL) {
+		printf(
+		    "evaluator: nothing to evaluate without --checkpoint-dir "
+		    "or --logdir\n");
+		return 0;
+	}
+	if ((rv = pasco_evaluator_create(&e, &o)) != 0) {
+		return report(
+		    rv, "starting the evaluator", pasco_evaluator_error(NULL));
+	}
+	if ((rv = create_model(
+	         pasco_evaluator_strategy(e), &m, &acc, &eval_acc)) == 0) {
+		pasco_arg args[] = {pasco_arg_variable(m.emb),
+		    pasco_arg_variable(m.kernel), pasco_arg_variable(m.bias)};
+		if ((rv = pasco_evaluator_run(e, args, 3)) != 0) {
+			report(rv, "evaluation", pasco_evaluator_error(e));
+		} else {
+			printf(
+			    "evaluator: evaluated %lld checkpoints, the last "
+			    "at step %lld\n",
+			    (long long) pasco_evaluator_count(e),
+			    (long long) pasco_evaluator_last_step(e));
+		}
+	}
+	pasco_variable_free(m.emb);
+	pasco_variable_free(m.kernel);
+	pasco_variable_free(m.bias);
+	pasco_variable_free(acc);
+	pasco_variable_free(eval_acc);
+	pasco_evaluator_destroy(e);
+	return rv == 0 ? 0 : 1;
+}
+
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
 	int                    epochs = 5, steps = 20, eval_steps = 20;
+	int                    eval_timeout = 300;
+	char                   default_ckpt[4096];
 	pasco_partitioner      two = pasco_fixed_shards_partitioner(2);
 	pasco_strategy_options so  = {.partitioner = &two};
 	pasco_strategy        *s   = NULL;
@@ -797,7 +861,10 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	                        "Model.fit)"},
 	            {"logdir", OPTION_PATH, &logdir, 0, 0,
 	                "DIR  with --fit: TensorBoard event files in DIR/train, "
-	                        "DIR/eval"},
+	                        "DIR/eval (and checkpoints in DIR/checkpoints)"},
+	            {"eval-timeout", OPTION_INT, &eval_timeout, 0, 1e6,
+	                "S  the evaluator ends after S s without a new "
+	                        "checkpoint (300; 0: never)"},
 	            {NULL}};
 
 	if ((rv = parse_options(argc, argv,
@@ -806,8 +873,14 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	         opts)) >= 0) {
 		return rv;
 	}
-	if (evaluator_has_nothing_to_do(cluster)) {
-		return 0;
+	if (ckpt_dir == NULL && logdir != NULL && use_fit) {
+		snprintf(default_ckpt, sizeof(default_ckpt), "%s/checkpoints",
+		    logdir);
+		ckpt_dir = default_ckpt;
+	}
+	if (pasco_cluster_task_role(cluster) == PASCO_ROLE_EVALUATOR) {
+		return evaluate_checkpoints(
+		    ckpt_dir, logdir, (int64_t) epochs * steps, eval_timeout);
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, &so)) != 0) {
 		report(rv, "cannot reach the cluster",

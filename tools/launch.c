@@ -368,7 +368,9 @@ static const char usage_text[] =
     "  --checkpoint-root DIR\n"
     "                 where the ps tasks may write checkpoints (sets\n"
     "                 PASCO_CHECKPOINT_DIR for every task); without it\n"
-    "                 they refuse to\n"
+    "                 they write wherever this user may, as the cluster\n"
+    "                 has a key of its own, unless PASCO_KEY_FILE is set\n"
+    "                 (then without it they refuse to)\n"
     "  --help         print this and exit\n"
     "  --version      print the version and exit\n"
     "  Unless PASCO_KEY_FILE is set, the cluster gets a fresh key (32\n"
@@ -598,6 +600,16 @@ pasco_launch(int argc, char **argv)
 		    strerror(errno));
 		free(tasks);
 		return 1;
+	}
+	/* A cluster with a key of its own answers only this user's
+	 * processes (the key file is theirs alone), so its ps may write
+	 * checkpoints wherever the user can unless told otherwise: the
+	 * user's own program picks the directory, as with a single
+	 * TensorFlow process. A key the user supplied may be shared more
+	 * widely: then the root must be named. */
+	if (key_path[0] != 0 && (getenv("PASCO_CHECKPOINT_DIR") == NULL ||
+	                            *getenv("PASCO_CHECKPOINT_DIR") == 0)) {
+		setenv("PASCO_CHECKPOINT_DIR", "/", 1);
 	}
 	append_hosts(cluster, sizeof(cluster), "ps", ports, nps);
 	append_hosts(
