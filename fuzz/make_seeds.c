@@ -167,6 +167,46 @@ ps_seeds(void)
 	var_msg(&s, PASCI_METHOD_VAR_APPLY, f32(2, shape, 1), NULL, &adam);
 	put("ps_handler", "optimizers", s.buf, s.len);
 	s.len = 0;
+	/* the global step's counter, a BSP round, an SSP apply, a flush */
+	{
+		const int64_t   none[1] = {0};
+		pasci_wire_sync bsp     = {.mode = PASCO_BSP, .replicas = 2},
+		                ssp     = {.mode   = PASCO_SSP,
+		                        .staleness = 1,
+		                        .version   = 1};
+		var_msg(
+		    &s, PASCI_METHOD_VAR_CREATE, f32(2, shape, 1), NULL, NULL);
+		pasci_wire_builder_init(&b, PASCI_METHOD_VAR_CREATE);
+		b.hdr.name      = "global_step";
+		pasco_tensor *z = NULL;
+		if (pasco_tensor_alloc(&z, PASCO_I64, 0, none) != 0) {
+			die("tensor");
+		}
+		memset(z->data, 0, z->nbytes);
+		pasci_wire_add_tensor(&b, z, NULL);
+		pasco_tensor_release(z);
+		seq_msg(&s, &b, true);
+		pasci_wire_builder_init(&b, PASCI_METHOD_VAR_FETCH_ADD);
+		b.hdr.name = "global_step";
+		b.hdr.step = 1;
+		b.hdr.sync = &bsp;
+		seq_msg(&s, &b, true);
+		for (int k = 0; k < 2; k++) {
+			pasci_wire_builder_init(&b, PASCI_METHOD_VAR_APPLY);
+			b.hdr.name      = "w";
+			b.hdr.opt       = &sgd;
+			b.hdr.step      = 1;
+			b.hdr.sync      = k == 0 ? &bsp : &ssp;
+			pasco_tensor *g = f32(2, shape, 1);
+			pasci_wire_add_tensor(&b, g, NULL);
+			pasco_tensor_release(g);
+			seq_msg(&s, &b, true);
+		}
+		pasci_wire_builder_init(&b, PASCI_METHOD_SYNC_FLUSH);
+		seq_msg(&s, &b, true);
+		put("ps_handler", "sync", s.buf, s.len);
+		s.len = 0;
+	}
 	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_CREATE);
 	b.hdr.name = "w";
 	b.hdr.init = &init;
