@@ -137,8 +137,10 @@ check_unique(const snapshot *sn, char *err, size_t errlen)
 		pasci_fmt(err, errlen, "out of memory taking a snapshot");
 		return PASCO_ENOMEM;
 	}
-	memcpy(sorted, sn->names, sn->n * sizeof(*sorted));
-	qsort(sorted, sn->n, sizeof(*sorted), by_name);
+	if (sn->n > 0) { /* a ps holding nothing has no names array */
+		memcpy(sorted, sn->names, sn->n * sizeof(*sorted));
+		qsort(sorted, sn->n, sizeof(*sorted), by_name);
+	}
 	for (size_t i = 1; i < sn->n && rv == 0; i++) {
 		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
 			pasci_fmt(err, errlen,
