@@ -88,13 +88,17 @@ done
 for exe in "$COUNTER" "$LINREG" "$CLASSIFIER" "$SPARSE" "$WIDE"; do
 	prog=$(basename "$exe")
 	bad "$prog --epcohs 3" "'--epcohs'" env TF_CONFIG="$(tf_config chief)" "$exe" --epcohs 3
-	[ "$exe" = "$LINREG" ] && continue # a sidecar evaluator: below
+	# sidecar evaluators: below
+	[ "$exe" = "$LINREG" ] || [ "$exe" = "$CLASSIFIER" ] && continue
 	good "$prog as the evaluator" '^evaluator: nothing to evaluate in this example$' \
 		env TF_CONFIG="$(tf_config evaluator)" "$exe"
 done
 good "linear_regression as the evaluator, without a checkpoint directory" \
 	'^evaluator: nothing to evaluate without --checkpoint-dir$' \
 	env TF_CONFIG="$(tf_config evaluator)" "$LINREG"
+good "embedding_classifier as the evaluator, without a checkpoint directory" \
+	'^evaluator: nothing to evaluate without --checkpoint-dir or --logdir$' \
+	env TF_CONFIG="$(tf_config evaluator)" "$CLASSIFIER"
 bad "counter stray argument" "'stray'" env TF_CONFIG="$(tf_config chief)" "$COUNTER" stray
 bad "linear_regression --wrokers 2" "'--wrokers'" env TF_CONFIG="$(tf_config chief)" "$LINREG" --wrokers 2
 bad "linear_regression --epochs x" "--epochs needs an integer" env TF_CONFIG="$(tf_config chief)" "$LINREG" --epochs x
