@@ -1,6 +1,11 @@
 /*
  * The consistency modes compared (include/pasco/optimizer.h): linear
- * regression and the MLP of bench/train.h, trained through the global
+ * regression, the MLP of bench/train.h and the tutorial model
+ * (examples/embedding_classifier's: an [8, 16384] embedding of 3 words of
+ * a 7-word vocabulary averaged, one sigmoid unit; label: "is word 1 among
+ * them"; here the 8-row table is updated densely, so a step is one apply
+ * call and one global step, and with SGD instead of RMSprop, as the other
+ * two models), trained through the global
  * step under ASP, BSP (replicas_to_aggregate = workers) and SSP
  * (staleness 2), each on a fresh in-process cluster of 1 ps and 2 workers
  * (inproc transport), with 1 closure in flight per worker (TensorFlow's)
@@ -13,7 +18,10 @@
  * closures/s.
  *
  *   build/bench/consistency [linear closures] [mlp closures]
+ *       [tutorial closures]
  */
+#include <math.h>
+
 #include "train.h"
 
 #define WORKERS 2
@@ -135,6 +143,142 @@ PASCO_FUNCTION(consistency_mlp)
 	return rv != 0 ? rv : return_dropped(call, v[4]);
 }
 
+#define TUT_ROWS 8
+#define TUT_DIM 16384
+#define TUT_WORDS 3
+#define TUT_BATCH 32
+#define TUT_LR 0.5
+
+/* A batch of the tutorial model: ids [TUT_BATCH, 3] of 3 distinct words
+ * in 1..7 (row 0 is out-of-vocabulary, never drawn), labels 1 iff word 1
+ * is one of them. */
+static void
+tut_batch(uint64_t seed, int64_t *ids, float *labels)
+{
+	uint64_t state = seed * 0x9e3779b97f4a7c15u + 7;
+	for (int i = 0; i < TUT_BATCH; i++) {
+		int picked[TUT_ROWS] = {0};
+		labels[i]            = 0;
+		for (int j = 0; j < TUT_WORDS; j++) {
+			int w;
+			do {
+				state = state * 6364136223846793005u +
+				        1442695040888963407u;
+				w = 1 + (int) ((state >> 33) % (TUT_ROWS - 1));
+			} while (picked[w]);
+			picked[w]              = 1;
+			ids[i * TUT_WORDS + j] = w;
+			labels[i]              = w == 1 ? 1.0f : labels[i];
+		}
+	}
+}
+
+/* Mean binary cross-entropy of (emb, kernel, bias) on a batch; with g
+ * not NULL (3 zeroed tensors of their shapes), adds the gradients. */
+static double
+tut_loss(pasco_tensor *const *p, uint64_t seed, pasco_tensor *const *g)
+{
+	const float *emb = p[0]->data, *k = p[1]->data;
+	float        b = ((const float *) p[2]->data)[0];
+	int64_t      ids[TUT_BATCH * TUT_WORDS];
+	float        labels[TUT_BATCH];
+	double       loss = 0;
+	tut_batch(seed, ids, labels);
+	for (int i = 0; i < TUT_BATCH; i++) {
+		const int64_t *r = ids + i * TUT_WORDS;
+		double         z = b;
+		for (int64_t d = 0; d < TUT_DIM; d++) {
+			float avg = (emb[r[0] * TUT_DIM + d] +
+			                emb[r[1] * TUT_DIM + d] +
+			                emb[r[2] * TUT_DIM + d]) /
+			            3.0f;
+			z += avg * k[d];
+		}
+		double q = 1 / (1 + exp(-z));
+		loss += -(labels[i] * log(q + 1e-12) +
+		          (1 - labels[i]) * log(1 - q + 1e-12));
+		if (g == NULL) {
+			continue;
+		}
+		float  dz = (float) ((q - labels[i]) / TUT_BATCH);
+		float *ge = g[0]->data, *gk = g[1]->data;
+		((float *) g[2]->data)[0] += dz;
+		for (int64_t d = 0; d < TUT_DIM; d++) {
+			float avg = (emb[r[0] * TUT_DIM + d] +
+			                emb[r[1] * TUT_DIM + d] +
+			                emb[r[2] * TUT_DIM + d]) /
+			            3.0f;
+			gk[d] += dz * avg;
+			for (int j = 0; j < TUT_WORDS; j++) {
+				ge[r[j] * TUT_DIM + d] += dz * k[d] / 3.0f;
+			}
+		}
+	}
+	return loss / TUT_BATCH;
+}
+
+/* Zeroed gradients of the tutorial model's emb, kernel, bias. */
+static int
+tut_zero_grads(pasco_tensor **g)
+{
+	int rv =
+	    pasco_tensor_alloc(
+	        &g[0], PASCO_F32, 2, (int64_t[]){TUT_ROWS, TUT_DIM}) ||
+	    pasco_tensor_alloc(&g[1], PASCO_F32, 1, (int64_t[]){TUT_DIM}) ||
+	    pasco_tensor_alloc(&g[2], PASCO_F32, 1, (int64_t[]){1});
+	for (int i = 0; rv == 0 && i < 3; i++) {
+		memset(g[i]->data, 0, g[i]->nbytes);
+	}
+	return rv ? PASCO_ENOMEM : PASCO_OK;
+}
+
+/* args: emb, kernel, bias, global step, seed (i64 scalar). */
+PASCO_FUNCTION(consistency_tutorial)
+{
+	pasco_variable     *v[4];
+	pasco_tensor       *p[4] = {0}, *g[3] = {0};
+	const pasco_tensor *seed;
+	pasco_optimizer     sgd = pasco_sgd(TUT_LR, 0, false);
+	int                 rv  = PASCO_OK;
+	for (int i = 0; i < 4 && rv == 0; i++) {
+		rv = pasco_call_variable(call, (size_t) i, &v[i]);
+	}
+	if (rv != 0 || (rv = pasco_call_tensor(call, 4, &seed)) != 0 ||
+	    (rv = pasco_variable_read_all(4, v, p)) != 0) {
+		return rv;
+	}
+	if ((rv = tut_zero_grads(g)) == 0) {
+		tut_loss(p, (uint64_t) pasco_tensor_get(seed, 0), g);
+		sgd.iterations = v[3];
+		rv             = pasco_variable_apply_gradients(3, v, &sgd, g);
+	}
+	release_all(p, 4);
+	release_all(g, 3);
+	return rv != 0 ? rv : return_dropped(call, v[3]);
+}
+
+/* The tutorial model's initial values: emb uniform in [-0.05, 0.05),
+ * kernel in [-0.01, 0.01), bias 0. */
+static void
+tut_init(pasco_tensor **init)
+{
+	uint64_t state = 99;
+	pasco_tensor_alloc(
+	    &init[0], PASCO_F32, 2, (int64_t[]){TUT_ROWS, TUT_DIM});
+	pasco_tensor_alloc(&init[1], PASCO_F32, 1, (int64_t[]){TUT_DIM});
+	pasco_tensor_alloc(&init[2], PASCO_F32, 1, (int64_t[]){1});
+	for (int t = 0; t < 2; t++) {
+		for (int64_t i = 0; i < init[t]->count; i++) {
+			state = state * 6364136223846793005u + 1;
+			((float *) init[t]->data)[i] =
+			    ((float) (state >> 40) / (float) (1 << 24) -
+			        0.5f) *
+			    (t == 0 ? 0.1f : 0.02f);
+		}
+	}
+	((float *) init[2]->data)[0] = 0;
+}
+
 typedef struct row {
 	int64_t closures, steps, dropped;
 	double  loss, rate;
@@ -177,9 +321,11 @@ check(int rv, const char *what)
 	}
 }
 
-/* Runs n closures of model mlp (or linear) under mode. */
+enum { LINEAR, MLP, TUTORIAL };
+
+/* Runs n closures of model (LINEAR, MLP, TUTORIAL) under mode. */
 static row
-run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
+run(int model, pasco_consistency mode, uint32_t window, int64_t n)
 {
 	static int                gen;
 	pasco_server             *servers[1 + WORKERS];
@@ -193,7 +339,8 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 	pasco_variable           *v[5];
 	pasco_tensor             *init[4] = {0}, *vals[4] = {0};
 	pasco_remote_value      **rvs = calloc((size_t) n, sizeof(*rvs));
-	int                       nv  = mlp ? 4 : 2;
+	bool                      mlp = model == MLP;
+	int                       nv  = mlp ? 4 : model == TUTORIAL ? 3 : 2;
 	row                       r   = {.closures = n};
 	double                    t0;
 	char                      name[8];
@@ -201,6 +348,8 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 	check(pasco_strategy_create(&s, cl, &so), "strategy");
 	if (mlp) {
 		init_params(4, init);
+	} else if (model == TUTORIAL) {
+		tut_init(init);
 	} else {
 		pasco_tensor_alloc(&init[0], PASCO_F32, 1, (int64_t[]){DIM});
 		pasco_tensor_alloc(&init[1], PASCO_F32, 1, (int64_t[]){1});
@@ -221,8 +370,10 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 		}
 		args[nv + 1] = pasco_arg_tensor(seed);
 		check(pasco_schedule(c,
-		          mlp ? "consistency_mlp" : "consistency_linear", args,
-		          mlp ? 5 : 4, &rvs[k]),
+		          mlp                 ? "consistency_mlp"
+		          : model == TUTORIAL ? "consistency_tutorial"
+		                              : "consistency_linear",
+		          args, mlp ? 5 : (size_t) nv + 2, &rvs[k]),
 		    "schedule");
 		pasco_tensor_release(seed);
 	}
@@ -238,7 +389,12 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 	}
 	check(pasco_variable_read_all((size_t) nv, v, vals), "read");
 	check(pasco_variable_fetch_add(v[nv], 0, &r.steps), "global step");
-	if (mlp) {
+	if (model == TUTORIAL) {
+		r.loss = 0; /* held out: seeds no closure used */
+		for (uint64_t b = 0; b < 8; b++) {
+			r.loss += tut_loss(vals, 0xfeed0000u + b, NULL) / 8;
+		}
+	} else if (mlp) {
 		pasco_tensor *g[4] = {0};
 		pthread_once(&batch_once, batch_init);
 		gradients(4, vals, batch_x, batch_labels, g, &r.loss);
@@ -269,23 +425,24 @@ run(bool mlp, pasco_consistency mode, uint32_t window, int64_t n)
 int
 main(int argc, char **argv)
 {
-	int64_t n[2] = {
-	    argc > 1 ? atol(argv[1]) : 2000, argc > 2 ? atol(argv[2]) : 300};
+	int64_t n[3] = {argc > 1 ? atol(argv[1]) : 2000,
+	    argc > 2 ? atol(argv[2]) : 300, argc > 3 ? atol(argv[3]) : 300};
+	const char *names[3] = {
+	    "linear regression 16", MODELS[0].name, "tutorial model"};
 	const char *modes[3] = {"ASP", "BSP (N = 2)", "SSP (s = 2)"};
 	(void) distributed; /* train.h's, not used here */
 	printf("| model | mode | window | closures | global steps | dropped "
 	       "as stale | final loss | closures/s |\n"
 	       "|---|---|---:|---:|---:|---:|---:|---:|\n");
-	for (int m = 0; m < 2; m++) {
+	for (int m = 0; m < 3; m++) {
 		for (int mode = PASCO_ASP; mode <= PASCO_SSP; mode++) {
 			for (uint32_t w = 1; w <= 4; w += 3) {
-				row r = run(
-				    m == 1, (pasco_consistency) mode, w, n[m]);
+				row r =
+				    run(m, (pasco_consistency) mode, w, n[m]);
 				printf("| %s | %s | %u | %lld | %lld | %lld | "
 				       "%.4g | %.0f |\n",
-				    m == 1 ? MODELS[0].name
-				           : "linear regression 16",
-				    modes[mode], w, (long long) r.closures,
+				    names[m], modes[mode], w,
+				    (long long) r.closures,
 				    (long long) r.steps, (long long) r.dropped,
 				    r.loss, r.rate);
 				fflush(stdout);
