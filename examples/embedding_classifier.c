@@ -56,16 +56,6 @@ now_s(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-/* Prints on stderr which call failed and why: detail when there is one
- * (the message an object keeps), else the code's; returns rv. */
-static int
-report(int rv, const char *what, const char *detail)
-{
-	fprintf(stderr, "%s: %s\n", what,
-	    detail != NULL && detail[0] != 0 ? detail : pasco_strerror(rv));
-	return rv;
-}
-
 /* Creates the model's variables and the two metric states; on failure
  * those made so far are left for the caller to free (the rest are NULL). */
 static int
@@ -119,39 +109,25 @@ static int
 train_epoch(pasco_coordinator *c, pasco_variable *acc, pasco_arg *args, int e,
     int steps)
 {
-	pasco_remote_value *last = NULL;
-	const pasco_value  *loss;
-	double              accuracy;
-	int                 rv;
+	double loss, accuracy;
+	int    rv;
 
 	if ((rv = pasco_metric_reset(acc)) != 0) {
 		return report(
 		    rv, "resetting the accuracy", pasco_variable_error(acc));
 	}
-	for (int i = 0; i < steps && rv == 0; i++) {
-		pasco_remote_value_free(last);
-		last = NULL;
-		rv   = pasco_schedule(c, "train_step", args, 5, &last);
+	if ((rv = run_epoch(c, "train_step", args, 5, steps, &loss)) != 0) {
+		return rv;
 	}
-	if (rv == 0) {
-		rv = pasco_join(c);
+	if ((rv = pasco_metric_result(
+	         acc, PASCO_METRIC_ACCURACY, &accuracy)) != 0) {
+		return report(
+		    rv, "reading the accuracy", pasco_variable_error(acc));
 	}
-	if (rv != 0) {
-		report(rv, "training failed", pasco_coordinator_error(c));
-	} else if ((rv = pasco_remote_value_fetch(last, &loss)) != 0) {
-		report(
-		    rv, "fetching the loss", pasco_remote_value_error(last));
-	} else if ((rv = pasco_metric_result(
-	                acc, PASCO_METRIC_ACCURACY, &accuracy)) != 0) {
-		report(rv, "reading the accuracy", pasco_variable_error(acc));
-	} else {
-		printf("Finished epoch %d, loss = %.4f, accuracy = "
-		       "%.4f\n",
-		    e, pasco_value_scalar(loss), accuracy);
-		fflush(stdout);
-	}
-	pasco_remote_value_free(last);
-	return rv;
+	printf("Finished epoch %d, loss = %.4f, accuracy = %.4f\n", e, loss,
+	    accuracy);
+	fflush(stdout);
+	return PASCO_OK;
 }
 
 static int

@@ -226,42 +226,16 @@ read_scalar(pasco_variable *v)
 	return value;
 }
 
-/* Says on stderr what failed: the message the object keeps, if any. */
-static int
-report(int rv, const char *what, const char *detail)
-{
-	fprintf(stderr, "%s: %s\n", what,
-	    detail != NULL && detail[0] != 0 ? detail : pasco_strerror(rv));
-	return rv;
-}
-
 /* One epoch of steps; prints the last step's loss. */
 static int
 train_epoch(pasco_coordinator *c, pasco_arg *args, int epoch, int steps)
 {
-	pasco_remote_value *last = NULL;
-	const pasco_value  *loss;
-	int                 rv = 0;
-
-	for (int i = 0; i < steps && rv == 0; i++) {
-		pasco_remote_value_free(last);
-		last = NULL;
-		rv   = pasco_schedule(c, "train_step", args, 4, &last);
-	}
+	double loss;
+	int    rv = run_epoch(c, "train_step", args, 4, steps, &loss);
 	if (rv == 0) {
-		rv = pasco_join(c);
-	}
-	if (rv != 0) {
-		report(rv, "training failed", pasco_coordinator_error(c));
-	} else if ((rv = pasco_remote_value_fetch(last, &loss)) != 0) {
-		report(
-		    rv, "fetching the loss", pasco_remote_value_error(last));
-	} else {
-		printf("epoch %d: loss = %.6g\n", epoch + 1,
-		    pasco_value_scalar(loss));
+		printf("epoch %d: loss = %.6g\n", epoch + 1, loss);
 		fflush(stdout);
 	}
-	pasco_remote_value_free(last);
 	return rv;
 }
 

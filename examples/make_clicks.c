@@ -18,7 +18,7 @@
 
 /* Says on stderr what failed with the code's message; returns rv. */
 static int
-report(int rv, const char *what, const char *path)
+report_file(int rv, const char *what, const char *path)
 {
 	fprintf(stderr, "make_clicks: %s %s: %s\n", what, path,
 	    pasco_strerror(rv));
@@ -72,7 +72,7 @@ write_shard(const char *path, long n, int s, int shards, uint64_t seed)
 	int                    rv;
 
 	if ((rv = pasco_tfrecord_writer_open(&w, path)) != 0) {
-		return report(rv, "cannot create", path);
+		return report_file(rv, "cannot create", path);
 	}
 	for (long i = s; i < n && rv == 0; i += shards) {
 		pasco_value *ex;
@@ -80,16 +80,16 @@ write_shard(const char *path, long n, int s, int shards, uint64_t seed)
 		size_t       len;
 		if ((rv = make_example(i, seed, &ex)) != 0 ||
 		    (rv = pasco_example_encode(ex, &buf, &len)) != 0) {
-			report(rv, "cannot make a record for", path);
+			report_file(rv, "cannot make a record for", path);
 		} else if ((rv = pasco_tfrecord_write(w, buf, len)) != 0) {
-			report(rv, "cannot write to", path);
+			report_file(rv, "cannot write to", path);
 		}
 		free(buf);
 		pasco_value_free(ex);
 	}
 	/* closing frees the writer, also after an error */
 	if (pasco_tfrecord_writer_close(w) != 0 && rv == 0) {
-		rv = report(PASCO_EIO, "cannot write", path);
+		rv = report_file(PASCO_EIO, "cannot write", path);
 	}
 	return rv;
 }

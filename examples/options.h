@@ -8,6 +8,9 @@
  * cluster flags out, and runs the function with cluster NULL for --help or
  * --version when no cluster is given. ps and worker tasks, which run the
  * same binary with the same arguments, never parse them.
+ *
+ * Also what every example's coordinator does the same way: say what failed
+ * (report) and run one epoch of a custom loop (run_epoch).
  */
 #ifndef PASCO_EXAMPLES_OPTIONS_H
 #define PASCO_EXAMPLES_OPTIONS_H
@@ -161,6 +164,46 @@ evaluator_has_nothing_to_do(const pasco_cluster *cluster)
 	}
 	printf("evaluator: nothing to evaluate in this example\n");
 	return 1;
+}
+
+/* Says on stderr what failed: the message the object keeps, if any.
+ * Returns rv. */
+static inline int
+report(int rv, const char *what, const char *detail)
+{
+	fprintf(stderr, "%s: %s\n", what,
+	    detail != NULL && detail[0] != 0 ? detail : pasco_strerror(rv));
+	return rv;
+}
+
+/* One epoch of a custom loop: schedules fn with args `steps` times, joins,
+ * and fetches the last step's loss (a scalar) into *loss. 0, or the error,
+ * said on stderr. */
+static inline int
+run_epoch(pasco_coordinator *c, const char *fn, const pasco_arg *args,
+    size_t nargs, int steps, double *loss)
+{
+	pasco_remote_value *last = NULL;
+	const pasco_value  *value;
+	int                 rv = 0;
+	for (int i = 0; i < steps && rv == 0; i++) {
+		pasco_remote_value_free(last);
+		last = NULL;
+		rv   = pasco_schedule(c, fn, args, nargs, &last);
+	}
+	if (rv == 0) {
+		rv = pasco_join(c);
+	}
+	if (rv != 0) {
+		report(rv, "training failed", pasco_coordinator_error(c));
+	} else if ((rv = pasco_remote_value_fetch(last, &value)) != 0) {
+		report(
+		    rv, "fetching the loss", pasco_remote_value_error(last));
+	} else {
+		*loss = pasco_value_scalar(value);
+	}
+	pasco_remote_value_free(last);
+	return rv;
 }
 
 #endif

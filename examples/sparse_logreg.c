@@ -422,40 +422,16 @@ now_s(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-/* Says on stderr what failed: the message the object keeps, if any. */
-static int
-report(int rv, const char *what, const char *detail)
-{
-	fprintf(stderr, "%s: %s\n", what,
-	    detail != NULL && detail[0] != 0 ? detail : pasco_strerror(rv));
-	return rv;
-}
-
 /* One epoch of steps; prints the last step's loss. */
 static int
 train_epoch(pasco_coordinator *c, pasco_arg *args, int e, int steps)
 {
-	pasco_remote_value *last = NULL;
-	const pasco_value  *loss;
-	int                 rv = 0;
-	for (int i = 0; i < steps && rv == 0; i++) {
-		pasco_remote_value_free(last);
-		last = NULL;
-		rv   = pasco_schedule(c, "logreg_step", args, 3, &last);
-	}
+	double loss;
+	int    rv = run_epoch(c, "logreg_step", args, 3, steps, &loss);
 	if (rv == 0) {
-		rv = pasco_join(c);
-	}
-	if (rv != 0) {
-		report(rv, "training failed", pasco_coordinator_error(c));
-	} else if ((rv = pasco_remote_value_fetch(last, &loss)) != 0) {
-		report(
-		    rv, "fetching the loss", pasco_remote_value_error(last));
-	} else {
-		printf("epoch %d: loss = %.4f\n", e, pasco_value_scalar(loss));
+		printf("epoch %d: loss = %.4f\n", e, loss);
 		fflush(stdout);
 	}
-	pasco_remote_value_free(last);
 	return rv;
 }
 
@@ -584,7 +560,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		return 0;
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, &so)) != 0) {
-		report(rv, "cannot reach the cluster", pasco_strategy_error(NULL));
+		report(rv, "cannot reach the cluster",
+		    pasco_strategy_error(NULL));
 		goto out;
 	}
 	if ((rv = pasco_variable_create_init(&w, s, "weights", PASCO_F32, 2,

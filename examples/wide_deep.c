@@ -541,15 +541,6 @@ now_s(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-/* Says on stderr what failed: the message the object keeps, if any. */
-static int
-report(int rv, const char *what, const char *detail)
-{
-	fprintf(stderr, "%s: %s\n", what,
-	    detail != NULL && detail[0] != 0 ? detail : pasco_strerror(rv));
-	return rv;
-}
-
 static int
 create_model(pasco_strategy *s, model *m)
 {
@@ -585,28 +576,12 @@ create_model(pasco_strategy *s, model *m)
 static int
 train_epoch(pasco_coordinator *c, const pasco_arg *args, int e, int steps)
 {
-	pasco_remote_value *last = NULL;
-	const pasco_value  *loss;
-	size_t              nargs = 1 + NVARS;
-	int                 rv    = 0;
-	for (int i = 0; i < steps && rv == 0; i++) {
-		pasco_remote_value_free(last);
-		last = NULL;
-		rv   = pasco_schedule(c, "wide_deep_step", args, nargs, &last);
-	}
+	double loss;
+	int rv = run_epoch(c, "wide_deep_step", args, 1 + NVARS, steps, &loss);
 	if (rv == 0) {
-		rv = pasco_join(c);
-	}
-	if (rv != 0) {
-		report(rv, "training failed", pasco_coordinator_error(c));
-	} else if ((rv = pasco_remote_value_fetch(last, &loss)) != 0) {
-		report(
-		    rv, "fetching the loss", pasco_remote_value_error(last));
-	} else {
-		printf("epoch %d: loss = %.4f\n", e, pasco_value_scalar(loss));
+		printf("epoch %d: loss = %.4f\n", e, loss);
 		fflush(stdout);
 	}
-	pasco_remote_value_free(last);
 	return rv;
 }
 
@@ -703,7 +678,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		return 0;
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, NULL)) != 0) {
-		report(rv, "cannot reach the cluster", pasco_strategy_error(NULL));
+		report(rv, "cannot reach the cluster",
+		    pasco_strategy_error(NULL));
 		goto out;
 	}
 	if ((rv = create_model(s, &m)) != 0) {
