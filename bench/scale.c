@@ -14,8 +14,9 @@
  *   - the MLP with all workers and every variable split over 1, 2, 4 ...
  *     ps (up to the ps of the launch), with its ratio to 1 ps;
  *   - one ps answering small reads (64 bytes) from 1, 2, 4, 8 client
- *     threads, against one echo process answering raw nng round trips on
- *     8 contexts, a socket per client thread.
+ *     threads, each with its own strategy (its own connection, as each
+ *     worker has), against one echo process answering raw nng round
+ *     trips on 8 contexts, a socket per client thread.
  * Each rate is printed with its efficiency, rate / (N x the 1-worker
  * rate), and the closures with their ratio to raw nng at the same N.
  *
@@ -284,11 +285,12 @@ reader_main(void *arg)
 }
 
 /* Small requests per second from `clients` threads of this process, each
- * n / clients of them: reads of v (a handle shared by the threads, as a
- * worker's closures share theirs), or with v NULL raw round trips on
- * socks[k] (a socket each). Best of DISPATCH_REPEATS; -1 on failure. */
+ * n / clients of them: reads of vs[k] (a handle each, from a strategy
+ * each: its own connection to the ps, as each worker has), or with vs NULL
+ * raw round trips on socks[k] (a socket each). Best of DISPATCH_REPEATS;
+ * -1 on failure. */
 static double
-many_readers(pasco_variable *v, nng_socket *socks, int clients, long n)
+many_readers(pasco_variable **vs, nng_socket *socks, int clients, long n)
 {
 	double best = 0;
 	for (int r = 0; r < DISPATCH_REPEATS; r++) {
@@ -297,8 +299,8 @@ many_readers(pasco_variable *v, nng_socket *socks, int clients, long n)
 		int       failed = 0;
 		double    start  = bench_now();
 		for (int k = 0; k < clients; k++) {
-			rd[k] = (reader){
-			    v, v ? (nng_socket){0} : socks[k], n / clients, 0};
+			rd[k] = (reader){vs ? vs[k] : NULL,
+			    vs ? (nng_socket){0} : socks[k], n / clients, 0};
 			pthread_create(&th[k], NULL, reader_main, &rd[k]);
 		}
 		for (int k = 0; k < clients; k++) {
@@ -316,30 +318,41 @@ many_readers(pasco_variable *v, nng_socket *socks, int clients, long n)
 }
 
 /* One ps serving 1, 2, 4, 8 client threads of small reads (64 bytes),
- * against one echo process answering on BENCH_ECHO_THREADS contexts,
- * with a socket per client thread. Prints the rows; 0 or -1. */
+ * each on its own connection, against one echo process answering on
+ * BENCH_ECHO_THREADS contexts, with a socket per client thread. Prints the
+ * rows; 0 or -1. */
 static int
 ps_clients(const char *self, const pasco_cluster *launch, long n)
 {
 	pasco_cluster  *cluster = NULL;
-	pasco_strategy *s       = NULL;
-	pasco_variable *v       = NULL;
-	pasco_tensor   *value;
+	pasco_strategy *s[MAX_CLIENTS];
+	pasco_variable *v[MAX_CLIENTS];
+	pasco_tensor   *value = NULL;
 	nng_socket      socks[MAX_CLIENTS];
 	char            url[64];
 	int64_t         floats = 16;
-	int             rv = -1, nsock = 0;
+	int             rv = -1, nsock = 0, nv = 0;
 	pid_t           ps = bench_start_ps(self, launch, &cluster), echo;
 
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", bench_free_port());
 	echo = bench_start_raw_mt(self, url);
-	if (ps < 0 || echo < 0 || pasco_strategy_create(&s, cluster, NULL) ||
+	if (ps < 0 || echo < 0 ||
 	    pasco_tensor_alloc(&value, PASCO_F32, 1, &floats) != 0) {
 		goto out;
 	}
 	memset(value->data, 0, 16 * sizeof(float));
-	rv = pasco_variable_create(&v, s, "clients/v", value);
-	pasco_tensor_release(value);
+	/* The same variable through each strategy: the first creates it,
+	 * the others find it (same name and spec). */
+	for (rv = 0; rv == 0 && nv < MAX_CLIENTS; nv++) {
+		if ((rv = pasco_strategy_create(&s[nv], cluster, NULL)) != 0) {
+			break;
+		}
+		if ((rv = pasco_variable_create(
+		         &v[nv], s[nv], "clients/v", value)) != 0) {
+			pasco_strategy_destroy(s[nv]);
+			break;
+		}
+	}
 	for (; rv == 0 && nsock < MAX_CLIENTS; nsock++) {
 		rv = bench_raw_dial(url, &socks[nsock]);
 	}
@@ -359,11 +372,14 @@ ps_clients(const char *self, const pasco_cluster *launch, long n)
 		bench_json("scale", what, ours, "ops/s", raw);
 	}
 out:
+	pasco_tensor_release(value);
 	for (int k = 0; k < nsock; k++) {
 		nng_close(socks[k]);
 	}
-	pasco_variable_free(v);
-	pasco_strategy_destroy(s);
+	for (int k = 0; k < nv; k++) { /* nv: the pairs made whole */
+		pasco_variable_free(v[k]);
+		pasco_strategy_destroy(s[k]);
+	}
 	pasco_cluster_free(cluster);
 	stop_process(ps);
 	stop_process(echo);

@@ -1,7 +1,8 @@
 /*
- * Optimizer updates behind one ops table, element by element in double
- * precision (stored back in the variable's dtype). Called with the shard's
- * lock held; never blocks.
+ * Optimizer updates behind one ops table: element by element in double
+ * precision (stored back in the variable's dtype), except f32 variables,
+ * which are updated in f32 as Keras does (FTRL excepted), by vectorized
+ * loops. Called with the shard's lock held; never blocks.
  */
 #include "optimizer_apply.h"
 
@@ -235,8 +236,8 @@ pasci_slots_prepare(ps_slots *s, const pasco_optimizer *o,
 typedef void (*update_fn)(
     const pasco_optimizer *o, double alpha, double *w, double g, double *s);
 
-/* The element loop of apply_f32; always inlined with a constant update,
- * so the update is inlined too (same arithmetic, no call per element). */
+/* The element loop of apply_f32 in double, through an update function
+ * (FTRL's). */
 static inline __attribute__((always_inline)) void
 f32_loop(const pasco_optimizer *o, update_fn update, double alpha, int nslots,
     float *const *slot, float *w, const float *g, int64_t n)
@@ -256,73 +257,151 @@ f32_loop(const pasco_optimizer *o, update_fn update, double alpha, int nslots,
 	}
 }
 
-/* w -= lr * g in double, rounded to float: the same arithmetic as the
- * generic path, vectorized (GCC's -O2 cost model leaves this loop's
- * conversions scalar; a dense push of 4 MB spends its ps time here).
- * optimize() is GCC's; clang's loop vectorizer already runs at -O2. */
+/* f32 variables are updated in f32 arithmetic, as Keras updates float32
+ * variables, by one loop per optimizer over plain arrays, which the
+ * compiler vectorizes: GCC's -O2 cost model leaves these loops scalar, and
+ * sqrtf is vectorized only without errno (ps/meson.build: -fno-math-errno;
+ * its operands here are never negative). optimize() is GCC's; clang's
+ * vectorizer runs at -O2. */
 #if defined(__clang__)
-#define SGD_VECTORIZE
+#define F32_KERNEL static
 #else
-#define SGD_VECTORIZE __attribute__((optimize("O3")))
+#define F32_KERNEL __attribute__((optimize("O3"))) static
 #endif
-SGD_VECTORIZE static void
-plain_sgd_f32(float *restrict w, const float *restrict g, double lr, int64_t n)
+
+typedef struct f32_args {
+	float *restrict w;
+	const float *restrict g;
+	float *restrict s0, *restrict s1, *restrict s2; /* slots, or NULL */
+	int64_t n;
+} f32_args;
+
+F32_KERNEL void
+sgd_f32(const pasco_optimizer *o, f32_args a)
 {
-	for (int64_t i = 0; i < n; i++) {
-		w[i] = (float) ((double) w[i] - lr * (double) g[i]);
+	float lr = (float) o->learning_rate, m = (float) o->momentum;
+	if (a.s0 == NULL) {
+		for (int64_t i = 0; i < a.n; i++) {
+			a.w[i] -= lr * a.g[i];
+		}
+	} else if (o->nesterov) {
+		for (int64_t i = 0; i < a.n; i++) {
+			a.s0[i] = m * a.s0[i] - lr * a.g[i];
+			a.w[i] += m * a.s0[i] - lr * a.g[i];
+		}
+	} else {
+		for (int64_t i = 0; i < a.n; i++) {
+			a.s0[i] = m * a.s0[i] - lr * a.g[i];
+			a.w[i] += a.s0[i];
+		}
 	}
 }
 
-/* The f32 case (slots share the value's dtype) without per-element
- * accessors: the same math in double, rounded to float as the generic
- * path does; plain SGD inline. */
+F32_KERNEL void
+adagrad_f32(const pasco_optimizer *o, f32_args a)
+{
+	float lr = (float) o->learning_rate, eps = (float) o->epsilon;
+	for (int64_t i = 0; i < a.n; i++) {
+		a.s0[i] += a.g[i] * a.g[i];
+		a.w[i] -= lr * a.g[i] / (sqrtf(a.s0[i]) + eps);
+	}
+}
+
+/* slots: velocity, momentum, average gradient */
+F32_KERNEL void
+rmsprop_f32(const pasco_optimizer *o, f32_args a)
+{
+	float lr = (float) o->learning_rate, rho = (float) o->rho;
+	float eps = (float) o->epsilon, m = (float) o->momentum;
+	for (int64_t i = 0; i < a.n; i++) {
+		float d, inc;
+		a.s0[i] = rho * a.s0[i] + (1 - rho) * a.g[i] * a.g[i];
+		if (a.s2 != NULL) {
+			a.s2[i] = rho * a.s2[i] + (1 - rho) * a.g[i];
+			d       = a.s0[i] - a.s2[i] * a.s2[i] + eps;
+		} else {
+			d = a.s0[i] + eps;
+		}
+		inc = lr * a.g[i] / sqrtf(d);
+		if (a.s1 != NULL) {
+			a.s1[i] = m * a.s1[i] + inc;
+			inc     = a.s1[i];
+		}
+		a.w[i] -= inc;
+	}
+}
+
+/* slots: m, v, v_hat */
+F32_KERNEL void
+adam_f32(const pasco_optimizer *o, float alpha, f32_args a)
+{
+	float b1 = (float) (1 - o->beta_1), b2 = (float) (1 - o->beta_2);
+	float eps = (float) o->epsilon;
+	for (int64_t i = 0; i < a.n; i++) {
+		a.s0[i] += (a.g[i] - a.s0[i]) * b1;
+		a.s1[i] += (a.g[i] * a.g[i] - a.s1[i]) * b2;
+		float v = a.s1[i];
+		if (a.s2 != NULL) {
+			a.s2[i] = fmaxf(a.s2[i], a.s1[i]);
+			v       = a.s2[i];
+		}
+		a.w[i] -= alpha * a.s0[i] / (sqrtf(v) + eps);
+	}
+}
+
+/* The f32 case (slots share the value's dtype): FTRL, whose update is
+ * pow-bound, in double through the generic formula, the others in f32. */
 static void
 apply_f32(const pasco_optimizer *o, const opt_ops *ops, double alpha,
     ps_slots *s, pasco_tensor *value, int64_t at, const pasco_tensor *grad,
     int64_t from, int64_t n)
 {
-	float       *w = (float *) value->data + at;
-	const float *g = (const float *) grad->data + from;
-	float       *slot[PS_MAX_SLOTS];
-	if (o->kind == PASCO_OPT_SGD && o->momentum == 0) {
-		plain_sgd_f32(w, g, o->learning_rate, n);
-		return;
-	}
+	float   *slot[PS_MAX_SLOTS] = {0};
+	f32_args a                  = {.w = (float *) value->data + at,
+	                     .g           = (const float *) grad->data + from,
+	                     .n           = n};
 	for (int k = 0; k < s->nslots; k++) {
 		slot[k] = s->slot[k] != NULL ? (float *) s->slot[k]->data + at
 		                             : NULL;
 	}
+	a.s0 = slot[0], a.s1 = slot[1], a.s2 = slot[2];
 	switch (o->kind) {
 	case PASCO_OPT_SGD:
-		f32_loop(o, sgd_update, alpha, s->nslots, slot, w, g, n);
+		sgd_f32(o, a);
 		break;
 	case PASCO_OPT_ADAGRAD:
-		f32_loop(o, adagrad_update, alpha, s->nslots, slot, w, g, n);
+		adagrad_f32(o, a);
 		break;
 	case PASCO_OPT_RMSPROP:
-		f32_loop(o, rmsprop_update, alpha, s->nslots, slot, w, g, n);
+		rmsprop_f32(o, a);
 		break;
 	case PASCO_OPT_ADAM:
-		f32_loop(o, adam_update, alpha, s->nslots, slot, w, g, n);
+		adam_f32(o, (float) alpha, a);
 		break;
 	default:
-		f32_loop(o, ops->update, alpha, s->nslots, slot, w, g, n);
+		f32_loop(
+		    o, ops->update, alpha, ops->nslots, slot, a.w, a.g, n);
 		break;
 	}
 }
 
-void
-pasci_optimizer_apply(const pasco_optimizer *o, ps_slots *s,
-    pasco_tensor *value, int64_t at, const pasco_tensor *grad, int64_t from,
-    int64_t n)
+/* Adam's step size at the slots' step t (0 for the others). */
+static double
+alpha_of(const pasco_optimizer *o, const ps_slots *s)
 {
-	const opt_ops *ops   = ops_of(o->kind);
-	double         alpha = 0;
-	if (o->kind == PASCO_OPT_ADAM) {
-		double t = (double) s->step;
-		alpha    = o->learning_rate * sqrt(1 - pow(o->beta_2, t)) /
-		        (1 - pow(o->beta_1, t));
-	}
+	double t = (double) s->step;
+	return o->kind == PASCO_OPT_ADAM
+	           ? o->learning_rate * sqrt(1 - pow(o->beta_2, t)) /
+	                 (1 - pow(o->beta_1, t))
+	           : 0;
+}
+
+/* Updates n elements from `at` with alpha already computed. */
+static void
+apply_span(const pasco_optimizer *o, const opt_ops *ops, double alpha,
+    ps_slots *s, pasco_tensor *value, int64_t at, const pasco_tensor *grad,
+    int64_t from, int64_t n)
+{
 	if (value->dtype == PASCO_F32 && grad->dtype == PASCO_F32) {
 		apply_f32(o, ops, alpha, s, value, at, grad, from, n);
 		return;
@@ -343,6 +422,54 @@ pasci_optimizer_apply(const pasco_optimizer *o, ps_slots *s,
 				pasco_tensor_set(s->slot[k], at + i, sl[k]);
 			}
 		}
+	}
+}
+
+void
+pasci_optimizer_apply(const pasco_optimizer *o, ps_slots *s,
+    pasco_tensor *value, int64_t at, const pasco_tensor *grad, int64_t from,
+    int64_t n)
+{
+	apply_span(
+	    o, ops_of(o->kind), alpha_of(o, s), s, value, at, grad, from, n);
+}
+
+/* Rows of a big table are cache misses: the loop asks for the row
+ * PREFETCH_AHEAD ahead (value and slots) while it updates this one. */
+#define PREFETCH_AHEAD 12
+
+static void
+prefetch_rows_of(const ps_slots *s, const pasco_tensor *value, int64_t at,
+    int64_t row_elems)
+{
+	size_t esize = pasco_dtype_size(value->dtype);
+	size_t bytes = (size_t) row_elems * esize;
+	for (int k = -1; k < s->nslots; k++) {
+		const pasco_tensor *t = k < 0 ? value : s->slot[k];
+		if (t != NULL) {
+			const char *p =
+			    (const char *) t->data + (size_t) at * esize;
+			for (size_t off = 0; off < bytes; off += 64) {
+				__builtin_prefetch(p + off, 1);
+			}
+		}
+	}
+}
+
+void
+pasci_optimizer_apply_rows(const pasco_optimizer *o, ps_slots *s,
+    pasco_tensor *value, const int64_t *ids, int64_t nids, int64_t row_elems,
+    const pasco_tensor *grad)
+{
+	const opt_ops *ops   = ops_of(o->kind);
+	double         alpha = alpha_of(o, s);
+	for (int64_t i = 0; i < nids; i++) {
+		if (i + PREFETCH_AHEAD < nids) {
+			prefetch_rows_of(s, value,
+			    ids[i + PREFETCH_AHEAD] * row_elems, row_elems);
+		}
+		apply_span(o, ops, alpha, s, value, ids[i] * row_elems, grad,
+		    i * row_elems, row_elems);
 	}
 }
 

@@ -34,6 +34,12 @@ void pasci_optimizer_apply(const pasco_optimizer *opt, ps_slots *s,
     pasco_tensor *value, int64_t at, const pasco_tensor *grad, int64_t from,
     int64_t n);
 
+/* Updates the rows ids[0..nids) (each row_elems elements) with the
+ * gradient rows grad[0..nids), in that order. */
+void pasci_optimizer_apply_rows(const pasco_optimizer *opt, ps_slots *s,
+    pasco_tensor *value, const int64_t *ids, int64_t nids, int64_t row_elems,
+    const pasco_tensor *grad);
+
 void pasci_slots_fini(ps_slots *s);
 
 #endif

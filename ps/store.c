@@ -320,25 +320,18 @@ row_bytes(const pasco_tensor *t)
 	return t->shape[0] > 0 ? t->nbytes / (size_t) t->shape[0] : 0;
 }
 
-/* Rows of a big table are cache misses: the sparse loops ask for the row
- * PREFETCH_ROWS ahead (value and slots) while they work on this one. */
+/* Rows of a big table are cache misses: gather asks for the row
+ * PREFETCH_ROWS ahead while it copies this one. */
 #define PREFETCH_ROWS 12
 
 static void
-prefetch_row(const ps_var *v, int64_t at, int64_t row_elems, bool slots)
+prefetch_row(const ps_var *v, int64_t at, int64_t row_elems)
 {
-	size_t esize = pasco_dtype_size(v->value->dtype);
-	size_t bytes = (size_t) row_elems * esize;
-	for (int k = -1; k < (slots ? v->slots.nslots : 0); k++) {
-		const pasco_tensor *t = k < 0 ? v->value : v->slots.slot[k];
-		const char         *p;
-		if (t == NULL) {
-			continue;
-		}
-		p = (const char *) t->data + (size_t) at * esize;
-		for (size_t off = 0; off < bytes; off += 64) {
-			__builtin_prefetch(p + off, 1);
-		}
+	size_t      esize = pasco_dtype_size(v->value->dtype);
+	size_t      bytes = (size_t) row_elems * esize;
+	const char *p = (const char *) v->value->data + (size_t) at * esize;
+	for (size_t off = 0; off < bytes; off += 64) {
+		__builtin_prefetch(p + off, 0);
 	}
 }
 
@@ -370,8 +363,8 @@ pasci_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
 	size_t         row       = row_bytes(v->value);
 	for (int64_t i = 0; i < ids->count; i++) {
 		if (i + PREFETCH_ROWS < ids->count) {
-			prefetch_row(v, id[i + PREFETCH_ROWS] * row_elems,
-			    row_elems, false);
+			prefetch_row(
+			    v, id[i + PREFETCH_ROWS] * row_elems, row_elems);
 		}
 		memcpy((char *) out->data + (size_t) i * row,
 		    (const char *) v->value->data + (size_t) id[i] * row, row);
@@ -470,15 +463,8 @@ apply_locked(ps_var *v, const pasco_optimizer *opt, int64_t step,
 		    opt, &v->slots, v->value, 0, grad, 0, grad->count);
 		return PASCO_OK;
 	}
-	const int64_t *id = ids->data;
-	for (int64_t i = 0; i < ids->count; i++) {
-		if (i + PREFETCH_ROWS < ids->count) {
-			prefetch_row(v, id[i + PREFETCH_ROWS] * row_elems,
-			    row_elems, true);
-		}
-		pasci_optimizer_apply(opt, &v->slots, v->value,
-		    id[i] * row_elems, grad, i * row_elems, row_elems);
-	}
+	pasci_optimizer_apply_rows(
+	    opt, &v->slots, v->value, ids->data, ids->count, row_elems, grad);
 	return PASCO_OK;
 }
 

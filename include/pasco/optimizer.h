@@ -6,17 +6,26 @@
  * update under the shard's lock. Sparse applies touch only the given rows,
  * of the variable and of its slots.
  *
- *   SGD       v = momentum * v - lr * g;  w += nesterov ? momentum * v - lr *
- * g : v (momentum 0: w -= lr * g) Adagrad   a += g^2;  w -= lr * g / (sqrt(a)
- * + epsilon) RMSprop   s = rho * s + (1 - rho) * g^2;  centered: m = rho * m +
- * (1 - rho) * g, d = s - m^2 + epsilon, else d = s + epsilon;  inc = lr * g /
- * sqrt(d); momentum > 0: p = momentum * p + inc, w -= p;  else w -= inc Adam
- * t += 1;  alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t); m += (g - m)(1 -
- * beta_1);  v += (g^2 - v)(1 - beta_2); amsgrad: vh = max(vh, v), use vh;  w
- * -= alpha * m / (sqrt(v) + epsilon) FTRL      l2' = l2 + beta / (2 lr);  gs =
- * g + 2 * l2_shrinkage * w;  n' = n + g^2; z += gs - (n'^-p - n^-p) / lr * w
- * (p = learning_rate_power); q = n'^-p / lr + 2 l2';  w = (clip(z, -l1, l1) -
- * z) / q;  n = n'
+ *   SGD      v = momentum * v - lr * g;
+ *            w += nesterov ? momentum * v - lr * g : v
+ *            (momentum 0: w -= lr * g)
+ *   Adagrad  a += g^2;  w -= lr * g / (sqrt(a) + epsilon)
+ *   RMSprop  s = rho * s + (1 - rho) * g^2;
+ *            centered: m = rho * m + (1 - rho) * g, d = s - m^2 + epsilon,
+ *            else d = s + epsilon;
+ *            inc = lr * g / sqrt(d);
+ *            momentum > 0: p = momentum * p + inc, w -= p;  else w -= inc
+ *   Adam     t += 1;  alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t);
+ *            m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2);
+ *            amsgrad: vh = max(vh, v), use vh;
+ *            w -= alpha * m / (sqrt(v) + epsilon)
+ *   FTRL     l2' = l2 + beta / (2 lr);  gs = g + 2 * l2_shrinkage * w;
+ *            n' = n + g^2;  z += gs - (n'^-p - n^-p) / lr * w
+ *            (p = learning_rate_power);  q = n'^-p / lr + 2 l2';
+ *            w = (clip(z, -l1, l1) - z) / q;  n = n'
+ *
+ * Arithmetic: f32 variables are updated in f32, as Keras updates float32
+ * variables (FTRL in double, rounded to f32); f64 variables in double.
  *
  * Adam's t: with opt.iterations set (a global step, below) t is the global
  * step of the apply, as Keras's optimizer.iterations, so results do not

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "variable_impl.h"
 #include "coordinator_impl.h"
+#include "variable_impl.h"
 
 TestSuite(sharded, .timeout = 60);
 
@@ -393,6 +393,78 @@ Test(sharded, sparse_sgd_sums_duplicates_and_touches_only_those_rows)
 	pasco_tensor_release(out);
 	pasco_tensor_release(grads);
 	pasco_tensor_release(t);
+	pasco_variable_free(v);
+	stop();
+}
+
+/* A batch big enough for the radix sort (3,000 ids, many repeated, ids
+ * up to 10,000: two passes): gather returns each id's row in order, and
+ * scatter_add adds every repeat. */
+Test(sharded, big_batches_with_repeats_gather_and_add_every_row)
+{
+	pasco_partitioner p    = pasco_fixed_shards_partitioner(3);
+	int64_t           rows = 10000, n = 3000;
+	pasco_variable   *v;
+	pasco_tensor     *init = iota(PASCO_F64, 2, (int64_t[]){rows, 2});
+	pasco_tensor     *ids, *out, *ones;
+	double           *want = malloc(sizeof(double) * (size_t) rows * 2);
+	uint64_t          seed = 5;
+	start(3, &p);
+	PASCO_PASS(pasco_variable_create(&v, strategy, "big", init));
+	PASCO_PASS(pasco_tensor_alloc(&ids, PASCO_I64, 1, &n));
+	PASCO_PASS(pasco_tensor_alloc(&ones, PASCO_F64, 2, (int64_t[]){n, 2}));
+	for (int64_t i = 0; i < rows * 2; i++) {
+		want[i] = (double) i;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 6364136223846793005u + 1442695040888963407u;
+		/* every third id from a hot set of 16, the rest anywhere */
+		int64_t id = i % 3 == 0 ? (int64_t) (seed >> 60)
+		                        : (int64_t) ((seed >> 33) % 10000);
+		((int64_t *) ids->data)[i] = id;
+		pasco_tensor_set(ones, 2 * i, 1);
+		pasco_tensor_set(ones, 2 * i + 1, (double) (i % 5));
+		want[2 * id] += 1;
+		want[2 * id + 1] += (double) (i % 5);
+	}
+	PASCO_PASS(pasco_variable_gather(v, ids, &out));
+	for (int64_t i = 0; i < n; i++) {
+		int64_t id = ((int64_t *) ids->data)[i];
+		cr_assert_eq(pasco_tensor_get(out, 2 * i), 2.0 * (double) id,
+		    "row %lld (id %lld)", (long long) i, (long long) id);
+	}
+	pasco_tensor_release(out);
+	PASCO_PASS(pasco_variable_scatter_add(v, ids, ones));
+	PASCO_PASS(pasco_variable_read(v, &out));
+	expect_values(out, want, rows * 2);
+	pasco_tensor_release(out);
+	/* Adagrad is not linear: each row must get one update, with its
+	 * repeats' gradients summed, as TensorFlow's optimizers do. */
+	pasco_optimizer ada = pasco_adagrad(0.1);
+	double         *sum = calloc((size_t) rows * 2, sizeof(double));
+	for (int64_t i = 0; i < n * 2; i++) {
+		sum[2 * ((int64_t *) ids->data)[i / 2] + i % 2] +=
+		    pasco_tensor_get(ones, i);
+	}
+	for (int64_t e = 0; e < rows * 2; e++) {
+		want[e] -=
+		    0.1 * sum[e] /
+		    (sqrt(ada.initial_accumulator_value + sum[e] * sum[e]) +
+		        ada.epsilon);
+	}
+	PASCO_PASS(pasco_variable_apply_gradient_sparse(v, &ada, ids, ones));
+	PASCO_PASS(pasco_variable_read(v, &out));
+	for (int64_t e = 0; e < rows * 2; e++) {
+		cr_assert_float_eq(pasco_tensor_get(out, e), want[e], 1e-12,
+		    "element %lld: %.15g, want %.15g", (long long) e,
+		    pasco_tensor_get(out, e), want[e]);
+	}
+	free(sum);
+	pasco_tensor_release(out);
+	pasco_tensor_release(ones);
+	pasco_tensor_release(ids);
+	pasco_tensor_release(init);
+	free(want);
 	pasco_variable_free(v);
 	stop();
 }
