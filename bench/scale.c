@@ -33,7 +33,10 @@
  *     round trip of 64 bytes; both processes are this program, started
  *     here so their pids are known, and measured from outside
  *     (/proc/<pid>/stat utime + stime, clock ticks: K is chosen so the
- *     total is many ticks).
+ *     total is many ticks);
+ *   - the raw nng client's CPU and context switches per round trip on a
+ *     raw-mode req0 socket, the kind Pasco's RPC client uses, against the
+ *     cooked req0 baseline: what nng 1.5.2's raw mode itself costs.
  * The ratios to raw nng are the figures to read: on a loaded 2-core machine
  * the absolute microseconds move, the ratios much less.
  *
@@ -187,6 +190,48 @@ raw_cost(const char *url, pid_t peer, long k, double *self_us, double *peer_us,
 	*switches = (switches_self() - sw0) / (double) k;
 	nng_close(s);
 	return 0;
+}
+
+/* The same round trips as raw_cost's on a raw-mode req0 socket (the
+ * socket Pasco's RPC client uses, to have many calls in flight on one
+ * connection; raw mode passes each message through nng's socket queues,
+ * where cooked req0 hands it to the connection): this process's CPU
+ * microseconds and context switches per round trip. 0 or -1. */
+static int
+raw_mode_cost(const char *url, long k, double *self_us, double *switches)
+{
+	nng_socket s;
+	double     c0 = 0, sw0 = 0;
+	int        rv = nng_req0_open_raw(&s);
+	if (rv != 0 || nng_dial(s, url, NULL, 0) != 0) {
+		if (rv == 0) {
+			nng_close(s);
+		}
+		return -1;
+	}
+	for (int pass = 0; pass < 2 && rv == 0; pass++) { /* warm-up, then k */
+		long n = pass == 0 ? k / 10 : k;
+		c0     = cpu_self();
+		sw0    = switches_self();
+		for (long i = 0; i < n && rv == 0; i++) {
+			nng_msg *m = bench_request(0, PAYLOAD - 8);
+			if (m == NULL) {
+				rv = -1;
+				break;
+			}
+			nng_msg_header_append_u32(
+			    m, (uint32_t) i | 0x80000000u);
+			if ((rv = nng_sendmsg(s, m, 0)) != 0) {
+				nng_msg_free(m);
+			} else if ((rv = nng_recvmsg(s, &m, 0)) == 0) {
+				nng_msg_free(m);
+			}
+		}
+	}
+	*self_us  = (cpu_self() - c0) / (double) k * 1e6;
+	*switches = (switches_self() - sw0) / (double) k;
+	nng_close(s);
+	return rv == 0 ? 0 : -1;
 }
 
 /* CPU microseconds per small request to a ps started here: a read of a
@@ -430,7 +475,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	double raw_self = 0, raw_peer = 0, ps_self = 0, ps_us = 0;
 	double cl_w1 = 0, cl_wd = 0, cl_wn = 0, cl_wdn = 0;
 	double wk_self = 0, wk_us = 0, sw_1 = 0, sw_n = 0, sw_dn = 0;
-	double raw_sw = 0;
+	double raw_sw = 0, rawmode_us = 0, rawmode_sw = 0;
 	size_t nps    = pasco_cluster_count(cluster, PASCO_ROLE_PS);
 	int    failed = 1;
 
@@ -476,7 +521,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		}
 	}
 	if (raw_cost(urls[0], echo[0], k, &raw_self, &raw_peer, &raw_sw) !=
-	    0) {
+	        0 ||
+	    raw_mode_cost(urls[0], k, &rawmode_us, &rawmode_sw) != 0) {
 		fprintf(stderr, "scale: raw nng cost failed\n");
 		goto out;
 	}
@@ -592,6 +638,11 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		    nw);
 		bench_json("scale", what, sw_n, "switches", raw_sw);
 	}
+	printf("raw-mode req0 (Pasco's RPC socket) per round trip: %.2f us, "
+	       "%.2f switches (cooked req0: %.2f us, %.2f switches: %.2fx)\n",
+	    rawmode_us, rawmode_sw, raw_self, raw_sw, rawmode_us / raw_self);
+	bench_json("scale", "raw nng client CPU per round trip, req0 raw mode",
+	    rawmode_us, "us", raw_self);
 	cost_row("worker CPU per closure, window 1, unbatched", wk_us,
 	    raw_peer, "echo per round trip");
 	cost_row("chief CPU per small ps request (64 B read)", ps_self,

@@ -67,8 +67,9 @@ struct pasci_rpc_client {
 
 	pthread_t       timer;
 	pthread_mutex_t mu;
-	pthread_cond_t  cv;       /* link became UP */
-	pthread_cond_t  timer_cv; /* a deadline was added, or closing */
+	pthread_cond_t  cv;         /* link became UP */
+	pthread_cond_t  timer_cv;   /* a deadline was added, or closing */
+	bool            timer_idle; /* the timer waits with no tick */
 	/* Protected by mu. */
 	int      link;
 	uint32_t pipe;
@@ -87,10 +88,15 @@ struct pasci_rpc_client {
 	bool    warned_no_key;
 };
 
+/* Inserts call; wakes the timer only when it waits with no tick: a
+ * ticking timer finds the deadline at its next tick. (Waking it for every
+ * first deadline cost a thread wake-up per call on a client with one call
+ * in flight at a time.) */
 static void
 call_insert_locked(pasci_rpc_client *c, rpc_call *call)
 {
-	if (pasci_rpc_calls_insert(&c->calls, call)) {
+	if (pasci_rpc_calls_insert(&c->calls, call) && c->timer_idle) {
+		c->timer_idle = false;
 		pthread_cond_signal(&c->timer_cv); /* the first deadline */
 	}
 }
@@ -414,7 +420,9 @@ client_timer_main(void *arg)
 	pthread_mutex_lock(&c->mu);
 	while (!c->closing) {
 		if (c->calls.ndeadlines == 0) {
+			c->timer_idle = true;
 			pthread_cond_wait(&c->timer_cv, &c->mu);
+			c->timer_idle = false;
 			continue;
 		}
 		struct timespec ts;
