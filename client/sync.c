@@ -61,6 +61,13 @@ pasco_variable_dropped(const pasco_variable *v)
 	return __atomic_load_n(&v->dropped, __ATOMIC_ACQUIRE);
 }
 
+bool
+pasci_step_is_bsp(const pasco_optimizer *opt)
+{
+	return opt != NULL && opt->iterations != NULL &&
+	       opt->iterations->sync.mode == PASCO_BSP;
+}
+
 int
 pasci_step_begin(pasco_variable *v, const pasco_optimizer *opt, pasci_step *st)
 {

@@ -575,6 +575,14 @@ int
 pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, pasco_tensor *const *grads)
 {
+	return pasco_variable_apply_gradients_mixed(n, vars, opt, NULL, grads);
+}
+
+int
+pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    pasco_tensor *const *grads)
+{
 	shard_call **calls = calloc(n + 1, sizeof(*calls));
 	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
 	pasci_step   st    = {0};
@@ -585,8 +593,11 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
 		             : PASCO_EINVAL;
 	}
 	for (size_t k = 0; k < n && rv == 0; k++) {
-		rv = update_calls(vars[k], PASCI_METHOD_VAR_APPLY, opt,
-		    grads[k], "apply_gradients", &calls[k]);
+		rv = ids != NULL && ids[k] != NULL
+		         ? pasci_sparse_calls(vars[k], ids[k], grads[k], 0,
+		               opt, "apply_gradients", &calls[k])
+		         : update_calls(vars[k], PASCI_METHOD_VAR_APPLY, opt,
+		               grads[k], "apply_gradients", &calls[k]);
 	}
 	/* every gradient checked: now the step (one per call, all vars) */
 	if (rv == 0 && n > 0) {

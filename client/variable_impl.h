@@ -83,6 +83,14 @@ int pasci_shard_calls_run(pasco_variable *v, shard_call *calls);
 
 void pasci_shard_calls_free(const pasco_variable *v, shard_call *calls);
 
+/* The shard calls of a sparse update of v (variable_sparse.c): ids
+ * checked, repeats summed, routed; a VAR_APPLY_SPARSE with opt, or with
+ * opt NULL a VAR_SCATTER_ADD of scale x rows. Not stamped with a step.
+ * *out is freed with pasci_shard_calls_free. */
+int pasci_sparse_calls(pasco_variable *v, const pasco_tensor *ids,
+    const pasco_tensor *rows, double scale, const pasco_optimizer *opt,
+    const char *op, shard_call **out);
+
 /* Appends v to b as a RUN argument (v is borrowed until b is encoded). */
 void pasci_variable_add_arg(pasci_wire_builder *b, const pasco_variable *v);
 
@@ -105,6 +113,10 @@ typedef struct pasci_step {
  * A failure is recorded on the counter and on v. */
 int pasci_step_begin(
     pasco_variable *v, const pasco_optimizer *opt, pasci_step *st);
+
+/* Whether an apply with opt takes part in a BSP round (every shard of
+ * every variable it updates must then get a request). */
+bool pasci_step_is_bsp(const pasco_optimizer *opt);
 
 /* Stamps v's used calls with the step (t, and the round under BSP). */
 void pasci_step_stamp(

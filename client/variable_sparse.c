@@ -460,19 +460,19 @@ shard_part(const pasco_variable *v, const routed *r, const pasco_tensor *urows,
 	return rv;
 }
 
-/* Sends each shard its (deduplicated) rows: a VAR_SCATTER_ADD with scale,
- * or a VAR_APPLY_SPARSE with opt (one global step: optimizer.h). */
-static int
-scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
-    double scale, const pasco_optimizer *opt, const char *op)
+int
+pasci_sparse_calls(pasco_variable *v, const pasco_tensor *ids,
+    const pasco_tensor *rows, double scale, const pasco_optimizer *opt,
+    const char *op, shard_call **out)
 {
 	int64_t      *flat = NULL, *uids = NULL, nu = 0;
 	pasco_tensor *urows = NULL;
 	routed        r     = {0};
 	shard_call   *calls = NULL;
-	pasci_step    st    = {0};
+	bool          bsp   = pasci_step_is_bsp(opt);
 	int           rv;
 
+	*out = NULL;
 	if ((rv = read_ids(v, ids, op, &flat)) != 0 ||
 	    (rv = check_rows(v, ids, rows, op)) != 0 ||
 	    (rv = dedupe(v, flat, ids->count, rows, &uids, &urows, &nu)) !=
@@ -487,12 +487,9 @@ scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
 		rv = PASCO_ENOMEM;
 		goto out;
 	}
-	if ((rv = pasci_step_begin(v, opt, &st)) != 0 || st.dropped) {
-		goto out;
-	}
 	for (int32_t s = 0; s < v->nshards && rv == 0; s++) {
 		pasco_tensor *local, *part;
-		rv = shard_part(v, &r, urows, s, st.bsp, &local, &part);
+		rv = shard_part(v, &r, urows, s, bsp, &local, &part);
 		if (rv == 0 && local != NULL) {
 			calls[s].used        = true;
 			calls[s].b.hdr.scale = scale;
@@ -503,17 +500,35 @@ scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
 			pasco_tensor_release(part);
 		}
 	}
-	if (rv == 0) {
-		pasci_step_stamp(&st, v, calls);
-		rv = pasci_shard_calls_run(v, calls);
-	}
 out:
-	pasci_step_end(&st);
-	pasci_shard_calls_free(v, calls);
+	if (rv != 0) {
+		pasci_shard_calls_free(v, calls);
+		calls = NULL;
+	}
+	*out = calls;
 	routed_free(v, &r);
 	pasco_tensor_release(urows);
 	free(uids);
 	free(flat);
+	return rv;
+}
+
+/* Sends each shard its (deduplicated) rows: a VAR_SCATTER_ADD with scale,
+ * or a VAR_APPLY_SPARSE with opt (one global step: optimizer.h). */
+static int
+scatter(pasco_variable *v, const pasco_tensor *ids, const pasco_tensor *rows,
+    double scale, const pasco_optimizer *opt, const char *op)
+{
+	shard_call *calls = NULL;
+	pasci_step  st    = {0};
+	int rv = pasci_sparse_calls(v, ids, rows, scale, opt, op, &calls);
+	if (rv == 0 && (rv = pasci_step_begin(v, opt, &st)) == 0 &&
+	    !st.dropped) {
+		pasci_step_stamp(&st, v, calls);
+		rv = pasci_shard_calls_run(v, calls);
+	}
+	pasci_step_end(&st);
+	pasci_shard_calls_free(v, calls);
 	return rv;
 }
 

@@ -147,7 +147,6 @@ model_from_call(pasco_call *call, size_t first, model *m)
 	return PASCO_OK;
 }
 
-/* Backward pass and the three updates. */
 /* Backward pass from dz, the loss gradient of the logits, and the three
  * updates. */
 static int
@@ -166,13 +165,15 @@ backward(model *m, const pasco_tensor *ids, const pasco_tensor *avg,
 		goto out;
 	}
 	pasco_l2_penalty(kernel, L2, dkernel);
-	/* the rows' gradients, one per (example, word): ids [b, 3] with rows
-	 * [b, 3, DIM] is the shape scatter expects */
-	if ((rv = pasco_variable_apply_gradient_sparse(
-	         m->emb, opt, ids, drows)) == 0 &&
-	    (rv = pasco_variable_apply_gradient(m->kernel, opt, dkernel)) ==
-	        0) {
-		rv = pasco_variable_apply_gradient(m->bias, opt, dbias);
+	/* One apply for the three, every request in flight together (and
+	 * one global step, had opt one): the table's gradient is sparse, its
+	 * rows one per (example, word), ids [b, 3] with rows [b, 3, DIM]. */
+	{
+		pasco_variable     *vars[]   = {m->emb, m->kernel, m->bias};
+		const pasco_tensor *rowids[] = {ids, NULL, NULL};
+		pasco_tensor       *grads[]  = {drows, dkernel, dbias};
+		rv = pasco_variable_apply_gradients_mixed(
+		    3, vars, opt, rowids, grads);
 	}
 out:
 	pasco_tensor_release(dkernel);

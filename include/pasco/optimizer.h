@@ -134,6 +134,19 @@ int pasco_variable_apply_gradient(
 int pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, pasco_tensor *const *grads);
 
+/* apply_gradients with sparse gradients among the dense ones (Keras's
+ * apply_gradients given tf.IndexedSlices): where ids[k] is not NULL,
+ * grads[k] holds the gradient rows of the rows ids[k] of vars[k], applied
+ * as pasco_variable_apply_gradient_sparse applies them; the others are
+ * dense, as pasco_variable_apply_gradients. ids may be NULL (all dense).
+ * Every gradient is checked before anything is applied, every request is
+ * in flight together, and with opt->iterations the whole call is one
+ * global step (one step of a model with an embedding table and dense
+ * layers advances it once). */
+int pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    pasco_tensor *const *grads);
+
 /* Applies the gradient rows grads (shape ids.shape + v.shape[1:]) to rows
  * ids, duplicates summed; other rows and their slots are untouched. With
  * opt->iterations, one global step as pasco_variable_apply_gradients. */

@@ -166,6 +166,96 @@ Test(sync_modes, global_step_makes_sparse_adam_independent_of_shards)
 	pasco_tensor_release(three_local);
 }
 
+/* One step of a model with an embedding table (sparse gradient, 3 shards)
+ * and a dense layer, applied by one pasco_variable_apply_gradients_mixed
+ * call: the global step advances once per step, and the values are those
+ * of separate sparse and dense applies with the same t (ids cover every
+ * shard, so without the global step each shard's t is the step too). A
+ * gradient that does not fit fails the call with nothing applied. */
+Test(sync_modes, a_mixed_sparse_and_dense_apply_is_one_global_step)
+{
+	setup             st;
+	pasco_initializer u = pasco_init_uniform(-0.5, 0.5, 3);
+	pasco_variable   *emb, *w, *emb2, *w2;
+	pasco_optimizer   adam = pasco_adam(0.1, false), local = adam;
+	pasco_tensor     *a, *b, *bad;
+	setup_start(&st, 2, 3, PASCO_ASP, 0, 0);
+	PASCO_PASS(pasco_variable_create_init(
+	    &emb, st.s, "emb", PASCO_F32, 2, (int64_t[]){6, 2}, &u));
+	PASCO_PASS(pasco_variable_create_init(
+	    &emb2, st.s, "emb2", PASCO_F32, 2, (int64_t[]){6, 2}, &u));
+	cr_assert_eq(pasco_variable_num_shards(emb), 3);
+	w               = zeros(&st, "w", 2);
+	w2              = zeros(&st, "w2", 2);
+	adam.iterations = st.gs;
+	for (int i = 0; i < 5; i++) {
+		int64_t       ids[4] = {i % 6, 5 - i % 2, 2, i % 6};
+		float         rows[8], dense[2] = {0.2f * (float) i, -0.4f};
+		pasco_tensor *it, *rt, *gt;
+		for (int k = 0; k < 8; k++) {
+			rows[k] = 0.1f * (float) (k + i) - 0.3f;
+		}
+		PASCO_PASS(pasco_tensor_from(
+		    &it, PASCO_I64, 1, (int64_t[]){4}, ids, sizeof(ids)));
+		PASCO_PASS(pasco_tensor_from(
+		    &rt, PASCO_F32, 2, (int64_t[]){4, 2}, rows, sizeof(rows)));
+		gt                           = vec(2, dense);
+		pasco_variable     *vars[]   = {emb, w};
+		const pasco_tensor *idlist[] = {it, NULL};
+		pasco_tensor       *grads[]  = {rt, gt};
+		PASCO_PASS(pasco_variable_apply_gradients_mixed(
+		    2, vars, &adam, idlist, grads));
+		cr_assert_eq(read_step(st.gs), i + 1);
+		PASCO_PASS(pasco_variable_apply_gradient_sparse(
+		    emb2, &local, it, rt));
+		PASCO_PASS(pasco_variable_apply_gradient(w2, &local, gt));
+		pasco_tensor_release(it);
+		pasco_tensor_release(rt);
+		pasco_tensor_release(gt);
+	}
+	PASCO_PASS(pasco_variable_read(emb, &a));
+	PASCO_PASS(pasco_variable_read(emb2, &b));
+	cr_assert(max_diff(a, b) < 1e-6, "embedding: mixed vs separate %g",
+	    max_diff(a, b));
+	pasco_tensor_release(b);
+	PASCO_PASS(pasco_variable_read(w, &b));
+	PASCO_PASS(pasco_variable_read(w2, &bad));
+	cr_assert(max_diff(b, bad) < 1e-6, "dense: mixed vs separate %g",
+	    max_diff(b, bad));
+	pasco_tensor_release(b);
+	pasco_tensor_release(bad);
+	/* a dense gradient of the wrong shape: nothing applied, no step */
+	{
+		int64_t             ids[1] = {1};
+		pasco_tensor       *it, *rt, *tb;
+		pasco_variable     *vars[]   = {emb, w};
+		const pasco_tensor *idlist[] = {NULL, NULL};
+		PASCO_PASS(pasco_tensor_from(
+		    &it, PASCO_I64, 1, (int64_t[]){1}, ids, sizeof(ids)));
+		PASCO_PASS(pasco_tensor_from(&rt, PASCO_F32, 2,
+		    (int64_t[]){1, 2}, (float[]){1, 1}, 2 * sizeof(float)));
+		bad                   = vec(3, (float[]){1, 1, 1});
+		idlist[0]             = it;
+		pasco_tensor *grads[] = {rt, bad};
+		PASCO_FAIL(pasco_variable_apply_gradients_mixed(
+		               2, vars, &adam, idlist, grads),
+		    PASCO_EINVAL);
+		cr_assert_eq(read_step(st.gs), 5);
+		PASCO_PASS(pasco_variable_read(emb, &tb));
+		cr_assert(max_diff(a, tb) == 0, "the table moved");
+		pasco_tensor_release(tb);
+		pasco_tensor_release(it);
+		pasco_tensor_release(rt);
+		pasco_tensor_release(bad);
+	}
+	pasco_tensor_release(a);
+	pasco_variable_free(emb);
+	pasco_variable_free(emb2);
+	pasco_variable_free(w);
+	pasco_variable_free(w2);
+	setup_stop(&st);
+}
+
 Test(sync_modes, asp_applies_every_gradient_and_counts_it)
 {
 	setup           st;
