@@ -81,27 +81,36 @@ sort_by_id(id_pos *a, int64_t n)
 	return PASCO_OK;
 }
 
+/* The positions of ids[0..n) sorted by id (stably), or NULL when out of
+ * memory. */
+static id_pos *
+sorted_order(const int64_t *ids, int64_t n)
+{
+	id_pos *order = malloc(sizeof(*order) * (size_t) (n + 1));
+	if (order == NULL) {
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		order[i] = (id_pos){ids[i], i};
+	}
+	if (sort_by_id(order, n) != 0) {
+		free(order);
+		return NULL;
+	}
+	return order;
+}
+
 /* The distinct ids of ids[0..n), sorted, and for each position the index
  * of its id among them. */
 static int
 unique_ids(const int64_t *ids, int64_t n, int64_t **uniq, int64_t *nu,
     int64_t **inverse)
 {
-	id_pos *order = malloc(sizeof(*order) * (size_t) (n + 1));
+	id_pos *order = sorted_order(ids, n);
 	int64_t k     = -1;
 	*uniq         = malloc(sizeof(int64_t) * (size_t) (n + 1));
 	*inverse      = malloc(sizeof(int64_t) * (size_t) (n + 1));
 	if (order == NULL || *uniq == NULL || *inverse == NULL) {
-		free(order);
-		free(*uniq);
-		free(*inverse);
-		*uniq = *inverse = NULL;
-		return PASCO_ENOMEM;
-	}
-	for (int64_t i = 0; i < n; i++) {
-		order[i] = (id_pos){ids[i], i};
-	}
-	if (sort_by_id(order, n) != 0) {
 		free(order);
 		free(*uniq);
 		free(*inverse);
@@ -346,7 +355,7 @@ dedupe(const pasco_variable *v, const int64_t *ids, int64_t n,
     const pasco_tensor *rows, int64_t **uids, pasco_tensor **urows,
     int64_t *nu)
 {
-	id_pos *order = malloc(sizeof(*order) * (size_t) (n + 1));
+	id_pos *order = sorted_order(ids, n);
 	size_t  row   = pasci_variable_row_bytes(v);
 	int64_t shape[PASCO_MAX_RANK], k = -1;
 	int     rv;
@@ -357,13 +366,9 @@ dedupe(const pasco_variable *v, const int64_t *ids, int64_t n,
 		free(*uids);
 		return PASCO_ENOMEM;
 	}
-	for (int64_t i = 0; i < n; i++) {
-		order[i] = (id_pos){ids[i], i};
-	}
 	memcpy(shape, v->shape, sizeof(shape));
 	shape[0] = n;
-	if ((rv = sort_by_id(order, n)) != 0 ||
-	    (rv = pasco_tensor_alloc(urows, v->dtype, v->rank, shape)) != 0) {
+	if ((rv = pasco_tensor_alloc(urows, v->dtype, v->rank, shape)) != 0) {
 		free(order);
 		free(*uids);
 		return rv;

@@ -438,20 +438,30 @@ pasci_optimizer_apply(const pasco_optimizer *o, ps_slots *s,
  * PREFETCH_AHEAD ahead (value and slots) while it updates this one. */
 #define PREFETCH_AHEAD 12
 
+void
+pasci_prefetch_elems(
+    const pasco_tensor *t, int64_t at, int64_t n, bool for_write)
+{
+	size_t      esize = pasco_dtype_size(t->dtype);
+	size_t      bytes = (size_t) n * esize;
+	const char *p     = (const char *) t->data + (size_t) at * esize;
+	for (size_t off = 0; off < bytes; off += 64) {
+		if (for_write) {
+			__builtin_prefetch(p + off, 1);
+		} else {
+			__builtin_prefetch(p + off, 0);
+		}
+	}
+}
+
 static void
 prefetch_rows_of(const ps_slots *s, const pasco_tensor *value, int64_t at,
     int64_t row_elems)
 {
-	size_t esize = pasco_dtype_size(value->dtype);
-	size_t bytes = (size_t) row_elems * esize;
-	for (int k = -1; k < s->nslots; k++) {
-		const pasco_tensor *t = k < 0 ? value : s->slot[k];
-		if (t != NULL) {
-			const char *p =
-			    (const char *) t->data + (size_t) at * esize;
-			for (size_t off = 0; off < bytes; off += 64) {
-				__builtin_prefetch(p + off, 1);
-			}
+	pasci_prefetch_elems(value, at, row_elems, true);
+	for (int k = 0; k < s->nslots; k++) {
+		if (s->slot[k] != NULL) {
+			pasci_prefetch_elems(s->slot[k], at, row_elems, true);
 		}
 	}
 }

@@ -6,6 +6,7 @@
 #ifndef PASCO_PS_OPTIMIZER_H
 #define PASCO_PS_OPTIMIZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,7 +22,8 @@ typedef struct ps_slots {
 } ps_slots;
 
 /* Checks opt's hyperparameters (Keras's ValueErrors). */
-int pasci_optimizer_check(const pasco_optimizer *opt, char *err, size_t errlen);
+int pasci_optimizer_check(
+    const pasco_optimizer *opt, char *err, size_t errlen);
 
 /* Creates the slots of opt for value on first use; PASCO_EINVAL if value
  * already has another optimizer's. Then counts one more apply. */
@@ -39,6 +41,11 @@ void pasci_optimizer_apply(const pasco_optimizer *opt, ps_slots *s,
 void pasci_optimizer_apply_rows(const pasco_optimizer *opt, ps_slots *s,
     pasco_tensor *value, const int64_t *ids, int64_t nids, int64_t row_elems,
     const pasco_tensor *grad);
+
+/* Asks the cache for elements [at, at + n) of t (a row of a big table,
+ * a miss otherwise), to be written when for_write. */
+void pasci_prefetch_elems(
+    const pasco_tensor *t, int64_t at, int64_t n, bool for_write);
 
 void pasci_slots_fini(ps_slots *s);
 

@@ -324,17 +324,6 @@ row_bytes(const pasco_tensor *t)
  * PREFETCH_ROWS ahead while it copies this one. */
 #define PREFETCH_ROWS 12
 
-static void
-prefetch_row(const ps_var *v, int64_t at, int64_t row_elems)
-{
-	size_t      esize = pasco_dtype_size(v->value->dtype);
-	size_t      bytes = (size_t) row_elems * esize;
-	const char *p = (const char *) v->value->data + (size_t) at * esize;
-	for (size_t off = 0; off < bytes; off += 64) {
-		__builtin_prefetch(p + off, 0);
-	}
-}
-
 int
 pasci_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
     int (*fn)(void *arg, const pasco_tensor *rows), void *arg, char *err,
@@ -363,8 +352,9 @@ pasci_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
 	size_t         row       = row_bytes(v->value);
 	for (int64_t i = 0; i < ids->count; i++) {
 		if (i + PREFETCH_ROWS < ids->count) {
-			prefetch_row(
-			    v, id[i + PREFETCH_ROWS] * row_elems, row_elems);
+			pasci_prefetch_elems(v->value,
+			    id[i + PREFETCH_ROWS] * row_elems, row_elems,
+			    false);
 		}
 		memcpy((char *) out->data + (size_t) i * row,
 		    (const char *) v->value->data + (size_t) id[i] * row, row);
