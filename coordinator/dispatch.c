@@ -3,7 +3,8 @@
  * the queue and sends them (up to the window in flight; when every window
  * is full, small queued closures ride along in one RUN_BATCH message), and
  * completes them from RPC replies: results and errors go to remote values,
- * a closure whose worker failed goes back to the queue, and the freed
+ * a closure whose worker failed, or that a failure before it in its batch
+ * kept from running, goes back to the queue, and the freed
  * window slot is refilled from the reply's thread. It also follows worker
  * connections (a returning worker gets its iterators rebuilt before any
  * other closure) and runs the watchdog.

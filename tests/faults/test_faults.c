@@ -864,8 +864,8 @@ wait_ready(pasco_remote_value *rv)
 static void
 wait_recoveries(uint64_t n)
 {
-	for (int i = 0; i < 9000 && pasco_strategy_ps_recoveries(f.s, NULL) < n;
-	     i++) {
+	for (int i = 0;
+	     i < 9000 && pasco_strategy_ps_recoveries(f.s, NULL) < n; i++) {
 		usleep(10 * 1000);
 	}
 	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, NULL), n,
@@ -881,7 +881,7 @@ Test(faults, no_closure_is_lost_when_a_ps_is_restored_twice, .timeout = 300)
 	enum { N = 30000 };
 	pasco_remote_value **rvs = calloc(N, sizeof(*rvs));
 	pasco_variable      *counter, *ran;
-	int                  ok = 0, rv;
+	int                  ok = 0, rv = 0;
 	char                 first[600] = "";
 
 	recovery_on(30000);
@@ -900,7 +900,8 @@ Test(faults, no_closure_is_lost_when_a_ps_is_restored_twice, .timeout = 300)
 		/* a third (two thirds) done; the rest queued or in flight */
 		wait_ready(rvs[kill * N / 3]);
 		cr_assert(!pasco_remote_value_is_ready(rvs[N - 1]),
-		    "the run ended before kill %llu", (unsigned long long) kill);
+		    "the run ended before kill %llu",
+		    (unsigned long long) kill);
 		reap(&f.ps[0], SIGKILL);
 		f.ps[0] = spawn("ps", 0);
 		wait_recoveries(kill);
@@ -915,13 +916,14 @@ Test(faults, no_closure_is_lost_when_a_ps_is_restored_twice, .timeout = 300)
 			ok++;
 		} else if (first[0] == 0) {
 			snprintf(first, sizeof(first), "closure %d: %s: %s", i,
-			    pasco_errname(err), pasco_remote_value_error(rvs[i]));
+			    pasco_errname(err),
+			    pasco_remote_value_error(rvs[i]));
 		}
 		pasco_remote_value_free(rvs[i]);
 	}
 	free(rvs);
-	cr_assert_eq(ok, N, "%d of %d closures lost; first: %s", N - ok, N,
-	    first);
+	cr_assert_eq(
+	    ok, N, "%d of %d closures lost; first: %s", N - ok, N, first);
 	/* at least once: every closure's updates reached the ps kept */
 	cr_assert_geq(test_read_scalar(ran), N);
 	pasco_variable_free(counter);
