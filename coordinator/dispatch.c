@@ -3,7 +3,8 @@
  * the queue and sends them (up to the window in flight; when every window
  * is full, small queued closures ride along in one RUN_BATCH message), and
  * completes them from RPC replies: results and errors go to remote values,
- * a closure whose worker failed goes back to the queue, and the freed
+ * a closure whose worker failed, or that a failure before it in its batch
+ * kept from running, goes back to the queue, and the freed
  * window slot is refilled from the reply's thread. It also follows worker
  * connections (a returning worker gets its iterators rebuilt before any
  * other closure) and runs the watchdog.
@@ -275,9 +276,17 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 		return;
 	}
 	note_result_size(c, cl->name, reply);
-	if (reply->hdr->not_run) { /* cancelled by the batch's failure */
-		pasci_closure_cancel(cl);
-		landed(q, w, rider, 0, NULL);
+	if (reply->hdr->not_run) {
+		/* An earlier closure of its batch failed, so this one never
+		 * started: like a lost worker's, it goes back to the queue.
+		 * That earlier one's fate decides this one's: its error (now
+		 * pending) cancels it there, as it cancels everything queued;
+		 * a retry (a ps lost and being restored) runs it again. */
+		pasci_log(PASCI_LOG_DEBUG,
+		    "closure %llu ('%s') did not run: an earlier closure of "
+		    "its batch failed",
+		    (unsigned long long) cl->id, cl->name);
+		put_back(q, w, cl, rider);
 		return;
 	}
 	status = reply->hdr->status;

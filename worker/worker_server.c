@@ -169,7 +169,9 @@ not_run_reply(void)
 }
 
 /* RUN_BATCH: the closures run in order, each reply a part of ours; after
- * a failure the rest do not run (as queued closures are cancelled). */
+ * a failure the rest do not run (answered not_run): the coordinator puts
+ * them back on its queue, where the failure's error cancels them, unless
+ * the failed one is retried. */
 static nng_msg *
 worker_run_batch(worker_server *w, const pasci_wire_msg *req)
 {

@@ -181,7 +181,9 @@ typedef struct pasco_coordinator_options {
 	 * returned more than 64 KB) go to a worker in one message as its
 	 * window frees, run there in order, and come back in one reply. Each
 	 * keeps its own remote value, error and retry; a failure cancels the
-	 * closures after it in its batch, as it cancels queued ones.
+	 * closures after it in its batch, as it cancels queued ones, unless
+	 * it is retried (its ps was lost and is being recovered): then they
+	 * run again too.
 	 * 0 means 32; 1 turns it off. */
 	uint32_t max_batch;
 	/* Queued closures before pasco_schedule blocks; 0 means 262144. */

@@ -153,18 +153,23 @@ PASCO_FUNCTION(plus_one)
 	return PASCO_OK;
 }
 
+/* ps recovery is on when set: the strategy's checkpoint_dir */
+static const char *recovery_dir;
+
 /* One gated closure in flight (window 1), then values[] queued behind it;
  * the gate opens once they are all queued. */
 static void
 run_behind_gate(uint32_t max_batch, const double *values, int n,
     pasco_remote_value **rv, int *join_err)
 {
-	pasco_coordinator_options o = {.window = 1, .max_batch = max_batch};
+	pasco_coordinator_options o  = {.window = 1, .max_batch = max_batch};
+	pasco_strategy_options    so = {.checkpoint_dir = recovery_dir};
 	pasco_remote_value       *first;
 	pasco_tensor             *t = test_scalar(PASCO_F32, -1);
 	pasco_arg                 a = pasco_arg_tensor(t);
 	test_cluster_start(&tc, 1, 1);
-	PASCO_PASS(pasco_strategy_create(&strategy, tc.cluster, NULL));
+	PASCO_PASS(pasco_strategy_create(
+	    &strategy, tc.cluster, recovery_dir != NULL ? &so : NULL));
 	PASCO_PASS(pasco_coordinator_create(&coord, strategy, &o));
 	__atomic_store_n(&gate_open, 0, __ATOMIC_SEQ_CST);
 	PASCO_PASS(pasco_schedule(coord, "plus_one", &a, 1, &first));
@@ -211,7 +216,8 @@ Test(packing, queued_closures_ride_together_and_keep_their_results)
 	stop();
 }
 
-Test(packing, a_failure_in_a_batch_cancels_the_closures_after_it)
+static void
+check_a_failure_cancels_the_closures_after_it(void)
 {
 	double              values[] = {1, 2, 999, 4, 5, 6};
 	pasco_remote_value *rv[6];
@@ -236,4 +242,23 @@ Test(packing, a_failure_in_a_batch_cancels_the_closures_after_it)
 	}
 	PASCO_PASS(pasco_join(coord)); /* raised once; usable again */
 	stop();
+}
+
+Test(packing, a_failure_in_a_batch_cancels_the_closures_after_it)
+{
+	check_a_failure_cancels_the_closures_after_it();
+}
+
+/* A batch's closures after a failed one go back to the queue, to run again
+ * when that one is retried (a ps lost and restored); an application error
+ * is not retried, so they are cancelled as without recovery. */
+Test(packing,
+    with_ps_recovery_an_error_in_a_batch_still_cancels_the_closures_after_it)
+{
+	char dir[] = "/tmp/pasco-packing-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	recovery_dir = dir;
+	check_a_failure_cancels_the_closures_after_it();
+	recovery_dir = NULL;
+	cr_assert_eq(rmdir(dir), 0);
 }

@@ -266,3 +266,31 @@ PASCO_FUNCTION(ft_eval_shard)
 	                            pasco_value_tensor(sum)));
 	return PASCO_OK;
 }
+
+/* args: counter (i64, on the ps the test kills), ran (i64, on one it does
+ * not), k (i64 scalar). counter += 1, then ran += 1; returns k. */
+PASCO_FUNCTION(ft_count)
+{
+	pasco_variable     *counter, *ran;
+	const pasco_tensor *k;
+	pasco_tensor       *one;
+	int                 rv;
+	if ((rv = pasco_call_variable(call, 0, &counter)) != 0 ||
+	    (rv = pasco_call_variable(call, 1, &ran)) != 0 ||
+	    (rv = pasco_call_tensor(call, 2, &k)) != 0) {
+		return rv;
+	}
+	pasco_tensor_scalar(&one, PASCO_I64, 1);
+	if ((rv = pasco_variable_assign_add(counter, one)) != 0) {
+		pasco_call_fail(call, rv, "%s", pasco_variable_error(counter));
+	} else if ((rv = pasco_variable_assign_add(ran, one)) != 0) {
+		pasco_call_fail(call, rv, "%s", pasco_variable_error(ran));
+	}
+	pasco_tensor_release(one);
+	if (rv == 0) {
+		pasco_tensor *out;
+		pasco_tensor_scalar(&out, PASCO_I64, pasco_tensor_get(k, 0));
+		pasco_call_return(call, pasco_value_tensor(out));
+	}
+	return rv;
+}

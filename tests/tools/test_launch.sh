@@ -1,7 +1,7 @@
 #!/bin/sh
 # Integration tests with real processes: the linear-regression example run
-# through `pasco launch` on loopback, plus interruption and a killed
-# launcher. Every task of a run carries PASCO_TEST_MARK in its environment,
+# through `pasco launch` on loopback, plus interruption, a killed
+# launcher and a killed ps recovered. Every task of a run carries PASCO_TEST_MARK in its environment,
 # so leftovers are found by scanning /proc; every wait is bounded.
 # usage: test_launch.sh PASCO EXAMPLE CLASSIFIER MAKE_CLICKS SPARSE_LOGREG WIDE_DEEP
 set -u
@@ -266,6 +266,51 @@ else
 	wait "$launcher"
 fi
 if no_leftovers; then ok "no process left after --restart"; else fail "left behind after --restart: $(marked)"; fi
+
+# 6b. ps recovery in the example: with a checkpoint directory, ps 1 is
+# SIGKILLed twice mid-run and started again at its address (as an
+# orchestrator would); each time it is restored from the latest checkpoint,
+# no step is lost (the chief fetches every step's loss) and the run ends
+# well.
+ps1_task() {
+	for p in $(marked); do
+		if { tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null |
+			grep -q '^TF_CONFIG=.*"task":{"type":"ps","index":1}'; then
+			echo "$p"
+		fi
+	done
+}
+env_of() { { tr '\0' '\n' < "/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=//p"; }
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP/rec" -- \
+	"$EXAMPLE" --epochs 100 --checkpoint-dir "$TMP/rec/ckpt" > "$TMP/rec.out" 2>&1 &
+launcher=$!
+kills=0
+for at in 20 50; do
+	wait_for "grep -q '^\[chief 0\] epoch $at:' '$TMP/rec.out'" 600 || break
+	victim=$(ps1_task)
+	[ -n "$victim" ] || break
+	tf=$(env_of "$victim" TF_CONFIG)
+	key=$(env_of "$victim" PASCO_KEY_FILE)
+	root=$(env_of "$victim" PASCO_CHECKPOINT_DIR)
+	kill -9 "$victim"
+	# gone, or a zombie: its port is free
+	wait_for "[ ! -e /proc/$victim ] || grep -q '^State:.*Z' /proc/$victim/status 2>/dev/null" 100
+	PASCO_TEST_MARK=$MARK TF_CONFIG=$tf PASCO_KEY_FILE=$key PASCO_CHECKPOINT_DIR=$root \
+		"$EXAMPLE" >> "$TMP/rec-ps.out" 2>&1 &
+	kills=$((kills + 1))
+done
+wait "$launcher"
+status=$?
+restored=$(grep -c 'ps 1 at .* came back as a new process: restored from checkpoint' "$TMP/rec.out")
+if [ "$status" -eq 0 ] && [ "$kills" -eq 2 ] && [ "$restored" -eq 2 ] &&
+	grep -q '^\[chief 0\] epoch 100: loss = ' "$TMP/rec.out" &&
+	grep -q '^\[chief 0\] w = 0.8000$' "$TMP/rec.out" && grep -q '^\[chief 0\] b = 1.0000$' "$TMP/rec.out"; then
+	ok "ps recovery: ps 1 killed twice and restored; every step ran and the run converged"
+else
+	fail "ps recovery: status $status, $kills kills, $restored restores"; grep -v ' epoch [0-9]*: loss' "$TMP/rec.out"
+fi
+for p in $(ps1_task); do kill -9 "$p"; done
+if no_leftovers; then ok "no process left after the ps recovery run"; else fail "left behind after the ps recovery run: $(marked)"; fi
 
 # 7. --evaluator: one more task, of type evaluator, in every TF_CONFIG; it
 # runs the program's chief function, which has nothing to evaluate without
