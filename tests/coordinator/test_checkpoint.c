@@ -617,3 +617,36 @@ Test(checkpoint, a_format_1_checkpoint_still_restores)
 	setup_stop(&a);
 	remove_dir();
 }
+
+/* Files are written under a fresh temporary name (O_EXCL, O_NOFOLLOW),
+ * then renamed: a hard link someone left at NAME.tmp, pointing outside
+ * the root, is neither written through nor truncated. */
+Test(checkpoint, a_hard_link_at_a_temporary_name_is_not_written_through)
+{
+	setup           a;
+	pasco_variable *v;
+	char            outside[64], cmd[1024], path[256];
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 2, 1);
+	strcpy(outside, "/tmp/pasco-outside-XXXXXX");
+	cr_assert_not_null(mkdtemp(outside));
+	snprintf(cmd, sizeof(cmd),
+	    "printf precious > %s/victim && mkdir %s/ckpt-1 && "
+	    "ln %s/victim %s/ckpt-1/ps-0.safetensors.tmp && "
+	    "ln %s/victim %s/ckpt-1/manifest.json.tmp",
+	    outside, dir, outside, dir, outside, dir);
+	cr_assert_eq(system(cmd), 0);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 1, 0));
+	snprintf(cmd, sizeof(cmd), "test \"$(cat %s/victim)\" = precious",
+	    outside);
+	cr_assert_eq(system(cmd), 0, "the file outside the root changed");
+	snprintf(path, sizeof(path), "%s/ckpt-1", dir);
+	PASCO_PASS(pasco_checkpoint_restore(a.s, path, NULL));
+	expect_values(v, 1, 4);
+	pasco_variable_free(v);
+	setup_stop(&a);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", outside);
+	cr_assert_eq(system(cmd), 0);
+	remove_dir();
+}
