@@ -1,7 +1,7 @@
 /*
  * Checkpoint internals shared by checkpoint.c (save, the list of
- * checkpoints), checkpoint_read.c (reading and verifying a checkpoint,
- * restoring from it), checkpoint_inspect.c and recovery.c (a lost ps's
+ * checkpoints), checkpoint_read.c (reading and verifying a checkpoint),
+ * checkpoint_restore.c (restoring from it), checkpoint_inspect.c and recovery.c (a lost ps's
  * variables restored from the latest intact checkpoint).
  *
  * Manifest format 2 ("pasco-checkpoint-2"): {"format", "step", "variables":
@@ -57,6 +57,11 @@ int pasci_ckpt_open_latest(
     pasci_ckpt *ck, const char *dir, char *err, size_t len);
 
 void pasci_ckpt_close(pasci_ckpt *ck);
+
+/* File `name` of ck (one of its own directory), read and verified on
+ * first use; NULL with err naming the file and what is wrong. */
+const pasci_safetensors *pasci_ckpt_file(
+    pasci_ckpt *ck, const char *name, char *err, size_t errlen);
 
 /* Checks file `name` of the checkpoint at dir (already read into f)
  * against manifest m's checksums: PASCO_EPROTO naming every damaged tensor
