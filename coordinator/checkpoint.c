@@ -24,7 +24,6 @@
 #include "variable_impl.h"
 
 #define MANIFEST PASCI_CKPT_MANIFEST
-#define FORMAT "pasco-checkpoint-2"
 
 pasco_variable **
 pasci_checkpoint_directory(pasco_strategy *s, size_t *n)
@@ -122,7 +121,7 @@ manifest_of(pasco_strategy *s, int64_t step, const cJSON *slots)
 	pasco_variable **vars = pasci_checkpoint_directory(s, &n);
 	cJSON           *m    = cJSON_CreateObject();
 	cJSON           *arr  = cJSON_AddArrayToObject(m, "variables");
-	cJSON_AddStringToObject(m, "format", FORMAT);
+	cJSON_AddStringToObject(m, "format", PASCI_CKPT_FORMAT);
 	cJSON_AddNumberToObject(m, "step", (double) step);
 	for (size_t i = 0; i < n; i++) {
 		pasco_variable *v = vars[i];

@@ -46,6 +46,32 @@ pasci_checkpoint_manifest(const char *path, char *err, size_t errlen)
 }
 
 int
+pasci_ckpt_format(const cJSON *m, const char *path, char *err, size_t len)
+{
+	const char *f = cJSON_GetStringValue(item(m, "format"));
+	if (f != NULL && strcmp(f, PASCI_CKPT_FORMAT_1) == 0) {
+		return 1;
+	}
+	if (f == NULL || strcmp(f, PASCI_CKPT_FORMAT) != 0) {
+		pasci_fmt(err, len,
+		    "checkpoint %s: the manifest's format is %s%s%s, which "
+		    "this Pasco does not read (it reads \"" PASCI_CKPT_FORMAT
+		    "\")",
+		    path, f != NULL ? "\"" : "", f != NULL ? f : "missing",
+		    f != NULL ? "\"" : "");
+		return -1;
+	}
+	if (!cJSON_IsObject(item(m, "files"))) {
+		pasci_fmt(err, len,
+		    "checkpoint %s: the manifest is of format 2 but has no "
+		    "checksums (\"files\"): it is damaged",
+		    path);
+		return -1;
+	}
+	return 2;
+}
+
+int
 pasci_ckpt_verify_file(const cJSON *m, const char *dir, const char *name,
     const pasci_safetensors *f, size_t *count, char *err, size_t len)
 {
@@ -55,8 +81,8 @@ pasci_ckpt_verify_file(const cJSON *m, const char *dir, const char *name,
 	int          rv   = PASCO_OK;
 
 	*count = 0;
-	if (item(m, "files") == NULL) {
-		return PASCO_OK; /* format 1: no checksums */
+	if (pasci_ckpt_format(m, dir, err, len) == 1) {
+		return PASCO_OK; /* nothing to check against */
 	}
 	if (!cJSON_IsObject(crcs)) {
 		pasci_fmt(err, len,
@@ -158,14 +184,47 @@ pasci_ckpt_close(pasci_ckpt *ck)
 	ck->n = 0;
 }
 
+/* Whether ck's manifest may be read: format 2, or format 1 when allowed
+ * (with a warning). */
+static int
+check_format(pasci_ckpt *ck, bool allow_format_1, char *err, size_t len)
+{
+	int format = pasci_ckpt_format(ck->m, ck->path, err, len);
+	if (format < 0) {
+		return PASCO_EPROTO;
+	}
+	if (format == 1 && !allow_format_1) {
+		pasci_fmt(err, len,
+		    "checkpoint %s is of format 1, which carries no checksums: "
+		    "it is read only when asked for "
+		    "(pasco_checkpoint_read_options.allow_format_1, pasco "
+		    "checkpoint inspect --allow-format-1)",
+		    ck->path);
+		return PASCO_EPRECONDITION;
+	}
+	if (format == 1) {
+		pasci_log(PASCI_LOG_WARN,
+		    "checkpoint %s is of format 1: it carries no checksums, "
+		    "so its tensors are read unchecked",
+		    ck->path);
+	}
+	return PASCO_OK;
+}
+
 int
-pasci_ckpt_open(pasci_ckpt *ck, const char *path, char *err, size_t len)
+pasci_ckpt_open(pasci_ckpt *ck, const char *path, bool allow_format_1,
+    char *err, size_t len)
 {
 	const cJSON *e, *sh, *f;
+	int          rv;
 	memset(ck, 0, sizeof(*ck));
 	pasci_fmt(ck->path, sizeof(ck->path), "%s", path);
 	if ((ck->m = pasci_checkpoint_manifest(path, err, len)) == NULL) {
 		return PASCO_ENOTFOUND;
+	}
+	if ((rv = check_format(ck, allow_format_1, err, len)) != 0) {
+		pasci_ckpt_close(ck);
+		return rv;
 	}
 	ck->step = (int64_t) cJSON_GetNumberValue(item(ck->m, "step"));
 	/* every file: those the shards name, and those with checksums */
@@ -212,7 +271,7 @@ pasci_ckpt_open_latest(pasci_ckpt *ck, const char *dir, char *err, size_t len)
 	for (size_t i = 0; i < n; i++) {
 		pasci_fmt(path, sizeof(path), "%s/ckpt-%lld", dir,
 		    (long long) steps[i]);
-		if (pasci_ckpt_open(ck, path, why, sizeof(why)) == 0) {
+		if (pasci_ckpt_open(ck, path, false, why, sizeof(why)) == 0) {
 			if (skipped > 0) {
 				pasci_log(PASCI_LOG_WARN,
 				    "using checkpoint %s (step %lld), the "
@@ -236,7 +295,7 @@ int
 pasco_checkpoint_verify(const char *path, char *err, size_t len)
 {
 	pasci_ckpt ck;
-	int        rv = pasci_ckpt_open(&ck, path, err, len);
+	int        rv = pasci_ckpt_open(&ck, path, false, err, len);
 	if (rv == 0) {
 		pasci_ckpt_close(&ck);
 	}

@@ -355,15 +355,23 @@ restore_opened(pasco_strategy *s, pasci_ckpt *ck, int64_t *step)
 }
 
 int
-pasco_checkpoint_restore(pasco_strategy *s, const char *path, int64_t *step)
+pasco_checkpoint_restore_with(pasco_strategy *s, const char *path,
+    const pasco_checkpoint_read_options *opts, int64_t *step)
 {
 	char       err[1500] = "";
 	pasci_ckpt ck;
-	int        rv = pasci_ckpt_open(&ck, path, err, sizeof(err));
+	int        rv = pasci_ckpt_open(&ck, path,
+	           opts != NULL && opts->allow_format_1, err, sizeof(err));
 	if (rv != 0) {
 		return strategy_fail(s, rv, "restoring %s: %s", path, err);
 	}
 	return restore_opened(s, &ck, step);
+}
+
+int
+pasco_checkpoint_restore(pasco_strategy *s, const char *path, int64_t *step)
+{
+	return pasco_checkpoint_restore_with(s, path, NULL, step);
 }
 
 int

@@ -10,7 +10,10 @@
  * into place: a crash mid-save leaves no manifest, and the previous
  * checkpoint stays the latest. Every read checks every tensor against its
  * checksum first. Checkpoints of format 1 (slots "<shard>/.slot/<k>", the
- * optimizer a number, no checksums) still restore, unchecked. Files are
+ * optimizer a number, no checksums) are read only when asked for
+ * (pasco_checkpoint_read_options.allow_format_1), unchecked, with a
+ * warning; otherwise they are refused (PASCO_EPRECONDITION), so a manifest
+ * relabelled as format 1 cannot switch the checks off. Files are
  * written and read with io_uring. The ps files are written by the ps tasks
  * themselves, so DIR must be on storage every task can reach (as
  * TensorFlow's model_dir).
@@ -18,6 +21,7 @@
 #ifndef PASCO_CHECKPOINT_H
 #define PASCO_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,11 +61,27 @@ int pasco_checkpoint_latest(
 int pasco_checkpoint_restore(
     pasco_strategy *s, const char *path, int64_t *step);
 
+/* How a checkpoint may be read. */
+typedef struct pasco_checkpoint_read_options {
+	/* Read a checkpoint of format 1 (written before checksums): its
+	 * tensors cannot be checked, so it is restored unchecked, with a
+	 * warning in the log naming it. false (the default): a format 1
+	 * checkpoint is PASCO_EPRECONDITION, the message naming it and this
+	 * option. */
+	bool allow_format_1;
+} pasco_checkpoint_read_options;
+
+/* pasco_checkpoint_restore with options (opts may be NULL: the
+ * defaults). Blocks. */
+int pasco_checkpoint_restore_with(pasco_strategy *s, const char *path,
+    const pasco_checkpoint_read_options *opts, int64_t *step);
+
 /* Resuming: restores the newest intact checkpoint of dir. Checkpoints are
  * tried newest first; one that is damaged, has a missing or unreadable
  * file, or an unreadable manifest is skipped with a warning in the log
  * naming it and why ("skipping checkpoint DIR/ckpt-20: ..."), and the one
- * before it tried. PASCO_ENOTFOUND when none is intact (the message names
+ * before it tried (a format 1 checkpoint is skipped too: restore it with
+ * pasco_checkpoint_restore_with). PASCO_ENOTFOUND when none is intact (the message names
  * the newest one skipped, and why). Errors of the restore itself (a
  * mismatched variable, a ps failing) are returned, not skipped. *step (may
  * be NULL) gets the step restored. Blocks. */
@@ -72,8 +92,9 @@ int pasco_checkpoint_restore_latest(
  * against the manifest's checksums, without restoring anything: PASCO_OK;
  * PASCO_ENOTFOUND (no manifest, a missing file) or PASCO_EPROTO (a damaged
  * file or tensor), err naming the checkpoint, file and tensor. A format 1
- * checkpoint has no checksums: only its files' structure is checked.
- * Thread-safe. */
+ * checkpoint, which has no checksums, is PASCO_EPRECONDITION; a manifest
+ * of an unknown format, or of format 2 without its checksums,
+ * PASCO_EPROTO. Thread-safe. */
 int pasco_checkpoint_verify(const char *path, char *err, size_t errlen);
 
 /* Prints the checkpoint at path (a ckpt-<step> directory, or a directory
@@ -82,7 +103,15 @@ int pasco_checkpoint_verify(const char *path, char *err, size_t errlen);
  * 6 tensor(s), checksums match", or "ps-1.safetensors: DAMAGED: ...
  * tensor 'w' is damaged (CRC-32C ..., the manifest says ...)").
  * PASCO_OK when every file is intact; PASCO_EPROTO (or the read's error)
- * when one is not; PASCO_ENOTFOUND without a manifest. */
+ * when one is not; PASCO_ENOTFOUND without a manifest; for a format 1
+ * checkpoint, which has no checksums, PASCO_EPRECONDITION (after the
+ * listing, saying so) unless opts allow it: then its files are read and
+ * their structure checked, and the output says nothing could be checked
+ * against checksums. */
 int pasco_checkpoint_inspect(const char *path, FILE *out);
+
+/* pasco_checkpoint_inspect with options (opts may be NULL). */
+int pasco_checkpoint_inspect_with(const char *path, FILE *out,
+    const pasco_checkpoint_read_options *opts);
 
 #endif

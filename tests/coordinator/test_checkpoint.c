@@ -566,7 +566,8 @@ Test(checkpoint, slots_are_named_by_meaning)
 
 /* A format 1 checkpoint (slots "<shard>/.slot/<k>", the optimizer a
  * number, no checksums), made from a format 2 one the way Pasco wrote
- * them before, still restores: the next Adam step matches. */
+ * them before, still restores when asked for: the next Adam step
+ * matches. */
 Test(checkpoint, a_format_1_checkpoint_still_restores)
 {
 	setup           a, b;
@@ -607,7 +608,8 @@ Test(checkpoint, a_format_1_checkpoint_still_restores)
 	setup_start(&b, 1, 1);
 	w = var(&b, "v", 4, 50);
 	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), NULL));
-	PASCO_PASS(pasco_checkpoint_restore(b.s, path, NULL));
+	PASCO_PASS(pasco_checkpoint_restore_with(b.s, path,
+	    &(pasco_checkpoint_read_options){.allow_format_1 = true}, NULL));
 	adam_steps(w, &g, 1);
 	expect_same(v, w);
 	pasco_tensor_release(g);
@@ -648,5 +650,108 @@ Test(checkpoint, a_hard_link_at_a_temporary_name_is_not_written_through)
 	setup_stop(&a);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", outside);
 	cr_assert_eq(system(cmd), 0);
+	remove_dir();
+}
+
+typedef struct restore_arg {
+	pasco_strategy *s;
+	const char     *path;
+	bool            allow;
+	FILE           *out;
+} restore_arg;
+
+static int
+restore_allowing(void *arg)
+{
+	restore_arg *r = arg;
+	return pasco_checkpoint_restore_with(r->s, r->path,
+	    &(pasco_checkpoint_read_options){.allow_format_1 = r->allow},
+	    NULL);
+}
+
+static int
+inspect_allowing(void *arg)
+{
+	restore_arg *r = arg;
+	return pasco_checkpoint_inspect_with(r->path, r->out,
+	    &(pasco_checkpoint_read_options){.allow_format_1 = r->allow});
+}
+
+/* A manifest relabelled as format 1 (no checksums) does not switch the
+ * checks off: restore, verify and inspect refuse it, naming the
+ * checkpoint and why; only an explicit allow_format_1 reads it, with a
+ * warning that nothing was checked. A format 2 manifest without its
+ * checksums is refused too. */
+Test(checkpoint, a_manifest_relabelled_as_format_1_is_not_read_unchecked)
+{
+	setup           a;
+	pasco_variable *v;
+	char            path[256], err[512], *log, *text = NULL;
+	size_t          len = 0;
+	restore_arg     r;
+	int             rv;
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 2, 1);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 1, 0));
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 2, 0));
+	flip(1, "ps-0.safetensors", "v");
+	flip(2, "ps-0.safetensors", "v");
+	cr_assert_eq(
+	    py("import json, sys\n"
+	       "for s, f in ((1, \"pasco-checkpoint-1\"), "
+	       "(2, \"pasco-checkpoint-2\")):\n"
+	       "  p = sys.argv[1] + \"/ckpt-%d/manifest.json\" % s\n"
+	       "  m = json.load(open(p))\n"
+	       "  m[\"format\"] = f\n"
+	       "  del m[\"files\"]\n"
+	       "  json.dump(m, open(p, \"w\"))\n"),
+	    0, "could not relabel the manifests");
+	snprintf(path, sizeof(path), "%s/ckpt-1", dir);
+	r = (restore_arg){.s = a.s, .path = path};
+	PASCO_FAIL(pasco_checkpoint_restore(a.s, path, NULL),
+	    PASCO_EPRECONDITION);
+	cr_assert(strstr(pasco_strategy_error(a.s), "ckpt-1") &&
+	              strstr(pasco_strategy_error(a.s), "format 1") &&
+	              strstr(pasco_strategy_error(a.s), "no checksums") &&
+	              strstr(pasco_strategy_error(a.s), "allow_format_1"),
+	    "%s", pasco_strategy_error(a.s));
+	expect_values(v, 1, 4);
+	PASCO_FAIL(pasco_checkpoint_verify(path, err, sizeof(err)),
+	    PASCO_EPRECONDITION);
+	cr_assert(strstr(err, "format 1"), "%s", err);
+	r.out = open_memstream(&text, &len);
+	free(capture_stderr(inspect_allowing, &r, &rv));
+	fclose(r.out);
+	PASCO_FAIL(rv, PASCO_EPRECONDITION);
+	cr_assert(strstr(text, "format 1") && strstr(text, "no checksums") &&
+	              strstr(text, "--allow-format-1"),
+	    "%s", text);
+	free(text);
+	/* asked for: it restores (the damage goes unseen), with a warning */
+	r.allow = true;
+	log     = capture_stderr(restore_allowing, &r, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, "ckpt-1") && strstr(log, "format 1") &&
+	              strstr(log, "no checksums"),
+	    "%s", log);
+	free(log);
+	r.out = open_memstream(&text, &len);
+	free(capture_stderr(inspect_allowing, &r, &rv));
+	fclose(r.out);
+	PASCO_PASS(rv);
+	cr_assert(strstr(text, "no checksums to check"), "%s", text);
+	free(text);
+	/* "format 2" without checksums: refused, even when format 1 is
+	 * allowed */
+	snprintf(path, sizeof(path), "%s/ckpt-2", dir);
+	log = capture_stderr(restore_allowing, &r, &rv);
+	free(log);
+	PASCO_FAIL(rv, PASCO_EPROTO);
+	cr_assert(strstr(pasco_strategy_error(a.s), "ckpt-2") &&
+	              strstr(pasco_strategy_error(a.s), "no checksums"),
+	    "%s", pasco_strategy_error(a.s));
+	pasco_variable_free(v);
+	setup_stop(&a);
 	remove_dir();
 }
