@@ -1,7 +1,8 @@
 /*
  * Whole-file reads (chunked, several reads in flight) and writes on
- * io_uring (one ring per call, so per thread, never shared), falling back to pread/pwrite where io_uring is
- * unavailable (some container sandboxes forbid it).
+ * io_uring (one ring per call, so per thread, never shared), falling back to
+ * pread/pwrite where io_uring is unavailable (some container sandboxes forbid
+ * it).
  */
 #ifndef PASCI_FILEIO_H
 #define PASCI_FILEIO_H

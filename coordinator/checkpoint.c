@@ -9,7 +9,9 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -183,34 +185,71 @@ remove_checkpoint(const char *path)
 	rmdir(path);
 }
 
-size_t
-pasci_checkpoint_list(const char *dir, int64_t *steps, size_t max)
+/* A complete checkpoint of a directory: its step and when its manifest
+ * was written. */
+typedef struct listed {
+	int64_t         step;
+	struct timespec saved;
+} listed;
+
+static bool
+newer(const listed *a, const listed *b)
+{
+	if (a->saved.tv_sec != b->saved.tv_sec) {
+		return a->saved.tv_sec > b->saved.tv_sec;
+	}
+	if (a->saved.tv_nsec != b->saved.tv_nsec) {
+		return a->saved.tv_nsec > b->saved.tv_nsec;
+	}
+	return a->step > b->step;
+}
+
+/* The complete checkpoints of dir, most recently saved first; at most
+ * max. */
+static size_t
+list_saved(const char *dir, listed *out, size_t max)
 {
 	DIR           *d = opendir(dir);
 	struct dirent *e;
 	size_t         n = 0;
 	while (d != NULL && (e = readdir(d)) != NULL) {
-		char   *end, path[4096];
-		int64_t step;
+		char       *end, path[4096];
+		struct stat st;
+		listed      c;
 		if (strncmp(e->d_name, "ckpt-", 5) != 0) {
 			continue;
 		}
-		step = strtoll(e->d_name + 5, &end, 10);
+		c.step = strtoll(e->d_name + 5, &end, 10);
 		pasci_fmt(
 		    path, sizeof(path), "%s/%s/" MANIFEST, dir, e->d_name);
-		if (*end != 0 || access(path, R_OK) != 0 || n == max) {
+		if (*end != 0 || end == e->d_name + 5 || n == max ||
+		    stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    access(path, R_OK) != 0) {
 			continue;
 		}
+		c.saved  = st.st_mtim;
 		size_t i = n++;
-		while (i > 0 && steps[i - 1] < step) {
-			steps[i] = steps[i - 1];
+		while (i > 0 && newer(&c, &out[i - 1])) {
+			out[i] = out[i - 1];
 			i--;
 		}
-		steps[i] = step;
+		out[i] = c;
 	}
 	if (d != NULL) {
 		closedir(d);
 	}
+	return n;
+}
+
+size_t
+pasci_checkpoint_list(const char *dir, int64_t *steps, size_t max)
+{
+	listed *all = calloc(max + 1, sizeof(*all));
+	size_t  n   = all != NULL ? list_saved(dir, all, max) : 0;
+	for (size_t i = 0; i < n; i++) {
+		steps[i] = all[i].step;
+	}
+	free(all);
 	return n;
 }
 
@@ -227,6 +266,72 @@ prune(const char *dir, int32_t keep)
 	}
 }
 
+/* Makes the manifest just written for step the most recently saved of
+ * dir, whatever the clock's granularity or an earlier run's clock said:
+ * its time is set past every other manifest's when it is not already. */
+static void
+make_newest(const char *dir, int64_t step, const char *manifest)
+{
+	listed      all[1024];
+	size_t      n = list_saved(dir, all, 1024);
+	struct stat st;
+	for (size_t i = 0; i < n; i++) {
+		if (all[i].step == step) {
+			continue;
+		}
+		if (stat(manifest, &st) != 0 ||
+		    newer(&(listed){step, st.st_mtim}, &all[i])) {
+			return; /* the others are older still */
+		}
+		struct timespec t[2] = {{0, UTIME_OMIT}, all[i].saved};
+		if (++t[1].tv_nsec == 1000000000L) {
+			t[1].tv_sec++;
+			t[1].tv_nsec = 0;
+		}
+		utimensat(AT_FDCWD, manifest, t, AT_SYMLINK_NOFOLLOW);
+		return;
+	}
+}
+
+/* At a strategy's first save into dir: says so when dir holds checkpoints
+ * of this step or later, which an earlier run left (a run that resumed
+ * from dir saves later steps only). */
+static void
+note_earlier_run(
+    pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
+{
+	int64_t steps[1024], newest = -1;
+	size_t  n;
+	bool    first;
+	char    kept[64];
+	pthread_mutex_lock(&s->mu);
+	first = strcmp(s->ckpt_dir_seen, dir) != 0;
+	if (first) {
+		pasci_fmt(
+		    s->ckpt_dir_seen, sizeof(s->ckpt_dir_seen), "%s", dir);
+	}
+	pthread_mutex_unlock(&s->mu);
+	n = first ? pasci_checkpoint_list(dir, steps, 1024) : 0;
+	for (size_t i = 0; i < n; i++) {
+		newest = steps[i] > newest ? steps[i] : newest;
+	}
+	if (newest < step) {
+		return;
+	}
+	if (keep > 0) {
+		pasci_fmt(
+		    kept, sizeof(kept), "the newest %d are kept", (int) keep);
+	} else {
+		pasci_fmt(kept, sizeof(kept), "keep 0: all are kept");
+	}
+	pasci_log(PASCI_LOG_WARN,
+	    "%s holds checkpoints up to step %lld from an earlier run (this "
+	    "run saves step %lld): checkpoints are ordered by when they were "
+	    "saved, so this run's are the latest and the earlier run's are "
+	    "removed first (%s)",
+	    dir, (long long) newest, (long long) step, kept);
+}
+
 int
 pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
@@ -239,6 +344,7 @@ pasco_checkpoint_save(
 	int          rv;
 
 	pasci_fmt(ckdir, sizeof(ckdir), "%s/ckpt-%lld", dir, (long long) step);
+	note_earlier_run(s, dir, step, keep);
 	if ((rv = pasci_make_dirs(ckdir, err, sizeof(err))) != 0) {
 		fail(s, rv, "%s%s", err, "");
 		goto out;
@@ -285,6 +391,7 @@ pasco_checkpoint_save(
 		fail(s, rv, "%s%s", err, "");
 		goto out;
 	}
+	make_newest(dir, step, path);
 	prune(dir, keep);
 	pasci_recovery_note_save(s, dir);
 out:

@@ -1,8 +1,9 @@
 /*
  * Checkpoint internals shared by checkpoint.c (save, the list of
  * checkpoints), checkpoint_read.c (reading and verifying a checkpoint),
- * checkpoint_restore.c (restoring from it), checkpoint_inspect.c and recovery.c (a lost ps's
- * variables restored from the latest intact checkpoint).
+ * checkpoint_restore.c (restoring from it), checkpoint_inspect.c and
+ * recovery.c (a lost ps's variables restored from the latest intact
+ * checkpoint).
  *
  * Manifest format 2 ("pasco-checkpoint-2"): {"format", "step", "variables":
  * [{"name", "dtype", "shape", "shards": [{"name", "ps_task", "offset",

@@ -165,8 +165,8 @@ pasco_checkpoint_inspect(const char *path, FILE *out)
 }
 
 int
-pasco_checkpoint_inspect_with(const char *path, FILE *out,
-    const pasco_checkpoint_read_options *opts)
+pasco_checkpoint_inspect_with(
+    const char *path, FILE *out, const pasco_checkpoint_read_options *opts)
 {
 	char         dir[4096], err[1024];
 	const char  *files[PASCI_CKPT_MAX_FILES];
@@ -195,8 +195,7 @@ pasco_checkpoint_inspect_with(const char *path, FILE *out,
 	{
 		print_variable(e, out);
 	}
-	rv     = check_format(
-            m, dir, opts != NULL && opts->allow_format_1, out);
+	rv = check_format(m, dir, opts != NULL && opts->allow_format_1, out);
 	nfiles = rv == 0 ? manifest_files(m, files, PASCI_CKPT_MAX_FILES) : 0;
 	for (size_t i = 0; i < nfiles; i++) {
 		int r = check_file(m, dir, files[i], out);

@@ -195,7 +195,8 @@ check_format(pasci_ckpt *ck, bool allow_format_1, char *err, size_t len)
 	}
 	if (format == 1 && !allow_format_1) {
 		pasci_fmt(err, len,
-		    "checkpoint %s is of format 1, which carries no checksums: "
+		    "checkpoint %s is of format 1, which carries no "
+		    "checksums: "
 		    "it is read only when asked for "
 		    "(pasco_checkpoint_read_options.allow_format_1, pasco "
 		    "checkpoint inspect --allow-format-1)",

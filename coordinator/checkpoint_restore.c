@@ -360,8 +360,8 @@ pasco_checkpoint_restore_with(pasco_strategy *s, const char *path,
 {
 	char       err[1500] = "";
 	pasci_ckpt ck;
-	int        rv = pasci_ckpt_open(&ck, path,
-	           opts != NULL && opts->allow_format_1, err, sizeof(err));
+	int        rv = pasci_ckpt_open(
+	           &ck, path, opts != NULL && opts->allow_format_1, err, sizeof(err));
 	if (rv != 0) {
 		return strategy_fail(s, rv, "restoring %s: %s", path, err);
 	}

@@ -61,6 +61,9 @@ struct pasco_strategy {
 	pasco_coordinator *coord; /* the one attached coordinator */
 	char               error[1024];
 	pasci_recovery    *rec; /* ps recovery (recovery.h) */
+	/* The directory of the first save, or of the last save into another
+	 * (checkpoint.c: an earlier run's checkpoints are noted once). */
+	char ckpt_dir_seen[4096];
 };
 
 /* Checks opts' consistency mode into s->sync (a message in s->error). */

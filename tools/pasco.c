@@ -69,8 +69,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[0], "checkpoint") == 0) {
 		/* --allow-format-1: read a checkpoint without checksums */
-		bool allow = argc == 4 &&
-		             strcmp(argv[2], "--allow-format-1") == 0;
+		bool allow =
+		    argc == 4 && strcmp(argv[2], "--allow-format-1") == 0;
 		if (argc != 3 + allow || strcmp(argv[1], "inspect") != 0) {
 			return tool_usage_error("pasco", "%s",
 			    "usage: pasco checkpoint inspect "

@@ -30,8 +30,18 @@
 #include "error.h"
 
 /* Saves every variable created through s as checkpoint `step` in dir
- * (created if needed), then keeps only the newest `keep` complete
- * checkpoints there (0 keeps all). dir also becomes the strategy's ps
+ * (created if needed), then keeps only the `keep` most recently saved
+ * complete checkpoints there (0 keeps all). Checkpoints are ordered by
+ * when they were saved (their manifest's time, which a save makes the
+ * newest of dir), not by step, as TensorFlow's CheckpointManager does: a
+ * new run reusing a directory that an earlier run left later steps in
+ * has its own checkpoints kept and found as the latest, and the earlier
+ * run's removed first. That is logged at the run's first save there
+ * ("DIR holds checkpoints up to step N from an earlier run ..."): a run
+ * that means to continue the earlier one restores first
+ * (pasco_checkpoint_restore_latest) and saves later steps. A copy of a
+ * checkpoint directory keeps the order only with the files' times (cp -p,
+ * rsync -a). dir also becomes the strategy's ps
  * recovery directory unless pasco_strategy_options.checkpoint_dir named
  * one (see coordinator.h); while a ps is being recovered, the save waits
  * for it. PASCO_EEXIST when a variable is named like another's slot
@@ -40,10 +50,10 @@
 int pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep);
 
-/* The newest complete checkpoint in dir (one with a manifest; its data is
- * not read: pasco_checkpoint_restore_latest skips damaged ones): its
- * directory into path and its step. PASCO_ENOTFOUND when there is none.
- * Thread-safe. */
+/* The most recently saved complete checkpoint in dir (one with a
+ * manifest; its data is not read: pasco_checkpoint_restore_latest skips
+ * damaged ones): its directory into path and its step. PASCO_ENOTFOUND when
+ * there is none. Thread-safe. */
 int pasco_checkpoint_latest(
     const char *dir, char *path, size_t len, int64_t *step);
 
@@ -77,14 +87,14 @@ int pasco_checkpoint_restore_with(pasco_strategy *s, const char *path,
     const pasco_checkpoint_read_options *opts, int64_t *step);
 
 /* Resuming: restores the newest intact checkpoint of dir. Checkpoints are
- * tried newest first; one that is damaged, has a missing or unreadable
- * file, or an unreadable manifest is skipped with a warning in the log
- * naming it and why ("skipping checkpoint DIR/ckpt-20: ..."), and the one
- * before it tried (a format 1 checkpoint is skipped too: restore it with
- * pasco_checkpoint_restore_with). PASCO_ENOTFOUND when none is intact (the message names
- * the newest one skipped, and why). Errors of the restore itself (a
- * mismatched variable, a ps failing) are returned, not skipped. *step (may
- * be NULL) gets the step restored. Blocks. */
+ * tried most recently saved first; one that is damaged, has a missing or
+ * unreadable file, or an unreadable manifest is skipped with a warning in
+ * the log naming it and why ("skipping checkpoint DIR/ckpt-20: ..."), and
+ * the one before it tried (a format 1 checkpoint is skipped too: restore
+ * it with pasco_checkpoint_restore_with). PASCO_ENOTFOUND when none is
+ * intact (the message names the newest one skipped, and why). Errors of
+ * the restore itself (a mismatched variable, a ps failing) are returned,
+ * not skipped. *step (may be NULL) gets the step restored. Blocks. */
 int pasco_checkpoint_restore_latest(
     pasco_strategy *s, const char *dir, int64_t *step);
 
@@ -111,7 +121,7 @@ int pasco_checkpoint_verify(const char *path, char *err, size_t errlen);
 int pasco_checkpoint_inspect(const char *path, FILE *out);
 
 /* pasco_checkpoint_inspect with options (opts may be NULL). */
-int pasco_checkpoint_inspect_with(const char *path, FILE *out,
-    const pasco_checkpoint_read_options *opts);
+int pasco_checkpoint_inspect_with(
+    const char *path, FILE *out, const pasco_checkpoint_read_options *opts);
 
 #endif

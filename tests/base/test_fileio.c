@@ -125,8 +125,8 @@ Test(fileio, an_atomic_write_never_opens_a_file_left_at_a_temporary_name,
 	cr_assert_eq(system(cmd), 0);
 	PASCO_PASS(pasci_file_write(p, &iov, 1, 1, err, sizeof(err)));
 	roundtrip(p, 3, 1, 1);
-	snprintf(cmd, sizeof(cmd), "test \"$(cat %s/victim)\" = precious",
-	    dir);
+	snprintf(
+	    cmd, sizeof(cmd), "test \"$(cat %s/victim)\" = precious", dir);
 	cr_assert_eq(system(cmd), 0, "the linked file was written through");
 }
 

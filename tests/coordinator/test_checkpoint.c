@@ -640,8 +640,8 @@ Test(checkpoint, a_hard_link_at_a_temporary_name_is_not_written_through)
 	    outside, dir, outside, dir, outside, dir);
 	cr_assert_eq(system(cmd), 0);
 	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 1, 0));
-	snprintf(cmd, sizeof(cmd), "test \"$(cat %s/victim)\" = precious",
-	    outside);
+	snprintf(
+	    cmd, sizeof(cmd), "test \"$(cat %s/victim)\" = precious", outside);
 	cr_assert_eq(system(cmd), 0, "the file outside the root changed");
 	snprintf(path, sizeof(path), "%s/ckpt-1", dir);
 	PASCO_PASS(pasco_checkpoint_restore(a.s, path, NULL));
@@ -697,20 +697,19 @@ Test(checkpoint, a_manifest_relabelled_as_format_1_is_not_read_unchecked)
 	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 2, 0));
 	flip(1, "ps-0.safetensors", "v");
 	flip(2, "ps-0.safetensors", "v");
-	cr_assert_eq(
-	    py("import json, sys\n"
-	       "for s, f in ((1, \"pasco-checkpoint-1\"), "
-	       "(2, \"pasco-checkpoint-2\")):\n"
-	       "  p = sys.argv[1] + \"/ckpt-%d/manifest.json\" % s\n"
-	       "  m = json.load(open(p))\n"
-	       "  m[\"format\"] = f\n"
-	       "  del m[\"files\"]\n"
-	       "  json.dump(m, open(p, \"w\"))\n"),
+	cr_assert_eq(py("import json, sys\n"
+	                "for s, f in ((1, \"pasco-checkpoint-1\"), "
+	                "(2, \"pasco-checkpoint-2\")):\n"
+	                "  p = sys.argv[1] + \"/ckpt-%d/manifest.json\" % s\n"
+	                "  m = json.load(open(p))\n"
+	                "  m[\"format\"] = f\n"
+	                "  del m[\"files\"]\n"
+	                "  json.dump(m, open(p, \"w\"))\n"),
 	    0, "could not relabel the manifests");
 	snprintf(path, sizeof(path), "%s/ckpt-1", dir);
 	r = (restore_arg){.s = a.s, .path = path};
-	PASCO_FAIL(pasco_checkpoint_restore(a.s, path, NULL),
-	    PASCO_EPRECONDITION);
+	PASCO_FAIL(
+	    pasco_checkpoint_restore(a.s, path, NULL), PASCO_EPRECONDITION);
 	cr_assert(strstr(pasco_strategy_error(a.s), "ckpt-1") &&
 	              strstr(pasco_strategy_error(a.s), "format 1") &&
 	              strstr(pasco_strategy_error(a.s), "no checksums") &&
@@ -753,5 +752,86 @@ Test(checkpoint, a_manifest_relabelled_as_format_1_is_not_read_unchecked)
 	    "%s", pasco_strategy_error(a.s));
 	pasco_variable_free(v);
 	setup_stop(&a);
+	remove_dir();
+}
+
+typedef struct save_arg {
+	pasco_strategy *s;
+	int64_t         step;
+} save_arg;
+
+static int
+save_keeping_3(void *arg)
+{
+	save_arg *a = arg;
+	return pasco_checkpoint_save(a->s, dir, a->step, 3);
+}
+
+static bool
+has_checkpoint(int64_t step)
+{
+	char        path[256];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/ckpt-%lld", dir, (long long) step);
+	return stat(path, &st) == 0;
+}
+
+/* A new run saving into a directory an earlier run left checkpoints of
+ * later steps in: it is said at its first save, its checkpoints are the
+ * latest (kept by when they were saved, not by step) and the earlier
+ * run's are the first removed. */
+Test(checkpoint, a_reused_directory_keeps_checkpoints_by_recency_and_says_so)
+{
+	setup           a, b;
+	pasco_variable *v, *w;
+	save_arg        arg;
+	char           *log, path[256];
+	int64_t         step;
+	int             rv;
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 2, 300);
+	for (int s = 100; s <= 300; s += 100) {
+		PASCO_PASS(pasco_checkpoint_save(a.s, dir, s, 3));
+	}
+	pasco_variable_free(v);
+	setup_stop(&a);
+	/* the new run, from step 10 */
+	setup_start(&b, 1, 1);
+	w   = var(&b, "v", 2, 10);
+	arg = (save_arg){b.s, 10};
+	log = capture_stderr(save_keeping_3, &arg, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, dir) &&
+	              strstr(log, "holds checkpoints up to step 300 from an "
+	                          "earlier run") &&
+	              strstr(log, "this run saves step 10"),
+	    "%s", log);
+	free(log);
+	cr_assert(has_checkpoint(10), "the new run's checkpoint was removed");
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), &step));
+	cr_assert_eq(step, 10);
+	cr_assert(!has_checkpoint(100) && has_checkpoint(200) &&
+	          has_checkpoint(300));
+	arg.step = 20; /* said once */
+	log      = capture_stderr(save_keeping_3, &arg, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, "earlier run") == NULL, "%s", log);
+	free(log);
+	for (arg.step = 30; arg.step <= 40; arg.step += 10) {
+		PASCO_PASS(save_keeping_3(&arg));
+	}
+	for (int s = 100; s <= 300; s += 100) {
+		cr_assert(!has_checkpoint(s), "ckpt-%d was kept", s);
+	}
+	cr_assert(has_checkpoint(20) && has_checkpoint(30) &&
+	          has_checkpoint(40) && !has_checkpoint(10));
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), &step));
+	cr_assert_eq(step, 40);
+	PASCO_PASS(pasco_checkpoint_restore_latest(b.s, dir, &step));
+	cr_assert_eq(step, 40);
+	expect_values(w, 10, 4);
+	pasco_variable_free(w);
+	setup_stop(&b);
 	remove_dir();
 }
