@@ -35,6 +35,7 @@ typedef struct pasci_ckpt {
 	char              path[4096];
 	cJSON            *m;
 	int64_t           step;
+	int               format; /* 1 or 2 (pasci_ckpt_format) */
 	size_t            n;
 	char             *names[PASCI_CKPT_MAX_FILES];
 	pasci_safetensors files[PASCI_CKPT_MAX_FILES];

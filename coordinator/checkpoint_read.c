@@ -203,6 +203,7 @@ check_format(pasci_ckpt *ck, bool allow_format_1, char *err, size_t len)
 		    ck->path);
 		return PASCO_EPRECONDITION;
 	}
+	ck->format = format;
 	if (format == 1) {
 		pasci_log(PASCI_LOG_WARN,
 		    "checkpoint %s is of format 1: it carries no checksums, "

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "checkpoint_impl.h"
+#include "optimizer_desc.h"
 #include "pasco/checkpoint.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -23,28 +24,27 @@ item(const cJSON *o, const char *key)
 	return cJSON_GetObjectItemCaseSensitive(o, key);
 }
 
-/* How the tensor of slot k of a shard is named: "" (the value) for
- * k < 0. */
+/* How the tensor of slot k (of optimizer d) of a shard is named: the
+ * shard's name (the value) for k < 0. */
 static void
-tensor_name(
-    char *buf, size_t len, const char *shard, const cJSON *names, int k)
+tensor_name(char *buf, size_t len, const pasci_ckpt *ck, const char *shard,
+    const pasci_opt_desc *d, int k)
 {
-	const char *slot =
-	    k >= 0 ? cJSON_GetStringValue(cJSON_GetArrayItem(names, k)) : NULL;
 	if (k < 0) {
 		pasci_fmt(buf, len, "%s", shard);
-	} else if (slot != NULL) {
-		pasci_fmt(buf, len, "%s/%s", shard, slot);
-	} else { /* format 1 */
+	} else if (ck->format == 1) {
 		pasci_fmt(buf, len, "%s/.slot/%d", shard, k);
+	} else {
+		pasci_fmt(buf, len, "%s/%s", shard, d->slots[k]);
 	}
 }
 
-/* The whole tensor of a manifest variable (its value, or slot k) from its
- * old shards. */
+/* The whole tensor of a manifest variable (its value, or slot k of
+ * optimizer d) from its old shards. */
 static int
-assemble(pasci_ckpt *ck, const cJSON *entry, const pasco_variable *v, int k,
-    pasco_tensor **out, char *err, size_t errlen)
+assemble(pasci_ckpt *ck, const cJSON *entry, const pasco_variable *v,
+    const pasci_opt_desc *d, int k, pasco_tensor **out, char *err,
+    size_t errlen)
 {
 	const cJSON *sh;
 	size_t       row = pasci_variable_row_bytes(v);
@@ -65,8 +65,7 @@ assemble(pasci_ckpt *ck, const cJSON *entry, const pasco_variable *v, int k,
 			rv = PASCO_EPROTO;
 			break;
 		}
-		tensor_name(tname, sizeof(tname), name,
-		    item(item(sh, "slots"), "names"), k);
+		tensor_name(tname, sizeof(tname), ck, name, d, k);
 		t = pasci_safetensors_find(f, tname);
 		if (t == NULL || t->dtype != v->dtype || off < 0 ||
 		    (size_t) off * row + t->nbytes > (*out)->nbytes) {
@@ -104,49 +103,144 @@ same_spec(const cJSON *entry, const pasco_variable *v)
 	return ok && rank == v->rank;
 }
 
-/* The optimizer of a manifest's slots: its name, or (format 1) its
- * number. */
+/* What a manifest variable's slots are: its optimizer (NULL: no slots
+ * to restore) and the newest step of its shards. */
+typedef struct slot_plan {
+	const pasci_opt_desc *d;
+	int64_t               step;
+} slot_plan;
+
+/* Checks the slot names sh lists against d's: each known and each once,
+ * as many as d has. */
 static int
-optimizer_kind(const cJSON *o)
+check_slot_names(const pasci_ckpt *ck, const char *var, const char *shard,
+    const pasci_opt_desc *d, const cJSON *names, char *err, size_t len)
 {
-	static const char *names[] = {[PASCO_OPT_SGD] = "sgd",
-	    [PASCO_OPT_ADAGRAD]                       = "adagrad",
-	    [PASCO_OPT_RMSPROP]                       = "rmsprop",
-	    [PASCO_OPT_ADAM]                          = "adam",
-	    [PASCO_OPT_FTRL]                          = "ftrl"};
-	if (cJSON_IsNumber(o)) {
-		return (int) o->valuedouble;
+	const cJSON *n;
+	bool         seen[PASCI_OPT_MAX_SLOTS] = {false};
+	char         list[256];
+	pasci_opt_slot_list(d, list, sizeof(list));
+	cJSON_ArrayForEach(n, names)
+	{
+		int k = pasci_opt_slot_index(d, cJSON_GetStringValue(n));
+		if (k < 0 || seen[k]) {
+			pasci_fmt(err, len,
+			    "checkpoint %s: shard %s of '%s' has %s slot "
+			    "'%s', %s (its slots: %s)",
+			    ck->path, shard, var, d->name,
+			    cJSON_IsString(n) ? n->valuestring : "?",
+			    k < 0 ? "which that optimizer does not have"
+			          : "listed twice",
+			    list);
+			return PASCO_EPROTO;
+		}
+		seen[k] = true;
 	}
-	for (int k = PASCO_OPT_SGD; cJSON_IsString(o) && k <= PASCO_OPT_FTRL;
-	     k++) {
-		if (strcmp(o->valuestring, names[k]) == 0) {
-			return k;
+	for (int k = 0; k < d->nslots; k++) {
+		if (!seen[k]) {
+			pasci_fmt(err, len,
+			    "checkpoint %s: shard %s of '%s' lacks %s slot "
+			    "'%s' (its slots: %s)",
+			    ck->path, shard, var, d->name, d->slots[k], list);
+			return PASCO_EPROTO;
 		}
 	}
-	return 0;
+	return PASCO_OK;
 }
 
-/* The slot metadata shared by every old shard, or count 0. */
+/* The optimizer of one shard's slots (NULL when it has none), its slots
+ * checked: an unknown optimizer, an unknown or missing slot name, or a
+ * count that is not the optimizer's is an error naming them. */
 static int
-slot_info(const cJSON *entry, int *kind, int64_t *step)
+shard_slots(const pasci_ckpt *ck, const char *var, const cJSON *sh,
+    const pasci_opt_desc **out, char *err, size_t len)
 {
+	const cJSON          *sl    = item(sh, "slots");
+	const cJSON          *o     = item(sl, "optimizer");
+	const char           *shard = cJSON_GetStringValue(item(sh, "name"));
+	const cJSON          *count = item(sl, "count");
+	const pasci_opt_desc *d =
+	    ck->format == 1 && cJSON_IsNumber(o)
+	        ? pasci_opt_desc_of((int) o->valuedouble)
+	        : pasci_opt_desc_named(cJSON_GetStringValue(o));
+	char what[64];
+	*out = NULL;
+	if (sl == NULL) {
+		return PASCO_OK;
+	}
+	if (d == NULL) {
+		if (cJSON_IsNumber(o)) {
+			pasci_fmt(
+			    what, sizeof(what), "number %g", o->valuedouble);
+		} else {
+			pasci_fmt(what, sizeof(what), "'%.40s'",
+			    cJSON_IsString(o) ? o->valuestring : "(none)");
+		}
+		pasci_fmt(err, len,
+		    "checkpoint %s: shard %s of '%s' has slots of optimizer "
+		    "%s, which this Pasco does not know",
+		    ck->path, shard, var, what);
+		return PASCO_EPROTO;
+	}
+	if (!cJSON_IsNumber(count) || (int) count->valuedouble != d->nslots) {
+		pasci_fmt(err, len,
+		    "checkpoint %s: shard %s of '%s' says it has %g %s slots; "
+		    "%s has %d",
+		    ck->path, shard, var, cJSON_GetNumberValue(count), d->name,
+		    d->title, d->nslots);
+		return PASCO_EPROTO;
+	}
+	*out = d;
+	return ck->format == 1 ? PASCO_OK
+	                       : check_slot_names(ck, var, shard, d,
+	                             item(sl, "names"), err, len);
+}
+
+/* The slots of manifest variable entry: every shard's checked, all of one
+ * optimizer. When only some shards have slots (no gradient ever reached
+ * the others), none are restored; warn says so in the log. */
+static int
+plan_slots(const pasci_ckpt *ck, const cJSON *entry, bool warn, slot_plan *p,
+    char *err, size_t len)
+{
+	const char  *var  = cJSON_GetStringValue(item(entry, "name"));
+	const char  *bare = NULL;
 	const cJSON *sh;
-	int          count = -1;
+	*p = (slot_plan){NULL, 0};
 	cJSON_ArrayForEach(sh, item(entry, "shards"))
 	{
-		const cJSON *sl = item(sh, "slots");
-		int          k  = optimizer_kind(item(sl, "optimizer"));
-		int          c = (int) cJSON_GetNumberValue(item(sl, "count"));
-		double       st = cJSON_GetNumberValue(item(sl, "step"));
-		if (sl == NULL || k == 0 ||
-		    (count >= 0 && (k != *kind || c != count))) {
-			return 0;
+		const pasci_opt_desc *d;
+		double                step =
+		    cJSON_GetNumberValue(item(item(sh, "slots"), "step"));
+		int rv = shard_slots(ck, var, sh, &d, err, len);
+		if (rv != 0) {
+			return rv;
 		}
-		*kind = k;
-		count = c;
-		*step = (int64_t) st > *step ? (int64_t) st : *step;
+		if (d == NULL) {
+			bare = cJSON_GetStringValue(item(sh, "name"));
+			continue;
+		}
+		if (p->d != NULL && p->d != d) {
+			pasci_fmt(err, len,
+			    "checkpoint %s: the shards of '%s' have slots of "
+			    "two optimizers, %s and %s",
+			    ck->path, var, p->d->name, d->name);
+			return PASCO_EPROTO;
+		}
+		p->d    = d;
+		p->step = (int64_t) step > p->step ? (int64_t) step : p->step;
 	}
-	return count > 0 && count <= 3 ? count : 0;
+	if (p->d != NULL && bare != NULL) {
+		if (warn) {
+			pasci_log(PASCI_LOG_WARN,
+			    "checkpoint %s: '%s' has %s slots on some shards "
+			    "only (%s has none: no gradient reached it); its "
+			    "slots are not restored",
+			    ck->path, var, p->d->name, bare);
+		}
+		p->d = NULL;
+	}
+	return PASCO_OK;
 }
 
 /* Sends each shard of v placed on task (every shard for task < 0) its
@@ -194,17 +288,18 @@ send_rows(pasco_variable *v, int method, int32_t task,
 }
 
 /* Restores one variable: whole (assigned) or only its shards on task
- * (created). */
+ * (created), and its slots. */
 static int
 restore_variable(pasci_ckpt *ck, const cJSON *entry, pasco_variable *v,
     int32_t task, char *err, size_t errlen)
 {
-	pasco_tensor   *whole = NULL, *slots[3] = {NULL, NULL, NULL};
-	pasco_optimizer opt  = {0};
-	int             kind = 0, count;
-	int64_t         step = 0;
-	int             rv;
-	if ((rv = assemble(ck, entry, v, -1, &whole, err, errlen)) != 0) {
+	pasco_tensor   *whole = NULL, *slots[PASCI_OPT_MAX_SLOTS] = {NULL};
+	pasco_optimizer opt = {0};
+	slot_plan       sp;
+	int             rv    = plan_slots(ck, entry, true, &sp, err, errlen);
+	int             count = sp.d != NULL ? sp.d->nslots : 0;
+	if (rv != 0 || (rv = assemble(ck, entry, v, NULL, -1, &whole, err,
+	                    errlen)) != 0) {
 		return rv;
 	}
 	rv = task < 0 ? pasco_variable_assign(v, whole)
@@ -213,18 +308,18 @@ restore_variable(pasci_ckpt *ck, const cJSON *entry, pasco_variable *v,
 	if (rv != 0) {
 		pasci_fmt(err, errlen, "%s", pasco_variable_error(v));
 	}
-	count = slot_info(entry, &kind, &step);
 	for (int k = 0; rv == 0 && k < count; k++) {
-		rv = assemble(ck, entry, v, k, &slots[k], err, errlen);
+		rv = assemble(ck, entry, v, sp.d, k, &slots[k], err, errlen);
 	}
-	opt.kind = (pasco_optimizer_kind) kind;
-	if (rv == 0 && count > 0 &&
-	    (rv = send_rows(v, PASCI_METHOD_VAR_SET_SLOTS, task, slots, count,
-	         &opt, step)) != 0) {
-		pasci_fmt(err, errlen, "%s", pasco_variable_error(v));
+	if (rv == 0 && count > 0) {
+		opt.kind = sp.d->kind;
+		if ((rv = send_rows(v, PASCI_METHOD_VAR_SET_SLOTS, task, slots,
+		         count, &opt, sp.step)) != 0) {
+			pasci_fmt(err, errlen, "%s", pasco_variable_error(v));
+		}
 	}
 	pasco_tensor_release(whole);
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < PASCI_OPT_MAX_SLOTS; k++) {
 		pasco_tensor_release(slots[k]);
 	}
 	return rv;
@@ -284,6 +379,11 @@ plan(pasci_ckpt *ck, const pasco_variable *v, int32_t task, char *how,
 		    "the checkpoint holds '%s' with another dtype or shape",
 		    v->name);
 		return PASCO_EINVAL;
+	}
+	slot_plan sp;
+	int       rv = plan_slots(ck, entry, false, &sp, err, errlen);
+	if (rv != 0) {
+		return rv;
 	}
 	if (task < 0 || (!mine && strcmp(v->name, GLOBAL_STEP) == 0)) {
 		*how = 'w';
