@@ -293,31 +293,69 @@ make_newest(const char *dir, int64_t step, const char *manifest)
 	}
 }
 
-/* At a strategy's first save into dir: says so when dir holds checkpoints
- * of this step or later, which an earlier run left (a run that resumed
- * from dir saves later steps only). */
+/* This strategy's run id, as manifests carry it ("run"): made at its
+ * first save. */
 static void
-note_earlier_run(
-    pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
+run_id(pasco_strategy *s, char *buf, size_t len)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->ckpt_run == 0) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		s->ckpt_run = ((uint64_t) now.tv_sec * 1000000000u +
+		                  (uint64_t) now.tv_nsec) ^
+		              ((uint64_t) getpid() << 40) ^ (uintptr_t) s;
+	}
+	pasci_fmt(buf, len, "%016llx", (unsigned long long) s->ckpt_run);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Whether checkpoint dir/ckpt-step was saved by another run than run (its
+ * manifest says so, or says nothing: written before runs were noted). */
+static bool
+saved_by_another_run(const char *dir, int64_t step, const char *run)
+{
+	char        path[4096], err[256];
+	cJSON      *m;
+	const char *its;
+	bool        other;
+	pasci_fmt(path, sizeof(path), "%s/ckpt-%lld", dir, (long long) step);
+	if ((m = pasci_checkpoint_manifest(path, err, sizeof(err))) == NULL) {
+		return false;
+	}
+	its = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "run"));
+	other = its == NULL || strcmp(its, run) != 0;
+	cJSON_Delete(m);
+	return other;
+}
+
+/* Says so, once per directory, when dir holds checkpoints of this step or
+ * later that another run saved: a run that resumed from dir saves later
+ * steps only. */
+static void
+note_earlier_run(pasco_strategy *s, const char *dir, int64_t step,
+    int32_t keep, const char *run)
 {
 	int64_t steps[1024], newest = -1;
 	size_t  n;
-	bool    first;
+	bool    noted;
 	char    kept[64];
 	pthread_mutex_lock(&s->mu);
-	first = strcmp(s->ckpt_dir_seen, dir) != 0;
-	if (first) {
-		pasci_fmt(
-		    s->ckpt_dir_seen, sizeof(s->ckpt_dir_seen), "%s", dir);
-	}
+	noted = strcmp(s->ckpt_dir_noted, dir) == 0;
 	pthread_mutex_unlock(&s->mu);
-	n = first ? pasci_checkpoint_list(dir, steps, 1024) : 0;
+	n = noted ? 0 : pasci_checkpoint_list(dir, steps, 1024);
 	for (size_t i = 0; i < n; i++) {
-		newest = steps[i] > newest ? steps[i] : newest;
+		if (steps[i] >= step && steps[i] > newest &&
+		    saved_by_another_run(dir, steps[i], run)) {
+			newest = steps[i];
+		}
 	}
 	if (newest < step) {
 		return;
 	}
+	pthread_mutex_lock(&s->mu);
+	pasci_fmt(s->ckpt_dir_noted, sizeof(s->ckpt_dir_noted), "%s", dir);
+	pthread_mutex_unlock(&s->mu);
 	if (keep > 0) {
 		pasci_fmt(
 		    kept, sizeof(kept), "the newest %d are kept", (int) keep);
@@ -337,6 +375,7 @@ pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
 {
 	char         ckdir[4096], abs_ckdir[PATH_MAX], path[4200], err[512];
+	char         run[32];
 	cJSON       *slots = cJSON_CreateObject(), *m = NULL;
 	cJSON       *files = cJSON_CreateObject();
 	char        *text  = NULL;
@@ -344,7 +383,8 @@ pasco_checkpoint_save(
 	int          rv;
 
 	pasci_fmt(ckdir, sizeof(ckdir), "%s/ckpt-%lld", dir, (long long) step);
-	note_earlier_run(s, dir, step, keep);
+	run_id(s, run, sizeof(run));
+	note_earlier_run(s, dir, step, keep, run);
 	if ((rv = pasci_make_dirs(ckdir, err, sizeof(err))) != 0) {
 		fail(s, rv, "%s%s", err, "");
 		goto out;
@@ -377,6 +417,7 @@ pasco_checkpoint_save(
 	}
 	m = manifest_of(s, step, slots);
 	if (m != NULL) {
+		cJSON_AddStringToObject(m, "run", run);
 		cJSON_AddItemToObject(m, "files", files);
 		files = NULL;
 	}

@@ -5,7 +5,8 @@
  * recovery.c (a lost ps's variables restored from the latest intact
  * checkpoint).
  *
- * Manifest format 2 ("pasco-checkpoint-2"): {"format", "step", "variables":
+ * Manifest format 2 ("pasco-checkpoint-2"): {"format", "step", "run" (the
+ * saving strategy's id: another run's checkpoints are noted), "variables":
  * [{"name", "dtype", "shape", "shards": [{"name", "ps_task", "offset",
  * "rows", "file", "slots": {"optimizer": "adam", "step", "count", "names":
  * ["m", "v", "vhat"]}}]}], "files": {"ps-0.safetensors": {"crc32c":

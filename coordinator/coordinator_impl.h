@@ -61,9 +61,11 @@ struct pasco_strategy {
 	pasco_coordinator *coord; /* the one attached coordinator */
 	char               error[1024];
 	pasci_recovery    *rec; /* ps recovery (recovery.h) */
-	/* The directory of the first save, or of the last save into another
-	 * (checkpoint.c: an earlier run's checkpoints are noted once). */
-	char ckpt_dir_seen[4096];
+	/* The run id its checkpoints' manifests carry (0 until its first
+	 * save), and the last directory whose earlier run's checkpoints were
+	 * noted (checkpoint.c). */
+	uint64_t ckpt_run;
+	char     ckpt_dir_noted[4096];
 };
 
 /* Checks opts' consistency mode into s->sync (a message in s->error). */

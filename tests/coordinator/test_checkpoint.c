@@ -776,6 +776,21 @@ has_checkpoint(int64_t step)
 	return stat(path, &st) == 0;
 }
 
+/* Saves step 50 in DIR/x, DIR/y, then DIR/x again. */
+static int
+save_twice_elsewhere(void *arg)
+{
+	char x[128], y[128];
+	int  rv;
+	snprintf(x, sizeof(x), "%s/x", dir);
+	snprintf(y, sizeof(y), "%s/y", dir);
+	if ((rv = pasco_checkpoint_save(arg, x, 50, 0)) == 0 &&
+	    (rv = pasco_checkpoint_save(arg, y, 50, 0)) == 0) {
+		rv = pasco_checkpoint_save(arg, x, 50, 0);
+	}
+	return rv;
+}
+
 /* A new run saving into a directory an earlier run left checkpoints of
  * later steps in: it is said at its first save, its checkpoints are the
  * latest (kept by when they were saved, not by step) and the earlier
@@ -831,6 +846,12 @@ Test(checkpoint, a_reused_directory_keeps_checkpoints_by_recency_and_says_so)
 	PASCO_PASS(pasco_checkpoint_restore_latest(b.s, dir, &step));
 	cr_assert_eq(step, 40);
 	expect_values(w, 10, 4);
+	/* this run's own checkpoint of a step, saved again after a save
+	 * elsewhere, is not an earlier run's */
+	log = capture_stderr(save_twice_elsewhere, b.s, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, "earlier run") == NULL, "%s", log);
+	free(log);
 	pasco_variable_free(w);
 	setup_stop(&b);
 	remove_dir();
