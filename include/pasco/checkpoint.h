@@ -39,7 +39,10 @@
  * run's removed first. That is logged at the run's first save there
  * ("DIR holds checkpoints up to step N from an earlier run ..."): a run
  * that means to continue the earlier one restores first
- * (pasco_checkpoint_restore_latest) and saves later steps. A copy of a
+ * (pasco_checkpoint_restore_latest) and saves later steps. A lower step
+ * than dir's newest is not refused: a run saves one after resuming past a
+ * damaged newest checkpoint, or after a ps recovery set the global step
+ * back, and those must be kept. A copy of a
  * checkpoint directory keeps the order only with the files' times (cp -p,
  * rsync -a). dir also becomes the strategy's ps
  * recovery directory unless pasco_strategy_options.checkpoint_dir named
