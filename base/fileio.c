@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -188,24 +189,48 @@ ring_sync(struct io_uring *ring, int fd)
 	return res;
 }
 
+/* Creates a file for writing. atomic: a new file beside path under a
+ * name no one else holds (path.tmp.<pid>.<n>.<random>), created with
+ * O_EXCL, so nothing left at a temporary name (a symbolic link, a hard
+ * link to a file elsewhere) is ever opened, written through or truncated;
+ * its name into tmp. Otherwise path itself, never through a symbolic
+ * link. -1 with errno on failure. */
+static int
+create_target(const char *path, int atomic, char *tmp, size_t tmplen)
+{
+	static unsigned counter;
+	int             flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+	if (!atomic) {
+		return open(path, flags | O_TRUNC, 0644);
+	}
+	for (int attempt = 0; attempt < 16; attempt++) {
+		struct timespec now;
+		int             fd;
+		clock_gettime(CLOCK_REALTIME, &now);
+		pasci_fmt(tmp, tmplen, "%s.tmp.%ld.%u.%08lx", path,
+		    (long) getpid(),
+		    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED),
+		    (unsigned long) ((uint64_t) now.tv_nsec * 2654435761u) &
+		        0xffffffffUL);
+		if ((fd = open(tmp, flags | O_EXCL, 0644)) >= 0 ||
+		    errno != EEXIST) {
+			return fd;
+		}
+	}
+	return -1;
+}
+
 int
 pasci_file_write(const char *path, const struct iovec *iov, int n, int atomic,
     char *err, size_t errlen)
 {
 	struct io_uring storage, *ring;
-	char            tmp[4096];
-	const char     *target = path;
+	char            tmp[4200];
+	const char     *target = atomic ? tmp : path;
 	off_t           off    = 0;
 	int             fd, rv = 0;
 
-	if (atomic) {
-		pasci_fmt(tmp, sizeof(tmp), "%s.tmp", path);
-		target = tmp;
-	}
-	/* never through a symbolic link someone left at the name */
-	if ((fd = open(target,
-	         O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-	         0644)) < 0) {
+	if ((fd = create_target(path, atomic, tmp, sizeof(tmp))) < 0) {
 		pasci_fmt(err, errlen, "cannot create %s: %s", target,
 		    strerror(errno));
 		return PASCO_EIO;
@@ -231,6 +256,9 @@ pasci_file_write(const char *path, const struct iovec *iov, int n, int atomic,
 		pasci_fmt(err, errlen, "renaming %s into place: %s", tmp,
 		    strerror(errno));
 		rv = -1;
+	}
+	if (rv != 0 && atomic) {
+		unlink(tmp); /* ours: created above with O_EXCL */
 	}
 	return rv == 0 ? PASCO_OK : PASCO_EIO;
 }

@@ -1,5 +1,6 @@
 /* Optimizer configurations with Keras's defaults (the updates run on the
- * ps: ps/optimizer.c). */
+ * ps: ps/optimizer_apply.c; what each optimizer is, its slots by name:
+ * base/optimizer_desc.c). */
 #include "pasco/optimizer.h"
 
 pasco_optimizer

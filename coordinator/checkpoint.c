@@ -9,7 +9,9 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,7 +26,6 @@
 #include "variable_impl.h"
 
 #define MANIFEST PASCI_CKPT_MANIFEST
-#define FORMAT "pasco-checkpoint-2"
 
 pasco_variable **
 pasci_checkpoint_directory(pasco_strategy *s, size_t *n)
@@ -122,7 +123,7 @@ manifest_of(pasco_strategy *s, int64_t step, const cJSON *slots)
 	pasco_variable **vars = pasci_checkpoint_directory(s, &n);
 	cJSON           *m    = cJSON_CreateObject();
 	cJSON           *arr  = cJSON_AddArrayToObject(m, "variables");
-	cJSON_AddStringToObject(m, "format", FORMAT);
+	cJSON_AddStringToObject(m, "format", PASCI_CKPT_FORMAT);
 	cJSON_AddNumberToObject(m, "step", (double) step);
 	for (size_t i = 0; i < n; i++) {
 		pasco_variable *v = vars[i];
@@ -184,34 +185,71 @@ remove_checkpoint(const char *path)
 	rmdir(path);
 }
 
-size_t
-pasci_checkpoint_list(const char *dir, int64_t *steps, size_t max)
+/* A complete checkpoint of a directory: its step and when its manifest
+ * was written. */
+typedef struct listed {
+	int64_t         step;
+	struct timespec saved;
+} listed;
+
+static bool
+newer(const listed *a, const listed *b)
+{
+	if (a->saved.tv_sec != b->saved.tv_sec) {
+		return a->saved.tv_sec > b->saved.tv_sec;
+	}
+	if (a->saved.tv_nsec != b->saved.tv_nsec) {
+		return a->saved.tv_nsec > b->saved.tv_nsec;
+	}
+	return a->step > b->step;
+}
+
+/* The complete checkpoints of dir, most recently saved first; at most
+ * max. */
+static size_t
+list_saved(const char *dir, listed *out, size_t max)
 {
 	DIR           *d = opendir(dir);
 	struct dirent *e;
 	size_t         n = 0;
 	while (d != NULL && (e = readdir(d)) != NULL) {
-		char   *end, path[4096];
-		int64_t step;
+		char       *end, path[4096];
+		struct stat st;
+		listed      c;
 		if (strncmp(e->d_name, "ckpt-", 5) != 0) {
 			continue;
 		}
-		step = strtoll(e->d_name + 5, &end, 10);
+		c.step = strtoll(e->d_name + 5, &end, 10);
 		pasci_fmt(
 		    path, sizeof(path), "%s/%s/" MANIFEST, dir, e->d_name);
-		if (*end != 0 || access(path, R_OK) != 0 || n == max) {
+		if (*end != 0 || end == e->d_name + 5 || n == max ||
+		    stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    access(path, R_OK) != 0) {
 			continue;
 		}
+		c.saved  = st.st_mtim;
 		size_t i = n++;
-		while (i > 0 && steps[i - 1] < step) {
-			steps[i] = steps[i - 1];
+		while (i > 0 && newer(&c, &out[i - 1])) {
+			out[i] = out[i - 1];
 			i--;
 		}
-		steps[i] = step;
+		out[i] = c;
 	}
 	if (d != NULL) {
 		closedir(d);
 	}
+	return n;
+}
+
+size_t
+pasci_checkpoint_list(const char *dir, int64_t *steps, size_t max)
+{
+	listed *all = calloc(max + 1, sizeof(*all));
+	size_t  n   = all != NULL ? list_saved(dir, all, max) : 0;
+	for (size_t i = 0; i < n; i++) {
+		steps[i] = all[i].step;
+	}
+	free(all);
 	return n;
 }
 
@@ -228,11 +266,116 @@ prune(const char *dir, int32_t keep)
 	}
 }
 
+/* Makes the manifest just written for step the most recently saved of
+ * dir, whatever the clock's granularity or an earlier run's clock said:
+ * its time is set past every other manifest's when it is not already. */
+static void
+make_newest(const char *dir, int64_t step, const char *manifest)
+{
+	listed      all[1024];
+	size_t      n = list_saved(dir, all, 1024);
+	struct stat st;
+	for (size_t i = 0; i < n; i++) {
+		if (all[i].step == step) {
+			continue;
+		}
+		if (stat(manifest, &st) != 0 ||
+		    newer(&(listed){step, st.st_mtim}, &all[i])) {
+			return; /* the others are older still */
+		}
+		struct timespec t[2] = {{0, UTIME_OMIT}, all[i].saved};
+		if (++t[1].tv_nsec == 1000000000L) {
+			t[1].tv_sec++;
+			t[1].tv_nsec = 0;
+		}
+		utimensat(AT_FDCWD, manifest, t, AT_SYMLINK_NOFOLLOW);
+		return;
+	}
+}
+
+/* This strategy's run id, as manifests carry it ("run"): made at its
+ * first save. */
+static void
+run_id(pasco_strategy *s, char *buf, size_t len)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->ckpt_run == 0) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		s->ckpt_run = ((uint64_t) now.tv_sec * 1000000000u +
+		                  (uint64_t) now.tv_nsec) ^
+		              ((uint64_t) getpid() << 40) ^ (uintptr_t) s;
+	}
+	pasci_fmt(buf, len, "%016llx", (unsigned long long) s->ckpt_run);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Whether checkpoint dir/ckpt-step was saved by another run than run (its
+ * manifest says so, or says nothing: written before runs were noted). */
+static bool
+saved_by_another_run(const char *dir, int64_t step, const char *run)
+{
+	char        path[4096], err[256];
+	cJSON      *m;
+	const char *its;
+	bool        other;
+	pasci_fmt(path, sizeof(path), "%s/ckpt-%lld", dir, (long long) step);
+	if ((m = pasci_checkpoint_manifest(path, err, sizeof(err))) == NULL) {
+		return false;
+	}
+	its = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "run"));
+	other = its == NULL || strcmp(its, run) != 0;
+	cJSON_Delete(m);
+	return other;
+}
+
+/* Says so, once per directory, when dir holds checkpoints of this step or
+ * later that another run saved: a run that resumed from dir saves later
+ * steps only. */
+static void
+note_earlier_run(pasco_strategy *s, const char *dir, int64_t step,
+    int32_t keep, const char *run)
+{
+	int64_t steps[1024], newest = -1;
+	size_t  n;
+	bool    noted;
+	char    kept[64];
+	pthread_mutex_lock(&s->mu);
+	noted = strcmp(s->ckpt_dir_noted, dir) == 0;
+	pthread_mutex_unlock(&s->mu);
+	n = noted ? 0 : pasci_checkpoint_list(dir, steps, 1024);
+	for (size_t i = 0; i < n; i++) {
+		if (steps[i] >= step && steps[i] > newest &&
+		    saved_by_another_run(dir, steps[i], run)) {
+			newest = steps[i];
+		}
+	}
+	if (newest < step) {
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	pasci_fmt(s->ckpt_dir_noted, sizeof(s->ckpt_dir_noted), "%s", dir);
+	pthread_mutex_unlock(&s->mu);
+	if (keep > 0) {
+		pasci_fmt(
+		    kept, sizeof(kept), "the newest %d are kept", (int) keep);
+	} else {
+		pasci_fmt(kept, sizeof(kept), "keep 0: all are kept");
+	}
+	pasci_log(PASCI_LOG_WARN,
+	    "%s holds checkpoints up to step %lld from an earlier run (this "
+	    "run saves step %lld): checkpoints are ordered by when they were "
+	    "saved, so this run's are the latest and the earlier run's are "
+	    "removed first (%s)",
+	    dir, (long long) newest, (long long) step, kept);
+}
+
 int
 pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
 {
 	char         ckdir[4096], abs_ckdir[PATH_MAX], path[4200], err[512];
+	char         run[32];
 	cJSON       *slots = cJSON_CreateObject(), *m = NULL;
 	cJSON       *files = cJSON_CreateObject();
 	char        *text  = NULL;
@@ -240,6 +383,8 @@ pasco_checkpoint_save(
 	int          rv;
 
 	pasci_fmt(ckdir, sizeof(ckdir), "%s/ckpt-%lld", dir, (long long) step);
+	run_id(s, run, sizeof(run));
+	note_earlier_run(s, dir, step, keep, run);
 	if ((rv = pasci_make_dirs(ckdir, err, sizeof(err))) != 0) {
 		fail(s, rv, "%s%s", err, "");
 		goto out;
@@ -272,6 +417,7 @@ pasco_checkpoint_save(
 	}
 	m = manifest_of(s, step, slots);
 	if (m != NULL) {
+		cJSON_AddStringToObject(m, "run", run);
 		cJSON_AddItemToObject(m, "files", files);
 		files = NULL;
 	}
@@ -286,6 +432,7 @@ pasco_checkpoint_save(
 		fail(s, rv, "%s%s", err, "");
 		goto out;
 	}
+	make_newest(dir, step, path);
 	prune(dir, keep);
 	pasci_recovery_note_save(s, dir);
 out:

@@ -1,16 +1,19 @@
 /*
  * Checkpoint internals shared by checkpoint.c (save, the list of
- * checkpoints), checkpoint_read.c (reading and verifying a checkpoint,
- * restoring from it), checkpoint_inspect.c and recovery.c (a lost ps's
- * variables restored from the latest intact checkpoint).
+ * checkpoints), checkpoint_read.c (reading and verifying a checkpoint),
+ * checkpoint_restore.c (restoring from it), checkpoint_inspect.c and
+ * recovery.c (a lost ps's variables restored from the latest intact
+ * checkpoint).
  *
- * Manifest format 2 ("pasco-checkpoint-2"): {"format", "step", "variables":
+ * Manifest format 2 ("pasco-checkpoint-2"): {"format", "step", "run" (the
+ * saving strategy's id: another run's checkpoints are noted), "variables":
  * [{"name", "dtype", "shape", "shards": [{"name", "ps_task", "offset",
  * "rows", "file", "slots": {"optimizer": "adam", "step", "count", "names":
  * ["m", "v", "vhat"]}}]}], "files": {"ps-0.safetensors": {"crc32c":
  * {"<tensor>": crc, ...}}}}; a slot tensor is "<shard>/<slot name>".
- * Format 1 (no "files", slots "<shard>/.slot/<k>", the optimizer as its
- * pasco_optimizer_kind number) still loads, unverified.
+ * Format 1 ("pasco-checkpoint-1": no "files", slots "<shard>/.slot/<k>",
+ * the optimizer as its pasco_optimizer_kind number) loads, unverified,
+ * only when the reader allows it; any other format is refused.
  */
 #ifndef PASCO_COORDINATOR_CHECKPOINT_H
 #define PASCO_COORDINATOR_CHECKPOINT_H
@@ -23,6 +26,8 @@
 #include "safetensors.h"
 
 #define PASCI_CKPT_MANIFEST "manifest.json"
+#define PASCI_CKPT_FORMAT "pasco-checkpoint-2"
+#define PASCI_CKPT_FORMAT_1 "pasco-checkpoint-1"
 #define PASCI_CKPT_MAX_FILES 256
 
 /* A checkpoint read whole: its manifest and every file it names, each
@@ -31,6 +36,7 @@ typedef struct pasci_ckpt {
 	char              path[4096];
 	cJSON            *m;
 	int64_t           step;
+	int               format; /* 1 or 2 (pasci_ckpt_format) */
 	size_t            n;
 	char             *names[PASCI_CKPT_MAX_FILES];
 	pasci_safetensors files[PASCI_CKPT_MAX_FILES];
@@ -44,19 +50,34 @@ size_t pasci_checkpoint_list(const char *dir, int64_t *steps, size_t max);
  * file). */
 cJSON *pasci_checkpoint_manifest(const char *path, char *err, size_t errlen);
 
+/* The format of manifest m (of the checkpoint at path): 2, 1, or -1 with
+ * err naming the checkpoint (an unknown format, or format 2 without its
+ * checksums). */
+int pasci_ckpt_format(const cJSON *m, const char *path, char *err, size_t len);
+
 /* Reads the checkpoint at path and verifies it: every file the manifest
  * names is read, and every tensor's CRC-32C compared with the manifest's.
  * PASCO_ENOTFOUND (no manifest or a missing file) or PASCO_EPROTO (a
- * damaged file or tensor), err naming the checkpoint, file and tensor. */
-int pasci_ckpt_open(pasci_ckpt *ck, const char *path, char *err, size_t len);
+ * damaged file or tensor, a manifest of no known format), err naming the
+ * checkpoint, file and tensor. A format 1 checkpoint (no checksums) is
+ * PASCO_EPRECONDITION unless allow_format_1; then it is read with a
+ * warning in the log. */
+int pasci_ckpt_open(pasci_ckpt *ck, const char *path, bool allow_format_1,
+    char *err, size_t len);
 
-/* The newest checkpoint of dir that pasci_ckpt_open accepts; each one
+/* The newest checkpoint of dir that pasci_ckpt_open accepts (format 1
+ * not allowed); each one
  * skipped is logged with why (and listed in err if none is left:
  * PASCO_ENOTFOUND). */
 int pasci_ckpt_open_latest(
     pasci_ckpt *ck, const char *dir, char *err, size_t len);
 
 void pasci_ckpt_close(pasci_ckpt *ck);
+
+/* File `name` of ck (one of its own directory), read and verified on
+ * first use; NULL with err naming the file and what is wrong. */
+const pasci_safetensors *pasci_ckpt_file(
+    pasci_ckpt *ck, const char *name, char *err, size_t errlen);
 
 /* Checks file `name` of the checkpoint at dir (already read into f)
  * against manifest m's checksums: PASCO_EPROTO naming every damaged tensor

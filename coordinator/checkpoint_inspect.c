@@ -1,7 +1,8 @@
 /*
  * `pasco checkpoint inspect` (pasco_checkpoint_inspect): the manifest's
  * variables and shards, then every data file read and checked against the
- * manifest's checksums, naming each damaged tensor.
+ * manifest's checksums, naming each damaged tensor. A format 1 checkpoint
+ * (no checksums) is listed but its files are read only when allowed.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -118,7 +119,7 @@ check_file(const cJSON *m, const char *dir, const char *name, FILE *out)
 	    pasci_ckpt_verify_file(m, dir, name, &f, &count, err, sizeof(err));
 	if (rv != 0) {
 		fprintf(out, "%s: DAMAGED: %s\n", name, err);
-	} else if (item(m, "files") == NULL) {
+	} else if (pasci_ckpt_format(m, dir, err, sizeof(err)) == 1) {
 		fprintf(out,
 		    "%s: %zu tensor(s) read; no checksums to check (a format "
 		    "1 checkpoint)\n",
@@ -131,8 +132,41 @@ check_file(const cJSON *m, const char *dir, const char *name, FILE *out)
 	return rv;
 }
 
+/* Whether the files of m may be read, said on out: PASCO_OK for format 2,
+ * or format 1 when allowed. */
+static int
+check_format(const cJSON *m, const char *dir, bool allow_format_1, FILE *out)
+{
+	char err[1024];
+	int  format = pasci_ckpt_format(m, dir, err, sizeof(err));
+	if (format < 0) {
+		fprintf(out, "%s\n", err);
+		return PASCO_EPROTO;
+	}
+	if (format == 1 && !allow_format_1) {
+		fprintf(out,
+		    "format 1: this checkpoint carries no checksums, so its "
+		    "tensors cannot be checked; not read (pass "
+		    "--allow-format-1 to read it anyway)\n");
+		return PASCO_EPRECONDITION;
+	}
+	if (format == 1) {
+		fprintf(out, "WARNING: format 1: this checkpoint carries no "
+		             "checksums; only its files' structure is "
+		             "checked\n");
+	}
+	return PASCO_OK;
+}
+
 int
 pasco_checkpoint_inspect(const char *path, FILE *out)
+{
+	return pasco_checkpoint_inspect_with(path, out, NULL);
+}
+
+int
+pasco_checkpoint_inspect_with(
+    const char *path, FILE *out, const pasco_checkpoint_read_options *opts)
 {
 	char         dir[4096], err[1024];
 	const char  *files[PASCI_CKPT_MAX_FILES];
@@ -161,12 +195,17 @@ pasco_checkpoint_inspect(const char *path, FILE *out)
 	{
 		print_variable(e, out);
 	}
-	nfiles = manifest_files(m, files, PASCI_CKPT_MAX_FILES);
+	rv = check_format(m, dir, opts != NULL && opts->allow_format_1, out);
+	nfiles = rv == 0 ? manifest_files(m, files, PASCI_CKPT_MAX_FILES) : 0;
 	for (size_t i = 0; i < nfiles; i++) {
 		int r = check_file(m, dir, files[i], out);
 		rv    = rv != 0 ? rv : r;
 	}
-	if (rv != 0) {
+	if (rv == PASCO_EPRECONDITION) {
+		fprintf(stderr,
+		    "pasco checkpoint: %s is of format 1 (no checksums)\n",
+		    dir);
+	} else if (rv != 0) {
 		fprintf(stderr, "pasco checkpoint: %s is damaged\n", dir);
 	}
 	cJSON_Delete(m);

@@ -1,9 +1,8 @@
 /*
  * Reading a checkpoint (see checkpoint_impl.h): the manifest, then every
  * file it names, verified tensor by tensor against the manifest's CRC-32C
- * before anything is restored; each variable (and its slots) is then
- * reassembled whole from its old shards, so any old layout loads into any
- * new one.
+ * before anything is restored (checkpoint_restore.c restores), and the
+ * newest intact checkpoint of a directory.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -17,8 +16,6 @@
 #include "tensor_impl.h"
 #include "util.h"
 #include "variable_impl.h"
-
-#define GLOBAL_STEP "global_step"
 
 static const cJSON *
 item(const cJSON *o, const char *key)
@@ -49,6 +46,32 @@ pasci_checkpoint_manifest(const char *path, char *err, size_t errlen)
 }
 
 int
+pasci_ckpt_format(const cJSON *m, const char *path, char *err, size_t len)
+{
+	const char *f = cJSON_GetStringValue(item(m, "format"));
+	if (f != NULL && strcmp(f, PASCI_CKPT_FORMAT_1) == 0) {
+		return 1;
+	}
+	if (f == NULL || strcmp(f, PASCI_CKPT_FORMAT) != 0) {
+		pasci_fmt(err, len,
+		    "checkpoint %s: the manifest's format is %s%s%s, which "
+		    "this Pasco does not read (it reads \"" PASCI_CKPT_FORMAT
+		    "\")",
+		    path, f != NULL ? "\"" : "", f != NULL ? f : "missing",
+		    f != NULL ? "\"" : "");
+		return -1;
+	}
+	if (!cJSON_IsObject(item(m, "files"))) {
+		pasci_fmt(err, len,
+		    "checkpoint %s: the manifest is of format 2 but has no "
+		    "checksums (\"files\"): it is damaged",
+		    path);
+		return -1;
+	}
+	return 2;
+}
+
+int
 pasci_ckpt_verify_file(const cJSON *m, const char *dir, const char *name,
     const pasci_safetensors *f, size_t *count, char *err, size_t len)
 {
@@ -58,8 +81,8 @@ pasci_ckpt_verify_file(const cJSON *m, const char *dir, const char *name,
 	int          rv   = PASCO_OK;
 
 	*count = 0;
-	if (item(m, "files") == NULL) {
-		return PASCO_OK; /* format 1: no checksums */
+	if (pasci_ckpt_format(m, dir, err, len) == 1) {
+		return PASCO_OK; /* nothing to check against */
 	}
 	if (!cJSON_IsObject(crcs)) {
 		pasci_fmt(err, len,
@@ -102,8 +125,8 @@ pasci_ckpt_verify_file(const cJSON *m, const char *dir, const char *name,
 }
 
 /* File `name` of ck, read and verified on first use. */
-static const pasci_safetensors *
-ckpt_file(pasci_ckpt *ck, const char *name, char *err, size_t errlen)
+const pasci_safetensors *
+pasci_ckpt_file(pasci_ckpt *ck, const char *name, char *err, size_t errlen)
 {
 	char        path[4200], why[900];
 	struct stat st;
@@ -161,14 +184,49 @@ pasci_ckpt_close(pasci_ckpt *ck)
 	ck->n = 0;
 }
 
+/* Whether ck's manifest may be read: format 2, or format 1 when allowed
+ * (with a warning). */
+static int
+check_format(pasci_ckpt *ck, bool allow_format_1, char *err, size_t len)
+{
+	int format = pasci_ckpt_format(ck->m, ck->path, err, len);
+	if (format < 0) {
+		return PASCO_EPROTO;
+	}
+	if (format == 1 && !allow_format_1) {
+		pasci_fmt(err, len,
+		    "checkpoint %s is of format 1, which carries no "
+		    "checksums: "
+		    "it is read only when asked for "
+		    "(pasco_checkpoint_read_options.allow_format_1, pasco "
+		    "checkpoint inspect --allow-format-1)",
+		    ck->path);
+		return PASCO_EPRECONDITION;
+	}
+	ck->format = format;
+	if (format == 1) {
+		pasci_log(PASCI_LOG_WARN,
+		    "checkpoint %s is of format 1: it carries no checksums, "
+		    "so its tensors are read unchecked",
+		    ck->path);
+	}
+	return PASCO_OK;
+}
+
 int
-pasci_ckpt_open(pasci_ckpt *ck, const char *path, char *err, size_t len)
+pasci_ckpt_open(pasci_ckpt *ck, const char *path, bool allow_format_1,
+    char *err, size_t len)
 {
 	const cJSON *e, *sh, *f;
+	int          rv;
 	memset(ck, 0, sizeof(*ck));
 	pasci_fmt(ck->path, sizeof(ck->path), "%s", path);
 	if ((ck->m = pasci_checkpoint_manifest(path, err, len)) == NULL) {
 		return PASCO_ENOTFOUND;
+	}
+	if ((rv = check_format(ck, allow_format_1, err, len)) != 0) {
+		pasci_ckpt_close(ck);
+		return rv;
 	}
 	ck->step = (int64_t) cJSON_GetNumberValue(item(ck->m, "step"));
 	/* every file: those the shards name, and those with checksums */
@@ -179,7 +237,7 @@ pasci_ckpt_open(pasci_ckpt *ck, const char *path, char *err, size_t len)
 			const char *name =
 			    cJSON_GetStringValue(item(sh, "file"));
 			if (name == NULL ||
-			    ckpt_file(ck, name, err, len) == NULL) {
+			    pasci_ckpt_file(ck, name, err, len) == NULL) {
 				if (name == NULL) {
 					pasci_fmt(err, len,
 					    "checkpoint %s: a shard of '%s' "
@@ -195,7 +253,7 @@ pasci_ckpt_open(pasci_ckpt *ck, const char *path, char *err, size_t len)
 	}
 	cJSON_ArrayForEach(f, item(ck->m, "files"))
 	{
-		if (ckpt_file(ck, f->string, err, len) == NULL) {
+		if (pasci_ckpt_file(ck, f->string, err, len) == NULL) {
 			pasci_ckpt_close(ck);
 			return PASCO_EPROTO;
 		}
@@ -215,7 +273,7 @@ pasci_ckpt_open_latest(pasci_ckpt *ck, const char *dir, char *err, size_t len)
 	for (size_t i = 0; i < n; i++) {
 		pasci_fmt(path, sizeof(path), "%s/ckpt-%lld", dir,
 		    (long long) steps[i]);
-		if (pasci_ckpt_open(ck, path, why, sizeof(why)) == 0) {
+		if (pasci_ckpt_open(ck, path, false, why, sizeof(why)) == 0) {
 			if (skipped > 0) {
 				pasci_log(PASCI_LOG_WARN,
 				    "using checkpoint %s (step %lld), the "
@@ -235,367 +293,11 @@ pasci_ckpt_open_latest(pasci_ckpt *ck, const char *dir, char *err, size_t len)
 	return PASCO_ENOTFOUND;
 }
 
-/* How the tensor of slot k of a shard is named: "" (the value) for
- * k < 0. */
-static void
-tensor_name(
-    char *buf, size_t len, const char *shard, const cJSON *names, int k)
-{
-	const char *slot =
-	    k >= 0 ? cJSON_GetStringValue(cJSON_GetArrayItem(names, k)) : NULL;
-	if (k < 0) {
-		pasci_fmt(buf, len, "%s", shard);
-	} else if (slot != NULL) {
-		pasci_fmt(buf, len, "%s/%s", shard, slot);
-	} else { /* format 1 */
-		pasci_fmt(buf, len, "%s/.slot/%d", shard, k);
-	}
-}
-
-/* The whole tensor of a manifest variable (its value, or slot k) from its
- * old shards. */
-static int
-assemble(pasci_ckpt *ck, const cJSON *entry, const pasco_variable *v, int k,
-    pasco_tensor **out, char *err, size_t errlen)
-{
-	const cJSON *sh;
-	size_t       row = pasci_variable_row_bytes(v);
-	int          rv = pasco_tensor_alloc(out, v->dtype, v->rank, v->shape);
-	cJSON_ArrayForEach(sh, item(entry, "shards"))
-	{
-		const char *name = cJSON_GetStringValue(item(sh, "name"));
-		const char *file = cJSON_GetStringValue(item(sh, "file"));
-		double      off  = cJSON_GetNumberValue(item(sh, "offset"));
-		const pasci_safetensors *f;
-		const pasco_tensor      *t;
-		char                     tname[1100];
-		if (rv != 0) {
-			break;
-		}
-		if (name == NULL || file == NULL ||
-		    (f = ckpt_file(ck, file, err, errlen)) == NULL) {
-			rv = PASCO_EPROTO;
-			break;
-		}
-		tensor_name(tname, sizeof(tname), name,
-		    item(item(sh, "slots"), "names"), k);
-		t = pasci_safetensors_find(f, tname);
-		if (t == NULL || t->dtype != v->dtype || off < 0 ||
-		    (size_t) off * row + t->nbytes > (*out)->nbytes) {
-			pasci_fmt(err, errlen,
-			    "checkpoint %s: %s: '%s' is missing or does not "
-			    "fit",
-			    ck->path, file, tname);
-			rv = PASCO_EPROTO;
-			break;
-		}
-		memcpy((char *) (*out)->data + (size_t) off * row, t->data,
-		    t->nbytes);
-	}
-	if (rv != 0) {
-		pasco_tensor_release(*out);
-		*out = NULL;
-	}
-	return rv;
-}
-
-static bool
-same_spec(const cJSON *entry, const pasco_variable *v)
-{
-	const cJSON *d;
-	const char  *dtype = cJSON_GetStringValue(item(entry, "dtype"));
-	int32_t      rank  = 0;
-	bool         ok =
-	    dtype != NULL && strcmp(dtype, pasco_dtype_name(v->dtype)) == 0;
-	cJSON_ArrayForEach(d, item(entry, "shape"))
-	{
-		ok = ok && rank < v->rank &&
-		     (int64_t) d->valuedouble == v->shape[rank];
-		rank++;
-	}
-	return ok && rank == v->rank;
-}
-
-/* The optimizer of a manifest's slots: its name, or (format 1) its
- * number. */
-static int
-optimizer_kind(const cJSON *o)
-{
-	static const char *names[] = {[PASCO_OPT_SGD] = "sgd",
-	    [PASCO_OPT_ADAGRAD]                       = "adagrad",
-	    [PASCO_OPT_RMSPROP]                       = "rmsprop",
-	    [PASCO_OPT_ADAM]                          = "adam",
-	    [PASCO_OPT_FTRL]                          = "ftrl"};
-	if (cJSON_IsNumber(o)) {
-		return (int) o->valuedouble;
-	}
-	for (int k = PASCO_OPT_SGD; cJSON_IsString(o) && k <= PASCO_OPT_FTRL;
-	     k++) {
-		if (strcmp(o->valuestring, names[k]) == 0) {
-			return k;
-		}
-	}
-	return 0;
-}
-
-/* The slot metadata shared by every old shard, or count 0. */
-static int
-slot_info(const cJSON *entry, int *kind, int64_t *step)
-{
-	const cJSON *sh;
-	int          count = -1;
-	cJSON_ArrayForEach(sh, item(entry, "shards"))
-	{
-		const cJSON *sl = item(sh, "slots");
-		int          k  = optimizer_kind(item(sl, "optimizer"));
-		int          c = (int) cJSON_GetNumberValue(item(sl, "count"));
-		double       st = cJSON_GetNumberValue(item(sl, "step"));
-		if (sl == NULL || k == 0 ||
-		    (count >= 0 && (k != *kind || c != count))) {
-			return 0;
-		}
-		*kind = k;
-		count = c;
-		*step = (int64_t) st > *step ? (int64_t) st : *step;
-	}
-	return count > 0 && count <= 3 ? count : 0;
-}
-
-/* Sends each shard of v placed on task (every shard for task < 0) its
- * rows of the count whole tensors: VAR_CREATE (a value) or VAR_SET_SLOTS
- * (with opt and step). */
-static int
-send_rows(pasco_variable *v, int method, int32_t task,
-    pasco_tensor *const *whole, int count, const pasco_optimizer *opt,
-    int64_t step)
-{
-	shard_call *calls = pasci_shard_calls_new(v, method);
-	size_t      row   = pasci_variable_row_bytes(v);
-	int         rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
-	for (int32_t i = 0; rv == 0 && i < v->nshards; i++) {
-		int64_t shape[PASCO_MAX_RANK];
-		if (task >= 0 && v->shards[i].ps_task != task) {
-			continue;
-		}
-		memcpy(shape, v->shape, sizeof(shape));
-		if (v->rank > 0) {
-			shape[0] = v->shards[i].rows;
-		}
-		calls[i].used = true;
-		if (opt != NULL) {
-			calls[i].b.hdr.opt  = opt;
-			calls[i].b.hdr.step = step;
-		}
-		for (int k = 0; rv == 0 && k < count; k++) {
-			pasco_tensor *part;
-			rv = pasci_tensor_view(&part, v->dtype, v->rank, shape,
-			    (char *) whole[k]->data +
-			        (size_t) v->shards[i].offset * row,
-			    whole[k]->storage);
-			if (rv == 0) {
-				pasci_wire_add_tensor(&calls[i].b, part, NULL);
-				pasco_tensor_release(part);
-			}
-		}
-	}
-	if (rv == 0) {
-		rv = pasci_shard_calls_run(v, calls);
-	}
-	pasci_shard_calls_free(v, calls);
-	return rv;
-}
-
-/* Restores one variable: whole (assigned) or only its shards on task
- * (created). */
-static int
-restore_variable(pasci_ckpt *ck, const cJSON *entry, pasco_variable *v,
-    int32_t task, char *err, size_t errlen)
-{
-	pasco_tensor   *whole = NULL, *slots[3] = {NULL, NULL, NULL};
-	pasco_optimizer opt  = {0};
-	int             kind = 0, count;
-	int64_t         step = 0;
-	int             rv;
-	if ((rv = assemble(ck, entry, v, -1, &whole, err, errlen)) != 0) {
-		return rv;
-	}
-	rv = task < 0 ? pasco_variable_assign(v, whole)
-	              : send_rows(v, PASCI_METHOD_VAR_CREATE, task, &whole, 1,
-	                    NULL, 0);
-	if (rv != 0) {
-		pasci_fmt(err, errlen, "%s", pasco_variable_error(v));
-	}
-	count = slot_info(entry, &kind, &step);
-	for (int k = 0; rv == 0 && k < count; k++) {
-		rv = assemble(ck, entry, v, k, &slots[k], err, errlen);
-	}
-	opt.kind = (pasco_optimizer_kind) kind;
-	if (rv == 0 && count > 0 &&
-	    (rv = send_rows(v, PASCI_METHOD_VAR_SET_SLOTS, task, slots, count,
-	         &opt, step)) != 0) {
-		pasci_fmt(err, errlen, "%s", pasco_variable_error(v));
-	}
-	pasco_tensor_release(whole);
-	for (int k = 0; k < 3; k++) {
-		pasco_tensor_release(slots[k]);
-	}
-	return rv;
-}
-
-static const cJSON *
-manifest_entry(const cJSON *m, const char *name)
-{
-	const cJSON *e;
-	cJSON_ArrayForEach(e, item(m, "variables"))
-	{
-		const char *n = cJSON_GetStringValue(item(e, "name"));
-		if (n != NULL && strcmp(n, name) == 0) {
-			return e;
-		}
-	}
-	return NULL;
-}
-
-static bool
-has_shard_on(const pasco_variable *v, int32_t task)
-{
-	for (int32_t i = 0; i < v->nshards; i++) {
-		if (v->shards[i].ps_task == task) {
-			return true;
-		}
-	}
-	return false;
-}
-
-/* What restoring v from ck means, into *how: 'w' (whole), 'c' (create
- * its shards on task), or 0 (nothing to do). An error when it cannot be
- * (err says why). */
-static int
-plan(pasci_ckpt *ck, const pasco_variable *v, int32_t task, char *how,
-    char *err, size_t errlen)
-{
-	const cJSON *entry = manifest_entry(ck->m, v->name);
-	bool         mine  = task >= 0 && has_shard_on(v, task);
-	*how               = 0;
-	if (entry == NULL && mine) {
-		pasci_fmt(err, errlen,
-		    "checkpoint %s does not hold '%s', which ps %d held",
-		    ck->path, v->name, (int) task);
-		return PASCO_ENOTFOUND;
-	}
-	if (entry == NULL) {
-		if (task < 0) {
-			pasci_log(PASCI_LOG_WARN,
-			    "checkpoint %s does not hold '%s'; left as it is",
-			    ck->path, v->name);
-		}
-		return PASCO_OK;
-	}
-	if (!same_spec(entry, v)) {
-		pasci_fmt(err, errlen,
-		    "the checkpoint holds '%s' with another dtype or shape",
-		    v->name);
-		return PASCO_EINVAL;
-	}
-	if (task < 0 || (!mine && strcmp(v->name, GLOBAL_STEP) == 0)) {
-		*how = 'w';
-	} else if (mine) {
-		*how = 'c';
-	}
-	return PASCO_OK;
-}
-
-int
-pasci_ckpt_restore(pasci_ckpt *ck, pasco_variable **vars, size_t n,
-    int32_t task, char *restored, size_t rlen, char *err, size_t len)
-{
-	char  *how  = calloc(n + 1, 1);
-	size_t used = 0;
-	int    rv   = how != NULL ? PASCO_OK : PASCO_ENOMEM;
-
-	if (restored != NULL && rlen > 0) {
-		restored[0] = 0;
-	}
-	for (size_t i = 0; i < n && rv == 0;
-	     i++) { /* check everything first */
-		rv = plan(ck, vars[i], task, &how[i], err, len);
-	}
-	for (size_t i = 0; i < n && rv == 0; i++) {
-		if (how[i] == 0) {
-			continue;
-		}
-		rv = restore_variable(ck, manifest_entry(ck->m, vars[i]->name),
-		    vars[i], how[i] == 'w' ? -1 : task, err, len);
-		if (rv == 0 && restored != NULL && used < rlen) {
-			used += (size_t) snprintf(restored + used, rlen - used,
-			    "%s%s", used > 0 ? ", " : "", vars[i]->name);
-		}
-	}
-	free(how);
-	return rv;
-}
-
-static int
-strategy_fail(
-    pasco_strategy *s, int rv, const char *fmt, const char *a, const char *b)
-{
-	pthread_mutex_lock(&s->mu);
-	pasci_fmt(s->error, sizeof(s->error), fmt, a, b);
-	pthread_mutex_unlock(&s->mu);
-	return rv;
-}
-
-/* Restores every variable of s that ck holds. */
-static int
-restore_opened(pasco_strategy *s, pasci_ckpt *ck, int64_t *step)
-{
-	char             err[1500] = "";
-	size_t           n;
-	pasco_variable **vars = pasci_checkpoint_directory(s, &n);
-	int              rv   = vars != NULL ? pasci_ckpt_restore(
-	                                           ck, vars, n, -1, NULL, 0, err, sizeof(err))
-	                                     : PASCO_ENOMEM;
-	if (rv != 0) {
-		strategy_fail(s, rv, "restoring %s: %s", ck->path,
-		    vars != NULL ? err : "out of memory");
-	} else if (step != NULL) {
-		*step = ck->step;
-	}
-	pasci_checkpoint_directory_free(vars, n);
-	pasci_ckpt_close(ck);
-	return rv;
-}
-
-int
-pasco_checkpoint_restore(pasco_strategy *s, const char *path, int64_t *step)
-{
-	char       err[1500] = "";
-	pasci_ckpt ck;
-	int        rv = pasci_ckpt_open(&ck, path, err, sizeof(err));
-	if (rv != 0) {
-		return strategy_fail(s, rv, "restoring %s: %s", path, err);
-	}
-	return restore_opened(s, &ck, step);
-}
-
-int
-pasco_checkpoint_restore_latest(
-    pasco_strategy *s, const char *dir, int64_t *step)
-{
-	char       err[1500];
-	pasci_ckpt ck;
-	int        rv = pasci_ckpt_open_latest(&ck, dir, err, sizeof(err));
-	if (rv != 0) {
-		return strategy_fail(s, rv, "%s%s", err, "");
-	}
-	return restore_opened(s, &ck, step);
-}
-
 int
 pasco_checkpoint_verify(const char *path, char *err, size_t len)
 {
 	pasci_ckpt ck;
-	int        rv = pasci_ckpt_open(&ck, path, err, len);
+	int        rv = pasci_ckpt_open(&ck, path, false, err, len);
 	if (rv == 0) {
 		pasci_ckpt_close(&ck);
 	}

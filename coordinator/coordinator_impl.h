@@ -61,6 +61,11 @@ struct pasco_strategy {
 	pasco_coordinator *coord; /* the one attached coordinator */
 	char               error[1024];
 	pasci_recovery    *rec; /* ps recovery (recovery.h) */
+	/* The run id its checkpoints' manifests carry (0 until its first
+	 * save), and the last directory whose earlier run's checkpoints were
+	 * noted (checkpoint.c). */
+	uint64_t ckpt_run;
+	char     ckpt_dir_noted[4096];
 };
 
 /* Checks opts' consistency mode into s->sync (a message in s->error). */

@@ -17,8 +17,9 @@
  *
  * Options: --epochs N (5), --steps N (20 per epoch), --eval-steps N (20),
  * --checkpoint-dir DIR: save a checkpoint each epoch (keeping 3) and, when
- * DIR already holds one, resume from its step, as the tutorial's
- * CheckpointManager loop does after a coordinator restart.
+ * DIR already holds one, resume from the newest intact one
+ * (pasco_checkpoint_restore_latest: a damaged newer one is skipped), as
+ * the tutorial's CheckpointManager loop does after a coordinator restart.
  * --fit: train through pasco_fit instead (the tutorial's Model.fit), with
  * its callbacks: a progress display, ModelCheckpoint in --checkpoint-dir
  * (keeping 3), BackupAndRestore in DIR/backup (a restarted chief resumes
@@ -342,7 +343,8 @@ print_layout(pasco_variable *emb)
 	return PASCO_OK;
 }
 
-/* Restores the newest checkpoint in dir, if any, into *first_epoch. */
+/* Restores the newest intact checkpoint in dir, if any (a damaged newer
+ * one is skipped, with a warning naming it), into *first_epoch. */
 static int
 resume(pasco_strategy *s, const char *dir, int steps, int *first_epoch)
 {
@@ -352,16 +354,13 @@ resume(pasco_strategy *s, const char *dir, int steps, int *first_epoch)
 	if (rv == PASCO_ENOTFOUND) {
 		return PASCO_OK; /* a fresh start */
 	}
-	if (rv != 0) {
-		return report(rv, "looking for a checkpoint", NULL);
-	}
-	if ((rv = pasco_checkpoint_restore(s, path, &step)) != 0) {
+	if ((rv = pasco_checkpoint_restore_latest(s, dir, &step)) != 0) {
 		return report(
 		    rv, "restoring a checkpoint", pasco_strategy_error(s));
 	}
 	*first_epoch = (int) (step / steps);
-	printf("resuming from %s: step %lld, epoch %d\n", path,
-	    (long long) step, *first_epoch);
+	printf("resuming from %s/ckpt-%lld: step %lld, epoch %d\n", dir,
+	    (long long) step, (long long) step, *first_epoch);
 	return PASCO_OK;
 }
 

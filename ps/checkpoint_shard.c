@@ -19,19 +19,6 @@
 #include "safetensors.h"
 #include "util.h"
 
-/* Each optimizer's name in a manifest and its slots' names, in slot order:
- * Keras's (tf.keras optimizer_v2 add_slot names). */
-static const struct {
-	const char *name;
-	const char *slots[PS_MAX_SLOTS];
-} opt_names[] = {
-    [PASCO_OPT_SGD]     = {"sgd", {"momentum"}},
-    [PASCO_OPT_ADAGRAD] = {"adagrad", {"accumulator"}},
-    [PASCO_OPT_RMSPROP] = {"rmsprop", {"rms", "momentum", "mg"}},
-    [PASCO_OPT_ADAM]    = {"adam", {"m", "v", "vhat"}},
-    [PASCO_OPT_FTRL]    = {"ftrl", {"accumulator", "linear"}},
-};
-
 typedef struct snapshot {
 	size_t         n, cap;
 	char         **names;
@@ -72,50 +59,54 @@ snapshot_add(snapshot *sn, const char *name, const pasco_tensor *t)
 	return PASCO_OK;
 }
 
+/* The manifest's record of a variable's slots: {"optimizer": "adam",
+ * "step": n, "count": 3, "names": ["m", "v", "vhat"]}. */
+static void
+describe_slots(snapshot *sn, const char *vname, const pasci_opt_desc *d,
+    const ps_slots *slots)
+{
+	cJSON *e     = cJSON_AddObjectToObject(sn->slots, vname);
+	cJSON *names = NULL;
+	cJSON_AddStringToObject(e, "optimizer", d->name);
+	cJSON_AddNumberToObject(e, "step", (double) slots->step);
+	cJSON_AddNumberToObject(e, "count", d->nslots);
+	names = cJSON_AddArrayToObject(e, "names");
+	for (int k = 0; k < d->nslots; k++) {
+		cJSON_AddItemToArray(names, cJSON_CreateString(d->slots[k]));
+	}
+}
+
 /* Copies one variable and its slots (a pasci_store_visit_fn: called with
- * the variable's lock held). */
+ * the variable's lock held), each slot named by its descriptor. */
 static int
 snapshot_var(void *arg, const char *vname, const pasco_tensor *value,
     const ps_slots *slots)
 {
-	snapshot *sn = arg;
-	bool      known =
-	    slots->kind >= PASCO_OPT_SGD && slots->kind <= PASCO_OPT_FTRL;
-	char   name[1024];
-	int    rv = snapshot_add(sn, vname, value);
-	cJSON *e, *names;
-	for (int k = 0; rv == 0 && k < slots->nslots; k++) {
+	snapshot             *sn = arg;
+	const pasci_opt_desc *d  = pasci_opt_desc_of((int) slots->kind);
+	char                  name[1024];
+	int                   rv = snapshot_add(sn, vname, value);
+	if (slots->kind == 0 || rv != 0) {
+		return rv; /* no optimizer applied yet: no slots */
+	}
+	if (d == NULL || slots->nslots != d->nslots) {
+		return PASCO_EPROTO; /* slots no descriptor names */
+	}
+	for (int k = 0; rv == 0 && k < d->nslots; k++) {
 		pasco_tensor *zeros =
 		    NULL; /* a slot its optimizer never used */
-		const char *sname = known && k < PS_MAX_SLOTS
-		                        ? opt_names[slots->kind].slots[k]
-		                        : NULL;
-		if (sname == NULL) {
-			return PASCO_EPROTO; /* a table out of step */
-		}
-		pasci_fmt(name, sizeof(name), "%s/%s", vname, sname);
+		pasci_fmt(name, sizeof(name), "%s/%s", vname, d->slots[k]);
 		if (slots->slot[k] == NULL &&
 		    pasco_tensor_alloc(&zeros, value->dtype, value->rank,
 		        value->shape) != 0) {
-			rv = PASCO_ENOMEM;
-			break;
+			return PASCO_ENOMEM;
 		}
 		rv = snapshot_add(
 		    sn, name, zeros != NULL ? zeros : slots->slot[k]);
 		pasco_tensor_release(zeros);
 	}
-	if (rv == 0 && known) {
-		e = cJSON_AddObjectToObject(sn->slots, vname);
-		cJSON_AddStringToObject(
-		    e, "optimizer", opt_names[slots->kind].name);
-		cJSON_AddNumberToObject(e, "step", (double) slots->step);
-		cJSON_AddNumberToObject(e, "count", slots->nslots);
-		names = cJSON_AddArrayToObject(e, "names");
-		for (int k = 0; k < slots->nslots; k++) {
-			cJSON_AddItemToArray(
-			    names, cJSON_CreateString(
-			               opt_names[slots->kind].slots[k]));
-		}
+	if (rv == 0) {
+		describe_slots(sn, vname, d, slots);
 	}
 	return rv;
 }
@@ -176,6 +167,10 @@ pasci_checkpoint_shard_save(
 		rv = pasci_safetensors_write(path, sn.n,
 		    (const char *const *) sn.names, sn.tensors, NULL, err,
 		    errlen);
+	} else if (rv == PASCO_EPROTO) {
+		pasci_fmt(err, errlen,
+		    "a variable holds optimizer slots that no optimizer "
+		    "descriptor names (base/optimizer_desc.h)");
 	} else {
 		pasci_fmt(err, errlen, "out of memory taking a snapshot");
 	}

@@ -9,17 +9,39 @@
 #include <math.h>
 #include <string.h>
 
+#include "optimizer_desc.h"
 #include "util.h"
 
+/* The arrays an f32 kernel updates: n elements of w from g, and the
+ * slots (NULL for one its optimizer does not use). */
+typedef struct f32_args {
+	float *restrict w;
+	const float *restrict g;
+	float *restrict s0, *restrict s1, *restrict s2; /* slots, or NULL */
+	int64_t n;
+} f32_args;
+
+/* One optimizer's update: everything of it that depends on its kind, so
+ * that nothing else here switches on kinds. Its name and slots are its
+ * descriptor's (base/optimizer_desc.h). Every entry is called with the
+ * shard's lock held and never blocks. */
 typedef struct opt_ops {
-	const char *name;
-	int         nslots;
+	/* Keras's ValueErrors for the hyperparameters beyond learning_rate,
+	 * epsilon and momentum: what is wrong, or NULL. */
+	const char *(*check)(const pasco_optimizer *o);
 	/* Initial value of slot k. */
 	double (*slot_init)(const pasco_optimizer *o, int k);
-	/* One element: w and its slots s[] updated from gradient g; alpha is
-	 * the per-apply scalar computed by prepare (Adam's step size). */
+	/* Whether the update reads slot k (an unused slot is never
+	 * allocated: it reads as 0); NULL: every slot is used. */
+	bool (*slot_used)(const pasco_optimizer *o, int k);
+	/* The per-apply scalar at the shard's step t (Adam's step size);
+	 * NULL: 0. */
+	double (*alpha)(const pasco_optimizer *o, double t);
+	/* One element: w and its slots s[] updated from gradient g. */
 	void (*update)(const pasco_optimizer *o, double alpha, double *w,
 	    double g, double *s);
+	/* (The f32 case in f32 arithmetic is a kernel of apply_f32's
+	 * switch.) */
 } opt_ops;
 
 static double
@@ -112,149 +134,64 @@ ftrl_update(
 	s[0] = n2;
 }
 
-static const opt_ops ops_table[] = {
-    [PASCO_OPT_SGD]     = {"SGD", 1, zero_init, sgd_update},
-    [PASCO_OPT_ADAGRAD] = {"Adagrad", 1, accumulator_init, adagrad_update},
-    [PASCO_OPT_RMSPROP] = {"RMSprop", 3, zero_init, rmsprop_update},
-    [PASCO_OPT_ADAM]    = {"Adam", 3, zero_init, adam_update},
-    [PASCO_OPT_FTRL]    = {"FTRL", 2, accumulator_init, ftrl_update},
-};
-
-static const opt_ops *
-ops_of(pasco_optimizer_kind kind)
+static const char *
+adagrad_check(const pasco_optimizer *o)
 {
-	return kind >= PASCO_OPT_SGD && kind <= PASCO_OPT_FTRL
-	           ? &ops_table[kind]
+	return o->initial_accumulator_value < 0
+	           ? "initial_accumulator_value must be >= 0"
 	           : NULL;
 }
 
-int
-pasci_optimizer_check(const pasco_optimizer *o, char *err, size_t errlen)
+static const char *
+adam_check(const pasco_optimizer *o)
 {
-	const opt_ops *ops = ops_of(o->kind);
-	const char    *bad = NULL;
-	if (ops == NULL) {
-		pasci_fmt(
-		    err, errlen, "unknown optimizer kind %d", (int) o->kind);
-		return PASCO_EINVAL;
-	}
-	if (!(o->learning_rate >= 0) || !isfinite(o->learning_rate)) {
-		bad = "learning_rate must be a finite number >= 0";
-	} else if (o->epsilon < 0 || o->momentum < 0 || o->momentum > 1) {
-		bad = "epsilon must be >= 0 and momentum in [0, 1]";
-	} else if (o->kind == PASCO_OPT_ADAM &&
-	           (o->beta_1 < 0 || o->beta_1 >= 1 || o->beta_2 < 0 ||
-	               o->beta_2 >= 1)) {
-		bad = "beta_1 and beta_2 must be in [0, 1)";
-	} else if (o->kind == PASCO_OPT_FTRL &&
-	           (o->learning_rate <= 0 || o->learning_rate_power > 0 ||
+	return o->beta_1 < 0 || o->beta_1 >= 1 || o->beta_2 < 0 ||
+	               o->beta_2 >= 1
+	           ? "beta_1 and beta_2 must be in [0, 1)"
+	           : NULL;
+}
+
+static const char *
+ftrl_check(const pasco_optimizer *o)
+{
+	return o->learning_rate <= 0 || o->learning_rate_power > 0 ||
 	               o->initial_accumulator_value < 0 || o->l1 < 0 ||
-	               o->l2 < 0 || o->l2_shrinkage < 0 || o->beta < 0)) {
-		bad = "FTRL needs learning_rate > 0, learning_rate_power <= 0 "
-		      "and "
-		      "non-negative initial_accumulator_value, l1, l2, "
-		      "l2_shrinkage and beta";
-	} else if (o->kind == PASCO_OPT_ADAGRAD &&
-	           o->initial_accumulator_value < 0) {
-		bad = "initial_accumulator_value must be >= 0";
-	}
-	if (bad != NULL) {
-		pasci_fmt(err, errlen, "%s: %s", ops->name, bad);
-		return PASCO_EINVAL;
-	}
-	return PASCO_OK;
+	               o->l2 < 0 || o->l2_shrinkage < 0 || o->beta < 0
+	           ? "FTRL needs learning_rate > 0, learning_rate_power <= 0 "
+	             "and non-negative initial_accumulator_value, l1, l2, "
+	             "l2_shrinkage and beta"
+	           : NULL;
 }
 
-/* Sets every element of a new (zero-filled) slot to x. */
-static void
-fill_slot(pasco_tensor *t, double x)
-{
-	if (x == 0) {
-		return;
-	}
-	if (t->dtype == PASCO_F32) {
-		float *p = t->data;
-		for (int64_t i = 0; i < t->count; i++) {
-			p[i] = (float) x;
-		}
-		return;
-	}
-	for (int64_t i = 0; i < t->count; i++) {
-		pasco_tensor_set(t, i, x);
-	}
-}
-
-/* Whether o's update reads slot k: as Keras, no momentum slot without
+/* Which slots an update reads: as Keras, no momentum slot without
  * momentum, no RMSprop average gradient unless centered, no Adam v_hat
- * without amsgrad. An unused slot is never allocated (it reads as 0). */
+ * without amsgrad. */
 static bool
-slot_used(const pasco_optimizer *o, int k)
+sgd_slot_used(const pasco_optimizer *o, int k)
 {
-	switch (o->kind) {
-	case PASCO_OPT_SGD:
-		return o->momentum != 0;
-	case PASCO_OPT_RMSPROP:
-		return k == 0 || (k == 1 && o->momentum != 0) ||
-		       (k == 2 && o->centered);
-	case PASCO_OPT_ADAM:
-		return k < 2 || o->amsgrad;
-	default:
-		return true;
-	}
+	(void) k;
+	return o->momentum != 0;
 }
 
-int
-pasci_slots_prepare(ps_slots *s, const pasco_optimizer *o,
-    const pasco_tensor *value, char *err, size_t errlen)
+static bool
+rmsprop_slot_used(const pasco_optimizer *o, int k)
 {
-	const opt_ops *ops = ops_of(o->kind);
-	if (s->kind != 0 && s->kind != o->kind) {
-		pasci_fmt(err, errlen,
-		    "the variable has %s slots; it cannot be "
-		    "updated with %s",
-		    ops_of(s->kind)->name, ops->name);
-		return PASCO_EINVAL;
-	}
-	for (int k = 0; k < ops->nslots; k++) {
-		if (s->slot[k] == NULL && slot_used(o, k)) {
-			if (pasco_tensor_alloc(&s->slot[k], value->dtype,
-			        value->rank, value->shape) != 0) {
-				if (s->kind == 0) {
-					pasci_slots_fini(s);
-				}
-				return PASCO_ENOMEM;
-			}
-			fill_slot(s->slot[k], ops->slot_init(o, k));
-		}
-	}
-	s->kind   = o->kind;
-	s->nslots = ops->nslots;
-	s->step++;
-	return PASCO_OK;
+	return k == 0 || (k == 1 && o->momentum != 0) ||
+	       (k == 2 && o->centered);
 }
 
-typedef void (*update_fn)(
-    const pasco_optimizer *o, double alpha, double *w, double g, double *s);
-
-/* The element loop of apply_f32 in double, through an update function
- * (FTRL's). */
-static inline __attribute__((always_inline)) void
-f32_loop(const pasco_optimizer *o, update_fn update, double alpha, int nslots,
-    float *const *slot, float *w, const float *g, int64_t n)
+static bool
+adam_slot_used(const pasco_optimizer *o, int k)
 {
-	for (int64_t i = 0; i < n; i++) {
-		double wi = w[i], sl[PS_MAX_SLOTS] = {0};
-		for (int k = 0; k < nslots; k++) {
-			sl[k] = slot[k] != NULL ? slot[k][i] : 0;
-		}
-		update(o, alpha, &wi, g[i], sl);
-		w[i] = (float) wi;
-		for (int k = 0; k < nslots; k++) {
-			if (slot[k] != NULL) {
-				slot[k][i] = (float) sl[k];
-			}
-		}
-	}
+	return k < 2 || o->amsgrad;
+}
+
+/* Adam's step size at step t. */
+static double
+adam_alpha(const pasco_optimizer *o, double t)
+{
+	return o->learning_rate * sqrt(1 - pow(o->beta_2, t)) /
+	       (1 - pow(o->beta_1, t));
 }
 
 /* f32 variables are updated in f32 arithmetic, as Keras updates float32
@@ -269,16 +206,10 @@ f32_loop(const pasco_optimizer *o, update_fn update, double alpha, int nslots,
 #define F32_KERNEL __attribute__((optimize("O3"))) static
 #endif
 
-typedef struct f32_args {
-	float *restrict w;
-	const float *restrict g;
-	float *restrict s0, *restrict s1, *restrict s2; /* slots, or NULL */
-	int64_t n;
-} f32_args;
-
 F32_KERNEL void
-sgd_f32(const pasco_optimizer *o, f32_args a)
+sgd_f32(const pasco_optimizer *o, float alpha, f32_args a)
 {
+	(void) alpha;
 	float lr = (float) o->learning_rate, m = (float) o->momentum;
 	if (a.s0 == NULL) {
 		for (int64_t i = 0; i < a.n; i++) {
@@ -298,8 +229,9 @@ sgd_f32(const pasco_optimizer *o, f32_args a)
 }
 
 F32_KERNEL void
-adagrad_f32(const pasco_optimizer *o, f32_args a)
+adagrad_f32(const pasco_optimizer *o, float alpha, f32_args a)
 {
+	(void) alpha;
 	float lr = (float) o->learning_rate, eps = (float) o->epsilon;
 	for (int64_t i = 0; i < a.n; i++) {
 		a.s0[i] += a.g[i] * a.g[i];
@@ -309,8 +241,9 @@ adagrad_f32(const pasco_optimizer *o, f32_args a)
 
 /* slots: velocity, momentum, average gradient */
 F32_KERNEL void
-rmsprop_f32(const pasco_optimizer *o, f32_args a)
+rmsprop_f32(const pasco_optimizer *o, float alpha, f32_args a)
 {
+	(void) alpha;
 	float lr = (float) o->learning_rate, rho = (float) o->rho;
 	float eps = (float) o->epsilon, m = (float) o->momentum;
 	for (int64_t i = 0; i < a.n; i++) {
@@ -349,17 +282,156 @@ adam_f32(const pasco_optimizer *o, float alpha, f32_args a)
 	}
 }
 
-/* The f32 case (slots share the value's dtype): FTRL, whose update is
- * pow-bound, in double through the generic formula, the others in f32. */
+static const opt_ops ops_table[] = {
+    [PASCO_OPT_SGD]     = {.slot_init = zero_init,
+            .slot_used                = sgd_slot_used,
+            .update                   = sgd_update},
+    [PASCO_OPT_ADAGRAD] = {.check = adagrad_check,
+        .slot_init                = accumulator_init,
+        .update                   = adagrad_update},
+    [PASCO_OPT_RMSPROP] = {.slot_init = zero_init,
+        .slot_used                    = rmsprop_slot_used,
+        .update                       = rmsprop_update},
+    [PASCO_OPT_ADAM]    = {.check = adam_check,
+           .slot_init             = zero_init,
+           .slot_used             = adam_slot_used,
+           .alpha                 = adam_alpha,
+           .update                = adam_update},
+    [PASCO_OPT_FTRL]    = {.check = ftrl_check,
+           .slot_init             = accumulator_init,
+           .update                = ftrl_update},
+};
+
+_Static_assert(sizeof(ops_table) / sizeof(ops_table[0]) == PASCI_OPT_KINDS,
+    "one update per optimizer kind (base/optimizer_desc.h)");
+
+/* The update of kind, or NULL for a number that is no optimizer's. */
+static const opt_ops *
+ops_of(pasco_optimizer_kind kind)
+{
+	return pasci_opt_desc_of((int) kind) != NULL ? &ops_table[kind] : NULL;
+}
+
+int
+pasci_optimizer_check(const pasco_optimizer *o, char *err, size_t errlen)
+{
+	const pasci_opt_desc *d   = pasci_opt_desc_of((int) o->kind);
+	const opt_ops        *ops = ops_of(o->kind);
+	const char           *bad = NULL;
+	if (d == NULL) {
+		pasci_fmt(
+		    err, errlen, "unknown optimizer kind %d", (int) o->kind);
+		return PASCO_EINVAL;
+	}
+	if (!(o->learning_rate >= 0) || !isfinite(o->learning_rate)) {
+		bad = "learning_rate must be a finite number >= 0";
+	} else if (o->epsilon < 0 || o->momentum < 0 || o->momentum > 1) {
+		bad = "epsilon must be >= 0 and momentum in [0, 1]";
+	} else if (ops->check != NULL) {
+		bad = ops->check(o);
+	}
+	if (bad != NULL) {
+		pasci_fmt(err, errlen, "%s: %s", d->title, bad);
+		return PASCO_EINVAL;
+	}
+	return PASCO_OK;
+}
+
+/* Sets every element of a new (zero-filled) slot to x. */
+static void
+fill_slot(pasco_tensor *t, double x)
+{
+	if (x == 0) {
+		return;
+	}
+	if (t->dtype == PASCO_F32) {
+		float *p = t->data;
+		for (int64_t i = 0; i < t->count; i++) {
+			p[i] = (float) x;
+		}
+		return;
+	}
+	for (int64_t i = 0; i < t->count; i++) {
+		pasco_tensor_set(t, i, x);
+	}
+}
+
+static bool
+slot_used(const opt_ops *ops, const pasco_optimizer *o, int k)
+{
+	return ops->slot_used == NULL || ops->slot_used(o, k);
+}
+
+int
+pasci_slots_prepare(ps_slots *s, const pasco_optimizer *o,
+    const pasco_tensor *value, char *err, size_t errlen)
+{
+	const pasci_opt_desc *d   = pasci_opt_desc_of((int) o->kind);
+	const opt_ops        *ops = ops_of(o->kind);
+	if (s->kind != 0 && s->kind != o->kind) {
+		pasci_fmt(err, errlen,
+		    "the variable has %s slots; it cannot be "
+		    "updated with %s",
+		    pasci_opt_desc_of((int) s->kind)->title, d->title);
+		return PASCO_EINVAL;
+	}
+	for (int k = 0; k < d->nslots; k++) {
+		if (s->slot[k] == NULL && slot_used(ops, o, k)) {
+			if (pasco_tensor_alloc(&s->slot[k], value->dtype,
+			        value->rank, value->shape) != 0) {
+				if (s->kind == 0) {
+					pasci_slots_fini(s);
+				}
+				return PASCO_ENOMEM;
+			}
+			fill_slot(s->slot[k], ops->slot_init(o, k));
+		}
+	}
+	s->kind   = o->kind;
+	s->nslots = d->nslots;
+	s->step++;
+	return PASCO_OK;
+}
+
+typedef void (*update_fn)(
+    const pasco_optimizer *o, double alpha, double *w, double g, double *s);
+
+/* The element loop of apply_f32 in double, through an update function
+ * (FTRL's). */
+static inline __attribute__((always_inline)) void
+f32_loop(const pasco_optimizer *o, update_fn update, double alpha, int nslots,
+    float *const *slot, float *w, const float *g, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double wi = w[i], sl[PASCI_OPT_MAX_SLOTS] = {0};
+		for (int k = 0; k < nslots; k++) {
+			sl[k] = slot[k] != NULL ? slot[k][i] : 0;
+		}
+		update(o, alpha, &wi, g[i], sl);
+		w[i] = (float) wi;
+		for (int k = 0; k < nslots; k++) {
+			if (slot[k] != NULL) {
+				slot[k][i] = (float) sl[k];
+			}
+		}
+	}
+}
+
+/* The f32 case (slots share the value's dtype): the optimizer's f32
+ * kernel, or (FTRL, whose update is pow-bound) its update in double
+ * element by element. A switch rather than an ops entry: direct calls let
+ * the compiler pass the arrays in registers (IPA-SRA), which makes SGD's
+ * rows 1.5x faster than through a pointer; it has no default, so -Wswitch
+ * (-Wall) names a kind left out. */
 static void
 apply_f32(const pasco_optimizer *o, const opt_ops *ops, double alpha,
     ps_slots *s, pasco_tensor *value, int64_t at, const pasco_tensor *grad,
     int64_t from, int64_t n)
 {
-	float   *slot[PS_MAX_SLOTS] = {0};
-	f32_args a                  = {.w = (float *) value->data + at,
-	                     .g           = (const float *) grad->data + from,
-	                     .n           = n};
+	float   *slot[PASCI_OPT_MAX_SLOTS] = {0};
+	f32_args a                         = {.w = (float *) value->data + at,
+	                            .g           = (const float *) grad->data + from,
+	                            .n           = n};
 	for (int k = 0; k < s->nslots; k++) {
 		slot[k] = s->slot[k] != NULL ? (float *) s->slot[k]->data + at
 		                             : NULL;
@@ -367,33 +439,28 @@ apply_f32(const pasco_optimizer *o, const opt_ops *ops, double alpha,
 	a.s0 = slot[0], a.s1 = slot[1], a.s2 = slot[2];
 	switch (o->kind) {
 	case PASCO_OPT_SGD:
-		sgd_f32(o, a);
+		sgd_f32(o, (float) alpha, a);
 		break;
 	case PASCO_OPT_ADAGRAD:
-		adagrad_f32(o, a);
+		adagrad_f32(o, (float) alpha, a);
 		break;
 	case PASCO_OPT_RMSPROP:
-		rmsprop_f32(o, a);
+		rmsprop_f32(o, (float) alpha, a);
 		break;
 	case PASCO_OPT_ADAM:
 		adam_f32(o, (float) alpha, a);
 		break;
-	default:
-		f32_loop(
-		    o, ops->update, alpha, ops->nslots, slot, a.w, a.g, n);
+	case PASCO_OPT_FTRL:
+		f32_loop(o, ops->update, alpha, s->nslots, slot, a.w, a.g, n);
 		break;
 	}
 }
 
-/* Adam's step size at the slots' step t (0 for the others). */
+/* The per-apply scalar at the slots' step (0 for most). */
 static double
-alpha_of(const pasco_optimizer *o, const ps_slots *s)
+alpha_of(const opt_ops *ops, const pasco_optimizer *o, const ps_slots *s)
 {
-	double t = (double) s->step;
-	return o->kind == PASCO_OPT_ADAM
-	           ? o->learning_rate * sqrt(1 - pow(o->beta_2, t)) /
-	                 (1 - pow(o->beta_1, t))
-	           : 0;
+	return ops->alpha != NULL ? ops->alpha(o, (double) s->step) : 0;
 }
 
 /* Updates n elements from `at` with alpha already computed. */
@@ -407,8 +474,8 @@ apply_span(const pasco_optimizer *o, const opt_ops *ops, double alpha,
 		return;
 	}
 	for (int64_t i = 0; i < n; i++) {
-		double w                = pasco_tensor_get(value, at + i);
-		double sl[PS_MAX_SLOTS] = {0};
+		double w = pasco_tensor_get(value, at + i);
+		double sl[PASCI_OPT_MAX_SLOTS] = {0};
 		for (int k = 0; k < s->nslots; k++) {
 			if (s->slot[k] != NULL) {
 				sl[k] = pasco_tensor_get(s->slot[k], at + i);
@@ -430,8 +497,8 @@ pasci_optimizer_apply(const pasco_optimizer *o, ps_slots *s,
     pasco_tensor *value, int64_t at, const pasco_tensor *grad, int64_t from,
     int64_t n)
 {
-	apply_span(
-	    o, ops_of(o->kind), alpha_of(o, s), s, value, at, grad, from, n);
+	const opt_ops *ops = ops_of(o->kind);
+	apply_span(o, ops, alpha_of(ops, o, s), s, value, at, grad, from, n);
 }
 
 /* Rows of a big table are cache misses: the loop asks for the row
@@ -472,7 +539,7 @@ pasci_optimizer_apply_rows(const pasco_optimizer *o, ps_slots *s,
     const pasco_tensor *grad)
 {
 	const opt_ops *ops   = ops_of(o->kind);
-	double         alpha = alpha_of(o, s);
+	double         alpha = alpha_of(ops, o, s);
 	for (int64_t i = 0; i < nids; i++) {
 		if (i + PREFETCH_AHEAD < nids) {
 			prefetch_rows_of(s, value,
@@ -486,7 +553,7 @@ pasci_optimizer_apply_rows(const pasco_optimizer *o, ps_slots *s,
 void
 pasci_slots_fini(ps_slots *s)
 {
-	for (int k = 0; k < PS_MAX_SLOTS; k++) {
+	for (int k = 0; k < PASCI_OPT_MAX_SLOTS; k++) {
 		pasco_tensor_release(s->slot[k]);
 	}
 	memset(s, 0, sizeof(*s));

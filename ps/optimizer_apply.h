@@ -10,15 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "optimizer_desc.h"
 #include "pasco/optimizer.h"
 
-#define PS_MAX_SLOTS 3
-
 typedef struct ps_slots {
-	pasco_optimizer_kind kind; /* 0: no optimizer applied yet */
-	int                  nslots;
-	pasco_tensor        *slot[PS_MAX_SLOTS]; /* shaped like the variable */
-	int64_t              step; /* applies so far (Adam's t) */
+	pasco_optimizer_kind kind;   /* 0: no optimizer applied yet */
+	int                  nslots; /* kind's descriptor's */
+	/* shaped like the variable; NULL for a slot kind's update does not
+	 * use with its configuration (it reads as 0) */
+	pasco_tensor *slot[PASCI_OPT_MAX_SLOTS];
+	int64_t       step; /* applies so far (Adam's t) */
 } ps_slots;
 
 /* Checks opt's hyperparameters (Keras's ValueErrors). */

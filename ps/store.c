@@ -649,14 +649,24 @@ pasci_store_set_slots(ps_store *s, const char *name, pasco_optimizer_kind kind,
     int64_t step, pasco_tensor *const *slots, size_t n, char *err,
     size_t errlen)
 {
-	ps_var  *v     = store_find(s, name, err, errlen);
-	ps_slots fresh = {0};
+	ps_var               *v     = store_find(s, name, err, errlen);
+	ps_slots              fresh = {0};
+	const pasci_opt_desc *d     = pasci_opt_desc_of((int) kind);
 	if (v == NULL) {
 		return PASCO_ENOTFOUND;
 	}
-	if (kind < PASCO_OPT_SGD || kind > PASCO_OPT_FTRL ||
-	    n > PS_MAX_SLOTS) {
-		pasci_fmt(err, errlen, "'%s': invalid optimizer slots", name);
+	if (d == NULL || n != (size_t) d->nslots) {
+		if (d == NULL) {
+			pasci_fmt(err, errlen,
+			    "'%s': slots of unknown optimizer kind %d", name,
+			    (int) kind);
+		} else {
+			char list[256];
+			pasci_opt_slot_list(d, list, sizeof(list));
+			pasci_fmt(err, errlen,
+			    "'%s': %s has %d slots (%s), %zu were sent", name,
+			    d->title, d->nslots, list, n);
+		}
 		return PASCO_EINVAL;
 	}
 	for (size_t k = 0; k < n; k++) {

@@ -2,13 +2,14 @@
  * The `pasco` command. Subcommands:
  *   pasco launch [OPTIONS] -- PROGRAM [ARGS...]
  *   pasco slurm [--ps N] [--port-base P] -- PROGRAM [ARGS...]
- *   pasco checkpoint inspect DIR
+ *   pasco checkpoint inspect [--allow-format-1] DIR
  *   pasco version
  * Options before the subcommand: --help, --version. An unknown option or
  * subcommand is named on stderr, with a hint to --help, and exits 2.
  */
 #include <getopt.h>
 #include <pasco.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,10 +25,12 @@ static const char usage_text[] =
     "  slurm [--ps N] [--port-base P] -- PROGRAM [ARGS...]\n"
     "         run by each task of an srun step: PROGRAM with the TF_CONFIG\n"
     "         derived from Slurm's variables (pasco slurm --help)\n"
-    "  checkpoint inspect DIR\n"
+    "  checkpoint inspect [--allow-format-1] DIR\n"
     "         list the variables, shapes and shards of a checkpoint, and\n"
     "         check every tensor against its checksum (exit 1 if damaged)\n"
-    "         (DIR: a ckpt-<step> directory, or a directory of them)\n"
+    "         (DIR: a ckpt-<step> directory, or a directory of them; a\n"
+    "         format 1 checkpoint, without checksums, exits 1 unless\n"
+    "         --allow-format-1)\n"
     "  version\n"
     "         print the version\n";
 
@@ -65,11 +68,19 @@ main(int argc, char **argv)
 		return pasco_slurm(argc, argv);
 	}
 	if (strcmp(argv[0], "checkpoint") == 0) {
-		if (argc != 3 || strcmp(argv[1], "inspect") != 0) {
+		/* --allow-format-1: read a checkpoint without checksums */
+		bool allow =
+		    argc == 4 && strcmp(argv[2], "--allow-format-1") == 0;
+		if (argc != 3 + allow || strcmp(argv[1], "inspect") != 0) {
 			return tool_usage_error("pasco", "%s",
-			    "usage: pasco checkpoint inspect DIR");
+			    "usage: pasco checkpoint inspect "
+			    "[--allow-format-1] DIR");
 		}
-		return pasco_checkpoint_inspect(argv[2], stdout) == 0 ? 0 : 1;
+		return pasco_checkpoint_inspect_with(argv[2 + allow], stdout,
+		           &(pasco_checkpoint_read_options){
+		               .allow_format_1 = allow}) == 0
+		           ? 0
+		           : 1;
 	}
 	if (strcmp(argv[0], "version") == 0) {
 		printf("pasco %s\n", PASCO_VERSION);

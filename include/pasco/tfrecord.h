@@ -27,7 +27,7 @@ typedef struct pasco_tfrecord_writer pasco_tfrecord_writer;
 
 /* Creates (truncates) path. Records are buffered and written with
  * io_uring; the file appears whole at path on close (written to
- * path.tmp, then renamed). */
+ * a new temporary file beside it, then renamed). */
 int pasco_tfrecord_writer_open(pasco_tfrecord_writer **out, const char *path);
 
 /* The same, and the file is gzip-compressed as a whole (TensorFlow's

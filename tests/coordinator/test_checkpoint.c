@@ -566,7 +566,8 @@ Test(checkpoint, slots_are_named_by_meaning)
 
 /* A format 1 checkpoint (slots "<shard>/.slot/<k>", the optimizer a
  * number, no checksums), made from a format 2 one the way Pasco wrote
- * them before, still restores: the next Adam step matches. */
+ * them before, still restores when asked for: the next Adam step
+ * matches. */
 Test(checkpoint, a_format_1_checkpoint_still_restores)
 {
 	setup           a, b;
@@ -607,7 +608,8 @@ Test(checkpoint, a_format_1_checkpoint_still_restores)
 	setup_start(&b, 1, 1);
 	w = var(&b, "v", 4, 50);
 	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), NULL));
-	PASCO_PASS(pasco_checkpoint_restore(b.s, path, NULL));
+	PASCO_PASS(pasco_checkpoint_restore_with(b.s, path,
+	    &(pasco_checkpoint_read_options){.allow_format_1 = true}, NULL));
 	adam_steps(w, &g, 1);
 	expect_same(v, w);
 	pasco_tensor_release(g);
@@ -615,5 +617,242 @@ Test(checkpoint, a_format_1_checkpoint_still_restores)
 	pasco_variable_free(w);
 	setup_stop(&b);
 	setup_stop(&a);
+	remove_dir();
+}
+
+/* Files are written under a fresh temporary name (O_EXCL, O_NOFOLLOW),
+ * then renamed: a hard link someone left at NAME.tmp, pointing outside
+ * the root, is neither written through nor truncated. */
+Test(checkpoint, a_hard_link_at_a_temporary_name_is_not_written_through)
+{
+	setup           a;
+	pasco_variable *v;
+	char            outside[64], cmd[1024], path[256];
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 2, 1);
+	strcpy(outside, "/tmp/pasco-outside-XXXXXX");
+	cr_assert_not_null(mkdtemp(outside));
+	snprintf(cmd, sizeof(cmd),
+	    "printf precious > %s/victim && mkdir %s/ckpt-1 && "
+	    "ln %s/victim %s/ckpt-1/ps-0.safetensors.tmp && "
+	    "ln %s/victim %s/ckpt-1/manifest.json.tmp",
+	    outside, dir, outside, dir, outside, dir);
+	cr_assert_eq(system(cmd), 0);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 1, 0));
+	snprintf(
+	    cmd, sizeof(cmd), "test \"$(cat %s/victim)\" = precious", outside);
+	cr_assert_eq(system(cmd), 0, "the file outside the root changed");
+	snprintf(path, sizeof(path), "%s/ckpt-1", dir);
+	PASCO_PASS(pasco_checkpoint_restore(a.s, path, NULL));
+	expect_values(v, 1, 4);
+	pasco_variable_free(v);
+	setup_stop(&a);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", outside);
+	cr_assert_eq(system(cmd), 0);
+	remove_dir();
+}
+
+typedef struct restore_arg {
+	pasco_strategy *s;
+	const char     *path;
+	bool            allow;
+	FILE           *out;
+} restore_arg;
+
+static int
+restore_allowing(void *arg)
+{
+	restore_arg *r = arg;
+	return pasco_checkpoint_restore_with(r->s, r->path,
+	    &(pasco_checkpoint_read_options){.allow_format_1 = r->allow},
+	    NULL);
+}
+
+static int
+inspect_allowing(void *arg)
+{
+	restore_arg *r = arg;
+	return pasco_checkpoint_inspect_with(r->path, r->out,
+	    &(pasco_checkpoint_read_options){.allow_format_1 = r->allow});
+}
+
+/* A manifest relabelled as format 1 (no checksums) does not switch the
+ * checks off: restore, verify and inspect refuse it, naming the
+ * checkpoint and why; only an explicit allow_format_1 reads it, with a
+ * warning that nothing was checked. A format 2 manifest without its
+ * checksums is refused too. */
+Test(checkpoint, a_manifest_relabelled_as_format_1_is_not_read_unchecked)
+{
+	setup           a;
+	pasco_variable *v;
+	char            path[256], err[512], *log, *text = NULL;
+	size_t          len = 0;
+	restore_arg     r;
+	int             rv;
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 2, 1);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 1, 0));
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 2, 0));
+	flip(1, "ps-0.safetensors", "v");
+	flip(2, "ps-0.safetensors", "v");
+	cr_assert_eq(py("import json, sys\n"
+	                "for s, f in ((1, \"pasco-checkpoint-1\"), "
+	                "(2, \"pasco-checkpoint-2\")):\n"
+	                "  p = sys.argv[1] + \"/ckpt-%d/manifest.json\" % s\n"
+	                "  m = json.load(open(p))\n"
+	                "  m[\"format\"] = f\n"
+	                "  del m[\"files\"]\n"
+	                "  json.dump(m, open(p, \"w\"))\n"),
+	    0, "could not relabel the manifests");
+	snprintf(path, sizeof(path), "%s/ckpt-1", dir);
+	r = (restore_arg){.s = a.s, .path = path};
+	PASCO_FAIL(
+	    pasco_checkpoint_restore(a.s, path, NULL), PASCO_EPRECONDITION);
+	cr_assert(strstr(pasco_strategy_error(a.s), "ckpt-1") &&
+	              strstr(pasco_strategy_error(a.s), "format 1") &&
+	              strstr(pasco_strategy_error(a.s), "no checksums") &&
+	              strstr(pasco_strategy_error(a.s), "allow_format_1"),
+	    "%s", pasco_strategy_error(a.s));
+	expect_values(v, 1, 4);
+	PASCO_FAIL(pasco_checkpoint_verify(path, err, sizeof(err)),
+	    PASCO_EPRECONDITION);
+	cr_assert(strstr(err, "format 1"), "%s", err);
+	r.out = open_memstream(&text, &len);
+	free(capture_stderr(inspect_allowing, &r, &rv));
+	fclose(r.out);
+	PASCO_FAIL(rv, PASCO_EPRECONDITION);
+	cr_assert(strstr(text, "format 1") && strstr(text, "no checksums") &&
+	              strstr(text, "--allow-format-1"),
+	    "%s", text);
+	free(text);
+	/* asked for: it restores (the damage goes unseen), with a warning */
+	r.allow = true;
+	log     = capture_stderr(restore_allowing, &r, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, "ckpt-1") && strstr(log, "format 1") &&
+	              strstr(log, "no checksums"),
+	    "%s", log);
+	free(log);
+	r.out = open_memstream(&text, &len);
+	free(capture_stderr(inspect_allowing, &r, &rv));
+	fclose(r.out);
+	PASCO_PASS(rv);
+	cr_assert(strstr(text, "no checksums to check"), "%s", text);
+	free(text);
+	/* "format 2" without checksums: refused, even when format 1 is
+	 * allowed */
+	snprintf(path, sizeof(path), "%s/ckpt-2", dir);
+	log = capture_stderr(restore_allowing, &r, &rv);
+	free(log);
+	PASCO_FAIL(rv, PASCO_EPROTO);
+	cr_assert(strstr(pasco_strategy_error(a.s), "ckpt-2") &&
+	              strstr(pasco_strategy_error(a.s), "no checksums"),
+	    "%s", pasco_strategy_error(a.s));
+	pasco_variable_free(v);
+	setup_stop(&a);
+	remove_dir();
+}
+
+typedef struct save_arg {
+	pasco_strategy *s;
+	int64_t         step;
+} save_arg;
+
+static int
+save_keeping_3(void *arg)
+{
+	save_arg *a = arg;
+	return pasco_checkpoint_save(a->s, dir, a->step, 3);
+}
+
+static bool
+has_checkpoint(int64_t step)
+{
+	char        path[256];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/ckpt-%lld", dir, (long long) step);
+	return stat(path, &st) == 0;
+}
+
+/* Saves step 50 in DIR/x, DIR/y, then DIR/x again. */
+static int
+save_twice_elsewhere(void *arg)
+{
+	char x[128], y[128];
+	int  rv;
+	snprintf(x, sizeof(x), "%s/x", dir);
+	snprintf(y, sizeof(y), "%s/y", dir);
+	if ((rv = pasco_checkpoint_save(arg, x, 50, 0)) == 0 &&
+	    (rv = pasco_checkpoint_save(arg, y, 50, 0)) == 0) {
+		rv = pasco_checkpoint_save(arg, x, 50, 0);
+	}
+	return rv;
+}
+
+/* A new run saving into a directory an earlier run left checkpoints of
+ * later steps in: it is said at its first save, its checkpoints are the
+ * latest (kept by when they were saved, not by step) and the earlier
+ * run's are the first removed. */
+Test(checkpoint, a_reused_directory_keeps_checkpoints_by_recency_and_says_so)
+{
+	setup           a, b;
+	pasco_variable *v, *w;
+	save_arg        arg;
+	char           *log, path[256];
+	int64_t         step;
+	int             rv;
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 2, 300);
+	for (int s = 100; s <= 300; s += 100) {
+		PASCO_PASS(pasco_checkpoint_save(a.s, dir, s, 3));
+	}
+	pasco_variable_free(v);
+	setup_stop(&a);
+	/* the new run, from step 10 */
+	setup_start(&b, 1, 1);
+	w   = var(&b, "v", 2, 10);
+	arg = (save_arg){b.s, 10};
+	log = capture_stderr(save_keeping_3, &arg, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, dir) &&
+	              strstr(log, "holds checkpoints up to step 300 from an "
+	                          "earlier run") &&
+	              strstr(log, "this run saves step 10"),
+	    "%s", log);
+	free(log);
+	cr_assert(has_checkpoint(10), "the new run's checkpoint was removed");
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), &step));
+	cr_assert_eq(step, 10);
+	cr_assert(!has_checkpoint(100) && has_checkpoint(200) &&
+	          has_checkpoint(300));
+	arg.step = 20; /* said once */
+	log      = capture_stderr(save_keeping_3, &arg, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, "earlier run") == NULL, "%s", log);
+	free(log);
+	for (arg.step = 30; arg.step <= 40; arg.step += 10) {
+		PASCO_PASS(save_keeping_3(&arg));
+	}
+	for (int s = 100; s <= 300; s += 100) {
+		cr_assert(!has_checkpoint(s), "ckpt-%d was kept", s);
+	}
+	cr_assert(has_checkpoint(20) && has_checkpoint(30) &&
+	          has_checkpoint(40) && !has_checkpoint(10));
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), &step));
+	cr_assert_eq(step, 40);
+	PASCO_PASS(pasco_checkpoint_restore_latest(b.s, dir, &step));
+	cr_assert_eq(step, 40);
+	expect_values(w, 10, 4);
+	/* this run's own checkpoint of a step, saved again after a save
+	 * elsewhere, is not an earlier run's */
+	log = capture_stderr(save_twice_elsewhere, b.s, &rv);
+	PASCO_PASS(rv);
+	cr_assert(strstr(log, "earlier run") == NULL, "%s", log);
+	free(log);
+	pasco_variable_free(w);
+	setup_stop(&b);
 	remove_dir();
 }

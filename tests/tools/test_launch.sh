@@ -101,6 +101,53 @@ else
 	fail "inspect: $(cat "$TMP/inspect.out")"
 fi
 
+# flips one byte in the middle of the biggest tensor of a safetensors file
+damage() {
+	python3 -c 'import json, struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h.pop("__metadata__", None)
+s, t = max((e["data_offsets"] for e in h.values()), key=lambda o: o[1] - o[0])
+b[8 + n + (s + t) // 2] ^= 0x10
+open(p, "wb").write(b)' "$1"
+}
+
+# 1c'. A manifest relabelled as format 1 (no checksums) over a damaged
+# tensor: inspect exits 1 saying so; --allow-format-1 reads it, warning.
+mkdir -p "$TMP/v1" && cp -r "$CKPT/ckpt-40" "$TMP/v1/" && damage "$TMP/v1/ckpt-40/ps-0.safetensors" &&
+	python3 -c 'import json, sys
+p = sys.argv[1]
+m = json.load(open(p))
+m["format"] = "pasco-checkpoint-1"
+del m["files"]
+json.dump(m, open(p, "w"))' "$TMP/v1/ckpt-40/manifest.json"
+"$PASCO" checkpoint inspect "$TMP/v1/ckpt-40" > "$TMP/v1.out" 2>&1
+status=$?
+"$PASCO" checkpoint inspect --allow-format-1 "$TMP/v1/ckpt-40" > "$TMP/v1allow.out" 2>&1
+allowed=$?
+if [ "$status" -eq 1 ] && grep -q 'format 1: .*no checksums.*--allow-format-1' "$TMP/v1.out" &&
+	[ "$allowed" -eq 0 ] && grep -q '^WARNING: format 1' "$TMP/v1allow.out"; then
+	ok "inspect refuses a format 1 checkpoint unless --allow-format-1"
+else
+	fail "inspect of format 1: status $status, then $allowed"; cat "$TMP/v1.out" "$TMP/v1allow.out"
+fi
+
+# 1c''. The newest checkpoint damaged: a restarted coordinator resumes from
+# the newest intact one, saying which it skipped.
+damage "$CKPT/ckpt-60/ps-0.safetensors"
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP" -- \
+	"$CLASSIFIER" --epochs 4 --checkpoint-dir "$CKPT" > "$TMP/third.out" 2>&1
+status=$?
+if [ "$status" -eq 0 ] && grep -q 'skipping checkpoint .*/ckpt-60: .*damaged' "$TMP/third.out" &&
+	grep -q 'resuming from .*/ckpt-40: step 40, epoch 2' "$TMP/third.out" &&
+	grep -q 'Finished epoch 3' "$TMP/third.out"; then
+	ok "a damaged newest checkpoint: resumed from the newest intact one"
+else
+	fail "resume past a damaged checkpoint: status $status"; cat "$TMP/third.out"
+fi
+
 # 1d. Killed mid-training, restarted: it resumes from the latest checkpoint.
 KILLED="$TMP/killed"
 PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP" -- "$CLASSIFIER" \
