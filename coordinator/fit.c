@@ -104,21 +104,29 @@ check_options(const pasco_fit_options *o)
 	return PASCO_OK;
 }
 
-/* Why a step failed: what the coordinator raised (joining clears the
- * error, so the coordinator stays usable), else the value's own. */
+/* Why a step failed, with err from a coordinator call (rv NULL: the
+ * message is pasco_coordinator_error) or from fetching rv. The message is
+ * copied before joining: a join that returns PASCO_OK clears the
+ * coordinator's message (the error was raised once, by the call that
+ * failed). The join waits for the rest of the epoch; if it raises an
+ * earlier error, that one is the first and is reported. */
 static int
 step_failed(
     pasco_coordinator *c, pasco_remote_value *rv, int err, const char *fn)
 {
-	int  jr = pasco_join(c);
-	char why[400];
-	snprintf(why, sizeof(why), "%s",
-	    jr != PASCO_OK && pasco_coordinator_error(c)[0] != 0
-	        ? pasco_coordinator_error(c)
-	    : rv != NULL ? pasco_remote_value_error(rv)
-	                 : "");
-	return pasco_fit_fail(jr != PASCO_OK ? jr : err,
-	    "step function %s: %s", fn,
+	char why[1024];
+	int  jr;
+	pasci_fmt(why, sizeof(why), "%s",
+	    rv != NULL ? pasco_remote_value_error(rv)
+	               : pasco_coordinator_error(c));
+	if ((jr = pasco_join(c)) != PASCO_OK) {
+		err = jr;
+		if (pasco_coordinator_error(c)[0] != 0) {
+			pasci_fmt(why, sizeof(why), "%s",
+			    pasco_coordinator_error(c));
+		}
+	}
+	return pasco_fit_fail(err, "step function %s: %s", fn,
 	    why[0] != 0 ? why : pasco_strerror(err));
 }
 

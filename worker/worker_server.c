@@ -43,6 +43,18 @@ run_reply(pasco_call *call, const pasci_wire_msg *req)
 	return reply;
 }
 
+/* Why a step function failed: its own message (pasco_call_fail), else
+ * what the data layer said on this thread during the call (a step that
+ * passes pasco_dataset_next's error on as it is: the file and what is
+ * wrong with it), else the code's name. */
+static const char *
+run_error(const pasco_call *call, int rv)
+{
+	return call->error[0] != 0        ? call->error
+	       : pasci_data_error[0] != 0 ? pasci_data_error
+	                                  : pasco_strerror(rv);
+}
+
 static nng_msg *
 worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 {
@@ -65,8 +77,9 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 		/* A packed closure: the calls run back to back, the last
 		 * result is the closure's, the first error ends it. */
 		for (k = 0; k < reps && rv == 0; k++) {
-			call.repetition = k;
-			rv              = fn(&call);
+			call.repetition     = k;
+			pasci_data_error[0] = 0;
+			rv                  = fn(&call);
 		}
 	}
 	if (rv != 0 && reps > 1) {
@@ -74,13 +87,12 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 		    "function '%s' failed on worker %d (call %u of %u in its "
 		    "closure): %s",
 		    req->hdr->name, w->env.index, k, reps,
-		    call.error[0] ? call.error : pasco_strerror(rv));
+		    run_error(&call, rv));
 	} else if (rv != 0) {
 		reply = pasci_wire_status_reply(rv,
 		    "function '%s' failed on "
 		    "worker %d: %s",
-		    req->hdr->name, w->env.index,
-		    call.error[0] ? call.error : pasco_strerror(rv));
+		    req->hdr->name, w->env.index, run_error(&call, rv));
 	} else {
 		reply = run_reply(&call, req);
 	}

@@ -249,6 +249,65 @@ Test(fit, steps_per_epoch_is_required, .init = fixture_start,
 	    NULL));
 }
 
+/* The fixture's directory: factories run on the workers, in this process. */
+static char missing_path[128];
+
+/* A TFRecord dataset over a file that does not exist: the dataset is
+ * built (files are opened as they are read), the first read fails. */
+PASCO_DATASET(missing_records)
+{
+	const char *files[] = {missing_path};
+	(void) ctx;
+	return pasco_dataset_tfrecord(out, files, 1, NULL);
+}
+
+/* args: an iterator. Reads one element, passing any error on as a
+ * newcomer's step does: the code alone, no message of its own. */
+PASCO_FUNCTION(read_step)
+{
+	pasco_dataset *ds;
+	pasco_value   *v;
+	int            rv;
+	if ((rv = pasco_call_iterator(call, 0, &ds)) != 0 ||
+	    (rv = pasco_dataset_next(ds, &v)) != 0) {
+		return rv;
+	}
+	pasco_value_free(v);
+	pasco_call_return(call, pasco_value_tensor(test_scalar(PASCO_F32, 1)));
+	return PASCO_OK;
+}
+
+Test(fit, a_step_failing_while_the_epoch_is_scheduled_reports_its_cause,
+    .init = fixture_start, .fini = fixture_stop)
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	/* a queue of one: scheduling the epoch's 20 closures waits for
+	 * room, and the first failure is raised by pasco_schedule */
+	pasco_coordinator_destroy(F.c);
+	PASCO_PASS(pasco_coordinator_create(&F.c, F.s,
+	    &(pasco_coordinator_options){.window = 1, .queue_size = 1}));
+	snprintf(missing_path, sizeof(missing_path), "%s/no-such.tfrecord",
+	    F.dir);
+	PASCO_PASS(pasco_per_worker_dataset_create(&d, F.c, "missing_records"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	pasco_arg         arg = pasco_arg_iterator(it);
+	pasco_fit_options o   = {.epochs = 1,
+	      .steps_per_epoch         = 20,
+	      .step_function           = "read_step",
+	      .args                    = &arg,
+	      .nargs                   = 1};
+	PASCO_FAIL(pasco_fit(F.c, &o, NULL), PASCO_ENOTFOUND);
+	const char *why = pasco_fit_error();
+	cr_assert(strstr(why, "step function read_step: ") == why, "%s", why);
+	cr_assert(strstr(why, "function 'read_step' failed on worker ") !=
+	              NULL,
+	    "%s", why);
+	cr_assert(strstr(why, missing_path) != NULL, "%s", why);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+}
+
 /* A user callback that records what it sees. */
 typedef struct recorder {
 	char    trace[2048];
