@@ -220,6 +220,60 @@ Test(fit, linear_regression_converges, .init = fixture_start,
 	pasco_history_fini(&h);
 }
 
+/* Returns [k, k * k] for call k of its closure: per-step numbers that
+ * depend on how the steps are packed. */
+PASCO_FUNCTION(repetition_step)
+{
+	double        k = pasco_call_repetition(call);
+	pasco_tensor *t;
+	PASCO_PASS(pasco_tensor_alloc(&t, PASCO_F32, 1, (int64_t[]){2}));
+	pasco_tensor_set(t, 0, k);
+	pasco_tensor_set(t, 1, k * k);
+	pasco_call_return(call, pasco_value_tensor(t));
+	return PASCO_OK;
+}
+
+/* With steps_per_execution K, an epoch's loss and metrics are means over
+ * its steps, the short last closure counting for its steps only (Keras);
+ * they were the mean of each closure's last step. */
+Test(fit, packed_steps_average_over_every_step, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	static const struct {
+		int64_t  steps;
+		uint32_t k;
+	} cases[] = {{10, 4}, {7, 3}, {5, 1}, {3, 8}};
+	const char *names[] = {"square"};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		pasco_history     h;
+		pasco_fit_options o = {.epochs = 2,
+		    .steps_per_epoch           = cases[c].steps,
+		    .steps_per_execution       = cases[c].k,
+		    .step_function             = "repetition_step",
+		    .metric_names              = names,
+		    .nmetrics                  = 1};
+		double            loss = 0, square = 0;
+		/* step s is call s % K of its closure */
+		for (int64_t s = 0; s < cases[c].steps; s++) {
+			loss += (double) (s % cases[c].k);
+			square += (double) ((s % cases[c].k) * (s % cases[c].k));
+		}
+		loss /= (double) cases[c].steps;
+		square /= (double) cases[c].steps;
+		PASCO_PASS(pasco_fit(F.c, &o, &h));
+		for (int e = 0; e < 2; e++) {
+			cr_assert_float_eq(log_of(&h.epochs[e], "loss"), loss,
+			    1e-12, "%lld steps by %u: loss %g, want %g",
+			    (long long) cases[c].steps, cases[c].k,
+			    log_of(&h.epochs[e], "loss"), loss);
+			cr_assert_float_eq(log_of(&h.epochs[e], "square"),
+			    square, 1e-12, "%lld steps by %u",
+			    (long long) cases[c].steps, cases[c].k);
+		}
+		pasco_history_fini(&h);
+	}
+}
+
 Test(fit, steps_per_epoch_is_required, .init = fixture_start,
     .fini = fixture_stop)
 {
@@ -287,21 +341,22 @@ Test(fit, a_step_failing_while_the_epoch_is_scheduled_reports_its_cause,
 	pasco_coordinator_destroy(F.c);
 	PASCO_PASS(pasco_coordinator_create(&F.c, F.s,
 	    &(pasco_coordinator_options){.window = 1, .queue_size = 1}));
-	snprintf(missing_path, sizeof(missing_path), "%s/no-such.tfrecord",
-	    F.dir);
-	PASCO_PASS(pasco_per_worker_dataset_create(&d, F.c, "missing_records"));
+	snprintf(
+	    missing_path, sizeof(missing_path), "%s/no-such.tfrecord", F.dir);
+	PASCO_PASS(
+	    pasco_per_worker_dataset_create(&d, F.c, "missing_records"));
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
 	pasco_arg         arg = pasco_arg_iterator(it);
 	pasco_fit_options o   = {.epochs = 1,
-	      .steps_per_epoch         = 20,
-	      .step_function           = "read_step",
-	      .args                    = &arg,
-	      .nargs                   = 1};
+	      .steps_per_epoch           = 20,
+	      .step_function             = "read_step",
+	      .args                      = &arg,
+	      .nargs                     = 1};
 	PASCO_FAIL(pasco_fit(F.c, &o, NULL), PASCO_ENOTFOUND);
 	const char *why = pasco_fit_error();
 	cr_assert(strstr(why, "step function read_step: ") == why, "%s", why);
-	cr_assert(strstr(why, "function 'read_step' failed on worker ") !=
-	              NULL,
+	cr_assert(
+	    strstr(why, "function 'read_step' failed on worker ") != NULL,
 	    "%s", why);
 	cr_assert(strstr(why, missing_path) != NULL, "%s", why);
 	pasco_per_worker_iterator_free(it);
