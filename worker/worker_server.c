@@ -14,6 +14,7 @@
 
 #include "call.h"
 #include "dataset_impl.h"
+#include "ops_impl.h"
 #include "registry.h"
 #include "resources.h"
 #include "rpc.h"
@@ -44,13 +45,14 @@ run_reply(pasco_call *call, const pasci_wire_msg *req)
 }
 
 /* Why a step function failed: its own message (pasco_call_fail), else
- * what the data layer said on this thread during the call (a step that
- * passes pasco_dataset_next's error on as it is: the file and what is
- * wrong with it), else the code's name. */
+ * what an op or the data layer said on this thread during the call (a
+ * step that passes their error on as it is: the op and the shapes it got,
+ * the file and what is wrong with it), else the code's name. */
 static const char *
 run_error(const pasco_call *call, int rv)
 {
 	return call->error[0] != 0        ? call->error
+	       : pasci_ops_error[0] != 0  ? pasci_ops_error
 	       : pasci_data_error[0] != 0 ? pasci_data_error
 	                                  : pasco_strerror(rv);
 }
@@ -147,6 +149,7 @@ run_calls(
 	for (*k = 0; *k < reps && rv == 0; (*k)++) {
 		call->repetition    = *k;
 		pasci_data_error[0] = 0;
+		pasci_ops_error[0]  = 0;
 		if ((rv = fn(call)) == 0 && sum) {
 			rv = sums_add(call, &s);
 		}

@@ -363,6 +363,37 @@ Test(fit, a_step_failing_while_the_epoch_is_scheduled_reports_its_cause,
 	pasco_per_worker_dataset_free(d);
 }
 
+/* Multiplies a [32, 64] batch by a [10, 64] weight it forgot to
+ * transpose, passing the op's error on as it is. */
+PASCO_FUNCTION(bad_matmul_step)
+{
+	pasco_tensor *x, *w, *y;
+	int           rv;
+	(void) call;
+	PASCO_PASS(pasco_tensor_alloc(&x, PASCO_F32, 2, (int64_t[]){32, 64}));
+	PASCO_PASS(pasco_tensor_alloc(&w, PASCO_F32, 2, (int64_t[]){10, 64}));
+	rv = pasco_matmul(x, false, w, false, &y);
+	pasco_tensor_release(x);
+	pasco_tensor_release(w);
+	pasco_tensor_release(y);
+	return rv;
+}
+
+Test(fit, an_op_error_in_a_step_reaches_the_chief, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	pasco_fit_options o = {.epochs = 1,
+	    .steps_per_epoch           = 4,
+	    .step_function             = "bad_matmul_step"};
+	PASCO_FAIL(pasco_fit(F.c, &o, NULL), PASCO_EINVAL);
+	cr_assert(strstr(pasco_fit_error(),
+	              "function 'bad_matmul_step' failed on worker ") != NULL &&
+	              strstr(pasco_fit_error(),
+	                  ": matmul: [32, 64] x [10, 64]: inner dimensions 64 "
+	                  "and 10 differ") != NULL,
+	    "%s", pasco_fit_error());
+}
+
 /* A user callback that records what it sees. */
 typedef struct recorder {
 	char    trace[2048];
