@@ -9,6 +9,7 @@
  */
 #include <getopt.h>
 #include <pasco.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +31,25 @@ static const char usage_text[] =
     "         (DIR: a ckpt-<step> directory, or a directory of them)\n"
     "  version\n"
     "         print the version\n";
+
+static const char checkpoint_usage_text[] =
+    "usage: pasco checkpoint inspect DIR\n"
+    "  list the variables, shapes and shards of a checkpoint, and check\n"
+    "  every tensor against its checksum (exit 1 if damaged)\n"
+    "  DIR: a ckpt-<step> directory, or a directory of them\n";
+
+/* --help (or -h) anywhere after `checkpoint`. */
+static bool
+asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			return true;
+		}
+	}
+	return false;
+}
 
 int
 main(int argc, char **argv)
@@ -65,6 +85,10 @@ main(int argc, char **argv)
 		return pasco_slurm(argc, argv);
 	}
 	if (strcmp(argv[0], "checkpoint") == 0) {
+		if (asks_help(argc, argv)) {
+			fputs(checkpoint_usage_text, stdout);
+			return 0;
+		}
 		if (argc != 3 || strcmp(argv[1], "inspect") != 0) {
 			return tool_usage_error("pasco", "%s",
 			    "usage: pasco checkpoint inspect DIR");
