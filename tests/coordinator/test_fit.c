@@ -715,34 +715,68 @@ fit_with_progress(FILE *f, double interval)
 	pasco_callbacks_free(cbs);
 }
 
-Test(fit, progress_prints_plain_lines_on_a_pipe, .init = fixture_start,
-    .fini = fixture_stop)
+/* What a 2-epoch fit with a plain progress display at interval prints:
+ * into text (len bytes); returns the number of lines. */
+static int
+plain_progress(double interval, char *text, size_t len)
 {
-	int   fds[2];
-	char  text[8192];
+	int   fds[2], lines = 0;
 	FILE *f;
 	cr_assert(pipe(fds) == 0);
 	cr_assert((f = fdopen(fds[1], "w")) != NULL);
-	fit_with_progress(f, 3600);
+	fit_with_progress(f, interval);
 	fclose(f);
-	ssize_t n = read(fds[0], text, sizeof(text) - 1);
+	ssize_t n = read(fds[0], text, len - 1);
 	close(fds[0]);
 	cr_assert(n > 0);
 	text[n] = 0;
 	cr_assert(strchr(text, '\r') == NULL, "%s", text);
-	/* the first progress call of each epoch, then the epoch's line */
-	cr_assert(
-	    strstr(text, "Epoch 1/2: step 1/6, loss ") != NULL, "%s", text);
+	for (char *p = text; (p = strchr(p, '\n')) != NULL; p++) {
+		lines++;
+	}
+	return lines;
+}
+
+/* Every "steps in D" says D in ms under a second: never "in 0 s". */
+static void
+assert_durations_readable(const char *text)
+{
+	for (const char *p = text; (p = strstr(p, "steps in ")) != NULL;
+	     p++) {
+		double v;
+		char   unit[4];
+		cr_assert(sscanf(p, "steps in %lf %3[a-z]", &v, unit) == 2, "%s",
+		    text);
+		if (strcmp(unit, "ms") == 0) {
+			cr_assert(v >= 0 && v < 1000, "%s", text);
+		} else {
+			cr_assert(strncmp(unit, "s", 1) == 0 && v >= 1,
+			    "a duration under 1 s not in ms: %s", text);
+		}
+	}
+}
+
+Test(fit, progress_prints_plain_lines_on_a_pipe, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	char text[8192];
+	/* an epoch shorter than the interval: its end line alone (the
+	 * first step's line was printed at each epoch's start) */
+	int lines = plain_progress(3600, text, sizeof(text));
+	cr_assert(strstr(text, "step 1/6") == NULL, "%s", text);
 	cr_assert(
 	    strstr(text, "Epoch 1/2: 6/6 steps in ") != NULL, "%s", text);
 	cr_assert(
 	    strstr(text, "Epoch 2/2: 6/6 steps in ") != NULL, "%s", text);
 	cr_assert(strstr(text, ", val_loss ") != NULL, "%s", text);
-	int lines = 0;
-	for (char *p = text; (p = strchr(p, '\n')) != NULL; p++) {
-		lines++;
-	}
-	cr_assert_eq(lines, 4, "%s", text);
+	cr_assert_eq(lines, 2, "%s", text);
+	assert_durations_readable(text);
+	/* an interval shorter than a step: a line after steps too */
+	lines = plain_progress(1e-9, text, sizeof(text));
+	cr_assert(strstr(text, "Epoch 1/2: step 6/6, loss ") != NULL, "%s",
+	    text);
+	cr_assert(lines > 2, "%s", text);
+	assert_durations_readable(text);
 }
 
 Test(fit, progress_updates_one_line_on_a_terminal, .init = fixture_start,
