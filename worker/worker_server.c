@@ -92,10 +92,10 @@ sums_add(pasco_call *call, run_sums *s)
 	                            : 0;
 	if (n == 0 || (s->v != NULL && n != s->n)) {
 		return pasco_call_fail(call, PASCO_EINVAL,
-		    "it returned %zu numbers (%s); a closure that sums its "
+		    "it returned %zu number%s (%s); a closure that sums its "
 		    "calls' results needs the same count of numbers (a tensor "
 		    "or a list of scalars) from every call%s",
-		    n,
+		    n, n == 1 ? "" : "s",
 		    v == NULL   ? "no result"
 		    : t != NULL ? "a tensor"
 		                : "a list",

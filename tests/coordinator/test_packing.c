@@ -177,8 +177,8 @@ Test(packing, a_closure_that_sums_returns_the_sums_and_its_calls)
 	PASCO_PASS(pasco_schedule_with(coord, "pair_call", &arg, 1, &o, &rv));
 	PASCO_FAIL(pasco_remote_value_fetch(rv, &out), PASCO_EINVAL);
 	cr_assert(strstr(pasco_remote_value_error(rv),
-	              "(call 3 of 4 in its closure): it returned 1 numbers") !=
-	              NULL,
+	              "(call 3 of 4 in its closure): it returned 1 number (a "
+	              "tensor)") != NULL,
 	    "%s", pasco_remote_value_error(rv));
 	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
 	pasco_remote_value_free(rv);
