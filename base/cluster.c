@@ -62,27 +62,76 @@ pasco_cluster_free(pasco_cluster *c)
 	free(c);
 }
 
+/* The host:port part of addr: addr itself, or what follows the scheme of
+ * a TCP URL (tcp://, tcp4://, tcp6://, tls+tcp://...) up to any path; NULL
+ * for other URLs (inproc://, ipc://), which have no port. */
+static const char *
+address_host_port(const char *addr, char *buf, size_t len)
+{
+	const char *sep = strstr(addr, "://");
+	if (sep == NULL) {
+		return addr;
+	}
+	if (memmem(addr, (size_t) (sep - addr), "tcp", 3) == NULL) {
+		return NULL;
+	}
+	pasci_fmt(buf, len, "%.*s", (int) strcspn(sep + 3, "/"), sep + 3);
+	return buf;
+}
+
+/* Checks the port of task index of role at addr: digits after the last
+ * ':' of its host:port, 1 to 65535 (0 asks the kernel for any port, which
+ * no other task could know). */
+static int
+cluster_check_port(pasco_role role, size_t index, const char *addr,
+    char *err, size_t errlen)
+{
+	char          buf[256];
+	const char   *hp = address_host_port(addr, buf, sizeof(buf));
+	const char   *colon;
+	unsigned long port = 0;
+	bool          ok;
+
+	if (hp == NULL) {
+		return PASCO_OK;
+	}
+	colon = strrchr(hp, ':');
+	ok    = colon != NULL && colon != hp && colon[1] != 0;
+	for (const char *p = ok ? colon + 1 : ""; *p; p++) {
+		ok   = ok && isdigit((unsigned char) *p);
+		port = port < 100000 ? port * 10 + (unsigned long) (*p - '0')
+		                     : port;
+	}
+	if (!ok) {
+		pasci_fmt(err, errlen,
+		    "address '%s' of job '%s' (%s %zu) is not host:port", addr,
+		    role_names[role], role_names[role], index);
+		return PASCO_EINVAL;
+	}
+	if (port < 1 || port > 65535) {
+		pasci_fmt(err, errlen,
+		    "address '%s' of job '%s' (%s %zu): port %s is out of "
+		    "range; a task's port is 1 to 65535",
+		    addr, role_names[role], role_names[role], index,
+		    colon + 1);
+		return PASCO_EINVAL;
+	}
+	return PASCO_OK;
+}
+
 /* "host:port" becomes "tcp://host:port"; full URLs are kept. */
 static int
 cluster_add_address(pasco_cluster *c, pasco_role role, const char *addr,
     char *err, size_t errlen)
 {
-	const char *colon = strrchr(addr, ':');
-	char      **grown;
-	char       *url;
-	size_t      n = strlen(addr) + 8;
+	char **grown;
+	char  *url;
+	size_t n = strlen(addr) + 8;
+	int    rv;
 
-	if (strstr(addr, "://") == NULL) {
-		bool port_ok = colon != NULL && colon != addr && colon[1] != 0;
-		for (const char *p = colon != NULL ? colon + 1 : ""; *p; p++) {
-			port_ok = port_ok && isdigit((unsigned char) *p);
-		}
-		if (!port_ok) {
-			pasci_fmt(err, errlen,
-			    "address '%s' of job '%s' is not host:port", addr,
-			    role_names[role]);
-			return PASCO_EINVAL;
-		}
+	if ((rv = cluster_check_port(
+	         role, c->counts[role], addr, err, errlen)) != 0) {
+		return rv;
 	}
 	if ((url = malloc(n)) == NULL) {
 		return PASCO_ENOMEM;

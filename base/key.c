@@ -15,6 +15,21 @@
 
 #include "util.h"
 
+/* Distinct byte values in buf: 16 random bytes have about 15.5 (fewer
+ * than PASCI_KEY_MIN_DISTINCT with a chance under 1e-9); a file of zeros
+ * has 1, a repeated pattern or a word typed over and over a handful. */
+static int
+distinct_bytes(const uint8_t *buf, size_t len)
+{
+	bool seen[256] = {false};
+	int  n         = 0;
+	for (size_t i = 0; i < len; i++) {
+		n += !seen[buf[i]];
+		seen[buf[i]] = true;
+	}
+	return n;
+}
+
 int
 pasci_key_load(pasci_key *out, const char *path, char *err, size_t errlen)
 {
@@ -58,6 +73,18 @@ pasci_key_load(pasci_key *out, const char *path, char *err, size_t errlen)
 		    len > PASCI_KEY_MAX_FILE ? (size_t) PASCI_KEY_MAX_FILE
 		                             : len,
 		    PASCI_KEY_MIN, PASCI_KEY_MAX_FILE, path);
+		pasci_wipe(buf, sizeof(buf));
+		return PASCO_EINVAL;
+	}
+	if (distinct_bytes(buf, len) < PASCI_KEY_MIN_DISTINCT) {
+		pasci_fmt(err, errlen,
+		    "cluster key file %s holds %zu bytes of only %d distinct "
+		    "values (%s): not a secret; a key is random bytes (head "
+		    "-c 32 /dev/urandom > %s)",
+		    path, len, distinct_bytes(buf, len),
+		    distinct_bytes(buf, len) == 1 ? "one byte repeated"
+		                                  : "a short pattern",
+		    path);
 		pasci_wipe(buf, sizeof(buf));
 		return PASCO_EINVAL;
 	}

@@ -15,6 +15,9 @@
 
 #define PASCI_KEY_MIN 16        /* bytes a key file must hold */
 #define PASCI_KEY_MAX_FILE 4096 /* a longer file is not a key */
+/* distinct byte values a key must have: a file of zeros or one short
+ * pattern repeated is not a secret */
+#define PASCI_KEY_MIN_DISTINCT 8
 
 /* A key as HMAC uses it: a file longer than a SHA-256 block is kept as its
  * digest, which RFC 2104 makes the same key. */
@@ -26,7 +29,8 @@ typedef struct pasci_key {
 /* Reads the key in the file at path into *out. PASCO_EINVAL, with a
  * message naming path in err, when it cannot be read, is not a regular
  * file, holds fewer than PASCI_KEY_MIN bytes (or more than
- * PASCI_KEY_MAX_FILE), or can be read by its group or others. Blocks on
+ * PASCI_KEY_MAX_FILE) or fewer than PASCI_KEY_MIN_DISTINCT distinct byte
+ * values (16 zero bytes), or can be read by its group or others. Blocks on
  * file I/O. Thread-safe. */
 int pasci_key_load(pasci_key *out, const char *path, char *err, size_t errlen);
 
@@ -39,7 +43,8 @@ int pasci_cluster_key(const pasci_key **out, char *err, size_t errlen);
 
 /* Warns, once per process, when there is no cluster key: for the ones
  * that open ports or connect (a server's start, the chief's strategy),
- * not a --help. Thread-safe. */
+ * not a --help, and not where mutual TLS authenticates every peer (a
+ * tls+tcp server; a chief whose tasks are all tls+tcp). Thread-safe. */
 void pasci_cluster_key_warn_if_open(void);
 
 /* Sets this process's cluster key (NULL: none), replacing whatever was

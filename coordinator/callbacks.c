@@ -15,7 +15,7 @@
 #include "pasco/summary.h"
 #include "util.h"
 
-static _Thread_local char fit_error[512];
+static _Thread_local char fit_error[1024];
 
 int
 pasco_fit_fail(int err, const char *fmt, ...)

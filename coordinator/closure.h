@@ -35,6 +35,7 @@ typedef struct closure {
 	pasco_per_worker_iterator *iterator; /* CREATE: held */
 	uint64_t                   resource; /* CREATE, RELEASE */
 	uint32_t                   repeat;   /* RUN: calls per closure */
+	bool                       sum_results; /* RUN: sums the calls' */
 	bool                       small;    /* RUN: may ride in a batch */
 	uint64_t        ps_epoch; /* RUN: ps recovery epoch at send */
 	uint32_t        ps_holds; /* RUN: retries held back */

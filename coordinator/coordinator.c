@@ -221,6 +221,8 @@ pasco_schedule_with(pasco_coordinator *c, const char *fn,
 	}
 	cl->repeat = opts != NULL && opts->repeat > 1 ? opts->repeat : 1;
 	cl->small  = pasci_dispatch_may_ride(c, cl);
+	/* the result: the sum of the calls', then their count */
+	cl->sum_results = opts != NULL && opts->sum_results;
 	if (rvp != NULL) {
 		if ((rv = pasci_remote_value_new()) == NULL) {
 			pasci_closure_free(cl);

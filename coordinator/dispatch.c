@@ -149,6 +149,7 @@ encode_run(pasci_wire_builder *b, closure *cl)
 	b->hdr.want_result = cl->rv != NULL;
 	b->hdr.closure_id  = cl->id;
 	b->hdr.repeat      = cl->repeat;
+	b->hdr.sum_results = cl->sum_results;
 	for (size_t i = 0; i < cl->nargs; i++) {
 		closure_arg *a = &cl->args[i];
 		if (a->kind == PASCO_ARG_TENSOR) {

@@ -2,8 +2,12 @@
  * The fit loop (include/pasco/fit.h): Keras's Model.fit under
  * ParameterServerStrategy, on the coordinator's public API. Each epoch
  * schedules its closures at once (the queue is the buffer), then fetches
- * their results in order as they finish, reporting progress after each;
- * the epoch's loss and metrics are the means of the closures' results.
+ * their results in order as they finish, reporting progress after each.
+ * Each closure returns the sums of its steps' loss and metrics and the
+ * number of its steps (pasco_schedule_options.sum_results), so the
+ * epoch's loss and metrics are means over every step, as Keras reports
+ * them, however the steps are packed (a short last closure weighs what
+ * its steps weigh).
  * Validation runs once per epoch through pasco_schedule_shards, so every
  * shard of the validation data counts exactly once. Callbacks see epoch
  * boundaries, plus the progress calls that built-in callbacks use.
@@ -104,21 +108,29 @@ check_options(const pasco_fit_options *o)
 	return PASCO_OK;
 }
 
-/* Why a step failed: what the coordinator raised (joining clears the
- * error, so the coordinator stays usable), else the value's own. */
+/* Why a step failed, with err from a coordinator call (rv NULL: the
+ * message is pasco_coordinator_error) or from fetching rv. The message is
+ * copied before joining: a join that returns PASCO_OK clears the
+ * coordinator's message (the error was raised once, by the call that
+ * failed). The join waits for the rest of the epoch; if it raises an
+ * earlier error, that one is the first and is reported. */
 static int
 step_failed(
     pasco_coordinator *c, pasco_remote_value *rv, int err, const char *fn)
 {
-	int  jr = pasco_join(c);
-	char why[400];
-	snprintf(why, sizeof(why), "%s",
-	    jr != PASCO_OK && pasco_coordinator_error(c)[0] != 0
-	        ? pasco_coordinator_error(c)
-	    : rv != NULL ? pasco_remote_value_error(rv)
-	                 : "");
-	return pasco_fit_fail(jr != PASCO_OK ? jr : err,
-	    "step function %s: %s", fn,
+	char why[1024];
+	int  jr;
+	pasci_fmt(why, sizeof(why), "%s",
+	    rv != NULL ? pasco_remote_value_error(rv)
+	               : pasco_coordinator_error(c));
+	if ((jr = pasco_join(c)) != PASCO_OK) {
+		err = jr;
+		if (pasco_coordinator_error(c)[0] != 0) {
+			pasci_fmt(why, sizeof(why), "%s",
+			    pasco_coordinator_error(c));
+		}
+	}
+	return pasco_fit_fail(err, "step function %s: %s", fn,
 	    why[0] != 0 ? why : pasco_strerror(err));
 }
 
@@ -130,7 +142,8 @@ schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
 	for (*n = 0; *n < nclosures; (*n)++) {
 		int64_t                left = o->steps_per_epoch - *n * spe;
 		pasco_schedule_options so   = {
-		      .repeat = (uint32_t) (left < spe ? left : spe)};
+		      .repeat      = (uint32_t) (left < spe ? left : spe),
+		      .sum_results = true};
 		int rv = pasco_schedule_with(
 		    c, o->step_function, o->args, o->nargs, &so, &rvs[*n]);
 		if (rv != PASCO_OK) {
@@ -140,32 +153,58 @@ schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
 	return PASCO_OK;
 }
 
-/* Fetches the closures' results in order, adding them into sums (loss,
- * then metrics) and reporting progress after each. */
+/* A closure's sums (loss, then metrics: want numbers) into vals and its
+ * number of steps into *steps. */
 static int
-fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
-    pasco_remote_value **rvs, int64_t n, pasco_callbacks *cbs, double *sums)
+closure_sums(const pasco_value *v, double *vals, size_t want,
+    int64_t *steps, const char *fn)
 {
-	int64_t done = 0;
+	const pasco_tensor *t = pasco_value_as_tensor(v);
+	if (t == NULL || t->rank != 1 || t->count < 2) {
+		return pasco_fit_fail(PASCO_EINTERNAL,
+		    "%s: a closure's result is not its sums and count", fn);
+	}
+	if ((size_t) t->count - 1 != want) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "%s returned %lld number%s; want %zu (the loss, then "
+		    "each metric)",
+		    fn, (long long) t->count - 1, t->count == 2 ? "" : "s",
+		    want);
+	}
+	for (size_t k = 0; k < want; k++) {
+		vals[k] = pasco_tensor_get(t, (int64_t) k);
+	}
+	*steps = (int64_t) pasco_tensor_get(t, t->count - 1);
+	return PASCO_OK;
+}
+
+/* Fetches the closures' results in order, adding them into sums (loss,
+ * then metrics) and their steps into *steps, reporting progress (the mean
+ * loss so far) after each. */
+static int
+fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
+    pasco_remote_value **rvs, int64_t n, pasco_callbacks *cbs, double *sums,
+    int64_t *steps)
+{
+	*steps = 0;
 	for (int64_t i = 0; i < n; i++) {
 		const pasco_value *v;
 		double             vals[1 + MAX_METRICS];
+		int64_t            k = 0;
 		int                rv = pasco_remote_value_fetch(rvs[i], &v);
 		if (rv != PASCO_OK) {
 			return step_failed(c, rvs[i], rv, o->step_function);
 		}
-		if ((rv = result_values(v, vals, 1 + o->nmetrics,
+		if ((rv = closure_sums(v, vals, 1 + o->nmetrics, &k,
 		         o->step_function)) != PASCO_OK) {
 			return rv;
 		}
-		for (size_t k = 0; k <= o->nmetrics; k++) {
-			sums[k] += vals[k];
+		for (size_t m = 0; m <= o->nmetrics; m++) {
+			sums[m] += vals[m];
 		}
-		done += o->steps_per_epoch - done < spe
-		            ? o->steps_per_epoch - done
-		            : spe;
-		if ((rv = pasco_callbacks_progress(
-		         cbs, done, sums[0] / (double) (i + 1))) != PASCO_OK) {
+		*steps += k;
+		if ((rv = pasco_callbacks_progress(cbs, *steps,
+		         sums[0] / (double) *steps)) != PASCO_OK) {
 			return rv;
 		}
 	}
@@ -179,6 +218,7 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 {
 	uint32_t spe = o->steps_per_execution ? o->steps_per_execution : 1;
 	int64_t  nclosures = (o->steps_per_epoch + spe - 1) / spe, n = 0;
+	int64_t  steps     = 0;
 	double   sums[1 + MAX_METRICS] = {0};
 	int64_t  start                 = pasci_now_ns();
 	pasco_remote_value **rvs = calloc((size_t) nclosures, sizeof(*rvs));
@@ -190,7 +230,7 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 	}
 	rv = schedule_epoch(c, o, spe, rvs, nclosures, &n);
 	if (rv == PASCO_OK) {
-		rv = fetch_epoch(c, o, spe, rvs, n, cbs, sums);
+		rv = fetch_epoch(c, o, rvs, n, cbs, sums, &steps);
 	}
 	if (rv == PASCO_OK && (rv = pasco_join(c)) != PASCO_OK) {
 		rv = step_failed(c, NULL, rv, o->step_function);
@@ -205,10 +245,10 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 		return rv;
 	}
 	double secs = (double) (pasci_now_ns() - start) * 1e-9;
-	rv          = pasco_logs_set(logs, "loss", sums[0] / (double) n);
+	rv          = pasco_logs_set(logs, "loss", sums[0] / (double) steps);
 	for (size_t k = 0; rv == PASCO_OK && k < o->nmetrics; k++) {
 		rv = pasco_logs_set(
-		    logs, o->metric_names[k], sums[1 + k] / (double) n);
+		    logs, o->metric_names[k], sums[1 + k] / (double) steps);
 	}
 	if (rv == PASCO_OK) {
 		rv = pasco_logs_set(logs, "steps_per_second",

@@ -3,8 +3,9 @@
  * rewrites one line in place ("\r", then erase to the end of the line)
  * at most ten times a second while an epoch runs, and ends it with the
  * epoch's logs; elsewhere (a pipe, a file, a log collector) it prints a
- * plain line every interval and one per epoch. Runs on the thread that
- * drives the callback list.
+ * plain line at each interval of an epoch that is still running (none at
+ * its start) and one at its end, so an epoch shorter than the interval
+ * prints one line. Runs on the thread that drives the callback list.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,16 +49,22 @@ progress_epoch_begin(void *user, pasco_fit_context *ctx)
 	progress_cb *p = user;
 	(void) ctx;
 	p->epoch_start = now_s();
-	p->last_print  = -INFINITY;
+	/* a terminal shows the first step at once; plain output waits an
+	 * interval, so a short epoch is one line, not two */
+	p->last_print = p->tty ? -INFINITY : p->epoch_start;
 	return PASCO_OK;
 }
 
-/* "12 s", "3 min 4 s" or "1 h 2 min". */
+/* "250 ms", "2.5 s", "12 s", "3 min 4 s" or "1 h 2 min". */
 static void
 format_duration(char *buf, size_t len, double s)
 {
 	if (!isfinite(s) || s < 0) {
 		snprintf(buf, len, "?");
+	} else if (s < 0.9995) {
+		snprintf(buf, len, "%.0f ms", s * 1e3);
+	} else if (s < 9.95) {
+		snprintf(buf, len, "%.1f s", s);
 	} else if (s < 60) {
 		snprintf(buf, len, "%.0f s", s);
 	} else if (s < 3600) {

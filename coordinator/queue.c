@@ -305,6 +305,9 @@ mark_done(closure_queue *q, size_t w, bool rider, int err, const char *msg)
 		q->error        = err;
 		q->error_source = -1; /* a closure's */
 		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
+		/* a put waiting for room raises it: nothing queued is
+		 * taken while it is pending, so no room would come */
+		pthread_cond_broadcast(&q->free_slot);
 	}
 	landed_locked(q, w, rider);
 	pthread_mutex_unlock(&q->mu);

@@ -341,6 +341,25 @@ connect_timeout_ms(const pasco_strategy_options *opts)
  * strategy to hold it then): pasco_strategy_error(NULL). */
 static _Thread_local char create_error[512];
 
+/* Whether TLS authenticates every task the chief talks to: every ps
+ * and worker address is tls+tcp, so each requires a certificate from the
+ * CA of whoever connects (mutual TLS), and no port is open to anyone. */
+static bool
+cluster_all_tls(const pasco_cluster *cluster)
+{
+	static const pasco_role roles[] = {PASCO_ROLE_PS, PASCO_ROLE_WORKER};
+	for (size_t r = 0; r < 2; r++) {
+		for (size_t i = 0; i < pasco_cluster_count(cluster, roles[r]);
+		     i++) {
+			if (!pasci_tls_url(
+			        pasco_cluster_url(cluster, roles[r], i))) {
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 int
 pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
     const pasco_strategy_options *opts)
@@ -362,7 +381,9 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 		pasci_fmt(create_error, sizeof(create_error), "out of memory");
 		return PASCO_ENOMEM;
 	}
-	pasci_cluster_key_warn_if_open();
+	if (!cluster_all_tls(cluster)) {
+		pasci_cluster_key_warn_if_open();
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	s->nps      = pasco_cluster_count(cluster, PASCO_ROLE_PS);
 	s->nworkers = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);

@@ -236,6 +236,7 @@ get_fields(header_block *hb, const Pasco__Wire__Header *w)
 	h->step              = w->step;
 	h->repeat            = w->repeat;
 	h->not_run           = w->not_run;
+	h->sum_results       = w->sum_results;
 	if (w->opt != NULL) {
 		get_optimizer(&hb->opt, w->opt);
 		h->opt = &hb->opt;

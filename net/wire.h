@@ -127,6 +127,7 @@ typedef struct pasci_wire_header {
 	int64_t                step;    /* SET_SLOTS, APPLY*, FETCH_ADD */
 	uint32_t               repeat;  /* RUN: times to call (0: 1) */
 	bool                   not_run; /* RUN reply in a batch: skipped */
+	bool                   sum_results; /* RUN: summed calls' numbers */
 	const pasci_wire_sync *sync;    /* VAR_APPLY*, VAR_FETCH_ADD */
 } pasci_wire_header;
 

@@ -445,6 +445,7 @@ pb_fields(pb_header *pb, const pasci_wire_header *h)
 	w->step              = h->step;
 	w->repeat            = h->repeat;
 	w->not_run           = h->not_run;
+	w->sum_results       = h->sum_results;
 	if (h->opt != NULL) {
 		pb_set_optimizer(&pb->opt, h->opt);
 		w->opt = &pb->opt;

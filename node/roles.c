@@ -18,6 +18,7 @@
 #include "lifecycle.h"
 #include "pasco/server.h"
 #include "ps_server.h"
+#include "tls.h"
 #include "util.h"
 #include "worker_server.h"
 
@@ -60,8 +61,10 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 	if (pasci_cluster_key(&key, NULL, 0) != 0) {
 		return PASCO_EINVAL; /* the key file is unusable: logged */
 	}
-	pasci_cluster_key_warn_if_open();
 	url = pasco_cluster_url(cluster, role, (size_t) index);
+	if (!pasci_tls_url(url)) { /* mutual TLS: only the CA's own connect */
+		pasci_cluster_key_warn_if_open();
+	}
 	if (pasci_listen_url(url, listen, sizeof(listen)) != 0) {
 		pasci_log(PASCI_LOG_ERROR, "%s %d: cannot listen at %s",
 		    pasco_role_name(role), index, url);

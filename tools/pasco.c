@@ -34,6 +34,27 @@ static const char usage_text[] =
     "  version\n"
     "         print the version\n";
 
+static const char checkpoint_usage_text[] =
+    "usage: pasco checkpoint inspect [--allow-format-1] DIR\n"
+    "  list the variables, shapes and shards of a checkpoint, and check\n"
+    "  every tensor against its checksum (exit 1 if damaged)\n"
+    "  DIR: a ckpt-<step> directory, or a directory of them\n"
+    "  --allow-format-1: also read a format-1 checkpoint, which carries\n"
+    "    no checksums (a warning says so)\n";
+
+/* --help (or -h) anywhere after `checkpoint`. */
+static bool
+asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -68,6 +89,10 @@ main(int argc, char **argv)
 		return pasco_slurm(argc, argv);
 	}
 	if (strcmp(argv[0], "checkpoint") == 0) {
+		if (asks_help(argc, argv)) {
+			fputs(checkpoint_usage_text, stdout);
+			return 0;
+		}
 		/* --allow-format-1: read a checkpoint without checksums */
 		bool allow =
 		    argc == 4 && strcmp(argv[2], "--allow-format-1") == 0;

@@ -14,6 +14,7 @@
 
 #include "call.h"
 #include "dataset_impl.h"
+#include "ops_impl.h"
 #include "registry.h"
 #include "resources.h"
 #include "rpc.h"
@@ -43,6 +44,123 @@ run_reply(pasco_call *call, const pasci_wire_msg *req)
 	return reply;
 }
 
+/* Why a step function failed: its own message (pasco_call_fail), else
+ * what an op or the data layer said on this thread during the call (a
+ * step that passes their error on as it is: the op and the shapes it got,
+ * the file and what is wrong with it), else the code's name. */
+static const char *
+run_error(const pasco_call *call, int rv)
+{
+	return call->error[0] != 0        ? call->error
+	       : pasci_ops_error[0] != 0  ? pasci_ops_error
+	       : pasci_data_error[0] != 0 ? pasci_data_error
+	                                  : pasco_strerror(rv);
+}
+
+/* A closure that sums its calls' results (sum_results): sums gets each
+ * call's n numbers added in. */
+typedef struct run_sums {
+	double *v;
+	size_t  n;
+} run_sums;
+
+/* The number of call's result at i: an element of a tensor, or a list's
+ * item that is a scalar tensor. */
+static bool
+result_number(const pasco_value *v, size_t i, double *x)
+{
+	const pasco_tensor *t = pasco_value_as_tensor(v);
+	if (t == NULL) {
+		t = pasco_value_as_tensor(pasco_value_item(v, i));
+		i = 0;
+		if (t == NULL || t->count != 1) {
+			return false;
+		}
+	}
+	*x = pasco_tensor_get(t, (int64_t) i);
+	return true;
+}
+
+static int
+sums_add(pasco_call *call, run_sums *s)
+{
+	const pasco_value  *v = call->result;
+	const pasco_tensor *t = pasco_value_as_tensor(v);
+	size_t              n = t != NULL ? (size_t) t->count
+	                        : pasco_value_kind_of(v) == PASCO_VALUE_LIST
+	                            ? pasco_value_size(v)
+	                            : 0;
+	if (n == 0 || (s->v != NULL && n != s->n)) {
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "it returned %zu number%s (%s); a closure that sums its "
+		    "calls' results needs the same count of numbers (a tensor "
+		    "or a list of scalars) from every call%s",
+		    n, n == 1 ? "" : "s",
+		    v == NULL   ? "no result"
+		    : t != NULL ? "a tensor"
+		                : "a list",
+		    s->v != NULL ? ", and its first returned more or fewer"
+		                 : "");
+	}
+	if (s->v == NULL && (s->v = calloc(n, sizeof(*s->v))) == NULL) {
+		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
+	}
+	s->n = n;
+	for (size_t i = 0; i < n; i++) {
+		double x;
+		if (!result_number(v, i, &x)) {
+			return pasco_call_fail(call, PASCO_EINVAL,
+			    "item %zu of its result is not a scalar tensor; a "
+			    "closure that sums its calls' results needs "
+			    "numbers",
+			    i);
+		}
+		s->v[i] += x;
+	}
+	return PASCO_OK;
+}
+
+/* The closure's result: the sums, then the count of calls. */
+static int
+sums_return(pasco_call *call, run_sums *s, uint32_t calls)
+{
+	pasco_tensor *t;
+	if (pasco_tensor_alloc(
+	        &t, PASCO_F64, 1, (int64_t[]){(int64_t) s->n + 1}) != 0) {
+		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		pasco_tensor_set(t, (int64_t) i, s->v[i]);
+	}
+	pasco_tensor_set(t, (int64_t) s->n, calls);
+	pasco_call_return(call, pasco_value_tensor(t));
+	return PASCO_OK;
+}
+
+/* Runs fn reps times, back to back (a packed closure): the last result is
+ * the closure's, or the sum of them all (sum); the first error ends it.
+ * *k: the calls made. */
+static int
+run_calls(
+    pasco_call *call, pasco_function fn, uint32_t reps, bool sum, uint32_t *k)
+{
+	run_sums s  = {0};
+	int      rv = PASCO_OK;
+	for (*k = 0; *k < reps && rv == 0; (*k)++) {
+		call->repetition    = *k;
+		pasci_data_error[0] = 0;
+		pasci_ops_error[0]  = 0;
+		if ((rv = fn(call)) == 0 && sum) {
+			rv = sums_add(call, &s);
+		}
+	}
+	if (rv == 0 && sum) {
+		rv = sums_return(call, &s, reps);
+	}
+	free(s.v);
+	return rv;
+}
+
 static nng_msg *
 worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 {
@@ -62,25 +180,19 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 	}
 	uint32_t reps = req->hdr->repeat > 1 ? req->hdr->repeat : 1, k = 0;
 	if ((rv = pasci_call_bind(&call, req)) == 0) {
-		/* A packed closure: the calls run back to back, the last
-		 * result is the closure's, the first error ends it. */
-		for (k = 0; k < reps && rv == 0; k++) {
-			call.repetition = k;
-			rv              = fn(&call);
-		}
+		rv = run_calls(&call, fn, reps, req->hdr->sum_results, &k);
 	}
 	if (rv != 0 && reps > 1) {
 		reply = pasci_wire_status_reply(rv,
 		    "function '%s' failed on worker %d (call %u of %u in its "
 		    "closure): %s",
 		    req->hdr->name, w->env.index, k, reps,
-		    call.error[0] ? call.error : pasco_strerror(rv));
+		    run_error(&call, rv));
 	} else if (rv != 0) {
 		reply = pasci_wire_status_reply(rv,
 		    "function '%s' failed on "
 		    "worker %d: %s",
-		    req->hdr->name, w->env.index,
-		    call.error[0] ? call.error : pasco_strerror(rv));
+		    req->hdr->name, w->env.index, run_error(&call, rv));
 	} else {
 		reply = run_reply(&call, req);
 	}

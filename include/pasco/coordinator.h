@@ -267,6 +267,15 @@ typedef struct pasco_schedule_options {
 	 * calls may run twice. pasco_call_repetition tells a call its index.
 	 * 0 and 1 mean once. */
 	uint32_t repeat;
+	/* The remote value gets, instead of the last call's result, the sum
+	 * of every call's result followed by the number of calls: an f64
+	 * tensor of n + 1 elements, where each call returns n numbers (a
+	 * tensor of n elements, or a list of n scalar tensors; the same n
+	 * every call). A call that returns something else fails the closure,
+	 * naming what it returned. This is how pasco_fit averages its
+	 * metrics over every step of packed closures (sum / count), as
+	 * Keras does with steps_per_execution. */
+	bool sum_results;
 } pasco_schedule_options;
 
 /* pasco_schedule with options (opts may be NULL: as pasco_schedule). */

@@ -1,8 +1,8 @@
 /*
  * The training loop of Keras's Model.fit under ParameterServerStrategy,
  * over the coordinator: epochs of steps_per_epoch scheduled step calls,
- * the epoch's loss and metrics (the mean of what the steps returned,
- * fetched at the epoch's end), optional exactly-once validation, and
+ * the epoch's loss and metrics (the mean over its steps of what they
+ * returned), optional exactly-once validation, and
  * callbacks at epoch granularity, as TensorFlow restricts them under this
  * strategy. The same callbacks drive a custom loop through a callback list
  * (pasco_callbacks_begin, ..._epoch_begin, ..._epoch_end, ..._end), which
@@ -205,7 +205,10 @@ int pasco_callback_early_stopping(
 typedef struct pasco_progress_options {
 	FILE *out; /* NULL: stdout */
 	/* Plain output (not a terminal): a line every interval_s seconds
-	 * while an epoch runs, and one at its end; 0 means 10 s. */
+	 * while an epoch runs (the first an interval after it starts, so
+	 * an epoch shorter than interval_s prints only its end line), and
+	 * one at its end; 0 means 10 s. Durations under a second are shown
+	 * in ms ("20/20 steps in 85 ms"). */
 	double interval_s;
 } pasco_progress_options;
 
@@ -226,15 +229,17 @@ typedef struct pasco_fit_options {
 	/* The step function and its arguments (tensors, variables,
 	 * per-worker iterators), as pasco_schedule takes them. It returns
 	 * its loss as a scalar, or a list [loss, metric_0, ...] with one
-	 * scalar per metric name. */
+	 * scalar per metric name (or a 1-D tensor of them). */
 	const char        *step_function;
 	const pasco_arg   *args;
 	size_t             nargs;
 	const char *const *metric_names;
 	size_t             nmetrics;
 	/* Steps per closure (pasco_schedule_options.repeat, Keras's
-	 * steps_per_execution); the closure's result is its last step's.
-	 * 0 means 1. */
+	 * steps_per_execution). Each closure returns the sums of its steps'
+	 * loss and metrics and its count of steps (sum_results), so the
+	 * epoch's figures are means over every step whatever K is (the last
+	 * closure of an epoch may be short). 0 means 1. */
 	uint32_t steps_per_execution;
 	/* Validation after each epoch, exactly once through
 	 * pasco_schedule_shards: validation_function runs once per shard
@@ -262,7 +267,7 @@ typedef struct pasco_history {
 /* Trains: for each epoch, callbacks' epoch_begin, steps_per_epoch steps
  * scheduled on the workers (closures of steps_per_execution steps), their
  * results fetched as they finish (progress callbacks), the epoch's logs
- * (loss and metrics: means over the closures; steps_per_second), then
+ * (loss and metrics: means over every step; steps_per_second), then
  * validation, then epoch_end. history (may be NULL) gets the epochs'
  * logs: pasco_history_fini it, also after a failure. Errors: PASCO_EINVAL
  * for bad options, a step's or validation's error (the coordinator stays

@@ -26,7 +26,11 @@
 typedef struct pasco_call pasco_call;
 
 /* A step function: returns PASCO_OK, or an error that the coordinator
- * reports from pasco_join (with the message set by pasco_call_fail). */
+ * reports from pasco_join, with the message set by pasco_call_fail; a
+ * function that returns an op's or a dataset's error as it is, without
+ * pasco_call_fail, is reported with that op's message
+ * (pasco_ops_last_error: the op, the shapes and dtypes it got) or the
+ * data layer's (pasco_dataset_last_error: the file and what is wrong). */
 typedef int (*pasco_function)(pasco_call *call);
 
 /* Registers fn under name; PASCO_FUNCTION does it at program start.

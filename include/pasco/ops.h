@@ -2,9 +2,13 @@
  * Kernels for step functions: the forward pass and the gradient of each,
  * on f32 tensors (the dtype models train in). Dense math goes through
  * OpenBLAS. Every function allocates its outputs (owned by the caller) and
- * returns PASCO_EINVAL, without output, when shapes or dtypes do not fit.
- * Losses are means over the batch, as Keras computes them, and their
- * gradients are of that mean. Thread-safe.
+ * returns PASCO_EINVAL, without output, when shapes or dtypes do not fit,
+ * with a message naming the op and what it got (pasco_ops_last_error):
+ *     matmul: [32, 64] x [10, 64]: inner dimensions 64 and 10 differ
+ * A step function that returns such an error as it is fails its closure
+ * with that message, which the coordinator reports. Losses are means over
+ * the batch, as Keras computes them, and their gradients are of that
+ * mean. Thread-safe.
  */
 #ifndef PASCO_OPS_H
 #define PASCO_OPS_H
@@ -48,19 +52,32 @@ int pasco_embedding_combine(
 int pasco_embedding_combine_grad(const pasco_tensor *dout, int64_t k,
     pasco_combiner c, pasco_tensor **drows);
 
-/* Mean squared error of pred against target (same shape). */
+/* The message of the last op that failed on this thread ("" if none):
+ * the op's name, then the shapes and dtypes it was given and what was
+ * wrong. Thread-safe (each thread has its own). */
+const char *pasco_ops_last_error(void);
+
+/* The losses take predictions (or logits) as f32 and labels as f32, f64,
+ * i32 or i64, so the labels the data layer gives (an int64 Example feature
+ * or CSV column is i64, a float one f32) go in as they are; u8 tensors,
+ * which hold bytes, are refused. Labels and predictions need the same
+ * element count (their shapes may differ: [batch] against [batch, 1]). */
+
+/* Mean squared error of pred (f32) against target (f32, f64, i32 or i64,
+ * the same element count). */
 int pasco_mse(const pasco_tensor *pred, const pasco_tensor *target,
     double *loss, pasco_tensor **dpred);
 
-/* Binary cross-entropy of probabilities (clipped to [1e-7, 1 - 1e-7] as
- * Keras does) or of logits, against labels in {0, 1} of the same count. */
+/* Binary cross-entropy of probabilities (f32, clipped to [1e-7, 1 - 1e-7]
+ * as Keras does) or of logits (f32), against labels in {0, 1} (f32, f64,
+ * i32 or i64) of the same count. */
 int pasco_binary_crossentropy(const pasco_tensor *prob,
     const pasco_tensor *labels, double *loss, pasco_tensor **dprob);
 int pasco_binary_crossentropy_logits(const pasco_tensor *logits,
     const pasco_tensor *labels, double *loss, pasco_tensor **dlogits);
 
-/* Softmax cross-entropy of logits [batch, classes] against class ids
- * (i32 or i64, [batch], each in [0, classes)). */
+/* Softmax cross-entropy of logits (f32 [batch, classes]) against class
+ * ids (i32 or i64, batch of them, each in [0, classes)). */
 int pasco_softmax_crossentropy(const pasco_tensor *logits,
     const pasco_tensor *labels, double *loss, pasco_tensor **dlogits);
 

@@ -1,19 +1,52 @@
 /*
  * Dense kernels: matmul (cblas), bias add, activations, embedding combine,
- * with gradients. f32 only; pure functions of their inputs.
+ * with gradients. f32 only; pure functions of their inputs. An error
+ * names the op and the shapes and dtypes it got (ops_impl.h).
  */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+#include "ops_impl.h"
 #include "util.h"
-#include "pasco/ops.h"
+
+/* "[32, 64]", with "^T" when transposed. */
+static const char *
+operand(char *buf, size_t len, const pasco_tensor *t, bool transposed)
+{
+	char shape[160];
+	return pasci_fmt(buf, len, "%s%s",
+	    pasci_ops_shape(shape, sizeof(shape), t), transposed ? "^T" : "");
+}
 
 static bool
-is_f32(const pasco_tensor *t, int32_t rank)
+is_activation(pasco_activation f)
 {
-	return t != NULL && t->dtype == PASCO_F32 &&
-	       (rank < 0 || t->rank == rank);
+	return f >= PASCO_RELU && f <= PASCO_TANH;
+}
+
+static int
+bad_activation(const char *op, pasco_activation f)
+{
+	return pasci_ops_fail(PASCO_EINVAL,
+	    "%s: unknown activation %d (PASCO_RELU, PASCO_SIGMOID or "
+	    "PASCO_TANH)",
+	    op, (int) f);
+}
+
+static bool
+is_combiner(pasco_combiner c)
+{
+	return c == PASCO_COMBINE_SUM || c == PASCO_COMBINE_MEAN;
+}
+
+static int
+bad_combiner(const char *op, pasco_combiner c)
+{
+	return pasci_ops_fail(PASCO_EINVAL,
+	    "%s: unknown combiner %d (PASCO_COMBINE_SUM or "
+	    "PASCO_COMBINE_MEAN)",
+	    op, (int) c);
 }
 
 static int
@@ -29,15 +62,21 @@ pasco_matmul(const pasco_tensor *a, bool ta, const pasco_tensor *b, bool tb,
 	int64_t m, k, k2, n;
 	int     rv;
 	*out = NULL;
-	if (!is_f32(a, 2) || !is_f32(b, 2)) {
-		return PASCO_EINVAL;
+	if ((rv = pasci_ops_want_f32("matmul", "a", a, 2)) != 0 ||
+	    (rv = pasci_ops_want_f32("matmul", "b", b, 2)) != 0) {
+		return rv;
 	}
 	m  = ta ? a->shape[1] : a->shape[0];
 	k  = ta ? a->shape[0] : a->shape[1];
 	k2 = tb ? b->shape[1] : b->shape[0];
 	n  = tb ? b->shape[0] : b->shape[1];
 	if (k != k2) {
-		return PASCO_EINVAL;
+		char sa[192], sb[192];
+		return pasci_ops_fail(PASCO_EINVAL,
+		    "matmul: %s x %s: inner dimensions %lld and %lld differ",
+		    operand(sa, sizeof(sa), a, ta),
+		    operand(sb, sizeof(sb), b, tb), (long long) k,
+		    (long long) k2);
 	}
 	if ((rv = pasco_tensor_alloc(out, PASCO_F32, 2, (int64_t[]){m, n})) !=
 	    0) {
@@ -59,9 +98,18 @@ pasco_bias_add(
 	int64_t rows, cols;
 	int     rv;
 	*out = NULL;
-	if (!is_f32(x, 2) || !is_f32(bias, 1) ||
-	    bias->shape[0] != x->shape[1]) {
-		return PASCO_EINVAL;
+	if ((rv = pasci_ops_want_f32("bias_add", "x", x, 2)) != 0 ||
+	    (rv = pasci_ops_want_f32("bias_add", "bias", bias, 1)) != 0) {
+		return rv;
+	}
+	if (bias->shape[0] != x->shape[1]) {
+		char sx[160], sb[160];
+		return pasci_ops_fail(PASCO_EINVAL,
+		    "bias_add: x %s + bias %s: the bias has %lld elements, x "
+		    "%lld columns",
+		    pasci_ops_shape(sx, sizeof(sx), x),
+		    pasci_ops_shape(sb, sizeof(sb), bias),
+		    (long long) bias->shape[0], (long long) x->shape[1]);
 	}
 	if ((rv = pasco_tensor_copy(out, x)) != 0) {
 		return rv;
@@ -80,8 +128,8 @@ pasco_bias_add_grad(const pasco_tensor *dy, pasco_tensor **db)
 {
 	int rv;
 	*db = NULL;
-	if (!is_f32(dy, 2)) {
-		return PASCO_EINVAL;
+	if ((rv = pasci_ops_want_f32("bias_add_grad", "dy", dy, 2)) != 0) {
+		return rv;
 	}
 	if ((rv = pasco_tensor_alloc(db, PASCO_F32, 1, dy->shape + 1)) != 0) {
 		return rv;
@@ -128,8 +176,11 @@ pasco_activate(pasco_activation f, const pasco_tensor *x, pasco_tensor **y)
 {
 	int rv;
 	*y = NULL;
-	if (!is_f32(x, -1) || f < PASCO_RELU || f > PASCO_TANH) {
-		return PASCO_EINVAL;
+	if ((rv = pasci_ops_want_f32("activate", "x", x, -1)) != 0) {
+		return rv;
+	}
+	if (!is_activation(f)) {
+		return bad_activation("activate", f);
 	}
 	if ((rv = like(x, y)) != 0) {
 		return rv;
@@ -147,9 +198,19 @@ pasco_activate_grad(pasco_activation f, const pasco_tensor *y,
 {
 	int rv;
 	*dx = NULL;
-	if (!is_f32(y, -1) || !is_f32(dy, -1) || y->count != dy->count ||
-	    f < PASCO_RELU || f > PASCO_TANH) {
-		return PASCO_EINVAL;
+	if ((rv = pasci_ops_want_f32("activate_grad", "y", y, -1)) != 0 ||
+	    (rv = pasci_ops_want_f32("activate_grad", "dy", dy, -1)) != 0) {
+		return rv;
+	}
+	if (y->count != dy->count) {
+		char sy[160], sd[160];
+		return pasci_ops_fail(PASCO_EINVAL,
+		    "activate_grad: y %s and dy %s differ in size",
+		    pasci_ops_shape(sy, sizeof(sy), y),
+		    pasci_ops_shape(sd, sizeof(sd), dy));
+	}
+	if (!is_activation(f)) {
+		return bad_activation("activate_grad", f);
 	}
 	if ((rv = like(y, dx)) != 0) {
 		return rv;
@@ -169,9 +230,12 @@ pasco_embedding_combine(
 	int64_t b, k, d;
 	int     rv;
 	*out = NULL;
-	if (!is_f32(rows, 3) ||
-	    (c != PASCO_COMBINE_SUM && c != PASCO_COMBINE_MEAN)) {
-		return PASCO_EINVAL;
+	if ((rv = pasci_ops_want_f32("embedding_combine", "rows", rows, 3)) !=
+	    0) {
+		return rv;
+	}
+	if (!is_combiner(c)) {
+		return bad_combiner("embedding_combine", c);
 	}
 	b = rows->shape[0];
 	k = rows->shape[1];
@@ -202,9 +266,17 @@ pasco_embedding_combine_grad(const pasco_tensor *dout, int64_t k,
             c == PASCO_COMBINE_MEAN && k > 0 ? 1.0f / (float) k : 1.0f;
 	int rv;
 	*drows = NULL;
-	if (!is_f32(dout, 2) || k < 0 ||
-	    (c != PASCO_COMBINE_SUM && c != PASCO_COMBINE_MEAN)) {
-		return PASCO_EINVAL;
+	if ((rv = pasci_ops_want_f32(
+	         "embedding_combine_grad", "dout", dout, 2)) != 0) {
+		return rv;
+	}
+	if (k < 0) {
+		return pasci_ops_fail(PASCO_EINVAL,
+		    "embedding_combine_grad: k is %lld; want >= 0",
+		    (long long) k);
+	}
+	if (!is_combiner(c)) {
+		return bad_combiner("embedding_combine_grad", c);
 	}
 	b = dout->shape[0];
 	d = dout->shape[1];

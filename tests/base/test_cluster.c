@@ -219,3 +219,41 @@ Test(cluster, rejects_two_tasks_at_one_address)
 	    PASCO_EINVAL);
 	cr_assert(strstr(err, "same address") != NULL, "%s", err);
 }
+
+/* A port no other task could dial (0 lets the kernel choose one), or no
+ * port at all, is refused naming the task. */
+Test(cluster, rejects_port_zero_and_out_of_range_ports_naming_the_task)
+{
+	expect_error("{\"cluster\": {\"worker\": [\"h:1\", \"h:0\"], \"ps\": "
+	             "[\"h:2\"]}}",
+	    "address 'h:0' of job 'worker' (worker 1): port 0 is out of "
+	    "range; a task's port is 1 to 65535");
+	expect_error("{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": "
+	             "[\"h:65536\"]}}",
+	    "(ps 0): port 65536 is out of range");
+	expect_error("{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": "
+	             "[\"h:99999999999999999999\"]}}",
+	    "(ps 0): port 99999999999999999999 is out of range");
+	expect_error("{\"cluster\": {\"worker\": [\"tcp://h:0\"], \"ps\": "
+	             "[\"h:2\"]}}",
+	    "address 'tcp://h:0' of job 'worker' (worker 0): port 0");
+	expect_error("{\"cluster\": {\"worker\": [\"h:1\"], \"ps\": "
+	             "[\"tls+tcp://[::1]:0\"]}}",
+	    "(ps 0): port 0 is out of range");
+	expect_error("{\"cluster\": {\"worker\": [\"tcp://h\"], \"ps\": "
+	             "[\"h:2\"]}}",
+	    "address 'tcp://h' of job 'worker' (worker 0) is not host:port");
+	/* the bounds, IPv6 and URLs without ports are taken */
+	pasco_cluster_free(parse_ok(
+	    "{\"cluster\": {\"worker\": [\"h:65535\", \"tcp://[::1]:1\"], "
+	    "\"ps\": [\"inproc://ps0\"], \"chief\": [\"tls+tcp://h:7/\"]}}"));
+	/* flags go through the same check */
+	char *argv[] = {"prog", "--ps-hosts", "h:1", "--worker-hosts", "h:0",
+	    NULL};
+	int            argc = 5;
+	pasco_cluster *c;
+	char           err[256] = "";
+	cr_assert_eq(pasco_cluster_from_args(&c, &argc, argv, err, sizeof(err)),
+	    PASCO_EINVAL, "%s", err);
+	cr_assert(strstr(err, "(worker 0): port 0") != NULL, "%s", err);
+}

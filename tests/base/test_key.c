@@ -63,6 +63,32 @@ Test(key, refuses_short_shared_or_missing_files_naming_them)
 	cr_assert(strstr(err, path) != NULL, "%s", err);
 }
 
+Test(key, refuses_zero_and_repeated_pattern_keys)
+{
+	char      path[] = "/tmp/pasco-key-XXXXXX";
+	uint8_t   zeros[16] = {0};
+	char      pattern[] = "abcabcabcabcabcabcabcabcabcabcab"; /* 3 values */
+	char      text[]    = "open sesame, open sesame, open sesame!\n";
+	pasci_key k;
+	char      err[512];
+	close(mkstemp(path));
+	write_key(path, zeros, sizeof(zeros), 0600);
+	PASCO_FAIL(pasci_key_load(&k, path, err, sizeof(err)), PASCO_EINVAL);
+	cr_assert(strstr(err, path) != NULL &&
+	              strstr(err, "16 bytes of only 1 distinct values") &&
+	              strstr(err, "/dev/urandom"),
+	    "%s", err);
+	cr_assert_eq(k.len, 0);
+	write_key(path, pattern, 32, 0600);
+	PASCO_FAIL(pasci_key_load(&k, path, err, sizeof(err)), PASCO_EINVAL);
+	cr_assert(strstr(err, "only 3 distinct values (a short pattern)"), "%s",
+	    err);
+	/* a passphrase with enough different characters is taken */
+	write_key(path, text, strlen(text), 0600);
+	PASCO_PASS(pasci_key_load(&k, path, err, sizeof(err)));
+	unlink(path);
+}
+
 Test(key, keeps_a_long_key_as_its_digest_as_hmac_would)
 {
 	char        path[] = "/tmp/pasco-key-XXXXXX";
@@ -72,7 +98,9 @@ Test(key, keeps_a_long_key_as_its_digest_as_hmac_would)
 	const void *parts[1] = {"x"};
 	size_t      n        = 1;
 	close(mkstemp(path));
-	memset(bytes, 0x5a, sizeof(bytes));
+	for (size_t i = 0; i < sizeof(bytes); i++) {
+		bytes[i] = (uint8_t) (0x5a + i * 13);
+	}
 	write_key(path, bytes, sizeof(bytes), 0600);
 	PASCO_PASS(pasci_key_load(&k, path, err, sizeof(err)));
 	unlink(path);

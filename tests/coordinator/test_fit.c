@@ -220,6 +220,60 @@ Test(fit, linear_regression_converges, .init = fixture_start,
 	pasco_history_fini(&h);
 }
 
+/* Returns [k, k * k] for call k of its closure: per-step numbers that
+ * depend on how the steps are packed. */
+PASCO_FUNCTION(repetition_step)
+{
+	double        k = pasco_call_repetition(call);
+	pasco_tensor *t;
+	PASCO_PASS(pasco_tensor_alloc(&t, PASCO_F32, 1, (int64_t[]){2}));
+	pasco_tensor_set(t, 0, k);
+	pasco_tensor_set(t, 1, k * k);
+	pasco_call_return(call, pasco_value_tensor(t));
+	return PASCO_OK;
+}
+
+/* With steps_per_execution K, an epoch's loss and metrics are means over
+ * its steps, the short last closure counting for its steps only (Keras);
+ * they were the mean of each closure's last step. */
+Test(fit, packed_steps_average_over_every_step, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	static const struct {
+		int64_t  steps;
+		uint32_t k;
+	} cases[] = {{10, 4}, {7, 3}, {5, 1}, {3, 8}};
+	const char *names[] = {"square"};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		pasco_history     h;
+		pasco_fit_options o = {.epochs = 2,
+		    .steps_per_epoch           = cases[c].steps,
+		    .steps_per_execution       = cases[c].k,
+		    .step_function             = "repetition_step",
+		    .metric_names              = names,
+		    .nmetrics                  = 1};
+		double            loss = 0, square = 0;
+		/* step s is call s % K of its closure */
+		for (int64_t s = 0; s < cases[c].steps; s++) {
+			loss += (double) (s % cases[c].k);
+			square += (double) ((s % cases[c].k) * (s % cases[c].k));
+		}
+		loss /= (double) cases[c].steps;
+		square /= (double) cases[c].steps;
+		PASCO_PASS(pasco_fit(F.c, &o, &h));
+		for (int e = 0; e < 2; e++) {
+			cr_assert_float_eq(log_of(&h.epochs[e], "loss"), loss,
+			    1e-12, "%lld steps by %u: loss %g, want %g",
+			    (long long) cases[c].steps, cases[c].k,
+			    log_of(&h.epochs[e], "loss"), loss);
+			cr_assert_float_eq(log_of(&h.epochs[e], "square"),
+			    square, 1e-12, "%lld steps by %u",
+			    (long long) cases[c].steps, cases[c].k);
+		}
+		pasco_history_fini(&h);
+	}
+}
+
 Test(fit, steps_per_epoch_is_required, .init = fixture_start,
     .fini = fixture_stop)
 {
@@ -247,6 +301,97 @@ Test(fit, steps_per_epoch_is_required, .init = fixture_start,
 	        .metric_names                     = metrics,
 	        .nmetrics                         = 1},
 	    NULL));
+}
+
+/* The fixture's directory: factories run on the workers, in this process. */
+static char missing_path[128];
+
+/* A TFRecord dataset over a file that does not exist: the dataset is
+ * built (files are opened as they are read), the first read fails. */
+PASCO_DATASET(missing_records)
+{
+	const char *files[] = {missing_path};
+	(void) ctx;
+	return pasco_dataset_tfrecord(out, files, 1, NULL);
+}
+
+/* args: an iterator. Reads one element, passing any error on as a
+ * newcomer's step does: the code alone, no message of its own. */
+PASCO_FUNCTION(read_step)
+{
+	pasco_dataset *ds;
+	pasco_value   *v;
+	int            rv;
+	if ((rv = pasco_call_iterator(call, 0, &ds)) != 0 ||
+	    (rv = pasco_dataset_next(ds, &v)) != 0) {
+		return rv;
+	}
+	pasco_value_free(v);
+	pasco_call_return(call, pasco_value_tensor(test_scalar(PASCO_F32, 1)));
+	return PASCO_OK;
+}
+
+Test(fit, a_step_failing_while_the_epoch_is_scheduled_reports_its_cause,
+    .init = fixture_start, .fini = fixture_stop)
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	/* a queue of one: scheduling the epoch's 20 closures waits for
+	 * room, and the first failure is raised by pasco_schedule */
+	pasco_coordinator_destroy(F.c);
+	PASCO_PASS(pasco_coordinator_create(&F.c, F.s,
+	    &(pasco_coordinator_options){.window = 1, .queue_size = 1}));
+	snprintf(
+	    missing_path, sizeof(missing_path), "%s/no-such.tfrecord", F.dir);
+	PASCO_PASS(
+	    pasco_per_worker_dataset_create(&d, F.c, "missing_records"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	pasco_arg         arg = pasco_arg_iterator(it);
+	pasco_fit_options o   = {.epochs = 1,
+	      .steps_per_epoch           = 20,
+	      .step_function             = "read_step",
+	      .args                      = &arg,
+	      .nargs                     = 1};
+	PASCO_FAIL(pasco_fit(F.c, &o, NULL), PASCO_ENOTFOUND);
+	const char *why = pasco_fit_error();
+	cr_assert(strstr(why, "step function read_step: ") == why, "%s", why);
+	cr_assert(
+	    strstr(why, "function 'read_step' failed on worker ") != NULL,
+	    "%s", why);
+	cr_assert(strstr(why, missing_path) != NULL, "%s", why);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+}
+
+/* Multiplies a [32, 64] batch by a [10, 64] weight it forgot to
+ * transpose, passing the op's error on as it is. */
+PASCO_FUNCTION(bad_matmul_step)
+{
+	pasco_tensor *x, *w, *y;
+	int           rv;
+	(void) call;
+	PASCO_PASS(pasco_tensor_alloc(&x, PASCO_F32, 2, (int64_t[]){32, 64}));
+	PASCO_PASS(pasco_tensor_alloc(&w, PASCO_F32, 2, (int64_t[]){10, 64}));
+	rv = pasco_matmul(x, false, w, false, &y);
+	pasco_tensor_release(x);
+	pasco_tensor_release(w);
+	pasco_tensor_release(y);
+	return rv;
+}
+
+Test(fit, an_op_error_in_a_step_reaches_the_chief, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	pasco_fit_options o = {.epochs = 1,
+	    .steps_per_epoch           = 4,
+	    .step_function             = "bad_matmul_step"};
+	PASCO_FAIL(pasco_fit(F.c, &o, NULL), PASCO_EINVAL);
+	cr_assert(strstr(pasco_fit_error(),
+	              "function 'bad_matmul_step' failed on worker ") != NULL &&
+	              strstr(pasco_fit_error(),
+	                  ": matmul: [32, 64] x [10, 64]: inner dimensions 64 "
+	                  "and 10 differ") != NULL,
+	    "%s", pasco_fit_error());
 }
 
 /* A user callback that records what it sees. */
@@ -570,34 +715,68 @@ fit_with_progress(FILE *f, double interval)
 	pasco_callbacks_free(cbs);
 }
 
-Test(fit, progress_prints_plain_lines_on_a_pipe, .init = fixture_start,
-    .fini = fixture_stop)
+/* What a 2-epoch fit with a plain progress display at interval prints:
+ * into text (len bytes); returns the number of lines. */
+static int
+plain_progress(double interval, char *text, size_t len)
 {
-	int   fds[2];
-	char  text[8192];
+	int   fds[2], lines = 0;
 	FILE *f;
 	cr_assert(pipe(fds) == 0);
 	cr_assert((f = fdopen(fds[1], "w")) != NULL);
-	fit_with_progress(f, 3600);
+	fit_with_progress(f, interval);
 	fclose(f);
-	ssize_t n = read(fds[0], text, sizeof(text) - 1);
+	ssize_t n = read(fds[0], text, len - 1);
 	close(fds[0]);
 	cr_assert(n > 0);
 	text[n] = 0;
 	cr_assert(strchr(text, '\r') == NULL, "%s", text);
-	/* the first progress call of each epoch, then the epoch's line */
-	cr_assert(
-	    strstr(text, "Epoch 1/2: step 1/6, loss ") != NULL, "%s", text);
+	for (char *p = text; (p = strchr(p, '\n')) != NULL; p++) {
+		lines++;
+	}
+	return lines;
+}
+
+/* Every "steps in D" says D in ms under a second: never "in 0 s". */
+static void
+assert_durations_readable(const char *text)
+{
+	for (const char *p = text; (p = strstr(p, "steps in ")) != NULL;
+	     p++) {
+		double v;
+		char   unit[4];
+		cr_assert(sscanf(p, "steps in %lf %3[a-z]", &v, unit) == 2, "%s",
+		    text);
+		if (strcmp(unit, "ms") == 0) {
+			cr_assert(v >= 0 && v < 1000, "%s", text);
+		} else {
+			cr_assert(strncmp(unit, "s", 1) == 0 && v >= 1,
+			    "a duration under 1 s not in ms: %s", text);
+		}
+	}
+}
+
+Test(fit, progress_prints_plain_lines_on_a_pipe, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	char text[8192];
+	/* an epoch shorter than the interval: its end line alone (the
+	 * first step's line was printed at each epoch's start) */
+	int lines = plain_progress(3600, text, sizeof(text));
+	cr_assert(strstr(text, "step 1/6") == NULL, "%s", text);
 	cr_assert(
 	    strstr(text, "Epoch 1/2: 6/6 steps in ") != NULL, "%s", text);
 	cr_assert(
 	    strstr(text, "Epoch 2/2: 6/6 steps in ") != NULL, "%s", text);
 	cr_assert(strstr(text, ", val_loss ") != NULL, "%s", text);
-	int lines = 0;
-	for (char *p = text; (p = strchr(p, '\n')) != NULL; p++) {
-		lines++;
-	}
-	cr_assert_eq(lines, 4, "%s", text);
+	cr_assert_eq(lines, 2, "%s", text);
+	assert_durations_readable(text);
+	/* an interval shorter than a step: a line after steps too */
+	lines = plain_progress(1e-9, text, sizeof(text));
+	cr_assert(strstr(text, "Epoch 1/2: step 6/6, loss ") != NULL, "%s",
+	    text);
+	cr_assert(lines > 2, "%s", text);
+	assert_durations_readable(text);
 }
 
 Test(fit, progress_updates_one_line_on_a_terminal, .init = fixture_start,

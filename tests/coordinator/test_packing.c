@@ -123,6 +123,69 @@ Test(packing, the_first_failing_call_ends_the_closure_and_is_named)
 	stop();
 }
 
+/* args: f32 n. Returns [k, k * k] for call k, or, from its call n on, a
+ * single number (a result of another size). */
+PASCO_FUNCTION(pair_call)
+{
+	const pasco_tensor *n;
+	pasco_tensor       *t;
+	double              k = pasco_call_repetition(call);
+	int                 rv;
+	if ((rv = pasco_call_tensor(call, 0, &n)) != 0) {
+		return rv;
+	}
+	if (k >= pasco_tensor_get(n, 0)) {
+		pasco_call_return(
+		    call, pasco_value_tensor(test_scalar(PASCO_F32, k)));
+		return PASCO_OK;
+	}
+	PASCO_PASS(pasco_tensor_alloc(&t, PASCO_F32, 1, (int64_t[]){2}));
+	pasco_tensor_set(t, 0, k);
+	pasco_tensor_set(t, 1, k * k);
+	pasco_call_return(call, pasco_value_tensor(t));
+	return PASCO_OK;
+}
+
+Test(packing, a_closure_that_sums_returns_the_sums_and_its_calls)
+{
+	pasco_remote_value    *rv;
+	const pasco_value     *out;
+	pasco_schedule_options o = {.repeat = 4, .sum_results = true};
+	start(1);
+	pasco_tensor *never = test_scalar(PASCO_F32, 100);
+	pasco_arg     arg   = pasco_arg_tensor(never);
+	PASCO_PASS(pasco_schedule_with(coord, "pair_call", &arg, 1, &o, &rv));
+	PASCO_PASS(pasco_remote_value_fetch(rv, &out));
+	const pasco_tensor *t = pasco_value_as_tensor(out);
+	cr_assert(t != NULL && t->dtype == PASCO_F64 && t->count == 3);
+	cr_assert_eq(pasco_tensor_get(t, 0), 0 + 1 + 2 + 3);
+	cr_assert_eq(pasco_tensor_get(t, 1), 0 + 1 + 4 + 9);
+	cr_assert_eq(pasco_tensor_get(t, 2), 4); /* calls */
+	pasco_remote_value_free(rv);
+	/* once (repeat 0): that call's numbers and 1 */
+	o.repeat = 0;
+	PASCO_PASS(pasco_schedule_with(coord, "pair_call", &arg, 1, &o, &rv));
+	PASCO_PASS(pasco_remote_value_fetch(rv, &out));
+	t = pasco_value_as_tensor(out);
+	cr_assert(t != NULL && t->count == 3 && pasco_tensor_get(t, 2) == 1);
+	pasco_remote_value_free(rv);
+	pasco_tensor_release(never);
+	/* a call that returns another count of numbers fails the closure */
+	pasco_tensor *at_two = test_scalar(PASCO_F32, 2);
+	arg                  = pasco_arg_tensor(at_two);
+	o.repeat             = 4;
+	PASCO_PASS(pasco_schedule_with(coord, "pair_call", &arg, 1, &o, &rv));
+	PASCO_FAIL(pasco_remote_value_fetch(rv, &out), PASCO_EINVAL);
+	cr_assert(strstr(pasco_remote_value_error(rv),
+	              "(call 3 of 4 in its closure): it returned 1 number (a "
+	              "tensor)") != NULL,
+	    "%s", pasco_remote_value_error(rv));
+	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
+	pasco_remote_value_free(rv);
+	pasco_tensor_release(at_two);
+	stop();
+}
+
 /* Automatic batching: with the window full and closures queued, they go
  * to the worker together; each keeps its own result, error and
  * cancellation. */

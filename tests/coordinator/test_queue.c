@@ -390,3 +390,35 @@ Test(queue, a_later_error_that_says_more_replaces_the_pending_one)
 	PASCO_PASS(pasci_queue_done(&q, &done, msg, sizeof(msg)));
 	pasci_queue_fini(&q);
 }
+
+static void *
+fails_later(void *arg)
+{
+	(void) arg;
+	usleep(150 * 1000); /* the put is waiting for room by then */
+	pasci_queue_mark_failed(&q, 0, PASCO_ENOTFOUND, "no such file: x");
+	return NULL;
+}
+
+/* A put waiting for room in a full queue raises the error of a closure
+ * that fails meanwhile: nothing queued is taken while an error is
+ * pending, so room never comes (it waited forever). */
+Test(queue, a_put_waiting_for_room_raises_a_new_error)
+{
+	char                msg[64];
+	pasco_remote_value *rv2;
+	pthread_t           th;
+	setup(1, 1, 1);
+	PASCO_PASS(pasci_queue_put(&q, make(NULL), msg, sizeof(msg)));
+	pasci_closure_free(get(0)); /* in flight: the window is full */
+	PASCO_PASS(pasci_queue_put(&q, make(&rv2), msg, sizeof(msg)));
+	pthread_create(&th, NULL, fails_later, NULL);
+	closure *c3 = make(NULL);
+	PASCO_FAIL(pasci_queue_put(&q, c3, msg, sizeof(msg)), PASCO_ENOTFOUND);
+	cr_assert_str_eq(msg, "no such file: x");
+	pthread_join(th, NULL);
+	pasci_closure_cancel(c3);
+	expect_cancelled(rv2);
+	PASCO_PASS(pasci_queue_wait(&q, msg, sizeof(msg)));
+	pasci_queue_fini(&q);
+}

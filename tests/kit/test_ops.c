@@ -3,6 +3,7 @@
 #include "helpers.h"
 
 #include <math.h>
+#include <string.h>
 
 TestSuite(ops, .timeout = 20);
 
@@ -338,4 +339,154 @@ Test(ops, l2_penalty_and_its_gradient)
 	check_grad(l2_obj, NULL, w, g, "l2");
 	pasco_tensor_release(w);
 	pasco_tensor_release(g);
+}
+
+/* Each op's error names the op and what it was given. */
+Test(ops, errors_name_the_op_and_the_shapes_and_dtypes)
+{
+	pasco_tensor *a = rnd(2, (int64_t[]){32, 64}, 15, -1, 1);
+	pasco_tensor *b = rnd(2, (int64_t[]){10, 64}, 16, -1, 1);
+	pasco_tensor *p = rnd(1, (int64_t[]){32}, 17, 0.1, 0.9);
+	pasco_tensor *bias, *ids, *ids10, *bytes, *out;
+	double        loss;
+	PASCO_PASS(pasco_tensor_alloc(&bias, PASCO_F32, 1, (int64_t[]){10}));
+	PASCO_PASS(pasco_tensor_alloc(&ids10, PASCO_I32, 1, (int64_t[]){10}));
+	PASCO_PASS(pasco_tensor_alloc(&ids, PASCO_I32, 1, (int64_t[]){32}));
+	PASCO_PASS(pasco_tensor_alloc(&bytes, PASCO_U8, 1, (int64_t[]){32}));
+	static const struct {
+		int         which;
+		const char *want;
+	} cases[] = {
+	    {0, "matmul: [32, 64] x [10, 64]: inner dimensions 64 and 10 "
+	        "differ"},
+	    {1, "matmul: [32, 64]^T x [10, 64]^T: inner dimensions 32 and "
+	        "64 differ"},
+	    {2, "matmul: b is i32 [32]; want f32 of rank 2"},
+	    {3, "bias_add: x [32, 64] + bias [10]: the bias has 10 elements, "
+	        "x 64 columns"},
+	    {4, "activate: unknown activation 9 (PASCO_RELU, PASCO_SIGMOID "
+	        "or PASCO_TANH)"},
+	    {5, "embedding_combine: rows is f32 [32, 64]; want f32 of rank "
+	        "3"},
+	    {6, "mse: pred [32, 64] against labels f32 [10, 64]: their "
+	        "element counts differ"},
+	    {7, "binary_crossentropy: the labels are u8 [32]; want f32, f64, "
+	        "i32 or i64 (u8 tensors hold bytes)"},
+	    {8, "softmax_crossentropy: logits [32, 64] against labels i32 "
+	        "[10]: want one label per row"},
+	    {9, "softmax_crossentropy: the labels are f32 [10]; want class "
+	        "ids, i32 or i64"},
+	    {10, "activate_grad: y [32, 64] and dy [10, 64] differ in size"},
+	    {11, "softmax_crossentropy: label 70 (row 3) is not a class of "
+	         "[0, 64)"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rv = PASCO_OK;
+		out    = NULL;
+		switch (cases[i].which) {
+		case 0:
+			rv = pasco_matmul(a, false, b, false, &out);
+			break;
+		case 1:
+			rv = pasco_matmul(a, true, b, true, &out);
+			break;
+		case 2:
+			rv = pasco_matmul(a, false, ids, false, &out);
+			break;
+		case 3:
+			rv = pasco_bias_add(a, bias, &out);
+			break;
+		case 4:
+			rv = pasco_activate((pasco_activation) 9, a, &out);
+			break;
+		case 5:
+			rv = pasco_embedding_combine(
+			    a, PASCO_COMBINE_SUM, &out);
+			break;
+		case 6:
+			rv = pasco_mse(a, b, &loss, &out);
+			break;
+		case 7:
+			rv =
+			    pasco_binary_crossentropy(ids, bytes, &loss, &out);
+			if (rv == PASCO_EINVAL) { /* ids is i32: first that */
+				cr_assert(strstr(pasco_ops_last_error(),
+				              "binary_crossentropy: prob is "
+				              "i32 [32]; "
+				              "want f32") != NULL,
+				    "%s", pasco_ops_last_error());
+			}
+			rv = pasco_binary_crossentropy(p, bytes, &loss, &out);
+			break;
+		case 8:
+			rv = pasco_softmax_crossentropy(a, ids10, &loss, &out);
+			break;
+		case 9:
+			rv = pasco_softmax_crossentropy(b, bias, &loss, &out);
+			break;
+		case 10:
+			rv = pasco_activate_grad(PASCO_RELU, a, b, &out);
+			break;
+		case 11:
+			pasco_tensor_set(ids10, 3, 70);
+			rv = pasco_softmax_crossentropy(b, ids10, &loss, &out);
+			break;
+		}
+		cr_assert_eq(
+		    rv, PASCO_EINVAL, "case %zu: %s", i, pasco_errname(rv));
+		cr_assert_null(out);
+		cr_assert(strstr(pasco_ops_last_error(), cases[i].want) ==
+		              pasco_ops_last_error(),
+		    "case %zu: got \"%s\"\nwant \"%s\"", i,
+		    pasco_ops_last_error(), cases[i].want);
+	}
+	pasco_tensor *all[] = {a, b, p, bias, ids, ids10, bytes};
+	for (int i = 0; i < 7; i++) {
+		pasco_tensor_release(all[i]);
+	}
+}
+
+/* Labels as the data layer gives them (an int64 Example feature is i64),
+ * or i32, f64: the same loss and gradient as f32 labels. */
+Test(ops, integer_labels_give_the_float_labels_result)
+{
+	static const double      y[]      = {1, 0, 1, 1, 0, 0, 1, 0};
+	static const pasco_dtype dtypes[] = {PASCO_I64, PASCO_I32, PASCO_F64};
+	pasco_tensor            *p = rnd(1, (int64_t[]){8}, 18, 0.05, 0.95);
+	pasco_tensor            *logits = rnd(2, (int64_t[]){8, 1}, 19, -3, 3);
+	pasco_tensor            *fl;
+	PASCO_PASS(pasco_tensor_alloc(&fl, PASCO_F32, 1, (int64_t[]){8}));
+	for (int i = 0; i < 8; i++) {
+		pasco_tensor_set(fl, i, y[i]);
+	}
+	for (int kind = 0; kind < 3; kind++) {
+		pasco_tensor *x  = kind == 2 ? logits : p, *g0, *g1, *lab;
+		double        l0 = NAN, l1 = NAN;
+		int (*fn)(const pasco_tensor *, const pasco_tensor *, double *,
+		    pasco_tensor **) = kind == 0 ? pasco_binary_crossentropy
+		                       : kind == 1
+		                           ? pasco_mse
+		                           : pasco_binary_crossentropy_logits;
+		PASCO_PASS(fn(x, fl, &l0, &g0));
+		for (size_t d = 0; d < 3; d++) {
+			PASCO_PASS(pasco_tensor_alloc(
+			    &lab, dtypes[d], 1, (int64_t[]){8}));
+			for (int i = 0; i < 8; i++) {
+				pasco_tensor_set(lab, i, y[i]);
+			}
+			PASCO_PASS(fn(x, lab, &l1, &g1));
+			cr_assert_eq(l1, l0,
+			    "loss %d, labels %s: %.17g != %.17g", kind,
+			    pasco_dtype_name(dtypes[d]), l1, l0);
+			cr_assert_eq(memcmp(g1->data, g0->data, g0->nbytes), 0,
+			    "gradient %d, labels %s", kind,
+			    pasco_dtype_name(dtypes[d]));
+			pasco_tensor_release(g1);
+			pasco_tensor_release(lab);
+		}
+		pasco_tensor_release(g0);
+	}
+	pasco_tensor_release(p);
+	pasco_tensor_release(logits);
+	pasco_tensor_release(fl);
 }

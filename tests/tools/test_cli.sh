@@ -67,6 +67,9 @@ good "pasco --version" "^pasco $VERSION\$" "$PASCO" --version
 good "pasco version" "^pasco $VERSION\$" "$PASCO" version
 good "pasco launch --help" '^usage: pasco launch' "$PASCO" launch --help
 good "pasco launch --version" "^pasco $VERSION\$" "$PASCO" launch --version
+good "pasco checkpoint --help" '^usage: pasco checkpoint' "$PASCO" checkpoint --help
+good "pasco checkpoint inspect --help" '^usage: pasco checkpoint' \
+	"$PASCO" checkpoint inspect --help
 bad "pasco --wrokers" "'--wrokers'" "$PASCO" --wrokers 2
 bad "pasco frob" "'frob'" "$PASCO" frob
 bad "pasco with no command" "no command" "$PASCO"

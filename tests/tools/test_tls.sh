@@ -1,7 +1,9 @@
 #!/bin/sh
 # TLS (tls+tcp:// addresses, net/tls.c) with real processes on loopback and
 # certificates made here with openssl:
-#  1. a cluster over mutual TLS trains the linear regression (w 0.8, b 1);
+#  1. a cluster over mutual TLS trains the linear regression (w 0.8, b 1),
+#     and no task says it is "open to anyone" (TLS authenticates peers;
+#     a plain tcp ps without a key does say it);
 #  4. its ps opened no bulk port (one listening socket, and says why);
 #  2. a chief whose certificate comes from another CA is refused: it fails
 #     within 20 s naming TLS, and the ps and the worker log the refusal;
@@ -122,6 +124,12 @@ else
 fi
 cp "$tmp/ps.log" "$tmp/ps.log.tls"
 stop_tasks
+open=$(grep -l 'open to anyone' "$tmp/ps.log.tls" "$tmp/w.log" "$tmp/chief.out")
+if [ -z "$open" ]; then
+	ok "no task under mutual TLS warns that the cluster is open to anyone"
+else
+	fail "under mutual TLS, open to anyone: $open: $(grep -h 'open to anyone' $open | head -1)"
+fi
 # the same count for a plain tcp ps: its port and its bulk port
 PASCO_LOG=info TF_CONFIG=$(tf_config ps "$1" "$2" "$3" | sed 's/tls+tcp/tcp/g') \
 	"$linreg" 2> "$tmp/ps.log" &
@@ -132,6 +140,11 @@ nplain=$(listeners "$ps_pid")
 kill "$ps_pid"
 wait "$ps_pid" 2> /dev/null
 pids=""
+if grep -q 'open to anyone' "$tmp/ps.log"; then
+	ok "a plain tcp ps without a key warns that it is open to anyone"
+else
+	fail "a plain tcp ps without a key: no warning: $(head -3 "$tmp/ps.log")"
+fi
 if [ "$nl" = 1 ] && [ "$nplain" = 2 ] && grep -q 'TLS, so no bulk port' "$tmp/ps.log.tls"; then
 	ok "a tls+tcp ps opened no bulk port (1 listening socket; 2 over tcp) and says so"
 else
