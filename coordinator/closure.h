@@ -36,9 +36,10 @@ typedef struct closure {
 	uint64_t                   resource; /* CREATE, RELEASE */
 	uint32_t                   repeat;   /* RUN: calls per closure */
 	bool                       small;    /* RUN: may ride in a batch */
-	uint64_t        ps_epoch; /* RUN: ps recovery epoch at send */
-	uint32_t        ps_holds; /* RUN: retries held back */
-	struct closure *next;     /* queue link */
+	uint64_t        ps_epoch;  /* RUN: ps recovery epoch at send */
+	uint32_t        ps_holds;  /* RUN: retries held back */
+	int64_t         queued_ns; /* RUN: when it last entered the queue */
+	struct closure *next;      /* queue link */
 } closure;
 
 /* Frees c and drops what it holds. NULL is a no-op. */

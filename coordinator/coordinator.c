@@ -63,6 +63,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	c->last_finish_ms = pasci_now_ms();
 	c->max_batch =
 	    opts != NULL && opts->max_batch > 0 ? opts->max_batch : 32;
+	c->fetches = pasci_counter_new(); /* NULL: fetches are not counted */
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->watchdog_cv, NULL);
 	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
@@ -81,6 +82,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		    "has a coordinator (there is one per strategy)");
 		pthread_mutex_unlock(&s->mu);
 		pasci_queue_fini(&c->q);
+		pasci_counter_release(c->fetches);
 		free(c->dispatchers);
 		pthread_cond_destroy(&c->watchdog_cv);
 		pthread_mutex_destroy(&c->mu);
@@ -111,6 +113,8 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	c->s->coord = NULL; /* no more connection callbacks */
 	pthread_mutex_unlock(&c->s->mu);
 	pasci_dispatch_stop(c);
+	pasci_metrics_log(c, PASCI_LOG_INFO, "at shutdown");
+	pasci_counter_release(c->fetches);
 	/* Iterators the user did not free: nothing else refers to them. */
 	while (c->iterators != NULL) {
 		pasco_per_worker_iterator *it = c->iterators;
@@ -227,6 +231,7 @@ pasco_schedule_with(pasco_coordinator *c, const char *fn,
 			set_error(c, "out of memory");
 			return PASCO_ENOMEM;
 		}
+		pasci_remote_value_count_fetches(rv, c->fetches);
 		pasci_remote_value_hold(rv);
 		cl->rv = rv;
 	}
@@ -248,6 +253,7 @@ pasco_join(pasco_coordinator *c)
 	char msg[1024] = "";
 	int  err       = pasci_queue_wait(&c->q, msg, sizeof(msg));
 	set_error(c, err != 0 ? msg : "");
+	pasci_metrics_log(c, PASCI_LOG_DEBUG, "after join");
 	return err;
 }
 

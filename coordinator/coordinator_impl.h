@@ -72,6 +72,23 @@ int pasci_strategy_sync_options(
 void pasci_coordinator_worker_state(
     pasco_coordinator *c, size_t w, bool up, uint64_t incarnation);
 
+/* A shared counter (metrics.c): a coordinator's count that objects
+ * outliving it (remote values) may still bump. Atomic; freed with the
+ * last reference. */
+typedef struct pasci_counter {
+	uint64_t n;
+	int32_t  refs;
+} pasci_counter;
+
+pasci_counter *pasci_counter_new(void); /* NULL when out of memory */
+void           pasci_counter_hold(pasci_counter *n);
+void           pasci_counter_release(pasci_counter *n); /* NULL: no-op */
+void           pasci_counter_add(pasci_counter *n, uint64_t k);
+uint64_t       pasci_counter_get(pasci_counter *n); /* NULL: 0 */
+
+/* Logs c's metrics (pasco_coordinator_metrics_read) at level, after what. */
+void pasci_metrics_log(pasco_coordinator *c, int level, const char *what);
+
 /* Remote values. */
 pasco_remote_value *pasci_remote_value_new(void);
 void                pasci_remote_value_hold(pasco_remote_value *rv);
@@ -79,6 +96,9 @@ void                pasci_remote_value_hold(pasco_remote_value *rv);
  * wins. */
 void pasci_remote_value_set(pasco_remote_value *rv, pasco_value *value);
 void pasci_remote_value_fail(pasco_remote_value *rv, int err, const char *msg);
+/* Counts rv's successful fetches in n (held); call before rv is shared. */
+void pasci_remote_value_count_fetches(
+    pasco_remote_value *rv, pasci_counter *n);
 
 /* Per-worker iterators. */
 struct pasco_per_worker_dataset {
@@ -127,6 +147,7 @@ struct pasco_coordinator {
 	int64_t         last_finish_ms; /* atomic */
 	uint64_t        watchdog_count; /* atomic */
 	uint64_t        next_id;        /* atomic */
+	pasci_counter  *fetches;        /* metrics.c; may be NULL */
 	pthread_mutex_t mu;
 	/* Protected by mu. */
 	bool                       stopping;

@@ -588,6 +588,8 @@ watchdog_main(void *arg)
 			    (long long) c->watchdog_ms, state);
 			__atomic_add_fetch(
 			    &c->watchdog_count, 1, __ATOMIC_RELAXED);
+			pasci_metrics_log(
+			    c, PASCI_LOG_WARN, "at the watchdog");
 			note_finish(
 			    c); /* the next report after another period */
 		}

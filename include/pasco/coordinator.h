@@ -294,8 +294,43 @@ int pasco_join(pasco_coordinator *c);
  * an error is pending, which it raises as pasco_join does. */
 int pasco_done(pasco_coordinator *c, bool *done);
 
-/* How many times the watchdog has fired. */
+/* How many times the watchdog has fired. Its report, a warning, reads
+ * "watchdog: no closure finished for <timeout> ms: <n> queued, <n> in
+ * flight; worker <i> up|down, <n> in flight; ..." followed by the metrics
+ * line below; the watchdog thread ends with pasco_coordinator_destroy. */
 uint64_t pasco_coordinator_watchdog_count(const pasco_coordinator *c);
+
+/* What the coordinator has done since it was created (TensorFlow's
+ * coordinator metrics). Counts are of scheduled closures (pasco_schedule),
+ * not of per-worker resource operations. */
+typedef struct pasco_coordinator_metrics {
+	uint64_t scheduled;  /* accepted by pasco_schedule */
+	uint64_t dispatched; /* sent to a worker, each retry again */
+	uint64_t succeeded;  /* finished without an error */
+	uint64_t failed;     /* finished with an error (the function's, or
+	                      * its input's) */
+	uint64_t retried;    /* put back after their worker failed, or a ps
+	                      * they used was recovered */
+	uint64_t cancelled;  /* never run: cancelled by an earlier error, or
+	                      * by pasco_coordinator_destroy */
+	uint64_t fetches;    /* pasco_remote_value_fetch calls that returned
+	                      * a value, on remote values of this coordinator */
+	uint64_t queued;     /* queued now */
+	uint64_t inflight;   /* in flight now */
+	/* Time closures waited in the queue before being sent (a retried one
+	 * is counted again from its return to the queue), summed over the
+	 * `dispatched` sends, and the longest, in microseconds. */
+	uint64_t queue_time_us_total;
+	uint64_t queue_time_us_max;
+	uint64_t watchdog_reports; /* as pasco_coordinator_watchdog_count */
+} pasco_coordinator_metrics;
+
+/* Fills *out with c's metrics. They are also logged: at debug level
+ * (PASCO_LOG=3) after each pasco_join, at info level when c is destroyed,
+ * and with every watchdog report, as one line starting "coordinator
+ * metrics". Thread-safe. */
+void pasco_coordinator_metrics_read(
+    pasco_coordinator *c, pasco_coordinator_metrics *out);
 
 /* The message of the error that pasco_schedule, pasco_join or pasco_done
  * on c last returned to the calling thread ("" if none, or if this

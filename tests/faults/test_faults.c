@@ -241,6 +241,13 @@ Test(faults, worker_preemption_mid_function) /* 54 */
 	set_scalar(m.flag, 0);
 	PASCO_PASS(pasco_join(f.c));
 	cr_assert_geq(test_read_scalar(m.iterations), 6);
+	/* the killed worker's closures were retried, and the metrics say so */
+	pasco_coordinator_metrics cm;
+	pasco_coordinator_metrics_read(f.c, &cm);
+	cr_assert_geq(cm.retried, 1);
+	cr_assert_eq(cm.scheduled, 6);
+	cr_assert_eq(cm.succeeded, 6);
+	cr_assert_eq(cm.dispatched, 6 + cm.retried);
 	model_free(&m);
 	stop();
 }
