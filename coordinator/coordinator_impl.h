@@ -35,6 +35,8 @@ typedef struct task_link {
 	pasci_rpc_client *client;
 	uint64_t          incarnation;   /* ps: the first seen; under s->mu */
 	int               ping_inflight; /* atomic */
+	int hb_dropped; /* atomic: the link was last dropped for missing
+	                 * heartbeats (health.c says so); cleared when up */
 } task_link;
 
 struct pasco_strategy {

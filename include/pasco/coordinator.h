@@ -124,6 +124,27 @@ const char *pasco_strategy_error(const pasco_strategy *s);
  * there was none. Thread-safe. */
 uint64_t pasco_strategy_ps_recoveries(pasco_strategy *s, int64_t *last_step);
 
+/* One task's health, as the strategy sees it (TensorFlow's
+ * get_task_states). */
+typedef struct pasco_task_health {
+	pasco_role role;  /* PASCO_ROLE_WORKER or PASCO_ROLE_PS */
+	int32_t    index; /* within its role */
+	/* Connected, and answering: a task that misses heartbeat_misses
+	 * heartbeats in a row (a process stopped, hung, or cut off while its
+	 * TCP connection stays open) is down until it answers again. */
+	bool       up;
+	uint64_t   incarnation; /* the process answering; 0 when down */
+	char       why[256];    /* when down: why, e.g. "no heartbeat answer
+	                         * (alive but hung?)", "not connected" */
+} pasco_task_health;
+
+/* The health of every task: the workers in index order, then the ps
+ * tasks, into out (room for cap; cap may be 0). Returns the number of
+ * tasks, num_workers + num_ps, whatever cap is. Never blocks on a task:
+ * it reports what connections and heartbeats last said. Thread-safe. */
+size_t pasco_strategy_health(
+    pasco_strategy *s, pasco_task_health *out, size_t cap);
+
 /* Number of ps tasks and workers. */
 size_t pasco_strategy_num_ps(const pasco_strategy *s);
 size_t pasco_strategy_num_workers(const pasco_strategy *s);
