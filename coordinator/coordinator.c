@@ -31,6 +31,12 @@ set_error(pasco_coordinator *c, const char *msg)
 	pasci_fmt(last_error.msg, sizeof(last_error.msg), "%s", msg);
 }
 
+void
+pasci_coordinator_set_error(pasco_coordinator *c, const char *msg)
+{
+	set_error(c, msg);
+}
+
 const char *
 pasco_coordinator_error(const pasco_coordinator *c)
 {
@@ -151,16 +157,23 @@ capture_arg(pasco_coordinator *c, closure_arg *dst, const pasco_arg *a,
 		}
 		return PASCO_OK;
 	case PASCO_ARG_ITERATOR:
-		if (a->u.iterator == NULL || a->u.iterator->coord != c) {
+	case PASCO_ARG_PER_WORKER_VARIABLE: /* an iterator, to the queue */
+		dst->kind     = PASCO_ARG_ITERATOR;
+		dst->iterator = a->kind == PASCO_ARG_ITERATOR
+		                    ? a->u.iterator
+		                    : (a->u.per_worker_variable != NULL
+		                              ? a->u.per_worker_variable->it
+		                              : NULL);
+		if (dst->iterator == NULL || dst->iterator->coord != c) {
+			dst->iterator = NULL;
 			break;
 		}
-		dst->iterator = a->u.iterator;
 		pasci_iterator_hold(dst->iterator);
 		return PASCO_OK;
 	}
 	pasci_fmt(err, len,
 	    "argument %zu is NULL, of unknown kind %d, or an "
-	    "iterator of another coordinator",
+	    "iterator or per-worker variable of another coordinator",
 	    i, (int) a->kind);
 	return PASCO_EINVAL;
 }

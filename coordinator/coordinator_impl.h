@@ -112,13 +112,18 @@ struct pasco_per_worker_iterator {
 	pasco_coordinator *coord;
 	char              *factory;
 	uint64_t           id;
-	int                refs; /* protected by the coordinator's mu */
-	pthread_mutex_t    mu;
-	int               *err; /* per worker: factory error, under mu */
-	char             **msg; /* per worker, under mu */
+	bool is_value; /* a per-worker variable: factory is a function */
+	int  refs;     /* protected by the coordinator's mu */
+	pthread_mutex_t mu;
+	int            *err; /* per worker: factory error, under mu */
+	char          **msg; /* per worker, under mu */
 	struct pasco_per_worker_iterator *next; /* live list, coordinator mu */
 };
 
+/* A new iterator of factory on every worker (is_value: a per-worker
+ * variable, the tensor the function factory returns). */
+int  pasci_iterator_create(pasco_per_worker_iterator **out,
+     pasco_coordinator *c, const char *factory, bool is_value);
 void pasci_iterator_hold(pasco_per_worker_iterator *it);
 /* Enqueues the build of every live iterator of c on worker w (it came
  * back). Takes c->mu, then the queue's lock. */
@@ -164,6 +169,20 @@ pasci_coordinator_next_id(pasco_coordinator *c)
 {
 	return __atomic_add_fetch(&c->next_id, 1, __ATOMIC_RELAXED);
 }
+
+/* Sets what pasco_coordinator_error returns on this thread. */
+void pasci_coordinator_set_error(pasco_coordinator *c, const char *msg);
+
+/* Per-worker variables (per_worker_variable.c). */
+struct pasco_per_worker_variable {
+	pasco_per_worker_iterator *it; /* its resource on every worker */
+};
+
+/* Completes a RESOURCE_READ closure of worker w from its reply (or the
+ * transport's err and detail): its remote value gets the tensor or the
+ * error. Does not free cl. */
+void pasci_per_worker_read_done(
+    closure *cl, size_t w, int err, pasci_wire_msg *reply, const char *detail);
 
 /* The dispatch engine (dispatch.c). */
 

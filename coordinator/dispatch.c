@@ -132,10 +132,11 @@ closure_input_failed(closure *cl, size_t w, char *msg, size_t len)
 			continue;
 		}
 		pasci_fmt(msg, len,
-		    "input of '%s' failed: argument %zu, a "
-		    "per-worker iterator, could not be built on worker "
-		    "%zu: %s",
-		    cl->name, i, w, why);
+		    "input of '%s' failed: argument %zu, a per-worker %s, "
+		    "could not be built on worker %zu: %s",
+		    cl->name, i,
+		    cl->args[i].iterator->is_value ? "variable" : "iterator",
+		    w, why);
 		return true;
 	}
 	return false;
@@ -166,7 +167,8 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 	static const pasci_method methods[] = {
 	    [CLOSURE_RUN]              = PASCI_METHOD_RUN,
 	    [CLOSURE_RESOURCE_CREATE]  = PASCI_METHOD_RESOURCE_CREATE,
-	    [CLOSURE_RESOURCE_RELEASE] = PASCI_METHOD_RESOURCE_RELEASE};
+	    [CLOSURE_RESOURCE_RELEASE] = PASCI_METHOD_RESOURCE_RELEASE,
+	    [CLOSURE_RESOURCE_READ]    = PASCI_METHOD_RESOURCE_READ};
 	pasci_wire_builder b;
 	nng_msg           *msg;
 
@@ -175,8 +177,11 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 		cl->ps_epoch = pasci_recovery_epoch(c->s);
 		encode_run(&b, cl);
 	} else {
-		b.hdr.name         = cl->name != NULL ? cl->name : (char *) "";
-		b.hdr.resource     = cl->resource;
+		b.hdr.name     = cl->name != NULL ? cl->name : (char *) "";
+		b.hdr.resource = cl->resource;
+		/* a per-worker variable: the function's result, no dataset */
+		b.hdr.want_result =
+		    cl->iterator != NULL && cl->iterator->is_value;
 		b.hdr.worker_index = (int32_t) w;
 		b.hdr.num_workers  = (int32_t) c->nworkers;
 	}
@@ -197,7 +202,9 @@ static void
 complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 {
 	closure *cl = f->cl;
-	if (cl->kind == CLOSURE_RESOURCE_CREATE && err == 0) {
+	if (cl->kind == CLOSURE_RESOURCE_READ) {
+		pasci_per_worker_read_done(cl, f->w, err, reply, detail);
+	} else if (cl->kind == CLOSURE_RESOURCE_CREATE && err == 0) {
 		pasci_iterator_set_status(
 		    cl->iterator, f->w, reply->hdr->status, reply->hdr->error);
 	} else if (cl->kind == CLOSURE_RESOURCE_CREATE &&

@@ -39,6 +39,7 @@ typedef struct pasco_coordinator         pasco_coordinator;
 typedef struct pasco_remote_value        pasco_remote_value;
 typedef struct pasco_per_worker_dataset  pasco_per_worker_dataset;
 typedef struct pasco_per_worker_iterator pasco_per_worker_iterator;
+typedef struct pasco_per_worker_variable pasco_per_worker_variable;
 
 typedef struct pasco_strategy_options {
 	/* How long pasco_strategy_create waits for every ps and worker to
@@ -132,10 +133,10 @@ typedef struct pasco_task_health {
 	/* Connected, and answering: a task that misses heartbeat_misses
 	 * heartbeats in a row (a process stopped, hung, or cut off while its
 	 * TCP connection stays open) is down until it answers again. */
-	bool       up;
-	uint64_t   incarnation; /* the process answering; 0 when down */
-	char       why[256];    /* when down: why, e.g. "no heartbeat answer
-	                         * (alive but hung?)", "not connected" */
+	bool     up;
+	uint64_t incarnation; /* the process answering; 0 when down */
+	char     why[256];    /* when down: why, e.g. "no heartbeat answer
+	                       * (alive but hung?)", "not connected" */
 } pasco_task_health;
 
 /* The health of every task: the workers in index order, then the ps
@@ -229,9 +230,10 @@ void pasco_coordinator_destroy(pasco_coordinator *c);
 
 /* An argument of pasco_schedule. Build one with the helpers below. */
 typedef enum pasco_arg_kind {
-	PASCO_ARG_TENSOR   = 0,
-	PASCO_ARG_VARIABLE = 1,
-	PASCO_ARG_ITERATOR = 2,
+	PASCO_ARG_TENSOR              = 0,
+	PASCO_ARG_VARIABLE            = 1,
+	PASCO_ARG_ITERATOR            = 2,
+	PASCO_ARG_PER_WORKER_VARIABLE = 3,
 } pasco_arg_kind;
 
 typedef struct pasco_arg {
@@ -240,6 +242,7 @@ typedef struct pasco_arg {
 		const pasco_tensor        *tensor;
 		const pasco_variable      *variable;
 		pasco_per_worker_iterator *iterator;
+		pasco_per_worker_variable *per_worker_variable;
 	} u;
 } pasco_arg;
 
@@ -262,6 +265,15 @@ static inline pasco_arg
 pasco_arg_iterator(pasco_per_worker_iterator *it)
 {
 	pasco_arg a = {.kind = PASCO_ARG_ITERATOR, .u.iterator = it};
+	return a;
+}
+
+/* Each worker gets its own copy of the per-worker variable. */
+static inline pasco_arg
+pasco_arg_per_worker_variable(pasco_per_worker_variable *v)
+{
+	pasco_arg a = {
+	    .kind = PASCO_ARG_PER_WORKER_VARIABLE, .u.per_worker_variable = v};
 	return a;
 }
 
@@ -395,5 +407,38 @@ int pasco_per_worker_iterator_create(
 /* Releases the iterator; workers drop theirs once no closure uses it.
  * NULL is a no-op. */
 void pasco_per_worker_iterator_free(pasco_per_worker_iterator *it);
+
+/* A per-worker variable (TensorFlow's per-worker values and
+ * per_worker_variable=True variables): a tensor kept on every worker, in
+ * that worker's memory, never on a ps. Each worker makes its copy by
+ * calling the step function init_fn (PASCO_FUNCTION, called with no
+ * argument; it returns the initial tensor with pasco_call_return), once,
+ * before any closure scheduled after this call runs there. Closures get it
+ * with pasco_arg_per_worker_variable and change their worker's copy with
+ * pasco_call_per_worker_add (atomic) or read it with
+ * pasco_call_per_worker_read (include/pasco/function.h); a typical use is
+ * a local accumulator whose copies the chief sums with
+ * pasco_per_worker_variable_read_all. Like a per-worker iterator, it is
+ * built again from init_fn on a worker that restarts: what that worker's
+ * copy held is lost. An init_fn error is reported by the closures that use
+ * the variable on that worker (and by read_all). Does not block. */
+int pasco_per_worker_variable_create(pasco_per_worker_variable **out,
+    pasco_coordinator *c, const char *init_fn);
+
+/* Reads every worker's copy: out[w], for w in [0, num_workers), gets a new
+ * tensor owned by the caller (pasco_tensor_release). The reads are queued
+ * behind each worker's earlier resource operations, and run beside the
+ * closures in flight there (call pasco_join first for a value that
+ * includes every scheduled closure). Blocks until every worker answered;
+ * a worker that is down is waited for. On an error no tensor is returned:
+ * PASCO_ENOTFOUND (or the init function's error) when a worker has no
+ * copy, PASCO_ECANCELLED when the coordinator is destroyed meanwhile;
+ * pasco_coordinator_error says which worker and why. */
+int pasco_per_worker_variable_read_all(
+    pasco_per_worker_variable *v, pasco_tensor **out);
+
+/* Releases the variable; workers drop their copies once no closure uses
+ * it. NULL is a no-op. */
+void pasco_per_worker_variable_free(pasco_per_worker_variable *v);
 
 #endif

@@ -57,6 +57,18 @@ int pasco_call_variable(pasco_call *call, size_t i, pasco_variable **out);
 /* Argument i, a per-worker iterator: this worker's dataset, borrowed. */
 int pasco_call_iterator(pasco_call *call, size_t i, pasco_dataset **out);
 
+/* Argument i, a per-worker variable (pasco_arg_per_worker_variable):
+ * adds delta, of the same dtype and shape, to this worker's copy. The add
+ * is atomic: closures running at once on this worker each add theirs.
+ * PASCO_EINVAL (with the call's error message set) when argument i is not
+ * a per-worker variable or delta does not match. */
+int pasco_call_per_worker_add(
+    pasco_call *call, size_t i, const pasco_tensor *delta);
+
+/* Argument i, a per-worker variable: *out gets a copy of this worker's
+ * value, owned by the caller (pasco_tensor_release). */
+int pasco_call_per_worker_read(pasco_call *call, size_t i, pasco_tensor **out);
+
 /* Which call of a packed closure this is: 0 to repeat - 1 (see
  * pasco_schedule_options); 0 for an unpacked one. */
 uint32_t pasco_call_repetition(const pasco_call *call);
