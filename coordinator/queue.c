@@ -326,6 +326,9 @@ mark_done(closure_queue *q, size_t w, bool rider, int err, const char *msg)
 		q->error        = err;
 		q->error_source = -1; /* a closure's */
 		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
+		/* a put blocked on a full queue raises it: nothing is taken
+		 * from the queue while it is pending, so no slot would free */
+		pthread_cond_broadcast(&q->free_slot);
 	}
 	landed_locked(q, w, rider);
 	pthread_mutex_unlock(&q->mu);
