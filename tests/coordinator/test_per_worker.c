@@ -367,3 +367,80 @@ Test(
 	pasco_per_worker_dataset_free(ds[1]);
 	stop();
 }
+
+PASCO_DATASET(pw_shuffled)
+{
+	pasco_dataset *ds;
+	int            rv = pasco_dataset_range(&ds, 0, 100, 1);
+	(void) ctx;
+	return rv != 0 ? rv : pasco_dataset_shuffle(out, ds, 100, 0);
+}
+
+/* args: iterator, i64 n. Meets n - 1 others, then returns its worker
+ * index followed by the first 10 elements of its iterator. */
+PASCO_FUNCTION(pw_first_ten)
+{
+	pasco_dataset      *it;
+	const pasco_tensor *n;
+	pasco_value        *items[11], *e;
+	int                 rv;
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = pasco_call_tensor(call, 1, &n)) != 0) {
+		return rv;
+	}
+	if (!barrier_wait((int) pasco_tensor_get(n, 0))) {
+		return pasco_call_fail(
+		    call, PASCO_ETIMEDOUT, "barrier timed out");
+	}
+	items[0] = pasco_value_tensor(
+	    test_scalar(PASCO_I64, pasco_call_worker_index(call)));
+	for (int i = 1; i <= 10; i++) {
+		if ((rv = pasco_dataset_next(it, &e)) != 0) {
+			for (int j = 0; j < i; j++) {
+				pasco_value_free(items[j]);
+			}
+			return rv;
+		}
+		items[i] = e;
+	}
+	pasco_call_return(call, pasco_value_list_of(11, items));
+	return PASCO_OK;
+}
+
+Test(per_worker, unseeded_shuffles_differ_from_worker_to_worker) /* 21 */
+{
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	pasco_remote_value        *rv[2];
+	const pasco_value         *out[2];
+	pasco_tensor              *n    = test_scalar(PASCO_I64, 2);
+	int                        same = 0;
+	start(2, 1);
+	PASCO_PASS(pasco_per_worker_dataset_create(&d, coord, "pw_shuffled"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_tensor(n)};
+	for (int i = 0; i < 2; i++) {
+		PASCO_PASS(
+		    pasco_schedule(coord, "pw_first_ten", args, 2, &rv[i]));
+	}
+	PASCO_PASS(pasco_join(coord));
+	for (int i = 0; i < 2; i++) {
+		PASCO_PASS(pasco_remote_value_fetch(rv[i], &out[i]));
+	}
+	/* one closure on each worker (the barrier needs both at once) */
+	cr_assert_neq(pasco_value_scalar(pasco_value_item(out[0], 0)),
+	    pasco_value_scalar(pasco_value_item(out[1], 0)));
+	for (size_t i = 1; i <= 10; i++) {
+		same += pasco_value_scalar(pasco_value_item(out[0], i)) ==
+		        pasco_value_scalar(pasco_value_item(out[1], i));
+	}
+	cr_assert_lt(
+	    same, 5, "the two workers' shuffles agree on %d of 10", same);
+	for (int i = 0; i < 2; i++) {
+		pasco_remote_value_free(rv[i]);
+	}
+	pasco_tensor_release(n);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	stop();
+}
