@@ -81,6 +81,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		free(c);
 		return PASCO_ENOMEM;
 	}
+	pasci_cancel_install(c);
 	pthread_mutex_lock(&s->mu);
 	if (s->coord != NULL) {
 		pasci_fmt(s->error, sizeof(s->error),

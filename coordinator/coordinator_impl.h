@@ -153,8 +153,9 @@ struct pasco_coordinator {
 	pthread_cond_t  watchdog_cv;    /* with mu: stop */
 	int64_t         last_finish_ms; /* atomic */
 	uint64_t        watchdog_count; /* atomic */
-	uint64_t        next_id;        /* atomic */
-	pasci_counter  *fetches;        /* metrics.c; may be NULL */
+	uint64_t        id_base; /* ids: from here, 2^32 of them (cancel.c) */
+	uint64_t        next_id; /* atomic */
+	pasci_counter  *fetches; /* metrics.c; may be NULL */
 	pthread_mutex_t mu;
 	/* Protected by mu. */
 	bool                       stopping;
@@ -183,6 +184,11 @@ struct pasco_per_worker_variable {
  * error. Does not free cl. */
 void pasci_per_worker_read_done(
     closure *cl, size_t w, int err, pasci_wire_msg *reply, const char *detail);
+
+/* Cancelling running closures (cancel.c): draws c's closure id range and
+ * gives the queue its cancel hook, which asks every worker to cancel the
+ * closures of that range issued so far. */
+void pasci_cancel_install(pasco_coordinator *c);
 
 /* The dispatch engine (dispatch.c). */
 

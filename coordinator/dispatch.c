@@ -645,6 +645,7 @@ static void
 abandon_flights(void *arg)
 {
 	pasco_coordinator *c = arg;
+	c->q.cancel_inflight(c->q.cancel_arg); /* workers stop them too */
 	pasci_recovery_flush(c); /* cancelled: the queue is stopped */
 	for (size_t w = 0; w < c->nworkers; w++) {
 		pasci_rpc_client_abandon(c->s->workers[w], PASCO_ECANCELLED,

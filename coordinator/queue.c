@@ -146,6 +146,12 @@ raise_locked(closure_queue *q, closure **cancelled, char *msg, size_t len)
 		return PASCO_OK;
 	}
 	*cancelled = drain_locked(q);
+	if (q->inflight > 0 && q->cancel_inflight != NULL) {
+		/* what is running is asked to stop, as TensorFlow aborts it */
+		pthread_mutex_unlock(&q->mu);
+		q->cancel_inflight(q->cancel_arg);
+		pthread_mutex_lock(&q->mu);
+	}
 	while (q->inflight > 0) {
 		pthread_cond_wait(&q->settled, &q->mu);
 	}
@@ -174,6 +180,10 @@ pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
 		rv = PASCO_ECLOSED;
 	}
 	if (rv == 0) {
+		if (q->ids != NULL) {
+			c->id =
+			    __atomic_add_fetch(q->ids, 1, __ATOMIC_RELAXED);
+		}
 		c->queued_ns = pasci_now_ns();
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
@@ -317,7 +327,9 @@ static void
 mark_done(closure_queue *q, size_t w, bool rider, int err, const char *msg)
 {
 	pthread_mutex_lock(&q->mu);
-	if (err != 0) {
+	if (err == PASCO_ECANCELLED) { /* stopped by a cancel */
+		q->stats.cancelled++;
+	} else if (err != 0) {
 		q->stats.failed++;
 	} else {
 		q->stats.finished++;

@@ -67,6 +67,15 @@ typedef struct closure_queue {
 	size_t        next_wake;    /* where the search for a sleeper starts */
 	bool          paused; /* a ps is being recovered: no global closure */
 	queue_stats   stats;  /* len and inflight unused: see the fields */
+	/* Called (without the lock) when an error is raised while closures
+	 * are in flight, before waiting for them: to cancel them. Set once,
+	 * before the queue is used. */
+	void (*cancel_inflight)(void *arg);
+	void *cancel_arg;
+	/* When set, a closure put gets its id from this counter (atomic)
+	 * under the lock: after any error raised before it, so a cancel of
+	 * the ids issued so far never reaches it. */
+	uint64_t *ids;
 } closure_queue;
 
 int pasci_queue_init(

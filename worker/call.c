@@ -139,6 +139,49 @@ pasco_call_per_worker_read(pasco_call *call, size_t i, pasco_tensor **out)
 	return PASCO_OK;
 }
 
+void
+pasci_cancel_mark_init(pasci_cancel_mark *m)
+{
+	pthread_mutex_init(&m->mu, NULL);
+	m->lo = m->hi = 0;
+}
+
+void
+pasci_cancel_mark_fini(pasci_cancel_mark *m)
+{
+	pthread_mutex_destroy(&m->mu);
+}
+
+void
+pasci_cancel_mark_set(pasci_cancel_mark *m, uint64_t lo, uint64_t hi)
+{
+	pthread_mutex_lock(&m->mu);
+	if (lo != m->lo || hi > m->hi) { /* another coordinator, or later */
+		m->lo = lo;
+		m->hi = hi;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+bool
+pasci_cancel_mark_covers(pasci_cancel_mark *m, uint64_t id)
+{
+	bool covers;
+	if (m == NULL || id == 0) {
+		return false;
+	}
+	pthread_mutex_lock(&m->mu);
+	covers = m->hi != 0 && id >= m->lo && id <= m->hi;
+	pthread_mutex_unlock(&m->mu);
+	return covers;
+}
+
+bool
+pasco_call_is_cancelled(const pasco_call *call)
+{
+	return pasci_cancel_mark_covers(call->env->cancel, call->closure_id);
+}
+
 int32_t
 pasco_call_worker_index(const pasco_call *call)
 {

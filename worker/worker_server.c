@@ -23,6 +23,7 @@
 struct worker_server {
 	pasci_call_env env; /* what calls see; set at start, then read only */
 	pasci_rpc_server *rpc;
+	pasci_cancel_mark cancel; /* env.cancel; its own lock */
 };
 
 static nng_msg *
@@ -62,12 +63,20 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 		    pasci_function_names(names, sizeof(names)));
 	}
 	uint32_t reps = req->hdr->repeat > 1 ? req->hdr->repeat : 1, k = 0;
+	call.closure_id = req->hdr->closure_id;
 	if ((rv = pasci_call_bind(&call, req)) == 0) {
 		/* A packed closure: the calls run back to back, the last
-		 * result is the closure's, the first error ends it. */
+		 * result is the closure's, the first error ends it, and so
+		 * does the coordinator's cancel. */
 		for (k = 0; k < reps && rv == 0; k++) {
 			call.repetition = k;
-			rv              = fn(&call);
+			rv              = pasco_call_is_cancelled(&call)
+			                      ? pasco_call_fail(&call, PASCO_ECANCELLED,
+			                            "cancelled by the coordinator "
+			                                         "(an earlier closure failed) "
+			                                         "before call %u of %u",
+			                            k + 1, reps)
+			                      : fn(&call);
 		}
 	}
 	if (rv != 0 && reps > 1) {
@@ -284,6 +293,10 @@ worker_handle(void *arg, const pasci_wire_msg *req)
 		return worker_create_resource(w, req);
 	case PASCI_METHOD_RESOURCE_READ:
 		return worker_read_value(w, req);
+	case PASCI_METHOD_CANCEL:
+		pasci_cancel_mark_set(
+		    &w->cancel, req->hdr->resource, req->hdr->closure_id);
+		return pasci_wire_status_reply(PASCO_OK, "%s", "");
 	case PASCI_METHOD_RESOURCE_RELEASE:
 		pasci_resource_table_remove(
 		    w->env.resources, req->hdr->resource);
@@ -307,7 +320,9 @@ pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
 	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0) {
 		goto fail;
 	}
-	w->env.index = index;
+	pasci_cancel_mark_init(&w->cancel);
+	w->env.cancel = &w->cancel;
+	w->env.index  = index;
 	w->env.num_workers =
 	    (int32_t) pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
 	w->env.nps = pasco_cluster_count(cluster, PASCO_ROLE_PS);
@@ -341,6 +356,10 @@ pasci_worker_server_create_local(
 	worker_server *w = calloc(1, sizeof(*w));
 
 	*out = NULL;
+	if (w != NULL) {
+		pasci_cancel_mark_init(&w->cancel);
+		w->env.cancel = &w->cancel;
+	}
 	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0 ||
 	    (w->env.ps = calloc(nps + 1, sizeof(*w->env.ps))) == NULL) {
 		pasci_worker_server_stop(w);
@@ -377,6 +396,9 @@ pasci_worker_server_stop(worker_server *w)
 	}
 	free(w->env.ps);
 	pasci_resource_table_destroy(w->env.resources);
+	if (w->env.cancel != NULL) {
+		pasci_cancel_mark_fini(w->env.cancel);
+	}
 	free(w);
 }
 

@@ -10,6 +10,11 @@
  * the next pasco_schedule, pasco_join or pasco_done, which first cancel
  * every closure not yet run (their remote values report PASCO_ECANCELLED)
  * and wait for those in flight; the coordinator stays usable afterwards.
+ * Closures in flight are asked to stop, as TensorFlow aborts them: their
+ * workers start none that has not started, and pasco_call_is_cancelled
+ * (function.h) turns true in those running, so a long function that
+ * checks it stops early and reports PASCO_ECANCELLED; one that does not
+ * check runs to its end, keeps its result, and is waited for.
  * Unlike TensorFlow, each worker may have several closures in flight (the
  * window), so the round trip is not wasted.
  *
@@ -221,7 +226,8 @@ int pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 /* Stops the dispatchers and frees the coordinator. Closures still queued
  * are cancelled, and those in flight are abandoned, not waited for: their
  * remote values report PASCO_ECANCELLED at once, although the function may
- * have run, or still run, on its worker (as in TensorFlow). Call
+ * have run, or still run, on its worker (as in TensorFlow); workers are
+ * asked to cancel them (pasco_call_is_cancelled). Call
  * pasco_join first to keep every result. Blocks only until the dispatchers
  * have stopped. Remote values stay valid until freed; iterators not freed
  * are freed here. NULL is a no-op. Not thread-safe: no other call may use

@@ -14,6 +14,7 @@
 #ifndef PASCO_FUNCTION_H
 #define PASCO_FUNCTION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +73,17 @@ int pasco_call_per_worker_read(pasco_call *call, size_t i, pasco_tensor **out);
 /* Which call of a packed closure this is: 0 to repeat - 1 (see
  * pasco_schedule_options); 0 for an unpacked one. */
 uint32_t pasco_call_repetition(const pasco_call *call);
+
+/* True once the coordinator has cancelled this closure: an earlier
+ * closure failed, and the coordinator is raising that error (TensorFlow
+ * aborts the functions still running then; C cannot stop a function from
+ * outside). A long function should check it between steps and stop with
+ * `return pasco_call_fail(call, PASCO_ECANCELLED, "...")`: its remote value
+ * then reports PASCO_ECANCELLED and join stops waiting for it. A function
+ * that does not check runs to its end and keeps its result; join waits for
+ * it. The worker itself does not start a cancelled closure, nor the next
+ * call of a cancelled packed one. */
+bool pasco_call_is_cancelled(const pasco_call *call);
 
 /* This worker's index and the number of workers. */
 int32_t pasco_call_worker_index(const pasco_call *call);

@@ -310,6 +310,72 @@ later_failure_keeps_its_own_error(uint32_t queue)
 	stop();
 }
 
+/* A long function that checks for cancellation every 10 ms (at most
+ * 20 s): TF's long closure, made abortable. */
+PASCO_FUNCTION(e_cooperative)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (pasco_call_is_cancelled(call)) {
+			return pasco_call_fail(
+			    call, PASCO_ECANCELLED, "stopped at step %d", i);
+		}
+		usleep(10 * 1000);
+	}
+	pasco_call_return(call, pasco_value_tensor(test_scalar(PASCO_F32, 1)));
+	return PASCO_OK;
+}
+
+/* TF's testCancellation with its long closure aborted: a running function
+ * that checks pasco_call_is_cancelled stops soon after the error, its
+ * remote value reports cancelled, and join does not wait its 20 s; a
+ * packed closure stops between its calls. */
+static void
+running_closures_are_cancelled(uint32_t queue)
+{
+	pasco_remote_value *coop, *packed;
+	const pasco_value  *out;
+	pasco_tensor       *x    = test_scalar(PASCO_F32, -1),
+	             *ms         = test_scalar(PASCO_F32, 10);
+	pasco_arg args[]         = {pasco_arg_tensor(x), pasco_arg_tensor(ms)};
+	pasco_schedule_options k = {.repeat = 1000}; /* 10 s of calls */
+	int64_t                t0;
+	start(queue);
+	t0 = pasci_now_ms();
+	PASCO_PASS(pasco_schedule(coord, "e_cooperative", NULL, 0, &coop));
+	PASCO_PASS(
+	    pasco_schedule_with(coord, "e_check", args, 2, &k, &packed));
+	PASCO_PASS(check(8, 300, NULL)); /* fails once both run */
+	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
+	assert_error_names(8);
+	cr_assert_lt(pasci_now_ms() - t0, 5000,
+	    "join waited %lld ms for closures it had cancelled",
+	    (long long) (pasci_now_ms() - t0));
+	PASCO_FAIL(pasco_remote_value_fetch(coop, &out), PASCO_ECANCELLED);
+	cr_assert(
+	    strstr(pasco_remote_value_error(coop), "stopped at step") != NULL,
+	    "%s", pasco_remote_value_error(coop));
+	PASCO_FAIL(pasco_remote_value_fetch(packed, &out), PASCO_ECANCELLED);
+	cr_assert(strstr(pasco_remote_value_error(packed),
+	              "cancelled by the coordinator (an earlier closure "
+	              "failed) before call") != NULL,
+	    "%s", pasco_remote_value_error(packed));
+	pasco_coordinator_metrics m;
+	pasco_coordinator_metrics_read(coord, &m);
+	cr_assert_eq(m.failed, 1);
+	cr_assert_eq(m.cancelled, 2);
+	/* closures scheduled after the error are not cancelled */
+	pasco_remote_value_free(coop);
+	PASCO_PASS(pasco_schedule(coord, "e_cooperative", NULL, 0, &coop));
+	PASCO_PASS(check(-1, 0, NULL));
+	usleep(100 * 1000);
+	cr_assert(!pasco_remote_value_is_ready(coop));
+	pasco_remote_value_free(coop);
+	pasco_remote_value_free(packed);
+	pasco_tensor_release(x);
+	pasco_tensor_release(ms);
+	stop(); /* abandons the 20 s closure */
+}
+
 #define BOTH_QUEUES(name, call)                                               \
 	Test(errors, name)                                                    \
 	{                                                                     \
@@ -327,6 +393,8 @@ BOTH_QUEUES(a_failed_closures_remote_value_raises_its_error,
 BOTH_QUEUES(a_failed_input_fails_only_its_closures, input_errors) /* 34, 35 */
 BOTH_QUEUES(running_closures_finish_queued_ones_are_cancelled,
     cancellation) /* 36, 37 */
+BOTH_QUEUES(running_closures_that_check_are_cancelled,
+    running_closures_are_cancelled) /* 36 */
 BOTH_QUEUES(a_later_failure_keeps_its_own_error,
     later_failure_keeps_its_own_error) /* 8, 9 */
 
