@@ -87,6 +87,13 @@ read_one(pasco_per_worker_variable *v, size_t w, pasco_remote_value **rv)
 		free(cl);
 		return PASCO_ENOMEM;
 	}
+	if (!pasci_rpc_client_is_up(v->it->coord->s->workers[w])) {
+		/* as TensorFlow: a dead worker's value aborts */
+		pasci_remote_value_fail(
+		    *rv, PASCO_EUNAVAILABLE, "down (not connected)");
+		free(cl);
+		return PASCO_OK;
+	}
 	pasci_remote_value_hold(*rv);
 	cl->kind     = CLOSURE_RESOURCE_READ;
 	cl->resource = v->it->id;
@@ -95,17 +102,25 @@ read_one(pasco_per_worker_variable *v, size_t w, pasco_remote_value **rv)
 	return PASCO_OK;
 }
 
-/* The tensor of a completed read, or its error (a message in msg). */
+/* The tensor of a completed read, or its error (a message in msg): the
+ * initializer's, when it failed on w. */
 static int
-read_result(pasco_remote_value *rv, size_t w, pasco_tensor **out, char *msg,
-    size_t len)
+read_result(pasco_per_worker_variable *v, pasco_remote_value *rv, size_t w,
+    pasco_tensor **out, char *msg, size_t len)
 {
 	const pasco_value *val;
+	char               why[700];
 	int                err = pasco_remote_value_fetch(rv, &val);
+	int                init;
 	if (err == 0 && pasco_value_as_tensor(val) != NULL) {
 		*out = pasco_tensor_hold(
 		    (pasco_tensor *) pasco_value_as_tensor(val));
 		return PASCO_OK;
+	}
+	if (err != 0 &&
+	    (init = pasci_iterator_status(v->it, w, why, sizeof(why))) != 0) {
+		pasci_fmt(msg, len, "worker %zu: %s", w, why);
+		return init;
 	}
 	pasci_fmt(msg, len, "worker %zu: %s", w,
 	    err != 0 ? pasco_remote_value_error(rv) : "no tensor");
@@ -129,9 +144,9 @@ pasco_per_worker_variable_read_all(
 		}
 	}
 	for (size_t w = 0; w < n && rv != NULL; w++) {
-		int e = rv[w] != NULL
-		            ? read_result(rv[w], w, &out[w], msg, sizeof(msg))
-		            : PASCO_OK;
+		int e = rv[w] != NULL ? read_result(v, rv[w], w, &out[w], msg,
+		                            sizeof(msg))
+		                      : PASCO_OK;
 		err   = err != 0 ? err : e;
 		pasco_remote_value_free(rv[w]);
 	}

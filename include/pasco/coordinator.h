@@ -435,11 +435,13 @@ int pasco_per_worker_variable_create(pasco_per_worker_variable **out,
  * tensor owned by the caller (pasco_tensor_release). The reads are queued
  * behind each worker's earlier resource operations, and run beside the
  * closures in flight there (call pasco_join first for a value that
- * includes every scheduled closure). Blocks until every worker answered;
- * a worker that is down is waited for. On an error no tensor is returned:
- * PASCO_ENOTFOUND (or the init function's error) when a worker has no
- * copy, PASCO_ECANCELLED when the coordinator is destroyed meanwhile;
- * pasco_coordinator_error says which worker and why. */
+ * includes every scheduled closure). Blocks until every worker answered.
+ * On an error no tensor is returned: PASCO_EUNAVAILABLE for a worker that
+ * is down (as TensorFlow aborts a dead worker's value), init_fn's error
+ * when it failed on a worker, PASCO_ENOTFOUND when a worker has no copy
+ * (it restarted and the copy is not rebuilt yet), PASCO_ECANCELLED when
+ * the coordinator is destroyed meanwhile; pasco_coordinator_error (on
+ * this thread) says which worker and why. */
 int pasco_per_worker_variable_read_all(
     pasco_per_worker_variable *v, pasco_tensor **out);
 

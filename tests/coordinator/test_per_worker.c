@@ -137,11 +137,12 @@ Test(per_worker, a_failing_initializer_fails_the_closures_that_use_it)
 	              "'pw_broken_init' failed on worker 0: no counter file "
 	              "on worker 0") != NULL,
 	    "%s", pasco_coordinator_error(coord));
-	PASCO_FAIL(
-	    pasco_per_worker_variable_read_all(v, copies), PASCO_ENOTFOUND);
+	PASCO_FAIL(pasco_per_worker_variable_read_all(v, copies), PASCO_EIO);
 	cr_assert_null(copies[0]);
 	cr_assert(strstr(pasco_coordinator_error(coord),
-	              "worker 0: per-worker variable") != NULL,
+	              "worker 0: per-worker variable initializer "
+	              "'pw_broken_init' failed on worker 0: no counter "
+	              "file on worker 0") != NULL,
 	    "%s", pasco_coordinator_error(coord));
 	pasco_per_worker_variable_free(v);
 	stop();
@@ -442,5 +443,35 @@ Test(per_worker, unseeded_shuffles_differ_from_worker_to_worker) /* 21 */
 	pasco_tensor_release(n);
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(d);
+	stop();
+}
+
+Test(per_worker, reading_a_down_workers_copy_is_unavailable_at_once)
+{
+	pasco_per_worker_variable *v;
+	pasco_tensor              *copies[2];
+	pasco_task_health          h[3];
+	start(2, 0);
+	PASCO_PASS(pasco_per_worker_variable_create(&v, coord, "pw_zero"));
+	pasco_arg arg = pasco_arg_per_worker_variable(v);
+	PASCO_PASS(pasco_schedule(coord, "pw_add_one", &arg, 1, NULL));
+	PASCO_PASS(pasco_join(coord));
+	pasco_server_stop(tc.workers[1]);
+	tc.workers[1] = NULL;
+	for (int i = 0; i < 500; i++) {
+		pasco_strategy_health(strategy, h, 3);
+		if (!h[1].up) {
+			break;
+		}
+		usleep(10 * 1000);
+	}
+	cr_assert(!h[1].up, "a stopped worker still shows up");
+	PASCO_FAIL(
+	    pasco_per_worker_variable_read_all(v, copies), PASCO_EUNAVAILABLE);
+	cr_assert(copies[0] == NULL && copies[1] == NULL);
+	cr_assert(strstr(pasco_coordinator_error(coord),
+	              "worker 1: down (not connected)") != NULL,
+	    "%s", pasco_coordinator_error(coord));
+	pasco_per_worker_variable_free(v);
 	stop();
 }
