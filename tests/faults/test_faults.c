@@ -919,6 +919,35 @@ Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
 	recovery_off();
 }
 
+Test(faults, a_hung_ps_is_waited_for_with_recovery_and_goes_on_when_woken)
+{
+	model             m;
+	pasco_task_health h;
+	bool              done = true;
+	recovery_on(20000);
+	start(2, 2, 0);
+	model_create(&m); /* iterations and flag on ps 0, w on ps 1 */
+	schedule_steps(&m, 3);
+	PASCO_PASS(pasco_join(f.c));
+	PASCO_PASS(pasco_checkpoint_save(f.s, ckpt_dir, 3, 1));
+	kill(f.ps[0], SIGSTOP);
+	cr_assert_geq(wait_health(2, false, 15000, &h), 0,
+	    "a stopped ps still shows up after 15 s");
+	/* no error: the ps is waited for, and nothing runs meanwhile */
+	schedule_steps(&m, 3);
+	usleep(500 * 1000);
+	PASCO_PASS(pasco_done(f.c, &done));
+	cr_assert(!done, "closures ran while their ps was hung");
+	kill(f.ps[0], SIGCONT);
+	PASCO_PASS(pasco_join(f.c));
+	cr_assert_eq(test_read_scalar(m.iterations), 6);
+	/* the same process came back: nothing was restored */
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, NULL), 0);
+	model_free(&m);
+	stop();
+	recovery_off();
+}
+
 Test(faults, a_ps_that_stays_away_fails_the_training_after_the_timeout)
 {
 	model m;
