@@ -20,10 +20,15 @@ static test_cluster       tc;
 static pasco_strategy    *strategy;
 static pasco_coordinator *coord;
 
+/* The queue's capacity: 0 (the default), or 2 for the re-runs named
+ * *_with_a_queue_of_2 (TensorFlow's LimitedClosureQueueSizeBasicTest). */
+static uint32_t queue_size;
+
 static void
 start(int nworkers, uint32_t window)
 {
-	pasco_coordinator_options o = {.window = window};
+	pasco_coordinator_options o = {
+	    .window = window, .queue_size = queue_size};
 	test_cluster_start(&tc, 1, nworkers);
 	PASCO_PASS(pasco_strategy_create(&strategy, tc.cluster, NULL));
 	PASCO_PASS(pasco_coordinator_create(&coord, strategy, &o));
@@ -81,7 +86,8 @@ sum_all(pasco_per_worker_variable *v, double *per_worker)
 	return sum;
 }
 
-Test(per_worker, a_per_worker_variable_accumulates_on_each_worker) /* 22, 84 */
+static void
+a_per_worker_variable_accumulates_on_each_worker(void) /* 22, 84 */
 {
 	pasco_per_worker_variable *v;
 	pasco_remote_value        *rv[20];
@@ -207,7 +213,8 @@ PASCO_FUNCTION(pw_sum_two)
 	return PASCO_OK;
 }
 
-Test(per_worker, two_iterators_feed_one_closure) /* 27 */
+static void
+two_iterators_feed_one_closure(void) /* 27 */
 {
 	pasco_per_worker_dataset  *low, *high;
 	pasco_per_worker_iterator *a, *b;
@@ -320,8 +327,8 @@ resources_held(int64_t held[2])
 	pasco_tensor_release(n);
 }
 
-Test(
-    per_worker, repeated_iterator_rounds_leave_nothing_on_the_workers) /* 28 */
+static void
+repeated_iterator_rounds_leave_nothing_on_the_workers(void) /* 28 */
 {
 	pasco_per_worker_dataset *ds[2];
 	int64_t                   held[2];
@@ -408,7 +415,8 @@ PASCO_FUNCTION(pw_first_ten)
 	return PASCO_OK;
 }
 
-Test(per_worker, unseeded_shuffles_differ_from_worker_to_worker) /* 21 */
+static void
+unseeded_shuffles_differ_from_worker_to_worker(void) /* 21 */
 {
 	pasco_per_worker_dataset  *d;
 	pasco_per_worker_iterator *it;
@@ -475,3 +483,21 @@ Test(per_worker, reading_a_down_workers_copy_is_unavailable_at_once)
 	pasco_per_worker_variable_free(v);
 	stop();
 }
+
+/* Each scenario of section 4.B above, with the default queue and with a
+ * queue of 2 closures, where pasco_schedule blocks while 2 wait. */
+#define BOTH_QUEUES(name)                                                     \
+	Test(per_worker, name)                                                \
+	{                                                                     \
+		name();                                                       \
+	}                                                                     \
+	Test(per_worker, name##_with_a_queue_of_2)                            \
+	{                                                                     \
+		queue_size = 2;                                               \
+		name();                                                       \
+	}
+
+BOTH_QUEUES(a_per_worker_variable_accumulates_on_each_worker)      /* 22, 84 */
+BOTH_QUEUES(two_iterators_feed_one_closure)                        /* 27 */
+BOTH_QUEUES(repeated_iterator_rounds_leave_nothing_on_the_workers) /* 28 */
+BOTH_QUEUES(unseeded_shuffles_differ_from_worker_to_worker)        /* 21 */
