@@ -350,8 +350,9 @@ typedef struct pasco_coordinator_metrics {
 	                      * its input's) */
 	uint64_t retried;    /* put back after their worker failed, or a ps
 	                      * they used was recovered */
-	uint64_t cancelled;  /* never run: cancelled by an earlier error, or
-	                      * by pasco_coordinator_destroy */
+	uint64_t cancelled;  /* cancelled by an earlier error (queued, or
+	                      * running and stopped on pasco_call_is_cancelled)
+	                      * or by pasco_coordinator_destroy */
 	uint64_t fetches;    /* pasco_remote_value_fetch calls that returned
 	                      * a value, on remote values of this coordinator */
 	uint64_t queued;     /* queued now */
