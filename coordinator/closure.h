@@ -16,6 +16,7 @@ typedef enum closure_kind {
 	CLOSURE_RUN,
 	CLOSURE_RESOURCE_CREATE,
 	CLOSURE_RESOURCE_RELEASE,
+	CLOSURE_RESOURCE_READ, /* a per-worker variable's value, into rv */
 } closure_kind;
 
 typedef struct closure_arg {
@@ -31,15 +32,16 @@ typedef struct closure {
 	char                      *name; /* function or factory */
 	size_t                     nargs;
 	closure_arg               *args;
-	pasco_remote_value        *rv;       /* RUN: held, or NULL */
+	pasco_remote_value        *rv;       /* RUN, READ: held, or NULL */
 	pasco_per_worker_iterator *iterator; /* CREATE: held */
-	uint64_t                   resource; /* CREATE, RELEASE */
+	uint64_t                   resource; /* CREATE, RELEASE, READ */
 	uint32_t                   repeat;   /* RUN: calls per closure */
 	bool                       sum_results; /* RUN: sums the calls' */
 	bool                       small;    /* RUN: may ride in a batch */
-	uint64_t        ps_epoch; /* RUN: ps recovery epoch at send */
-	uint32_t        ps_holds; /* RUN: retries held back */
-	struct closure *next;     /* queue link */
+	uint64_t        ps_epoch;  /* RUN: ps recovery epoch at send */
+	uint32_t        ps_holds;  /* RUN: retries held back */
+	int64_t         queued_ns; /* RUN: when it last entered the queue */
+	struct closure *next;      /* queue link */
 } closure;
 
 /* Frees c and drops what it holds. NULL is a no-op. */

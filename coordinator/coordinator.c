@@ -31,6 +31,12 @@ set_error(pasco_coordinator *c, const char *msg)
 	pasci_fmt(last_error.msg, sizeof(last_error.msg), "%s", msg);
 }
 
+void
+pasci_coordinator_set_error(pasco_coordinator *c, const char *msg)
+{
+	set_error(c, msg);
+}
+
 const char *
 pasco_coordinator_error(const pasco_coordinator *c)
 {
@@ -63,6 +69,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	c->last_finish_ms = pasci_now_ms();
 	c->max_batch =
 	    opts != NULL && opts->max_batch > 0 ? opts->max_batch : 32;
+	c->fetches = pasci_counter_new(); /* NULL: fetches are not counted */
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->watchdog_cv, NULL);
 	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
@@ -74,6 +81,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		free(c);
 		return PASCO_ENOMEM;
 	}
+	pasci_cancel_install(c);
 	pthread_mutex_lock(&s->mu);
 	if (s->coord != NULL) {
 		pasci_fmt(s->error, sizeof(s->error),
@@ -81,6 +89,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		    "has a coordinator (there is one per strategy)");
 		pthread_mutex_unlock(&s->mu);
 		pasci_queue_fini(&c->q);
+		pasci_counter_release(c->fetches);
 		free(c->dispatchers);
 		pthread_cond_destroy(&c->watchdog_cv);
 		pthread_mutex_destroy(&c->mu);
@@ -111,6 +120,8 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	c->s->coord = NULL; /* no more connection callbacks */
 	pthread_mutex_unlock(&c->s->mu);
 	pasci_dispatch_stop(c);
+	pasci_metrics_log(c, PASCI_LOG_INFO, "at shutdown");
+	pasci_counter_release(c->fetches);
 	/* Iterators the user did not free: nothing else refers to them. */
 	while (c->iterators != NULL) {
 		pasco_per_worker_iterator *it = c->iterators;
@@ -147,16 +158,23 @@ capture_arg(pasco_coordinator *c, closure_arg *dst, const pasco_arg *a,
 		}
 		return PASCO_OK;
 	case PASCO_ARG_ITERATOR:
-		if (a->u.iterator == NULL || a->u.iterator->coord != c) {
+	case PASCO_ARG_PER_WORKER_VARIABLE: /* an iterator, to the queue */
+		dst->kind     = PASCO_ARG_ITERATOR;
+		dst->iterator = a->kind == PASCO_ARG_ITERATOR
+		                    ? a->u.iterator
+		                    : (a->u.per_worker_variable != NULL
+		                              ? a->u.per_worker_variable->it
+		                              : NULL);
+		if (dst->iterator == NULL || dst->iterator->coord != c) {
+			dst->iterator = NULL;
 			break;
 		}
-		dst->iterator = a->u.iterator;
 		pasci_iterator_hold(dst->iterator);
 		return PASCO_OK;
 	}
 	pasci_fmt(err, len,
 	    "argument %zu is NULL, of unknown kind %d, or an "
-	    "iterator of another coordinator",
+	    "iterator or per-worker variable of another coordinator",
 	    i, (int) a->kind);
 	return PASCO_EINVAL;
 }
@@ -229,6 +247,7 @@ pasco_schedule_with(pasco_coordinator *c, const char *fn,
 			set_error(c, "out of memory");
 			return PASCO_ENOMEM;
 		}
+		pasci_remote_value_count_fetches(rv, c->fetches);
 		pasci_remote_value_hold(rv);
 		cl->rv = rv;
 	}
@@ -250,6 +269,7 @@ pasco_join(pasco_coordinator *c)
 	char msg[1024] = "";
 	int  err       = pasci_queue_wait(&c->q, msg, sizeof(msg));
 	set_error(c, err != 0 ? msg : "");
+	pasci_metrics_log(c, PASCI_LOG_DEBUG, "after join");
 	return err;
 }
 

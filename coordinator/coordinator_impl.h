@@ -35,6 +35,8 @@ typedef struct task_link {
 	pasci_rpc_client *client;
 	uint64_t          incarnation;   /* ps: the first seen; under s->mu */
 	int               ping_inflight; /* atomic */
+	int hb_dropped; /* atomic: the link was last dropped for missing
+	                 * heartbeats (health.c says so); cleared when up */
 } task_link;
 
 struct pasco_strategy {
@@ -77,6 +79,23 @@ int pasci_strategy_sync_options(
 void pasci_coordinator_worker_state(
     pasco_coordinator *c, size_t w, bool up, uint64_t incarnation);
 
+/* A shared counter (metrics.c): a coordinator's count that objects
+ * outliving it (remote values) may still bump. Atomic; freed with the
+ * last reference. */
+typedef struct pasci_counter {
+	uint64_t n;
+	int32_t  refs;
+} pasci_counter;
+
+pasci_counter *pasci_counter_new(void); /* NULL when out of memory */
+void           pasci_counter_hold(pasci_counter *n);
+void           pasci_counter_release(pasci_counter *n); /* NULL: no-op */
+void           pasci_counter_add(pasci_counter *n, uint64_t k);
+uint64_t       pasci_counter_get(pasci_counter *n); /* NULL: 0 */
+
+/* Logs c's metrics (pasco_coordinator_metrics_read) at level, after what. */
+void pasci_metrics_log(pasco_coordinator *c, int level, const char *what);
+
 /* Remote values. */
 pasco_remote_value *pasci_remote_value_new(void);
 void                pasci_remote_value_hold(pasco_remote_value *rv);
@@ -84,6 +103,9 @@ void                pasci_remote_value_hold(pasco_remote_value *rv);
  * wins. */
 void pasci_remote_value_set(pasco_remote_value *rv, pasco_value *value);
 void pasci_remote_value_fail(pasco_remote_value *rv, int err, const char *msg);
+/* Counts rv's successful fetches in n (held); call before rv is shared. */
+void pasci_remote_value_count_fetches(
+    pasco_remote_value *rv, pasci_counter *n);
 
 /* Per-worker iterators. */
 struct pasco_per_worker_dataset {
@@ -95,13 +117,18 @@ struct pasco_per_worker_iterator {
 	pasco_coordinator *coord;
 	char              *factory;
 	uint64_t           id;
-	int                refs; /* protected by the coordinator's mu */
-	pthread_mutex_t    mu;
-	int               *err; /* per worker: factory error, under mu */
-	char             **msg; /* per worker, under mu */
+	bool is_value; /* a per-worker variable: factory is a function */
+	int  refs;     /* protected by the coordinator's mu */
+	pthread_mutex_t mu;
+	int            *err; /* per worker: factory error, under mu */
+	char          **msg; /* per worker, under mu */
 	struct pasco_per_worker_iterator *next; /* live list, coordinator mu */
 };
 
+/* A new iterator of factory on every worker (is_value: a per-worker
+ * variable, the tensor the function factory returns). */
+int  pasci_iterator_create(pasco_per_worker_iterator **out,
+     pasco_coordinator *c, const char *factory, bool is_value);
 void pasci_iterator_hold(pasco_per_worker_iterator *it);
 /* Enqueues the build of every live iterator of c on worker w (it came
  * back). Takes c->mu, then the queue's lock. */
@@ -131,7 +158,9 @@ struct pasco_coordinator {
 	pthread_cond_t  watchdog_cv;    /* with mu: stop */
 	int64_t         last_finish_ms; /* atomic */
 	uint64_t        watchdog_count; /* atomic */
-	uint64_t        next_id;        /* atomic */
+	uint64_t        id_base; /* ids: from here, 2^32 of them (cancel.c) */
+	uint64_t        next_id; /* atomic */
+	pasci_counter  *fetches; /* metrics.c; may be NULL */
 	pthread_mutex_t mu;
 	/* Protected by mu. */
 	bool                       stopping;
@@ -146,6 +175,25 @@ pasci_coordinator_next_id(pasco_coordinator *c)
 {
 	return __atomic_add_fetch(&c->next_id, 1, __ATOMIC_RELAXED);
 }
+
+/* Sets what pasco_coordinator_error returns on this thread. */
+void pasci_coordinator_set_error(pasco_coordinator *c, const char *msg);
+
+/* Per-worker variables (per_worker_variable.c). */
+struct pasco_per_worker_variable {
+	pasco_per_worker_iterator *it; /* its resource on every worker */
+};
+
+/* Completes a RESOURCE_READ closure of worker w from its reply (or the
+ * transport's err and detail): its remote value gets the tensor or the
+ * error. Does not free cl. */
+void pasci_per_worker_read_done(
+    closure *cl, size_t w, int err, pasci_wire_msg *reply, const char *detail);
+
+/* Cancelling running closures (cancel.c): draws c's closure id range and
+ * gives the queue its cancel hook, which asks every worker to cancel the
+ * closures of that range issued so far. */
+void pasci_cancel_install(pasco_coordinator *c);
 
 /* The dispatch engine (dispatch.c). */
 

@@ -133,10 +133,11 @@ closure_input_failed(closure *cl, size_t w, char *msg, size_t len)
 			continue;
 		}
 		pasci_fmt(msg, len,
-		    "input of '%s' failed: argument %zu, a "
-		    "per-worker iterator, could not be built on worker "
-		    "%zu: %s",
-		    cl->name, i, w, why);
+		    "input of '%s' failed: argument %zu, a per-worker %s, "
+		    "could not be built on worker %zu: %s",
+		    cl->name, i,
+		    cl->args[i].iterator->is_value ? "variable" : "iterator",
+		    w, why);
 		return true;
 	}
 	return false;
@@ -168,7 +169,8 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 	static const pasci_method methods[] = {
 	    [CLOSURE_RUN]              = PASCI_METHOD_RUN,
 	    [CLOSURE_RESOURCE_CREATE]  = PASCI_METHOD_RESOURCE_CREATE,
-	    [CLOSURE_RESOURCE_RELEASE] = PASCI_METHOD_RESOURCE_RELEASE};
+	    [CLOSURE_RESOURCE_RELEASE] = PASCI_METHOD_RESOURCE_RELEASE,
+	    [CLOSURE_RESOURCE_READ]    = PASCI_METHOD_RESOURCE_READ};
 	pasci_wire_builder b;
 	nng_msg           *msg;
 
@@ -177,8 +179,11 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 		cl->ps_epoch = pasci_recovery_epoch(c->s);
 		encode_run(&b, cl);
 	} else {
-		b.hdr.name         = cl->name != NULL ? cl->name : (char *) "";
-		b.hdr.resource     = cl->resource;
+		b.hdr.name     = cl->name != NULL ? cl->name : (char *) "";
+		b.hdr.resource = cl->resource;
+		/* a per-worker variable: the function's result, no dataset */
+		b.hdr.want_result =
+		    cl->iterator != NULL && cl->iterator->is_value;
 		b.hdr.worker_index = (int32_t) w;
 		b.hdr.num_workers  = (int32_t) c->nworkers;
 	}
@@ -199,7 +204,9 @@ static void
 complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 {
 	closure *cl = f->cl;
-	if (cl->kind == CLOSURE_RESOURCE_CREATE && err == 0) {
+	if (cl->kind == CLOSURE_RESOURCE_READ) {
+		pasci_per_worker_read_done(cl, f->w, err, reply, detail);
+	} else if (cl->kind == CLOSURE_RESOURCE_CREATE && err == 0) {
 		pasci_iterator_set_status(
 		    cl->iterator, f->w, reply->hdr->status, reply->hdr->error);
 	} else if (cl->kind == CLOSURE_RESOURCE_CREATE &&
@@ -598,6 +605,8 @@ watchdog_main(void *arg)
 			    (long long) c->watchdog_ms, state);
 			__atomic_add_fetch(
 			    &c->watchdog_count, 1, __ATOMIC_RELAXED);
+			pasci_metrics_log(
+			    c, PASCI_LOG_WARN, "at the watchdog");
 			note_finish(
 			    c); /* the next report after another period */
 		}
@@ -646,6 +655,7 @@ static void
 abandon_flights(void *arg)
 {
 	pasco_coordinator *c = arg;
+	c->q.cancel_inflight(c->q.cancel_arg); /* workers stop them too */
 	pasci_recovery_flush(c); /* cancelled: the queue is stopped */
 	for (size_t w = 0; w < c->nworkers; w++) {
 		pasci_rpc_client_abandon(c->s->workers[w], PASCO_ECANCELLED,

@@ -1,5 +1,7 @@
 /*
- * Per-worker datasets and iterators. An iterator is a resource id; each
+ * Per-worker datasets and iterators (and per-worker variables, which are
+ * iterators whose resource is a tensor: per_worker_variable.c). An
+ * iterator is a resource id; each
  * worker builds its own dataset under that id from a tagged closure, which
  * the queue runs before any later closure on that worker. Iterators are
  * reference counted (the user and every closure using one); the last
@@ -121,7 +123,13 @@ int
 pasco_per_worker_iterator_create(
     pasco_per_worker_iterator **out, pasco_per_worker_dataset *d)
 {
-	pasco_coordinator         *c = d->coord;
+	return pasci_iterator_create(out, d->coord, d->factory, false);
+}
+
+int
+pasci_iterator_create(pasco_per_worker_iterator **out, pasco_coordinator *c,
+    const char *factory, bool is_value)
+{
 	pasco_per_worker_iterator *it;
 
 	*out = NULL;
@@ -129,12 +137,13 @@ pasco_per_worker_iterator_create(
 		return PASCO_ENOMEM;
 	}
 	pthread_mutex_init(&it->mu, NULL);
-	it->coord   = c;
-	it->refs    = 1;
-	it->id      = pasci_coordinator_next_id(c);
-	it->factory = pasci_strdup(d->factory);
-	it->err     = calloc(c->nworkers, sizeof(*it->err));
-	it->msg     = calloc(c->nworkers, sizeof(*it->msg));
+	it->coord    = c;
+	it->refs     = 1;
+	it->is_value = is_value;
+	it->id       = pasci_coordinator_next_id(c);
+	it->factory  = pasci_strdup(factory);
+	it->err      = calloc(c->nworkers, sizeof(*it->err));
+	it->msg      = calloc(c->nworkers, sizeof(*it->msg));
 	if (it->factory == NULL || it->err == NULL || it->msg == NULL) {
 		pasci_iterator_free(it, c->nworkers);
 		return PASCO_ENOMEM;

@@ -129,6 +129,7 @@ static closure *
 drain_locked(closure_queue *q)
 {
 	closure *all = q->head;
+	q->stats.cancelled += q->len;
 	q->head = q->tail = NULL;
 	q->len            = 0;
 	pthread_cond_broadcast(&q->free_slot);
@@ -145,6 +146,12 @@ raise_locked(closure_queue *q, closure **cancelled, char *msg, size_t len)
 		return PASCO_OK;
 	}
 	*cancelled = drain_locked(q);
+	if (q->inflight > 0 && q->cancel_inflight != NULL) {
+		/* what is running is asked to stop, as TensorFlow aborts it */
+		pthread_mutex_unlock(&q->mu);
+		q->cancel_inflight(q->cancel_arg);
+		pthread_mutex_lock(&q->mu);
+	}
 	while (q->inflight > 0) {
 		pthread_cond_wait(&q->settled, &q->mu);
 	}
@@ -173,8 +180,14 @@ pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
 		rv = PASCO_ECLOSED;
 	}
 	if (rv == 0) {
+		if (q->ids != NULL) {
+			c->id =
+			    __atomic_add_fetch(q->ids, 1, __ATOMIC_RELAXED);
+		}
+		c->queued_ns = pasci_now_ns();
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
+		q->stats.put++;
 		wake_one_locked(q);
 	}
 	pthread_mutex_unlock(&q->mu);
@@ -197,6 +210,23 @@ pasci_queue_put_tagged(closure_queue *q, closure *c, size_t w)
 	pthread_mutex_unlock(&q->mu);
 }
 
+/* Pops the head of the global queue, counting how long it waited. */
+static closure *
+pop_global_locked(closure_queue *q)
+{
+	closure *c    = pop_locked(&q->head, &q->tail);
+	int64_t  wait = pasci_now_ns() - c->queued_ns;
+	uint64_t ns   = c->queued_ns > 0 && wait > 0 ? (uint64_t) wait : 0;
+	q->len--;
+	q->inflight++;
+	q->stats.taken++;
+	q->stats.wait_ns_total += ns;
+	if (ns > q->stats.wait_ns_max) {
+		q->stats.wait_ns_max = ns;
+	}
+	return c;
+}
+
 static closure *
 take_locked(closure_queue *q, size_t w, bool *tagged)
 {
@@ -213,12 +243,10 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 	 * pending: they would be cancelled at the next API call anyway. */
 	if (q->head != NULL && qw->inflight < q->window && q->error == 0 &&
 	    !q->paused && qw->tagged_head == NULL && !qw->tagged_inflight) {
-		q->len--;
-		q->inflight++;
 		qw->inflight++;
 		*tagged = false;
 		pthread_cond_signal(&q->free_slot);
-		return pop_locked(&q->head, &q->tail);
+		return pop_global_locked(q);
 	}
 	return NULL;
 }
@@ -247,9 +275,7 @@ pasci_queue_take_riders(closure_queue *q, size_t w, closure **out, size_t max)
 	    qw->tagged_head == NULL && !qw->tagged_inflight &&
 	    qw->inflight >= q->window && !other_has_room_locked(q, w)) {
 		while (n < max && q->head != NULL && q->head->small) {
-			out[n++] = pop_locked(&q->head, &q->tail);
-			q->len--;
-			q->inflight++;
+			out[n++] = pop_global_locked(q);
 			qw->riders++;
 		}
 		if (n > 0) {
@@ -301,12 +327,19 @@ static void
 mark_done(closure_queue *q, size_t w, bool rider, int err, const char *msg)
 {
 	pthread_mutex_lock(&q->mu);
+	if (err == PASCO_ECANCELLED) { /* stopped by a cancel */
+		q->stats.cancelled++;
+	} else if (err != 0) {
+		q->stats.failed++;
+	} else {
+		q->stats.finished++;
+	}
 	if (err != 0 && q->error == 0) {
 		q->error        = err;
 		q->error_source = -1; /* a closure's */
 		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
-		/* a put waiting for room raises it: nothing queued is
-		 * taken while it is pending, so no room would come */
+		/* a put blocked on a full queue raises it: nothing is taken
+		 * from the queue while it is pending, so no slot would free */
 		pthread_cond_broadcast(&q->free_slot);
 	}
 	landed_locked(q, w, rider);
@@ -360,9 +393,13 @@ put_back(closure_queue *q, size_t w, closure *c, bool rider)
 	cancel = q->error != 0 || q->stopped;
 	if (!cancel) {
 		/* Over the bound if need be: a completion must not block. */
+		c->queued_ns = pasci_now_ns();
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
+		q->stats.put_back++;
 		wake_one_locked(q);
+	} else {
+		q->stats.cancelled++;
 	}
 	landed_locked(q, w, rider);
 	pthread_mutex_unlock(&q->mu);
@@ -513,6 +550,16 @@ pasci_queue_describe(closure_queue *q, char *buf, size_t len)
 	}
 	pthread_mutex_unlock(&q->mu);
 	return busy;
+}
+
+void
+pasci_queue_stats(closure_queue *q, queue_stats *out)
+{
+	pthread_mutex_lock(&q->mu);
+	*out          = q->stats;
+	out->len      = q->len;
+	out->inflight = q->inflight;
+	pthread_mutex_unlock(&q->mu);
 }
 
 size_t

@@ -35,6 +35,19 @@ typedef struct queue_worker {
 	bool           asleep;
 } queue_worker;
 
+/* What the queue has seen, for pasco_coordinator_metrics: global closures
+ * only (tagged resource operations are not counted). */
+typedef struct queue_stats {
+	uint64_t put;       /* accepted by pasci_queue_put */
+	uint64_t taken;     /* handed to a worker (riders and retries too) */
+	uint64_t finished;  /* landed without an error */
+	uint64_t failed;    /* landed with an error */
+	uint64_t put_back;  /* back to the queue after their worker failed */
+	uint64_t cancelled; /* never ran: drained by an error or a stop */
+	uint64_t wait_ns_total, wait_ns_max; /* time queued, per take */
+	size_t   len, inflight;              /* now */
+} queue_stats;
+
 typedef struct closure_queue {
 	pthread_mutex_t put_wait_mu; /* no put slips in while wait runs */
 	pthread_mutex_t mu;
@@ -53,6 +66,16 @@ typedef struct closure_queue {
 	int           error_source; /* the task that raised it, or -1 */
 	size_t        next_wake;    /* where the search for a sleeper starts */
 	bool          paused; /* a ps is being recovered: no global closure */
+	queue_stats   stats;  /* len and inflight unused: see the fields */
+	/* Called (without the lock) when an error is raised while closures
+	 * are in flight, before waiting for them: to cancel them. Set once,
+	 * before the queue is used. */
+	void (*cancel_inflight)(void *arg);
+	void *cancel_arg;
+	/* When set, a closure put gets its id from this counter (atomic)
+	 * under the lock: after any error raised before it, so a cancel of
+	 * the ids issued so far never reaches it. */
+	uint64_t *ids;
 } closure_queue;
 
 int pasci_queue_init(
@@ -140,6 +163,9 @@ void pasci_queue_stop(closure_queue *q, void (*nudge)(void *), void *arg);
 /* One line on the queue and every worker, for the watchdog. True when
  * anything is queued or in flight. */
 bool pasci_queue_describe(closure_queue *q, char *buf, size_t len);
+
+/* A copy of the queue's counters, with len and inflight filled. */
+void pasci_queue_stats(closure_queue *q, queue_stats *out);
 
 /* Counts, for tests and metrics. */
 size_t pasci_queue_inflight(closure_queue *q);

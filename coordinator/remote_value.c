@@ -16,6 +16,8 @@ struct pasco_remote_value {
 	int             err;
 	char           *msg;
 	pasco_value    *value;
+	pasci_counter  *fetches; /* held, or NULL: counts fetches that
+	                          * returned a value */
 };
 
 pasco_remote_value *
@@ -49,6 +51,7 @@ pasco_remote_value_free(pasco_remote_value *rv)
 	last = --rv->refs == 0;
 	pthread_mutex_unlock(&rv->mu);
 	if (last) {
+		pasci_counter_release(rv->fetches);
 		pasco_value_free(rv->value);
 		free(rv->msg);
 		pthread_cond_destroy(&rv->cv);
@@ -95,7 +98,17 @@ pasco_remote_value_fetch(pasco_remote_value *rv, const pasco_value **out)
 	}
 	pthread_mutex_unlock(&rv->mu);
 	*out = rv->err == 0 ? rv->value : NULL;
+	if (rv->err == 0 && rv->fetches != NULL) {
+		pasci_counter_add(rv->fetches, 1);
+	}
 	return rv->err;
+}
+
+void
+pasci_remote_value_count_fetches(pasco_remote_value *rv, pasci_counter *n)
+{
+	pasci_counter_hold(n);
+	rv->fetches = n; /* before rv is handed out: no lock needed */
 }
 
 bool

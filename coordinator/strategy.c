@@ -29,6 +29,9 @@ strategy_worker_state(void *arg, bool up, uint64_t incarnation)
 {
 	task_link         *link = arg;
 	pasco_coordinator *c;
+	if (up) {
+		__atomic_store_n(&link->hb_dropped, 0, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_lock(&link->s->mu);
 	c = link->s->coord;
 	if (c != NULL) {
@@ -52,6 +55,9 @@ strategy_ps_state(void *arg, bool up, uint64_t incarnation)
 	char            msg[512] = "";
 	bool            fresh;
 
+	if (up) {
+		__atomic_store_n(&link->hb_dropped, 0, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_lock(&s->mu);
 	fresh =
 	    up && link->incarnation != 0 && incarnation != link->incarnation;
@@ -64,9 +70,11 @@ strategy_ps_state(void *arg, bool up, uint64_t incarnation)
 		return;
 	}
 	if (!up) {
-		pasci_fmt(msg, sizeof(msg),
-		    "ps %zu at %s is unavailable: the connection was lost",
-		    link->index, pasci_rpc_client_url(link->client));
+		pasci_fmt(msg, sizeof(msg), "ps %zu at %s is unavailable: %s",
+		    link->index, pasci_rpc_client_url(link->client),
+		    __atomic_load_n(&link->hb_dropped, __ATOMIC_RELAXED)
+		        ? "it stopped answering heartbeats (alive but hung?)"
+		        : "the connection was lost");
 	} else if (link->incarnation == 0) {
 		link->incarnation = incarnation;
 	} else if (incarnation != link->incarnation) {
@@ -143,6 +151,7 @@ heartbeat_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 		pasci_fmt(why, sizeof(why), "no heartbeat answer for %lld ms",
 		    (long long) (link->s->heartbeat_ms *
 		                 link->s->heartbeat_misses));
+		__atomic_store_n(&link->hb_dropped, 1, __ATOMIC_RELAXED);
 		pasci_rpc_client_drop(link->client, why);
 	}
 	__atomic_store_n(&link->ping_inflight, 0, __ATOMIC_RELEASE);

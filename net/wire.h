@@ -45,6 +45,8 @@ typedef enum pasci_method {
 	PASCI_METHOD_AUTH = 18, /* proof of the cluster key (auth.h) */
 	PASCI_METHOD_VAR_FETCH_ADD = 19, /* ps: name, step, sync -> step */
 	PASCI_METHOD_SYNC_FLUSH    = 20, /* ps: partial BSP rounds -> step */
+	PASCI_METHOD_RESOURCE_READ = 21, /* worker: resource -> its value */
+	PASCI_METHOD_CANCEL = 22, /* worker: closures resource..closure_id */
 } pasci_method;
 
 /* A consistency mode and a step's place in it (schemas/wire.proto, Sync). */

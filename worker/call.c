@@ -78,7 +78,108 @@ pasco_call_iterator(pasco_call *call, size_t i, pasco_dataset **out)
 	int rv = call_arg_check(
 	    call, i, PASCI_ARG_RESOURCE, "a per-worker iterator");
 	*out = rv == 0 ? pasci_resource_dataset(call->args[i].res) : NULL;
+	if (rv == 0 && *out == NULL) {
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "argument %zu is a per-worker variable, not an iterator",
+		    i);
+	}
 	return rv;
+}
+
+/* Argument i as a per-worker variable (a resource without a dataset). */
+static int
+per_worker_variable(pasco_call *call, size_t i, resource **out)
+{
+	int rv = call_arg_check(
+	    call, i, PASCI_ARG_RESOURCE, "a per-worker variable");
+	*out = rv == 0 ? call->args[i].res : NULL;
+	if (rv == 0 && pasci_resource_dataset(*out) != NULL) {
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "argument %zu is a per-worker iterator, not a variable",
+		    i);
+	}
+	return rv;
+}
+
+int
+pasco_call_per_worker_add(
+    pasco_call *call, size_t i, const pasco_tensor *delta)
+{
+	resource *r;
+	char      err[512];
+	int       rv;
+	if ((rv = per_worker_variable(call, i, &r)) != 0) {
+		return rv;
+	}
+	if (delta == NULL) {
+		return pasco_call_fail(
+		    call, PASCO_EINVAL, "argument %zu: no tensor to add", i);
+	}
+	if ((rv = pasci_resource_value_add(r, delta, err, sizeof(err))) != 0) {
+		return pasco_call_fail(call, rv, "argument %zu: %s", i, err);
+	}
+	return PASCO_OK;
+}
+
+int
+pasco_call_per_worker_read(pasco_call *call, size_t i, pasco_tensor **out)
+{
+	resource *r;
+	int       rv;
+	*out = NULL;
+	if ((rv = per_worker_variable(call, i, &r)) != 0) {
+		return rv;
+	}
+	if ((rv = pasci_resource_value_read(r, out)) != 0) {
+		return pasco_call_fail(call, rv,
+		    "argument %zu: out of memory copying a per-worker "
+		    "variable",
+		    i);
+	}
+	return PASCO_OK;
+}
+
+void
+pasci_cancel_mark_init(pasci_cancel_mark *m)
+{
+	pthread_mutex_init(&m->mu, NULL);
+	m->lo = m->hi = 0;
+}
+
+void
+pasci_cancel_mark_fini(pasci_cancel_mark *m)
+{
+	pthread_mutex_destroy(&m->mu);
+}
+
+void
+pasci_cancel_mark_set(pasci_cancel_mark *m, uint64_t lo, uint64_t hi)
+{
+	pthread_mutex_lock(&m->mu);
+	if (lo != m->lo || hi > m->hi) { /* another coordinator, or later */
+		m->lo = lo;
+		m->hi = hi;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+bool
+pasci_cancel_mark_covers(pasci_cancel_mark *m, uint64_t id)
+{
+	bool covers;
+	if (m == NULL || id == 0) {
+		return false;
+	}
+	pthread_mutex_lock(&m->mu);
+	covers = m->hi != 0 && id >= m->lo && id <= m->hi;
+	pthread_mutex_unlock(&m->mu);
+	return covers;
+}
+
+bool
+pasco_call_is_cancelled(const pasco_call *call)
+{
+	return pasci_cancel_mark_covers(call->env->cancel, call->closure_id);
 }
 
 int32_t
@@ -164,9 +265,9 @@ pasci_call_bind(pasco_call *call, const pasci_wire_msg *req)
 			if (a->res == NULL) {
 				return pasco_call_fail(call,
 				    PASCO_EPRECONDITION,
-				    "argument %zu: per-worker iterator %llu "
-				    "does "
-				    "not exist on worker %d",
+				    "argument %zu: per-worker resource %llu "
+				    "(an iterator or variable) does not "
+				    "exist on worker %d",
 				    i, (unsigned long long) w->resource,
 				    call->env->index);
 			}

@@ -5,12 +5,27 @@
 #ifndef PASCI_WORKER_CALL_H
 #define PASCI_WORKER_CALL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pasco/function.h"
 #include "resources.h"
 #include "rpc.h"
 #include "wire.h"
+
+/* The closures the coordinator asked to cancel: ids lo to hi (one
+ * coordinator's range; a CANCEL from another replaces it). 0, 0: none. */
+typedef struct pasci_cancel_mark {
+	pthread_mutex_t mu;
+	uint64_t        lo, hi; /* protected by mu */
+} pasci_cancel_mark;
+
+void pasci_cancel_mark_init(pasci_cancel_mark *m);
+void pasci_cancel_mark_fini(pasci_cancel_mark *m);
+void pasci_cancel_mark_set(pasci_cancel_mark *m, uint64_t lo, uint64_t hi);
+/* Whether closure id (0: none) is to be cancelled. NULL m: never. */
+bool pasci_cancel_mark_covers(pasci_cancel_mark *m, uint64_t id);
 
 /* What every call on a worker sees; owned by the worker server, read only
  * while it serves. */
@@ -20,6 +35,7 @@ typedef struct pasci_call_env {
 	size_t             nps;
 	int32_t            index;
 	int32_t            num_workers;
+	pasci_cancel_mark *cancel; /* may be NULL */
 } pasci_call_env;
 
 typedef struct call_arg {
@@ -36,6 +52,7 @@ struct pasco_call {
 	call_arg             *args;
 	pasco_value          *result;
 	uint32_t              repetition; /* in a packed closure */
+	uint64_t              closure_id; /* the coordinator's; 0: none */
 	char                  error[1024];
 };
 

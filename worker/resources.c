@@ -1,6 +1,7 @@
 /*
  * The worker's resource table. The table lock guards the id map and the
- * reference counts; datasets synchronise their own iteration.
+ * reference counts; datasets synchronise their own iteration, and a
+ * per-worker variable's value has its own lock (value_mu).
  */
 #include "resources.h"
 
@@ -13,8 +14,10 @@
 
 struct resource {
 	uint64_t         id;
-	pasco_dataset   *ds;
-	int              refs; /* protected by the table lock */
+	pasco_dataset   *ds;       /* a dataset, or */
+	pasco_tensor    *value;    /* a per-worker variable's value */
+	pthread_mutex_t  value_mu; /* guards value's contents */
+	int              refs;     /* protected by the table lock */
 	resource_table  *table;
 	struct resource *next;
 };
@@ -61,22 +64,21 @@ resource_free(resource *r)
 {
 	if (r != NULL) {
 		pasco_dataset_free(r->ds);
+		pasco_tensor_release(r->value);
+		pthread_mutex_destroy(&r->value_mu);
 		free(r);
 	}
 }
 
-int
-pasci_resource_table_put(resource_table *t, uint64_t id, pasco_dataset *ds)
+/* Adds r (ds or value set) under id, replacing any previous. */
+static int
+table_put(resource_table *t, uint64_t id, resource *r)
 {
-	resource *r = calloc(1, sizeof(*r)), *old;
-	if (r == NULL) {
-		pasco_dataset_free(ds);
-		return PASCO_ENOMEM;
-	}
+	resource *old;
 	r->id    = id;
-	r->ds    = ds;
 	r->refs  = 1; /* the table's */
 	r->table = t;
+	pthread_mutex_init(&r->value_mu, NULL);
 	pthread_mutex_lock(&t->mu);
 	old                               = unref_locked(unlink_locked(t, id));
 	r->next                           = t->buckets[id % RESOURCE_BUCKETS];
@@ -84,6 +86,31 @@ pasci_resource_table_put(resource_table *t, uint64_t id, pasco_dataset *ds)
 	pthread_mutex_unlock(&t->mu);
 	resource_free(old);
 	return PASCO_OK;
+}
+
+int
+pasci_resource_table_put(resource_table *t, uint64_t id, pasco_dataset *ds)
+{
+	resource *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		pasco_dataset_free(ds);
+		return PASCO_ENOMEM;
+	}
+	r->ds = ds;
+	return table_put(t, id, r);
+}
+
+int
+pasci_resource_table_put_value(
+    resource_table *t, uint64_t id, pasco_tensor *value)
+{
+	resource *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		pasco_tensor_release(value);
+		return PASCO_ENOMEM;
+	}
+	r->value = value;
+	return table_put(t, id, r);
 }
 
 resource *
@@ -105,6 +132,62 @@ pasco_dataset *
 pasci_resource_dataset(resource *r)
 {
 	return r->ds;
+}
+
+int
+pasci_resource_value_add(
+    resource *r, const pasco_tensor *delta, char *err, size_t len)
+{
+	if (r->value == NULL || !pasco_tensor_same_spec(r->value, delta)) {
+		char want[128] = "a dataset", got[128];
+		if (r->value != NULL) {
+			pasco_tensor_spec_string(r->value->dtype,
+			    r->value->rank, r->value->shape, want,
+			    sizeof(want));
+		}
+		pasco_tensor_spec_string(
+		    delta->dtype, delta->rank, delta->shape, got, sizeof(got));
+		pasci_fmt(err, len,
+		    "cannot add a %s to per-worker resource %llu: it is %s",
+		    got, (unsigned long long) r->id, want);
+		return PASCO_EINVAL;
+	}
+	pthread_mutex_lock(&r->value_mu);
+	for (int64_t i = 0; i < delta->count; i++) {
+		pasco_tensor_set(r->value, i,
+		    pasco_tensor_get(r->value, i) +
+		        pasco_tensor_get(delta, i));
+	}
+	pthread_mutex_unlock(&r->value_mu);
+	return PASCO_OK;
+}
+
+int
+pasci_resource_value_read(resource *r, pasco_tensor **out)
+{
+	int rv;
+	*out = NULL;
+	if (r->value == NULL) {
+		return PASCO_EINVAL;
+	}
+	pthread_mutex_lock(&r->value_mu);
+	rv = pasco_tensor_copy(out, r->value);
+	pthread_mutex_unlock(&r->value_mu);
+	return rv;
+}
+
+size_t
+pasci_resource_table_count(resource_table *t)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&t->mu);
+	for (int i = 0; i < RESOURCE_BUCKETS; i++) {
+		for (resource *r = t->buckets[i]; r != NULL; r = r->next) {
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	return n;
 }
 
 void

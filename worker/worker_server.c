@@ -1,6 +1,7 @@
 /*
- * The worker server: runs step functions (RUN) and builds or drops
- * per-worker datasets (RESOURCE_CREATE / RESOURCE_RELEASE). Requests run on
+ * The worker server: runs step functions (RUN) and builds, reads or drops
+ * per-worker resources (RESOURCE_CREATE / RESOURCE_READ /
+ * RESOURCE_RELEASE): datasets, and per-worker variables. Requests run on
  * the RPC server's handler threads, so several closures run at once; the
  * resource table and the ps clients are shared and thread-safe. A worker
  * holds nothing that cannot be rebuilt.
@@ -23,6 +24,7 @@
 struct worker_server {
 	pasci_call_env env; /* what calls see; set at start, then read only */
 	pasci_rpc_server *rpc;
+	pasci_cancel_mark cancel; /* env.cancel; its own lock */
 };
 
 static nng_msg *
@@ -150,7 +152,12 @@ run_calls(
 		call->repetition    = *k;
 		pasci_data_error[0] = 0;
 		pasci_ops_error[0]  = 0;
-		if ((rv = fn(call)) == 0 && sum) {
+		if (pasco_call_is_cancelled(call)) {
+			rv = pasco_call_fail(call, PASCO_ECANCELLED,
+			    "cancelled by the coordinator (an earlier closure "
+			    "failed) before call %u of %u",
+			    *k + 1, reps);
+		} else if ((rv = fn(call)) == 0 && sum) {
 			rv = sums_add(call, &s);
 		}
 	}
@@ -179,7 +186,10 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 		    pasci_function_names(names, sizeof(names)));
 	}
 	uint32_t reps = req->hdr->repeat > 1 ? req->hdr->repeat : 1, k = 0;
+	call.closure_id = req->hdr->closure_id;
 	if ((rv = pasci_call_bind(&call, req)) == 0) {
+		/* A packed closure: the calls run back to back, the first
+		 * error ends it, and so does the coordinator's cancel. */
 		rv = run_calls(&call, fn, reps, req->hdr->sum_results, &k);
 	}
 	if (rv != 0 && reps > 1) {
@@ -201,6 +211,75 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 	return reply;
 }
 
+/* RESOURCE_CREATE with want_result: a per-worker variable, the tensor
+ * that step function `name` returns, called here with no argument. */
+static nng_msg *
+worker_create_value(worker_server *w, const pasci_wire_msg *req)
+{
+	pasco_call     call = {.env = &w->env, .fn_name = req->hdr->name};
+	pasco_function fn   = pasci_function_find(req->hdr->name);
+	pasco_tensor  *copy = NULL;
+	int            rv;
+	if (fn == NULL) {
+		char names[512];
+		return pasci_wire_status_reply(PASCO_ENOTFOUND,
+		    "function '%s' (a per-worker variable's initializer) is "
+		    "not registered on worker %d (registered: %s)",
+		    req->hdr->name, w->env.index,
+		    pasci_function_names(names, sizeof(names)));
+	}
+	if ((rv = fn(&call)) != 0) {
+		pasci_call_fini(&call);
+		return pasci_wire_status_reply(rv,
+		    "per-worker variable initializer '%s' failed on worker "
+		    "%d: %s",
+		    req->hdr->name, w->env.index,
+		    call.error[0] ? call.error : pasco_strerror(rv));
+	}
+	if (pasco_value_as_tensor(call.result) == NULL) {
+		pasci_call_fini(&call);
+		return pasci_wire_status_reply(PASCO_EINVAL,
+		    "per-worker variable initializer '%s' returned no tensor "
+		    "on worker %d",
+		    req->hdr->name, w->env.index);
+	}
+	/* a copy of its own: closures add to it in place */
+	rv = pasco_tensor_copy(&copy, pasco_value_as_tensor(call.result));
+	pasci_call_fini(&call);
+	if (rv == 0) {
+		rv = pasci_resource_table_put_value(
+		    w->env.resources, req->hdr->resource, copy);
+	}
+	return pasci_wire_status_reply(rv, "%s", rv ? "out of memory" : "");
+}
+
+/* RESOURCE_READ: a copy of a per-worker variable's value. */
+static nng_msg *
+worker_read_value(worker_server *w, const pasci_wire_msg *req)
+{
+	resource *r =
+	    pasci_resource_table_hold(w->env.resources, req->hdr->resource);
+	pasco_tensor      *t = NULL;
+	pasci_wire_builder b;
+	nng_msg           *reply = NULL;
+	if (r == NULL || pasci_resource_value_read(r, &t) != 0) {
+		pasci_resource_release(r);
+		return pasci_wire_status_reply(PASCO_ENOTFOUND,
+		    "per-worker variable %llu does not exist on worker %d",
+		    (unsigned long long) req->hdr->resource, w->env.index);
+	}
+	pasci_resource_release(r);
+	pasci_wire_builder_init(&b, PASCI_METHOD_RESOURCE_READ);
+	pasci_wire_add_tensor(&b, t, NULL);
+	if (pasci_wire_encode(&b, &reply) != 0) {
+		reply = pasci_wire_status_reply(PASCO_ENOMEM,
+		    "out of memory reading a per-worker variable");
+	}
+	pasci_wire_builder_fini(&b);
+	pasco_tensor_release(t);
+	return reply;
+}
+
 static nng_msg *
 worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 {
@@ -209,6 +288,9 @@ worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 	pasco_dataset        *ds      = NULL;
 	int                   rv;
 
+	if (req->hdr->want_result) {
+		return worker_create_value(w, req);
+	}
 	if (factory == NULL) {
 		char names[512];
 		return pasci_wire_status_reply(PASCO_ENOTFOUND,
@@ -323,6 +405,12 @@ worker_handle(void *arg, const pasci_wire_msg *req)
 		return worker_run_batch(w, req);
 	case PASCI_METHOD_RESOURCE_CREATE:
 		return worker_create_resource(w, req);
+	case PASCI_METHOD_RESOURCE_READ:
+		return worker_read_value(w, req);
+	case PASCI_METHOD_CANCEL:
+		pasci_cancel_mark_set(
+		    &w->cancel, req->hdr->resource, req->hdr->closure_id);
+		return pasci_wire_status_reply(PASCO_OK, "%s", "");
 	case PASCI_METHOD_RESOURCE_RELEASE:
 		pasci_resource_table_remove(
 		    w->env.resources, req->hdr->resource);
@@ -346,7 +434,9 @@ pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
 	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0) {
 		goto fail;
 	}
-	w->env.index = index;
+	pasci_cancel_mark_init(&w->cancel);
+	w->env.cancel = &w->cancel;
+	w->env.index  = index;
 	w->env.num_workers =
 	    (int32_t) pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
 	w->env.nps = pasco_cluster_count(cluster, PASCO_ROLE_PS);
@@ -380,6 +470,10 @@ pasci_worker_server_create_local(
 	worker_server *w = calloc(1, sizeof(*w));
 
 	*out = NULL;
+	if (w != NULL) {
+		pasci_cancel_mark_init(&w->cancel);
+		w->env.cancel = &w->cancel;
+	}
 	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0 ||
 	    (w->env.ps = calloc(nps + 1, sizeof(*w->env.ps))) == NULL) {
 		pasci_worker_server_stop(w);
@@ -416,6 +510,9 @@ pasci_worker_server_stop(worker_server *w)
 	}
 	free(w->env.ps);
 	pasci_resource_table_destroy(w->env.resources);
+	if (w->env.cancel != NULL) {
+		pasci_cancel_mark_fini(w->env.cancel);
+	}
 	free(w);
 }
 

@@ -10,6 +10,11 @@
  * the next pasco_schedule, pasco_join or pasco_done, which first cancel
  * every closure not yet run (their remote values report PASCO_ECANCELLED)
  * and wait for those in flight; the coordinator stays usable afterwards.
+ * Closures in flight are asked to stop, as TensorFlow aborts them: their
+ * workers start none that has not started, and pasco_call_is_cancelled
+ * (function.h) turns true in those running, so a long function that
+ * checks it stops early and reports PASCO_ECANCELLED; one that does not
+ * check runs to its end, keeps its result, and is waited for.
  * Unlike TensorFlow, each worker may have several closures in flight (the
  * window), so the round trip is not wasted.
  *
@@ -39,6 +44,7 @@ typedef struct pasco_coordinator         pasco_coordinator;
 typedef struct pasco_remote_value        pasco_remote_value;
 typedef struct pasco_per_worker_dataset  pasco_per_worker_dataset;
 typedef struct pasco_per_worker_iterator pasco_per_worker_iterator;
+typedef struct pasco_per_worker_variable pasco_per_worker_variable;
 
 typedef struct pasco_strategy_options {
 	/* How long pasco_strategy_create waits for every ps and worker to
@@ -124,6 +130,27 @@ const char *pasco_strategy_error(const pasco_strategy *s);
  * there was none. Thread-safe. */
 uint64_t pasco_strategy_ps_recoveries(pasco_strategy *s, int64_t *last_step);
 
+/* One task's health, as the strategy sees it (TensorFlow's
+ * get_task_states). */
+typedef struct pasco_task_health {
+	pasco_role role;  /* PASCO_ROLE_WORKER or PASCO_ROLE_PS */
+	int32_t    index; /* within its role */
+	/* Connected, and answering: a task that misses heartbeat_misses
+	 * heartbeats in a row (a process stopped, hung, or cut off while its
+	 * TCP connection stays open) is down until it answers again. */
+	bool     up;
+	uint64_t incarnation; /* the process answering; 0 when down */
+	char     why[256];    /* when down: why, e.g. "no heartbeat answer
+	                       * (alive but hung?)", "not connected" */
+} pasco_task_health;
+
+/* The health of every task: the workers in index order, then the ps
+ * tasks, into out (room for cap; cap may be 0). Returns the number of
+ * tasks, num_workers + num_ps, whatever cap is. Never blocks on a task:
+ * it reports what connections and heartbeats last said. Thread-safe. */
+size_t pasco_strategy_health(
+    pasco_strategy *s, pasco_task_health *out, size_t cap);
+
 /* Number of ps tasks and workers. */
 size_t pasco_strategy_num_ps(const pasco_strategy *s);
 size_t pasco_strategy_num_workers(const pasco_strategy *s);
@@ -201,7 +228,8 @@ int pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 /* Stops the dispatchers and frees the coordinator. Closures still queued
  * are cancelled, and those in flight are abandoned, not waited for: their
  * remote values report PASCO_ECANCELLED at once, although the function may
- * have run, or still run, on its worker (as in TensorFlow). Call
+ * have run, or still run, on its worker (as in TensorFlow); workers are
+ * asked to cancel them (pasco_call_is_cancelled). Call
  * pasco_join first to keep every result. Blocks only until the dispatchers
  * have stopped. Remote values stay valid until freed; iterators not freed
  * are freed here. NULL is a no-op. Not thread-safe: no other call may use
@@ -210,9 +238,10 @@ void pasco_coordinator_destroy(pasco_coordinator *c);
 
 /* An argument of pasco_schedule. Build one with the helpers below. */
 typedef enum pasco_arg_kind {
-	PASCO_ARG_TENSOR   = 0,
-	PASCO_ARG_VARIABLE = 1,
-	PASCO_ARG_ITERATOR = 2,
+	PASCO_ARG_TENSOR              = 0,
+	PASCO_ARG_VARIABLE            = 1,
+	PASCO_ARG_ITERATOR            = 2,
+	PASCO_ARG_PER_WORKER_VARIABLE = 3,
 } pasco_arg_kind;
 
 typedef struct pasco_arg {
@@ -221,6 +250,7 @@ typedef struct pasco_arg {
 		const pasco_tensor        *tensor;
 		const pasco_variable      *variable;
 		pasco_per_worker_iterator *iterator;
+		pasco_per_worker_variable *per_worker_variable;
 	} u;
 } pasco_arg;
 
@@ -243,6 +273,15 @@ static inline pasco_arg
 pasco_arg_iterator(pasco_per_worker_iterator *it)
 {
 	pasco_arg a = {.kind = PASCO_ARG_ITERATOR, .u.iterator = it};
+	return a;
+}
+
+/* Each worker gets its own copy of the per-worker variable. */
+static inline pasco_arg
+pasco_arg_per_worker_variable(pasco_per_worker_variable *v)
+{
+	pasco_arg a = {
+	    .kind = PASCO_ARG_PER_WORKER_VARIABLE, .u.per_worker_variable = v};
 	return a;
 }
 
@@ -305,8 +344,44 @@ int pasco_join(pasco_coordinator *c);
  * an error is pending, which it raises as pasco_join does. */
 int pasco_done(pasco_coordinator *c, bool *done);
 
-/* How many times the watchdog has fired. */
+/* How many times the watchdog has fired. Its report, a warning, reads
+ * "watchdog: no closure finished for <timeout> ms: <n> queued, <n> in
+ * flight; worker <i> up|down, <n> in flight; ..." followed by the metrics
+ * line below; the watchdog thread ends with pasco_coordinator_destroy. */
 uint64_t pasco_coordinator_watchdog_count(const pasco_coordinator *c);
+
+/* What the coordinator has done since it was created (TensorFlow's
+ * coordinator metrics). Counts are of scheduled closures (pasco_schedule),
+ * not of per-worker resource operations. */
+typedef struct pasco_coordinator_metrics {
+	uint64_t scheduled;  /* accepted by pasco_schedule */
+	uint64_t dispatched; /* sent to a worker, each retry again */
+	uint64_t succeeded;  /* finished without an error */
+	uint64_t failed;     /* finished with an error (the function's, or
+	                      * its input's) */
+	uint64_t retried;    /* put back after their worker failed, or a ps
+	                      * they used was recovered */
+	uint64_t cancelled;  /* cancelled by an earlier error (queued, or
+	                      * running and stopped on pasco_call_is_cancelled)
+	                      * or by pasco_coordinator_destroy */
+	uint64_t fetches;    /* pasco_remote_value_fetch calls that returned
+	                      * a value, on remote values of this coordinator */
+	uint64_t queued;     /* queued now */
+	uint64_t inflight;   /* in flight now */
+	/* Time closures waited in the queue before being sent (a retried one
+	 * is counted again from its return to the queue), summed over the
+	 * `dispatched` sends, and the longest, in microseconds. */
+	uint64_t queue_time_us_total;
+	uint64_t queue_time_us_max;
+	uint64_t watchdog_reports; /* as pasco_coordinator_watchdog_count */
+} pasco_coordinator_metrics;
+
+/* Fills *out with c's metrics. They are also logged: at debug level
+ * (PASCO_LOG=3) after each pasco_join, at info level when c is destroyed,
+ * and with every watchdog report, as one line starting "coordinator
+ * metrics". Thread-safe. */
+void pasco_coordinator_metrics_read(
+    pasco_coordinator *c, pasco_coordinator_metrics *out);
 
 /* The message of the error that pasco_schedule, pasco_join or pasco_done
  * on c last returned to the calling thread ("" if none, or if this
@@ -350,5 +425,40 @@ int pasco_per_worker_iterator_create(
 /* Releases the iterator; workers drop theirs once no closure uses it.
  * NULL is a no-op. */
 void pasco_per_worker_iterator_free(pasco_per_worker_iterator *it);
+
+/* A per-worker variable (TensorFlow's per-worker values and
+ * per_worker_variable=True variables): a tensor kept on every worker, in
+ * that worker's memory, never on a ps. Each worker makes its copy by
+ * calling the step function init_fn (PASCO_FUNCTION, called with no
+ * argument; it returns the initial tensor with pasco_call_return), once,
+ * before any closure scheduled after this call runs there. Closures get it
+ * with pasco_arg_per_worker_variable and change their worker's copy with
+ * pasco_call_per_worker_add (atomic) or read it with
+ * pasco_call_per_worker_read (include/pasco/function.h); a typical use is
+ * a local accumulator whose copies the chief sums with
+ * pasco_per_worker_variable_read_all. Like a per-worker iterator, it is
+ * built again from init_fn on a worker that restarts: what that worker's
+ * copy held is lost. An init_fn error is reported by the closures that use
+ * the variable on that worker (and by read_all). Does not block. */
+int pasco_per_worker_variable_create(pasco_per_worker_variable **out,
+    pasco_coordinator *c, const char *init_fn);
+
+/* Reads every worker's copy: out[w], for w in [0, num_workers), gets a new
+ * tensor owned by the caller (pasco_tensor_release). The reads are queued
+ * behind each worker's earlier resource operations, and run beside the
+ * closures in flight there (call pasco_join first for a value that
+ * includes every scheduled closure). Blocks until every worker answered.
+ * On an error no tensor is returned: PASCO_EUNAVAILABLE for a worker that
+ * is down (as TensorFlow aborts a dead worker's value), init_fn's error
+ * when it failed on a worker, PASCO_ENOTFOUND when a worker has no copy
+ * (it restarted and the copy is not rebuilt yet), PASCO_ECANCELLED when
+ * the coordinator is destroyed meanwhile; pasco_coordinator_error (on
+ * this thread) says which worker and why. */
+int pasco_per_worker_variable_read_all(
+    pasco_per_worker_variable *v, pasco_tensor **out);
+
+/* Releases the variable; workers drop their copies once no closure uses
+ * it. NULL is a no-op. */
+void pasco_per_worker_variable_free(pasco_per_worker_variable *v);
 
 #endif

@@ -14,6 +14,7 @@
 #ifndef PASCO_FUNCTION_H
 #define PASCO_FUNCTION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,9 +62,32 @@ int pasco_call_variable(pasco_call *call, size_t i, pasco_variable **out);
 /* Argument i, a per-worker iterator: this worker's dataset, borrowed. */
 int pasco_call_iterator(pasco_call *call, size_t i, pasco_dataset **out);
 
+/* Argument i, a per-worker variable (pasco_arg_per_worker_variable):
+ * adds delta, of the same dtype and shape, to this worker's copy. The add
+ * is atomic: closures running at once on this worker each add theirs.
+ * PASCO_EINVAL (with the call's error message set) when argument i is not
+ * a per-worker variable or delta does not match. */
+int pasco_call_per_worker_add(
+    pasco_call *call, size_t i, const pasco_tensor *delta);
+
+/* Argument i, a per-worker variable: *out gets a copy of this worker's
+ * value, owned by the caller (pasco_tensor_release). */
+int pasco_call_per_worker_read(pasco_call *call, size_t i, pasco_tensor **out);
+
 /* Which call of a packed closure this is: 0 to repeat - 1 (see
  * pasco_schedule_options); 0 for an unpacked one. */
 uint32_t pasco_call_repetition(const pasco_call *call);
+
+/* True once the coordinator has cancelled this closure: an earlier
+ * closure failed, and the coordinator is raising that error (TensorFlow
+ * aborts the functions still running then; C cannot stop a function from
+ * outside). A long function should check it between steps and stop with
+ * `return pasco_call_fail(call, PASCO_ECANCELLED, "...")`: its remote value
+ * then reports PASCO_ECANCELLED and join stops waiting for it. A function
+ * that does not check runs to its end and keeps its result; join waits for
+ * it. The worker itself does not start a cancelled closure, nor the next
+ * call of a cancelled packed one. */
+bool pasco_call_is_cancelled(const pasco_call *call);
 
 /* This worker's index and the number of workers. */
 int32_t pasco_call_worker_index(const pasco_call *call);

@@ -137,6 +137,11 @@ stop(void)
 			kill(f.workers[i], SIGCONT);
 		}
 	}
+	for (int i = 0; i < f.nps; i++) {
+		if (f.ps[i] > 0) {
+			kill(f.ps[i], SIGCONT);
+		}
+	}
 	pasco_coordinator_destroy(f.c);
 	pasco_strategy_destroy(f.s);
 	for (int i = 0; i < f.nworkers; i++) {
@@ -241,6 +246,13 @@ Test(faults, worker_preemption_mid_function) /* 54 */
 	set_scalar(m.flag, 0);
 	PASCO_PASS(pasco_join(f.c));
 	cr_assert_geq(test_read_scalar(m.iterations), 6);
+	/* the killed worker's closures were retried, and the metrics say so */
+	pasco_coordinator_metrics cm;
+	pasco_coordinator_metrics_read(f.c, &cm);
+	cr_assert_geq(cm.retried, 1);
+	cr_assert_eq(cm.scheduled, 6);
+	cr_assert_eq(cm.succeeded, 6);
+	cr_assert_eq(cm.dispatched, 6 + cm.retried);
 	model_free(&m);
 	stop();
 }
@@ -317,6 +329,106 @@ Test(faults, a_stopped_worker_misses_heartbeats_and_is_failed)
 	cr_assert_geq(test_read_scalar(m.iterations), 4);
 	cr_assert_lt(pasci_now_ms() - start_ms, 15000,
 	    "the silent worker held join for too long");
+	model_free(&m);
+	stop();
+}
+
+/* Polls the cluster's health until task i's up is want (at most ms);
+ * returns how long it took, or -1. */
+static int64_t
+wait_health(size_t i, bool want, int64_t ms, pasco_task_health *h)
+{
+	pasco_task_health all[2 * MAX_TASKS];
+	int64_t           t0 = pasci_now_ms();
+	while (pasci_now_ms() - t0 < ms) {
+		cr_assert_eq(pasco_strategy_health(f.s, all, 2 * MAX_TASKS),
+		    (size_t) (f.nworkers + f.nps));
+		if (all[i].up == want) {
+			*h = all[i];
+			return pasci_now_ms() - t0;
+		}
+		usleep(20 * 1000);
+	}
+	return -1;
+}
+
+/* Every task but skip (an index into the health list) is up. */
+static void
+assert_others_up(size_t skip)
+{
+	pasco_task_health all[2 * MAX_TASKS];
+	size_t            n = pasco_strategy_health(f.s, all, 2 * MAX_TASKS);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(i == skip || (all[i].up && all[i].incarnation != 0),
+		    "task %zu (%s %d) is down: %s", i,
+		    all[i].role == PASCO_ROLE_PS ? "ps" : "worker",
+		    all[i].index, all[i].why);
+	}
+}
+
+Test(faults, health_says_which_tasks_are_up) /* 77, 78, 79 */
+{
+	pasco_task_health h, one;
+	start(2, 2, 0);
+	/* workers first, then ps, as TF's get_task_states */
+	cr_assert_eq(pasco_strategy_health(f.s, &one, 1), 4);
+	cr_assert_eq(one.role, PASCO_ROLE_WORKER);
+	cr_assert_eq(one.index, 0);
+	assert_others_up(SIZE_MAX);
+	kill_worker(0);
+	cr_assert_geq(wait_health(0, false, 10000, &h), 0,
+	    "a killed worker still shows up");
+	cr_assert_eq(h.role, PASCO_ROLE_WORKER);
+	cr_assert_eq(h.incarnation, 0);
+	cr_assert(
+	    strstr(h.why, "worker at tcp://127.0.0.1:") != NULL, "%s", h.why);
+	assert_others_up(0);
+	restart_worker(0);
+	cr_assert_geq(wait_health(0, true, 20000, &h), 0,
+	    "a restarted worker does not show up");
+	assert_others_up(SIZE_MAX);
+	reap(&f.ps[1], SIGKILL);
+	cr_assert_geq(
+	    wait_health(3, false, 10000, &h), 0, "a killed ps still shows up");
+	cr_assert_eq(h.role, PASCO_ROLE_PS);
+	cr_assert_eq(h.index, 1);
+	assert_others_up(3);
+	stop();
+}
+
+Test(faults, a_hung_ps_is_caught_by_heartbeats)
+{
+	model             m;
+	pasco_task_health h;
+	int64_t           took;
+	int               rv = PASCO_OK;
+	start(2, 2, 0); /* heartbeats every 300 ms, 5 misses */
+	model_create(&m);
+	schedule_steps(&m, 4);
+	PASCO_PASS(pasco_join(f.c));
+	kill(f.ps[0], SIGSTOP); /* alive, its TCP connections open, silent */
+	took = wait_health(2, false, 15000, &h);
+	cr_assert_geq(took, 0, "a stopped ps still shows up after 15 s");
+	cr_assert(strstr(h.why, "no heartbeat answer") != NULL, "%s", h.why);
+	assert_others_up(2);
+	/* training gets the unavailable error instead of hanging */
+	pasco_arg args[] = {pasco_arg_iterator(m.it),
+	    pasco_arg_variable(m.iterations), pasco_arg_variable(m.w)};
+	for (int i = 0; i < 500 && rv == PASCO_OK; i++) {
+		rv = pasco_schedule(f.c, "ft_step", args, 3, NULL);
+		usleep(10 * 1000);
+	}
+	cr_assert_eq(
+	    rv, PASCO_EUNAVAILABLE, "schedule returned %s", pasco_errname(rv));
+	cr_assert(strstr(pasco_coordinator_error(f.c),
+	              "ps 0 at tcp://127.0.0.1:") != NULL &&
+	              strstr(pasco_coordinator_error(f.c), "heartbeats"),
+	    "%s", pasco_coordinator_error(f.c));
+	/* woken, the same process answers again and is up */
+	kill(f.ps[0], SIGCONT);
+	cr_assert_geq(wait_health(2, true, 20000, &h), 0,
+	    "a continued ps does not show up again");
+	assert_others_up(SIZE_MAX);
 	model_free(&m);
 	stop();
 }
@@ -803,6 +915,35 @@ Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
 	pasco_variable_free(w);
 	pasco_variable_free(b);
 	pasco_variable_free(gs);
+	stop();
+	recovery_off();
+}
+
+Test(faults, a_hung_ps_is_waited_for_with_recovery_and_goes_on_when_woken)
+{
+	model             m;
+	pasco_task_health h;
+	bool              done = true;
+	recovery_on(20000);
+	start(2, 2, 0);
+	model_create(&m); /* iterations and flag on ps 0, w on ps 1 */
+	schedule_steps(&m, 3);
+	PASCO_PASS(pasco_join(f.c));
+	PASCO_PASS(pasco_checkpoint_save(f.s, ckpt_dir, 3, 1));
+	kill(f.ps[0], SIGSTOP);
+	cr_assert_geq(wait_health(2, false, 15000, &h), 0,
+	    "a stopped ps still shows up after 15 s");
+	/* no error: the ps is waited for, and nothing runs meanwhile */
+	schedule_steps(&m, 3);
+	usleep(500 * 1000);
+	PASCO_PASS(pasco_done(f.c, &done));
+	cr_assert(!done, "closures ran while their ps was hung");
+	kill(f.ps[0], SIGCONT);
+	PASCO_PASS(pasco_join(f.c));
+	cr_assert_eq(test_read_scalar(m.iterations), 6);
+	/* the same process came back: nothing was restored */
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, NULL), 0);
+	model_free(&m);
 	stop();
 	recovery_off();
 }
