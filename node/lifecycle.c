@@ -16,7 +16,7 @@
 
 #define FAREWELL_MS 1500
 
-void
+int
 pasci_serve_until_done(const pasci_rpc_server *rpc, const sigset_t *signals,
     int64_t timeout_s, const char *task)
 {
@@ -26,14 +26,15 @@ pasci_serve_until_done(const pasci_rpc_server *rpc, const sigset_t *signals,
 		int     sig = sigtimedwait(signals, NULL, &tick);
 		int64_t idle_ms, quiet_ms, last;
 		if (sig > 0) {
-			pasci_log(PASCI_LOG_INFO, "%s: stopping on signal %d",
-			    task, sig);
-			return;
+			pasci_log(PASCI_LOG_INFO,
+			    "%s: stopping on signal %d (exit status %d)", task,
+			    sig, 128 + sig);
+			return 128 + sig;
 		}
 		if (pasci_rpc_server_shutdown_requested(rpc)) {
 			pasci_log(PASCI_LOG_INFO,
 			    "%s: the chief is done; exiting", task);
-			return;
+			return 0;
 		}
 		/* after a burst (of work, or of a stranger's garbage), a
 		 * second of quiet gives the freed memory back to the system:
@@ -51,10 +52,13 @@ pasci_serve_until_done(const pasci_rpc_server *rpc, const sigset_t *signals,
 		if (timeout_s > 0 && idle_ms >= timeout_s * 1000) {
 			pasci_log(PASCI_LOG_WARN,
 			    "%s: no request for %lld s, the chief is gone; "
-			    "exiting (--chief-timeout or PASCO_CHIEF_TIMEOUT "
-			    "sets the wait, 0 waits forever)",
-			    task, (long long) timeout_s);
-			return;
+			    "exiting with status %d, to be restarted for its "
+			    "next incarnation (--chief-timeout or "
+			    "PASCO_CHIEF_TIMEOUT sets the wait, 0 waits "
+			    "forever)",
+			    task, (long long) timeout_s,
+			    PASCI_EXIT_CHIEF_GONE);
+			return PASCI_EXIT_CHIEF_GONE;
 		}
 	}
 }

@@ -110,7 +110,8 @@ pasco_server_stop(pasco_server *s)
 }
 
 /* Serves until SIGINT or SIGTERM, the chief's SHUTDOWN, or the chief
- * timeout (lifecycle.h). */
+ * timeout (lifecycle.h); returns the exit status pasci_serve_until_done
+ * chose (0 only when the chief was done). */
 static int
 serve(const pasco_cluster *cluster, pasco_role role, int32_t index,
     int64_t chief_timeout_s)
@@ -138,12 +139,35 @@ serve(const pasco_cluster *cluster, pasco_role role, int32_t index,
 	    pasco_cluster_url(cluster, role, (size_t) index),
 	    (unsigned long long) pasco_server_incarnation(server));
 	pasci_fmt(task, sizeof(task), "%s %d", pasco_role_name(role), index);
-	pasci_serve_until_done(role == PASCO_ROLE_PS
-	                           ? pasci_ps_server_rpc(server->ps)
-	                           : pasci_worker_server_rpc(server->worker),
+	rv = pasci_serve_until_done(
+	    role == PASCO_ROLE_PS ? pasci_ps_server_rpc(server->ps)
+	                          : pasci_worker_server_rpc(server->worker),
 	    &set, chief_timeout_s, task);
 	pasco_server_stop(server);
-	return 0;
+	return rv;
+}
+
+/* The chief or evaluator as process 1 (a container's command without an
+ * init): the kernel ignores a signal whose action is the default for
+ * process 1, so SIGTERM (docker stop, a pod's deletion) would wait for
+ * SIGKILL. Then they end it as they end any other process: status 128 +
+ * the signal, nothing told to the ps and worker tasks (lifecycle.h). */
+static void
+end_on_signal(int sig)
+{
+	_exit(128 + sig);
+}
+
+static void
+end_on_signals_as_init(void)
+{
+	struct sigaction sa = {.sa_handler = end_on_signal};
+	if (getpid() != 1) {
+		return;
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 }
 
 /* Takes "--name=value" or "--name value" out of argv; NULL if absent. */
@@ -326,11 +350,22 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 	case PASCO_ROLE_EVALUATOR:
 		/* the same program as the chief, as in TensorFlow; it is
 		 * not the one that ends the cluster */
+		end_on_signals_as_init();
 		rv = chief(cluster, argc, argv);
 		break;
 	default: /* chief, or no task given */
+		end_on_signals_as_init();
 		rv = chief(cluster, argc, argv);
-		pasci_tell_tasks_done(cluster);
+		/* only a chief that succeeded ends its servers; one that
+		 * failed leaves them to its next incarnation (lifecycle.h) */
+		if (rv == 0) {
+			pasci_tell_tasks_done(cluster);
+		} else {
+			pasci_log(PASCI_LOG_INFO,
+			    "the chief failed (status %d): its ps and worker "
+			    "tasks keep serving for its next incarnation",
+			    rv);
+		}
 		break;
 	}
 	pasco_cluster_free(cluster);

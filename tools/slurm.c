@@ -11,10 +11,10 @@
  * cyclic step fails with a message instead of a cluster that disagrees.
  * Ranks 0..N-1 are the ps tasks, rank N the chief, the rest workers.
  *
- * Every task execs the program. When the chief's ends, it tells the ps
- * tasks and workers it is done and they exit 0 (pasco_main, server.h), so
- * the step ends with the chief's status; a chief that is killed leaves them
- * to the chief timeout. Single-threaded; the expanders are pure functions.
+ * Every task execs the program. When the chief's succeeds, it tells the
+ * ps tasks and workers it is done and they exit 0 (pasco_main, server.h),
+ * so the step ends with the chief's status; a chief that fails or is killed
+ * leaves them to the chief timeout, after which they exit 138. Single-threaded; the expanders are pure functions.
  */
 #include <ctype.h>
 #include <errno.h>

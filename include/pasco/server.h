@@ -6,7 +6,10 @@
  *
  * pasco_main reads the cluster (flags or TF_CONFIG, cluster.h); as the
  * chief it runs the given function, the user's coordinator program, and
- * when that returns tells every ps and worker that it is done. As the
+ * when that returns 0 tells every ps and worker that it is done; when it
+ * fails (or the chief is killed) it tells them nothing, and they keep
+ * serving for the chief's next incarnation (a launcher restarts it; it
+ * resumes from its backup or checkpoint). As the
  * evaluator it runs the same function, as TensorFlow runs the same program
  * (the function tells the roles apart with pasco_cluster_task_role), and
  * does not end the cluster when it returns. As a ps or a
@@ -14,8 +17,14 @@
  * done, or until no request of any kind (the chief's heartbeats come every
  * second) has come for the chief timeout, 120 s unless --chief-timeout
  * SECONDS or PASCO_CHIEF_TIMEOUT says otherwise (0: wait forever), so a
- * Slurm step or a Kubernetes job ends with its training; each exits 0 and
- * logs why. A ps or worker listens on every interface at its cluster port
+ * Slurm step or a Kubernetes job ends with its training; each logs why.
+ * Its exit status is 0 only when the chief said it is done: 138 after the
+ * chief timeout (the Kubeflow training operator's retryable code) and 128
+ * + the signal's number after SIGTERM or SIGINT (143, 130), so a restart
+ * policy (Kubernetes's OnFailure) restarts it for the chief's next
+ * incarnation. A chief or evaluator that is process 1 (a container
+ * without an init) still ends on SIGTERM and SIGINT, with 128 + the
+ * signal. A ps or worker listens on every interface at its cluster port
  * (a loopback address stays loopback); --bind-address ADDR or
  * PASCO_BIND_ADDRESS picks one interface. --key-file PATH or
  * PASCO_KEY_FILE names the cluster key: a file of at least 16 random bytes,

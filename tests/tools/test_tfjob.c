@@ -65,6 +65,39 @@ Test(tfjob, the_manifest_is_the_one_these_configs_are_for)
 	free(m);
 }
 
+static size_t
+count(const char *text, const char *what)
+{
+	size_t n = 0;
+	for (const char *p = text; (p = strstr(p, what)) != NULL; p++) {
+		n++;
+	}
+	return n;
+}
+
+Test(tfjob, every_replica_restarts_keeps_tini_and_gets_the_cluster_key)
+{
+	char *m = manifest();
+	/* OnFailure restarts a failed chief and the servers that exit 138
+	 * after the chief timeout; backoffLimit bounds it */
+	cr_assert_eq(count(m, "      restartPolicy: OnFailure\n"), 3);
+	cr_assert(strstr(m, "    backoffLimit: ") != NULL);
+	/* args, not command: command would replace the image's tini */
+	cr_assert_eq(count(m, "args: [\"embedding_classifier\""), 3);
+	cr_assert_null(strstr(m, "command: [\"embedding_classifier\""));
+	/* the key from the Secret, copied mode 0600 by the init container */
+	cr_assert_eq(count(m, "secretName: pasco-cluster-key"), 3);
+	cr_assert_eq(count(m, "command: [\"install\", \"-m\", \"0600\", "
+	                      "\"/etc/pasco/secret/key\", "
+	                      "\"/run/pasco/key\"]"),
+	    3);
+	cr_assert_eq(
+	    count(m, "- {name: PASCO_KEY_FILE, value: /run/pasco/key}"), 3);
+	cr_assert_eq(count(m, "runAsNonRoot: true"), 3);
+	cr_assert_eq(count(m, "runAsUser: 10001"), 3);
+	free(m);
+}
+
 /* "<job>-<type>-<i>.<ns>.svc[.<domain>]:2222" */
 static void
 address(char *out, size_t len, const char *type, int i, const char *ns,

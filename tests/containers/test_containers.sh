@@ -1,0 +1,365 @@
+#!/bin/bash
+# deploy/kubernetes with real containers (podman): the image of
+# deploy/kubernetes/Dockerfile built offline from local Debian 12 bases
+# (debootstrap --variant=minbase bookworm, imported with `podman import`:
+# one with the build packages for the build stage, one with the runtime
+# packages for the image, so no stage needs a network), then the TFJob of
+# deploy/kubernetes/tfjob.yaml emulated: its five pods as containers named
+# and addressed as the operator names them (pasco-tutorial-<type>-<i>.
+# default.svc:2222, on a podman network of their own), each with the
+# TF_CONFIG the operator writes, the image's entrypoint and the manifest's
+# args, its cluster key copied by the manifest's init container command, and
+# the manifest's restartPolicy OnFailure played by this script (a container
+# that exits non-zero is started again, as the kubelet restarts it in its
+# pod; one that exits 0 stays down). Scenarios:
+#  1. the manifest's job: the chief ends with accuracy and 0, every ps and
+#     worker exits 0;
+#  2. a worker killed mid-training (SIGKILL): restarted, taken back by the
+#     chief (worker 1 is up again), training ends;
+#  3. a ps killed mid-training: the chief fails (the manifest keeps no
+#     checkpoint), is restarted, finds its servers (the ps restarted, the
+#     others still serving) and trains to the end;
+#  4. the chief stopped (podman stop: SIGTERM through tini, ended at once)
+#     mid-training with --fit and a checkpoint volume shared with the ps
+#     pods, and its container restarted late: past the servers' chief
+#     timeout, so they exit non-zero (138) and are restarted; the chief
+#     resumes from its backup and ends them with 0.
+# Exits 77 (meson's skip), saying why, where containers cannot run here:
+# not root, no podman, no runtime that starts a container, no debootstrap
+# or no Debian mirror for a base that is not built yet.
+# usage: test_containers.sh SOURCE_ROOT [SANITIZE]
+# PASCO_CONTAINERS_MIRROR: the Debian mirror for debootstrap.
+set -u
+src=$(cd "$1" && pwd)
+sanitize=${2:-none}
+mirror=${PASCO_CONTAINERS_MIRROR:-http://deb.debian.org/debian}
+base=localhost/pasco-test-base
+image=localhost/pasco-test:tfjob
+job=pasco-tutorial
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+[ "$sanitize" = none ] || skip "a build with -Db_sanitize=$sanitize: the image builds the source itself, so the plain build's run covers it"
+[ "$(id -u)" -eq 0 ] || skip "not root: the suite runs rootful podman (rootless needs subuid ranges)"
+command -v podman > /dev/null || skip "podman is not installed (apt-get install podman runc debootstrap)"
+
+tmp=$(mktemp -d /var/tmp/pasco-containers.XXXXXX)
+net=pasco-test-$$
+started=""
+cleanup() {
+	for c in $started; do podman rm -f -t 0 "$c" > /dev/null 2>&1; done
+	podman network rm -f "$net" > /dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+passed=0
+failed=0
+ok() { echo "ok: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+
+# This machine's limits: podman asks for more open files and processes
+# than a process without CAP_SYS_RESOURCE may set, so ask for what it has.
+cat > "$tmp/containers.conf" << EOF
+[containers]
+default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=8192:8192"]
+[engine]
+events_logger = "file"
+cgroup_manager = "cgroupfs"
+EOF
+export CONTAINERS_CONF=$tmp/containers.conf
+
+# The local bases, made once and kept (podman's storage); each image ID is
+# what pins it (the Debian archive of the day it was made).
+make_base() { # NAME PACKAGES
+	if podman image exists "$base:$1"; then return 0; fi
+	command -v debootstrap > /dev/null || skip "no base image $base:$1 and no debootstrap to make it"
+	echo "making $base:$1 with debootstrap (bookworm, $mirror)"
+	if ! debootstrap --variant=minbase --include="$2" bookworm "$tmp/$1" "$mirror" > "$tmp/$1.log" 2>&1; then
+		tail -n 5 "$tmp/$1.log"
+		skip "debootstrap of bookworm from $mirror failed (no mirror reachable?)"
+	fi
+	rm -rf "$tmp/$1"/var/cache/apt/archives/*.deb "$tmp/$1"/var/lib/apt/lists/*
+	tar -C "$tmp/$1" -c . | podman import --change 'CMD ["/bin/bash"]' \
+		--message "debootstrap --variant=minbase bookworm $(date -u +%Y-%m-%d)" - "$base:$1" > /dev/null ||
+		skip "podman import of the $1 base failed"
+	rm -rf "${tmp:?}/$1"
+}
+make_base runtime libnng1,liburing2,libprotobuf-c1,libcjson1,libopenblas0-pthread,zlib1g,tini
+make_base build build-essential,meson,ninja-build,pkg-config,cmake,protobuf-c-compiler,libprotobuf-c-dev,libnng-dev,liburing-dev,libcjson-dev,libopenblas-dev,zlib1g-dev
+
+# A runtime that can start a container here: crun (podman's default) needs
+# a cgroup layout it accepts; runc where it does not.
+runtime=""
+for r in crun runc; do
+	if command -v "$r" > /dev/null && podman --runtime "$r" run --rm --network none "$base:runtime" true > "$tmp/$r.err" 2>&1; then
+		runtime=$r
+		break
+	fi
+done
+[ -n "$runtime" ] || skip "no OCI runtime starts a container here: crun: $(tail -n 1 "$tmp/crun.err" 2> /dev/null) runc: $(tail -n 1 "$tmp/runc.err" 2> /dev/null)"
+printf '[engine]\nruntime = "%s"\n' "$runtime" >> "$tmp/containers.conf"
+sed -i '0,/^\[engine\]$/!{/^\[engine\]$/d}' "$tmp/containers.conf" # one [engine]
+echo "runtime $runtime; bases: runtime $(podman image inspect -f '{{.Id}}' "$base:runtime" | cut -c1-12), build $(podman image inspect -f '{{.Id}}' "$base:build" | cut -c1-12)"
+
+# 0. The image, offline (its layers are cached between runs).
+t0=$(date +%s)
+if podman build --network none --ignorefile "$src/deploy/kubernetes/Dockerfile.dockerignore" \
+	-f "$src/deploy/kubernetes/Dockerfile" --build-arg BASE="$base:runtime" \
+	--build-arg BUILD_BASE="$base:build" -t "$image" "$src" > "$tmp/build.log" 2>&1; then
+	ok "the image builds offline from the local bases ($(($(date +%s) - t0)) s)"
+else
+	tail -n 20 "$tmp/build.log"
+	fail "podman build failed"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+size=$(podman image inspect -f '{{.Size}}' "$image")
+user=$(podman image inspect -f '{{.Config.User}}' "$image")
+entry=$(podman image inspect -f '{{join .Config.Entrypoint " "}}' "$image")
+tools=$(podman run --rm --network none --entrypoint sh "$image" -c \
+	'ldd /usr/local/bin/embedding_classifier /usr/local/bin/pasco | grep -c "not found"; command -v cc gcc cmake meson' 2>&1)
+if [ "$size" -lt 300000000 ] && [ "$user" = 10001:10001 ] && [ "$entry" = "/usr/bin/tini --" ] &&
+	[ "$tools" = 0 ]; then
+	ok "the image: $((size / 1000000)) MB, user $user, entrypoint $entry, every library found, no compiler"
+else
+	fail "the image: size $size, user '$user', entrypoint '$entry', ldd/compilers: $tools"
+fi
+
+# The manifest's lines this emulation plays: a change there fails here.
+manifest=$src/deploy/kubernetes/tfjob.yaml
+args_line='args: ["embedding_classifier", "--epochs", "5"]'
+init_line='command: ["install", "-m", "0600", "/etc/pasco/secret/key", "/run/pasco/key"]'
+for want in "$args_line" "$init_line" '- {name: PASCO_KEY_FILE, value: /run/pasco/key}' \
+	'restartPolicy: OnFailure' 'containerPort: 2222'; do
+	if [ "$(grep -cF -- "$want" "$manifest")" -ne 3 ]; then
+		fail "tfjob.yaml no longer has '$want' in each replica spec"
+	fi
+done
+
+# The network: a /24 in 10.0.0.0/8 picked per run, internal (no route
+# out); the pods' addresses fixed, as each pod's service name resolves to
+# its pod.
+subnet="10.$(($$ % 200 + 30)).$(($(date +%s) % 250 + 1))"
+podman network create --internal --subnet "$subnet.0/24" "$net" > /dev/null 2>&1 ||
+	skip "podman network create --internal --subnet $subnet.0/24 failed"
+pods="chief-0 ps-0 ps-1 worker-0 worker-1"
+ip_of() {
+	case $1 in
+	chief-0) echo "$subnet.10" ;; ps-0) echo "$subnet.20" ;; ps-1) echo "$subnet.21" ;;
+	worker-0) echo "$subnet.30" ;; worker-1) echo "$subnet.31" ;;
+	esac
+}
+addr() { echo "$job-$1.default.svc:2222"; }
+hosts=""
+for p in $pods; do hosts="$hosts --add-host $job-$p.default.svc:$(ip_of "$p")"; done
+# the operator's TF_CONFIG (tests/tools/test_tfjob.c checks it byte for byte)
+tf_config() { # TYPE INDEX
+	printf '{"cluster":{"chief":["%s"],"ps":["%s","%s"],"worker":["%s","%s"]},"task":{"type":"%s","index":%s},"environment":"cloud"}' \
+		"$(addr chief-0)" "$(addr ps-0)" "$(addr ps-1)" "$(addr worker-0)" "$(addr worker-1)" "$1" "$2"
+}
+# The cluster key's Secret (a file root:10001, mode 0440, as a Secret
+# volume with fsGroup 10001 is) and, per pod, the emptyDir the init
+# container copies it into.
+mkdir -p "$tmp/secret"
+head -c 32 /dev/urandom > "$tmp/secret/key"
+chown -R 0:10001 "$tmp/secret"
+chmod 0750 "$tmp/secret"
+chmod 0440 "$tmp/secret/key"
+
+# pod SCENARIO TYPE INDEX [ENV=VALUE...] -- ARGS...: creates and starts the
+# pod's container (after its init container), named <job>-<type>-<index>.
+pod() {
+	local sc=$1 type=$2 index=$3 name=$job-$2-$3 envs=""
+	shift 3
+	while [ "$1" != -- ]; do
+		envs="$envs -e $1"
+		shift
+	done
+	shift
+	mkdir -p "$tmp/$sc/$name.key"
+	chown 0:10001 "$tmp/$sc/$name.key"
+	chmod 2770 "$tmp/$sc/$name.key"
+	# the init container: the manifest's command, the pod's user and group
+	if ! podman run --rm --network none --user 10001:10001 --entrypoint install \
+		-v "$tmp/secret:/etc/pasco/secret:ro" -v "$tmp/$sc/$name.key:/run/pasco" \
+		"$image" -m 0600 /etc/pasco/secret/key /run/pasco/key > "$tmp/$sc/$name.init" 2>&1; then
+		fail "$sc: $name's init container: $(cat "$tmp/$sc/$name.init")"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	podman run -d --name "$name" --hostname "$name" --network "$net" --ip "$(ip_of "$type-$index")" \
+		$hosts --user 10001:10001 -e TF_CONFIG="$(tf_config "$type" "$index")" \
+		-e PASCO_KEY_FILE=/run/pasco/key $envs -v "$tmp/$sc/$name.key:/run/pasco:ro" \
+		-v "$tmp/$sc/ckpt:/ckpt" "$image" "$@" > /dev/null 2> "$tmp/$sc/$name.run" ||
+		fail "$sc: podman run $name: $(cat "$tmp/$sc/$name.run")"
+	started="$started $name"
+}
+state() { podman inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$job-$1" 2> /dev/null; }
+logs() { podman logs "$job-$1" 2>&1; }
+# The kubelet's OnFailure, until the chief has exited 0 (or UNTIL, a
+# command, holds) or DEADLINE (s) passes, with HOLD (a pod) not restarted;
+# restarts are counted in $tmp/$sc/restarts (one line each: the pod and
+# its exit status).
+kubelet() { # SCENARIO DEADLINE [HOLD [UNTIL]]
+	local sc=$1 end=$(($(date +%s) + $2)) hold=${3:-} until=${4:-} p s
+	while [ "$(date +%s)" -lt "$end" ]; do
+		for p in $pods; do
+			s=$(state "$p")
+			case $s in
+			"exited 0") [ "$p" = chief-0 ] && [ -z "$until" ] && return 0 ;;
+			exited*)
+				[ "$p" = "$hold" ] && continue
+				echo "$p ${s#exited }" >> "$tmp/$sc/restarts"
+				podman start "$job-$p" > /dev/null 2>&1
+				;;
+			esac
+		done
+		[ -n "$until" ] && eval "$until" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+# waits up to $2 s for a line matching $3 (grep -E) in pod $1's log
+wait_log() {
+	local i=0
+	while [ "$i" -lt $(($2 * 2)) ]; do
+		logs "$1" | grep -Eq -- "$3" && return 0
+		sleep 0.5
+		i=$((i + 1))
+	done
+	return 1
+}
+# every pod of the job's end: ps and workers exited 0 after the chief
+servers_done() { # SCENARIO
+	local p s bad=""
+	for p in ps-0 ps-1 worker-0 worker-1; do
+		local i=0
+		while [ "$i" -lt 20 ] && [ "$(state "$p" | cut -d' ' -f1)" = running ]; do
+			sleep 0.5
+			i=$((i + 1))
+		done
+		s=$(state "$p")
+		[ "$s" = "exited 0" ] && logs "$p" | grep -q 'the chief is done; exiting' || bad="$bad $p($s)"
+	done
+	[ -z "$bad" ] || echo "$bad"
+}
+finish() { # SCENARIO: removes its pods
+	for p in $pods; do podman rm -f -t 0 "$job-$p" > /dev/null 2>&1; done
+	started=""
+}
+start_job() { # SCENARIO [ENV...] -- ARGS (the chief's); ps and workers get the manifest's args
+	local sc=$1
+	shift
+	mkdir -p "$tmp/$sc/ckpt"
+	chown 10001:10001 "$tmp/$sc/ckpt"
+	pod "$sc" ps 0 $server_env -- embedding_classifier --epochs 5
+	pod "$sc" ps 1 $server_env -- embedding_classifier --epochs 5
+	pod "$sc" worker 0 $server_env -- embedding_classifier --epochs 5
+	pod "$sc" worker 1 $server_env -- embedding_classifier --epochs 5
+	pod "$sc" chief 0 "$@"
+}
+server_env=""
+
+# 1. The manifest's job as it is.
+start_job normal -- embedding_classifier --epochs 5
+if kubelet normal 180 && logs chief-0 | grep -q '^accuracy = 1'; then
+	ok "normal end: the chief trained the manifest's job: $(logs chief-0 | grep '^accuracy')"
+else
+	fail "normal end: chief $(state chief-0): $(logs chief-0 | tail -n 5)"
+fi
+bad=$(servers_done normal)
+if [ -z "$bad" ] && [ ! -s "$tmp/normal/restarts" ]; then
+	ok "normal end: every ps and worker exited 0 when the chief was done, no restart"
+else
+	fail "normal end: servers$bad; restarts: $(cat "$tmp/normal/restarts" 2> /dev/null)"
+fi
+if logs ps-0 | grep -q "serving at tcp://$job-ps-0.default.svc:2222" &&
+	! { logs chief-0; logs ps-0; } | grep -q 'no cluster key'; then
+	ok "normal end: tasks named as the operator names them, with the cluster key from the Secret"
+else
+	fail "normal end: $(logs ps-0 | head -n 3)"
+fi
+finish normal
+
+# 2. A worker killed mid-training.
+start_job worker -- embedding_classifier --epochs 60
+if wait_log chief-0 60 '^Finished epoch 3,'; then
+	podman kill -s KILL "$job-worker-1" > /dev/null
+	if kubelet worker 240 && logs chief-0 | grep -q '^accuracy = ' &&
+		logs chief-0 | grep -q 'worker 1 is up (incarnation' &&
+		grep -q '^worker-1 137$' "$tmp/worker/restarts"; then
+		ok "worker killed: restarted (status 137), taken back (worker 1 is up), training ended"
+	else
+		fail "worker killed: chief $(state chief-0), restarts $(cat "$tmp/worker/restarts" 2> /dev/null): $(logs chief-0 | grep -E 'worker 1|accuracy|rror' | tail -n 5)"
+	fi
+	bad=$(servers_done worker)
+	[ -z "$bad" ] && ok "worker killed: every ps and worker exited 0 at the end" || fail "worker killed: servers$bad"
+else
+	fail "worker killed: training never started: $(logs chief-0 | tail -n 5)"
+fi
+finish worker
+
+# 3. A ps killed mid-training: the chief fails, is restarted, and trains
+# again on its servers.
+start_job ps -- embedding_classifier --epochs 60
+if wait_log chief-0 60 '^Finished epoch 3,'; then
+	podman kill -s KILL "$job-ps-1" > /dev/null
+	if kubelet ps 300 && logs chief-0 | grep -q '^accuracy = ' &&
+		grep -q '^ps-1 137$' "$tmp/ps/restarts" && grep -Eq '^chief-0 [1-9]' "$tmp/ps/restarts"; then
+		ok "ps killed: ps restarted, the chief failed ($(grep '^chief-0' "$tmp/ps/restarts" | head -n 1)), was restarted and trained to the end"
+	else
+		fail "ps killed: chief $(state chief-0), restarts $(cat "$tmp/ps/restarts" 2> /dev/null): $(logs chief-0 | tail -n 5)"
+	fi
+	bad=$(servers_done ps)
+	[ -z "$bad" ] && ok "ps killed: every ps and worker exited 0 at the end" || fail "ps killed: servers$bad"
+else
+	fail "ps killed: training never started: $(logs chief-0 | tail -n 5)"
+fi
+finish ps
+
+# 4. The chief stopped mid-training and restarted late, past its servers'
+# chief timeout: they exit 138 and are restarted; the chief resumes from
+# its backup (BackupAndRestore in /ckpt/backup, checkpoints on the ps
+# pods' shared volume).
+server_env="PASCO_CHIEF_TIMEOUT=4 PASCO_CHECKPOINT_DIR=/ckpt"
+start_job chief -- embedding_classifier --fit --epochs 20 --steps 50 --checkpoint-dir /ckpt/run
+server_env=""
+if wait_log chief-0 90 '^Epoch 4/20: '; then
+	t0=$(date +%s)
+	podman stop -t 30 "$job-chief-0" > /dev/null 2>&1
+	took=$(($(date +%s) - t0))
+	s=$(state chief-0)
+	if [ "$took" -lt 10 ] && [ "$s" = "exited 143" ]; then
+		ok "chief stopped: SIGTERM through tini ended it in ${took} s (status 143), not at the grace period"
+	else
+		fail "chief stopped: $s after $took s"
+	fi
+	done_epochs=$(logs chief-0 | sed -n 's|^Epoch \([0-9]*\)/20: [0-9]*/50 steps in.*|\1|p' | tail -n 1)
+	# late: the chief held down until every server's chief timeout has
+	# passed and each has exited 138 and been restarted
+	all_138='[ "$(cut -d" " -f1 "$tmp/chief/restarts" 2> /dev/null | sort -u | grep -c -v chief)" -eq 4 ]'
+	if kubelet chief 60 chief-0 "$all_138" && ! grep -v ' 138$' "$tmp/chief/restarts" | grep -q .; then
+		ok "chief restarted late: every ps and worker exited 138 after the chief timeout and was restarted"
+	else
+		fail "chief restarted late: restarts: $(cat "$tmp/chief/restarts" 2> /dev/null); ps-0: $(logs ps-0 | tail -n 2)"
+	fi
+	# the kubelet restarts the chief's container: the same args
+	podman start "$job-chief-0" > /dev/null
+	if kubelet chief 180 && logs chief-0 | grep -q '^accuracy = ' &&
+		start=$(logs chief-0 | sed -n 's|^Starting at epoch \([0-9]*\)/.*|\1|p' | head -n 1) &&
+		[ "${start:-0}" -ge 4 ] && [ "$start" -le $((done_epochs + 1)) ]; then
+		ok "chief restarted late: it resumed from its backup at epoch $start (after $done_epochs) and ended"
+	else
+		fail "chief restarted late: chief $(state chief-0), start '${start:-}', done $done_epochs: $(logs chief-0 | tail -n 5)"
+	fi
+	bad=$(servers_done chief)
+	[ -z "$bad" ] && ok "chief restarted late: every ps and worker exited 0 at the end" || fail "chief restarted late: servers$bad"
+else
+	fail "chief restarted late: training never started: $(logs chief-0 | tail -n 5)"
+fi
+finish chief
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
