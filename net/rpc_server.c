@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "chief.h"
 #include "conns.h"
 #include "tls.h"
 #include "util.h"
@@ -57,8 +58,27 @@ struct pasci_rpc_server {
 	int64_t last_request_ms; /* atomic: a proven peer's last request */
 	int64_t last_message_ms; /* atomic: anyone's last message */
 	int     shutdown;        /* atomic: a SHUTDOWN came */
-	pasci_conns *conns;      /* the connections held (conns.h) */
+	pasci_conns      *conns; /* the connections held (conns.h) */
+	pasci_chief_seat *seat;  /* the chief served (chief.h) */
 };
+
+/* A chief's HELLO or AUTH on pipe, which has proved the key (or the
+ * server has none): NULL when the chief may be served (chief.h), else the
+ * refusal naming the chief this server serves. The refused client closes
+ * the connection itself: closing it here could overtake the reply, and
+ * the client would not learn why. */
+static nng_msg *
+server_seat_chief(
+    pasci_rpc_server *s, nng_pipe pipe, const pasci_wire_msg *req)
+{
+	char why[512];
+	if (req->hdr->chief[0] == 0 ||
+	    pasci_chief_seat_claim(s->seat, pipe, req->hdr->chief,
+	        req->hdr->chief_incarnation, why, sizeof(why))) {
+		return NULL;
+	}
+	return pasci_wire_status_reply(PASCO_EPRECONDITION, "%s", why);
+}
 
 static nng_msg *
 server_hello(pasci_rpc_server *s, nng_pipe pipe)
@@ -110,9 +130,19 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 		    &s->last_request_ms, pasci_now_ms(), __ATOMIC_RELAXED);
 	}
 	if (req.hdr->method == PASCI_METHOD_HELLO) {
-		reply = server_hello(s, pipe);
+		/* a chief is seated once trusted: here with no key, at its
+		 * AUTH with one */
+		reply = in ? server_seat_chief(s, pipe, &req) : NULL;
+		reply = reply != NULL ? reply : server_hello(s, pipe);
 	} else if (req.hdr->method == PASCI_METHOD_AUTH) {
 		reply = pasci_auth_gate_auth(s->gate, pipe, &req, close_pipe);
+		nng_msg *no = !in && pasci_auth_gate_admits(s->gate, pipe)
+		                  ? server_seat_chief(s, pipe, &req)
+		                  : NULL;
+		if (no != NULL) {
+			nng_msg_free(reply);
+			reply = no;
+		}
 	} else if (!in) {
 		reply = pasci_auth_gate_refuse(
 		    s->gate, pipe, (int) req.hdr->method);
@@ -209,6 +239,7 @@ server_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	pasci_rpc_server *s = arg;
 	(void) ev;
 	pasci_auth_gate_forget(s->gate, pipe);
+	pasci_chief_seat_forget(s->seat, pipe);
 	pasci_conns_remove(s->conns, pipe);
 }
 
@@ -223,6 +254,18 @@ server_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	if (!pasci_conns_add(s->conns, pipe)) {
 		nng_pipe_close(pipe);
 	}
+}
+
+/* The seat names the server as its role and address ("worker at
+ * tcp://0.0.0.0:2222"): the role from the threads' name. */
+static int
+server_seat_create(pasci_rpc_server *s, const char *url)
+{
+	char        what[200];
+	const char *role =
+	    strncmp(s->name, "pasco-", 6) == 0 ? s->name + 6 : s->name;
+	pasci_fmt(what, sizeof(what), "%s at %s", role, url);
+	return pasci_chief_seat_create(&s->seat, what);
 }
 
 int
@@ -280,7 +323,8 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 	}
 	nng_socket_set_size(
 	    s->sock, NNG_OPT_RECVMAXSZ, pasci_max_message_bytes());
-	if ((rv = pasci_conns_create(&s->conns, url)) != 0) {
+	if ((rv = pasci_conns_create(&s->conns, url)) != 0 ||
+	    (rv = server_seat_create(s, url)) != 0) {
 		nng_close(s->sock);
 		goto fail_open;
 	}
@@ -296,6 +340,7 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 		nng_close(s->sock);
 		pasci_auth_gate_destroy(s->gate);
 		pasci_conns_destroy(s->conns);
+		pasci_chief_seat_destroy(s->seat);
 		free(s->threads);
 		free(s);
 		return rv;
@@ -311,6 +356,7 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 		nng_close(s->sock);
 		pasci_auth_gate_destroy(s->gate);
 		pasci_conns_destroy(s->conns);
+		pasci_chief_seat_destroy(s->seat);
 		free(s->threads);
 		free(s);
 		return rv;
@@ -322,6 +368,7 @@ fail_listen:
 fail_open:
 	pasci_auth_gate_destroy(s->gate);
 	pasci_conns_destroy(s->conns);
+	pasci_chief_seat_destroy(s->seat);
 	free(s->threads);
 	free(s);
 	return rv == NNG_EADDRINVAL ? PASCO_EINVAL : PASCO_EIO;
@@ -344,6 +391,7 @@ pasci_rpc_server_close(pasci_rpc_server *s)
 	nng_close(s->sock); /* no pipe callback runs past here */
 	pasci_auth_gate_destroy(s->gate);
 	pasci_conns_destroy(s->conns);
+	pasci_chief_seat_destroy(s->seat);
 	free(s->threads);
 	free(s);
 }

@@ -128,6 +128,8 @@ typedef struct pasci_wire_header {
 	uint32_t               repeat;  /* RUN: times to call (0: 1) */
 	bool                   not_run; /* RUN reply in a batch: skipped */
 	const pasci_wire_sync *sync;    /* VAR_APPLY*, VAR_FETCH_ADD */
+	const char            *chief;   /* HELLO, AUTH from a chief */
+	uint64_t               chief_incarnation;
 } pasci_wire_header;
 
 /* A decoded message. */

@@ -23,8 +23,8 @@ struct ps_server {
 	pasci_rpc_server  *rpc;
 	pasci_bulk_server *bulk; /* NULL when not on TCP */
 	ps_store          *store;
-	char ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
-	size_t max_var_bytes;     /* PASCO_MAX_VARIABLE_MB; read only */
+	char   ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
+	size_t max_var_bytes;       /* PASCO_MAX_VARIABLE_MB; read only */
 };
 
 #define DEFAULT_MAX_VARIABLE_MB 1024
@@ -173,8 +173,8 @@ create_admits(ps_server *ps, const char *name, const pasci_wire_spec *spec,
 	int64_t count;
 	size_t  nbytes;
 	char    what[64];
-	int rv = pasci_store_var_exists(ps->store, name, spec->dtype,
-	    spec->rank, spec->shape, exists, err, errlen);
+	int     rv = pasci_store_var_exists(ps->store, name, spec->dtype,
+	        spec->rank, spec->shape, exists, err, errlen);
 	if (rv != 0 || *exists) {
 		return rv;
 	}

@@ -128,7 +128,7 @@ existing_check(const ps_var *v, pasco_dtype dtype, int32_t rank,
 {
 	const pasco_tensor *have = v->value;
 	char                a[64], b[64];
-	bool same = have->dtype == dtype && have->rank == rank;
+	bool                same = have->dtype == dtype && have->rank == rank;
 	for (int32_t i = 0; same && i < rank; i++) {
 		same = have->shape[i] == shape[i];
 	}
@@ -146,8 +146,7 @@ existing_check(const ps_var *v, pasco_dtype dtype, int32_t rank,
 
 int
 pasci_store_var_exists(ps_store *s, const char *name, pasco_dtype dtype,
-    int32_t rank, const int64_t *shape, bool *exists, char *err,
-    size_t errlen)
+    int32_t rank, const int64_t *shape, bool *exists, char *err, size_t errlen)
 {
 	ps_var *v;
 	pthread_rwlock_rdlock(&s->lock);

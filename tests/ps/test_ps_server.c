@@ -149,7 +149,8 @@ create_init(const char *name, int64_t rows, int64_t cols, char *err)
 {
 	pasci_wire_builder b;
 	pasci_wire_init    w    = {.init = {.kind = PASCO_INIT_ONES},
-	           .full_rank = 2, .full_shape = {rows, cols}};
+	          .full_rank             = 2,
+	          .full_shape            = {rows, cols}};
 	pasci_wire_spec    spec = {PASCO_F32, 2, {rows, cols}};
 	int                rv;
 	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_CREATE);
@@ -213,12 +214,12 @@ Test(ps_server, a_variable_over_the_limit_is_refused_before_it_is_filled,
 	              strstr(err, "16 MB") != NULL &&
 	              strstr(err, "PASCO_MAX_VARIABLE_MB") != NULL,
 	    "%s", err);
-	cr_assert_lt(peak_kb(), before + 32 * 1024,
-	    "refusing it took %ld KB", peak_kb() - before);
+	cr_assert_lt(peak_kb(), before + 32 * 1024, "refusing it took %ld KB",
+	    peak_kb() - before);
 	/* 8 MB is under the limit */
 	PASCO_PASS(create_init("fits", 2048, 1024, err));
-	PASCO_FAIL(call(PASCI_METHOD_VAR_READ, "huge", NULL, 0, NULL, NULL,
-	               err),
+	PASCO_FAIL(
+	    call(PASCI_METHOD_VAR_READ, "huge", NULL, 0, NULL, NULL, err),
 	    PASCO_ENOTFOUND);
 }
 
@@ -240,16 +241,16 @@ Test(ps_server, a_create_under_an_existing_name_allocates_nothing,
 	cr_assert(strstr(err, "'w' already exists as f64[]") != NULL &&
 	              strstr(err, "f32[131072,1024]") != NULL,
 	    "%s", err);
-	cr_assert_lt(peak_kb(), before + 32 * 1024,
-	    "refusing it took %ld KB", peak_kb() - before);
+	cr_assert_lt(peak_kb(), before + 32 * 1024, "refusing it took %ld KB",
+	    peak_kb() - before);
 	PASCO_PASS(call(PASCI_METHOD_VAR_READ, "w", NULL, 0, NULL, &v, err));
 	cr_assert_eq(v, 2);
 	/* ones + ones = 2; the same create again leaves it at 2 */
 	PASCO_PASS(create_init("ones", 4, 2, err));
 	{
 		pasco_tensor *one;
-		PASCO_PASS(pasco_tensor_alloc(
-		    &one, PASCO_F32, 2, (int64_t[]){4, 2}));
+		PASCO_PASS(
+		    pasco_tensor_alloc(&one, PASCO_F32, 2, (int64_t[]){4, 2}));
 		for (int i = 0; i < 8; i++) {
 			pasco_tensor_set(one, i, 1);
 		}
