@@ -51,7 +51,8 @@ struct pasci_rpc_server {
 	server_thread    *threads;
 	pasci_rpc_handler handler;
 	void             *arg;
-	pasci_auth_gate  *gate; /* thread-safe */
+	pasci_auth_gate  *gate;  /* thread-safe */
+	bool              keyed; /* a cluster key: set at open */
 	char              name[16];
 	char         advert[PASCI_RPC_ADVERT_MAX]; /* set before serving */
 	volatile int closing;    /* set before the aios are stopped */
@@ -95,6 +96,33 @@ server_hello(pasci_rpc_server *s, nng_pipe pipe)
 	return reply;
 }
 
+/* The AUTH req on pipe (in: it had proved the key before): once the
+ * proof checks out, the connection is a member if the cap allows
+ * (conns.h; else it is refused, saying so, and not admitted), and a chief
+ * is seated. */
+static nng_msg *
+server_auth(pasci_rpc_server *s, nng_pipe pipe, const pasci_wire_msg *req,
+    bool in, bool *close_pipe)
+{
+	nng_msg *reply = pasci_auth_gate_auth(s->gate, pipe, req, close_pipe);
+	nng_msg *no    = NULL;
+	char     why[512];
+	if (in || !pasci_auth_gate_admits(s->gate, pipe)) {
+		return reply;
+	}
+	if (!pasci_conns_admit(s->conns, pipe, why, sizeof(why))) {
+		pasci_auth_gate_forget(s->gate, pipe);
+		no = pasci_wire_status_reply(PASCO_EUNAVAILABLE, "%s", why);
+	} else {
+		no = server_seat_chief(s, pipe, req);
+	}
+	if (no != NULL) {
+		nng_msg_free(reply);
+		reply = no;
+	}
+	return reply;
+}
+
 /* The reply to msg (taken over) from pipe; *close_pipe is set when pipe
  * must be closed once the reply is sent (a failed AUTH). */
 static nng_msg *
@@ -111,7 +139,12 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 	 * (whose memory is given back after it: pasci_rpc_server_quiet_ms) */
 	__atomic_store_n(
 	    &s->last_message_ms, pasci_now_ms(), __ATOMIC_RELAXED);
-	pasci_conns_heard(s->conns, pipe);
+	/* with no key, a connection that speaks is a member (conns.h) */
+	if (!s->keyed &&
+	    !pasci_conns_admit(s->conns, pipe, err, sizeof(err))) {
+		nng_msg_free(msg);
+		return pasci_wire_status_reply(PASCO_EUNAVAILABLE, "%s", err);
+	}
 	if (!in && nng_msg_len(msg) > PASCI_AUTH_HANDSHAKE_MAX) {
 		nng_msg_free(msg); /* not read: too long for a handshake */
 		return pasci_auth_gate_refuse(s->gate, pipe, -1);
@@ -135,14 +168,7 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 		reply = in ? server_seat_chief(s, pipe, &req) : NULL;
 		reply = reply != NULL ? reply : server_hello(s, pipe);
 	} else if (req.hdr->method == PASCI_METHOD_AUTH) {
-		reply = pasci_auth_gate_auth(s->gate, pipe, &req, close_pipe);
-		nng_msg *no = !in && pasci_auth_gate_admits(s->gate, pipe)
-		                  ? server_seat_chief(s, pipe, &req)
-		                  : NULL;
-		if (no != NULL) {
-			nng_msg_free(reply);
-			reply = no;
-		}
+		reply = server_auth(s, pipe, &req, in, close_pipe);
 	} else if (!in) {
 		reply = pasci_auth_gate_refuse(
 		    s->gate, pipe, (int) req.hdr->method);
@@ -243,17 +269,17 @@ server_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	pasci_conns_remove(s->conns, pipe);
 }
 
-/* A new connection: over the cap it is closed at once; each one is also
- * the moment to close those that never spoke (conns.h). */
+/* A new connection, before nng adds it to the socket (so before any of
+ * its messages is read): a stranger until it proves itself (conns.h: over
+ * the strangers' cap the oldest is closed); each one is also the moment
+ * to close the strangers past their deadline. */
 static void
 server_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 {
 	pasci_rpc_server *s = arg;
 	(void) ev;
 	pasci_conns_sweep(s->conns);
-	if (!pasci_conns_add(s->conns, pipe)) {
-		nng_pipe_close(pipe);
-	}
+	pasci_conns_add(s->conns, pipe);
 }
 
 /* The seat names the server as its role and address ("worker at
@@ -323,12 +349,13 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 	}
 	nng_socket_set_size(
 	    s->sock, NNG_OPT_RECVMAXSZ, pasci_max_message_bytes());
-	if ((rv = pasci_conns_create(&s->conns, url)) != 0 ||
+	s->keyed = key != NULL;
+	if ((rv = pasci_conns_create(&s->conns, url, s->keyed)) != 0 ||
 	    (rv = server_seat_create(s, url)) != 0) {
 		nng_close(s->sock);
 		goto fail_open;
 	}
-	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_POST, server_pipe_added, s);
+	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, server_pipe_added, s);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, server_pipe_removed, s);
 	if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0) {
 		pasci_log(PASCI_LOG_ERROR, "cannot listen on %s: %s", url,
