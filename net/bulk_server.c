@@ -44,6 +44,7 @@
 
 typedef struct conn {
 	int                fd;
+	char               peer[80]; /* "a.b.c.d:port", from accept */
 	pthread_t          th;
 	int                done; /* atomic: its thread has returned */
 	pasci_bulk_server *s;
@@ -66,7 +67,11 @@ struct pasci_bulk_server {
 	int                max_conns;
 	int64_t            idle_ms;           /* 0: none */
 	int64_t            refused_logged_ms; /* accept thread only */
+	int64_t            auth_logged_ms;    /* protected by mu */
+	unsigned           auth_unlogged;     /* protected by mu */
 };
+
+#define REFUSAL_LOG_MS 10000 /* a refused handshake's line at most */
 
 #define AUTH_MS 10000 /* for a new connection's handshake */
 
@@ -109,44 +114,69 @@ answer(pasci_bulk_server *s, int fd, const pasci_wire_msg *req)
 	return rv;
 }
 
-/* "a.b.c.d:port" of fd's peer, into buf. */
+/* "a.b.c.d:port" of the address a (from accept), into buf. */
 static const char *
-peer_name(int fd, char *buf, size_t len)
+peer_name(const struct sockaddr_storage *a, char *buf, size_t len)
 {
-	struct sockaddr_storage a;
-	socklen_t               alen                 = sizeof(a);
-	char                    ip[INET6_ADDRSTRLEN] = "?";
-	int                     port                 = 0;
-	if (getpeername(fd, (struct sockaddr *) &a, &alen) == 0) {
-		if (a.ss_family == AF_INET6) {
-			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &a;
-			inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-			port = ntohs(in6->sin6_port);
-			return pasci_fmt(buf, len, "[%s]:%d", ip, port);
-		}
-		inet_ntop(AF_INET, &((struct sockaddr_in *) &a)->sin_addr, ip,
-		    sizeof(ip));
-		port = ntohs(((struct sockaddr_in *) &a)->sin_port);
+	char ip[INET6_ADDRSTRLEN] = "an unknown address";
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *) a;
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		return pasci_fmt(
+		    buf, len, "[%s]:%d", ip, (int) ntohs(in6->sin6_port));
 	}
-	return pasci_fmt(buf, len, "%s:%d", ip, port);
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *) a;
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		return pasci_fmt(
+		    buf, len, "%s:%d", ip, (int) ntohs(in->sin_port));
+	}
+	return pasci_fmt(buf, len, "%s", ip);
+}
+
+/* Whether to log a refused handshake now: at most every REFUSAL_LOG_MS
+ * (a stranger who opens hundreds would otherwise fill the log); more
+ * gets how many were not logged since, if any. */
+static bool
+refusal_should_log(pasci_bulk_server *s, char *more, size_t len)
+{
+	bool    log;
+	int64_t now = pasci_now_ms();
+	pthread_mutex_lock(&s->mu);
+	log = s->auth_logged_ms == 0 ||
+	      now - s->auth_logged_ms >= REFUSAL_LOG_MS;
+	if (log) {
+		s->auth_logged_ms = now;
+		if (s->auth_unlogged > 0) {
+			pasci_fmt(more, len,
+			    " (and %u more refused since, not logged)",
+			    s->auth_unlogged);
+		}
+		s->auth_unlogged = 0;
+	} else {
+		s->auth_unlogged++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return log;
 }
 
 /* Whether c's peer proved the cluster key (or none is needed); a failure
- * is logged with its address. */
+ * is logged with its address, at most every REFUSAL_LOG_MS. */
 static bool
 conn_authenticated(conn *c)
 {
-	char detail[256], peer[80];
+	char detail[256], more[64] = "";
 	int  rv;
 	if (!c->s->has_key) {
 		return true;
 	}
 	rv = pasci_bulk_auth_accept(c->fd, &c->s->key,
 	    pasci_now_ms() + AUTH_MS, detail, sizeof(detail));
-	if (rv != 0 && !__atomic_load_n(&c->s->closing, __ATOMIC_ACQUIRE)) {
+	if (rv != 0 && !__atomic_load_n(&c->s->closing, __ATOMIC_ACQUIRE) &&
+	    refusal_should_log(c->s, more, sizeof(more))) {
 		pasci_log(PASCI_LOG_WARN,
-		    "refused a bulk connection from %s on %s: %s",
-		    peer_name(c->fd, peer, sizeof(peer)), c->s->addr, detail);
+		    "refused a bulk connection from %s on %s: %s%s", c->peer,
+		    c->s->addr, detail, more);
 	}
 	return rv == 0;
 }
@@ -240,10 +270,13 @@ accept_main(void *arg)
 	pasci_bulk_server *s = arg;
 	pasci_thread_name("pasco-bulk-acc");
 	for (;;) {
-		int   one = 1, fd;
-		conn *c;
-		fd =
-		    accept(s->listen_fd, NULL, NULL); /* close shuts it down */
+		int                     one = 1, fd;
+		conn                   *c;
+		struct sockaddr_storage a;
+		socklen_t               alen = sizeof(a);
+		memset(&a, 0, sizeof(a));
+		/* close shuts it down */
+		fd = accept(s->listen_fd, (struct sockaddr *) &a, &alen);
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 			if (fd >= 0) {
 				close(fd);
@@ -272,6 +305,8 @@ accept_main(void *arg)
 		}
 		c->fd = fd;
 		c->s  = s;
+		/* named now: once a peer hangs up, getpeername cannot */
+		peer_name(&a, c->peer, sizeof(c->peer));
 		if (pthread_create(&c->th, NULL, serve_conn, c) != 0) {
 			close(fd);
 			free(c);
