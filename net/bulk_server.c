@@ -73,6 +73,20 @@ struct pasci_bulk_server {
 
 #define REFUSAL_LOG_MS 10000 /* a refused handshake's line at most */
 
+static int64_t last_traffic_ms; /* atomic: pasci_bulk_last_traffic_ms */
+
+static void
+note_traffic(void)
+{
+	__atomic_store_n(&last_traffic_ms, pasci_now_ms(), __ATOMIC_RELAXED);
+}
+
+int64_t
+pasci_bulk_last_traffic_ms(void)
+{
+	return __atomic_load_n(&last_traffic_ms, __ATOMIC_RELAXED);
+}
+
 #define AUTH_MS 10000 /* for a new connection's handshake */
 
 static int64_t
@@ -205,11 +219,13 @@ serve_conn(void *arg)
 		}
 		rv = answer(c->s, c->fd, &req);
 		pasci_wire_msg_fini(&req);
+		note_traffic(); /* its memory is freed: the quiet starts */
 		if (rv != 0) {
 			break;
 		}
 	}
 	shutdown(c->fd, SHUT_RDWR);
+	note_traffic();
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -293,6 +309,7 @@ accept_main(void *arg)
 			}
 			break;
 		}
+		note_traffic();
 		reap(s, false);
 		if (at_capacity(s)) {
 			close(fd);

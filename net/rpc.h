@@ -161,7 +161,8 @@ uint64_t pasci_rpc_server_incarnation(const pasci_rpc_server *s);
 int64_t pasci_rpc_server_idle_ms(const pasci_rpc_server *s);
 
 /* Milliseconds since the server last received any message at all, a
- * stranger's included (since it opened, if none). */
+ * stranger's included (since it opened, if none), or since a bulk server
+ * of this process last did (bulk.h), whichever is later. */
 int64_t pasci_rpc_server_quiet_ms(const pasci_rpc_server *s);
 
 /* The connections the server holds now; and closing those that have sent

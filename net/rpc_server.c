@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "bulk.h"
 #include "chief.h"
 #include "conns.h"
 #include "tls.h"
@@ -439,6 +440,8 @@ pasci_rpc_server_shutdown_requested(const pasci_rpc_server *s)
 int64_t
 pasci_rpc_server_quiet_ms(const pasci_rpc_server *s)
 {
-	return pasci_now_ms() -
-	       __atomic_load_n(&s->last_message_ms, __ATOMIC_RELAXED);
+	/* a burst on the process's bulk port is traffic too */
+	int64_t last = __atomic_load_n(&s->last_message_ms, __ATOMIC_RELAXED);
+	int64_t bulk = pasci_bulk_last_traffic_ms();
+	return pasci_now_ms() - (bulk > last ? bulk : last);
 }
