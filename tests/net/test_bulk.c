@@ -557,3 +557,42 @@ Test(bulk, refused_handshakes_are_rate_limited_and_name_the_peer)
 	pasci_bulk_pool_destroy(pool);
 	pasci_bulk_server_close(s);
 }
+
+/* Strangers who connect to the bulk port and never finish the handshake
+ * held every slot for its 10 s: with a key they are counted apart from
+ * members, the oldest shut down to make room, so a member is served. */
+Test(bulk, strangers_in_the_handshake_do_not_keep_a_member_out)
+{
+	pasci_bulk_server *s;
+	pasci_bulk_pool   *pool;
+	pasci_wire_msg     reply;
+	pasci_key          k = bulk_key(3);
+	int                fds[20];
+	int64_t            t0;
+	setenv("PASCO_MAX_CONNECTIONS", "8", 1);
+	PASCO_PASS(
+	    pasci_bulk_server_open(&s, "127.0.0.1", 42, double_it, NULL, &k));
+	unsetenv("PASCO_MAX_CONNECTIONS");
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	    .sin_addr.s_addr                = htonl(INADDR_LOOPBACK),
+	    .sin_port                       = htons(
+	                              (uint16_t) atoi(strrchr(pasci_bulk_server_addr(s), ':') + 1))};
+	for (int i = 0; i < 20; i++) { /* connect, then say nothing */
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert(
+		    connect(fds[i], (struct sockaddr *) &a, sizeof(a)) == 0);
+	}
+	usleep(100 * 1000); /* accepted, waiting in the handshake */
+	t0 = pasci_now_ms();
+	PASCO_PASS(pasci_bulk_pool_create(&pool, &k));
+	PASCO_PASS(call(pool, pasci_bulk_server_addr(s), 42,
+	    PASCI_METHOD_VAR_READ, 5000, &reply));
+	expect_ramp(reply.tensors[0], 300000, 2);
+	pasci_wire_msg_fini(&reply);
+	cr_assert_lt(pasci_now_ms() - t0, 3000);
+	pasci_bulk_pool_destroy(pool);
+	for (int i = 0; i < 20; i++) {
+		close(fds[i]);
+	}
+	pasci_bulk_server_close(s);
+}
