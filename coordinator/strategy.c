@@ -96,9 +96,11 @@ strategy_ps_state(void *arg, bool up, uint64_t incarnation)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Opens the client of one task, as the chief self (net/chief.h: every
+ * handshake says who this chief is; a task serves one chief at a time). */
 static int
 open_task(pasco_strategy *s, task_link *link, const char *url,
-    pasci_rpc_state_fn fn, pasci_rpc_client **client)
+    pasci_rpc_state_fn fn, const pasci_chief *self, pasci_rpc_client **client)
 {
 	const pasci_key *key;
 	int              rv;
@@ -109,7 +111,7 @@ open_task(pasco_strategy *s, task_link *link, const char *url,
 		pthread_mutex_unlock(&s->mu); /* the key file is unusable */
 		return rv;
 	}
-	rv           = pasci_rpc_client_open_with(client, url, fn, link, key);
+	rv = pasci_rpc_client_open_as(client, url, fn, link, key, self);
 	link->client = *client;
 	pthread_mutex_unlock(&s->mu);
 	return rv;
@@ -118,19 +120,21 @@ open_task(pasco_strategy *s, task_link *link, const char *url,
 static int
 strategy_connect(pasco_strategy *s, const pasco_cluster *cluster)
 {
-	int rv = PASCO_OK;
+	int         rv = PASCO_OK;
+	pasci_chief self;
+	pasci_chief_self(cluster, &self);
 	for (size_t i = 0; i < s->nps && rv == 0; i++) {
 		s->ps_links[i] =
 		    (task_link){.s = s, .index = i, .is_ps = true};
 		rv = open_task(s, &s->ps_links[i],
 		    pasco_cluster_url(cluster, PASCO_ROLE_PS, i),
-		    strategy_ps_state, &s->ps[i]);
+		    strategy_ps_state, &self, &s->ps[i]);
 	}
 	for (size_t i = 0; i < s->nworkers && rv == 0; i++) {
 		s->links[i] = (task_link){.s = s, .index = i};
 		rv          = open_task(s, &s->links[i],
 		             pasco_cluster_url(cluster, PASCO_ROLE_WORKER, i),
-		             strategy_worker_state, &s->workers[i]);
+		             strategy_worker_state, &self, &s->workers[i]);
 	}
 	return rv;
 }
@@ -288,7 +292,8 @@ strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 			}
 			if (pasci_tls_failure(pasci_rpc_client_url(cl), why,
 			        sizeof(
-			            why))) { /* it answers, and refuses us */
+			            why)) || /* it answers, and refuses us */
+			    pasci_rpc_client_refused(cl, why, sizeof(why))) {
 				pasci_fmt(s->error, sizeof(s->error),
 				    "%s %zu at %s: %s",
 				    is_ps ? "ps" : "worker",

@@ -346,7 +346,7 @@ pasci_auth_gate_auth(pasci_auth_gate *g, nng_pipe pipe,
 		}
 		*close_pipe = true;
 		return pasci_wire_status_reply(
-		    PASCO_EPRECONDITION, "authentication failed");
+		    PASCO_EPRECONDITION, "%s", PASCI_AUTH_FAILED);
 	}
 	pasci_auth_proof(&g->key, true, sn, req->tensors[0]->data, proof);
 	pasci_wire_builder_init(&b, PASCI_METHOD_AUTH);
@@ -402,6 +402,14 @@ int
 pasci_auth_request(const pasci_key *key, const uint8_t *sn,
     uint8_t nonces[2 * PASCI_AUTH_NONCE], nng_msg **out)
 {
+	return pasci_auth_request_as(key, sn, "", 0, nonces, out);
+}
+
+int
+pasci_auth_request_as(const pasci_key *key, const uint8_t *sn,
+    const char *chief, uint64_t chief_incarnation,
+    uint8_t nonces[2 * PASCI_AUTH_NONCE], nng_msg **out)
+{
 	pasci_wire_builder b;
 	uint8_t            proof[PASCI_AUTH_PROOF];
 	int                rv;
@@ -410,6 +418,8 @@ pasci_auth_request(const pasci_key *key, const uint8_t *sn,
 	pasci_auth_nonce(nonces + PASCI_AUTH_NONCE);
 	pasci_auth_proof(key, false, sn, nonces + PASCI_AUTH_NONCE, proof);
 	pasci_wire_builder_init(&b, PASCI_METHOD_AUTH);
+	b.hdr.chief             = chief;
+	b.hdr.chief_incarnation = chief_incarnation;
 	if ((rv = add_bytes(
 	         &b, nonces + PASCI_AUTH_NONCE, PASCI_AUTH_NONCE)) == 0 &&
 	    (rv = add_bytes(&b, proof, sizeof(proof))) == 0) {

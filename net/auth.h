@@ -76,6 +76,10 @@ int pasci_auth_gate_hello(
 nng_msg *pasci_auth_gate_auth(pasci_auth_gate *g, nng_pipe pipe,
     const pasci_wire_msg *req, bool *close_pipe);
 
+/* The error of the AUTH reply to a wrong proof; a refused AUTH with
+ * another error proved the key and was refused for what it says. */
+#define PASCI_AUTH_FAILED "authentication failed"
+
 /* The reply to a request (method, or -1 when unread) on a pipe that has
  * not authenticated: PASCO_EPRECONDITION "unauthenticated"; the first
  * refusal on each pipe is logged with the peer's address. */
@@ -93,6 +97,12 @@ const uint8_t *pasci_auth_hello_nonce(const pasci_wire_msg *hello_reply);
 /* Builds the AUTH request answering sn under key; nonces gets sn || cn
  * for checking the reply. PASCO_ENOMEM. */
 int pasci_auth_request(const pasci_key *key, const uint8_t *sn,
+    uint8_t nonces[2 * PASCI_AUTH_NONCE], nng_msg **out);
+
+/* The same from a chief (chief.h): name ("" for none) and incarnation
+ * ride along, for the server to seat it once the proof checks out. */
+int pasci_auth_request_as(const pasci_key *key, const uint8_t *sn,
+    const char *chief, uint64_t chief_incarnation,
     uint8_t nonces[2 * PASCI_AUTH_NONCE], nng_msg **out);
 
 /* Whether the AUTH reply proves that the server holds key. */

@@ -57,6 +57,13 @@ const char *pasci_bulk_server_addr(const pasci_bulk_server *s);
 /* Stops accepting, drops every connection and joins their threads. */
 void pasci_bulk_server_close(pasci_bulk_server *s);
 
+/* When a bulk server of this process last took a connection or a frame,
+ * a stranger's included (pasci_now_ms; 0: never): the quiet after a burst
+ * on the bulk port counts as the RPC server's does
+ * (pasci_rpc_server_quiet_ms), so its memory is given back too.
+ * Thread-safe. */
+int64_t pasci_bulk_last_traffic_ms(void);
+
 /* Idle connections to one server, reused by later calls. */
 typedef struct pasci_bulk_pool pasci_bulk_pool;
 

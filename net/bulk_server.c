@@ -11,12 +11,15 @@
  * have returned. Closing sets a flag, shuts the listening socket down to
  * wake accept(), joins it, then shuts down and joins every connection.
  *
- * Hostile peers: at most max_conns connections live at once (others are
- * closed as they are accepted), and a connection on which no request
- * arrives, or whose reply is not taken, within idle_ms is closed; both are
- * read from the environment at open (PASCO_MAX_CONNECTIONS,
- * PASCO_IDLE_TIMEOUT in seconds), so stalled connections cost a bounded
- * number of threads for a bounded time. The port is one the system picks
+ * Hostile peers: at most max_conns members live at once (others are
+ * closed as they are accepted, or, with a key, once they prove it), and a
+ * connection on which no request arrives, or whose reply is not taken,
+ * within idle_ms is closed; both are read from the environment at open
+ * (PASCO_MAX_CONNECTIONS, PASCO_IDLE_TIMEOUT in seconds), so stalled
+ * connections cost a bounded number of threads for a bounded time. With
+ * a key, connections still in the handshake (AUTH_MS at most) are
+ * counted apart, up to max_conns, the oldest shut down to make room: a
+ * stranger's connections never keep a member out. The port is one the system picks
  * unless PASCO_BULK_PORT names one (for a firewall).
  *
  * With a cluster key, a connection's thread first runs the handshake
@@ -43,9 +46,12 @@
 #include "util.h"
 
 typedef struct conn {
-	int                fd;
-	pthread_t          th;
-	int                done; /* atomic: its thread has returned */
+	int       fd;
+	char      peer[80]; /* "a.b.c.d:port", from accept */
+	pthread_t th;
+	int       done;      /* atomic: its thread has returned */
+	int       member;    /* atomic: proved the key (or none is needed) */
+	int64_t   opened_ms; /* set before its thread starts */
 	pasci_bulk_server *s;
 	struct conn       *next;
 } conn;
@@ -66,7 +72,26 @@ struct pasci_bulk_server {
 	int                max_conns;
 	int64_t            idle_ms;           /* 0: none */
 	int64_t            refused_logged_ms; /* accept thread only */
+	int64_t            auth_logged_ms;    /* protected by mu */
+	int64_t            full_logged_ms;    /* protected by mu */
+	unsigned           auth_unlogged;     /* protected by mu */
 };
+
+#define REFUSAL_LOG_MS 10000 /* a refused handshake's line at most */
+
+static int64_t last_traffic_ms; /* atomic: pasci_bulk_last_traffic_ms */
+
+static void
+note_traffic(void)
+{
+	__atomic_store_n(&last_traffic_ms, pasci_now_ms(), __ATOMIC_RELAXED);
+}
+
+int64_t
+pasci_bulk_last_traffic_ms(void)
+{
+	return __atomic_load_n(&last_traffic_ms, __ATOMIC_RELAXED);
+}
 
 #define AUTH_MS 10000 /* for a new connection's handshake */
 
@@ -109,46 +134,115 @@ answer(pasci_bulk_server *s, int fd, const pasci_wire_msg *req)
 	return rv;
 }
 
-/* "a.b.c.d:port" of fd's peer, into buf. */
+/* "a.b.c.d:port" of the address a (from accept), into buf. */
 static const char *
-peer_name(int fd, char *buf, size_t len)
+peer_name(const struct sockaddr_storage *a, char *buf, size_t len)
 {
-	struct sockaddr_storage a;
-	socklen_t               alen                 = sizeof(a);
-	char                    ip[INET6_ADDRSTRLEN] = "?";
-	int                     port                 = 0;
-	if (getpeername(fd, (struct sockaddr *) &a, &alen) == 0) {
-		if (a.ss_family == AF_INET6) {
-			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &a;
-			inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-			port = ntohs(in6->sin6_port);
-			return pasci_fmt(buf, len, "[%s]:%d", ip, port);
-		}
-		inet_ntop(AF_INET, &((struct sockaddr_in *) &a)->sin_addr, ip,
-		    sizeof(ip));
-		port = ntohs(((struct sockaddr_in *) &a)->sin_port);
+	char ip[INET6_ADDRSTRLEN] = "an unknown address";
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *) a;
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		return pasci_fmt(
+		    buf, len, "[%s]:%d", ip, (int) ntohs(in6->sin6_port));
 	}
-	return pasci_fmt(buf, len, "%s:%d", ip, port);
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *) a;
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		return pasci_fmt(
+		    buf, len, "%s:%d", ip, (int) ntohs(in->sin_port));
+	}
+	return pasci_fmt(buf, len, "%s", ip);
+}
+
+/* Whether to log a refused handshake now: at most every REFUSAL_LOG_MS
+ * (a stranger who opens hundreds would otherwise fill the log); more
+ * gets how many were not logged since, if any. */
+static bool
+refusal_should_log(pasci_bulk_server *s, char *more, size_t len)
+{
+	bool    log;
+	int64_t now = pasci_now_ms();
+	pthread_mutex_lock(&s->mu);
+	log = s->auth_logged_ms == 0 ||
+	      now - s->auth_logged_ms >= REFUSAL_LOG_MS;
+	if (log) {
+		s->auth_logged_ms = now;
+		if (s->auth_unlogged > 0) {
+			pasci_fmt(more, len,
+			    " (and %u more refused since, not logged)",
+			    s->auth_unlogged);
+		}
+		s->auth_unlogged = 0;
+	} else {
+		s->auth_unlogged++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return log;
 }
 
 /* Whether c's peer proved the cluster key (or none is needed); a failure
- * is logged with its address. */
+ * is logged with its address, at most every REFUSAL_LOG_MS. */
 static bool
 conn_authenticated(conn *c)
 {
-	char detail[256], peer[80];
+	char detail[256], more[64] = "";
 	int  rv;
 	if (!c->s->has_key) {
 		return true;
 	}
 	rv = pasci_bulk_auth_accept(c->fd, &c->s->key,
 	    pasci_now_ms() + AUTH_MS, detail, sizeof(detail));
-	if (rv != 0 && !__atomic_load_n(&c->s->closing, __ATOMIC_ACQUIRE)) {
+	if (rv != 0 && !__atomic_load_n(&c->s->closing, __ATOMIC_ACQUIRE) &&
+	    refusal_should_log(c->s, more, sizeof(more))) {
 		pasci_log(PASCI_LOG_WARN,
-		    "refused a bulk connection from %s on %s: %s",
-		    peer_name(c->fd, peer, sizeof(peer)), c->s->addr, detail);
+		    "refused a bulk connection from %s on %s: %s%s", c->peer,
+		    c->s->addr, detail, more);
 	}
 	return rv == 0;
+}
+
+/* Connections whose threads run, members and strangers apart. Called
+ * with mu held. */
+static void
+count_locked(const pasci_bulk_server *s, int *members, int *strangers)
+{
+	*members = *strangers = 0;
+	for (const conn *c = s->conns; c != NULL; c = c->next) {
+		if (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
+			bool m = __atomic_load_n(&c->member, __ATOMIC_ACQUIRE);
+			*members += m;
+			*strangers += !m;
+		}
+	}
+}
+
+/* c proved the key: it becomes a member unless max_conns members are
+ * served already (then it is refused, logged at most every 10 s). */
+static bool
+conn_admit(conn *c)
+{
+	pasci_bulk_server *s = c->s;
+	int                members, strangers;
+	bool               ok, log = false;
+	if (__atomic_load_n(&c->member, __ATOMIC_ACQUIRE)) {
+		return true; /* no key: a member since accept (make_room) */
+	}
+	pthread_mutex_lock(&s->mu);
+	count_locked(s, &members, &strangers);
+	if ((ok = members < s->max_conns)) {
+		__atomic_store_n(&c->member, 1, __ATOMIC_RELEASE);
+	} else if (pasci_now_ms() - s->full_logged_ms >= 10000) {
+		s->full_logged_ms = pasci_now_ms();
+		log               = true;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (log) {
+		pasci_log(PASCI_LOG_WARN,
+		    "bulk port %s: %d connections of cluster members, the "
+		    "most allowed (PASCO_MAX_CONNECTIONS); refusing %s",
+		    s->addr, members, c->peer);
+	}
+	return ok;
 }
 
 static void *
@@ -158,7 +252,7 @@ serve_conn(void *arg)
 	char  detail[256];
 	bool  in;
 	pasci_thread_name("pasco-bulk");
-	in = conn_authenticated(c);
+	in = conn_authenticated(c) && conn_admit(c);
 	while (in) {
 		pasci_wire_msg req;
 		int rv = pasci_bulk_recv_frame(c->fd, &req, deadline_of(c->s),
@@ -175,11 +269,13 @@ serve_conn(void *arg)
 		}
 		rv = answer(c->s, c->fd, &req);
 		pasci_wire_msg_fini(&req);
+		note_traffic(); /* its memory is freed: the quiet starts */
 		if (rv != 0) {
 			break;
 		}
 	}
 	shutdown(c->fd, SHUT_RDWR);
+	note_traffic();
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -213,25 +309,46 @@ reap(pasci_bulk_server *s, bool every)
 	}
 }
 
-/* Whether max_conns connections are live; says so at most every 10 s. */
+/* Room for a new connection. With a key, a new one is a stranger until
+ * it proves the key: when max_conns strangers wait, the oldest is shut
+ * down (its thread then ends), so strangers never keep a member out, and
+ * members are counted apart (conn_admit). Without one, every connection
+ * is a member at once: false when max_conns are served. Either is said
+ * at most every 10 s. */
 static bool
-at_capacity(pasci_bulk_server *s)
+make_room(pasci_bulk_server *s)
 {
-	int n;
+	int   members, strangers;
+	conn *oldest = NULL;
 	pthread_mutex_lock(&s->mu);
-	n = s->nconns;
-	pthread_mutex_unlock(&s->mu);
-	if (n < s->max_conns) {
-		return false;
+	count_locked(s, &members, &strangers);
+	if (s->has_key && strangers >= s->max_conns) {
+		for (conn *c = s->conns; c != NULL; c = c->next) {
+			if (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) &&
+			    !__atomic_load_n(&c->member, __ATOMIC_ACQUIRE) &&
+			    (oldest == NULL ||
+			        c->opened_ms < oldest->opened_ms)) {
+				oldest = c;
+			}
+		}
+		/* its fd stays open until this thread reaps it */
+		shutdown(oldest->fd, SHUT_RDWR);
 	}
-	if (pasci_now_ms() - s->refused_logged_ms >= 10000) {
+	pthread_mutex_unlock(&s->mu);
+	if ((oldest != NULL || (!s->has_key && members >= s->max_conns)) &&
+	    pasci_now_ms() - s->refused_logged_ms >= 10000) {
 		s->refused_logged_ms = pasci_now_ms();
 		pasci_log(PASCI_LOG_WARN,
-		    "bulk port %s: %d connections open, the most allowed "
-		    "(PASCO_MAX_CONNECTIONS); refusing more",
-		    s->addr, n);
+		    oldest != NULL
+		        ? "bulk port %s: %d connections have not proved the "
+		          "key, the most allowed (PASCO_MAX_CONNECTIONS); "
+		          "closing the oldest"
+		        : "bulk port %s: %d connections open, the most "
+		          "allowed "
+		          "(PASCO_MAX_CONNECTIONS); refusing more",
+		    s->addr, oldest != NULL ? strangers : members);
 	}
-	return true;
+	return s->has_key || members < s->max_conns;
 }
 
 static void *
@@ -240,10 +357,13 @@ accept_main(void *arg)
 	pasci_bulk_server *s = arg;
 	pasci_thread_name("pasco-bulk-acc");
 	for (;;) {
-		int   one = 1, fd;
-		conn *c;
-		fd =
-		    accept(s->listen_fd, NULL, NULL); /* close shuts it down */
+		int                     one = 1, fd;
+		conn                   *c;
+		struct sockaddr_storage a;
+		socklen_t               alen = sizeof(a);
+		memset(&a, 0, sizeof(a));
+		/* close shuts it down */
+		fd = accept(s->listen_fd, (struct sockaddr *) &a, &alen);
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 			if (fd >= 0) {
 				close(fd);
@@ -260,8 +380,9 @@ accept_main(void *arg)
 			}
 			break;
 		}
+		note_traffic();
 		reap(s, false);
-		if (at_capacity(s)) {
+		if (!make_room(s)) {
 			close(fd);
 			continue;
 		}
@@ -270,8 +391,12 @@ accept_main(void *arg)
 			close(fd);
 			continue;
 		}
-		c->fd = fd;
-		c->s  = s;
+		c->fd        = fd;
+		c->s         = s;
+		c->opened_ms = pasci_now_ms();
+		c->member    = !s->has_key;
+		/* named now: once a peer hangs up, getpeername cannot */
+		peer_name(&a, c->peer, sizeof(c->peer));
 		if (pthread_create(&c->th, NULL, serve_conn, c) != 0) {
 			close(fd);
 			free(c);

@@ -1,10 +1,10 @@
 /*
  * The connections of an nng server (see conns.h): a small table under one
- * lock, looked up linearly (a server has a few peers; at most the cap).
- * Every request marks its connection heard; a count of the unheard ones,
- * read without the lock, makes that free once all have spoken.
- * nng_pipe_close runs after the lock is dropped: closing a pipe calls the
- * server's pipe callbacks, which come back here.
+ * lock, looked up linearly (a server has a few peers; at most twice the
+ * cap). Every request asks whether its connection is a member; a count of
+ * the strangers, read without the lock, makes that free once there are
+ * none. nng_pipe_close runs after the lock is dropped: closing a pipe
+ * calls the server's pipe callbacks, which come back here.
  */
 #include "conns.h"
 
@@ -17,20 +17,21 @@
 
 #define DEFAULT_MAX 256
 #define DEFAULT_IDLE_S 120
+#define LOG_MS 10000 /* a cap's log line at most this often */
 
 typedef struct conn {
 	uint32_t id;
 	int64_t  opened_ms;
-	bool     heard;
+	bool     member;
 } conn;
 
 struct pasci_conns {
 	pthread_mutex_t mu;
-	conn           *v; /* max entries */
+	conn           *v; /* 2 * max entries: max of each kind */
 	int             n, max;
-	int     unheard; /* entries not heard yet; atomic reads outside mu */
-	int64_t idle_ms; /* 0: none */
-	int64_t refused_logged_ms;
+	int     strangers;   /* entries not members; atomic reads outside mu */
+	int64_t deadline_ms; /* a stranger's; 0: none */
+	int64_t evict_logged_ms, full_logged_ms;
 	char    what[128];
 };
 
@@ -63,15 +64,20 @@ pasci_conn_limits(int *max, int64_t *idle_ms)
 }
 
 int
-pasci_conns_create(pasci_conns **out, const char *what)
+pasci_conns_create(pasci_conns **out, const char *what, bool keyed)
 {
 	pasci_conns *c = calloc(1, sizeof(*c));
-	*out           = NULL;
+	int64_t      idle_ms;
+	*out = NULL;
 	if (c == NULL) {
 		return PASCO_ENOMEM;
 	}
-	pasci_conn_limits(&c->max, &c->idle_ms);
-	if ((c->v = calloc((size_t) c->max, sizeof(*c->v))) == NULL) {
+	pasci_conn_limits(&c->max, &idle_ms);
+	c->deadline_ms = idle_ms;
+	if (keyed && (idle_ms <= 0 || idle_ms > PASCI_CONNS_HANDSHAKE_MS)) {
+		c->deadline_ms = PASCI_CONNS_HANDSHAKE_MS;
+	}
+	if ((c->v = calloc(2 * (size_t) c->max, sizeof(*c->v))) == NULL) {
 		free(c);
 		return PASCO_ENOMEM;
 	}
@@ -91,51 +97,105 @@ pasci_conns_destroy(pasci_conns *c)
 	}
 }
 
-bool
-pasci_conns_add(pasci_conns *c, nng_pipe p)
+static void
+drop_locked(pasci_conns *c, int i)
 {
-	bool log = false, ok;
-	int  n;
-	pthread_mutex_lock(&c->mu);
-	n  = c->n;
-	ok = c->n < c->max;
-	if (ok) {
-		c->v[c->n++] = (conn){nng_pipe_id(p), pasci_now_ms(), false};
-		__atomic_add_fetch(&c->unheard, 1, __ATOMIC_RELAXED);
-	} else if (pasci_now_ms() - c->refused_logged_ms >= 10000) {
-		c->refused_logged_ms = pasci_now_ms();
-		log                  = true;
+	if (!c->v[i].member) {
+		__atomic_sub_fetch(&c->strangers, 1, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&c->mu);
-	if (log) {
-		pasci_log(PASCI_LOG_WARN,
-		    "%s: %d connections open, the most allowed "
-		    "(PASCO_MAX_CONNECTIONS); refusing more",
-		    c->what, n);
+	c->v[i] = c->v[--c->n];
+}
+
+/* Whether to log a cap's line now (at most every LOG_MS). */
+static bool
+should_log_locked(int64_t *logged_ms)
+{
+	int64_t now = pasci_now_ms();
+	if (*logged_ms != 0 && now - *logged_ms < LOG_MS) {
+		return false;
 	}
-	return ok;
+	*logged_ms = now;
+	return true;
+}
+
+/* The oldest stranger's index; the caller knows there is one. */
+static int
+oldest_stranger_locked(const pasci_conns *c)
+{
+	int oldest = -1;
+	for (int i = 0; i < c->n; i++) {
+		if (!c->v[i].member &&
+		    (oldest < 0 ||
+		        c->v[i].opened_ms < c->v[oldest].opened_ms)) {
+			oldest = i;
+		}
+	}
+	return oldest;
 }
 
 void
-pasci_conns_heard(pasci_conns *c, nng_pipe p)
+pasci_conns_add(pasci_conns *c, nng_pipe p)
+{
+	uint32_t evicted = 0;
+	bool     log     = false;
+	pthread_mutex_lock(&c->mu);
+	if (__atomic_load_n(&c->strangers, __ATOMIC_RELAXED) >= c->max) {
+		int oldest = oldest_stranger_locked(c);
+		evicted    = c->v[oldest].id;
+		drop_locked(c, oldest);
+		log = should_log_locked(&c->evict_logged_ms);
+	}
+	c->v[c->n++] = (conn){nng_pipe_id(p), pasci_now_ms(), false};
+	__atomic_add_fetch(&c->strangers, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->mu);
+	if (evicted != 0) {
+		/* its removal callback finds it gone: a no-op */
+		nng_pipe_close((nng_pipe){.id = evicted});
+	}
+	if (log) {
+		pasci_log(PASCI_LOG_WARN,
+		    "%s: %d connections have not proved themselves, the most "
+		    "allowed (PASCO_MAX_CONNECTIONS); closing the oldest to "
+		    "make room",
+		    c->what, c->max);
+	}
+}
+
+bool
+pasci_conns_admit(pasci_conns *c, nng_pipe p, char *why, size_t len)
 {
 	uint32_t id = nng_pipe_id(p);
-	/* every request calls this: once all have spoken, no lock at all */
-	if (__atomic_load_n(&c->unheard, __ATOMIC_RELAXED) == 0) {
-		return;
+	int      members;
+	bool     ok = true, log = false;
+	/* every request asks: once none is a stranger, no lock at all */
+	if (__atomic_load_n(&c->strangers, __ATOMIC_RELAXED) == 0) {
+		return true;
 	}
 	pthread_mutex_lock(&c->mu);
+	members = c->n - c->strangers;
 	for (int i = 0; i < c->n; i++) {
-		if (c->v[i].id == id) {
-			if (!c->v[i].heard) {
-				c->v[i].heard = true;
-				__atomic_sub_fetch(
-				    &c->unheard, 1, __ATOMIC_RELAXED);
-			}
-			break;
+		if (c->v[i].id != id || c->v[i].member) {
+			continue;
 		}
+		if ((ok = members < c->max)) {
+			c->v[i].member = true;
+			__atomic_sub_fetch(&c->strangers, 1, __ATOMIC_RELAXED);
+		} else {
+			log = should_log_locked(&c->full_logged_ms);
+		}
+		break;
 	}
 	pthread_mutex_unlock(&c->mu);
+	if (!ok) {
+		pasci_fmt(why, len,
+		    "%s holds %d connections of cluster members, the most "
+		    "allowed (PASCO_MAX_CONNECTIONS); refusing one more",
+		    c->what, members);
+		if (log) {
+			pasci_log(PASCI_LOG_WARN, "%s", why);
+		}
+	}
+	return ok;
 }
 
 void
@@ -145,11 +205,7 @@ pasci_conns_remove(pasci_conns *c, nng_pipe p)
 	pthread_mutex_lock(&c->mu);
 	for (int i = 0; i < c->n; i++) {
 		if (c->v[i].id == id) {
-			if (!c->v[i].heard) {
-				__atomic_sub_fetch(
-				    &c->unheard, 1, __ATOMIC_RELAXED);
-			}
-			c->v[i] = c->v[--c->n];
+			drop_locked(c, i);
 			break;
 		}
 	}
@@ -159,22 +215,23 @@ pasci_conns_remove(pasci_conns *c, nng_pipe p)
 int
 pasci_conns_sweep(pasci_conns *c)
 {
-	uint32_t silent[64];
+	uint32_t late[64];
 	int      n   = 0;
 	int64_t  now = pasci_now_ms();
-	if (c->idle_ms <= 0) {
+	if (c->deadline_ms <= 0) {
 		return 0;
 	}
 	pthread_mutex_lock(&c->mu);
 	for (int i = 0; i < c->n && n < 64; i++) {
-		if (!c->v[i].heard && now - c->v[i].opened_ms >= c->idle_ms) {
-			silent[n++] = c->v[i].id;
+		if (!c->v[i].member &&
+		    now - c->v[i].opened_ms >= c->deadline_ms) {
+			late[n++] = c->v[i].id;
 		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	for (int i = 0; i < n; i++) {
 		nng_pipe p;
-		p.id = silent[i];
+		p.id = late[i];
 		/* the pipe callback removes it; one nng no longer knows (its
 		 * removal came before it was added here) goes now */
 		if (nng_pipe_close(p) == NNG_ENOENT) {
@@ -183,9 +240,11 @@ pasci_conns_sweep(pasci_conns *c)
 	}
 	if (n > 0) {
 		pasci_log(PASCI_LOG_INFO,
-		    "%s: closed %d connection(s) silent for %lld s "
-		    "(PASCO_IDLE_TIMEOUT)",
-		    c->what, n, (long long) (c->idle_ms / 1000));
+		    "%s: closed %d connection(s) that did not prove "
+		    "themselves within %lld ms (PASCO_IDLE_TIMEOUT; with a "
+		    "cluster key at most %d ms)",
+		    c->what, n, (long long) c->deadline_ms,
+		    PASCI_CONNS_HANDSHAKE_MS);
 	}
 	return n;
 }

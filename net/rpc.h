@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chief.h"
 #include "key.h"
 #include "wire.h"
 
@@ -57,9 +58,23 @@ int pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
 int pasci_rpc_client_open_with(pasci_rpc_client **out, const char *url,
     pasci_rpc_state_fn state_fn, void *state_arg, const pasci_key *key);
 
+/* The same, as the chief chief (chief.h; NULL: not a chief): its identity
+ * rides in every handshake, and a server that serves another chief
+ * refuses the connection; why (pasci_rpc_client_why_down, the calls'
+ * errors) names the chief it serves. */
+int pasci_rpc_client_open_as(pasci_rpc_client **out, const char *url,
+    pasci_rpc_state_fn state_fn, void *state_arg, const pasci_key *key,
+    const pasci_chief *chief);
+
 /* Why c's last handshake was refused ("" when up, or none was), into buf.
  * Thread-safe. */
 void pasci_rpc_client_why_down(pasci_rpc_client *c, char *buf, size_t len);
+
+/* Whether the server refused c's last handshake in its own words (it
+ * serves another chief, chief.h), with those words in buf; false once up.
+ * Unlike a network failure, waiting will not change it while that chief
+ * stays. Thread-safe. */
+bool pasci_rpc_client_refused(pasci_rpc_client *c, char *buf, size_t len);
 
 /* The key c was opened with, or NULL: for the bulk calls to its server.
  * Thread-safe. */
@@ -146,7 +161,8 @@ uint64_t pasci_rpc_server_incarnation(const pasci_rpc_server *s);
 int64_t pasci_rpc_server_idle_ms(const pasci_rpc_server *s);
 
 /* Milliseconds since the server last received any message at all, a
- * stranger's included (since it opened, if none). */
+ * stranger's included (since it opened, if none), or since a bulk server
+ * of this process last did (bulk.h), whichever is later. */
 int64_t pasci_rpc_server_quiet_ms(const pasci_rpc_server *s);
 
 /* The connections the server holds now; and closing those that have sent

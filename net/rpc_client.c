@@ -33,15 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "rpc_calls.h"
+#include "rpc_client_impl.h"
 #include "tls.h"
 #include "util.h"
 
-#define HELLO_TIMEOUT_MS 5000
 #define RECV_TICK_MS 20
-
-enum { LINK_DOWN, LINK_HELLO, LINK_UP };
 
 /* How long a call waits for a server never reached (see
  * pasci_rpc_client_wait_for_call); tests shorten them. */
@@ -55,60 +51,11 @@ pasci_rpc_set_contact_waits(int64_t first_ms, int64_t retry_ms)
 	retry_contact_ms = retry_ms;
 }
 
-struct pasci_rpc_client {
-	nng_socket         sock;
-	nng_dialer         dialer;
-	nng_aio           *recv_aio;
-	char              *url;
-	pasci_rpc_state_fn state_fn;
-	void              *state_arg;
-	bool               has_key; /* set at open, then read only */
-	pasci_key          key;
-
-	pthread_t       timer;
-	pthread_mutex_t mu;
-	pthread_cond_t  cv;         /* link became UP */
-	pthread_cond_t  timer_cv;   /* a deadline was added, or closing */
-	bool            timer_idle; /* the timer waits with no tick */
-	/* Protected by mu. */
-	int      link;
-	uint32_t pipe;
-	uint64_t incarnation;
-	bool    ever_up; /* connected once: later outages fail calls at once */
-	int64_t opened_ms; /* set at open, then read only */
-	pasci_rpc_calls calls;
-	bool            closing;
-	/* From the last HELLO reply; "" if none, or forgotten. */
-	char advert[PASCI_RPC_ADVERT_MAX];
-	/* The handshake's sn || cn while its AUTH is out (auth.h). */
-	uint8_t auth_nonces[2 * PASCI_AUTH_NONCE];
-	/* Why the last handshake was refused; "" once up. */
-	char    auth_error[200];
-	int64_t auth_logged_ms;
-	bool    warned_no_key;
-};
-
-/* Inserts call; wakes the timer only when it waits with no tick: a
- * ticking timer finds the deadline at its next tick. (Waking it for every
- * first deadline cost a thread wake-up per call on a client with one call
- * in flight at a time.) */
-static void
-call_insert_locked(pasci_rpc_client *c, rpc_call *call)
-{
-	if (pasci_rpc_calls_insert(&c->calls, call) && c->timer_idle) {
-		c->timer_idle = false;
-		pthread_cond_signal(&c->timer_cv); /* the first deadline */
-	}
-}
-
-static void client_refuse(
-    pasci_rpc_client *c, const rpc_call *call, const char *why);
-
 static void
 call_finish(pasci_rpc_client *c, rpc_call *call, int err, const char *detail)
 {
 	if (call->hello && call->auth && err != PASCO_ECLOSED) {
-		client_refuse(c, call,
+		pasci_rpc_client_refuse(c, call,
 		    "the connection ended while the server checked this "
 		    "process's cluster key (is it the same key file?)");
 	} else if (call->hello) {
@@ -135,63 +82,6 @@ fail_list(pasci_rpc_client *c, rpc_call *list, int err, const char *detail)
 		call_finish(c, list, err, detail);
 		list = next;
 	}
-}
-
-/* Sends msg (taken over; NULL: out of memory) as a handshake call (an
- * AUTH when auth, with the handshake's nonces) on pipe, if it is still the
- * connection being set up; on failure the connection is closed. */
-static void
-handshake_send(pasci_rpc_client *c, nng_pipe pipe, nng_msg *msg, bool auth,
-    const uint8_t *nonces)
-{
-	rpc_call *call = msg != NULL ? calloc(1, sizeof(*call)) : NULL;
-	uint32_t  id;
-
-	pthread_mutex_lock(&c->mu);
-	if (call == NULL || c->pipe != (uint32_t) nng_pipe_id(pipe) ||
-	    c->link != LINK_HELLO) {
-		pthread_mutex_unlock(&c->mu);
-		nng_msg_free(msg);
-		free(call);
-		nng_pipe_close(pipe);
-		return;
-	}
-	if (nonces != NULL) {
-		memcpy(c->auth_nonces, nonces, sizeof(c->auth_nonces));
-	}
-	call->id          = pasci_rpc_calls_next_id(&c->calls);
-	id                = call->id; /* call is not ours once unlocked */
-	call->pipe        = c->pipe;
-	call->hello       = true;
-	call->auth        = auth;
-	call->deadline_ms = pasci_now_ms() + HELLO_TIMEOUT_MS;
-	call_insert_locked(c, call);
-	pthread_mutex_unlock(&c->mu);
-	nng_msg_header_append_u32(msg, id | 0x80000000u);
-	if (nng_sendmsg(c->sock, msg, NNG_FLAG_NONBLOCK) != 0) {
-		nng_msg_free(msg);
-		nng_pipe_close(pipe);
-	}
-}
-
-static void
-client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
-{
-	pasci_rpc_client  *c = arg;
-	pasci_wire_builder b;
-	nng_msg           *msg = NULL;
-
-	(void) ev;
-	pasci_wire_builder_init(&b, PASCI_METHOD_HELLO);
-	if (pasci_wire_encode(&b, &msg) != 0) {
-		msg = NULL;
-	}
-	pasci_wire_builder_fini(&b);
-	pthread_mutex_lock(&c->mu);
-	c->pipe = (uint32_t) nng_pipe_id(pipe);
-	c->link = LINK_HELLO;
-	pthread_mutex_unlock(&c->mu);
-	handshake_send(c, pipe, msg, false, NULL);
 }
 
 static void
@@ -225,119 +115,6 @@ client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	fail_list(c, lost, PASCO_EUNAVAILABLE, detail);
 }
 
-/* The handshake on call->pipe is done: the link is up. */
-static void
-client_link_up(pasci_rpc_client *c, const rpc_call *call)
-{
-	bool               up = false;
-	pasci_rpc_state_fn state_fn;
-	uint64_t           inc;
-	pthread_mutex_lock(&c->mu);
-	state_fn = c->state_fn;
-	inc      = c->incarnation;
-	if (c->pipe == call->pipe && c->link == LINK_HELLO) {
-		c->link          = LINK_UP;
-		c->ever_up       = true;
-		c->auth_error[0] = 0;
-		up               = true;
-		pthread_cond_broadcast(&c->cv);
-	}
-	pthread_mutex_unlock(&c->mu);
-	if (up) {
-		pasci_log(PASCI_LOG_DEBUG,
-		    "connected to %s (incarnation %016llx)", c->url,
-		    (unsigned long long) inc);
-		if (state_fn != NULL) {
-			state_fn(c->state_arg, true, inc);
-		}
-	}
-}
-
-/* Refuses the server on call->pipe (why says how it failed the
- * handshake): logged as an error at most every 10 s, kept for the calls'
- * errors, and the connection closed. */
-static void
-client_refuse(pasci_rpc_client *c, const rpc_call *call, const char *why)
-{
-	nng_pipe p   = {.id = call->pipe};
-	bool     log = false;
-	pthread_mutex_lock(&c->mu);
-	pasci_fmt(c->auth_error, sizeof(c->auth_error), "%s", why);
-	if (pasci_now_ms() - c->auth_logged_ms >= 10000) {
-		c->auth_logged_ms = pasci_now_ms();
-		log               = true;
-	}
-	pthread_mutex_unlock(&c->mu);
-	pasci_log(
-	    log ? PASCI_LOG_ERROR : PASCI_LOG_DEBUG, "%s: %s", c->url, why);
-	nng_pipe_close(p);
-}
-
-static void
-client_hello_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
-{
-	const uint8_t *sn = pasci_auth_hello_nonce(m);
-	bool           current, warn = false;
-	pthread_mutex_lock(&c->mu);
-	current = c->pipe == call->pipe && c->link == LINK_HELLO &&
-	          m->hdr->status == 0;
-	if (current) {
-		c->incarnation = m->incarnation;
-		pasci_fmt(c->advert, sizeof(c->advert), "%s",
-		    m->hdr->name != NULL ? m->hdr->name : "");
-		warn = sn != NULL && !c->has_key && !c->warned_no_key;
-		c->warned_no_key |= warn;
-	}
-	pthread_mutex_unlock(&c->mu);
-	if (!current) {
-	} else if (c->has_key && sn != NULL) {
-		uint8_t  nonces[2 * PASCI_AUTH_NONCE];
-		nng_msg *msg = NULL;
-		nng_pipe p   = {.id = call->pipe};
-		if (pasci_auth_request(&c->key, sn, nonces, &msg) != 0) {
-			msg = NULL;
-		}
-		handshake_send(c, p, msg, true, nonces);
-	} else if (c->has_key) {
-		client_refuse(c, call,
-		    "the server does not ask for the cluster key, so it "
-		    "cannot "
-		    "prove it holds it; refusing it (is it started with "
-		    "--key-file or PASCO_KEY_FILE?)");
-	} else {
-		if (warn) { /* its replies will say "unauthenticated" */
-			pasci_log(PASCI_LOG_WARN,
-			    "%s requires the cluster key, and this process "
-			    "has none (--key-file or PASCO_KEY_FILE)",
-			    c->url);
-		}
-		client_link_up(c, call);
-	}
-	pasci_wire_msg_fini(m);
-	free(call);
-}
-
-static void
-client_auth_done(pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
-{
-	uint8_t nonces[2 * PASCI_AUTH_NONCE];
-	pthread_mutex_lock(&c->mu);
-	memcpy(nonces, c->auth_nonces, sizeof(nonces));
-	pthread_mutex_unlock(&c->mu);
-	if (pasci_auth_reply_ok(&c->key, nonces, m)) {
-		client_link_up(c, call);
-	} else {
-		client_refuse(c, call,
-		    m->hdr->status != 0
-		        ? "the server refused this process's cluster key (is "
-		          "it the same key file?)"
-		        : "the server failed to prove the cluster key; "
-		          "refusing it");
-	}
-	pasci_wire_msg_fini(m);
-	free(call);
-}
-
 static void
 client_handle_reply(pasci_rpc_client *c, nng_msg *msg)
 {
@@ -363,9 +140,9 @@ client_handle_reply(pasci_rpc_client *c, nng_msg *msg)
 	if ((rv = pasci_wire_decode(&m, msg, detail, sizeof(detail))) != 0) {
 		call_finish(c, call, PASCO_EPROTO, detail);
 	} else if (call->auth) {
-		client_auth_done(c, call, &m);
+		pasci_rpc_client_auth_done(c, call, &m);
 	} else if (call->hello) {
-		client_hello_done(c, call, &m);
+		pasci_rpc_client_hello_done(c, call, &m);
 	} else if (m.hdr->stale_incarnation) {
 		pasci_fmt(detail, sizeof(detail), "%s restarted: %s", c->url,
 		    m.hdr->error);
@@ -460,7 +237,8 @@ client_socket_open(pasci_rpc_client *c, int *tls_rv)
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 500);
 	nng_socket_set_int(c->sock, NNG_OPT_SENDBUF, 1024);
 	nng_socket_set_int(c->sock, NNG_OPT_RECVBUF, 1024);
-	nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, client_pipe_added, c);
+	nng_pipe_notify(
+	    c->sock, NNG_PIPE_EV_ADD_POST, pasci_rpc_client_pipe_added, c);
 	nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_removed, c);
 	/* tls+tcp: certificates from the environment, or a named error */
 	if ((rv = nng_dialer_create(&c->dialer, c->sock, c->url)) == 0 &&
@@ -495,6 +273,15 @@ int
 pasci_rpc_client_open_with(pasci_rpc_client **out, const char *url,
     pasci_rpc_state_fn state_fn, void *state_arg, const pasci_key *key)
 {
+	return pasci_rpc_client_open_as(
+	    out, url, state_fn, state_arg, key, NULL);
+}
+
+int
+pasci_rpc_client_open_as(pasci_rpc_client **out, const char *url,
+    pasci_rpc_state_fn state_fn, void *state_arg, const pasci_key *key,
+    const pasci_chief *chief)
+{
 	pasci_rpc_client *c;
 	int               rv, tls_rv = 0;
 
@@ -508,6 +295,9 @@ pasci_rpc_client_open_with(pasci_rpc_client **out, const char *url,
 	c->state_arg = state_arg;
 	if ((c->has_key = key != NULL)) {
 		c->key = *key;
+	}
+	if (chief != NULL) {
+		c->chief = *chief;
 	}
 	c->opened_ms     = pasci_now_ms();
 	c->calls.next_id = (uint32_t) pasci_random_u64() & 0x7fffffu;
@@ -766,7 +556,7 @@ pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 	call->done        = done;
 	call->arg         = arg;
 	pasci_wire_set_incarnation(req, c->incarnation);
-	call_insert_locked(c, call);
+	rpc_call_insert_locked(c, call);
 	pthread_mutex_unlock(&c->mu);
 
 	nng_msg_header_append_u32(req, id | 0x80000000u);

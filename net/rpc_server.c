@@ -31,6 +31,8 @@
 #include <string.h>
 
 #include "auth.h"
+#include "bulk.h"
+#include "chief.h"
 #include "conns.h"
 #include "tls.h"
 #include "util.h"
@@ -50,15 +52,35 @@ struct pasci_rpc_server {
 	server_thread    *threads;
 	pasci_rpc_handler handler;
 	void             *arg;
-	pasci_auth_gate  *gate; /* thread-safe */
+	pasci_auth_gate  *gate;  /* thread-safe */
+	bool              keyed; /* a cluster key: set at open */
 	char              name[16];
 	char         advert[PASCI_RPC_ADVERT_MAX]; /* set before serving */
 	volatile int closing;    /* set before the aios are stopped */
 	int64_t last_request_ms; /* atomic: a proven peer's last request */
 	int64_t last_message_ms; /* atomic: anyone's last message */
 	int     shutdown;        /* atomic: a SHUTDOWN came */
-	pasci_conns *conns;      /* the connections held (conns.h) */
+	pasci_conns      *conns; /* the connections held (conns.h) */
+	pasci_chief_seat *seat;  /* the chief served (chief.h) */
 };
+
+/* A chief's HELLO or AUTH on pipe, which has proved the key (or the
+ * server has none): NULL when the chief may be served (chief.h), else the
+ * refusal naming the chief this server serves. The refused client closes
+ * the connection itself: closing it here could overtake the reply, and
+ * the client would not learn why. */
+static nng_msg *
+server_seat_chief(
+    pasci_rpc_server *s, nng_pipe pipe, const pasci_wire_msg *req)
+{
+	char why[512];
+	if (req->hdr->chief[0] == 0 ||
+	    pasci_chief_seat_claim(s->seat, pipe, req->hdr->chief,
+	        req->hdr->chief_incarnation, why, sizeof(why))) {
+		return NULL;
+	}
+	return pasci_wire_status_reply(PASCO_EPRECONDITION, "%s", why);
+}
 
 static nng_msg *
 server_hello(pasci_rpc_server *s, nng_pipe pipe)
@@ -72,6 +94,33 @@ server_hello(pasci_rpc_server *s, nng_pipe pipe)
 		reply = NULL;
 	}
 	pasci_wire_builder_fini(&b);
+	return reply;
+}
+
+/* The AUTH req on pipe (in: it had proved the key before): once the
+ * proof checks out, the connection is a member if the cap allows
+ * (conns.h; else it is refused, saying so, and not admitted), and a chief
+ * is seated. */
+static nng_msg *
+server_auth(pasci_rpc_server *s, nng_pipe pipe, const pasci_wire_msg *req,
+    bool in, bool *close_pipe)
+{
+	nng_msg *reply = pasci_auth_gate_auth(s->gate, pipe, req, close_pipe);
+	nng_msg *no    = NULL;
+	char     why[512];
+	if (in || !pasci_auth_gate_admits(s->gate, pipe)) {
+		return reply;
+	}
+	if (!pasci_conns_admit(s->conns, pipe, why, sizeof(why))) {
+		pasci_auth_gate_forget(s->gate, pipe);
+		no = pasci_wire_status_reply(PASCO_EUNAVAILABLE, "%s", why);
+	} else {
+		no = server_seat_chief(s, pipe, req);
+	}
+	if (no != NULL) {
+		nng_msg_free(reply);
+		reply = no;
+	}
 	return reply;
 }
 
@@ -91,7 +140,12 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 	 * (whose memory is given back after it: pasci_rpc_server_quiet_ms) */
 	__atomic_store_n(
 	    &s->last_message_ms, pasci_now_ms(), __ATOMIC_RELAXED);
-	pasci_conns_heard(s->conns, pipe);
+	/* with no key, a connection that speaks is a member (conns.h) */
+	if (!s->keyed &&
+	    !pasci_conns_admit(s->conns, pipe, err, sizeof(err))) {
+		nng_msg_free(msg);
+		return pasci_wire_status_reply(PASCO_EUNAVAILABLE, "%s", err);
+	}
 	if (!in && nng_msg_len(msg) > PASCI_AUTH_HANDSHAKE_MAX) {
 		nng_msg_free(msg); /* not read: too long for a handshake */
 		return pasci_auth_gate_refuse(s->gate, pipe, -1);
@@ -110,9 +164,12 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 		    &s->last_request_ms, pasci_now_ms(), __ATOMIC_RELAXED);
 	}
 	if (req.hdr->method == PASCI_METHOD_HELLO) {
-		reply = server_hello(s, pipe);
+		/* a chief is seated once trusted: here with no key, at its
+		 * AUTH with one */
+		reply = in ? server_seat_chief(s, pipe, &req) : NULL;
+		reply = reply != NULL ? reply : server_hello(s, pipe);
 	} else if (req.hdr->method == PASCI_METHOD_AUTH) {
-		reply = pasci_auth_gate_auth(s->gate, pipe, &req, close_pipe);
+		reply = server_auth(s, pipe, &req, in, close_pipe);
 	} else if (!in) {
 		reply = pasci_auth_gate_refuse(
 		    s->gate, pipe, (int) req.hdr->method);
@@ -209,20 +266,33 @@ server_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	pasci_rpc_server *s = arg;
 	(void) ev;
 	pasci_auth_gate_forget(s->gate, pipe);
+	pasci_chief_seat_forget(s->seat, pipe);
 	pasci_conns_remove(s->conns, pipe);
 }
 
-/* A new connection: over the cap it is closed at once; each one is also
- * the moment to close those that never spoke (conns.h). */
+/* A new connection, before nng adds it to the socket (so before any of
+ * its messages is read): a stranger until it proves itself (conns.h: over
+ * the strangers' cap the oldest is closed); each one is also the moment
+ * to close the strangers past their deadline. */
 static void
 server_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 {
 	pasci_rpc_server *s = arg;
 	(void) ev;
 	pasci_conns_sweep(s->conns);
-	if (!pasci_conns_add(s->conns, pipe)) {
-		nng_pipe_close(pipe);
-	}
+	pasci_conns_add(s->conns, pipe);
+}
+
+/* The seat names the server as its role and address ("worker at
+ * tcp://0.0.0.0:2222"): the role from the threads' name. */
+static int
+server_seat_create(pasci_rpc_server *s, const char *url)
+{
+	char        what[200];
+	const char *role =
+	    strncmp(s->name, "pasco-", 6) == 0 ? s->name + 6 : s->name;
+	pasci_fmt(what, sizeof(what), "%s at %s", role, url);
+	return pasci_chief_seat_create(&s->seat, what);
 }
 
 int
@@ -280,11 +350,13 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 	}
 	nng_socket_set_size(
 	    s->sock, NNG_OPT_RECVMAXSZ, pasci_max_message_bytes());
-	if ((rv = pasci_conns_create(&s->conns, url)) != 0) {
+	s->keyed = key != NULL;
+	if ((rv = pasci_conns_create(&s->conns, url, s->keyed)) != 0 ||
+	    (rv = server_seat_create(s, url)) != 0) {
 		nng_close(s->sock);
 		goto fail_open;
 	}
-	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_POST, server_pipe_added, s);
+	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, server_pipe_added, s);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, server_pipe_removed, s);
 	if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0) {
 		pasci_log(PASCI_LOG_ERROR, "cannot listen on %s: %s", url,
@@ -296,6 +368,7 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 		nng_close(s->sock);
 		pasci_auth_gate_destroy(s->gate);
 		pasci_conns_destroy(s->conns);
+		pasci_chief_seat_destroy(s->seat);
 		free(s->threads);
 		free(s);
 		return rv;
@@ -311,6 +384,7 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 		nng_close(s->sock);
 		pasci_auth_gate_destroy(s->gate);
 		pasci_conns_destroy(s->conns);
+		pasci_chief_seat_destroy(s->seat);
 		free(s->threads);
 		free(s);
 		return rv;
@@ -322,6 +396,7 @@ fail_listen:
 fail_open:
 	pasci_auth_gate_destroy(s->gate);
 	pasci_conns_destroy(s->conns);
+	pasci_chief_seat_destroy(s->seat);
 	free(s->threads);
 	free(s);
 	return rv == NNG_EADDRINVAL ? PASCO_EINVAL : PASCO_EIO;
@@ -344,6 +419,7 @@ pasci_rpc_server_close(pasci_rpc_server *s)
 	nng_close(s->sock); /* no pipe callback runs past here */
 	pasci_auth_gate_destroy(s->gate);
 	pasci_conns_destroy(s->conns);
+	pasci_chief_seat_destroy(s->seat);
 	free(s->threads);
 	free(s);
 }
@@ -364,6 +440,8 @@ pasci_rpc_server_shutdown_requested(const pasci_rpc_server *s)
 int64_t
 pasci_rpc_server_quiet_ms(const pasci_rpc_server *s)
 {
-	return pasci_now_ms() -
-	       __atomic_load_n(&s->last_message_ms, __ATOMIC_RELAXED);
+	/* a burst on the process's bulk port is traffic too */
+	int64_t last = __atomic_load_n(&s->last_message_ms, __ATOMIC_RELAXED);
+	int64_t bulk = pasci_bulk_last_traffic_ms();
+	return pasci_now_ms() - (bulk > last ? bulk : last);
 }

@@ -237,6 +237,8 @@ get_fields(header_block *hb, const Pasco__Wire__Header *w)
 	h->repeat            = w->repeat;
 	h->not_run           = w->not_run;
 	h->sum_results       = w->sum_results;
+	h->chief             = w->chief;
+	h->chief_incarnation = w->chief_incarnation;
 	if (w->opt != NULL) {
 		get_optimizer(&hb->opt, w->opt);
 		h->opt = &hb->opt;

@@ -131,6 +131,8 @@ typedef struct pasci_wire_header {
 	bool                   not_run; /* RUN reply in a batch: skipped */
 	bool                   sum_results; /* RUN: summed calls' numbers */
 	const pasci_wire_sync *sync;    /* VAR_APPLY*, VAR_FETCH_ADD */
+	const char            *chief;   /* HELLO, AUTH from a chief */
+	uint64_t               chief_incarnation;
 } pasci_wire_header;
 
 /* A decoded message. */

@@ -446,6 +446,8 @@ pb_fields(pb_header *pb, const pasci_wire_header *h)
 	w->repeat            = h->repeat;
 	w->not_run           = h->not_run;
 	w->sum_results       = h->sum_results;
+	w->chief             = pb_str(h->chief);
+	w->chief_incarnation = h->chief_incarnation;
 	if (h->opt != NULL) {
 		pb_set_optimizer(&pb->opt, h->opt);
 		w->opt = &pb->opt;

@@ -73,7 +73,9 @@ pasci_tell_tasks_done(const pasco_cluster *cluster)
 	size_t             k        = 0;
 	int64_t            deadline = pasci_now_ms() + FAREWELL_MS;
 	const pasci_key   *key;
+	pasci_chief        self; /* a task heeds only the chief it serves */
 
+	pasci_chief_self(cluster, &self);
 	if (clients == NULL || pasci_cluster_key(&key, NULL, 0) != 0) {
 		free(clients);
 		return;
@@ -83,9 +85,9 @@ pasci_tell_tasks_done(const pasco_cluster *cluster)
 	for (size_t r = 0; r < 2; r++) {
 		for (size_t i = 0; i < pasco_cluster_count(cluster, roles[r]);
 		     i++) {
-			if (pasci_rpc_client_open_with(&clients[k],
+			if (pasci_rpc_client_open_as(&clients[k],
 			        pasco_cluster_url(cluster, roles[r], i), NULL,
-			        NULL, key) != 0) {
+			        NULL, key, &self) != 0) {
 				clients[k] = NULL;
 			}
 			k++;

@@ -23,8 +23,30 @@ struct ps_server {
 	pasci_rpc_server  *rpc;
 	pasci_bulk_server *bulk; /* NULL when not on TCP */
 	ps_store          *store;
-	char ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
+	char   ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
+	size_t max_var_bytes;       /* PASCO_MAX_VARIABLE_MB; read only */
 };
+
+#define DEFAULT_MAX_VARIABLE_MB 1024
+
+/* The most bytes one variable may take on this ps: PASCO_MAX_VARIABLE_MB
+ * (1024) megabytes; a malformed value is warned about and the default
+ * used. */
+static size_t
+max_variable_bytes(void)
+{
+	const char *v   = getenv("PASCO_MAX_VARIABLE_MB");
+	char       *end = NULL;
+	long long   mb  = v != NULL && *v != 0 ? strtoll(v, &end, 10) : -1;
+	if (v != NULL && *v != 0 && (*end != 0 || mb < 1 || mb > (1 << 24))) {
+		pasci_log(PASCI_LOG_WARN,
+		    "PASCO_MAX_VARIABLE_MB='%s' is not a number of megabytes "
+		    "(1 to 16777216); using %d",
+		    v, DEFAULT_MAX_VARIABLE_MB);
+		mb = -1;
+	}
+	return (size_t) (mb > 0 ? mb : DEFAULT_MAX_VARIABLE_MB) << 20;
+}
 
 /*
  * Request handlers, one per method, all of the type ps_method_fn and all
@@ -109,7 +131,8 @@ ps_gather(ps_server *ps, const pasci_wire_msg *req)
 	return rv != 0 ? status_reply(rv, err) : r.reply;
 }
 
-/* VAR_CREATE from an initializer: the shard's values computed here. */
+/* VAR_CREATE from an initializer: the shard's values computed here (the
+ * spec was checked and admitted by ps_create). */
 static int
 create_from_init(
     ps_server *ps, const pasci_wire_msg *req, char *err, size_t errlen)
@@ -119,15 +142,10 @@ create_from_init(
 	pasco_tensor          *t;
 	int                    rv;
 
-	if (pasci_wire_spec_check(spec) != 0 || w->full_rank != spec->rank) {
-		pasci_fmt(err, errlen,
-		    "create '%s': invalid spec for an "
-		    "initializer",
-		    req->hdr->name);
-		return PASCO_EINVAL;
-	}
 	if ((rv = pasco_tensor_alloc(
 	         &t, spec->dtype, spec->rank, spec->shape)) != 0) {
+		pasci_fmt(err, errlen, "out of memory creating '%s'",
+		    req->hdr->name);
 		return rv;
 	}
 	if ((rv = pasco_initializer_fill(&w->init, t, spec->rank,
@@ -144,22 +162,73 @@ create_from_init(
 	return rv;
 }
 
-/* VAR_CREATE: from an initializer (no tensor) or from one initial value. */
+/* Whether a create of name as spec may go on, before any memory is taken
+ * for it: PASCO_OK with *exists when name already has this spec (nothing
+ * to do); PASCO_EEXIST for another spec; PASCO_EINVAL when the variable
+ * is over this ps's limit. */
+static int
+create_admits(ps_server *ps, const char *name, const pasci_wire_spec *spec,
+    bool *exists, char *err, size_t errlen)
+{
+	int64_t count;
+	size_t  nbytes;
+	char    what[64];
+	int     rv = pasci_store_var_exists(ps->store, name, spec->dtype,
+	        spec->rank, spec->shape, exists, err, errlen);
+	if (rv != 0 || *exists) {
+		return rv;
+	}
+	pasci_tensor_check_spec(
+	    spec->dtype, spec->rank, spec->shape, &count, &nbytes);
+	if (nbytes > ps->max_var_bytes) {
+		pasci_fmt(err, errlen,
+		    "create '%s': %s is %zu bytes, over this ps's limit of "
+		    "%zu MB per variable (PASCO_MAX_VARIABLE_MB; partition "
+		    "the variable or raise the limit)",
+		    name,
+		    pasco_tensor_spec_string(spec->dtype, spec->rank,
+		        spec->shape, what, sizeof(what)),
+		    nbytes, ps->max_var_bytes >> 20);
+		return PASCO_EINVAL;
+	}
+	return PASCO_OK;
+}
+
+/* VAR_CREATE: from an initializer (no tensor) or from one initial value.
+ * The name is looked up and the size checked before anything is
+ * allocated: an existing name costs nothing, a huge spec is refused. */
 static nng_msg *
 ps_create(ps_server *ps, const pasci_wire_msg *req)
 {
-	char     err[512] = "";
-	nng_msg *bad;
-	int      rv;
-	if (req->hdr->init != NULL && req->ntensors == 0) {
-		rv = create_from_init(ps, req, err, sizeof(err));
+	char            err[512] = "";
+	bool            from_init, exists = false;
+	pasci_wire_spec spec;
+	nng_msg        *bad;
+	int             rv;
+
+	if ((from_init = req->hdr->init != NULL && req->ntensors == 0)) {
+		if (pasci_wire_spec_check(req->hdr->spec) != 0 ||
+		    req->hdr->init->full_rank != req->hdr->spec->rank) {
+			return pasci_wire_status_reply(PASCO_EINVAL,
+			    "create '%s': invalid spec for an initializer",
+			    req->hdr->name);
+		}
+		spec = *req->hdr->spec;
+	} else if ((bad = check_one_tensor(req)) != NULL) {
+		return bad;
+	} else {
+		spec.dtype = req->tensors[0]->dtype;
+		spec.rank  = req->tensors[0]->rank;
+		memcpy(spec.shape, req->tensors[0]->shape, sizeof(spec.shape));
+	}
+	rv = create_admits(
+	    ps, req->hdr->name, &spec, &exists, err, sizeof(err));
+	if (rv != 0 || exists) {
 		return status_reply(rv, err);
 	}
-	if ((bad = check_one_tensor(req)) != NULL) {
-		return bad;
-	}
-	rv = pasci_store_var_create(
-	    ps->store, req->hdr->name, req->tensors[0], err, sizeof(err));
+	rv = from_init ? create_from_init(ps, req, err, sizeof(err))
+	               : pasci_store_var_create(ps->store, req->hdr->name,
+	                     req->tensors[0], err, sizeof(err));
 	return status_reply(rv, err);
 }
 
@@ -439,6 +508,7 @@ pasci_ps_server_start(
 	if (ps == NULL) {
 		return PASCO_ENOMEM;
 	}
+	ps->max_var_bytes = max_variable_bytes();
 	if ((rv = checkpoint_root(ps)) != 0 ||
 	    (rv = pasci_store_create(&ps->store)) != 0) {
 		free(ps);
@@ -485,6 +555,7 @@ pasci_ps_server_create_local(ps_server **out)
 	if (ps == NULL) {
 		return PASCO_ENOMEM;
 	}
+	ps->max_var_bytes = max_variable_bytes();
 	if ((rv = pasci_store_create(&ps->store)) != 0) {
 		free(ps);
 		return rv;

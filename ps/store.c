@@ -119,13 +119,51 @@ store_find(ps_store *s, const char *name, char *err, size_t errlen)
 	return v;
 }
 
+/* Whether the existing v may stand for a create of (dtype, rank, shape):
+ * PASCO_OK for the same spec (the create is a no-op), else PASCO_EEXIST
+ * with err naming both. */
+static int
+existing_check(const ps_var *v, pasco_dtype dtype, int32_t rank,
+    const int64_t *shape, char *err, size_t errlen)
+{
+	const pasco_tensor *have = v->value;
+	char                a[64], b[64];
+	bool                same = have->dtype == dtype && have->rank == rank;
+	for (int32_t i = 0; same && i < rank; i++) {
+		same = have->shape[i] == shape[i];
+	}
+	if (same) {
+		return PASCO_OK;
+	}
+	pasci_fmt(err, errlen,
+	    "variable '%s' already exists as %s; cannot create it as %s",
+	    v->name,
+	    pasco_tensor_spec_string(
+	        have->dtype, have->rank, have->shape, a, sizeof(a)),
+	    pasco_tensor_spec_string(dtype, rank, shape, b, sizeof(b)));
+	return PASCO_EEXIST;
+}
+
+int
+pasci_store_var_exists(ps_store *s, const char *name, pasco_dtype dtype,
+    int32_t rank, const int64_t *shape, bool *exists, char *err, size_t errlen)
+{
+	ps_var *v;
+	pthread_rwlock_rdlock(&s->lock);
+	v = name != NULL ? find_locked(s, name) : NULL;
+	pthread_rwlock_unlock(&s->lock);
+	*exists = v != NULL;
+	/* v is never freed nor its spec changed (the top of the file) */
+	return v != NULL ? existing_check(v, dtype, rank, shape, err, errlen)
+	                 : PASCO_OK;
+}
+
 static int
 var_create(ps_store *s, const char *name, const pasco_tensor *init, bool adopt,
     char *err, size_t errlen)
 {
 	ps_var *v;
-	char    have[64], want[64];
-	int     rv = PASCO_OK;
+	int     rv;
 
 	if (name == NULL || *name == 0) {
 		pasci_fmt(err, errlen, "a variable needs a non-empty name");
@@ -133,18 +171,8 @@ var_create(ps_store *s, const char *name, const pasco_tensor *init, bool adopt,
 	}
 	pthread_rwlock_wrlock(&s->lock);
 	if ((v = find_locked(s, name)) != NULL) {
-		if (!pasco_tensor_same_spec(v->value, init)) {
-			pasci_fmt(err, errlen,
-			    "variable '%s' already exists as "
-			    "%s; cannot create it as %s",
-			    name,
-			    pasco_tensor_spec_string(v->value->dtype,
-			        v->value->rank, v->value->shape, have,
-			        sizeof(have)),
-			    pasco_tensor_spec_string(init->dtype, init->rank,
-			        init->shape, want, sizeof(want)));
-			rv = PASCO_EEXIST;
-		}
+		rv = existing_check(
+		    v, init->dtype, init->rank, init->shape, err, errlen);
 		pthread_rwlock_unlock(&s->lock);
 		return rv;
 	}

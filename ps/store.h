@@ -11,6 +11,7 @@
 #ifndef PASCO_PS_STORE_H
 #define PASCO_PS_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "optimizer_apply.h"
@@ -37,6 +38,13 @@ int pasci_store_var_create(ps_store *s, const char *name,
  * be a view into a message, nor be written by the caller afterwards). */
 int pasci_store_var_adopt(ps_store *s, const char *name, pasco_tensor *init,
     char *err, size_t errlen);
+
+/* Whether name exists (*exists), before a create spends memory on it:
+ * PASCO_OK when it does not, or does with this spec (a create would change
+ * nothing); PASCO_EEXIST (err names both specs) when it has another. */
+int pasci_store_var_exists(ps_store *s, const char *name, pasco_dtype dtype,
+    int32_t rank, const int64_t *shape, bool *exists, char *err,
+    size_t errlen);
 
 /* Calls fn(arg, value) with the variable's lock held (for encoding a
  * read without an extra copy). PASCO_ENOTFOUND. */

@@ -109,7 +109,13 @@ typedef struct pasco_strategy_options {
  * waits until all answer. opts may be NULL. The strategy keeps its own copy
  * of what it needs from cluster. Every connection proves the cluster key
  * named by PASCO_KEY_FILE (or --key-file, pasco/server.h), when there is
- * one, and requires the task to prove it back. PASCO_EINVAL for a bad
+ * one, and requires the task to prove it back. Every connection also
+ * names this process as the cluster's chief (its TF_CONFIG chief address
+ * and an incarnation chosen once per process): a ps or worker serves one
+ * chief at a time, so while another chief (another address) is connected
+ * to a task, this one is refused: PASCO_EUNAVAILABLE within about 5 s,
+ * the message naming the chief the task serves. A chief restarted at the
+ * same address replaces its old incarnation. PASCO_EINVAL for a bad
  * cluster or an unusable key file,
  * PASCO_ETIMEDOUT when a task does not answer in time. On failure *out is
  * NULL and pasco_strategy_error(NULL) says why (which task, what it

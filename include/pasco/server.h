@@ -38,7 +38,10 @@
  * PASCO_TLS_CERT, PASCO_TLS_KEY and PASCO_TLS_CA) give this process's
  * certificate, its key and the CA its peers' certificates must chain to
  * (PEM; mutual TLS, README "TLS"). --checkpoint-root DIR (or
- * PASCO_CHECKPOINT_DIR) is where a ps may write checkpoints. These
+ * PASCO_CHECKPOINT_DIR) is where a ps may write checkpoints.
+ * PASCO_MAX_VARIABLE_MB (1024) bounds one variable (one shard) on a ps:
+ * a create of a bigger one is refused with PASCO_EINVAL, naming the limit,
+ * before anything is allocated (partition the variable, or raise it). These
  * options are taken out of argv before the chief function sees it.
  * `pasco launch` starts every
  * role of a local cluster this way. Unless OPENBLAS_NUM_THREADS or

@@ -288,3 +288,105 @@ Test(strategy, create_init_computes_values_on_the_ps_per_shard)
 	pasco_variable_free(v);
 	stop();
 }
+
+PASCO_DATASET(count_up)
+{
+	(void) ctx;
+	return pasco_dataset_range(out, 0, 1000, 1);
+}
+
+/* args: iterator. Returns its next element. */
+PASCO_FUNCTION(take_one)
+{
+	pasco_dataset *it;
+	pasco_value   *e;
+	int            rv;
+	if ((rv = pasco_call_iterator(call, 0, &it)) != 0 ||
+	    (rv = pasco_dataset_next(it, &e)) != 0) {
+		return rv;
+	}
+	pasco_call_return(call, e);
+	return PASCO_OK;
+}
+
+/* The next n elements of it, which must be first, first + 1, ... */
+static void
+take(pasco_coordinator *c, pasco_per_worker_iterator *it, int n, int first)
+{
+	pasco_arg args[] = {pasco_arg_iterator(it)};
+	for (int i = 0; i < n; i++) {
+		pasco_remote_value *rv;
+		const pasco_value  *v;
+		PASCO_PASS(pasco_schedule(c, "take_one", args, 1, &rv));
+		PASCO_PASS(pasco_remote_value_fetch(rv, &v));
+		cr_assert_eq(pasco_value_scalar(v), first + i,
+		    "element %d of the iterator is %g", first + i,
+		    pasco_value_scalar(v));
+		pasco_remote_value_free(rv);
+	}
+}
+
+/* A ps and a worker on loopback TCP, and the cluster as seen by a chief
+ * at chief_port. */
+static pasco_cluster *
+tcp_cluster(int chief_port, int ps_port, int w_port)
+{
+	pasco_cluster *c;
+	char           json[512], err[256];
+	snprintf(json, sizeof(json),
+	    "{\"cluster\": {\"chief\": [\"127.0.0.1:%d\"], \"ps\": "
+	    "[\"127.0.0.1:%d\"], \"worker\": [\"127.0.0.1:%d\"]}}",
+	    chief_port, ps_port, w_port);
+	PASCO_PASS(pasco_cluster_parse_json(&c, json, err, sizeof(err)));
+	return c;
+}
+
+/* Two chiefs on one cluster numbered their per-worker iterators alike,
+ * so the second's release dropped the first's: a task serves one chief,
+ * refuses another naming it, and the first trains on unharmed. */
+Test(strategy, a_second_chief_is_refused_and_the_first_trains_on)
+{
+	int             port_a = test_free_port(), port_b = test_free_port();
+	int             ps_port = test_free_port(), w_port = test_free_port();
+	pasco_cluster  *a = tcp_cluster(port_a, ps_port, w_port);
+	pasco_cluster  *b = tcp_cluster(port_b, ps_port, w_port);
+	pasco_server   *ps, *worker;
+	pasco_strategy *sa, *sb = NULL;
+	pasco_coordinator         *ca;
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	char                       want[128];
+	pasco_strategy_options     o = {.heartbeat_interval_ms = -1};
+
+	PASCO_PASS(pasco_server_start(&ps, a, PASCO_ROLE_PS, 0));
+	PASCO_PASS(pasco_server_start(&worker, a, PASCO_ROLE_WORKER, 0));
+	PASCO_PASS(pasco_strategy_create(&sa, a, &o));
+	PASCO_PASS(pasco_coordinator_create(&ca, sa, NULL));
+	PASCO_PASS(pasco_per_worker_dataset_create(&d, ca, "count_up"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	take(ca, it, 3, 0);
+
+	/* another chief (another address) on the same tasks */
+	PASCO_FAIL(pasco_strategy_create(&sb, b, &o), PASCO_EUNAVAILABLE);
+	cr_assert_null(sb);
+	snprintf(want, sizeof(want), "already serves chief tcp://127.0.0.1:%d",
+	    port_a);
+	cr_assert(strstr(pasco_strategy_error(NULL), want) != NULL,
+	    "want '%s' in '%s'", want, pasco_strategy_error(NULL));
+	snprintf(
+	    want, sizeof(want), "refused chief tcp://127.0.0.1:%d", port_b);
+	cr_assert(strstr(pasco_strategy_error(NULL), want) != NULL,
+	    "want '%s' in '%s'", want, pasco_strategy_error(NULL));
+
+	/* the first chief's iterator goes on where it was */
+	take(ca, it, 3, 3);
+	PASCO_PASS(pasco_join(ca));
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	pasco_coordinator_destroy(ca);
+	pasco_strategy_destroy(sa);
+	pasco_server_stop(worker);
+	pasco_server_stop(ps);
+	pasco_cluster_free(a);
+	pasco_cluster_free(b);
+}

@@ -497,3 +497,102 @@ Test(bulk, an_unauthenticated_connection_gets_no_answer_and_is_closed)
 	cr_assert_eq(doubled, 0, "an unauthenticated frame was answered");
 	pasci_bulk_server_close(s);
 }
+
+static int
+count_of(const char *text, const char *what)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, what)) != NULL; p++) {
+		n++;
+	}
+	return n;
+}
+
+/* 600 connections that hang up before proving the key wrote 603 log
+ * lines naming the peer "?:0": refusals are logged at most every 10 s,
+ * naming the real address (taken at accept, while the peer is there). */
+Test(bulk, refused_handshakes_are_rate_limited_and_name_the_peer)
+{
+	pasci_bulk_server *s;
+	pasci_bulk_pool   *pool;
+	pasci_wire_msg     reply;
+	pasci_key          k = bulk_key(3);
+	char              *log;
+	int                saved, lines = 0;
+	int64_t            t0;
+	PASCO_PASS(
+	    pasci_bulk_server_open(&s, "127.0.0.1", 42, double_it, NULL, &k));
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	    .sin_addr.s_addr                = htonl(INADDR_LOOPBACK),
+	    .sin_port                       = htons(
+	                              (uint16_t) atoi(strrchr(pasci_bulk_server_addr(s), ':') + 1))};
+	saved                = test_stderr_capture();
+	for (int i = 0; i < 600; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert(connect(fd, (struct sockaddr *) &a, sizeof(a)) == 0);
+		close(fd); /* before the handshake */
+	}
+	/* the server still serves a member; its refusals are in the log
+	 * within 2 s (or at once, many of them, when not rate-limited) */
+	PASCO_PASS(pasci_bulk_pool_create(&pool, &k));
+	PASCO_PASS(call(pool, pasci_bulk_server_addr(s), 42,
+	    PASCI_METHOD_VAR_READ, 5000, &reply));
+	pasci_wire_msg_fini(&reply);
+	t0 = pasci_now_ms();
+	while (pasci_now_ms() - t0 < 2000 && lines < 50) {
+		usleep(50 * 1000);
+		fflush(stderr);
+		/* log lines are some 100 bytes: a rough count will do */
+		lines = (int) lseek(STDERR_FILENO, 0, SEEK_END) / 100;
+	}
+	log   = test_stderr_take(saved);
+	lines = count_of(log, "refused a bulk connection");
+	cr_assert(lines >= 1 && lines <= 2,
+	    "%d refusal lines for 600 connections", lines);
+	cr_assert(
+	    strstr(log, "refused a bulk connection from 127.0.0.1:") != NULL,
+	    "%s", log);
+	cr_assert(strstr(log, "?:0") == NULL, "a peer named ?:0: %s", log);
+	free(log);
+	pasci_bulk_pool_destroy(pool);
+	pasci_bulk_server_close(s);
+}
+
+/* Strangers who connect to the bulk port and never finish the handshake
+ * held every slot for its 10 s: with a key they are counted apart from
+ * members, the oldest shut down to make room, so a member is served. */
+Test(bulk, strangers_in_the_handshake_do_not_keep_a_member_out)
+{
+	pasci_bulk_server *s;
+	pasci_bulk_pool   *pool;
+	pasci_wire_msg     reply;
+	pasci_key          k = bulk_key(3);
+	int                fds[20];
+	int64_t            t0;
+	setenv("PASCO_MAX_CONNECTIONS", "8", 1);
+	PASCO_PASS(
+	    pasci_bulk_server_open(&s, "127.0.0.1", 42, double_it, NULL, &k));
+	unsetenv("PASCO_MAX_CONNECTIONS");
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	    .sin_addr.s_addr                = htonl(INADDR_LOOPBACK),
+	    .sin_port                       = htons(
+	                              (uint16_t) atoi(strrchr(pasci_bulk_server_addr(s), ':') + 1))};
+	for (int i = 0; i < 20; i++) { /* connect, then say nothing */
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert(
+		    connect(fds[i], (struct sockaddr *) &a, sizeof(a)) == 0);
+	}
+	usleep(100 * 1000); /* accepted, waiting in the handshake */
+	t0 = pasci_now_ms();
+	PASCO_PASS(pasci_bulk_pool_create(&pool, &k));
+	PASCO_PASS(call(pool, pasci_bulk_server_addr(s), 42,
+	    PASCI_METHOD_VAR_READ, 5000, &reply));
+	expect_ramp(reply.tensors[0], 300000, 2);
+	pasci_wire_msg_fini(&reply);
+	cr_assert_lt(pasci_now_ms() - t0, 3000);
+	pasci_bulk_pool_destroy(pool);
+	for (int i = 0; i < 20; i++) {
+		close(fds[i]);
+	}
+	pasci_bulk_server_close(s);
+}

@@ -142,3 +142,125 @@ Test(ps_server, malformed_requests_say_what_they_lack, .init = start,
 	pasco_tensor_release(t[0]);
 	pasco_tensor_release(t[1]);
 }
+
+/* VAR_CREATE of name from an initializer (ones) as f32[rows, cols]. */
+static int
+create_init(const char *name, int64_t rows, int64_t cols, char *err)
+{
+	pasci_wire_builder b;
+	pasci_wire_init    w    = {.init = {.kind = PASCO_INIT_ONES},
+	          .full_rank             = 2,
+	          .full_shape            = {rows, cols}};
+	pasci_wire_spec    spec = {PASCO_F32, 2, {rows, cols}};
+	int                rv;
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_CREATE);
+	b.hdr.name = name;
+	b.hdr.init = &w;
+	b.hdr.spec = &spec;
+	err[0]     = 0;
+	rv         = pasci_rpc_call(client, &b, 20000, NULL, err, 256);
+	pasci_wire_builder_fini(&b);
+	return rv;
+}
+
+/* This process's peak resident size (KB) since peak_reset. */
+static long
+peak_kb(void)
+{
+	char  line[256];
+	long  kb = -1;
+	FILE *f  = fopen("/proc/self/status", "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "VmHWM:", 6) == 0) {
+			kb = atol(line + 6);
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+static void
+peak_reset(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	cr_assert_not_null(f);
+	fputs("5", f); /* 5: reset the peak resident size */
+	fclose(f);
+}
+
+static void
+start_small_limit(void)
+{
+	setenv("PASCO_MAX_VARIABLE_MB", "16", 1);
+	start();
+	unsetenv("PASCO_MAX_VARIABLE_MB");
+}
+
+/* A 100-byte request must not make the ps allocate and fill a huge shard:
+ * over PASCO_MAX_VARIABLE_MB it is refused, naming the limit, before any
+ * memory is taken; under it, it is created. */
+Test(ps_server, a_variable_over_the_limit_is_refused_before_it_is_filled,
+    .init = start_small_limit, .fini = stop)
+{
+	char err[256];
+	long before;
+	peak_reset();
+	before = peak_kb();
+	/* 256 MB of ones, asked for in one small message */
+	PASCO_FAIL(create_init("huge", 65536, 1024, err), PASCO_EINVAL);
+	cr_assert(strstr(err, "'huge'") != NULL &&
+	              strstr(err, "f32[65536,1024]") != NULL &&
+	              strstr(err, "16 MB") != NULL &&
+	              strstr(err, "PASCO_MAX_VARIABLE_MB") != NULL,
+	    "%s", err);
+	cr_assert_lt(peak_kb(), before + 32 * 1024, "refusing it took %ld KB",
+	    peak_kb() - before);
+	/* 8 MB is under the limit */
+	PASCO_PASS(create_init("fits", 2048, 1024, err));
+	PASCO_FAIL(
+	    call(PASCI_METHOD_VAR_READ, "huge", NULL, 0, NULL, NULL, err),
+	    PASCO_ENOTFOUND);
+}
+
+/* A create under an existing name is answered from the name alone: a
+ * huge spec is refused as "already exists" with nothing allocated, and
+ * the same spec again is a no-op that does not refill the variable. */
+Test(ps_server, a_create_under_an_existing_name_allocates_nothing,
+    .init = start, .fini = stop)
+{
+	pasco_tensor *t = test_scalar(PASCO_F64, 2);
+	char          err[256];
+	double        v = 0;
+	long          before;
+	PASCO_PASS(call(PASCI_METHOD_VAR_CREATE, "w", &t, 1, NULL, NULL, err));
+	peak_reset();
+	before = peak_kb();
+	/* 512 MB, under the default limit of 1024 MB */
+	PASCO_FAIL(create_init("w", 131072, 1024, err), PASCO_EEXIST);
+	cr_assert(strstr(err, "'w' already exists as f64[]") != NULL &&
+	              strstr(err, "f32[131072,1024]") != NULL,
+	    "%s", err);
+	cr_assert_lt(peak_kb(), before + 32 * 1024, "refusing it took %ld KB",
+	    peak_kb() - before);
+	PASCO_PASS(call(PASCI_METHOD_VAR_READ, "w", NULL, 0, NULL, &v, err));
+	cr_assert_eq(v, 2);
+	/* ones + ones = 2; the same create again leaves it at 2 */
+	PASCO_PASS(create_init("ones", 4, 2, err));
+	{
+		pasco_tensor *one;
+		PASCO_PASS(
+		    pasco_tensor_alloc(&one, PASCO_F32, 2, (int64_t[]){4, 2}));
+		for (int i = 0; i < 8; i++) {
+			pasco_tensor_set(one, i, 1);
+		}
+		PASCO_PASS(call(PASCI_METHOD_VAR_ASSIGN_ADD, "ones", &one, 1,
+		    NULL, NULL, err));
+		pasco_tensor_release(one);
+	}
+	PASCO_PASS(create_init("ones", 4, 2, err));
+	PASCO_PASS(
+	    call(PASCI_METHOD_VAR_READ, "ones", NULL, 0, NULL, &v, err));
+	cr_assert_eq(v, 2, "the create refilled the variable: %g", v);
+	pasco_tensor_release(t);
+}

@@ -1,0 +1,88 @@
+/*
+ * The rpc client's insides (rpc.h has the contract), shared by
+ * rpc_client.c (calls, replies, deadlines, the socket) and rpc_handshake.c
+ * (HELLO, AUTH and the chief's identity on every new connection). The
+ * threads and locks are described at the top of rpc_client.c.
+ */
+#ifndef PASCI_RPC_CLIENT_IMPL_H
+#define PASCI_RPC_CLIENT_IMPL_H
+
+#include <pthread.h>
+
+#include "auth.h"
+#include "chief.h"
+#include "rpc.h"
+#include "rpc_calls.h"
+
+#define HELLO_TIMEOUT_MS 5000
+
+enum { LINK_DOWN, LINK_HELLO, LINK_UP };
+
+struct pasci_rpc_client {
+	nng_socket         sock;
+	nng_dialer         dialer;
+	nng_aio           *recv_aio;
+	char              *url;
+	pasci_rpc_state_fn state_fn;
+	void              *state_arg;
+	bool               has_key; /* set at open, then read only */
+	pasci_key          key;
+	pasci_chief        chief; /* name "" when not a chief; read only */
+
+	pthread_t       timer;
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;         /* link became UP */
+	pthread_cond_t  timer_cv;   /* a deadline was added, or closing */
+	bool            timer_idle; /* the timer waits with no tick */
+	/* Protected by mu. */
+	int      link;
+	uint32_t pipe;
+	uint64_t incarnation;
+	bool    ever_up; /* connected once: later outages fail calls at once */
+	int64_t opened_ms; /* set at open, then read only */
+	pasci_rpc_calls calls;
+	bool            closing;
+	/* From the last HELLO reply; "" if none, or forgotten. */
+	char advert[PASCI_RPC_ADVERT_MAX];
+	/* The handshake's sn || cn while its AUTH is out (auth.h). */
+	uint8_t auth_nonces[2 * PASCI_AUTH_NONCE];
+	/* Why the last handshake was refused; "" once up. */
+	char    auth_error[512];
+	bool    server_refused; /* auth_error is the server's refusal */
+	int64_t auth_logged_ms;
+	bool    warned_no_key;
+};
+
+/* Inserts call; wakes the timer only when it waits with no tick: a
+ * ticking timer finds the deadline at its next tick. (Waking it for every
+ * first deadline cost a thread wake-up per call on a client with one call
+ * in flight at a time.) */
+static inline void
+rpc_call_insert_locked(pasci_rpc_client *c, rpc_call *call)
+{
+	if (pasci_rpc_calls_insert(&c->calls, call) && c->timer_idle) {
+		c->timer_idle = false;
+		pthread_cond_signal(&c->timer_cv); /* the first deadline */
+	}
+}
+
+/* --- rpc_handshake.c --- */
+
+/* The pipe-added callback: sends the HELLO on the new connection. */
+void pasci_rpc_client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg);
+
+/* A handshake call's reply m (HELLO, or AUTH) arrived: goes on with the
+ * handshake, or brings the link up, or refuses the server. Frees call and
+ * m. */
+void pasci_rpc_client_hello_done(
+    pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m);
+void pasci_rpc_client_auth_done(
+    pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m);
+
+/* Refuses the server on call->pipe (why says how it failed the
+ * handshake): logged as an error at most every 10 s, kept for the calls'
+ * errors, and the connection closed. */
+void pasci_rpc_client_refuse(
+    pasci_rpc_client *c, const rpc_call *call, const char *why);
+
+#endif
