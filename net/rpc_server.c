@@ -137,9 +137,14 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 	char           err[256];
 
 	/* any message, even a stranger's that does not decode, is traffic
-	 * (whose memory is given back after it: pasci_rpc_server_quiet_ms) */
-	__atomic_store_n(
-	    &s->last_message_ms, pasci_now_ms(), __ATOMIC_RELAXED);
+	 * (whose memory is given back after it: pasci_rpc_server_quiet_ms),
+	 * except a member's heartbeat (a small HELLO, below): a chief's
+	 * heartbeat every second would keep its tasks from ever being quiet */
+	int64_t now      = pasci_now_ms();
+	bool    small_in = in && nng_msg_len(msg) <= 256;
+	if (!small_in) {
+		__atomic_store_n(&s->last_message_ms, now, __ATOMIC_RELAXED);
+	}
 	/* with no key, a connection that speaks is a member (conns.h) */
 	if (!s->keyed &&
 	    !pasci_conns_admit(s->conns, pipe, err, sizeof(err))) {
@@ -155,13 +160,19 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 		return pasci_wire_stale_reply(inc, s->incarnation);
 	}
 	if (pasci_wire_decode(&req, msg, err, sizeof(err)) != 0) {
+		if (small_in) {
+			__atomic_store_n(
+			    &s->last_message_ms, now, __ATOMIC_RELAXED);
+		}
 		return in ? pasci_wire_status_reply(
 		                PASCO_EPROTO, "malformed request: %s", err)
 		          : pasci_auth_gate_refuse(s->gate, pipe, -1);
 	}
 	if (in) {
-		__atomic_store_n(
-		    &s->last_request_ms, pasci_now_ms(), __ATOMIC_RELAXED);
+		__atomic_store_n(&s->last_request_ms, now, __ATOMIC_RELAXED);
+	}
+	if (small_in && req.hdr->method != PASCI_METHOD_HELLO) {
+		__atomic_store_n(&s->last_message_ms, now, __ATOMIC_RELAXED);
 	}
 	if (req.hdr->method == PASCI_METHOD_HELLO) {
 		/* a chief is seated once trusted: here with no key, at its
