@@ -55,8 +55,17 @@ cleanup() {
 		ip netns del "$ns" 2> /dev/null
 		rm -rf "/etc/netns/$ns"
 	done
+	# what ip netns made for the first namespace of this machine, when no
+	# other is left
+	[ -n "$had_etc_netns" ] || rmdir /etc/netns 2> /dev/null
+	if [ -z "$had_run_netns" ] && [ -z "$(ls -A /run/netns 2> /dev/null)" ]; then
+		umount /run/netns 2> /dev/null
+		rmdir /run/netns 2> /dev/null
+	fi
 	rm -rf "$TMP"
 }
+had_etc_netns=$([ -d /etc/netns ] && echo 1)
+had_run_netns=$([ -d /run/netns ] && echo 1)
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 

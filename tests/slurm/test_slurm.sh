@@ -69,9 +69,9 @@ enabled_services() {
 }
 # (not those of a test, this one's or another's: they carry a mark)
 running_daemons() {
-	for p in $(pgrep -x 'munged|slurmctld|slurmd'); do
-		tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
-			grep -q '^PASCO_TEST_MARK=' || echo "$p"
+	for p in $(pgrep -x munged; pgrep -x slurmctld; pgrep -x slurmd); do
+		env=$(tr '\0' '\n' 2>/dev/null < "/proc/$p/environ") || continue
+		case $env in *PASCO_TEST_MARK=*) ;; *) echo "$p" ;; esac
 	done | sort
 }
 ENABLED_BEFORE=$(enabled_services)
