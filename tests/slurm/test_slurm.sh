@@ -106,14 +106,12 @@ if [ -n "$need" ]; then
 		chmod 755 "$POLICY"
 		made_policy=1
 	fi
-	if ! install && ! { apt-get update > /dev/null 2>&1 && install; }; then
-		tail -5 "$TMP/apt.log"
-		skip "apt-get could not install $pkgs: $(tail -1 "$TMP/apt.log")"
-	fi
+	installed=1
+	install || { apt-get update > /dev/null 2>&1 && install; } || installed=""
 	[ -z "$made_policy" ] || rm -f "$POLICY"
 	made_policy=""
-	# the packages enable their services at boot; this test only wanted
-	# the programs
+	# the packages enable their services at boot (also when the install
+	# failed half-way); this test only wanted the programs
 	for s in $(enabled_services); do
 		case " $(echo $ENABLED_BEFORE) " in *" $s "*) continue ;; esac
 		if command -v deb-systemd-helper > /dev/null 2>&1; then
@@ -124,6 +122,10 @@ if [ -n "$need" ]; then
 		fi
 		echo "disabled $s at boot (the install enabled it)"
 	done
+	if [ -z "$installed" ]; then
+		tail -5 "$TMP/apt.log"
+		skip "apt-get could not install $pkgs: $(tail -1 "$TMP/apt.log")"
+	fi
 fi
 HOST=$(hostname -s)
 getent hosts "$HOST" > /dev/null || skip "host name $HOST does not resolve"
@@ -307,8 +309,9 @@ fi
 
 # 6. The machine as found: no Slurm or munge service runs or starts at
 # boot that did not before.
-left=$(comm -13 "$(echo "$RUNNING_BEFORE" > "$TMP/r0"; echo "$TMP/r0")" \
-	"$(running_daemons > "$TMP/r1"; echo "$TMP/r1")")
+echo "$RUNNING_BEFORE" > "$TMP/running.before"
+running_daemons > "$TMP/running.after"
+left=$(comm -13 "$TMP/running.before" "$TMP/running.after")
 enabled=""
 for s in $(enabled_services); do
 	case " $(echo $ENABLED_BEFORE) " in *" $s "*) ;; *) enabled="$enabled $s" ;; esac
