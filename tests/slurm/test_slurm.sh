@@ -297,7 +297,16 @@ else
 	fail "srun -n2: status $status: $(cat "$TMP/small.out")"
 fi
 
-# 5. Stopped, the daemons leave nothing behind.
+# 5. Stopped, the daemons leave nothing behind. First every job has
+# ended (a completing job's slurmstepd, still tearing its step down, kept
+# slurmd from stopping within the wait below on a loaded machine).
+our_stepds() {
+	for p in $(pgrep -x slurmstepd); do
+		ls -l "/proc/$p/fd" 2>/dev/null | grep -q "$TMP/" && echo "$p"
+	done
+}
+wait_for '[ -z "$(squeue -h 2>/dev/null)" ] && [ -z "$(our_stepds)" ]' 300 ||
+	echo "jobs still listed after 30 s: $(squeue -h 2>&1)"
 for f in slurmd.pid slurmctld.pid munge/munged.pid; do
 	[ -f "$TMP/$f" ] && kill -TERM "$(cat "$TMP/$f")" 2>/dev/null
 done
