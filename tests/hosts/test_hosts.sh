@@ -55,8 +55,17 @@ cleanup() {
 		ip netns del "$ns" 2> /dev/null
 		rm -rf "/etc/netns/$ns"
 	done
+	# what ip netns made for the first namespace of this machine, when no
+	# other is left
+	[ -n "$had_etc_netns" ] || rmdir /etc/netns 2> /dev/null
+	if [ -z "$had_run_netns" ] && [ -z "$(ls -A /run/netns 2> /dev/null)" ]; then
+		umount /run/netns 2> /dev/null
+		rmdir /run/netns 2> /dev/null
+	fi
 	rm -rf "$TMP"
 }
+had_etc_netns=$([ -d /etc/netns ] && echo 1)
+had_run_netns=$([ -d /run/netns ] && echo 1)
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -97,12 +106,25 @@ if ! command -v ip > /dev/null 2>&1 || ! command -v tc > /dev/null 2>&1; then
 		--no-install-recommends iproute2; } > "$TMP/apt.log" 2>&1 ||
 		skip "iproute2 is missing and apt-get could not install it: $(tail -2 "$TMP/apt.log")"
 fi
+# Each step that can fail for want of what this machine gives is tried on
+# its own, and its skip quotes the command and its error.
+err() { tr '\n' ' ' < "$1" | sed 's/ *$//'; }
 if ! ip netns add "$HUB" 2> "$TMP/netns.err"; then
-	skip "ip netns add fails here (no CAP_SYS_ADMIN?): $(cat "$TMP/netns.err")"
+	skip "'ip netns add' fails here (no CAP_SYS_ADMIN?): $(err "$TMP/netns.err")"
 fi
 made_ns=$HUB
+# ip -n and ip netns exec enter the namespace after making / a slave
+# mount (`mount --make-rslave /`), which fails where / is no mount point
+# (a chroot) or mounts are locked
+if ! ip netns exec "$HUB" true 2> "$TMP/enter.err"; then
+	skip "cannot enter a network namespace: 'ip netns exec $HUB true': $(err "$TMP/enter.err")"
+fi
 if ! ip -n "$HUB" link add br0 type bridge 2> "$TMP/br.err"; then
-	skip "no Linux bridge in this kernel: $(cat "$TMP/br.err")"
+	case $(cat "$TMP/br.err") in
+	*"Unknown device type"* | *"not supported"*)
+		skip "no Linux bridge in this kernel: 'ip link add br0 type bridge': $(err "$TMP/br.err")" ;;
+	esac
+	skip "'ip -n $HUB link add br0 type bridge' failed: $(err "$TMP/br.err")"
 fi
 ip -n "$HUB" link set lo up
 ip -n "$HUB" link set br0 up
@@ -125,12 +147,13 @@ hosts_file() {
 }
 for t in $TASKS; do
 	ns="$P-$t"
-	ip netns add "$ns" || skip "ip netns add $ns failed"
+	ip netns add "$ns" 2> "$TMP/netns.err" ||
+		skip "'ip netns add $ns' failed: $(err "$TMP/netns.err")"
 	made_ns="$made_ns $ns"
 	mkdir -p "/etc/netns/$ns"
 	hosts_file > "/etc/netns/$ns/hosts"
 	if ! ip link add veth0 netns "$ns" type veth peer name "$(hub_if "$t")" netns "$HUB" 2> "$TMP/veth.err"; then
-		skip "no veth pairs here: $(cat "$TMP/veth.err")"
+		skip "no veth pairs here: 'ip link add veth0 ... type veth': $(err "$TMP/veth.err")"
 	fi
 	ip -n "$HUB" link set "$(hub_if "$t")" master br0
 	ip -n "$HUB" link set "$(hub_if "$t")" up

@@ -13,6 +13,11 @@
 # own key and socket, the daemons their own ports, state and spool in the
 # temporary directory; every process started here carries PASCO_TEST_MARK
 # (slurmstepd and the tasks inherit it) and is killed on exit.
+# The machine is left as found: while apt-get installs the packages a
+# policy-rc.d keeps their services from starting, and the services the
+# install enabled at boot (munge, slurmctld, slurmd) are disabled again;
+# the last check asserts that none of them runs or is enabled that did
+# not or was not before.
 # usage: test_slurm.sh PASCO LINEAR_REGRESSION SBATCH_SCRIPT
 set -u
 PASCO=$(realpath "$1")
@@ -51,10 +56,34 @@ ours() {
 	done
 }
 
+# The packages' services: enabled at boot where systemd or SysV init
+# would start them, and running.
+SERVICES="munge slurmctld slurmd"
+enabled_services() {
+	for s in $SERVICES; do
+		if ls /etc/systemd/system/*.wants/"$s".service > /dev/null 2>&1 ||
+			ls /etc/rc[2345].d/S[0-9][0-9]"$s" > /dev/null 2>&1; then
+			echo "$s"
+		fi
+	done
+}
+# (not those of a test, this one's or another's: they carry a mark)
+running_daemons() {
+	for p in $(pgrep -x munged; pgrep -x slurmctld; pgrep -x slurmd); do
+		env=$(tr '\0' '\n' 2>/dev/null < "/proc/$p/environ") || continue
+		case $env in *PASCO_TEST_MARK=*) ;; *) echo "$p" ;; esac
+	done | sort
+}
+ENABLED_BEFORE=$(enabled_services)
+RUNNING_BEFORE=$(running_daemons)
+POLICY=/usr/sbin/policy-rc.d
+made_policy=""
+
 cleanup() {
 	for p in $(ours); do kill -TERM "$p" 2>/dev/null; done
 	sleep 0.5
 	for p in $(ours); do kill -KILL "$p" 2>/dev/null; done
+	[ -z "$made_policy" ] || rm -f "$POLICY"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -71,9 +100,31 @@ if [ -n "$need" ]; then
 		DEBIAN_FRONTEND=noninteractive timeout 240 apt-get install -y \
 			--no-install-recommends $pkgs > "$TMP/apt.log" 2>&1
 	}
-	if ! install && ! { apt-get update > /dev/null 2>&1 && install; }; then
+	# invoke-rc.d asks policy-rc.d; 101: start no service
+	if [ ! -e "$POLICY" ]; then
+		printf '#!/bin/sh\n# test_slurm.sh: no service starts while it installs\nexit 101\n' > "$POLICY"
+		chmod 755 "$POLICY"
+		made_policy=1
+	fi
+	installed=1
+	install || { apt-get update > /dev/null 2>&1 && install; } || installed=""
+	[ -z "$made_policy" ] || rm -f "$POLICY"
+	made_policy=""
+	# the packages enable their services at boot (also when the install
+	# failed half-way); this test only wanted the programs
+	for s in $(enabled_services); do
+		case " $(echo $ENABLED_BEFORE) " in *" $s "*) continue ;; esac
+		if command -v deb-systemd-helper > /dev/null 2>&1; then
+			deb-systemd-helper disable "$s.service" > /dev/null 2>&1
+		fi
+		if [ -e "/etc/init.d/$s" ]; then
+			update-rc.d "$s" disable > /dev/null 2>&1
+		fi
+		echo "disabled $s at boot (the install enabled it)"
+	done
+	if [ -z "$installed" ]; then
 		tail -5 "$TMP/apt.log"
-		skip "apt-get could not install $pkgs"
+		skip "apt-get could not install $pkgs: $(tail -1 "$TMP/apt.log")"
 	fi
 fi
 HOST=$(hostname -s)
@@ -171,12 +222,26 @@ slurmd_pid=$!
 if wait_for 'sinfo -h -N -o %t 2>/dev/null | grep -qx idle' 300; then
 	ok "slurmctld and slurmd up, node $HOST idle ($CPUS CPUs declared, $NCPU real)"
 else
-	tail -20 "$TMP/slurmctld.out" "$TMP/slurmctld.log" "$TMP/slurmd.out" "$TMP/slurmd.log" 2>/dev/null
+	for f in slurmctld.out slurmctld.log slurmd.out slurmd.log munged.out munge/munged.log; do
+		if [ -s "$TMP/$f" ]; then
+			echo "--- $f, its last lines:"
+			tail -20 "$TMP/$f"
+		else
+			echo "--- $f: empty or missing"
+		fi
+	done
 	# a daemon this machine cannot run (a container without the rights
 	# slurmd needs) is no fault of Pasco's; daemons up but no idle node is
-	if ! kill -0 "$ctld_pid" 2> /dev/null || ! kill -0 "$slurmd_pid" 2> /dev/null; then
-		skip "slurmctld or slurmd exited at start on this machine (logs above)"
-	fi
+	dead=""
+	for d in slurmctld:$ctld_pid slurmd:$slurmd_pid; do
+		kill -0 "${d#*:}" 2> /dev/null && continue
+		wait "${d#*:}"
+		st=$?
+		why=$(cat "$TMP/${d%%:*}.out" "$TMP/${d%%:*}.log" 2>/dev/null |
+			grep -i -m1 'fatal\|error' | cut -c1-200)
+		dead="$dead${dead:+; }${d%%:*} exited with status $st: ${why:-it logged no error}"
+	done
+	[ -z "$dead" ] || skip "a daemon exited at start on this machine: $dead"
 	fail "the node never became idle: $(sinfo -N 2>&1)"
 	exit 1
 fi
@@ -232,7 +297,16 @@ else
 	fail "srun -n2: status $status: $(cat "$TMP/small.out")"
 fi
 
-# 5. Stopped, the daemons leave nothing behind.
+# 5. Stopped, the daemons leave nothing behind. First every job has
+# ended (a completing job's slurmstepd, still tearing its step down, kept
+# slurmd from stopping within the wait below on a loaded machine).
+our_stepds() {
+	for p in $(pgrep -x slurmstepd); do
+		ls -l "/proc/$p/fd" 2>/dev/null | grep -q "$TMP/" && echo "$p"
+	done
+}
+wait_for '[ -z "$(squeue -h 2>/dev/null)" ] && [ -z "$(our_stepds)" ]' 300 ||
+	echo "jobs still listed after 30 s: $(squeue -h 2>&1)"
 for f in slurmd.pid slurmctld.pid munge/munged.pid; do
 	[ -f "$TMP/$f" ] && kill -TERM "$(cat "$TMP/$f")" 2>/dev/null
 done
@@ -240,6 +314,21 @@ if wait_for '[ -z "$(ours)" ]' 150; then
 	ok "daemons stopped, no process left"
 else
 	fail "left behind: $(for p in $(ours); do echo "$p: $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) ($(sed -n 's/^State:[[:space:]]*//p' /proc/$p/status 2>/dev/null))"; done)"
+fi
+
+# 6. The machine as found: no Slurm or munge service runs or starts at
+# boot that did not before.
+echo "$RUNNING_BEFORE" > "$TMP/running.before"
+running_daemons > "$TMP/running.after"
+left=$(comm -13 "$TMP/running.before" "$TMP/running.after")
+enabled=""
+for s in $(enabled_services); do
+	case " $(echo $ENABLED_BEFORE) " in *" $s "*) ;; *) enabled="$enabled $s" ;; esac
+done
+if [ -z "$left$enabled" ] && [ -z "$made_policy" ] && ! grep -qs 'test_slurm.sh' "$POLICY"; then
+	ok "no munge or Slurm service left running or enabled at boot"
+else
+	fail "left behind: running: $(echo $left) enabled at boot:$enabled"
 fi
 
 echo "$passed passed, $failed failed"

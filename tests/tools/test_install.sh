@@ -1,9 +1,9 @@
 #!/bin/sh
 # `meson install` into a temporary root, then what a user does with it: the
-# README's program (examples/counter.c) built with `pkg-config --cflags
-# --libs pasco` alone against the installed shared library, once more
-# against the installed static archive (`pkg-config --static`), both run by
-# the installed `pasco launch`. Nothing of the build tree is on any path.
+# README's program (examples/counter.c) built by the README's own cc lines
+# (pkg-config alone) against the installed shared library, then against the
+# installed static archive (`pkg-config --static`), both run by the
+# installed `pasco launch`. Nothing of the build tree is on any path.
 # usage: test_install.sh MESON BUILD_DIR COUNTER_SOURCE SANITIZE
 set -u
 meson=$1 build=$2 source=$3 sanitize=${4:-none}
@@ -64,27 +64,50 @@ run_counter() { # name, binary
 		fail "$1 did not print the counter"
 	fi
 }
-if cc -std=c17 "$source" $(pkg-config --cflags --libs pasco) \
-	-o "$tmp/counter" 2> "$tmp/cc.log"; then
-	ok "built against the shared library with pkg-config"
-	if LD_LIBRARY_PATH="$libdir" ldd "$tmp/counter" |
-		grep -q "$libdir/libpasco.so.0"; then
-		ok "it loads the installed libpasco.so.0"
-	else
-		fail "it does not load the installed libpasco.so.0"
-	fi
-	run_counter "the shared build" "$tmp/counter"
-else
-	cat "$tmp/cc.log"
-	fail "cc with pkg-config --cflags --libs pasco"
+# The README's cc lines ("A complete program", after its readme-install
+# marker), as written, in order, on prog.c: the shared program, then the
+# static one, each its own file (the second line once overwrote, or on a
+# failed link deleted, the first's program).
+readme="$(dirname "$source")/../README.md"
+lines=$(awk '/<!-- readme-install/ { found = 1; next }
+     found && /^```sh$/ { inside = 1; next }
+     inside && /^```$/ { exit }
+     inside { print }' "$readme" |
+	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep '^cc ' |
+	sed 's/[[:space:]]\{1,\}#[^#]*$//')
+if [ "$(echo "$lines" | grep -c '^cc ')" -ne 2 ]; then
+	fail "want 2 cc lines (shared, static) after the README's readme-install marker, found: $lines"
+	finish
 fi
-if cc -std=c17 "$source" $(pkg-config --cflags pasco) \
-	$(pkg-config --static --libs pasco | sed 's/-lpasco /-l:libpasco.a /') \
-	-o "$tmp/counter_static" 2> "$tmp/cc.log"; then
-	ok "built against the static archive with pkg-config --static"
-	run_counter "the static build" "$tmp/counter_static"
+mkdir "$tmp/user"
+cp "$source" "$tmp/user/prog.c"
+n=0
+echo "$lines" | while IFS= read -r line; do
+	n=$((n + 1))
+	if (cd "$tmp/user" && sh -c "$line") > "$tmp/cc$n.log" 2>&1; then
+		echo "ok" > "$tmp/cc$n.status"
+	else
+		cat "$tmp/cc$n.log"
+	fi
+done
+shared_line=$(echo "$lines" | sed -n 1p)
+static_line=$(echo "$lines" | sed -n 2p)
+[ -f "$tmp/cc1.status" ] && ok "README's shared build: $shared_line" ||
+	fail "README's shared build failed: $shared_line"
+[ -f "$tmp/cc2.status" ] && ok "README's static build: $static_line" ||
+	fail "README's static build failed: $static_line"
+if [ -x "$tmp/user/prog" ] && LD_LIBRARY_PATH="$libdir" ldd "$tmp/user/prog" |
+	grep -q "$libdir/libpasco.so.0"; then
+	ok "after both lines, prog is the shared build: it loads the installed libpasco.so.0"
+	run_counter "the shared build" "$tmp/user/prog"
 else
-	cat "$tmp/cc.log"
-	fail "cc with pkg-config --static --libs pasco"
+	fail "after both lines, prog is missing or does not load the installed libpasco.so.0"
+fi
+if [ -x "$tmp/user/prog-static" ] &&
+	! LD_LIBRARY_PATH="$libdir" ldd "$tmp/user/prog-static" | grep -q libpasco; then
+	ok "prog-static has libpasco linked in"
+	run_counter "the static build" "$tmp/user/prog-static"
+else
+	fail "prog-static is missing or loads libpasco.so"
 fi
 finish

@@ -12,6 +12,11 @@ MAKE_CLICKS=$4
 SPARSE_LOGREG=$5
 WIDE_DEEP=$6
 TMP=$(mktemp -d)
+# Each launcher makes its cluster key file (pasco-key-*) under TMPDIR and
+# removes it when it ends; one killed with SIGKILL cannot, and this test
+# kills some: their key files go with $TMP.
+export TMPDIR="$TMP"
+killed=0
 MARK="pasco-test-$$"
 passed=0
 failed=0
@@ -155,6 +160,7 @@ PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP
 launcher=$!
 if wait_for 'grep -q "Finished epoch 2," "$TMP/killed.out"' 600; then
 	kill -KILL "$launcher"
+	killed=$((killed + 1))
 	wait "$launcher" 2>/dev/null
 	no_leftovers
 	PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP" -- \
@@ -181,6 +187,7 @@ PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP
 launcher=$!
 if wait_for 'grep -q "Epoch 3/1000: 200/200 steps" "$TMP/fit1.out"' 600; then
 	kill -KILL "$launcher"
+	killed=$((killed + 1))
 	wait "$launcher" 2>/dev/null
 	no_leftovers
 	PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP" -- \
@@ -265,6 +272,7 @@ PASCO_TEST_MARK=$MARK "$PASCO" launch --ps 1 --workers 1 -- "$EXAMPLE" \
 launcher=$!
 if wait_for 'grep -q "epoch 1:" "$TMP/kill.out"' 300; then
 	kill -KILL "$launcher"
+	killed=$((killed + 1))
 	wait "$launcher" 2>/dev/null
 	if no_leftovers; then ok "no process left after SIGKILL of the launcher"; else fail "left behind after SIGKILL: $(marked)"; fi
 else
@@ -430,6 +438,12 @@ if [ "$#" -eq 3 ] && [ "$2" = 600 ] && [ "$3" -eq 32 ] && [ ! -e "$1" ]; then
 	ok "each launch makes a private 32-byte key and removes it at the end"
 else
 	fail "launch key: $(cat "$TMP/key.out")"
+fi
+keys=$(find "$TMP" -maxdepth 1 -name 'pasco-key-*' | wc -l)
+if [ "$keys" -le "$killed" ]; then
+	ok "every launcher that ended removed its key file ($keys left by the $killed killed with SIGKILL)"
+else
+	fail "$keys key files left in TMPDIR, only $killed launchers were killed with SIGKILL"
 fi
 
 echo "$passed passed, $failed failed"
