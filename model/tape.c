@@ -319,8 +319,8 @@ pasco_tape_watch_table(pasco_tape *tp, pasco_tensor *table)
 	return leaf(tp, "watch_table", table, PASCI_TABLE);
 }
 
-static int
-cmp_i64(const void *a, const void *b)
+int
+pasci_cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
 	return (x > y) - (x < y);
@@ -357,7 +357,7 @@ pasco_tape_watch_rows(pasco_tape *tp, pasco_tensor *ids, pasco_tensor *rows)
 		pairs[2 * k]     = pasci_id_at(ids, k);
 		pairs[2 * k + 1] = k;
 	}
-	qsort(pairs, (size_t) count, 16, cmp_i64);
+	qsort(pairs, (size_t) count, 16, pasci_cmp_i64);
 	for (int64_t k = 0; k < count; k++) {
 		n->ids[k] = pairs[2 * k];
 		n->pos[k] = pairs[2 * k + 1];

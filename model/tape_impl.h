@@ -96,6 +96,9 @@ void *pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n);
 bool     pasci_tape_training(const pasco_tape *tp);
 uint64_t pasci_tape_seed(const pasco_tape *tp, int64_t index);
 
+/* qsort's comparison of int64_t values. */
+int pasci_cmp_i64(const void *a, const void *b);
+
 /* "f32[2,3]" for a node (buf of 64 bytes at least). */
 const char *pasci_tnode_spec(const pasco_tnode *n, char *buf, size_t len);
 #define PASCI_SPEC(n) pasci_tnode_spec((n), (char[80]){0}, 80)

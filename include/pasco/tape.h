@@ -23,6 +23,10 @@
  *     pasco_tape_grad_fini(g, 3);
  *     pasco_tape_free(tp);     // every node and value at once
  *
+ * With variables on ps tasks, pasco_tape_read reads a step's variables
+ * (whole, or the rows its ids look up) in one round trip and watches
+ * them; pasco_tape_apply sends every gradient in one mixed apply.
+ *
  * Nodes. A pasco_tnode is a value on the tape: a dense f32 or f64 tensor
  * (the dtype of its inputs; mixing the two in one op is an error). Its
  * memory belongs to the tape (one arena, freed by pasco_tape_free);
@@ -57,7 +61,9 @@
 
 #include "error.h"
 #include "ops.h"
+#include "optimizer.h"
 #include "tensor.h"
+#include "variable.h"
 
 typedef struct pasco_tape  pasco_tape;
 typedef struct pasco_tnode pasco_tnode;
@@ -180,5 +186,34 @@ int pasco_tape_gradient(pasco_tape *tp, pasco_tnode *target, size_t n,
 
 /* Releases the tensors of grads[0..n) and sets them NULL. */
 void pasco_tape_grad_fini(pasco_tape_grad *grads, size_t n);
+
+/* A variable of a step, read onto a tape by pasco_tape_read. ids NULL:
+ * the variable is read whole and watched (a dense source). Otherwise ids
+ * (i32 or i64, any shape, negative ids ignored as padding) are the ids the
+ * step will look up: the rows of the distinct ones are gathered and
+ * watched as a sparse source (pasco_tape_watch_rows), for
+ * pasco_t_embedding_lookup with those ids. ids is only read during the
+ * call. node is set by pasco_tape_read. */
+typedef struct pasco_tape_var {
+	pasco_variable     *var;
+	const pasco_tensor *ids;
+	pasco_tnode        *node;
+} pasco_tape_var;
+
+/* Reads vars[0..n) onto tp with every shard request in flight together
+ * (pasco_variable_read_mixed): one round trip for the step. Sets each
+ * vars[k].node. On failure the tape's error is set (the variable's
+ * message in it) and returned; no node is set. Blocks. */
+int pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars);
+
+/* The gradients of loss with respect to vars[0..n) (read by
+ * pasco_tape_read), applied with opt in one
+ * pasco_variable_apply_gradients_mixed: dense ones whole, sparse ones as
+ * ids and rows, every request in flight together and, with
+ * opt->iterations, one global step. A variable the loss does not depend
+ * on is left out (Keras skips a None gradient); none at all is
+ * PASCO_EINVAL. On failure the tape's error is set and returned. Blocks. */
+int pasco_tape_apply(pasco_tape *tp, pasco_tnode *loss, size_t n,
+    const pasco_tape_var *vars, const pasco_optimizer *opt);
 
 #endif
