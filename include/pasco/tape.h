@@ -7,12 +7,11 @@
  *     pasco_tape *tp;
  *     pasco_tape_alloc(&tp, true, 42);              // training, seed 42
  *     pasco_tnode *x = pasco_tape_constant(tp, batch);      // [32, 64]
- *     pasco_tnode *w = pasco_tape_watch(tp, kernel);        // [64, 10]
+ *     pasco_tnode *w = pasco_tape_watch(tp, kernel);        // [80, 10]
  *     pasco_tnode *b = pasco_tape_watch(tp, bias);          // [10]
- *     pasco_tnode *e = pasco_tape_watch_rows(tp, ids, rows);// gathered
+ *     pasco_tnode *e = pasco_tape_watch_rows(tp, ids, rows); // [n, 16]
  *     pasco_tnode *h = pasco_t_concat(tp, 2, (pasco_tnode *[]){
  *         x, pasco_t_embedding_lookup(tp, e, cats, PASCO_COMBINE_MEAN)}, -1);
- *     ...
  *     pasco_tnode *y = pasco_t_bias_add(tp, pasco_t_matmul(tp, h, w,
  *         false, false), b);
  *     pasco_tnode *loss = pasco_t_softmax_crossentropy(tp, y, labels);

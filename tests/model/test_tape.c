@@ -243,23 +243,35 @@ Test(tape, activation_gradients_match)
 	}
 }
 
-Test(tape, activations_match_the_kernels)
+Test(tape, activations_match_the_kernels_in_value_and_gradient)
 {
 	pasco_activation f[] = {PASCO_RELU, PASCO_SIGMOID, PASCO_TANH};
 	un_ctx ops[] = {{pasco_t_relu}, {pasco_t_sigmoid}, {pasco_t_tanh}};
 	for (int o = 0; o < 3; o++) {
 		pasco_tensor *x =
 		    rnd(PASCO_F32, 2, (int64_t[]){4, 6}, 30 + o, -3, 3);
-		pasco_tensor *y;
-		pasco_tape   *tp;
+		/* weighted's weights: the incoming gradient dy */
+		pasco_tensor   *dy = rnd(PASCO_F32, 2, x->shape, 99, -1, 1);
+		pasco_tensor   *y, *dx;
+		pasco_tape     *tp;
+		pasco_tape_grad g;
 		PASCO_PASS(pasco_tape_alloc(&tp, false, 0));
-		const pasco_tensor *v = pasco_tnode_value(
-		    ops[o].op(tp, pasco_tape_constant(tp, x)));
+		pasco_tnode        *w = pasco_tape_watch(tp, x);
+		pasco_tnode        *a = ops[o].op(tp, w);
+		const pasco_tensor *v = pasco_tnode_value(a);
+		PASCO_PASS(
+		    pasco_tape_gradient(tp, weighted(tp, a), 1, &w, &g));
 		PASCO_PASS(pasco_activate(f[o], x, &y));
+		PASCO_PASS(pasco_activate_grad(f[o], y, dy, &dx));
 		for (int64_t i = 0; i < x->count; i++) {
 			cr_assert_float_eq(pasco_tensor_get(v, i),
 			    pasco_tensor_get(y, i), 1e-6);
+			cr_assert_float_eq(pasco_tensor_get(g.dense, i),
+			    pasco_tensor_get(dx, i), 1e-6);
 		}
+		pasco_tape_grad_fini(&g, 1);
+		pasco_tensor_release(dx);
+		pasco_tensor_release(dy);
 		pasco_tensor_release(y);
 		pasco_tensor_release(x);
 		pasco_tape_free(tp);
@@ -951,16 +963,16 @@ Test(tape, an_error_names_the_op_shapes_and_dtypes_and_sticks)
 	pasco_tnode *b = zeros(tp, PASCO_F32, 10, 64);
 	cr_assert_null(pasco_t_matmul(tp, a, b, false, false));
 	cr_assert_eq(pasco_tape_error(tp), PASCO_EINVAL);
-	cr_assert_str_eq(
-	    pasco_tape_message(tp), "matmul: f32[32,64] x f32[10,64]: inner "
-	                            "dimensions 64 and 10 differ");
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "matmul: f32[32,64] x f32[10,64]: inner "
+	    "dimensions 64 and 10 differ");
 	/* later ops do nothing, even valid ones, and keep the first message */
 	cr_assert_null(pasco_t_matmul(tp, a, b, false, true));
 	cr_assert_null(pasco_t_relu(tp, NULL));
 	cr_assert_null(pasco_tape_watch(tp, NULL));
-	cr_assert_str_eq(
-	    pasco_tape_message(tp), "matmul: f32[32,64] x f32[10,64]: inner "
-	                            "dimensions 64 and 10 differ");
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "matmul: f32[32,64] x f32[10,64]: inner "
+	    "dimensions 64 and 10 differ");
 	PASCO_FAIL(pasco_tape_gradient(tp, a, 1, &a, &g), PASCO_EINVAL);
 	cr_assert_null(g.dense);
 	pasco_tape_free(tp);
