@@ -69,13 +69,13 @@ pasco_tape_free(pasco_tape *tp)
 int
 pasco_tape_error(const pasco_tape *tp)
 {
-	return tp->err;
+	return tp == NULL ? PASCO_EINVAL : tp->err;
 }
 
 const char *
 pasco_tape_message(const pasco_tape *tp)
 {
-	return tp->msg;
+	return tp == NULL ? "the tape is NULL" : tp->msg;
 }
 
 pasco_tnode *
@@ -482,8 +482,8 @@ pasco_tape_gradient(pasco_tape *tp, pasco_tnode *target, size_t n,
 {
 	int rv;
 	memset(grads, 0, n * sizeof(*grads));
-	if (tp->err != PASCO_OK) {
-		return tp->err;
+	if (tp == NULL || tp->err != PASCO_OK) {
+		return pasco_tape_error(tp);
 	}
 	if ((rv = check_sources(tp, target, n, sources)) != 0) {
 		return rv;

@@ -76,8 +76,9 @@ int pasco_tape_alloc(pasco_tape **out, bool training, uint64_t seed);
  * its leaves hold. NULL is a no-op. */
 void pasco_tape_free(pasco_tape *tp);
 
-/* The tape's first error (PASCO_OK if none), and its message ("" if
- * none). The message lives as long as the tape. */
+/* The tape's first error (PASCO_OK if none; PASCO_EINVAL for a NULL
+ * tape), and its message ("" if none). The message lives as long as the
+ * tape. */
 int         pasco_tape_error(const pasco_tape *tp);
 const char *pasco_tape_message(const pasco_tape *tp);
 
@@ -120,7 +121,8 @@ pasco_tnode *pasco_t_softmax(pasco_tape *tp, pasco_tnode *x);
 /* Keras's Dropout: in training, each element is zeroed with probability
  * rate and the others scaled by 1 / (1 - rate), the mask drawn from the
  * tape's seed and the op's position on the tape; otherwise (and at rate
- * 0) the identity. rate in [0, 1). */
+ * 0) the identity. rate in [0, 1). Two tapes with one seed draw the same
+ * masks: give each step its own seed (the global step mixed in, say). */
 pasco_tnode *pasco_t_dropout(pasco_tape *tp, pasco_tnode *x, double rate);
 
 /* Shapes. reshape: the same elements in a new shape; one dimension may be
