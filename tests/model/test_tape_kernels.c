@@ -181,6 +181,30 @@ Test(tape_kernels, embedding_lookup_gradients_match_for_sum_and_mean)
 	}
 }
 
+/* Two lookups of one table (a shared embedding), one per combiner, and
+ * the table's rows also reached through tanh: their parts are summed. */
+static pasco_tnode *
+b_embed_twice(pasco_tape *tp, pasco_tnode *const *s, void *ctx)
+{
+	emb_ctx     *e = ctx;
+	pasco_tnode *a =
+	    pasco_t_embedding_lookup(tp, s[0], e->ids, PASCO_COMBINE_SUM);
+	pasco_tnode *b =
+	    pasco_t_embedding_lookup(tp, s[0], e->ids, PASCO_COMBINE_MEAN);
+	return weighted(tp, pasco_t_concat(tp, 2,
+	                        (pasco_tnode *[]){a, pasco_t_tanh(tp, b)}, 0));
+}
+
+Test(tape_kernels, two_lookups_of_one_table_sum_their_sparse_gradients)
+{
+	int           kinds[] = {TABLE};
+	emb_ctx       e       = {ids_of(2, (int64_t[]){4, 3}, emb_ids), 0};
+	pasco_tensor *table   = r64(2, (int64_t[]){6, 3}, 85);
+	check_fd("two lookups", b_embed_twice, &e, 1, &table, kinds);
+	pasco_tensor_release(table);
+	pasco_tensor_release(e.ids);
+}
+
 /* The sparse gradient of reduce_sum(lookup(ids)) over a 5 x 2 table. */
 static void
 lookup_grad(pasco_combiner c, bool gathered, pasco_tape_grad *g, double *value)
