@@ -317,10 +317,9 @@ pasci_shard_calls_run(pasco_variable *v, shard_call *calls)
 	return calls_check(v, calls);
 }
 
-/* Runs the calls of n variables together (every request in flight at
- * once); the first failure is returned, recorded on its variable. */
-static int
-calls_run_many(size_t n, pasco_variable *const *vars, shard_call **calls)
+int
+pasci_shard_calls_run_many(
+    size_t n, pasco_variable *const *vars, shard_call **calls)
 {
 	fanout f;
 	int    rv = PASCO_OK;
@@ -337,9 +336,8 @@ calls_run_many(size_t n, pasco_variable *const *vars, shard_call **calls)
 
 /* Dense operations. */
 
-/* The read calls of v, one per shard. */
-static shard_call *
-read_calls(pasco_variable *v)
+shard_call *
+pasci_read_calls(pasco_variable *v)
 {
 	shard_call *calls = pasci_shard_calls_new(v, PASCI_METHOD_VAR_READ);
 	for (int32_t i = 0; calls != NULL && i < v->nshards; i++) {
@@ -348,9 +346,8 @@ read_calls(pasco_variable *v)
 	return calls;
 }
 
-/* v's value from its answered read calls. */
-static int
-read_assemble(pasco_variable *v, shard_call *calls, pasco_tensor **out)
+int
+pasci_read_assemble(pasco_variable *v, shard_call *calls, pasco_tensor **out)
 {
 	size_t row = pasci_variable_row_bytes(v);
 	int    rv  = PASCO_OK;
@@ -406,14 +403,14 @@ out:
 int
 pasco_variable_read(pasco_variable *v, pasco_tensor **out)
 {
-	shard_call *calls = read_calls(v);
+	shard_call *calls = pasci_read_calls(v);
 	int         rv;
 	*out = NULL;
 	if (calls == NULL) {
 		return PASCO_ENOMEM;
 	}
 	if ((rv = pasci_shard_calls_run(v, calls)) == 0) {
-		rv = read_assemble(v, calls, out);
+		rv = pasci_read_assemble(v, calls, out);
 	}
 	pasci_shard_calls_free(v, calls);
 	return rv;
@@ -429,14 +426,14 @@ pasco_variable_read_all(
 		outs[k] = NULL;
 	}
 	for (size_t k = 0; k < n && rv == 0; k++) {
-		rv = (calls[k] = read_calls(vars[k])) != NULL ? PASCO_OK
+		rv = (calls[k] = pasci_read_calls(vars[k])) != NULL ? PASCO_OK
 		                                              : PASCO_ENOMEM;
 	}
 	if (rv == 0) {
-		rv = calls_run_many(n, vars, calls);
+		rv = pasci_shard_calls_run_many(n, vars, calls);
 	}
 	for (size_t k = 0; k < n && rv == 0; k++) {
-		rv = read_assemble(vars[k], calls[k], &outs[k]);
+		rv = pasci_read_assemble(vars[k], calls[k], &outs[k]);
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (rv != 0) {
@@ -607,7 +604,7 @@ pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
 		for (size_t k = 0; k < n; k++) {
 			pasci_step_stamp(&st, vars[k], calls[k]);
 		}
-		rv = calls_run_many(n, vars, calls);
+		rv = pasci_shard_calls_run_many(n, vars, calls);
 	}
 	pasci_step_end(&st);
 	for (size_t k = 0; k < n && calls != NULL; k++) {

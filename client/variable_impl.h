@@ -83,6 +83,30 @@ int pasci_shard_calls_run(pasco_variable *v, shard_call *calls);
 
 void pasci_shard_calls_free(const pasco_variable *v, shard_call *calls);
 
+/* Runs the calls of n variables together (every request in flight at
+ * once); the first failure is returned, recorded on its variable. */
+int pasci_shard_calls_run_many(
+    size_t n, pasco_variable *const *vars, shard_call **calls);
+
+/* The read calls of v, one per shard; and v's value (*out, owned by the
+ * caller) from them once answered. */
+shard_call *pasci_read_calls(pasco_variable *v);
+int         pasci_read_assemble(
+            pasco_variable *v, shard_call *calls, pasco_tensor **out);
+
+/* A gather of v's rows by ids in three steps (variable_sparse.c), so the
+ * calls of several can be run together: prepare checks and routes the
+ * distinct ids (the failure recorded on v); the calls, once run, are
+ * turned by finish into the rows (ids.shape + v.shape[1:], owned by the
+ * caller); free accepts NULL. */
+typedef struct pasci_gather pasci_gather;
+int                         pasci_gather_prepare(
+                            pasco_variable *v, const pasco_tensor *ids, pasci_gather **out);
+shard_call *pasci_gather_calls(pasci_gather *g);
+int         pasci_gather_finish(
+            pasco_variable *v, pasci_gather *g, pasco_tensor **out);
+void pasci_gather_free(const pasco_variable *v, pasci_gather *g);
+
 /* The shard calls of a sparse update of v (variable_sparse.c): ids
  * checked, repeats summed, routed; a VAR_APPLY_SPARSE with opt, or with
  * opt NULL a VAR_SCATTER_ADD of scale x rows. Not stamped with a step.

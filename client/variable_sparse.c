@@ -229,99 +229,152 @@ out:
 	return rv;
 }
 
-/* Fetches the rows of the distinct ids uniq[0..nu) into urows [nu, ...]:
- * each id is asked once, from its shard, shards in parallel. */
-static int
-gather_unique(pasco_variable *v, const int64_t *uniq, int64_t nu, char *urows)
-{
-	routed      r     = {0};
-	shard_call *calls = NULL;
-	size_t      row   = pasci_variable_row_bytes(v);
-	int         rv;
+/* A gather in flight: the distinct ids asked of each shard. */
+struct pasci_gather {
+	int64_t    *flat, *uniq, *inverse, nu;
+	routed      r;
+	shard_call *calls;
+	int64_t     shape[PASCO_MAX_RANK];
+	int32_t     rank;
+};
 
-	if ((rv = route(v, uniq, nu, &r)) != 0 ||
-	    (calls = pasci_shard_calls_new(v, PASCI_METHOD_VAR_GATHER)) ==
-	        NULL) {
-		rv = rv != 0 ? rv : PASCO_ENOMEM;
-		goto out;
+void
+pasci_gather_free(const pasco_variable *v, pasci_gather *g)
+{
+	if (g == NULL) {
+		return;
+	}
+	pasci_shard_calls_free(v, g->calls);
+	routed_free(v, &g->r);
+	free(g->uniq);
+	free(g->inverse);
+	free(g->flat);
+	free(g);
+}
+
+shard_call *
+pasci_gather_calls(pasci_gather *g)
+{
+	return g->calls;
+}
+
+int
+pasci_gather_prepare(
+    pasco_variable *v, const pasco_tensor *ids, pasci_gather **out)
+{
+	pasci_gather *g = calloc(1, sizeof(*g));
+	int           rv;
+	*out = NULL;
+	if (g == NULL) {
+		return PASCO_ENOMEM;
+	}
+	if ((rv = read_ids(v, ids, "gather", &g->flat)) != 0) {
+		goto fail;
+	}
+	if (ids->rank + v->rank - 1 > PASCO_MAX_RANK) {
+		rv = pasci_variable_fail(v, PASCO_EINVAL,
+		    "gather on '%s': the "
+		    "result would have rank > %d",
+		    v->name, PASCO_MAX_RANK);
+		goto fail;
+	}
+	g->rank = ids->rank + v->rank - 1;
+	memcpy(g->shape, ids->shape, sizeof(int64_t) * (size_t) ids->rank);
+	memcpy(g->shape + ids->rank, v->shape + 1,
+	    sizeof(int64_t) * (size_t) (v->rank - 1));
+	/* Repeated ids (common in embedding lookups) are fetched once. */
+	if ((rv = unique_ids(
+	         g->flat, ids->count, &g->uniq, &g->nu, &g->inverse)) != 0 ||
+	    (rv = route(v, g->uniq, g->nu, &g->r)) != 0) {
+		goto fail;
+	}
+	if ((g->calls = pasci_shard_calls_new(v, PASCI_METHOD_VAR_GATHER)) ==
+	    NULL) {
+		rv = PASCO_ENOMEM;
+		goto fail;
 	}
 	for (int32_t s = 0; s < v->nshards; s++) {
-		if (r.local[s] != NULL) {
-			calls[s].used = true;
-			pasci_wire_add_tensor(&calls[s].b, r.local[s], NULL);
+		if (g->r.local[s] != NULL) {
+			g->calls[s].used = true;
+			pasci_wire_add_tensor(
+			    &g->calls[s].b, g->r.local[s], NULL);
 		}
 	}
-	if ((rv = pasci_shard_calls_run(v, calls)) != 0) {
-		goto out;
-	}
-	for (int32_t s = 0; s < v->nshards && rv == 0; s++) {
-		int64_t             k = r.start[s + 1] - r.start[s];
+	*out = g;
+	return PASCO_OK;
+fail:
+	pasci_gather_free(v, g);
+	return rv;
+}
+
+/* Stitches the shards' rows of the distinct ids into urows [nu, ...]. */
+static int
+gather_stitch(pasco_variable *v, pasci_gather *g, char *urows)
+{
+	size_t row = pasci_variable_row_bytes(v);
+	for (int32_t s = 0; s < v->nshards; s++) {
+		int64_t             k = g->r.start[s + 1] - g->r.start[s];
 		const pasco_tensor *rows;
-		if (!calls[s].used) {
+		if (!g->calls[s].used) {
 			continue;
 		}
-		rows = calls[s].reply.ntensors == 1 ? calls[s].reply.tensors[0]
-		                                    : NULL;
+		rows = g->calls[s].reply.ntensors == 1
+		           ? g->calls[s].reply.tensors[0]
+		           : NULL;
 		if (rows == NULL || rows->nbytes != (size_t) k * row) {
-			rv = pasci_variable_fail(v, PASCO_EPROTO,
+			return pasci_variable_fail(v, PASCO_EPROTO,
 			    "gather on '%s': %s "
 			    "answered the wrong number of rows",
 			    v->name, v->shards[s].name);
-			break;
 		}
 		for (int64_t j = 0; j < k; j++) {
-			memcpy(urows + (size_t) r.pos[r.start[s] + j] * row,
+			memcpy(
+			    urows + (size_t) g->r.pos[g->r.start[s] + j] * row,
 			    (const char *) rows->data + (size_t) j * row, row);
 		}
 	}
-out:
-	pasci_shard_calls_free(v, calls);
-	routed_free(v, &r);
-	return rv;
+	return PASCO_OK;
+}
+
+int
+pasci_gather_finish(pasco_variable *v, pasci_gather *g, pasco_tensor **out)
+{
+	size_t  row   = pasci_variable_row_bytes(v);
+	char   *urows = malloc(row * (size_t) g->nu + 1);
+	int64_t count = 1;
+	int     rv;
+	*out = NULL;
+	if (urows == NULL) {
+		return PASCO_ENOMEM;
+	}
+	if ((rv = gather_stitch(v, g, urows)) != 0 ||
+	    (rv = pasco_tensor_alloc(out, v->dtype, g->rank, g->shape)) != 0) {
+		free(urows);
+		return rv;
+	}
+	count = row > 0 ? (int64_t) ((*out)->nbytes / row) : 0;
+	for (int64_t i = 0; i < count; i++) {
+		memcpy((char *) (*out)->data + (size_t) i * row,
+		    urows + (size_t) g->inverse[i] * row, row);
+	}
+	free(urows);
+	return PASCO_OK;
 }
 
 int
 pasco_variable_gather(
     pasco_variable *v, const pasco_tensor *ids, pasco_tensor **out)
 {
-	int64_t *flat = NULL, *uniq = NULL, *inverse = NULL, nu = 0;
-	char    *urows = NULL;
-	size_t   row   = pasci_variable_row_bytes(v);
-	int64_t  shape[PASCO_MAX_RANK];
-	int      rv;
-
+	pasci_gather *g;
+	int           rv;
 	*out = NULL;
-	if ((rv = read_ids(v, ids, "gather", &flat)) != 0) {
+	if ((rv = pasci_gather_prepare(v, ids, &g)) != 0) {
 		return rv;
 	}
-	if (ids->rank + v->rank - 1 > PASCO_MAX_RANK) {
-		free(flat);
-		return pasci_variable_fail(v, PASCO_EINVAL,
-		    "gather on '%s': the "
-		    "result would have rank > %d",
-		    v->name, PASCO_MAX_RANK);
+	if ((rv = pasci_shard_calls_run(v, g->calls)) == 0) {
+		rv = pasci_gather_finish(v, g, out);
 	}
-	memcpy(shape, ids->shape, sizeof(int64_t) * (size_t) ids->rank);
-	memcpy(shape + ids->rank, v->shape + 1,
-	    sizeof(int64_t) * (size_t) (v->rank - 1));
-	/* Repeated ids (common in embedding lookups) are fetched once. */
-	if ((rv = unique_ids(flat, ids->count, &uniq, &nu, &inverse)) != 0 ||
-	    (urows = malloc(row * (size_t) nu + 1)) == NULL ||
-	    (rv = gather_unique(v, uniq, nu, urows)) != 0 ||
-	    (rv = pasco_tensor_alloc(
-	         out, v->dtype, ids->rank + v->rank - 1, shape)) != 0) {
-		rv = rv != 0 ? rv : PASCO_ENOMEM;
-		goto out;
-	}
-	for (int64_t i = 0; i < ids->count; i++) {
-		memcpy((char *) (*out)->data + (size_t) i * row,
-		    urows + (size_t) inverse[i] * row, row);
-	}
-out:
-	free(urows);
-	free(uniq);
-	free(inverse);
-	free(flat);
+	pasci_gather_free(v, g);
 	return rv;
 }
 

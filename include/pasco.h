@@ -57,6 +57,7 @@
 #include "pasco/partitioner.h"
 #include "pasco/server.h"
 #include "pasco/summary.h"
+#include "pasco/tape.h"
 #include "pasco/tfrecord.h"
 #include "pasco/tensor.h"
 #include "pasco/value.h"

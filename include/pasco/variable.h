@@ -33,6 +33,16 @@ int pasco_variable_read(pasco_variable *v, pasco_tensor **out);
 int pasco_variable_read_all(
     size_t n, pasco_variable *const *vars, pasco_tensor **outs);
 
+/* A step's reads at once (read_all with gathers among the reads): where
+ * ids is NULL or ids[k] is NULL, outs[k] gets the whole value of vars[k]
+ * as pasco_variable_read gives it; otherwise the rows of ids[k] as
+ * pasco_variable_gather gives them. Every shard request is in flight
+ * together: one round trip for the step. outs[k] is owned by the caller;
+ * on failure every outs[k] is NULL and the error is recorded on the
+ * variable that failed. */
+int pasco_variable_read_mixed(size_t n, pasco_variable *const *vars,
+    const pasco_tensor *const *ids, pasco_tensor **outs);
+
 /* v = value. value must have v's dtype and shape. Blocks. */
 int pasco_variable_assign(pasco_variable *v, const pasco_tensor *value);
 

@@ -20,11 +20,12 @@ ALLOWED = {
     "net": {"net", "base"},
     "client": {"client", "net", "base"},
     "kit": {"kit", "client", "net", "base"},
+    "model": {"model", "kit", "client", "net", "base"},
     "ps": {"ps", "net", "base"},
-    "worker": {"worker", "kit", "client", "net", "base"},
-    "coordinator": {"coordinator", "client", "net", "base"},
-    "node": {"node", "coordinator", "worker", "ps", "kit", "client", "net",
-             "base"},
+    "worker": {"worker", "model", "kit", "client", "net", "base"},
+    "coordinator": {"coordinator", "model", "client", "net", "base"},
+    "node": {"node", "coordinator", "worker", "ps", "model", "kit", "client",
+             "net", "base"},
 }
 GENERATED = {
     "wire.pb-c.h": {"net/wire.c", "net/wire_build.c"},

@@ -1,0 +1,220 @@
+/*
+ * The gradient tape: automatic differentiation for step functions, with
+ * tf.GradientTape's contract. Ops on a tape (pasco_t_*) compute their
+ * value at once and record what their backward needs; pasco_tape_gradient
+ * then walks the record backwards from a scalar to the watched sources.
+ *
+ *     pasco_tape *tp;
+ *     pasco_tape_alloc(&tp, true, 42);              // training, seed 42
+ *     pasco_tnode *x = pasco_tape_constant(tp, batch);      // [32, 64]
+ *     pasco_tnode *w = pasco_tape_watch(tp, kernel);        // [80, 10]
+ *     pasco_tnode *b = pasco_tape_watch(tp, bias);          // [10]
+ *     pasco_tnode *e = pasco_tape_watch_rows(tp, ids, rows); // [n, 16]
+ *     pasco_tnode *h = pasco_t_concat(tp, 2, (pasco_tnode *[]){
+ *         x, pasco_t_embedding_lookup(tp, e, cats, PASCO_COMBINE_MEAN)}, -1);
+ *     pasco_tnode *y = pasco_t_bias_add(tp, pasco_t_matmul(tp, h, w,
+ *         false, false), b);
+ *     pasco_tnode *loss = pasco_t_softmax_crossentropy(tp, y, labels);
+ *     pasco_tape_grad g[3];
+ *     if (pasco_tape_gradient(tp, loss, 3, (pasco_tnode *[]){w, b, e}, g))
+ *             fprintf(stderr, "%s\n", pasco_tape_message(tp));
+ *     // g[0].dense, g[1].dense: dense; g[2].ids + g[2].rows: sparse
+ *     pasco_tape_grad_fini(g, 3);
+ *     pasco_tape_free(tp);     // every node and value at once
+ *
+ * With variables on ps tasks, pasco_tape_read reads a step's variables
+ * (whole, or the rows its ids look up) in one round trip and watches
+ * them; pasco_tape_apply sends every gradient in one mixed apply.
+ *
+ * Nodes. A pasco_tnode is a value on the tape: a dense f32 or f64 tensor
+ * (the dtype of its inputs; mixing the two in one op is an error). Its
+ * memory belongs to the tape (one arena, freed by pasco_tape_free);
+ * pasco_tnode_value gives a read-only view. Leaves are made by
+ * pasco_tape_constant (not differentiated), pasco_tape_watch (a variable
+ * read whole: dense gradient), pasco_tape_watch_table and
+ * pasco_tape_watch_rows (an embedding table, whole or the rows gathered
+ * for a step: sparse gradient, read only through
+ * pasco_t_embedding_lookup). A leaf holds a reference to its tensor (not
+ * copied) until the tape is freed: do not write its data meanwhile.
+ *
+ * Errors. Ops never abort on bad input. The first error sticks to the
+ * tape: the op returns NULL, pasco_tape_error gives its code and
+ * pasco_tape_message a message naming the op, the shapes and the dtypes
+ * ("matmul: f32[32,64] x f32[10,64]: inner dimensions 64 and 10 differ");
+ * every later op on the tape does nothing and returns NULL (a NULL input
+ * is accepted for that reason), so a step checks once, at the end.
+ *
+ * Broadcasting. add, sub and mul take two tensors of one shape, or one
+ * whose shape is the trailing dimensions of the other's (a row [n]
+ * against [batch, n]; a scalar against anything): the smaller repeats.
+ *
+ * A tape is used by one thread. Not thread-safe: call from the owning
+ * thread.
+ */
+#ifndef PASCO_TAPE_H
+#define PASCO_TAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "ops.h"
+#include "optimizer.h"
+#include "tensor.h"
+#include "variable.h"
+
+typedef struct pasco_tape  pasco_tape;
+typedef struct pasco_tnode pasco_tnode;
+
+/* A new, empty tape. training selects dropout's behaviour (active only in
+ * training); seed makes dropout's masks reproducible: the same seed and
+ * the same ops give the same masks. PASCO_ENOMEM; *out NULL on failure. */
+int pasco_tape_alloc(pasco_tape **out, bool training, uint64_t seed);
+
+/* Frees the tape, its nodes and their values, and releases the tensors
+ * its leaves hold. NULL is a no-op. */
+void pasco_tape_free(pasco_tape *tp);
+
+/* The tape's first error (PASCO_OK if none; PASCO_EINVAL for a NULL
+ * tape), and its message ("" if none). The message lives as long as the
+ * tape. */
+int         pasco_tape_error(const pasco_tape *tp);
+const char *pasco_tape_message(const pasco_tape *tp);
+
+/* Leaves. Each holds a reference to t until the tape is freed. constant:
+ * an input that is not differentiated (features, labels). watch: a
+ * source with a dense gradient of t's shape. f32 or f64. */
+pasco_tnode *pasco_tape_constant(pasco_tape *tp, pasco_tensor *t);
+pasco_tnode *pasco_tape_watch(pasco_tape *tp, pasco_tensor *t);
+
+/* Sparse sources, for pasco_t_embedding_lookup only. watch_table: a whole
+ * table [vocab, dim]. watch_rows: the rows [n, dim] of a table gathered
+ * for ids [n] (i32 or i64; rows[i] is row ids[i]; repeated ids allowed).
+ * Their gradient is sparse: the ids a lookup touched and one row each. */
+pasco_tnode *pasco_tape_watch_table(pasco_tape *tp, pasco_tensor *table);
+pasco_tnode *pasco_tape_watch_rows(
+    pasco_tape *tp, pasco_tensor *ids, pasco_tensor *rows);
+
+/* A read-only view of a node's value, valid until the tape is freed (do
+ * not hold or release it). NULL for NULL. */
+const pasco_tensor *pasco_tnode_value(const pasco_tnode *n);
+
+/* Linear algebra and arithmetic. matmul: rank 2, op(a) op(b), op
+ * transposing when asked. add, sub, mul: elementwise with broadcasting
+ * (above). scale: a * s. bias_add: x [..., n] + bias [n]. */
+pasco_tnode *pasco_t_matmul(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b,
+    bool transpose_a, bool transpose_b);
+pasco_tnode *pasco_t_add(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_sub(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_mul(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_scale(pasco_tape *tp, pasco_tnode *a, double s);
+pasco_tnode *pasco_t_bias_add(
+    pasco_tape *tp, pasco_tnode *x, pasco_tnode *bias);
+
+/* Activations, elementwise; softmax over the last axis. */
+pasco_tnode *pasco_t_relu(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_sigmoid(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_tanh(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_softmax(pasco_tape *tp, pasco_tnode *x);
+
+/* Keras's Dropout: in training, each element is zeroed with probability
+ * rate and the others scaled by 1 / (1 - rate), the mask drawn from the
+ * tape's seed and the op's position on the tape; otherwise (and at rate
+ * 0) the identity. rate in [0, 1). Two tapes with one seed draw the same
+ * masks: give each step its own seed (the global step mixed in, say). */
+pasco_tnode *pasco_t_dropout(pasco_tape *tp, pasco_tnode *x, double rate);
+
+/* Shapes. reshape: the same elements in a new shape; one dimension may be
+ * -1 (inferred). concat: n tensors of one rank along axis (negative counts
+ * from the end: -1 is the last), the other dimensions equal. */
+pasco_tnode *pasco_t_reshape(
+    pasco_tape *tp, pasco_tnode *x, int32_t rank, const int64_t *shape);
+pasco_tnode *pasco_t_concat(
+    pasco_tape *tp, size_t n, pasco_tnode *const *xs, int32_t axis);
+
+/* Reductions over one axis (removed from the shape; negative counts from
+ * the end), or over every axis to a scalar with PASCO_T_ALL_AXES. */
+#define PASCO_T_ALL_AXES INT32_MIN
+pasco_tnode *pasco_t_reduce_sum(pasco_tape *tp, pasco_tnode *x, int32_t axis);
+pasco_tnode *pasco_t_reduce_mean(pasco_tape *tp, pasco_tnode *x, int32_t axis);
+
+/* Embedding lookup from a sparse source (watch_table or watch_rows): ids
+ * (i32 or i64) [batch, k] or [batch] (k = 1), several ids per example
+ * combined by sum or mean into [batch, dim]. A negative id is padding
+ * (no id): an example's mean is over its ids present, and an example
+ * without any gets zeros. An id outside the table, or not among the
+ * gathered ids, is an error. ids is only read during the call. */
+pasco_tnode *pasco_t_embedding_lookup(pasco_tape *tp, pasco_tnode *table,
+    const pasco_tensor *ids, pasco_combiner combiner);
+
+/* Losses: scalars (rank 0), means over every element as the kernels in
+ * ops.h compute them (labels and targets are not differentiated; they
+ * are only read during the call). mse: target of pred's element count.
+ * binary_crossentropy: probabilities clipped to [1e-7, 1 - 1e-7] as Keras
+ * does, or logits; labels of the same count. softmax_crossentropy:
+ * logits [batch, classes], labels class ids (i32 or i64) [batch]. */
+pasco_tnode *pasco_t_mse(
+    pasco_tape *tp, pasco_tnode *pred, const pasco_tensor *target);
+pasco_tnode *pasco_t_binary_crossentropy(
+    pasco_tape *tp, pasco_tnode *prob, const pasco_tensor *labels);
+pasco_tnode *pasco_t_binary_crossentropy_logits(
+    pasco_tape *tp, pasco_tnode *logits, const pasco_tensor *labels);
+pasco_tnode *pasco_t_softmax_crossentropy(
+    pasco_tape *tp, pasco_tnode *logits, const pasco_tensor *labels);
+
+/* Keras's l2 regulariser: l2 * sum(w^2), a scalar. */
+pasco_tnode *pasco_t_l2(pasco_tape *tp, pasco_tnode *w, double l2);
+
+/* One source's gradient. Dense (watch): dense has the source's dtype and
+ * shape. Sparse (watch_table, watch_rows): ids (i64 [n], ascending, each
+ * once) and rows [n, dim], the contributions of repeated ids summed; ids
+ * index the table. Every field NULL when the target does not depend on
+ * the source (TensorFlow's None). The tensors are owned by the caller. */
+typedef struct pasco_tape_grad {
+	pasco_tensor *dense;
+	pasco_tensor *ids;
+	pasco_tensor *rows;
+} pasco_tape_grad;
+
+/* The gradients of target (a node of one element) with respect to
+ * sources[0..n) (leaves made by watch, watch_table or watch_rows), into
+ * grads[0..n). May be called more than once on one tape. On failure
+ * (the tape's error, or PASCO_EINVAL for a bad target or source, also
+ * recorded on the tape) every field of grads is NULL. */
+int pasco_tape_gradient(pasco_tape *tp, pasco_tnode *target, size_t n,
+    pasco_tnode *const *sources, pasco_tape_grad *grads);
+
+/* Releases the tensors of grads[0..n) and sets them NULL. */
+void pasco_tape_grad_fini(pasco_tape_grad *grads, size_t n);
+
+/* A variable of a step, read onto a tape by pasco_tape_read. ids NULL:
+ * the variable is read whole and watched (a dense source). Otherwise ids
+ * (i32 or i64, any shape, negative ids ignored as padding) are the ids the
+ * step will look up: the rows of the distinct ones are gathered and
+ * watched as a sparse source (pasco_tape_watch_rows), for
+ * pasco_t_embedding_lookup with those ids. ids is only read during the
+ * call. node is set by pasco_tape_read. */
+typedef struct pasco_tape_var {
+	pasco_variable     *var;
+	const pasco_tensor *ids;
+	pasco_tnode        *node;
+} pasco_tape_var;
+
+/* Reads vars[0..n) onto tp with every shard request in flight together
+ * (pasco_variable_read_mixed): one round trip for the step. Sets each
+ * vars[k].node. On failure the tape's error is set (the variable's
+ * message in it) and returned; no node is set. Blocks. */
+int pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars);
+
+/* The gradients of loss with respect to vars[0..n) (read by
+ * pasco_tape_read), applied with opt in one
+ * pasco_variable_apply_gradients_mixed: dense ones whole, sparse ones as
+ * ids and rows, every request in flight together and, with
+ * opt->iterations, one global step. A variable the loss does not depend
+ * on is left out (Keras skips a None gradient); none at all is
+ * PASCO_EINVAL. On failure the tape's error is set and returned. Blocks. */
+int pasco_tape_apply(pasco_tape *tp, pasco_tnode *loss, size_t n,
+    const pasco_tape_var *vars, const pasco_optimizer *opt);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * Activations on the tape (relu, sigmoid, tanh elementwise; softmax over
+ * the last axis) and dropout, each with its backward. The activations'
+ * backward needs only their output; dropout keeps its mask, drawn from
+ * the tape's seed and the op's position, so a step replayed with the same
+ * seed drops the same elements.
+ */
+#include <math.h>
+
+#include "tape_impl.h"
+
+enum { ACT_RELU, ACT_SIGMOID, ACT_TANH };
+
+static double
+act(int f, double x)
+{
+	switch (f) {
+	case ACT_RELU:
+		return x > 0 ? x : 0;
+	case ACT_SIGMOID:
+		return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+	default:
+		return tanh(x);
+	}
+}
+
+/* The derivative from the output y. */
+static double
+act_grad(int f, double y)
+{
+	switch (f) {
+	case ACT_RELU:
+		return y > 0 ? 1 : 0;
+	case ACT_SIGMOID:
+		return y * (1 - y);
+	default:
+		return 1 - y * y;
+	}
+}
+
+static void
+act_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_dtype dt = n->value.dtype;
+	void       *dx = pasci_tape_grad_of(tp, n->in[0]);
+	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
+		pasci_acc(dt, dx, i,
+		    pasci_ld(dt, n->grad, i) *
+		        act_grad((int) n->i[0], pasci_val(n, i)));
+	}
+}
+
+static const pasci_tape_op act_ops[] = {
+    [ACT_RELU]    = {"relu", act_backward},
+    [ACT_SIGMOID] = {"sigmoid", act_backward},
+    [ACT_TANH]    = {"tanh", act_backward},
+};
+
+static pasco_tnode *
+activate(pasco_tape *tp, int f, pasco_tnode *x)
+{
+	pasco_tnode *n;
+	if (!pasci_tape_check(tp, act_ops[f].name, 1, &x) ||
+	    (n = pasci_tape_node(tp, &act_ops[f], x->value.dtype,
+	         x->value.rank, x->value.shape, 1, &x)) == NULL) {
+		return NULL;
+	}
+	n->i[0] = f;
+	for (int64_t i = 0; i < n->value.count; i++) {
+		pasci_st(
+		    n->value.dtype, n->value.data, i, act(f, pasci_val(x, i)));
+	}
+	return n;
+}
+
+pasco_tnode *
+pasco_t_relu(pasco_tape *tp, pasco_tnode *x)
+{
+	return activate(tp, ACT_RELU, x);
+}
+
+pasco_tnode *
+pasco_t_sigmoid(pasco_tape *tp, pasco_tnode *x)
+{
+	return activate(tp, ACT_SIGMOID, x);
+}
+
+pasco_tnode *
+pasco_t_tanh(pasco_tape *tp, pasco_tnode *x)
+{
+	return activate(tp, ACT_TANH, x);
+}
+
+/* dx = y * (dy - sum(dy * y)) per row. */
+static void
+softmax_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_dtype dt   = n->value.dtype;
+	int64_t     cols = n->value.shape[n->value.rank - 1];
+	int64_t     rows = cols ? n->value.count / cols : 0;
+	void       *dx   = pasci_tape_grad_of(tp, n->in[0]);
+	for (int64_t r = 0; dx != NULL && r < rows; r++) {
+		double dot = 0;
+		for (int64_t j = 0; j < cols; j++) {
+			dot += pasci_ld(dt, n->grad, r * cols + j) *
+			       pasci_val(n, r * cols + j);
+		}
+		for (int64_t j = 0; j < cols; j++) {
+			int64_t i = r * cols + j;
+			pasci_acc(dt, dx, i,
+			    pasci_val(n, i) *
+			        (pasci_ld(dt, n->grad, i) - dot));
+		}
+	}
+}
+
+static const pasci_tape_op softmax_op = {"softmax", softmax_backward};
+
+pasco_tnode *
+pasco_t_softmax(pasco_tape *tp, pasco_tnode *x)
+{
+	pasco_tnode *n;
+	int64_t      cols, rows;
+	if (!pasci_tape_check(tp, "softmax", 1, &x)) {
+		return NULL;
+	}
+	if (x->value.rank < 1) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "softmax: %s: needs rank 1 or more (over the last axis)",
+		    PASCI_SPEC(x));
+	}
+	n = pasci_tape_node(tp, &softmax_op, x->value.dtype, x->value.rank,
+	    x->value.shape, 1, &x);
+	if (n == NULL) {
+		return NULL;
+	}
+	cols = x->value.shape[x->value.rank - 1];
+	rows = cols ? x->value.count / cols : 0;
+	for (int64_t r = 0; r < rows; r++) {
+		double max = -INFINITY, z = 0;
+		for (int64_t j = 0; j < cols; j++) {
+			max = fmax(max, pasci_val(x, r * cols + j));
+		}
+		for (int64_t j = 0; j < cols; j++) {
+			z += exp(pasci_val(x, r * cols + j) - max);
+		}
+		for (int64_t j = 0; j < cols; j++) {
+			pasci_st(n->value.dtype, n->value.data, r * cols + j,
+			    exp(pasci_val(x, r * cols + j) - max) / z);
+		}
+	}
+	return n;
+}
+
+/* ---- dropout ---- */
+
+static uint64_t
+splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z          = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* n->aux: one byte per element, 1 where kept (NULL: the identity); n->f:
+ * the scale of kept elements. */
+static void
+dropout_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_dtype          dt   = n->value.dtype;
+	const unsigned char *keep = n->aux;
+	void                *dx   = pasci_tape_grad_of(tp, n->in[0]);
+	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
+		if (keep == NULL || keep[i]) {
+			pasci_acc(dt, dx, i, n->f * pasci_ld(dt, n->grad, i));
+		}
+	}
+}
+
+static const pasci_tape_op dropout_op = {"dropout", dropout_backward};
+
+pasco_tnode *
+pasco_t_dropout(pasco_tape *tp, pasco_tnode *x, double rate)
+{
+	pasco_tnode   *n;
+	unsigned char *keep = NULL;
+	uint64_t       state;
+	if (!pasci_tape_check(tp, "dropout", 1, &x)) {
+		return NULL;
+	}
+	if (!(rate >= 0 && rate < 1)) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "dropout: %s: rate %g is outside [0, 1)", PASCI_SPEC(x),
+		    rate);
+	}
+	n = pasci_tape_node(tp, &dropout_op, x->value.dtype, x->value.rank,
+	    x->value.shape, 1, &x);
+	if (n == NULL) {
+		return NULL;
+	}
+	n->f = 1;
+	if (pasci_tape_training(tp) && rate > 0) {
+		if ((keep = pasci_tape_mem(tp, (size_t) x->value.count + 1)) ==
+		    NULL) {
+			return NULL;
+		}
+		n->f  = 1 / (1 - rate);
+		state = pasci_tape_seed(tp, n->index);
+		for (int64_t i = 0; i < x->value.count; i++) {
+			/* 53 random bits: a uniform double in [0, 1) */
+			double u =
+			    (double) (splitmix64(&state) >> 11) * 0x1p-53;
+			keep[i] = u >= rate;
+		}
+	}
+	n->aux = keep;
+	for (int64_t i = 0; i < n->value.count; i++) {
+		pasci_st(n->value.dtype, n->value.data, i,
+		    keep == NULL || keep[i] ? n->f * pasci_val(x, i) : 0);
+	}
+	return n;
+}

@@ -1,0 +1,518 @@
+/*
+ * Dense ops on the tape: matmul (cblas, f32 or f64), elementwise add /
+ * sub / mul with broadcasting of trailing dimensions, scale, bias_add,
+ * reshape, concat and reductions; each with its backward. Each op checks
+ * its inputs and reports a mismatch on the tape, naming the op, the
+ * shapes and the dtypes.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "tape_impl.h"
+
+/* c = beta c + op(a) op(b), row-major, m x n, inner k. */
+static void
+gemm(pasco_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+    const void *a, int64_t lda, const void *b, int64_t ldb, double beta,
+    void *c, int64_t ldc)
+{
+	if (m == 0 || n == 0 || k == 0) {
+		return;
+	}
+	if (dt == PASCO_F32) {
+		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		    tb ? CblasTrans : CblasNoTrans, (blasint) m, (blasint) n,
+		    (blasint) k, 1.0f, a, (blasint) lda, b, (blasint) ldb,
+		    (float) beta, c, (blasint) ldc);
+	} else {
+		cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		    tb ? CblasTrans : CblasNoTrans, (blasint) m, (blasint) n,
+		    (blasint) k, 1.0, a, (blasint) lda, b, (blasint) ldb, beta,
+		    c, (blasint) ldc);
+	}
+}
+
+static void
+matmul_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_tnode *a = n->in[0], *b = n->in[1];
+	bool         ta = n->flag[0], tb = n->flag[1];
+	int64_t      m = n->value.shape[0], cols = n->value.shape[1];
+	int64_t      k   = ta ? a->value.shape[0] : a->value.shape[1];
+	int64_t      lda = a->value.shape[1], ldb = b->value.shape[1];
+	pasco_dtype  dt = n->value.dtype;
+	void *da = pasci_tape_grad_of(tp, a), *db = pasci_tape_grad_of(tp, b);
+	if (da != NULL && !ta) { /* dA += dC op(B)^T */
+		gemm(dt, false, !tb, m, k, cols, n->grad, cols, b->value.data,
+		    ldb, 1, da, k);
+	} else if (da != NULL) { /* dA += op(B) dC^T */
+		gemm(dt, tb, true, k, m, cols, b->value.data, ldb, n->grad,
+		    cols, 1, da, m);
+	}
+	if (db != NULL && !tb) { /* dB += op(A)^T dC */
+		gemm(dt, !ta, false, k, cols, m, a->value.data, lda, n->grad,
+		    cols, 1, db, cols);
+	} else if (db != NULL) { /* dB += dC^T op(A) */
+		gemm(dt, true, ta, cols, k, m, n->grad, cols, a->value.data,
+		    lda, 1, db, k);
+	}
+}
+
+static const pasci_tape_op matmul_op = {"matmul", matmul_backward};
+
+pasco_tnode *
+pasco_t_matmul(
+    pasco_tape *tp, pasco_tnode *a, pasco_tnode *b, bool ta, bool tb)
+{
+	pasco_tnode *n;
+	int64_t      m, k, k2, cols;
+	if (!pasci_tape_check(tp, "matmul", 2, (pasco_tnode *[]){a, b}) ||
+	    !pasci_tape_same_dtype(tp, "matmul", a, b)) {
+		return NULL;
+	}
+	if (a->value.rank != 2 || b->value.rank != 2) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "matmul: %s x %s: both must have rank 2", PASCI_SPEC(a),
+		    PASCI_SPEC(b));
+	}
+	m    = ta ? a->value.shape[1] : a->value.shape[0];
+	k    = ta ? a->value.shape[0] : a->value.shape[1];
+	k2   = tb ? b->value.shape[1] : b->value.shape[0];
+	cols = tb ? b->value.shape[0] : b->value.shape[1];
+	if (k != k2) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "matmul: %s%s x %s%s: inner dimensions %lld and %lld "
+		    "differ",
+		    PASCI_SPEC(a), ta ? "^T" : "", PASCI_SPEC(b),
+		    tb ? "^T" : "", (long long) k, (long long) k2);
+	}
+	n = pasci_tape_node(tp, &matmul_op, a->value.dtype, 2,
+	    (int64_t[]){m, cols}, 2, (pasco_tnode *[]){a, b});
+	if (n == NULL) {
+		return NULL;
+	}
+	n->flag[0] = ta;
+	n->flag[1] = tb;
+	gemm(n->value.dtype, ta, tb, m, cols, k, a->value.data,
+	    a->value.shape[1], b->value.data, b->value.shape[1], 0,
+	    n->value.data, cols);
+	return n;
+}
+
+/* ---- elementwise, with broadcasting ---- */
+
+enum { EW_ADD, EW_SUB, EW_MUL };
+
+/* x's shape is the trailing dimensions of big's. */
+static bool
+is_suffix(const pasco_tensor *x, const pasco_tensor *big)
+{
+	if (x->rank > big->rank) {
+		return false;
+	}
+	for (int32_t d = 0; d < x->rank; d++) {
+		if (x->shape[d] != big->shape[big->rank - x->rank + d]) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static void
+ew_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_tnode *a = n->in[0], *b = n->in[1];
+	pasco_dtype  dt = n->value.dtype;
+	int64_t      ca = a->value.count, cb = b->value.count;
+	void *da = pasci_tape_grad_of(tp, a), *db = pasci_tape_grad_of(tp, b);
+	for (int64_t i = 0; i < n->value.count; i++) {
+		double g = pasci_ld(dt, n->grad, i);
+		if (n->i[0] == EW_MUL) {
+			if (da != NULL) {
+				pasci_acc(
+				    dt, da, i % ca, g * pasci_val(b, i % cb));
+			}
+			if (db != NULL) {
+				pasci_acc(
+				    dt, db, i % cb, g * pasci_val(a, i % ca));
+			}
+			continue;
+		}
+		if (da != NULL) {
+			pasci_acc(dt, da, i % ca, g);
+		}
+		if (db != NULL) {
+			pasci_acc(dt, db, i % cb, n->i[0] == EW_SUB ? -g : g);
+		}
+	}
+}
+
+static const pasci_tape_op ew_ops[] = {
+    [EW_ADD] = {"add", ew_backward},
+    [EW_SUB] = {"sub", ew_backward},
+    [EW_MUL] = {"mul", ew_backward},
+};
+
+static pasco_tnode *
+elementwise(pasco_tape *tp, int kind, pasco_tnode *a, pasco_tnode *b)
+{
+	const char  *name = ew_ops[kind].name;
+	pasco_tnode *n, *big;
+	pasco_dtype  dt;
+	int64_t      ca, cb;
+	if (!pasci_tape_check(tp, name, 2, (pasco_tnode *[]){a, b}) ||
+	    !pasci_tape_same_dtype(tp, name, a, b)) {
+		return NULL;
+	}
+	big = a->value.rank >= b->value.rank ? a : b;
+	if (!is_suffix(&a->value, &big->value) ||
+	    !is_suffix(&b->value, &big->value)) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: %s and %s: shapes do not broadcast (one must be the "
+		    "trailing dimensions of the other)",
+		    name, PASCI_SPEC(a), PASCI_SPEC(b));
+	}
+	dt = a->value.dtype;
+	n  = pasci_tape_node(tp, &ew_ops[kind], dt, big->value.rank,
+	     big->value.shape, 2, (pasco_tnode *[]){a, b});
+	if (n == NULL) {
+		return NULL;
+	}
+	n->i[0] = kind;
+	ca      = a->value.count;
+	cb      = b->value.count;
+	for (int64_t i = 0; i < n->value.count; i++) {
+		double x = pasci_val(a, i % ca), y = pasci_val(b, i % cb);
+		pasci_st(dt, n->value.data, i,
+		    kind == EW_ADD   ? x + y
+		    : kind == EW_SUB ? x - y
+		                     : x * y);
+	}
+	return n;
+}
+
+pasco_tnode *
+pasco_t_add(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b)
+{
+	return elementwise(tp, EW_ADD, a, b);
+}
+
+pasco_tnode *
+pasco_t_sub(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b)
+{
+	return elementwise(tp, EW_SUB, a, b);
+}
+
+pasco_tnode *
+pasco_t_mul(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b)
+{
+	return elementwise(tp, EW_MUL, a, b);
+}
+
+static void
+scale_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	void *dx = pasci_tape_grad_of(tp, n->in[0]);
+	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
+		pasci_acc(n->value.dtype, dx, i,
+		    n->f * pasci_ld(n->value.dtype, n->grad, i));
+	}
+}
+
+static const pasci_tape_op scale_op = {"scale", scale_backward};
+
+pasco_tnode *
+pasco_t_scale(pasco_tape *tp, pasco_tnode *a, double s)
+{
+	pasco_tnode *n;
+	if (!pasci_tape_check(tp, "scale", 1, &a) ||
+	    (n = pasci_tape_node(tp, &scale_op, a->value.dtype, a->value.rank,
+	         a->value.shape, 1, &a)) == NULL) {
+		return NULL;
+	}
+	n->f = s;
+	for (int64_t i = 0; i < n->value.count; i++) {
+		pasci_st(
+		    n->value.dtype, n->value.data, i, s * pasci_val(a, i));
+	}
+	return n;
+}
+
+static void
+bias_add_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_dtype dt   = n->value.dtype;
+	int64_t     cols = n->in[1]->value.count;
+	void       *dx   = pasci_tape_grad_of(tp, n->in[0]);
+	void       *db   = pasci_tape_grad_of(tp, n->in[1]);
+	for (int64_t i = 0; i < n->value.count; i++) {
+		double g = pasci_ld(dt, n->grad, i);
+		if (dx != NULL) {
+			pasci_acc(dt, dx, i, g);
+		}
+		if (db != NULL) {
+			pasci_acc(dt, db, i % cols, g);
+		}
+	}
+}
+
+static const pasci_tape_op bias_add_op = {"bias_add", bias_add_backward};
+
+pasco_tnode *
+pasco_t_bias_add(pasco_tape *tp, pasco_tnode *x, pasco_tnode *bias)
+{
+	pasco_tnode *n;
+	int64_t      cols;
+	if (!pasci_tape_check(tp, "bias_add", 2, (pasco_tnode *[]){x, bias}) ||
+	    !pasci_tape_same_dtype(tp, "bias_add", x, bias)) {
+		return NULL;
+	}
+	if (x->value.rank < 1 || bias->value.rank != 1 ||
+	    bias->value.shape[0] != x->value.shape[x->value.rank - 1]) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "bias_add: %s + %s: the bias must be [n] for x [..., n]",
+		    PASCI_SPEC(x), PASCI_SPEC(bias));
+	}
+	n = pasci_tape_node(tp, &bias_add_op, x->value.dtype, x->value.rank,
+	    x->value.shape, 2, (pasco_tnode *[]){x, bias});
+	if (n == NULL) {
+		return NULL;
+	}
+	cols = bias->value.count;
+	for (int64_t i = 0; i < n->value.count; i++) {
+		pasci_st(n->value.dtype, n->value.data, i,
+		    pasci_val(x, i) + pasci_val(bias, i % cols));
+	}
+	return n;
+}
+
+/* ---- shapes ---- */
+
+/* dx += dy elementwise (same element order): reshape's backward. */
+static void
+copy_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	void *dx = pasci_tape_grad_of(tp, n->in[0]);
+	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
+		pasci_acc(n->value.dtype, dx, i,
+		    pasci_ld(n->value.dtype, n->grad, i));
+	}
+}
+
+static const pasci_tape_op reshape_op = {"reshape", copy_backward};
+
+pasco_tnode *
+pasco_t_reshape(
+    pasco_tape *tp, pasco_tnode *x, int32_t rank, const int64_t *shape)
+{
+	int64_t      dims[PASCO_MAX_RANK], known = 1;
+	int32_t      infer = -1;
+	pasco_tnode *n;
+	char         want[80];
+	if (!pasci_tape_check(tp, "reshape", 1, &x)) {
+		return NULL;
+	}
+	if (rank < 0 || rank > PASCO_MAX_RANK || (rank > 0 && shape == NULL)) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "reshape: %s: rank %d is outside [0, %d]", PASCI_SPEC(x),
+		    (int) rank, PASCO_MAX_RANK);
+	}
+	for (int32_t d = 0; d < rank; d++) {
+		dims[d] = shape[d];
+		if (shape[d] == -1 && infer < 0) {
+			infer = d;
+		} else if (shape[d] < 0) {
+			infer = -2;
+			break;
+		} else {
+			known *= shape[d];
+		}
+	}
+	if (infer >= 0 && known > 0 && x->value.count % known == 0) {
+		dims[infer] = x->value.count / known;
+		known *= dims[infer];
+	}
+	if (infer == -2 || known != x->value.count) {
+		pasco_tensor_spec_string(
+		    x->value.dtype, rank, shape, want, sizeof(want));
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "reshape: %s to %s: element counts differ (or more than "
+		    "one -1)",
+		    PASCI_SPEC(x), want);
+	}
+	n = pasci_tape_node(
+	    tp, &reshape_op, x->value.dtype, rank, dims, 1, &x);
+	if (n != NULL) {
+		memcpy(n->value.data, x->value.data, n->value.nbytes);
+	}
+	return n;
+}
+
+/* Each input's rows of concat: outer (the product of the dimensions before
+ * the axis) rows of width[k] = its dimensions from the axis on. */
+static void
+concat_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_dtype dt = n->value.dtype;
+	int64_t outer = n->i[0], total = n->value.count / (outer ? outer : 1);
+	int64_t off = 0;
+	for (size_t k = 0; k < n->nin; k++) {
+		pasco_tnode *x     = n->ins[k];
+		int64_t      width = outer ? x->value.count / outer : 0;
+		void        *dx    = pasci_tape_grad_of(tp, x);
+		for (int64_t r = 0; dx != NULL && r < outer; r++) {
+			for (int64_t j = 0; j < width; j++) {
+				pasci_acc(dt, dx, r * width + j,
+				    pasci_ld(
+				        dt, n->grad, r * total + off + j));
+			}
+		}
+		off += width;
+	}
+}
+
+static const pasci_tape_op concat_op = {"concat", concat_backward};
+
+static bool
+concat_fits(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b, int32_t axis)
+{
+	bool ok = a->value.rank == b->value.rank;
+	for (int32_t d = 0; ok && d < a->value.rank; d++) {
+		ok = d == axis || a->value.shape[d] == b->value.shape[d];
+	}
+	if (!ok) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "concat: %s and %s along axis %d: the other dimensions "
+		    "differ",
+		    PASCI_SPEC(a), PASCI_SPEC(b), (int) axis);
+	}
+	return ok && pasci_tape_same_dtype(tp, "concat", a, b);
+}
+
+pasco_tnode *
+pasco_t_concat(pasco_tape *tp, size_t nx, pasco_tnode *const *xs, int32_t axis)
+{
+	int64_t      shape[PASCO_MAX_RANK], outer = 1, off = 0, total;
+	pasco_tnode *n, *x0;
+	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK) {
+		return NULL;
+	}
+	if (nx == 0 || xs == NULL) {
+		return pasci_tape_fail(tp, PASCO_EINVAL, "concat: no inputs");
+	}
+	if (!pasci_tape_check(tp, "concat", nx, xs) ||
+	    (axis = pasci_tape_axis(tp, "concat", xs[0], axis)) < 0) {
+		return NULL;
+	}
+	x0 = xs[0];
+	memcpy(shape, x0->value.shape, sizeof(shape));
+	for (size_t k = 1; k < nx; k++) {
+		if (!concat_fits(tp, x0, xs[k], axis)) {
+			return NULL;
+		}
+		shape[axis] += xs[k]->value.shape[axis];
+	}
+	for (int32_t d = 0; d < axis; d++) {
+		outer *= shape[d];
+	}
+	n = pasci_tape_node(
+	    tp, &concat_op, x0->value.dtype, x0->value.rank, shape, nx, xs);
+	if (n == NULL) {
+		return NULL;
+	}
+	n->i[0] = outer;
+	total   = outer ? n->value.count / outer : 0;
+	for (size_t k = 0; k < nx; k++) {
+		int64_t width = outer ? xs[k]->value.count / outer : 0;
+		size_t  es    = pasco_dtype_size(n->value.dtype);
+		for (int64_t r = 0; r < outer; r++) {
+			memcpy((char *) n->value.data +
+			           (size_t) (r * total + off) * es,
+			    (char *) xs[k]->value.data +
+			        (size_t) (r * width) * es,
+			    (size_t) width * es);
+		}
+		off += width;
+	}
+	return n;
+}
+
+/* ---- reductions ---- */
+
+/* x viewed as [outer, len, inner]; the result [outer, inner] is the sum
+ * (times scale: 1, or 1 / len for a mean) over len. */
+static void
+reduce_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_tnode *x   = n->in[0];
+	pasco_dtype  dt  = n->value.dtype;
+	int64_t      len = n->i[0], inner = n->i[1];
+	void        *dx = pasci_tape_grad_of(tp, x);
+	for (int64_t i = 0; dx != NULL && i < x->value.count; i++) {
+		int64_t o = i / (len * inner), j = i % inner;
+		pasci_acc(
+		    dt, dx, i, n->f * pasci_ld(dt, n->grad, o * inner + j));
+	}
+}
+
+static const pasci_tape_op reduce_ops[] = {
+    {"reduce_sum", reduce_backward},
+    {"reduce_mean", reduce_backward},
+};
+
+static pasco_tnode *
+reduce(pasco_tape *tp, bool mean, pasco_tnode *x, int32_t axis)
+{
+	const char  *name = reduce_ops[mean].name;
+	int64_t      shape[PASCO_MAX_RANK], len, inner = 1;
+	int32_t      rank = 0;
+	pasco_tnode *n;
+	if (!pasci_tape_check(tp, name, 1, &x)) {
+		return NULL;
+	}
+	if (axis == PASCO_T_ALL_AXES) {
+		len = x->value.count;
+	} else if ((axis = pasci_tape_axis(tp, name, x, axis)) < 0) {
+		return NULL;
+	} else {
+		len = x->value.shape[axis];
+		for (int32_t d = 0; d < x->value.rank; d++) {
+			if (d != axis) {
+				shape[rank++] = x->value.shape[d];
+			}
+			if (d > axis) {
+				inner *= x->value.shape[d];
+			}
+		}
+	}
+	if (mean && len == 0) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "reduce_mean: %s: the mean of no elements", PASCI_SPEC(x));
+	}
+	n = pasci_tape_node(
+	    tp, &reduce_ops[mean], x->value.dtype, rank, shape, 1, &x);
+	if (n == NULL) {
+		return NULL;
+	}
+	n->i[0] = len;
+	n->i[1] = inner;
+	n->f    = mean ? 1.0 / (double) len : 1.0;
+	for (int64_t i = 0; i < x->value.count; i++) {
+		int64_t o = i / (len * inner), j = i % inner;
+		pasci_acc(n->value.dtype, n->value.data, o * inner + j,
+		    n->f * pasci_val(x, i));
+	}
+	return n;
+}
+
+pasco_tnode *
+pasco_t_reduce_sum(pasco_tape *tp, pasco_tnode *x, int32_t axis)
+{
+	return reduce(tp, false, x, axis);
+}
+
+pasco_tnode *
+pasco_t_reduce_mean(pasco_tape *tp, pasco_tnode *x, int32_t axis)
+{
+	return reduce(tp, true, x, axis);
+}

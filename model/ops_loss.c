@@ -1,0 +1,237 @@
+/*
+ * Losses on the tape, with the values and gradients of the kernels in
+ * kit/ops/loss.c (means over every element; binary cross-entropy clips
+ * probabilities to [1e-7, 1 - 1e-7] and, as the kernel, differentiates
+ * at the clipped value), and L2 regularisation. Labels are copied into
+ * the arena at the call: the caller's tensor may go at once.
+ */
+#include <math.h>
+
+#include "tape_impl.h"
+
+#define BCE_EPSILON 1e-7
+
+enum { L_MSE, L_BCE, L_BCE_LOGITS };
+
+static double
+sigmoid(double x)
+{
+	return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+}
+
+/* The loss of one element, and its derivative in p, for kind. */
+static double
+elem_loss(int kind, double p, double y, double *dp)
+{
+	switch (kind) {
+	case L_MSE:
+		*dp = 2 * (p - y);
+		return (p - y) * (p - y);
+	case L_BCE:
+		p   = fmin(fmax(p, BCE_EPSILON), 1 - BCE_EPSILON);
+		*dp = -y / p + (1 - y) / (1 - p);
+		return -(y * log(p) + (1 - y) * log(1 - p));
+	default:
+		*dp = sigmoid(p) - y;
+		return fmax(p, 0) - p * y + log1p(exp(-fabs(p)));
+	}
+}
+
+/* aux: the labels as doubles. */
+static void
+elem_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_tnode  *x  = n->in[0];
+	const double *y  = n->aux;
+	double        g  = pasci_ld(n->value.dtype, n->grad, 0);
+	void         *dx = pasci_tape_grad_of(tp, x);
+	for (int64_t i = 0; dx != NULL && i < x->value.count; i++) {
+		double d;
+		elem_loss((int) n->i[0], pasci_val(x, i), y[i], &d);
+		pasci_acc(
+		    x->value.dtype, dx, i, g * d / (double) x->value.count);
+	}
+}
+
+static const pasci_tape_op elem_ops[] = {
+    [L_MSE]        = {"mse", elem_backward},
+    [L_BCE]        = {"binary_crossentropy", elem_backward},
+    [L_BCE_LOGITS] = {"binary_crossentropy_logits", elem_backward},
+};
+
+static pasco_tnode *
+elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels)
+{
+	const char  *name = elem_ops[kind].name;
+	pasco_tnode *n;
+	double      *y, sum = 0, d;
+	if (!pasci_tape_check(tp, name, 1, &x)) {
+		return NULL;
+	}
+	if (labels == NULL || labels->count != x->value.count ||
+	    x->value.count == 0) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: %s against %s: want as many labels as predictions "
+		    "(at least one)",
+		    name, PASCI_SPEC(x),
+		    labels ? PASCI_TSPEC(labels) : "NULL");
+	}
+	if ((n = pasci_tape_node(tp, &elem_ops[kind], x->value.dtype, 0, NULL,
+	         1, &x)) == NULL ||
+	    (y = pasci_tape_mem(tp, (size_t) x->value.count * sizeof(*y))) ==
+	        NULL) {
+		return NULL;
+	}
+	for (int64_t i = 0; i < x->value.count; i++) {
+		y[i] = pasco_tensor_get(labels, i);
+		sum += elem_loss(kind, pasci_val(x, i), y[i], &d);
+	}
+	n->aux  = y;
+	n->i[0] = kind;
+	pasci_st(
+	    n->value.dtype, n->value.data, 0, sum / (double) x->value.count);
+	return n;
+}
+
+pasco_tnode *
+pasco_t_mse(pasco_tape *tp, pasco_tnode *pred, const pasco_tensor *target)
+{
+	return elem(tp, L_MSE, pred, target);
+}
+
+pasco_tnode *
+pasco_t_binary_crossentropy(
+    pasco_tape *tp, pasco_tnode *prob, const pasco_tensor *labels)
+{
+	return elem(tp, L_BCE, prob, labels);
+}
+
+pasco_tnode *
+pasco_t_binary_crossentropy_logits(
+    pasco_tape *tp, pasco_tnode *logits, const pasco_tensor *labels)
+{
+	return elem(tp, L_BCE_LOGITS, logits, labels);
+}
+
+/* ---- softmax cross-entropy ---- */
+
+/* aux: the softmax [batch, classes] as doubles; ids: the labels. */
+static void
+sce_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_tnode  *x = n->in[0];
+	int64_t       b = x->value.shape[0], c = x->value.shape[1];
+	const double *p  = n->aux;
+	double        g  = pasci_ld(n->value.dtype, n->grad, 0) / (double) b;
+	void         *dx = pasci_tape_grad_of(tp, x);
+	for (int64_t r = 0; dx != NULL && r < b; r++) {
+		for (int64_t j = 0; j < c; j++) {
+			pasci_acc(x->value.dtype, dx, r * c + j,
+			    g * (p[r * c + j] - (j == n->ids[r])));
+		}
+	}
+}
+
+static const pasci_tape_op sce_op = {"softmax_crossentropy", sce_backward};
+
+static bool
+sce_labels_ok(pasco_tape *tp, pasco_tnode *x, const pasco_tensor *labels)
+{
+	int64_t b = x->value.rank == 2 ? x->value.shape[0] : -1;
+	if (x->value.rank != 2 || b < 1 || x->value.shape[1] < 1 ||
+	    labels == NULL ||
+	    (labels->dtype != PASCO_I32 && labels->dtype != PASCO_I64) ||
+	    labels->count != b) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "softmax_crossentropy: logits %s, labels %s: want logits "
+		    "[batch, classes] and i32 or i64 class ids [batch]",
+		    PASCI_SPEC(x), labels ? PASCI_TSPEC(labels) : "NULL");
+		return false;
+	}
+	for (int64_t r = 0; r < b; r++) {
+		int64_t id = pasci_id_at(labels, r);
+		if (id < 0 || id >= x->value.shape[1]) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "softmax_crossentropy: label %lld of example %lld "
+			    "is outside [0, %lld)",
+			    (long long) id, (long long) r,
+			    (long long) x->value.shape[1]);
+			return false;
+		}
+	}
+	return true;
+}
+
+pasco_tnode *
+pasco_t_softmax_crossentropy(
+    pasco_tape *tp, pasco_tnode *x, const pasco_tensor *labels)
+{
+	pasco_tnode *n;
+	int64_t      b, c;
+	double      *p, sum = 0;
+	if (!pasci_tape_check(tp, "softmax_crossentropy", 1, &x) ||
+	    !sce_labels_ok(tp, x, labels)) {
+		return NULL;
+	}
+	b = x->value.shape[0];
+	c = x->value.shape[1];
+	if ((n = pasci_tape_node(
+	         tp, &sce_op, x->value.dtype, 0, NULL, 1, &x)) == NULL ||
+	    (p = pasci_tape_mem(tp, (size_t) (b * c) * sizeof(*p))) == NULL ||
+	    (n->ids = pasci_tape_mem(tp, (size_t) b * sizeof(int64_t))) ==
+	        NULL) {
+		return NULL;
+	}
+	for (int64_t r = 0; r < b; r++) {
+		double max = -INFINITY, z = 0;
+		n->ids[r] = pasci_id_at(labels, r);
+		for (int64_t j = 0; j < c; j++) {
+			max = fmax(max, pasci_val(x, r * c + j));
+		}
+		for (int64_t j = 0; j < c; j++) {
+			z += (p[r * c + j] =
+			          exp(pasci_val(x, r * c + j) - max));
+		}
+		for (int64_t j = 0; j < c; j++) {
+			p[r * c + j] /= z;
+		}
+		sum += log(z) + max - pasci_val(x, r * c + n->ids[r]);
+	}
+	n->aux = p;
+	pasci_st(n->value.dtype, n->value.data, 0, sum / (double) b);
+	return n;
+}
+
+/* ---- L2 ---- */
+
+static void
+l2_backward(pasco_tape *tp, pasco_tnode *n)
+{
+	pasco_tnode *w  = n->in[0];
+	double       g  = pasci_ld(n->value.dtype, n->grad, 0);
+	void        *dw = pasci_tape_grad_of(tp, w);
+	for (int64_t i = 0; dw != NULL && i < w->value.count; i++) {
+		pasci_acc(
+		    w->value.dtype, dw, i, g * 2 * n->f * pasci_val(w, i));
+	}
+}
+
+static const pasci_tape_op l2_op = {"l2", l2_backward};
+
+pasco_tnode *
+pasco_t_l2(pasco_tape *tp, pasco_tnode *w, double l2)
+{
+	pasco_tnode *n;
+	double       sum = 0;
+	if (!pasci_tape_check(tp, "l2", 1, &w) ||
+	    (n = pasci_tape_node(
+	         tp, &l2_op, w->value.dtype, 0, NULL, 1, &w)) == NULL) {
+		return NULL;
+	}
+	for (int64_t i = 0; i < w->value.count; i++) {
+		sum += pasci_val(w, i) * pasci_val(w, i);
+	}
+	n->f = l2;
+	pasci_st(n->value.dtype, n->value.data, 0, l2 * sum);
+	return n;
+}

@@ -1,0 +1,553 @@
+/*
+ * The gradient tape: its arena (every node, value and saved buffer of a
+ * tape, freed at once), its sticky error, the leaves, and the backward
+ * pass. Ops (model/ops_*.c) compute their value when called and record a
+ * node; pasco_tape_gradient visits the nodes in reverse creation order
+ * (creation order is topological), each op adding its inputs' gradients,
+ * then turns the watched sources' buffers into tensors: dense ones as
+ * they are, sparse ones (embedding tables) sorted by id with repeated ids
+ * summed. A tape belongs to one thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tape_impl.h"
+
+#define ARENA_BLOCK (64 * 1024)
+
+typedef struct arena_block {
+	struct arena_block *next;
+	size_t              used, size;
+	_Alignas(16) unsigned char data[];
+} arena_block;
+
+struct pasco_tape {
+	arena_block   *blocks;
+	pasco_tnode  **nodes; /* creation order */
+	size_t         nnodes, capnodes;
+	pasco_tensor **held; /* tensors the leaves hold */
+	size_t         nheld, capheld;
+	bool           training;
+	uint64_t       seed;
+	int            err;
+	char           msg[512];
+};
+
+static const pasci_tape_op leaf_op = {.name = "leaf", .backward = NULL};
+
+int
+pasco_tape_alloc(pasco_tape **out, bool training, uint64_t seed)
+{
+	*out = calloc(1, sizeof(**out));
+	if (*out == NULL) {
+		return PASCO_ENOMEM;
+	}
+	(*out)->training = training;
+	(*out)->seed     = seed;
+	return PASCO_OK;
+}
+
+void
+pasco_tape_free(pasco_tape *tp)
+{
+	if (tp == NULL) {
+		return;
+	}
+	for (size_t i = 0; i < tp->nheld; i++) {
+		pasco_tensor_release(tp->held[i]);
+	}
+	for (arena_block *b = tp->blocks, *next; b != NULL; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(tp->held);
+	free(tp->nodes);
+	free(tp);
+}
+
+int
+pasco_tape_error(const pasco_tape *tp)
+{
+	return tp == NULL ? PASCO_EINVAL : tp->err;
+}
+
+const char *
+pasco_tape_message(const pasco_tape *tp)
+{
+	return tp == NULL ? "the tape is NULL" : tp->msg;
+}
+
+pasco_tnode *
+pasci_tape_fail(pasco_tape *tp, int err, const char *fmt, ...)
+{
+	va_list ap;
+	if (tp->err != PASCO_OK) {
+		return NULL;
+	}
+	tp->err = err;
+	va_start(ap, fmt);
+	vsnprintf(tp->msg, sizeof(tp->msg), fmt, ap);
+	va_end(ap);
+	return NULL;
+}
+
+void *
+pasci_tape_mem(pasco_tape *tp, size_t bytes)
+{
+	arena_block *b = tp->blocks;
+	void        *p;
+	bytes = (bytes + 15) & ~(size_t) 15;
+	if (b == NULL || b->size - b->used < bytes) {
+		size_t size = bytes > ARENA_BLOCK ? bytes : ARENA_BLOCK;
+		b           = malloc(sizeof(*b) + size);
+		if (b == NULL) {
+			pasci_tape_fail(tp, PASCO_ENOMEM,
+			    "tape: out of memory for %zu bytes", bytes);
+			return NULL;
+		}
+		b->size = size;
+		b->used = 0;
+		/* a block bigger than the default serves one request; the
+		 * current block keeps serving small ones */
+		if (tp->blocks != NULL && size > ARENA_BLOCK) {
+			b->next          = tp->blocks->next;
+			tp->blocks->next = b;
+		} else {
+			b->next    = tp->blocks;
+			tp->blocks = b;
+		}
+	}
+	p = b->data + b->used;
+	b->used += bytes;
+	memset(p, 0, bytes);
+	return p;
+}
+
+static bool
+grow(pasco_tape *tp, void *arrayp, size_t n, size_t *cap, size_t elem)
+{
+	void **array = arrayp;
+	if (n < *cap) {
+		return true;
+	}
+	size_t newcap = *cap ? *cap * 2 : 64;
+	void  *p      = realloc(*array, newcap * elem);
+	if (p == NULL) {
+		pasci_tape_fail(tp, PASCO_ENOMEM, "tape: out of memory");
+		return false;
+	}
+	*array = p;
+	*cap   = newcap;
+	return true;
+}
+
+static bool
+append(pasco_tape *tp, pasco_tnode *n)
+{
+	if (!grow(tp, &tp->nodes, tp->nnodes, &tp->capnodes, sizeof(n))) {
+		return false;
+	}
+	n->tape                 = tp;
+	n->index                = (int64_t) tp->nnodes;
+	tp->nodes[tp->nnodes++] = n;
+	return true;
+}
+
+pasco_tnode *
+pasci_tape_node(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
+    int32_t rank, const int64_t *shape, size_t nin, pasco_tnode *const *in)
+{
+	pasco_tnode *n     = pasci_tape_mem(tp, sizeof(*n));
+	int64_t      count = 1;
+	if (n == NULL) {
+		return NULL;
+	}
+	for (int32_t d = 0; d < rank; d++) {
+		n->value.shape[d] = shape[d];
+		count *= shape[d];
+	}
+	n->value.dtype  = dtype;
+	n->value.rank   = rank;
+	n->value.count  = count;
+	n->value.nbytes = (size_t) count * pasco_dtype_size(dtype);
+	n->value.data   = pasci_tape_mem(tp, n->value.nbytes);
+	n->op           = op;
+	n->nin          = nin;
+	if (nin <= 2) {
+		n->ins = n->in;
+	} else if ((n->ins = pasci_tape_mem(tp, nin * sizeof(*n->ins))) ==
+	           NULL) {
+		return NULL;
+	}
+	for (size_t k = 0; k < nin; k++) {
+		n->ins[k] = in[k];
+		n->needs_grad |= in[k]->needs_grad;
+	}
+	if (n->value.data == NULL || !append(tp, n)) {
+		return NULL;
+	}
+	return n;
+}
+
+const char *
+pasci_tensor_spec(const pasco_tensor *t, char *buf, size_t len)
+{
+	return pasco_tensor_spec_string(t->dtype, t->rank, t->shape, buf, len);
+}
+
+const char *
+pasci_tnode_spec(const pasco_tnode *n, char *buf, size_t len)
+{
+	return pasci_tensor_spec(&n->value, buf, len);
+}
+
+bool
+pasci_tape_check(
+    pasco_tape *tp, const char *op, size_t n, pasco_tnode *const *ins)
+{
+	if (tp == NULL || tp->err != PASCO_OK) {
+		return false;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (ins[k] == NULL) {
+			pasci_tape_fail(
+			    tp, PASCO_EINVAL, "%s: input %zu is NULL", op, k);
+			return false;
+		}
+		if (ins[k]->tape != tp) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: input %zu belongs to another tape", op, k);
+			return false;
+		}
+		if (ins[k]->leaf == PASCI_TABLE ||
+		    ins[k]->leaf == PASCI_ROWS) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: input %zu (%s) is an embedding table: read "
+			    "it "
+			    "with embedding_lookup",
+			    op, k, PASCI_SPEC(ins[k]));
+			return false;
+		}
+	}
+	return true;
+}
+
+void *
+pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n)
+{
+	if (!n->needs_grad) {
+		return NULL;
+	}
+	if (n->grad == NULL) {
+		n->grad = pasci_tape_mem(tp, n->value.nbytes);
+	}
+	return n->grad;
+}
+
+bool
+pasci_tape_training(const pasco_tape *tp)
+{
+	return tp->training;
+}
+
+uint64_t
+pasci_tape_seed(const pasco_tape *tp, int64_t index)
+{
+	return tp->seed ^ ((uint64_t) index * 0x9e3779b97f4a7c15ULL);
+}
+
+/* ---- leaves ---- */
+
+static bool
+is_float(const pasco_tensor *t)
+{
+	return t->dtype == PASCO_F32 || t->dtype == PASCO_F64;
+}
+
+static pasco_tnode *
+leaf(pasco_tape *tp, const char *what, pasco_tensor *t, pasci_leaf kind)
+{
+	pasco_tnode *n;
+	if (tp == NULL || tp->err != PASCO_OK) {
+		return NULL;
+	}
+	if (t == NULL) {
+		return pasci_tape_fail(
+		    tp, PASCO_EINVAL, "%s: the tensor is NULL", what);
+	}
+	if (!is_float(t)) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: %s: dtype must be f32 or f64", what, PASCI_TSPEC(t));
+	}
+	if ((n = pasci_tape_mem(tp, sizeof(*n))) == NULL ||
+	    !grow(tp, &tp->held, tp->nheld, &tp->capheld, sizeof(t)) ||
+	    !append(tp, n)) {
+		return NULL;
+	}
+	tp->held[tp->nheld++] = pasco_tensor_hold(t);
+	n->value              = *t;
+	n->value.storage      = NULL;
+	n->value.refs         = 0;
+	n->op                 = &leaf_op;
+	n->leaf               = kind;
+	n->needs_grad         = kind != PASCI_CONSTANT;
+	return n;
+}
+
+pasco_tnode *
+pasco_tape_constant(pasco_tape *tp, pasco_tensor *t)
+{
+	return leaf(tp, "constant", t, PASCI_CONSTANT);
+}
+
+pasco_tnode *
+pasco_tape_watch(pasco_tape *tp, pasco_tensor *t)
+{
+	return leaf(tp, "watch", t, PASCI_WATCHED);
+}
+
+pasco_tnode *
+pasco_tape_watch_table(pasco_tape *tp, pasco_tensor *table)
+{
+	if (tp != NULL && tp->err == PASCO_OK && table != NULL &&
+	    table->rank != 2) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "watch_table: %s: a table has rank 2 [vocab, dim]",
+		    PASCI_TSPEC(table));
+	}
+	return leaf(tp, "watch_table", table, PASCI_TABLE);
+}
+
+int
+pasci_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+	return (x > y) - (x < y);
+}
+
+pasco_tnode *
+pasco_tape_watch_rows(pasco_tape *tp, pasco_tensor *ids, pasco_tensor *rows)
+{
+	pasco_tnode *n;
+	int64_t     *pairs, count;
+	if (tp == NULL || tp->err != PASCO_OK) {
+		return NULL;
+	}
+	if (ids == NULL || rows == NULL) {
+		return pasci_tape_fail(
+		    tp, PASCO_EINVAL, "watch_rows: ids or rows is NULL");
+	}
+	count = ids->count;
+	if ((ids->dtype != PASCO_I32 && ids->dtype != PASCO_I64) ||
+	    ids->rank != 1 || rows->rank != 2 || rows->shape[0] != count) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "watch_rows: ids %s, rows %s: want i32 or i64 ids [n] and "
+		    "rows [n, dim]",
+		    PASCI_TSPEC(ids), PASCI_TSPEC(rows));
+	}
+	if ((n = leaf(tp, "watch_rows", rows, PASCI_ROWS)) == NULL ||
+	    (pairs = pasci_tape_mem(tp, (size_t) count * 16)) == NULL ||
+	    (n->ids = pasci_tape_mem(tp, (size_t) count * 8)) == NULL ||
+	    (n->pos = pasci_tape_mem(tp, (size_t) count * 8)) == NULL) {
+		return NULL;
+	}
+	/* (id, row) pairs sorted by id, for the lookups' binary search */
+	for (int64_t k = 0; k < count; k++) {
+		pairs[2 * k]     = pasci_id_at(ids, k);
+		pairs[2 * k + 1] = k;
+	}
+	qsort(pairs, (size_t) count, 16, pasci_cmp_i64);
+	for (int64_t k = 0; k < count; k++) {
+		n->ids[k] = pairs[2 * k];
+		n->pos[k] = pairs[2 * k + 1];
+	}
+	n->i[0] = count;
+	return n;
+}
+
+const pasco_tensor *
+pasco_tnode_value(const pasco_tnode *n)
+{
+	return n == NULL ? NULL : &n->value;
+}
+
+/* ---- the backward pass ---- */
+
+typedef struct contrib {
+	int64_t     id, seq;
+	const void *row;
+} contrib;
+
+static int
+cmp_contrib(const void *a, const void *b)
+{
+	const contrib *x = a, *y = b;
+	if (x->id != y->id) {
+		return (x->id > y->id) - (x->id < y->id);
+	}
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The sparse gradient of source s: its lookups' contributions sorted by
+ * id (then by order, so sums are reproducible), repeated ids summed. */
+static int
+sparse_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
+{
+	pasco_dtype dt  = s->value.dtype;
+	int64_t     dim = s->value.shape[1], total = 0, u = 0, seq = 0;
+	size_t      es = pasco_dtype_size(dt);
+	contrib    *c;
+	int         rv;
+	for (pasci_sparse_part *p = s->parts; p != NULL; p = p->next) {
+		total += p->count;
+	}
+	if ((c = pasci_tape_mem(tp, (size_t) total * sizeof(*c) + 1)) ==
+	    NULL) {
+		return PASCO_ENOMEM;
+	}
+	for (pasci_sparse_part *p = s->parts; p != NULL; p = p->next) {
+		for (int64_t k = 0; k < p->count; k++, seq++) {
+			c[seq] = (contrib){p->ids[k], seq,
+			    (const char *) p->rows + (size_t) (k * dim) * es};
+		}
+	}
+	qsort(c, (size_t) total, sizeof(*c), cmp_contrib);
+	for (int64_t k = 0; k < total; k++) {
+		u += k == 0 || c[k].id != c[k - 1].id;
+	}
+	if ((rv = pasco_tensor_alloc(&g->ids, PASCO_I64, 1, &u)) != 0 ||
+	    (rv = pasco_tensor_alloc(&g->rows, dt, 2, (int64_t[]){u, dim})) !=
+	        0) {
+		return rv;
+	}
+	for (int64_t k = 0, r = -1; k < total; k++) {
+		if (k == 0 || c[k].id != c[k - 1].id) {
+			((int64_t *) g->ids->data)[++r] = c[k].id;
+		}
+		for (int64_t j = 0; j < dim; j++) {
+			pasci_acc(dt, g->rows->data, r * dim + j,
+			    pasci_ld(dt, c[k].row, j));
+		}
+	}
+	return PASCO_OK;
+}
+
+static int
+source_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
+{
+	if (s->leaf == PASCI_WATCHED) {
+		if (s->grad == NULL) {
+			return PASCO_OK;
+		}
+		return pasco_tensor_from(&g->dense, s->value.dtype,
+		    s->value.rank, s->value.shape, s->grad, s->value.nbytes);
+	}
+	return s->parts == NULL ? PASCO_OK : sparse_grad(tp, s, g);
+}
+
+static int
+check_sources(
+    pasco_tape *tp, pasco_tnode *target, size_t n, pasco_tnode *const *sources)
+{
+	if (target == NULL || target->tape != tp) {
+		pasci_tape_fail(tp, PASCO_EINVAL, "gradient: the target is %s",
+		    target == NULL ? "NULL" : "of another tape");
+		return PASCO_EINVAL;
+	}
+	if (target->value.count != 1 || target->leaf == PASCI_TABLE ||
+	    target->leaf == PASCI_ROWS) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "gradient: the target %s is not a scalar",
+		    PASCI_SPEC(target));
+		return PASCO_EINVAL;
+	}
+	for (size_t k = 0; k < n; k++) {
+		pasco_tnode *s = sources[k];
+		if (s == NULL || s->tape != tp || s->leaf == PASCI_NOT_LEAF ||
+		    s->leaf == PASCI_CONSTANT) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "gradient: source %zu is not a watched leaf of "
+			    "this tape",
+			    k);
+			return PASCO_EINVAL;
+		}
+	}
+	return PASCO_OK;
+}
+
+int
+pasco_tape_gradient(pasco_tape *tp, pasco_tnode *target, size_t n,
+    pasco_tnode *const *sources, pasco_tape_grad *grads)
+{
+	int rv;
+	memset(grads, 0, n * sizeof(*grads));
+	if (tp == NULL || tp->err != PASCO_OK) {
+		return pasco_tape_error(tp);
+	}
+	if ((rv = check_sources(tp, target, n, sources)) != 0) {
+		return rv;
+	}
+	for (size_t k = 0; k < tp->nnodes; k++) {
+		tp->nodes[k]->grad  = NULL;
+		tp->nodes[k]->parts = NULL;
+	}
+	if (target->needs_grad) {
+		void *g = pasci_tape_grad_of(tp, target);
+		if (g != NULL) {
+			pasci_st(target->value.dtype, g, 0, 1.0);
+		}
+		for (int64_t k = target->index; k >= 0 && tp->err == 0; k--) {
+			pasco_tnode *node = tp->nodes[k];
+			if (node->grad != NULL && node->op->backward != NULL) {
+				node->op->backward(tp, node);
+			}
+		}
+	}
+	for (size_t k = 0; k < n && tp->err == PASCO_OK; k++) {
+		if ((rv = source_grad(tp, sources[k], &grads[k])) != 0) {
+			pasci_tape_fail(tp, rv, "gradient: out of memory");
+		}
+	}
+	if (tp->err != PASCO_OK) {
+		pasco_tape_grad_fini(grads, n);
+	}
+	return tp->err;
+}
+
+void
+pasco_tape_grad_fini(pasco_tape_grad *grads, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		pasco_tensor_release(grads[k].dense);
+		pasco_tensor_release(grads[k].ids);
+		pasco_tensor_release(grads[k].rows);
+		grads[k] = (pasco_tape_grad){0};
+	}
+}
+
+bool
+pasci_tape_same_dtype(
+    pasco_tape *tp, const char *op, const pasco_tnode *a, const pasco_tnode *b)
+{
+	if (a->value.dtype == b->value.dtype) {
+		return true;
+	}
+	pasci_tape_fail(tp, PASCO_EINVAL, "%s: %s and %s: dtypes differ", op,
+	    PASCI_SPEC(a), PASCI_SPEC(b));
+	return false;
+}
+
+int32_t
+pasci_tape_axis(
+    pasco_tape *tp, const char *op, const pasco_tnode *x, int32_t axis)
+{
+	int32_t r = x->value.rank;
+	if (axis < -r || axis >= r) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: %s: axis %d is outside [%d, %d)", op, PASCI_SPEC(x),
+		    (int) axis, (int) -r, (int) r);
+		return -1;
+	}
+	return axis < 0 ? axis + r : axis;
+}

@@ -1,0 +1,151 @@
+/*
+ * The tape's insides, shared by model/tape.c (arena, leaves, the backward
+ * pass) and the op families (model/ops_*.c). A node's value and every
+ * buffer an op saves live in the tape's arena; nodes are kept in creation
+ * order, which is a topological order (an op's inputs exist before it).
+ */
+#ifndef PASCI_TAPE_IMPL_H
+#define PASCI_TAPE_IMPL_H
+
+#include <stdarg.h>
+
+#include "pasco/tape.h"
+
+typedef struct pasci_tape_op {
+	const char *name;
+	/* Adds the input gradients implied by n->grad into the gradient
+	 * buffers of n's inputs (pasci_tape_grad_of). NULL for leaves. */
+	void (*backward)(pasco_tape *tp, pasco_tnode *n);
+} pasci_tape_op;
+
+typedef enum pasci_leaf {
+	PASCI_NOT_LEAF = 0,
+	PASCI_CONSTANT,
+	PASCI_WATCHED,
+	PASCI_TABLE, /* whole embedding table */
+	PASCI_ROWS,  /* rows gathered for ids */
+} pasci_leaf;
+
+/* One contribution of a lookup to a sparse source's gradient: count rows
+ * (dtype of the source, dim wide) for the table ids ids[0..count). */
+typedef struct pasci_sparse_part {
+	struct pasci_sparse_part *next;
+	int64_t                   count;
+	int64_t                  *ids;
+	void                     *rows;
+} pasci_sparse_part;
+
+struct pasco_tnode {
+	pasco_tensor         value; /* data in the arena, or a leaf's tensor */
+	pasco_tape          *tape;
+	const pasci_tape_op *op;
+	pasci_leaf           leaf;
+	int64_t              index; /* position on the tape */
+	pasco_tnode         *in[2];
+	pasco_tnode        **ins; /* concat: n inputs */
+	size_t               nin;
+	bool                 needs_grad; /* depends on a watched source */
+	void                *grad;  /* value's dtype and count; backward */
+	pasci_sparse_part   *parts; /* sparse sources: backward */
+	/* what an op's backward needs beyond its inputs and value */
+	bool     flag[2];
+	double   f;
+	int64_t  i[2];
+	void    *aux;
+	int64_t *ids; /* rows leaf: sorted ids; lookup: resolved table ids */
+	int64_t
+	    *pos; /* rows leaf: row of each sorted id; lookup: source row */
+};
+
+/* Arena memory, 16-byte aligned, zero-filled; NULL (and the tape's error
+ * set to PASCO_ENOMEM) when out of memory. */
+void *pasci_tape_mem(pasco_tape *tp, size_t bytes);
+
+/* Sets the tape's error (first one sticks) with a printf message; returns
+ * NULL so an op can `return pasci_tape_fail(...)`. */
+pasco_tnode *pasci_tape_fail(pasco_tape *tp, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* True when an op may run: the tape has no error and its inputs are
+ * nodes of this tape (a NULL input with no error set is reported). Dense
+ * inputs only: sparse sources are reported as misuse. */
+bool pasci_tape_check(
+    pasco_tape *tp, const char *op, size_t n, pasco_tnode *const *ins);
+
+/* True when a and b have one dtype; else sets "op: spec and spec: dtypes
+ * differ". */
+bool pasci_tape_same_dtype(pasco_tape *tp, const char *op,
+    const pasco_tnode *a, const pasco_tnode *b);
+
+/* The axis in [0, rank) that axis (negative from the end) names, or -1
+ * with the tape's error set. */
+int32_t pasci_tape_axis(
+    pasco_tape *tp, const char *op, const pasco_tnode *x, int32_t axis);
+
+/* A new node of op with dtype, rank and shape, its value zero-filled in
+ * the arena, inputs in[0..nin) (needs_grad from theirs). NULL on ENOMEM. */
+pasco_tnode *pasci_tape_node(pasco_tape *tp, const pasci_tape_op *op,
+    pasco_dtype dtype, int32_t rank, const int64_t *shape, size_t nin,
+    pasco_tnode *const *in);
+
+/* n's gradient buffer (zero-filled on first use), or NULL when n needs no
+ * gradient or memory ran out. */
+void *pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n);
+
+/* The tape's training flag and a seed for the op at position index. */
+bool     pasci_tape_training(const pasco_tape *tp);
+uint64_t pasci_tape_seed(const pasco_tape *tp, int64_t index);
+
+/* qsort's comparison of int64_t values. */
+int pasci_cmp_i64(const void *a, const void *b);
+
+/* "f32[2,3]" for a node (buf of 64 bytes at least). */
+const char *pasci_tnode_spec(const pasco_tnode *n, char *buf, size_t len);
+#define PASCI_SPEC(n) pasci_tnode_spec((n), (char[80]){0}, 80)
+const char *pasci_tensor_spec(const pasco_tensor *t, char *buf, size_t len);
+#define PASCI_TSPEC(t) pasci_tensor_spec((t), (char[80]){0}, 80)
+
+/* Element access on f32 / f64 buffers. */
+static inline double
+pasci_ld(pasco_dtype dt, const void *p, int64_t i)
+{
+	return dt == PASCO_F32 ? (double) ((const float *) p)[i]
+	                       : ((const double *) p)[i];
+}
+
+static inline void
+pasci_st(pasco_dtype dt, void *p, int64_t i, double v)
+{
+	if (dt == PASCO_F32) {
+		((float *) p)[i] = (float) v;
+	} else {
+		((double *) p)[i] = v;
+	}
+}
+
+static inline void
+pasci_acc(pasco_dtype dt, void *p, int64_t i, double v)
+{
+	if (dt == PASCO_F32) {
+		((float *) p)[i] += (float) v;
+	} else {
+		((double *) p)[i] += v;
+	}
+}
+
+/* The value's element i. */
+static inline double
+pasci_val(const pasco_tnode *n, int64_t i)
+{
+	return pasci_ld(n->value.dtype, n->value.data, i);
+}
+
+/* An id of an i32 or i64 tensor. */
+static inline int64_t
+pasci_id_at(const pasco_tensor *ids, int64_t i)
+{
+	return ids->dtype == PASCO_I64 ? ((const int64_t *) ids->data)[i]
+	                               : ((const int32_t *) ids->data)[i];
+}
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * A tape and the variables of a step: pasco_tape_read reads them all in
+ * one round trip (pasco_variable_read_mixed) and watches each, whole or
+ * as the rows its lookups need; pasco_tape_apply computes the gradients
+ * and sends them in one pasco_variable_apply_gradients_mixed. The calls
+ * block on the ps; the tape stays single-threaded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tape_impl.h"
+
+/* The distinct non-negative ids of ids, ascending, as an i64 tensor. */
+static int
+distinct_ids(const pasco_tensor *ids, pasco_tensor **out)
+{
+	int64_t *v = malloc(sizeof(int64_t) * (size_t) (ids->count + 1));
+	int64_t  n = 0, u = 0;
+	int      rv;
+	*out = NULL;
+	if (v == NULL) {
+		return PASCO_ENOMEM;
+	}
+	for (int64_t i = 0; i < ids->count; i++) {
+		int64_t id = pasci_id_at(ids, i);
+		if (id >= 0) {
+			v[n++] = id;
+		}
+	}
+	qsort(v, (size_t) n, sizeof(*v), pasci_cmp_i64);
+	for (int64_t i = 0; i < n; i++) {
+		if (i == 0 || v[i] != v[i - 1]) {
+			v[u++] = v[i];
+		}
+	}
+	rv = pasco_tensor_from(out, PASCO_I64, 1, &u, v, (size_t) u * 8);
+	free(v);
+	return rv;
+}
+
+/* The first message among vars (the failing one has it). */
+static const char *
+var_message(size_t n, pasco_variable *const *vars)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (pasco_variable_error(vars[k])[0] != '\0') {
+			return pasco_variable_error(vars[k]);
+		}
+	}
+	return "";
+}
+
+/* Checks vars and fills vs and (sparse ones) the distinct ids. */
+static int
+read_prepare(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
+    pasco_variable **vs, pasco_tensor **uids)
+{
+	for (size_t k = 0; k < n; k++) {
+		const pasco_tensor *ids = vars[k].ids;
+		if ((vs[k] = vars[k].var) == NULL) {
+			pasci_tape_fail(
+			    tp, PASCO_EINVAL, "read: variable %zu is NULL", k);
+			return PASCO_EINVAL;
+		}
+		if (ids == NULL) {
+			continue;
+		}
+		if ((ids->dtype != PASCO_I32 && ids->dtype != PASCO_I64) ||
+		    pasco_variable_rank(vs[k]) != 2) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "read: '%s' looked up with ids %s: want a table "
+			    "of "
+			    "rank 2 and i32 or i64 ids",
+			    pasco_variable_name(vs[k]), PASCI_TSPEC(ids));
+			return PASCO_EINVAL;
+		}
+		if (distinct_ids(ids, &uids[k]) != 0) {
+			pasci_tape_fail(
+			    tp, PASCO_ENOMEM, "read: out of memory");
+			return PASCO_ENOMEM;
+		}
+	}
+	return PASCO_OK;
+}
+
+int
+pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars)
+{
+	pasco_variable **vs   = calloc(n + 1, sizeof(*vs));
+	pasco_tensor   **uids = calloc(n + 1, sizeof(*uids));
+	pasco_tensor   **outs = calloc(n + 1, sizeof(*outs));
+	int              rv   = pasco_tape_error(tp);
+	if (rv == PASCO_OK && (vs == NULL || uids == NULL || outs == NULL)) {
+		pasci_tape_fail(tp, PASCO_ENOMEM, "read: out of memory");
+	} else if (rv == PASCO_OK &&
+	           read_prepare(tp, n, vars, vs, uids) == PASCO_OK) {
+		rv = pasco_variable_read_mixed(
+		    n, vs, (const pasco_tensor *const *) uids, outs);
+		if (rv != PASCO_OK) {
+			pasci_tape_fail(
+			    tp, rv, "read: %s", var_message(n, vs));
+		}
+	}
+	for (size_t k = 0; k < n && pasco_tape_error(tp) == PASCO_OK; k++) {
+		vars[k].node = uids[k] != NULL ? pasco_tape_watch_rows(
+		                                     tp, uids[k], outs[k])
+		                               : pasco_tape_watch(tp, outs[k]);
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (pasco_tape_error(tp) != PASCO_OK) {
+			vars[k].node = NULL;
+		}
+		if (uids != NULL) {
+			pasco_tensor_release(uids[k]);
+		}
+		if (outs != NULL) {
+			pasco_tensor_release(
+			    outs[k]); /* the tape holds them */
+		}
+	}
+	free(vs);
+	free(uids);
+	free(outs);
+	return pasco_tape_error(tp);
+}
+
+/* Sends the gradients present in g[0..n) in one mixed apply. */
+static int
+apply_present(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
+    const pasco_tape_grad *g, const pasco_optimizer *opt)
+{
+	pasco_variable     **vs    = calloc(n + 1, sizeof(*vs));
+	const pasco_tensor **ids   = calloc(n + 1, sizeof(*ids));
+	pasco_tensor       **grads = calloc(n + 1, sizeof(*grads));
+	size_t               m     = 0;
+	int                  rv    = PASCO_OK;
+	if (vs == NULL || ids == NULL || grads == NULL) {
+		pasci_tape_fail(tp, PASCO_ENOMEM, "apply: out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (g[k].dense != NULL || g[k].ids != NULL) {
+			vs[m]    = vars[k].var;
+			ids[m]   = g[k].ids;
+			grads[m] = g[k].dense != NULL ? g[k].dense : g[k].rows;
+			m++;
+		}
+	}
+	if (m == 0) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "apply: the loss depends on none of the %zu variables", n);
+	} else if ((rv = pasco_variable_apply_gradients_mixed(
+	                m, vs, opt, ids, grads)) != PASCO_OK) {
+		pasci_tape_fail(tp, rv, "apply: %s", var_message(m, vs));
+	}
+out:
+	free(vs);
+	free(ids);
+	free(grads);
+	return pasco_tape_error(tp);
+}
+
+int
+pasco_tape_apply(pasco_tape *tp, pasco_tnode *loss, size_t n,
+    const pasco_tape_var *vars, const pasco_optimizer *opt)
+{
+	pasco_tnode    **src = calloc(n + 1, sizeof(*src));
+	pasco_tape_grad *g   = calloc(n + 1, sizeof(*g));
+	if (pasco_tape_error(tp) == PASCO_OK && (src == NULL || g == NULL)) {
+		pasci_tape_fail(tp, PASCO_ENOMEM, "apply: out of memory");
+	}
+	for (size_t k = 0; k < n && pasco_tape_error(tp) == PASCO_OK; k++) {
+		src[k] = vars[k].node;
+	}
+	if (pasco_tape_error(tp) == PASCO_OK &&
+	    pasco_tape_gradient(tp, loss, n, src, g) == PASCO_OK) {
+		apply_present(tp, n, vars, g, opt);
+	}
+	if (g != NULL) {
+		pasco_tape_grad_fini(g, n);
+	}
+	free(g);
+	free(src);
+	return pasco_tape_error(tp);
+}
