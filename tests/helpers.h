@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <pasco.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -194,6 +195,31 @@ test_stderr_take(int saved)
 	close(saved);
 	fputs(text, stderr); /* still shown with the test's output */
 	return text;
+}
+
+/* A barrier across the in-process workers of one test process: each of
+ * the closures calling it is held (up to 10 s) until n calls in all have
+ * arrived (n counts every call so far: the count is never reset), so with
+ * a window of 1 the n closures of a round run one per worker. False when
+ * the 10 s passed first. */
+static inline bool
+test_barrier_wait(int n)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static pthread_cond_t  cv = PTHREAD_COND_INITIALIZER;
+	static int             in;
+	struct timespec        ts;
+	bool                   ok = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	pthread_mutex_lock(&mu);
+	in++;
+	pthread_cond_broadcast(&cv);
+	while (in < n && ok) {
+		ok = pthread_cond_timedwait(&cv, &mu, &ts) == 0;
+	}
+	pthread_mutex_unlock(&mu);
+	return ok;
 }
 
 #endif

@@ -247,30 +247,6 @@ Test(coordinator, bad_schedule_arguments_are_rejected)
 	stop();
 }
 
-/* A barrier across the in-process workers, so each of n closures is held
- * until n are running: with a window of 1, that is one per worker. */
-static pthread_mutex_t barrier_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t  barrier_cv = PTHREAD_COND_INITIALIZER;
-static int             barrier_in;
-
-static bool
-barrier_wait(int n)
-{
-	struct timespec ts;
-	bool            ok = true;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 10;
-	pthread_mutex_lock(&barrier_mu);
-	barrier_in++;
-	pthread_cond_broadcast(&barrier_cv);
-	while (barrier_in < n && ok) {
-		ok =
-		    pthread_cond_timedwait(&barrier_cv, &barrier_mu, &ts) == 0;
-	}
-	pthread_mutex_unlock(&barrier_mu);
-	return ok;
-}
-
 PASCO_DATASET(range_shard)
 {
 	pasco_dataset *ds;
@@ -296,7 +272,7 @@ PASCO_FUNCTION(sum_shard)
 		sum += pasco_value_scalar(e);
 		pasco_value_free(e);
 	}
-	if (!barrier_wait((int) pasco_tensor_get(n, 0))) {
+	if (!test_barrier_wait((int) pasco_tensor_get(n, 0))) {
 		return pasco_call_fail(
 		    call, PASCO_ETIMEDOUT, "barrier timed out");
 	}

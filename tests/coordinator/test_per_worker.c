@@ -252,30 +252,6 @@ two_iterators_feed_one_closure(void) /* 27 */
 	stop();
 }
 
-/* A barrier across the in-process workers: each of n closures is held
- * until n are running; with a window of 1, one per worker. */
-static pthread_mutex_t barrier_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t  barrier_cv = PTHREAD_COND_INITIALIZER;
-static int             barrier_in;
-
-static bool
-barrier_wait(int n)
-{
-	struct timespec ts;
-	bool            ok = true;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 10;
-	pthread_mutex_lock(&barrier_mu);
-	barrier_in++;
-	pthread_cond_broadcast(&barrier_cv);
-	while (barrier_in < n && ok) {
-		ok =
-		    pthread_cond_timedwait(&barrier_cv, &barrier_mu, &ts) == 0;
-	}
-	pthread_mutex_unlock(&barrier_mu);
-	return ok;
-}
-
 /* args: i64 n. Meets n - 1 others, then returns how many resources this
  * worker holds (the worker's table, seen from inside). */
 PASCO_FUNCTION(pw_count_resources)
@@ -285,7 +261,7 @@ PASCO_FUNCTION(pw_count_resources)
 	if ((rv = pasco_call_tensor(call, 0, &n)) != 0) {
 		return rv;
 	}
-	if (!barrier_wait((int) pasco_tensor_get(n, 0))) {
+	if (!test_barrier_wait((int) pasco_tensor_get(n, 0))) {
 		return pasco_call_fail(
 		    call, PASCO_ETIMEDOUT, "barrier timed out");
 	}
@@ -396,7 +372,7 @@ PASCO_FUNCTION(pw_first_ten)
 	    (rv = pasco_call_tensor(call, 1, &n)) != 0) {
 		return rv;
 	}
-	if (!barrier_wait((int) pasco_tensor_get(n, 0))) {
+	if (!test_barrier_wait((int) pasco_tensor_get(n, 0))) {
 		return pasco_call_fail(
 		    call, PASCO_ETIMEDOUT, "barrier timed out");
 	}
