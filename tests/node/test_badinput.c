@@ -692,7 +692,8 @@ Test(badinput, a_ps_process_returns_to_its_baseline_after_a_bulk_burst)
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);
 	cr_assert(before > 0 && after > 0);
-	cr_assert_gt(hb.sent, 10, "the heartbeats were not answered");
+	cr_assert_gt(
+	    hb.sent, 3, "the heartbeats were not answered (%d)", hb.sent);
 	cr_assert_gt(peak, before + 16 * 1024, "the burst took no memory");
 	cr_assert_lt(after, before + 16 * 1024,
 	    "a ps at %ld KB before a bulk burst (%ld KB during) still holds "
