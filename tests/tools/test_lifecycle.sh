@@ -124,14 +124,16 @@ ps_pid=$!
 PASCO_LOG=2 TF_CONFIG=$(tf_config worker 0 "$1" "$2" "$3") "$classifier" 2> "$tmp/w4.log" &
 w_pid=$!
 unset PASCO_CHECKPOINT_DIR PASCO_CHIEF_TIMEOUT
-fit() { # the chief's incarnation; its output in $tmp/$1.out
+fit() { # the chief's incarnation; its output in $tmp/$1.out. With
+	# FIT_EXEC set (in a background subshell), the subshell becomes the
+	# chief, so $! is the chief itself: a signal to it reaches the chief
 	out=$1
 	shift
-	PASCO_LINE_BUFFERED=1 TF_CONFIG=$(tf_config chief 0 "$p_ps" "$p_w" "$p_c") "$classifier" --fit --steps 100 \
-		--checkpoint-dir "$tmp/ck" "$@" > "$tmp/$out.out" 2>&1
+	${FIT_EXEC:+exec} env PASCO_LINE_BUFFERED=1 TF_CONFIG="$(tf_config chief 0 "$p_ps" "$p_w" "$p_c")" \
+		"$classifier" --fit --steps 100 --checkpoint-dir "$tmp/ck" "$@" > "$tmp/$out.out" 2>&1
 }
 p_ps=$1 p_w=$2 p_c=$3
-fit first --epochs 1000 &
+FIT_EXEC=1 fit first --epochs 1000 &
 c_pid=$!
 pids="$ps_pid $w_pid $c_pid"
 i=0 # until the backup holds epoch 3 (60 s at most)
