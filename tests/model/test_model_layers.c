@@ -1,0 +1,437 @@
+/* Layers and the Sequential model (issue 20): Keras's names, the
+ * variables on in-process ps tasks (names, shapes, placement, initial
+ * values), the forward pass against the kit's kernels, errors naming the
+ * layer, binding on a worker, and a small MLP trained with the train
+ * step. */
+#include "helpers.h"
+
+#include <math.h>
+#include <string.h>
+
+TestSuite(model_layers, .timeout = 60);
+
+static double
+max_diff(const pasco_tensor *a, const pasco_tensor *b)
+{
+	double m = 0;
+	cr_assert(pasco_tensor_same_spec(a, b));
+	for (int64_t i = 0; i < a->count; i++) {
+		m = fmax(
+		    m, fabs(pasco_tensor_get(a, i) - pasco_tensor_get(b, i)));
+	}
+	return m;
+}
+
+static pasco_tensor *
+uniform(int32_t rank, const int64_t *shape, uint64_t seed)
+{
+	pasco_tensor     *t;
+	pasco_initializer u = pasco_init_uniform(-1, 1, seed);
+	PASCO_PASS(pasco_tensor_alloc(&t, PASCO_F32, rank, shape));
+	PASCO_PASS(pasco_initializer_fill(&u, t, rank, shape, 0));
+	return t;
+}
+
+Test(model_layers, layers_are_named_as_keras_names_them)
+{
+	pasco_layer_reset_names();
+	pasco_layer d0 = pasco_layer_dense(4, PASCO_ACT_RELU);
+	pasco_layer e0 = pasco_layer_embedding(10, 3);
+	pasco_layer d1 = pasco_layer_dense(2, PASCO_ACT_LINEAR);
+	pasco_layer p0 = pasco_layer_dropout(0.5);
+	pasco_layer d2 = pasco_layer_dense(1, PASCO_ACT_SIGMOID);
+	cr_assert_str_eq(d0.name, "dense");
+	cr_assert_str_eq(e0.name, "embedding");
+	cr_assert_str_eq(d1.name, "dense_1");
+	cr_assert_str_eq(p0.name, "dropout");
+	cr_assert_str_eq(d2.name, "dense_2");
+	/* Keras's defaults */
+	cr_assert(d0.use_bias);
+	cr_assert_eq(d1.activation, PASCO_ACT_LINEAR);
+	cr_assert_eq(d0.kernel_initializer.kind, PASCO_INIT_GLOROT_UNIFORM);
+	cr_assert_eq(d0.bias_initializer.kind, PASCO_INIT_ZEROS);
+	cr_assert_eq(e0.embeddings_initializer.kind, PASCO_INIT_UNIFORM);
+	cr_assert_eq(e0.embeddings_initializer.minval, -0.05);
+	cr_assert_eq(e0.embeddings_initializer.maxval, 0.05);
+	cr_assert_eq(e0.combiner, PASCO_COMBINE_MEAN);
+
+	/* a layer without a name gets one when the model is made */
+	pasco_model *m;
+	pasco_layer  l[] = {e0, d1, {.kind = PASCO_LAYER_DENSE, .units = 2}};
+	PASCO_PASS(pasco_model_sequential(&m, 3, 3, l, 1));
+	cr_assert_str_eq(pasco_model_layer(m, 2)->name, "dense_3");
+	cr_assert_eq(pasco_model_num_variables(m), 4);
+	const char *want[] = {"embedding/embeddings", "dense_1/kernel",
+	    "dense_1/bias", "dense_3/kernel"};
+	const int64_t shapes[][2] = {{10, 3}, {3, 2}, {2, 0}, {2, 2}};
+	for (size_t k = 0; k < 4; k++) {
+		const int64_t *s;
+		int32_t        r = pasco_model_variable_shape(m, k, &s);
+		cr_assert_str_eq(pasco_model_variable_name(m, k), want[k]);
+		cr_assert_eq(r, k == 2 ? 1 : 2);
+		cr_assert_eq(s[0], shapes[k][0]);
+		cr_assert(r == 1 || s[1] == shapes[k][1]);
+	}
+	cr_assert_eq(pasco_model_output_width(m), 2);
+	pasco_model_free(m);
+
+	/* the same name twice in one model */
+	pasco_layer dup[] = {d0, d0};
+	PASCO_FAIL(pasco_model_sequential(&m, 3, 2, dup, 1), PASCO_EINVAL);
+	cr_assert_null(m);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "layers 0 and 1 are both named 'dense'");
+	pasco_layer_reset_names();
+	cr_assert_str_eq(pasco_layer_dense(1, 0).name, "dense");
+}
+
+Test(model_layers, bad_options_name_the_layer)
+{
+	pasco_model *m;
+	pasco_layer_reset_names();
+	pasco_layer a[] = {pasco_layer_dense(4, PASCO_ACT_RELU),
+	    pasco_layer_embedding(10, 3)};
+	PASCO_FAIL(pasco_model_sequential(&m, 3, 2, a, 1), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "embedding: an Embedding must be the model's first layer (its "
+	    "input is ids), not layer 1");
+	pasco_layer b[] = {pasco_layer_dense(0, PASCO_ACT_RELU)};
+	PASCO_FAIL(pasco_model_sequential(&m, 3, 1, b, 1), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "dense_1: units must be positive, got 0");
+	pasco_layer c[] = {pasco_layer_dropout(1.0)};
+	PASCO_FAIL(pasco_model_sequential(&m, 3, 1, c, 1), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "dropout: rate must be in [0, 1), got 1");
+	pasco_loss loss;
+	PASCO_FAIL(pasco_loss_from_name("hinge", false, &loss), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(), "unknown loss 'hinge'"));
+	PASCO_PASS(pasco_loss_from_name(
+	    "sparse_categorical_crossentropy", true, &loss));
+	cr_assert_eq(loss.kind, PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY);
+	cr_assert(loss.from_logits);
+}
+
+/* Dense(3, relu) -> Dense(2, softmax) on x [4, 5], checked against the
+ * kit's kernels (pasco_matmul, pasco_bias_add, pasco_activate) and a
+ * softmax computed by hand. */
+Test(model_layers, the_forward_pass_is_the_kit_kernels)
+{
+	pasco_model *m;
+	pasco_tape  *tp;
+	pasco_layer_reset_names();
+	pasco_layer l[] = {pasco_layer_dense(3, PASCO_ACT_RELU),
+	    pasco_layer_dense(2, PASCO_ACT_SOFTMAX)};
+	PASCO_PASS(pasco_model_sequential(&m, 5, 2, l, 1));
+	pasco_tensor *x = uniform(2, (int64_t[]){4, 5}, 1);
+	pasco_tensor *w[] = {uniform(2, (int64_t[]){5, 3}, 2),
+	    uniform(1, (int64_t[]){3}, 3), uniform(2, (int64_t[]){3, 2}, 4),
+	    uniform(1, (int64_t[]){2}, 5)};
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tnode *nodes[4];
+	for (int k = 0; k < 4; k++) {
+		nodes[k] = pasco_tape_watch(tp, w[k]);
+	}
+	pasco_tnode *y = pasco_model_call_with(m, tp, x, nodes);
+	cr_assert_not_null(y, "%s", pasco_tape_message(tp));
+
+	pasco_tensor *a, *b, *h, *z, *want;
+	PASCO_PASS(pasco_matmul(x, false, w[0], false, &a));
+	PASCO_PASS(pasco_bias_add(a, w[1], &b));
+	PASCO_PASS(pasco_activate(PASCO_RELU, b, &h));
+	pasco_tensor_release(a);
+	pasco_tensor_release(b);
+	PASCO_PASS(pasco_matmul(h, false, w[2], false, &a));
+	PASCO_PASS(pasco_bias_add(a, w[3], &z));
+	PASCO_PASS(pasco_tensor_copy(&want, z));
+	for (int r = 0; r < 4; r++) {
+		double z0 = pasco_tensor_get(z, r * 2);
+		double z1 = pasco_tensor_get(z, r * 2 + 1);
+		double mx = fmax(z0, z1), s = exp(z0 - mx) + exp(z1 - mx);
+		pasco_tensor_set(want, r * 2, exp(z0 - mx) / s);
+		pasco_tensor_set(want, r * 2 + 1, exp(z1 - mx) / s);
+	}
+	cr_assert(max_diff(pasco_tnode_value(y), want) < 1e-6);
+	for (int k = 0; k < 4; k++) {
+		pasco_tensor_release(w[k]);
+	}
+	pasco_tensor_release(a);
+	pasco_tensor_release(h);
+	pasco_tensor_release(z);
+	pasco_tensor_release(want);
+	pasco_tensor_release(x);
+	pasco_tape_free(tp);
+	pasco_model_free(m);
+}
+
+Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
+{
+	pasco_model *m;
+	pasco_tape  *tp;
+	pasco_layer_reset_names();
+	(void) pasco_layer_dense(1, 0); /* takes "dense" */
+	pasco_layer l[] = {pasco_layer_dense(10, PASCO_ACT_LINEAR)};
+	l[0].use_bias   = false;
+	PASCO_PASS(pasco_model_sequential(&m, 64, 1, l, 1));
+	pasco_tensor *x = uniform(2, (int64_t[]){32, 63}, 1);
+	pasco_tensor *w = uniform(2, (int64_t[]){64, 10}, 2);
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tnode *n[] = {pasco_tape_watch(tp, w)};
+	cr_assert_null(pasco_model_call_with(m, tp, x, n));
+	cr_assert_eq(pasco_tape_error(tp), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "dense_1: input [32, 63] does not match kernel [64, 10]");
+	pasco_tape_free(tp);
+	/* an unbound model cannot read its variables */
+	pasco_tape_var tv[1];
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	cr_assert_null(pasco_model_call(m, tp, x, tv));
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "dense_1: variable 'dense_1/kernel' is not created or bound "
+	    "(pasco_model_create_variables, pasco_model_bind)");
+	pasco_tape_free(tp);
+	/* sparse categorical crossentropy of a linear output, not logits */
+	pasco_tensor *labels;
+	PASCO_PASS(pasco_tensor_alloc(&labels, PASCO_I32, 1, (int64_t[]){32}));
+	pasco_tensor *x64 = uniform(2, (int64_t[]){32, 64}, 3);
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	n[0] = pasco_tape_watch(tp, w);
+	cr_assert_null(pasco_model_loss(m, tp, x64, labels,
+	    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false},
+	    n));
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "sparse_categorical_crossentropy: the output of 'dense_1' "
+	    "(activation linear) is neither logits (from_logits) nor softmax "
+	    "probabilities");
+	pasco_tape_free(tp);
+	pasco_model_free(m);
+	/* an Embedding's input must be ids */
+	pasco_layer e[] = {pasco_layer_embedding(10, 4)};
+	PASCO_PASS(pasco_model_sequential(&m, 2, 1, e, 1));
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tensor *t = uniform(2, (int64_t[]){10, 4}, 4);
+	n[0]            = pasco_tape_watch_table(tp, t);
+	cr_assert_null(pasco_model_call_with(m, tp, x, n));
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "embedding: input f32[32, 63] is not ids (i32 or i64) [batch, 2]");
+	pasco_tape_free(tp);
+	pasco_model_free(m);
+	pasco_tensor_release(t);
+	pasco_tensor_release(labels);
+	pasco_tensor_release(x64);
+	pasco_tensor_release(x);
+	pasco_tensor_release(w);
+}
+
+typedef struct setup {
+	test_cluster    tc;
+	pasco_strategy *s;
+} setup;
+
+static void
+setup_start(setup *st, int nps)
+{
+	test_cluster_start(&st->tc, nps, 1);
+	PASCO_PASS(pasco_strategy_create(&st->s, st->tc.cluster, NULL));
+}
+
+static void
+setup_stop(setup *st)
+{
+	pasco_strategy_destroy(st->s);
+	test_cluster_stop(&st->tc);
+}
+
+/* Embedding(10, 4) split in 2 by its own partitioner, Dense(3): the
+ * variables on 2 ps under Keras's names, placed round-robin, with the
+ * values that creating them by hand with the same initializers gives. */
+Test(model_layers, variables_are_created_on_the_ps_with_keras_names)
+{
+	setup             st;
+	pasco_model      *m;
+	pasco_partitioner two = pasco_fixed_shards_partitioner(2);
+	pasco_layer_reset_names();
+	pasco_layer l[]         = {pasco_layer_embedding(10, 4),
+	            pasco_layer_dense(3, PASCO_ACT_LINEAR)};
+	l[0].partitioner        = &two;
+	l[1].bias_initializer   = pasco_init_constant(0.5);
+	l[1].kernel_initializer = pasco_init_glorot_uniform(77);
+	setup_start(&st, 2);
+	PASCO_PASS(pasco_model_sequential(&m, 2, 2, l, 9));
+	PASCO_PASS(pasco_model_create_variables(m, st.s));
+	const char   *names[] = {"embedding/embeddings", "dense/kernel",
+	      "dense/bias"};
+	const int32_t tasks[] = {0, 0, 1}; /* shards 0, 1; then 0; then 1 */
+	for (size_t k = 0; k < 3; k++) {
+		pasco_variable   *v = pasco_model_variable(m, k), *hand;
+		pasco_initializer init = pasco_model_variable_init(m, k);
+		pasco_tensor     *a, *b;
+		char              hname[64];
+		cr_assert_not_null(v);
+		cr_assert_str_eq(pasco_variable_name(v), names[k]);
+		cr_assert_eq(pasco_variable_ps_task(v), tasks[k]);
+		cr_assert_eq(pasco_variable_num_shards(v), k == 0 ? 2 : 1);
+		/* the same initializer and seed by hand: the same values */
+		snprintf(hname, sizeof(hname), "hand_%zu", k);
+		PASCO_PASS(pasco_variable_create_init(&hand, st.s, hname,
+		    PASCO_F32, pasco_variable_rank(v), pasco_variable_shape(v),
+		    &init));
+		PASCO_PASS(pasco_variable_read(v, &a));
+		PASCO_PASS(pasco_variable_read(hand, &b));
+		cr_assert_eq(max_diff(a, b), 0, "%s", names[k]);
+		if (k == 0) { /* Keras's 'uniform': U(-0.05, 0.05) */
+			cr_assert_eq(init.seed, 9 * 1000 + 0 + 1);
+			for (int64_t i = 0; i < a->count; i++) {
+				cr_assert(fabs(pasco_tensor_get(a, i)) <= 0.05);
+			}
+			cr_assert(pasco_tensor_get(a, 0) !=
+			          pasco_tensor_get(a, 1));
+		}
+		if (k == 1) {
+			cr_assert_eq(init.seed, 77, "an explicit seed is kept");
+		}
+		if (k == 2) {
+			cr_assert_eq(pasco_tensor_get(a, 2), 0.5);
+		}
+		pasco_tensor_release(a);
+		pasco_tensor_release(b);
+		pasco_variable_free(hand);
+	}
+	/* made again (a restarted chief): the same variables, kept */
+	pasco_model *again;
+	pasco_tensor *w0, *w1;
+	pasco_layer_reset_names();
+	pasco_layer l2[]         = {pasco_layer_embedding(10, 4),
+	             pasco_layer_dense(3, PASCO_ACT_LINEAR)};
+	l2[0].partitioner        = &two;
+	PASCO_PASS(pasco_model_sequential(&again, 2, 2, l2, 123));
+	PASCO_PASS(pasco_model_create_variables(again, st.s));
+	PASCO_PASS(pasco_variable_read(pasco_model_variable(m, 1), &w0));
+	PASCO_PASS(pasco_variable_read(pasco_model_variable(again, 1), &w1));
+	cr_assert_eq(max_diff(w0, w1), 0);
+	pasco_tensor_release(w0);
+	pasco_tensor_release(w1);
+	pasco_model_free(again);
+	/* another shape under an existing name: the strategy says so */
+	pasco_layer_reset_names();
+	pasco_layer l3[] = {pasco_layer_embedding(11, 4)};
+	PASCO_PASS(pasco_model_sequential(&again, 2, 1, l3, 1));
+	PASCO_FAIL(pasco_model_create_variables(again, st.s), PASCO_EEXIST);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "embedding: variable 'embedding/embeddings' already "
+	              "exists"),
+	    "%s", pasco_model_last_error());
+	cr_assert_null(pasco_model_variable(again, 0));
+	pasco_model_free(again);
+	pasco_model_free(m);
+	setup_stop(&st);
+}
+
+/* Two separable classes (x0 + x1 > 0 or not, away from the line): an MLP
+ * Dense(8, relu) -> Dropout -> Dense(2, softmax) trained with the train
+ * step, each step one read and one apply (one global step), reaches a low
+ * loss and accuracy 1. The steps run on a second model bound to the
+ * first's handles, as a worker's step function would. */
+#define N 32
+
+static void
+make_data(pasco_tensor **x, pasco_tensor **y)
+{
+	float   xv[N * 2];
+	int32_t yv[N];
+	for (int i = 0; i < N; i++) {
+		double a = (i % 8) / 8.0 - 0.45, d = 0.3 + (i / 8) * 0.15;
+		int    c = i % 2;
+		xv[i * 2]     = (float) (a + (c ? d : -d) / 2);
+		xv[i * 2 + 1] = (float) (-a + (c ? d : -d) / 2);
+		yv[i]         = c;
+	}
+	PASCO_PASS(pasco_tensor_from(
+	    x, PASCO_F32, 2, (int64_t[]){N, 2}, xv, sizeof(xv)));
+	PASCO_PASS(pasco_tensor_from(
+	    y, PASCO_I32, 1, (int64_t[]){N}, yv, sizeof(yv)));
+}
+
+Test(model_layers, an_mlp_trained_with_the_train_step_learns)
+{
+	setup            st;
+	pasco_model     *chief, *worker;
+	pasco_variable  *gs;
+	pasco_tensor    *x, *y;
+	pasco_optimizer  opt = pasco_adam(0.05, false);
+	double           first = 0, last = 0;
+	pasco_loss       loss;
+	setup_start(&st, 2);
+	pasco_layer_reset_names();
+	pasco_layer l[] = {pasco_layer_dense(8, PASCO_ACT_RELU),
+	    pasco_layer_dropout(0.1), pasco_layer_dense(2, PASCO_ACT_SOFTMAX)};
+	l[0].kernel_l2  = 1e-4;
+	PASCO_PASS(pasco_model_sequential(&chief, 2, 3, l, 3));
+	PASCO_PASS(pasco_model_create_variables(chief, st.s));
+	PASCO_PASS(pasco_strategy_global_step(st.s, &gs));
+
+	/* the worker's model: other automatic names, bound to the chief's */
+	pasco_layer wl[] = {pasco_layer_dense(8, PASCO_ACT_RELU),
+	    pasco_layer_dropout(0.1), pasco_layer_dense(2, PASCO_ACT_SOFTMAX)};
+	wl[0].kernel_l2  = 1e-4;
+	PASCO_PASS(pasco_model_sequential(&worker, 2, 3, wl, 3));
+	cr_assert_str_eq(pasco_model_layer(worker, 0)->name, "dense_2");
+	pasco_variable *h[4];
+	for (size_t k = 0; k < 4; k++) {
+		h[k] = pasco_model_variable(chief, k);
+	}
+	PASCO_PASS(pasco_model_bind(worker, 4, h));
+	cr_assert_str_eq(pasco_model_layer(worker, 0)->name, "dense");
+	cr_assert_str_eq(pasco_model_layer(worker, 2)->name, "dense_1");
+	cr_assert_str_eq(pasco_model_variable_name(worker, 3), "dense_1/bias");
+
+	make_data(&x, &y);
+	PASCO_PASS(pasco_loss_from_name(
+	    "sparse_categorical_crossentropy", false, &loss));
+	opt.iterations = gs;
+	for (int step = 0; step < 120; step++) {
+		pasco_tape *tp;
+		double      v;
+		PASCO_PASS(pasco_tape_alloc(&tp, true, (uint64_t) step));
+		int rv = pasco_model_train_step(worker, tp, x, y, loss, &opt, &v);
+		cr_assert_eq(rv, 0, "%s", pasco_tape_message(tp));
+		first = step == 0 ? v : first;
+		last  = v;
+		pasco_tape_free(tp);
+	}
+	cr_assert_eq(test_read_scalar(gs), 120, "one global step per step");
+	cr_assert(first > 0.5 && last < 0.1, "loss from %g to %g", first,
+	    last);
+
+	/* inference on the chief's model: dropout off, every class right */
+	pasco_tape    *tp;
+	pasco_tape_var tv[4];
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tnode *out = pasco_model_call(chief, tp, x, tv);
+	cr_assert_not_null(out, "%s", pasco_tape_message(tp));
+	const pasco_tensor *p       = pasco_tnode_value(out);
+	int                 correct = 0;
+	for (int i = 0; i < N; i++) {
+		int c = pasco_tensor_get(p, i * 2 + 1) >
+		        pasco_tensor_get(p, i * 2);
+		correct += c == (int) pasco_tensor_get(y, i);
+	}
+	cr_assert_eq(correct, N, "accuracy %d / %d", correct, N);
+	pasco_tape_free(tp);
+
+	/* a bind that does not fit says what it got and what it expects */
+	pasco_variable *swapped[] = {h[0], h[1], h[3], h[2]};
+	PASCO_FAIL(pasco_model_bind(worker, 4, swapped), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "bind: variable 2 is 'dense_1/bias' f32[2]; the model "
+	    "expects 'dense_1/kernel' f32[8, 2]");
+	PASCO_FAIL(pasco_model_bind(worker, 3, h), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "bind: 3 variables given; the model has 4");
+	pasco_model_free(worker);
+	pasco_model_free(chief);
+	pasco_variable_free(gs);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	setup_stop(&st);
+}
