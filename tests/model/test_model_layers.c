@@ -435,3 +435,199 @@ Test(model_layers, an_mlp_trained_with_the_train_step_learns)
 	pasco_tensor_release(y);
 	setup_stop(&st);
 }
+
+/* The losses through the model equal the kit's on its output: mse,
+ * binary crossentropy of a sigmoid output (through its logits, as Keras
+ * does) and of logits, and the Dense kernel_l2 term added. */
+Test(model_layers, losses_are_the_kit_losses_of_the_output)
+{
+	pasco_model *m;
+	pasco_tape  *tp;
+	double       want, l2 = 0.01;
+	pasco_layer_reset_names();
+	pasco_layer l[]  = {pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	l[0].kernel_l2   = l2;
+	PASCO_PASS(pasco_model_sequential(&m, 3, 1, l, 1));
+	pasco_tensor *x = uniform(2, (int64_t[]){6, 3}, 1);
+	pasco_tensor *w = uniform(2, (int64_t[]){3, 1}, 2);
+	pasco_tensor *b = uniform(1, (int64_t[]){1}, 3);
+	pasco_tensor *y;
+	PASCO_PASS(pasco_tensor_from(&y, PASCO_F32, 2, (int64_t[]){6, 1},
+	    (float[]){0, 1, 1, 0, 1, 0}, 6 * sizeof(float)));
+	pasco_loss kinds[] = {{PASCO_LOSS_MSE, false},
+	    {PASCO_LOSS_BINARY_CROSSENTROPY, false},
+	    {PASCO_LOSS_BINARY_CROSSENTROPY, true}};
+	for (int k = 0; k < 3; k++) {
+		PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+		pasco_tnode *n[] = {
+		    pasco_tape_watch(tp, w), pasco_tape_watch(tp, b)};
+		pasco_tnode *out = pasco_model_call_with(m, tp, x, n);
+		pasco_tnode *lo  = pasco_model_loss(m, tp, x, y, kinds[k], n);
+		cr_assert_not_null(lo, "%s", pasco_tape_message(tp));
+		const pasco_tensor *o = pasco_tnode_value(out);
+		pasco_tensor       *g;
+		if (k == 0) {
+			PASCO_PASS(pasco_mse(o, y, &want, &g));
+		} else if (k == 1) {
+			PASCO_PASS(pasco_binary_crossentropy(o, y, &want, &g));
+		} else {
+			PASCO_PASS(pasco_binary_crossentropy_logits(
+			    o, y, &want, &g));
+		}
+		pasco_tensor_release(g);
+		want += pasco_l2_penalty(w, l2, NULL);
+		cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(lo), 0),
+		    want, 1e-5, "loss %d", k);
+		pasco_tape_free(tp);
+	}
+	pasco_tensor_release(x);
+	pasco_tensor_release(w);
+	pasco_tensor_release(b);
+	pasco_tensor_release(y);
+	pasco_model_free(m);
+}
+
+/* Embedding(20, 4, sum) in 2 shards -> Dense(2) on logits. */
+static pasco_model *
+click_model(void)
+{
+	static pasco_partitioner two;
+	pasco_model             *m;
+	two             = pasco_fixed_shards_partitioner(2);
+	pasco_layer l[] = {pasco_layer_embedding(20, 4),
+	    pasco_layer_dense(2, PASCO_ACT_LINEAR)};
+	l[0].combiner    = PASCO_COMBINE_SUM;
+	l[0].partitioner = &two;
+	PASCO_PASS(pasco_model_sequential(&m, 2, 2, l, 5));
+	return m;
+}
+
+/* A worker's step: args ids, labels, the global step, then the model's
+ * variables. The worker builds the model and binds it to the handles. */
+PASCO_FUNCTION(layers_train)
+{
+	const pasco_tensor *ids, *labels;
+	pasco_variable     *gs, *vars[3];
+	pasco_tape         *tp;
+	pasco_optimizer     opt = pasco_adam(0.1, false);
+	double              loss;
+	int                 rv;
+	for (size_t k = 0; k < 3; k++) {
+		if ((rv = pasco_call_variable(call, 3 + k, &vars[k])) != 0) {
+			return rv;
+		}
+	}
+	if ((rv = pasco_call_tensor(call, 0, &ids)) != 0 ||
+	    (rv = pasco_call_tensor(call, 1, &labels)) != 0 ||
+	    (rv = pasco_call_variable(call, 2, &gs)) != 0) {
+		return rv;
+	}
+	pasco_model *m = click_model();
+	if ((rv = pasco_model_bind(m, 3, vars)) != 0) {
+		pasco_model_free(m);
+		return pasco_call_fail(call, rv, "%s", pasco_model_last_error());
+	}
+	opt.iterations = gs;
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	rv = pasco_model_train_step(m, tp, (pasco_tensor *) ids, labels,
+	    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, true},
+	    &opt, &loss);
+	if (rv != 0) {
+		rv = pasco_call_fail(call, rv, "%s", pasco_tape_message(tp));
+	} else {
+		pasco_tensor *t;
+		PASCO_PASS(pasco_tensor_scalar(&t, PASCO_F64, loss));
+		pasco_call_return(call, pasco_value_tensor(t));
+	}
+	pasco_tape_free(tp);
+	pasco_model_free(m);
+	return rv;
+}
+
+/* Ids below 10 are class 0, the others class 1; two ids per example. The
+ * chief creates the variables, workers train them by name-checked binds,
+ * and a checkpoint saves and restores them under Keras's names. */
+Test(model_layers, workers_train_a_model_and_checkpoints_keep_its_names)
+{
+	char               dir[] = "/tmp/pasco-layers-XXXXXX", path[256];
+	char               cmd[64], *text = NULL;
+	size_t             len;
+	pasco_coordinator *c;
+	pasco_variable    *gs;
+	setup              st;
+	enum { STEPS = 40 };
+	pasco_remote_value *rvs[STEPS];
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("PASCO_CHECKPOINT_DIR", dir, 1);
+	setup_start(&st, 2);
+	PASCO_PASS(pasco_coordinator_create(&c, st.s, NULL));
+	pasco_layer_reset_names();
+	pasco_model *m = click_model();
+	PASCO_PASS(pasco_model_create_variables(m, st.s));
+	PASCO_PASS(pasco_strategy_global_step(st.s, &gs));
+	for (int s = 0; s < STEPS; s++) {
+		int64_t       idv[16];
+		int32_t       lab[8];
+		pasco_tensor *ids, *labels;
+		for (int i = 0; i < 8; i++) {
+			lab[i]         = (s + i) % 2;
+			idv[i * 2]     = lab[i] * 10 + (s * 3 + i) % 10;
+			idv[i * 2 + 1] = lab[i] * 10 + (s + i * 7) % 10;
+		}
+		PASCO_PASS(pasco_tensor_from(&ids, PASCO_I64, 2,
+		    (int64_t[]){8, 2}, idv, sizeof(idv)));
+		PASCO_PASS(pasco_tensor_from(
+		    &labels, PASCO_I32, 1, (int64_t[]){8}, lab, sizeof(lab)));
+		pasco_arg a[] = {pasco_arg_tensor(ids),
+		    pasco_arg_tensor(labels), pasco_arg_variable(gs),
+		    pasco_arg_variable(pasco_model_variable(m, 0)),
+		    pasco_arg_variable(pasco_model_variable(m, 1)),
+		    pasco_arg_variable(pasco_model_variable(m, 2))};
+		/* one step at a time: the losses in order */
+		PASCO_PASS(pasco_schedule(c, "layers_train", a, 6, &rvs[s]));
+		PASCO_PASS(pasco_join(c));
+		pasco_tensor_release(ids);
+		pasco_tensor_release(labels);
+	}
+	const pasco_value *v0, *v1;
+	PASCO_PASS(pasco_remote_value_fetch(rvs[0], &v0));
+	PASCO_PASS(pasco_remote_value_fetch(rvs[STEPS - 1], &v1));
+	cr_assert(pasco_value_scalar(v0) > 0.6 &&
+	              pasco_value_scalar(v1) < 0.05,
+	    "loss from %g to %g", pasco_value_scalar(v0),
+	    pasco_value_scalar(v1));
+	for (int s = 0; s < STEPS; s++) {
+		pasco_remote_value_free(rvs[s]);
+	}
+	cr_assert_eq(test_read_scalar(gs), STEPS);
+
+	/* saved under Keras's names, and restored by them */
+	pasco_tensor *before, *zero, *after;
+	PASCO_PASS(pasco_checkpoint_save(st.s, dir, STEPS, 0));
+	PASCO_PASS(pasco_checkpoint_latest(dir, path, sizeof(path), NULL));
+	FILE *f = open_memstream(&text, &len);
+	PASCO_PASS(pasco_checkpoint_inspect(path, f));
+	fclose(f);
+	cr_assert(strstr(text, "embedding/embeddings") &&
+	              strstr(text, "dense/kernel") &&
+	              strstr(text, "dense/bias"),
+	    "%s", text);
+	free(text);
+	pasco_variable *k = pasco_model_variable(m, 1);
+	PASCO_PASS(pasco_variable_read(k, &before));
+	PASCO_PASS(pasco_tensor_alloc(&zero, PASCO_F32, 2, before->shape));
+	PASCO_PASS(pasco_variable_assign(k, zero));
+	PASCO_PASS(pasco_checkpoint_restore(st.s, path, NULL));
+	PASCO_PASS(pasco_variable_read(k, &after));
+	cr_assert_eq(max_diff(before, after), 0);
+	cr_assert(pasco_tensor_get(after, 0) != 0);
+	pasco_tensor_release(before);
+	pasco_tensor_release(zero);
+	pasco_tensor_release(after);
+	pasco_variable_free(gs);
+	pasco_model_free(m);
+	pasco_coordinator_destroy(c);
+	setup_stop(&st);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
