@@ -27,8 +27,8 @@ pasco_model_create_variables(pasco_model *m, pasco_strategy *s)
 		    PASCO_F32, mv->rank, mv->shape, &mv->init,
 		    l->kind == PASCO_LAYER_EMBEDDING ? l->partitioner : NULL);
 		if (rv != 0) {
-			pasci_model_fail(rv, "%s: %s", l->name,
-			    pasco_strategy_error(s));
+			pasci_model_fail(
+			    rv, "%s: %s", l->name, pasco_strategy_error(s));
 		}
 	}
 	for (size_t k = 0; k < m->nvars; k++) {

@@ -543,7 +543,9 @@ strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
 	char err[512];
 	int  rv;
 
-	part = part != NULL ? part : s->has_partitioner ? &s->partitioner : NULL;
+	part = part != NULL         ? part
+	       : s->has_partitioner ? &s->partitioner
+	                            : NULL;
 	if (part != NULL &&
 	    (rv = pasco_partition(part, dtype, pasco_dtype_size(dtype), rank,
 	         shape, &shards, err, sizeof(err))) != 0) {
@@ -665,7 +667,8 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 	    PASCO_ENOTFOUND) {
 		return rv;
 	}
-	if ((rv = strategy_place(s, name, dtype, rank, shape, part, out)) != 0) {
+	if ((rv = strategy_place(s, name, dtype, rank, shape, part, out)) !=
+	    0) {
 		pasco_variable_free(*out);
 		*out = NULL;
 		return rv;

@@ -197,8 +197,8 @@ check_layer(const pasco_layer *l, size_t i, int64_t width, int64_t *out)
 		}
 		return PASCO_OK;
 	}
-	return pasci_model_fail(PASCO_EINVAL, "layer %zu: unknown kind %d",
-	    i, (int) l->kind);
+	return pasci_model_fail(
+	    PASCO_EINVAL, "layer %zu: unknown kind %d", i, (int) l->kind);
 }
 
 static void
@@ -206,8 +206,8 @@ add_var(pasco_model *m, size_t layer, const char *what, int32_t rank,
     int64_t d0, int64_t d1, pasco_initializer init)
 {
 	pasci_model_var *v = &m->vars[m->nvars];
-	snprintf(v->name, sizeof(v->name), "%s/%s", m->layers[layer].name,
-	    what);
+	snprintf(
+	    v->name, sizeof(v->name), "%s/%s", m->layers[layer].name, what);
 	v->rank     = rank;
 	v->shape[0] = d0;
 	v->shape[1] = d1;
@@ -373,13 +373,12 @@ pasco_model_variable(const pasco_model *m, size_t k)
 static int
 check_bind(const pasco_model *m, size_t k, pasco_variable *v, size_t *plen)
 {
-	const pasci_model_var *mv   = &m->vars[k];
-	const char            *want = strrchr(mv->name, '/') + 1;
-	const char            *name = v != NULL ? pasco_variable_name(v) : "";
+	const pasci_model_var *mv    = &m->vars[k];
+	const char            *want  = strrchr(mv->name, '/') + 1;
+	const char            *name  = v != NULL ? pasco_variable_name(v) : "";
 	const char            *slash = strrchr(name, '/');
 	int32_t                rank  = v != NULL ? pasco_variable_rank(v) : 0;
-	const int64_t         *shape = v != NULL ? pasco_variable_shape(v)
-	                                         : NULL;
+	const int64_t *shape = v != NULL ? pasco_variable_shape(v) : NULL;
 
 	if (v == NULL) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -417,10 +416,10 @@ pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
 			return rv;
 		}
 		size_t f = m->first_var[m->vars[k].layer];
-		if (k > f && (plen[k] != plen[f] ||
-		                 strncmp(pasco_variable_name(vars[k]),
-		                     pasco_variable_name(vars[f]),
-		                     plen[k]) != 0)) {
+		if (k > f &&
+		    (plen[k] != plen[f] ||
+		        strncmp(pasco_variable_name(vars[k]),
+		            pasco_variable_name(vars[f]), plen[k]) != 0)) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "bind: variables %zu ('%s') and %zu ('%s') are of "
 			    "one layer but name different ones",

@@ -22,7 +22,7 @@ struct pasco_model {
 	uint64_t         seed;
 	size_t           nlayers, nvars;
 	pasco_layer     *layers;
-	int64_t         *in_width; /* per layer: its input's width */
+	int64_t         *in_width;  /* per layer: its input's width */
 	size_t          *first_var; /* per layer: its first variable */
 	pasci_model_var *vars;
 	bool             owns; /* handles made by create_variables */

@@ -42,11 +42,10 @@ static pasco_tnode *
 embed(const pasco_model *m, pasco_tape *tp, const pasco_tensor *ids,
     pasco_tnode *const *nodes)
 {
-	const pasco_layer *l  = &m->layers[0];
-	bool               ok = ids->dtype == PASCO_I32 ||
-	              ids->dtype == PASCO_I64;
-	ok = ok && ((ids->rank == 1 && m->input_width == 1) ||
-	               (ids->rank == 2 && ids->shape[1] == m->input_width));
+	const pasco_layer *l = &m->layers[0];
+	bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
+	ok      = ok && ((ids->rank == 1 && m->input_width == 1) ||
+                       (ids->rank == 2 && ids->shape[1] == m->input_width));
 	if (!ok) {
 		return pasci_tape_fail(tp, PASCO_EINVAL,
 		    "%s: input %s%s is not ids (i32 or i64) [batch, %lld]",
@@ -55,9 +54,9 @@ embed(const pasco_model *m, pasco_tape *tp, const pasco_tensor *ids,
 		    (long long) m->input_width);
 	}
 	pasco_tnode *table = var_node(m, tp, 0, 0, nodes);
-	return table == NULL ? NULL
-	                     : pasco_t_embedding_lookup(
-	                           tp, table, ids, l->combiner);
+	return table == NULL
+	           ? NULL
+	           : pasco_t_embedding_lookup(tp, table, ids, l->combiner);
 }
 
 static pasco_tnode *
@@ -133,8 +132,8 @@ pasco_tnode *
 pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
     pasco_tensor *input, pasco_tnode *const *nodes)
 {
-	pasco_tnode     *pre;
-	pasco_act act;
+	pasco_tnode *pre;
+	pasco_act    act;
 	return forward(m, tp, input, nodes, &pre, &act);
 }
 
@@ -158,10 +157,9 @@ read_vars(const pasco_model *m, pasco_tape *tp, pasco_tensor *input,
 		}
 		vars[k].var  = mv->handle;
 		vars[k].node = NULL;
-		vars[k].ids  = m->layers[mv->layer].kind ==
-		                      PASCO_LAYER_EMBEDDING
-		                   ? input
-		                   : NULL;
+		vars[k].ids =
+		    m->layers[mv->layer].kind == PASCO_LAYER_EMBEDDING ? input
+		                                                       : NULL;
 	}
 	if (m->nvars > 0 && pasco_tape_read(tp, m->nvars, vars) != 0) {
 		return NULL;
@@ -213,7 +211,7 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp, pasco_tensor *x,
     const pasco_tensor *y, pasco_loss loss, pasco_tnode *const *nodes)
 {
 	pasco_tnode       *pre, *out, *l = NULL;
-	pasco_act   act;
+	pasco_act          act;
 	const pasco_layer *last = &m->layers[m->nlayers - 1];
 
 	out = forward(m, tp, x, nodes, &pre, &act);
@@ -262,9 +260,9 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp, pasco_tensor *x,
 }
 
 int
-pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *x, const pasco_tensor *y, pasco_loss loss,
-    const pasco_optimizer *opt, double *loss_value)
+pasco_model_train_step(const pasco_model *m, pasco_tape *tp, pasco_tensor *x,
+    const pasco_tensor *y, pasco_loss loss, const pasco_optimizer *opt,
+    double *loss_value)
 {
 	pasco_tape_var *vars;
 	pasco_tnode   **nodes, *l;

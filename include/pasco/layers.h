@@ -85,7 +85,8 @@ typedef enum pasco_layer_kind {
 	PASCO_LAYER_ACTIVATION = 4,
 } pasco_layer_kind;
 
-typedef enum pasco_act { /* ops.h's pasco_activation values, and more */
+/* Keras's activations (ops.h's pasco_activation values, and more). */
+typedef enum pasco_act {
 	PASCO_ACT_LINEAR  = 0, /* Keras's None / "linear" */
 	PASCO_ACT_RELU    = 1,
 	PASCO_ACT_SIGMOID = 2,
@@ -100,7 +101,7 @@ typedef struct pasco_layer {
 	char             name[PASCO_LAYER_NAME_MAX];
 	/* Dense */
 	int64_t           units;
-	pasco_act  activation; /* Dense, Activation */
+	pasco_act         activation; /* Dense, Activation */
 	bool              use_bias;
 	pasco_initializer kernel_initializer, bias_initializer;
 	double            kernel_l2;
@@ -132,8 +133,8 @@ typedef struct pasco_model pasco_model;
  * input_width] (for a first Embedding: ids [batch, input_width], or
  * [batch] with width 1). Widths are checked layer by layer: a bad option
  * is PASCO_EINVAL naming the layer. *out NULL on failure. */
-int pasco_model_sequential(pasco_model **out, int64_t input_width,
-    size_t n, const pasco_layer *layers, uint64_t seed);
+int pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
+    const pasco_layer *layers, uint64_t seed);
 
 /* Frees the model and the variable handles it created (not those it was
  * bound to). NULL is a no-op. */

@@ -61,8 +61,8 @@ Test(model_layers, layers_are_named_as_keras_names_them)
 	PASCO_PASS(pasco_model_sequential(&m, 3, 3, l, 1));
 	cr_assert_str_eq(pasco_model_layer(m, 2)->name, "dense_3");
 	cr_assert_eq(pasco_model_num_variables(m), 4);
-	const char *want[] = {"embedding/embeddings", "dense_1/kernel",
-	    "dense_1/bias", "dense_3/kernel"};
+	const char   *want[]      = {"embedding/embeddings", "dense_1/kernel",
+	           "dense_1/bias", "dense_3/kernel"};
 	const int64_t shapes[][2] = {{10, 3}, {3, 2}, {2, 0}, {2, 2}};
 	for (size_t k = 0; k < 4; k++) {
 		const int64_t *s;
@@ -79,8 +79,8 @@ Test(model_layers, layers_are_named_as_keras_names_them)
 	pasco_layer dup[] = {d0, d0};
 	PASCO_FAIL(pasco_model_sequential(&m, 3, 2, dup, 1), PASCO_EINVAL);
 	cr_assert_null(m);
-	cr_assert_str_eq(pasco_model_last_error(),
-	    "layers 0 and 1 are both named 'dense'");
+	cr_assert_str_eq(
+	    pasco_model_last_error(), "layers 0 and 1 are both named 'dense'");
 	pasco_layer_reset_names();
 	cr_assert_str_eq(pasco_layer_dense(1, 0).name, "dense");
 }
@@ -123,7 +123,7 @@ Test(model_layers, the_forward_pass_is_the_kit_kernels)
 	pasco_layer l[] = {pasco_layer_dense(3, PASCO_ACT_RELU),
 	    pasco_layer_dense(2, PASCO_ACT_SOFTMAX)};
 	PASCO_PASS(pasco_model_sequential(&m, 5, 2, l, 1));
-	pasco_tensor *x = uniform(2, (int64_t[]){4, 5}, 1);
+	pasco_tensor *x   = uniform(2, (int64_t[]){4, 5}, 1);
 	pasco_tensor *w[] = {uniform(2, (int64_t[]){5, 3}, 2),
 	    uniform(1, (int64_t[]){3}, 3), uniform(2, (int64_t[]){3, 2}, 4),
 	    uniform(1, (int64_t[]){2}, 5)};
@@ -259,11 +259,11 @@ Test(model_layers, variables_are_created_on_the_ps_with_keras_names)
 	setup_start(&st, 2);
 	PASCO_PASS(pasco_model_sequential(&m, 2, 2, l, 9));
 	PASCO_PASS(pasco_model_create_variables(m, st.s));
-	const char   *names[] = {"embedding/embeddings", "dense/kernel",
-	      "dense/bias"};
+	const char *names[] = {
+	    "embedding/embeddings", "dense/kernel", "dense/bias"};
 	const int32_t tasks[] = {0, 0, 1}; /* shards 0, 1; then 0; then 1 */
 	for (size_t k = 0; k < 3; k++) {
-		pasco_variable   *v = pasco_model_variable(m, k), *hand;
+		pasco_variable   *v    = pasco_model_variable(m, k), *hand;
 		pasco_initializer init = pasco_model_variable_init(m, k);
 		pasco_tensor     *a, *b;
 		char              hname[64];
@@ -282,13 +282,15 @@ Test(model_layers, variables_are_created_on_the_ps_with_keras_names)
 		if (k == 0) { /* Keras's 'uniform': U(-0.05, 0.05) */
 			cr_assert_eq(init.seed, 9 * 1000 + 0 + 1);
 			for (int64_t i = 0; i < a->count; i++) {
-				cr_assert(fabs(pasco_tensor_get(a, i)) <= 0.05);
+				cr_assert(
+				    fabs(pasco_tensor_get(a, i)) <= 0.05);
 			}
-			cr_assert(pasco_tensor_get(a, 0) !=
-			          pasco_tensor_get(a, 1));
+			cr_assert(
+			    pasco_tensor_get(a, 0) != pasco_tensor_get(a, 1));
 		}
 		if (k == 1) {
-			cr_assert_eq(init.seed, 77, "an explicit seed is kept");
+			cr_assert_eq(
+			    init.seed, 77, "an explicit seed is kept");
 		}
 		if (k == 2) {
 			cr_assert_eq(pasco_tensor_get(a, 2), 0.5);
@@ -298,12 +300,12 @@ Test(model_layers, variables_are_created_on_the_ps_with_keras_names)
 		pasco_variable_free(hand);
 	}
 	/* made again (a restarted chief): the same variables, kept */
-	pasco_model *again;
+	pasco_model  *again;
 	pasco_tensor *w0, *w1;
 	pasco_layer_reset_names();
-	pasco_layer l2[]         = {pasco_layer_embedding(10, 4),
-	             pasco_layer_dense(3, PASCO_ACT_LINEAR)};
-	l2[0].partitioner        = &two;
+	pasco_layer l2[]  = {pasco_layer_embedding(10, 4),
+	     pasco_layer_dense(3, PASCO_ACT_LINEAR)};
+	l2[0].partitioner = &two;
 	PASCO_PASS(pasco_model_sequential(&again, 2, 2, l2, 123));
 	PASCO_PASS(pasco_model_create_variables(again, st.s));
 	PASCO_PASS(pasco_variable_read(pasco_model_variable(m, 1), &w0));
@@ -341,7 +343,7 @@ make_data(pasco_tensor **x, pasco_tensor **y)
 	int32_t yv[N];
 	for (int i = 0; i < N; i++) {
 		double a = (i % 8) / 8.0 - 0.45, d = 0.3 + (i / 8) * 0.15;
-		int    c = i % 2;
+		int    c      = i % 2;
 		xv[i * 2]     = (float) (a + (c ? d : -d) / 2);
 		xv[i * 2 + 1] = (float) (-a + (c ? d : -d) / 2);
 		yv[i]         = c;
@@ -354,13 +356,13 @@ make_data(pasco_tensor **x, pasco_tensor **y)
 
 Test(model_layers, an_mlp_trained_with_the_train_step_learns)
 {
-	setup            st;
-	pasco_model     *chief, *worker;
-	pasco_variable  *gs;
-	pasco_tensor    *x, *y;
-	pasco_optimizer  opt = pasco_adam(0.05, false);
-	double           first = 0, last = 0;
-	pasco_loss       loss;
+	setup           st;
+	pasco_model    *chief, *worker;
+	pasco_variable *gs;
+	pasco_tensor   *x, *y;
+	pasco_optimizer opt   = pasco_adam(0.05, false);
+	double          first = 0, last = 0;
+	pasco_loss      loss;
 	setup_start(&st, 2);
 	pasco_layer_reset_names();
 	pasco_layer l[] = {pasco_layer_dense(8, PASCO_ACT_RELU),
@@ -393,15 +395,16 @@ Test(model_layers, an_mlp_trained_with_the_train_step_learns)
 		pasco_tape *tp;
 		double      v;
 		PASCO_PASS(pasco_tape_alloc(&tp, true, (uint64_t) step));
-		int rv = pasco_model_train_step(worker, tp, x, y, loss, &opt, &v);
+		int rv =
+		    pasco_model_train_step(worker, tp, x, y, loss, &opt, &v);
 		cr_assert_eq(rv, 0, "%s", pasco_tape_message(tp));
 		first = step == 0 ? v : first;
 		last  = v;
 		pasco_tape_free(tp);
 	}
 	cr_assert_eq(test_read_scalar(gs), 120, "one global step per step");
-	cr_assert(first > 0.5 && last < 0.1, "loss from %g to %g", first,
-	    last);
+	cr_assert(
+	    first > 0.5 && last < 0.1, "loss from %g to %g", first, last);
 
 	/* inference on the chief's model: dropout off, every class right */
 	pasco_tape    *tp;
@@ -445,8 +448,8 @@ Test(model_layers, losses_are_the_kit_losses_of_the_output)
 	pasco_tape  *tp;
 	double       want, l2 = 0.01;
 	pasco_layer_reset_names();
-	pasco_layer l[]  = {pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
-	l[0].kernel_l2   = l2;
+	pasco_layer l[] = {pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	l[0].kernel_l2  = l2;
 	PASCO_PASS(pasco_model_sequential(&m, 3, 1, l, 1));
 	pasco_tensor *x = uniform(2, (int64_t[]){6, 3}, 1);
 	pasco_tensor *w = uniform(2, (int64_t[]){3, 1}, 2);
@@ -471,8 +474,8 @@ Test(model_layers, losses_are_the_kit_losses_of_the_output)
 		} else if (k == 1) {
 			PASCO_PASS(pasco_binary_crossentropy(o, y, &want, &g));
 		} else {
-			PASCO_PASS(pasco_binary_crossentropy_logits(
-			    o, y, &want, &g));
+			PASCO_PASS(
+			    pasco_binary_crossentropy_logits(o, y, &want, &g));
 		}
 		pasco_tensor_release(g);
 		want += pasco_l2_penalty(w, l2, NULL);
@@ -493,9 +496,9 @@ click_model(void)
 {
 	static pasco_partitioner two;
 	pasco_model             *m;
-	two             = pasco_fixed_shards_partitioner(2);
-	pasco_layer l[] = {pasco_layer_embedding(20, 4),
-	    pasco_layer_dense(2, PASCO_ACT_LINEAR)};
+	two              = pasco_fixed_shards_partitioner(2);
+	pasco_layer l[]  = {pasco_layer_embedding(20, 4),
+	     pasco_layer_dense(2, PASCO_ACT_LINEAR)};
 	l[0].combiner    = PASCO_COMBINE_SUM;
 	l[0].partitioner = &two;
 	PASCO_PASS(pasco_model_sequential(&m, 2, 2, l, 5));
@@ -525,7 +528,8 @@ PASCO_FUNCTION(layers_train)
 	pasco_model *m = click_model();
 	if ((rv = pasco_model_bind(m, 3, vars)) != 0) {
 		pasco_model_free(m);
-		return pasco_call_fail(call, rv, "%s", pasco_model_last_error());
+		return pasco_call_fail(
+		    call, rv, "%s", pasco_model_last_error());
 	}
 	opt.iterations = gs;
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
@@ -574,8 +578,8 @@ Test(model_layers, workers_train_a_model_and_checkpoints_keep_its_names)
 			idv[i * 2]     = lab[i] * 10 + (s * 3 + i) % 10;
 			idv[i * 2 + 1] = lab[i] * 10 + (s + i * 7) % 10;
 		}
-		PASCO_PASS(pasco_tensor_from(&ids, PASCO_I64, 2,
-		    (int64_t[]){8, 2}, idv, sizeof(idv)));
+		PASCO_PASS(pasco_tensor_from(
+		    &ids, PASCO_I64, 2, (int64_t[]){8, 2}, idv, sizeof(idv)));
 		PASCO_PASS(pasco_tensor_from(
 		    &labels, PASCO_I32, 1, (int64_t[]){8}, lab, sizeof(lab)));
 		pasco_arg a[] = {pasco_arg_tensor(ids),
@@ -592,8 +596,8 @@ Test(model_layers, workers_train_a_model_and_checkpoints_keep_its_names)
 	const pasco_value *v0, *v1;
 	PASCO_PASS(pasco_remote_value_fetch(rvs[0], &v0));
 	PASCO_PASS(pasco_remote_value_fetch(rvs[STEPS - 1], &v1));
-	cr_assert(pasco_value_scalar(v0) > 0.6 &&
-	              pasco_value_scalar(v1) < 0.05,
+	cr_assert(
+	    pasco_value_scalar(v0) > 0.6 && pasco_value_scalar(v1) < 0.05,
 	    "loss from %g to %g", pasco_value_scalar(v0),
 	    pasco_value_scalar(v1));
 	for (int s = 0; s < STEPS; s++) {
