@@ -43,7 +43,7 @@ pasci_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t len)
 
 /* Keras's automatic names: one counter per kind, for the program. */
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t         name_count[PASCO_LAYER_ACTIVATION + 1];
+static int64_t         name_count[PASCO_LAYER_CONCATENATE + 1];
 
 static const char *
 kind_name(pasco_layer_kind k)
@@ -57,6 +57,8 @@ kind_name(pasco_layer_kind k)
 		return "dropout";
 	case PASCO_LAYER_ACTIVATION:
 		return "activation";
+	case PASCO_LAYER_CONCATENATE:
+		return "concatenate";
 	}
 	return NULL;
 }
@@ -137,11 +139,29 @@ pasco_layer_activation(pasco_act activation)
 	return l;
 }
 
-/* Checks layer i's options against its input width; sets *out_width. */
-static int
-check_layer(const pasco_layer *l, size_t i, int64_t width, int64_t *out)
+pasco_layer
+pasco_layer_concatenate(void)
 {
-	*out = width;
+	pasco_layer l = {.kind = PASCO_LAYER_CONCATENATE};
+	auto_name(&l);
+	return l;
+}
+
+pasco_layer
+pasco_layer_on(pasco_layer l, size_t n, const int32_t *inputs)
+{
+	l.ninputs = n;
+	for (size_t j = 0; j < n && j < PASCO_LAYER_MAX_INPUTS; j++) {
+		l.inputs[j] = inputs[j];
+	}
+	return l;
+}
+
+/* Checks l's options against its inputs' widths; sets *out. */
+static int
+check_layer(const pasco_layer *l, const int64_t *widths, int64_t *out)
+{
+	*out = widths[0];
 	switch (l->kind) {
 	case PASCO_LAYER_DENSE:
 		if (l->units < 1) {
@@ -162,12 +182,6 @@ check_layer(const pasco_layer *l, size_t i, int64_t width, int64_t *out)
 		*out = l->units;
 		return PASCO_OK;
 	case PASCO_LAYER_EMBEDDING:
-		if (i != 0) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: an Embedding must be the model's first layer "
-			    "(its input is ids), not layer %zu",
-			    l->name, i);
-		}
 		if (l->input_dim < 1 || l->output_dim < 1) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: input_dim and output_dim must be positive, "
@@ -196,9 +210,14 @@ check_layer(const pasco_layer *l, size_t i, int64_t width, int64_t *out)
 			    (int) l->activation);
 		}
 		return PASCO_OK;
+	case PASCO_LAYER_CONCATENATE:
+		for (size_t j = 1; j < l->ninputs; j++) {
+			*out += widths[j];
+		}
+		return PASCO_OK;
 	}
 	return pasci_model_fail(
-	    PASCO_EINVAL, "layer %zu: unknown kind %d", i, (int) l->kind);
+	    PASCO_EINVAL, "%s: unknown kind %d", l->name, (int) l->kind);
 }
 
 static void
@@ -220,10 +239,66 @@ add_var(pasco_model *m, size_t layer, const char *what, int32_t rank,
 	m->nvars++;
 }
 
+/* Resolves layer i's inputs (ninputs 0: the previous layer's output, or
+ * input 0) and checks them: earlier layers or model inputs, ids for an
+ * Embedding only. widths[j] gets input j's width. */
+static int
+resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
+{
+	pasco_layer *l    = &m->layers[i];
+	size_t       nids = 0;
+	if (l->ninputs == 0) {
+		l->ninputs   = 1;
+		l->inputs[0] = i == 0 ? PASCO_MODEL_INPUT(0) : (int32_t) i - 1;
+	}
+	if (l->ninputs > PASCO_LAYER_MAX_INPUTS) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: %zu inputs; at most %d", l->name, l->ninputs,
+		    PASCO_LAYER_MAX_INPUTS);
+	}
+	for (size_t j = 0; j < l->ninputs; j++) {
+		int32_t r = l->inputs[j];
+		size_t  k = (size_t) (-1 - (int64_t) r);
+		if (r >= 0 && (size_t) r >= i) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: input %zu is layer %d, not an earlier layer",
+			    l->name, j, (int) r);
+		}
+		if (r < 0 && k >= m->ninputs) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: input %zu is model input %zu; the model has "
+			    "%zu",
+			    l->name, j, k, m->ninputs);
+		}
+		widths[j] = r >= 0 ? m->out_width[r] : m->inputs[k].width;
+		nids += r < 0 && m->inputs[k].ids;
+	}
+	if (l->kind == PASCO_LAYER_EMBEDDING &&
+	    (l->ninputs != 1 || nids != 1)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: an Embedding is called on one model input of ids",
+		    l->name);
+	}
+	if (l->kind != PASCO_LAYER_EMBEDDING && nids > 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: called on ids; only an Embedding takes ids", l->name);
+	}
+	if (l->kind == PASCO_LAYER_CONCATENATE && l->ninputs < 2) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a Concatenate needs 2 or more inputs, got %zu",
+		    l->name, l->ninputs);
+	}
+	if (l->kind != PASCO_LAYER_CONCATENATE && l->ninputs != 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: takes one input, got %zu", l->name, l->ninputs);
+	}
+	return PASCO_OK;
+}
+
 static int
 build(pasco_model *m)
 {
-	int64_t width = m->input_width;
+	int64_t widths[PASCO_LAYER_MAX_INPUTS];
 	for (size_t i = 0; i < m->nlayers; i++) {
 		pasco_layer *l = &m->layers[i];
 		int          rv;
@@ -237,13 +312,13 @@ build(pasco_model *m)
 				    j, i, l->name);
 			}
 		}
-		m->in_width[i]  = width;
 		m->first_var[i] = m->nvars;
-		if ((rv = check_layer(l, i, width, &width)) != 0) {
+		if ((rv = resolve_inputs(m, i, widths)) != 0 ||
+		    (rv = check_layer(l, widths, &m->out_width[i])) != 0) {
 			return rv;
 		}
 		if (l->kind == PASCO_LAYER_DENSE) {
-			add_var(m, i, "kernel", 2, m->in_width[i], l->units,
+			add_var(m, i, "kernel", 2, widths[0], l->units,
 			    l->kernel_initializer);
 			if (l->use_bias) {
 				add_var(m, i, "bias", 1, l->units, 0,
@@ -254,39 +329,49 @@ build(pasco_model *m)
 			    l->output_dim, l->embeddings_initializer);
 		}
 	}
-	m->output_width = width;
 	return PASCO_OK;
 }
 
-int
-pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
-    const pasco_layer *layers, uint64_t seed)
+static int
+model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
+    size_t n, const pasco_layer *layers, uint64_t seed)
 {
 	pasco_model *m;
 	int          rv;
 
 	*out = NULL;
-	if (n == 0 || layers == NULL) {
+	if (n == 0 || layers == NULL || ninputs == 0 || inputs == NULL) {
 		return pasci_model_fail(
-		    PASCO_EINVAL, "a Sequential model needs layers");
+		    PASCO_EINVAL, "a model needs inputs and layers");
 	}
-	if (input_width < 1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "the input width must be positive, got %lld",
-		    (long long) input_width);
+	for (size_t k = 0; k < ninputs; k++) {
+		if (inputs[k].width < 1) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "input %zu ('%s'): the width must be positive, "
+			    "got %lld",
+			    k, inputs[k].name != NULL ? inputs[k].name : "",
+			    (long long) inputs[k].width);
+		}
 	}
 	m = calloc(1, sizeof(*m));
 	if (m == NULL || (m->layers = calloc(n, sizeof(*layers))) == NULL ||
-	    (m->in_width = calloc(n, sizeof(int64_t))) == NULL ||
+	    (m->inputs = calloc(ninputs, sizeof(*m->inputs))) == NULL ||
+	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
 	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
 	    (m->vars = calloc(2 * n, sizeof(*m->vars))) == NULL) {
 		pasco_model_free(m);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	memcpy(m->layers, layers, n * sizeof(*layers));
-	m->nlayers     = n;
-	m->input_width = input_width;
-	m->seed        = seed;
+	m->nlayers = n;
+	m->ninputs = ninputs;
+	m->seed    = seed;
+	for (size_t k = 0; k < ninputs; k++) {
+		snprintf(m->inputs[k].name, sizeof(m->inputs[k].name), "%s",
+		    inputs[k].name != NULL ? inputs[k].name : "");
+		m->inputs[k].width = inputs[k].width;
+		m->inputs[k].ids   = inputs[k].ids;
+	}
 	for (size_t i = 0; i < n; i++) {
 		m->layers[i].name[PASCO_LAYER_NAME_MAX - 1] = 0;
 	}
@@ -296,6 +381,35 @@ pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
 	}
 	*out = m;
 	return PASCO_OK;
+}
+
+int
+pasco_model_functional(pasco_model **out, size_t ninputs,
+    const pasco_model_input *inputs, size_t n, const pasco_layer *layers,
+    uint64_t seed)
+{
+	return model_new(out, ninputs, inputs, n, layers, seed);
+}
+
+int
+pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
+    const pasco_layer *layers, uint64_t seed)
+{
+	pasco_model_input in = {"input", input_width,
+	    n > 0 && layers != NULL &&
+	        layers[0].kind == PASCO_LAYER_EMBEDDING};
+	*out                 = NULL;
+	for (size_t i = 0; layers != NULL && i < n; i++) {
+		if (layers[i].ninputs != 0) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: a Sequential model's layers are called on "
+			    "the "
+			    "previous one's output (inputs set: "
+			    "pasco_model_functional)",
+			    layers[i].name);
+		}
+	}
+	return model_new(out, 1, &in, n, layers, seed);
 }
 
 void
@@ -309,9 +423,16 @@ pasco_model_free(pasco_model *m)
 	}
 	free(m->vars);
 	free(m->first_var);
-	free(m->in_width);
+	free(m->out_width);
+	free(m->inputs);
 	free(m->layers);
 	free(m);
+}
+
+size_t
+pasco_model_num_inputs(const pasco_model *m)
+{
+	return m->ninputs;
 }
 
 size_t
@@ -329,7 +450,7 @@ pasco_model_layer(const pasco_model *m, size_t i)
 int64_t
 pasco_model_output_width(const pasco_model *m)
 {
-	return m->output_width;
+	return m->out_width[m->nlayers - 1];
 }
 
 size_t
@@ -403,31 +524,31 @@ check_bind(const pasco_model *m, size_t k, pasco_variable *v, size_t *plen)
 int
 pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
 {
-	size_t plen[n > 0 ? n : 1];
-	int    rv;
+	size_t *plen;
+	int     rv = PASCO_OK;
 
 	if (n != m->nvars) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "bind: %zu variables given; the model has %zu", n,
 		    m->nvars);
 	}
-	for (size_t k = 0; k < n; k++) {
-		if ((rv = check_bind(m, k, vars[k], &plen[k])) != 0) {
-			return rv;
-		}
+	if ((plen = calloc(n + 1, sizeof(*plen))) == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < n && rv == 0; k++) {
 		size_t f = m->first_var[m->vars[k].layer];
-		if (k > f &&
+		if ((rv = check_bind(m, k, vars[k], &plen[k])) == 0 && k > f &&
 		    (plen[k] != plen[f] ||
 		        strncmp(pasco_variable_name(vars[k]),
 		            pasco_variable_name(vars[f]), plen[k]) != 0)) {
-			return pasci_model_fail(PASCO_EINVAL,
+			rv = pasci_model_fail(PASCO_EINVAL,
 			    "bind: variables %zu ('%s') and %zu ('%s') are of "
 			    "one layer but name different ones",
 			    f, pasco_variable_name(vars[f]), k,
 			    pasco_variable_name(vars[k]));
 		}
 	}
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < n && rv == 0; k++) {
 		pasci_model_var *mv = &m->vars[k];
 		pasco_layer     *l  = &m->layers[mv->layer];
 		if (m->owns) {
@@ -439,6 +560,7 @@ pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
 		snprintf(mv->name, sizeof(mv->name), "%s",
 		    pasco_variable_name(vars[k]));
 	}
-	m->owns = false;
-	return PASCO_OK;
+	m->owns = m->owns && rv != 0;
+	free(plen);
+	return rv;
 }

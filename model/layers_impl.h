@@ -17,15 +17,21 @@ typedef struct pasci_model_var {
 	pasco_variable   *handle;
 } pasci_model_var;
 
+typedef struct pasci_model_input {
+	char    name[PASCO_LAYER_NAME_MAX];
+	int64_t width;
+	bool    ids;
+} pasci_model_input;
+
 struct pasco_model {
-	int64_t          input_width, output_width;
-	uint64_t         seed;
-	size_t           nlayers, nvars;
-	pasco_layer     *layers;
-	int64_t         *in_width;  /* per layer: its input's width */
-	size_t          *first_var; /* per layer: its first variable */
-	pasci_model_var *vars;
-	bool             owns; /* handles made by create_variables */
+	uint64_t           seed;
+	size_t             ninputs, nlayers, nvars;
+	pasci_model_input *inputs;
+	pasco_layer       *layers;    /* inputs resolved: ninputs >= 1 */
+	int64_t           *out_width; /* per layer */
+	size_t            *first_var; /* per layer: its first variable */
+	pasci_model_var   *vars;
+	bool               owns; /* handles made by create_variables */
 };
 
 /* Records this thread's last model error (pasco_model_last_error) and

@@ -38,22 +38,31 @@ var_node(const pasco_model *m, pasco_tape *tp, size_t i, size_t j,
 	return nodes[k];
 }
 
-static pasco_tnode *
-embed(const pasco_model *m, pasco_tape *tp, const pasco_tensor *ids,
-    pasco_tnode *const *nodes)
+/* The model input that layer i (an Embedding) is called on. */
+static size_t
+input_of(const pasco_model *m, size_t i)
 {
-	const pasco_layer *l = &m->layers[0];
+	return (size_t) (-1 - (int64_t) m->layers[i].inputs[0]);
+}
+
+static pasco_tnode *
+embed(const pasco_model *m, pasco_tape *tp, size_t i,
+    pasco_tensor *const *inputs, pasco_tnode *const *nodes)
+{
+	const pasco_layer  *l     = &m->layers[i];
+	size_t              k     = input_of(m, i);
+	const pasco_tensor *ids   = inputs[k];
+	int64_t             width = m->inputs[k].width;
 	bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
-	ok      = ok && ((ids->rank == 1 && m->input_width == 1) ||
-                       (ids->rank == 2 && ids->shape[1] == m->input_width));
+	ok      = ok && ((ids->rank == 1 && width == 1) ||
+                       (ids->rank == 2 && ids->shape[1] == width));
 	if (!ok) {
 		return pasci_tape_fail(tp, PASCO_EINVAL,
 		    "%s: input %s%s is not ids (i32 or i64) [batch, %lld]",
 		    l->name, pasco_dtype_name(ids->dtype),
-		    PASCI_SHAPE(ids->rank, ids->shape),
-		    (long long) m->input_width);
+		    PASCI_SHAPE(ids->rank, ids->shape), (long long) width);
 	}
-	pasco_tnode *table = var_node(m, tp, 0, 0, nodes);
+	pasco_tnode *table = var_node(m, tp, i, 0, nodes);
 	return table == NULL
 	           ? NULL
 	           : pasco_t_embedding_lookup(tp, table, ids, l->combiner);
@@ -84,45 +93,114 @@ dense(const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *h,
 	return h;
 }
 
+static pasco_tnode *
+concatenate(
+    const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *const *in)
+{
+	const pasco_layer  *l  = &m->layers[i];
+	const pasco_tensor *x0 = pasco_tnode_value(in[0]);
+	for (size_t j = 0; j < l->ninputs; j++) {
+		const pasco_tensor *x = pasco_tnode_value(in[j]);
+		if (x->rank != 2 || x0->rank != 2 ||
+		    x->shape[0] != x0->shape[0]) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: inputs %s and %s are not [batch, width] of "
+			    "one batch",
+			    l->name, PASCI_SHAPE(x0->rank, x0->shape),
+			    PASCI_SHAPE(x->rank, x->shape));
+		}
+	}
+	return pasco_t_concat(tp, l->ninputs, in, -1);
+}
+
+/* Layer i's input nodes into in; feature inputs made constants once. */
+static bool
+gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
+    pasco_tensor *const *inputs, pasco_tnode **outs, pasco_tnode **feats,
+    pasco_tnode **in)
+{
+	const pasco_layer *l = &m->layers[i];
+	for (size_t j = 0; j < l->ninputs; j++) {
+		int32_t r = l->inputs[j];
+		size_t  k = (size_t) (-1 - (int64_t) r);
+		if (r >= 0) {
+			in[j] = outs[r];
+		} else {
+			if (feats[k] == NULL) {
+				feats[k] = pasco_tape_constant(tp, inputs[k]);
+			}
+			in[j] = feats[k];
+		}
+		if (in[j] == NULL) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+check_inputs(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs)
+{
+	for (size_t k = 0; k < m->ninputs; k++) {
+		if (inputs == NULL || inputs[k] == NULL) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "input %zu ('%s') is missing", k,
+			    m->inputs[k].name);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The forward pass; *pre gets the last layer's input to its activation
  * and *act that activation (linear when the last layer has none). */
 static pasco_tnode *
-forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *input,
+forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
     pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
 {
-	pasco_tnode *h;
+	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
 	*pre = NULL;
 	*act = PASCO_ACT_LINEAR;
 	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK) {
 		return NULL;
 	}
-	if (input == NULL) {
-		return pasci_tape_fail(
-		    tp, PASCO_EINVAL, "%s: no input", m->layers[0].name);
+	if (!check_inputs(m, tp, inputs)) {
+		return NULL;
 	}
-	h = m->layers[0].kind == PASCO_LAYER_EMBEDDING
-	        ? embed(m, tp, input, nodes)
-	        : pasco_tape_constant(tp, input);
-	for (size_t i = 0; i < m->nlayers && h != NULL; i++) {
+	outs  = pasci_tape_mem(tp, m->nlayers * sizeof(*outs));
+	feats = pasci_tape_mem(tp, m->ninputs * sizeof(*feats));
+	for (size_t i = 0; outs != NULL && feats != NULL && i < m->nlayers;
+	     i++) {
 		const pasco_layer *l = &m->layers[i];
-		*act                 = PASCO_ACT_LINEAR;
+		if (l->kind != PASCO_LAYER_EMBEDDING &&
+		    !gather_inputs(m, tp, i, inputs, outs, feats, in)) {
+			return NULL;
+		}
+		*act = PASCO_ACT_LINEAR;
 		switch (l->kind) {
+		case PASCO_LAYER_EMBEDDING:
+			h = embed(m, tp, i, inputs, nodes);
+			break;
 		case PASCO_LAYER_DENSE:
-			h    = dense(m, tp, i, h, nodes);
+			h    = dense(m, tp, i, in[0], nodes);
 			*pre = h;
 			*act = l->activation;
 			h    = activate(tp, h, l->activation);
 			break;
 		case PASCO_LAYER_ACTIVATION:
-			*pre = h;
+			*pre = in[0];
 			*act = l->activation;
-			h    = activate(tp, h, l->activation);
+			h    = activate(tp, in[0], l->activation);
 			break;
 		case PASCO_LAYER_DROPOUT:
-			h = pasco_t_dropout(tp, h, l->rate);
+			h = pasco_t_dropout(tp, in[0], l->rate);
 			break;
-		case PASCO_LAYER_EMBEDDING:
-			break; /* the first layer, done above */
+		case PASCO_LAYER_CONCATENATE:
+			h = concatenate(m, tp, i, in);
+			break;
+		}
+		if ((outs[i] = h) == NULL) {
+			return NULL;
 		}
 	}
 	return h;
@@ -130,20 +208,21 @@ forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *input,
 
 pasco_tnode *
 pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *input, pasco_tnode *const *nodes)
+    pasco_tensor *const *inputs, pasco_tnode *const *nodes)
 {
 	pasco_tnode *pre;
 	pasco_act    act;
-	return forward(m, tp, input, nodes, &pre, &act);
+	return forward(m, tp, inputs, nodes, &pre, &act);
 }
 
 /* Reads the bound variables onto tp; their nodes in the tape's arena. */
 static pasco_tnode **
-read_vars(const pasco_model *m, pasco_tape *tp, pasco_tensor *input,
+read_vars(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
     pasco_tape_var *vars)
 {
 	pasco_tnode **nodes;
-	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK) {
+	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK ||
+	    !check_inputs(m, tp, inputs)) {
 		return NULL;
 	}
 	for (size_t k = 0; k < m->nvars; k++) {
@@ -158,8 +237,9 @@ read_vars(const pasco_model *m, pasco_tape *tp, pasco_tensor *input,
 		vars[k].var  = mv->handle;
 		vars[k].node = NULL;
 		vars[k].ids =
-		    m->layers[mv->layer].kind == PASCO_LAYER_EMBEDDING ? input
-		                                                       : NULL;
+		    m->layers[mv->layer].kind == PASCO_LAYER_EMBEDDING
+		        ? inputs[input_of(m, mv->layer)]
+		        : NULL;
 	}
 	if (m->nvars > 0 && pasco_tape_read(tp, m->nvars, vars) != 0) {
 		return NULL;
@@ -172,12 +252,12 @@ read_vars(const pasco_model *m, pasco_tape *tp, pasco_tensor *input,
 }
 
 pasco_tnode *
-pasco_model_call(const pasco_model *m, pasco_tape *tp, pasco_tensor *input,
-    pasco_tape_var *vars)
+pasco_model_call(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tape_var *vars)
 {
-	pasco_tnode **nodes = read_vars(m, tp, input, vars);
+	pasco_tnode **nodes = read_vars(m, tp, inputs, vars);
 	return nodes == NULL ? NULL
-	                     : pasco_model_call_with(m, tp, input, nodes);
+	                     : pasco_model_call_with(m, tp, inputs, nodes);
 }
 
 int
@@ -207,14 +287,15 @@ pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
 }
 
 pasco_tnode *
-pasco_model_loss(const pasco_model *m, pasco_tape *tp, pasco_tensor *x,
-    const pasco_tensor *y, pasco_loss loss, pasco_tnode *const *nodes)
+pasco_model_loss(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tnode *const *nodes)
 {
 	pasco_tnode       *pre, *out, *l = NULL;
 	pasco_act          act;
 	const pasco_layer *last = &m->layers[m->nlayers - 1];
 
-	out = forward(m, tp, x, nodes, &pre, &act);
+	out = forward(m, tp, inputs, nodes, &pre, &act);
 	if (out == NULL) {
 		return NULL;
 	}
@@ -260,9 +341,9 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp, pasco_tensor *x,
 }
 
 int
-pasco_model_train_step(const pasco_model *m, pasco_tape *tp, pasco_tensor *x,
-    const pasco_tensor *y, pasco_loss loss, const pasco_optimizer *opt,
-    double *loss_value)
+pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    const pasco_optimizer *opt, double *loss_value)
 {
 	pasco_tape_var *vars;
 	pasco_tnode   **nodes, *l;
@@ -271,8 +352,8 @@ pasco_model_train_step(const pasco_model *m, pasco_tape *tp, pasco_tensor *x,
 		return PASCO_EINVAL;
 	}
 	vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(*vars));
-	if (vars == NULL || (nodes = read_vars(m, tp, x, vars)) == NULL ||
-	    (l = pasco_model_loss(m, tp, x, y, loss, nodes)) == NULL ||
+	if (vars == NULL || (nodes = read_vars(m, tp, inputs, vars)) == NULL ||
+	    (l = pasco_model_loss(m, tp, inputs, y, loss, nodes)) == NULL ||
 	    pasco_tape_apply(tp, l, m->nvars, vars, opt) != 0) {
 		return pasco_tape_error(tp);
 	}

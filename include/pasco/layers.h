@@ -16,7 +16,7 @@
  *     pasco_tape_alloc(&tp, true, step);        // training: dropout on
  *     pasco_loss loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY};
  *     double value;
- *     if (pasco_model_train_step(m, tp, x, y, loss, &opt, &value))
+ *     if (pasco_model_train_step(m, tp, &x, y, loss, &opt, &value))
  *             fprintf(stderr, "%s\n", pasco_tape_message(tp));
  *     pasco_tape_free(tp);
  *
@@ -32,12 +32,14 @@
  *     [batch, k], combined by mean (default) or sum into [batch,
  *     output_dim], as tf.nn.embedding_lookup_sparse; negative ids are
  *     padding), partitioner (NULL: the strategy's). Variable
- *     <name>/embeddings [input_dim, output_dim]. It must be the first
- *     layer: the model's input is then ids (i32 or i64), [batch] or
- *     [batch, k]; a step reads only the rows of the ids it looks up.
+ *     <name>/embeddings [input_dim, output_dim]. Its input is a model
+ *     input of ids (i32 or i64), [batch] or [batch, k]: in a Sequential
+ *     model it is the first layer. A step reads only the rows of the ids
+ *     it looks up.
  *   Dropout: rate; active only on a training tape (pasco_tape_alloc's
  *     training flag is Keras's training argument).
  *   Activation: activation.
+ *   Concatenate: its inputs along the last axis (functional models).
  *
  * Names. A layer gets its name when constructed, as Keras names it: the
  * kind in snake case, then _1, _2, ... for later layers of that kind in
@@ -79,10 +81,11 @@
 typedef struct pasco_strategy pasco_strategy; /* coordinator.h */
 
 typedef enum pasco_layer_kind {
-	PASCO_LAYER_DENSE      = 1,
-	PASCO_LAYER_EMBEDDING  = 2,
-	PASCO_LAYER_DROPOUT    = 3,
-	PASCO_LAYER_ACTIVATION = 4,
+	PASCO_LAYER_DENSE       = 1,
+	PASCO_LAYER_EMBEDDING   = 2,
+	PASCO_LAYER_DROPOUT     = 3,
+	PASCO_LAYER_ACTIVATION  = 4,
+	PASCO_LAYER_CONCATENATE = 5,
 } pasco_layer_kind;
 
 /* Keras's activations (ops.h's pasco_activation values, and more). */
@@ -95,6 +98,10 @@ typedef enum pasco_act {
 } pasco_act;
 
 #define PASCO_LAYER_NAME_MAX 64
+#define PASCO_LAYER_MAX_INPUTS 8
+
+/* In pasco_layer.inputs: the model's input k (else a layer's index). */
+#define PASCO_MODEL_INPUT(k) (-1 - (int32_t) (k))
 
 typedef struct pasco_layer {
 	pasco_layer_kind kind;
@@ -112,6 +119,12 @@ typedef struct pasco_layer {
 	const pasco_partitioner *partitioner; /* borrowed until created */
 	/* Dropout */
 	double rate;
+	/* What the layer is called on (pasco_model_functional): ninputs
+	 * entries, each an earlier layer's index or PASCO_MODEL_INPUT(k);
+	 * ninputs 0: the previous layer's output (the first layer: input
+	 * 0), as in a Sequential model. */
+	int32_t inputs[PASCO_LAYER_MAX_INPUTS];
+	size_t  ninputs;
 } pasco_layer;
 
 /* Layers with Keras's defaults, each named as it is constructed. */
@@ -119,6 +132,11 @@ pasco_layer pasco_layer_dense(int64_t units, pasco_act activation);
 pasco_layer pasco_layer_embedding(int64_t input_dim, int64_t output_dim);
 pasco_layer pasco_layer_dropout(double rate);
 pasco_layer pasco_layer_activation(pasco_act activation);
+pasco_layer pasco_layer_concatenate(void);
+
+/* Sets l's inputs (pasco_model_functional) and returns it:
+ * pasco_layer_on(pasco_layer_concatenate(), 2, (int32_t[]){0, 1}). */
+pasco_layer pasco_layer_on(pasco_layer l, size_t n, const int32_t *inputs);
 
 /* Starts Keras's automatic names again (dense, embedding, ...).
  * Thread-safe. */
@@ -129,12 +147,41 @@ const char *pasco_act_name(pasco_act a);
 
 typedef struct pasco_model pasco_model;
 
-/* A Sequential model of layers[0..n) (copied) on inputs [batch,
- * input_width] (for a first Embedding: ids [batch, input_width], or
- * [batch] with width 1). Widths are checked layer by layer: a bad option
- * is PASCO_EINVAL naming the layer. *out NULL on failure. */
+/* A Sequential model of layers[0..n) (copied), each on the previous
+ * one's output, on one input [batch, input_width] (for a first Embedding:
+ * ids [batch, input_width], or [batch] with width 1). Widths are checked
+ * layer by layer: a bad option is PASCO_EINVAL naming the layer. *out
+ * NULL on failure. */
 int pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
     const pasco_layer *layers, uint64_t seed);
+
+/* A model input: its name, its width (features, or ids per example), and
+ * whether it holds ids (i32 or i64, for Embedding layers only; [batch] is
+ * width 1) or features (f32 or f64 [batch, width]). */
+typedef struct pasco_model_input {
+	const char *name;
+	int64_t     width;
+	bool        ids;
+} pasco_model_input;
+
+/* Keras's functional model without its config yet: inputs[0..ninputs)
+ * and layers[0..n), each called on the inputs its `inputs` field names
+ * (earlier layers or model inputs); the last layer's output is the
+ * model's. An Embedding is called on one ids input; a Concatenate on 2 or
+ * more feature tensors (along the last axis); the others on one feature
+ * tensor. Wide and deep:
+ *     pasco_model_input in[] = {{"dense", 13, false}, {"cat", 3, true}};
+ *     pasco_layer l[] = {
+ *         pasco_layer_on(pasco_layer_embedding(1000, 8), 1,
+ *             (int32_t[]){PASCO_MODEL_INPUT(1)}),
+ *         pasco_layer_on(pasco_layer_concatenate(), 2,
+ *             (int32_t[]){PASCO_MODEL_INPUT(0), 0}),
+ *         pasco_layer_dense(32, PASCO_ACT_RELU),      // on layer 1
+ *         pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+ *     pasco_model_functional(&m, 2, in, 4, l, seed); */
+int pasco_model_functional(pasco_model **out, size_t ninputs,
+    const pasco_model_input *inputs, size_t n, const pasco_layer *layers,
+    uint64_t seed);
 
 /* Frees the model and the variable handles it created (not those it was
  * bound to). NULL is a no-op. */
@@ -143,6 +190,7 @@ void pasco_model_free(pasco_model *m);
 /* This thread's last failure of a model function ("" if none). */
 const char *pasco_model_last_error(void);
 
+size_t             pasco_model_num_inputs(const pasco_model *m);
 size_t             pasco_model_num_layers(const pasco_model *m);
 const pasco_layer *pasco_model_layer(const pasco_model *m, size_t i);
 int64_t            pasco_model_output_width(const pasco_model *m);
@@ -176,20 +224,23 @@ int pasco_model_create_variables(pasco_model *m, pasco_strategy *s);
  * model's use. */
 int pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars);
 
-/* The forward pass on tp with the variables as nodes, nodes[k] for
+/* The forward pass on tp of inputs[0..pasco_model_num_inputs) (a
+ * Sequential model has one) with the variables as nodes, nodes[k] for
  * variable k (pasco_tape_watch of a tensor, pasco_tape_watch_table of a
  * table, or pasco_tape_read's nodes): the output node, or NULL with the
- * tape's error set. input is held by the tape as pasco_tape_constant
- * does. */
+ * tape's error set. Feature inputs are held by the tape as
+ * pasco_tape_constant does; ids are read during the call. Whether
+ * Dropout is active is the tape's training flag (Keras's training
+ * argument). */
 pasco_tnode *pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *input, pasco_tnode *const *nodes);
+    pasco_tensor *const *inputs, pasco_tnode *const *nodes);
 
 /* The bound variables read onto tp (pasco_tape_read: one round trip;
- * an Embedding's rows for input's ids only), then the forward pass. vars
- * (pasco_model_num_variables entries) gets the reads, for
+ * an Embedding's rows for its input's ids only), then the forward pass.
+ * vars (pasco_model_num_variables entries) gets the reads, for
  * pasco_tape_apply. */
 pasco_tnode *pasco_model_call(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *input, pasco_tape_var *vars);
+    pasco_tensor *const *inputs, pasco_tape_var *vars);
 
 typedef enum pasco_loss_kind {
 	PASCO_LOSS_MSE                             = 1,
@@ -211,12 +262,12 @@ typedef struct pasco_loss {
  * "sparse_categorical_crossentropy". PASCO_EINVAL for another. */
 int pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out);
 
-/* The loss of the model on (x, y) on tp, Dense kernel_l2 terms added
+/* The loss of the model on (inputs, y) on tp, Dense kernel_l2 terms added
  * (Keras's model.losses): y is the target (mse: f32/f64 of the output's
  * element count), labels 0/1 (binary) or class ids i32/i64 [batch]
  * (sparse categorical). NULL with the tape's error set on failure. */
 pasco_tnode *pasco_model_loss(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *x, const pasco_tensor *y, pasco_loss loss,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes);
 
 /* One training step of a bound model: pasco_model_call (one read), the
@@ -226,7 +277,7 @@ pasco_tnode *pasco_model_loss(const pasco_model *m, pasco_tape *tp,
  * the tape's error (naming the layer, the variable or the op) is
  * returned. Blocks. */
 int pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *x, const pasco_tensor *y, pasco_loss loss,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     const pasco_optimizer *opt, double *loss_value);
 
 #endif

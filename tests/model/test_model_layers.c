@@ -93,8 +93,7 @@ Test(model_layers, bad_options_name_the_layer)
 	    pasco_layer_embedding(10, 3)};
 	PASCO_FAIL(pasco_model_sequential(&m, 3, 2, a, 1), PASCO_EINVAL);
 	cr_assert_str_eq(pasco_model_last_error(),
-	    "embedding: an Embedding must be the model's first layer (its "
-	    "input is ids), not layer 1");
+	    "embedding: an Embedding is called on one model input of ids");
 	pasco_layer b[] = {pasco_layer_dense(0, PASCO_ACT_RELU)};
 	PASCO_FAIL(pasco_model_sequential(&m, 3, 1, b, 1), PASCO_EINVAL);
 	cr_assert_str_eq(pasco_model_last_error(),
@@ -132,7 +131,7 @@ Test(model_layers, the_forward_pass_is_the_kit_kernels)
 	for (int k = 0; k < 4; k++) {
 		nodes[k] = pasco_tape_watch(tp, w[k]);
 	}
-	pasco_tnode *y = pasco_model_call_with(m, tp, x, nodes);
+	pasco_tnode *y = pasco_model_call_with(m, tp, &x, nodes);
 	cr_assert_not_null(y, "%s", pasco_tape_message(tp));
 
 	pasco_tensor *a, *b, *h, *z, *want;
@@ -177,7 +176,7 @@ Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
 	pasco_tensor *w = uniform(2, (int64_t[]){64, 10}, 2);
 	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
 	pasco_tnode *n[] = {pasco_tape_watch(tp, w)};
-	cr_assert_null(pasco_model_call_with(m, tp, x, n));
+	cr_assert_null(pasco_model_call_with(m, tp, &x, n));
 	cr_assert_eq(pasco_tape_error(tp), PASCO_EINVAL);
 	cr_assert_str_eq(pasco_tape_message(tp),
 	    "dense_1: input [32, 63] does not match kernel [64, 10]");
@@ -185,7 +184,7 @@ Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
 	/* an unbound model cannot read its variables */
 	pasco_tape_var tv[1];
 	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
-	cr_assert_null(pasco_model_call(m, tp, x, tv));
+	cr_assert_null(pasco_model_call(m, tp, &x, tv));
 	cr_assert_str_eq(pasco_tape_message(tp),
 	    "dense_1: variable 'dense_1/kernel' is not created or bound "
 	    "(pasco_model_create_variables, pasco_model_bind)");
@@ -196,7 +195,7 @@ Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
 	pasco_tensor *x64 = uniform(2, (int64_t[]){32, 64}, 3);
 	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
 	n[0] = pasco_tape_watch(tp, w);
-	cr_assert_null(pasco_model_loss(m, tp, x64, labels,
+	cr_assert_null(pasco_model_loss(m, tp, &x64, labels,
 	    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false},
 	    n));
 	cr_assert_str_eq(pasco_tape_message(tp),
@@ -211,7 +210,7 @@ Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
 	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
 	pasco_tensor *t = uniform(2, (int64_t[]){10, 4}, 4);
 	n[0]            = pasco_tape_watch_table(tp, t);
-	cr_assert_null(pasco_model_call_with(m, tp, x, n));
+	cr_assert_null(pasco_model_call_with(m, tp, &x, n));
 	cr_assert_str_eq(pasco_tape_message(tp),
 	    "embedding: input f32[32, 63] is not ids (i32 or i64) [batch, 2]");
 	pasco_tape_free(tp);
@@ -396,7 +395,7 @@ Test(model_layers, an_mlp_trained_with_the_train_step_learns)
 		double      v;
 		PASCO_PASS(pasco_tape_alloc(&tp, true, (uint64_t) step));
 		int rv =
-		    pasco_model_train_step(worker, tp, x, y, loss, &opt, &v);
+		    pasco_model_train_step(worker, tp, &x, y, loss, &opt, &v);
 		cr_assert_eq(rv, 0, "%s", pasco_tape_message(tp));
 		first = step == 0 ? v : first;
 		last  = v;
@@ -410,7 +409,7 @@ Test(model_layers, an_mlp_trained_with_the_train_step_learns)
 	pasco_tape    *tp;
 	pasco_tape_var tv[4];
 	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
-	pasco_tnode *out = pasco_model_call(chief, tp, x, tv);
+	pasco_tnode *out = pasco_model_call(chief, tp, &x, tv);
 	cr_assert_not_null(out, "%s", pasco_tape_message(tp));
 	const pasco_tensor *p       = pasco_tnode_value(out);
 	int                 correct = 0;
@@ -464,8 +463,8 @@ Test(model_layers, losses_are_the_kit_losses_of_the_output)
 		PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
 		pasco_tnode *n[] = {
 		    pasco_tape_watch(tp, w), pasco_tape_watch(tp, b)};
-		pasco_tnode *out = pasco_model_call_with(m, tp, x, n);
-		pasco_tnode *lo  = pasco_model_loss(m, tp, x, y, kinds[k], n);
+		pasco_tnode *out = pasco_model_call_with(m, tp, &x, n);
+		pasco_tnode *lo  = pasco_model_loss(m, tp, &x, y, kinds[k], n);
 		cr_assert_not_null(lo, "%s", pasco_tape_message(tp));
 		const pasco_tensor *o = pasco_tnode_value(out);
 		pasco_tensor       *g;
@@ -533,9 +532,10 @@ PASCO_FUNCTION(layers_train)
 	}
 	opt.iterations = gs;
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
-	rv = pasco_model_train_step(m, tp, (pasco_tensor *) ids, labels,
-	    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, true},
-	    &opt, &loss);
+	pasco_tensor *in[] = {(pasco_tensor *) ids};
+	rv                 = pasco_model_train_step(m, tp, in, labels,
+	                    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, true},
+	                    &opt, &loss);
 	if (rv != 0) {
 		rv = pasco_call_fail(call, rv, "%s", pasco_tape_message(tp));
 	} else {
@@ -634,4 +634,181 @@ Test(model_layers, workers_train_a_model_and_checkpoints_keep_its_names)
 	setup_stop(&st);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+/* Wide and deep without a config: features [batch, 3] and ids [batch, 2]
+ * (embedding summed), concatenated, through Dense(8, relu) and Dense(1,
+ * sigmoid). Labels: the sign of feature 0 xor the id's class (ids below
+ * 10 or not), which neither input gives alone. */
+static pasco_model *
+wide_deep(void)
+{
+	pasco_model      *m;
+	pasco_model_input in[] = {{"features", 3, false}, {"cat", 2, true}};
+	pasco_layer l[] = {pasco_layer_on(pasco_layer_embedding(20, 4), 1,
+	                       (int32_t[]){PASCO_MODEL_INPUT(1)}),
+	    pasco_layer_on(pasco_layer_concatenate(), 2,
+	        (int32_t[]){PASCO_MODEL_INPUT(0), 0}),
+	    pasco_layer_dense(8, PASCO_ACT_RELU),
+	    pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	l[0].combiner   = PASCO_COMBINE_SUM;
+	PASCO_PASS(pasco_model_functional(&m, 2, in, 4, l, 11));
+	return m;
+}
+
+Test(model_layers, a_functional_model_concatenates_features_and_embeddings)
+{
+	setup           st;
+	pasco_model    *m;
+	pasco_variable *gs;
+	pasco_tensor   *x, *ids, *y;
+	pasco_optimizer opt = pasco_adam(0.05, false);
+	float           xv[16 * 3], yv[16];
+	int64_t         idv[16 * 2];
+	double          first = 0, last = 0;
+	setup_start(&st, 2);
+	pasco_layer_reset_names();
+	m = wide_deep();
+	cr_assert_str_eq(pasco_model_layer(m, 1)->name, "concatenate");
+	const char   *names[] = {"embedding/embeddings", "dense/kernel",
+	      "dense/bias", "dense_1/kernel", "dense_1/bias"};
+	const int64_t rows[]  = {20, 7, 8, 8, 1};
+	cr_assert_eq(pasco_model_num_variables(m), 5);
+	for (size_t k = 0; k < 5; k++) {
+		const int64_t *shape;
+		pasco_model_variable_shape(m, k, &shape);
+		cr_assert_str_eq(pasco_model_variable_name(m, k), names[k]);
+		cr_assert_eq(shape[0], rows[k], "%s", names[k]);
+	}
+	PASCO_PASS(pasco_model_create_variables(m, st.s));
+	PASCO_PASS(pasco_strategy_global_step(st.s, &gs));
+	for (int i = 0; i < 16; i++) {
+		int cls = i % 2, pos = (i / 2) % 2;
+		xv[i * 3] = (float) ((pos ? 1 : -1) * (0.5 + (i % 5) * 0.1));
+		xv[i * 3 + 1]  = (float) ((i % 3) * 0.2 - 0.2);
+		xv[i * 3 + 2]  = 0.1f;
+		idv[i * 2]     = cls * 10 + i % 7;
+		idv[i * 2 + 1] = i % 3 == 0 ? -1 : cls * 10 + (i * 3) % 10;
+		yv[i]          = (float) (cls ^ pos);
+	}
+	PASCO_PASS(pasco_tensor_from(
+	    &x, PASCO_F32, 2, (int64_t[]){16, 3}, xv, sizeof(xv)));
+	PASCO_PASS(pasco_tensor_from(
+	    &ids, PASCO_I64, 2, (int64_t[]){16, 2}, idv, sizeof(idv)));
+	PASCO_PASS(pasco_tensor_from(
+	    &y, PASCO_F32, 2, (int64_t[]){16, 1}, yv, sizeof(yv)));
+	pasco_tensor *in[] = {x, ids};
+	opt.iterations     = gs;
+	for (int step = 0; step < 150; step++) {
+		pasco_tape *tp;
+		double      v;
+		PASCO_PASS(pasco_tape_alloc(&tp, true, (uint64_t) step));
+		int rv = pasco_model_train_step(m, tp, in, y,
+		    (pasco_loss){PASCO_LOSS_BINARY_CROSSENTROPY, false}, &opt,
+		    &v);
+		cr_assert_eq(rv, 0, "%s", pasco_tape_message(tp));
+		first = step == 0 ? v : first;
+		last  = v;
+		pasco_tape_free(tp);
+	}
+	cr_assert(
+	    first > 0.6 && last < 0.1, "loss from %g to %g", first, last);
+	cr_assert_eq(test_read_scalar(gs), 150);
+
+	/* the forward pass equals the same ops by hand on the values read */
+	pasco_tape    *tp;
+	pasco_tape_var tv[5];
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tnode *out = pasco_model_call(m, tp, in, tv);
+	cr_assert_not_null(out, "%s", pasco_tape_message(tp));
+	pasco_tnode *e =
+	    pasco_t_embedding_lookup(tp, tv[0].node, ids, PASCO_COMBINE_SUM);
+	pasco_tnode *h = pasco_t_concat(
+	    tp, 2, (pasco_tnode *[]){pasco_tape_constant(tp, x), e}, -1);
+	h = pasco_t_relu(tp,
+	    pasco_t_bias_add(tp,
+	        pasco_t_matmul(tp, h, tv[1].node, false, false), tv[2].node));
+	h = pasco_t_sigmoid(tp,
+	    pasco_t_bias_add(tp,
+	        pasco_t_matmul(tp, h, tv[3].node, false, false), tv[4].node));
+	cr_assert_not_null(h, "%s", pasco_tape_message(tp));
+	cr_assert_eq(
+	    max_diff(pasco_tnode_value(out), pasco_tnode_value(h)), 0);
+	for (int i = 0; i < 16; i++) {
+		double p = pasco_tensor_get(pasco_tnode_value(out), i);
+		cr_assert_eq(p > 0.5, yv[i] > 0.5, "example %d: %g", i, p);
+	}
+	pasco_tape_free(tp);
+
+	/* inputs that do not fit name the layer or the input */
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tensor *x8    = uniform(2, (int64_t[]){8, 3}, 1);
+	pasco_tensor *in8[] = {x8, ids};
+	cr_assert_null(pasco_model_call(m, tp, in8, tv));
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "concatenate: inputs [8, 3] and [16, 4] are not [batch, width] of "
+	    "one batch");
+	pasco_tape_free(tp);
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tensor *missing[] = {x, NULL};
+	cr_assert_null(pasco_model_call(m, tp, missing, tv));
+	cr_assert_str_eq(pasco_tape_message(tp), "input 1 ('cat') is missing");
+	pasco_tape_free(tp);
+	pasco_tensor_release(x8);
+	pasco_tensor_release(x);
+	pasco_tensor_release(ids);
+	pasco_tensor_release(y);
+	pasco_variable_free(gs);
+	pasco_model_free(m);
+	setup_stop(&st);
+}
+
+Test(model_layers, functional_wiring_errors_name_the_layer)
+{
+	pasco_model      *m;
+	pasco_model_input in[] = {{"features", 3, false}, {"cat", 2, true}};
+	pasco_layer_reset_names();
+	struct {
+		pasco_layer l;
+		const char *msg;
+	} cases[] = {
+	    {pasco_layer_on(pasco_layer_concatenate(), 1,
+	         (int32_t[]){PASCO_MODEL_INPUT(0)}),
+	        "concatenate: a Concatenate needs 2 or more inputs, got 1"},
+	    {pasco_layer_on(
+	         pasco_layer_dense(2, PASCO_ACT_LINEAR), 1, (int32_t[]){0}),
+	        "dense: input 0 is layer 0, not an earlier layer"},
+	    {pasco_layer_on(pasco_layer_dense(2, PASCO_ACT_LINEAR), 1,
+	         (int32_t[]){PASCO_MODEL_INPUT(2)}),
+	        "dense_1: input 0 is model input 2; the model has 2"},
+	    {pasco_layer_on(pasco_layer_dense(2, PASCO_ACT_LINEAR), 1,
+	         (int32_t[]){PASCO_MODEL_INPUT(1)}),
+	        "dense_2: called on ids; only an Embedding takes ids"},
+	    {pasco_layer_on(pasco_layer_embedding(5, 2), 1,
+	         (int32_t[]){PASCO_MODEL_INPUT(0)}),
+	        "embedding: an Embedding is called on one model input of ids"},
+	    {pasco_layer_on(pasco_layer_dropout(0.5), 2,
+	         (int32_t[]){PASCO_MODEL_INPUT(0), PASCO_MODEL_INPUT(0)}),
+	        "dropout: takes one input, got 2"},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		PASCO_FAIL(
+		    pasco_model_functional(&m, 2, in, 1, &cases[c].l, 1),
+		    PASCO_EINVAL);
+		cr_assert_null(m);
+		cr_assert_str_eq(pasco_model_last_error(), cases[c].msg);
+	}
+	/* a Sequential model's layers are called on the previous output */
+	PASCO_FAIL(
+	    pasco_model_sequential(&m, 3, 1, &cases[1].l, 1), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "dense: a Sequential model's layers are called on the previous "
+	    "one's output (inputs set: pasco_model_functional)");
+	/* a concatenation's width is the sum of its inputs' */
+	pasco_layer two[] = {pasco_layer_dense(5, PASCO_ACT_RELU),
+	    pasco_layer_on(pasco_layer_concatenate(), 3,
+	        (int32_t[]){0, PASCO_MODEL_INPUT(0), 0})};
+	PASCO_PASS(pasco_model_functional(&m, 2, in, 2, two, 1));
+	cr_assert_eq(pasco_model_output_width(m), 13);
+	pasco_model_free(m);
 }
