@@ -812,3 +812,35 @@ Test(model_layers, functional_wiring_errors_name_the_layer)
 	cr_assert_eq(pasco_model_output_width(m), 13);
 	pasco_model_free(m);
 }
+
+/* The strategy's partitioner splits every variable but an Embedding with
+ * its own. */
+Test(model_layers, an_embeddings_own_partitioner_overrides_the_strategys)
+{
+	test_cluster           tc;
+	pasco_strategy        *s;
+	pasco_model           *m;
+	pasco_partitioner      three = pasco_fixed_shards_partitioner(3);
+	pasco_strategy_options o     = {.partitioner = &three};
+	test_cluster_start(&tc, 2, 1);
+	PASCO_PASS(pasco_strategy_create(&s, tc.cluster, &o));
+	pasco_layer_reset_names();
+	m = click_model(); /* its Embedding: 2 shards */
+	PASCO_PASS(pasco_model_create_variables(m, s));
+	cr_assert_eq(pasco_variable_num_shards(pasco_model_variable(m, 0)), 2);
+	cr_assert_eq(pasco_variable_num_shards(pasco_model_variable(m, 1)), 3);
+	cr_assert_eq(pasco_variable_num_shards(pasco_model_variable(m, 2)), 2,
+	    "the bias [2] has 2 rows: never more shards than rows");
+	/* round-robin over shards: 0 1 | 0 1 0 | 1 0 */
+	int32_t task;
+	int64_t off, rows;
+	PASCO_PASS(pasco_variable_shard(
+	    pasco_model_variable(m, 1), 2, &task, &off, &rows));
+	cr_assert_eq(task, 0);
+	PASCO_PASS(pasco_variable_shard(
+	    pasco_model_variable(m, 2), 0, &task, &off, &rows));
+	cr_assert_eq(task, 1);
+	pasco_model_free(m);
+	pasco_strategy_destroy(s);
+	test_cluster_stop(&tc);
+}
