@@ -49,23 +49,11 @@ static pasco_tnode *
 embed(const pasco_model *m, pasco_tape *tp, size_t i,
     pasco_tensor *const *inputs, pasco_tnode *const *nodes)
 {
-	const pasco_layer  *l     = &m->layers[i];
-	size_t              k     = input_of(m, i);
-	const pasco_tensor *ids   = inputs[k];
-	int64_t             width = m->inputs[k].width;
-	bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
-	ok      = ok && ((ids->rank == 1 && width == 1) ||
-                       (ids->rank == 2 && ids->shape[1] == width));
-	if (!ok) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "%s: input %s%s is not ids (i32 or i64) [batch, %lld]",
-		    l->name, pasco_dtype_name(ids->dtype),
-		    PASCI_SHAPE(ids->rank, ids->shape), (long long) width);
-	}
 	pasco_tnode *table = var_node(m, tp, i, 0, nodes);
 	return table == NULL
 	           ? NULL
-	           : pasco_t_embedding_lookup(tp, table, ids, l->combiner);
+	           : pasco_t_embedding_lookup(tp, table,
+	                 inputs[input_of(m, i)], m->layers[i].combiner);
 }
 
 static pasco_tnode *
@@ -138,6 +126,8 @@ gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
 	return true;
 }
 
+/* Every input present, and the ids of each Embedding of their dtype and
+ * width. */
 static bool
 check_inputs(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs)
 {
@@ -146,6 +136,26 @@ check_inputs(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs)
 			pasci_tape_fail(tp, PASCO_EINVAL,
 			    "input %zu ('%s') is missing", k,
 			    m->inputs[k].name);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < m->nlayers; i++) {
+		if (m->layers[i].kind != PASCO_LAYER_EMBEDDING) {
+			continue;
+		}
+		size_t              k     = input_of(m, i);
+		const pasco_tensor *ids   = inputs[k];
+		int64_t             width = m->inputs[k].width;
+		bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
+		ok      = ok && ((ids->rank == 1 && width == 1) ||
+                               (ids->rank == 2 && ids->shape[1] == width));
+		if (!ok) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: input %s%s is not ids (i32 or i64) [batch, "
+			    "%lld]",
+			    m->layers[i].name, pasco_dtype_name(ids->dtype),
+			    PASCI_SHAPE(ids->rank, ids->shape),
+			    (long long) width);
 			return false;
 		}
 	}

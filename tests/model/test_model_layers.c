@@ -214,6 +214,13 @@ Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
 	cr_assert_str_eq(pasco_tape_message(tp),
 	    "embedding: input f32[32, 63] is not ids (i32 or i64) [batch, 2]");
 	pasco_tape_free(tp);
+	/* checked before any read */
+	pasco_tape_var ev[1];
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	cr_assert_null(pasco_model_call(m, tp, &x, ev));
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "embedding: input f32[32, 63] is not ids (i32 or i64) [batch, 2]");
+	pasco_tape_free(tp);
 	pasco_model_free(m);
 	pasco_tensor_release(t);
 	pasco_tensor_release(labels);
