@@ -1,6 +1,7 @@
 /*
- * Layers and a Sequential model on the gradient tape, with Keras's names,
- * defaults and initializers (issue 20).
+ * Layers and models (Sequential, or functional without a config yet) on
+ * the gradient tape, with Keras's names, defaults and initializers
+ * (issue 20).
  *
  *     pasco_layer l[] = {pasco_layer_dense(16, PASCO_ACT_RELU),
  *                        pasco_layer_dropout(0.1),
@@ -11,7 +12,9 @@
  *     // "dense_1/kernel", "dense_1/bias"), placed round-robin
  *     pasco_model_create_variables(m, strategy);
  *     // worker, in a step function given the handles as arguments in
- *     // pasco_model_variable order: pasco_model_bind(m, n, handles)
+ *     // pasco_model_variable order (pasco_call_variable): the same layers
+ *     // made there, then pasco_model_bind(m, n, handles). Workers cannot
+ *     // look variables up by name: the handles come as arguments.
  *     pasco_tape *tp;
  *     pasco_tape_alloc(&tp, true, step);        // training: dropout on
  *     pasco_loss loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY};
@@ -60,7 +63,8 @@
  * not match kernel [64, 10]".
  *
  * A model is read-only once made and bound: several threads may run
- * steps on it, each with its own tape.
+ * steps on it, each with its own tape. Making a model is cheap: a step
+ * function may make and bind one per call.
  */
 #ifndef PASCO_LAYERS_H
 #define PASCO_LAYERS_H
