@@ -531,20 +531,24 @@ strategy_lookup(pasco_strategy *s, const char *name, pasco_dtype dtype,
 	return rv;
 }
 
-/* A handle for a new variable: shards from the partitioner, placed on the
- * next ps tasks in turn. */
+/* A handle for a new variable: shards from the partitioner (part, or the
+ * strategy's when NULL), placed on the next ps tasks in turn. */
 static int
 strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
-    int32_t rank, const int64_t *shape, pasco_variable **out)
+    int32_t rank, const int64_t *shape, const pasco_partitioner *part,
+    pasco_variable **out)
 {
 	int64_t shards = 1, sizes[PASCI_MAX_SHARDS],
 	        offsets[PASCI_MAX_SHARDS + 1];
 	char err[512];
 	int  rv;
 
-	if (s->has_partitioner && (rv = pasco_partition(&s->partitioner, dtype,
-	                               pasco_dtype_size(dtype), rank, shape,
-	                               &shards, err, sizeof(err))) != 0) {
+	part = part != NULL         ? part
+	       : s->has_partitioner ? &s->partitioner
+	                            : NULL;
+	if (part != NULL &&
+	    (rv = pasco_partition(part, dtype, pasco_dtype_size(dtype), rank,
+	         shape, &shards, err, sizeof(err))) != 0) {
 		pasci_fmt(s->error, sizeof(s->error), "partitioning '%s': %s",
 		    name, err);
 		return rv;
@@ -639,7 +643,8 @@ fill_creates(pasco_variable *v, shard_call *calls, const pasco_tensor *value,
 static int
 variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
     pasco_dtype dtype, int32_t rank, const int64_t *shape,
-    const pasco_tensor *value, const pasco_initializer *init)
+    const pasco_tensor *value, const pasco_initializer *init,
+    const pasco_partitioner *part)
 {
 	pasci_wire_init *inits           = NULL;
 	pasci_wire_spec *specs           = NULL;
@@ -662,7 +667,8 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 	    PASCO_ENOTFOUND) {
 		return rv;
 	}
-	if ((rv = strategy_place(s, name, dtype, rank, shape, out)) != 0) {
+	if ((rv = strategy_place(s, name, dtype, rank, shape, part, out)) !=
+	    0) {
 		pasco_variable_free(*out);
 		*out = NULL;
 		return rv;
@@ -706,13 +712,14 @@ pasco_variable_create(pasco_variable **out, pasco_strategy *s,
 		return PASCO_EINVAL;
 	}
 	return variable_create(out, s, name, initial_value->dtype,
-	    initial_value->rank, initial_value->shape, initial_value, NULL);
+	    initial_value->rank, initial_value->shape, initial_value, NULL,
+	    NULL);
 }
 
 int
-pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
+pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
     const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
-    const pasco_initializer *init)
+    const pasco_initializer *init, const pasco_partitioner *partitioner)
 {
 	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
 	    init->kind > PASCO_INIT_GLOROT_UNIFORM) {
@@ -723,5 +730,15 @@ pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
 		    name != NULL ? name : "");
 		return PASCO_EINVAL;
 	}
-	return variable_create(out, s, name, dtype, rank, shape, NULL, init);
+	return variable_create(
+	    out, s, name, dtype, rank, shape, NULL, init, partitioner);
+}
+
+int
+pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
+    const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
+    const pasco_initializer *init)
+{
+	return pasco_variable_create_partitioned(
+	    out, s, name, dtype, rank, shape, init, NULL);
 }

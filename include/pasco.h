@@ -51,6 +51,7 @@
 #include "pasco/fit.h"
 #include "pasco/function.h"
 #include "pasco/initializer.h"
+#include "pasco/layers.h"
 #include "pasco/metrics.h"
 #include "pasco/ops.h"
 #include "pasco/optimizer.h"

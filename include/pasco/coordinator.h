@@ -183,6 +183,12 @@ int pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
     const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_initializer *init);
 
+/* The same, split by partitioner instead of the strategy's (NULL: the
+ * strategy's), as a layer with its own partitioner (an Embedding) is. */
+int pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
+    const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
+    const pasco_initializer *init, const pasco_partitioner *partitioner);
+
 /* The global step (Keras's optimizer.iterations, TF1's global_step): an
  * i64 scalar variable named "global_step", created at 0 by the first call
  * (pasco_variable_create: placed round-robin like any variable; later

@@ -1,0 +1,49 @@
+/* A model's variables created on the ps through the strategy, with
+ * Keras's names (dense/kernel, embedding/embeddings). */
+#include "layers_impl.h"
+
+#include "pasco/coordinator.h"
+
+#include <stdlib.h>
+
+int
+pasco_model_create_variables(pasco_model *m, pasco_strategy *s)
+{
+	pasco_variable **made;
+	int              rv = PASCO_OK;
+
+	if (m == NULL || s == NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "create_variables: needs a model and a strategy");
+	}
+	made = calloc(m->nvars + 1, sizeof(*made));
+	if (made == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < m->nvars && rv == 0; k++) {
+		const pasci_model_var *mv = &m->vars[k];
+		const pasco_layer     *l  = &m->layers[mv->layer];
+		rv = pasco_variable_create_partitioned(&made[k], s, mv->name,
+		    PASCO_F32, mv->rank, mv->shape, &mv->init,
+		    l->kind == PASCO_LAYER_EMBEDDING ? l->partitioner : NULL);
+		if (rv != 0) {
+			pasci_model_fail(
+			    rv, "%s: %s", l->name, pasco_strategy_error(s));
+		}
+	}
+	for (size_t k = 0; k < m->nvars; k++) {
+		if (rv != 0) {
+			pasco_variable_free(made[k]);
+			continue;
+		}
+		if (m->owns) {
+			pasco_variable_free(m->vars[k].handle);
+		}
+		m->vars[k].handle = made[k];
+	}
+	if (rv == 0) {
+		m->owns = true;
+	}
+	free(made);
+	return rv;
+}

@@ -1,0 +1,287 @@
+/*
+ * Layers and models (Sequential, or functional without a config yet) on
+ * the gradient tape, with Keras's names, defaults and initializers
+ * (issue 20).
+ *
+ *     pasco_layer l[] = {pasco_layer_dense(16, PASCO_ACT_RELU),
+ *                        pasco_layer_dropout(0.1),
+ *                        pasco_layer_dense(3, PASCO_ACT_SOFTMAX)};
+ *     pasco_model *m;
+ *     pasco_model_sequential(&m, 8, 3, l, 42);  // input [batch, 8]
+ *     // chief: the variables on the ps ("dense/kernel", "dense/bias",
+ *     // "dense_1/kernel", "dense_1/bias"), placed round-robin
+ *     pasco_model_create_variables(m, strategy);
+ *     // worker, in a step function given the handles as arguments in
+ *     // pasco_model_variable order (pasco_call_variable): the same layers
+ *     // made there, then pasco_model_bind(m, n, handles). Workers cannot
+ *     // look variables up by name: the handles come as arguments.
+ *     pasco_tape *tp;
+ *     pasco_tape_alloc(&tp, true, step);        // training: dropout on
+ *     pasco_loss loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY};
+ *     double value;
+ *     if (pasco_model_train_step(m, tp, &x, y, loss, &opt, &value))
+ *             fprintf(stderr, "%s\n", pasco_tape_message(tp));
+ *     pasco_tape_free(tp);
+ *
+ * Layers. A pasco_layer is a description (kind and options), made by the
+ * constructors below with Keras's defaults; fields may be changed before
+ * the model is made. Variables are f32.
+ *   Dense: units, activation (default linear), use_bias (true),
+ *     kernel_initializer (glorot_uniform), bias_initializer (zeros),
+ *     kernel_l2 (Keras's kernel_regularizer=l2(kernel_l2); 0: none).
+ *     Variables <name>/kernel [in, units] and <name>/bias [units].
+ *   Embedding: input_dim, output_dim, embeddings_initializer (Keras's
+ *     'uniform': U(-0.05, 0.05)), combiner (several ids per example,
+ *     [batch, k], combined by mean (default) or sum into [batch,
+ *     output_dim], as tf.nn.embedding_lookup_sparse; negative ids are
+ *     padding), partitioner (NULL: the strategy's). Variable
+ *     <name>/embeddings [input_dim, output_dim]. Its input is a model
+ *     input of ids (i32 or i64), [batch] or [batch, k]: in a Sequential
+ *     model it is the first layer. A step reads only the rows of the ids
+ *     it looks up.
+ *   Dropout: rate; active only on a training tape (pasco_tape_alloc's
+ *     training flag is Keras's training argument).
+ *   Activation: activation.
+ *   Concatenate: its inputs along the last axis (functional models).
+ *
+ * Names. A layer gets its name when constructed, as Keras names it: the
+ * kind in snake case, then _1, _2, ... for later layers of that kind in
+ * the program (dense, dense_1, embedding, ...); pasco_layer_reset_names
+ * starts again (keras.backend.clear_session). A layer with name "" gets
+ * one when the model is made; names in one model must differ.
+ *
+ * Seeds. An initializer whose seed is 0 gets seed
+ * model_seed * 1000 + k + 1 for the model's variable k, so two kernels do
+ * not start equal and a model seed reproduces every value; a non-zero
+ * seed is used as it is (the same values as pasco_variable_create_init
+ * with that initializer).
+ *
+ * Errors. Functions that make or bind a model return PASCO_EINVAL (or
+ * PASCO_ENOMEM) with a message in pasco_model_last_error (this thread's
+ * last failure). The forward pass and the train step record theirs on the
+ * tape, naming the layer and the shapes: "dense_1: input [32, 63] does
+ * not match kernel [64, 10]".
+ *
+ * A model is read-only once made and bound: several threads may run
+ * steps on it, each with its own tape. Making a model is cheap: a step
+ * function may make and bind one per call.
+ */
+#ifndef PASCO_LAYERS_H
+#define PASCO_LAYERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "initializer.h"
+#include "ops.h"
+#include "optimizer.h"
+#include "partitioner.h"
+#include "tape.h"
+#include "tensor.h"
+#include "variable.h"
+
+typedef struct pasco_strategy pasco_strategy; /* coordinator.h */
+
+typedef enum pasco_layer_kind {
+	PASCO_LAYER_DENSE       = 1,
+	PASCO_LAYER_EMBEDDING   = 2,
+	PASCO_LAYER_DROPOUT     = 3,
+	PASCO_LAYER_ACTIVATION  = 4,
+	PASCO_LAYER_CONCATENATE = 5,
+} pasco_layer_kind;
+
+/* Keras's activations (ops.h's pasco_activation values, and more). */
+typedef enum pasco_act {
+	PASCO_ACT_LINEAR  = 0, /* Keras's None / "linear" */
+	PASCO_ACT_RELU    = 1,
+	PASCO_ACT_SIGMOID = 2,
+	PASCO_ACT_TANH    = 3,
+	PASCO_ACT_SOFTMAX = 4,
+} pasco_act;
+
+#define PASCO_LAYER_NAME_MAX 64
+#define PASCO_LAYER_MAX_INPUTS 8
+
+/* In pasco_layer.inputs: the model's input k (else a layer's index). */
+#define PASCO_MODEL_INPUT(k) (-1 - (int32_t) (k))
+
+typedef struct pasco_layer {
+	pasco_layer_kind kind;
+	char             name[PASCO_LAYER_NAME_MAX];
+	/* Dense */
+	int64_t           units;
+	pasco_act         activation; /* Dense, Activation */
+	bool              use_bias;
+	pasco_initializer kernel_initializer, bias_initializer;
+	double            kernel_l2;
+	/* Embedding */
+	int64_t                  input_dim, output_dim;
+	pasco_combiner           combiner;
+	pasco_initializer        embeddings_initializer;
+	const pasco_partitioner *partitioner; /* borrowed until created */
+	/* Dropout */
+	double rate;
+	/* What the layer is called on (pasco_model_functional): ninputs
+	 * entries, each an earlier layer's index or PASCO_MODEL_INPUT(k);
+	 * ninputs 0: the previous layer's output (the first layer: input
+	 * 0), as in a Sequential model. */
+	int32_t inputs[PASCO_LAYER_MAX_INPUTS];
+	size_t  ninputs;
+} pasco_layer;
+
+/* Layers with Keras's defaults, each named as it is constructed. */
+pasco_layer pasco_layer_dense(int64_t units, pasco_act activation);
+pasco_layer pasco_layer_embedding(int64_t input_dim, int64_t output_dim);
+pasco_layer pasco_layer_dropout(double rate);
+pasco_layer pasco_layer_activation(pasco_act activation);
+pasco_layer pasco_layer_concatenate(void);
+
+/* Sets l's inputs (pasco_model_functional) and returns it:
+ * pasco_layer_on(pasco_layer_concatenate(), 2, (int32_t[]){0, 1}). */
+pasco_layer pasco_layer_on(pasco_layer l, size_t n, const int32_t *inputs);
+
+/* Starts Keras's automatic names again (dense, embedding, ...).
+ * Thread-safe. */
+void pasco_layer_reset_names(void);
+
+/* "linear", "relu", "sigmoid", "tanh", "softmax"; NULL otherwise. */
+const char *pasco_act_name(pasco_act a);
+
+typedef struct pasco_model pasco_model;
+
+/* A Sequential model of layers[0..n) (copied), each on the previous
+ * one's output, on one input [batch, input_width] (for a first Embedding:
+ * ids [batch, input_width], or [batch] with width 1). Widths are checked
+ * layer by layer: a bad option is PASCO_EINVAL naming the layer. *out
+ * NULL on failure. */
+int pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
+    const pasco_layer *layers, uint64_t seed);
+
+/* A model input: its name, its width (features, or ids per example), and
+ * whether it holds ids (i32 or i64, for Embedding layers only; [batch] is
+ * width 1) or features (f32 or f64 [batch, width]). */
+typedef struct pasco_model_input {
+	const char *name;
+	int64_t     width;
+	bool        ids;
+} pasco_model_input;
+
+/* Keras's functional model without its config yet: inputs[0..ninputs)
+ * and layers[0..n), each called on the inputs its `inputs` field names
+ * (earlier layers or model inputs); the last layer's output is the
+ * model's. An Embedding is called on one ids input; a Concatenate on 2 or
+ * more feature tensors (along the last axis); the others on one feature
+ * tensor. Wide and deep:
+ *     pasco_model_input in[] = {{"dense", 13, false}, {"cat", 3, true}};
+ *     pasco_layer l[] = {
+ *         pasco_layer_on(pasco_layer_embedding(1000, 8), 1,
+ *             (int32_t[]){PASCO_MODEL_INPUT(1)}),
+ *         pasco_layer_on(pasco_layer_concatenate(), 2,
+ *             (int32_t[]){PASCO_MODEL_INPUT(0), 0}),
+ *         pasco_layer_dense(32, PASCO_ACT_RELU),      // on layer 1
+ *         pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+ *     pasco_model_functional(&m, 2, in, 4, l, seed); */
+int pasco_model_functional(pasco_model **out, size_t ninputs,
+    const pasco_model_input *inputs, size_t n, const pasco_layer *layers,
+    uint64_t seed);
+
+/* Frees the model and the variable handles it created (not those it was
+ * bound to). NULL is a no-op. */
+void pasco_model_free(pasco_model *m);
+
+/* This thread's last failure of a model function ("" if none). */
+const char *pasco_model_last_error(void);
+
+size_t             pasco_model_num_inputs(const pasco_model *m);
+size_t             pasco_model_num_layers(const pasco_model *m);
+const pasco_layer *pasco_model_layer(const pasco_model *m, size_t i);
+int64_t            pasco_model_output_width(const pasco_model *m);
+
+/* The model's variables, in layer order (a Dense's kernel, then its bias):
+ * Keras's path ("dense/kernel"), shape, the initializer it is created with
+ * (the seed resolved as above), and its handle once created or bound
+ * (NULL before). */
+size_t      pasco_model_num_variables(const pasco_model *m);
+const char *pasco_model_variable_name(const pasco_model *m, size_t k);
+int32_t     pasco_model_variable_shape(
+        const pasco_model *m, size_t k, const int64_t **shape);
+pasco_initializer pasco_model_variable_init(const pasco_model *m, size_t k);
+pasco_variable   *pasco_model_variable(const pasco_model *m, size_t k);
+
+/* Chief: creates every variable on the ps through s
+ * (pasco_variable_create_init, or pasco_variable_create_partitioned for
+ * an Embedding with its own partitioner): round-robin placement, the
+ * strategy's partitioner, saved and restored by checkpoints under those
+ * names. An existing variable of the same name and shape is reused (its
+ * value left alone), as pasco_variable_create does. The model owns the
+ * handles. The strategy's message is in pasco_model_last_error. Blocks. */
+int pasco_model_create_variables(pasco_model *m, pasco_strategy *s);
+
+/* Worker: binds the model to handles vars[0..n) in pasco_model_variable
+ * order, as a step function gets them (pasco_call_variable): n, each
+ * handle's dtype and shape, and its name's last part ("kernel", "bias",
+ * "embeddings") must match; the layers take the names of their variables
+ * ("dense_3/kernel" names its layer dense_3), as a model rebuilt on a
+ * worker keeps the chief's names. Borrowed: the handles must outlive the
+ * model's use. */
+int pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars);
+
+/* The forward pass on tp of inputs[0..pasco_model_num_inputs) (a
+ * Sequential model has one) with the variables as nodes, nodes[k] for
+ * variable k (pasco_tape_watch of a tensor, pasco_tape_watch_table of a
+ * table, or pasco_tape_read's nodes): the output node, or NULL with the
+ * tape's error set. Feature inputs are held by the tape as
+ * pasco_tape_constant does; ids are read during the call. Whether
+ * Dropout is active is the tape's training flag (Keras's training
+ * argument). */
+pasco_tnode *pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tnode *const *nodes);
+
+/* The bound variables read onto tp (pasco_tape_read: one round trip;
+ * an Embedding's rows for its input's ids only), then the forward pass.
+ * vars (pasco_model_num_variables entries) gets the reads, for
+ * pasco_tape_apply. */
+pasco_tnode *pasco_model_call(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tape_var *vars);
+
+typedef enum pasco_loss_kind {
+	PASCO_LOSS_MSE                             = 1,
+	PASCO_LOSS_BINARY_CROSSENTROPY             = 2,
+	PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 3,
+} pasco_loss_kind;
+
+/* A Keras loss, reduced by the mean over the batch. from_logits: the
+ * output is logits. Without it, as Keras does, a last layer with sigmoid
+ * (binary) or softmax (sparse categorical) activation is differentiated
+ * through its logits; sparse categorical crossentropy needs logits or a
+ * softmax output. */
+typedef struct pasco_loss {
+	pasco_loss_kind kind;
+	bool            from_logits;
+} pasco_loss;
+
+/* Keras's names: "mse" or "mean_squared_error", "binary_crossentropy",
+ * "sparse_categorical_crossentropy". PASCO_EINVAL for another. */
+int pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out);
+
+/* The loss of the model on (inputs, y) on tp, Dense kernel_l2 terms added
+ * (Keras's model.losses): y is the target (mse: f32/f64 of the output's
+ * element count), labels 0/1 (binary) or class ids i32/i64 [batch]
+ * (sparse categorical). NULL with the tape's error set on failure. */
+pasco_tnode *pasco_model_loss(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tnode *const *nodes);
+
+/* One training step of a bound model: pasco_model_call (one read), the
+ * loss as pasco_model_loss computes it, its gradient, one
+ * pasco_tape_apply with opt (one mixed apply; one global step with
+ * opt->iterations). *loss_value (may be NULL) gets the loss. On failure
+ * the tape's error (naming the layer, the variable or the op) is
+ * returned. Blocks. */
+int pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    const pasco_optimizer *opt, double *loss_value);
+
+#endif

@@ -1,0 +1,566 @@
+/* Layer descriptions with Keras's defaults and names, the Sequential
+ * model's shapes and variables, and binding it to variable handles. */
+#include "layers_impl.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char last_error[512];
+
+int
+pasci_model_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *
+pasco_model_last_error(void)
+{
+	return last_error;
+}
+
+const char *
+pasci_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t len)
+{
+	size_t at = 0;
+	at += (size_t) snprintf(buf, len, "[");
+	for (int32_t i = 0; i < rank && at < len; i++) {
+		at += (size_t) snprintf(buf + at, len - at, "%s%lld",
+		    i > 0 ? ", " : "", (long long) shape[i]);
+	}
+	if (at < len) {
+		snprintf(buf + at, len - at, "]");
+	}
+	return buf;
+}
+
+/* Keras's automatic names: one counter per kind, for the program. */
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t         name_count[PASCO_LAYER_CONCATENATE + 1];
+
+static const char *
+kind_name(pasco_layer_kind k)
+{
+	switch (k) {
+	case PASCO_LAYER_DENSE:
+		return "dense";
+	case PASCO_LAYER_EMBEDDING:
+		return "embedding";
+	case PASCO_LAYER_DROPOUT:
+		return "dropout";
+	case PASCO_LAYER_ACTIVATION:
+		return "activation";
+	case PASCO_LAYER_CONCATENATE:
+		return "concatenate";
+	}
+	return NULL;
+}
+
+static void
+auto_name(pasco_layer *l)
+{
+	int64_t n;
+	if (kind_name(l->kind) == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&names_mu);
+	n = name_count[l->kind]++;
+	pthread_mutex_unlock(&names_mu);
+	if (n == 0) {
+		snprintf(l->name, sizeof(l->name), "%s", kind_name(l->kind));
+	} else {
+		snprintf(l->name, sizeof(l->name), "%s_%lld",
+		    kind_name(l->kind), (long long) n);
+	}
+}
+
+void
+pasco_layer_reset_names(void)
+{
+	pthread_mutex_lock(&names_mu);
+	memset(name_count, 0, sizeof(name_count));
+	pthread_mutex_unlock(&names_mu);
+}
+
+const char *
+pasco_act_name(pasco_act a)
+{
+	static const char *names[] = {
+	    "linear", "relu", "sigmoid", "tanh", "softmax"};
+	return (unsigned) a <= PASCO_ACT_SOFTMAX ? names[a] : NULL;
+}
+
+pasco_layer
+pasco_layer_dense(int64_t units, pasco_act activation)
+{
+	pasco_layer l        = {.kind = PASCO_LAYER_DENSE};
+	l.units              = units;
+	l.activation         = activation;
+	l.use_bias           = true;
+	l.kernel_initializer = pasco_init_glorot_uniform(0);
+	l.bias_initializer   = pasco_init_zeros();
+	auto_name(&l);
+	return l;
+}
+
+pasco_layer
+pasco_layer_embedding(int64_t input_dim, int64_t output_dim)
+{
+	pasco_layer l            = {.kind = PASCO_LAYER_EMBEDDING};
+	l.input_dim              = input_dim;
+	l.output_dim             = output_dim;
+	l.combiner               = PASCO_COMBINE_MEAN;
+	l.embeddings_initializer = pasco_init_uniform(-0.05, 0.05, 0);
+	auto_name(&l);
+	return l;
+}
+
+pasco_layer
+pasco_layer_dropout(double rate)
+{
+	pasco_layer l = {.kind = PASCO_LAYER_DROPOUT, .rate = rate};
+	auto_name(&l);
+	return l;
+}
+
+pasco_layer
+pasco_layer_activation(pasco_act activation)
+{
+	pasco_layer l = {
+	    .kind = PASCO_LAYER_ACTIVATION, .activation = activation};
+	auto_name(&l);
+	return l;
+}
+
+pasco_layer
+pasco_layer_concatenate(void)
+{
+	pasco_layer l = {.kind = PASCO_LAYER_CONCATENATE};
+	auto_name(&l);
+	return l;
+}
+
+pasco_layer
+pasco_layer_on(pasco_layer l, size_t n, const int32_t *inputs)
+{
+	l.ninputs = n;
+	for (size_t j = 0; j < n && j < PASCO_LAYER_MAX_INPUTS; j++) {
+		l.inputs[j] = inputs[j];
+	}
+	return l;
+}
+
+/* Checks l's options against its inputs' widths; sets *out. */
+static int
+check_layer(const pasco_layer *l, const int64_t *widths, int64_t *out)
+{
+	*out = widths[0];
+	switch (l->kind) {
+	case PASCO_LAYER_DENSE:
+		if (l->units < 1) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: units must be positive, got %lld", l->name,
+			    (long long) l->units);
+		}
+		if (pasco_act_name(l->activation) == NULL) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: unknown activation %d", l->name,
+			    (int) l->activation);
+		}
+		if (l->kernel_l2 < 0) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: kernel_l2 must be >= 0, got %g", l->name,
+			    l->kernel_l2);
+		}
+		*out = l->units;
+		return PASCO_OK;
+	case PASCO_LAYER_EMBEDDING:
+		if (l->input_dim < 1 || l->output_dim < 1) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: input_dim and output_dim must be positive, "
+			    "got %lld and %lld",
+			    l->name, (long long) l->input_dim,
+			    (long long) l->output_dim);
+		}
+		if (l->combiner != PASCO_COMBINE_SUM &&
+		    l->combiner != PASCO_COMBINE_MEAN) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: combiner must be sum or mean", l->name);
+		}
+		*out = l->output_dim;
+		return PASCO_OK;
+	case PASCO_LAYER_DROPOUT:
+		if (!(l->rate >= 0 && l->rate < 1)) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: rate must be in [0, 1), got %g", l->name,
+			    l->rate);
+		}
+		return PASCO_OK;
+	case PASCO_LAYER_ACTIVATION:
+		if (pasco_act_name(l->activation) == NULL) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: unknown activation %d", l->name,
+			    (int) l->activation);
+		}
+		return PASCO_OK;
+	case PASCO_LAYER_CONCATENATE:
+		for (size_t j = 1; j < l->ninputs; j++) {
+			*out += widths[j];
+		}
+		return PASCO_OK;
+	}
+	return pasci_model_fail(
+	    PASCO_EINVAL, "%s: unknown kind %d", l->name, (int) l->kind);
+}
+
+static void
+add_var(pasco_model *m, size_t layer, const char *what, int32_t rank,
+    int64_t d0, int64_t d1, pasco_initializer init)
+{
+	pasci_model_var *v = &m->vars[m->nvars];
+	snprintf(
+	    v->name, sizeof(v->name), "%s/%s", m->layers[layer].name, what);
+	v->rank     = rank;
+	v->shape[0] = d0;
+	v->shape[1] = d1;
+	if (init.seed == 0 && init.kind != PASCO_INIT_ZEROS &&
+	    init.kind != PASCO_INIT_ONES && init.kind != PASCO_INIT_CONSTANT) {
+		init.seed = m->seed * 1000 + m->nvars + 1;
+	}
+	v->init  = init;
+	v->layer = layer;
+	m->nvars++;
+}
+
+/* Resolves layer i's inputs (ninputs 0: the previous layer's output, or
+ * input 0) and checks them: earlier layers or model inputs, ids for an
+ * Embedding only. widths[j] gets input j's width. */
+static int
+resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
+{
+	pasco_layer *l    = &m->layers[i];
+	size_t       nids = 0;
+	if (l->ninputs == 0) {
+		l->ninputs   = 1;
+		l->inputs[0] = i == 0 ? PASCO_MODEL_INPUT(0) : (int32_t) i - 1;
+	}
+	if (l->ninputs > PASCO_LAYER_MAX_INPUTS) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: %zu inputs; at most %d", l->name, l->ninputs,
+		    PASCO_LAYER_MAX_INPUTS);
+	}
+	for (size_t j = 0; j < l->ninputs; j++) {
+		int32_t r = l->inputs[j];
+		size_t  k = (size_t) (-1 - (int64_t) r);
+		if (r >= 0 && (size_t) r >= i) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: input %zu is layer %d, not an earlier layer",
+			    l->name, j, (int) r);
+		}
+		if (r < 0 && k >= m->ninputs) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: input %zu is model input %zu; the model has "
+			    "%zu",
+			    l->name, j, k, m->ninputs);
+		}
+		widths[j] = r >= 0 ? m->out_width[r] : m->inputs[k].width;
+		nids += r < 0 && m->inputs[k].ids;
+	}
+	if (l->kind == PASCO_LAYER_EMBEDDING &&
+	    (l->ninputs != 1 || nids != 1)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: an Embedding is called on one model input of ids",
+		    l->name);
+	}
+	if (l->kind != PASCO_LAYER_EMBEDDING && nids > 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: called on ids; only an Embedding takes ids", l->name);
+	}
+	if (l->kind == PASCO_LAYER_CONCATENATE && l->ninputs < 2) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a Concatenate needs 2 or more inputs, got %zu",
+		    l->name, l->ninputs);
+	}
+	if (l->kind != PASCO_LAYER_CONCATENATE && l->ninputs != 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: takes one input, got %zu", l->name, l->ninputs);
+	}
+	return PASCO_OK;
+}
+
+static int
+build(pasco_model *m)
+{
+	int64_t widths[PASCO_LAYER_MAX_INPUTS];
+	for (size_t i = 0; i < m->nlayers; i++) {
+		pasco_layer *l = &m->layers[i];
+		int          rv;
+		if (l->name[0] == 0) {
+			auto_name(l);
+		}
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(m->layers[j].name, l->name) == 0) {
+				return pasci_model_fail(PASCO_EINVAL,
+				    "layers %zu and %zu are both named '%s'",
+				    j, i, l->name);
+			}
+		}
+		m->first_var[i] = m->nvars;
+		if ((rv = resolve_inputs(m, i, widths)) != 0 ||
+		    (rv = check_layer(l, widths, &m->out_width[i])) != 0) {
+			return rv;
+		}
+		if (l->kind == PASCO_LAYER_DENSE) {
+			add_var(m, i, "kernel", 2, widths[0], l->units,
+			    l->kernel_initializer);
+			if (l->use_bias) {
+				add_var(m, i, "bias", 1, l->units, 0,
+				    l->bias_initializer);
+			}
+		} else if (l->kind == PASCO_LAYER_EMBEDDING) {
+			add_var(m, i, "embeddings", 2, l->input_dim,
+			    l->output_dim, l->embeddings_initializer);
+		}
+	}
+	return PASCO_OK;
+}
+
+static int
+model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
+    size_t n, const pasco_layer *layers, uint64_t seed)
+{
+	pasco_model *m;
+	int          rv;
+
+	*out = NULL;
+	if (n == 0 || layers == NULL || ninputs == 0 || inputs == NULL) {
+		return pasci_model_fail(
+		    PASCO_EINVAL, "a model needs inputs and layers");
+	}
+	for (size_t k = 0; k < ninputs; k++) {
+		if (inputs[k].width < 1) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "input %zu ('%s'): the width must be positive, "
+			    "got %lld",
+			    k, inputs[k].name != NULL ? inputs[k].name : "",
+			    (long long) inputs[k].width);
+		}
+	}
+	m = calloc(1, sizeof(*m));
+	if (m == NULL || (m->layers = calloc(n, sizeof(*layers))) == NULL ||
+	    (m->inputs = calloc(ninputs, sizeof(*m->inputs))) == NULL ||
+	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
+	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
+	    (m->vars = calloc(2 * n, sizeof(*m->vars))) == NULL) {
+		pasco_model_free(m);
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	memcpy(m->layers, layers, n * sizeof(*layers));
+	m->nlayers = n;
+	m->ninputs = ninputs;
+	m->seed    = seed;
+	for (size_t k = 0; k < ninputs; k++) {
+		snprintf(m->inputs[k].name, sizeof(m->inputs[k].name), "%s",
+		    inputs[k].name != NULL ? inputs[k].name : "");
+		m->inputs[k].width = inputs[k].width;
+		m->inputs[k].ids   = inputs[k].ids;
+	}
+	for (size_t i = 0; i < n; i++) {
+		m->layers[i].name[PASCO_LAYER_NAME_MAX - 1] = 0;
+	}
+	if ((rv = build(m)) != 0) {
+		pasco_model_free(m);
+		return rv;
+	}
+	*out = m;
+	return PASCO_OK;
+}
+
+int
+pasco_model_functional(pasco_model **out, size_t ninputs,
+    const pasco_model_input *inputs, size_t n, const pasco_layer *layers,
+    uint64_t seed)
+{
+	return model_new(out, ninputs, inputs, n, layers, seed);
+}
+
+int
+pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
+    const pasco_layer *layers, uint64_t seed)
+{
+	pasco_model_input in = {"input", input_width,
+	    n > 0 && layers != NULL &&
+	        layers[0].kind == PASCO_LAYER_EMBEDDING};
+	*out                 = NULL;
+	for (size_t i = 0; layers != NULL && i < n; i++) {
+		if (layers[i].ninputs != 0) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: a Sequential model's layers are called on "
+			    "the "
+			    "previous one's output (inputs set: "
+			    "pasco_model_functional)",
+			    layers[i].name);
+		}
+	}
+	return model_new(out, 1, &in, n, layers, seed);
+}
+
+void
+pasco_model_free(pasco_model *m)
+{
+	if (m == NULL) {
+		return;
+	}
+	for (size_t k = 0; m->owns && k < m->nvars; k++) {
+		pasco_variable_free(m->vars[k].handle);
+	}
+	free(m->vars);
+	free(m->first_var);
+	free(m->out_width);
+	free(m->inputs);
+	free(m->layers);
+	free(m);
+}
+
+size_t
+pasco_model_num_inputs(const pasco_model *m)
+{
+	return m->ninputs;
+}
+
+size_t
+pasco_model_num_layers(const pasco_model *m)
+{
+	return m->nlayers;
+}
+
+const pasco_layer *
+pasco_model_layer(const pasco_model *m, size_t i)
+{
+	return i < m->nlayers ? &m->layers[i] : NULL;
+}
+
+int64_t
+pasco_model_output_width(const pasco_model *m)
+{
+	return m->out_width[m->nlayers - 1];
+}
+
+size_t
+pasco_model_num_variables(const pasco_model *m)
+{
+	return m->nvars;
+}
+
+const char *
+pasco_model_variable_name(const pasco_model *m, size_t k)
+{
+	return k < m->nvars ? m->vars[k].name : NULL;
+}
+
+int32_t
+pasco_model_variable_shape(
+    const pasco_model *m, size_t k, const int64_t **shape)
+{
+	if (k >= m->nvars) {
+		*shape = NULL;
+		return -1;
+	}
+	*shape = m->vars[k].shape;
+	return m->vars[k].rank;
+}
+
+pasco_initializer
+pasco_model_variable_init(const pasco_model *m, size_t k)
+{
+	return k < m->nvars ? m->vars[k].init : (pasco_initializer){0};
+}
+
+pasco_variable *
+pasco_model_variable(const pasco_model *m, size_t k)
+{
+	return k < m->nvars ? m->vars[k].handle : NULL;
+}
+
+/* Checks vars[k] against the model's variable k; *prefix_len gets the
+ * length of its layer part. */
+static int
+check_bind(const pasco_model *m, size_t k, pasco_variable *v, size_t *plen)
+{
+	const pasci_model_var *mv    = &m->vars[k];
+	const char            *want  = strrchr(mv->name, '/') + 1;
+	const char            *name  = v != NULL ? pasco_variable_name(v) : "";
+	const char            *slash = strrchr(name, '/');
+	int32_t                rank  = v != NULL ? pasco_variable_rank(v) : 0;
+	const int64_t *shape = v != NULL ? pasco_variable_shape(v) : NULL;
+
+	if (v == NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "bind: variable %zu is NULL; the model expects '%s'", k,
+		    mv->name);
+	}
+	if (slash == NULL || strcmp(slash + 1, want) != 0 ||
+	    (size_t) (slash - name) >= PASCO_LAYER_NAME_MAX ||
+	    pasco_variable_dtype(v) != PASCO_F32 || rank != mv->rank ||
+	    memcmp(shape, mv->shape, (size_t) rank * sizeof(int64_t)) != 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "bind: variable %zu is '%s' %s%s; the model expects '%s' "
+		    "f32%s",
+		    k, name, pasco_dtype_name(pasco_variable_dtype(v)),
+		    PASCI_SHAPE(rank, shape), mv->name,
+		    PASCI_SHAPE(mv->rank, mv->shape));
+	}
+	*plen = (size_t) (slash - name);
+	return PASCO_OK;
+}
+
+int
+pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
+{
+	size_t *plen;
+	int     rv = PASCO_OK;
+
+	if (n != m->nvars) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "bind: %zu variables given; the model has %zu", n,
+		    m->nvars);
+	}
+	if ((plen = calloc(n + 1, sizeof(*plen))) == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < n && rv == 0; k++) {
+		size_t f = m->first_var[m->vars[k].layer];
+		if ((rv = check_bind(m, k, vars[k], &plen[k])) == 0 && k > f &&
+		    (plen[k] != plen[f] ||
+		        strncmp(pasco_variable_name(vars[k]),
+		            pasco_variable_name(vars[f]), plen[k]) != 0)) {
+			rv = pasci_model_fail(PASCO_EINVAL,
+			    "bind: variables %zu ('%s') and %zu ('%s') are of "
+			    "one layer but name different ones",
+			    f, pasco_variable_name(vars[f]), k,
+			    pasco_variable_name(vars[k]));
+		}
+	}
+	for (size_t k = 0; k < n && rv == 0; k++) {
+		pasci_model_var *mv = &m->vars[k];
+		pasco_layer     *l  = &m->layers[mv->layer];
+		if (m->owns) {
+			pasco_variable_free(mv->handle);
+		}
+		mv->handle = vars[k];
+		snprintf(l->name, sizeof(l->name), "%.*s", (int) plen[k],
+		    pasco_variable_name(vars[k]));
+		snprintf(mv->name, sizeof(mv->name), "%s",
+		    pasco_variable_name(vars[k]));
+	}
+	m->owns = m->owns && rv != 0;
+	free(plen);
+	return rv;
+}

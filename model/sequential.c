@@ -1,0 +1,374 @@
+/* The Sequential model on a tape: the forward pass (errors naming the
+ * layer and the shapes), Keras's losses and the train step (one read, one
+ * mixed apply). */
+#include "layers_impl.h"
+#include "tape_impl.h"
+
+#include <string.h>
+
+static pasco_tnode *
+activate(pasco_tape *tp, pasco_tnode *x, pasco_act a)
+{
+	switch (a) {
+	case PASCO_ACT_RELU:
+		return pasco_t_relu(tp, x);
+	case PASCO_ACT_SIGMOID:
+		return pasco_t_sigmoid(tp, x);
+	case PASCO_ACT_TANH:
+		return pasco_t_tanh(tp, x);
+	case PASCO_ACT_SOFTMAX:
+		return pasco_t_softmax(tp, x);
+	default:
+		return x;
+	}
+}
+
+/* The first node of layer i's variables, or NULL with the tape's error
+ * set when the caller gave none. */
+static pasco_tnode *
+var_node(const pasco_model *m, pasco_tape *tp, size_t i, size_t j,
+    pasco_tnode *const *nodes)
+{
+	size_t k = m->first_var[i] + j;
+	if (nodes == NULL || nodes[k] == NULL) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: no node for variable '%s'", m->layers[i].name,
+		    m->vars[k].name);
+	}
+	return nodes[k];
+}
+
+/* The model input that layer i (an Embedding) is called on. */
+static size_t
+input_of(const pasco_model *m, size_t i)
+{
+	return (size_t) (-1 - (int64_t) m->layers[i].inputs[0]);
+}
+
+static pasco_tnode *
+embed(const pasco_model *m, pasco_tape *tp, size_t i,
+    pasco_tensor *const *inputs, pasco_tnode *const *nodes)
+{
+	pasco_tnode *table = var_node(m, tp, i, 0, nodes);
+	return table == NULL
+	           ? NULL
+	           : pasco_t_embedding_lookup(tp, table,
+	                 inputs[input_of(m, i)], m->layers[i].combiner);
+}
+
+static pasco_tnode *
+dense(const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *h,
+    pasco_tnode *const *nodes)
+{
+	const pasco_layer  *l = &m->layers[i];
+	pasco_tnode        *w = var_node(m, tp, i, 0, nodes);
+	const pasco_tensor *x = pasco_tnode_value(h);
+	const pasco_tensor *k = pasco_tnode_value(w);
+	if (x == NULL || k == NULL) {
+		return NULL;
+	}
+	if (x->rank != 2 || k->rank != 2 || x->shape[1] != k->shape[0]) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: input %s does not match kernel %s", l->name,
+		    PASCI_SHAPE(x->rank, x->shape),
+		    PASCI_SHAPE(k->rank, k->shape));
+	}
+	h = pasco_t_matmul(tp, h, w, false, false);
+	if (l->use_bias) {
+		pasco_tnode *b = var_node(m, tp, i, 1, nodes);
+		h              = b == NULL ? NULL : pasco_t_bias_add(tp, h, b);
+	}
+	return h;
+}
+
+static pasco_tnode *
+concatenate(
+    const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *const *in)
+{
+	const pasco_layer  *l  = &m->layers[i];
+	const pasco_tensor *x0 = pasco_tnode_value(in[0]);
+	for (size_t j = 0; j < l->ninputs; j++) {
+		const pasco_tensor *x = pasco_tnode_value(in[j]);
+		if (x->rank != 2 || x0->rank != 2 ||
+		    x->shape[0] != x0->shape[0]) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: inputs %s and %s are not [batch, width] of "
+			    "one batch",
+			    l->name, PASCI_SHAPE(x0->rank, x0->shape),
+			    PASCI_SHAPE(x->rank, x->shape));
+		}
+	}
+	return pasco_t_concat(tp, l->ninputs, in, -1);
+}
+
+/* Layer i's input nodes into in; feature inputs made constants once. */
+static bool
+gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
+    pasco_tensor *const *inputs, pasco_tnode **outs, pasco_tnode **feats,
+    pasco_tnode **in)
+{
+	const pasco_layer *l = &m->layers[i];
+	for (size_t j = 0; j < l->ninputs; j++) {
+		int32_t r = l->inputs[j];
+		size_t  k = (size_t) (-1 - (int64_t) r);
+		if (r >= 0) {
+			in[j] = outs[r];
+		} else {
+			if (feats[k] == NULL) {
+				feats[k] = pasco_tape_constant(tp, inputs[k]);
+			}
+			in[j] = feats[k];
+		}
+		if (in[j] == NULL) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Every input present, and the ids of each Embedding of their dtype and
+ * width. */
+static bool
+check_inputs(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs)
+{
+	for (size_t k = 0; k < m->ninputs; k++) {
+		if (inputs == NULL || inputs[k] == NULL) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "input %zu ('%s') is missing", k,
+			    m->inputs[k].name);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < m->nlayers; i++) {
+		if (m->layers[i].kind != PASCO_LAYER_EMBEDDING) {
+			continue;
+		}
+		size_t              k     = input_of(m, i);
+		const pasco_tensor *ids   = inputs[k];
+		int64_t             width = m->inputs[k].width;
+		bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
+		ok      = ok && ((ids->rank == 1 && width == 1) ||
+                               (ids->rank == 2 && ids->shape[1] == width));
+		if (!ok) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: input %s%s is not ids (i32 or i64) [batch, "
+			    "%lld]",
+			    m->layers[i].name, pasco_dtype_name(ids->dtype),
+			    PASCI_SHAPE(ids->rank, ids->shape),
+			    (long long) width);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The forward pass; *pre gets the last layer's input to its activation
+ * and *act that activation (linear when the last layer has none). */
+static pasco_tnode *
+forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
+    pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
+{
+	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
+	*pre = NULL;
+	*act = PASCO_ACT_LINEAR;
+	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK) {
+		return NULL;
+	}
+	if (!check_inputs(m, tp, inputs)) {
+		return NULL;
+	}
+	outs  = pasci_tape_mem(tp, m->nlayers * sizeof(*outs));
+	feats = pasci_tape_mem(tp, m->ninputs * sizeof(*feats));
+	for (size_t i = 0; outs != NULL && feats != NULL && i < m->nlayers;
+	     i++) {
+		const pasco_layer *l = &m->layers[i];
+		if (l->kind != PASCO_LAYER_EMBEDDING &&
+		    !gather_inputs(m, tp, i, inputs, outs, feats, in)) {
+			return NULL;
+		}
+		*act = PASCO_ACT_LINEAR;
+		switch (l->kind) {
+		case PASCO_LAYER_EMBEDDING:
+			h = embed(m, tp, i, inputs, nodes);
+			break;
+		case PASCO_LAYER_DENSE:
+			h    = dense(m, tp, i, in[0], nodes);
+			*pre = h;
+			*act = l->activation;
+			h    = activate(tp, h, l->activation);
+			break;
+		case PASCO_LAYER_ACTIVATION:
+			*pre = in[0];
+			*act = l->activation;
+			h    = activate(tp, in[0], l->activation);
+			break;
+		case PASCO_LAYER_DROPOUT:
+			h = pasco_t_dropout(tp, in[0], l->rate);
+			break;
+		case PASCO_LAYER_CONCATENATE:
+			h = concatenate(m, tp, i, in);
+			break;
+		}
+		if ((outs[i] = h) == NULL) {
+			return NULL;
+		}
+	}
+	return h;
+}
+
+pasco_tnode *
+pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tnode *const *nodes)
+{
+	pasco_tnode *pre;
+	pasco_act    act;
+	return forward(m, tp, inputs, nodes, &pre, &act);
+}
+
+/* Reads the bound variables onto tp; their nodes in the tape's arena. */
+static pasco_tnode **
+read_vars(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
+    pasco_tape_var *vars)
+{
+	pasco_tnode **nodes;
+	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK ||
+	    !check_inputs(m, tp, inputs)) {
+		return NULL;
+	}
+	for (size_t k = 0; k < m->nvars; k++) {
+		const pasci_model_var *mv = &m->vars[k];
+		if (mv->handle == NULL) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: variable '%s' is not created or bound "
+			    "(pasco_model_create_variables, pasco_model_bind)",
+			    m->layers[mv->layer].name, mv->name);
+			return NULL;
+		}
+		vars[k].var  = mv->handle;
+		vars[k].node = NULL;
+		vars[k].ids =
+		    m->layers[mv->layer].kind == PASCO_LAYER_EMBEDDING
+		        ? inputs[input_of(m, mv->layer)]
+		        : NULL;
+	}
+	if (m->nvars > 0 && pasco_tape_read(tp, m->nvars, vars) != 0) {
+		return NULL;
+	}
+	nodes = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(*nodes));
+	for (size_t k = 0; nodes != NULL && k < m->nvars; k++) {
+		nodes[k] = vars[k].node;
+	}
+	return nodes;
+}
+
+pasco_tnode *
+pasco_model_call(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tape_var *vars)
+{
+	pasco_tnode **nodes = read_vars(m, tp, inputs, vars);
+	return nodes == NULL ? NULL
+	                     : pasco_model_call_with(m, tp, inputs, nodes);
+}
+
+int
+pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
+{
+	static const struct {
+		const char     *name;
+		pasco_loss_kind kind;
+	} names[] = {
+	    {"mse", PASCO_LOSS_MSE},
+	    {"mean_squared_error", PASCO_LOSS_MSE},
+	    {"binary_crossentropy", PASCO_LOSS_BINARY_CROSSENTROPY},
+	    {"sparse_categorical_crossentropy",
+	        PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY},
+	};
+	for (size_t i = 0; name != NULL && i < sizeof(names) / sizeof(*names);
+	     i++) {
+		if (strcmp(name, names[i].name) == 0) {
+			*out = (pasco_loss){names[i].kind, from_logits};
+			return PASCO_OK;
+		}
+	}
+	return pasci_model_fail(PASCO_EINVAL,
+	    "unknown loss '%s' (mse, mean_squared_error, binary_crossentropy, "
+	    "sparse_categorical_crossentropy)",
+	    name != NULL ? name : "(null)");
+}
+
+pasco_tnode *
+pasco_model_loss(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tnode *const *nodes)
+{
+	pasco_tnode       *pre, *out, *l = NULL;
+	pasco_act          act;
+	const pasco_layer *last = &m->layers[m->nlayers - 1];
+
+	out = forward(m, tp, inputs, nodes, &pre, &act);
+	if (out == NULL) {
+		return NULL;
+	}
+	if (y == NULL) {
+		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
+	}
+	switch (loss.kind) {
+	case PASCO_LOSS_MSE:
+		l = pasco_t_mse(tp, out, y);
+		break;
+	case PASCO_LOSS_BINARY_CROSSENTROPY:
+		if (loss.from_logits || act == PASCO_ACT_SIGMOID) {
+			l = pasco_t_binary_crossentropy_logits(
+			    tp, loss.from_logits ? out : pre, y);
+		} else {
+			l = pasco_t_binary_crossentropy(tp, out, y);
+		}
+		break;
+	case PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
+		if (!loss.from_logits && act != PASCO_ACT_SOFTMAX) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "sparse_categorical_crossentropy: the output of "
+			    "'%s' (activation %s) is neither logits "
+			    "(from_logits) nor softmax probabilities",
+			    last->name, pasco_act_name(act));
+		}
+		l = pasco_t_softmax_crossentropy(
+		    tp, loss.from_logits ? out : pre, y);
+		break;
+	default:
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: unknown kind %d", (int) loss.kind);
+	}
+	for (size_t i = 0; i < m->nlayers && l != NULL; i++) {
+		if (m->layers[i].kind == PASCO_LAYER_DENSE &&
+		    m->layers[i].kernel_l2 > 0) {
+			l = pasco_t_add(tp, l,
+			    pasco_t_l2(tp, nodes[m->first_var[i]],
+			        m->layers[i].kernel_l2));
+		}
+	}
+	return l;
+}
+
+int
+pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    const pasco_optimizer *opt, double *loss_value)
+{
+	pasco_tape_var *vars;
+	pasco_tnode   **nodes, *l;
+
+	if (tp == NULL) {
+		return PASCO_EINVAL;
+	}
+	vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(*vars));
+	if (vars == NULL || (nodes = read_vars(m, tp, inputs, vars)) == NULL ||
+	    (l = pasco_model_loss(m, tp, inputs, y, loss, nodes)) == NULL ||
+	    pasco_tape_apply(tp, l, m->nvars, vars, opt) != 0) {
+		return pasco_tape_error(tp);
+	}
+	if (loss_value != NULL) {
+		*loss_value = pasco_tensor_get(pasco_tnode_value(l), 0);
+	}
+	return PASCO_OK;
+}
