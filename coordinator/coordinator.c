@@ -74,8 +74,10 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	pthread_cond_init(&c->watchdog_cv, NULL);
 	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
 	        NULL ||
+	    (c->parked = calloc(c->nworkers, sizeof(closure *))) == NULL ||
 	    pasci_queue_init(&c->q, cap, c->nworkers, window) != 0) {
 		free(c->dispatchers);
+		free(c->parked);
 		pthread_cond_destroy(&c->watchdog_cv);
 		pthread_mutex_destroy(&c->mu);
 		free(c);
@@ -129,6 +131,14 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 		pasci_iterator_free(it, c->nworkers);
 	}
 	pasci_queue_fini(&c->q);
+	for (size_t w = 0; w < c->nworkers; w++) {
+		while (c->parked[w] != NULL) {
+			closure *cl  = c->parked[w];
+			c->parked[w] = cl->next;
+			pasci_closure_free(cl);
+		}
+	}
+	free(c->parked);
 	free(c->dispatchers);
 	for (size_t i = 0; i < c->nbig_results; i++) {
 		free(c->big_results[i]);

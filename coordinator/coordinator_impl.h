@@ -165,6 +165,10 @@ struct pasco_coordinator {
 	/* Protected by mu. */
 	bool                       stopping;
 	pasco_per_worker_iterator *iterators; /* live ones */
+	/* per worker: releases of freed iterators that could not reach it
+	 * (its link was down); sent again when it is back, since the same
+	 * process may come back still holding them (dispatch.c) */
+	closure **parked;
 	char **big_results; /* functions whose results are too big to batch */
 	size_t nbig_results;
 };

@@ -113,9 +113,19 @@ pasci_coordinator_worker_state(
 	}
 	pasci_log(PASCI_LOG_INFO, "worker %zu is up (incarnation %016llx)", w,
 	    (unsigned long long) incarnation);
-	/* Rebuild its iterators first: tagged closures are queued before the
-	 * worker is marked up, so none of its training closures can overtake
-	 * them. */
+	/* Release what was freed while it was away, and rebuild its
+	 * iterators first: tagged closures are queued before the worker is
+	 * marked up, so none of its training closures can overtake them. */
+	pthread_mutex_lock(&c->mu);
+	closure *parked = c->parked[w];
+	c->parked[w]    = NULL;
+	pthread_mutex_unlock(&c->mu);
+	while (parked != NULL) {
+		closure *cl = parked;
+		parked      = cl->next;
+		cl->next    = NULL;
+		pasci_queue_put_tagged(&c->q, cl, w);
+	}
 	pasci_iterators_rebuild(c, w);
 	pasci_queue_set_worker_up(&c->q, w, true);
 }
@@ -214,6 +224,16 @@ complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 		/* the coordinator's failure, not the worker's: nothing will
 		 * rebuild it, so the closures using it say why */
 		pasci_iterator_set_status(cl->iterator, f->w, err, detail);
+	} else if (cl->kind == CLOSURE_RESOURCE_RELEASE && err != 0) {
+		/* Its worker is down: parked, and sent again when it is back,
+		 * which may be the same process, still holding the resource
+		 * (a new one has none: the release is then a no-op). */
+		pthread_mutex_lock(&f->c->mu);
+		cl->next           = f->c->parked[f->w];
+		f->c->parked[f->w] = cl;
+		pthread_mutex_unlock(&f->c->mu);
+		pasci_queue_tagged_done(&f->c->q, f->w);
+		return;
 	} else if (err != 0) {
 		/* Dropped: the worker is going down, and every live iterator
 		 * is rebuilt when it is back. */
