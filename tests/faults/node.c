@@ -9,6 +9,22 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "call.h"
+#include "resources.h"
+
+/* No args. How many resources (built iterators, per-worker variables)
+ * this worker holds: its resource table seen from inside. */
+PASCO_FUNCTION(ft_resources)
+{
+	pasco_tensor *n;
+	int           rv = pasco_tensor_scalar(&n, PASCO_I64,
+	              (double) pasci_resource_table_count(call->env->resources));
+	if (rv == 0) {
+		pasco_call_return(call, pasco_value_tensor(n));
+	}
+	return rv;
+}
+
 PASCO_DATASET(ft_numbers)
 {
 	pasco_dataset *ds;

@@ -335,6 +335,47 @@ Test(faults, a_stopped_worker_misses_heartbeats_and_is_failed)
 
 /* Polls the cluster's health until task i's up is want (at most ms);
  * returns how long it took, or -1. */
+static int64_t wait_health(
+    size_t i, bool want, int64_t ms, pasco_task_health *h);
+
+/* An iterator freed while its worker is stopped (it then misses
+ * heartbeats and is failed) is released on that worker when the same
+ * process comes back: the release, cut off in flight, was dropped, and
+ * the worker kept the iterator for good. */
+Test(faults, an_iterator_freed_while_its_worker_was_away_is_released)
+{
+	model               m;
+	pasco_task_health   h;
+	pasco_remote_value *rv;
+	const pasco_value  *out;
+	start(1, 1, 0);
+	model_create(&m);
+	schedule_steps(&m, 2); /* the iterator is built on worker 0 */
+	PASCO_PASS(pasco_join(f.c));
+	kill(f.workers[0], SIGSTOP);
+	/* freed at once: its release goes out to the silent worker and is
+	 * cut off with the connection when the heartbeats fail */
+	pasco_per_worker_iterator_free(m.it);
+	m.it = NULL;
+	cr_assert_geq(wait_health(0, false, 10000, &h), 0,
+	    "the stopped worker was not failed");
+	usleep(200 * 1000);
+	kill(f.workers[0], SIGCONT);
+	cr_assert_geq(wait_health(0, true, 10000, &h), 0,
+	    "the worker did not come back");
+	PASCO_PASS(pasco_schedule(f.c, "ft_resources", NULL, 0, &rv));
+	PASCO_PASS(pasco_join(f.c));
+	PASCO_PASS(pasco_remote_value_fetch(rv, &out));
+	cr_assert_eq(pasco_value_scalar(out), 0,
+	    "worker 0 still holds %g resources after the iterator was freed",
+	    pasco_value_scalar(out));
+	pasco_remote_value_free(rv);
+	model_free(&m);
+	stop();
+}
+
+/* Polls the cluster's health until task i's up is want (at most ms);
+ * returns how long it took, or -1. */
 static int64_t
 wait_health(size_t i, bool want, int64_t ms, pasco_task_health *h)
 {
