@@ -72,6 +72,17 @@ pasci_rpc_client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	handshake_send(c, pipe, msg, false, NULL);
 }
 
+/* Redials after a refusal come once a second, not every 20 ms: a refused
+ * client (a second chief, a wrong key) does not hammer the server, and
+ * its connections do not churn (nng 1.5's nng_close could hang on a
+ * socket closed amid that churn). Back to the usual pace once up. */
+static void
+slow_redials(pasci_rpc_client *c, bool slow)
+{
+	nng_dialer_set_ms(c->dialer, NNG_OPT_RECONNMINT, slow ? 1000 : 20);
+	nng_dialer_set_ms(c->dialer, NNG_OPT_RECONNMAXT, slow ? 1000 : 500);
+}
+
 /* The handshake on call->pipe is done: the link is up. */
 static void
 client_link_up(pasci_rpc_client *c, const rpc_call *call)
@@ -92,6 +103,7 @@ client_link_up(pasci_rpc_client *c, const rpc_call *call)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (up) {
+		slow_redials(c, false);
 		pasci_log(PASCI_LOG_DEBUG,
 		    "connected to %s (incarnation %016llx)", c->url,
 		    (unsigned long long) inc);
@@ -127,6 +139,7 @@ server_refused(pasci_rpc_client *c, const rpc_call *call, const char *why)
 	pthread_mutex_lock(&c->mu);
 	c->server_refused = true;
 	pthread_mutex_unlock(&c->mu);
+	slow_redials(c, true);
 	pasci_rpc_client_refuse(c, call, why);
 }
 
@@ -206,6 +219,7 @@ pasci_rpc_client_auth_done(
 		 * reason (chief.h): its words */
 		server_refused(c, call, m->hdr->error);
 	} else {
+		slow_redials(c, true); /* a wrong key stays wrong */
 		pasci_rpc_client_refuse(c, call,
 		    m->hdr->status != 0
 		        ? "the server refused this process's cluster key (is "
