@@ -44,6 +44,9 @@ stop(void)
 
 /* args: f32 x, optional f32 ms. Sleeps ms, then fails when x > 0 (TF's
  * assert_non_positive) with a message naming x, else returns x. */
+/* e_check calls started so far (the workers are in this process). */
+static int e_started;
+
 PASCO_FUNCTION(e_check)
 {
 	const pasco_tensor *x, *ms;
@@ -51,6 +54,7 @@ PASCO_FUNCTION(e_check)
 	if ((rv = pasco_call_tensor(call, 0, &x)) != 0) {
 		return rv;
 	}
+	__atomic_add_fetch(&e_started, 1, __ATOMIC_SEQ_CST);
 	if (pasco_call_arg_count(call) > 1 &&
 	    pasco_call_tensor(call, 1, &ms) == 0) {
 		usleep((useconds_t) (pasco_tensor_get(ms, 0) * 1000));
@@ -288,9 +292,19 @@ later_failure_keeps_its_own_error(uint32_t queue)
 {
 	pasco_remote_value *first, *later;
 	const pasco_value  *out;
+	int                 started;
 	start(queue);
+	started = __atomic_load_n(&e_started, __ATOMIC_SEQ_CST);
 	PASCO_PASS(check(5, 300, &later)); /* running, fails after 300 ms */
-	PASCO_PASS(check(4, 0, &first));   /* fails at once: the first */
+	/* running before the first error lands (at most 10 s) */
+	for (int i = 0; i < 10000 && __atomic_load_n(&e_started,
+	                                 __ATOMIC_SEQ_CST) == started;
+	     i++) {
+		usleep(1000);
+	}
+	cr_assert_neq(__atomic_load_n(&e_started, __ATOMIC_SEQ_CST), started,
+	    "the later closure did not start within 10 s");
+	PASCO_PASS(check(4, 0, &first)); /* fails at once: the first */
 	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
 	assert_error_names(4);
 	cr_assert(pasco_remote_value_is_ready(later),
