@@ -9,24 +9,8 @@
 # usage: test_chiefs.sh LINEAR_REGRESSION
 set -u
 linreg=$1
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill -9 "$p" 2> /dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-ok() { echo "ok: $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+. "$(dirname "$0")/harness.sh" # $tmp, $pids, ok / fail, ports
 
-ports() { # N free loopback ports
-	python3 -c 'import socket,sys
-s=[socket.socket() for _ in range(int(sys.argv[1]))]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
-}
 tf_config() { # TYPE PS WORKER CHIEF
 	printf '{"cluster": {"ps": ["127.0.0.1:%s"], "worker": ["127.0.0.1:%s"], "chief": ["127.0.0.1:%s"]}, "task": {"type": "%s", "index": 0}}' \
 		"$2" "$3" "$4" "$1"

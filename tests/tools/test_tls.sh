@@ -24,17 +24,7 @@ if ! command -v openssl > /dev/null 2>&1; then
 		exit 77
 	fi
 fi
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill -9 "$p" 2> /dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-ok() { echo "ok: $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+. "$(dirname "$0")/harness.sh" # $tmp, $pids, ok / fail, ports
 
 # A CA, a certificate for 127.0.0.1 signed by it, and a second CA with a
 # certificate of its own. mbedTLS 2.28 (Debian's nng) matches the dialed
@@ -56,12 +46,6 @@ if ! ca ca || ! ca ca2 || ! cert task ca || ! cert other ca2; then
 	exit 1
 fi
 
-ports() { # N free loopback ports
-	python3 -c 'import socket,sys
-s=[socket.socket() for _ in range(int(sys.argv[1]))]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
-}
 tf_config() { # TYPE PS WORKER CHIEF
 	printf '{"cluster": {"ps": ["tls+tcp://127.0.0.1:%s"], "worker": ["tls+tcp://127.0.0.1:%s"], "chief": ["tls+tcp://127.0.0.1:%s"]}, "task": {"type": "%s", "index": 0}}' \
 		"$2" "$3" "$4" "$1"
