@@ -75,9 +75,11 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
 	        NULL ||
 	    (c->parked = calloc(c->nworkers, sizeof(closure *))) == NULL ||
+	    (c->linked = calloc(c->nworkers, sizeof(bool))) == NULL ||
 	    pasci_queue_init(&c->q, cap, c->nworkers, window) != 0) {
 		free(c->dispatchers);
 		free(c->parked);
+		free(c->linked);
 		pthread_cond_destroy(&c->watchdog_cv);
 		pthread_mutex_destroy(&c->mu);
 		free(c);
@@ -139,6 +141,7 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 		}
 	}
 	free(c->parked);
+	free(c->linked);
 	free(c->dispatchers);
 	for (size_t i = 0; i < c->nbig_results; i++) {
 		free(c->big_results[i]);

@@ -169,6 +169,10 @@ struct pasco_coordinator {
 	 * (its link was down); sent again when it is back, since the same
 	 * process may come back still holding them (dispatch.c) */
 	closure **parked;
+	/* per worker: its link is up, as the last state event said; a
+	 * release that fails after the worker is back (its failure came late)
+	 * is queued again at once, not parked */
+	bool *linked;
 	char **big_results; /* functions whose results are too big to batch */
 	size_t nbig_results;
 };

@@ -108,6 +108,9 @@ pasci_coordinator_worker_state(
 {
 	if (!up) {
 		pasci_log(PASCI_LOG_WARN, "worker %zu is unavailable", w);
+		pthread_mutex_lock(&c->mu);
+		c->linked[w] = false;
+		pthread_mutex_unlock(&c->mu);
 		pasci_queue_set_worker_up(&c->q, w, false);
 		return;
 	}
@@ -119,6 +122,7 @@ pasci_coordinator_worker_state(
 	pthread_mutex_lock(&c->mu);
 	closure *parked = c->parked[w];
 	c->parked[w]    = NULL;
+	c->linked[w]    = true;
 	pthread_mutex_unlock(&c->mu);
 	while (parked != NULL) {
 		closure *cl = parked;
@@ -227,12 +231,20 @@ complete_tagged(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 	} else if (cl->kind == CLOSURE_RESOURCE_RELEASE && err != 0) {
 		/* Its worker is down: parked, and sent again when it is back,
 		 * which may be the same process, still holding the resource
-		 * (a new one has none: the release is then a no-op). */
+		 * (a new one has none: the release is then a no-op). If it is
+		 * back already (this failure came after its return), the
+		 * release goes again now: nothing else would send it. */
+		bool back;
 		pthread_mutex_lock(&f->c->mu);
-		cl->next           = f->c->parked[f->w];
-		f->c->parked[f->w] = cl;
+		if (!(back = f->c->linked[f->w])) {
+			cl->next           = f->c->parked[f->w];
+			f->c->parked[f->w] = cl;
+		}
 		pthread_mutex_unlock(&f->c->mu);
 		pasci_queue_tagged_done(&f->c->q, f->w);
+		if (back) {
+			pasci_queue_put_tagged(&f->c->q, cl, f->w);
+		}
 		return;
 	} else if (err != 0) {
 		/* Dropped: the worker is going down, and every live iterator

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "rpc_client_impl.h"
+#include "sock_close.h"
 #include "tls.h"
 #include "util.h"
 
@@ -354,34 +355,31 @@ client_free(pasci_rpc_client *c)
 	free(c);
 }
 
-/* Closes c's socket; if close stopped waiting, frees c as well. */
-static void *
-client_close_main(void *arg)
+/* The close of c's socket did not finish in time: its calls end now, not
+ * whenever nng_close returns. */
+static void
+client_close_timed_out(void *arg)
 {
 	pasci_rpc_client *c = arg;
-	bool              abandoned;
-	pasci_thread_name("pasco-rpc-close");
-	nng_close(c->sock);
+	rpc_call         *rest;
+	char              detail[300];
 	pthread_mutex_lock(&c->mu);
-	c->sock_closed = true;
-	abandoned      = c->abandoned;
-	pthread_cond_broadcast(&c->cv);
+	rest = pasci_rpc_calls_take(&c->calls, 0, 0);
 	pthread_mutex_unlock(&c->mu);
-	if (abandoned) {
-		client_free(c);
-	}
-	return NULL;
+	pasci_fmt(detail, sizeof(detail), "client of %s closed", c->url);
+	fail_list(c, rest, PASCO_ECLOSED, detail);
 }
 
-#define CLOSE_WAIT_MS 5000
+static void
+client_free_cb(void *arg)
+{
+	client_free(arg);
+}
 
 void
 pasci_rpc_client_close(pasci_rpc_client *c)
 {
-	pthread_t       closer;
-	struct timespec until;
-	bool            done;
-
+	char what[300];
 	if (c == NULL) {
 		return;
 	}
@@ -395,49 +393,10 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	nng_aio_stop(c->recv_aio); /* no receive callback runs past here */
 	pasci_tls_forget_dialer(c->dialer);
 	nng_dialer_close(c->dialer); /* no redial races the socket's close */
-	/* nng 1.5's nng_close can hang for good, rarely, on a socket whose
-	 * connections are being refused and closed as it runs (fixed in
-	 * later nng): it runs on a thread of its own, and after
-	 * CLOSE_WAIT_MS this returns without it, the calls failed, and the
-	 * thread frees c if nng_close ever returns. */
-	if (pthread_create(&closer, NULL, client_close_main, c) != 0) {
-		nng_close(c->sock);
+	pasci_fmt(what, sizeof(what), "the connection to %s", c->url);
+	if (pasci_sock_close_bounded(c->sock, what, PASCI_CLOSE_WAIT_MS,
+	        client_close_timed_out, client_free_cb, c)) {
 		client_free(c);
-		return;
-	}
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += CLOSE_WAIT_MS / 1000;
-	pthread_mutex_lock(&c->mu);
-	while (!c->sock_closed &&
-	       pthread_cond_timedwait(&c->cv, &c->mu, &until) == 0) {
-	}
-	done = c->sock_closed;
-	pthread_mutex_unlock(&c->mu);
-	if (!done) {
-		rpc_call *rest;
-		char      detail[300];
-		pasci_log(PASCI_LOG_WARN,
-		    "closing the connection to %s did not finish within %d s "
-		    "(nng 1.5's nng_close can hang here); going on without it",
-		    c->url, CLOSE_WAIT_MS / 1000);
-		/* the calls end now, not whenever nng_close returns */
-		pthread_mutex_lock(&c->mu);
-		rest = pasci_rpc_calls_take(&c->calls, 0, 0);
-		pthread_mutex_unlock(&c->mu);
-		pasci_fmt(
-		    detail, sizeof(detail), "client of %s closed", c->url);
-		fail_list(c, rest, PASCO_ECLOSED, detail);
-		/* from here on, c is the closing thread's to free */
-		pthread_mutex_lock(&c->mu);
-		done         = c->sock_closed;
-		c->abandoned = !done;
-		pthread_mutex_unlock(&c->mu);
-	}
-	if (done) {
-		pthread_join(closer, NULL);
-		client_free(c);
-	} else {
-		pthread_detach(closer);
 	}
 }
 

@@ -42,8 +42,6 @@ struct pasci_rpc_client {
 	int64_t opened_ms; /* set at open, then read only */
 	pasci_rpc_calls calls;
 	bool            closing;
-	bool            sock_closed; /* nng_close returned (close's thread) */
-	bool            abandoned;   /* close stopped waiting for it */
 	/* From the last HELLO reply; "" if none, or forgotten. */
 	char advert[PASCI_RPC_ADVERT_MAX];
 	/* The handshake's sn || cn while its AUTH is out (auth.h). */

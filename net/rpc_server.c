@@ -34,6 +34,7 @@
 #include "bulk.h"
 #include "chief.h"
 #include "conns.h"
+#include "sock_close.h"
 #include "tls.h"
 #include "util.h"
 
@@ -419,20 +420,34 @@ pasci_rpc_server_incarnation(const pasci_rpc_server *s)
 	return s->incarnation;
 }
 
-void
-pasci_rpc_server_close(pasci_rpc_server *s)
+/* What the pipe callbacks use, freed once the socket is closed. */
+static void
+server_free_cb(void *arg)
 {
-	if (s == NULL) {
-		return;
-	}
-	server_stop_threads(s, s->nthreads);
-	pasci_tls_forget_listener(s->listener);
-	nng_close(s->sock); /* no pipe callback runs past here */
+	pasci_rpc_server *s = arg;
 	pasci_auth_gate_destroy(s->gate);
 	pasci_conns_destroy(s->conns);
 	pasci_chief_seat_destroy(s->seat);
 	free(s->threads);
 	free(s);
+}
+
+void
+pasci_rpc_server_close(pasci_rpc_server *s)
+{
+	char what[64];
+	if (s == NULL) {
+		return;
+	}
+	server_stop_threads(s, s->nthreads);
+	pasci_tls_forget_listener(s->listener);
+	/* no pipe callback runs once the socket is closed; if its close
+	 * hangs (sock_close.h), the callbacks' state is freed when it ends */
+	pasci_fmt(what, sizeof(what), "the %s server", s->name);
+	if (pasci_sock_close_bounded(s->sock, what, PASCI_CLOSE_WAIT_MS,
+	        NULL, server_free_cb, s)) {
+		server_free_cb(s);
+	}
 }
 
 int64_t
