@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "pasco/evaluator.h"
 #include "pasco/server.h"
 #include "pasco/summary.h"
+#include "fileio.h"
 #include "util.h"
 
 #define MAX_METRICS 32
@@ -39,6 +41,14 @@ struct pasco_evaluator {
 	pasco_coordinator      *coord;
 	pasco_summary_writer   *events; /* NULL without a logdir */
 	int64_t                 seen;   /* newest step evaluated or skipped */
+	/* the run (manifests' "run") whose checkpoints are followed, and
+	 * those followed before: a new run saving into the same directory
+	 * starts its steps again, and its checkpoints are evaluated from its
+	 * first; an earlier run's are never taken up again */
+	char   run[40];
+	bool   following; /* run is chosen */
+	char (*old_runs)[40];
+	size_t nold_runs;
 	int64_t                 last;   /* newest step evaluated, or -1 */
 	int64_t                 count;  /* checkpoints evaluated */
 	char                    err[1024];
@@ -274,6 +284,7 @@ pasco_evaluator_destroy(pasco_evaluator *e)
 		free(e->names[i]);
 	}
 	free(e->names);
+	free(e->old_runs);
 	free(e->dir);
 	free(e->eval_fn);
 	free(e);
@@ -296,38 +307,171 @@ insert_step(int64_t *steps, size_t n, size_t max, int64_t step)
 	return n;
 }
 
-/* Steps of the complete checkpoints in dir newer than after, the oldest
- * max of them, ascending, and in *newest the newest of all (or after);
- * -1 when dir cannot be read (it does not exist yet). */
-static int
-list_pending(const char *dir, int64_t after, int64_t *steps, size_t max,
-    int64_t *newest)
+/* The run id in checkpoint dir/name's manifest into run ("" when it has
+ * none: saved before runs were noted); false when it cannot be read. */
+static bool
+manifest_run(const char *dir, const char *name, char *run, size_t len)
 {
-	DIR           *d = opendir(dir);
+	char        path[4200], err[256];
+	void       *text;
+	size_t      n;
+	cJSON      *m;
+	const char *its;
+	pasci_fmt(path, sizeof(path), "%s/%s/" MANIFEST, dir, name);
+	if (pasci_file_read(path, &text, &n, err, sizeof(err)) != 0) {
+		return false;
+	}
+	m = cJSON_ParseWithLength(text, n);
+	free(text);
+	if (m == NULL) {
+		return false;
+	}
+	its = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "run"));
+	pasci_fmt(run, len, "%s", its != NULL ? its : "");
+	cJSON_Delete(m);
+	return true;
+}
+
+static bool
+is_old_run(const pasco_evaluator *e, const char *run)
+{
+	for (size_t i = 0; i < e->nold_runs; i++) {
+		if (strcmp(e->old_runs[i], run) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Follows run from now on: the one followed so far is an old one. */
+/* Adds run to the runs never taken up again. */
+static void
+retire_run(pasco_evaluator *e, const char *run)
+{
+	char(*grown)[40];
+	if (is_old_run(e, run) ||
+	    (grown = realloc(e->old_runs,
+	         (e->nold_runs + 1) * sizeof(*e->old_runs))) == NULL) {
+		return;
+	}
+	e->old_runs = grown;
+	pasci_fmt(e->old_runs[e->nold_runs++], sizeof(*grown), "%s", run);
+}
+
+/* Follows run from now on: the one followed so far is an old one. */
+static void
+follow_run(pasco_evaluator *e, const char *run)
+{
+	if (e->following) {
+		retire_run(e, e->run);
+		pasci_log(PASCI_LOG_INFO,
+		    "%s: checkpoints of a new run (%s) after step %lld of "
+		    "the earlier one; evaluating the new run's from its first",
+		    e->dir, run[0] != 0 ? run : "unnamed",
+		    (long long) e->seen);
+	}
+	pasci_fmt(e->run, sizeof(e->run), "%s", run);
+	e->following = true;
+	e->seen      = -1;
+}
+
+/* At the start: the run of dir's most recently saved checkpoint (the
+ * checkpoint manager keeps its manifest the newest) is followed, and
+ * every other run there is an earlier one. False when none is complete. */
+static bool
+choose_run(pasco_evaluator *e, DIR *d)
+{
+	struct dirent  *ent;
+	struct timespec best = {0, 0};
+	char            newest_run[40];
+	bool            found = false;
+	while ((ent = readdir(d)) != NULL) {
+		char        run[40], path[4200];
+		struct stat st;
+		pasci_fmt(path, sizeof(path), "%s/%s/" MANIFEST, e->dir,
+		    ent->d_name);
+		if (strncmp(ent->d_name, "ckpt-", 5) != 0 ||
+		    stat(path, &st) != 0 ||
+		    !manifest_run(e->dir, ent->d_name, run, sizeof(run))) {
+			continue;
+		}
+		if (found) {
+			bool later = st.st_mtim.tv_sec > best.tv_sec ||
+			             (st.st_mtim.tv_sec == best.tv_sec &&
+			                 st.st_mtim.tv_nsec > best.tv_nsec);
+			if (strcmp(run, newest_run) != 0) {
+				retire_run(e, later ? newest_run : run);
+			}
+			if (!later) {
+				continue;
+			}
+		}
+		best  = st.st_mtim;
+		found = true;
+		pasci_fmt(newest_run, sizeof(newest_run), "%s", run);
+	}
+	rewinddir(d);
+	if (found) {
+		follow_run(e, newest_run);
+	}
+	return found;
+}
+
+/* Steps of the complete checkpoints in e's directory not yet evaluated,
+ * the oldest max of them, ascending, and in *newest the newest of all
+ * (or e->seen): those of the followed run after e->seen, or, when a new
+ * run has saved any, that run's (which is followed from then on); -1 when
+ * the directory cannot be read (it does not exist yet). */
+static int
+list_pending(pasco_evaluator *e, int64_t *steps, size_t max, int64_t *newest)
+{
+	DIR           *d;
 	struct dirent *ent;
 	size_t         n = 0;
-	*newest          = after;
-	if (d == NULL) {
-		return -1;
-	}
-	while ((ent = readdir(d)) != NULL) {
-		char     *end, path[4096];
-		long long step;
-		if (strncmp(ent->d_name, "ckpt-", 5) != 0) {
-			continue;
+	char           fresh[40] = "";
+	bool           again;
+	do {
+		again   = false;
+		n       = 0;
+		*newest = e->seen;
+		if ((d = opendir(e->dir)) == NULL) {
+			return -1;
 		}
-		errno = 0;
-		step  = strtoll(ent->d_name + 5, &end, 10);
-		pasci_fmt(
-		    path, sizeof(path), "%s/%s/" MANIFEST, dir, ent->d_name);
-		if (*end != 0 || errno != 0 || end == ent->d_name + 5 ||
-		    step <= after || access(path, R_OK) != 0) {
-			continue;
+		if (!e->following && !choose_run(e, d)) {
+			closedir(d);
+			return 0;
 		}
-		n       = insert_step(steps, n, max, step);
-		*newest = step > *newest ? step : *newest;
-	}
-	closedir(d);
+		while ((ent = readdir(d)) != NULL) {
+			char     *end, run[40];
+			long long step;
+			if (strncmp(ent->d_name, "ckpt-", 5) != 0) {
+				continue;
+			}
+			errno = 0;
+			step  = strtoll(ent->d_name + 5, &end, 10);
+			if (*end != 0 || errno != 0 || end == ent->d_name + 5 ||
+			    !manifest_run(e->dir, ent->d_name, run,
+			        sizeof(run)) ||
+			    is_old_run(e, run)) {
+				continue; /* not a complete checkpoint */
+			}
+			if (strcmp(run, e->run) != 0) {
+				/* a new run's: followed from now on */
+				pasci_fmt(fresh, sizeof(fresh), "%s", run);
+				again = true;
+				break;
+			}
+			if (step <= e->seen) {
+				continue;
+			}
+			n       = insert_step(steps, n, max, step);
+			*newest = step > *newest ? step : *newest;
+		}
+		closedir(d);
+		if (again) {
+			follow_run(e, fresh);
+		}
+	} while (again);
 	return (int) n;
 }
 
@@ -538,8 +682,7 @@ watch(pasco_evaluator *e, int64_t *steps, const pasco_arg *args, size_t nargs)
 
 	for (;;) {
 		int64_t newest;
-		int     n =
-		    list_pending(e->dir, e->seen, steps, MAX_PENDING, &newest);
+		int n = list_pending(e, steps, MAX_PENDING, &newest);
 		if (n < 0 && !said) {
 			pasci_log(PASCI_LOG_WARN,
 			    "checkpoint directory %s does not exist yet; "

@@ -395,6 +395,95 @@ Test(evaluator, skips_a_checkpoint_removed_before_it_got_to_it)
 	trainer_stop(&t);
 }
 
+/* A new chief's run in the same cluster and directory: another strategy
+ * (another run id in the manifests), the same variables and values. */
+static void
+trainer_new_run(trainer *t)
+{
+	pasco_variable_free(t->w);
+	pasco_variable_free(t->b);
+	pasco_strategy_destroy(t->s);
+	PASCO_PASS(pasco_strategy_create(&t->s, t->tc.cluster, NULL));
+	t->w = test_scalar_var(t->s, "w", PASCO_F32, 0.0);
+	t->b = test_scalar_var(t->s, "b", PASCO_F32, 0.0);
+}
+
+/* The steps of the JSON lines, in order, into steps (at most max). */
+static int
+json_steps(const char *json, int64_t *steps, int max)
+{
+	int    n = 0;
+	cJSON *j;
+	while (n < max && (j = json_line(json, n)) != NULL) {
+		steps[n++] = (int64_t) field(j, "step");
+		cJSON_Delete(j);
+	}
+	return n;
+}
+
+Test(evaluator, follows_a_new_run_that_starts_its_steps_again_in_the_same_directory)
+{
+	trainer   t;
+	sidecar   sc = {0};
+	pthread_t th;
+	int64_t   steps[8];
+
+	trainer_start(&t);
+	pasco_evaluator_options o = {.checkpoint_dir = t.dir,
+	    .final_step                              = 25,
+	    .timeout_ms                              = 15000};
+	sidecar_create(&sc, &o);
+	cr_assert_eq(pthread_create(&th, NULL, sidecar_main, &sc), 0);
+	trainer_train_and_save(&t, 2, 10);
+	trainer_train_and_save(&t, 2, 20);
+	for (int i = 0; i < 1500 && pasco_evaluator_count(sc.e) < 2; i++) {
+		usleep(10000);
+	}
+	cr_assert_eq(pasco_evaluator_count(sc.e), 2,
+	    "the first run's checkpoints were not evaluated in 15 s");
+	/* the chief restarts without restoring: steps from 0 again */
+	trainer_new_run(&t);
+	trainer_train_and_save(&t, 2, 5);
+	trainer_train_and_save(&t, 2, 25);
+	join_bounded(th);
+	PASCO_PASS(sc.rv);
+	char *json = sidecar_finish(&sc);
+	cr_assert_eq(json_steps(json, steps, 8), 4, "JSON lines:\n%s", json);
+	cr_assert(steps[0] == 10 && steps[1] == 20 && steps[2] == 5 &&
+	              steps[3] == 25,
+	    "evaluated steps %lld %lld %lld %lld, not 10 20 5 25",
+	    (long long) steps[0], (long long) steps[1], (long long) steps[2],
+	    (long long) steps[3]);
+	free(json);
+	trainer_stop(&t);
+}
+
+Test(evaluator, starts_with_the_newest_run_of_a_reused_directory)
+{
+	trainer t;
+	sidecar sc = {0};
+	int64_t steps[8];
+
+	trainer_start(&t);
+	trainer_train_and_save(&t, 1, 10);
+	trainer_train_and_save(&t, 1, 20);
+	trainer_new_run(&t);
+	trainer_train_and_save(&t, 1, 5);
+	trainer_train_and_save(&t, 1, 30);
+	pasco_evaluator_options o = {.checkpoint_dir = t.dir,
+	    .final_step                              = 30,
+	    .timeout_ms                              = 10000};
+	sidecar_create(&sc, &o);
+	PASCO_PASS(pasco_evaluator_run(sc.e, sc.args, 2));
+	char *json = sidecar_finish(&sc);
+	/* the earlier run's steps 10 and 20 are not this run's */
+	cr_assert_eq(json_steps(json, steps, 8), 2, "JSON lines:\n%s", json);
+	cr_assert(steps[0] == 5 && steps[1] == 30, "evaluated %lld, %lld",
+	    (long long) steps[0], (long long) steps[1]);
+	free(json);
+	trainer_stop(&t);
+}
+
 Test(evaluator, latest_only_takes_the_newest_checkpoint)
 {
 	trainer t;
