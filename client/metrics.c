@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "metrics_impl.h"
-#include "util.h"
 #include "pasco/metrics.h"
+#include "util.h"
 
 void
 pasco_metric_state_shape(pasco_metric_kind kind, int32_t *rank, int64_t *shape)

@@ -12,8 +12,8 @@
 #include <string.h>
 
 static int
-input_tensor(const pasco_model *m, size_t k, const pasco_value *v,
-    pasco_tensor **out)
+input_tensor(
+    const pasco_model *m, size_t k, const pasco_value *v, pasco_tensor **out)
 {
 	const pasco_tensor *t = pasco_value_as_tensor(v);
 	if (t == NULL) {
@@ -105,7 +105,8 @@ add_counts(const pasco_model *m, pasco_tape *tp, pasco_tnode *out,
 		return PASCO_OK;
 	}
 	if (pasci_metric_counts(m, pasco_tnode_value(out), y, state) != 0) {
-		pasci_tape_fail(tp, PASCO_EINVAL, "%s", pasco_model_last_error());
+		pasci_tape_fail(
+		    tp, PASCO_EINVAL, "%s", pasco_model_last_error());
 		return pasco_tape_error(tp);
 	}
 	return PASCO_OK;

@@ -20,8 +20,10 @@
 
 /* Keras's optimizer class names, by kind. */
 static const char *const opt_classes[] = {[PASCO_OPT_SGD] = "SGD",
-    [PASCO_OPT_ADAGRAD] = "Adagrad", [PASCO_OPT_RMSPROP] = "RMSprop",
-    [PASCO_OPT_ADAM] = "Adam", [PASCO_OPT_FTRL] = "Ftrl"};
+    [PASCO_OPT_ADAGRAD]                                   = "Adagrad",
+    [PASCO_OPT_RMSPROP]                                   = "RMSprop",
+    [PASCO_OPT_ADAM]                                      = "Adam",
+    [PASCO_OPT_FTRL]                                      = "Ftrl"};
 
 #define K(x) (1u << (x))
 
@@ -33,12 +35,10 @@ static const struct {
 	bool        is_bool;
 	unsigned    kinds;
 } opt_fields[] = {
-    {"learning_rate", offsetof(pasco_optimizer, learning_rate), false,
-        ~0u},
+    {"learning_rate", offsetof(pasco_optimizer, learning_rate), false, ~0u},
     {"momentum", offsetof(pasco_optimizer, momentum), false,
         K(PASCO_OPT_SGD) | K(PASCO_OPT_RMSPROP)},
-    {"nesterov", offsetof(pasco_optimizer, nesterov), true,
-        K(PASCO_OPT_SGD)},
+    {"nesterov", offsetof(pasco_optimizer, nesterov), true, K(PASCO_OPT_SGD)},
     {"rho", offsetof(pasco_optimizer, rho), false, K(PASCO_OPT_RMSPROP)},
     {"centered", offsetof(pasco_optimizer, centered), true,
         K(PASCO_OPT_RMSPROP)},
@@ -83,7 +83,8 @@ static pasco_act
 output_act(const pasco_model *m)
 {
 	const pasco_layer *l = &m->layers[m->nlayers - 1];
-	return l->kind == PASCO_LAYER_DENSE || l->kind == PASCO_LAYER_ACTIVATION
+	return l->kind == PASCO_LAYER_DENSE ||
+	               l->kind == PASCO_LAYER_ACTIVATION
 	           ? l->activation
 	           : PASCO_ACT_LINEAR;
 }
@@ -92,15 +93,16 @@ output_act(const pasco_model *m)
  * binary for an output of width 1, sparse categorical when the labels
  * are class ids (this loss), categorical otherwise. */
 static int
-resolve_metric(const pasco_model *m, const pasco_loss *loss,
-    const char *name, pasci_metric_kind *kind)
+resolve_metric(const pasco_model *m, const pasco_loss *loss, const char *name,
+    pasci_metric_kind *kind)
 {
 	int64_t width = pasco_model_output_width(m);
 	if (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0) {
-		*kind = width == 1 ? PASCI_METRIC_BINARY_ACCURACY
-		        : loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
-		            ? PASCI_METRIC_SPARSE_CAT_ACCURACY
-		            : PASCI_METRIC_CATEGORICAL_ACCURACY;
+		*kind =
+		    width == 1 ? PASCI_METRIC_BINARY_ACCURACY
+		    : loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
+		        ? PASCI_METRIC_SPARSE_CAT_ACCURACY
+		        : PASCI_METRIC_CATEGORICAL_ACCURACY;
 		return PASCO_OK;
 	}
 	for (size_t i = 0; i < COUNT(metric_names); i++) {
@@ -168,7 +170,8 @@ pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
 		return pasci_model_fail(
 		    PASCO_EINVAL, "compile: needs a model and a loss");
 	}
-	if ((rv = pasco_loss_from_name(o->loss, o->from_logits, &c.loss)) != 0 ||
+	if ((rv = pasco_loss_from_name(o->loss, o->from_logits, &c.loss)) !=
+	        0 ||
 	    (rv = check_loss(m, &c.loss)) != 0) {
 		return rv;
 	}
@@ -188,8 +191,8 @@ pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
 	for (size_t k = 0; k < o->nmetrics; k++) {
 		const char *name = o->metrics[k] != NULL ? o->metrics[k] : "";
 		if (strlen(name) >= PASCI_METRIC_NAME_MAX ||
-		    (rv = resolve_metric(m, &c.loss, name, &c.metric_kinds[k])) !=
-		        0) {
+		    (rv = resolve_metric(
+		         m, &c.loss, name, &c.metric_kinds[k])) != 0) {
 			return rv != 0 ? rv
 			               : pasci_model_fail(PASCO_EINVAL,
 			                     "compile: metric name too long");
@@ -219,8 +222,8 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	ok = (cc = cJSON_AddObjectToObject(root, "compile_config")) != NULL &&
 	     cJSON_AddStringToObject(cc, "loss", c->loss_name) != NULL &&
 	     cJSON_AddBoolToObject(cc, "from_logits", c->loss.from_logits) &&
-	     (oc = pasci_json_class(cc, "optimizer", opt_classes[c->opt.kind])) !=
-	         NULL;
+	     (oc = pasci_json_class(
+	          cc, "optimizer", opt_classes[c->opt.kind])) != NULL;
 	for (size_t i = 0; ok && i < COUNT(opt_fields); i++) {
 		const char *at = (const char *) &c->opt + opt_fields[i].off;
 		if ((opt_fields[i].kinds & K(c->opt.kind)) == 0) {
@@ -251,15 +254,16 @@ read_optimizer(const cJSON *cc, pasco_optimizer *opt)
 		*opt = pasco_rmsprop(0.001, 0.9, 0, false);
 		return PASCO_OK;
 	}
-	if (pasci_json_read_class(o, opt_classes, COUNT(opt_classes), &kind, &c,
-	        at) != 0) {
+	if (pasci_json_read_class(
+	        o, opt_classes, COUNT(opt_classes), &kind, &c, at) != 0) {
 		return PASCO_EINVAL;
 	}
-	*opt = kind == PASCO_OPT_SGD ? pasco_sgd(0.01, 0, false)
-	       : kind == PASCO_OPT_ADAGRAD      ? pasco_adagrad(0.001)
-	       : kind == PASCO_OPT_RMSPROP ? pasco_rmsprop(0.001, 0.9, 0, false)
-	       : kind == PASCO_OPT_ADAM    ? pasco_adam(0.001, false)
-	                                   : pasco_ftrl(0.001, 0, 0);
+	*opt = kind == PASCO_OPT_SGD       ? pasco_sgd(0.01, 0, false)
+	       : kind == PASCO_OPT_ADAGRAD ? pasco_adagrad(0.001)
+	       : kind == PASCO_OPT_RMSPROP
+	           ? pasco_rmsprop(0.001, 0.9, 0, false)
+	       : kind == PASCO_OPT_ADAM ? pasco_adam(0.001, false)
+	                                : pasco_ftrl(0.001, 0, 0);
 	cJSON_ArrayForEach(it, c)
 	{
 		size_t i = 0;
@@ -289,12 +293,12 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 {
 	static const char *const keys[] = {
 	    "loss", "from_logits", "optimizer", "metrics", "global_step"};
-	const char *at = "compile_config";
-	const cJSON *cc = cJSON_GetObjectItemCaseSensitive(root, at);
+	const char  *at   = "compile_config";
+	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
-	const cJSON *ms   = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
+	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
 	const char  *names[PASCI_MAX_METRICS];
-	pasco_compile_options o = {0};
+	pasco_compile_options o  = {0};
 	bool                  gs = true;
 	if (cc == NULL) {
 		return PASCO_OK;
@@ -380,8 +384,8 @@ counts_of(const pasco_model *m, pasci_metric_kind kind,
 			continue;
 		}
 		for (int64_t j = 0; j < w; j++) {
-			double p = prob(m, pred, i, j);
-			double t = pasco_tensor_get(y, i * w + j);
+			double p  = prob(m, pred, i, j);
+			double t  = pasco_tensor_get(y, i * w + j);
 			bool   yp = p > 0.5, yt = t > 0.5;
 			switch (kind) {
 			case PASCI_METRIC_BINARY_ACCURACY:
@@ -421,9 +425,9 @@ pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
 	const pasci_compile *c = &m->compile;
 	for (size_t k = 0; k < c->nmetrics; k++) {
 		pasci_metric_kind kind = c->metric_kinds[k];
-		int64_t           want = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY
-		                             ? pred->shape[0]
-		                             : pred->count;
+		int64_t want = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY
+		                   ? pred->shape[0]
+		                   : pred->count;
 		if (pred->rank != 2 || y == NULL || y->count != want) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: targets %s%s do not fit the output %s (want "

@@ -17,14 +17,14 @@
 #define SEED_EXACT 9007199254740992.0 /* 2^53 */
 
 static const char *const layer_classes[] = {[PASCO_LAYER_DENSE] = "Dense",
-    [PASCO_LAYER_EMBEDDING]                                   = "Embedding",
-    [PASCO_LAYER_DROPOUT]                                     = "Dropout",
-    [PASCO_LAYER_ACTIVATION]                                  = "Activation",
+    [PASCO_LAYER_EMBEDDING]                                     = "Embedding",
+    [PASCO_LAYER_DROPOUT]                                       = "Dropout",
+    [PASCO_LAYER_ACTIVATION]                                    = "Activation",
     [PASCO_LAYER_CONCATENATE] = "Concatenate"};
 
 static const char *const init_classes[] = {[PASCO_INIT_ZEROS] = "Zeros",
-    [PASCO_INIT_ONES]                                        = "Ones",
-    [PASCO_INIT_CONSTANT]                                    = "Constant",
+    [PASCO_INIT_ONES]                                         = "Ones",
+    [PASCO_INIT_CONSTANT]                                     = "Constant",
     [PASCO_INIT_UNIFORM]          = "RandomUniform",
     [PASCO_INIT_NORMAL]           = "RandomNormal",
     [PASCO_INIT_TRUNCATED_NORMAL] = "TruncatedNormal",
@@ -81,8 +81,8 @@ write_init(cJSON *parent, const char *key, const pasco_initializer *in)
 	const char *cls = (unsigned) in->kind < COUNT(init_classes)
 	                      ? init_classes[in->kind]
 	                      : NULL;
-	cJSON      *c   = cls != NULL ? pasci_json_class(parent, key, cls) : NULL;
-	bool        ok  = c != NULL;
+	cJSON *c  = cls != NULL ? pasci_json_class(parent, key, cls) : NULL;
+	bool   ok = c != NULL;
 	switch (in->kind) {
 	case PASCO_INIT_CONSTANT:
 		ok = ok && cJSON_AddNumberToObject(c, "value", in->value);
@@ -150,10 +150,12 @@ write_layer_config(cJSON *c, const pasco_layer *l)
 		     cJSON_AddStringToObject(
 		         c, "activation", pasco_act_name(l->activation)) &&
 		     cJSON_AddBoolToObject(c, "use_bias", l->use_bias) &&
-		     write_init(c, "kernel_initializer", &l->kernel_initializer) &&
+		     write_init(
+		         c, "kernel_initializer", &l->kernel_initializer) &&
 		     write_init(c, "bias_initializer", &l->bias_initializer);
 		if (ok && l->kernel_l2 > 0) {
-			cJSON *r = pasci_json_class(c, "kernel_regularizer", "L2");
+			cJSON *r =
+			    pasci_json_class(c, "kernel_regularizer", "L2");
 			ok = r != NULL &&
 			     cJSON_AddNumberToObject(r, "l2", l->kernel_l2);
 		} else if (ok) {
@@ -167,7 +169,8 @@ write_layer_config(cJSON *c, const pasco_layer *l)
 		       cJSON_AddNumberToObject(
 		           c, "output_dim", (double) l->output_dim) &&
 		       cJSON_AddStringToObject(c, "combiner",
-		           l->combiner == PASCO_COMBINE_SUM ? "sum" : "mean") &&
+		           l->combiner == PASCO_COMBINE_SUM ? "sum"
+		                                            : "mean") &&
 		       write_init(c, "embeddings_initializer",
 		           &l->embeddings_initializer) &&
 		       write_partitioner(c, l->partitioner);
@@ -185,11 +188,11 @@ write_layer_config(cJSON *c, const pasco_layer *l)
 static bool
 write_layer(cJSON *layers, const pasco_model *m, size_t i)
 {
-	const pasco_layer *l = &m->layers[i];
-	cJSON             *o = cJSON_CreateObject(), *in;
-	bool ok = o != NULL && cJSON_AddItemToArray(layers, o) &&
-	          cJSON_AddStringToObject(o, "class_name",
-	              layer_classes[l->kind]) != NULL &&
+	const pasco_layer *l  = &m->layers[i];
+	cJSON             *o  = cJSON_CreateObject(), *in;
+	bool               ok = o != NULL && cJSON_AddItemToArray(layers, o) &&
+	          cJSON_AddStringToObject(
+	              o, "class_name", layer_classes[l->kind]) != NULL &&
 	          write_layer_config(cJSON_AddObjectToObject(o, "config"), l);
 	if (!ok || !m->functional) {
 		return ok;
@@ -211,7 +214,7 @@ write_model(cJSON *root, const pasco_model *m)
 {
 	cJSON *c, *ins, *layers;
 	bool   ok = cJSON_AddStringToObject(root, "class_name",
-	                m->functional ? "Functional" : "Sequential") != NULL &&
+                      m->functional ? "Functional" : "Sequential") != NULL &&
 	          (c = cJSON_AddObjectToObject(root, "config")) != NULL &&
 	          cJSON_AddStringToObject(c, "name", m->name) != NULL &&
 	          add_seed(c, "seed", m->seed) != NULL &&
@@ -242,141 +245,6 @@ pasco_model_to_json(const pasco_model *m, char **out)
 	cJSON_Delete(root);
 	return *out != NULL ? PASCO_OK
 	                    : pasci_model_fail(PASCO_ENOMEM, "out of memory");
-}
-
-/* Reading: each reader checks its fields and names where it is
- * (`where`: "layers[1] (dense_1)") in its message. */
-
-int
-pasci_json_check_keys(
-    const cJSON *o, const char *const *keys, size_t n, const char *where)
-{
-	const cJSON *it;
-	if (!cJSON_IsObject(o)) {
-		return pasci_model_fail(
-		    PASCO_EINVAL, "%s: not a JSON object", where);
-	}
-	cJSON_ArrayForEach(it, o)
-	{
-		size_t k = 0;
-		while (k < n && strcmp(keys[k], it->string) != 0) {
-			k++;
-		}
-		if (k == n) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: unknown field '%s'", where, it->string);
-		}
-	}
-	return PASCO_OK;
-}
-
-/* A number field: absent leaves *v; integral requires a whole number in
- * [lo, 2^53]. */
-int
-pasci_json_number(const cJSON *o, const char *key, double *v, bool integral,
-    double lo, const char *where)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (it == NULL) {
-		return PASCO_OK;
-	}
-	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
-	    (integral && (it->valuedouble != floor(it->valuedouble) ||
-	                     it->valuedouble > SEED_EXACT)) ||
-	    it->valuedouble < lo) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: %s must be %s >= %g", where, key,
-		    integral ? "an integer" : "a number", lo);
-	}
-	*v = it->valuedouble;
-	return PASCO_OK;
-}
-
-int
-pasci_json_bool(const cJSON *o, const char *key, bool *v, const char *where)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (it != NULL && !cJSON_IsBool(it)) {
-		return pasci_model_fail(
-		    PASCO_EINVAL, "%s: %s must be true or false", where, key);
-	}
-	if (it != NULL) {
-		*v = cJSON_IsTrue(it);
-	}
-	return PASCO_OK;
-}
-
-static int
-get_int(const cJSON *o, const char *key, int64_t *v, double lo,
-    const char *where)
-{
-	double d  = (double) *v;
-	int    rv = pasci_json_number(o, key, &d, true, lo, where);
-	*v        = (int64_t) d;
-	return rv;
-}
-
-static int
-get_seed(const cJSON *o, uint64_t *seed, const char *where)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, "seed");
-	char        *end;
-	double       d = 0;
-	if (cJSON_IsString(it)) {
-		*seed = strtoull(it->valuestring, &end, 10);
-		if (it->valuestring[0] < '0' || it->valuestring[0] > '9' ||
-		    *end != 0) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: seed '%s' is not a number", where,
-			    it->valuestring);
-		}
-		return PASCO_OK;
-	}
-	if (pasci_json_number(o, "seed", &d, true, 0, where) != 0) {
-		return PASCO_EINVAL;
-	}
-	*seed = it != NULL ? (uint64_t) d : *seed;
-	return PASCO_OK;
-}
-
-/* An optional string field: *s (unchanged when absent). */
-static int
-get_string(const cJSON *o, const char *key, const char **s, const char *where)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (it != NULL && !cJSON_IsString(it)) {
-		return pasci_model_fail(
-		    PASCO_EINVAL, "%s: %s must be a string", where, key);
-	}
-	if (it != NULL) {
-		*s = it->valuestring;
-	}
-	return PASCO_OK;
-}
-
-/* o's "class_name" among names (index into *kind) and its "config". */
-int
-pasci_json_read_class(const cJSON *o, const char *const *names, size_t n,
-    int *kind, const cJSON **config, const char *where)
-{
-	static const char *const keys[] = {"class_name", "config"};
-	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(o, "class_name");
-	if (pasci_json_check_keys(o, keys, 2, where) != 0) {
-		return PASCO_EINVAL;
-	}
-	*kind = cJSON_IsString(cls) ? class_index(names, n, cls->valuestring)
-	                            : 0;
-	if (*kind == 0) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: unknown class_name '%s'", where,
-		    cJSON_IsString(cls) ? cls->valuestring : "(none)");
-	}
-	*config = cJSON_GetObjectItemCaseSensitive(o, "config");
-	if (*config == NULL) {
-		static const cJSON empty = {.type = cJSON_Object};
-		*config                  = &empty;
-	}
-	return PASCO_OK;
 }
 
 /* Keras's defaults of an initializer class. */
@@ -414,22 +282,23 @@ read_init(const cJSON *parent, const char *key, pasco_initializer *in,
 		return PASCO_OK;
 	}
 	pasci_fmt(at, sizeof(at), "%s: %s", where, key);
-	if (pasci_json_read_class(o, init_classes, COUNT(init_classes), &kind,
-	        &c, at) != 0 ||
+	if (pasci_json_read_class(
+	        o, init_classes, COUNT(init_classes), &kind, &c, at) != 0 ||
 	    pasci_json_check_keys(c, keys, COUNT(keys), at) != 0) {
 		return PASCO_EINVAL;
 	}
 	*in = init_defaults((pasco_init_kind) kind);
-	return pasci_json_number(c, "value", &in->value, false, -HUGE_VAL,
-	           at) != 0 ||
+	return pasci_json_number(
+	           c, "value", &in->value, false, -HUGE_VAL, at) != 0 ||
 	               pasci_json_number(
 	                   c, "minval", &in->minval, false, -HUGE_VAL, at) ||
 	               pasci_json_number(
 	                   c, "maxval", &in->maxval, false, -HUGE_VAL, at) ||
 	               pasci_json_number(
 	                   c, "mean", &in->mean, false, -HUGE_VAL, at) ||
-	               pasci_json_number(c, "stddev", &in->stddev, false, 0, at) ||
-	               get_seed(c, &in->seed, at)
+	               pasci_json_number(
+	                   c, "stddev", &in->stddev, false, 0, at) ||
+	               pasci_json_seed(c, &in->seed, at)
 	           ? PASCO_EINVAL
 	           : PASCO_OK;
 }
@@ -438,7 +307,7 @@ static int
 read_act(const cJSON *c, pasco_act *a, const char *where)
 {
 	const char *name = NULL;
-	if (get_string(c, "activation", &name, where) != 0) {
+	if (pasci_json_string(c, "activation", &name, where) != 0) {
 		return PASCO_EINVAL;
 	}
 	if (name == NULL) {
@@ -463,14 +332,14 @@ read_partitioner(const cJSON *c, pasco_partitioner *p, const char *where)
 	    "max_shard_bytes", "max_shards", "bytes_per_string"};
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(c, "partitioner"),
 	            *pc;
-	char         at[160];
-	int          kind;
+	char at[160];
+	int  kind;
 	if (o == NULL || cJSON_IsNull(o)) {
 		return PASCO_OK;
 	}
 	pasci_fmt(at, sizeof(at), "%s: partitioner", where);
-	if (pasci_json_read_class(o, part_classes, COUNT(part_classes), &kind,
-	        &pc, at) != 0 ||
+	if (pasci_json_read_class(
+	        o, part_classes, COUNT(part_classes), &kind, &pc, at) != 0 ||
 	    pasci_json_check_keys(pc, keys, COUNT(keys), at) != 0) {
 		return PASCO_EINVAL;
 	}
@@ -479,14 +348,15 @@ read_partitioner(const cJSON *c, pasco_partitioner *p, const char *where)
 	     : kind == PASCO_PARTITION_MAX_SIZE
 	         ? pasco_max_size_partitioner(0, 0, 16)
 	         : (pasco_partitioner){.kind = (pasco_partitioner_kind) kind};
-	return get_int(pc, "num_shards", &p->num_shards, 1, at) ||
-	               get_int(pc, "min_shard_bytes", &p->min_shard_bytes, 1,
-	                   at) ||
-	               get_int(pc, "max_shard_bytes", &p->max_shard_bytes, 1,
-	                   at) ||
-	               get_int(pc, "max_shards", &p->max_shards, 0, at) ||
-	               get_int(pc, "bytes_per_string", &p->bytes_per_string,
-	                   0, at)
+	return pasci_json_int(pc, "num_shards", &p->num_shards, 1, at) ||
+	               pasci_json_int(pc, "min_shard_bytes",
+	                   &p->min_shard_bytes, 1, at) ||
+	               pasci_json_int(pc, "max_shard_bytes",
+	                   &p->max_shard_bytes, 1, at) ||
+	               pasci_json_int(
+	                   pc, "max_shards", &p->max_shards, 0, at) ||
+	               pasci_json_int(
+	                   pc, "bytes_per_string", &p->bytes_per_string, 0, at)
 	           ? PASCO_EINVAL
 	           : PASCO_OK;
 }
@@ -496,10 +366,11 @@ read_l2(const cJSON *c, double *l2, const char *where)
 {
 	static const char *const names[] = {NULL, "L2"};
 	static const char *const keys[]  = {"l2"};
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(c, "kernel_regularizer"),
+	const cJSON             *o       = cJSON_GetObjectItemCaseSensitive(
+	                                  c, "kernel_regularizer"),
 	            *rc;
-	char         at[160];
-	int          kind;
+	char at[160];
+	int  kind;
 	if (o == NULL || cJSON_IsNull(o)) {
 		return PASCO_OK;
 	}
@@ -515,7 +386,7 @@ static int
 read_combiner(const cJSON *c, pasco_combiner *comb, const char *where)
 {
 	const char *name = NULL;
-	if (get_string(c, "combiner", &name, where) != 0) {
+	if (pasci_json_string(c, "combiner", &name, where) != 0) {
 		return PASCO_EINVAL;
 	}
 	if (name != NULL && strcmp(name, "mean") != 0 &&
@@ -525,15 +396,16 @@ read_combiner(const cJSON *c, pasco_combiner *comb, const char *where)
 		    where, name);
 	}
 	if (name != NULL) {
-		*comb = name[0] == 's' ? PASCO_COMBINE_SUM : PASCO_COMBINE_MEAN;
+		*comb =
+		    name[0] == 's' ? PASCO_COMBINE_SUM : PASCO_COMBINE_MEAN;
 	}
 	return PASCO_OK;
 }
 
 /* The options of a layer of kind from its config c. */
 static int
-read_options(const cJSON *c, pasco_layer *l, pasco_partitioner *part,
-    const char *at)
+read_options(
+    const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
 {
 	static const char *const keys[][8] = {
 	    [PASCO_LAYER_DENSE] = {"name", "units", "activation", "use_bias",
@@ -550,14 +422,14 @@ read_options(const cJSON *c, pasco_layer *l, pasco_partitioner *part,
 		nkeys++;
 	}
 	if (pasci_json_check_keys(c, keys[l->kind], nkeys, at) != 0 ||
-	    get_int(c, "units", &l->units, 1, at) != 0 ||
+	    pasci_json_int(c, "units", &l->units, 1, at) != 0 ||
 	    read_act(c, &l->activation, at) != 0 ||
 	    pasci_json_bool(c, "use_bias", &l->use_bias, at) != 0 ||
 	    read_init(c, "kernel_initializer", &l->kernel_initializer, at) ||
 	    read_init(c, "bias_initializer", &l->bias_initializer, at) ||
 	    read_l2(c, &l->kernel_l2, at) != 0 ||
-	    get_int(c, "input_dim", &l->input_dim, 1, at) != 0 ||
-	    get_int(c, "output_dim", &l->output_dim, 1, at) != 0 ||
+	    pasci_json_int(c, "input_dim", &l->input_dim, 1, at) != 0 ||
+	    pasci_json_int(c, "output_dim", &l->output_dim, 1, at) != 0 ||
 	    read_combiner(c, &l->combiner, at) != 0 ||
 	    read_init(c, "embeddings_initializer", &l->embeddings_initializer,
 	        at) != 0 ||
@@ -567,8 +439,8 @@ read_options(const cJSON *c, pasco_layer *l, pasco_partitioner *part,
 		return PASCO_EINVAL;
 	}
 	if (axis != -1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: axis must be -1 (the last axis)", at);
+		return pasci_model_fail(
+		    PASCO_EINVAL, "%s: axis must be -1 (the last axis)", at);
 	}
 	if (part->kind != 0) {
 		l->partitioner = part;
@@ -585,10 +457,11 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 {
 	static const char *const keys[] = {
 	    "class_name", "config", "inbound_nodes"};
-	pasco_layer *l       = &layers[i];
-	const cJSON *cls     = cJSON_GetObjectItemCaseSensitive(o, "class_name");
-	const cJSON *c       = cJSON_GetObjectItemCaseSensitive(o, "config");
-	const cJSON *inbound = cJSON_GetObjectItemCaseSensitive(o, "inbound_nodes");
+	pasco_layer *l   = &layers[i];
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(o, "class_name");
+	const cJSON *c   = cJSON_GetObjectItemCaseSensitive(o, "config");
+	const cJSON *inbound =
+	    cJSON_GetObjectItemCaseSensitive(o, "inbound_nodes");
 	const cJSON *it;
 	const char  *name = "";
 	char         at[160];
@@ -598,9 +471,10 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 	if (pasci_json_check_keys(o, keys, functional ? 3 : 2, at) != 0) {
 		return PASCO_EINVAL;
 	}
-	kind = cJSON_IsString(cls) ? class_index(layer_classes,
-	                                 COUNT(layer_classes), cls->valuestring)
-	                           : 0;
+	kind = cJSON_IsString(cls)
+	           ? class_index(
+	                 layer_classes, COUNT(layer_classes), cls->valuestring)
+	           : 0;
 	if (kind == 0) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: unknown class_name '%s' (Dense, Embedding, Dropout, "
@@ -608,7 +482,7 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 		    at, cJSON_IsString(cls) ? cls->valuestring : "(none)");
 	}
 	*l = pasci_layer_defaults((pasco_layer_kind) kind);
-	if (c != NULL && get_string(c, "name", &name, at) != 0) {
+	if (c != NULL && pasci_json_string(c, "name", &name, at) != 0) {
 		return PASCO_EINVAL;
 	}
 	if (strlen(name) >= PASCO_LAYER_NAME_MAX) {
@@ -648,7 +522,8 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 			    "%s: inbound node '%s' is no input and no earlier "
 			    "layer",
 			    at,
-			    cJSON_IsString(it) ? it->valuestring : "(not a name)");
+			    cJSON_IsString(it) ? it->valuestring
+			                       : "(not a name)");
 		}
 		l->inputs[l->ninputs++] = r;
 	}
@@ -677,8 +552,8 @@ read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
 		snprintf(at, sizeof(at), "inputs[%zu]", k);
 		(*out)[k].name = "";
 		if (pasci_json_check_keys(it, keys, 3, at) != 0 ||
-		    get_string(it, "name", &(*out)[k].name, at) != 0 ||
-		    get_int(it, "width", &width, 1, at) != 0 ||
+		    pasci_json_string(it, "name", &(*out)[k].name, at) != 0 ||
+		    pasci_json_int(it, "width", &width, 1, at) != 0 ||
 		    pasci_json_bool(it, "ids", &(*out)[k].ids, at) != 0) {
 			return PASCO_EINVAL;
 		}
@@ -696,24 +571,24 @@ static int
 read_model(const cJSON *c, bool functional, pasco_model **out)
 {
 	static const char *const keys[] = {"name", "seed", "inputs", "layers"};
-	const cJSON       *arr = cJSON_GetObjectItemCaseSensitive(c, "layers"), *it;
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "layers"), *it;
 	pasco_model_input *ins    = NULL;
 	pasco_layer       *layers = NULL;
 	pasco_partitioner *parts  = NULL;
-	size_t             nins = 0, n = (size_t) cJSON_GetArraySize(arr), i = 0;
-	uint64_t           seed = 0;
-	const char        *name = NULL;
-	int                rv;
+	size_t      nins = 0, n = (size_t) cJSON_GetArraySize(arr), i = 0;
+	uint64_t    seed = 0;
+	const char *name = NULL;
+	int         rv;
 
 	if ((rv = pasci_json_check_keys(c, keys, 4, "config")) != 0 ||
-	    (rv = get_seed(c, &seed, "config")) != 0 ||
-	    (rv = get_string(c, "name", &name, "config")) != 0 ||
+	    (rv = pasci_json_seed(c, &seed, "config")) != 0 ||
+	    (rv = pasci_json_string(c, "name", &name, "config")) != 0 ||
 	    (rv = read_inputs(c, &ins, &nins)) != 0) {
 		goto done;
 	}
 	if (!cJSON_IsArray(arr) || n == 0) {
-		rv = pasci_model_fail(PASCO_EINVAL,
-		    "config: layers must be a non-empty list");
+		rv = pasci_model_fail(
+		    PASCO_EINVAL, "config: layers must be a non-empty list");
 		goto done;
 	}
 	layers = calloc(n, sizeof(*layers));
@@ -735,22 +610,23 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 		    "config: a Sequential model has one input, got %zu", nins);
 		goto done;
 	}
-	rv = functional ? pasco_model_functional(out, nins, ins, n, layers, seed)
-	                : pasco_model_sequential(
-	                      out, ins[0].width, n, layers, seed);
+	rv = functional
+	         ? pasco_model_functional(out, nins, ins, n, layers, seed)
+	         : pasco_model_sequential(out, ins[0].width, n, layers, seed);
 	if (rv == 0 && !functional) {
 		if ((*out)->inputs[0].ids != ins[0].ids) {
 			pasco_model_free(*out);
 			*out = NULL;
 			rv   = pasci_model_fail(PASCO_EINVAL,
-			      "inputs[0]: ids must be %s: the first layer is %san "
-			      "Embedding",
-			      ins[0].ids ? "false" : "true",
-			      ins[0].ids ? "not " : "");
+			      "inputs[0]: ids must be %s: the first layer is "
+			        "%san "
+			        "Embedding",
+                            ins[0].ids ? "false" : "true",
+                            ins[0].ids ? "not " : "");
 			goto done;
 		}
-		snprintf((*out)->inputs[0].name, sizeof((*out)->inputs[0].name),
-		    "%s", ins[0].name);
+		snprintf((*out)->inputs[0].name,
+		    sizeof((*out)->inputs[0].name), "%s", ins[0].name);
 	}
 	if (rv == 0 && name != NULL) {
 		rv = pasco_model_set_name(*out, name);

@@ -378,7 +378,7 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	memcpy(m->layers, layers, n * sizeof(*layers));
 	for (size_t i = 0; i < n; i++) {
 		if (layers[i].partitioner != NULL) {
-			m->parts[i]            = *layers[i].partitioner;
+			m->parts[i]              = *layers[i].partitioner;
 			m->layers[i].partitioner = &m->parts[i];
 		} else {
 			m->layers[i].partitioner = NULL;
@@ -629,8 +629,7 @@ pasco_model_name(const pasco_model *m)
 int
 pasco_model_set_name(pasco_model *m, const char *name)
 {
-	if (name == NULL || name[0] == 0 ||
-	    strlen(name) >= sizeof(m->name)) {
+	if (name == NULL || name[0] == 0 || strlen(name) >= sizeof(m->name)) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "a model's name is 1 to %d bytes",
 		    PASCO_LAYER_NAME_MAX - 1);

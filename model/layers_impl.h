@@ -48,7 +48,7 @@ typedef struct pasci_compile {
 	pasco_optimizer opt;
 	bool            global_step; /* iterations = the global step */
 	size_t          nmetrics;
-	char              metric_names[PASCI_MAX_METRICS][PASCI_METRIC_NAME_MAX];
+	char            metric_names[PASCI_MAX_METRICS][PASCI_METRIC_NAME_MAX];
 	pasci_metric_kind metric_kinds[PASCI_MAX_METRICS];
 	size_t            metric_off[PASCI_MAX_METRICS];
 	size_t            state_len; /* counts of every metric together */

@@ -19,7 +19,14 @@ int pasci_json_check_keys(
     const cJSON *o, const char *const *keys, size_t n, const char *where);
 int pasci_json_number(const cJSON *o, const char *key, double *v,
     bool integral, double lo, const char *where);
-int pasci_json_bool(const cJSON *o, const char *key, bool *v, const char *where);
+int pasci_json_bool(
+    const cJSON *o, const char *key, bool *v, const char *where);
+int pasci_json_int(
+    const cJSON *o, const char *key, int64_t *v, double lo, const char *where);
+/* A seed: a whole number, or a string of digits (past 2^53). */
+int pasci_json_seed(const cJSON *o, uint64_t *seed, const char *where);
+int pasci_json_string(
+    const cJSON *o, const char *key, const char **s, const char *where);
 int pasci_json_read_class(const cJSON *o, const char *const *names, size_t n,
     int *kind, const cJSON **config, const char *where);
 /* {"class_name": cls, "config": {}} under key; the config, or NULL. */
@@ -37,7 +44,8 @@ int pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
     const pasco_tensor *y, double *state);
 
 /* Metric k's value from the state (NaN when nothing was counted). */
-double pasci_metric_result(const pasco_model *m, size_t k, const double *state);
+double pasci_metric_result(
+    const pasco_model *m, size_t k, const double *state);
 
 /* A training step on a batch: read, loss, gradient, one mixed apply with
  * opt; *loss gets the loss; state (may be NULL) the metrics' counts. On

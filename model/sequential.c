@@ -226,8 +226,8 @@ pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
 }
 
 pasco_tnode **
-pasci_model_read(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
-    pasco_tape_var *vars)
+pasci_model_read(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tape_var *vars)
 {
 	pasco_tnode **nodes;
 	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK ||
@@ -370,7 +370,8 @@ pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
 		return PASCO_EINVAL;
 	}
 	vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(*vars));
-	if (vars == NULL || (nodes = pasci_model_read(m, tp, inputs, vars)) == NULL ||
+	if (vars == NULL ||
+	    (nodes = pasci_model_read(m, tp, inputs, vars)) == NULL ||
 	    (l = pasco_model_loss(m, tp, inputs, y, loss, nodes)) == NULL ||
 	    pasco_tape_apply(tp, l, m->nvars, vars, opt) != 0) {
 		return pasco_tape_error(tp);

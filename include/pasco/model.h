@@ -125,7 +125,7 @@ int pasco_model_compile(pasco_model *m, const pasco_compile_options *o);
  * first). *n (in: entries used, out: after the model's) grows by
  * pasco_model_num_args. PASCO_EINVAL without room or variables. */
 size_t pasco_model_num_args(const pasco_model *m);
-int    pasco_model_args(pasco_model *m, pasco_arg *args, size_t cap, size_t *n);
+int pasco_model_args(pasco_model *m, pasco_arg *args, size_t cap, size_t *n);
 
 /* Worker, in a step function: the model whose arguments start at argument
  * first (as pasco_model_args put them), rebuilt from its config and bound
@@ -150,7 +150,7 @@ int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
  * thread-safe: one fit per coordinator at a time. */
 typedef struct pasco_model_fit_options {
 	const char      *dataset;
-	int32_t          epochs; /* 0 means 1 */
+	int32_t          epochs;          /* 0 means 1 */
 	int64_t          steps_per_epoch; /* required */
 	int32_t          initial_epoch;
 	uint32_t         steps_per_execution; /* 0 means 1 */

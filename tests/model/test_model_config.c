@@ -16,8 +16,9 @@ static pasco_model *
 mlp(void)
 {
 	pasco_model *m;
-	pasco_layer  l[] = {pasco_layer_dense(16, PASCO_ACT_RELU),
-	     pasco_layer_dropout(0.25), pasco_layer_dense(3, PASCO_ACT_SOFTMAX)};
+	pasco_layer  l[]        = {pasco_layer_dense(16, PASCO_ACT_RELU),
+	            pasco_layer_dropout(0.25),
+	            pasco_layer_dense(3, PASCO_ACT_SOFTMAX)};
 	l[0].kernel_l2          = 0.01;
 	l[0].kernel_initializer = pasco_init_truncated_normal(0, 0.1, 7);
 	l[2].use_bias           = false;
@@ -31,14 +32,13 @@ wide_deep(const pasco_partitioner *p)
 {
 	pasco_model      *m;
 	pasco_model_input in[] = {{"dense", 13, false}, {"cat", 3, true}};
-	pasco_layer       l[]  = {
-            pasco_layer_on(pasco_layer_embedding(1000, 8), 1,
-                (int32_t[]){PASCO_MODEL_INPUT(1)}),
-            pasco_layer_on(pasco_layer_concatenate(), 2,
-                (int32_t[]){PASCO_MODEL_INPUT(0), 0}),
-            pasco_layer_dense(32, PASCO_ACT_RELU),
-            pasco_layer_activation(PASCO_ACT_TANH),
-            pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	pasco_layer l[]  = {pasco_layer_on(pasco_layer_embedding(1000, 8), 1,
+	                        (int32_t[]){PASCO_MODEL_INPUT(1)}),
+	     pasco_layer_on(pasco_layer_concatenate(), 2,
+	         (int32_t[]){PASCO_MODEL_INPUT(0), 0}),
+	     pasco_layer_dense(32, PASCO_ACT_RELU),
+	     pasco_layer_activation(PASCO_ACT_TANH),
+	     pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
 	l[0].combiner    = PASCO_COMBINE_SUM;
 	l[0].partitioner = p;
 	PASCO_PASS(pasco_model_functional(&m, 2, in, 5, l, 1ull << 60));
@@ -66,9 +66,9 @@ assert_same_model(const pasco_model *a, const pasco_model *b)
 		cr_assert_eq(ra, rb);
 		cr_assert_arr_eq(sa, sb, (size_t) ra * sizeof(int64_t));
 		cr_assert(ia.kind == ib.kind && ia.value == ib.value &&
-		              ia.minval == ib.minval && ia.maxval == ib.maxval &&
-		              ia.mean == ib.mean && ia.stddev == ib.stddev &&
-		              ia.seed == ib.seed,
+		              ia.minval == ib.minval &&
+		              ia.maxval == ib.maxval && ia.mean == ib.mean &&
+		              ia.stddev == ib.stddev && ia.seed == ib.seed,
 		    "variable %zu's initializer differs", k);
 	}
 	for (size_t i = 0; i < pasco_model_num_layers(a); i++) {
@@ -77,8 +77,8 @@ assert_same_model(const pasco_model *a, const pasco_model *b)
 		cr_assert_str_eq(la->name, lb->name);
 		cr_assert_eq(la->kind, lb->kind);
 		cr_assert_eq(la->ninputs, lb->ninputs);
-		cr_assert_arr_eq(la->inputs, lb->inputs,
-		    la->ninputs * sizeof(int32_t));
+		cr_assert_arr_eq(
+		    la->inputs, lb->inputs, la->ninputs * sizeof(int32_t));
 		cr_assert_eq(la->rate, lb->rate);
 		cr_assert_eq(la->kernel_l2, lb->kernel_l2);
 		cr_assert_eq(la->combiner, lb->combiner);
@@ -104,12 +104,13 @@ round_trip(pasco_model *m, pasco_model **back)
 Test(model_config, a_sequential_model_round_trips)
 {
 	pasco_layer_reset_names();
-	pasco_model *m = mlp(), *back;
+	pasco_model *m    = mlp(), *back;
 	char        *json = round_trip(m, &back);
 	/* Keras's names and fields are in it */
 	cr_assert(strstr(json, "\"class_name\":\"Sequential\"") != NULL);
 	cr_assert(strstr(json, "\"name\":\"dense_1\"") != NULL);
-	cr_assert(strstr(json, "{\"class_name\":\"L2\",\"config\":{\"l2\":0.01}}"),
+	cr_assert(
+	    strstr(json, "{\"class_name\":\"L2\",\"config\":{\"l2\":0.01}}"),
 	    "%s", json);
 	cr_assert(strstr(json, "\"class_name\":\"TruncatedNormal\","
 	                       "\"config\":{\"mean\":0,\"stddev\":0.1,"
@@ -157,7 +158,7 @@ refused(const char *json, const char *want)
 }
 
 #define SEQ(layers)                                                           \
-	"{\"class_name\":\"Sequential\",\"config\":{\"inputs\":[{\"name\":" \
+	"{\"class_name\":\"Sequential\",\"config\":{\"inputs\":[{\"name\":"   \
 	"\"x\",\"width\":4}],\"layers\":[" layers "]}}"
 
 Test(model_config, bad_configs_name_the_layer_and_the_field)
@@ -179,7 +180,8 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
 	            "\"units\":2,\"kernel_initializer\":{\"class_name\":"
 	            "\"HeNormal\"}}}"),
-	    "layers[0] (d): kernel_initializer: unknown class_name 'HeNormal'");
+	    "layers[0] (d): kernel_initializer: unknown class_name "
+	    "'HeNormal'");
 	refused(SEQ("{\"class_name\":\"Dropout\",\"config\":{\"name\":\"p\","
 	            "\"rate\":1.5}}"),
 	    "p: rate must be in [0, 1)");
@@ -190,7 +192,8 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 	        "\"name\":\"x\",\"width\":4}],\"layers\":[{\"class_name\":"
 	        "\"Dense\",\"config\":{\"name\":\"d\",\"units\":2},"
 	        "\"inbound_nodes\":[\"y\"]}]}}",
-	    "layers[0] (d): inbound node 'y' is no input and no earlier layer");
+	    "layers[0] (d): inbound node 'y' is no input and no earlier "
+	    "layer");
 	refused("{\"class_name\":\"Sequential\",\"config\":{\"inputs\":[],"
 	        "\"layers\":[]}}",
 	    "inputs must be a non-empty list");
@@ -198,9 +201,9 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 
 Test(model_config, compile_resolves_accuracy_as_keras_does)
 {
-	pasco_model *m = mlp(), *b;
-	pasco_layer  l[] = {pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
-	pasco_layer  r[] = {pasco_layer_dense(3, PASCO_ACT_LINEAR)};
+	pasco_model *m     = mlp(), *b;
+	pasco_layer  l[]   = {pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	pasco_layer  r[]   = {pasco_layer_dense(3, PASCO_ACT_LINEAR)};
 	const char  *acc[] = {"accuracy", "mae"};
 	pasco_model *reg;
 
@@ -212,16 +215,15 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 	    m->compile.metric_kinds[0], PASCI_METRIC_SPARSE_CAT_ACCURACY);
 	cr_assert_eq(m->compile.opt.kind, PASCO_OPT_RMSPROP); /* Keras's */
 	PASCO_PASS(pasco_model_sequential(&b, 4, 1, l, 1));
-	PASCO_PASS(pasco_model_compile(b, &(pasco_compile_options){
-	                                      .loss     = "binary_crossentropy",
-	                                      .metrics  = acc,
-	                                      .nmetrics = 1}));
+	PASCO_PASS(pasco_model_compile(
+	    b, &(pasco_compile_options){.loss = "binary_crossentropy",
+	           .metrics                   = acc,
+	           .nmetrics                  = 1}));
 	cr_assert_eq(b->compile.metric_kinds[0], PASCI_METRIC_BINARY_ACCURACY);
 	PASCO_PASS(pasco_model_sequential(&reg, 4, 1, r, 1));
-	PASCO_PASS(pasco_model_compile(reg, &(pasco_compile_options){
-	                                        .loss     = "mse",
-	                                        .metrics  = acc,
-	                                        .nmetrics = 1}));
+	PASCO_PASS(pasco_model_compile(
+	    reg, &(pasco_compile_options){
+	             .loss = "mse", .metrics = acc, .nmetrics = 1}));
 	cr_assert_eq(
 	    reg->compile.metric_kinds[0], PASCI_METRIC_CATEGORICAL_ACCURACY);
 
@@ -231,22 +233,22 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 	                   .loss = "sparse_categorical_crossentropy"}),
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "neither logits") != NULL);
-	PASCO_FAIL(pasco_model_compile(reg,
-	               &(pasco_compile_options){.loss = "mse",
-	                   .metrics = (const char *[]){"auc"},
-	                   .nmetrics = 1}),
+	PASCO_FAIL(
+	    pasco_model_compile(reg, &(pasco_compile_options){.loss = "mse",
+	                                 .metrics  = (const char *[]){"auc"},
+	                                 .nmetrics = 1}),
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(),
 	              "auc takes one probability per example") != NULL,
 	    "%s", pasco_model_last_error());
-	PASCO_FAIL(pasco_model_compile(reg,
-	               &(pasco_compile_options){.loss = "mse",
-	                   .metrics = (const char *[]){"f1"},
-	                   .nmetrics = 1}),
+	PASCO_FAIL(
+	    pasco_model_compile(reg, &(pasco_compile_options){.loss = "mse",
+	                                 .metrics  = (const char *[]){"f1"},
+	                                 .nmetrics = 1}),
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "unknown metric 'f1'"));
-	PASCO_FAIL(pasco_model_compile(reg,
-	               &(pasco_compile_options){.loss = "hinge"}),
+	PASCO_FAIL(pasco_model_compile(
+	               reg, &(pasco_compile_options){.loss = "hinge"}),
 	    PASCO_EINVAL);
 	pasco_model_free(reg);
 	pasco_model_free(b);
@@ -255,25 +257,25 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 
 Test(model_config, the_compile_config_travels_with_the_model)
 {
-	pasco_optimizer opts[] = {pasco_sgd(0.1, 0.9, true), pasco_adagrad(0.2),
-	    pasco_rmsprop(0.01, 0.8, 0.5, true), pasco_adam(0.003, true),
-	    pasco_ftrl(0.05, 0.01, 0.02)};
-	opts[4].l2_shrinkage = 0.125;
-	opts[4].beta         = 0.5;
+	pasco_optimizer opts[] = {pasco_sgd(0.1, 0.9, true),
+	    pasco_adagrad(0.2), pasco_rmsprop(0.01, 0.8, 0.5, true),
+	    pasco_adam(0.003, true), pasco_ftrl(0.05, 0.01, 0.02)};
+	opts[4].l2_shrinkage   = 0.125;
+	opts[4].beta           = 0.5;
 	for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++) {
 		pasco_model *m = mlp(), *back;
-		PASCO_PASS(pasco_model_compile(m,
-		    &(pasco_compile_options){
-		        .loss        = "sparse_categorical_crossentropy",
-		        .from_logits = false,
-		        .optimizer   = opts[i],
-		        .metrics     = (const char *[]){"acc", "mse"},
-		        .nmetrics    = 2,
-		        .no_global_step = i == 2}));
+		PASCO_PASS(pasco_model_compile(
+		    m, &(pasco_compile_options){
+		           .loss           = "sparse_categorical_crossentropy",
+		           .from_logits    = false,
+		           .optimizer      = opts[i],
+		           .metrics        = (const char *[]){"acc", "mse"},
+		           .nmetrics       = 2,
+		           .no_global_step = i == 2}));
 		char *json = round_trip(m, &back);
-		cr_assert(strstr(json, "\"compile_config\":{\"loss\":"
-		                       "\"sparse_categorical_crossentropy\"") !=
-		          NULL);
+		cr_assert(strstr(json,
+		              "\"compile_config\":{\"loss\":"
+		              "\"sparse_categorical_crossentropy\"") != NULL);
 		const pasci_compile *a = &m->compile, *b = &back->compile;
 		cr_assert(a->opt.kind == b->opt.kind &&
 		              a->opt.learning_rate == b->opt.learning_rate &&
@@ -304,18 +306,22 @@ Test(model_config, metric_counts_give_keras_values)
 {
 	pasco_layer  l[] = {pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
 	pasco_model *m;
-	const char  *names[] = {"accuracy", "precision", "recall", "auc", "mae"};
-	double       state[2 + 2 + 2 + 800 + 2] = {0};
-	float        p[] = {0.9f, 0.2f, 0.7f, 0.4f, 0.6f};
-	float        y[] = {1, 0, 0, 1, 1};
+	const char  *names[] = {
+	     "accuracy", "precision", "recall", "auc", "mae"};
+	double        state[2 + 2 + 2 + 800 + 2] = {0};
+	float         p[] = {0.9f, 0.2f, 0.7f, 0.4f, 0.6f};
+	float         y[] = {1, 0, 0, 1, 1};
 	pasco_tensor *pt, *yt;
 	PASCO_PASS(pasco_model_sequential(&m, 4, 1, l, 1));
-	PASCO_PASS(pasco_model_compile(m,
-	    &(pasco_compile_options){.loss = "binary_crossentropy",
-	        .metrics = names, .nmetrics = 5}));
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "binary_crossentropy",
+	           .metrics                   = names,
+	           .nmetrics                  = 5}));
 	cr_assert_eq(m->compile.state_len, 2 + 2 + 2 + 800 + 2);
-	PASCO_PASS(pasco_tensor_from(&pt, PASCO_F32, 2, (int64_t[]){5, 1}, p, sizeof(p)));
-	PASCO_PASS(pasco_tensor_from(&yt, PASCO_F32, 1, (int64_t[]){5}, y, sizeof(y)));
+	PASCO_PASS(pasco_tensor_from(
+	    &pt, PASCO_F32, 2, (int64_t[]){5, 1}, p, sizeof(p)));
+	PASCO_PASS(pasco_tensor_from(
+	    &yt, PASCO_F32, 1, (int64_t[]){5}, y, sizeof(y)));
 	PASCO_PASS(pasci_metric_counts(m, pt, yt, state));
 	/* predicted positive: 0.9 0.7 0.6 -> tp 2, fp 1, fn 1; correct 3/5 */
 	cr_assert_float_eq(pasci_metric_result(m, 0, state), 0.6, 1e-12);
@@ -327,7 +333,8 @@ Test(model_config, metric_counts_give_keras_values)
 	    (0.1 + 0.2 + 0.7 + 0.6 + 0.4) / 5, 1e-6);
 	pasco_tensor_release(yt);
 	/* targets that do not fit the output name the metric */
-	PASCO_PASS(pasco_tensor_from(&yt, PASCO_F32, 1, (int64_t[]){4}, y, 4 * sizeof(float)));
+	PASCO_PASS(pasco_tensor_from(
+	    &yt, PASCO_F32, 1, (int64_t[]){4}, y, 4 * sizeof(float)));
 	PASCO_FAIL(pasci_metric_counts(m, pt, yt, state), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(),
 	              "accuracy: targets f32[4] do not fit the output [5, 1]"),
