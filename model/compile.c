@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -456,4 +457,47 @@ pasci_metric_result(const pasco_model *m, size_t k, const double *state)
 	default:
 		return s[1] > 0 ? s[0] / s[1] : NAN;
 	}
+}
+
+size_t
+pasco_model_num_args(const pasco_model *m)
+{
+	return 1 + m->nvars;
+}
+
+int
+pasco_model_args(pasco_model *m, pasco_arg *args, size_t cap, size_t *n)
+{
+	char *json;
+	int   rv;
+	if (*n + pasco_model_num_args(m) > cap) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "model args: room for %zu arguments after %zu; the model "
+		    "takes %zu",
+		    cap - *n, *n, pasco_model_num_args(m));
+	}
+	for (size_t k = 0; k < m->nvars; k++) {
+		if (m->vars[k].handle == NULL) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "model args: variable '%s' is not created "
+			    "(pasco_model_create_variables)",
+			    m->vars[k].name);
+		}
+	}
+	if (m->config == NULL) {
+		if ((rv = pasco_model_to_json(m, &json)) != 0) {
+			return rv;
+		}
+		rv = pasco_tensor_from(&m->config, PASCO_U8, 1,
+		    (int64_t[]){(int64_t) strlen(json)}, json, strlen(json));
+		free(json);
+		if (rv != 0) {
+			return pasci_model_fail(rv, "out of memory");
+		}
+	}
+	args[(*n)++] = pasco_arg_tensor(m->config);
+	for (size_t k = 0; k < m->nvars; k++) {
+		args[(*n)++] = pasco_arg_variable(m->vars[k].handle);
+	}
+	return PASCO_OK;
 }

@@ -593,6 +593,8 @@ pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
 		    pasco_variable_name(vars[k]));
 	}
 	m->owns = m->owns && rv != 0;
+	pasco_tensor_release(m->config); /* the layers' names may change */
+	m->config = NULL;
 	free(plen);
 	return rv;
 }

@@ -157,7 +157,6 @@ typedef struct pasco_model_fit_options {
 	const char      *validation_dataset;  /* NULL: none */
 	int32_t          validation_shards;   /* 0: the worker count */
 	pasco_callbacks *callbacks;           /* not taken over */
-	uint64_t         seed; /* dropout masks; 0: the model's seed */
 } pasco_model_fit_options;
 
 int pasco_model_fit(pasco_coordinator *c, pasco_model *m,
