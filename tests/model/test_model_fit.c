@@ -30,7 +30,7 @@ typedef struct cluster {
 static cluster K;
 
 static pid_t
-spawn(const char *role, int index)
+spawn(const char *role, int index, const char *root)
 {
 	char        config[700];
 	const char *node  = getenv("PASCO_MODEL_NODE");
@@ -49,6 +49,9 @@ spawn(const char *role, int index)
 		}
 		setenv("TF_CONFIG", config, 1);
 		setenv("PASCO_LOG", "0", 1);
+		if (root != NULL) { /* where a ps may write checkpoints */
+			setenv("PASCO_CHECKPOINT_DIR", root, 1);
+		}
 		execl(node, node, (char *) NULL);
 		_exit(127);
 	}
@@ -56,9 +59,10 @@ spawn(const char *role, int index)
 	return pid;
 }
 
-/* 2 ps, 2 workers, and this process's strategy and coordinator. */
+/* 2 ps, 2 workers, and this process's strategy and coordinator; root
+ * (may be NULL): where the ps may write. */
 static void
-start(void)
+start(const char *root)
 {
 	char json[600], err[256];
 	memset(&K, 0, sizeof(K));
@@ -67,10 +71,10 @@ start(void)
 	    "\"worker\": [\"127.0.0.1:%d\", \"127.0.0.1:%d\"]}",
 	    test_free_port(), test_free_port(), test_free_port(),
 	    test_free_port());
-	K.pids[0] = spawn("ps", 0);
-	K.pids[1] = spawn("ps", 1);
-	K.pids[2] = spawn("worker", 0);
-	K.pids[3] = spawn("worker", 1);
+	K.pids[0] = spawn("ps", 0, root);
+	K.pids[1] = spawn("ps", 1, root);
+	K.pids[2] = spawn("worker", 0, root);
+	K.pids[3] = spawn("worker", 1, root);
 	snprintf(json, sizeof(json), "{%s}", K.spec);
 	PASCO_PASS(
 	    pasco_cluster_parse_json(&K.cluster, json, err, sizeof(err)));
@@ -207,14 +211,32 @@ Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
 	double          acc, loss;
 	int64_t         rows;
 
-	start();
+	char             root[] = "/tmp/pasco-model-fit-XXXXXX", path[256];
+	pasco_callbacks *cbs;
+	pasco_callback   cb;
+	int64_t          saved;
+
+	cr_assert_not_null(mkdtemp(root));
+	start(root);
+	/* checkpoints and TensorBoard, as any fit has them */
+	snprintf(path, sizeof(path), "%s/ckpt", root);
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	PASCO_PASS(pasco_callback_checkpoint(
+	    &cb, &(pasco_checkpoint_callback_options){
+	             .strategy = K.s, .dir = path, .keep = 2}));
+	PASCO_PASS(pasco_callbacks_add(cbs, cb));
+	snprintf(path, sizeof(path), "%s/tb", root);
+	PASCO_PASS(pasco_callback_tensorboard(
+	    &cb, &(pasco_tensorboard_options){.logdir = path}));
+	PASCO_PASS(pasco_callbacks_add(cbs, cb));
 	pasco_model *m  = mlp();
 	int          rv = pasco_model_fit(K.c, m,
 	             &(pasco_model_fit_options){.dataset = "md_train",
 	                 .epochs                         = 3,
 	                 .steps_per_epoch                = 40,
 	                 .steps_per_execution            = 2,
-	                 .validation_dataset             = "md_eval"},
+	                 .validation_dataset             = "md_eval",
+	                 .callbacks                      = cbs},
 	             &h);
 	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
 	cr_assert_eq(h.count, 3);
@@ -229,6 +251,15 @@ Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
 	cr_assert_eq(pasco_tensor_get(step, 0), 3 * 40);
 	pasco_tensor_release(step);
 	pasco_variable_free(gs);
+	pasco_callbacks_free(cbs);
+	snprintf(path, sizeof(path), "%s/ckpt", root);
+	PASCO_PASS(pasco_checkpoint_latest(path, path, sizeof(path), &saved));
+	cr_assert_eq(saved, 3 * 40);
+	snprintf(path, sizeof(path),
+	    "ls %s/tb/train | grep -q tfevents && ls %s/tb/eval | grep -q "
+	    "tfevents",
+	    root, root);
+	cr_assert_eq(system(path), 0, "TensorBoard wrote no event files");
 
 	/* evaluate, exactly once over 3 shards, against this test's math */
 	loss = expected(m, probs, &acc);
@@ -262,12 +293,14 @@ Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
 	cr_assert_eq(system(cmd), 0);
 	pasco_model_free(m);
 	stop();
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	cr_assert_eq(system(path), 0);
 }
 
 Test(model_fit, a_layers_shape_error_reaches_the_chief)
 {
 	pasco_history h;
-	start();
+	start(NULL);
 	pasco_model *m  = mlp();
 	int          rv = pasco_model_fit(K.c, m,
 	             &(pasco_model_fit_options){
