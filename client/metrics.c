@@ -6,8 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "util.h"
+#include "metrics_impl.h"
 #include "pasco/metrics.h"
+#include "util.h"
 
 void
 pasco_metric_state_shape(pasco_metric_kind kind, int32_t *rank, int64_t *shape)
@@ -36,6 +37,16 @@ auc_threshold(int i)
 	return (double) i / (PASCO_AUC_THRESHOLDS - 1);
 }
 
+void
+pasci_auc_add(double *s, double p, bool y)
+{
+	for (int t = 0; t < PASCO_AUC_THRESHOLDS; t++) {
+		bool positive = p > auc_threshold(t);
+		int  row      = positive ? (y ? 0 : 1) : (y ? 3 : 2);
+		s[row * PASCO_AUC_THRESHOLDS + t] += 1;
+	}
+}
+
 static void
 batch_counts(pasco_metric_kind kind, const pasco_tensor *pred,
     const pasco_tensor *labels, pasco_tensor *delta)
@@ -51,11 +62,7 @@ batch_counts(pasco_metric_kind kind, const pasco_tensor *pred,
 			d[0] += (p > 0.5) == y;
 			d[1] += 1;
 		} else {
-			for (int t = 0; t < PASCO_AUC_THRESHOLDS; t++) {
-				bool positive = p > auc_threshold(t);
-				int row = positive ? (y ? 0 : 1) : (y ? 3 : 2);
-				d[row * PASCO_AUC_THRESHOLDS + t] += 1;
-			}
+			pasci_auc_add(d, p, y);
 		}
 	}
 }
@@ -85,8 +92,8 @@ pasco_metric_update(pasco_variable *state, pasco_metric_kind kind,
 	return rv;
 }
 
-static double
-auc_of(const double *s)
+double
+pasci_auc_of(const double *s)
 {
 	const double *tp = s, *fp = s + PASCO_AUC_THRESHOLDS;
 	const double *tn  = s + 2 * PASCO_AUC_THRESHOLDS;
@@ -116,7 +123,7 @@ pasco_metric_result(pasco_variable *state, pasco_metric_kind kind, double *out)
 	        (kind == PASCO_METRIC_AUC ? 4 * PASCO_AUC_THRESHOLDS : 2)) {
 		rv = PASCO_EINVAL;
 	} else if (kind == PASCO_METRIC_AUC) {
-		*out = auc_of(t->data);
+		*out = pasci_auc_of(t->data);
 	} else if (((double *) t->data)[1] > 0) {
 		*out = ((double *) t->data)[0] / ((double *) t->data)[1];
 	}

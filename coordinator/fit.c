@@ -156,8 +156,8 @@ schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
 /* A closure's sums (loss, then metrics: want numbers) into vals and its
  * number of steps into *steps. */
 static int
-closure_sums(const pasco_value *v, double *vals, size_t want,
-    int64_t *steps, const char *fn)
+closure_sums(const pasco_value *v, double *vals, size_t want, int64_t *steps,
+    const char *fn)
 {
 	const pasco_tensor *t = pasco_value_as_tensor(v);
 	if (t == NULL || t->rank != 1 || t->count < 2) {
@@ -190,7 +190,7 @@ fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 	for (int64_t i = 0; i < n; i++) {
 		const pasco_value *v;
 		double             vals[1 + MAX_METRICS];
-		int64_t            k = 0;
+		int64_t            k  = 0;
 		int                rv = pasco_remote_value_fetch(rvs[i], &v);
 		if (rv != PASCO_OK) {
 			return step_failed(c, rvs[i], rv, o->step_function);
@@ -218,7 +218,7 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 {
 	uint32_t spe = o->steps_per_execution ? o->steps_per_execution : 1;
 	int64_t  nclosures = (o->steps_per_epoch + spe - 1) / spe, n = 0;
-	int64_t  steps     = 0;
+	int64_t  steps                 = 0;
 	double   sums[1 + MAX_METRICS] = {0};
 	int64_t  start                 = pasci_now_ns();
 	pasco_remote_value **rvs = calloc((size_t) nclosures, sizeof(*rvs));
@@ -340,7 +340,12 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 	for (int32_t e = first; rv == PASCO_OK && e < epochs; e++) {
 		memset(logs, 0, sizeof(*logs));
 		if ((rv = pasco_callbacks_epoch_begin(cbs, e)) != PASCO_OK ||
+		    (o->epoch_start != NULL &&
+		        (rv = o->epoch_start(o->hooks_user, e)) != PASCO_OK) ||
 		    (rv = train_epoch(c, o, cbs, logs)) != PASCO_OK ||
+		    (o->epoch_logs != NULL &&
+		        (rv = o->epoch_logs(o->hooks_user, e, logs)) !=
+		            PASCO_OK) ||
 		    (o->validation_function != NULL &&
 		        (rv = validate(c, o, logs)) != PASCO_OK) ||
 		    (rv = history_add(h, logs)) != PASCO_OK ||

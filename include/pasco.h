@@ -52,6 +52,7 @@
 #include "pasco/function.h"
 #include "pasco/initializer.h"
 #include "pasco/layers.h"
+#include "pasco/model.h"
 #include "pasco/metrics.h"
 #include "pasco/ops.h"
 #include "pasco/optimizer.h"

@@ -98,53 +98,65 @@ pasco_act_name(pasco_act a)
 }
 
 pasco_layer
-pasco_layer_dense(int64_t units, pasco_act activation)
+pasci_layer_defaults(pasco_layer_kind kind)
 {
-	pasco_layer l        = {.kind = PASCO_LAYER_DENSE};
-	l.units              = units;
-	l.activation         = activation;
-	l.use_bias           = true;
-	l.kernel_initializer = pasco_init_glorot_uniform(0);
-	l.bias_initializer   = pasco_init_zeros();
+	pasco_layer l = {.kind = kind};
+	if (kind == PASCO_LAYER_DENSE) {
+		l.use_bias           = true;
+		l.kernel_initializer = pasco_init_glorot_uniform(0);
+		l.bias_initializer   = pasco_init_zeros();
+	} else if (kind == PASCO_LAYER_EMBEDDING) {
+		l.combiner               = PASCO_COMBINE_MEAN;
+		l.embeddings_initializer = pasco_init_uniform(-0.05, 0.05, 0);
+	}
+	return l;
+}
+
+static pasco_layer
+named(pasco_layer l)
+{
 	auto_name(&l);
 	return l;
+}
+
+pasco_layer
+pasco_layer_dense(int64_t units, pasco_act activation)
+{
+	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_DENSE);
+	l.units       = units;
+	l.activation  = activation;
+	return named(l);
 }
 
 pasco_layer
 pasco_layer_embedding(int64_t input_dim, int64_t output_dim)
 {
-	pasco_layer l            = {.kind = PASCO_LAYER_EMBEDDING};
-	l.input_dim              = input_dim;
-	l.output_dim             = output_dim;
-	l.combiner               = PASCO_COMBINE_MEAN;
-	l.embeddings_initializer = pasco_init_uniform(-0.05, 0.05, 0);
-	auto_name(&l);
-	return l;
+	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_EMBEDDING);
+	l.input_dim   = input_dim;
+	l.output_dim  = output_dim;
+	return named(l);
 }
 
 pasco_layer
 pasco_layer_dropout(double rate)
 {
-	pasco_layer l = {.kind = PASCO_LAYER_DROPOUT, .rate = rate};
-	auto_name(&l);
-	return l;
+	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_DROPOUT);
+	l.rate        = rate;
+	return named(l);
 }
 
 pasco_layer
 pasco_layer_activation(pasco_act activation)
 {
-	pasco_layer l = {
-	    .kind = PASCO_LAYER_ACTIVATION, .activation = activation};
-	auto_name(&l);
-	return l;
+	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_ACTIVATION);
+	l.activation  = activation;
+	return named(l);
 }
 
 pasco_layer
 pasco_layer_concatenate(void)
 {
-	pasco_layer l = {.kind = PASCO_LAYER_CONCATENATE};
-	auto_name(&l);
-	return l;
+	return named(pasci_layer_defaults(PASCO_LAYER_CONCATENATE));
 }
 
 pasco_layer
@@ -358,11 +370,20 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	    (m->inputs = calloc(ninputs, sizeof(*m->inputs))) == NULL ||
 	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
 	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
+	    (m->parts = calloc(n, sizeof(*m->parts))) == NULL ||
 	    (m->vars = calloc(2 * n, sizeof(*m->vars))) == NULL) {
 		pasco_model_free(m);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	memcpy(m->layers, layers, n * sizeof(*layers));
+	for (size_t i = 0; i < n; i++) {
+		if (layers[i].partitioner != NULL) {
+			m->parts[i]              = *layers[i].partitioner;
+			m->layers[i].partitioner = &m->parts[i];
+		} else {
+			m->layers[i].partitioner = NULL;
+		}
+	}
 	m->nlayers = n;
 	m->ninputs = ninputs;
 	m->seed    = seed;
@@ -388,7 +409,12 @@ pasco_model_functional(pasco_model **out, size_t ninputs,
     const pasco_model_input *inputs, size_t n, const pasco_layer *layers,
     uint64_t seed)
 {
-	return model_new(out, ninputs, inputs, n, layers, seed);
+	int rv = model_new(out, ninputs, inputs, n, layers, seed);
+	if (rv == 0) {
+		(*out)->functional = true;
+		snprintf((*out)->name, sizeof((*out)->name), "functional");
+	}
+	return rv;
 }
 
 int
@@ -409,7 +435,11 @@ pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
 			    layers[i].name);
 		}
 	}
-	return model_new(out, 1, &in, n, layers, seed);
+	int rv = model_new(out, 1, &in, n, layers, seed);
+	if (rv == 0) {
+		snprintf((*out)->name, sizeof((*out)->name), "sequential");
+	}
+	return rv;
 }
 
 void
@@ -421,7 +451,9 @@ pasco_model_free(pasco_model *m)
 	for (size_t k = 0; m->owns && k < m->nvars; k++) {
 		pasco_variable_free(m->vars[k].handle);
 	}
+	pasco_tensor_release(m->config);
 	free(m->vars);
+	free(m->parts);
 	free(m->first_var);
 	free(m->out_width);
 	free(m->inputs);
@@ -561,6 +593,51 @@ pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
 		    pasco_variable_name(vars[k]));
 	}
 	m->owns = m->owns && rv != 0;
+	pasco_tensor_release(m->config); /* the layers' names may change */
+	m->config = NULL;
 	free(plen);
 	return rv;
+}
+
+int
+pasci_model_clone(const pasco_model *m, pasco_model **out)
+{
+	pasco_model_input *in = calloc(m->ninputs, sizeof(*in));
+	int                rv;
+	*out = NULL;
+	if (in == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < m->ninputs; k++) {
+		in[k] = (pasco_model_input){
+		    m->inputs[k].name, m->inputs[k].width, m->inputs[k].ids};
+	}
+	rv = model_new(out, m->ninputs, in, m->nlayers, m->layers, m->seed);
+	free(in);
+	if (rv == 0) {
+		(*out)->functional = m->functional;
+		(*out)->compile    = m->compile;
+		memcpy((*out)->name, m->name, sizeof(m->name));
+	}
+	return rv;
+}
+
+const char *
+pasco_model_name(const pasco_model *m)
+{
+	return m->name;
+}
+
+int
+pasco_model_set_name(pasco_model *m, const char *name)
+{
+	if (name == NULL || name[0] == 0 || strlen(name) >= sizeof(m->name)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "a model's name is 1 to %d bytes",
+		    PASCO_LAYER_NAME_MAX - 1);
+	}
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	pasco_tensor_release(m->config);
+	m->config = NULL;
+	return PASCO_OK;
 }

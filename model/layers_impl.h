@@ -23,7 +23,43 @@ typedef struct pasci_model_input {
 	bool    ids;
 } pasci_model_input;
 
+/* Metric kinds of a compiled model ("accuracy" resolved). */
+typedef enum pasci_metric_kind {
+	PASCI_METRIC_BINARY_ACCURACY      = 1,
+	PASCI_METRIC_SPARSE_CAT_ACCURACY  = 2,
+	PASCI_METRIC_CATEGORICAL_ACCURACY = 3,
+	PASCI_METRIC_AUC                  = 4,
+	PASCI_METRIC_MAE                  = 5,
+	PASCI_METRIC_PRECISION            = 6,
+	PASCI_METRIC_RECALL               = 7,
+	PASCI_METRIC_MSE                  = 8,
+} pasci_metric_kind;
+
+#define PASCI_MAX_METRICS 8
+#define PASCI_METRIC_NAME_MAX 40
+
+/* What pasco_model_compile keeps: the loss, the optimizer (iterations
+ * unset: the step sets the global step it is given), the metrics with
+ * their kinds and where their counts sit in the state vector. */
+typedef struct pasci_compile {
+	bool            compiled;
+	char            loss_name[48];
+	pasco_loss      loss;
+	pasco_optimizer opt;
+	bool            global_step; /* iterations = the global step */
+	size_t          nmetrics;
+	char            metric_names[PASCI_MAX_METRICS][PASCI_METRIC_NAME_MAX];
+	pasci_metric_kind metric_kinds[PASCI_MAX_METRICS];
+	size_t            metric_off[PASCI_MAX_METRICS];
+	size_t            state_len; /* counts of every metric together */
+} pasci_compile;
+
 struct pasco_model {
+	char               name[PASCO_LAYER_NAME_MAX];
+	bool               functional;
+	pasco_partitioner *parts; /* per layer: its own (kind 0: none) */
+	pasci_compile      compile;
+	pasco_tensor      *config; /* the JSON as u8, for pasco_model_args */
 	uint64_t           seed;
 	size_t             ninputs, nlayers, nvars;
 	pasci_model_input *inputs;
@@ -33,6 +69,23 @@ struct pasco_model {
 	pasci_model_var   *vars;
 	bool               owns; /* handles made by create_variables */
 };
+
+/* A layer of kind with Keras's defaults and no name. */
+pasco_layer pasci_layer_defaults(pasco_layer_kind kind);
+
+/* A copy of m, unbound (no handles), with its compile config; no config
+ * tensor. PASCO_ENOMEM. */
+int pasci_model_clone(const pasco_model *m, pasco_model **out);
+
+/* The bound variables read onto tp (one round trip); their nodes, in the
+ * tape's arena, or NULL with the tape's error set. vars gets the reads. */
+pasco_tnode **pasci_model_read(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tape_var *vars);
+
+/* pasco_model_loss that also gives the model's output node (*out). */
+pasco_tnode *pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tnode *const *nodes, pasco_tnode **out);
 
 /* Records this thread's last model error (pasco_model_last_error) and
  * returns err. */

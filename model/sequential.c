@@ -225,10 +225,9 @@ pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
 	return forward(m, tp, inputs, nodes, &pre, &act);
 }
 
-/* Reads the bound variables onto tp; their nodes in the tape's arena. */
-static pasco_tnode **
-read_vars(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
-    pasco_tape_var *vars)
+pasco_tnode **
+pasci_model_read(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, pasco_tape_var *vars)
 {
 	pasco_tnode **nodes;
 	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK ||
@@ -265,7 +264,7 @@ pasco_tnode *
 pasco_model_call(const pasco_model *m, pasco_tape *tp,
     pasco_tensor *const *inputs, pasco_tape_var *vars)
 {
-	pasco_tnode **nodes = read_vars(m, tp, inputs, vars);
+	pasco_tnode **nodes = pasci_model_read(m, tp, inputs, vars);
 	return nodes == NULL ? NULL
 	                     : pasco_model_call_with(m, tp, inputs, nodes);
 }
@@ -301,11 +300,20 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp,
     pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes)
 {
+	pasco_tnode *out;
+	return pasci_model_loss_out(m, tp, inputs, y, loss, nodes, &out);
+}
+
+pasco_tnode *
+pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tnode *const *nodes, pasco_tnode **output)
+{
 	pasco_tnode       *pre, *out, *l = NULL;
 	pasco_act          act;
 	const pasco_layer *last = &m->layers[m->nlayers - 1];
 
-	out = forward(m, tp, inputs, nodes, &pre, &act);
+	out = *output = forward(m, tp, inputs, nodes, &pre, &act);
 	if (out == NULL) {
 		return NULL;
 	}
@@ -362,7 +370,8 @@ pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
 		return PASCO_EINVAL;
 	}
 	vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(*vars));
-	if (vars == NULL || (nodes = read_vars(m, tp, inputs, vars)) == NULL ||
+	if (vars == NULL ||
+	    (nodes = pasci_model_read(m, tp, inputs, vars)) == NULL ||
 	    (l = pasco_model_loss(m, tp, inputs, y, loss, nodes)) == NULL ||
 	    pasco_tape_apply(tp, l, m->nvars, vars, opt) != 0) {
 		return pasco_tape_error(tp);

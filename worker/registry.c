@@ -91,7 +91,9 @@ pasco_dataset_register(const char *name, pasco_dataset_factory fn)
 pasco_function
 pasci_function_find(const char *name)
 {
-	return (pasco_function) registry_find(&functions, name);
+	pasco_function fn = pasci_model_function_find(name);
+	return fn != NULL ? fn
+	                  : (pasco_function) registry_find(&functions, name);
 }
 
 pasco_dataset_factory

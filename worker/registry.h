@@ -10,6 +10,10 @@
 pasco_function        pasci_function_find(const char *name);
 pasco_dataset_factory pasci_dataset_find(const char *name);
 
+/* The library's own step functions (worker/model_steps.c:
+ * "pasco.model_train", ...), or NULL. */
+pasco_function pasci_model_function_find(const char *name);
+
 /* Comma-separated registered names into buf ("none" if empty). */
 char *pasci_function_names(char *buf, size_t len);
 char *pasci_dataset_names(char *buf, size_t len);

@@ -254,6 +254,16 @@ typedef struct pasco_fit_options {
 	int32_t          validation_shards; /* 0 means the worker count */
 	/* Callbacks, driven by the loop; not taken over. NULL: none. */
 	pasco_callbacks *callbacks;
+	/* Hooks for a loop built on this one (pasco_model_fit, model.h):
+	 * epoch_start runs after the callbacks' epoch_begin, before the
+	 * epoch's steps are scheduled; epoch_logs after the epoch's
+	 * training logs are made (every step finished), before validation
+	 * and epoch_end, and may add or replace entries. A non-OK return
+	 * ends the loop with that error (message: pasco_fit_fail). NULL:
+	 * none. */
+	int (*epoch_start)(void *user, int32_t epoch);
+	int (*epoch_logs)(void *user, int32_t epoch, pasco_logs *logs);
+	void *hooks_user;
 } pasco_fit_options;
 
 /* Keras's History: the logs of each epoch this call ran. */

@@ -1,0 +1,351 @@
+/*
+ * fit, evaluate and predict of a compiled model on the chief (model.h):
+ * the library's step functions (worker/model_steps.c) scheduled through
+ * pasco_fit and pasco_schedule_shards. Training metrics are counts kept
+ * in one f64 variable on a ps ("<model>/compile_metrics"), reset at each
+ * epoch's start and read at its end (fit's hooks); evaluation returns
+ * each shard's counts, summed here, so that every example counts once.
+ * Runs on the calling thread.
+ */
+#include "coordinator_impl.h"
+#include "model_impl.h"
+#include "pasco/fit.h"
+#include "pasco/metrics.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ARGS(m) (pasco_model_num_args(m) + 4)
+
+static int
+string_tensor(const char *s, pasco_tensor **out)
+{
+	size_t n = strlen(s);
+	return pasco_tensor_from(
+	    out, PASCO_U8, 1, (int64_t[]){(int64_t) n}, s, n);
+}
+
+/* logs["<prefix>loss"] and logs["<prefix><metric>"] from summed
+ * evaluation results ([loss sum, examples, counts...]) or, with sums NULL,
+ * the metrics from counts alone. */
+static int
+set_logs(const pasco_model *m, const char *prefix, const double *sums,
+    const double *counts, pasco_logs *logs)
+{
+	char name[PASCO_LOG_NAME_MAX];
+	int  rv = PASCO_OK;
+	if (sums != NULL) {
+		pasci_fmt(name, sizeof(name), "%sloss", prefix);
+		rv = pasco_logs_set(logs, name, sums[0] / sums[1]);
+	}
+	for (size_t k = 0; rv == 0 && k < m->compile.nmetrics; k++) {
+		pasci_fmt(name, sizeof(name), "%s%s", prefix,
+		    m->compile.metric_names[k]);
+		rv = pasco_logs_set(
+		    logs, name, pasci_metric_result(m, k, counts));
+	}
+	return rv != 0 ? pasci_model_fail(rv, "logs: no room for %s", name)
+	               : PASCO_OK;
+}
+
+static int
+check_model(pasco_coordinator *c, pasco_model *m, const char *dataset,
+    const char *what)
+{
+	if (c == NULL || m == NULL || dataset == NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: needs a coordinator, a model and a dataset factory "
+		    "name",
+		    what);
+	}
+	if (!m->compile.compiled) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: the model is not compiled (pasco_model_compile)",
+		    what);
+	}
+	if (m->nvars > 0 && m->vars[0].handle == NULL) {
+		return pasco_model_create_variables(m, c->s);
+	}
+	return PASCO_OK;
+}
+
+/* Schedules fn once per shard with the model's args then extra; results
+ * into res[shards] (the caller frees them). */
+static int
+run_shards(pasco_coordinator *c, pasco_model *m, const char *fn,
+    pasco_tensor *const *extra, size_t nextra, int32_t shards,
+    pasco_value **res)
+{
+	pasco_arg *a = calloc(MAX_ARGS(m), sizeof(*a));
+	size_t     n = 0;
+	int        rv;
+	if (a == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	if ((rv = pasco_model_args(m, a, MAX_ARGS(m), &n)) == 0) {
+		for (size_t i = 0; i < nextra; i++) {
+			a[n++] = pasco_arg_tensor(extra[i]);
+		}
+		if ((rv = pasco_schedule_shards(c, fn, a, n, shards, res)) !=
+		    0) {
+			pasci_model_fail(rv, "%s: %s", fn,
+			    pasco_coordinator_error(c)[0]
+			        ? pasco_coordinator_error(c)
+			        : pasco_strerror(rv));
+		}
+	}
+	free(a);
+	return rv;
+}
+
+static int32_t
+shards_of(pasco_coordinator *c, int32_t shards)
+{
+	return shards > 0 ? shards
+	                  : (int32_t) pasco_strategy_num_workers(c->s);
+}
+
+/* Exactly-once evaluation: the shards' results summed into a new
+ * vector (2 + state_len: loss sum, examples, counts). */
+static int
+evaluate_sums(pasco_coordinator *c, pasco_model *m, const char *dataset,
+    int32_t shards, double **out)
+{
+	size_t        want = 2 + m->compile.state_len;
+	pasco_value **res  = calloc((size_t) shards, sizeof(*res));
+	double       *sums = calloc(want, sizeof(*sums));
+	pasco_tensor *name = NULL;
+	int           rv   = PASCO_ENOMEM;
+
+	*out = NULL;
+	if (res != NULL && sums != NULL &&
+	    string_tensor(dataset, &name) == 0) {
+		rv = run_shards(
+		    c, m, "pasco.model_evaluate", &name, 1, shards, res);
+	} else {
+		pasci_model_fail(rv, "out of memory");
+	}
+	for (int32_t k = 0; rv == 0 && k < shards; k++) {
+		const pasco_tensor *t = pasco_value_as_tensor(res[k]);
+		if (t == NULL || t->count != (int64_t) want) {
+			rv = pasci_model_fail(PASCO_EINTERNAL,
+			    "evaluate: shard %d returned no counts", (int) k);
+		}
+		for (size_t i = 0; rv == 0 && i < want; i++) {
+			sums[i] += pasco_tensor_get(t, (int64_t) i);
+		}
+	}
+	if (rv == 0 && !(sums[1] > 0)) {
+		rv = pasci_model_fail(PASCO_EINVAL,
+		    "evaluate: dataset '%s' gave no examples over %d shards",
+		    dataset, (int) shards);
+	}
+	for (int32_t k = 0; res != NULL && k < shards; k++) {
+		pasco_value_free(res[k]);
+	}
+	free(res);
+	pasco_tensor_release(name);
+	if (rv != 0) {
+		free(sums);
+		return rv;
+	}
+	*out = sums;
+	return PASCO_OK;
+}
+
+int
+pasco_model_evaluate(pasco_coordinator *c, pasco_model *m,
+    const pasco_model_evaluate_options *o, pasco_logs *logs)
+{
+	double *sums;
+	int     rv;
+	memset(logs, 0, sizeof(*logs));
+	if ((rv = check_model(
+	         c, m, o != NULL ? o->dataset : NULL, "evaluate")) != 0 ||
+	    (rv = evaluate_sums(
+	         c, m, o->dataset, shards_of(c, o->shards), &sums)) != 0) {
+		return rv;
+	}
+	rv = set_logs(m, "", sums, sums + 2, logs);
+	free(sums);
+	return rv;
+}
+
+int
+pasco_model_predict(pasco_coordinator *c, pasco_model *m,
+    const pasco_model_predict_options *o, int64_t *rows)
+{
+	int32_t       shards;
+	pasco_value **res   = NULL;
+	pasco_tensor *ex[2] = {NULL, NULL};
+	int64_t       total = 0;
+	int           rv;
+
+	if ((rv = check_model(
+	         c, m, o != NULL ? o->dataset : NULL, "predict")) != 0) {
+		return rv;
+	}
+	if (o->dir == NULL) {
+		return pasci_model_fail(
+		    PASCO_EINVAL, "predict: no output directory");
+	}
+	shards = shards_of(c, o->shards);
+	if ((res = calloc((size_t) shards, sizeof(*res))) == NULL ||
+	    string_tensor(o->dataset, &ex[0]) != 0 ||
+	    string_tensor(o->dir, &ex[1]) != 0) {
+		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	} else {
+		rv = run_shards(
+		    c, m, "pasco.model_predict", ex, 2, shards, res);
+	}
+	for (int32_t k = 0; res != NULL && k < shards; k++) {
+		total += rv == 0 ? (int64_t) pasco_value_scalar(res[k]) : 0;
+		pasco_value_free(res[k]);
+	}
+	free(res);
+	pasco_tensor_release(ex[0]);
+	pasco_tensor_release(ex[1]);
+	if (rows != NULL) {
+		*rows = rv == 0 ? total : 0;
+	}
+	return rv;
+}
+
+/* What fit's hooks need. */
+typedef struct fit_run {
+	pasco_coordinator             *c;
+	pasco_model                   *m;
+	const pasco_model_fit_options *o;
+	pasco_variable                *state; /* NULL without metrics */
+} fit_run;
+
+static int
+fit_epoch_start(void *user, int32_t epoch)
+{
+	fit_run *r = user;
+	int      rv;
+	(void) epoch;
+	if (r->state != NULL && (rv = pasco_metric_reset(r->state)) != 0) {
+		return pasco_fit_fail(rv, "resetting the metrics: %s",
+		    pasco_variable_error(r->state));
+	}
+	return PASCO_OK;
+}
+
+static int
+fit_epoch_logs(void *user, int32_t epoch, pasco_logs *logs)
+{
+	fit_run      *r = user;
+	pasco_tensor *t = NULL;
+	double       *sums;
+	int           rv = PASCO_OK;
+	(void) epoch;
+	if (r->state != NULL) {
+		if ((rv = pasco_variable_read(r->state, &t)) != 0) {
+			return pasco_fit_fail(rv, "reading the metrics: %s",
+			    pasco_variable_error(r->state));
+		}
+		rv = set_logs(r->m, "", NULL, t->data, logs);
+		pasco_tensor_release(t);
+	}
+	if (rv == 0 && r->o->validation_dataset != NULL &&
+	    (rv = evaluate_sums(r->c, r->m, r->o->validation_dataset,
+	         shards_of(r->c, r->o->validation_shards), &sums)) == 0) {
+		rv = set_logs(r->m, "val_", sums, sums + 2, logs);
+		free(sums);
+	}
+	return rv != 0 ? pasco_fit_fail(rv, "%s", pasco_model_last_error())
+	               : PASCO_OK;
+}
+
+/* The metric state variable on a ps, zeros. */
+static int
+create_state(pasco_strategy *s, pasco_model *m, pasco_variable **out)
+{
+	char              name[PASCO_LAYER_NAME_MAX + 32];
+	pasco_initializer zeros = pasco_init_zeros();
+	int               rv;
+	*out = NULL;
+	if (m->compile.nmetrics == 0) {
+		return PASCO_OK;
+	}
+	pasci_fmt(name, sizeof(name), "%s/compile_metrics", m->name);
+	rv = pasco_variable_create_init(out, s, name, PASCO_F64, 1,
+	    (int64_t[]){(int64_t) m->compile.state_len}, &zeros);
+	return rv != 0 ? pasci_model_fail(rv, "fit: the metrics' state: %s",
+	                     pasco_strategy_error(s))
+	               : PASCO_OK;
+}
+
+static int
+fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
+{
+	const pasco_model_fit_options *o  = r->o;
+	pasco_fit_options              fo = {.epochs = o->epochs,
+	                 .steps_per_epoch            = o->steps_per_epoch,
+	                 .initial_epoch              = o->initial_epoch,
+	                 .step_function              = "pasco.model_train",
+	                 .args                       = args,
+	                 .nargs                      = n,
+	                 .steps_per_execution        = o->steps_per_execution,
+	                 .callbacks                  = o->callbacks,
+	                 .epoch_start                = fit_epoch_start,
+	                 .epoch_logs                 = fit_epoch_logs,
+	                 .hooks_user                 = r};
+	int                            rv = pasco_fit(r->c, &fo, h);
+	return rv != 0 ? pasci_model_fail(rv, "%s", pasco_fit_error())
+	               : PASCO_OK;
+}
+
+int
+pasco_model_fit(pasco_coordinator *c, pasco_model *m,
+    const pasco_model_fit_options *o, pasco_history *history)
+{
+	fit_run                    r  = {c, m, o, NULL};
+	pasco_variable            *gs = NULL;
+	pasco_per_worker_dataset  *ds = NULL;
+	pasco_per_worker_iterator *it = NULL;
+	pasco_arg                 *args;
+	size_t                     n = 0;
+	int                        rv;
+
+	if (history != NULL) {
+		memset(history, 0, sizeof(*history));
+	}
+	if ((rv = check_model(c, m, o != NULL ? o->dataset : NULL, "fit")) !=
+	        0 ||
+	    (rv = create_state(c->s, m, &r.state)) != 0) {
+		return rv;
+	}
+	if (m->compile.global_step &&
+	    (rv = pasco_strategy_global_step(c->s, &gs)) != 0) {
+		pasco_variable_free(r.state);
+		return pasci_model_fail(rv, "fit: the global step: %s",
+		    pasco_strategy_error(c->s));
+	}
+	if ((args = calloc(MAX_ARGS(m), sizeof(*args))) == NULL) {
+		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	} else if ((rv = pasco_per_worker_dataset_create(
+	                &ds, c, o->dataset)) != 0 ||
+	           (rv = pasco_per_worker_iterator_create(&it, ds)) != 0) {
+		pasci_model_fail(rv, "fit: dataset '%s': %s", o->dataset,
+		    pasco_coordinator_error(c));
+	} else if ((rv = pasco_model_args(m, args, MAX_ARGS(m), &n)) == 0) {
+		args[n++] = pasco_arg_iterator(it);
+		if (gs != NULL) {
+			args[n++] = pasco_arg_variable(gs);
+		}
+		if (r.state != NULL) {
+			args[n++] = pasco_arg_variable(r.state);
+		}
+		rv = fit_schedule(&r, args, n, history);
+	}
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	free(args);
+	pasco_variable_free(gs);
+	pasco_variable_free(r.state);
+	return rv;
+}

@@ -1,0 +1,196 @@
+/*
+ * A model as data, compiled and trained: Keras's get_config / from_config,
+ * compile, fit, evaluate and predict under a parameter-server strategy
+ * (issue 20). Layers and the model's wiring are in layers.h; this header
+ * is what a program does with a model.
+ *
+ *     PASCO_DATASET(train_data) { ... (x [batch, 64], y [batch]) batches }
+ *     PASCO_DATASET(val_data)   { ... finite: shard ctx->worker_index of
+ *                                 ctx->num_workers }
+ *
+ *     pasco_layer l[] = {pasco_layer_dense(64, PASCO_ACT_RELU),
+ *                        pasco_layer_dense(10, PASCO_ACT_SOFTMAX)};
+ *     pasco_model *m;
+ *     pasco_model_sequential(&m, 64, 2, l, 42);
+ *     pasco_model_compile(m, &(pasco_compile_options){
+ *         .loss = "sparse_categorical_crossentropy",
+ *         .optimizer = pasco_adam(1e-3, false),
+ *         .metrics = (const char *[]){"accuracy"}, .nmetrics = 1});
+ *     pasco_history h;
+ *     pasco_model_fit(coord, m, &(pasco_model_fit_options){
+ *         .dataset = "train_data", .epochs = 5, .steps_per_epoch = 100,
+ *         .validation_dataset = "val_data", .callbacks = cbs}, &h);
+ *     pasco_logs eval;
+ *     pasco_model_evaluate(coord, m, &(pasco_model_evaluate_options){
+ *         .dataset = "val_data"}, &eval);     // "loss", "accuracy"
+ *     pasco_model_predict(coord, m, &(pasco_model_predict_options){
+ *         .dataset = "test_data", .dir = "/shared/out"}, NULL);
+ *
+ * Workers need none of this code: the model travels to them as step
+ * arguments (its config, as JSON, and its variable handles), and the
+ * library's own step functions (train, evaluate, predict) rebuild it there.
+ * Workers need only the dataset factories.
+ *
+ * Dataset elements, as Keras takes them: a LIST (x, y), x a tensor (a model
+ * with one input) or a DICT input name -> tensor, y the targets (mse: the
+ * output's shape; binary_crossentropy: 0/1 [batch] or [batch, 1]; sparse
+ * categorical: class ids [batch]). Features are f32 or f64 [batch, width];
+ * an Embedding's input ids i32 or i64 [batch, k] (or [batch]). predict
+ * takes (x, y), y ignored, or x alone.
+ *
+ * Errors: PASCO_EINVAL (bad config, options, data), a step's error, a
+ * strategy's; the message, naming the layer, field, op or shapes, is in
+ * pasco_model_last_error (this thread's). A step's error ("dense_1: input
+ * [32, 63] does not match kernel [64, 10]") comes back from the worker.
+ */
+#ifndef PASCO_MODEL_H
+#define PASCO_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coordinator.h"
+#include "fit.h"
+#include "function.h"
+#include "layers.h"
+#include "optimizer.h"
+
+/* The model's name ("sequential", "functional" until set). */
+const char *pasco_model_name(const pasco_model *m);
+int         pasco_model_set_name(pasco_model *m, const char *name);
+
+/* The model's config as JSON, in Keras's get_config spirit, into *out
+ * (malloc'd, the caller frees it):
+ *   {"class_name": "Sequential" | "Functional",
+ *    "config": {"name": ..., "seed": ...,
+ *      "inputs": [{"name": ..., "width": ..., "ids": ...}, ...],
+ *      "layers": [{"class_name": "Dense", "config": {"name": "dense",
+ *          "units": 64, "activation": "relu", "use_bias": true,
+ *          "kernel_initializer": {"class_name": "GlorotUniform",
+ *              "config": {"seed": 0}},
+ *          "bias_initializer": {"class_name": "Zeros", "config": {}},
+ *          "kernel_regularizer": null | {"class_name": "L2",
+ *              "config": {"l2": 0.01}}},
+ *        "inbound_nodes": ["input", ...]}, ...]},   (Functional only)
+ *    "compile_config": {...}}                        (once compiled)
+ * Embedding: input_dim, output_dim, combiner ("mean", "sum"),
+ * embeddings_initializer, partitioner (null, or {"class_name":
+ * "FixedShardsPartitioner" | "MinSizePartitioner" | "MaxSizePartitioner" |
+ * "CustomPartitioner", "config": {...}}: a custom one's function is not
+ * data: a model made from it cannot create its variables); Dropout: rate;
+ * Activation: activation; Concatenate: axis (-1). Initializers by Keras's
+ * class names (Zeros, Ones, Constant {value}, RandomUniform {minval,
+ * maxval, seed}, RandomNormal and TruncatedNormal {mean, stddev, seed},
+ * GlorotUniform {seed}); seed 0 means the model's seed decides (layers.h).
+ * Seeds above 2^53 are written as strings. Deterministic: the same model
+ * gives the same bytes. Thread-safe. */
+int pasco_model_to_json(const pasco_model *m, char **out);
+
+/* A model (unbound, no variables) from such JSON; its compile_config, if
+ * any, compiled. Unknown fields and bad values are PASCO_EINVAL naming the
+ * layer and the field ("layers[1] (dense_1): units must be a positive
+ * integer"). *out NULL on failure. Thread-safe. */
+int pasco_model_from_json(const char *json, pasco_model **out);
+
+/* compile. loss: Keras's name ("mse", "mean_squared_error",
+ * "binary_crossentropy", "sparse_categorical_crossentropy") with
+ * from_logits. optimizer: any kind (pasco_sgd, pasco_adagrad, ...; kind 0:
+ * Keras's default, RMSprop(0.001)); its iterations field is ignored: with
+ * no_global_step false the step applies through the strategy's global
+ * step (one step per train step), else each shard counts its applies.
+ * metrics: Keras's names: "accuracy" (or "acc": binary accuracy for an
+ * output of width 1; sparse categorical accuracy with the
+ * sparse_categorical_crossentropy loss; categorical accuracy otherwise),
+ * "binary_accuracy", "sparse_categorical_accuracy",
+ * "categorical_accuracy", "auc", "precision", "recall" (one probability
+ * per example: an output of width 1), "mae", "mse". Binary metrics
+ * threshold at 0.5; AUC has 200 thresholds (metrics.h); a from_logits
+ * output goes through its sigmoid or softmax first. Logs name a metric as
+ * given. The compile config travels with the model's config. */
+typedef struct pasco_compile_options {
+	const char        *loss;
+	bool               from_logits;
+	pasco_optimizer    optimizer;
+	const char *const *metrics;
+	size_t             nmetrics; /* at most 8 */
+	bool               no_global_step;
+} pasco_compile_options;
+
+int pasco_model_compile(pasco_model *m, const pasco_compile_options *o);
+
+/* Chief: appends the model's step arguments to args (up to cap): its
+ * config as one u8 tensor (JSON, owned by the model: valid until it is
+ * freed or changed) then its variable handles (pasco_model_create_variables
+ * first). *n (in: entries used, out: after the model's) grows by
+ * pasco_model_num_args. PASCO_EINVAL without room or variables. */
+size_t pasco_model_num_args(const pasco_model *m);
+int pasco_model_args(pasco_model *m, pasco_arg *args, size_t cap, size_t *n);
+
+/* Worker, in a step function: the model whose arguments start at argument
+ * first (as pasco_model_args put them), rebuilt from its config and bound
+ * to the call's handles; owned by the caller (pasco_model_free). The
+ * parsed config is cached per process by its bytes, so a step does not
+ * parse JSON again. Errors are set on the call (pasco_call_fail).
+ * Thread-safe. */
+int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
+
+/* fit: the library's train step (forward, loss, tape, one mixed apply,
+ * the metrics' counts added to a state on a ps), steps_per_epoch steps an
+ * epoch on the workers' per-worker datasets from `dataset` (a factory
+ * name; its elements are (x, y) batches, and it should repeat), through
+ * pasco_fit (fit.h): epochs, steps_per_execution, callbacks (checkpoints,
+ * TensorBoard, early stopping, backup and restore, progress). Each epoch's
+ * logs: "loss" (the mean of its steps' losses), each metric over the
+ * epoch's examples (its counts reset at the epoch's start), and with
+ * validation_dataset, "val_loss" and "val_<metric>", evaluated exactly
+ * once as pasco_model_evaluate does. The variables are created first if
+ * the model has none. history (may be NULL) gets Keras's History:
+ * pasco_history_fini it. Message: pasco_model_last_error. Blocks. Not
+ * thread-safe: one fit per coordinator at a time. */
+typedef struct pasco_model_fit_options {
+	const char      *dataset;
+	int32_t          epochs;          /* 0 means 1 */
+	int64_t          steps_per_epoch; /* required */
+	int32_t          initial_epoch;
+	uint32_t         steps_per_execution; /* 0 means 1 */
+	const char      *validation_dataset;  /* NULL: none */
+	int32_t          validation_shards;   /* 0: the worker count */
+	pasco_callbacks *callbacks;           /* not taken over */
+} pasco_model_fit_options;
+
+int pasco_model_fit(pasco_coordinator *c, pasco_model *m,
+    const pasco_model_fit_options *o, pasco_history *history);
+
+/* evaluate, exactly once: the factory `dataset` is called once per shard
+ * k of `shards` (0: the worker count) with worker_index k and num_workers
+ * shards, and must yield that shard's batches and end; a shard cut off by
+ * a worker failure is evaluated again from its start, so every example
+ * counts once. logs gets "loss" (the mean over examples, regularisation
+ * included, as Keras) then each metric by its compile name. Blocks. */
+typedef struct pasco_model_evaluate_options {
+	const char *dataset;
+	int32_t     shards;
+} pasco_model_evaluate_options;
+
+int pasco_model_evaluate(pasco_coordinator *c, pasco_model *m,
+    const pasco_model_evaluate_options *o, pasco_logs *logs);
+
+/* predict: batch scoring of the shards of `dataset` (called as evaluate
+ * calls it), one CSV file per shard, dir/predictions-KKKKK-of-NNNNN.csv,
+ * with a header (output, or output_0, output_1, ... for a wider output)
+ * and a row per example in the shard's order. A shard's file is written
+ * to a temporary name and renamed when complete, so a shard run again
+ * after a worker failure replaces it: each example once. dir must exist
+ * and be reachable by every worker. *rows (may be NULL) gets the number
+ * of rows written. Blocks. */
+typedef struct pasco_model_predict_options {
+	const char *dataset;
+	int32_t     shards;
+	const char *dir;
+} pasco_model_predict_options;
+
+int pasco_model_predict(pasco_coordinator *c, pasco_model *m,
+    const pasco_model_predict_options *o, int64_t *rows);
+
+#endif

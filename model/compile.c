@@ -1,0 +1,503 @@
+/*
+ * compile (include/pasco/model.h): the loss by name, the optimizer, the
+ * metrics by Keras's names ("accuracy" resolved from the loss and the
+ * output's width), their counts and results, and the compile config as
+ * JSON. Counts of every metric sit in one vector of f64 (accuracy:
+ * correct, seen; mae and mse: error sum, seen; precision: true and false
+ * positives; recall: true positives, false negatives; auc: metrics.h's
+ * 4 x 200), so one assign_add adds a batch's and sums of them combine
+ * batches, shards and workers. Stateless: any thread.
+ */
+#include "metrics_impl.h"
+#include "model_impl.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Keras's optimizer class names, by kind. */
+static const char *const opt_classes[] = {[PASCO_OPT_SGD] = "SGD",
+    [PASCO_OPT_ADAGRAD]                                   = "Adagrad",
+    [PASCO_OPT_RMSPROP]                                   = "RMSprop",
+    [PASCO_OPT_ADAM]                                      = "Adam",
+    [PASCO_OPT_FTRL]                                      = "Ftrl"};
+
+#define K(x) (1u << (x))
+
+/* An optimizer's hyperparameters by Keras's names, and the kinds that
+ * have them. */
+static const struct {
+	const char *key;
+	size_t      off;
+	bool        is_bool;
+	unsigned    kinds;
+} opt_fields[] = {
+    {"learning_rate", offsetof(pasco_optimizer, learning_rate), false, ~0u},
+    {"momentum", offsetof(pasco_optimizer, momentum), false,
+        K(PASCO_OPT_SGD) | K(PASCO_OPT_RMSPROP)},
+    {"nesterov", offsetof(pasco_optimizer, nesterov), true, K(PASCO_OPT_SGD)},
+    {"rho", offsetof(pasco_optimizer, rho), false, K(PASCO_OPT_RMSPROP)},
+    {"centered", offsetof(pasco_optimizer, centered), true,
+        K(PASCO_OPT_RMSPROP)},
+    {"beta_1", offsetof(pasco_optimizer, beta_1), false, K(PASCO_OPT_ADAM)},
+    {"beta_2", offsetof(pasco_optimizer, beta_2), false, K(PASCO_OPT_ADAM)},
+    {"amsgrad", offsetof(pasco_optimizer, amsgrad), true, K(PASCO_OPT_ADAM)},
+    {"epsilon", offsetof(pasco_optimizer, epsilon), false,
+        K(PASCO_OPT_ADAGRAD) | K(PASCO_OPT_RMSPROP) | K(PASCO_OPT_ADAM)},
+    {"initial_accumulator_value",
+        offsetof(pasco_optimizer, initial_accumulator_value), false,
+        K(PASCO_OPT_ADAGRAD) | K(PASCO_OPT_FTRL)},
+    {"learning_rate_power", offsetof(pasco_optimizer, learning_rate_power),
+        false, K(PASCO_OPT_FTRL)},
+    {"l1_regularization_strength", offsetof(pasco_optimizer, l1), false,
+        K(PASCO_OPT_FTRL)},
+    {"l2_regularization_strength", offsetof(pasco_optimizer, l2), false,
+        K(PASCO_OPT_FTRL)},
+    {"l2_shrinkage_regularization_strength",
+        offsetof(pasco_optimizer, l2_shrinkage), false, K(PASCO_OPT_FTRL)},
+    {"beta", offsetof(pasco_optimizer, beta), false, K(PASCO_OPT_FTRL)},
+};
+
+static const struct {
+	const char       *name;
+	pasci_metric_kind kind;
+} metric_names[] = {
+    {"binary_accuracy", PASCI_METRIC_BINARY_ACCURACY},
+    {"sparse_categorical_accuracy", PASCI_METRIC_SPARSE_CAT_ACCURACY},
+    {"categorical_accuracy", PASCI_METRIC_CATEGORICAL_ACCURACY},
+    {"auc", PASCI_METRIC_AUC},
+    {"mae", PASCI_METRIC_MAE},
+    {"mean_absolute_error", PASCI_METRIC_MAE},
+    {"mse", PASCI_METRIC_MSE},
+    {"mean_squared_error", PASCI_METRIC_MSE},
+    {"precision", PASCI_METRIC_PRECISION},
+    {"recall", PASCI_METRIC_RECALL},
+};
+
+/* The activation of the model's output (linear when its last layer has
+ * none). */
+static pasco_act
+output_act(const pasco_model *m)
+{
+	const pasco_layer *l = &m->layers[m->nlayers - 1];
+	return l->kind == PASCO_LAYER_DENSE ||
+	               l->kind == PASCO_LAYER_ACTIVATION
+	           ? l->activation
+	           : PASCO_ACT_LINEAR;
+}
+
+/* Keras's resolution of "accuracy" (compile_utils.get_metric_function):
+ * binary for an output of width 1, sparse categorical when the labels
+ * are class ids (this loss), categorical otherwise. */
+static int
+resolve_metric(const pasco_model *m, const pasco_loss *loss, const char *name,
+    pasci_metric_kind *kind)
+{
+	int64_t width = pasco_model_output_width(m);
+	if (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0) {
+		*kind =
+		    width == 1 ? PASCI_METRIC_BINARY_ACCURACY
+		    : loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
+		        ? PASCI_METRIC_SPARSE_CAT_ACCURACY
+		        : PASCI_METRIC_CATEGORICAL_ACCURACY;
+		return PASCO_OK;
+	}
+	for (size_t i = 0; i < COUNT(metric_names); i++) {
+		if (strcmp(name, metric_names[i].name) == 0) {
+			*kind = metric_names[i].kind;
+			break;
+		}
+		if (i + 1 == COUNT(metric_names)) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "compile: unknown metric '%s' (accuracy, "
+			    "binary_accuracy, sparse_categorical_accuracy, "
+			    "categorical_accuracy, auc, precision, recall, "
+			    "mae, mse)",
+			    name);
+		}
+	}
+	if ((*kind == PASCI_METRIC_AUC || *kind == PASCI_METRIC_PRECISION ||
+	        *kind == PASCI_METRIC_RECALL) &&
+	    width != 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile: %s takes one probability per example; the "
+		    "output of '%s' has width %lld",
+		    name, m->layers[m->nlayers - 1].name, (long long) width);
+	}
+	return PASCO_OK;
+}
+
+static int
+check_optimizer(const pasco_optimizer *o)
+{
+	if (o->kind < PASCO_OPT_SGD || o->kind > PASCO_OPT_FTRL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile: unknown optimizer kind %d", (int) o->kind);
+	}
+	if (!(o->learning_rate > 0)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile: %s: learning_rate must be > 0, got %g",
+		    opt_classes[o->kind], o->learning_rate);
+	}
+	return PASCO_OK;
+}
+
+static int
+check_loss(const pasco_model *m, const pasco_loss *loss)
+{
+	pasco_act act = output_act(m);
+	if (loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY &&
+	    !loss->from_logits && act != PASCO_ACT_SOFTMAX) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile: sparse_categorical_crossentropy: the output of "
+		    "'%s' (activation %s) is neither logits (from_logits) nor "
+		    "softmax probabilities",
+		    m->layers[m->nlayers - 1].name, pasco_act_name(act));
+	}
+	return PASCO_OK;
+}
+
+int
+pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
+{
+	pasci_compile c = {.compiled = true};
+	int           rv;
+
+	if (m == NULL || o == NULL || o->loss == NULL) {
+		return pasci_model_fail(
+		    PASCO_EINVAL, "compile: needs a model and a loss");
+	}
+	if ((rv = pasco_loss_from_name(o->loss, o->from_logits, &c.loss)) !=
+	        0 ||
+	    (rv = check_loss(m, &c.loss)) != 0) {
+		return rv;
+	}
+	snprintf(c.loss_name, sizeof(c.loss_name), "%s", o->loss);
+	c.opt = o->optimizer.kind == 0 ? pasco_rmsprop(0.001, 0.9, 0, false)
+	                               : o->optimizer;
+	c.opt.iterations = NULL;
+	c.global_step    = !o->no_global_step;
+	if ((rv = check_optimizer(&c.opt)) != 0) {
+		return rv;
+	}
+	if (o->nmetrics > PASCI_MAX_METRICS ||
+	    (o->nmetrics > 0 && o->metrics == NULL)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile: at most %d metrics", PASCI_MAX_METRICS);
+	}
+	for (size_t k = 0; k < o->nmetrics; k++) {
+		const char *name = o->metrics[k] != NULL ? o->metrics[k] : "";
+		if (strlen(name) >= PASCI_METRIC_NAME_MAX ||
+		    (rv = resolve_metric(
+		         m, &c.loss, name, &c.metric_kinds[k])) != 0) {
+			return rv != 0 ? rv
+			               : pasci_model_fail(PASCO_EINVAL,
+			                     "compile: metric name too long");
+		}
+		snprintf(c.metric_names[k], PASCI_METRIC_NAME_MAX, "%s", name);
+		c.metric_off[k] = c.state_len;
+		c.state_len += c.metric_kinds[k] == PASCI_METRIC_AUC
+		                   ? 4 * PASCO_AUC_THRESHOLDS
+		                   : 2;
+	}
+	c.nmetrics = o->nmetrics;
+	m->compile = c;
+	pasco_tensor_release(m->config); /* the config changed */
+	m->config = NULL;
+	return PASCO_OK;
+}
+
+bool
+pasci_compile_to_json(cJSON *root, const pasco_model *m)
+{
+	const pasci_compile *c = &m->compile;
+	cJSON               *cc, *oc, *metrics;
+	bool                 ok;
+	if (!c->compiled) {
+		return true;
+	}
+	ok = (cc = cJSON_AddObjectToObject(root, "compile_config")) != NULL &&
+	     cJSON_AddStringToObject(cc, "loss", c->loss_name) != NULL &&
+	     cJSON_AddBoolToObject(cc, "from_logits", c->loss.from_logits) &&
+	     (oc = pasci_json_class(
+	          cc, "optimizer", opt_classes[c->opt.kind])) != NULL;
+	for (size_t i = 0; ok && i < COUNT(opt_fields); i++) {
+		const char *at = (const char *) &c->opt + opt_fields[i].off;
+		if ((opt_fields[i].kinds & K(c->opt.kind)) == 0) {
+			continue;
+		}
+		ok = opt_fields[i].is_bool
+		         ? cJSON_AddBoolToObject(oc, opt_fields[i].key,
+		               *(const bool *) at) != NULL
+		         : cJSON_AddNumberToObject(oc, opt_fields[i].key,
+		               *(const double *) at) != NULL;
+	}
+	ok = ok && (metrics = cJSON_AddArrayToObject(cc, "metrics")) != NULL;
+	for (size_t k = 0; ok && k < c->nmetrics; k++) {
+		ok = cJSON_AddItemToArray(
+		    metrics, cJSON_CreateString(c->metric_names[k]));
+	}
+	return ok && cJSON_AddBoolToObject(cc, "global_step", c->global_step);
+}
+
+static int
+read_optimizer(const cJSON *cc, pasco_optimizer *opt)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(cc, "optimizer"), *c,
+	            *it;
+	const char *at = "compile_config: optimizer";
+	int         kind;
+	if (o == NULL) {
+		*opt = pasco_rmsprop(0.001, 0.9, 0, false);
+		return PASCO_OK;
+	}
+	if (pasci_json_read_class(
+	        o, opt_classes, COUNT(opt_classes), &kind, &c, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	*opt = kind == PASCO_OPT_SGD       ? pasco_sgd(0.01, 0, false)
+	       : kind == PASCO_OPT_ADAGRAD ? pasco_adagrad(0.001)
+	       : kind == PASCO_OPT_RMSPROP
+	           ? pasco_rmsprop(0.001, 0.9, 0, false)
+	       : kind == PASCO_OPT_ADAM ? pasco_adam(0.001, false)
+	                                : pasco_ftrl(0.001, 0, 0);
+	cJSON_ArrayForEach(it, c)
+	{
+		size_t i = 0;
+		while (i < COUNT(opt_fields) &&
+		       (strcmp(opt_fields[i].key, it->string) != 0 ||
+		           (opt_fields[i].kinds & K(kind)) == 0)) {
+			i++;
+		}
+		if (i == COUNT(opt_fields)) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: %s has no field '%s'", at, opt_classes[kind],
+			    it->string);
+		}
+		char *field = (char *) opt + opt_fields[i].off;
+		if (opt_fields[i].is_bool
+		        ? pasci_json_bool(c, it->string, (bool *) field, at)
+		        : pasci_json_number(c, it->string, (double *) field,
+		              false, -HUGE_VAL, at)) {
+			return PASCO_EINVAL;
+		}
+	}
+	return PASCO_OK;
+}
+
+int
+pasci_compile_from_json(const cJSON *root, pasco_model *m)
+{
+	static const char *const keys[] = {
+	    "loss", "from_logits", "optimizer", "metrics", "global_step"};
+	const char  *at   = "compile_config";
+	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
+	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
+	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
+	const char  *names[PASCI_MAX_METRICS];
+	pasco_compile_options o  = {0};
+	bool                  gs = true;
+	if (cc == NULL) {
+		return PASCO_OK;
+	}
+	if (pasci_json_check_keys(cc, keys, COUNT(keys), at) != 0 ||
+	    pasci_json_bool(cc, "from_logits", &o.from_logits, at) != 0 ||
+	    pasci_json_bool(cc, "global_step", &gs, at) != 0 ||
+	    read_optimizer(cc, &o.optimizer) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (!cJSON_IsString(loss) || (ms != NULL && !cJSON_IsArray(ms)) ||
+	    cJSON_GetArraySize(ms) > PASCI_MAX_METRICS) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: needs a loss name and at most %d metric names", at,
+		    PASCI_MAX_METRICS);
+	}
+	cJSON_ArrayForEach(it, ms)
+	{
+		if (!cJSON_IsString(it)) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: metrics[%zu] is not a name", at, o.nmetrics);
+		}
+		names[o.nmetrics++] = it->valuestring;
+	}
+	o.loss           = loss->valuestring;
+	o.metrics        = names;
+	o.no_global_step = !gs;
+	return pasco_model_compile(m, &o);
+}
+
+/* The probability (or value) j of row i of pred, through the output's
+ * sigmoid or softmax when the loss takes logits. */
+static double
+prob(const pasco_model *m, const pasco_tensor *pred, int64_t i, int64_t j)
+{
+	int64_t w = pred->count / pred->shape[0];
+	double  z = pasco_tensor_get(pred, i * w + j);
+	if (!m->compile.loss.from_logits) {
+		return z;
+	}
+	if (w == 1) {
+		return 1 / (1 + exp(-z));
+	}
+	double mx = -HUGE_VAL, sum = 0;
+	for (int64_t k = 0; k < w; k++) {
+		mx = fmax(mx, pasco_tensor_get(pred, i * w + k));
+	}
+	for (int64_t k = 0; k < w; k++) {
+		sum += exp(pasco_tensor_get(pred, i * w + k) - mx);
+	}
+	return exp(z - mx) / sum;
+}
+
+static int64_t
+argmax_row(const pasco_tensor *t, int64_t i, int64_t w)
+{
+	int64_t best = 0;
+	for (int64_t j = 1; j < w; j++) {
+		if (pasco_tensor_get(t, i * w + j) >
+		    pasco_tensor_get(t, i * w + best)) {
+			best = j;
+		}
+	}
+	return best;
+}
+
+/* One metric's counts of a batch. */
+static void
+counts_of(const pasco_model *m, pasci_metric_kind kind,
+    const pasco_tensor *pred, const pasco_tensor *y, double *s)
+{
+	int64_t n = pred->shape[0], w = pred->count / n;
+	for (int64_t i = 0; i < n; i++) {
+		if (kind == PASCI_METRIC_SPARSE_CAT_ACCURACY) {
+			s[0] += argmax_row(pred, i, w) ==
+			        (int64_t) pasco_tensor_get(y, i);
+			s[1] += 1;
+			continue;
+		}
+		if (kind == PASCI_METRIC_CATEGORICAL_ACCURACY) {
+			s[0] += argmax_row(pred, i, w) == argmax_row(y, i, w);
+			s[1] += 1;
+			continue;
+		}
+		for (int64_t j = 0; j < w; j++) {
+			double p  = prob(m, pred, i, j);
+			double t  = pasco_tensor_get(y, i * w + j);
+			bool   yp = p > 0.5, yt = t > 0.5;
+			switch (kind) {
+			case PASCI_METRIC_BINARY_ACCURACY:
+				s[0] += yp == yt;
+				s[1] += 1;
+				break;
+			case PASCI_METRIC_MAE:
+				s[0] += fabs(p - t);
+				s[1] += 1;
+				break;
+			case PASCI_METRIC_MSE:
+				s[0] += (p - t) * (p - t);
+				s[1] += 1;
+				break;
+			case PASCI_METRIC_PRECISION:
+				s[0] += yp && yt;
+				s[1] += yp && !yt;
+				break;
+			case PASCI_METRIC_RECALL:
+				s[0] += yp && yt;
+				s[1] += !yp && yt;
+				break;
+			case PASCI_METRIC_AUC:
+				pasci_auc_add(s, p, yt);
+				break;
+			default:
+				break;
+			}
+		}
+	}
+}
+
+int
+pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
+    const pasco_tensor *y, double *state)
+{
+	const pasci_compile *c = &m->compile;
+	for (size_t k = 0; k < c->nmetrics; k++) {
+		pasci_metric_kind kind = c->metric_kinds[k];
+		int64_t want = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY
+		                   ? pred->shape[0]
+		                   : pred->count;
+		if (pred->rank != 2 || y == NULL || y->count != want) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: targets %s%s do not fit the output %s (want "
+			    "%lld values)",
+			    c->metric_names[k],
+			    y != NULL ? pasco_dtype_name(y->dtype) : "none",
+			    y != NULL ? PASCI_SHAPE(y->rank, y->shape) : "",
+			    PASCI_SHAPE(pred->rank, pred->shape),
+			    (long long) want);
+		}
+		counts_of(m, kind, pred, y, state + c->metric_off[k]);
+	}
+	return PASCO_OK;
+}
+
+double
+pasci_metric_result(const pasco_model *m, size_t k, const double *state)
+{
+	const double *s = state + m->compile.metric_off[k];
+	switch (m->compile.metric_kinds[k]) {
+	case PASCI_METRIC_AUC:
+		return pasci_auc_of(s);
+	case PASCI_METRIC_PRECISION:
+	case PASCI_METRIC_RECALL:
+		return s[0] + s[1] > 0 ? s[0] / (s[0] + s[1]) : 0;
+	default:
+		return s[1] > 0 ? s[0] / s[1] : NAN;
+	}
+}
+
+size_t
+pasco_model_num_args(const pasco_model *m)
+{
+	return 1 + m->nvars;
+}
+
+int
+pasco_model_args(pasco_model *m, pasco_arg *args, size_t cap, size_t *n)
+{
+	char *json;
+	int   rv;
+	if (*n + pasco_model_num_args(m) > cap) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "model args: room for %zu arguments after %zu; the model "
+		    "takes %zu",
+		    cap - *n, *n, pasco_model_num_args(m));
+	}
+	for (size_t k = 0; k < m->nvars; k++) {
+		if (m->vars[k].handle == NULL) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "model args: variable '%s' is not created "
+			    "(pasco_model_create_variables)",
+			    m->vars[k].name);
+		}
+	}
+	if (m->config == NULL) {
+		if ((rv = pasco_model_to_json(m, &json)) != 0) {
+			return rv;
+		}
+		rv = pasco_tensor_from(&m->config, PASCO_U8, 1,
+		    (int64_t[]){(int64_t) strlen(json)}, json, strlen(json));
+		free(json);
+		if (rv != 0) {
+			return pasci_model_fail(rv, "out of memory");
+		}
+	}
+	args[(*n)++] = pasco_arg_tensor(m->config);
+	for (size_t k = 0; k < m->nvars; k++) {
+		args[(*n)++] = pasco_arg_variable(m->vars[k].handle);
+	}
+	return PASCO_OK;
+}

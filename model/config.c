@@ -1,0 +1,679 @@
+/*
+ * A model as data (include/pasco/model.h): its config as JSON and back,
+ * in Keras's get_config spirit (class names, constructor options,
+ * initializers with their seeds, inbound layers). The compile config is
+ * written and read by model/compile.c. Stateless: any thread.
+ */
+#include "layers_impl.h"
+#include "model_impl.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEED_EXACT 9007199254740992.0 /* 2^53 */
+
+static const char *const layer_classes[] = {[PASCO_LAYER_DENSE] = "Dense",
+    [PASCO_LAYER_EMBEDDING]                                     = "Embedding",
+    [PASCO_LAYER_DROPOUT]                                       = "Dropout",
+    [PASCO_LAYER_ACTIVATION]                                    = "Activation",
+    [PASCO_LAYER_CONCATENATE] = "Concatenate"};
+
+static const char *const init_classes[] = {[PASCO_INIT_ZEROS] = "Zeros",
+    [PASCO_INIT_ONES]                                         = "Ones",
+    [PASCO_INIT_CONSTANT]                                     = "Constant",
+    [PASCO_INIT_UNIFORM]          = "RandomUniform",
+    [PASCO_INIT_NORMAL]           = "RandomNormal",
+    [PASCO_INIT_TRUNCATED_NORMAL] = "TruncatedNormal",
+    [PASCO_INIT_GLOROT_UNIFORM]   = "GlorotUniform"};
+
+static const char *const part_classes[] = {
+    [PASCO_PARTITION_FIXED]    = "FixedShardsPartitioner",
+    [PASCO_PARTITION_MIN_SIZE] = "MinSizePartitioner",
+    [PASCO_PARTITION_MAX_SIZE] = "MaxSizePartitioner",
+    [PASCO_PARTITION_CUSTOM]   = "CustomPartitioner"};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int
+class_index(const char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 1; name != NULL && i < n; i++) {
+		if (names[i] != NULL && strcmp(names[i], name) == 0) {
+			return (int) i;
+		}
+	}
+	return 0;
+}
+
+/* Writing. cJSON's adders return NULL without memory: checked once, at
+ * the end, by printing (a partial tree prints, so every adder result is
+ * checked through `ok`). */
+
+static cJSON *
+add_seed(cJSON *o, const char *key, uint64_t seed)
+{
+	char buf[24];
+	if ((double) seed <= SEED_EXACT) {
+		return cJSON_AddNumberToObject(o, key, (double) seed);
+	}
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long) seed);
+	return cJSON_AddStringToObject(o, key, buf);
+}
+
+cJSON *
+pasci_json_class(cJSON *parent, const char *key, const char *cls)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (o == NULL || !cJSON_AddItemToObject(parent, key, o) ||
+	    cJSON_AddStringToObject(o, "class_name", cls) == NULL) {
+		return NULL;
+	}
+	return cJSON_AddObjectToObject(o, "config");
+}
+
+static bool
+write_init(cJSON *parent, const char *key, const pasco_initializer *in)
+{
+	const char *cls = (unsigned) in->kind < COUNT(init_classes)
+	                      ? init_classes[in->kind]
+	                      : NULL;
+	cJSON *c  = cls != NULL ? pasci_json_class(parent, key, cls) : NULL;
+	bool   ok = c != NULL;
+	switch (in->kind) {
+	case PASCO_INIT_CONSTANT:
+		ok = ok && cJSON_AddNumberToObject(c, "value", in->value);
+		break;
+	case PASCO_INIT_UNIFORM:
+		ok = ok && cJSON_AddNumberToObject(c, "minval", in->minval) &&
+		     cJSON_AddNumberToObject(c, "maxval", in->maxval);
+		break;
+	case PASCO_INIT_NORMAL:
+	case PASCO_INIT_TRUNCATED_NORMAL:
+		ok = ok && cJSON_AddNumberToObject(c, "mean", in->mean) &&
+		     cJSON_AddNumberToObject(c, "stddev", in->stddev);
+		break;
+	default:
+		break;
+	}
+	if (ok && in->kind >= PASCO_INIT_UNIFORM) {
+		ok = add_seed(c, "seed", in->seed) != NULL;
+	}
+	return ok;
+}
+
+static bool
+write_partitioner(cJSON *o, const pasco_partitioner *p)
+{
+	cJSON *c;
+	if (p == NULL || p->kind == 0) {
+		return cJSON_AddNullToObject(o, "partitioner") != NULL;
+	}
+	if ((unsigned) p->kind >= COUNT(part_classes) ||
+	    (c = pasci_json_class(o, "partitioner", part_classes[p->kind])) ==
+	        NULL) {
+		return false;
+	}
+	switch (p->kind) {
+	case PASCO_PARTITION_FIXED:
+		return cJSON_AddNumberToObject(
+		           c, "num_shards", (double) p->num_shards) != NULL;
+	case PASCO_PARTITION_MIN_SIZE:
+	case PASCO_PARTITION_MAX_SIZE:
+		return cJSON_AddNumberToObject(c,
+		           p->kind == PASCO_PARTITION_MIN_SIZE
+		               ? "min_shard_bytes"
+		               : "max_shard_bytes",
+		           (double) (p->kind == PASCO_PARTITION_MIN_SIZE
+		                         ? p->min_shard_bytes
+		                         : p->max_shard_bytes)) != NULL &&
+		       cJSON_AddNumberToObject(
+		           c, "max_shards", (double) p->max_shards) != NULL &&
+		       cJSON_AddNumberToObject(c, "bytes_per_string",
+		           (double) p->bytes_per_string) != NULL;
+	default:
+		return true;
+	}
+}
+
+static bool
+write_layer_config(cJSON *c, const pasco_layer *l)
+{
+	bool ok = cJSON_AddStringToObject(c, "name", l->name) != NULL;
+	switch (l->kind) {
+	case PASCO_LAYER_DENSE:
+		ok = ok &&
+		     cJSON_AddNumberToObject(c, "units", (double) l->units) &&
+		     cJSON_AddStringToObject(
+		         c, "activation", pasco_act_name(l->activation)) &&
+		     cJSON_AddBoolToObject(c, "use_bias", l->use_bias) &&
+		     write_init(
+		         c, "kernel_initializer", &l->kernel_initializer) &&
+		     write_init(c, "bias_initializer", &l->bias_initializer);
+		if (ok && l->kernel_l2 > 0) {
+			cJSON *r =
+			    pasci_json_class(c, "kernel_regularizer", "L2");
+			ok = r != NULL &&
+			     cJSON_AddNumberToObject(r, "l2", l->kernel_l2);
+		} else if (ok) {
+			ok = cJSON_AddNullToObject(c, "kernel_regularizer");
+		}
+		return ok;
+	case PASCO_LAYER_EMBEDDING:
+		return ok &&
+		       cJSON_AddNumberToObject(
+		           c, "input_dim", (double) l->input_dim) &&
+		       cJSON_AddNumberToObject(
+		           c, "output_dim", (double) l->output_dim) &&
+		       cJSON_AddStringToObject(c, "combiner",
+		           l->combiner == PASCO_COMBINE_SUM ? "sum"
+		                                            : "mean") &&
+		       write_init(c, "embeddings_initializer",
+		           &l->embeddings_initializer) &&
+		       write_partitioner(c, l->partitioner);
+	case PASCO_LAYER_DROPOUT:
+		return ok && cJSON_AddNumberToObject(c, "rate", l->rate);
+	case PASCO_LAYER_ACTIVATION:
+		return ok && cJSON_AddStringToObject(c, "activation",
+		                 pasco_act_name(l->activation));
+	case PASCO_LAYER_CONCATENATE:
+		return ok && cJSON_AddNumberToObject(c, "axis", -1);
+	}
+	return false;
+}
+
+static bool
+write_layer(cJSON *layers, const pasco_model *m, size_t i)
+{
+	const pasco_layer *l  = &m->layers[i];
+	cJSON             *o  = cJSON_CreateObject(), *in;
+	bool               ok = o != NULL && cJSON_AddItemToArray(layers, o) &&
+	          cJSON_AddStringToObject(
+	              o, "class_name", layer_classes[l->kind]) != NULL &&
+	          write_layer_config(cJSON_AddObjectToObject(o, "config"), l);
+	if (!ok || !m->functional) {
+		return ok;
+	}
+	if ((in = cJSON_AddArrayToObject(o, "inbound_nodes")) == NULL) {
+		return false;
+	}
+	for (size_t j = 0; ok && j < l->ninputs; j++) {
+		int32_t     r    = l->inputs[j];
+		const char *name = r >= 0 ? m->layers[r].name
+		                          : m->inputs[-1 - (int64_t) r].name;
+		ok = cJSON_AddItemToArray(in, cJSON_CreateString(name));
+	}
+	return ok;
+}
+
+static bool
+write_model(cJSON *root, const pasco_model *m)
+{
+	cJSON *c, *ins, *layers;
+	bool   ok = cJSON_AddStringToObject(root, "class_name",
+                      m->functional ? "Functional" : "Sequential") != NULL &&
+	          (c = cJSON_AddObjectToObject(root, "config")) != NULL &&
+	          cJSON_AddStringToObject(c, "name", m->name) != NULL &&
+	          add_seed(c, "seed", m->seed) != NULL &&
+	          (ins = cJSON_AddArrayToObject(c, "inputs")) != NULL;
+	for (size_t k = 0; ok && k < m->ninputs; k++) {
+		cJSON *o = cJSON_CreateObject();
+		ok       = o != NULL && cJSON_AddItemToArray(ins, o) &&
+		     cJSON_AddStringToObject(o, "name", m->inputs[k].name) &&
+		     cJSON_AddNumberToObject(
+		         o, "width", (double) m->inputs[k].width) &&
+		     cJSON_AddBoolToObject(o, "ids", m->inputs[k].ids);
+	}
+	ok = ok && (layers = cJSON_AddArrayToObject(c, "layers")) != NULL;
+	for (size_t i = 0; ok && i < m->nlayers; i++) {
+		ok = write_layer(layers, m, i);
+	}
+	return ok && pasci_compile_to_json(root, m);
+}
+
+int
+pasco_model_to_json(const pasco_model *m, char **out)
+{
+	cJSON *root = cJSON_CreateObject();
+	*out        = NULL;
+	if (root != NULL && write_model(root, m)) {
+		*out = cJSON_PrintUnformatted(root);
+	}
+	cJSON_Delete(root);
+	return *out != NULL ? PASCO_OK
+	                    : pasci_model_fail(PASCO_ENOMEM, "out of memory");
+}
+
+/* Keras's defaults of an initializer class. */
+static pasco_initializer
+init_defaults(pasco_init_kind kind)
+{
+	switch (kind) {
+	case PASCO_INIT_ONES:
+		return pasco_init_ones();
+	case PASCO_INIT_CONSTANT:
+		return pasco_init_constant(0);
+	case PASCO_INIT_UNIFORM:
+		return pasco_init_uniform(-0.05, 0.05, 0);
+	case PASCO_INIT_NORMAL:
+		return pasco_init_normal(0, 0.05, 0);
+	case PASCO_INIT_TRUNCATED_NORMAL:
+		return pasco_init_truncated_normal(0, 0.05, 0);
+	case PASCO_INIT_GLOROT_UNIFORM:
+		return pasco_init_glorot_uniform(0);
+	default:
+		return pasco_init_zeros();
+	}
+}
+
+static int
+read_init(const cJSON *parent, const char *key, pasco_initializer *in,
+    const char *where)
+{
+	static const char *const keys[] = {
+	    "value", "minval", "maxval", "mean", "stddev", "seed"};
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, key), *c;
+	char         at[160];
+	int          kind;
+	if (o == NULL) {
+		return PASCO_OK;
+	}
+	pasci_fmt(at, sizeof(at), "%s: %s", where, key);
+	if (pasci_json_read_class(
+	        o, init_classes, COUNT(init_classes), &kind, &c, at) != 0 ||
+	    pasci_json_check_keys(c, keys, COUNT(keys), at) != 0) {
+		return PASCO_EINVAL;
+	}
+	*in = init_defaults((pasco_init_kind) kind);
+	return pasci_json_number(
+	           c, "value", &in->value, false, -HUGE_VAL, at) != 0 ||
+	               pasci_json_number(
+	                   c, "minval", &in->minval, false, -HUGE_VAL, at) ||
+	               pasci_json_number(
+	                   c, "maxval", &in->maxval, false, -HUGE_VAL, at) ||
+	               pasci_json_number(
+	                   c, "mean", &in->mean, false, -HUGE_VAL, at) ||
+	               pasci_json_number(
+	                   c, "stddev", &in->stddev, false, 0, at) ||
+	               pasci_json_seed(c, &in->seed, at)
+	           ? PASCO_EINVAL
+	           : PASCO_OK;
+}
+
+static int
+read_act(const cJSON *c, pasco_act *a, const char *where)
+{
+	const char *name = NULL;
+	if (pasci_json_string(c, "activation", &name, where) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (name == NULL) {
+		return PASCO_OK;
+	}
+	for (int k = PASCO_ACT_LINEAR; k <= PASCO_ACT_SOFTMAX; k++) {
+		if (strcmp(name, pasco_act_name((pasco_act) k)) == 0) {
+			*a = (pasco_act) k;
+			return PASCO_OK;
+		}
+	}
+	return pasci_model_fail(PASCO_EINVAL,
+	    "%s: unknown activation '%s' (linear, relu, sigmoid, tanh, "
+	    "softmax)",
+	    where, name);
+}
+
+static int
+read_partitioner(const cJSON *c, pasco_partitioner *p, const char *where)
+{
+	static const char *const keys[] = {"num_shards", "min_shard_bytes",
+	    "max_shard_bytes", "max_shards", "bytes_per_string"};
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(c, "partitioner"),
+	            *pc;
+	char at[160];
+	int  kind;
+	if (o == NULL || cJSON_IsNull(o)) {
+		return PASCO_OK;
+	}
+	pasci_fmt(at, sizeof(at), "%s: partitioner", where);
+	if (pasci_json_read_class(
+	        o, part_classes, COUNT(part_classes), &kind, &pc, at) != 0 ||
+	    pasci_json_check_keys(pc, keys, COUNT(keys), at) != 0) {
+		return PASCO_EINVAL;
+	}
+	*p = kind == PASCO_PARTITION_MIN_SIZE
+	         ? pasco_min_size_partitioner(256 << 10, 1, 16)
+	     : kind == PASCO_PARTITION_MAX_SIZE
+	         ? pasco_max_size_partitioner(0, 0, 16)
+	         : (pasco_partitioner){.kind = (pasco_partitioner_kind) kind};
+	return pasci_json_int(pc, "num_shards", &p->num_shards, 1, at) ||
+	               pasci_json_int(pc, "min_shard_bytes",
+	                   &p->min_shard_bytes, 1, at) ||
+	               pasci_json_int(pc, "max_shard_bytes",
+	                   &p->max_shard_bytes, 1, at) ||
+	               pasci_json_int(
+	                   pc, "max_shards", &p->max_shards, 0, at) ||
+	               pasci_json_int(
+	                   pc, "bytes_per_string", &p->bytes_per_string, 0, at)
+	           ? PASCO_EINVAL
+	           : PASCO_OK;
+}
+
+static int
+read_l2(const cJSON *c, double *l2, const char *where)
+{
+	static const char *const names[] = {NULL, "L2"};
+	static const char *const keys[]  = {"l2"};
+	const cJSON             *o       = cJSON_GetObjectItemCaseSensitive(
+	                                  c, "kernel_regularizer"),
+	            *rc;
+	char at[160];
+	int  kind;
+	if (o == NULL || cJSON_IsNull(o)) {
+		return PASCO_OK;
+	}
+	pasci_fmt(at, sizeof(at), "%s: kernel_regularizer", where);
+	return pasci_json_read_class(o, names, 2, &kind, &rc, at) != 0 ||
+	               pasci_json_check_keys(rc, keys, 1, at) != 0 ||
+	               pasci_json_number(rc, "l2", l2, false, 0, at) != 0
+	           ? PASCO_EINVAL
+	           : PASCO_OK;
+}
+
+static int
+read_combiner(const cJSON *c, pasco_combiner *comb, const char *where)
+{
+	const char *name = NULL;
+	if (pasci_json_string(c, "combiner", &name, where) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (name != NULL && strcmp(name, "mean") != 0 &&
+	    strcmp(name, "sum") != 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: combiner must be \"mean\" or \"sum\", got \"%s\"",
+		    where, name);
+	}
+	if (name != NULL) {
+		*comb =
+		    name[0] == 's' ? PASCO_COMBINE_SUM : PASCO_COMBINE_MEAN;
+	}
+	return PASCO_OK;
+}
+
+/* The options of a layer of kind from its config c. */
+static int
+read_options(
+    const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
+{
+	static const char *const keys[][8] = {
+	    [PASCO_LAYER_DENSE] = {"name", "units", "activation", "use_bias",
+	        "kernel_initializer", "bias_initializer",
+	        "kernel_regularizer"},
+	    [PASCO_LAYER_EMBEDDING]   = {"name", "input_dim", "output_dim",
+	          "combiner", "embeddings_initializer", "partitioner"},
+	    [PASCO_LAYER_DROPOUT]     = {"name", "rate"},
+	    [PASCO_LAYER_ACTIVATION]  = {"name", "activation"},
+	    [PASCO_LAYER_CONCATENATE] = {"name", "axis"}};
+	size_t nkeys = 0;
+	double axis  = -1;
+	while (nkeys < 8 && keys[l->kind][nkeys] != NULL) {
+		nkeys++;
+	}
+	if (pasci_json_check_keys(c, keys[l->kind], nkeys, at) != 0 ||
+	    pasci_json_int(c, "units", &l->units, 1, at) != 0 ||
+	    read_act(c, &l->activation, at) != 0 ||
+	    pasci_json_bool(c, "use_bias", &l->use_bias, at) != 0 ||
+	    read_init(c, "kernel_initializer", &l->kernel_initializer, at) ||
+	    read_init(c, "bias_initializer", &l->bias_initializer, at) ||
+	    read_l2(c, &l->kernel_l2, at) != 0 ||
+	    pasci_json_int(c, "input_dim", &l->input_dim, 1, at) != 0 ||
+	    pasci_json_int(c, "output_dim", &l->output_dim, 1, at) != 0 ||
+	    read_combiner(c, &l->combiner, at) != 0 ||
+	    read_init(c, "embeddings_initializer", &l->embeddings_initializer,
+	        at) != 0 ||
+	    read_partitioner(c, part, at) != 0 ||
+	    pasci_json_number(c, "rate", &l->rate, false, 0, at) != 0 ||
+	    pasci_json_number(c, "axis", &axis, true, -1, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (axis != -1) {
+		return pasci_model_fail(
+		    PASCO_EINVAL, "%s: axis must be -1 (the last axis)", at);
+	}
+	if (part->kind != 0) {
+		l->partitioner = part;
+	}
+	return PASCO_OK;
+}
+
+/* Layer i's entry: class, config, and (functional) what it is called on,
+ * by name, among the inputs and the layers before it. */
+static int
+read_layer(const cJSON *o, size_t i, pasco_layer *layers,
+    pasco_partitioner *part, const pasco_model_input *ins, size_t nins,
+    bool functional)
+{
+	static const char *const keys[] = {
+	    "class_name", "config", "inbound_nodes"};
+	pasco_layer *l   = &layers[i];
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(o, "class_name");
+	const cJSON *c   = cJSON_GetObjectItemCaseSensitive(o, "config");
+	const cJSON *inbound =
+	    cJSON_GetObjectItemCaseSensitive(o, "inbound_nodes");
+	const cJSON *it;
+	const char  *name = "";
+	char         at[160];
+	int          kind;
+
+	snprintf(at, sizeof(at), "layers[%zu]", i);
+	if (pasci_json_check_keys(o, keys, functional ? 3 : 2, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	kind = cJSON_IsString(cls)
+	           ? class_index(
+	                 layer_classes, COUNT(layer_classes), cls->valuestring)
+	           : 0;
+	if (kind == 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: unknown class_name '%s' (Dense, Embedding, Dropout, "
+		    "Activation, Concatenate)",
+		    at, cJSON_IsString(cls) ? cls->valuestring : "(none)");
+	}
+	*l = pasci_layer_defaults((pasco_layer_kind) kind);
+	if (c != NULL && pasci_json_string(c, "name", &name, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (strlen(name) >= PASCO_LAYER_NAME_MAX) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: name is longer than %d bytes", at,
+		    PASCO_LAYER_NAME_MAX - 1);
+	}
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	snprintf(at, sizeof(at), "layers[%zu] (%s)", i, name[0] ? name : "?");
+	if (c != NULL && read_options(c, l, part, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (!functional) {
+		return PASCO_OK;
+	}
+	if (!cJSON_IsArray(inbound) || cJSON_GetArraySize(inbound) < 1 ||
+	    cJSON_GetArraySize(inbound) > PASCO_LAYER_MAX_INPUTS) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: inbound_nodes must list 1 to %d layer or input names",
+		    at, PASCO_LAYER_MAX_INPUTS);
+	}
+	cJSON_ArrayForEach(it, inbound)
+	{
+		int32_t r = INT32_MAX;
+		for (size_t k = 0; cJSON_IsString(it) && k < nins; k++) {
+			r = strcmp(ins[k].name, it->valuestring) == 0
+			        ? PASCO_MODEL_INPUT(k)
+			        : r;
+		}
+		for (size_t j = 0; cJSON_IsString(it) && j < i; j++) {
+			r = strcmp(layers[j].name, it->valuestring) == 0
+			        ? (int32_t) j
+			        : r;
+		}
+		if (r == INT32_MAX) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: inbound node '%s' is no input and no earlier "
+			    "layer",
+			    at,
+			    cJSON_IsString(it) ? it->valuestring
+			                       : "(not a name)");
+		}
+		l->inputs[l->ninputs++] = r;
+	}
+	return PASCO_OK;
+}
+
+static int
+read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
+{
+	static const char *const keys[] = {"name", "width", "ids"};
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "inputs"), *it;
+	size_t       k   = 0;
+	*n               = (size_t) cJSON_GetArraySize(arr);
+	if (!cJSON_IsArray(arr) || *n == 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "config: inputs must be a non-empty list of {name, width, "
+		    "ids}");
+	}
+	if ((*out = calloc(*n, sizeof(**out))) == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(it, arr)
+	{
+		char    at[48];
+		int64_t width = 0;
+		snprintf(at, sizeof(at), "inputs[%zu]", k);
+		(*out)[k].name = "";
+		if (pasci_json_check_keys(it, keys, 3, at) != 0 ||
+		    pasci_json_string(it, "name", &(*out)[k].name, at) != 0 ||
+		    pasci_json_int(it, "width", &width, 1, at) != 0 ||
+		    pasci_json_bool(it, "ids", &(*out)[k].ids, at) != 0) {
+			return PASCO_EINVAL;
+		}
+		if (width < 1 || (*out)[k].name[0] == 0) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: needs a name and a positive width", at);
+		}
+		(*out)[k++].width = width;
+	}
+	return PASCO_OK;
+}
+
+/* The model of config c (class Sequential or Functional). */
+static int
+read_model(const cJSON *c, bool functional, pasco_model **out)
+{
+	static const char *const keys[] = {"name", "seed", "inputs", "layers"};
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "layers"), *it;
+	pasco_model_input *ins    = NULL;
+	pasco_layer       *layers = NULL;
+	pasco_partitioner *parts  = NULL;
+	size_t      nins = 0, n = (size_t) cJSON_GetArraySize(arr), i = 0;
+	uint64_t    seed = 0;
+	const char *name = NULL;
+	int         rv;
+
+	if ((rv = pasci_json_check_keys(c, keys, 4, "config")) != 0 ||
+	    (rv = pasci_json_seed(c, &seed, "config")) != 0 ||
+	    (rv = pasci_json_string(c, "name", &name, "config")) != 0 ||
+	    (rv = read_inputs(c, &ins, &nins)) != 0) {
+		goto done;
+	}
+	if (!cJSON_IsArray(arr) || n == 0) {
+		rv = pasci_model_fail(
+		    PASCO_EINVAL, "config: layers must be a non-empty list");
+		goto done;
+	}
+	layers = calloc(n, sizeof(*layers));
+	parts  = calloc(n, sizeof(*parts));
+	if (layers == NULL || parts == NULL) {
+		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
+		goto done;
+	}
+	cJSON_ArrayForEach(it, arr)
+	{
+		if ((rv = read_layer(it, i, layers, &parts[i], ins, nins,
+		         functional)) != 0) {
+			goto done;
+		}
+		i++;
+	}
+	if (!functional && nins != 1) {
+		rv = pasci_model_fail(PASCO_EINVAL,
+		    "config: a Sequential model has one input, got %zu", nins);
+		goto done;
+	}
+	rv = functional
+	         ? pasco_model_functional(out, nins, ins, n, layers, seed)
+	         : pasco_model_sequential(out, ins[0].width, n, layers, seed);
+	if (rv == 0 && !functional) {
+		if ((*out)->inputs[0].ids != ins[0].ids) {
+			pasco_model_free(*out);
+			*out = NULL;
+			rv   = pasci_model_fail(PASCO_EINVAL,
+			      "inputs[0]: ids must be %s: the first layer is "
+			        "%san "
+			        "Embedding",
+                            ins[0].ids ? "false" : "true",
+                            ins[0].ids ? "not " : "");
+			goto done;
+		}
+		snprintf((*out)->inputs[0].name,
+		    sizeof((*out)->inputs[0].name), "%s", ins[0].name);
+	}
+	if (rv == 0 && name != NULL) {
+		rv = pasco_model_set_name(*out, name);
+	}
+done:
+	free(parts);
+	free(layers);
+	free(ins);
+	return rv;
+}
+
+int
+pasco_model_from_json(const char *json, pasco_model **out)
+{
+	static const char *const keys[] = {
+	    "class_name", "config", "compile_config"};
+	cJSON       *root;
+	const cJSON *cls;
+	int          rv;
+
+	*out = NULL;
+	if (json == NULL || (root = cJSON_Parse(json)) == NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "model config: not JSON (near '%.20s')",
+		    json != NULL && cJSON_GetErrorPtr() != NULL
+		        ? cJSON_GetErrorPtr()
+		        : "");
+	}
+	cls = cJSON_GetObjectItemCaseSensitive(root, "class_name");
+	if ((rv = pasci_json_check_keys(root, keys, 3, "model config")) != 0) {
+		goto done;
+	}
+	if (!cJSON_IsString(cls) ||
+	    (strcmp(cls->valuestring, "Sequential") != 0 &&
+	        strcmp(cls->valuestring, "Functional") != 0)) {
+		rv = pasci_model_fail(PASCO_EINVAL,
+		    "model config: class_name must be Sequential or "
+		    "Functional");
+		goto done;
+	}
+	rv = read_model(cJSON_GetObjectItemCaseSensitive(root, "config"),
+	    cls->valuestring[0] == 'F', out);
+	if (rv == 0 && (rv = pasci_compile_from_json(root, *out)) != 0) {
+		pasco_model_free(*out);
+		*out = NULL;
+	}
+done:
+	cJSON_Delete(root);
+	return rv;
+}

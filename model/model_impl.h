@@ -1,0 +1,71 @@
+/*
+ * Models as data and compiled models, between model/config.c (the JSON
+ * of layers), model/compile.c (the compile config, metrics' counts),
+ * model/sequential.c (the batch steps), and the layers above that run
+ * them: worker/model_steps.c (the built-in step functions) and
+ * coordinator/model_fit.c (fit, evaluate, predict).
+ */
+#ifndef PASCI_MODEL_IMPL_H
+#define PASCI_MODEL_IMPL_H
+
+#include <cjson/cJSON.h>
+
+#include "layers_impl.h"
+#include "pasco/model.h"
+
+/* JSON readers: each names `where` in its message (pasco_model_last_error)
+ * and returns PASCO_EINVAL on a bad field. */
+int pasci_json_check_keys(
+    const cJSON *o, const char *const *keys, size_t n, const char *where);
+int pasci_json_number(const cJSON *o, const char *key, double *v,
+    bool integral, double lo, const char *where);
+int pasci_json_bool(
+    const cJSON *o, const char *key, bool *v, const char *where);
+int pasci_json_int(
+    const cJSON *o, const char *key, int64_t *v, double lo, const char *where);
+/* A seed: a whole number, or a string of digits (past 2^53). */
+int pasci_json_seed(const cJSON *o, uint64_t *seed, const char *where);
+int pasci_json_string(
+    const cJSON *o, const char *key, const char **s, const char *where);
+int pasci_json_read_class(const cJSON *o, const char *const *names, size_t n,
+    int *kind, const cJSON **config, const char *where);
+/* {"class_name": cls, "config": {}} under key; the config, or NULL. */
+cJSON *pasci_json_class(cJSON *parent, const char *key, const char *cls);
+
+/* The compile config into root ("compile_config") when m is compiled;
+ * false without memory. And back: m compiled from root's, if any. */
+bool pasci_compile_to_json(cJSON *root, const pasco_model *m);
+int  pasci_compile_from_json(const cJSON *root, pasco_model *m);
+
+/* Adds a batch's metric counts (output `pred` against targets y) into
+ * state (m->compile.state_len numbers). PASCO_EINVAL with a message
+ * naming the metric and shapes when y does not fit. */
+int pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
+    const pasco_tensor *y, double *state);
+
+/* Metric k's value from the state (NaN when nothing was counted). */
+double pasci_metric_result(
+    const pasco_model *m, size_t k, const double *state);
+
+/* A training step on a batch: read, loss, gradient, one mixed apply with
+ * opt; *loss gets the loss; state (may be NULL) the metrics' counts. On
+ * failure the tape's error. Blocks. */
+int pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_optimizer *opt, double *loss, double *state);
+
+/* An evaluation on a batch: read, loss; sums[0] += loss * batch, sums[1]
+ * += batch, sums + 2 gets the metrics' counts. */
+int pasci_model_eval_batch(const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *inputs, const pasco_tensor *y, double *sums);
+
+/* x and y of a dataset element (a LIST (x, y), or x alone when y is not
+ * needed: *y NULL), and the model's inputs from x (a tensor for a model
+ * with one input, or a DICT by input name), borrowed from e. */
+int pasci_model_element(const pasco_model *m, const pasco_value *e,
+    bool need_y, pasco_tensor **inputs, const pasco_tensor **y);
+
+/* The batch size of an element's first input. */
+int64_t pasci_model_batch_size(const pasco_model *m, pasco_tensor *const *in);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * The worker and ps program of the model tests (test_model_fit.c): no
+ * model code and no step function, only dataset factories. The model
+ * arrives as step arguments and the library's own steps train, evaluate
+ * and predict it.
+ */
+#include <pasco.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "model_data.h"
+
+typedef struct stream {
+	uint64_t seed, next;
+	int      width;
+} stream;
+
+static int
+stream_next(void *arg, pasco_value **out)
+{
+	stream *s = arg;
+	*out      = md_batch(s->seed, s->next, 1, MD_BATCH, s->width);
+	s->next += MD_BATCH;
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+static int
+train_stream(const pasco_dataset_context *ctx, int width, pasco_dataset **out)
+{
+	stream *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		return PASCO_ENOMEM;
+	}
+	s->seed  = 1000 + (uint64_t) ctx->worker_index;
+	s->width = width;
+	return pasco_dataset_from_generator(out, stream_next, NULL, free, s);
+}
+
+/* Endless (x, y) batches of 32, each worker its own stream. */
+PASCO_DATASET(md_train)
+{
+	return train_stream(ctx, MD_FEATURES, out);
+}
+
+/* The same with 3 features: the model's first Dense refuses them. */
+PASCO_DATASET(md_bad_width)
+{
+	return train_stream(ctx, MD_FEATURES - 1, out);
+}
+
+/* Shard worker_index of num_workers of the MD_EVAL evaluation examples
+ * (seed 7): examples i % num_workers == worker_index, in batches of
+ * MD_EVAL_BATCH, then the end. */
+PASCO_DATASET(md_eval)
+{
+	int64_t      k = ctx->worker_index, n = ctx->num_workers;
+	int64_t      count = (MD_EVAL - k + n - 1) / n;
+	pasco_value *all =
+	    md_batch(7, (uint64_t) k, (uint64_t) n, count, MD_FEATURES);
+	pasco_dataset *ds;
+	int            rv;
+	if (all == NULL) {
+		return PASCO_ENOMEM;
+	}
+	rv = pasco_dataset_from_tensors(&ds, all);
+	pasco_value_free(all);
+	return rv != 0 ? rv
+	               : pasco_dataset_batch(out, ds, MD_EVAL_BATCH, false);
+}
+
+static int
+no_chief(const pasco_cluster *cluster, int argc, char **argv)
+{
+	(void) cluster;
+	(void) argc;
+	fprintf(stderr, "%s runs as a worker or a ps only\n", argv[0]);
+	return 2;
+}
+
+int
+main(int argc, char **argv)
+{
+	return pasco_main(argc, argv, no_chief);
+}

@@ -1,0 +1,326 @@
+/*
+ * compile / fit / evaluate / predict with real processes (issue 20): this
+ * test is the chief; 2 ps and 2 workers are model_node processes on
+ * loopback, which have dataset factories and no model code. A small MLP
+ * learns separable synthetic data with pasco_model_fit; evaluate and
+ * predict are checked against values computed here from the trained
+ * variables; a layer's shape error comes back from a worker to the chief.
+ */
+#include "helpers.h"
+#include "model_data.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+TestSuite(model_fit, .timeout = 120);
+
+typedef struct cluster {
+	char               spec[512];
+	pid_t              pids[4];
+	pasco_cluster     *cluster;
+	pasco_strategy    *s;
+	pasco_coordinator *c;
+} cluster;
+
+static cluster K;
+
+static pid_t
+spawn(const char *role, int index, const char *root)
+{
+	char        config[700];
+	const char *node  = getenv("PASCO_MODEL_NODE");
+	pid_t       chief = getpid(), pid;
+	if (node == NULL) {
+		cr_skip_test(
+		    "PASCO_MODEL_NODE is not set (run through meson)");
+	}
+	snprintf(config, sizeof(config),
+	    "{%s, \"task\": {\"type\": \"%s\", \"index\": %d}}", K.spec, role,
+	    index);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != chief) {
+			_exit(127);
+		}
+		setenv("TF_CONFIG", config, 1);
+		setenv("PASCO_LOG", "0", 1);
+		if (root != NULL) { /* where a ps may write checkpoints */
+			setenv("PASCO_CHECKPOINT_DIR", root, 1);
+		}
+		execl(node, node, (char *) NULL);
+		_exit(127);
+	}
+	cr_assert_gt(pid, 0);
+	return pid;
+}
+
+/* 2 ps, 2 workers, and this process's strategy and coordinator; root
+ * (may be NULL): where the ps may write. */
+static void
+start(const char *root)
+{
+	char json[600], err[256];
+	memset(&K, 0, sizeof(K));
+	snprintf(K.spec, sizeof(K.spec),
+	    "\"cluster\": {\"ps\": [\"127.0.0.1:%d\", \"127.0.0.1:%d\"], "
+	    "\"worker\": [\"127.0.0.1:%d\", \"127.0.0.1:%d\"]}",
+	    test_free_port(), test_free_port(), test_free_port(),
+	    test_free_port());
+	K.pids[0] = spawn("ps", 0, root);
+	K.pids[1] = spawn("ps", 1, root);
+	K.pids[2] = spawn("worker", 0, root);
+	K.pids[3] = spawn("worker", 1, root);
+	snprintf(json, sizeof(json), "{%s}", K.spec);
+	PASCO_PASS(
+	    pasco_cluster_parse_json(&K.cluster, json, err, sizeof(err)));
+	PASCO_PASS(pasco_strategy_create(&K.s, K.cluster,
+	    &(pasco_strategy_options){.connect_timeout_ms = 20000}));
+	PASCO_PASS(pasco_coordinator_create(&K.c, K.s, NULL));
+	pasco_layer_reset_names();
+}
+
+static void
+stop(void)
+{
+	pasco_coordinator_destroy(K.c);
+	pasco_strategy_destroy(K.s);
+	for (int i = 0; i < 4; i++) {
+		if (K.pids[i] > 0) {
+			kill(K.pids[i], SIGKILL);
+			waitpid(K.pids[i], NULL, 0);
+		}
+	}
+	pasco_cluster_free(K.cluster);
+}
+
+static pasco_model *
+mlp(void)
+{
+	pasco_model *m;
+	pasco_layer  l[] = {pasco_layer_dense(16, PASCO_ACT_RELU),
+	     pasco_layer_dense(MD_CLASSES, PASCO_ACT_SOFTMAX)};
+	PASCO_PASS(pasco_model_sequential(&m, MD_FEATURES, 2, l, 42));
+	PASCO_PASS(pasco_model_compile(m,
+	    &(pasco_compile_options){.loss = "sparse_categorical_crossentropy",
+	        .optimizer                 = pasco_adam(0.02, false),
+	        .metrics                   = (const char *[]){"accuracy"},
+	        .nmetrics                  = 1}));
+	return m;
+}
+
+static double
+log_of(const pasco_logs *logs, const char *name)
+{
+	double v = NAN;
+	cr_assert(pasco_logs_get(logs, name, &v), "no %s in the logs", name);
+	return v;
+}
+
+/* The trained model's outputs, computed here in double from its
+ * variables read back from the ps: probs[MD_EVAL][MD_CLASSES] of the
+ * evaluation examples; returns their mean loss, *acc their accuracy. */
+static double
+expected(pasco_model *m, double (*probs)[MD_CLASSES], double *acc)
+{
+	pasco_tensor *v[4];
+	double        loss  = 0;
+	int           right = 0;
+	for (size_t k = 0; k < 4; k++) {
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(m, k), &v[k]));
+	}
+	for (int i = 0; i < MD_EVAL; i++) {
+		float   x[MD_FEATURES];
+		double  h[16], z[MD_CLASSES], mx = -HUGE_VAL, sum = 0;
+		int64_t y = md_example(7, (uint64_t) i, x), best = 0;
+		for (int u = 0; u < 16; u++) {
+			h[u] = pasco_tensor_get(v[1], u);
+			for (int j = 0; j < MD_FEATURES; j++) {
+				h[u] +=
+				    x[j] * pasco_tensor_get(v[0], j * 16 + u);
+			}
+			h[u] = fmax(h[u], 0);
+		}
+		for (int c = 0; c < MD_CLASSES; c++) {
+			z[c] = pasco_tensor_get(v[3], c);
+			for (int u = 0; u < 16; u++) {
+				z[c] += h[u] * pasco_tensor_get(
+				                   v[2], u * MD_CLASSES + c);
+			}
+			mx = fmax(mx, z[c]);
+		}
+		for (int c = 0; c < MD_CLASSES; c++) {
+			sum += exp(z[c] - mx);
+		}
+		for (int c = 0; c < MD_CLASSES; c++) {
+			probs[i][c] = exp(z[c] - mx) / sum;
+			best        = probs[i][c] > probs[i][best] ? c : best;
+		}
+		loss -= log(probs[i][y]) / MD_EVAL;
+		right += best == y;
+	}
+	for (size_t k = 0; k < 4; k++) {
+		pasco_tensor_release(v[k]);
+	}
+	*acc = (double) right / MD_EVAL;
+	return loss;
+}
+
+/* Shard k of 2's predictions file: its header and one row per example
+ * k, k + 2, ... in order, each the expected probabilities. */
+static int
+check_predictions(const char *dir, int k, double (*probs)[MD_CLASSES])
+{
+	char  path[256], line[256];
+	int   rows = 0;
+	FILE *f;
+	snprintf(
+	    path, sizeof(path), "%s/predictions-%05d-of-00002.csv", dir, k);
+	cr_assert_not_null(f = fopen(path, "r"), "no %s", path);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_assert_str_eq(line, "output_0,output_1,output_2\n");
+	while (fgets(line, sizeof(line), f) != NULL) {
+		int    i = k + 2 * rows++;
+		double p[MD_CLASSES];
+		cr_assert_eq(sscanf(line, "%lf,%lf,%lf", &p[0], &p[1], &p[2]),
+		    3, "%s: row %d: %s", path, rows, line);
+		cr_assert_lt(i, MD_EVAL, "%s: too many rows", path);
+		for (int c = 0; c < MD_CLASSES; c++) {
+			cr_assert_float_eq(p[c], probs[i][c], 1e-5,
+			    "%s: row %d (example %d) output %d: %g, want %g",
+			    path, rows, i, c, p[c], probs[i][c]);
+		}
+	}
+	fclose(f);
+	return rows;
+}
+
+Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
+{
+	static double   probs[MD_EVAL][MD_CLASSES];
+	pasco_history   h;
+	pasco_logs      eval;
+	pasco_variable *gs;
+	pasco_tensor   *step;
+	char            dir[] = "/tmp/pasco-predict-XXXXXX", cmd[64];
+	double          acc, loss;
+	int64_t         rows;
+
+	char             root[] = "/tmp/pasco-model-fit-XXXXXX", path[256];
+	pasco_callbacks *cbs;
+	pasco_callback   cb;
+	int64_t          saved;
+
+	cr_assert_not_null(mkdtemp(root));
+	start(root);
+	/* checkpoints and TensorBoard, as any fit has them */
+	snprintf(path, sizeof(path), "%s/ckpt", root);
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	PASCO_PASS(pasco_callback_checkpoint(
+	    &cb, &(pasco_checkpoint_callback_options){
+	             .strategy = K.s, .dir = path, .keep = 2}));
+	PASCO_PASS(pasco_callbacks_add(cbs, cb));
+	snprintf(path, sizeof(path), "%s/tb", root);
+	PASCO_PASS(pasco_callback_tensorboard(
+	    &cb, &(pasco_tensorboard_options){.logdir = path}));
+	PASCO_PASS(pasco_callbacks_add(cbs, cb));
+	pasco_model *m  = mlp();
+	int          rv = pasco_model_fit(K.c, m,
+	             &(pasco_model_fit_options){.dataset = "md_train",
+	                 .epochs                         = 3,
+	                 .steps_per_epoch                = 40,
+	                 .steps_per_execution            = 2,
+	                 .validation_dataset             = "md_eval",
+	                 .callbacks                      = cbs},
+	             &h);
+	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
+	cr_assert_eq(h.count, 3);
+	cr_assert_lt(
+	    log_of(&h.epochs[2], "loss"), log_of(&h.epochs[0], "loss"));
+	cr_assert_gt(log_of(&h.epochs[2], "accuracy"), 0.9,
+	    "training accuracy %g", log_of(&h.epochs[2], "accuracy"));
+	cr_assert_gt(log_of(&h.epochs[2], "val_accuracy"), 0.9);
+	/* one global step per training step: one mixed apply each */
+	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+	PASCO_PASS(pasco_variable_read(gs, &step));
+	cr_assert_eq(pasco_tensor_get(step, 0), 3 * 40);
+	pasco_tensor_release(step);
+	pasco_variable_free(gs);
+	pasco_callbacks_free(cbs);
+	snprintf(path, sizeof(path), "%s/ckpt", root);
+	PASCO_PASS(pasco_checkpoint_latest(path, path, sizeof(path), &saved));
+	cr_assert_eq(saved, 3 * 40);
+	snprintf(path, sizeof(path),
+	    "ls %s/tb/train | grep -q tfevents && ls %s/tb/eval | grep -q "
+	    "tfevents",
+	    root, root);
+	cr_assert_eq(system(path), 0, "TensorBoard wrote no event files");
+
+	/* evaluate, exactly once over 3 shards, against this test's math */
+	loss = expected(m, probs, &acc);
+	cr_assert_eq(pasco_model_evaluate(K.c, m,
+	                 &(pasco_model_evaluate_options){
+	                     .dataset = "md_eval", .shards = 3},
+	                 &eval),
+	    0, "evaluate: %s", pasco_model_last_error());
+	cr_assert_float_eq(log_of(&eval, "loss"), loss, 1e-4 * (1 + loss));
+	cr_assert_float_eq(
+	    log_of(&eval, "accuracy"), acc, 1.0 / MD_EVAL + 1e-9);
+	/* the last epoch's validation saw the same weights and examples */
+	cr_assert_float_eq(
+	    log_of(&h.epochs[2], "val_loss"), loss, 1e-4 * (1 + loss));
+	pasco_history_fini(&h);
+
+	/* predict: a file per shard, every example once, in order */
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(pasco_model_predict(K.c, m,
+	                 &(pasco_model_predict_options){
+	                     .dataset = "md_eval", .shards = 2, .dir = dir},
+	                 &rows),
+	    0, "predict: %s", pasco_model_last_error());
+	cr_assert_eq(rows, MD_EVAL);
+	cr_assert_eq(check_predictions(dir, 0, probs) +
+	                 check_predictions(dir, 1, probs),
+	    MD_EVAL);
+	snprintf(cmd, sizeof(cmd), "test $(ls %s | wc -l) = 2", dir);
+	cr_assert_eq(system(cmd), 0, "only the two files, no temporary ones");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	pasco_model_free(m);
+	stop();
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	cr_assert_eq(system(path), 0);
+}
+
+Test(model_fit, a_layers_shape_error_reaches_the_chief)
+{
+	pasco_history h;
+	start(NULL);
+	pasco_model *m  = mlp();
+	int          rv = pasco_model_fit(K.c, m,
+	             &(pasco_model_fit_options){
+	                 .dataset = "md_bad_width", .steps_per_epoch = 4},
+	             &h);
+	cr_assert_eq(rv, PASCO_EINVAL, "%s", pasco_strerror(rv));
+	cr_assert(
+	    strstr(pasco_model_last_error(),
+	        "dense: input [32, 3] does not match kernel [4, 16]") != NULL,
+	    "%s", pasco_model_last_error());
+	pasco_history_fini(&h);
+	/* and evaluate names a factory the workers lack */
+	pasco_logs logs;
+	cr_assert_neq(
+	    pasco_model_evaluate(K.c, m,
+	        &(pasco_model_evaluate_options){.dataset = "nope"}, &logs),
+	    0);
+	cr_assert(
+	    strstr(pasco_model_last_error(), "no dataset factory 'nope'"),
+	    "%s", pasco_model_last_error());
+	pasco_model_free(m);
+	stop();
+}

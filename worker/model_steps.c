@@ -1,0 +1,401 @@
+/*
+ * The library's own step functions for compiled models (model.h), found
+ * by the registry under names no PASCO_FUNCTION can take:
+ *   pasco.model_train     model args, iterator[, global step][, metric
+ *                         state]: one training step on the iterator's
+ *                         next batch; returns the loss (f64 scalar) and
+ *                         adds the batch's metric counts to the state
+ *                         (one assign_add).
+ *   pasco.model_evaluate  model args, factory, shard, shards: the whole
+ *                         shard; returns [loss sum, examples, counts...].
+ *   pasco.model_predict   model args, factory, dir, shard, shards: the
+ *                         shard's outputs into one CSV file, written to a
+ *                         temporary name and renamed; returns its rows.
+ * A shard's dataset is the factory's, called with worker_index = shard
+ * and num_workers = shards. Run by the worker's handler threads, each
+ * call with its own model copy and tapes.
+ */
+#include "model_impl.h"
+#include "pasco/function.h"
+#include "registry.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NAME_MAX_BYTES 4096
+
+/* Argument i, a u8 tensor, as a string into buf. */
+static int
+string_arg(pasco_call *call, size_t i, char *buf, size_t len)
+{
+	const pasco_tensor *t;
+	int                 rv = pasco_call_tensor(call, i, &t);
+	if (rv != 0) {
+		return rv;
+	}
+	if (t->dtype != PASCO_U8 || t->rank != 1 || (size_t) t->count >= len) {
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "argument %zu is not a string (u8 [n], n < %zu)", i, len);
+	}
+	memcpy(buf, t->data, (size_t) t->count);
+	buf[t->count] = 0;
+	return PASCO_OK;
+}
+
+static int
+i64_arg(pasco_call *call, size_t i, int64_t *v)
+{
+	const pasco_tensor *t;
+	int                 rv = pasco_call_tensor(call, i, &t);
+	if (rv == 0) {
+		*v = (int64_t) pasco_tensor_get(t, 0);
+	}
+	return rv;
+}
+
+static int
+return_f64(pasco_call *call, size_t n, const double *v)
+{
+	pasco_tensor *t;
+	int           rv = pasco_tensor_from(
+	              &t, PASCO_F64, 1, (int64_t[]){(int64_t) n}, v, n * sizeof(double));
+	if (rv != 0) {
+		return pasco_call_fail(call, rv, "out of memory");
+	}
+	pasco_call_return(call, pasco_value_tensor(t));
+	return PASCO_OK;
+}
+
+/* A tape seed for a training step: the model's seed, this worker and a
+ * count of this process's steps, so dropout masks differ step to step. */
+static uint64_t
+step_seed(const pasco_model *m, pasco_call *call)
+{
+	static atomic_uint_fast64_t steps;
+	uint64_t                    z = m->seed ^
+	             ((uint64_t) pasco_call_worker_index(call) << 40) ^
+	             (atomic_fetch_add(&steps, 1) * 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	return (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+}
+
+/* Adds counts to the metric state on its ps with one assign_add. */
+static int
+add_state(
+    pasco_call *call, pasco_variable *state, const double *counts, size_t n)
+{
+	pasco_tensor *t;
+	int rv = pasco_tensor_from(&t, PASCO_F64, 1, (int64_t[]){(int64_t) n},
+	    counts, n * sizeof(double));
+	if (rv == 0) {
+		rv = pasco_variable_assign_add(state, t);
+		pasco_tensor_release(t);
+	}
+	return rv != 0 ? pasco_call_fail(call, rv, "metrics: %s",
+	                     pasco_variable_error(state))
+	               : PASCO_OK;
+}
+
+/* One training step of model m on the next batch of the iterator at
+ * argument k; *loss and counts (may be NULL) get its results. */
+static int
+train_once(pasco_call *call, const pasco_model *m, size_t k,
+    const pasco_optimizer *opt, double *loss, double *counts)
+{
+	pasco_tensor      **in = calloc(m->ninputs, sizeof(*in));
+	const pasco_tensor *y;
+	pasco_dataset      *it;
+	pasco_value        *e = NULL;
+	pasco_tape         *tp;
+	int                 rv;
+
+	if (in == NULL || pasco_tape_alloc(&tp, true, step_seed(m, call))) {
+		free(in);
+		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
+	}
+	if ((rv = pasco_call_iterator(call, k, &it)) == 0 &&
+	    (rv = pasco_dataset_next(it, &e)) != 0) {
+		pasco_call_fail(call, rv, "training data: %s",
+		    rv == PASCO_EOUTOFRANGE ? "the dataset ended (repeat it)"
+		                            : pasco_dataset_last_error());
+	} else if (rv == 0 &&
+	           (rv = pasci_model_element(m, e, true, in, &y)) != 0) {
+		pasco_call_fail(call, rv, "%s", pasco_model_last_error());
+	} else if (rv == 0 && (rv = pasci_model_train_batch(
+	                           m, tp, in, y, opt, loss, counts)) != 0) {
+		pasco_call_fail(call, rv, "%s", pasco_tape_message(tp));
+	}
+	pasco_tape_free(tp);
+	pasco_value_free(e);
+	free(in);
+	return rv;
+}
+
+static int
+model_train(pasco_call *call)
+{
+	pasco_model    *m;
+	pasco_variable *state = NULL;
+	pasco_optimizer opt;
+	double         *counts = NULL, loss = 0;
+	size_t          k;
+	int             rv;
+
+	if ((rv = pasco_model_from_call(call, 0, &m)) != 0) {
+		return rv;
+	}
+	k   = pasco_model_num_args(m);
+	opt = m->compile.opt;
+	if (m->compile.global_step &&
+	    (rv = pasco_call_variable(call, k + 1, &opt.iterations)) != 0) {
+		goto done;
+	}
+	if (m->compile.nmetrics > 0 &&
+	    ((rv = pasco_call_variable(
+	          call, k + 1 + m->compile.global_step, &state)) != 0 ||
+	        (counts = calloc(m->compile.state_len, sizeof(double))) ==
+	            NULL)) {
+		rv = rv != 0 ? rv
+		             : pasco_call_fail(
+		                   call, PASCO_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rv = train_once(call, m, k, &opt, &loss, counts)) == 0 &&
+	    (state == NULL || (rv = add_state(call, state, counts,
+	                           m->compile.state_len)) == 0)) {
+		rv = return_f64(call, 1, &loss);
+	}
+done:
+	free(counts);
+	pasco_model_free(m);
+	return rv;
+}
+
+/* The dataset of shard (shard, shards) of the factory named at argument
+ * k: the factory called with worker_index shard of num_workers shards. */
+static int
+shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
+{
+	char                  name[NAME_MAX_BYTES];
+	int64_t               shard, shards;
+	pasco_dataset_factory f;
+	size_t                n = pasco_call_arg_count(call);
+	int                   rv;
+	if ((rv = string_arg(call, k, name, sizeof(name))) != 0 ||
+	    (rv = i64_arg(call, n - 2, &shard)) != 0 ||
+	    (rv = i64_arg(call, n - 1, &shards)) != 0) {
+		return rv;
+	}
+	if ((f = pasci_dataset_find(name)) == NULL) {
+		return pasco_call_fail(call, PASCO_ENOTFOUND,
+		    "no dataset factory '%s' on this worker", name);
+	}
+	pasco_dataset_context ctx = {(int32_t) shard, (int32_t) shards};
+	if ((rv = f(&ctx, ds)) != 0) {
+		return pasco_call_fail(call, rv,
+		    "dataset '%s', shard %lld: %s", name, (long long) shard,
+		    pasco_dataset_last_error());
+	}
+	return PASCO_OK;
+}
+
+/* Runs fn on every batch of the shard's dataset: fn gets the inputs and
+ * targets of each, on a tape of its own (not training). */
+typedef int (*batch_fn)(void *arg, const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *in, const pasco_tensor *y);
+
+static int
+each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
+    batch_fn fn, void *arg)
+{
+	pasco_tensor      **in = calloc(m->ninputs, sizeof(*in));
+	const pasco_tensor *y;
+	pasco_dataset      *ds = NULL;
+	pasco_value        *e  = NULL;
+	pasco_tape         *tp;
+	bool                from_data = false;
+	int                 rv;
+
+	if (in == NULL) {
+		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
+	}
+	rv = shard_dataset(call, k, &ds);
+	while (rv == 0) {
+		if ((rv = pasco_dataset_next(ds, &e)) != 0) {
+			from_data = true;
+		} else if (pasco_call_is_cancelled(call)) {
+			rv = pasco_call_fail(
+			    call, PASCO_ECANCELLED, "cancelled");
+		} else if ((rv = pasci_model_element(m, e, need_y, in, &y)) !=
+		           0) {
+			pasco_call_fail(
+			    call, rv, "%s", pasco_model_last_error());
+		} else if ((rv = pasco_tape_alloc(&tp, false, 0)) == 0) {
+			if ((rv = fn(arg, m, tp, in, y)) != 0) {
+				pasco_call_fail(call, rv, "%s",
+				    pasco_tape_message(tp)[0]
+				        ? pasco_tape_message(tp)
+				        : pasco_model_last_error());
+			}
+			pasco_tape_free(tp);
+		}
+		pasco_value_free(e);
+		e = NULL;
+	}
+	if (from_data && rv == PASCO_EOUTOFRANGE) {
+		rv = PASCO_OK;
+	} else if (from_data) {
+		pasco_call_fail(
+		    call, rv, "data: %s", pasco_dataset_last_error());
+	}
+	pasco_dataset_free(ds);
+	free(in);
+	return rv;
+}
+
+static int
+eval_batch(void *arg, const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *in, const pasco_tensor *y)
+{
+	return pasci_model_eval_batch(m, tp, in, y, arg);
+}
+
+static int
+model_evaluate(pasco_call *call)
+{
+	pasco_model *m;
+	double      *sums;
+	int          rv;
+	if ((rv = pasco_model_from_call(call, 0, &m)) != 0) {
+		return rv;
+	}
+	if ((sums = calloc(2 + m->compile.state_len, sizeof(double))) ==
+	    NULL) {
+		rv = pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
+	} else if ((rv = each_batch(call, m, pasco_model_num_args(m), true,
+	                eval_batch, sums)) == 0) {
+		rv = return_f64(call, 2 + m->compile.state_len, sums);
+	}
+	free(sums);
+	pasco_model_free(m);
+	return rv;
+}
+
+typedef struct predict_out {
+	FILE   *f;
+	int64_t rows;
+} predict_out;
+
+static int
+predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
+    pasco_tensor *const *in, const pasco_tensor *y)
+{
+	predict_out        *o    = arg;
+	pasco_tape_var     *vars = calloc(m->nvars + 1, sizeof(*vars));
+	pasco_tnode        *out  = pasco_model_call(m, tp, in, vars);
+	const pasco_tensor *t    = out != NULL ? pasco_tnode_value(out) : NULL;
+	(void) y;
+	free(vars);
+	if (t == NULL) {
+		return pasco_tape_error(tp) != 0 ? pasco_tape_error(tp)
+		                                 : PASCO_ENOMEM;
+	}
+	int64_t n = t->shape[0], w = t->count / (n > 0 ? n : 1);
+	for (int64_t i = 0; i < n; i++) {
+		for (int64_t j = 0; j < w; j++) {
+			fprintf(o->f, "%s%.9g", j > 0 ? "," : "",
+			    pasco_tensor_get(t, i * w + j));
+		}
+		fputc('\n', o->f);
+	}
+	o->rows += n;
+	return ferror(o->f) ? PASCO_EIO : PASCO_OK;
+}
+
+/* The header of a predictions file: output, or output_0, output_1, ... */
+static void
+write_header(FILE *f, int64_t width)
+{
+	if (width == 1) {
+		fputs("output\n", f);
+		return;
+	}
+	for (int64_t j = 0; j < width; j++) {
+		fprintf(f, "%soutput_%lld", j > 0 ? "," : "", (long long) j);
+	}
+	fputc('\n', f);
+}
+
+static int
+model_predict(pasco_call *call)
+{
+	char         dir[NAME_MAX_BYTES], path[NAME_MAX_BYTES + 64];
+	char         tmp[sizeof(path) + 64];
+	predict_out  o = {0};
+	pasco_model *m;
+	int64_t      shard, shards;
+	size_t       n = pasco_call_arg_count(call), k;
+	int          rv;
+
+	if ((rv = pasco_model_from_call(call, 0, &m)) != 0) {
+		return rv;
+	}
+	k = pasco_model_num_args(m);
+	if ((rv = string_arg(call, k + 1, dir, sizeof(dir))) != 0 ||
+	    (rv = i64_arg(call, n - 2, &shard)) != 0 ||
+	    (rv = i64_arg(call, n - 1, &shards)) != 0) {
+		goto done;
+	}
+	snprintf(path, sizeof(path), "%s/predictions-%05lld-of-%05lld.csv",
+	    dir, (long long) shard, (long long) shards);
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%d-%p", path, (int) getpid(),
+	    (void *) call);
+	if ((o.f = fopen(tmp, "w")) == NULL) {
+		rv = pasco_call_fail(call, PASCO_EIO,
+		    "predict: cannot write %s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	write_header(o.f, pasco_model_output_width(m));
+	rv = each_batch(call, m, k, false, predict_batch, &o);
+	if (fclose(o.f) != 0 && rv == 0) {
+		rv = pasco_call_fail(
+		    call, PASCO_EIO, "predict: writing %s failed", tmp);
+	}
+	if (rv == 0 && rename(tmp, path) != 0) {
+		rv = pasco_call_fail(call, PASCO_EIO,
+		    "predict: renaming %s: %s", path, strerror(errno));
+	}
+	if (rv != 0) {
+		unlink(tmp);
+	} else {
+		double rows = (double) o.rows;
+		rv          = return_f64(call, 1, &rows);
+	}
+done:
+	pasco_model_free(m);
+	return rv;
+}
+
+pasco_function
+pasci_model_function_find(const char *name)
+{
+	static const struct {
+		const char    *name;
+		pasco_function fn;
+	} builtins[] = {
+	    {"pasco.model_train", model_train},
+	    {"pasco.model_evaluate", model_evaluate},
+	    {"pasco.model_predict", model_predict},
+	};
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(*builtins); i++) {
+		if (strcmp(name, builtins[i].name) == 0) {
+			return builtins[i].fn;
+		}
+	}
+	return NULL;
+}
