@@ -10,7 +10,9 @@
  * same binary with the same arguments, never parse them.
  *
  * Also what every example's coordinator does the same way: say what failed
- * (report) and run one epoch of a custom loop (run_epoch).
+ * (report), run one epoch of a custom loop (run_epoch), the callbacks of a
+ * fit (fit_callbacks) and the sidecar evaluator of a compiled model's
+ * checkpoints (evaluate_model_checkpoints).
  */
 #ifndef PASCO_EXAMPLES_OPTIONS_H
 #define PASCO_EXAMPLES_OPTIONS_H
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef enum {
 	OPTION_INT,
@@ -166,6 +169,15 @@ evaluator_has_nothing_to_do(const pasco_cluster *cluster)
 	return 1;
 }
 
+/* Monotonic seconds. */
+static inline double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
 /* Says on stderr what failed: the message the object keeps, if any.
  * Returns rv. */
 static inline int
@@ -204,6 +216,167 @@ run_epoch(pasco_coordinator *c, const char *fn, const pasco_arg *args,
 	}
 	pasco_remote_value_free(last);
 	return rv;
+}
+
+/* The callbacks of the examples' fits, *out: a progress display (with
+ * progress); with ckpt_dir, a checkpoint each epoch in ckpt_dir (keeping
+ * keep; 0: all) and, with backup, BackupAndRestore in ckpt_dir/backup (a
+ * restarted chief resumes at the interrupted epoch); with logdir,
+ * TensorBoard event files in logdir/train and logdir/eval (and the
+ * learning rate lr, unless 0). 0, or the
+ * error said on stderr (*out NULL). */
+static inline int
+fit_callbacks(pasco_strategy *s, bool progress, const char *ckpt_dir, int keep,
+    bool backup, const char *logdir, double lr, pasco_callbacks **out)
+{
+	pasco_callback cb;
+	char           dir[4096];
+	int            rv = pasco_callbacks_create(out);
+	if (rv == 0 && ckpt_dir != NULL && backup) {
+		snprintf(dir, sizeof(dir), "%s/backup", ckpt_dir);
+		if ((rv = pasco_callback_backup_restore(&cb, s, dir)) == 0) {
+			rv = pasco_callbacks_add(*out, cb);
+		}
+	}
+	if (rv == 0 && ckpt_dir != NULL &&
+	    (rv = pasco_callback_checkpoint(&cb,
+	         &(pasco_checkpoint_callback_options){
+	             .strategy = s, .dir = ckpt_dir, .keep = keep})) == 0) {
+		rv = pasco_callbacks_add(*out, cb);
+	}
+	if (rv == 0 && logdir != NULL &&
+	    (rv = pasco_callback_tensorboard(
+	         &cb, &(pasco_tensorboard_options){
+	                  .logdir = logdir, .learning_rate = lr})) == 0) {
+		rv = pasco_callbacks_add(*out, cb);
+	}
+	if (rv == 0 && progress &&
+	    (rv = pasco_callback_progress(&cb, NULL)) == 0) {
+		rv = pasco_callbacks_add(*out, cb);
+	}
+	if (rv != 0) {
+		report(rv, "setting up the callbacks", pasco_fit_error());
+		pasco_callbacks_free(*out);
+		*out = NULL;
+	}
+	return rv;
+}
+
+/* The reduction of pasco.model_evaluate's shard results (the library's
+ * evaluation step, model.h): [loss sum, examples, then each metric's
+ * counts], a mean metric's (accuracy, mae, mse) being [sum, count]. */
+static inline int
+model_sums(void *arg, pasco_value *const *results, int32_t shards,
+    double *loss, double *metrics, size_t nmetrics, int64_t *examples,
+    char *err, size_t errlen)
+{
+	double s[4] = {0, 0, 0, 0};
+	(void) arg;
+	for (int32_t k = 0; k < shards; k++) {
+		const pasco_tensor *t = pasco_value_as_tensor(results[k]);
+		if (t == NULL || t->count != 2 + 2 * (int64_t) nmetrics ||
+		    nmetrics != 1) {
+			snprintf(err, errlen,
+			    "shard %d: not one mean metric's counts", (int) k);
+			return PASCO_EPROTO;
+		}
+		for (int i = 0; i < 4; i++) {
+			s[i] += pasco_tensor_get(t, i);
+		}
+	}
+	*loss      = s[1] > 0 ? s[0] / s[1] : NAN;
+	metrics[0] = s[3] > 0 ? s[2] / s[3] : NAN;
+	*examples  = (int64_t) s[1];
+	return PASCO_OK;
+}
+
+/* The evaluator task of an example that trains the compiled model m with
+ * checkpoints in ckpt_dir: a sidecar evaluator (evaluator.h) making m's
+ * variables on its own strategy, and evaluating each checkpoint with the
+ * library's evaluation step on 4 shards of the factory `dataset`,
+ * exactly once each. m has one mean metric, named `metric` in the
+ * reports (one JSON line per checkpoint; eval scalars in logdir/eval). It
+ * ends after the checkpoint of final_step, or timeout_s without a new
+ * one. Without ckpt_dir, says that it needs `needs`. Takes m over (frees
+ * it). Returns the exit status. */
+static inline int
+evaluate_model_checkpoints(pasco_model *m, const char *dataset,
+    const char *metric, const char *ckpt_dir, const char *logdir,
+    int64_t final_step, int timeout_s, const char *needs)
+{
+	pasco_evaluator        *e    = NULL;
+	pasco_tensor           *name = NULL;
+	pasco_arg               args[32];
+	size_t                  n   = 0;
+	pasco_evaluator_options o   = {.checkpoint_dir = ckpt_dir,
+	      .eval_fn                                 = "pasco.model_evaluate",
+	      .num_shards                              = 4,
+	      .metric_names                            = &metric,
+	      .num_metrics                             = 1,
+	      .logdir                                  = logdir,
+	      .final_step                              = final_step,
+	      .timeout_ms = (int64_t) timeout_s * 1000,
+	      .reduce     = model_sums};
+	int64_t                 len = (int64_t) strlen(dataset);
+	int                     rv  = PASCO_OK;
+	if (ckpt_dir == NULL) {
+		printf("evaluator: nothing to evaluate without %s\n", needs);
+	} else if ((rv = pasco_evaluator_create(&e, &o)) != 0) {
+		report(
+		    rv, "starting the evaluator", pasco_evaluator_error(NULL));
+	} else if ((rv = pasco_model_create_variables(
+	                m, pasco_evaluator_strategy(e))) != 0 ||
+	           (rv = pasco_model_args(m, args, 31, &n)) != 0 ||
+	           (rv = pasco_tensor_from(&name, PASCO_U8, 1, &len, dataset,
+	                (size_t) len)) != 0) {
+		report(rv, "the model", pasco_model_last_error());
+	} else if (args[n++] = pasco_arg_tensor(name),
+	    (rv = pasco_evaluator_run(e, args, n)) != 0) {
+		report(rv, "evaluation", pasco_evaluator_error(e));
+	} else {
+		printf("evaluator: evaluated %lld checkpoints, the last at "
+		       "step %lld\n",
+		    (long long) pasco_evaluator_count(e),
+		    (long long) pasco_evaluator_last_step(e));
+	}
+	pasco_tensor_release(name);
+	pasco_model_free(m);
+	pasco_evaluator_destroy(e);
+	return rv == 0 ? 0 : 1;
+}
+
+/* Prints how a partitioned variable is split over the ps tasks. */
+static inline void
+print_layout(pasco_variable *v)
+{
+	for (int32_t i = 0, task; i < pasco_variable_num_shards(v); i++) {
+		int64_t off, rows;
+		pasco_variable_shard(v, i, &task, &off, &rows);
+		printf("%s/part_%d: rows [%lld, %lld) on ps %d\n",
+		    pasco_variable_name(v), i, (long long) off,
+		    (long long) (off + rows), task);
+	}
+}
+
+/* Resuming: restores the newest intact checkpoint of dir (a damaged newer
+ * one is skipped, with a warning naming it), if any, and sets *epoch to
+ * the epoch after it (steps per epoch). 0 (none is a fresh start), or the
+ * error said on stderr. */
+static inline int
+resume_latest(pasco_strategy *s, const char *dir, int steps, int *epoch)
+{
+	int64_t step;
+	int rv = dir != NULL ? pasco_checkpoint_restore_latest(s, dir, &step)
+	                     : PASCO_ENOTFOUND;
+	if (rv == 0) {
+		*epoch = (int) (step / steps);
+		printf("resuming from %s/ckpt-%lld: step %lld, epoch %d\n",
+		    dir, (long long) step, (long long) step, *epoch);
+	}
+	return rv == 0 || rv == PASCO_ENOTFOUND
+	           ? 0
+	           : report(rv, "restoring a checkpoint",
+	                 pasco_strategy_error(s));
 }
 
 #endif

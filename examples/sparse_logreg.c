@@ -414,14 +414,6 @@ auc_of(scored *s, int64_t n)
 	return (rank_sum - pos * (pos + 1) / 2) / (pos * ((double) n - pos));
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 /* One epoch of steps; prints the last step's loss. */
 static int
 train_epoch(pasco_coordinator *c, pasco_arg *args, int e, int steps)
