@@ -533,14 +533,6 @@ PASCO_FUNCTION(wide_deep_eval)
 
 /* ---- the coordinator ---- */
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 static int
 create_model(pasco_strategy *s, model *m)
 {
