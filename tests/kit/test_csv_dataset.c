@@ -250,3 +250,47 @@ Test(csv_dataset, errors_name_the_column_the_file_and_the_line,
 	PASCO_FAIL(pasco_dataset_make_csv(&ds, &missing, 1, &o), PASCO_ENOTFOUND);
 	cr_assert(strstr(pasco_dataset_last_error(), missing));
 }
+
+/* examples/make_table writes the same files for one seed, and the table
+ * reads back as 64 features and a label in [0, 10). */
+Test(csv_dataset, make_table_writes_a_seeded_table_make_csv_reads,
+    .fini = cleanup)
+{
+	const char *prog = getenv("PASCO_MAKE_TABLE");
+	char        cmd[512], path[160];
+	cr_assert_not_null(prog, "PASCO_MAKE_TABLE names examples/make_table");
+	write_csv("unused.csv", "x\n"); /* makes dir */
+	for (int run = 0; run < 2; run++) {
+		snprintf(cmd, sizeof(cmd),
+		    "%s %s/t%d --train 300 --eval 10 --seed 4 >/dev/null", prog,
+		    dir, run);
+		cr_assert_eq(system(cmd), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "cmp -s %s/t0/train.csv %s/t1/train.csv",
+	    dir, dir);
+	cr_assert_eq(system(cmd), 0, "the same seed, the same file");
+
+	snprintf(path, sizeof(path), "%s/t0/train.csv", dir);
+	const char               *f = path;
+	pasco_csv_dataset_options o = {
+	    .label_name = "label", .batch_size = 300, .num_epochs = 1};
+	pasco_dataset      *ds;
+	pasco_value        *e;
+	const pasco_tensor *x, *y;
+	int                 seen[10] = {0};
+	PASCO_PASS(pasco_dataset_make_csv(&ds, &f, 1, &o));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	split(e, NULL, &x, &y);
+	cr_assert(x->shape[0] == 300 && x->shape[1] == 64);
+	cr_assert_eq(y->dtype, PASCO_I64);
+	for (int i = 0; i < 300; i++) {
+		int64_t c = ((int64_t *) y->data)[i];
+		cr_assert(c >= 0 && c < 10);
+		seen[c]++;
+	}
+	for (int c = 0; c < 10; c++) {
+		cr_assert(seen[c] > 10, "class %d: %d rows", c, seen[c]);
+	}
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+}

@@ -364,3 +364,96 @@ Test(normalization, a_functional_model_adapts_its_named_input)
 	pasco_model_free(m);
 	setup_stop(&st);
 }
+
+/* A newcomer's path: examples/make_table's CSV (64 numeric columns and a
+ * label) through pasco_dataset_make_csv straight into Normalization and
+ * Dense layers, no map function: adapt over one pass, train on the
+ * batches as they come, then classify the eval file. */
+Test(normalization, a_csv_table_feeds_the_model_with_no_map_function)
+{
+	const char *prog = getenv("PASCO_MAKE_TABLE");
+	char        dir[] = "/tmp/pasco_table_XXXXXX", cmd[512];
+	char        train[96], eval[96];
+	cr_assert_not_null(prog, "PASCO_MAKE_TABLE names examples/make_table");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+	    "%s %s --train 2000 --eval 500 --noise 1 --seed 2 >/dev/null",
+	    prog, dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(train, sizeof(train), "%s/train.csv", dir);
+	snprintf(eval, sizeof(eval), "%s/eval.csv", dir);
+
+	setup           st;
+	pasco_model    *m;
+	pasco_dataset  *ds;
+	pasco_optimizer opt  = pasco_adam(0.01, false);
+	pasco_loss      loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
+	const char     *files[1] = {train};
+	pasco_csv_dataset_options o = {.label_name = "label",
+	    .batch_size = 64, .num_epochs = 1};
+	setup_start(&st, 2);
+	pasco_layer_reset_names();
+	pasco_layer l[] = {pasco_layer_normalization(),
+	    pasco_layer_dense(32, PASCO_ACT_RELU),
+	    pasco_layer_dense(10, PASCO_ACT_SOFTMAX)};
+	PASCO_PASS(pasco_model_sequential(&m, 64, 3, l, 5));
+	PASCO_PASS(pasco_dataset_make_csv(&ds, files, 1, &o));
+	PASCO_PASS(pasco_model_adapt(m, 0, ds));
+	pasco_dataset_free(ds);
+	PASCO_PASS(pasco_model_create_variables(m, st.s));
+
+	o.num_epochs          = 3;
+	o.shuffle_buffer_size = 500;
+	o.shuffle_seed        = 1;
+	PASCO_PASS(pasco_dataset_make_csv(&ds, files, 1, &o));
+	pasco_value *e;
+	int          steps = 0;
+	while (pasco_dataset_next(ds, &e) == PASCO_OK) {
+		pasco_tape   *tp;
+		pasco_tensor *x = (pasco_tensor *) pasco_value_as_tensor(
+		    pasco_value_item(e, 0));
+		const pasco_tensor *y =
+		    pasco_value_as_tensor(pasco_value_item(e, 1));
+		PASCO_PASS(pasco_tape_alloc(&tp, true, (uint64_t) steps));
+		int rv = pasco_model_train_step(m, tp, &x, y, loss, &opt, NULL);
+		cr_assert_eq(rv, 0, "%s", pasco_tape_message(tp));
+		pasco_tape_free(tp);
+		pasco_value_free(e);
+		steps++;
+	}
+	cr_assert_eq(steps, 94, "3 epochs of 2000 rows in batches of 64 "
+				 "(epochs run into each other, as in TF)");
+	pasco_dataset_free(ds);
+
+	files[0]              = eval;
+	o.num_epochs          = 1;
+	o.shuffle_buffer_size = 0;
+	o.batch_size          = 500;
+	PASCO_PASS(pasco_dataset_make_csv(&ds, files, 1, &o));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	pasco_tensor *x =
+	    (pasco_tensor *) pasco_value_as_tensor(pasco_value_item(e, 0));
+	const pasco_tensor *y = pasco_value_as_tensor(pasco_value_item(e, 1));
+	pasco_tape         *tp;
+	pasco_tape_var      tv[6];
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	pasco_tnode *out = pasco_model_call(m, tp, &x, tv);
+	cr_assert_not_null(out, "%s", pasco_tape_message(tp));
+	const float *p       = pasco_tnode_value(out)->data;
+	int          correct = 0;
+	for (int i = 0; i < 500; i++) {
+		int best = 0;
+		for (int c = 1; c < 10; c++) {
+			best = p[i * 10 + c] > p[i * 10 + best] ? c : best;
+		}
+		correct += best == ((int64_t *) y->data)[i];
+	}
+	cr_assert(correct >= 450, "eval accuracy %d / 500", correct);
+	pasco_tape_free(tp);
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+	pasco_model_free(m);
+	setup_stop(&st);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
