@@ -19,10 +19,15 @@
 
 typedef struct pasco_dataset pasco_dataset;
 
-/* What a factory is told about where it runs. */
+/* What a factory is told about where it runs, and the program's own
+ * arguments (pasco_program_args, server.h: argv less pasco's flags, as the
+ * chief function gets it; argc 0 outside pasco_main), so that a factory
+ * parses the same options as the chief, with no global filled in main. */
 typedef struct pasco_dataset_context {
-	int32_t worker_index; /* this worker, 0-based */
-	int32_t num_workers;  /* workers in the cluster */
+	int32_t      worker_index; /* this worker, 0-based */
+	int32_t      num_workers;  /* workers in the cluster */
+	int          argc;
+	char *const *argv; /* argv[argc] is NULL; read-only */
 } pasco_dataset_context;
 
 /* A dataset factory: builds this worker's dataset into *out. Returns
