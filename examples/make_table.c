@@ -89,7 +89,7 @@ int
 main(int argc, char **argv)
 {
 	long           train = 20000, eval = 2000, seed = 1;
-	table          t     = {.features = 64, .classes = 10, .noise = 0.5};
+	table          t = {.features = 64, .classes = 10, .noise = 0.5};
 	uint64_t       s;
 	int            rv;
 	const char    *dir    = NULL;
@@ -98,8 +98,7 @@ main(int argc, char **argv)
 	    {"eval", OPTION_LONG, &eval, 1, 1e9, "N  evaluation rows (2000)"},
 	    {"features", OPTION_LONG, &t.features, 1, 100000,
 	        "F  feature columns (64)"},
-	    {"classes", OPTION_LONG, &t.classes, 2, 100000,
-	        "C  classes (10)"},
+	    {"classes", OPTION_LONG, &t.classes, 2, 100000, "C  classes (10)"},
 	    {"noise", OPTION_DOUBLE, &t.noise, 0, 1e6,
 	        "S  standard deviation of the noise (0.5)"},
 	    {"seed", OPTION_LONG, &seed, 0, 1e18, "K  random seed (1)"},
@@ -135,8 +134,9 @@ main(int argc, char **argv)
 	for (long k = 0; k < t.classes * t.features; k++) {
 		t.centres[k] = 2 * unit(&s) - 1;
 	}
-	rv = write_split(dir, "train", train, &t, (uint64_t) seed * 7919 + 1) ||
-	     write_split(dir, "eval", eval, &t, (uint64_t) seed * 7919 + 2);
+	rv =
+	    write_split(dir, "train", train, &t, (uint64_t) seed * 7919 + 1) ||
+	    write_split(dir, "eval", eval, &t, (uint64_t) seed * 7919 + 2);
 	free(t.centres);
 	if (rv == 0) {
 		printf("wrote %ld training and %ld evaluation rows of %ld "

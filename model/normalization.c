@@ -40,7 +40,8 @@ acc_add(norm_acc *a, const pasco_tensor *data)
 	memset(a->bm2, 0, sizeof(double) * (size_t) a->width);
 	for (int64_t r = 0; r < n; r++) {
 		for (int64_t j = 0; j < a->width; j++) {
-			a->bmean[j] += pasco_tensor_get(data, r * a->width + j);
+			a->bmean[j] +=
+			    pasco_tensor_get(data, r * a->width + j);
 		}
 	}
 	for (int64_t j = 0; j < a->width; j++) {
@@ -56,16 +57,16 @@ acc_add(norm_acc *a, const pasco_tensor *data)
 	for (int64_t j = 0; j < a->width; j++) {
 		double d = a->bmean[j] - a->mean[j];
 		a->mean[j] += d * (double) n / (double) tot;
-		a->m2[j] += a->bm2[j] +
-		            d * d * (double) a->count * (double) n / (double) tot;
+		a->m2[j] += a->bm2[j] + d * d * (double) a->count *
+		                            (double) n / (double) tot;
 	}
 	a->count = tot;
 }
 
 /* data as layer i's input: [n, width], or [n] for width 1. */
 static int
-check_data(const pasco_model *m, size_t i, const pasco_tensor *data,
-    int64_t width)
+check_data(
+    const pasco_model *m, size_t i, const pasco_tensor *data, int64_t width)
 {
 	bool ok = data != NULL && data->dtype != PASCO_U8 &&
 	          ((data->rank == 2 && data->shape[1] == width) ||
@@ -88,8 +89,8 @@ norm_input(const pasco_model *m, size_t i, size_t *k)
 {
 	const pasco_layer *l;
 	if (m == NULL || i >= m->nlayers) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "adapt: no layer %zu in the model", i);
+		return pasci_model_fail(
+		    PASCO_EINVAL, "adapt: no layer %zu in the model", i);
 	}
 	l = &m->layers[i];
 	if (l->kind != PASCO_LAYER_NORMALIZATION) {
@@ -198,8 +199,9 @@ pasco_model_adapt(pasco_model *m, size_t layer, pasco_dataset *ds)
 	}
 	if (rv != PASCO_EOUTOFRANGE) {
 		free(a.mean);
-		return pasci_model_fail(rv, "%s: adapt: the dataset failed: %s",
-		    m->layers[layer].name, pasco_dataset_last_error());
+		return pasci_model_fail(rv,
+		    "%s: adapt: the dataset failed: %s", m->layers[layer].name,
+		    pasco_dataset_last_error());
 	}
 	return acc_finish(m, layer, &a);
 }

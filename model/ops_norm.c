@@ -14,10 +14,10 @@
 static void
 normalize_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	void          *dx   = pasci_tape_grad_of(tp, n->in[0]);
-	const double  *inv  = n->aux;
-	int64_t        cols = n->i[0];
-	pasco_dtype    dt   = n->value.dtype;
+	void         *dx   = pasci_tape_grad_of(tp, n->in[0]);
+	const double *inv  = n->aux;
+	int64_t       cols = n->i[0];
+	pasco_dtype   dt   = n->value.dtype;
 	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
 		pasci_acc(dt, dx, i, pasci_ld(dt, n->grad, i) * inv[i % cols]);
 	}

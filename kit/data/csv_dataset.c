@@ -20,8 +20,8 @@
 /* The header and what is known of each column. */
 typedef struct csv_header {
 	size_t            ncols;
-	pasco_csv_column *cols; /* names owned */
-	bool             *given; /* type given in column_types */
+	pasco_csv_column *cols;   /* names owned */
+	bool             *given;  /* type given in column_types */
 	char            **sample; /* first value that is not a number */
 } csv_header;
 
@@ -64,8 +64,8 @@ read_line(FILE *f, char **line, size_t *cap, size_t *len)
 /* Splits line into its fields; *n gets their number. names (cap entries)
  * get malloc'd copies. */
 static int
-split_fields(char *line, size_t len, char delim, char **names, size_t cap,
-    size_t *n)
+split_fields(
+    char *line, size_t len, char delim, char **names, size_t cap, size_t *n)
 {
 	char  field[CSV_FIELD_MAX];
 	char *p    = line;
@@ -74,8 +74,7 @@ split_fields(char *line, size_t len, char delim, char **names, size_t cap,
 	while (more) {
 		more = pasci_csv_next_field(
 		    &p, line + len, delim, field, sizeof(field));
-		if (*n < cap &&
-		    (names[*n] = pasci_strdup(field)) == NULL) {
+		if (*n < cap && (names[*n] = pasci_strdup(field)) == NULL) {
 			return PASCO_ENOMEM;
 		}
 		(*n)++;
@@ -114,8 +113,8 @@ static int
 infer_types(csv_header *h, FILE *f, char delim, int64_t rows)
 {
 	char  *line = NULL, field[CSV_FIELD_MAX];
-	size_t cap = 0, len;
-	int    rv  = PASCO_OK;
+	size_t cap  = 0, len;
+	int    rv   = PASCO_OK;
 	for (int64_t r = 0; rv == 0 && r < rows &&
 	                    read_line(f, &line, &cap, &len) == PASCO_OK;) {
 		char  *p    = line;
@@ -162,8 +161,8 @@ header_names(const csv_header *h, char *buf, size_t len)
 /* The names of file's header into h (the first file), or checked against
  * h (the others). */
 static int
-read_header(csv_header *h, const char *file, const pasco_csv_dataset_options *o,
-    bool first)
+read_header(csv_header *h, const char *file,
+    const pasco_csv_dataset_options *o, bool first)
 {
 	FILE  *f    = fopen(file, "r");
 	char  *line = NULL, **names;
@@ -176,8 +175,8 @@ read_header(csv_header *h, const char *file, const pasco_csv_dataset_options *o,
 	if (read_line(f, &line, &cap, &len) != 0 || len == 0) {
 		free(line);
 		fclose(f);
-		return pasco_dataset_fail(PASCO_EINVAL,
-		    "make_csv: %s has no header line", file);
+		return pasco_dataset_fail(
+		    PASCO_EINVAL, "make_csv: %s has no header line", file);
 	}
 	names = calloc(len + 2, sizeof(*names)); /* fields <= len + 1 */
 	rv    = names == NULL
@@ -189,7 +188,8 @@ read_header(csv_header *h, const char *file, const pasco_csv_dataset_options *o,
 		h->cols   = calloc(n, sizeof(*h->cols));
 		h->given  = calloc(n, sizeof(*h->given));
 		h->sample = calloc(n, sizeof(*h->sample));
-		rv = h->cols && h->given && h->sample ? PASCO_OK : PASCO_ENOMEM;
+		rv =
+		    h->cols && h->given && h->sample ? PASCO_OK : PASCO_ENOMEM;
 		for (size_t i = 0; rv == 0 && i < n; i++) {
 			h->cols[i].name = names[i];
 			h->cols[i].type = PASCO_FEATURE_INT64;
@@ -283,7 +283,8 @@ pick_columns(csv_header *h, const pasco_csv_dataset_options *o, csv_rows *r)
 	}
 	r->feat = calloc(h->ncols + o->nselect + 1, sizeof(*r->feat));
 	if (r->feat == NULL) {
-		return pasco_dataset_fail(PASCO_ENOMEM, "make_csv: out of memory");
+		return pasco_dataset_fail(
+		    PASCO_ENOMEM, "make_csv: out of memory");
 	}
 	for (size_t i = 0; o->select_columns == NULL && i < h->ncols; i++) {
 		if (i != r->label) {
@@ -320,8 +321,8 @@ rows_map(void *arg, const pasco_value *line, pasco_value **out)
 	pasco_tensor   *x, *y;
 	pasco_value    *xv;
 	float          *d;
-	if (pasco_tensor_alloc(&x, PASCO_F32, 1, (int64_t[]){(int64_t) r->nfeat}) !=
-	    0) {
+	if (pasco_tensor_alloc(
+	        &x, PASCO_F32, 1, (int64_t[]){(int64_t) r->nfeat}) != 0) {
 		return PASCO_ENOMEM;
 	}
 	d = x->data;
@@ -332,7 +333,7 @@ rows_map(void *arg, const pasco_value *line, pasco_value **out)
 		                             : *(float *) t->data;
 	}
 	y  = pasco_tensor_hold((pasco_tensor *) pasco_value_as_tensor(
-            pasco_value_item(line, r->label)));
+	     pasco_value_item(line, r->label)));
 	xv = pasco_value_tensor(x);
 	if (r->features_name != NULL) {
 		xv = pasco_value_dict(1, r->features_name, xv);
@@ -372,7 +373,8 @@ describe(csv_header *h, csv_rows *r, const char *const *files, size_t nfiles,
 	if (rv == 0 && (rv = apply_types(h, o)) == 0 &&
 	    (rv = pick_columns(h, o, r)) == 0 && o->features_name != NULL &&
 	    (r->features_name = pasci_strdup(o->features_name)) == NULL) {
-		rv = pasco_dataset_fail(PASCO_ENOMEM, "make_csv: out of memory");
+		rv = pasco_dataset_fail(
+		    PASCO_ENOMEM, "make_csv: out of memory");
 	}
 	return rv;
 }
@@ -389,16 +391,19 @@ pasco_dataset_make_csv(pasco_dataset **out, const char *const *files,
 	*out = NULL;
 	if (o == NULL || r == NULL) {
 		free(r);
-		return pasco_dataset_fail(o == NULL ? PASCO_EINVAL : PASCO_ENOMEM,
-		    "make_csv: %s", o == NULL ? "no options" : "out of memory");
+		return pasco_dataset_fail(
+		    o == NULL ? PASCO_EINVAL : PASCO_ENOMEM, "make_csv: %s",
+		    o == NULL ? "no options" : "out of memory");
 	}
 	if ((rv = describe(&h, r, files, nfiles, o)) != 0) {
 		rows_free(r);
 		header_fini(&h);
 		return rv;
 	}
-	co = (pasco_csv_options){.columns = h.cols, .ncolumns = h.ncols,
-	    .header = true, .delimiter = o->delimiter};
+	co = (pasco_csv_options){.columns = h.cols,
+	    .ncolumns                     = h.ncols,
+	    .header                       = true,
+	    .delimiter                    = o->delimiter};
 	rv = pasco_dataset_csv(out, files, nfiles, &co);
 	header_fini(&h);
 	if (rv != 0) {

@@ -60,19 +60,19 @@ split(const pasco_value *e, const char *name, const pasco_tensor **x,
 	cr_assert_not_null(*y = pasco_value_as_tensor(pasco_value_item(e, 1)));
 }
 
-Test(csv_dataset, stacks_the_other_columns_and_takes_the_label,
-    .fini = cleanup)
+Test(
+    csv_dataset, stacks_the_other_columns_and_takes_the_label, .fini = cleanup)
 {
-	const char *f = write_csv("a.csv", "f0,label,f1,f2\n"
-	                                   "1.5,2,-1,7\n"
-	                                   "2.5,0,3,\"8\"\n"
-	                                   "\n"
-	                                   "3.5,1,5,9\n");
+	const char               *f = write_csv("a.csv", "f0,label,f1,f2\n"
+	                                                               "1.5,2,-1,7\n"
+	                                                               "2.5,0,3,\"8\"\n"
+	                                                               "\n"
+	                                                               "3.5,1,5,9\n");
 	pasco_csv_dataset_options o = {
 	    .label_name = "label", .batch_size = 2, .num_epochs = 1};
-	pasco_dataset            *ds;
-	pasco_value              *e;
-	const pasco_tensor       *x, *y;
+	pasco_dataset      *ds;
+	pasco_value        *e;
+	const pasco_tensor *x, *y;
 	PASCO_PASS(pasco_dataset_make_csv(&ds, &f, 1, &o));
 	PASCO_PASS(pasco_dataset_next(ds, &e));
 	split(e, NULL, &x, &y);
@@ -81,7 +81,8 @@ Test(csv_dataset, stacks_the_other_columns_and_takes_the_label,
 	const float want[] = {1.5f, -1, 7, 2.5f, 3, 8};
 	cr_assert_arr_eq(x->data, want, sizeof(want));
 	cr_assert(y->dtype == PASCO_I64 && y->rank == 1 && y->shape[0] == 2);
-	cr_assert(((int64_t *) y->data)[0] == 2 && ((int64_t *) y->data)[1] == 0);
+	cr_assert(
+	    ((int64_t *) y->data)[0] == 2 && ((int64_t *) y->data)[1] == 0);
 	pasco_value_free(e);
 	PASCO_PASS(pasco_dataset_next(ds, &e));
 	split(e, NULL, &x, &y);
@@ -95,13 +96,16 @@ Test(csv_dataset, stacks_the_other_columns_and_takes_the_label,
 Test(csv_dataset, selects_named_columns_in_their_order_under_a_name,
     .fini = cleanup)
 {
-	const char *f = write_csv("a.csv", "a,b,city,y\n"
-	                                   "1,2,paris,0.5\n"
-	                                   "3,4,rome,1.25\n");
-	const char *sel[]            = {"b", "a"};
-	pasco_csv_dataset_options o = {.label_name = "y",
-	    .select_columns = sel, .nselect = 2, .features_name = "dense",
-	    .batch_size = 8, .num_epochs = 2};
+	const char               *f     = write_csv("a.csv", "a,b,city,y\n"
+	                                                                       "1,2,paris,0.5\n"
+	                                                                       "3,4,rome,1.25\n");
+	const char               *sel[] = {"b", "a"};
+	pasco_csv_dataset_options o     = {.label_name = "y",
+	        .select_columns                        = sel,
+	        .nselect                               = 2,
+	        .features_name                         = "dense",
+	        .batch_size                            = 8,
+	        .num_epochs                            = 2};
 	pasco_dataset            *ds;
 	pasco_value              *e;
 	const pasco_tensor       *x, *y;
@@ -121,8 +125,8 @@ Test(csv_dataset, selects_named_columns_in_their_order_under_a_name,
 Test(csv_dataset, sixty_four_columns_feed_a_dense_input_shuffled_and_seeded,
     .fini = cleanup)
 {
-	char   *text = malloc(1 << 20), *p = text;
-	size_t  cap  = 1 << 20;
+	char  *text = malloc(1 << 20), *p = text;
+	size_t cap = 1 << 20;
 	p += snprintf(p, cap, "label");
 	for (int j = 0; j < 64; j++) {
 		p += snprintf(p, cap - (size_t) (p - text), ",x%d", j);
@@ -131,16 +135,19 @@ Test(csv_dataset, sixty_four_columns_feed_a_dense_input_shuffled_and_seeded,
 	for (int r = 0; r < 100; r++) {
 		p += snprintf(p, cap - (size_t) (p - text), "%d", r % 10);
 		for (int j = 0; j < 64; j++) {
-			p += snprintf(p, cap - (size_t) (p - text), ",%d.%d",
-			    r, j);
+			p += snprintf(
+			    p, cap - (size_t) (p - text), ",%d.%d", r, j);
 		}
 		p += snprintf(p, cap - (size_t) (p - text), "\n");
 	}
 	const char *f = write_csv("wide.csv", text);
 	free(text);
-	pasco_csv_dataset_options o = {.label_name = "label", .batch_size = 32,
-	    .num_epochs = 1, .shuffle_buffer_size = 100, .shuffle_seed = 7};
-	int64_t order[2][100];
+	pasco_csv_dataset_options o = {.label_name = "label",
+	    .batch_size                            = 32,
+	    .num_epochs                            = 1,
+	    .shuffle_buffer_size                   = 100,
+	    .shuffle_seed                          = 7};
+	int64_t                   order[2][100];
 	for (int run = 0; run < 2; run++) {
 		pasco_dataset *ds;
 		pasco_value   *e;
@@ -174,11 +181,14 @@ Test(csv_dataset, sixty_four_columns_feed_a_dense_input_shuffled_and_seeded,
 Test(csv_dataset, types_can_be_given_and_files_must_share_the_header,
     .fini = cleanup)
 {
-	const char *f[2] = {write_csv("a.csv", "x,y\n1,2\n"),
-	    write_csv("b.csv", "x,y\n3,\n")};
+	const char *f[2] = {
+	    write_csv("a.csv", "x,y\n1,2\n"), write_csv("b.csv", "x,y\n3,\n")};
 	pasco_csv_column          t[] = {{"y", PASCO_FEATURE_FLOAT, true, -1}};
-	pasco_csv_dataset_options o   = {.label_name = "y", .batch_size = 2,
-	      .num_epochs = 1, .column_types = t, .ncolumn_types = 1};
+	pasco_csv_dataset_options o   = {.label_name = "y",
+	      .batch_size                            = 2,
+	      .num_epochs                            = 1,
+	      .column_types                          = t,
+	      .ncolumn_types                         = 1};
 	pasco_dataset            *ds;
 	pasco_value              *e;
 	const pasco_tensor       *x, *y;
@@ -195,23 +205,23 @@ Test(csv_dataset, types_can_be_given_and_files_must_share_the_header,
 	f[1] = write_csv("c.csv", "x,z\n3,4\n");
 	PASCO_FAIL(pasco_dataset_make_csv(&ds, f, 2, &o), PASCO_EINVAL);
 	cr_assert_null(ds);
-	cr_assert(strstr(pasco_dataset_last_error(), "c.csv") != NULL,
-	    "%s", pasco_dataset_last_error());
+	cr_assert(strstr(pasco_dataset_last_error(), "c.csv") != NULL, "%s",
+	    pasco_dataset_last_error());
 	cr_assert(strstr(pasco_dataset_last_error(), "differs") != NULL);
 }
 
-Test(csv_dataset, errors_name_the_column_the_file_and_the_line,
-    .fini = cleanup)
+Test(
+    csv_dataset, errors_name_the_column_the_file_and_the_line, .fini = cleanup)
 {
-	const char *f = write_csv("a.csv", "a,b,city,label\n"
-	                                   "1,2,paris,0\n"
-	                                   "3,4,rome,1\n"
-	                                   "5,oops,oslo,1\n");
+	const char               *f = write_csv("a.csv", "a,b,city,label\n"
+	                                                               "1,2,paris,0\n"
+	                                                               "3,4,rome,1\n"
+	                                                               "5,oops,oslo,1\n");
 	pasco_csv_dataset_options o = {
 	    .label_name = "lbl", .batch_size = 4, .num_epochs = 1};
-	pasco_dataset            *ds;
-	pasco_value              *e;
-	const char               *msg;
+	pasco_dataset *ds;
+	pasco_value   *e;
+	const char    *msg;
 
 	PASCO_FAIL(pasco_dataset_make_csv(&ds, &f, 1, &o), PASCO_EINVAL);
 	msg = pasco_dataset_last_error();
@@ -230,9 +240,9 @@ Test(csv_dataset, errors_name_the_column_the_file_and_the_line,
 	msg = pasco_dataset_last_error();
 	cr_assert(strstr(msg, "'city'") && strstr(msg, "paris"), "%s", msg);
 
-	sel[1] = "b";
-	o.select_columns  = sel;
-	o.nselect         = 2;
+	sel[1]                   = "b";
+	o.select_columns         = sel;
+	o.nselect                = 2;
 	o.num_rows_for_inference = 2; /* b looks like integers */
 	PASCO_PASS(pasco_dataset_make_csv(&ds, &f, 1, &o));
 	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
@@ -245,9 +255,10 @@ Test(csv_dataset, errors_name_the_column_the_file_and_the_line,
 	o.batch_size = 0;
 	PASCO_FAIL(pasco_dataset_make_csv(&ds, &f, 1, &o), PASCO_EINVAL);
 	cr_assert(strstr(pasco_dataset_last_error(), "batch_size"));
-	o.batch_size         = 1;
+	o.batch_size        = 1;
 	const char *missing = "/nonexistent/x.csv";
-	PASCO_FAIL(pasco_dataset_make_csv(&ds, &missing, 1, &o), PASCO_ENOTFOUND);
+	PASCO_FAIL(
+	    pasco_dataset_make_csv(&ds, &missing, 1, &o), PASCO_ENOTFOUND);
 	cr_assert(strstr(pasco_dataset_last_error(), missing));
 }
 
@@ -262,8 +273,8 @@ Test(csv_dataset, make_table_writes_a_seeded_table_make_csv_reads,
 	write_csv("unused.csv", "x\n"); /* makes dir */
 	for (int run = 0; run < 2; run++) {
 		snprintf(cmd, sizeof(cmd),
-		    "%s %s/t%d --train 300 --eval 10 --seed 4 >/dev/null", prog,
-		    dir, run);
+		    "%s %s/t%d --train 300 --eval 10 --seed 4 >/dev/null",
+		    prog, dir, run);
 		cr_assert_eq(system(cmd), 0);
 	}
 	snprintf(cmd, sizeof(cmd), "cmp -s %s/t0/train.csv %s/t1/train.csv",

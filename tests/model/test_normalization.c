@@ -18,8 +18,9 @@ TestSuite(normalization, .timeout = 60);
 static pasco_tensor *
 make_rows(void)
 {
-	pasco_tensor *t = rnd(PASCO_F32, 2, (int64_t[]){ROWS, WIDTH}, 5, -1, 1);
-	float        *d = t->data;
+	pasco_tensor *t =
+	    rnd(PASCO_F32, 2, (int64_t[]){ROWS, WIDTH}, 5, -1, 1);
+	float *d = t->data;
 	for (int r = 0; r < ROWS; r++) {
 		d[r * WIDTH + 0] = 100 + 3 * d[r * WIDTH + 0];
 		d[r * WIDTH + 1] = -2 + 0.01f * d[r * WIDTH + 1];
@@ -47,7 +48,8 @@ numpy_reference(const pasco_tensor *data, const pasco_tensor *probe,
 	    "/usr/bin/python3 -c \"import numpy as np, sys\n"
 	    "a = np.fromfile('%s', np.float32)\n"
 	    "d = a[:%d].reshape(-1, %d); p = a[%d:].reshape(-1, %d)\n"
-	    "m = d.astype(np.float64).mean(0); v = d.astype(np.float64).var(0)\n"
+	    "m = d.astype(np.float64).mean(0); v = "
+	    "d.astype(np.float64).var(0)\n"
 	    "y = (p - m.astype(np.float32)) / np.maximum("
 	    "np.sqrt(v.astype(np.float32)), np.float32(1e-7))\n"
 	    "print(' '.join(repr(float(x)) for x in list(m) + list(v) + "
@@ -111,7 +113,8 @@ count_var(pasco_strategy *s, const char *name)
 {
 	pasco_variable   *v;
 	pasco_initializer z = pasco_init_zeros();
-	PASCO_PASS(pasco_variable_create_init(&v, s, name, PASCO_I64, 0, NULL, &z));
+	PASCO_PASS(
+	    pasco_variable_create_init(&v, s, name, PASCO_I64, 0, NULL, &z));
 	return v;
 }
 
@@ -140,7 +143,8 @@ Test(normalization, adapt_gives_numpys_mean_and_variance_on_the_ps)
 	cr_assert_str_eq(l[0].name, "normalization");
 	PASCO_PASS(pasco_model_sequential(&m, WIDTH, 1, l, 1));
 	cr_assert_eq(pasco_model_num_variables(m), 2);
-	cr_assert_str_eq(pasco_model_variable_name(m, 0), "normalization/mean");
+	cr_assert_str_eq(
+	    pasco_model_variable_name(m, 0), "normalization/mean");
 	cr_assert_str_eq(
 	    pasco_model_variable_name(m, 1), "normalization/variance");
 	ds = batches_of(data); /* 14 batches, the last of 19 rows */
@@ -148,13 +152,14 @@ Test(normalization, adapt_gives_numpys_mean_and_variance_on_the_ps)
 	pasco_dataset_free(ds);
 	PASCO_PASS(pasco_model_create_variables(m, st.s));
 
-	pasco_tensor   *mv = read_var(pasco_model_variable(m, 0));
-	pasco_tensor   *vv = read_var(pasco_model_variable(m, 1));
+	pasco_tensor   *mv    = read_var(pasco_model_variable(m, 0));
+	pasco_tensor   *vv    = read_var(pasco_model_variable(m, 1));
 	pasco_variable *count = count_var(st.s, "normalization/count");
 	cr_assert_eq(pasco_variable_dtype(count), PASCO_I64);
 	cr_assert_eq(test_read_scalar(count), ROWS);
 	for (int j = 0; j < WIDTH; j++) {
-		double m_ = pasco_tensor_get(mv, j), v_ = pasco_tensor_get(vv, j);
+		double m_ = pasco_tensor_get(mv, j),
+		       v_ = pasco_tensor_get(vv, j);
 		cr_assert(fabs(m_ - mean[j]) <= 1e-6 * fmax(1, fabs(mean[j])),
 		    "mean[%d] %g, numpy %g", j, m_, mean[j]);
 		cr_assert(fabs(v_ - var[j]) <= 1e-6 * fmax(1e-16, var[j]),
@@ -172,7 +177,8 @@ Test(normalization, adapt_gives_numpys_mean_and_variance_on_the_ps)
 	const pasco_tensor *y = pasco_tnode_value(out);
 	for (int64_t i = 0; i < y->count; i++) {
 		float got = ((float *) y->data)[i];
-		cr_assert(fabsf(got - want[i]) <= 2e-6f * fmaxf(1, fabsf(want[i])),
+		cr_assert(
+		    fabsf(got - want[i]) <= 2e-6f * fmaxf(1, fabsf(want[i])),
 		    "y[%lld] %.9g, numpy %.9g", (long long) i, got, want[i]);
 	}
 	cr_assert(fabsf(((float *) y->data)[4]) > 1e6,
@@ -233,9 +239,9 @@ Test(normalization, training_never_changes_the_statistics)
 	pasco_variable *gs, *count;
 	pasco_optimizer opt = pasco_adam(0.05, false);
 	pasco_tensor   *x, *y, *before[2];
-	pasco_loss      loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
-	double          first = 0, last = 0;
-	int64_t         yv[64];
+	pasco_loss loss  = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
+	double     first = 0, last = 0;
+	int64_t    yv[64];
 	setup_start(&st, 2);
 	x = rnd(PASCO_F32, 2, (int64_t[]){64, 2}, 4, -1, 1);
 	for (int i = 0; i < 64; i++) {
@@ -272,7 +278,8 @@ Test(normalization, training_never_changes_the_statistics)
 	cr_assert_eq(test_read_scalar(gs), 60);
 	cr_assert(last < 0.5 * first, "loss from %g to %g", first, last);
 	for (int k = 0; k < 2; k++) {
-		pasco_tensor *after = read_var(pasco_model_variable(m, (size_t) k));
+		pasco_tensor *after =
+		    read_var(pasco_model_variable(m, (size_t) k));
 		cr_assert_arr_eq(after->data, before[k]->data, 8,
 		    "%s unchanged", pasco_model_variable_name(m, (size_t) k));
 		pasco_tensor_release(after);
@@ -300,18 +307,17 @@ Test(normalization, a_functional_model_adapts_its_named_input)
 	PASCO_PASS(pasco_tensor_alloc(&y, PASCO_F32, 1, (int64_t[]){6}));
 	pasco_layer_reset_names();
 	pasco_model_input in[] = {{"cat", 1, true}, {"dense", 3, false}};
-	pasco_layer       l[]  = {
-            pasco_layer_on(pasco_layer_normalization(), 1,
-                (int32_t[]){PASCO_MODEL_INPUT(1)}),
-            pasco_layer_on(pasco_layer_embedding(3, 2), 1,
-                (int32_t[]){PASCO_MODEL_INPUT(0)}),
-            pasco_layer_on(pasco_layer_concatenate(), 2, (int32_t[]){0, 1}),
-            pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	pasco_layer       l[] = {pasco_layer_on(pasco_layer_normalization(), 1,
+	                             (int32_t[]){PASCO_MODEL_INPUT(1)}),
+	          pasco_layer_on(pasco_layer_embedding(3, 2), 1,
+	              (int32_t[]){PASCO_MODEL_INPUT(0)}),
+	          pasco_layer_on(pasco_layer_concatenate(), 2, (int32_t[]){0, 1}),
+	          pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
 	PASCO_PASS(pasco_model_functional(&m, 2, in, 4, l, 1));
-	pasco_value *v = pasco_value_list(2,
-	    pasco_value_dict(2, "cat", pasco_value_tensor(cat), "dense",
-	        pasco_value_tensor(pasco_tensor_hold(dense))),
-	    pasco_value_tensor(y));
+	pasco_value   *v = pasco_value_list(2,
+	      pasco_value_dict(2, "cat", pasco_value_tensor(cat), "dense",
+	          pasco_value_tensor(pasco_tensor_hold(dense))),
+	      pasco_value_tensor(y));
 	pasco_dataset *ds;
 	PASCO_PASS(pasco_dataset_from_tensors(&ds, v));
 	pasco_value_free(v);
@@ -323,7 +329,8 @@ Test(normalization, a_functional_model_adapts_its_named_input)
 	setup st;
 	setup_start(&st, 1);
 	PASCO_PASS(pasco_model_create_variables(m, st.s));
-	cr_assert_str_eq(pasco_model_variable_name(m, 0), "normalization/mean");
+	cr_assert_str_eq(
+	    pasco_model_variable_name(m, 0), "normalization/mean");
 	pasco_tensor *mv = read_var(pasco_model_variable(m, 0));
 	pasco_tensor *vv = read_var(pasco_model_variable(m, 1));
 	for (int j = 0; j < 3; j++) {
@@ -332,11 +339,13 @@ Test(normalization, a_functional_model_adapts_its_named_input)
 			sum += pasco_tensor_get(dense, r * 3 + j);
 		}
 		for (int r = 0; r < 6; r++) {
-			double d = pasco_tensor_get(dense, r * 3 + j) - sum / 6;
+			double d =
+			    pasco_tensor_get(dense, r * 3 + j) - sum / 6;
 			sq += d * d;
 		}
 		cr_assert_float_eq(pasco_tensor_get(mv, j), sum / 6, 1e-5,
-		    "mean[%d] %g, want %g", j, pasco_tensor_get(mv, j), sum / 6);
+		    "mean[%d] %g, want %g", j, pasco_tensor_get(mv, j),
+		    sum / 6);
 		cr_assert_float_eq(pasco_tensor_get(vv, j), sq / 6, 1e-5);
 	}
 	pasco_tensor_release(mv);
@@ -350,8 +359,8 @@ Test(normalization, a_functional_model_adapts_its_named_input)
 	PASCO_FAIL(pasco_model_adapt_tensor(m, 0, narrow), PASCO_EINVAL);
 	cr_assert_str_eq(pasco_model_last_error(),
 	    "normalization: adapt: data f32[6, 2] is not [n, 3] numbers");
-	pasco_layer after[] = {pasco_layer_dense(3, PASCO_ACT_LINEAR),
-	    pasco_layer_normalization()};
+	pasco_layer  after[] = {pasco_layer_dense(3, PASCO_ACT_LINEAR),
+	     pasco_layer_normalization()};
 	pasco_model *m3;
 	PASCO_PASS(pasco_model_sequential(&m3, 2, 2, after, 1));
 	PASCO_FAIL(pasco_model_adapt_tensor(m3, 1, narrow), PASCO_EINVAL);
@@ -371,7 +380,7 @@ Test(normalization, a_functional_model_adapts_its_named_input)
  * batches as they come, then classify the eval file. */
 Test(normalization, a_csv_table_feeds_the_model_with_no_map_function)
 {
-	const char *prog = getenv("PASCO_MAKE_TABLE");
+	const char *prog  = getenv("PASCO_MAKE_TABLE");
 	char        dir[] = "/tmp/pasco_table_XXXXXX", cmd[512];
 	char        train[96], eval[96];
 	cr_assert_not_null(prog, "PASCO_MAKE_TABLE names examples/make_table");
@@ -386,11 +395,11 @@ Test(normalization, a_csv_table_feeds_the_model_with_no_map_function)
 	setup           st;
 	pasco_model    *m;
 	pasco_dataset  *ds;
-	pasco_optimizer opt  = pasco_adam(0.01, false);
-	pasco_loss      loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
-	const char     *files[1] = {train};
-	pasco_csv_dataset_options o = {.label_name = "label",
-	    .batch_size = 64, .num_epochs = 1};
+	pasco_optimizer opt = pasco_adam(0.01, false);
+	pasco_loss  loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
+	const char *files[1]        = {train};
+	pasco_csv_dataset_options o = {
+	    .label_name = "label", .batch_size = 64, .num_epochs = 1};
 	setup_start(&st, 2);
 	pasco_layer_reset_names();
 	pasco_layer l[] = {pasco_layer_normalization(),
@@ -415,14 +424,16 @@ Test(normalization, a_csv_table_feeds_the_model_with_no_map_function)
 		const pasco_tensor *y =
 		    pasco_value_as_tensor(pasco_value_item(e, 1));
 		PASCO_PASS(pasco_tape_alloc(&tp, true, (uint64_t) steps));
-		int rv = pasco_model_train_step(m, tp, &x, y, loss, &opt, NULL);
+		int rv =
+		    pasco_model_train_step(m, tp, &x, y, loss, &opt, NULL);
 		cr_assert_eq(rv, 0, "%s", pasco_tape_message(tp));
 		pasco_tape_free(tp);
 		pasco_value_free(e);
 		steps++;
 	}
-	cr_assert_eq(steps, 94, "3 epochs of 2000 rows in batches of 64 "
-				 "(epochs run into each other, as in TF)");
+	cr_assert_eq(steps, 94,
+	    "3 epochs of 2000 rows in batches of 64 "
+	    "(epochs run into each other, as in TF)");
 	pasco_dataset_free(ds);
 
 	files[0]              = eval;

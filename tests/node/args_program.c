@@ -53,16 +53,18 @@ PASCO_FUNCTION(sum_and_tag)
 		pasco_value_free(e);
 	}
 	if (rv != PASCO_EOUTOFRANGE) {
-		return pasco_call_fail(call, rv, "%s", pasco_dataset_last_error());
+		return pasco_call_fail(
+		    call, rv, "%s", pasco_dataset_last_error());
 	}
 	if (pasco_tensor_scalar(&sum, PASCO_F64, total) != 0 ||
-	    pasco_tensor_from(&tag, PASCO_U8, 1, (int64_t[]){(int64_t) strlen(t)},
-	        t, strlen(t)) != 0 ||
+	    pasco_tensor_from(&tag, PASCO_U8, 1,
+	        (int64_t[]){(int64_t) strlen(t)}, t, strlen(t)) != 0 ||
 	    pasco_tensor_scalar(&n, PASCO_I32, argc) != 0) {
 		return PASCO_ENOMEM;
 	}
-	pasco_call_return(call, pasco_value_list(3, pasco_value_tensor(sum),
-	                            pasco_value_tensor(tag), pasco_value_tensor(n)));
+	pasco_call_return(
+	    call, pasco_value_list(3, pasco_value_tensor(sum),
+	              pasco_value_tensor(tag), pasco_value_tensor(n)));
 	return PASCO_OK;
 }
 
@@ -82,7 +84,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, NULL)) != 0 ||
 	    (rv = pasco_coordinator_create(&c, s, NULL)) != 0 ||
-	    (rv = pasco_per_worker_dataset_create(&d, c, "arg_numbers")) != 0 ||
+	    (rv = pasco_per_worker_dataset_create(&d, c, "arg_numbers")) !=
+	        0 ||
 	    (rv = pasco_per_worker_iterator_create(&it, d)) != 0) {
 		fprintf(stderr, "setting up: %s\n", pasco_strerror(rv));
 		goto out;
@@ -91,15 +94,16 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	if ((rv = pasco_schedule(c, "sum_and_tag", &a, 1, &r)) != 0 ||
 	    (rv = pasco_remote_value_fetch(r, &v)) != 0) {
 		fprintf(stderr, "sum_and_tag failed: %s\n",
-		    r != NULL ? pasco_remote_value_error(r) : pasco_strerror(rv));
+		    r != NULL ? pasco_remote_value_error(r)
+		              : pasco_strerror(rv));
 		goto out;
 	}
 	const pasco_tensor *tag =
 	    pasco_value_as_tensor(pasco_value_item(v, 1));
 	printf("sum %g tag %.*s argc %g (chief argc %d)\n",
 	    pasco_value_scalar(pasco_value_item(v, 0)), (int) tag->count,
-	    (const char *) tag->data, pasco_value_scalar(pasco_value_item(v, 2)),
-	    argc);
+	    (const char *) tag->data,
+	    pasco_value_scalar(pasco_value_item(v, 2)), argc);
 	status = 0;
 out:
 	pasco_remote_value_free(r);
