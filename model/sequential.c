@@ -101,6 +101,28 @@ concatenate(
 	return pasco_t_concat(tp, l->ninputs, in, -1);
 }
 
+/* Keras's Normalization: mean and variance are read with the other
+ * variables but enter as constants, so no gradient reaches them. */
+static pasco_tnode *
+normalize(const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *x,
+    pasco_tnode *const *nodes)
+{
+	pasco_tnode        *mean = var_node(m, tp, i, 0, nodes);
+	pasco_tnode        *var  = mean ? var_node(m, tp, i, 1, nodes) : NULL;
+	const pasco_tensor *v    = pasco_tnode_value(x);
+	const pasco_tensor *mu   = pasco_tnode_value(mean);
+	if (var == NULL || v == NULL) {
+		return NULL;
+	}
+	if (v->rank != 2 || v->shape[1] != mu->count) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: input %s does not match mean %s", m->layers[i].name,
+		    PASCI_SHAPE(v->rank, v->shape),
+		    PASCI_SHAPE(mu->rank, mu->shape));
+	}
+	return pasco_t_normalize(tp, x, mu, pasco_tnode_value(var));
+}
+
 /* Layer i's input nodes into in; feature inputs made constants once. */
 static bool
 gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
@@ -207,6 +229,9 @@ forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
 			break;
 		case PASCO_LAYER_CONCATENATE:
 			h = concatenate(m, tp, i, in);
+			break;
+		case PASCO_LAYER_NORMALIZATION:
+			h = normalize(m, tp, i, in[0], nodes);
 			break;
 		}
 		if ((outs[i] = h) == NULL) {

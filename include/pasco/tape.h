@@ -163,6 +163,13 @@ pasco_tnode *pasco_t_binary_crossentropy_logits(
 pasco_tnode *pasco_t_softmax_crossentropy(
     pasco_tape *tp, pasco_tnode *logits, const pasco_tensor *labels);
 
+/* Keras's Normalization: (x - mean) / max(sqrt(variance), 1e-7) over the
+ * last axis of x, mean and variance (f32 or f64 of that axis' length)
+ * being constants (only read during the call; no gradient reaches them).
+ * The gradient to x is its own divided by that denominator. */
+pasco_tnode *pasco_t_normalize(pasco_tape *tp, pasco_tnode *x,
+    const pasco_tensor *mean, const pasco_tensor *variance);
+
 /* Keras's l2 regulariser: l2 * sum(w^2), a scalar. */
 pasco_tnode *pasco_t_l2(pasco_tape *tp, pasco_tnode *w, double l2);
 
