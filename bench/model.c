@@ -223,6 +223,21 @@ PASCO_FUNCTION(process_cpu)
 
 /* ---- in one process: the forward and backward pass only ---- */
 
+typedef struct run_result {
+	double rate;   /* steps/s */
+	double cpu_us; /* CPU per step */
+} run_result;
+
+/* CPU seconds of the calling thread (with one OpenBLAS thread, all the
+ * pass's work: the figure holds on a loaded machine). */
+static double
+thread_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
 /* The model's variables as local tensors, from its initializers. */
 static void
 local_params(const pasco_model *m, pasco_tensor **p)
@@ -301,15 +316,17 @@ tape_pass(const pasco_model *m, pasco_tensor **p, const inputs *in,
 	return rv;
 }
 
-/* Steps/s of the hand-written (layers false) or the tape's pass. */
-static double
-in_process_rate(bool tutorial, bool layers, long steps)
+/* Steps/s and CPU per step of the hand-written (layers false) or the
+ * tape's pass; rate -1 on failure. */
+static run_result
+pass_rate(bool tutorial, bool layers, long steps)
 {
 	pasco_model  *m = tutorial ? tutorial_model() : mlp_model();
 	pasco_tensor *p[4] = {0}, *g[4] = {0}, *rows = NULL, *uids = NULL;
 	pasco_tensor *urows = NULL;
-	double        loss, start;
+	double        loss, start, cpu;
 	int           rv = 0;
+	run_result    r  = {-1, -1};
 	pasco_loss    kind = {tutorial ? PASCO_LOSS_BINARY_CROSSENTROPY
 	                               : PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
 	       false};
@@ -320,6 +337,7 @@ in_process_rate(bool tutorial, bool layers, long steps)
 		urows = local_gather(p[0], uids);
 	}
 	start = bench_now();
+	cpu   = thread_cpu();
 	for (long s = 0; s < steps && rv == 0; s++) {
 		if (layers) {
 			rv = tape_pass(m, p, tutorial ? &tut_in : &mlp_in,
@@ -331,20 +349,18 @@ in_process_rate(bool tutorial, bool layers, long steps)
 		}
 		release_all(g, 4);
 	}
-	double rate = (double) steps / (bench_now() - start);
+	if (rv == 0) {
+		r.rate   = (double) steps / (bench_now() - start);
+		r.cpu_us = (thread_cpu() - cpu) / (double) steps * 1e6;
+	}
 	release_all(p, 4);
 	pasco_tensor *tmp[] = {rows, uids, urows};
 	release_all(tmp, 3);
 	pasco_model_free(m);
-	return rv == 0 ? rate : -1;
+	return r;
 }
 
 /* ---- through the coordinator ---- */
-
-typedef struct run_result {
-	double rate;    /* steps/s */
-	double cpu_us;  /* the worker's CPU per step */
-} run_result;
 
 static double
 worker_cpu(pasco_coordinator *coord)
@@ -418,18 +434,57 @@ hand_variables(pasco_strategy *s, const pasco_model *m, pasco_variable **v)
 	return rv;
 }
 
-/* A table line; the ratio is the layers' speed against the hand-written
- * step's (cost: the figures are costs, the ratio hand / layers). */
+/* Keeps the best of r in best (the highest rate, the lowest CPU). */
 static void
-print_pair(const char *what, double hand, double layers, const char *unit,
-    bool cost)
+keep_best(run_result *best, run_result r)
 {
-	printf("  %-44s hand %10.1f  layers %10.1f %-8s %.2fx\n", what, hand,
-	    layers, unit, cost ? hand / layers : layers / hand);
+	best->rate   = r.rate > best->rate ? r.rate : best->rate;
+	best->cpu_us = r.cpu_us < best->cpu_us ? r.cpu_us : best->cpu_us;
+}
+
+/* The table lines and JSON figures of one comparison: steps/s, and CPU
+ * per step as steps per CPU second, so that every ratio is the layers'
+ * speed against the hand-written step's (above 1: faster). */
+static void
+report(const char *model, const char *where, const char *whose,
+    const run_result *best)
+{
+	char label[200];
+	printf("  %-26s steps/s  hand %8.1f  layers %8.1f  %.2fx\n", where,
+	    best[0].rate, best[1].rate, best[1].rate / best[0].rate);
+	printf("  %-26s us/step  hand %8.1f  layers %8.1f  %.2fx\n", whose,
+	    best[0].cpu_us, best[1].cpu_us, best[0].cpu_us / best[1].cpu_us);
+	snprintf(label, sizeof(label), "%s, layers, %s", model, where);
+	bench_json("model", label, best[1].rate, "steps/s", best[0].rate);
+	snprintf(label, sizeof(label), "%s, layers, %s, %s", model, where,
+	    whose);
+	bench_json("model", label, 1e6 / best[1].cpu_us, "steps/CPU s",
+	    1e6 / best[0].cpu_us);
+}
+
+/* The in-process figures of model bm: hand and layers alternating, best
+ * of TRAIN_REPEATS each. */
+static int
+in_process_pair(const bench_model *bm, long steps)
+{
+	run_result best[2] = {{0, INFINITY}, {0, INFINITY}};
+	for (int r = 0; r < TRAIN_REPEATS; r++) {
+		for (int layers = 0; layers < 2; layers++) {
+			run_result x = pass_rate(bm->tutorial, layers, steps);
+			if (x.rate < 0) {
+				fprintf(stderr, "model: %s: the pass failed\n",
+				    bm->name);
+				return 1;
+			}
+			keep_best(&best[layers], x);
+		}
+	}
+	report(bm->name, "forward + backward", "CPU", best);
+	return 0;
 }
 
 /* The distributed figures of model bm: hand and layers alternating, best
- * of TRAIN_REPEATS each. */
+ * of TRAIN_REPEATS each, after a warm-up of each. */
 static int
 distributed_pair(pasco_coordinator *coord, pasco_strategy *s,
     const bench_model *bm, long steps)
@@ -440,7 +495,6 @@ distributed_pair(pasco_coordinator *coord, pasco_strategy *s,
 	run_result      best[2] = {{0, INFINITY}, {0, INFINITY}};
 	size_t          n       = m != NULL ? pasco_model_num_variables(m) : 0;
 	int             rv      = m == NULL ? PASCO_EINVAL : PASCO_OK;
-	char            label[160];
 	if (rv == 0 && ((rv = pasco_model_create_variables(m, s)) != 0 ||
 	                   (rv = hand_variables(s, m, hv)) != 0)) {
 		fprintf(stderr, "model: %s\n", pasco_model_last_error());
@@ -449,34 +503,19 @@ distributed_pair(pasco_coordinator *coord, pasco_strategy *s,
 		ha[k] = pasco_arg_variable(hv[k]);
 		la[k] = pasco_arg_variable(pasco_model_variable(m, k));
 	}
-	/* a warm-up of each, then the measured rounds */
 	for (int r = -1; r < TRAIN_REPEATS && rv == 0; r++) {
 		for (int layers = 0; layers < 2 && rv == 0; layers++) {
 			run_result x = timed_steps(coord,
 			    layers ? bm->layers : bm->hand, layers ? la : ha, n,
 			    r < 0 ? steps / 10 + 1 : steps);
 			rv = x.rate < 0 || x.cpu_us < 0 ? PASCO_EINVAL : 0;
-			if (r >= 0 && x.rate > best[layers].rate) {
-				best[layers].rate = x.rate;
-			}
-			if (r >= 0 && x.cpu_us < best[layers].cpu_us) {
-				best[layers].cpu_us = x.cpu_us;
+			if (r >= 0) {
+				keep_best(&best[layers], x);
 			}
 		}
 	}
 	if (rv == 0) {
-		print_pair("1 worker, steps/s", best[0].rate, best[1].rate,
-		    "steps/s", false);
-		print_pair("1 worker, worker CPU per step", best[0].cpu_us,
-		    best[1].cpu_us, "us", true);
-		snprintf(label, sizeof(label), "%s, layers, 1 worker",
-		    bm->name);
-		bench_json("model", label, best[1].rate, "steps/s", best[0].rate);
-		snprintf(label, sizeof(label),
-		    "%s, layers, 1 worker, steps per worker CPU second",
-		    bm->name);
-		bench_json("model", label, 1e6 / best[1].cpu_us,
-		    "steps/CPU s", 1e6 / best[0].cpu_us);
+		report(bm->name, "1 worker", "worker CPU", best);
 	}
 	for (size_t k = 0; k < n; k++) {
 		pasco_variable_free(hv[k]);
@@ -484,6 +523,8 @@ distributed_pair(pasco_coordinator *coord, pasco_strategy *s,
 	pasco_model_free(m);
 	return rv;
 }
+
+#define NMODELS (sizeof(BENCH_MODELS) / sizeof(*BENCH_MODELS))
 
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
@@ -503,36 +544,16 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	printf("model benchmark: the layers + tape against the hand-written "
 	       "step, %ld steps per figure, best of %d\n",
 	    steps, TRAIN_REPEATS);
-	for (size_t k = 0; k < sizeof(BENCH_MODELS) / sizeof(*BENCH_MODELS);
-	     k++) {
-		const bench_model *bm = &BENCH_MODELS[k];
-		double             best[2] = {0, 0};
-		char               label[160];
-		for (int r = 0; r < TRAIN_REPEATS; r++) {
-			for (int layers = 0; layers < 2; layers++) {
-				double x = in_process_rate(
-				    bm->tutorial, layers, steps);
-				best[layers] = x > best[layers] ? x : best[layers];
-			}
-		}
-		printf("%s\n", bm->name);
-		print_pair("in one process, forward + backward", best[0],
-		    best[1], "steps/s", false);
-		snprintf(label, sizeof(label),
-		    "%s, layers, forward + backward in one process", bm->name);
-		bench_json("model", label, best[1], "steps/s", best[0]);
-		if (best[0] <= 0 || best[1] <= 0) {
-			fprintf(stderr, "model: %s: the pass failed\n", bm->name);
-			rv = 1;
-		}
+	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
+		printf("%s, in one process\n", BENCH_MODELS[k].name);
+		rv = in_process_pair(&BENCH_MODELS[k], steps);
 	}
 	if (rv != 0 || sub == NULL ||
 	    pasco_strategy_create(&s, sub, NULL) != 0 ||
 	    pasco_coordinator_create(&coord, s, NULL) != 0) {
 		rv = 1;
 	}
-	for (size_t k = 0;
-	     rv == 0 && k < sizeof(BENCH_MODELS) / sizeof(*BENCH_MODELS); k++) {
+	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
 		printf("%s, through the coordinator\n", BENCH_MODELS[k].name);
 		rv = distributed_pair(coord, s, &BENCH_MODELS[k], steps);
 	}

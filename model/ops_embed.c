@@ -55,12 +55,16 @@ source_row(const pasco_tnode *s, int64_t r)
 	return s->leaf == PASCI_ROWS ? s->pos[r] : r;
 }
 
-/* y[0..dim) = a x (fresh) or += a x; f32 through BLAS as the kit's. */
+/* y[0..dim) = a x (fresh) or += a x; f32 through BLAS on zeros as the
+ * kit's kernels do (the same values, and vectorised). */
 static void
 axpy(pasco_dtype dt, int64_t dim, double a, const void *x, void *y,
     bool fresh)
 {
-	if (dt == PASCO_F32 && !fresh) {
+	if (dt == PASCO_F32) {
+		if (fresh) {
+			memset(y, 0, (size_t) dim * sizeof(float));
+		}
 		cblas_saxpy((blasint) dim, (float) a, x, 1, y, 1);
 		return;
 	}
