@@ -273,28 +273,52 @@ pasco_t_scale(pasco_tape *tp, pasco_tnode *a, double s)
 	return n;
 }
 
-/* dx += dy; dbias += dy summed over rows, row by row (the kit's order). */
+/* dbias (fresh: written) += the rows of dy [rows, cols], row by row as the
+ * kit's bias_add_grad sums them (f32: its saxpy). */
+static void
+sum_rows(pasco_dtype dt, int64_t rows, int64_t cols, const void *dy,
+    void *db, bool fresh)
+{
+	size_t es = pasco_dtype_size(dt);
+	if (fresh) {
+		if (rows == 0) {
+			memset(db, 0, (size_t) cols * es);
+			return;
+		}
+		memcpy(db, dy, (size_t) cols * es);
+	}
+	for (int64_t r = fresh ? 1 : 0; r < rows; r++) {
+		if (dt == PASCO_F32) {
+			cblas_saxpy((blasint) cols, 1.0f,
+			    (const float *) dy + r * cols, 1, db, 1);
+		} else {
+			cblas_daxpy((blasint) cols, 1.0,
+			    (const double *) dy + r * cols, 1, db, 1);
+		}
+	}
+}
+
+/* dx += dy; dbias += dy summed over rows. */
 static void
 bias_add_backward(pasco_tape *tp, pasco_tnode *n)
 {
 	int64_t cols = n->in[1]->value.count;
 	int64_t rows = cols ? n->value.count / cols : 0;
-	bool    fx, fb;
-	void   *dx = pasci_tape_grad_out(tp, n->in[0], &fx);
+	bool    fx = false, fb;
+	void   *dx = pasci_tape_grad_pass(n->in[0], n)
+	                 ? NULL
+	                 : pasci_tape_grad_out(tp, n->in[0], &fx);
 	void   *db = pasci_tape_grad_out(tp, n->in[1], &fb);
+	if (db != NULL) {
+		sum_rows(n->value.dtype, rows, cols, n->grad, db, fb);
+	}
+	if (dx == NULL) {
+		return;
+	}
 	PASCI_TYPED(n->value.dtype, T, {
 		const T *g = n->grad;
-		T       *x = dx, *b = db;
-		if (x != NULL) {
-			PASCI_SET_OR_ADD(fx, n->value.count, i, x, g[i]);
-		}
-		for (int64_t r = 0; b != NULL && r < rows; r++) {
-			PASCI_SET_OR_ADD(
-			    fb && r == 0, cols, j, b, g[r * cols + j]);
-		}
-		if (b != NULL && rows == 0 && fb) {
-			memset(b, 0, (size_t) cols * sizeof(T));
-		}
+		T       *x = dx;
+		PASCI_SET_OR_ADD(fx, n->value.count, i, x, g[i]);
 	});
 }
 
@@ -341,8 +365,9 @@ static void
 copy_backward(pasco_tape *tp, pasco_tnode *n)
 {
 	bool  fresh;
-	void *dx = pasci_tape_grad_out(tp, n->in[0], &fresh);
-	if (dx == NULL) {
+	void *dx;
+	if (pasci_tape_grad_pass(n->in[0], n) ||
+	    (dx = pasci_tape_grad_out(tp, n->in[0], &fresh)) == NULL) {
 		return;
 	}
 	PASCI_TYPED(n->value.dtype, T, {

@@ -385,6 +385,18 @@ pasci_tape_grad_out(pasco_tape *tp, pasco_tnode *n, bool *fresh)
 	return n->grad;
 }
 
+bool
+pasci_tape_grad_pass(pasco_tnode *x, pasco_tnode *n)
+{
+	if (!x->needs_grad || x->grad != NULL || x->leaf != PASCI_NOT_LEAF ||
+	    x->value.nbytes != n->value.nbytes) {
+		return false;
+	}
+	x->grad     = n->grad;
+	x->grad_set = true;
+	return true;
+}
+
 void *
 pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n)
 {

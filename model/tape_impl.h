@@ -116,6 +116,13 @@ void *pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n);
  * does; the buffer counts as written from then on. */
 void *pasci_tape_grad_out(pasco_tape *tp, pasco_tnode *n, bool *fresh);
 
+/* Gives x, an input of n whose gradient is n's unchanged (bias_add's x,
+ * reshape's), n's gradient buffer as its own when x has none yet and is
+ * not a leaf: no copy. n's backward is its last use of n->grad, so later
+ * additions into x's gradient may write there. False (nothing done)
+ * otherwise: the caller adds as usual. */
+bool pasci_tape_grad_pass(pasco_tnode *x, pasco_tnode *n);
+
 /* A rows leaf's gradient buffer ([n, dim], row k for its sorted id k,
  * allocated on first use) and *touched: touched[k] is 0 until row k is
  * written (its contents are garbage until then). NULL without memory. */
