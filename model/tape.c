@@ -23,7 +23,7 @@
 #include "tensor_impl.h"
 
 #define ARENA_BLOCK (64 * 1024)
-#define CACHE_MAX ((size_t) 256 << 20)
+#define CACHE_MAX ((size_t) 64 << 20)
 
 typedef struct arena_block {
 	struct arena_block *next;
