@@ -175,7 +175,8 @@ const char *pasci_tnode_spec(const pasco_tnode *n, char *buf, size_t len);
 const char *pasci_tensor_spec(const pasco_tensor *t, char *buf, size_t len);
 #define PASCI_TSPEC(t) pasci_tensor_spec((t), (char[80]){0}, 80)
 
-/* Element access on f32 / f64 buffers. */
+/* Element access on f32 / f64 buffers, for a scalar or a few elements:
+ * a loop over a tensor tests the dtype once, with PASCI_TYPED. */
 static inline double
 pasci_ld(pasco_dtype dt, const void *p, int64_t i)
 {
