@@ -41,16 +41,25 @@ elem_loss(int kind, double p, double y, double *dp)
 static void
 elem_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_tnode  *x  = n->in[0];
-	const double *y  = n->aux;
-	double        g  = pasci_ld(n->value.dtype, n->grad, 0);
-	void         *dx = pasci_tape_grad_of(tp, x);
-	for (int64_t i = 0; dx != NULL && i < x->value.count; i++) {
-		double d;
-		elem_loss((int) n->i[0], pasci_val(x, i), y[i], &d);
-		pasci_acc(
-		    x->value.dtype, dx, i, g * d / (double) x->value.count);
+	pasco_tnode  *x     = n->in[0];
+	const double *y     = n->aux;
+	double        g     = pasci_ld(n->value.dtype, n->grad, 0);
+	int64_t       count = x->value.count;
+	bool          fresh;
+	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(x->value.dtype, T, {
+		const T *p = x->value.data;
+		T       *d = dx;
+		for (int64_t i = 0; i < count; i++) {
+			double e;
+			elem_loss((int) n->i[0], (double) p[i], y[i], &e);
+			e = g * e / (double) count;
+			d[i] = fresh ? (T) e : (T) (d[i] + (T) e);
+		}
+	});
 }
 
 static const pasci_tape_op elem_ops[] = {
@@ -76,10 +85,10 @@ elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels)
 		    name, PASCI_SPEC(x),
 		    labels ? PASCI_TSPEC(labels) : "NULL");
 	}
-	if ((n = pasci_tape_node(tp, &elem_ops[kind], x->value.dtype, 0, NULL,
-	         1, &x)) == NULL ||
-	    (y = pasci_tape_mem(tp, (size_t) x->value.count * sizeof(*y))) ==
-	        NULL) {
+	if ((n = pasci_tape_node_raw(tp, &elem_ops[kind], x->value.dtype, 0,
+	         NULL, 1, &x)) == NULL ||
+	    (y = pasci_tape_mem_raw(
+	         tp, (size_t) x->value.count * sizeof(*y))) == NULL) {
 		return NULL;
 	}
 	for (int64_t i = 0; i < x->value.count; i++) {
@@ -121,15 +130,18 @@ sce_backward(pasco_tape *tp, pasco_tnode *n)
 {
 	pasco_tnode  *x = n->in[0];
 	int64_t       b = x->value.shape[0], c = x->value.shape[1];
-	const double *p  = n->aux;
-	double        g  = pasci_ld(n->value.dtype, n->grad, 0) / (double) b;
-	void         *dx = pasci_tape_grad_of(tp, x);
-	for (int64_t r = 0; dx != NULL && r < b; r++) {
-		for (int64_t j = 0; j < c; j++) {
-			pasci_acc(x->value.dtype, dx, r * c + j,
-			    g * (p[r * c + j] - (j == n->ids[r])));
-		}
+	const double *p = n->aux;
+	double        g = pasci_ld(n->value.dtype, n->grad, 0) / (double) b;
+	bool          fresh;
+	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(x->value.dtype, T, {
+		T *d = dx;
+		PASCI_SET_OR_ADD(fresh, b * c, i, d,
+		    (T) (g * (p[i] - (double) (i % c == n->ids[i / c]))));
+	});
 }
 
 static const pasci_tape_op sce_op = {"softmax_crossentropy", sce_backward};
@@ -175,28 +187,32 @@ pasco_t_softmax_crossentropy(
 	}
 	b = x->value.shape[0];
 	c = x->value.shape[1];
-	if ((n = pasci_tape_node(
+	if ((n = pasci_tape_node_raw(
 	         tp, &sce_op, x->value.dtype, 0, NULL, 1, &x)) == NULL ||
-	    (p = pasci_tape_mem(tp, (size_t) (b * c) * sizeof(*p))) == NULL ||
-	    (n->ids = pasci_tape_mem(tp, (size_t) b * sizeof(int64_t))) ==
-	        NULL) {
+	    (p = pasci_tape_mem_raw(tp, (size_t) (b * c) * sizeof(*p))) ==
+	        NULL ||
+	    (n->ids = pasci_tape_mem_raw(
+	         tp, (size_t) b * sizeof(int64_t))) == NULL) {
 		return NULL;
 	}
-	for (int64_t r = 0; r < b; r++) {
-		double max = -INFINITY, z = 0;
-		n->ids[r] = pasci_id_at(labels, r);
-		for (int64_t j = 0; j < c; j++) {
-			max = fmax(max, pasci_val(x, r * c + j));
+	PASCI_TYPED(x->value.dtype, T, {
+		for (int64_t r = 0; r < b; r++) {
+			const T *xs  = (const T *) x->value.data + r * c;
+			double  *pr  = p + r * c;
+			double   max = -INFINITY, z = 0;
+			n->ids[r]    = pasci_id_at(labels, r);
+			for (int64_t j = 0; j < c; j++) {
+				max = fmax(max, (double) xs[j]);
+			}
+			for (int64_t j = 0; j < c; j++) {
+				z += (pr[j] = exp((double) xs[j] - max));
+			}
+			for (int64_t j = 0; j < c; j++) {
+				pr[j] /= z;
+			}
+			sum += log(z) + max - (double) xs[n->ids[r]];
 		}
-		for (int64_t j = 0; j < c; j++) {
-			z += (p[r * c + j] =
-			          exp(pasci_val(x, r * c + j) - max));
-		}
-		for (int64_t j = 0; j < c; j++) {
-			p[r * c + j] /= z;
-		}
-		sum += log(z) + max - pasci_val(x, r * c + n->ids[r]);
-	}
+	});
 	n->aux = p;
 	pasci_st(n->value.dtype, n->value.data, 0, sum / (double) b);
 	return n;
@@ -207,13 +223,21 @@ pasco_t_softmax_crossentropy(
 static void
 l2_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_tnode *w  = n->in[0];
-	double       g  = pasci_ld(n->value.dtype, n->grad, 0);
-	void        *dw = pasci_tape_grad_of(tp, w);
-	for (int64_t i = 0; dw != NULL && i < w->value.count; i++) {
-		pasci_acc(
-		    w->value.dtype, dw, i, g * 2 * n->f * pasci_val(w, i));
+	pasco_tnode *w = n->in[0];
+	double       g = pasci_ld(n->value.dtype, n->grad, 0) * 2 * n->f;
+	bool         fresh;
+	void        *dw = pasci_tape_grad_out(tp, w, &fresh);
+	if (dw == NULL) {
+		return;
 	}
+	PASCI_TYPED(w->value.dtype, T, {
+		const T *ws = w->value.data;
+		T       *d  = dw;
+		for (int64_t i = 0; i < w->value.count; i++) {
+			double e = g * (double) ws[i];
+			d[i]     = fresh ? (T) e : (T) ((double) d[i] + e);
+		}
+	});
 }
 
 static const pasci_tape_op l2_op = {"l2", l2_backward};
@@ -224,13 +248,16 @@ pasco_t_l2(pasco_tape *tp, pasco_tnode *w, double l2)
 	pasco_tnode *n;
 	double       sum = 0;
 	if (!pasci_tape_check(tp, "l2", 1, &w) ||
-	    (n = pasci_tape_node(
+	    (n = pasci_tape_node_raw(
 	         tp, &l2_op, w->value.dtype, 0, NULL, 1, &w)) == NULL) {
 		return NULL;
 	}
-	for (int64_t i = 0; i < w->value.count; i++) {
-		sum += pasci_val(w, i) * pasci_val(w, i);
-	}
+	PASCI_TYPED(w->value.dtype, T, {
+		const T *ws = w->value.data;
+		for (int64_t i = 0; i < w->value.count; i++) {
+			sum += (double) ws[i] * (double) ws[i];
+		}
+	});
 	n->f = l2;
 	pasci_st(n->value.dtype, n->value.data, 0, l2 * sum);
 	return n;

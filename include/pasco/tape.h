@@ -73,7 +73,10 @@ typedef struct pasco_tnode pasco_tnode;
 int pasco_tape_alloc(pasco_tape **out, bool training, uint64_t seed);
 
 /* Frees the tape, its nodes and their values, and releases the tensors
- * its leaves hold. NULL is a no-op. */
+ * its leaves hold. NULL is a no-op. The arena's memory is kept for the
+ * calling thread's next tapes (up to 64 MB a thread, freed when the
+ * thread ends), so a step that makes and frees a tape each time allocates
+ * nothing after its first. */
 void pasco_tape_free(pasco_tape *tp);
 
 /* The tape's first error (PASCO_OK if none; PASCO_EINVAL for a NULL
