@@ -20,7 +20,7 @@ static const char *const layer_classes[] = {[PASCO_LAYER_DENSE] = "Dense",
     [PASCO_LAYER_EMBEDDING]                                     = "Embedding",
     [PASCO_LAYER_DROPOUT]                                       = "Dropout",
     [PASCO_LAYER_ACTIVATION]                                    = "Activation",
-    [PASCO_LAYER_CONCATENATE]                                   = "Concatenate",
+    [PASCO_LAYER_CONCATENATE]   = "Concatenate",
     [PASCO_LAYER_NORMALIZATION] = "Normalization"};
 
 static const char *const init_classes[] = {[PASCO_INIT_ZEROS] = "Zeros",
@@ -419,11 +419,11 @@ read_options(
 	    [PASCO_LAYER_DENSE] = {"name", "units", "activation", "use_bias",
 	        "kernel_initializer", "bias_initializer",
 	        "kernel_regularizer"},
-	    [PASCO_LAYER_EMBEDDING]   = {"name", "input_dim", "output_dim",
-	          "combiner", "embeddings_initializer", "partitioner"},
-	    [PASCO_LAYER_DROPOUT]     = {"name", "rate"},
-	    [PASCO_LAYER_ACTIVATION]  = {"name", "activation"},
-	    [PASCO_LAYER_CONCATENATE] = {"name", "axis"},
+	    [PASCO_LAYER_EMBEDDING]     = {"name", "input_dim", "output_dim",
+	            "combiner", "embeddings_initializer", "partitioner"},
+	    [PASCO_LAYER_DROPOUT]       = {"name", "rate"},
+	    [PASCO_LAYER_ACTIVATION]    = {"name", "activation"},
+	    [PASCO_LAYER_CONCATENATE]   = {"name", "axis"},
 	    [PASCO_LAYER_NORMALIZATION] = {
 	        "name", "axis", "mean", "variance", "invert"}};
 	size_t nkeys = 0;
@@ -453,10 +453,12 @@ read_options(
 		    PASCO_EINVAL, "%s: axis must be -1 (the last axis)", at);
 	}
 	if (l->kind == PASCO_LAYER_NORMALIZATION) {
-		const cJSON *inv = cJSON_GetObjectItemCaseSensitive(c, "invert");
+		const cJSON *inv =
+		    cJSON_GetObjectItemCaseSensitive(c, "invert");
 		for (int k = 0; k < 2; k++) {
 			const char  *f = k == 0 ? "mean" : "variance";
-			const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, f);
+			const cJSON *v =
+			    cJSON_GetObjectItemCaseSensitive(c, f);
 			if (v != NULL && !cJSON_IsNull(v)) {
 				return pasci_model_fail(PASCO_EINVAL,
 				    "%s: %s must be null: a Normalization "

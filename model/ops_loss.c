@@ -56,7 +56,7 @@ elem_backward(pasco_tape *tp, pasco_tnode *n)
 		for (int64_t i = 0; i < count; i++) {
 			double e;
 			elem_loss((int) n->i[0], (double) p[i], y[i], &e);
-			e = g * e / (double) count;
+			e    = g * e / (double) count;
 			d[i] = fresh ? (T) e : (T) (d[i] + (T) e);
 		}
 	});
@@ -124,7 +124,9 @@ pasco_t_binary_crossentropy_logits(
 
 /* ---- softmax cross-entropy ---- */
 
-/* aux: the softmax [batch, classes] as doubles; ids: the labels. */
+/* aux: the softmax [batch, classes] as doubles; ids: the labels, or
+ * NULL for dense labels (categorical_crossentropy), which follow the
+ * softmax in aux as doubles [batch, classes], then each row's sum [batch]. */
 static void
 sce_backward(pasco_tape *tp, pasco_tnode *n)
 {
@@ -135,6 +137,15 @@ sce_backward(pasco_tape *tp, pasco_tnode *n)
 	bool          fresh;
 	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
 	if (dx == NULL) {
+		return;
+	}
+	if (n->ids == NULL) { /* dense labels y after p: p * sum(y) - y */
+		const double *y = p + b * c;
+		PASCI_TYPED(x->value.dtype, T, {
+			T *d = dx;
+			PASCI_SET_OR_ADD(fresh, b * c, i, d,
+			    (T) (g * (p[i] * y[b * c + i / c] - y[i])));
+		});
 		return;
 	}
 	PASCI_TYPED(x->value.dtype, T, {
@@ -149,16 +160,25 @@ static const pasci_tape_op sce_op = {"softmax_crossentropy", sce_backward};
 static bool
 sce_labels_ok(pasco_tape *tp, pasco_tnode *x, const pasco_tensor *labels)
 {
-	int64_t b = x->value.rank == 2 ? x->value.shape[0] : -1;
+	int64_t b     = x->value.rank == 2 ? x->value.shape[0] : -1;
+	bool    dense = labels != NULL && (labels->dtype == PASCO_F32 ||
+                                           labels->dtype == PASCO_F64);
 	if (x->value.rank != 2 || b < 1 || x->value.shape[1] < 1 ||
 	    labels == NULL ||
-	    (labels->dtype != PASCO_I32 && labels->dtype != PASCO_I64) ||
-	    labels->count != b) {
+	    (dense ? labels->count != x->value.count
+	           : (labels->dtype != PASCO_I32 &&
+	                 labels->dtype != PASCO_I64) ||
+	                 labels->count != b)) {
 		pasci_tape_fail(tp, PASCO_EINVAL,
 		    "softmax_crossentropy: logits %s, labels %s: want logits "
-		    "[batch, classes] and i32 or i64 class ids [batch]",
+		    "[batch, classes] and i32 or i64 class ids [batch], or "
+		    "f32 or f64 class probabilities (one-hot) [batch, "
+		    "classes]",
 		    PASCI_SPEC(x), labels ? PASCI_TSPEC(labels) : "NULL");
 		return false;
+	}
+	if (dense) {
+		return true;
 	}
 	for (int64_t r = 0; r < b; r++) {
 		int64_t id = pasci_id_at(labels, r);
@@ -180,27 +200,30 @@ pasco_t_softmax_crossentropy(
 {
 	pasco_tnode *n;
 	int64_t      b, c;
-	double      *p, sum = 0;
+	double      *p, *y, sum = 0;
+	bool         dense;
 	if (!pasci_tape_check(tp, "softmax_crossentropy", 1, &x) ||
 	    !sce_labels_ok(tp, x, labels)) {
 		return NULL;
 	}
-	b = x->value.shape[0];
-	c = x->value.shape[1];
+	b     = x->value.shape[0];
+	c     = x->value.shape[1];
+	dense = labels->dtype == PASCO_F32 || labels->dtype == PASCO_F64;
 	if ((n = pasci_tape_node_raw(
 	         tp, &sce_op, x->value.dtype, 0, NULL, 1, &x)) == NULL ||
-	    (p = pasci_tape_mem_raw(tp, (size_t) (b * c) * sizeof(*p))) ==
+	    (p = pasci_tape_mem_raw(
+	         tp, (size_t) (dense ? 2 * b * c + b : b * c) * sizeof(*p))) ==
 	        NULL ||
-	    (n->ids = pasci_tape_mem_raw(
-	         tp, (size_t) b * sizeof(int64_t))) == NULL) {
+	    (!dense && (n->ids = pasci_tape_mem_raw(
+	                    tp, (size_t) b * sizeof(int64_t))) == NULL)) {
 		return NULL;
 	}
+	y = dense ? p + b * c : NULL;
 	PASCI_TYPED(x->value.dtype, T, {
 		for (int64_t r = 0; r < b; r++) {
 			const T *xs  = (const T *) x->value.data + r * c;
 			double  *pr  = p + r * c;
 			double   max = -INFINITY, z = 0;
-			n->ids[r]    = pasci_id_at(labels, r);
 			for (int64_t j = 0; j < c; j++) {
 				max = fmax(max, (double) xs[j]);
 			}
@@ -210,7 +233,22 @@ pasco_t_softmax_crossentropy(
 			for (int64_t j = 0; j < c; j++) {
 				pr[j] /= z;
 			}
-			sum += log(z) + max - (double) xs[n->ids[r]];
+			if (!dense) {
+				n->ids[r] = pasci_id_at(labels, r);
+				sum += log(z) + max - (double) xs[n->ids[r]];
+				continue;
+			}
+			/* -sum_j y_j log p_j = sum(y) (log z + max) - y . x */
+			double ys = 0, yx = 0;
+			for (int64_t j = 0; j < c; j++) {
+				double yj =
+				    pasco_tensor_get(labels, r * c + j);
+				y[r * c + j] = yj;
+				ys += yj;
+				yx += yj * (double) xs[j];
+			}
+			y[b * c + r] = ys;
+			sum += ys * (log(z) + max) - yx;
 		}
 	});
 	n->aux = p;

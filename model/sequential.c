@@ -306,6 +306,7 @@ pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
 	    {"binary_crossentropy", PASCO_LOSS_BINARY_CROSSENTROPY},
 	    {"sparse_categorical_crossentropy",
 	        PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY},
+	    {"categorical_crossentropy", PASCO_LOSS_CATEGORICAL_CROSSENTROPY},
 	};
 	for (size_t i = 0; name != NULL && i < sizeof(names) / sizeof(*names);
 	     i++) {
@@ -316,7 +317,7 @@ pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
 	}
 	return pasci_model_fail(PASCO_EINVAL,
 	    "unknown loss '%s' (mse, mean_squared_error, binary_crossentropy, "
-	    "sparse_categorical_crossentropy)",
+	    "sparse_categorical_crossentropy, categorical_crossentropy)",
 	    name != NULL ? name : "(null)");
 }
 
@@ -358,12 +359,24 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		}
 		break;
 	case PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
+	case PASCO_LOSS_CATEGORICAL_CROSSENTROPY:
 		if (!loss.from_logits && act != PASCO_ACT_SOFTMAX) {
 			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "sparse_categorical_crossentropy: the output of "
-			    "'%s' (activation %s) is neither logits "
-			    "(from_logits) nor softmax probabilities",
+			    "%s: the output of '%s' (activation %s) is "
+			    "neither logits (from_logits) nor softmax "
+			    "probabilities",
+			    loss.kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY
+			        ? "categorical_crossentropy"
+			        : "sparse_categorical_crossentropy",
 			    last->name, pasco_act_name(act));
+		}
+		if (loss.kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY &&
+		    y->dtype != PASCO_F32 && y->dtype != PASCO_F64) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "categorical_crossentropy: labels must be one-hot "
+			    "f32 or f64 [batch, classes], got %s (class ids "
+			    "take sparse_categorical_crossentropy)",
+			    pasco_dtype_name(y->dtype));
 		}
 		l = pasco_t_softmax_crossentropy(
 		    tp, loss.from_logits ? out : pre, y);

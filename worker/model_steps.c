@@ -196,8 +196,8 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 		return pasco_call_fail(call, PASCO_ENOTFOUND,
 		    "no dataset factory '%s' on this worker", name);
 	}
-	pasco_dataset_context ctx = {.worker_index = (int32_t) shard,
-	    .num_workers                        = (int32_t) shards};
+	pasco_dataset_context ctx = {
+	    .worker_index = (int32_t) shard, .num_workers = (int32_t) shards};
 	ctx.argv = pasco_program_args(&ctx.argc);
 	if ((rv = f(&ctx, ds)) != 0) {
 		return pasco_call_fail(call, rv,

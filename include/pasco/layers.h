@@ -282,20 +282,23 @@ typedef enum pasco_loss_kind {
 	PASCO_LOSS_MSE                             = 1,
 	PASCO_LOSS_BINARY_CROSSENTROPY             = 2,
 	PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 3,
+	PASCO_LOSS_CATEGORICAL_CROSSENTROPY        = 4, /* one-hot labels */
 } pasco_loss_kind;
 
 /* A Keras loss, reduced by the mean over the batch. from_logits: the
  * output is logits. Without it, as Keras does, a last layer with sigmoid
- * (binary) or softmax (sparse categorical) activation is differentiated
- * through its logits; sparse categorical crossentropy needs logits or a
- * softmax output. */
+ * (binary) or softmax (categorical) activation is differentiated through
+ * its logits; the categorical crossentropies need logits or a softmax
+ * output. */
 typedef struct pasco_loss {
 	pasco_loss_kind kind;
 	bool            from_logits;
 } pasco_loss;
 
 /* Keras's names: "mse" or "mean_squared_error", "binary_crossentropy",
- * "sparse_categorical_crossentropy". PASCO_EINVAL for another. */
+ * "sparse_categorical_crossentropy" (labels: class ids),
+ * "categorical_crossentropy" (labels: one-hot [batch, classes]).
+ * PASCO_EINVAL for another. */
 int pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out);
 
 /* The loss of the model on (inputs, y) on tp, Dense kernel_l2 terms added

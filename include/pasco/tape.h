@@ -156,7 +156,10 @@ pasco_tnode *pasco_t_embedding_lookup(pasco_tape *tp, pasco_tnode *table,
  * are only read during the call). mse: target of pred's element count.
  * binary_crossentropy: probabilities clipped to [1e-7, 1 - 1e-7] as Keras
  * does, or logits; labels of the same count. softmax_crossentropy:
- * logits [batch, classes], labels class ids (i32 or i64) [batch]. */
+ * logits [batch, classes], labels class ids (i32 or i64) [batch], or
+ * class probabilities (f32 or f64 [batch, classes], one-hot for Keras's
+ * categorical_crossentropy): the mean over the batch of
+ * -sum_j labels_j log softmax(logits)_j. */
 pasco_tnode *pasco_t_mse(
     pasco_tape *tp, pasco_tnode *pred, const pasco_tensor *target);
 pasco_tnode *pasco_t_binary_crossentropy(

@@ -152,8 +152,8 @@ Test(model_config, a_normalization_layer_round_trips_without_its_statistics)
 	    "\"ids\":false}],\"layers\":[{\"class_name\":\"Normalization\","
 	    "\"config\":{\"name\":\"n\",\"mean\":[1,2,3,4]}}]}}";
 	cr_assert_eq(pasco_model_from_json(with_mean, &bad), PASCO_EINVAL);
-	cr_assert(strstr(pasco_model_last_error(), "mean must be null") !=
-	              NULL,
+	cr_assert(
+	    strstr(pasco_model_last_error(), "mean must be null") != NULL,
 	    "%s", pasco_model_last_error());
 	free(json);
 	pasco_model_free(back);
@@ -260,8 +260,22 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 	             .loss = "mse", .metrics = acc, .nmetrics = 1}));
 	cr_assert_eq(
 	    reg->compile.metric_kinds[0], PASCI_METRIC_CATEGORICAL_ACCURACY);
+	/* one-hot labels: categorical accuracy, as Keras resolves it */
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "categorical_crossentropy",
+	           .metrics                   = acc,
+	           .nmetrics                  = 1}));
+	cr_assert_eq(
+	    m->compile.metric_kinds[0], PASCI_METRIC_CATEGORICAL_ACCURACY);
 
 	/* errors */
+	PASCO_FAIL(
+	    pasco_model_compile(reg,
+	        &(pasco_compile_options){.loss = "categorical_crossentropy"}),
+	    PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "categorical_crossentropy: the output of") != NULL,
+	    "%s", pasco_model_last_error());
 	PASCO_FAIL(pasco_model_compile(reg,
 	               &(pasco_compile_options){
 	                   .loss = "sparse_categorical_crossentropy"}),
