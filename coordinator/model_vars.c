@@ -4,7 +4,30 @@
 
 #include "pasco/coordinator.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+
+/* Normalization layer i's count (Keras's, i64 scalar; steps never read
+ * it), then its adapted statistics written, if any. */
+static int
+create_count(pasco_model *m, size_t i, pasco_strategy *s)
+{
+	pasci_model_norm *st   = &m->norm[i];
+	pasco_initializer zero = pasco_init_zeros();
+	pasco_variable   *v;
+	char              name[PASCO_LAYER_NAME_MAX + 8];
+	int               rv;
+	snprintf(name, sizeof(name), "%s/count", m->layers[i].name);
+	rv = pasco_variable_create_partitioned(
+	    &v, s, name, PASCO_I64, 0, NULL, &zero, NULL);
+	if (rv != 0) {
+		return pasci_model_fail(rv, "%s: %s", m->layers[i].name,
+		    pasco_strategy_error(s));
+	}
+	pasco_variable_free(st->count_var);
+	st->count_var = v;
+	return pasci_model_norm_write(m, i);
+}
 
 int
 pasco_model_create_variables(pasco_model *m, pasco_strategy *s)
@@ -45,5 +68,10 @@ pasco_model_create_variables(pasco_model *m, pasco_strategy *s)
 		m->owns = true;
 	}
 	free(made);
+	for (size_t i = 0; rv == 0 && i < m->nlayers; i++) {
+		if (m->layers[i].kind == PASCO_LAYER_NORMALIZATION) {
+			rv = create_count(m, i, s);
+		}
+	}
 	return rv;
 }

@@ -150,12 +150,15 @@ static int
 check_loss(const pasco_model *m, const pasco_loss *loss)
 {
 	pasco_act act = output_act(m);
-	if (loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY &&
+	if ((loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
+	        loss->kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY) &&
 	    !loss->from_logits && act != PASCO_ACT_SOFTMAX) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "compile: sparse_categorical_crossentropy: the output of "
-		    "'%s' (activation %s) is neither logits (from_logits) nor "
-		    "softmax probabilities",
+		    "compile: %s: the output of '%s' (activation %s) is "
+		    "neither logits (from_logits) nor softmax probabilities",
+		    loss->kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY
+		        ? "categorical_crossentropy"
+		        : "sparse_categorical_crossentropy",
 		    m->layers[m->nlayers - 1].name, pasco_act_name(act));
 	}
 	return PASCO_OK;

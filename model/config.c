@@ -20,7 +20,8 @@ static const char *const layer_classes[] = {[PASCO_LAYER_DENSE] = "Dense",
     [PASCO_LAYER_EMBEDDING]                                     = "Embedding",
     [PASCO_LAYER_DROPOUT]                                       = "Dropout",
     [PASCO_LAYER_ACTIVATION]                                    = "Activation",
-    [PASCO_LAYER_CONCATENATE] = "Concatenate"};
+    [PASCO_LAYER_CONCATENATE]   = "Concatenate",
+    [PASCO_LAYER_NORMALIZATION] = "Normalization"};
 
 static const char *const init_classes[] = {[PASCO_INIT_ZEROS] = "Zeros",
     [PASCO_INIT_ONES]                                         = "Ones",
@@ -181,6 +182,13 @@ write_layer_config(cJSON *c, const pasco_layer *l)
 		                 pasco_act_name(l->activation));
 	case PASCO_LAYER_CONCATENATE:
 		return ok && cJSON_AddNumberToObject(c, "axis", -1);
+	case PASCO_LAYER_NORMALIZATION:
+		/* Keras's fields; the adapted statistics are not config: they
+		 * live in the variables <name>/mean and /variance */
+		return ok && cJSON_AddNumberToObject(c, "axis", -1) &&
+		       cJSON_AddNullToObject(c, "mean") &&
+		       cJSON_AddNullToObject(c, "variance") &&
+		       cJSON_AddBoolToObject(c, "invert", false);
 	}
 	return false;
 }
@@ -411,11 +419,13 @@ read_options(
 	    [PASCO_LAYER_DENSE] = {"name", "units", "activation", "use_bias",
 	        "kernel_initializer", "bias_initializer",
 	        "kernel_regularizer"},
-	    [PASCO_LAYER_EMBEDDING]   = {"name", "input_dim", "output_dim",
-	          "combiner", "embeddings_initializer", "partitioner"},
-	    [PASCO_LAYER_DROPOUT]     = {"name", "rate"},
-	    [PASCO_LAYER_ACTIVATION]  = {"name", "activation"},
-	    [PASCO_LAYER_CONCATENATE] = {"name", "axis"}};
+	    [PASCO_LAYER_EMBEDDING]     = {"name", "input_dim", "output_dim",
+	            "combiner", "embeddings_initializer", "partitioner"},
+	    [PASCO_LAYER_DROPOUT]       = {"name", "rate"},
+	    [PASCO_LAYER_ACTIVATION]    = {"name", "activation"},
+	    [PASCO_LAYER_CONCATENATE]   = {"name", "axis"},
+	    [PASCO_LAYER_NORMALIZATION] = {
+	        "name", "axis", "mean", "variance", "invert"}};
 	size_t nkeys = 0;
 	double axis  = -1;
 	while (nkeys < 8 && keys[l->kind][nkeys] != NULL) {
@@ -441,6 +451,26 @@ read_options(
 	if (axis != -1) {
 		return pasci_model_fail(
 		    PASCO_EINVAL, "%s: axis must be -1 (the last axis)", at);
+	}
+	if (l->kind == PASCO_LAYER_NORMALIZATION) {
+		const cJSON *inv =
+		    cJSON_GetObjectItemCaseSensitive(c, "invert");
+		for (int k = 0; k < 2; k++) {
+			const char  *f = k == 0 ? "mean" : "variance";
+			const cJSON *v =
+			    cJSON_GetObjectItemCaseSensitive(c, f);
+			if (v != NULL && !cJSON_IsNull(v)) {
+				return pasci_model_fail(PASCO_EINVAL,
+				    "%s: %s must be null: a Normalization "
+				    "layer's statistics come from "
+				    "pasco_model_adapt, kept in its variables",
+				    at, f);
+			}
+		}
+		if (inv != NULL && !cJSON_IsFalse(inv)) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: invert must be false (not supported)", at);
+		}
 	}
 	if (part->kind != 0) {
 		l->partitioner = part;
@@ -478,7 +508,7 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 	if (kind == 0) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: unknown class_name '%s' (Dense, Embedding, Dropout, "
-		    "Activation, Concatenate)",
+		    "Activation, Concatenate, Normalization)",
 		    at, cJSON_IsString(cls) ? cls->valuestring : "(none)");
 	}
 	*l = pasci_layer_defaults((pasco_layer_kind) kind);

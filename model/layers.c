@@ -43,7 +43,7 @@ pasci_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t len)
 
 /* Keras's automatic names: one counter per kind, for the program. */
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t         name_count[PASCO_LAYER_CONCATENATE + 1];
+static int64_t         name_count[PASCO_LAYER_NORMALIZATION + 1];
 
 static const char *
 kind_name(pasco_layer_kind k)
@@ -59,6 +59,8 @@ kind_name(pasco_layer_kind k)
 		return "activation";
 	case PASCO_LAYER_CONCATENATE:
 		return "concatenate";
+	case PASCO_LAYER_NORMALIZATION:
+		return "normalization";
 	}
 	return NULL;
 }
@@ -160,6 +162,14 @@ pasco_layer_concatenate(void)
 }
 
 pasco_layer
+pasco_layer_normalization(void)
+{
+	pasco_layer l = {.kind = PASCO_LAYER_NORMALIZATION};
+	auto_name(&l);
+	return l;
+}
+
+pasco_layer
 pasco_layer_on(pasco_layer l, size_t n, const int32_t *inputs)
 {
 	l.ninputs = n;
@@ -226,6 +236,8 @@ check_layer(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		for (size_t j = 1; j < l->ninputs; j++) {
 			*out += widths[j];
 		}
+		return PASCO_OK;
+	case PASCO_LAYER_NORMALIZATION:
 		return PASCO_OK;
 	}
 	return pasci_model_fail(
@@ -339,6 +351,11 @@ build(pasco_model *m)
 		} else if (l->kind == PASCO_LAYER_EMBEDDING) {
 			add_var(m, i, "embeddings", 2, l->input_dim,
 			    l->output_dim, l->embeddings_initializer);
+		} else if (l->kind == PASCO_LAYER_NORMALIZATION) {
+			add_var(m, i, "mean", 1, widths[0], 0,
+			    pasco_init_zeros());
+			add_var(m, i, "variance", 1, widths[0], 0,
+			    pasco_init_ones());
 		}
 	}
 	return PASCO_OK;
@@ -371,7 +388,8 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
 	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
 	    (m->parts = calloc(n, sizeof(*m->parts))) == NULL ||
-	    (m->vars = calloc(2 * n, sizeof(*m->vars))) == NULL) {
+	    (m->vars = calloc(2 * n, sizeof(*m->vars))) == NULL ||
+	    (m->norm = calloc(n, sizeof(*m->norm))) == NULL) {
 		pasco_model_free(m);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -452,6 +470,7 @@ pasco_model_free(pasco_model *m)
 		pasco_variable_free(m->vars[k].handle);
 	}
 	pasco_tensor_release(m->config);
+	pasci_model_norm_free(m);
 	free(m->vars);
 	free(m->parts);
 	free(m->first_var);

@@ -54,6 +54,15 @@ typedef struct pasci_compile {
 	size_t            state_len; /* counts of every metric together */
 } pasci_compile;
 
+/* A Normalization layer's adapted statistics (pasco_model_adapt), f64
+ * [width] each, and its count variable (chief: made by
+ * create_variables, owned by the model). */
+typedef struct pasci_model_norm {
+	double         *mean, *variance;
+	int64_t         count; /* samples adapted; 0: never adapted */
+	pasco_variable *count_var;
+} pasci_model_norm;
+
 struct pasco_model {
 	char               name[PASCO_LAYER_NAME_MAX];
 	bool               functional;
@@ -68,6 +77,7 @@ struct pasco_model {
 	size_t            *first_var; /* per layer: its first variable */
 	pasci_model_var   *vars;
 	bool               owns; /* handles made by create_variables */
+	pasci_model_norm  *norm; /* per layer (Normalization only) */
 };
 
 /* A layer of kind with Keras's defaults and no name. */
@@ -86,6 +96,13 @@ pasco_tnode **pasci_model_read(const pasco_model *m, pasco_tape *tp,
 pasco_tnode *pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes, pasco_tnode **out);
+
+/* Writes layer i's adapted statistics to its variables (mean, variance,
+ * count) when the model has made them; a no-op otherwise. Blocks. */
+int pasci_model_norm_write(pasco_model *m, size_t i);
+
+/* Frees the statistics and count variables of m's Normalization layers. */
+void pasci_model_norm_free(pasco_model *m);
 
 /* Records this thread's last model error (pasco_model_last_error) and
  * returns err. */

@@ -38,16 +38,33 @@ act_grad(int f, double y)
 	}
 }
 
+/* dx += dy * f'(y), one loop per activation. */
 static void
 act_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_dtype dt = n->value.dtype;
-	void       *dx = pasci_tape_grad_of(tp, n->in[0]);
-	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
-		pasci_acc(dt, dx, i,
-		    pasci_ld(dt, n->grad, i) *
-		        act_grad((int) n->i[0], pasci_val(n, i)));
+	int64_t count = n->value.count;
+	bool    fresh;
+	void   *dx = pasci_tape_grad_out(tp, n->in[0], &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *g = n->grad, *y = n->value.data;
+		T       *d = dx;
+		switch (n->i[0]) {
+		case ACT_RELU:
+			PASCI_SET_OR_ADD(
+			    fresh, count, i, d, y[i] > 0 ? g[i] : (T) 0);
+			break;
+		case ACT_SIGMOID:
+			PASCI_SET_OR_ADD(fresh, count, i, d,
+			    (T) ((double) g[i] * act_grad(ACT_SIGMOID, y[i])));
+			break;
+		default:
+			PASCI_SET_OR_ADD(fresh, count, i, d,
+			    (T) ((double) g[i] * act_grad(ACT_TANH, y[i])));
+		}
+	});
 }
 
 static const pasci_tape_op act_ops[] = {
@@ -61,15 +78,24 @@ activate(pasco_tape *tp, int f, pasco_tnode *x)
 {
 	pasco_tnode *n;
 	if (!pasci_tape_check(tp, act_ops[f].name, 1, &x) ||
-	    (n = pasci_tape_node(tp, &act_ops[f], x->value.dtype,
+	    (n = pasci_tape_node_raw(tp, &act_ops[f], x->value.dtype,
 	         x->value.rank, x->value.shape, 1, &x)) == NULL) {
 		return NULL;
 	}
 	n->i[0] = f;
-	for (int64_t i = 0; i < n->value.count; i++) {
-		pasci_st(
-		    n->value.dtype, n->value.data, i, act(f, pasci_val(x, i)));
-	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *xs = x->value.data;
+		T       *y  = n->value.data;
+		if (f == ACT_RELU) {
+			for (int64_t i = 0; i < n->value.count; i++) {
+				y[i] = xs[i] > 0 ? xs[i] : (T) 0;
+			}
+		} else {
+			for (int64_t i = 0; i < n->value.count; i++) {
+				y[i] = (T) act(f, (double) xs[i]);
+			}
+		}
+	});
 	return n;
 }
 
@@ -95,23 +121,26 @@ pasco_t_tanh(pasco_tape *tp, pasco_tnode *x)
 static void
 softmax_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_dtype dt   = n->value.dtype;
-	int64_t     cols = n->value.shape[n->value.rank - 1];
-	int64_t     rows = cols ? n->value.count / cols : 0;
-	void       *dx   = pasci_tape_grad_of(tp, n->in[0]);
-	for (int64_t r = 0; dx != NULL && r < rows; r++) {
-		double dot = 0;
-		for (int64_t j = 0; j < cols; j++) {
-			dot += pasci_ld(dt, n->grad, r * cols + j) *
-			       pasci_val(n, r * cols + j);
-		}
-		for (int64_t j = 0; j < cols; j++) {
-			int64_t i = r * cols + j;
-			pasci_acc(dt, dx, i,
-			    pasci_val(n, i) *
-			        (pasci_ld(dt, n->grad, i) - dot));
-		}
+	int64_t cols = n->value.shape[n->value.rank - 1];
+	int64_t rows = cols ? n->value.count / cols : 0;
+	bool    fresh;
+	void   *dx = pasci_tape_grad_out(tp, n->in[0], &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(n->value.dtype, T, {
+		for (int64_t r = 0; r < rows; r++) {
+			const T *g = (const T *) n->grad + r * cols;
+			const T *y = (const T *) n->value.data + r * cols;
+			T       *d = (T *) dx + r * cols;
+			double   dot = 0;
+			for (int64_t j = 0; j < cols; j++) {
+				dot += (double) g[j] * (double) y[j];
+			}
+			PASCI_SET_OR_ADD(fresh, cols, j, d,
+			    (T) ((double) y[j] * ((double) g[j] - dot)));
+		}
+	});
 }
 
 static const pasci_tape_op softmax_op = {"softmax", softmax_backward};
@@ -129,26 +158,29 @@ pasco_t_softmax(pasco_tape *tp, pasco_tnode *x)
 		    "softmax: %s: needs rank 1 or more (over the last axis)",
 		    PASCI_SPEC(x));
 	}
-	n = pasci_tape_node(tp, &softmax_op, x->value.dtype, x->value.rank,
-	    x->value.shape, 1, &x);
+	n = pasci_tape_node_raw(tp, &softmax_op, x->value.dtype,
+	    x->value.rank, x->value.shape, 1, &x);
 	if (n == NULL) {
 		return NULL;
 	}
 	cols = x->value.shape[x->value.rank - 1];
 	rows = cols ? x->value.count / cols : 0;
-	for (int64_t r = 0; r < rows; r++) {
-		double max = -INFINITY, z = 0;
-		for (int64_t j = 0; j < cols; j++) {
-			max = fmax(max, pasci_val(x, r * cols + j));
+	PASCI_TYPED(n->value.dtype, T, {
+		for (int64_t r = 0; r < rows; r++) {
+			const T *xs  = (const T *) x->value.data + r * cols;
+			T       *y   = (T *) n->value.data + r * cols;
+			double   max = -INFINITY, z = 0;
+			for (int64_t j = 0; j < cols; j++) {
+				max = fmax(max, (double) xs[j]);
+			}
+			for (int64_t j = 0; j < cols; j++) {
+				z += exp((double) xs[j] - max);
+			}
+			for (int64_t j = 0; j < cols; j++) {
+				y[j] = (T) (exp((double) xs[j] - max) / z);
+			}
 		}
-		for (int64_t j = 0; j < cols; j++) {
-			z += exp(pasci_val(x, r * cols + j) - max);
-		}
-		for (int64_t j = 0; j < cols; j++) {
-			pasci_st(n->value.dtype, n->value.data, r * cols + j,
-			    exp(pasci_val(x, r * cols + j) - max) / z);
-		}
-	}
+	});
 	return n;
 }
 
@@ -168,14 +200,19 @@ splitmix64(uint64_t *state)
 static void
 dropout_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_dtype          dt   = n->value.dtype;
 	const unsigned char *keep = n->aux;
-	void                *dx   = pasci_tape_grad_of(tp, n->in[0]);
-	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
-		if (keep == NULL || keep[i]) {
-			pasci_acc(dt, dx, i, n->f * pasci_ld(dt, n->grad, i));
-		}
+	bool                 fresh;
+	void                *dx = pasci_tape_grad_out(tp, n->in[0], &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *g = n->grad;
+		T       *d = dx;
+		PASCI_SET_OR_ADD(fresh, n->value.count, i, d,
+		    keep == NULL || keep[i] ? (T) (n->f * (double) g[i])
+		                            : (T) 0);
+	});
 }
 
 static const pasci_tape_op dropout_op = {"dropout", dropout_backward};
@@ -194,14 +231,15 @@ pasco_t_dropout(pasco_tape *tp, pasco_tnode *x, double rate)
 		    "dropout: %s: rate %g is outside [0, 1)", PASCI_SPEC(x),
 		    rate);
 	}
-	n = pasci_tape_node(tp, &dropout_op, x->value.dtype, x->value.rank,
-	    x->value.shape, 1, &x);
+	n = pasci_tape_node_raw(tp, &dropout_op, x->value.dtype,
+	    x->value.rank, x->value.shape, 1, &x);
 	if (n == NULL) {
 		return NULL;
 	}
 	n->f = 1;
 	if (pasci_tape_training(tp) && rate > 0) {
-		if ((keep = pasci_tape_mem(tp, (size_t) x->value.count + 1)) ==
+		if ((keep = pasci_tape_mem_raw(
+		         tp, (size_t) x->value.count + 1)) ==
 		    NULL) {
 			return NULL;
 		}
@@ -215,9 +253,14 @@ pasco_t_dropout(pasco_tape *tp, pasco_tnode *x, double rate)
 		}
 	}
 	n->aux = keep;
-	for (int64_t i = 0; i < n->value.count; i++) {
-		pasci_st(n->value.dtype, n->value.data, i,
-		    keep == NULL || keep[i] ? n->f * pasci_val(x, i) : 0);
-	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *xs = x->value.data;
+		T       *y  = n->value.data;
+		for (int64_t i = 0; i < n->value.count; i++) {
+			y[i] = keep == NULL || keep[i]
+			           ? (T) (n->f * (double) xs[i])
+			           : (T) 0;
+		}
+	});
 	return n;
 }

@@ -10,13 +10,17 @@
 
 #include "tape_impl.h"
 
-/* c = beta c + op(a) op(b), row-major, m x n, inner k. */
+/* c = beta c + op(a) op(b), row-major, m x n, inner k, with beta 0 or 1
+ * (0: c, of cbytes, is written whole, even when k is 0). */
 static void
 gemm(pasco_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
     const void *a, int64_t lda, const void *b, int64_t ldb, double beta,
-    void *c, int64_t ldc)
+    void *c, int64_t ldc, size_t cbytes)
 {
 	if (m == 0 || n == 0 || k == 0) {
+		if (beta == 0) {
+			memset(c, 0, cbytes);
+		}
 		return;
 	}
 	if (dt == PASCO_F32) {
@@ -36,25 +40,26 @@ static void
 matmul_backward(pasco_tape *tp, pasco_tnode *n)
 {
 	pasco_tnode *a = n->in[0], *b = n->in[1];
-	bool         ta = n->flag[0], tb = n->flag[1];
+	bool         ta = n->flag[0], tb = n->flag[1], fa, fb;
 	int64_t      m = n->value.shape[0], cols = n->value.shape[1];
 	int64_t      k   = ta ? a->value.shape[0] : a->value.shape[1];
 	int64_t      lda = a->value.shape[1], ldb = b->value.shape[1];
-	pasco_dtype  dt = n->value.dtype;
-	void *da = pasci_tape_grad_of(tp, a), *db = pasci_tape_grad_of(tp, b);
+	pasco_dtype  dt  = n->value.dtype;
+	void        *da  = pasci_tape_grad_out(tp, a, &fa);
+	void        *db  = pasci_tape_grad_out(tp, b, &fb);
 	if (da != NULL && !ta) { /* dA += dC op(B)^T */
 		gemm(dt, false, !tb, m, k, cols, n->grad, cols, b->value.data,
-		    ldb, 1, da, k);
+		    ldb, !fa, da, k, a->value.nbytes);
 	} else if (da != NULL) { /* dA += op(B) dC^T */
 		gemm(dt, tb, true, k, m, cols, b->value.data, ldb, n->grad,
-		    cols, 1, da, m);
+		    cols, !fa, da, m, a->value.nbytes);
 	}
 	if (db != NULL && !tb) { /* dB += op(A)^T dC */
 		gemm(dt, !ta, false, k, cols, m, a->value.data, lda, n->grad,
-		    cols, 1, db, cols);
+		    cols, !fb, db, cols, b->value.nbytes);
 	} else if (db != NULL) { /* dB += dC^T op(A) */
 		gemm(dt, true, ta, cols, k, m, n->grad, cols, a->value.data,
-		    lda, 1, db, k);
+		    lda, !fb, db, k, b->value.nbytes);
 	}
 }
 
@@ -86,7 +91,7 @@ pasco_t_matmul(
 		    PASCI_SPEC(a), ta ? "^T" : "", PASCI_SPEC(b),
 		    tb ? "^T" : "", (long long) k, (long long) k2);
 	}
-	n = pasci_tape_node(tp, &matmul_op, a->value.dtype, 2,
+	n = pasci_tape_node_raw(tp, &matmul_op, a->value.dtype, 2,
 	    (int64_t[]){m, cols}, 2, (pasco_tnode *[]){a, b});
 	if (n == NULL) {
 		return NULL;
@@ -95,7 +100,7 @@ pasco_t_matmul(
 	n->flag[1] = tb;
 	gemm(n->value.dtype, ta, tb, m, cols, k, a->value.data,
 	    a->value.shape[1], b->value.data, b->value.shape[1], 0,
-	    n->value.data, cols);
+	    n->value.data, cols, n->value.nbytes);
 	return n;
 }
 
@@ -118,32 +123,50 @@ is_suffix(const pasco_tensor *x, const pasco_tensor *big)
 	return true;
 }
 
+/* d[i % cd] += g[i] * (o[i % co], or 1 when o is NULL) * sign: the
+ * gradient of one side of an elementwise op, the broadcast side's summed
+ * over its repeats. */
+static void
+ew_side(pasco_dtype dt, int64_t count, const void *g, void *d, int64_t cd,
+    bool fresh, const void *o, int64_t co, double sign)
+{
+	bool flat = cd == count && (o == NULL || co == count);
+	if (fresh && !flat) {
+		memset(d, 0, (size_t) cd * pasco_dtype_size(dt));
+		fresh = false;
+	}
+	PASCI_TYPED(dt, T, {
+		const T *gs = g, *os = o;
+		T       *ds = d, sg = (T) sign;
+		if (flat && os == NULL) {
+			PASCI_SET_OR_ADD(fresh, count, i, ds, sg * gs[i]);
+		} else if (flat) {
+			PASCI_SET_OR_ADD(fresh, count, i, ds, gs[i] * os[i]);
+		} else {
+			for (int64_t i = 0; i < count; i++) {
+				ds[i % cd] += (os == NULL ? sg : os[i % co]) *
+				              gs[i];
+			}
+		}
+	});
+}
+
 static void
 ew_backward(pasco_tape *tp, pasco_tnode *n)
 {
 	pasco_tnode *a = n->in[0], *b = n->in[1];
-	pasco_dtype  dt = n->value.dtype;
-	int64_t      ca = a->value.count, cb = b->value.count;
-	void *da = pasci_tape_grad_of(tp, a), *db = pasci_tape_grad_of(tp, b);
-	for (int64_t i = 0; i < n->value.count; i++) {
-		double g = pasci_ld(dt, n->grad, i);
-		if (n->i[0] == EW_MUL) {
-			if (da != NULL) {
-				pasci_acc(
-				    dt, da, i % ca, g * pasci_val(b, i % cb));
-			}
-			if (db != NULL) {
-				pasci_acc(
-				    dt, db, i % cb, g * pasci_val(a, i % ca));
-			}
-			continue;
-		}
-		if (da != NULL) {
-			pasci_acc(dt, da, i % ca, g);
-		}
-		if (db != NULL) {
-			pasci_acc(dt, db, i % cb, n->i[0] == EW_SUB ? -g : g);
-		}
+	bool         mul = n->i[0] == EW_MUL, fa, fb;
+	void        *da  = pasci_tape_grad_out(tp, a, &fa);
+	void        *db  = pasci_tape_grad_out(tp, b, &fb);
+	if (da != NULL) {
+		ew_side(n->value.dtype, n->value.count, n->grad, da,
+		    a->value.count, fa, mul ? b->value.data : NULL,
+		    b->value.count, 1);
+	}
+	if (db != NULL) {
+		ew_side(n->value.dtype, n->value.count, n->grad, db,
+		    b->value.count, fb, mul ? a->value.data : NULL,
+		    a->value.count, n->i[0] == EW_SUB ? -1 : 1);
 	}
 }
 
@@ -173,7 +196,7 @@ elementwise(pasco_tape *tp, int kind, pasco_tnode *a, pasco_tnode *b)
 		    name, PASCI_SPEC(a), PASCI_SPEC(b));
 	}
 	dt = a->value.dtype;
-	n  = pasci_tape_node(tp, &ew_ops[kind], dt, big->value.rank,
+	n  = pasci_tape_node_raw(tp, &ew_ops[kind], dt, big->value.rank,
 	     big->value.shape, 2, (pasco_tnode *[]){a, b});
 	if (n == NULL) {
 		return NULL;
@@ -181,13 +204,16 @@ elementwise(pasco_tape *tp, int kind, pasco_tnode *a, pasco_tnode *b)
 	n->i[0] = kind;
 	ca      = a->value.count;
 	cb      = b->value.count;
-	for (int64_t i = 0; i < n->value.count; i++) {
-		double x = pasci_val(a, i % ca), y = pasci_val(b, i % cb);
-		pasci_st(dt, n->value.data, i,
-		    kind == EW_ADD   ? x + y
-		    : kind == EW_SUB ? x - y
-		                     : x * y);
-	}
+	PASCI_TYPED(dt, T, {
+		const T *x = a->value.data, *y = b->value.data;
+		T       *z = n->value.data;
+		for (int64_t i = 0; i < n->value.count; i++) {
+			T u = x[i % ca], v = y[i % cb];
+			z[i] = kind == EW_ADD   ? u + v
+			       : kind == EW_SUB ? u - v
+			                        : u * v;
+		}
+	});
 	return n;
 }
 
@@ -212,11 +238,17 @@ pasco_t_mul(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b)
 static void
 scale_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	void *dx = pasci_tape_grad_of(tp, n->in[0]);
-	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
-		pasci_acc(n->value.dtype, dx, i,
-		    n->f * pasci_ld(n->value.dtype, n->grad, i));
+	bool  fresh;
+	void *dx = pasci_tape_grad_out(tp, n->in[0], &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *g = n->grad;
+		T       *d = dx;
+		PASCI_SET_OR_ADD(fresh, n->value.count, i, d,
+		    (T) (n->f * (double) g[i]));
+	});
 }
 
 static const pasci_tape_op scale_op = {"scale", scale_backward};
@@ -226,34 +258,68 @@ pasco_t_scale(pasco_tape *tp, pasco_tnode *a, double s)
 {
 	pasco_tnode *n;
 	if (!pasci_tape_check(tp, "scale", 1, &a) ||
-	    (n = pasci_tape_node(tp, &scale_op, a->value.dtype, a->value.rank,
-	         a->value.shape, 1, &a)) == NULL) {
+	    (n = pasci_tape_node_raw(tp, &scale_op, a->value.dtype,
+	         a->value.rank, a->value.shape, 1, &a)) == NULL) {
 		return NULL;
 	}
 	n->f = s;
-	for (int64_t i = 0; i < n->value.count; i++) {
-		pasci_st(
-		    n->value.dtype, n->value.data, i, s * pasci_val(a, i));
-	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *x = a->value.data;
+		T       *y = n->value.data;
+		for (int64_t i = 0; i < n->value.count; i++) {
+			y[i] = (T) (s * (double) x[i]);
+		}
+	});
 	return n;
 }
 
+/* dbias (fresh: written) += the rows of dy [rows, cols], row by row as the
+ * kit's bias_add_grad sums them (f32: its saxpy). */
+static void
+sum_rows(pasco_dtype dt, int64_t rows, int64_t cols, const void *dy,
+    void *db, bool fresh)
+{
+	size_t es = pasco_dtype_size(dt);
+	if (fresh) {
+		if (rows == 0) {
+			memset(db, 0, (size_t) cols * es);
+			return;
+		}
+		memcpy(db, dy, (size_t) cols * es);
+	}
+	for (int64_t r = fresh ? 1 : 0; r < rows; r++) {
+		if (dt == PASCO_F32) {
+			cblas_saxpy((blasint) cols, 1.0f,
+			    (const float *) dy + r * cols, 1, db, 1);
+		} else {
+			cblas_daxpy((blasint) cols, 1.0,
+			    (const double *) dy + r * cols, 1, db, 1);
+		}
+	}
+}
+
+/* dx += dy; dbias += dy summed over rows. */
 static void
 bias_add_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_dtype dt   = n->value.dtype;
-	int64_t     cols = n->in[1]->value.count;
-	void       *dx   = pasci_tape_grad_of(tp, n->in[0]);
-	void       *db   = pasci_tape_grad_of(tp, n->in[1]);
-	for (int64_t i = 0; i < n->value.count; i++) {
-		double g = pasci_ld(dt, n->grad, i);
-		if (dx != NULL) {
-			pasci_acc(dt, dx, i, g);
-		}
-		if (db != NULL) {
-			pasci_acc(dt, db, i % cols, g);
-		}
+	int64_t cols = n->in[1]->value.count;
+	int64_t rows = cols ? n->value.count / cols : 0;
+	bool    fx = false, fb;
+	void   *dx = pasci_tape_grad_pass(n->in[0], n)
+	                 ? NULL
+	                 : pasci_tape_grad_out(tp, n->in[0], &fx);
+	void   *db = pasci_tape_grad_out(tp, n->in[1], &fb);
+	if (db != NULL) {
+		sum_rows(n->value.dtype, rows, cols, n->grad, db, fb);
 	}
+	if (dx == NULL) {
+		return;
+	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *g = n->grad;
+		T       *x = dx;
+		PASCI_SET_OR_ADD(fx, n->value.count, i, x, g[i]);
+	});
 }
 
 static const pasci_tape_op bias_add_op = {"bias_add", bias_add_backward};
@@ -273,16 +339,22 @@ pasco_t_bias_add(pasco_tape *tp, pasco_tnode *x, pasco_tnode *bias)
 		    "bias_add: %s + %s: the bias must be [n] for x [..., n]",
 		    PASCI_SPEC(x), PASCI_SPEC(bias));
 	}
-	n = pasci_tape_node(tp, &bias_add_op, x->value.dtype, x->value.rank,
-	    x->value.shape, 2, (pasco_tnode *[]){x, bias});
+	n = pasci_tape_node_raw(tp, &bias_add_op, x->value.dtype,
+	    x->value.rank, x->value.shape, 2, (pasco_tnode *[]){x, bias});
 	if (n == NULL) {
 		return NULL;
 	}
 	cols = bias->value.count;
-	for (int64_t i = 0; i < n->value.count; i++) {
-		pasci_st(n->value.dtype, n->value.data, i,
-		    pasci_val(x, i) + pasci_val(bias, i % cols));
-	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *xs = x->value.data, *bs = bias->value.data;
+		T       *y  = n->value.data;
+		for (int64_t r = 0; cols > 0 && r < n->value.count / cols;
+		     r++) {
+			for (int64_t j = 0; j < cols; j++) {
+				y[r * cols + j] = xs[r * cols + j] + bs[j];
+			}
+		}
+	});
 	return n;
 }
 
@@ -292,11 +364,17 @@ pasco_t_bias_add(pasco_tape *tp, pasco_tnode *x, pasco_tnode *bias)
 static void
 copy_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	void *dx = pasci_tape_grad_of(tp, n->in[0]);
-	for (int64_t i = 0; dx != NULL && i < n->value.count; i++) {
-		pasci_acc(n->value.dtype, dx, i,
-		    pasci_ld(n->value.dtype, n->grad, i));
+	bool  fresh;
+	void *dx;
+	if (pasci_tape_grad_pass(n->in[0], n) ||
+	    (dx = pasci_tape_grad_out(tp, n->in[0], &fresh)) == NULL) {
+		return;
 	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *g = n->grad;
+		T       *d = dx;
+		PASCI_SET_OR_ADD(fresh, n->value.count, i, d, g[i]);
+	});
 }
 
 static const pasci_tape_op reshape_op = {"reshape", copy_backward};
@@ -340,7 +418,7 @@ pasco_t_reshape(
 		    "one -1)",
 		    PASCI_SPEC(x), want);
 	}
-	n = pasci_tape_node(
+	n = pasci_tape_node_raw(
 	    tp, &reshape_op, x->value.dtype, rank, dims, 1, &x);
 	if (n != NULL) {
 		memcpy(n->value.data, x->value.data, n->value.nbytes);
@@ -353,20 +431,21 @@ pasco_t_reshape(
 static void
 concat_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_dtype dt = n->value.dtype;
 	int64_t outer = n->i[0], total = n->value.count / (outer ? outer : 1);
 	int64_t off = 0;
 	for (size_t k = 0; k < n->nin; k++) {
 		pasco_tnode *x     = n->ins[k];
 		int64_t      width = outer ? x->value.count / outer : 0;
-		void        *dx    = pasci_tape_grad_of(tp, x);
-		for (int64_t r = 0; dx != NULL && r < outer; r++) {
-			for (int64_t j = 0; j < width; j++) {
-				pasci_acc(dt, dx, r * width + j,
-				    pasci_ld(
-				        dt, n->grad, r * total + off + j));
+		bool         fresh;
+		void        *dx = pasci_tape_grad_out(tp, x, &fresh);
+		PASCI_TYPED(n->value.dtype, T, {
+			const T *g = (const T *) n->grad + off;
+			T       *d = dx;
+			for (int64_t r = 0; d != NULL && r < outer; r++) {
+				PASCI_SET_OR_ADD(fresh, width, j,
+				    d + r * width, g[r * total + j]);
 			}
-		}
+		});
 		off += width;
 	}
 }
@@ -415,7 +494,7 @@ pasco_t_concat(pasco_tape *tp, size_t nx, pasco_tnode *const *xs, int32_t axis)
 	for (int32_t d = 0; d < axis; d++) {
 		outer *= shape[d];
 	}
-	n = pasci_tape_node(
+	n = pasci_tape_node_raw(
 	    tp, &concat_op, x0->value.dtype, x0->value.rank, shape, nx, xs);
 	if (n == NULL) {
 		return NULL;
@@ -445,14 +524,19 @@ static void
 reduce_backward(pasco_tape *tp, pasco_tnode *n)
 {
 	pasco_tnode *x   = n->in[0];
-	pasco_dtype  dt  = n->value.dtype;
 	int64_t      len = n->i[0], inner = n->i[1];
-	void        *dx = pasci_tape_grad_of(tp, x);
-	for (int64_t i = 0; dx != NULL && i < x->value.count; i++) {
-		int64_t o = i / (len * inner), j = i % inner;
-		pasci_acc(
-		    dt, dx, i, n->f * pasci_ld(dt, n->grad, o * inner + j));
+	bool         fresh;
+	void        *dx = pasci_tape_grad_out(tp, x, &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *g = n->grad;
+		T       *d = dx;
+		PASCI_SET_OR_ADD(fresh, x->value.count, i, d,
+		    (T) (n->f * (double) g[i / (len * inner) * inner +
+		                            i % inner]));
+	});
 }
 
 static const pasci_tape_op reduce_ops[] = {
@@ -497,11 +581,14 @@ reduce(pasco_tape *tp, bool mean, pasco_tnode *x, int32_t axis)
 	n->i[0] = len;
 	n->i[1] = inner;
 	n->f    = mean ? 1.0 / (double) len : 1.0;
-	for (int64_t i = 0; i < x->value.count; i++) {
-		int64_t o = i / (len * inner), j = i % inner;
-		pasci_acc(n->value.dtype, n->value.data, o * inner + j,
-		    n->f * pasci_val(x, i));
-	}
+	PASCI_TYPED(n->value.dtype, T, {
+		const T *xs = x->value.data;
+		T       *y  = n->value.data;
+		for (int64_t i = 0; i < x->value.count; i++) {
+			y[i / (len * inner) * inner + i % inner] +=
+			    (T) (n->f * (double) xs[i]);
+		}
+	});
 	return n;
 }
 

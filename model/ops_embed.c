@@ -1,14 +1,21 @@
 /*
  * Embedding lookup on the tape: ids [batch, k] resolved against a sparse
  * source (a whole table, or the rows gathered for a step), k rows per
- * example combined by sum or mean. Its backward does not touch a dense
- * buffer of the table's size: it appends one gradient row per id looked
- * up to the source's list of parts, which pasco_tape_gradient sorts and
- * sums by id into a sparse gradient (model/tape.c).
+ * example combined by sum or mean. Its backward never touches a dense
+ * buffer of a whole table's size: for the rows gathered for a step it adds
+ * into their gradient buffer (one row per distinct id); for a whole table
+ * it appends one gradient row per id looked up to the source's list of
+ * parts, which pasco_tape_gradient sorts and sums by id (model/tape.c).
+ * f32 rows go through cblas_saxpy, as the kit's embedding_combine does.
  */
+#include <cblas.h>
+#include <string.h>
+
 #include "tape_impl.h"
 
-/* The row of source s holding table id, or -1 (with the tape's error). */
+/* Where source s holds table id: a table's row id, or the index of id
+ * among a rows source's sorted ids (its row is s->pos of that); -1 with
+ * the tape's error set when it does not. */
 static int64_t
 resolve(pasco_tape *tp, const pasco_tnode *s, int64_t id)
 {
@@ -38,7 +45,74 @@ resolve(pasco_tape *tp, const pasco_tnode *s, int64_t id)
 		    (long long) id, (long long) s->i[0]);
 		return -1;
 	}
-	return s->pos[lo];
+	return lo;
+}
+
+/* The value row of source s that resolve's result r names. */
+static int64_t
+source_row(const pasco_tnode *s, int64_t r)
+{
+	return s->leaf == PASCI_ROWS ? s->pos[r] : r;
+}
+
+/* y[0..dim) = a x (fresh) or += a x; f32 through BLAS on zeros as the
+ * kit's kernels do (the same values, and vectorised). */
+static void
+axpy(pasco_dtype dt, int64_t dim, double a, const void *x, void *y,
+    bool fresh)
+{
+	if (dt == PASCO_F32) {
+		if (fresh) {
+			memset(y, 0, (size_t) dim * sizeof(float));
+		}
+		cblas_saxpy((blasint) dim, (float) a, x, 1, y, 1);
+		return;
+	}
+	PASCI_TYPED(dt, T, {
+		const T *xs = x;
+		T       *ys = y;
+		T        at = (T) a;
+		PASCI_SET_OR_ADD(fresh, dim, d, ys, at * xs[d]);
+	});
+}
+
+/* The number of ids present (not padding) in example r. */
+static int64_t
+present_in(const pasco_tnode *n, int64_t r)
+{
+	int64_t k = n->i[0], cnt = 0;
+	for (int64_t j = 0; j < k; j++) {
+		cnt += n->ids[r * k + j] >= 0;
+	}
+	return cnt;
+}
+
+/* The backward into a rows source: each id's row of the gradient buffer
+ * gets scale * the example's output gradient. */
+static void
+rows_backward(pasco_tape *tp, pasco_tnode *n, pasco_tnode *s)
+{
+	pasco_dtype    dt = n->value.dtype;
+	int64_t        b = n->value.shape[0], dim = n->value.shape[1];
+	int64_t        k  = n->i[0];
+	size_t         es = pasco_dtype_size(dt);
+	unsigned char *touched;
+	char          *g = pasci_tape_rows_grad(tp, s, &touched);
+	for (int64_t r = 0; g != NULL && r < b; r++) {
+		int64_t cnt   = present_in(n, r);
+		double  scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
+		for (int64_t j = 0; j < k; j++) {
+			int64_t at;
+			if (n->ids[r * k + j] < 0) {
+				continue;
+			}
+			at = n->pos[r * k + j];
+			axpy(dt, dim, scale,
+			    (const char *) n->grad + (size_t) (r * dim) * es,
+			    g + (size_t) (at * dim) * es, !touched[at]);
+			touched[at] = 1;
+		}
+	}
 }
 
 /* n->ids: the table id of each (example, slot), -1 for padding; n->pos:
@@ -50,34 +124,34 @@ lookup_backward(pasco_tape *tp, pasco_tnode *n)
 	pasco_dtype        dt = n->value.dtype;
 	int64_t            b = n->value.shape[0], dim = n->value.shape[1];
 	int64_t            k = n->i[0], present = 0, w = 0;
+	size_t             es = pasco_dtype_size(dt);
 	pasci_sparse_part *part;
+	if (s->leaf == PASCI_ROWS) {
+		rows_backward(tp, n, s);
+		return;
+	}
 	for (int64_t i = 0; i < b * k; i++) {
 		present += n->ids[i] >= 0;
 	}
 	if ((part = pasci_tape_mem(tp, sizeof(*part))) == NULL ||
-	    (part->ids = pasci_tape_mem(tp, (size_t) present * 8 + 1)) ==
+	    (part->ids = pasci_tape_mem_raw(tp, (size_t) present * 8 + 1)) ==
 	        NULL ||
-	    (part->rows = pasci_tape_mem(
-	         tp, (size_t) (present * dim) * pasco_dtype_size(dt) + 1)) ==
-	        NULL) {
+	    (part->rows = pasci_tape_mem_raw(
+	         tp, (size_t) (present * dim) * es + 1)) == NULL) {
 		return;
 	}
 	for (int64_t r = 0; r < b; r++) {
-		int64_t cnt = 0;
+		int64_t cnt   = present_in(n, r);
+		double  scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
 		for (int64_t j = 0; j < k; j++) {
-			cnt += n->ids[r * k + j] >= 0;
-		}
-		for (int64_t j = 0; j < k; j++) {
-			double scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
 			if (n->ids[r * k + j] < 0) {
 				continue;
 			}
 			part->ids[w] = n->ids[r * k + j];
-			for (int64_t d = 0; d < dim; d++) {
-				pasci_st(dt, part->rows, w * dim + d,
-				    scale *
-				        pasci_ld(dt, n->grad, r * dim + d));
-			}
+			axpy(dt, dim, scale,
+			    (const char *) n->grad + (size_t) (r * dim) * es,
+			    (char *) part->rows + (size_t) (w * dim) * es,
+			    true);
 			w++;
 		}
 	}
@@ -87,6 +161,37 @@ lookup_backward(pasco_tape *tp, pasco_tnode *n)
 }
 
 static const pasci_tape_op lookup_op = {"embedding_lookup", lookup_backward};
+
+/* The lookup's value: each example's rows, scaled (mean) and summed; an
+ * example without ids gets zeros. */
+static void
+combine(pasco_tnode *n, const pasco_tnode *s)
+{
+	pasco_dtype dt = n->value.dtype;
+	int64_t     b = n->value.shape[0], dim = n->value.shape[1];
+	int64_t     k  = n->i[0];
+	size_t      es = pasco_dtype_size(dt);
+	for (int64_t r = 0; r < b; r++) {
+		int64_t cnt   = present_in(n, r);
+		double  scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
+		char   *out   = (char *) n->value.data + (size_t) (r * dim) * es;
+		if (cnt == 0) {
+			memset(out, 0, (size_t) dim * es);
+		}
+		for (int64_t j = 0, first = 1; j < k; j++) {
+			int64_t row;
+			if (n->ids[r * k + j] < 0) {
+				continue;
+			}
+			row = source_row(s, n->pos[r * k + j]);
+			axpy(dt, dim, scale,
+			    (const char *) s->value.data +
+			        (size_t) (row * dim) * es,
+			    out, first);
+			first = 0;
+		}
+	}
+}
 
 static bool
 lookup_args_ok(
@@ -135,16 +240,17 @@ pasco_t_embedding_lookup(
 	k     = ids->rank == 2 ? ids->shape[1] : 1;
 	dim   = s->value.shape[1];
 	total = b * k;
-	if ((n = pasci_tape_node(tp, &lookup_op, s->value.dtype, 2,
+	if ((n = pasci_tape_node_raw(tp, &lookup_op, s->value.dtype, 2,
 	         (int64_t[]){b, dim}, 1, &s)) == NULL ||
-	    (n->ids = pasci_tape_mem(tp, (size_t) total * 8 + 1)) == NULL ||
-	    (n->pos = pasci_tape_mem(tp, (size_t) total * 8 + 1)) == NULL) {
+	    (n->ids = pasci_tape_mem_raw(tp, (size_t) total * 8 + 1)) ==
+	        NULL ||
+	    (n->pos = pasci_tape_mem_raw(tp, (size_t) total * 8 + 1)) ==
+	        NULL) {
 		return NULL;
 	}
 	n->i[0]    = k;
 	n->flag[0] = c == PASCO_COMBINE_MEAN;
 	for (int64_t r = 0; r < b; r++) {
-		int64_t cnt = 0;
 		for (int64_t j = 0; j < k; j++) {
 			int64_t id        = pasci_id_at(ids, r * k + j);
 			n->ids[r * k + j] = id < 0 ? -1 : id;
@@ -152,20 +258,8 @@ pasco_t_embedding_lookup(
 			    (n->pos[r * k + j] = resolve(tp, s, id)) < 0) {
 				return NULL;
 			}
-			cnt += id >= 0;
-		}
-		for (int64_t j = 0; j < k; j++) {
-			double scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
-			if (n->ids[r * k + j] < 0) {
-				continue;
-			}
-			for (int64_t d = 0; d < dim; d++) {
-				pasci_acc(n->value.dtype, n->value.data,
-				    r * dim + d,
-				    scale * pasci_val(s,
-				                n->pos[r * k + j] * dim + d));
-			}
 		}
 	}
+	combine(n, s);
 	return n;
 }

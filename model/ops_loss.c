@@ -41,16 +41,25 @@ elem_loss(int kind, double p, double y, double *dp)
 static void
 elem_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_tnode  *x  = n->in[0];
-	const double *y  = n->aux;
-	double        g  = pasci_ld(n->value.dtype, n->grad, 0);
-	void         *dx = pasci_tape_grad_of(tp, x);
-	for (int64_t i = 0; dx != NULL && i < x->value.count; i++) {
-		double d;
-		elem_loss((int) n->i[0], pasci_val(x, i), y[i], &d);
-		pasci_acc(
-		    x->value.dtype, dx, i, g * d / (double) x->value.count);
+	pasco_tnode  *x     = n->in[0];
+	const double *y     = n->aux;
+	double        g     = pasci_ld(n->value.dtype, n->grad, 0);
+	int64_t       count = x->value.count;
+	bool          fresh;
+	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	PASCI_TYPED(x->value.dtype, T, {
+		const T *p = x->value.data;
+		T       *d = dx;
+		for (int64_t i = 0; i < count; i++) {
+			double e;
+			elem_loss((int) n->i[0], (double) p[i], y[i], &e);
+			e    = g * e / (double) count;
+			d[i] = fresh ? (T) e : (T) (d[i] + (T) e);
+		}
+	});
 }
 
 static const pasci_tape_op elem_ops[] = {
@@ -76,10 +85,10 @@ elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels)
 		    name, PASCI_SPEC(x),
 		    labels ? PASCI_TSPEC(labels) : "NULL");
 	}
-	if ((n = pasci_tape_node(tp, &elem_ops[kind], x->value.dtype, 0, NULL,
-	         1, &x)) == NULL ||
-	    (y = pasci_tape_mem(tp, (size_t) x->value.count * sizeof(*y))) ==
-	        NULL) {
+	if ((n = pasci_tape_node_raw(tp, &elem_ops[kind], x->value.dtype, 0,
+	         NULL, 1, &x)) == NULL ||
+	    (y = pasci_tape_mem_raw(
+	         tp, (size_t) x->value.count * sizeof(*y))) == NULL) {
 		return NULL;
 	}
 	for (int64_t i = 0; i < x->value.count; i++) {
@@ -115,21 +124,35 @@ pasco_t_binary_crossentropy_logits(
 
 /* ---- softmax cross-entropy ---- */
 
-/* aux: the softmax [batch, classes] as doubles; ids: the labels. */
+/* aux: the softmax [batch, classes] as doubles; ids: the labels, or
+ * NULL for dense labels (categorical_crossentropy), which follow the
+ * softmax in aux as doubles [batch, classes], then each row's sum [batch]. */
 static void
 sce_backward(pasco_tape *tp, pasco_tnode *n)
 {
 	pasco_tnode  *x = n->in[0];
 	int64_t       b = x->value.shape[0], c = x->value.shape[1];
-	const double *p  = n->aux;
-	double        g  = pasci_ld(n->value.dtype, n->grad, 0) / (double) b;
-	void         *dx = pasci_tape_grad_of(tp, x);
-	for (int64_t r = 0; dx != NULL && r < b; r++) {
-		for (int64_t j = 0; j < c; j++) {
-			pasci_acc(x->value.dtype, dx, r * c + j,
-			    g * (p[r * c + j] - (j == n->ids[r])));
-		}
+	const double *p = n->aux;
+	double        g = pasci_ld(n->value.dtype, n->grad, 0) / (double) b;
+	bool          fresh;
+	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
+	if (dx == NULL) {
+		return;
 	}
+	if (n->ids == NULL) { /* dense labels y after p: p * sum(y) - y */
+		const double *y = p + b * c;
+		PASCI_TYPED(x->value.dtype, T, {
+			T *d = dx;
+			PASCI_SET_OR_ADD(fresh, b * c, i, d,
+			    (T) (g * (p[i] * y[b * c + i / c] - y[i])));
+		});
+		return;
+	}
+	PASCI_TYPED(x->value.dtype, T, {
+		T *d = dx;
+		PASCI_SET_OR_ADD(fresh, b * c, i, d,
+		    (T) (g * (p[i] - (double) (i % c == n->ids[i / c]))));
+	});
 }
 
 static const pasci_tape_op sce_op = {"softmax_crossentropy", sce_backward};
@@ -137,16 +160,25 @@ static const pasci_tape_op sce_op = {"softmax_crossentropy", sce_backward};
 static bool
 sce_labels_ok(pasco_tape *tp, pasco_tnode *x, const pasco_tensor *labels)
 {
-	int64_t b = x->value.rank == 2 ? x->value.shape[0] : -1;
+	int64_t b     = x->value.rank == 2 ? x->value.shape[0] : -1;
+	bool    dense = labels != NULL && (labels->dtype == PASCO_F32 ||
+                                           labels->dtype == PASCO_F64);
 	if (x->value.rank != 2 || b < 1 || x->value.shape[1] < 1 ||
 	    labels == NULL ||
-	    (labels->dtype != PASCO_I32 && labels->dtype != PASCO_I64) ||
-	    labels->count != b) {
+	    (dense ? labels->count != x->value.count
+	           : (labels->dtype != PASCO_I32 &&
+	                 labels->dtype != PASCO_I64) ||
+	                 labels->count != b)) {
 		pasci_tape_fail(tp, PASCO_EINVAL,
 		    "softmax_crossentropy: logits %s, labels %s: want logits "
-		    "[batch, classes] and i32 or i64 class ids [batch]",
+		    "[batch, classes] and i32 or i64 class ids [batch], or "
+		    "f32 or f64 class probabilities (one-hot) [batch, "
+		    "classes]",
 		    PASCI_SPEC(x), labels ? PASCI_TSPEC(labels) : "NULL");
 		return false;
+	}
+	if (dense) {
+		return true;
 	}
 	for (int64_t r = 0; r < b; r++) {
 		int64_t id = pasci_id_at(labels, r);
@@ -168,35 +200,57 @@ pasco_t_softmax_crossentropy(
 {
 	pasco_tnode *n;
 	int64_t      b, c;
-	double      *p, sum = 0;
+	double      *p, *y, sum = 0;
+	bool         dense;
 	if (!pasci_tape_check(tp, "softmax_crossentropy", 1, &x) ||
 	    !sce_labels_ok(tp, x, labels)) {
 		return NULL;
 	}
-	b = x->value.shape[0];
-	c = x->value.shape[1];
-	if ((n = pasci_tape_node(
+	b     = x->value.shape[0];
+	c     = x->value.shape[1];
+	dense = labels->dtype == PASCO_F32 || labels->dtype == PASCO_F64;
+	if ((n = pasci_tape_node_raw(
 	         tp, &sce_op, x->value.dtype, 0, NULL, 1, &x)) == NULL ||
-	    (p = pasci_tape_mem(tp, (size_t) (b * c) * sizeof(*p))) == NULL ||
-	    (n->ids = pasci_tape_mem(tp, (size_t) b * sizeof(int64_t))) ==
-	        NULL) {
+	    (p = pasci_tape_mem_raw(
+	         tp, (size_t) (dense ? 2 * b * c + b : b * c) * sizeof(*p))) ==
+	        NULL ||
+	    (!dense && (n->ids = pasci_tape_mem_raw(
+	                    tp, (size_t) b * sizeof(int64_t))) == NULL)) {
 		return NULL;
 	}
-	for (int64_t r = 0; r < b; r++) {
-		double max = -INFINITY, z = 0;
-		n->ids[r] = pasci_id_at(labels, r);
-		for (int64_t j = 0; j < c; j++) {
-			max = fmax(max, pasci_val(x, r * c + j));
+	y = dense ? p + b * c : NULL;
+	PASCI_TYPED(x->value.dtype, T, {
+		for (int64_t r = 0; r < b; r++) {
+			const T *xs  = (const T *) x->value.data + r * c;
+			double  *pr  = p + r * c;
+			double   max = -INFINITY, z = 0;
+			for (int64_t j = 0; j < c; j++) {
+				max = fmax(max, (double) xs[j]);
+			}
+			for (int64_t j = 0; j < c; j++) {
+				z += (pr[j] = exp((double) xs[j] - max));
+			}
+			for (int64_t j = 0; j < c; j++) {
+				pr[j] /= z;
+			}
+			if (!dense) {
+				n->ids[r] = pasci_id_at(labels, r);
+				sum += log(z) + max - (double) xs[n->ids[r]];
+				continue;
+			}
+			/* -sum_j y_j log p_j = sum(y) (log z + max) - y . x */
+			double ys = 0, yx = 0;
+			for (int64_t j = 0; j < c; j++) {
+				double yj =
+				    pasco_tensor_get(labels, r * c + j);
+				y[r * c + j] = yj;
+				ys += yj;
+				yx += yj * (double) xs[j];
+			}
+			y[b * c + r] = ys;
+			sum += ys * (log(z) + max) - yx;
 		}
-		for (int64_t j = 0; j < c; j++) {
-			z += (p[r * c + j] =
-			          exp(pasci_val(x, r * c + j) - max));
-		}
-		for (int64_t j = 0; j < c; j++) {
-			p[r * c + j] /= z;
-		}
-		sum += log(z) + max - pasci_val(x, r * c + n->ids[r]);
-	}
+	});
 	n->aux = p;
 	pasci_st(n->value.dtype, n->value.data, 0, sum / (double) b);
 	return n;
@@ -207,13 +261,21 @@ pasco_t_softmax_crossentropy(
 static void
 l2_backward(pasco_tape *tp, pasco_tnode *n)
 {
-	pasco_tnode *w  = n->in[0];
-	double       g  = pasci_ld(n->value.dtype, n->grad, 0);
-	void        *dw = pasci_tape_grad_of(tp, w);
-	for (int64_t i = 0; dw != NULL && i < w->value.count; i++) {
-		pasci_acc(
-		    w->value.dtype, dw, i, g * 2 * n->f * pasci_val(w, i));
+	pasco_tnode *w = n->in[0];
+	double       g = pasci_ld(n->value.dtype, n->grad, 0) * 2 * n->f;
+	bool         fresh;
+	void        *dw = pasci_tape_grad_out(tp, w, &fresh);
+	if (dw == NULL) {
+		return;
 	}
+	PASCI_TYPED(w->value.dtype, T, {
+		const T *ws = w->value.data;
+		T       *d  = dw;
+		for (int64_t i = 0; i < w->value.count; i++) {
+			double e = g * (double) ws[i];
+			d[i]     = fresh ? (T) e : (T) ((double) d[i] + e);
+		}
+	});
 }
 
 static const pasci_tape_op l2_op = {"l2", l2_backward};
@@ -224,13 +286,16 @@ pasco_t_l2(pasco_tape *tp, pasco_tnode *w, double l2)
 	pasco_tnode *n;
 	double       sum = 0;
 	if (!pasci_tape_check(tp, "l2", 1, &w) ||
-	    (n = pasci_tape_node(
+	    (n = pasci_tape_node_raw(
 	         tp, &l2_op, w->value.dtype, 0, NULL, 1, &w)) == NULL) {
 		return NULL;
 	}
-	for (int64_t i = 0; i < w->value.count; i++) {
-		sum += pasci_val(w, i) * pasci_val(w, i);
-	}
+	PASCI_TYPED(w->value.dtype, T, {
+		const T *ws = w->value.data;
+		for (int64_t i = 0; i < w->value.count; i++) {
+			sum += (double) ws[i] * (double) ws[i];
+		}
+	});
 	n->f = l2;
 	pasci_st(n->value.dtype, n->value.data, 0, l2 * sum);
 	return n;

@@ -101,6 +101,28 @@ concatenate(
 	return pasco_t_concat(tp, l->ninputs, in, -1);
 }
 
+/* Keras's Normalization: mean and variance are read with the other
+ * variables but enter as constants, so no gradient reaches them. */
+static pasco_tnode *
+normalize(const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *x,
+    pasco_tnode *const *nodes)
+{
+	pasco_tnode        *mean = var_node(m, tp, i, 0, nodes);
+	pasco_tnode        *var  = mean ? var_node(m, tp, i, 1, nodes) : NULL;
+	const pasco_tensor *v    = pasco_tnode_value(x);
+	const pasco_tensor *mu   = pasco_tnode_value(mean);
+	if (var == NULL || v == NULL) {
+		return NULL;
+	}
+	if (v->rank != 2 || v->shape[1] != mu->count) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: input %s does not match mean %s", m->layers[i].name,
+		    PASCI_SHAPE(v->rank, v->shape),
+		    PASCI_SHAPE(mu->rank, mu->shape));
+	}
+	return pasco_t_normalize(tp, x, mu, pasco_tnode_value(var));
+}
+
 /* Layer i's input nodes into in; feature inputs made constants once. */
 static bool
 gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
@@ -208,6 +230,9 @@ forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
 		case PASCO_LAYER_CONCATENATE:
 			h = concatenate(m, tp, i, in);
 			break;
+		case PASCO_LAYER_NORMALIZATION:
+			h = normalize(m, tp, i, in[0], nodes);
+			break;
 		}
 		if ((outs[i] = h) == NULL) {
 			return NULL;
@@ -281,6 +306,7 @@ pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
 	    {"binary_crossentropy", PASCO_LOSS_BINARY_CROSSENTROPY},
 	    {"sparse_categorical_crossentropy",
 	        PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY},
+	    {"categorical_crossentropy", PASCO_LOSS_CATEGORICAL_CROSSENTROPY},
 	};
 	for (size_t i = 0; name != NULL && i < sizeof(names) / sizeof(*names);
 	     i++) {
@@ -291,7 +317,7 @@ pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
 	}
 	return pasci_model_fail(PASCO_EINVAL,
 	    "unknown loss '%s' (mse, mean_squared_error, binary_crossentropy, "
-	    "sparse_categorical_crossentropy)",
+	    "sparse_categorical_crossentropy, categorical_crossentropy)",
 	    name != NULL ? name : "(null)");
 }
 
@@ -333,12 +359,24 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		}
 		break;
 	case PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
+	case PASCO_LOSS_CATEGORICAL_CROSSENTROPY:
 		if (!loss.from_logits && act != PASCO_ACT_SOFTMAX) {
 			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "sparse_categorical_crossentropy: the output of "
-			    "'%s' (activation %s) is neither logits "
-			    "(from_logits) nor softmax probabilities",
+			    "%s: the output of '%s' (activation %s) is "
+			    "neither logits (from_logits) nor softmax "
+			    "probabilities",
+			    loss.kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY
+			        ? "categorical_crossentropy"
+			        : "sparse_categorical_crossentropy",
 			    last->name, pasco_act_name(act));
+		}
+		if (loss.kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY &&
+		    y->dtype != PASCO_F32 && y->dtype != PASCO_F64) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "categorical_crossentropy: labels must be one-hot "
+			    "f32 or f64 [batch, classes], got %s (class ids "
+			    "take sparse_categorical_crossentropy)",
+			    pasco_dtype_name(y->dtype));
 		}
 		l = pasco_t_softmax_crossentropy(
 		    tp, loss.from_logits ? out : pre, y);

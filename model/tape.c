@@ -7,14 +7,23 @@
  * then turns the watched sources' buffers into tensors: dense ones as
  * they are, sparse ones (embedding tables) sorted by id with repeated ids
  * summed. A tape belongs to one thread.
+ *
+ * The arena's blocks outlive the tape: pasco_tape_free keeps them in a
+ * cache of the calling thread (at most CACHE_MAX bytes, freed when the
+ * thread ends), from which that thread's next tapes take the smallest
+ * block that fits. A training step allocates what the previous one did,
+ * so from its second step on a tape costs no malloc and no page faults.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tape_impl.h"
+#include "tensor_impl.h"
 
 #define ARENA_BLOCK (64 * 1024)
+#define CACHE_MAX ((size_t) 64 << 20)
 
 typedef struct arena_block {
 	struct arena_block *next;
@@ -35,6 +44,97 @@ struct pasco_tape {
 };
 
 static const pasci_tape_op leaf_op = {.name = "leaf", .backward = NULL};
+
+/* ---- the arena and its per-thread cache of blocks ---- */
+
+typedef struct block_cache {
+	arena_block *blocks;
+	size_t       bytes;
+} block_cache;
+
+static pthread_key_t  cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static bool           cache_ok;
+
+static void
+cache_destroy(void *p)
+{
+	block_cache *c = p;
+	for (arena_block *b = c->blocks, *next; b != NULL; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(c);
+}
+
+static void
+cache_init(void)
+{
+	cache_ok = pthread_key_create(&cache_key, cache_destroy) == 0;
+}
+
+/* This thread's cache, made on first use (NULL without memory). */
+static block_cache *
+cache_get(void)
+{
+	block_cache *c;
+	pthread_once(&cache_once, cache_init);
+	if (!cache_ok) {
+		return NULL;
+	}
+	if ((c = pthread_getspecific(cache_key)) == NULL &&
+	    (c = calloc(1, sizeof(*c))) != NULL &&
+	    pthread_setspecific(cache_key, c) != 0) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+/* The smallest cached block of at least size bytes, taken out of the
+ * cache; else a new one of size bytes. NULL without memory. */
+static arena_block *
+block_take(size_t size)
+{
+	block_cache  *c    = cache_get();
+	arena_block **best = NULL, *b;
+	for (arena_block **p = c != NULL ? &c->blocks : NULL;
+	     p != NULL && *p != NULL; p = &(*p)->next) {
+		if ((*p)->size >= size &&
+		    (best == NULL || (*p)->size < (*best)->size)) {
+			best = p;
+		}
+	}
+	if (best != NULL) {
+		b        = *best;
+		*best    = b->next;
+		c->bytes -= b->size;
+	} else if ((b = malloc(sizeof(*b) + size)) != NULL) {
+		b->size = size;
+	}
+	if (b != NULL) {
+		b->used = 0;
+	}
+	return b;
+}
+
+/* Gives a tape's blocks to this thread's cache, freeing what is past
+ * CACHE_MAX. */
+static void
+blocks_release(arena_block *blocks)
+{
+	block_cache *c = cache_get();
+	for (arena_block *b = blocks, *next; b != NULL; b = next) {
+		next = b->next;
+		if (c != NULL && c->bytes + b->size <= CACHE_MAX) {
+			b->next   = c->blocks;
+			c->blocks = b;
+			c->bytes += b->size;
+		} else {
+			free(b);
+		}
+	}
+}
 
 int
 pasco_tape_alloc(pasco_tape **out, bool training, uint64_t seed)
@@ -57,10 +157,10 @@ pasco_tape_free(pasco_tape *tp)
 	for (size_t i = 0; i < tp->nheld; i++) {
 		pasco_tensor_release(tp->held[i]);
 	}
-	for (arena_block *b = tp->blocks, *next; b != NULL; b = next) {
-		next = b->next;
-		free(b);
+	for (size_t k = 0; k < tp->nnodes; k++) {
+		pasco_tensor_release(tp->nodes[k]->grad_t);
 	}
+	blocks_release(tp->blocks);
 	free(tp->held);
 	free(tp->nodes);
 	free(tp);
@@ -93,24 +193,21 @@ pasci_tape_fail(pasco_tape *tp, int err, const char *fmt, ...)
 }
 
 void *
-pasci_tape_mem(pasco_tape *tp, size_t bytes)
+pasci_tape_mem_raw(pasco_tape *tp, size_t bytes)
 {
 	arena_block *b = tp->blocks;
 	void        *p;
 	bytes = (bytes + 15) & ~(size_t) 15;
 	if (b == NULL || b->size - b->used < bytes) {
-		size_t size = bytes > ARENA_BLOCK ? bytes : ARENA_BLOCK;
-		b           = malloc(sizeof(*b) + size);
-		if (b == NULL) {
+		bool big = bytes > ARENA_BLOCK;
+		if ((b = block_take(big ? bytes : ARENA_BLOCK)) == NULL) {
 			pasci_tape_fail(tp, PASCO_ENOMEM,
 			    "tape: out of memory for %zu bytes", bytes);
 			return NULL;
 		}
-		b->size = size;
-		b->used = 0;
-		/* a block bigger than the default serves one request; the
-		 * current block keeps serving small ones */
-		if (tp->blocks != NULL && size > ARENA_BLOCK) {
+		/* a block for one big request goes behind the current one,
+		 * which keeps serving small ones */
+		if (tp->blocks != NULL && big) {
 			b->next          = tp->blocks->next;
 			tp->blocks->next = b;
 		} else {
@@ -120,7 +217,16 @@ pasci_tape_mem(pasco_tape *tp, size_t bytes)
 	}
 	p = b->data + b->used;
 	b->used += bytes;
-	memset(p, 0, bytes);
+	return p;
+}
+
+void *
+pasci_tape_mem(pasco_tape *tp, size_t bytes)
+{
+	void *p = pasci_tape_mem_raw(tp, bytes);
+	if (p != NULL) {
+		memset(p, 0, bytes);
+	}
 	return p;
 }
 
@@ -158,6 +264,19 @@ pasco_tnode *
 pasci_tape_node(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
     int32_t rank, const int64_t *shape, size_t nin, pasco_tnode *const *in)
 {
+	pasco_tnode *n =
+	    pasci_tape_node_raw(tp, op, dtype, rank, shape, nin, in);
+	if (n != NULL) {
+		memset(n->value.data, 0, n->value.nbytes);
+	}
+	return n;
+}
+
+pasco_tnode *
+pasci_tape_node_raw(pasco_tape *tp, const pasci_tape_op *op,
+    pasco_dtype dtype, int32_t rank, const int64_t *shape, size_t nin,
+    pasco_tnode *const *in)
+{
 	pasco_tnode *n     = pasci_tape_mem(tp, sizeof(*n));
 	int64_t      count = 1;
 	if (n == NULL) {
@@ -171,7 +290,7 @@ pasci_tape_node(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
 	n->value.rank   = rank;
 	n->value.count  = count;
 	n->value.nbytes = (size_t) count * pasco_dtype_size(dtype);
-	n->value.data   = pasci_tape_mem(tp, n->value.nbytes);
+	n->value.data   = pasci_tape_mem_raw(tp, n->value.nbytes);
 	n->op           = op;
 	n->nin          = nin;
 	if (nin <= 2) {
@@ -233,16 +352,60 @@ pasci_tape_check(
 	return true;
 }
 
-void *
-pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n)
+/* A watched leaf's gradient is a tensor of its own, handed to the caller
+ * without a copy; the others' live in the arena. */
+static void *
+grad_alloc(pasco_tape *tp, pasco_tnode *n)
 {
+	const pasco_tensor *v = &n->value;
+	if (n->leaf != PASCI_WATCHED) {
+		return pasci_tape_mem_raw(tp, v->nbytes);
+	}
+	if (pasci_tensor_alloc_raw(&n->grad_t, v->dtype, v->rank, v->shape) !=
+	    0) {
+		pasci_tape_fail(tp, PASCO_ENOMEM,
+		    "gradient: out of memory for %s", PASCI_SPEC(n));
+		return NULL;
+	}
+	return n->grad_t->data;
+}
+
+void *
+pasci_tape_grad_out(pasco_tape *tp, pasco_tnode *n, bool *fresh)
+{
+	*fresh = false;
 	if (!n->needs_grad) {
 		return NULL;
 	}
-	if (n->grad == NULL) {
-		n->grad = pasci_tape_mem(tp, n->value.nbytes);
+	if (n->grad == NULL && (n->grad = grad_alloc(tp, n)) == NULL) {
+		return NULL;
 	}
+	*fresh      = !n->grad_set;
+	n->grad_set = true;
 	return n->grad;
+}
+
+bool
+pasci_tape_grad_pass(pasco_tnode *x, pasco_tnode *n)
+{
+	if (!x->needs_grad || x->grad != NULL || x->leaf != PASCI_NOT_LEAF ||
+	    x->value.nbytes != n->value.nbytes) {
+		return false;
+	}
+	x->grad     = n->grad;
+	x->grad_set = true;
+	return true;
+}
+
+void *
+pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n)
+{
+	bool  fresh;
+	void *g = pasci_tape_grad_out(tp, n, &fresh);
+	if (g != NULL && fresh) {
+		memset(g, 0, n->value.nbytes);
+	}
+	return g;
 }
 
 bool
@@ -389,10 +552,11 @@ cmp_contrib(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* The sparse gradient of source s: its lookups' contributions sorted by
- * id (then by order, so sums are reproducible), repeated ids summed. */
+/* The sparse gradient of table source s: its lookups' contributions
+ * sorted by id (then by order, so sums are reproducible), repeated ids
+ * summed. */
 static int
-sparse_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
+table_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
 {
 	pasco_dtype dt  = s->value.dtype;
 	int64_t     dim = s->value.shape[1], total = 0, u = 0, seq = 0;
@@ -402,8 +566,8 @@ sparse_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
 	for (pasci_sparse_part *p = s->parts; p != NULL; p = p->next) {
 		total += p->count;
 	}
-	if ((c = pasci_tape_mem(tp, (size_t) total * sizeof(*c) + 1)) ==
-	    NULL) {
+	if ((c = pasci_tape_mem_raw(
+	         tp, (size_t) total * sizeof(*c) + 1)) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	for (pasci_sparse_part *p = s->parts; p != NULL; p = p->next) {
@@ -421,14 +585,71 @@ sparse_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
 	        0) {
 		return rv;
 	}
-	for (int64_t k = 0, r = -1; k < total; k++) {
-		if (k == 0 || c[k].id != c[k - 1].id) {
-			((int64_t *) g->ids->data)[++r] = c[k].id;
+	PASCI_TYPED(dt, T, {
+		T *rows = g->rows->data;
+		for (int64_t k = 0, r = -1; k < total; k++) {
+			const T *src = c[k].row;
+			if (k == 0 || c[k].id != c[k - 1].id) {
+				((int64_t *) g->ids->data)[++r] = c[k].id;
+			}
+			for (int64_t j = 0; j < dim; j++) {
+				rows[r * dim + j] += src[j];
+			}
 		}
-		for (int64_t j = 0; j < dim; j++) {
-			pasci_acc(dt, g->rows->data, r * dim + j,
-			    pasci_ld(dt, c[k].row, j));
+	});
+	return PASCO_OK;
+}
+
+void *
+pasci_tape_rows_grad(pasco_tape *tp, pasco_tnode *s, unsigned char **touched)
+{
+	const pasco_tensor *v = &s->value;
+	if (s->grad == NULL) {
+		if (pasci_tensor_alloc_raw(
+		        &s->grad_t, v->dtype, v->rank, v->shape) != 0 ||
+		    (s->touched = pasci_tape_mem(tp, (size_t) s->i[0] + 1)) ==
+		        NULL) {
+			pasci_tape_fail(tp, PASCO_ENOMEM,
+			    "gradient: out of memory for %s", PASCI_SPEC(s));
+			return NULL;
 		}
+		s->grad = s->grad_t->data;
+	}
+	*touched = s->touched;
+	return s->grad;
+}
+
+/* The sparse gradient of rows source s: the rows its lookups touched, in
+ * the order of its sorted ids (each id once: a lookup resolves an id to
+ * its first row). Every row touched: the gradient buffer itself. */
+static int
+rows_grad(pasco_tnode *s, pasco_tape_grad *g)
+{
+	int64_t n = s->i[0], dim = s->value.shape[1], t = 0, r = 0;
+	size_t  row = (size_t) dim * pasco_dtype_size(s->value.dtype);
+	int     rv;
+	for (int64_t k = 0; k < n; k++) {
+		t += s->touched[k];
+	}
+	if ((rv = pasco_tensor_alloc(&g->ids, PASCO_I64, 1, &t)) != 0) {
+		return rv;
+	}
+	if (t == n) {
+		g->rows = pasco_tensor_hold(s->grad_t);
+	} else if ((rv = pasci_tensor_alloc_raw(&g->rows, s->value.dtype, 2,
+	                (int64_t[]){t, dim})) != 0) {
+		return rv;
+	}
+	for (int64_t k = 0; k < n; k++) {
+		if (!s->touched[k]) {
+			continue;
+		}
+		((int64_t *) g->ids->data)[r] = s->ids[k];
+		if (t != n) {
+			memcpy((char *) g->rows->data + (size_t) r * row,
+			    (const char *) s->grad + (size_t) k * row, row);
+		}
+		r++;
 	}
 	return PASCO_OK;
 }
@@ -437,13 +658,15 @@ static int
 source_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
 {
 	if (s->leaf == PASCI_WATCHED) {
-		if (s->grad == NULL) {
-			return PASCO_OK;
+		if (s->grad_t != NULL) {
+			g->dense = pasco_tensor_hold(s->grad_t);
 		}
-		return pasco_tensor_from(&g->dense, s->value.dtype,
-		    s->value.rank, s->value.shape, s->grad, s->value.nbytes);
+		return PASCO_OK;
 	}
-	return s->parts == NULL ? PASCO_OK : sparse_grad(tp, s, g);
+	if (s->leaf == PASCI_ROWS) {
+		return s->grad == NULL ? PASCO_OK : rows_grad(s, g);
+	}
+	return s->parts == NULL ? PASCO_OK : table_grad(tp, s, g);
 }
 
 static int
@@ -489,11 +712,17 @@ pasco_tape_gradient(pasco_tape *tp, pasco_tnode *target, size_t n,
 		return rv;
 	}
 	for (size_t k = 0; k < tp->nnodes; k++) {
-		tp->nodes[k]->grad  = NULL;
-		tp->nodes[k]->parts = NULL;
+		pasco_tnode *node = tp->nodes[k];
+		pasco_tensor_release(node->grad_t);
+		node->grad_t   = NULL;
+		node->grad     = NULL;
+		node->grad_set = false;
+		node->touched  = NULL;
+		node->parts    = NULL;
 	}
 	if (target->needs_grad) {
-		void *g = pasci_tape_grad_of(tp, target);
+		bool  fresh;
+		void *g = pasci_tape_grad_out(tp, target, &fresh);
 		if (g != NULL) {
 			pasci_st(target->value.dtype, g, 0, 1.0);
 		}

@@ -46,20 +46,33 @@ struct pasco_tnode {
 	size_t               nin;
 	bool                 needs_grad; /* depends on a watched source */
 	void                *grad;  /* value's dtype and count; backward */
-	pasci_sparse_part   *parts; /* sparse sources: backward */
+	bool                 grad_set; /* grad holds a sum (not garbage) */
+	/* watched and rows leaves: the tensor whose data grad is, handed to
+	 * the caller as it is (held by the tape until the next gradient or
+	 * the tape's end); rows leaves: touched[k] once sorted row k has a
+	 * gradient */
+	pasco_tensor        *grad_t;
+	unsigned char       *touched;
+	pasci_sparse_part   *parts; /* table leaves: backward */
 	/* what an op's backward needs beyond its inputs and value */
 	bool     flag[2];
 	double   f;
 	int64_t  i[2];
 	void    *aux;
 	int64_t *ids; /* rows leaf: sorted ids; lookup: resolved table ids */
-	int64_t
-	    *pos; /* rows leaf: row of each sorted id; lookup: source row */
+	/* rows leaf: row of each sorted id; lookup: the source's sorted row
+	 * (a table: the id) */
+	int64_t *pos;
 };
 
 /* Arena memory, 16-byte aligned, zero-filled; NULL (and the tape's error
- * set to PASCO_ENOMEM) when out of memory. */
+ * set to PASCO_ENOMEM) when out of memory. The arena's blocks are kept
+ * for the thread's next tape: a step that allocates what the last one did
+ * costs no malloc. */
 void *pasci_tape_mem(pasco_tape *tp, size_t bytes);
+
+/* pasci_tape_mem without the zero-fill, for what the caller writes whole. */
+void *pasci_tape_mem_raw(pasco_tape *tp, size_t bytes);
 
 /* Sets the tape's error (first one sticks) with a printf message; returns
  * NULL so an op can `return pasci_tape_fail(...)`. */
@@ -88,9 +101,66 @@ pasco_tnode *pasci_tape_node(pasco_tape *tp, const pasci_tape_op *op,
     pasco_dtype dtype, int32_t rank, const int64_t *shape, size_t nin,
     pasco_tnode *const *in);
 
+/* pasci_tape_node with the value not zero-filled: the op writes it whole. */
+pasco_tnode *pasci_tape_node_raw(pasco_tape *tp, const pasci_tape_op *op,
+    pasco_dtype dtype, int32_t rank, const int64_t *shape, size_t nin,
+    pasco_tnode *const *in);
+
 /* n's gradient buffer (zero-filled on first use), or NULL when n needs no
  * gradient or memory ran out. */
 void *pasci_tape_grad_of(pasco_tape *tp, pasco_tnode *n);
+
+/* n's gradient buffer to add into, or NULL as pasci_tape_grad_of. *fresh
+ * is true when nothing was added yet: the buffer then holds garbage and
+ * the caller must write (not add) every element, as gemm with beta 0
+ * does; the buffer counts as written from then on. */
+void *pasci_tape_grad_out(pasco_tape *tp, pasco_tnode *n, bool *fresh);
+
+/* Gives x, an input of n whose gradient is n's unchanged (bias_add's x,
+ * reshape's), n's gradient buffer as its own when x has none yet and is
+ * not a leaf: no copy. n's backward is its last use of n->grad, so later
+ * additions into x's gradient may write there. False (nothing done)
+ * otherwise: the caller adds as usual. */
+bool pasci_tape_grad_pass(pasco_tnode *x, pasco_tnode *n);
+
+/* A rows leaf's gradient buffer ([n, dim], row k for its sorted id k,
+ * allocated on first use) and *touched: touched[k] is 0 until row k is
+ * written (its contents are garbage until then). NULL without memory. */
+void *pasci_tape_rows_grad(
+    pasco_tape *tp, pasco_tnode *s, unsigned char **touched);
+
+/* Runs the statements that follow with T the C type of dt (float for
+ * f32, double for f64): the dtype is tested once, outside an op's loops,
+ * and the loops compile to typed code.
+ *     PASCI_TYPED(dt, T, {
+ *             const T *x = n->value.data;
+ *             ...
+ *     });                                                               */
+#define PASCI_TYPED(dt, T, ...)                                               \
+	do {                                                                  \
+		if ((dt) == PASCO_F32) {                                      \
+			typedef float T;                                      \
+			__VA_ARGS__                                           \
+		} else {                                                      \
+			typedef double T;                                     \
+			__VA_ARGS__                                           \
+		}                                                             \
+	} while (0)
+
+/* dst[i] = expr for i in [0, n) when fresh, else dst[i] += expr: two
+ * loops, each one the compiler can vectorise (expr may use i). */
+#define PASCI_SET_OR_ADD(fresh, n, i, dst, expr)                              \
+	do {                                                                  \
+		if (fresh) {                                                  \
+			for (int64_t i = 0; i < (n); i++) {                   \
+				(dst)[i] = (expr);                            \
+			}                                                     \
+		} else {                                                      \
+			for (int64_t i = 0; i < (n); i++) {                   \
+				(dst)[i] += (expr);                           \
+			}                                                     \
+		}                                                             \
+	} while (0)
 
 /* The tape's training flag and a seed for the op at position index. */
 bool     pasci_tape_training(const pasco_tape *tp);
@@ -105,7 +175,8 @@ const char *pasci_tnode_spec(const pasco_tnode *n, char *buf, size_t len);
 const char *pasci_tensor_spec(const pasco_tensor *t, char *buf, size_t len);
 #define PASCI_TSPEC(t) pasci_tensor_spec((t), (char[80]){0}, 80)
 
-/* Element access on f32 / f64 buffers. */
+/* Element access on f32 / f64 buffers, for a scalar or a few elements:
+ * a loop over a tensor tests the dtype once, with PASCI_TYPED. */
 static inline double
 pasci_ld(pasco_dtype dt, const void *p, int64_t i)
 {

@@ -444,8 +444,8 @@ pasci_rpc_server_close(pasci_rpc_server *s)
 	/* no pipe callback runs once the socket is closed; if its close
 	 * hangs (sock_close.h), the callbacks' state is freed when it ends */
 	pasci_fmt(what, sizeof(what), "the %s server", s->name);
-	if (pasci_sock_close_bounded(s->sock, what, PASCI_CLOSE_WAIT_MS,
-	        NULL, server_free_cb, s)) {
+	if (pasci_sock_close_bounded(
+	        s->sock, what, PASCI_CLOSE_WAIT_MS, NULL, server_free_cb, s)) {
 		server_free_cb(s);
 	}
 }

@@ -42,7 +42,7 @@ close_main(void *p)
 
 bool
 pasci_sock_close_bounded(nng_socket sock, const char *what, int wait_ms,
-    void (*timed_out)(void *), void (*done)(void *), void *arg)
+    void (*timed_out)(void *), void (*done)(void *), void      *arg)
 {
 	closing        *cl = calloc(1, sizeof(*cl));
 	pthread_t       t;

@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "pasco/checkpoint.h"
 #include "pasco/evaluator.h"
 #include "pasco/server.h"
 #include "pasco/summary.h"
-#include "fileio.h"
 #include "util.h"
 
 #define MAX_METRICS 32
@@ -45,13 +45,13 @@ struct pasco_evaluator {
 	 * those followed before: a new run saving into the same directory
 	 * starts its steps again, and its checkpoints are evaluated from its
 	 * first; an earlier run's are never taken up again */
-	char   run[40];
-	bool   following; /* run is chosen */
+	char run[40];
+	bool following; /* run is chosen */
 	char (*old_runs)[40];
-	size_t nold_runs;
-	int64_t                 last;   /* newest step evaluated, or -1 */
-	int64_t                 count;  /* checkpoints evaluated */
-	char                    err[1024];
+	size_t  nold_runs;
+	int64_t last;  /* newest step evaluated, or -1 */
+	int64_t count; /* checkpoints evaluated */
+	char    err[1024];
 };
 
 static _Thread_local char create_err[1024];
@@ -427,7 +427,7 @@ list_pending(pasco_evaluator *e, int64_t *steps, size_t max, int64_t *newest)
 {
 	DIR           *d;
 	struct dirent *ent;
-	size_t         n = 0;
+	size_t         n         = 0;
 	char           fresh[40] = "";
 	bool           again;
 	do {
@@ -449,9 +449,10 @@ list_pending(pasco_evaluator *e, int64_t *steps, size_t max, int64_t *newest)
 			}
 			errno = 0;
 			step  = strtoll(ent->d_name + 5, &end, 10);
-			if (*end != 0 || errno != 0 || end == ent->d_name + 5 ||
-			    !manifest_run(e->dir, ent->d_name, run,
-			        sizeof(run)) ||
+			if (*end != 0 || errno != 0 ||
+			    end == ent->d_name + 5 ||
+			    !manifest_run(
+			        e->dir, ent->d_name, run, sizeof(run)) ||
 			    is_old_run(e, run)) {
 				continue; /* not a complete checkpoint */
 			}
@@ -682,7 +683,7 @@ watch(pasco_evaluator *e, int64_t *steps, const pasco_arg *args, size_t nargs)
 
 	for (;;) {
 		int64_t newest;
-		int n = list_pending(e, steps, MAX_PENDING, &newest);
+		int     n = list_pending(e, steps, MAX_PENDING, &newest);
 		if (n < 0 && !said) {
 			pasci_log(PASCI_LOG_WARN,
 			    "checkpoint directory %s does not exist yet; "

@@ -18,6 +18,7 @@
 #include "lifecycle.h"
 #include "pasco/server.h"
 #include "ps_server.h"
+#include "registry.h"
 #include "tls.h"
 #include "util.h"
 #include "worker_server.h"
@@ -341,6 +342,13 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 		pasco_cluster_free(cluster);
 		return 2;
 	}
+	/* before the chief function (getopt may reorder argv) and before
+	 * any server thread */
+	if (pasci_program_args_set(argc, argv) != 0) {
+		fprintf(stderr, "pasco: out of memory\n");
+		pasco_cluster_free(cluster);
+		return 1;
+	}
 	switch (role) {
 	case PASCO_ROLE_PS:
 	case PASCO_ROLE_WORKER:
@@ -369,5 +377,6 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 		break;
 	}
 	pasco_cluster_free(cluster);
+	pasci_program_args_clear();
 	return rv;
 }

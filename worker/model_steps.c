@@ -17,6 +17,7 @@
  */
 #include "model_impl.h"
 #include "pasco/function.h"
+#include "pasco/server.h"
 #include "registry.h"
 
 #include <errno.h>
@@ -195,7 +196,9 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 		return pasco_call_fail(call, PASCO_ENOTFOUND,
 		    "no dataset factory '%s' on this worker", name);
 	}
-	pasco_dataset_context ctx = {(int32_t) shard, (int32_t) shards};
+	pasco_dataset_context ctx = {
+	    .worker_index = (int32_t) shard, .num_workers = (int32_t) shards};
+	ctx.argv = pasco_program_args(&ctx.argc);
 	if ((rv = f(&ctx, ds)) != 0) {
 		return pasco_call_fail(call, rv,
 		    "dataset '%s', shard %lld: %s", name, (long long) shard,

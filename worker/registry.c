@@ -2,6 +2,8 @@
  * Registries of step functions and dataset factories, filled at program
  * start by the PASCO_FUNCTION / PASCO_DATASET constructors and read by the
  * worker server. One mutex guards both; lookups copy the pointer out.
+ * Also the program's own arguments (pasco_program_args), kept by
+ * pasco_main before any server thread starts and read-only after.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -112,4 +114,42 @@ char *
 pasci_dataset_names(char *buf, size_t len)
 {
 	return registry_names(&datasets, buf, len);
+}
+
+/* Written once by pasco_main before it starts any thread, read after. */
+static int          program_argc;
+static char       **program_argv;
+static char        *no_args[] = {NULL};
+
+int
+pasci_program_args_set(int argc, char *const *argv)
+{
+	char **copy = calloc((size_t) (argc > 0 ? argc : 0) + 1, sizeof(*copy));
+	if (copy == NULL) {
+		return PASCO_ENOMEM;
+	}
+	for (int i = 0; i < argc; i++) {
+		copy[i] = argv[i];
+	}
+	free(program_argv);
+	program_argv = copy;
+	program_argc = argc;
+	return PASCO_OK;
+}
+
+void
+pasci_program_args_clear(void)
+{
+	free(program_argv);
+	program_argv = NULL;
+	program_argc = 0;
+}
+
+char *const *
+pasco_program_args(int *argc)
+{
+	if (argc != NULL) {
+		*argc = program_argv != NULL ? program_argc : 0;
+	}
+	return program_argv != NULL ? program_argv : no_args;
 }

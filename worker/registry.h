@@ -18,4 +18,10 @@ pasco_function pasci_model_function_find(const char *name);
 char *pasci_function_names(char *buf, size_t len);
 char *pasci_dataset_names(char *buf, size_t len);
 
+/* Keeps argv[0..argc) (the array copied, the strings borrowed: main's)
+ * as pasco_program_args; clear frees the copy. Not thread-safe: call
+ * before any server thread starts (pasco_main). */
+int  pasci_program_args_set(int argc, char *const *argv);
+void pasci_program_args_clear(void);
+
 #endif

@@ -16,6 +16,7 @@
 #include "call.h"
 #include "dataset_impl.h"
 #include "ops_impl.h"
+#include "pasco/server.h"
 #include "registry.h"
 #include "resources.h"
 #include "rpc.h"
@@ -284,7 +285,8 @@ static nng_msg *
 worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 {
 	pasco_dataset_factory factory = pasci_dataset_find(req->hdr->name);
-	pasco_dataset_context ctx     = {w->env.index, w->env.num_workers};
+	pasco_dataset_context ctx     = {w->env.index, w->env.num_workers, 0,
+	        NULL};
 	pasco_dataset        *ds      = NULL;
 	int                   rv;
 
@@ -300,6 +302,7 @@ worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 		    req->hdr->name, w->env.index,
 		    pasci_dataset_names(names, sizeof(names)));
 	}
+	ctx.argv            = pasco_program_args(&ctx.argc);
 	pasci_data_error[0] = 0; /* what the factory says, if anything */
 	if ((rv = factory(&ctx, &ds)) != 0 || ds == NULL) {
 		pasco_dataset_free(ds);

@@ -19,10 +19,15 @@
 
 typedef struct pasco_dataset pasco_dataset;
 
-/* What a factory is told about where it runs. */
+/* What a factory is told about where it runs, and the program's own
+ * arguments (pasco_program_args, server.h: argv less pasco's flags, as the
+ * chief function gets it; argc 0 outside pasco_main), so that a factory
+ * parses the same options as the chief, with no global filled in main. */
 typedef struct pasco_dataset_context {
-	int32_t worker_index; /* this worker, 0-based */
-	int32_t num_workers;  /* workers in the cluster */
+	int32_t      worker_index; /* this worker, 0-based */
+	int32_t      num_workers;  /* workers in the cluster */
+	int          argc;
+	char *const *argv; /* argv[argc] is NULL; read-only */
 } pasco_dataset_context;
 
 /* A dataset factory: builds this worker's dataset into *out. Returns
@@ -100,6 +105,59 @@ typedef struct pasco_csv_options {
 
 int pasco_dataset_csv(pasco_dataset **out, const char *const *files,
     size_t nfiles, const pasco_csv_options *opts);
+
+/* Model inputs from CSV files with a header, as TensorFlow's
+ * tf.data.experimental.make_csv_dataset: the header names the columns,
+ * label_name picks the label, and the feature columns (select_columns,
+ * or every other column in file order) are stacked into one f32 vector
+ * per line. Batched, each element is the LIST (x, y) a model's fit takes:
+ *   x: f32 [batch, width], the features in select_columns' (or the
+ *      file's) order; when features_name is set, the DICT
+ *      {features_name: that tensor} instead (a functional model's input
+ *      by name). A Sequential model (one input) takes the plain tensor.
+ *   y: the label column, i64 [batch] (INT64) or f32 [batch] (FLOAT).
+ *     pasco_csv_dataset_options o = {.label_name = "label",
+ *         .batch_size = 32, .shuffle_buffer_size = 1000,
+ *         .shuffle_seed = 7};
+ *     pasco_dataset_make_csv(out, files, nfiles, &o);
+ * Types. A column's type is given in column_types (by name; its default
+ * for empty fields too), or else inferred from the first
+ * num_rows_for_inference lines of the first file (0: 100): INT64 when
+ * every value read is an integer, FLOAT when every one is a number,
+ * BYTES otherwise. Features must be numeric (INT64 values are converted
+ * to f32); BYTES columns may be present but not selected.
+ * Errors (PASCO_EINVAL, or the file's error), with a message recorded as
+ * pasco_dataset_fail records one, so that a factory returning the error
+ * reports it, and readable by pasco_dataset_last_error: an unreadable file, a file whose header differs from the
+ * first's, no label_name or a label or selected column not in the header
+ * (the header is listed), a non-numeric feature or label column (its
+ * name and the first value that is not a number), batch_size < 1. Errors
+ * while iterating (a field that does not parse, a short line) name the
+ * file, the line and the column (pasco_dataset_last_error).
+ * Order: lines are read file after file; then shuffled within
+ * shuffle_buffer_size lines (0: not shuffled; seed 0 draws a seed),
+ * repeated num_epochs times (0 or less: forever, TensorFlow's None; each
+ * epoch reshuffled) and batched (the last short batch kept unless
+ * drop_remainder). Files and options are copied. */
+typedef struct pasco_csv_dataset_options {
+	const char         *label_name;
+	int                 label_type; /* 0: inferred; or INT64 / FLOAT */
+	const char *const  *select_columns; /* NULL: all but the label */
+	size_t              nselect;
+	const char         *features_name; /* NULL: x is the tensor */
+	const pasco_csv_column *column_types; /* may be NULL */
+	size_t              ncolumn_types;
+	int64_t             batch_size;
+	bool                drop_remainder;
+	int64_t             num_epochs;
+	int64_t             shuffle_buffer_size;
+	uint64_t            shuffle_seed;
+	char                delimiter; /* 0 means ',' */
+	int64_t             num_rows_for_inference; /* 0 means 100 */
+} pasco_csv_dataset_options;
+
+int pasco_dataset_make_csv(pasco_dataset **out, const char *const *files,
+    size_t nfiles, const pasco_csv_dataset_options *opts);
 
 /* The message of the last error of a data source (CSV, TFRecord, a
  * generator, parse_examples) seen by pasco_dataset_next on this thread, ""

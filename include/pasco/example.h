@@ -53,4 +53,34 @@ int pasco_example_encode(const pasco_value *features, void **out, size_t *len);
 int pasco_dataset_parse_examples(pasco_dataset **out, pasco_dataset *in,
     const pasco_feature_spec *specs, size_t nspecs);
 
+/* A model input read from an Example feature of the same name. FLOAT:
+ * features, f32 [width] (the feature's fixed length; a missing feature
+ * takes default_value when has_default). INT64: ids for an Embedding, i64
+ * [width]: a feature with fewer ids is padded at its end with -1 (an
+ * Embedding's padding), one with more is an error, a missing one is all
+ * padding. */
+typedef struct pasco_example_input {
+	const char        *name;
+	pasco_feature_type type; /* FLOAT or INT64 */
+	int64_t            width;
+	bool               has_default; /* FLOAT */
+	double             default_value;
+} pasco_example_input;
+
+/* Serialized Examples (the elements of in, a TFRecord dataset) parsed
+ * into the batches a model's fit takes, by feature name: the LIST (x, y)
+ * with x the DICT {inputs[i].name: f32 or i64 [batch, width]} (a
+ * functional model's inputs by name) and y the label feature label_name
+ * (of one value; missing is an error), i64 [batch] when label_type is
+ * INT64, f32 [batch] when FLOAT. label_name NULL: each batch is x alone
+ * (for predict). The last short batch is kept unless drop_remainder.
+ * A record that does not parse, a missing label, or ids beyond width end
+ * iteration with PASCO_EINVAL and a message naming the feature
+ * (pasco_dataset_last_error). Bad arguments (no inputs, a width < 1, a
+ * BYTES input, batch_size < 1) are PASCO_EINVAL with the message recorded
+ * as pasco_dataset_fail does. inputs are copied; takes over in. */
+int pasco_dataset_parse_example_inputs(pasco_dataset **out, pasco_dataset *in,
+    const pasco_example_input *inputs, size_t ninputs, const char *label_name,
+    pasco_feature_type label_type, int64_t batch_size, bool drop_remainder);
+
 #endif

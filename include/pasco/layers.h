@@ -43,6 +43,16 @@
  *     training flag is Keras's training argument).
  *   Activation: activation.
  *   Concatenate: its inputs along the last axis (functional models).
+ *   Normalization: Keras's (2.x) keras.layers.Normalization(axis=-1):
+ *     (x - mean) / max(sqrt(variance), 1e-7) per feature (the last axis),
+ *     mean and variance adapted from data by pasco_model_adapt. Variables
+ *     <name>/mean [width] (zeros until adapted) and <name>/variance
+ *     [width] (ones), non-trainable: read by a step like the others (in
+ *     the same round trip) but never differentiated, so no gradient or
+ *     optimizer changes them; and <name>/count (i64 scalar, the samples
+ *     adapted), created on the ps and saved with them but not among
+ *     pasco_model_variable (a step never reads it; a worker binds only
+ *     mean and variance).
  *
  * Names. A layer gets its name when constructed, as Keras names it: the
  * kind in snake case, then _1, _2, ... for later layers of that kind in
@@ -73,6 +83,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dataset.h"
 #include "error.h"
 #include "initializer.h"
 #include "ops.h"
@@ -90,6 +101,7 @@ typedef enum pasco_layer_kind {
 	PASCO_LAYER_DROPOUT     = 3,
 	PASCO_LAYER_ACTIVATION  = 4,
 	PASCO_LAYER_CONCATENATE = 5,
+	PASCO_LAYER_NORMALIZATION = 6,
 } pasco_layer_kind;
 
 /* Keras's activations (ops.h's pasco_activation values, and more). */
@@ -137,6 +149,7 @@ pasco_layer pasco_layer_embedding(int64_t input_dim, int64_t output_dim);
 pasco_layer pasco_layer_dropout(double rate);
 pasco_layer pasco_layer_activation(pasco_act activation);
 pasco_layer pasco_layer_concatenate(void);
+pasco_layer pasco_layer_normalization(void);
 
 /* Sets l's inputs (pasco_model_functional) and returns it:
  * pasco_layer_on(pasco_layer_concatenate(), 2, (int32_t[]){0, 1}). */
@@ -219,6 +232,25 @@ pasco_variable   *pasco_model_variable(const pasco_model *m, size_t k);
  * handles. The strategy's message is in pasco_model_last_error. Blocks. */
 int pasco_model_create_variables(pasco_model *m, pasco_strategy *s);
 
+/* Chief: Keras's Normalization.adapt. The per-feature mean and (population)
+ * variance of every element of ds, as the input of the Normalization
+ * layer at index layer, which must be called on a model input: an element
+ * is a tensor [n, width] (f32, f64, i32 or i64; [n] for width 1), or a
+ * LIST (x, y, ...) whose x is such a tensor or a DICT holding one under
+ * the model input's name (what pasco_dataset_make_csv yields). ds is
+ * read to its end (give it a finite one: repeat forever never ends);
+ * the model keeps the result (previous adaptations are replaced), and
+ * pasco_model_create_variables writes it to the ps; if the variables
+ * exist already, they are written now. ds stays the caller's.
+ * PASCO_EINVAL (with pasco_model_last_error naming the layer and what was
+ * wrong: not a Normalization, not on a model input, an element of another
+ * shape, no data), or the dataset's or the variables' error. Blocks. */
+int pasco_model_adapt(pasco_model *m, size_t layer, pasco_dataset *ds);
+
+/* The same over the rows of one tensor data [n, width]. */
+int pasco_model_adapt_tensor(
+    pasco_model *m, size_t layer, const pasco_tensor *data);
+
 /* Worker: binds the model to handles vars[0..n) in pasco_model_variable
  * order, as a step function gets them (pasco_call_variable): n, each
  * handle's dtype and shape, and its name's last part ("kernel", "bias",
@@ -250,20 +282,23 @@ typedef enum pasco_loss_kind {
 	PASCO_LOSS_MSE                             = 1,
 	PASCO_LOSS_BINARY_CROSSENTROPY             = 2,
 	PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 3,
+	PASCO_LOSS_CATEGORICAL_CROSSENTROPY        = 4, /* one-hot labels */
 } pasco_loss_kind;
 
 /* A Keras loss, reduced by the mean over the batch. from_logits: the
  * output is logits. Without it, as Keras does, a last layer with sigmoid
- * (binary) or softmax (sparse categorical) activation is differentiated
- * through its logits; sparse categorical crossentropy needs logits or a
- * softmax output. */
+ * (binary) or softmax (categorical) activation is differentiated through
+ * its logits; the categorical crossentropies need logits or a softmax
+ * output. */
 typedef struct pasco_loss {
 	pasco_loss_kind kind;
 	bool            from_logits;
 } pasco_loss;
 
 /* Keras's names: "mse" or "mean_squared_error", "binary_crossentropy",
- * "sparse_categorical_crossentropy". PASCO_EINVAL for another. */
+ * "sparse_categorical_crossentropy" (labels: class ids),
+ * "categorical_crossentropy" (labels: one-hot [batch, classes]).
+ * PASCO_EINVAL for another. */
 int pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out);
 
 /* The loss of the model on (inputs, y) on tp, Dense kernel_l2 terms added

@@ -94,7 +94,8 @@ int pasco_model_to_json(const pasco_model *m, char **out);
 int pasco_model_from_json(const char *json, pasco_model **out);
 
 /* compile. loss: Keras's name ("mse", "mean_squared_error",
- * "binary_crossentropy", "sparse_categorical_crossentropy") with
+ * "binary_crossentropy", "sparse_categorical_crossentropy" (class ids),
+ * "categorical_crossentropy" (one-hot labels [batch, classes])) with
  * from_logits. optimizer: any kind (pasco_sgd, pasco_adagrad, ...; kind 0:
  * Keras's default, RMSprop(0.001)); its iterations field is ignored: with
  * no_global_step false the step applies through the strategy's global

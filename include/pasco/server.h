@@ -77,6 +77,17 @@ typedef int (*pasco_chief_fn)(
  * launch` sets it), so each line is written whole and in order. */
 int pasco_main(int argc, char **argv, pasco_chief_fn chief);
 
+/* The program's own arguments, for dataset factories and step functions
+ * (which run on workers, where no chief function parses them): argv as
+ * pasco_main got it, with the cluster flags and the options above taken
+ * out, the same array on every role and the one the chief function
+ * parses. argv[argc] is NULL; *argc (may be NULL) gets the count, 0
+ * (with argv {NULL}) in a process that did not start through pasco_main
+ * (in-process servers, tests). A factory also finds them in its
+ * pasco_dataset_context. Read-only; the strings are main's. Thread-safe
+ * (set before any thread starts). */
+char *const *pasco_program_args(int *argc);
+
 typedef struct pasco_server pasco_server;
 
 /* Starts the server of task index of role (PASCO_ROLE_PS or

@@ -73,7 +73,10 @@ typedef struct pasco_tnode pasco_tnode;
 int pasco_tape_alloc(pasco_tape **out, bool training, uint64_t seed);
 
 /* Frees the tape, its nodes and their values, and releases the tensors
- * its leaves hold. NULL is a no-op. */
+ * its leaves hold. NULL is a no-op. The arena's memory is kept for the
+ * calling thread's next tapes (up to 64 MB a thread, freed when the
+ * thread ends), so a step that makes and frees a tape each time allocates
+ * nothing after its first. */
 void pasco_tape_free(pasco_tape *tp);
 
 /* The tape's first error (PASCO_OK if none; PASCO_EINVAL for a NULL
@@ -153,7 +156,10 @@ pasco_tnode *pasco_t_embedding_lookup(pasco_tape *tp, pasco_tnode *table,
  * are only read during the call). mse: target of pred's element count.
  * binary_crossentropy: probabilities clipped to [1e-7, 1 - 1e-7] as Keras
  * does, or logits; labels of the same count. softmax_crossentropy:
- * logits [batch, classes], labels class ids (i32 or i64) [batch]. */
+ * logits [batch, classes], labels class ids (i32 or i64) [batch], or
+ * class probabilities (f32 or f64 [batch, classes], one-hot for Keras's
+ * categorical_crossentropy): the mean over the batch of
+ * -sum_j labels_j log softmax(logits)_j. */
 pasco_tnode *pasco_t_mse(
     pasco_tape *tp, pasco_tnode *pred, const pasco_tensor *target);
 pasco_tnode *pasco_t_binary_crossentropy(
@@ -162,6 +168,13 @@ pasco_tnode *pasco_t_binary_crossentropy_logits(
     pasco_tape *tp, pasco_tnode *logits, const pasco_tensor *labels);
 pasco_tnode *pasco_t_softmax_crossentropy(
     pasco_tape *tp, pasco_tnode *logits, const pasco_tensor *labels);
+
+/* Keras's Normalization: (x - mean) / max(sqrt(variance), 1e-7) over the
+ * last axis of x, mean and variance (f32 or f64 of that axis' length)
+ * being constants (only read during the call; no gradient reaches them).
+ * The gradient to x is its own divided by that denominator. */
+pasco_tnode *pasco_t_normalize(pasco_tape *tp, pasco_tnode *x,
+    const pasco_tensor *mean, const pasco_tensor *variance);
 
 /* Keras's l2 regulariser: l2 * sum(w^2), a scalar. */
 pasco_tnode *pasco_t_l2(pasco_tape *tp, pasco_tnode *w, double l2);

@@ -27,10 +27,8 @@ typedef struct csv {
 	char              delim;
 } csv;
 
-/* Splits the next field off *p (up to the delimiter or line end) into
- * field; handles "quoted" fields. Returns false at the end of the line. */
-static bool
-next_field(char **p, char *end, char delim, char *field, size_t cap)
+bool
+pasci_csv_next_field(char **p, char *end, char delim, char *field, size_t cap)
 {
 	size_t n      = 0;
 	bool   quoted = *p < end && **p == '"';
@@ -126,7 +124,7 @@ parse_line(csv *c, char *p, char *end, pasco_value **out)
 	bool          more = true;
 	int           rv   = items && keys ? PASCO_OK : PASCO_ENOMEM;
 	while (rv == 0 && more) {
-		more = next_field(&p, end, c->delim, field, sizeof(field));
+		more = pasci_csv_next_field(&p, end, c->delim, field, sizeof(field));
 		if (n < c->ncols) {
 			keys[n] = c->cols[n].name;
 			rv      = parse_value(c, n, field, &items[n]);

@@ -8,6 +8,7 @@
 #define PASCI_DATASET_IMPL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,13 @@ int pasci_dataset_new(pasco_dataset **out, const struct dataset_ops *ops,
  * back with the error (prefetch, kit/data/pipeline.c). */
 #define PASCI_DATA_ERROR_CAP 512
 extern _Thread_local char pasci_data_error[PASCI_DATA_ERROR_CAP];
+
+/* Splits the next CSV field off *p (up to delim or end) into field (at
+ * most cap - 1 bytes kept, NUL-terminated); "quoted" fields lose their
+ * quotes, "" in them is a quote. Returns false at the end of the line
+ * (kit/data/csv.c). */
+bool pasci_csv_next_field(
+    char **p, char *end, char delim, char *field, size_t cap);
 
 /* Resets the input: the reset of transforms that keep no position. */
 int pasci_dataset_input_reset(pasco_dataset *ds);

@@ -126,6 +126,40 @@ Test(model_config, a_sequential_model_round_trips)
 	pasco_model_free(m);
 }
 
+Test(model_config, a_normalization_layer_round_trips_without_its_statistics)
+{
+	pasco_layer_reset_names();
+	pasco_layer  l[] = {pasco_layer_normalization(),
+	     pasco_layer_dense(3, PASCO_ACT_SOFTMAX)};
+	pasco_model *m, *back, *bad;
+	PASCO_PASS(pasco_model_sequential(&m, 4, 2, l, 5));
+	char *json = round_trip(m, &back);
+	cr_assert(strstr(json, "{\"class_name\":\"Normalization\",\"config\":"
+	                       "{\"name\":\"normalization\",\"axis\":-1,"
+	                       "\"mean\":null,\"variance\":null,"
+	                       "\"invert\":false}}") != NULL,
+	    "%s", json);
+	/* its mean and variance, then the Dense's kernel and bias */
+	cr_assert_eq(pasco_model_num_variables(back), 4);
+	cr_assert_str_eq(
+	    pasco_model_variable_name(back, 0), "normalization/mean");
+	cr_assert_str_eq(
+	    pasco_model_variable_name(back, 1), "normalization/variance");
+	/* statistics are not config: they come from adapt */
+	const char *with_mean =
+	    "{\"class_name\":\"Sequential\",\"config\":{\"name\":\"s\","
+	    "\"seed\":1,\"inputs\":[{\"name\":\"input\",\"width\":4,"
+	    "\"ids\":false}],\"layers\":[{\"class_name\":\"Normalization\","
+	    "\"config\":{\"name\":\"n\",\"mean\":[1,2,3,4]}}]}}";
+	cr_assert_eq(pasco_model_from_json(with_mean, &bad), PASCO_EINVAL);
+	cr_assert(
+	    strstr(pasco_model_last_error(), "mean must be null") != NULL,
+	    "%s", pasco_model_last_error());
+	free(json);
+	pasco_model_free(back);
+	pasco_model_free(m);
+}
+
 Test(model_config, a_functional_model_round_trips_with_its_wiring)
 {
 	pasco_layer_reset_names();
@@ -226,8 +260,22 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 	             .loss = "mse", .metrics = acc, .nmetrics = 1}));
 	cr_assert_eq(
 	    reg->compile.metric_kinds[0], PASCI_METRIC_CATEGORICAL_ACCURACY);
+	/* one-hot labels: categorical accuracy, as Keras resolves it */
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "categorical_crossentropy",
+	           .metrics                   = acc,
+	           .nmetrics                  = 1}));
+	cr_assert_eq(
+	    m->compile.metric_kinds[0], PASCI_METRIC_CATEGORICAL_ACCURACY);
 
 	/* errors */
+	PASCO_FAIL(
+	    pasco_model_compile(reg,
+	        &(pasco_compile_options){.loss = "categorical_crossentropy"}),
+	    PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "categorical_crossentropy: the output of") != NULL,
+	    "%s", pasco_model_last_error());
 	PASCO_FAIL(pasco_model_compile(reg,
 	               &(pasco_compile_options){
 	                   .loss = "sparse_categorical_crossentropy"}),

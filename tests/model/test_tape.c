@@ -405,3 +405,57 @@ Test(tape, f32_and_f64_tapes_agree)
 	pasco_tensor_release(w32);
 	pasco_tensor_release(w64);
 }
+
+/* categorical_crossentropy: labels as class probabilities [batch, classes] */
+static pasco_tnode *
+cce_fn(pasco_tape *tp, pasco_tnode *const *s, void *ctx)
+{
+	return pasco_t_softmax_crossentropy(tp, s[0], ctx);
+}
+
+Test(tape, softmax_crossentropy_with_dense_labels_matches_finite_differences)
+{
+	int64_t       shape[2] = {3, 4};
+	pasco_tensor *x = rnd(PASCO_F64, 2, shape, 11, -2.0, 2.0), *soft,
+	             *onehot;
+	/* soft labels (rows summing to 1 and to 0.5) and one-hot ones */
+	const double sv[12] = {
+	    0.1, 0.2, 0.3, 0.4, 0, 0, 1, 0, 0.25, 0, 0.25, 0};
+	const double hv[12] = {0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+	PASCO_PASS(pasco_tensor_alloc(&soft, PASCO_F64, 2, shape));
+	PASCO_PASS(pasco_tensor_alloc(&onehot, PASCO_F32, 2, shape));
+	for (int i = 0; i < 12; i++) {
+		pasco_tensor_set(soft, i, sv[i]);
+		pasco_tensor_set(onehot, i, hv[i]);
+	}
+	check_fd("cce soft labels", cce_fn, soft, 1, &x, NULL);
+	check_fd("cce one-hot labels", cce_fn, onehot, 1, &x, NULL);
+	/* one-hot labels give what the class ids 1, 3, 0 give */
+	pasco_tensor   *ids = ids_of(1, (int64_t[]){3}, (int64_t[]){1, 3, 0});
+	pasco_tape     *ta, *tb;
+	pasco_tnode    *na, *nb;
+	pasco_tape_grad ga, gb;
+	PASCO_PASS(pasco_tape_alloc(&ta, true, 1));
+	PASCO_PASS(pasco_tape_alloc(&tb, true, 1));
+	na              = pasco_tape_watch(ta, x);
+	nb              = pasco_tape_watch(tb, x);
+	pasco_tnode *la = pasco_t_softmax_crossentropy(ta, na, onehot);
+	pasco_tnode *lb = pasco_t_softmax_crossentropy(tb, nb, ids);
+	cr_assert(la != NULL && lb != NULL);
+	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(la), 0),
+	    pasco_tensor_get(pasco_tnode_value(lb), 0), 1e-12);
+	PASCO_PASS(pasco_tape_gradient(ta, la, 1, &na, &ga));
+	PASCO_PASS(pasco_tape_gradient(tb, lb, 1, &nb, &gb));
+	for (int i = 0; i < 12; i++) {
+		cr_assert_float_eq(pasco_tensor_get(ga.dense, i),
+		    pasco_tensor_get(gb.dense, i), 1e-12, "element %d", i);
+	}
+	pasco_tape_grad_fini(&ga, 1);
+	pasco_tape_grad_fini(&gb, 1);
+	pasco_tape_free(ta);
+	pasco_tape_free(tb);
+	pasco_tensor_release(ids);
+	pasco_tensor_release(soft);
+	pasco_tensor_release(onehot);
+	pasco_tensor_release(x);
+}

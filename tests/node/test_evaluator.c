@@ -421,7 +421,8 @@ json_steps(const char *json, int64_t *steps, int max)
 	return n;
 }
 
-Test(evaluator, follows_a_new_run_that_starts_its_steps_again_in_the_same_directory)
+Test(evaluator,
+    follows_a_new_run_that_starts_its_steps_again_in_the_same_directory)
 {
 	trainer   t;
 	sidecar   sc = {0};
@@ -429,9 +430,8 @@ Test(evaluator, follows_a_new_run_that_starts_its_steps_again_in_the_same_direct
 	int64_t   steps[8];
 
 	trainer_start(&t);
-	pasco_evaluator_options o = {.checkpoint_dir = t.dir,
-	    .final_step                              = 25,
-	    .timeout_ms                              = 15000};
+	pasco_evaluator_options o = {
+	    .checkpoint_dir = t.dir, .final_step = 25, .timeout_ms = 15000};
 	sidecar_create(&sc, &o);
 	cr_assert_eq(pthread_create(&th, NULL, sidecar_main, &sc), 0);
 	trainer_train_and_save(&t, 2, 10);
@@ -470,9 +470,8 @@ Test(evaluator, starts_with_the_newest_run_of_a_reused_directory)
 	trainer_new_run(&t);
 	trainer_train_and_save(&t, 1, 5);
 	trainer_train_and_save(&t, 1, 30);
-	pasco_evaluator_options o = {.checkpoint_dir = t.dir,
-	    .final_step                              = 30,
-	    .timeout_ms                              = 10000};
+	pasco_evaluator_options o = {
+	    .checkpoint_dir = t.dir, .final_step = 30, .timeout_ms = 10000};
 	sidecar_create(&sc, &o);
 	PASCO_PASS(pasco_evaluator_run(sc.e, sc.args, 2));
 	char *json = sidecar_finish(&sc);

@@ -90,7 +90,7 @@ Test(registry, the_macro_registers_at_program_start)
 	pasco_dataset        *ds;
 	pasco_value          *e;
 	cr_assert_not_null(f);
-	PASCO_PASS(f(&(pasco_dataset_context){0, 1}, &ds));
+	PASCO_PASS(f(&(pasco_dataset_context){.worker_index = 0, .num_workers = 1}, &ds));
 	PASCO_PASS(pasco_dataset_next(ds, &e));
 	cr_assert_eq(pasco_value_scalar(e), 0);
 	pasco_value_free(e);

@@ -1,0 +1,170 @@
+/* Example features into model inputs by name: (x dict, y) batches, ids
+ * padded with -1 to their input's width, errors naming the feature. */
+#include "helpers.h"
+
+#include <string.h>
+
+#include "pasco/example.h"
+
+TestSuite(example_inputs, .timeout = 10);
+
+#define RECORDS 5
+
+/* Serialized Examples, one per call, as a TFRecord dataset yields them. */
+typedef struct records {
+	pasco_tensor *r[RECORDS + 1];
+	int           n, at;
+} records;
+
+static int
+records_next(void *arg, pasco_value **out)
+{
+	records *rs = arg;
+	if (rs->at >= rs->n) {
+		return PASCO_EOUTOFRANGE;
+	}
+	*out = pasco_value_tensor(pasco_tensor_hold(rs->r[rs->at++]));
+	return PASCO_OK;
+}
+
+static void
+records_free(void *arg)
+{
+	records *rs = arg;
+	for (int i = 0; i < rs->n; i++) {
+		pasco_tensor_release(rs->r[i]);
+	}
+	free(rs);
+}
+
+static void
+add(records *rs, pasco_value *ex)
+{
+	void  *buf;
+	size_t len;
+	PASCO_PASS(pasco_example_encode(ex, &buf, &len));
+	PASCO_PASS(pasco_tensor_from(&rs->r[rs->n++], PASCO_U8, 1,
+	    (int64_t[]){(int64_t) len}, buf, len));
+	free(buf);
+	pasco_value_free(ex);
+}
+
+static pasco_value *
+tensor_of(pasco_dtype dt, int64_t n, const void *v)
+{
+	pasco_tensor *t;
+	PASCO_PASS(pasco_tensor_from(
+	    &t, dt, 1, &n, v, (size_t) n * pasco_dtype_size(dt)));
+	return pasco_value_tensor(t);
+}
+
+/* Example i: "dense" 2 floats, "cats" i % 4 ids (0 .. 3 of them),
+ * "label" i % 3, "other" ignored. */
+static pasco_dataset *
+examples(int n, int64_t extra_ids)
+{
+	records       *rs = calloc(1, sizeof(*rs));
+	pasco_dataset *ds;
+	for (int i = 0; i < n; i++) {
+		float   d[2]   = {(float) i, -(float) i};
+		int64_t ids[8] = {10 + i, 20 + i, 30 + i, 40, 50, 60, 70, 80};
+		int64_t l      = i % 3;
+		add(rs, pasco_value_dict(4, "dense",
+		            tensor_of(PASCO_F32, 2, d), "cats",
+		            tensor_of(PASCO_I64,
+		                i % 4 + (i == n - 1 ? extra_ids : 0), ids),
+		            "label", tensor_of(PASCO_I64, 1, &l), "other",
+		            tensor_of(PASCO_F32, 1, d)));
+	}
+	PASCO_PASS(pasco_dataset_from_generator(
+	    &ds, records_next, NULL, records_free, rs));
+	return ds;
+}
+
+static const pasco_example_input inputs[] = {
+    {"dense", PASCO_FEATURE_FLOAT, 2, false, 0},
+    {"cats", PASCO_FEATURE_INT64, 3, false, 0},
+};
+
+Test(example_inputs, features_by_name_make_x_and_ids_are_padded)
+{
+	pasco_dataset *ds = examples(RECORDS, 0);
+	pasco_value   *e;
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, inputs, 2, "label", PASCO_FEATURE_INT64, 4, false));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(pasco_value_kind_of(e), PASCO_VALUE_LIST);
+	const pasco_value *x = pasco_value_item(e, 0);
+	cr_assert_eq(pasco_value_kind_of(x), PASCO_VALUE_DICT);
+	cr_assert_eq(pasco_value_size(x), 2, "only the inputs");
+	const pasco_tensor *d =
+	    pasco_value_as_tensor(pasco_value_get(x, "dense"));
+	const pasco_tensor *c =
+	    pasco_value_as_tensor(pasco_value_get(x, "cats"));
+	const pasco_tensor *y = pasco_value_as_tensor(pasco_value_item(e, 1));
+	cr_assert(d->dtype == PASCO_F32 && d->rank == 2 && d->shape[0] == 4 &&
+	          d->shape[1] == 2);
+	cr_assert(((float *) d->data)[6] == 3 && ((float *) d->data)[7] == -3);
+	cr_assert(c->dtype == PASCO_I64 && c->rank == 2 && c->shape[1] == 3);
+	const int64_t want[] = {
+	    -1, -1, -1, 11, -1, -1, 12, 22, -1, 13, 23, 33};
+	cr_assert_arr_eq(c->data, want, sizeof(want));
+	cr_assert(y->dtype == PASCO_I64 && y->rank == 1 && y->shape[0] == 4);
+	const int64_t labels[] = {0, 1, 2, 0};
+	cr_assert_arr_eq(y->data, labels, sizeof(labels));
+	pasco_value_free(e);
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(
+	    pasco_value_as_tensor(pasco_value_item(e, 1))->shape[0], 1);
+	pasco_value_free(e);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EOUTOFRANGE);
+	pasco_dataset_free(ds);
+
+	/* no label: x alone, for predict; a FLOAT label */
+	ds = examples(RECORDS, 0);
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, inputs, 1, NULL, 0, 5, true));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(pasco_value_kind_of(e), PASCO_VALUE_DICT);
+	cr_assert_eq(pasco_value_size(e), 1);
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+	ds = examples(RECORDS, 0);
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, inputs, 1, "other", PASCO_FEATURE_FLOAT, 5, true));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	y = pasco_value_as_tensor(pasco_value_item(e, 1));
+	cr_assert(y->dtype == PASCO_F32 && y->rank == 1 && y->shape[0] == 5);
+	cr_assert(((float *) y->data)[4] == 4);
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+}
+
+Test(example_inputs, errors_name_the_feature)
+{
+	pasco_dataset *ds = examples(2, 5); /* the last has 6 ids */
+	pasco_value   *e;
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, inputs, 2, "label", PASCO_FEATURE_INT64, 4, false));
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_dataset_last_error(),
+	    "example_inputs: feature 'cats' has 6 ids; its input takes at "
+	    "most 3");
+	pasco_dataset_free(ds);
+
+	ds = examples(2, 0);
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, inputs, 2, "nolabel", PASCO_FEATURE_INT64, 4, false));
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(), "nolabel") != NULL, "%s",
+	    pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+
+	pasco_example_input bad = {"text", PASCO_FEATURE_BYTES, 1, false, 0};
+	ds                      = examples(1, 0);
+	PASCO_FAIL(pasco_dataset_parse_example_inputs(&ds, ds, &bad, 1,
+	               "label", PASCO_FEATURE_INT64, 4, false),
+	    PASCO_EINVAL);
+	cr_assert_null(ds);
+	cr_assert(strstr(pasco_dataset_last_error(), "'text'") != NULL);
+}
