@@ -4,6 +4,7 @@
 # launcher and a killed ps recovered. Every task of a run carries PASCO_TEST_MARK in its environment,
 # so leftovers are found by scanning /proc; every wait is bounded.
 # usage: test_launch.sh PASCO EXAMPLE CLASSIFIER MAKE_CLICKS SPARSE_LOGREG WIDE_DEEP CUSTOM_LOOP
+#        MAKE_TABLE MLP_CSV
 set -u
 PASCO=$1
 EXAMPLE=$2
@@ -12,6 +13,8 @@ MAKE_CLICKS=$4
 SPARSE_LOGREG=$5
 WIDE_DEEP=$6
 CUSTOM_LOOP=$7
+MAKE_TABLE=$8
+MLP_CSV=$9
 TMP=$(mktemp -d)
 # Each launcher makes its cluster key file (pasco-key-*) under TMPDIR and
 # removes it when it ends; one killed with SIGKILL cannot, and this test
@@ -260,6 +263,23 @@ if [ "$status" -eq 0 ] &&
 	ok "wide & deep: accuracy $(sed -n 's/^\[chief 0\] accuracy = //p' "$TMP/wd.out")"
 else
 	fail "wide & deep: status $status"; cat "$TMP/wdmk.out" "$TMP/wd.out"
+fi
+
+# 1g. The MLP of a CSV table (make_table: 64 features, 10 classes) with
+# fit, validation, checkpoints and TensorBoard: accuracy >= 0.9 (chance is
+# 0.1), a checkpoint each epoch, event files.
+mkdir -p "$TMP/table"
+"$MAKE_TABLE" "$TMP/table" > "$TMP/mktable.out" 2>&1
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP/table" -- \
+	"$MLP_CSV" "$TMP/table" > "$TMP/mlp.out" 2>&1
+status=$?
+acc=$(sed -n 's/^\[chief 0\] accuracy = //p' "$TMP/mlp.out")
+if [ "$status" -eq 0 ] && awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }' &&
+	[ -d "$TMP/table/ckpt/ckpt-500" ] && ls "$TMP/table/train" | grep -q tfevents &&
+	ls "$TMP/table/eval" | grep -q tfevents; then
+	ok "mlp_csv: accuracy = $acc, checkpoints and event files"
+else
+	fail "mlp_csv: status $status, accuracy '$acc'"; cat "$TMP/mktable.out" "$TMP/mlp.out"; ls -R "$TMP/table" | head -30
 fi
 
 # 2. Ctrl-C stops everything and reports the interruption.
