@@ -73,8 +73,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		goto out;
 	}
 	print_layout(pasco_model_variable(m, 0));
-	/* One step in flight per worker, as TensorFlow: RMSprop at 0.1 is
-	 * sensitive to stale gradients. */
+	/* One step per worker at a time (TF's): RMSprop 0.1 hates staleness */
 	if ((rv = pasco_coordinator_create(
 	         &c, s, &(pasco_coordinator_options){.window = 1})) != 0 ||
 	    (rv = resume_latest(s, fit ? NULL : ckpt, steps, &first)) != 0 ||
