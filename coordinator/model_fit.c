@@ -279,22 +279,69 @@ create_state(pasco_strategy *s, pasco_model *m, pasco_variable **out)
 	               : PASCO_OK;
 }
 
+/* The callbacks of o->checkpoint_dir and o->logdir into *out (NULL when
+ * neither is set). */
+static int
+shorthand_callbacks(
+    pasco_strategy *s, const pasco_model_fit_options *o, pasco_callbacks **out)
+{
+	pasco_callback cb;
+	int            rv = PASCO_OK;
+	*out              = NULL;
+	if (o->checkpoint_dir == NULL && o->logdir == NULL) {
+		return PASCO_OK;
+	}
+	if (o->callbacks != NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "fit: checkpoint_dir and logdir are shorthands for a list "
+		    "of none: with callbacks of your own, add "
+		    "pasco_callback_checkpoint and pasco_callback_tensorboard "
+		    "to it");
+	}
+	if ((rv = pasco_callbacks_create(out)) == 0 &&
+	    o->checkpoint_dir != NULL &&
+	    ((rv = pasco_callback_checkpoint(&cb,
+	          &(pasco_checkpoint_callback_options){
+	              .strategy = s, .dir = o->checkpoint_dir, .keep = 5})) !=
+	            0 ||
+	        (rv = pasco_callbacks_add(*out, cb)) != 0)) {
+		goto fail;
+	}
+	if (rv == 0 && o->logdir != NULL &&
+	    ((rv = pasco_callback_tensorboard(&cb,
+	          &(pasco_tensorboard_options){.logdir = o->logdir})) != 0 ||
+	        (rv = pasco_callbacks_add(*out, cb)) != 0)) {
+		goto fail;
+	}
+	return rv == 0 ? PASCO_OK : pasci_model_fail(rv, "fit: out of memory");
+fail:
+	pasco_callbacks_free(*out);
+	*out = NULL;
+	return pasci_model_fail(rv, "fit: %s", pasco_fit_error());
+}
+
 static int
 fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 {
-	const pasco_model_fit_options *o  = r->o;
-	pasco_fit_options              fo = {.epochs = o->epochs,
-	                 .steps_per_epoch            = o->steps_per_epoch,
-	                 .initial_epoch              = o->initial_epoch,
-	                 .step_function              = "pasco.model_train",
-	                 .args                       = args,
-	                 .nargs                      = n,
-	                 .steps_per_execution        = o->steps_per_execution,
-	                 .callbacks                  = o->callbacks,
-	                 .epoch_start                = fit_epoch_start,
-	                 .epoch_logs                 = fit_epoch_logs,
-	                 .hooks_user                 = r};
-	int                            rv = pasco_fit(r->c, &fo, h);
+	const pasco_model_fit_options *o   = r->o;
+	pasco_callbacks               *cbs = NULL;
+	int rv = shorthand_callbacks(r->c->s, o, &cbs);
+	if (rv != 0) {
+		return rv;
+	}
+	pasco_fit_options fo = {.epochs = o->epochs,
+	    .steps_per_epoch            = o->steps_per_epoch,
+	    .initial_epoch              = o->initial_epoch,
+	    .step_function              = "pasco.model_train",
+	    .args                       = args,
+	    .nargs                      = n,
+	    .steps_per_execution        = o->steps_per_execution,
+	    .callbacks                  = cbs != NULL ? cbs : o->callbacks,
+	    .epoch_start                = fit_epoch_start,
+	    .epoch_logs                 = fit_epoch_logs,
+	    .hooks_user                 = r};
+	rv                   = pasco_fit(r->c, &fo, h);
+	pasco_callbacks_free(cbs);
 	return rv != 0 ? pasci_model_fail(rv, "%s", pasco_fit_error())
 	               : PASCO_OK;
 }

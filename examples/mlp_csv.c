@@ -1,15 +1,10 @@
-/*
- * An MLP classifier of a CSV file with a header: 64 numeric columns and a
- * "label" (a class of 10), as examples/make_table writes them in
- * DIR/train.csv and DIR/eval.csv; fit by the workers on the ps, with
- * validation, checkpoints in DIR/ckpt, TensorBoard in DIR/train, DIR/eval.
- *
- *     pasco launch --ps 2 --workers 2 --checkpoint-root DIR -- mlp_csv DIR
- */
+/* An MLP on DIR/train.csv and DIR/eval.csv (64 numbers and a label of 10
+ * classes, from examples/make_table), fit with validation, checkpoints and
+ * TensorBoard in DIR: pasco launch --ps 2 --workers 2 -- mlp_csv DIR */
 #include <pasco.h>
 #include <stdio.h>
 
-/* Shard worker_index of num_workers of DIR/name, batches of 32. */
+/* This worker's shard of DIR/name (DIR: the program's argument). */
 static int
 csv(const pasco_dataset_context *ctx, const char *name, int64_t epochs,
     pasco_dataset **out)
@@ -29,9 +24,8 @@ csv(const pasco_dataset_context *ctx, const char *name, int64_t epochs,
 
 PASCO_DATASET(train)
 {
-	return csv(ctx, "train.csv", 0, out); /* 0: repeated */
+	return csv(ctx, "train.csv", 0, out);
 }
-
 PASCO_DATASET(eval)
 {
 	return csv(ctx, "eval.csv", 1, out);
@@ -46,16 +40,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pasco_model       *m   = NULL;
 	pasco_strategy    *s   = NULL;
 	pasco_coordinator *c   = NULL;
-	pasco_callbacks   *cb  = NULL;
-	pasco_callback     ck, tb;
 	pasco_logs         logs;
 	double             acc;
-	char               dir[4096];
 	if (cluster == NULL || argc != 2) {
 		fprintf(stderr, "usage: pasco launch ... -- mlp_csv DIR\n");
 		return 2;
 	}
-	snprintf(dir, sizeof(dir), "%s/ckpt", argv[1]);
 	int rv =
 	    pasco_model_sequential(&m, 64, 3, l, 42) ||
 	    pasco_model_compile(m,
@@ -66,31 +56,22 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	            .nmetrics  = 1}) ||
 	    pasco_strategy_create(&s, cluster, NULL) ||
 	    pasco_coordinator_create(&c, s, NULL) ||
-	    pasco_callbacks_create(&cb) ||
-	    pasco_callback_checkpoint(
-	        &ck, &(pasco_checkpoint_callback_options){.strategy = s,
-	                 .dir                                       = dir}) ||
-	    pasco_callbacks_add(cb, ck) ||
-	    pasco_callback_tensorboard(
-	        &tb, &(pasco_tensorboard_options){.logdir = argv[1]}) ||
-	    pasco_callbacks_add(cb, tb) ||
 	    pasco_model_fit(c, m,
 	        &(pasco_model_fit_options){.dataset = "train",
 	            .epochs                         = 5,
 	            .steps_per_epoch                = 100,
 	            .validation_dataset             = "eval",
-	            .callbacks                      = cb},
+	            .checkpoint_dir                 = argv[1],
+	            .logdir                         = argv[1]},
 	        NULL) ||
 	    pasco_model_evaluate(c, m,
 	        &(pasco_model_evaluate_options){.dataset = "eval"}, &logs) ||
 	    !pasco_logs_get(&logs, "accuracy", &acc);
-	if (rv) {
-		fprintf(stderr, "mlp_csv: %s %s\n", pasco_model_last_error(),
-		    pasco_strategy_error(s));
+	if (rv != 0) {
+		fprintf(stderr, "mlp_csv: %s\n", pasco_model_last_error());
 	} else {
 		printf("accuracy = %.4f\n", acc);
 	}
-	pasco_callbacks_free(cb);
 	pasco_coordinator_destroy(c);
 	pasco_model_free(m);
 	pasco_strategy_destroy(s);

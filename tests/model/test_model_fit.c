@@ -321,6 +321,20 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 	cr_assert(
 	    strstr(pasco_model_last_error(), "no dataset factory 'nope'"),
 	    "%s", pasco_model_last_error());
+	/* the shorthands are for a run without a list of its own */
+	pasco_callbacks *cbs;
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	rv = pasco_model_fit(K.c, m,
+	    &(pasco_model_fit_options){.dataset = "md_bad_width",
+	        .steps_per_epoch                = 4,
+	        .callbacks                      = cbs,
+	        .logdir                         = "/tmp"},
+	    NULL);
+	cr_assert_eq(rv, PASCO_EINVAL, "%s", pasco_strerror(rv));
+	cr_assert(strstr(pasco_model_last_error(),
+	              "checkpoint_dir and logdir are shorthands") != NULL,
+	    "%s", pasco_model_last_error());
+	pasco_callbacks_free(cbs);
 	pasco_model_free(m);
 	stop();
 }

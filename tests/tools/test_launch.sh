@@ -270,12 +270,12 @@ fi
 # 0.1), a checkpoint each epoch, event files.
 mkdir -p "$TMP/table"
 "$MAKE_TABLE" "$TMP/table" > "$TMP/mktable.out" 2>&1
-PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 --checkpoint-root "$TMP/table" -- \
+PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
 	"$MLP_CSV" "$TMP/table" > "$TMP/mlp.out" 2>&1
 status=$?
 acc=$(sed -n 's/^\[chief 0\] accuracy = //p' "$TMP/mlp.out")
 if [ "$status" -eq 0 ] && awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }' &&
-	[ -d "$TMP/table/ckpt/ckpt-500" ] && ls "$TMP/table/train" | grep -q tfevents &&
+	[ -d "$TMP/table/ckpt-500" ] && ls "$TMP/table/train" | grep -q tfevents &&
 	ls "$TMP/table/eval" | grep -q tfevents; then
 	ok "mlp_csv: accuracy = $acc, checkpoints and event files"
 else
