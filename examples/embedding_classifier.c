@@ -62,8 +62,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		ckpt = dir;
 	}
 	if (pasco_cluster_task_role(cluster) == PASCO_ROLE_EVALUATOR) {
-		return evaluate_model_checkpoints(m, "eval_data", "accuracy",
-		    ckpt, logdir, (int64_t) epochs * steps, timeout,
+		return evaluate_model_checkpoints(m, "eval_data", ckpt, logdir,
+		    (int64_t) epochs * steps, timeout,
 		    "--checkpoint-dir or --logdir");
 	}
 	if ((rv = pasco_strategy_create(&s, cluster,

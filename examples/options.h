@@ -262,86 +262,36 @@ fit_callbacks(pasco_strategy *s, bool progress, const char *ckpt_dir, int keep,
 	return rv;
 }
 
-/* The reduction of pasco.model_evaluate's shard results (the library's
- * evaluation step, model.h): [loss sum, examples, then each metric's
- * counts], a mean metric's (accuracy, mae, mse) being [sum, count]. */
-static inline int
-model_sums(void *arg, pasco_value *const *results, int32_t shards,
-    double *loss, double *metrics, size_t nmetrics, int64_t *examples,
-    char *err, size_t errlen)
-{
-	double s[4] = {0, 0, 0, 0};
-	(void) arg;
-	for (int32_t k = 0; k < shards; k++) {
-		const pasco_tensor *t = pasco_value_as_tensor(results[k]);
-		if (t == NULL || t->count != 2 + 2 * (int64_t) nmetrics ||
-		    nmetrics != 1) {
-			snprintf(err, errlen,
-			    "shard %d: not one mean metric's counts", (int) k);
-			return PASCO_EPROTO;
-		}
-		for (int i = 0; i < 4; i++) {
-			s[i] += pasco_tensor_get(t, i);
-		}
-	}
-	*loss      = s[1] > 0 ? s[0] / s[1] : NAN;
-	metrics[0] = s[3] > 0 ? s[2] / s[3] : NAN;
-	*examples  = (int64_t) s[1];
-	return PASCO_OK;
-}
-
 /* The evaluator task of an example that trains the compiled model m with
- * checkpoints in ckpt_dir: a sidecar evaluator (evaluator.h) making m's
- * variables on its own strategy, and evaluating each checkpoint with the
- * library's evaluation step on 4 shards of the factory `dataset`,
- * exactly once each. m has one mean metric, named `metric` in the
- * reports (one JSON line per checkpoint; eval scalars in logdir/eval). It
+ * checkpoints in ckpt_dir: a sidecar evaluator of m
+ * (pasco_model_evaluator_run), each checkpoint evaluated exactly once
+ * over 4 shards of the factory `dataset`, reported as loss and m's
+ * metrics (one JSON line per checkpoint; eval scalars in logdir/eval). It
  * ends after the checkpoint of final_step, or timeout_s without a new
  * one. Without ckpt_dir, says that it needs `needs`. Takes m over (frees
  * it). Returns the exit status. */
 static inline int
 evaluate_model_checkpoints(pasco_model *m, const char *dataset,
-    const char *metric, const char *ckpt_dir, const char *logdir,
-    int64_t final_step, int timeout_s, const char *needs)
+    const char *ckpt_dir, const char *logdir, int64_t final_step,
+    int timeout_s, const char *needs)
 {
-	pasco_evaluator        *e    = NULL;
-	pasco_tensor           *name = NULL;
-	pasco_arg               args[32];
-	size_t                  n   = 0;
-	pasco_evaluator_options o   = {.checkpoint_dir = ckpt_dir,
-	      .eval_fn                                 = "pasco.model_evaluate",
-	      .num_shards                              = 4,
-	      .metric_names                            = &metric,
-	      .num_metrics                             = 1,
-	      .logdir                                  = logdir,
-	      .final_step                              = final_step,
-	      .timeout_ms = (int64_t) timeout_s * 1000,
-	      .reduce     = model_sums};
-	int64_t                 len = (int64_t) strlen(dataset);
-	int                     rv  = PASCO_OK;
+	int64_t count, last;
+	int     rv = PASCO_OK;
 	if (ckpt_dir == NULL) {
 		printf("evaluator: nothing to evaluate without %s\n", needs);
-	} else if ((rv = pasco_evaluator_create(&e, &o)) != 0) {
-		report(
-		    rv, "starting the evaluator", pasco_evaluator_error(NULL));
-	} else if ((rv = pasco_model_create_variables(
-	                m, pasco_evaluator_strategy(e))) != 0 ||
-	           (rv = pasco_model_args(m, args, 31, &n)) != 0 ||
-	           (rv = pasco_tensor_from(&name, PASCO_U8, 1, &len, dataset,
-	                (size_t) len)) != 0) {
-		report(rv, "the model", pasco_model_last_error());
-	} else if (args[n++] = pasco_arg_tensor(name),
-	    (rv = pasco_evaluator_run(e, args, n)) != 0) {
-		report(rv, "evaluation", pasco_evaluator_error(e));
+	} else if ((rv = pasco_model_evaluator_run(m, dataset,
+	                &(pasco_evaluator_options){.checkpoint_dir = ckpt_dir,
+	                    .logdir                                = logdir,
+	                    .final_step = final_step,
+	                    .timeout_ms = (int64_t) timeout_s * 1000},
+	                &count, &last)) != 0) {
+		report(rv, "evaluation", pasco_model_last_error());
 	} else {
 		printf("evaluator: evaluated %lld checkpoints, the last at "
 		       "step %lld\n",
-		    (long long) pasco_evaluator_count(e),
-		    (long long) pasco_evaluator_last_step(e));
+		    (long long) count, (long long) last);
 	}
-	pasco_tensor_release(name);
 	pasco_model_free(m);
-	pasco_evaluator_destroy(e);
 	return rv == 0 ? 0 : 1;
 }
 

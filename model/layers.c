@@ -641,6 +641,22 @@ pasci_model_clone(const pasco_model *m, pasco_model **out)
 	return rv;
 }
 
+void
+pasci_model_drop_variables(pasco_model *m)
+{
+	for (size_t k = 0; k < m->nvars; k++) {
+		if (m->owns) {
+			pasco_variable_free(m->vars[k].handle);
+		}
+		m->vars[k].handle = NULL;
+	}
+	m->owns = false;
+	for (size_t i = 0; m->norm != NULL && i < m->nlayers; i++) {
+		pasco_variable_free(m->norm[i].count_var);
+		m->norm[i].count_var = NULL;
+	}
+}
+
 const char *
 pasco_model_name(const pasco_model *m)
 {

@@ -104,6 +104,11 @@ int pasci_model_norm_write(pasco_model *m, size_t i);
 /* Frees the statistics and count variables of m's Normalization layers. */
 void pasci_model_norm_free(pasco_model *m);
 
+/* Frees the handles m created (pasco_model_create_variables: the model's
+ * and its Normalization layers' count variables), leaving it unbound:
+ * before the strategy they were made on goes. */
+void pasci_model_drop_variables(pasco_model *m);
+
 /* Records this thread's last model error (pasco_model_last_error) and
  * returns err. */
 int pasci_model_fail(int err, const char *fmt, ...)

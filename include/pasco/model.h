@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "coordinator.h"
+#include "evaluator.h"
 #include "fit.h"
 #include "function.h"
 #include "layers.h"
@@ -200,5 +201,19 @@ typedef struct pasco_model_predict_options {
 
 int pasco_model_predict(pasco_coordinator *c, pasco_model *m,
     const pasco_model_predict_options *o, int64_t *rows);
+
+/* A sidecar evaluator of the compiled model m's checkpoints (Keras's
+ * SidecarEvaluator, evaluator.h): an evaluator with o's options
+ * (checkpoint_dir, logdir, final_step, timeout_ms, latest_only, json_out,
+ * on_evaluated; num_shards 0 means 4), m's variables made on its own
+ * strategy, and each checkpoint evaluated as pasco_model_evaluate does,
+ * exactly once over the shards of the factory `dataset`, reported as
+ * "loss" and m's metrics by their compile names. o's eval_fn,
+ * metric_names and reduce are m's (leave them unset). *count and
+ * *last_step (may be NULL) get how many checkpoints were evaluated and
+ * the last one's step. Returns as pasco_evaluator_run does; the message
+ * is in pasco_model_last_error. Blocks. */
+int pasco_model_evaluator_run(pasco_model *m, const char *dataset,
+    const pasco_evaluator_options *o, int64_t *count, int64_t *last_step);
 
 #endif
