@@ -512,8 +512,8 @@ strategy_lookup(pasco_strategy *s, const char *name, pasco_dtype dtype,
 			continue;
 		}
 		if (v->dtype == dtype && v->rank == rank &&
-		    memcmp(v->shape, shape, sizeof(int64_t) * (size_t) rank) ==
-		        0) {
+		    (rank == 0 || memcmp(v->shape, shape,
+		                      sizeof(int64_t) * (size_t) rank) == 0)) {
 			rv = pasci_variable_clone(out, v);
 		} else {
 			pasci_fmt(s->error, sizeof(s->error),
