@@ -68,7 +68,7 @@ call_finish(pasci_rpc_client *c, rpc_call *call, int err, const char *detail)
 		if (err != PASCO_ECLOSED) {
 			pasci_log(PASCI_LOG_DEBUG,
 			    "handshake with %s failed: %s", c->url, detail);
-			nng_pipe_close(p);
+			pasci_rpc_client_close_pipe_later(c, p.id);
 		}
 	} else {
 		call->done(call->arg, err, NULL, detail);
@@ -189,7 +189,41 @@ client_recv_cb(void *arg)
 	nng_recv_aio(c->sock, c->recv_aio);
 }
 
-/* Expires deadlines every tick while any call has one. */
+void
+pasci_rpc_client_close_pipe_later(pasci_rpc_client *c, uint32_t id)
+{
+	bool now = false;
+	pthread_mutex_lock(&c->mu);
+	if (c->closing) {
+		now = false; /* the socket's close closes it */
+	} else if (c->nclose_pipes < (int) (sizeof(c->close_pipes) /
+	                                    sizeof(c->close_pipes[0]))) {
+		c->close_pipes[c->nclose_pipes++] = id;
+		pthread_cond_broadcast(&c->timer_cv);
+	} else {
+		now = true; /* never expected: 8 handshakes failing at once */
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (now) {
+		nng_pipe_close((nng_pipe){.id = id});
+	}
+}
+
+/* Closes the connections asked for (close_pipes), with mu held on entry
+ * and exit (dropped while closing). */
+static void
+client_close_pipes_locked(pasci_rpc_client *c)
+{
+	while (c->nclose_pipes > 0) {
+		uint32_t id = c->close_pipes[--c->nclose_pipes];
+		pthread_mutex_unlock(&c->mu);
+		nng_pipe_close((nng_pipe){.id = id});
+		pthread_mutex_lock(&c->mu);
+	}
+}
+
+/* Expires deadlines every tick while any call has one, and closes the
+ * connections asked for. */
 static void *
 client_timer_main(void *arg)
 {
@@ -198,6 +232,10 @@ client_timer_main(void *arg)
 	pasci_thread_name("pasco-rpc-timer");
 	pthread_mutex_lock(&c->mu);
 	while (!c->closing) {
+		if (c->nclose_pipes > 0) {
+			client_close_pipes_locked(c);
+			continue;
+		}
 		if (c->calls.ndeadlines == 0) {
 			c->timer_idle = true;
 			pthread_cond_wait(&c->timer_cv, &c->mu);

@@ -47,11 +47,20 @@ struct pasci_rpc_client {
 	/* The handshake's sn || cn while its AUTH is out (auth.h). */
 	uint8_t auth_nonces[2 * PASCI_AUTH_NONCE];
 	/* Why the last handshake was refused; "" once up. */
-	char    auth_error[512];
-	bool    server_refused; /* auth_error is the server's refusal */
-	int64_t auth_logged_ms;
-	bool    warned_no_key;
+	char auth_error[512];
+	bool server_refused; /* auth_error is the server's refusal */
+	/* Connections to close, closed by the timer thread: never from
+	 * inside nng's callbacks (a pipe closed while nng starts an
+	 * operation on it can leave a task that nng's reaper then waits for
+	 * forever: nanomsg/nng#1543, nng 1.5) */
+	uint32_t close_pipes[8];
+	int      nclose_pipes;
+	int64_t  auth_logged_ms;
+	bool     warned_no_key;
 };
+
+/* Closes connection id from the timer thread, soon (see close_pipes). */
+void pasci_rpc_client_close_pipe_later(pasci_rpc_client *c, uint32_t id);
 
 /* Inserts call; wakes the timer only when it waits with no tick: a
  * ticking timer finds the deadline at its next tick. (Waking it for every

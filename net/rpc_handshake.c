@@ -29,7 +29,8 @@ handshake_send(pasci_rpc_client *c, nng_pipe pipe, nng_msg *msg, bool auth,
 		pthread_mutex_unlock(&c->mu);
 		nng_msg_free(msg);
 		free(call);
-		nng_pipe_close(pipe);
+		pasci_rpc_client_close_pipe_later(
+		    c, (uint32_t) nng_pipe_id(pipe));
 		return;
 	}
 	if (nonces != NULL) {
@@ -46,7 +47,8 @@ handshake_send(pasci_rpc_client *c, nng_pipe pipe, nng_msg *msg, bool auth,
 	nng_msg_header_append_u32(msg, id | 0x80000000u);
 	if (nng_sendmsg(c->sock, msg, NNG_FLAG_NONBLOCK) != 0) {
 		nng_msg_free(msg);
-		nng_pipe_close(pipe);
+		pasci_rpc_client_close_pipe_later(
+		    c, (uint32_t) nng_pipe_id(pipe));
 	}
 }
 
@@ -128,7 +130,7 @@ pasci_rpc_client_refuse(
 	pthread_mutex_unlock(&c->mu);
 	pasci_log(
 	    log ? PASCI_LOG_ERROR : PASCI_LOG_DEBUG, "%s: %s", c->url, why);
-	nng_pipe_close(p);
+	pasci_rpc_client_close_pipe_later(c, p.id);
 }
 
 /* The server refused us in its own words (why): kept apart from our own
