@@ -12,14 +12,13 @@ csv(const pasco_dataset_context *ctx, const char *name, int64_t epochs,
 	char        path[4096];
 	const char *files[] = {path};
 	snprintf(path, sizeof(path), "%s/%s", ctx->argv[1], name);
-	int rv = pasco_dataset_make_csv(out, files, 1,
+	return pasco_dataset_make_csv(out, files, 1,
 	    &(pasco_csv_dataset_options){.label_name = "label",
 	        .batch_size                          = 32,
 	        .num_epochs                          = epochs,
-	        .shuffle_buffer_size                 = 1000});
-	return rv ? rv
-	          : pasco_dataset_shard(
-	                out, *out, ctx->num_workers, ctx->worker_index);
+	        .shuffle_buffer_size                 = 1000,
+	        .num_shards                          = ctx->num_workers,
+	        .shard_index                         = ctx->worker_index});
 }
 
 PASCO_DATASET(train)

@@ -187,11 +187,12 @@ static int
 census(pasco_dataset **out, const char *const *files, size_t n, int64_t shards,
     int64_t shard, bool training)
 {
-	pasco_csv_options o  = {columns, 6, true, ','};
+	pasco_csv_options o  = {.columns = columns,
+	     .ncolumns                   = 6,
+	     .header                     = true,
+	     .num_shards                 = (int32_t) shards,
+	     .shard_index                = (int32_t) shard};
 	int               rv = pasco_dataset_csv(out, files, n, &o);
-	if (rv == 0 && shards > 1) {
-		rv = pasco_dataset_shard(out, *out, shards, shard);
-	}
 	if (rv == 0) {
 		rv = pasco_dataset_map(out, *out, featurize, NULL);
 	}

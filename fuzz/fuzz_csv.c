@@ -39,11 +39,12 @@ check_element(const pasco_value *v, size_t size)
 int
 fuzz_csv_one(const uint8_t *data, size_t size)
 {
-	pasco_csv_options opts = {columns, NCOLS, false, 0};
-	pasco_dataset    *ds;
-	const char       *path;
-	int               rv = PASCO_OK;
-	size_t            n  = 0;
+	pasco_csv_options opts = {
+	    .columns = columns, .ncolumns = NCOLS, .header = false};
+	pasco_dataset *ds;
+	const char    *path;
+	int            rv = PASCO_OK;
+	size_t         n  = 0;
 
 	if (size < 1 || (path = fuzz_write_temp(data + 1, size - 1)) == NULL) {
 		return 0;

@@ -101,6 +101,11 @@ typedef struct pasco_csv_options {
 	size_t                  ncolumns;
 	bool                    header; /* skip the first line of each file */
 	char                    delimiter; /* 0 means ',' */
+	/* Only data lines k with k % num_shards == shard_index (k counted
+	 * from 0 over the files, header and empty lines not counted) are
+	 * parsed and yielded: a worker's share without parsing the others'
+	 * (tf.data's shard, before any parsing). num_shards 0 or 1: all. */
+	int32_t num_shards, shard_index;
 } pasco_csv_options;
 
 int pasco_dataset_csv(pasco_dataset **out, const char *const *files,
@@ -134,6 +139,10 @@ int pasco_dataset_csv(pasco_dataset **out, const char *const *files,
  * name and the first value that is not a number), batch_size < 1. Errors
  * while iterating (a field that does not parse, a short line) name the
  * file, the line and the column (pasco_dataset_last_error).
+ * Sharding: num_shards > 1 keeps only data lines k % num_shards ==
+ * shard_index (counted over the files), skipped before they are parsed:
+ * a factory gives a worker its share with
+ * .num_shards = ctx->num_workers, .shard_index = ctx->worker_index.
  * Order: lines are read file after file; then shuffled within
  * shuffle_buffer_size lines (0: not shuffled; seed 0 draws a seed),
  * repeated num_epochs times (0 or less: forever, TensorFlow's None; each
@@ -154,6 +163,7 @@ typedef struct pasco_csv_dataset_options {
 	uint64_t            shuffle_seed;
 	char                delimiter; /* 0 means ',' */
 	int64_t             num_rows_for_inference; /* 0 means 100 */
+	int32_t             num_shards, shard_index; /* 0: all lines */
 } pasco_csv_dataset_options;
 
 int pasco_dataset_make_csv(pasco_dataset **out, const char *const *files,

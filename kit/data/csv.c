@@ -25,6 +25,8 @@ typedef struct csv {
 	size_t            ncols;
 	bool              header;
 	char              delim;
+	int32_t           nshards, shard;
+	int64_t           row; /* data lines seen, for sharding */
 } csv;
 
 bool
@@ -124,7 +126,8 @@ parse_line(csv *c, char *p, char *end, pasco_value **out)
 	bool          more = true;
 	int           rv   = items && keys ? PASCO_OK : PASCO_ENOMEM;
 	while (rv == 0 && more) {
-		more = pasci_csv_next_field(&p, end, c->delim, field, sizeof(field));
+		more = pasci_csv_next_field(
+		    &p, end, c->delim, field, sizeof(field));
 		if (n < c->ncols) {
 			keys[n] = c->cols[n].name;
 			rv      = parse_value(c, n, field, &items[n]);
@@ -189,6 +192,9 @@ csv_next(void *arg, pasco_value **out)
 		if ((c->header && c->line == 1) || end == line) {
 			continue; /* the header, or an empty line */
 		}
+		if (c->nshards > 1 && c->row++ % c->nshards != c->shard) {
+			continue; /* another shard's line */
+		}
 		return parse_line(c, line, end, out);
 	}
 }
@@ -200,6 +206,7 @@ csv_reset(void *arg)
 	free(c->buf);
 	c->buf = NULL;
 	c->cur = c->len = c->off = 0;
+	c->row                   = 0;
 }
 
 static void
@@ -228,14 +235,23 @@ pasco_dataset_csv(pasco_dataset **out, const char *const *files, size_t nfiles,
 	if (opts == NULL || opts->ncolumns == 0 || opts->columns == NULL) {
 		return PASCO_EINVAL;
 	}
+	if (opts->num_shards < 0 || opts->shard_index < 0 ||
+	    (opts->num_shards > 1 && opts->shard_index >= opts->num_shards)) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "csv: shard_index %d of num_shards %d: want 0 <= "
+		    "shard_index < num_shards",
+		    (int) opts->shard_index, (int) opts->num_shards);
+	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		return PASCO_ENOMEM;
 	}
-	c->files  = calloc(nfiles + 1, sizeof(char *));
-	c->cols   = calloc(opts->ncolumns, sizeof(*c->cols));
-	c->delim  = opts->delimiter ? opts->delimiter : ',';
-	c->header = opts->header;
-	rv        = c->files && c->cols ? PASCO_OK : PASCO_ENOMEM;
+	c->files   = calloc(nfiles + 1, sizeof(char *));
+	c->cols    = calloc(opts->ncolumns, sizeof(*c->cols));
+	c->delim   = opts->delimiter ? opts->delimiter : ',';
+	c->header  = opts->header;
+	c->nshards = opts->num_shards;
+	c->shard   = opts->shard_index;
+	rv         = c->files && c->cols ? PASCO_OK : PASCO_ENOMEM;
 	for (size_t i = 0; rv == 0 && i < nfiles; i++) {
 		rv        = (c->files[i] = pasci_strdup(files[i])) ? PASCO_OK
 		                                                   : PASCO_ENOMEM;

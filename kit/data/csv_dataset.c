@@ -403,7 +403,9 @@ pasco_dataset_make_csv(pasco_dataset **out, const char *const *files,
 	co = (pasco_csv_options){.columns = h.cols,
 	    .ncolumns                     = h.ncols,
 	    .header                       = true,
-	    .delimiter                    = o->delimiter};
+	    .delimiter                    = o->delimiter,
+	    .num_shards                   = o->num_shards,
+	    .shard_index                  = o->shard_index};
 	rv = pasco_dataset_csv(out, files, nfiles, &co);
 	header_fini(&h);
 	if (rv != 0) {

@@ -205,7 +205,7 @@ csv_of(const char *text, char *path)
 {
 	pasco_dataset    *ds;
 	const char       *files[1] = {path};
-	pasco_csv_options o        = {cols, 3, true, 0};
+	pasco_csv_options o = {.columns = cols, .ncolumns = 3, .header = true};
 	FILE             *f;
 	strcpy(path, "/tmp/pasco-csv-XXXXXX");
 	cr_assert_neq(mkstemp(path), -1);
@@ -272,4 +272,64 @@ Test(example, csv_errors_name_file_line_and_column)
 	    "%s", pasco_dataset_last_error());
 	pasco_dataset_free(ds);
 	unlink(path);
+}
+
+Test(example, csv_shards_keep_every_nth_data_line_before_parsing)
+{
+	static const pasco_csv_column one[] = {
+	    {"v", PASCO_FEATURE_INT64, false, 0}};
+	char        path[2][64];
+	const char *files[2] = {path[0], path[1]};
+	const char *text[2] = {"v\n0\n1\n\n2\n3\n", "v\n4\nnot a number\n6\n"};
+	for (int f = 0; f < 2; f++) {
+		FILE *fp;
+		strcpy(path[f], "/tmp/pasco-csv-XXXXXX");
+		cr_assert_neq(mkstemp(path[f]), -1);
+		fp = fopen(path[f], "w");
+		fputs(text[f], fp);
+		fclose(fp);
+	}
+	/* data lines 0..6 over both files (header and empty lines not
+	 * counted); shard 0 of 3 takes 0, 3, 6, never parsing line 5's text */
+	int64_t        want[] = {0, 3, 6};
+	pasco_dataset *ds;
+	pasco_value   *e;
+	PASCO_PASS(pasco_dataset_csv(&ds, files, 2,
+	    &(pasco_csv_options){.columns = one,
+	        .ncolumns                 = 1,
+	        .header                   = true,
+	        .num_shards               = 3,
+	        .shard_index              = 0}));
+	for (int i = 0; i < 3; i++) {
+		PASCO_PASS(pasco_dataset_next(ds, &e));
+		cr_assert_eq(pasco_value_scalar(pasco_value_get(e, "v")),
+		    (double) want[i], "element %d", i);
+		pasco_value_free(e);
+	}
+	cr_assert_eq(pasco_dataset_next(ds, &e), PASCO_EOUTOFRANGE);
+	pasco_dataset_free(ds);
+	/* shard 2 of 3 meets line 5 and says where it is */
+	PASCO_PASS(pasco_dataset_csv(&ds, files, 2,
+	    &(pasco_csv_options){.columns = one,
+	        .ncolumns                 = 1,
+	        .header                   = true,
+	        .num_shards               = 3,
+	        .shard_index              = 2}));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(pasco_value_scalar(pasco_value_get(e, "v")), 2);
+	pasco_value_free(e);
+	cr_assert_eq(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(), ":3") != NULL ||
+	              strstr(pasco_dataset_last_error(), "line 3") != NULL,
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+	/* a shard index out of range is refused */
+	cr_assert_eq(pasco_dataset_csv(&ds, files, 2,
+	                 &(pasco_csv_options){.columns = one,
+	                     .ncolumns                 = 1,
+	                     .num_shards               = 3,
+	                     .shard_index              = 3}),
+	    PASCO_EINVAL);
+	unlink(path[0]);
+	unlink(path[1]);
 }
