@@ -1,12 +1,14 @@
 #!/bin/sh
 # `meson install` into a temporary root, then what a user does with it: the
-# README's program (examples/counter.c) built by the README's own cc lines
+# README's programs (examples/mlp_csv.c, a model fit on make_table's data,
+# and examples/counter.c) each built by the README's own cc lines
 # (pkg-config alone) against the installed shared library, then against the
-# installed static archive (`pkg-config --static`), both run by the
-# installed `pasco launch`. Nothing of the build tree is on any path.
-# usage: test_install.sh MESON BUILD_DIR COUNTER_SOURCE SANITIZE
+# installed static archive (`pkg-config --static`), all run by the
+# installed `pasco launch`. Nothing of the build tree is on any path (the
+# build's make_table only writes the data).
+# usage: test_install.sh MESON BUILD_DIR MLP_CSV_SOURCE COUNTER_SOURCE SANITIZE MAKE_TABLE
 set -u
-meson=$1 build=$2 source=$3 sanitize=${4:-none}
+meson=$1 build=$2 mlp_source=$3 counter_source=$4 sanitize=${5:-none} make_table=${6:-}
 if [ "$sanitize" != none ]; then
 	# a user's plain cc cannot link a library built with -fsanitize
 	echo "test_install: skipped: this build uses -fsanitize=$sanitize"
@@ -64,11 +66,25 @@ run_counter() { # name, binary
 		fail "$1 did not print the counter"
 	fi
 }
-# The README's cc lines ("A complete program", after its readme-install
+mkdir "$tmp/table"
+"$make_table" "$tmp/table" > "$tmp/table.log" 2>&1 || { cat "$tmp/table.log"; fail "make_table"; finish; }
+run_mlp_csv() { # name, binary: fit on make_table's data, accuracy >= 0.9
+	rm -rf "$tmp/table/ckpt" "$tmp/table/train" "$tmp/table/eval"
+	out=$(LD_LIBRARY_PATH="$libdir" timeout 120 "$bin" launch --ps 2 \
+		--workers 2 --checkpoint-root "$tmp/table" -- "$2" "$tmp/table" 2>&1)
+	acc=$(echo "$out" | sed -n 's/^\[chief 0\] accuracy = \([0-9.]*\)$/\1/p')
+	if awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }'; then
+		ok "$1 fits the model on a cluster: accuracy = $acc"
+	else
+		echo "$out"
+		fail "$1 did not print accuracy >= 0.9"
+	fi
+}
+# The README's cc lines ("Building your own program", after its readme-install
 # marker), as written, in order, on prog.c: the shared program, then the
 # static one, each its own file (the second line once overwrote, or on a
 # failed link deleted, the first's program).
-readme="$(dirname "$source")/../README.md"
+readme="$(dirname "$mlp_source")/../README.md"
 lines=$(awk '/<!-- readme-install/ { found = 1; next }
      found && /^```sh$/ { inside = 1; next }
      inside && /^```$/ { exit }
@@ -79,35 +95,41 @@ if [ "$(echo "$lines" | grep -c '^cc ')" -ne 2 ]; then
 	fail "want 2 cc lines (shared, static) after the README's readme-install marker, found: $lines"
 	finish
 fi
-mkdir "$tmp/user"
-cp "$source" "$tmp/user/prog.c"
-n=0
-echo "$lines" | while IFS= read -r line; do
-	n=$((n + 1))
-	if (cd "$tmp/user" && sh -c "$line") > "$tmp/cc$n.log" 2>&1; then
-		echo "ok" > "$tmp/cc$n.status"
+# Each program in its own directory, as prog.c, through the two lines.
+build_and_run() { # label, source, run function
+	dir=$tmp/user-$1
+	mkdir "$dir"
+	cp "$2" "$dir/prog.c"
+	n=0
+	echo "$lines" | while IFS= read -r line; do
+		n=$((n + 1))
+		if (cd "$dir" && sh -c "$line") > "$dir/cc$n.log" 2>&1; then
+			echo "ok" > "$dir/cc$n.status"
+		else
+			cat "$dir/cc$n.log"
+		fi
+	done
+	[ -f "$dir/cc1.status" ] && ok "$1: README's shared build: $shared_line" ||
+		fail "$1: README's shared build failed: $shared_line"
+	[ -f "$dir/cc2.status" ] && ok "$1: README's static build: $static_line" ||
+		fail "$1: README's static build failed: $static_line"
+	if [ -x "$dir/prog" ] && LD_LIBRARY_PATH="$libdir" ldd "$dir/prog" |
+		grep -q "$libdir/libpasco.so.0"; then
+		ok "$1: after both lines, prog is the shared build: it loads the installed libpasco.so.0"
+		"$3" "$1, the shared build," "$dir/prog"
 	else
-		cat "$tmp/cc$n.log"
+		fail "$1: after both lines, prog is missing or does not load the installed libpasco.so.0"
 	fi
-done
+	if [ -x "$dir/prog-static" ] &&
+		! LD_LIBRARY_PATH="$libdir" ldd "$dir/prog-static" | grep -q libpasco; then
+		ok "$1: prog-static has libpasco linked in"
+		"$3" "$1, the static build," "$dir/prog-static"
+	else
+		fail "$1: prog-static is missing or loads libpasco.so"
+	fi
+}
 shared_line=$(echo "$lines" | sed -n 1p)
 static_line=$(echo "$lines" | sed -n 2p)
-[ -f "$tmp/cc1.status" ] && ok "README's shared build: $shared_line" ||
-	fail "README's shared build failed: $shared_line"
-[ -f "$tmp/cc2.status" ] && ok "README's static build: $static_line" ||
-	fail "README's static build failed: $static_line"
-if [ -x "$tmp/user/prog" ] && LD_LIBRARY_PATH="$libdir" ldd "$tmp/user/prog" |
-	grep -q "$libdir/libpasco.so.0"; then
-	ok "after both lines, prog is the shared build: it loads the installed libpasco.so.0"
-	run_counter "the shared build" "$tmp/user/prog"
-else
-	fail "after both lines, prog is missing or does not load the installed libpasco.so.0"
-fi
-if [ -x "$tmp/user/prog-static" ] &&
-	! LD_LIBRARY_PATH="$libdir" ldd "$tmp/user/prog-static" | grep -q libpasco; then
-	ok "prog-static has libpasco linked in"
-	run_counter "the static build" "$tmp/user/prog-static"
-else
-	fail "prog-static is missing or loads libpasco.so"
-fi
+build_and_run mlp_csv "$mlp_source" run_mlp_csv
+build_and_run counter "$counter_source" run_counter
 finish

@@ -1,25 +1,81 @@
 #!/bin/sh
-# The README's complete program must be exactly examples/counter.c (which is
-# built and run by the suite), and must print what the README says.
-# usage: test_readme.sh README COUNTER_SOURCE PASCO COUNTER_BINARY
+# The README's programs are the examples themselves: the ```c block after
+# each `<!-- readme-example: examples/X.c -->` marker must equal
+# examples/X.c byte for byte (re-sync a block by pasting the file in). The
+# first must be examples/mlp_csv.c (a model fit by the workers), and
+# examples/counter.c (the low-level API) must be there too. Then both run
+# as the README runs them and print what it says: mlp_csv on make_table's
+# data through `pasco launch` (accuracy >= 0.9), counter on 1 ps.
+# usage: test_readme.sh README SOURCE_ROOT PASCO MAKE_TABLE MLP_CSV COUNTER
 set -u
-readme=$1 source=$2 pasco=$3 counter=$4
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
-awk '/<!-- readme-example: examples\/counter.c -->/ { found = 1; next }
-     found && /^```c$/ { inside = 1; next }
-     inside && /^```$/ { exit }
-     inside { print }' "$readme" > "$tmp"
-if ! cmp -s "$tmp" "$source"; then
-	echo "README's program differs from $source:"
-	diff "$tmp" "$source"
-	echo "0 passed, 1 failed"
-	exit 1
+readme=$1 root=$2 pasco=$3 make_table=$4 mlp_csv=$5 counter=$6
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { echo "ok: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+
+# Each marker's block in its own file: $tmp/block<N> holds the program
+# the N-th marker names, $tmp/names one name a line.
+awk -v dir="$tmp" '
+	/^<!-- readme-example: [^ ]+ -->$/ {
+		n++; name = $3; print name > (dir "/names"); want = 1; next }
+	want && /^```c$/ { inside = 1; want = 0; next }
+	want && !/^[[:space:]]*$/ { want = 0 } # the block must come next
+	inside && /^```$/ { inside = 0; close(dir "/block" n); next }
+	inside { print > (dir "/block" n) }' "$readme"
+if [ ! -s "$tmp/names" ]; then
+	fail "no <!-- readme-example: examples/X.c --> marker in $readme"
+else
+	n=0
+	while IFS= read -r name; do
+		n=$((n + 1))
+		if [ ! -f "$tmp/block$n" ]; then
+			fail "no \`\`\`c block right after the README's marker for $name"
+		elif [ ! -f "$root/$name" ]; then
+			fail "the README's marker names $name, which does not exist"
+		elif cmp -s "$tmp/block$n" "$root/$name"; then
+			ok "the README's block after its marker for $name is $name"
+		else
+			fail "the README's block for $name differs from $name (copy the file into it):"
+			diff "$tmp/block$n" "$root/$name" | head -40
+		fi
+	done < "$tmp/names"
+	first=$(head -1 "$tmp/names")
+	[ "$first" = examples/mlp_csv.c ] &&
+		ok "the README's first program is examples/mlp_csv.c" ||
+		fail "the README's first program is $first, not examples/mlp_csv.c"
+	grep -qx examples/counter.c "$tmp/names" &&
+		ok "the README shows examples/counter.c" ||
+		fail "the README has no readme-example block for examples/counter.c"
 fi
+
+# mlp_csv, as the README runs it: make_table's data, 2 ps, 2 workers.
+mkdir "$tmp/table"
+if ! "$make_table" "$tmp/table" > "$tmp/table.out" 2>&1; then
+	cat "$tmp/table.out"
+	fail "make_table $tmp/table"
+else
+	out=$(timeout 120 "$pasco" launch --ps 2 --workers 2 \
+		--checkpoint-root "$tmp/table" -- "$mlp_csv" "$tmp/table" 2>&1)
+	status=$?
+	acc=$(echo "$out" | sed -n 's/^\[chief 0\] accuracy = \([0-9.]*\)$/\1/p')
+	if [ "$status" -eq 0 ] &&
+		awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }'; then
+		ok "mlp_csv prints accuracy = $acc (>= 0.9)"
+	else
+		echo "$out"
+		fail "mlp_csv: status $status, accuracy '$acc' (want >= 0.9)"
+	fi
+fi
+
 out=$(timeout 60 "$pasco" launch --ps 1 --workers 2 -- "$counter" 2>&1)
-if ! echo "$out" | grep -q '^\[chief 0\] counter = 100; the last closure ran on worker [01]$'; then
+if echo "$out" | grep -q '^\[chief 0\] counter = 100; the last closure ran on worker [01]$'; then
+	ok "counter prints counter = 100"
+else
 	echo "counter printed: $out"
-	echo "1 passed, 1 failed"
-	exit 1
+	fail "counter did not print what the README says"
 fi
-echo "2 passed, 0 failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
