@@ -69,7 +69,7 @@ run_counter() { # name, binary
 mkdir "$tmp/table"
 "$make_table" "$tmp/table" > "$tmp/table.log" 2>&1 || { cat "$tmp/table.log"; fail "make_table"; finish; }
 run_mlp_csv() { # name, binary: fit on make_table's data, accuracy >= 0.9
-	rm -rf "$tmp/table/ckpt" "$tmp/table/train" "$tmp/table/eval"
+	rm -rf "$tmp/table"/ckpt-* "$tmp/table/train" "$tmp/table/eval"
 	out=$(LD_LIBRARY_PATH="$libdir" timeout 120 "$bin" launch --ps 2 \
 		--workers 2 --checkpoint-root "$tmp/table" -- "$2" "$tmp/table" 2>&1)
 	acc=$(echo "$out" | sed -n 's/^\[chief 0\] accuracy = \([0-9.]*\)$/\1/p')
