@@ -86,6 +86,20 @@ fail_list(pasci_rpc_client *c, rpc_call *list, int err, const char *detail)
 	}
 }
 
+/* Connection id is gone: no longer waited for (closing_pipes). */
+static void
+client_pipe_gone_locked(pasci_rpc_client *c, uint32_t id)
+{
+	for (int i = 0; i < c->nclosing_pipes; i++) {
+		if (c->closing_pipes[i] == id) {
+			c->closing_pipes[i] =
+			    c->closing_pipes[--c->nclosing_pipes];
+			pthread_cond_broadcast(&c->cv);
+			return;
+		}
+	}
+}
+
 static void
 client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 {
@@ -97,6 +111,7 @@ client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 
 	(void) ev;
 	pthread_mutex_lock(&c->mu);
+	client_pipe_gone_locked(c, (uint32_t) nng_pipe_id(pipe));
 	state_fn = c->state_fn;
 	was_up = c->link == LINK_UP && c->pipe == (uint32_t) nng_pipe_id(pipe);
 	if (c->pipe == (uint32_t) nng_pipe_id(pipe)) {
@@ -216,8 +231,17 @@ client_close_pipes_locked(pasci_rpc_client *c)
 {
 	while (c->nclose_pipes > 0) {
 		uint32_t id = c->close_pipes[--c->nclose_pipes];
+		int      n  = c->nclosing_pipes;
+		if (n < (int) (sizeof(c->closing_pipes) /
+		               sizeof(c->closing_pipes[0]))) {
+			c->closing_pipes[c->nclosing_pipes++] = id;
+		}
 		pthread_mutex_unlock(&c->mu);
-		nng_pipe_close((nng_pipe){.id = id});
+		if (nng_pipe_close((nng_pipe){.id = id}) != 0) {
+			pthread_mutex_lock(&c->mu); /* gone already */
+			client_pipe_gone_locked(c, id);
+			continue;
+		}
 		pthread_mutex_lock(&c->mu);
 	}
 }
@@ -393,6 +417,21 @@ client_free(pasci_rpc_client *c)
 	free(c);
 }
 
+/* Waits (at most 1 s) until the connections the timer thread closed are
+ * gone (closing_pipes). */
+static void
+client_wait_pipes_gone(pasci_rpc_client *c)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	pthread_mutex_lock(&c->mu);
+	while (c->nclosing_pipes > 0 &&
+	       pthread_cond_timedwait(&c->cv, &c->mu, &until) == 0) {
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
 /* The close of c's socket did not finish in time: its calls end now, not
  * whenever nng_close returns. */
 static void
@@ -428,6 +467,7 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->timer, NULL);
+	client_wait_pipes_gone(c);
 	nng_aio_stop(c->recv_aio); /* no receive callback runs past here */
 	pasci_tls_forget_dialer(c->dialer);
 	nng_dialer_close(c->dialer); /* no redial races the socket's close */

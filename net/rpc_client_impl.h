@@ -55,6 +55,12 @@ struct pasci_rpc_client {
 	 * forever: nanomsg/nng#1543, nng 1.5) */
 	uint32_t close_pipes[8];
 	int      nclose_pipes;
+	/* connections closed by the timer thread whose removal nng has not
+	 * yet reported: the socket's close waits for them (a socket closed
+	 * while one of its connections is being torn down is where nng 1.5's
+	 * close hangs); signalled on cv */
+	uint32_t closing_pipes[8];
+	int      nclosing_pipes;
 	int64_t  auth_logged_ms;
 	bool     warned_no_key;
 };
