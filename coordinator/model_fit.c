@@ -288,15 +288,15 @@ shorthand_callbacks(
 	pasco_callback cb;
 	int            rv = PASCO_OK;
 	*out              = NULL;
-	if (o->checkpoint_dir == NULL && o->logdir == NULL) {
+	if (o->checkpoint_dir == NULL && o->logdir == NULL && !o->verbose) {
 		return PASCO_OK;
 	}
 	if (o->callbacks != NULL) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "fit: checkpoint_dir and logdir are shorthands for a list "
-		    "of none: with callbacks of your own, add "
-		    "pasco_callback_checkpoint and pasco_callback_tensorboard "
-		    "to it");
+		    "fit: checkpoint_dir, logdir and verbose are shorthands "
+		    "for a list of none: with callbacks of your own, add "
+		    "pasco_callback_checkpoint, pasco_callback_tensorboard "
+		    "and pasco_callback_progress to it");
 	}
 	if ((rv = pasco_callbacks_create(out)) == 0 &&
 	    o->checkpoint_dir != NULL &&
@@ -310,6 +310,11 @@ shorthand_callbacks(
 	if (rv == 0 && o->logdir != NULL &&
 	    ((rv = pasco_callback_tensorboard(&cb,
 	          &(pasco_tensorboard_options){.logdir = o->logdir})) != 0 ||
+	        (rv = pasco_callbacks_add(*out, cb)) != 0)) {
+		goto fail;
+	}
+	if (rv == 0 && o->verbose &&
+	    ((rv = pasco_callback_progress(&cb, NULL)) != 0 ||
 	        (rv = pasco_callbacks_add(*out, cb)) != 0)) {
 		goto fail;
 	}

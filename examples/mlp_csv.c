@@ -39,37 +39,30 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pasco_model       *m   = NULL;
 	pasco_strategy    *s   = NULL;
 	pasco_coordinator *c   = NULL;
-	pasco_logs         logs;
-	double             acc;
 	if (cluster == NULL || argc != 2) {
 		fprintf(stderr, "usage: pasco launch ... -- mlp_csv DIR\n");
 		return 2;
 	}
-	int rv =
-	    pasco_model_sequential(&m, 64, 3, l, 42) ||
-	    pasco_model_compile(m,
-	        &(pasco_compile_options){
-	            .loss      = "sparse_categorical_crossentropy",
-	            .optimizer = pasco_adam(1e-3, false),
-	            .metrics   = (const char *[]){"accuracy"},
-	            .nmetrics  = 1}) ||
-	    pasco_strategy_create(&s, cluster, NULL) ||
-	    pasco_coordinator_create(&c, s, NULL) ||
-	    pasco_model_fit(c, m,
-	        &(pasco_model_fit_options){.dataset = "train",
-	            .epochs                         = 5,
-	            .steps_per_epoch                = 100,
-	            .validation_dataset             = "eval",
-	            .checkpoint_dir                 = argv[1],
-	            .logdir                         = argv[1]},
-	        NULL) ||
-	    pasco_model_evaluate(c, m,
-	        &(pasco_model_evaluate_options){.dataset = "eval"}, &logs) ||
-	    !pasco_logs_get(&logs, "accuracy", &acc);
+	int rv = pasco_model_sequential(&m, 64, 3, l, 42) ||
+	         pasco_model_compile(m,
+	             &(pasco_compile_options){
+	                 .loss      = "sparse_categorical_crossentropy",
+	                 .optimizer = pasco_adam(1e-3, false),
+	                 .metrics   = (const char *[]){"accuracy"},
+	                 .nmetrics  = 1}) ||
+	         pasco_strategy_create(&s, cluster, NULL) ||
+	         pasco_coordinator_create(&c, s, NULL) ||
+	         pasco_model_fit(c, m,
+	             &(pasco_model_fit_options){.dataset = "train",
+	                 .epochs                         = 5,
+	                 .steps_per_epoch                = 100,
+	                 .validation_dataset             = "eval",
+	                 .checkpoint_dir                 = argv[1],
+	                 .logdir                         = argv[1],
+	                 .verbose                        = true},
+	             NULL);
 	if (rv != 0) {
 		fprintf(stderr, "mlp_csv: %s\n", pasco_model_last_error());
-	} else {
-		printf("accuracy = %.4f\n", acc);
 	}
 	pasco_coordinator_destroy(c);
 	pasco_model_free(m);

@@ -23,7 +23,7 @@
  *
  * Options: --epochs N (8), --steps N (250 per epoch); with --make-data,
  * --train N (100000) and --eval N (10000) rows. Exits 1 unless the
- * accuracy is at least 0.90.
+ * accuracy is at least 0.85 (a constant guess gets 0.56, the rule 0.95).
  */
 #include <sys/stat.h>
 
@@ -337,7 +337,7 @@ out:
 	pasco_coordinator_destroy(c);
 	pasco_model_free(m);
 	pasco_strategy_destroy(s);
-	return rv == 0 && acc >= 0.90 ? 0 : 1;
+	return rv == 0 && acc >= 0.85 ? 0 : 1;
 }
 
 int

@@ -159,13 +159,18 @@ typedef struct pasco_model_fit_options {
 	const char      *validation_dataset;  /* NULL: none */
 	int32_t          validation_shards;   /* 0: the worker count */
 	pasco_callbacks *callbacks;           /* not taken over */
-	/* Shorthands for the two callbacks most runs want, when callbacks
-	 * is NULL (with a list of your own, add them to it instead:
+	/* Shorthands for the callbacks most runs want, when callbacks is
+	 * NULL (with a list of your own, add them to it instead:
 	 * PASCO_EINVAL): checkpoint_dir: ModelCheckpoint at each epoch's
 	 * end into checkpoint_dir/ckpt-<step>, keeping the newest 5; logdir:
 	 * TensorBoard event files in logdir/train and logdir/eval. */
 	const char *checkpoint_dir;
 	const char *logdir;
+	/* Keras's verbose, with no list of your own: a progress display
+	 * (pasco_callback_progress: on a terminal a line updated in place;
+	 * elsewhere a line at each epoch's end with its logs, val_ ones
+	 * included). */
+	bool verbose;
 } pasco_model_fit_options;
 
 int pasco_model_fit(pasco_coordinator *c, pasco_model *m,

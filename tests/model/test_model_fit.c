@@ -332,7 +332,7 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 	    NULL);
 	cr_assert_eq(rv, PASCO_EINVAL, "%s", pasco_strerror(rv));
 	cr_assert(strstr(pasco_model_last_error(),
-	              "checkpoint_dir and logdir are shorthands") != NULL,
+	              "checkpoint_dir, logdir and verbose are shorthands") != NULL,
 	    "%s", pasco_model_last_error());
 	pasco_callbacks_free(cbs);
 	pasco_model_free(m);

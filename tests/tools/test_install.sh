@@ -72,12 +72,12 @@ run_mlp_csv() { # name, binary: fit on make_table's data, accuracy >= 0.9
 	rm -rf "$tmp/table"/ckpt-* "$tmp/table/train" "$tmp/table/eval"
 	out=$(LD_LIBRARY_PATH="$libdir" timeout 120 "$bin" launch --ps 2 \
 		--workers 2 --checkpoint-root "$tmp/table" -- "$2" "$tmp/table" 2>&1)
-	acc=$(echo "$out" | sed -n 's/^\[chief 0\] accuracy = \([0-9.]*\)$/\1/p')
+	acc=$(echo "$out" | sed -n 's/^\[chief 0\] Epoch 5\/5: .*, val_accuracy \([0-9.e+-]*\)$/\1/p')
 	if awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }'; then
 		ok "$1 fits the model on a cluster: accuracy = $acc"
 	else
 		echo "$out"
-		fail "$1 did not print accuracy >= 0.9"
+		fail "$1 did not end with val_accuracy >= 0.9"
 	fi
 }
 # The README's cc lines ("Building your own program", after its readme-install

@@ -252,7 +252,8 @@ else
 fi
 
 # 1f. Wide & deep (a functional model) on CSV files made by a known rule:
-# accuracy >= 0.90 (the rule itself gets about 0.95).
+# accuracy >= 0.85 (a constant guess gets 0.56, the rule itself 0.95; 7
+# runs on a 2-core VM gave 0.915 to 0.924, one under load 0.893).
 "$WIDE_DEEP" --make-data "$TMP/census" > "$TMP/wdmk.out" 2>&1
 PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
 	"$WIDE_DEEP" --data "$TMP/census" > "$TMP/wd.out" 2>&1
@@ -273,11 +274,11 @@ mkdir -p "$TMP/table"
 PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
 	"$MLP_CSV" "$TMP/table" > "$TMP/mlp.out" 2>&1
 status=$?
-acc=$(sed -n 's/^\[chief 0\] accuracy = //p' "$TMP/mlp.out")
+acc=$(sed -n 's/^\[chief 0\] Epoch 5\/5: .*, val_accuracy \([0-9.e+-]*\)$/\1/p' "$TMP/mlp.out")
 if [ "$status" -eq 0 ] && awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }' &&
 	[ -d "$TMP/table/ckpt-500" ] && ls "$TMP/table/train" | grep -q tfevents &&
 	ls "$TMP/table/eval" | grep -q tfevents; then
-	ok "mlp_csv: accuracy = $acc, checkpoints and event files"
+	ok "mlp_csv: val_accuracy $acc, checkpoints and event files"
 else
 	fail "mlp_csv: status $status, accuracy '$acc'"; cat "$TMP/mktable.out" "$TMP/mlp.out"; ls -R "$TMP/table" | head -30
 fi
