@@ -57,6 +57,19 @@ pasci_rpc_calls_take(pasci_rpc_calls *t, uint32_t pipe, int64_t now)
 	return taken;
 }
 
+size_t
+pasci_rpc_calls_count(const pasci_rpc_calls *t)
+{
+	size_t n = 0;
+	for (int i = 0; i < PASCI_RPC_CALL_BUCKETS; i++) {
+		for (const rpc_call *c = t->buckets[i]; c != NULL;
+		     c                 = c->next) {
+			n++;
+		}
+	}
+	return n;
+}
+
 uint32_t
 pasci_rpc_calls_next_id(pasci_rpc_calls *t)
 {

@@ -44,6 +44,9 @@ rpc_call *pasci_rpc_calls_take(pasci_rpc_calls *t, uint32_t pipe, int64_t now);
 /* Removes every call but the handshakes, as a list. */
 rpc_call *pasci_rpc_calls_take_calls(pasci_rpc_calls *t);
 
+/* How many calls are outstanding. */
+size_t pasci_rpc_calls_count(const pasci_rpc_calls *t);
+
 /* A fresh call id (never 0, top bit clear). */
 uint32_t pasci_rpc_calls_next_id(pasci_rpc_calls *t);
 

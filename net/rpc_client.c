@@ -418,16 +418,21 @@ client_free(pasci_rpc_client *c)
 }
 
 /* Waits (at most 1 s) until the connections the timer thread closed are
- * gone (closing_pipes). */
+ * gone (closing_pipes), and until the calls in flight are answered: the
+ * socket is closed with no reply on its way (nng 1.5 can leave a
+ * connection's receive unfinished for good when it is closed as a
+ * message arrives, and then every close in the process waits for it). */
 static void
-client_wait_pipes_gone(pasci_rpc_client *c)
+client_wait_quiet(pasci_rpc_client *c)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 1;
+	int64_t until = pasci_now_ms() + 1000;
 	pthread_mutex_lock(&c->mu);
-	while (c->nclosing_pipes > 0 &&
-	       pthread_cond_timedwait(&c->cv, &c->mu, &until) == 0) {
+	while (
+	    (c->nclosing_pipes > 0 || pasci_rpc_calls_count(&c->calls) > 0) &&
+	    pasci_now_ms() < until) {
+		pthread_mutex_unlock(&c->mu);
+		nanosleep(&(struct timespec){0, 5 * 1000000L}, NULL);
+		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
 }
@@ -467,7 +472,7 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->timer, NULL);
-	client_wait_pipes_gone(c);
+	client_wait_quiet(c);
 	nng_aio_stop(c->recv_aio); /* no receive callback runs past here */
 	pasci_tls_forget_dialer(c->dialer);
 	nng_dialer_close(c->dialer); /* no redial races the socket's close */
