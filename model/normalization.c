@@ -6,6 +6,7 @@
  * chief's thread; a model is not shared while it is adapted.
  */
 #include "layers_impl.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -149,8 +150,23 @@ acc_finish(pasco_model *m, size_t i, norm_acc *a)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: adapt: the data has no rows", m->layers[i].name);
 	}
+	int64_t flat = 0, first = -1;
 	for (int64_t j = 0; j < a->width; j++) {
 		a->m2[j] /= (double) a->count;
+		if (a->m2[j] <= 0) {
+			first = first < 0 ? j : first;
+			flat++;
+		}
+	}
+	if (flat > 0) {
+		/* Keras divides by max(sqrt(variance), 1e-7) all the same; a
+		 * value there that differs from the mean later comes out huge */
+		pasci_log(PASCI_LOG_WARN,
+		    "%s: adapt: %lld of %lld features have variance 0 in the "
+		    "adapted data (the first is feature %lld, always %g): a "
+		    "later input that differs there is scaled by 1e7",
+		    m->layers[i].name, (long long) flat, (long long) a->width,
+		    (long long) first, a->mean[first]);
 	}
 	free(s->mean);
 	s->mean     = a->mean;

@@ -59,7 +59,8 @@ call_finish(pasci_rpc_client *c, rpc_call *call, int err, const char *detail)
 	if (call->hello && call->auth && err != PASCO_ECLOSED) {
 		pasci_rpc_client_refuse(c, call,
 		    "the connection ended while the server checked this "
-		    "process's cluster key (is it the same key file?)");
+		    "process's cluster key: the server is shutting down, or "
+		    "refused the key (is it the same key file?)");
 	} else if (call->hello) {
 		/* A failed handshake: drop the connection and let nng redial.
 		 */
