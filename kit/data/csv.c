@@ -27,6 +27,11 @@ typedef struct csv {
 	char              delim;
 	int32_t           nshards, shard;
 	int64_t           row; /* data lines seen, for sharding */
+	/* dense mode (pasci_dataset_csv_dense): per column its place in x,
+	 * PASCI_CSV_LABEL or PASCI_CSV_SKIP; NULL: a dict per line */
+	int32_t *place;
+	size_t   nfeat;
+	char    *features_name;
 } csv;
 
 bool
@@ -64,22 +69,14 @@ pasci_csv_next_field(char **p, char *end, char delim, char *field, size_t cap)
 	return false;
 }
 
+/* The number in text for numeric column col (its default when empty),
+ * or PASCO_EINVAL naming the file, the line and the column. */
 static int
-parse_value(csv *c, size_t col, const char *text, pasco_value **out)
+parse_number(csv *c, size_t col, const char *text, double *out)
 {
 	const pasco_csv_column *k = &c->cols[col];
-	pasco_tensor           *t;
 	char                   *end;
 	double                  v = k->default_value;
-	if (k->type == PASCO_FEATURE_BYTES) {
-		if (pasco_tensor_from(&t, PASCO_U8, 1,
-		        (int64_t[]){(int64_t) strlen(text)}, text,
-		        strlen(text)) != 0) {
-			return PASCO_ENOMEM;
-		}
-		*out = pasco_value_tensor(t);
-		return PASCO_OK;
-	}
 	if (*text == 0 && !k->has_default) {
 		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "%s:%lld: "
@@ -103,16 +100,99 @@ parse_value(csv *c, size_t col, const char *text, pasco_value **out)
 			return PASCO_EINVAL;
 		}
 	}
-	if (pasco_tensor_scalar(&t,
+	*out = v;
+	return PASCO_OK;
+}
+
+/* Column col's scalar tensor (i64, f32, or u8 text for BYTES). */
+static int
+parse_scalar(csv *c, size_t col, const char *text, pasco_tensor **out)
+{
+	const pasco_csv_column *k = &c->cols[col];
+	double                  v;
+	int                     rv;
+	if (k->type == PASCO_FEATURE_BYTES) {
+		return pasco_tensor_from(out, PASCO_U8, 1,
+		    (int64_t[]){(int64_t) strlen(text)}, text, strlen(text));
+	}
+	if ((rv = parse_number(c, col, text, &v)) != 0) {
+		return rv;
+	}
+	if (pasco_tensor_scalar(out,
 	        k->type == PASCO_FEATURE_INT64 ? PASCO_I64 : PASCO_F32,
 	        v) != 0) {
 		return PASCO_ENOMEM;
 	}
 	if (k->type == PASCO_FEATURE_INT64 && *text != 0) {
-		*(int64_t *) t->data = strtoll(text, NULL, 10); /* exact */
+		*(int64_t *) (*out)->data =
+		    strtoll(text, NULL, 10); /* exact */
 	}
-	*out = pasco_value_tensor(t);
 	return PASCO_OK;
+}
+
+static int
+parse_value(csv *c, size_t col, const char *text, pasco_value **out)
+{
+	pasco_tensor *t;
+	int           rv = parse_scalar(c, col, text, &t);
+	if (rv == 0 && (*out = pasco_value_tensor(t)) == NULL) {
+		rv = PASCO_ENOMEM;
+	}
+	return rv;
+}
+
+/* Says that the line has n fields where the columns are ncols. */
+static int
+field_count_error(csv *c, size_t n)
+{
+	pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+	    "%s:%lld: %zu fields; the columns are %zu", c->files[c->cur],
+	    (long long) c->line, n, c->ncols);
+	return PASCO_EINVAL;
+}
+
+/* Dense mode: one line [p, end) into (x f32 [nfeat], y scalar), x under
+ * features_name when set. */
+static int
+parse_dense(csv *c, char *p, char *end, pasco_value **out)
+{
+	pasco_tensor *x, *y = NULL;
+	pasco_value  *xv;
+	char          field[1024];
+	size_t        n    = 0;
+	bool          more = true;
+	int           rv   = pasco_tensor_alloc(
+	                &x, PASCO_F32, 1, (int64_t[]){(int64_t) c->nfeat});
+	float *d = rv == 0 ? x->data : NULL;
+	while (rv == 0 && more) {
+		double v;
+		more = pasci_csv_next_field(
+		    &p, end, c->delim, field, sizeof(field));
+		if (n >= c->ncols || c->place[n] == PASCI_CSV_SKIP) {
+			n++;
+			continue;
+		}
+		if (c->place[n] == PASCI_CSV_LABEL) {
+			rv = parse_scalar(c, n, field, &y);
+		} else if ((rv = parse_number(c, n, field, &v)) == 0) {
+			d[c->place[n]] = (float) v;
+		}
+		n++;
+	}
+	if (rv == 0 && n != c->ncols) {
+		rv = field_count_error(c, n);
+	}
+	if (rv != 0) {
+		pasco_tensor_release(x);
+		pasco_tensor_release(y);
+		return rv;
+	}
+	xv = pasco_value_tensor(x);
+	if (c->features_name != NULL) {
+		xv = pasco_value_dict(1, c->features_name, xv);
+	}
+	*out = pasco_value_list(2, xv, pasco_value_tensor(y));
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
 }
 
 /* One line [p, end) into a dict. */
@@ -135,11 +215,7 @@ parse_line(csv *c, char *p, char *end, pasco_value **out)
 		n++;
 	}
 	if (rv == 0 && n != c->ncols) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
-		    "%s:%lld: %zu "
-		    "fields; the columns are %zu",
-		    c->files[c->cur], (long long) c->line, n, c->ncols);
-		rv = PASCO_EINVAL;
+		rv = field_count_error(c, n);
 	}
 	if (rv == 0 &&
 	    (*out = pasci_value_dict_of(c->ncols, keys, items)) == NULL) {
@@ -195,7 +271,8 @@ csv_next(void *arg, pasco_value **out)
 		if (c->nshards > 1 && c->row++ % c->nshards != c->shard) {
 			continue; /* another shard's line */
 		}
-		return parse_line(c, line, end, out);
+		return c->place != NULL ? parse_dense(c, line, end, out)
+		                        : parse_line(c, line, end, out);
 	}
 }
 
@@ -222,12 +299,34 @@ csv_free(void *arg)
 	free(c->files);
 	free(c->cols);
 	free(c->buf);
+	free(c->place);
+	free(c->features_name);
 	free(c);
 }
+
+static int csv_open(pasco_dataset **out, const char *const *files,
+    size_t nfiles, const pasco_csv_options *opts, const int32_t *place,
+    const char *features_name);
 
 int
 pasco_dataset_csv(pasco_dataset **out, const char *const *files, size_t nfiles,
     const pasco_csv_options *opts)
+{
+	return csv_open(out, files, nfiles, opts, NULL, NULL);
+}
+
+int
+pasci_dataset_csv_dense(pasco_dataset **out, const char *const *files,
+    size_t nfiles, const pasco_csv_options *opts, const int32_t *place,
+    const char *features_name)
+{
+	return csv_open(out, files, nfiles, opts, place, features_name);
+}
+
+static int
+csv_open(pasco_dataset **out, const char *const *files, size_t nfiles,
+    const pasco_csv_options *opts, const int32_t *place,
+    const char *features_name)
 {
 	csv *c;
 	int  rv;
@@ -262,6 +361,18 @@ pasco_dataset_csv(pasco_dataset **out, const char *const *files, size_t nfiles,
 		c->cols[i].name = pasci_strdup(opts->columns[i].name);
 		c->ncols        = i + 1;
 		rv = c->cols[i].name != NULL ? PASCO_OK : PASCO_ENOMEM;
+	}
+	if (rv == 0 && place != NULL) {
+		if ((c->place = calloc(opts->ncolumns, sizeof(int32_t))) ==
+		        NULL ||
+		    (features_name != NULL && (c->features_name = pasci_strdup(
+		                                   features_name)) == NULL)) {
+			rv = PASCO_ENOMEM;
+		}
+		for (size_t i = 0; rv == 0 && i < opts->ncolumns; i++) {
+			c->place[i] = place[i];
+			c->nfeat += place[i] >= 0;
+		}
 	}
 	if (rv == 0 && (rv = pasco_dataset_from_generator(
 	                    out, csv_next, csv_reset, csv_free, c)) == 0) {

@@ -1,10 +1,9 @@
 /*
  * make_csv_dataset (see dataset.h): reads the header of each file and the
  * first lines of the first one to name and type the columns, then builds
- * the ordinary CSV source (kit/data/csv.c, its parser and its errors) with
- * a per-line map to (features vector, label), then shuffle, repeat and
- * batch. The per-line map runs on whichever thread iterates the dataset;
- * its state is read-only once built.
+ * the ordinary CSV source (kit/data/csv.c, its parser and its errors) in
+ * its dense mode, each line parsed straight into (features vector,
+ * label), then shuffle, repeat and batch.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +24,7 @@ typedef struct csv_header {
 	char            **sample; /* first value that is not a number */
 } csv_header;
 
-/* What the per-line map needs: read-only once built. */
+/* The columns picked: features, in order, and the label. */
 typedef struct csv_rows {
 	size_t  nfeat;
 	size_t *feat; /* column index of each feature */
@@ -313,35 +312,6 @@ pick_columns(csv_header *h, const pasco_csv_dataset_options *o, csv_rows *r)
 	return rv;
 }
 
-/* One line's dict (columns in header order) to (x [width], y []). */
-static int
-rows_map(void *arg, const pasco_value *line, pasco_value **out)
-{
-	const csv_rows *r = arg;
-	pasco_tensor   *x, *y;
-	pasco_value    *xv;
-	float          *d;
-	if (pasco_tensor_alloc(
-	        &x, PASCO_F32, 1, (int64_t[]){(int64_t) r->nfeat}) != 0) {
-		return PASCO_ENOMEM;
-	}
-	d = x->data;
-	for (size_t j = 0; j < r->nfeat; j++) {
-		const pasco_tensor *t =
-		    pasco_value_as_tensor(pasco_value_item(line, r->feat[j]));
-		d[j] = t->dtype == PASCO_I64 ? (float) *(int64_t *) t->data
-		                             : *(float *) t->data;
-	}
-	y  = pasco_tensor_hold((pasco_tensor *) pasco_value_as_tensor(
-	     pasco_value_item(line, r->label)));
-	xv = pasco_value_tensor(x);
-	if (r->features_name != NULL) {
-		xv = pasco_value_dict(1, r->features_name, xv);
-	}
-	*out = pasco_value_list(2, xv, pasco_value_tensor(y));
-	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
-}
-
 static void
 rows_free(void *arg)
 {
@@ -406,13 +376,26 @@ pasco_dataset_make_csv(pasco_dataset **out, const char *const *files,
 	    .delimiter                    = o->delimiter,
 	    .num_shards                   = o->num_shards,
 	    .shard_index                  = o->shard_index};
-	rv = pasco_dataset_csv(out, files, nfiles, &co);
-	header_fini(&h);
-	if (rv != 0) {
+	/* each line parsed straight into (x, y): no dict of scalars */
+	int32_t *place = malloc((h.ncols + 1) * sizeof(*place));
+	if (place == NULL) {
 		rows_free(r);
-		return rv;
+		header_fini(&h);
+		return pasco_dataset_fail(
+		    PASCO_ENOMEM, "make_csv: out of memory");
 	}
-	rv = pasco_dataset_map_with(out, *out, rows_map, r, rows_free);
+	for (size_t i = 0; i < h.ncols; i++) {
+		place[i] = PASCI_CSV_SKIP;
+	}
+	for (size_t j = 0; j < r->nfeat; j++) {
+		place[r->feat[j]] = (int32_t) j;
+	}
+	place[r->label] = PASCI_CSV_LABEL;
+	rv              = pasci_dataset_csv_dense(
+	                 out, files, nfiles, &co, place, r->features_name);
+	free(place);
+	header_fini(&h);
+	rows_free(r);
 	if (rv == 0 && o->shuffle_buffer_size > 0) {
 		rv = pasco_dataset_shuffle(
 		    out, *out, o->shuffle_buffer_size, o->shuffle_seed);

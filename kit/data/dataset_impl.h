@@ -62,4 +62,15 @@ bool pasci_csv_next_field(
 /* Resets the input: the reset of transforms that keep no position. */
 int pasci_dataset_input_reset(pasco_dataset *ds);
 
+/* The CSV source in dense mode (make_csv): each line becomes (x, y), x
+ * the f32 vector of the columns whose place[i] >= 0 (at that index), y
+ * the scalar of the column marked PASCI_CSV_LABEL; columns marked
+ * PASCI_CSV_SKIP are not parsed. x goes under features_name when it is
+ * not NULL. Errors as pasco_dataset_csv's. */
+#define PASCI_CSV_SKIP (-1)
+#define PASCI_CSV_LABEL (-2)
+int pasci_dataset_csv_dense(pasco_dataset **out, const char *const *files,
+    size_t nfiles, const pasco_csv_options *opts, const int32_t *place,
+    const char *features_name);
+
 #endif
