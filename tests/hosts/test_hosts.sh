@@ -373,7 +373,7 @@ chief_log part > "$TMP/part.txt"
 # or after the failure), then w1 up again, then more epochs
 if awk '
 	/worker 1 is unavailable/ && !down { down = NR }
-	/closure [0-9]+ \(.train_step.\) is retried: .*w1\.pasco\.test/ { retried++ }
+	/closure [0-9]+ \(.(train_step|pasco\.model_train).\) is retried: .*w1\.pasco\.test/ { retried++ }
 	down && /worker 1 is up \(incarnation/ && !back { back = NR }
 	back && /^epoch [0-9]+: loss/ { after++ }
 	END { exit !(down && retried && back && after > 0) }' "$TMP/part.txt"; then
