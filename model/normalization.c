@@ -180,7 +180,7 @@ pasco_model_adapt_tensor(
     pasco_model *m, size_t layer, const pasco_tensor *data)
 {
 	norm_acc a;
-	size_t   k;
+	size_t   k = 0;
 	int      rv;
 	if ((rv = norm_input(m, layer, &k)) != 0 ||
 	    (rv = check_data(m, layer, data, m->inputs[k].width)) != 0 ||
@@ -196,7 +196,7 @@ pasco_model_adapt(pasco_model *m, size_t layer, pasco_dataset *ds)
 {
 	norm_acc     a;
 	pasco_value *e;
-	size_t       k;
+	size_t       k = 0;
 	int          rv;
 	if ((rv = norm_input(m, layer, &k)) != 0 ||
 	    (rv = acc_init(&a, m->inputs[k].width)) != 0) {
