@@ -342,27 +342,35 @@ Test(rpc, the_advert_reaches_the_client_until_it_is_forgotten)
 /* Messages over PASCO_MAX_MESSAGE_MB: a peer declaring one is dropped
  * before it is received (nothing is allocated for it, nothing runs); a
  * client about to send one is told why. */
+static int  silent_peer(int port);
+static bool closed_by_server(int fd);
+
 Test(rpc, messages_over_the_limit_are_refused)
 {
 	pasci_rpc_server  *s;
 	pasci_rpc_client  *c;
 	pasci_wire_builder b;
 	pasco_tensor      *big;
-	nng_socket         raw;
-	nng_msg           *msg;
 	char               tcp[64], err[256];
-	void              *buf = calloc(1, 2 << 20);
+	int                port = test_free_port(), fd;
+	/* an SP frame announcing 2 MB, from a plain TCP peer (an nng
+	 * socket whose connection is closed in the middle of a large send
+	 * can hang nng 1.5.2 for good: sock_close.h) */
+	unsigned char frame[8 + 4096] = {0, 0, 0, 0, 0, 0x20, 0, 0};
 	setenv("PASCO_MAX_MESSAGE_MB", "1", 1); /* read once, from here on */
 	cr_assert_eq(pasci_max_message_bytes(), (size_t) 1 << 20);
-	snprintf(tcp, sizeof(tcp), "tcp://127.0.0.1:%d", test_free_port());
+	snprintf(tcp, sizeof(tcp), "tcp://127.0.0.1:%d", port);
 	PASCO_PASS(pasci_rpc_server_open(&s, tcp, 1, "t", count_runs, NULL));
-	cr_assert_eq(nng_req0_open(&raw), 0);
-	nng_socket_set_ms(raw, NNG_OPT_RECVTIMEO, 1000);
-	cr_assert_eq(nng_dial(raw, tcp, NULL, 0), 0);
-	cr_assert_eq(nng_send(raw, buf, 2 << 20, 0), 0);
-	cr_assert_neq(nng_recvmsg(raw, &msg, 0), 0, "a 2 MB request was read");
+	fd = silent_peer(port);
+	cr_assert_eq(send(fd, frame, sizeof(frame), MSG_NOSIGNAL),
+	    (ssize_t) sizeof(frame));
+	for (int i = 0; i < 250 && !closed_by_server(fd); i++) {
+		usleep(20 * 1000);
+	}
+	cr_assert(closed_by_server(fd),
+	    "the server kept a connection that announced a 2 MB request");
+	close(fd);
 	cr_assert_eq(runs, 0);
-	nng_close(raw);
 	/* the server still serves */
 	PASCO_PASS(pasci_rpc_client_open(&c, tcp, NULL, NULL));
 	PASCO_PASS(pasci_rpc_client_wait_up(c, 5000));
@@ -381,7 +389,6 @@ Test(rpc, messages_over_the_limit_are_refused)
 	pasco_tensor_release(big);
 	pasci_rpc_client_close(c);
 	pasci_rpc_server_close(s);
-	free(buf);
 }
 
 /* Cluster authentication (auth.h): who is served, who is refused. */
