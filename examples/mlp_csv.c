@@ -62,7 +62,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	                 .verbose                        = true},
 	             NULL);
 	if (rv != 0) {
-		fprintf(stderr, "mlp_csv: %s\n", pasco_model_last_error());
+		fprintf(stderr, "mlp_csv: %s%s\n", pasco_model_last_error(),
+		    pasco_strategy_error(s));
 	}
 	pasco_coordinator_destroy(c);
 	pasco_model_free(m);
