@@ -171,4 +171,25 @@ class_labels(int64_t n, int64_t classes)
 	return t;
 }
 
+/* A cluster of nps in-process ps and one worker, and a strategy over it:
+ * what the model tests that need variables start with. */
+typedef struct setup {
+	test_cluster    tc;
+	pasco_strategy *s;
+} setup;
+
+static inline void
+setup_start(setup *st, int nps)
+{
+	test_cluster_start(&st->tc, nps, 1);
+	PASCO_PASS(pasco_strategy_create(&st->s, st->tc.cluster, NULL));
+}
+
+static inline void
+setup_stop(setup *st)
+{
+	pasco_strategy_destroy(st->s);
+	test_cluster_stop(&st->tc);
+}
+
 #endif

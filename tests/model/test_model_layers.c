@@ -3,7 +3,7 @@
  * values), the forward pass against the kit's kernels, errors naming the
  * layer, binding on a worker, and a small MLP trained with the train
  * step. */
-#include "helpers.h"
+#include "tape_check.h"
 
 #include <math.h>
 #include <string.h>
@@ -227,25 +227,6 @@ Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
 	pasco_tensor_release(x64);
 	pasco_tensor_release(x);
 	pasco_tensor_release(w);
-}
-
-typedef struct setup {
-	test_cluster    tc;
-	pasco_strategy *s;
-} setup;
-
-static void
-setup_start(setup *st, int nps)
-{
-	test_cluster_start(&st->tc, nps, 1);
-	PASCO_PASS(pasco_strategy_create(&st->s, st->tc.cluster, NULL));
-}
-
-static void
-setup_stop(setup *st)
-{
-	pasco_strategy_destroy(st->s);
-	test_cluster_stop(&st->tc);
 }
 
 /* Embedding(10, 4) split in 2 by its own partitioner, Dense(3): the

@@ -18,7 +18,7 @@
  * 4 f32 epsilons relative (seen: at most 1 ulp). A wrong gradient moves
  * the loss by percents in one step, and the test checks that the loss
  * moves. */
-#include "helpers.h"
+#include "tape_check.h"
 
 #include <float.h>
 #include <math.h>
@@ -28,33 +28,14 @@ TestSuite(model_numerics, .timeout = 60);
 
 #define STEPS 10
 
-typedef struct setup {
-	test_cluster    tc;
-	pasco_strategy *s;
-} setup;
-
-static void
-setup_start(setup *st)
-{
-	test_cluster_start(&st->tc, 2, 1);
-	PASCO_PASS(pasco_strategy_create(&st->s, st->tc.cluster, NULL));
-}
-
-static void
-setup_stop(setup *st)
-{
-	pasco_strategy_destroy(st->s);
-	test_cluster_stop(&st->tc);
-}
-
 /* The hand-written step's variables: the model's shapes and initializers,
  * under "hand/<name>"; their values equal the model's. */
 static void
 hand_variables(setup *st, const pasco_model *m, pasco_variable **v)
 {
 	for (size_t k = 0; k < pasco_model_num_variables(m); k++) {
-		const int64_t    *shape;
-		int32_t           rank = pasco_model_variable_shape(m, k, &shape);
+		const int64_t *shape;
+		int32_t        rank = pasco_model_variable_shape(m, k, &shape);
 		pasco_initializer init = pasco_model_variable_init(m, k);
 		pasco_tensor     *a, *b;
 		char              name[128];
@@ -63,7 +44,8 @@ hand_variables(setup *st, const pasco_model *m, pasco_variable **v)
 		PASCO_PASS(pasco_variable_create_init(
 		    &v[k], st->s, name, PASCO_F32, rank, shape, &init));
 		PASCO_PASS(pasco_variable_read(v[k], &a));
-		PASCO_PASS(pasco_variable_read(pasco_model_variable(m, k), &b));
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(m, k), &b));
 		cr_assert_eq(memcmp(a->data, b->data, a->nbytes), 0,
 		    "%s starts as the model's", name);
 		pasco_tensor_release(a);
@@ -122,7 +104,8 @@ static void
 mlp_batch(int s, pasco_tensor **x, pasco_tensor **y)
 {
 	pasco_initializer u = pasco_init_uniform(-1, 1, 100 + (uint64_t) s);
-	PASCO_PASS(pasco_tensor_alloc(x, PASCO_F32, 2, (int64_t[]){BATCH, IN}));
+	PASCO_PASS(
+	    pasco_tensor_alloc(x, PASCO_F32, 2, (int64_t[]){BATCH, IN}));
 	PASCO_PASS(pasco_initializer_fill(&u, *x, 2, (*x)->shape, 0));
 	PASCO_PASS(pasco_tensor_alloc(y, PASCO_I32, 1, (int64_t[]){BATCH}));
 	for (int64_t i = 0; i < BATCH; i++) {
@@ -133,8 +116,8 @@ mlp_batch(int s, pasco_tensor **x, pasco_tensor **y)
 
 /* bench/train's hand-written MLP step: one read, the kernels, one apply. */
 static double
-mlp_hand_step(pasco_variable **v, const pasco_tensor *x,
-    const pasco_tensor *y, const pasco_optimizer *opt)
+mlp_hand_step(pasco_variable **v, const pasco_tensor *x, const pasco_tensor *y,
+    const pasco_optimizer *opt)
 {
 	pasco_tensor *p[4], *g[4] = {0}, *t[6] = {0};
 	double        loss;
@@ -170,7 +153,7 @@ Test(model_numerics, an_mlp_follows_the_hand_written_steps_loss_curve)
 	pasco_layer_reset_names();
 	pasco_layer l[] = {pasco_layer_dense(HID, PASCO_ACT_RELU),
 	    pasco_layer_dense(CLS, PASCO_ACT_SOFTMAX)};
-	setup_start(&st);
+	setup_start(&st, 2);
 	PASCO_PASS(pasco_model_sequential(&m, IN, 2, l, 7));
 	PASCO_PASS(pasco_model_create_variables(m, st.s));
 	hand_variables(&st, m, hv);
@@ -206,12 +189,13 @@ static void
 tutorial_batch(int s, pasco_tensor **ids, pasco_tensor **y)
 {
 	uint64_t state = 1 + (uint64_t) s;
-	PASCO_PASS(pasco_tensor_alloc(
-	    ids, PASCO_I64, 2, (int64_t[]){BATCH, WORDS}));
+	PASCO_PASS(
+	    pasco_tensor_alloc(ids, PASCO_I64, 2, (int64_t[]){BATCH, WORDS}));
 	PASCO_PASS(pasco_tensor_alloc(y, PASCO_F32, 1, (int64_t[]){BATCH}));
 	for (int64_t i = 0; i < BATCH * WORDS; i++) {
 		state = state * 6364136223846793005u + 1442695040888963407u;
-		((int64_t *) (*ids)->data)[i] = (int64_t) ((state >> 33) % VOCAB);
+		((int64_t *) (*ids)->data)[i] =
+		    (int64_t) ((state >> 33) % VOCAB);
 		if (((int64_t *) (*ids)->data)[i] == 1) {
 			((float *) (*y)->data)[i / WORDS] = 1;
 		}
@@ -258,7 +242,7 @@ Test(model_numerics, the_tutorial_model_follows_the_hand_written_curve)
 	pasco_layer l[] = {pasco_layer_embedding(VOCAB, DIM),
 	    pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
 	l[1].kernel_l2  = L2;
-	setup_start(&st);
+	setup_start(&st, 2);
 	PASCO_PASS(pasco_model_sequential(&m, WORDS, 2, l, 11));
 	PASCO_PASS(pasco_model_create_variables(m, st.s));
 	hand_variables(&st, m, hv);

@@ -85,25 +85,6 @@ numpy_reference(const pasco_tensor *data, const pasco_tensor *probe,
 	    got, want, st);
 }
 
-typedef struct setup {
-	test_cluster    tc;
-	pasco_strategy *s;
-} setup;
-
-static void
-setup_start(setup *st, int nps)
-{
-	test_cluster_start(&st->tc, nps, 1);
-	PASCO_PASS(pasco_strategy_create(&st->s, st->tc.cluster, NULL));
-}
-
-static void
-setup_stop(setup *st)
-{
-	pasco_strategy_destroy(st->s);
-	test_cluster_stop(&st->tc);
-}
-
 /* The dataset of data's rows in batches of 37, as (x, y) pairs. */
 static pasco_dataset *
 batches_of(const pasco_tensor *data)
