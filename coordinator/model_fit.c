@@ -9,11 +9,13 @@
  */
 #include "coordinator_impl.h"
 #include "model_impl.h"
+#include "pasco/checkpoint.h"
 #include "pasco/fit.h"
 #include "pasco/metrics.h"
 #include "util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -279,64 +281,180 @@ create_state(pasco_strategy *s, pasco_model *m, pasco_variable **out)
 	               : PASCO_OK;
 }
 
-/* The callbacks of o->checkpoint_dir and o->logdir into *out (NULL when
- * neither is set). */
+/* The user's own list run from the shorthands' list (after them): each
+ * call forwarded, a stop it asks for passed back. */
 static int
-shorthand_callbacks(
-    pasco_strategy *s, const pasco_model_fit_options *o, pasco_callbacks **out)
+user_begin(void *user, pasco_fit_context *ctx)
 {
-	pasco_callback cb;
-	int            rv = PASCO_OK;
-	*out              = NULL;
+	return pasco_callbacks_begin(
+	    user, ctx->epochs, ctx->steps_per_epoch, &ctx->initial_epoch);
+}
+
+static int
+user_epoch_begin(void *user, pasco_fit_context *ctx)
+{
+	return pasco_callbacks_epoch_begin(user, ctx->epoch);
+}
+
+static int
+user_progress(void *user, pasco_fit_context *ctx, double loss)
+{
+	return pasco_callbacks_progress(user, ctx->steps_done, loss);
+}
+
+static int
+user_epoch_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
+{
+	int rv = pasco_callbacks_epoch_end(user, ctx->epoch, logs);
+	if (rv == 0 && pasco_callbacks_stop_requested(user)) {
+		ctx->stop_training = true;
+		pasci_fmt(ctx->stop_reason, sizeof(ctx->stop_reason), "%s",
+		    pasco_callbacks_context(user)->stop_reason);
+	}
+	return rv;
+}
+
+static int
+user_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
+{
+	(void) ctx;
+	return pasco_callbacks_end(user, logs);
+}
+
+/* Adds cb to cbs when rv is 0 (a cb made by a failed call is not). */
+static int
+add_callback(int rv, pasco_callbacks *cbs, pasco_callback cb)
+{
+	return rv != 0 ? rv : pasco_callbacks_add(cbs, cb);
+}
+
+/* The callbacks of o's shorthands (checkpoint_dir, logdir, verbose), then
+ * o->callbacks, into *out; NULL when there are no shorthands (o->callbacks
+ * is used as it is). */
+static int
+shorthand_callbacks(const fit_run *r, pasco_callbacks **out)
+{
+	const pasco_model_fit_options *o = r->o;
+	pasco_callback                 cb;
+	int                            rv;
+	*out = NULL;
 	if (o->checkpoint_dir == NULL && o->logdir == NULL && !o->verbose) {
 		return PASCO_OK;
 	}
-	if (o->callbacks != NULL) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "fit: checkpoint_dir, logdir and verbose are shorthands "
-		    "for a list of none: with callbacks of your own, add "
-		    "pasco_callback_checkpoint, pasco_callback_tensorboard "
-		    "and pasco_callback_progress to it");
-	}
 	if ((rv = pasco_callbacks_create(out)) == 0 &&
-	    o->checkpoint_dir != NULL &&
-	    ((rv = pasco_callback_checkpoint(&cb,
-	          &(pasco_checkpoint_callback_options){
-	              .strategy = s, .dir = o->checkpoint_dir, .keep = 5})) !=
-	            0 ||
-	        (rv = pasco_callbacks_add(*out, cb)) != 0)) {
-		goto fail;
+	    o->checkpoint_dir != NULL) {
+		rv = add_callback(
+		    pasco_callback_checkpoint(&cb,
+		        &(pasco_checkpoint_callback_options){
+		            .strategy = r->c->s,
+		            .dir      = o->checkpoint_dir,
+		            .keep = o->checkpoint_keep > 0 ? o->checkpoint_keep
+		                                           : 5}),
+		    *out, cb);
 	}
-	if (rv == 0 && o->logdir != NULL &&
-	    ((rv = pasco_callback_tensorboard(&cb,
-	          &(pasco_tensorboard_options){.logdir = o->logdir})) != 0 ||
-	        (rv = pasco_callbacks_add(*out, cb)) != 0)) {
-		goto fail;
+	if (rv == 0 && o->logdir != NULL) {
+		rv = add_callback(
+		    pasco_callback_tensorboard(&cb,
+		        &(pasco_tensorboard_options){.logdir = o->logdir,
+		            .learning_rate = r->m->compile.opt.learning_rate}),
+		    *out, cb);
 	}
-	if (rv == 0 && o->verbose &&
-	    ((rv = pasco_callback_progress(&cb, NULL)) != 0 ||
-	        (rv = pasco_callbacks_add(*out, cb)) != 0)) {
-		goto fail;
+	if (rv == 0 && o->verbose) {
+		rv =
+		    add_callback(pasco_callback_progress(&cb, NULL), *out, cb);
 	}
-	return rv == 0 ? PASCO_OK : pasci_model_fail(rv, "fit: out of memory");
-fail:
-	pasco_callbacks_free(*out);
-	*out = NULL;
-	return pasci_model_fail(rv, "fit: %s", pasco_fit_error());
+	if (rv == 0 && o->callbacks != NULL) {
+		rv = pasco_callbacks_add(*out,
+		    (pasco_callback){.name = "the callbacks of the options",
+		        .begin             = user_begin,
+		        .epoch_begin       = user_epoch_begin,
+		        .progress          = user_progress,
+		        .epoch_end         = user_epoch_end,
+		        .end               = user_end,
+		        .user              = o->callbacks});
+	}
+	if (rv != 0) {
+		pasco_callbacks_free(*out);
+		*out = NULL;
+		return pasci_model_fail(rv, "fit: %s",
+		    pasco_fit_error()[0] != 0 ? pasco_fit_error()
+		                              : "out of memory");
+	}
+	return PASCO_OK;
+}
+
+/* o->resume: the newest intact checkpoint of o->checkpoint_dir restored,
+ * *initial_epoch moved to its epoch when that is later. */
+static int
+resume(const fit_run *r, int32_t *initial_epoch)
+{
+	const pasco_model_fit_options *o = r->o;
+	int64_t                        step;
+	int                            rv;
+	if (o->checkpoint_dir == NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "fit: resume needs checkpoint_dir (where to resume from)");
+	}
+	rv =
+	    pasco_checkpoint_restore_latest(r->c->s, o->checkpoint_dir, &step);
+	if (rv == PASCO_ENOTFOUND) {
+		return PASCO_OK;
+	}
+	if (rv != 0) {
+		return pasci_model_fail(rv, "fit: resuming from %s: %s",
+		    o->checkpoint_dir, pasco_strategy_error(r->c->s));
+	}
+	if (step / o->steps_per_epoch > *initial_epoch) {
+		*initial_epoch = (int32_t) (step / o->steps_per_epoch);
+	}
+	if (o->verbose) {
+		printf("Restored step %lld from %s\n", (long long) step,
+		    o->checkpoint_dir);
+		fflush(stdout);
+	}
+	return PASCO_OK;
+}
+
+/* verbose: where each variable split in shards lives, one line a shard
+ * ("embedding/embeddings/part_1: rows [4, 8) on ps 1"). */
+static void
+print_layout(const pasco_model *m)
+{
+	for (size_t k = 0; k < pasco_model_num_variables(m); k++) {
+		pasco_variable *v = pasco_model_variable(m, k);
+		for (int32_t i = 0, task; pasco_variable_num_shards(v) > 1 &&
+		                          i < pasco_variable_num_shards(v);
+		     i++) {
+			int64_t off, rows;
+			pasco_variable_shard(v, i, &task, &off, &rows);
+			printf("%s/part_%d: rows [%lld, %lld) on ps %d\n",
+			    pasco_variable_name(v), (int) i, (long long) off,
+			    (long long) (off + rows), (int) task);
+		}
+	}
+	fflush(stdout);
 }
 
 static int
 fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 {
-	const pasco_model_fit_options *o   = r->o;
-	pasco_callbacks               *cbs = NULL;
-	int rv = shorthand_callbacks(r->c->s, o, &cbs);
+	const pasco_model_fit_options *o       = r->o;
+	pasco_callbacks               *cbs     = NULL;
+	int32_t                        initial = o->initial_epoch;
+	int                            rv      = shorthand_callbacks(r, &cbs);
+	if (rv == 0 && o->verbose) {
+		print_layout(r->m);
+	}
+	if (rv == 0 && o->resume && o->steps_per_epoch > 0) {
+		rv = resume(r, &initial);
+	}
 	if (rv != 0) {
+		pasco_callbacks_free(cbs);
 		return rv;
 	}
 	pasco_fit_options fo = {.epochs = o->epochs,
 	    .steps_per_epoch            = o->steps_per_epoch,
-	    .initial_epoch              = o->initial_epoch,
+	    .initial_epoch              = initial,
 	    .step_function              = "pasco.model_train",
 	    .args                       = args,
 	    .nargs                      = n,

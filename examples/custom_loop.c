@@ -1,5 +1,6 @@
 /*
- * The tutorial model (tutorial.h) trained by TensorFlow's custom training
+ * The tutorial's data and model (those of examples/embedding_classifier,
+ * included from it without its chief) trained by TensorFlow's custom training
  * loop: a step function of our own that calls the model and the gradient
  * tape itself (the model's reads, its forward pass, the loss with the L2
  * term, the gradients in one apply, the accuracy on a ps), scheduled in
@@ -8,8 +9,8 @@
  *
  *     pasco launch --ps 2 --workers 2 -- build/examples/custom_loop
  */
-#include "options.h"
-#include "tutorial.h"
+#define TUTORIAL_PARTS_ONLY
+#include "embedding_classifier.c"
 
 /* args: the model's, an iterator, the accuracy's state (on a ps). */
 PASCO_FUNCTION(train_step)
@@ -74,8 +75,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pasco_arg                  args[8];
 	size_t                     n = 0;
 	double                     loss, accuracy = NAN;
-	pasco_logs                 logs;
-	pasco_model               *m      = tutorial_model(true);
+	pasco_model               *m      = tutorial_model();
 	example_option             opts[] = {
 	                {"epochs", OPTION_INT, &epochs, 1, 1e7, "N  epochs (5)"},
 	                {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (20)"},
@@ -108,19 +108,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		        0 &&
 		    (rv = pasco_metric_result(
 		         acc, PASCO_METRIC_ACCURACY, &accuracy)) == 0) {
-			printf("Finished epoch %d, loss = %.4f, accuracy = "
-			       "%.4f\n",
-			    e, loss, accuracy);
-			fflush(stdout);
+			print_epoch_line(e, loss, accuracy);
 		}
 	}
 	if (rv == 0 &&
-	    (rv = pasco_model_evaluate(c, m,
-	         &(pasco_model_evaluate_options){.dataset = "eval_data"},
-	         &logs)) != 0) {
-		report(rv, "evaluation failed", pasco_model_last_error());
-	} else if (rv == 0 && pasco_logs_get(&logs, "accuracy", &accuracy)) {
-		printf("accuracy = %.4f\n", accuracy);
+	    (rv = evaluate_accuracy(c, m, "eval_data", 0, &accuracy)) != 0) {
+		report_failure(rv, s);
 	}
 out:
 	pasco_per_worker_iterator_free(it);

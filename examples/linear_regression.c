@@ -133,9 +133,9 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		pasco_model_free(m);
 		return report(rv, "the model", pasco_model_last_error());
 	}
-	if (pasco_cluster_task_role(cluster) == PASCO_ROLE_EVALUATOR) {
-		return evaluate_model_checkpoints(m, "held_out", ckpt, logdir,
-		    (int64_t) epochs * steps, timeout, "--checkpoint-dir");
+	if ((rv = evaluator_task(cluster, m, "held_out", ckpt, logdir,
+	         (int64_t) epochs * steps, timeout)) >= 0) {
+		return rv;
 	}
 	if ((rv = pasco_strategy_create(&s, cluster, NULL)) != 0 ||
 	    (rv = pasco_model_create_variables(m, s)) != 0) {

@@ -10,9 +10,10 @@
  * same binary with the same arguments, never parse them.
  *
  * Also what every example's coordinator does the same way: say what failed
- * (report), run one epoch of a custom loop (run_epoch), the callbacks of a
- * fit (fit_callbacks) and the sidecar evaluator of a compiled model's
- * checkpoints (evaluate_model_checkpoints).
+ * (report, report_failure), run one epoch of a custom loop (run_epoch),
+ * the callbacks of a fit (fit_callbacks), the sidecar evaluator of a
+ * compiled model's checkpoints (evaluator_task) and the exactly-once
+ * accuracy at the end (evaluate_accuracy).
  */
 #ifndef PASCO_EXAMPLES_OPTIONS_H
 #define PASCO_EXAMPLES_OPTIONS_H
@@ -99,7 +100,8 @@ option_set(char **argv, const example_option *opt, const char *text)
 
 /* Parses argv against opts (ended by a {NULL} entry). Returns -1 when the
  * program goes on, else its exit status: 0 after --help or --version, 2
- * after an error (said on stderr). usage is the first line of --help. */
+ * after an error (said on stderr). usage is the first line of --help;
+ * NULL: "pasco launch --ps N --workers M -- PROGRAM [OPTIONS]". */
 static inline int
 parse_options(
     int argc, char **argv, const char *usage, const example_option *opts)
@@ -124,7 +126,14 @@ parse_options(
 				return 2;
 			}
 		} else if (opt == 'h') {
-			printf("usage: %s\n", usage);
+			if (usage != NULL) {
+				printf("usage: %s\n", usage);
+			} else {
+				printf(
+				    "usage: pasco launch --ps N --workers M "
+				    "-- %s [OPTIONS]\n",
+				    option_program(argv));
+			}
 			for (int i = 0; i < n; i++) { /* "META  what" */
 				const char *h   = opts[i].help;
 				const char *gap = strstr(h, "  ");
@@ -178,12 +187,13 @@ now_s(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-/* Says on stderr what failed: the message the object keeps, if any.
+/* Says on stderr what failed ("" : the message alone): the message the
+ * object keeps, if any.
  * Returns rv. */
 static inline int
 report(int rv, const char *what, const char *detail)
 {
-	fprintf(stderr, "%s: %s\n", what,
+	fprintf(stderr, "%s%s%s\n", what, what[0] != 0 ? ": " : "",
 	    detail != NULL && detail[0] != 0 ? detail : pasco_strerror(rv));
 	return rv;
 }
@@ -268,17 +278,22 @@ fit_callbacks(pasco_strategy *s, bool progress, const char *ckpt_dir, int keep,
  * over 4 shards of the factory `dataset`, reported as loss and m's
  * metrics (one JSON line per checkpoint; eval scalars in logdir/eval). It
  * ends after the checkpoint of final_step, or timeout_s without a new
- * one. Without ckpt_dir, says that it needs `needs`. Takes m over (frees
- * it). Returns the exit status. */
+ * one. Without ckpt_dir, says there is nothing to evaluate. Returns -1
+ * when this task is not the evaluator (m is left alone), else the task's
+ * exit status, m freed. */
 static inline int
-evaluate_model_checkpoints(pasco_model *m, const char *dataset,
-    const char *ckpt_dir, const char *logdir, int64_t final_step,
-    int timeout_s, const char *needs)
+evaluator_task(const pasco_cluster *cluster, pasco_model *m,
+    const char *dataset, const char *ckpt_dir, const char *logdir,
+    int64_t final_step, int timeout_s)
 {
 	int64_t count, last;
 	int     rv = PASCO_OK;
+	if (pasco_cluster_task_role(cluster) != PASCO_ROLE_EVALUATOR) {
+		return -1;
+	}
 	if (ckpt_dir == NULL) {
-		printf("evaluator: nothing to evaluate without %s\n", needs);
+		printf("evaluator: nothing to evaluate without "
+		       "--checkpoint-dir\n");
 	} else if ((rv = pasco_model_evaluator_run(m, dataset,
 	                &(pasco_evaluator_options){.checkpoint_dir = ckpt_dir,
 	                    .logdir                                = logdir,
@@ -295,38 +310,48 @@ evaluate_model_checkpoints(pasco_model *m, const char *dataset,
 	return rv == 0 ? 0 : 1;
 }
 
-/* Prints how a partitioned variable is split over the ps tasks. */
-static inline void
-print_layout(pasco_variable *v)
+/* "Finished epoch N, loss = X, accuracy = Y": the tutorial's line. */
+static inline int
+print_epoch_line(int epoch, double loss, double accuracy)
 {
-	for (int32_t i = 0, task; i < pasco_variable_num_shards(v); i++) {
-		int64_t off, rows;
-		pasco_variable_shard(v, i, &task, &off, &rows);
-		printf("%s/part_%d: rows [%lld, %lld) on ps %d\n",
-		    pasco_variable_name(v), i, (long long) off,
-		    (long long) (off + rows), task);
-	}
+	printf("Finished epoch %d, loss = %.4f, accuracy = %.4f\n", epoch,
+	    loss, accuracy);
+	return fflush(stdout);
 }
 
-/* Resuming: restores the newest intact checkpoint of dir (a damaged newer
- * one is skipped, with a warning naming it), if any, and sets *epoch to
- * the epoch after it (steps per epoch). 0 (none is a fresh start), or the
- * error said on stderr. */
+/* Says on stderr why a model's training failed: the model's message and
+ * the strategy's s (may be NULL). Returns rv. */
 static inline int
-resume_latest(pasco_strategy *s, const char *dir, int steps, int *epoch)
+report_failure(int rv, pasco_strategy *s)
 {
-	int64_t step;
-	int rv = dir != NULL ? pasco_checkpoint_restore_latest(s, dir, &step)
-	                     : PASCO_ENOTFOUND;
-	if (rv == 0) {
-		*epoch = (int) (step / steps);
-		printf("resuming from %s/ckpt-%lld: step %lld, epoch %d\n",
-		    dir, (long long) step, (long long) step, *epoch);
+	const char *what = pasco_model_last_error();
+	fprintf(stderr, "training failed: %s%s%s\n", what,
+	    what[0] != 0 && s != NULL && pasco_strategy_error(s)[0] ? ": "
+	                                                            : "",
+	    s != NULL ? pasco_strategy_error(s) : "");
+	return rv;
+}
+
+/* pasco_model_evaluate of the compiled model m over `shards` shards (0:
+ * one per worker) of the factory `dataset`; prints "accuracy = X" and sets
+ * *accuracy. 0, or the error (pasco_model_last_error says why). */
+static inline int
+evaluate_accuracy(pasco_coordinator *c, pasco_model *m, const char *dataset,
+    int shards, double *accuracy)
+{
+	pasco_logs logs;
+	int        rv = pasco_model_evaluate(c, m,
+	           &(pasco_model_evaluate_options){
+	               .dataset = dataset, .shards = shards},
+	           &logs);
+	if (rv != 0) {
+		return report(
+		    rv, "evaluation failed", pasco_model_last_error());
 	}
-	return rv == 0 || rv == PASCO_ENOTFOUND
-	           ? 0
-	           : report(rv, "restoring a checkpoint",
-	                 pasco_strategy_error(s));
+	if (pasco_logs_get(&logs, "accuracy", accuracy)) {
+		printf("accuracy = %.4f\n", *accuracy);
+	}
+	return rv;
 }
 
 #endif

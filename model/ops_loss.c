@@ -6,6 +6,7 @@
  * the arena at the call: the caller's tensor may go at once.
  */
 #include <math.h>
+#include <string.h>
 
 #include "tape_impl.h"
 
@@ -112,6 +113,12 @@ pasco_tnode *
 pasco_t_binary_crossentropy(
     pasco_tape *tp, pasco_tnode *prob, const pasco_tensor *labels)
 {
+	/* Keras's: a sigmoid's output is taken through its logits, which
+	 * neither saturate nor clip the gradient away */
+	if (prob != NULL && prob->op != NULL && prob->in[0] != NULL &&
+	    strcmp(prob->op->name, "sigmoid") == 0) {
+		return elem(tp, L_BCE_LOGITS, prob->in[0], labels);
+	}
 	return elem(tp, L_BCE, prob, labels);
 }
 

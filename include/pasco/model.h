@@ -159,17 +159,28 @@ typedef struct pasco_model_fit_options {
 	const char      *validation_dataset;  /* NULL: none */
 	int32_t          validation_shards;   /* 0: the worker count */
 	pasco_callbacks *callbacks;           /* not taken over */
-	/* Shorthands for the callbacks most runs want, when callbacks is
-	 * NULL (with a list of your own, add them to it instead:
-	 * PASCO_EINVAL): checkpoint_dir: ModelCheckpoint at each epoch's
-	 * end into checkpoint_dir/ckpt-<step>, keeping the newest 5; logdir:
-	 * TensorBoard event files in logdir/train and logdir/eval. */
+	/* Shorthands for the callbacks most runs want, run before those of
+	 * callbacks (if any): checkpoint_dir: ModelCheckpoint at each
+	 * epoch's end into checkpoint_dir/ckpt-<step>, keeping the newest
+	 * checkpoint_keep (0 means 5); logdir: TensorBoard event files in
+	 * logdir/train and logdir/eval, with the optimizer's learning rate as
+	 * epoch_learning_rate. */
 	const char *checkpoint_dir;
+	int32_t     checkpoint_keep;
 	const char *logdir;
-	/* Keras's verbose, with no list of your own: a progress display
-	 * (pasco_callback_progress: on a terminal a line updated in place;
-	 * elsewhere a line at each epoch's end with its logs, val_ ones
-	 * included). */
+	/* With checkpoint_dir: before training, the newest intact checkpoint
+	 * there is restored (a damaged newer one is skipped, with a warning
+	 * naming it) and training starts at the epoch it was saved in
+	 * (its step / steps_per_epoch, when that is past initial_epoch): a
+	 * run started again, after a crash or with more epochs, goes on
+	 * where the last one ended. None there: a fresh start. With verbose,
+	 * says which it restored. */
+	bool resume;
+	/* Keras's verbose: a progress display (pasco_callback_progress: on
+	 * a terminal a line updated in place; elsewhere a line at each
+	 * epoch's end with its logs, val_ ones included); first, a line for
+	 * each shard of a variable split over the ps ("embedding/embeddings/
+	 * part_1: rows [4, 8) on ps 1"). */
 	bool verbose;
 } pasco_model_fit_options;
 

@@ -155,7 +155,8 @@ pasco_tnode *pasco_t_embedding_lookup(pasco_tape *tp, pasco_tnode *table,
  * ops.h compute them (labels and targets are not differentiated; they
  * are only read during the call). mse: target of pred's element count.
  * binary_crossentropy: probabilities clipped to [1e-7, 1 - 1e-7] as Keras
- * does, or logits; labels of the same count. softmax_crossentropy:
+ * does (the output of pasco_t_sigmoid is taken through its input, the
+ * logits, as Keras does too), or logits; labels of the same count. softmax_crossentropy:
  * logits [batch, classes], labels class ids (i32 or i64) [batch], or
  * class probabilities (f32 or f64 [batch, classes], one-hot for Keras's
  * categorical_crossentropy): the mean over the batch of

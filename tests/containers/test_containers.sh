@@ -20,10 +20,10 @@
 #     checkpoint), is restarted, finds its servers (the ps restarted, the
 #     others still serving) and trains to the end;
 #  4. the chief stopped (podman stop: SIGTERM through tini, ended at once)
-#     mid-training with --fit and a checkpoint volume shared with the ps
+#     mid-training with a checkpoint volume shared with the ps
 #     pods, and its container restarted late: past the servers' chief
 #     timeout, so they exit non-zero (138) and are restarted; the chief
-#     resumes from its backup and ends them with 0.
+#     resumes from its newest checkpoint and ends them with 0.
 # Exits 77 (meson's skip), saying why, where containers cannot run here:
 # not root, no podman, no runtime that starts a container, no debootstrap
 # or no Debian mirror for a base that is not built yet.
@@ -285,7 +285,7 @@ finish normal
 
 # 2. A worker killed mid-training.
 start_job worker -- embedding_classifier --epochs 60
-if wait_log chief-0 60 '^Finished epoch 3,'; then
+if wait_log chief-0 60 '^Epoch 4/60: '; then
 	podman kill -s KILL "$job-worker-1" > /dev/null
 	if kubelet worker 240 && logs chief-0 | grep -q '^accuracy = ' &&
 		logs chief-0 | grep -q 'worker 1 is up (incarnation' &&
@@ -304,7 +304,7 @@ finish worker
 # 3. A ps killed mid-training: the chief fails, is restarted, and trains
 # again on its servers.
 start_job ps -- embedding_classifier --epochs 60
-if wait_log chief-0 60 '^Finished epoch 3,'; then
+if wait_log chief-0 60 '^Epoch 4/60: '; then
 	podman kill -s KILL "$job-ps-1" > /dev/null
 	if kubelet ps 300 && logs chief-0 | grep -q '^accuracy = ' &&
 		grep -q '^ps-1 137$' "$tmp/ps/restarts" && grep -Eq '^chief-0 [1-9]' "$tmp/ps/restarts"; then
@@ -321,10 +321,10 @@ finish ps
 
 # 4. The chief stopped mid-training and restarted late, past its servers'
 # chief timeout: they exit 138 and are restarted; the chief resumes from
-# its backup (BackupAndRestore in /ckpt/backup, checkpoints on the ps
-# pods' shared volume).
+# its newest checkpoint (fit's resume; checkpoints on the pods' shared
+# volume).
 server_env="PASCO_CHIEF_TIMEOUT=4 PASCO_CHECKPOINT_DIR=/ckpt"
-start_job chief -- embedding_classifier --fit --epochs 20 --steps 50 --checkpoint-dir /ckpt/run
+start_job chief -- embedding_classifier --epochs 20 --steps 50 --checkpoint-dir /ckpt/run
 server_env=""
 if wait_log chief-0 90 '^Epoch 4/20: '; then
 	t0=$(date +%s)
@@ -350,7 +350,7 @@ if wait_log chief-0 90 '^Epoch 4/20: '; then
 	if kubelet chief 180 && logs chief-0 | grep -q '^accuracy = ' &&
 		start=$(logs chief-0 | sed -n 's|^Starting at epoch \([0-9]*\)/.*|\1|p' | head -n 1) &&
 		[ "${start:-0}" -ge 4 ] && [ "$start" -le $((done_epochs + 1)) ]; then
-		ok "chief restarted late: it resumed from its backup at epoch $start (after $done_epochs) and ended"
+		ok "chief restarted late: it resumed from its checkpoint at epoch $start (after $done_epochs) and ended"
 	else
 		fail "chief restarted late: chief $(state chief-0), start '${start:-}', done $done_epochs: $(logs chief-0 | tail -n 5)"
 	fi

@@ -288,7 +288,7 @@ start_chief emb "$CLASSIFIER"
 # its embedding shards are large tensors (>= 4 KiB): read over ps0's bulk
 # port, an ephemeral one, reached at ps0's name
 bulk=""
-if wait_for 'grep -q "Finished epoch 1," "$TMP/emb.out"' 600; then
+if wait_for 'grep -q "Epoch 2/[0-9]*: " "$TMP/emb.out"' 600; then
 	bulk=$(ip netns exec "$P-ps0" ss -Hltn | awk '{ sub(/.*:/, "", $4); print $4 }' | grep -vx "$PORT")
 	bulk_peers=$(ip netns exec "$P-ps0" ss -Htn state established "( sport = :${bulk:-0} )" | grep -c "$NET\.2[01]:")
 fi
@@ -306,7 +306,7 @@ else
 	fail "embedding classifier: bulk fell back to nng: $(grep -h 'nng' "$TMP/emb.out" "$TMP"/emb-*.log | head -n 3)"
 fi
 acc=$(chief_log emb | sed -n 's/^accuracy = //p')
-loss=$(chief_log emb | sed -n 's/^Finished epoch [0-9]*, loss = \([0-9.]*\),.*/\1/p' | tail -n 1)
+loss=$(chief_log emb | sed -n 's/^Epoch [0-9]*\/[0-9]*: .* loss \([0-9.e+-]*\),.*/\1/p' | tail -n 1)
 if awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.95) }'; then
 	ok "embedding classifier across 5 hosts: accuracy = $acc, last loss = $loss"
 else

@@ -321,20 +321,115 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 	cr_assert(
 	    strstr(pasco_model_last_error(), "no dataset factory 'nope'"),
 	    "%s", pasco_model_last_error());
-	/* the shorthands are for a run without a list of its own */
-	pasco_callbacks *cbs;
-	PASCO_PASS(pasco_callbacks_create(&cbs));
+	/* resume needs a directory to resume from */
 	rv = pasco_model_fit(K.c, m,
-	    &(pasco_model_fit_options){.dataset = "md_bad_width",
-	        .steps_per_epoch                = 4,
-	        .callbacks                      = cbs,
-	        .logdir                         = "/tmp"},
+	    &(pasco_model_fit_options){
+	        .dataset = "md_train", .steps_per_epoch = 4, .resume = true},
 	    NULL);
 	cr_assert_eq(rv, PASCO_EINVAL, "%s", pasco_strerror(rv));
 	cr_assert(strstr(pasco_model_last_error(),
-	              "checkpoint_dir, logdir and verbose are shorthands") != NULL,
+	              "resume needs checkpoint_dir") != NULL,
 	    "%s", pasco_model_last_error());
-	pasco_callbacks_free(cbs);
 	pasco_model_free(m);
 	stop();
+}
+
+/* What a list of the user's own sees: where training starts, each epoch
+ * ended. */
+typedef struct seen {
+	int32_t initial_epoch;
+	int     epochs[8], n;
+} seen;
+
+static int
+seen_begin(void *user, pasco_fit_context *ctx)
+{
+	((seen *) user)->initial_epoch = ctx->initial_epoch;
+	return 0;
+}
+
+static int
+seen_epoch_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
+{
+	seen *s = user;
+	(void) logs;
+	s->epochs[s->n++ % 8] = ctx->epoch;
+	return 0;
+}
+
+/* fit once (epochs, shorthands, resume, a list of the user's own); the
+ * global step after it. */
+static int64_t
+fit_resuming(pasco_model *m, const char *root, int32_t epochs, seen *out)
+{
+	char             ck[256], tb[256];
+	pasco_callbacks *cbs;
+	pasco_variable  *gs;
+	pasco_tensor    *step;
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	PASCO_PASS(pasco_callbacks_add(cbs, (pasco_callback){.name = "seen",
+	                                        .begin     = seen_begin,
+	                                        .epoch_end = seen_epoch_end,
+	                                        .user      = out}));
+	snprintf(ck, sizeof(ck), "%s/ck", root);
+	snprintf(tb, sizeof(tb), "%s/tb", root);
+	int rv = pasco_model_fit(K.c, m,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .epochs                         = epochs,
+	        .steps_per_epoch                = 10,
+	        .checkpoint_dir                 = ck,
+	        .checkpoint_keep                = 1,
+	        .logdir                         = tb,
+	        .resume                         = true,
+	        .callbacks                      = cbs},
+	    NULL);
+	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
+	pasco_callbacks_free(cbs);
+	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+	PASCO_PASS(pasco_variable_read(gs, &step));
+	int64_t v = (int64_t) pasco_tensor_get(step, 0);
+	pasco_tensor_release(step);
+	pasco_variable_free(gs);
+	return v;
+}
+
+Test(model_fit, resumes_from_its_newest_checkpoint_with_shorthands_and_a_list)
+{
+	char            root[] = "/tmp/pasco-model-resume-XXXXXX", cmd[400];
+	seen            first = {0}, second = {0};
+	pasco_variable *gs;
+	pasco_tensor   *zero;
+
+	cr_assert_not_null(mkdtemp(root));
+	start(root);
+	pasco_model *m = mlp();
+	/* a fresh start: nothing to resume from */
+	cr_assert_eq(fit_resuming(m, root, 2, &first), 20);
+	cr_assert_eq(first.initial_epoch, 0);
+	cr_assert_eq(first.n, 2, "the list's epoch_end ran %d times", first.n);
+	cr_assert_eq(first.epochs[1], 1);
+	/* checkpoint_keep 1: only the newest; TensorBoard with the rate */
+	snprintf(cmd, sizeof(cmd),
+	    "test \"$(ls %s/ck)\" = ckpt-20 && "
+	    "grep -qa epoch_learning_rate %s/tb/train/events.out.tfevents.*",
+	    root, root);
+	cr_assert_eq(system(cmd), 0, "checkpoints or event files");
+
+	/* the global step set back here: only a restore brings it to 20 */
+	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+	PASCO_PASS(pasco_tensor_scalar(&zero, PASCO_I64, 0));
+	PASCO_PASS(pasco_variable_assign(gs, zero));
+	pasco_tensor_release(zero);
+	pasco_variable_free(gs);
+	/* started again with one epoch more: epoch 2 alone, from step 20 */
+	cr_assert_eq(fit_resuming(m, root, 3, &second), 30);
+	cr_assert_eq(second.initial_epoch, 2);
+	cr_assert_eq(second.n, 1);
+	cr_assert_eq(second.epochs[0], 2);
+	snprintf(cmd, sizeof(cmd), "test \"$(ls %s/ck)\" = ckpt-30", root);
+	cr_assert_eq(system(cmd), 0, "the resumed run's checkpoint");
+	pasco_model_free(m);
+	stop();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
 }

@@ -459,3 +459,41 @@ Test(tape, softmax_crossentropy_with_dense_labels_matches_finite_differences)
 	pasco_tensor_release(onehot);
 	pasco_tensor_release(x);
 }
+
+/* Keras's binary cross-entropy of a sigmoid's output goes through its
+ * logits: the same value and gradient as from the logits, and a gradient
+ * left at saturation, where clipped probabilities would give none. */
+Test(tape, binary_crossentropy_of_a_sigmoid_is_taken_from_its_logits)
+{
+	pasco_tensor *z = NULL, *y = NULL;
+	PASCO_PASS(pasco_tensor_from(&z, PASCO_F64, 1, (int64_t[]){3},
+	    (double[]){-40, 0.5, 30}, 3 * sizeof(double)));
+	PASCO_PASS(pasco_tensor_from(&y, PASCO_F64, 1, (int64_t[]){3},
+	    (double[]){1, 0, 0}, 3 * sizeof(double)));
+	pasco_tape     *tp;
+	pasco_tape_grad g[1], h[1];
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	pasco_tnode *src = pasco_tape_watch(tp, z);
+	pasco_tnode *a =
+	    pasco_t_binary_crossentropy(tp, pasco_t_sigmoid(tp, src), y);
+	pasco_tnode *b = pasco_t_binary_crossentropy_logits(tp, src, y);
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(a), 0),
+	    pasco_tensor_get(pasco_tnode_value(b), 0), 1e-12);
+	/* (40 + log1p(e^-40) + 0.974 + 30) / 3: beyond the clip's 16.1 */
+	cr_assert_gt(pasco_tensor_get(pasco_tnode_value(a), 0), 20);
+	PASCO_PASS(pasco_tape_gradient(tp, a, 1, &src, g));
+	PASCO_PASS(pasco_tape_gradient(tp, b, 1, &src, h));
+	for (int i = 0; i < 3; i++) {
+		cr_assert_float_eq(pasco_tensor_get(g[0].dense, i),
+		    pasco_tensor_get(h[0].dense, i), 1e-12);
+	}
+	/* d/dz of the mean at z = -40, y = 1: (sigmoid(z) - 1) / 3 */
+	cr_assert_float_eq(pasco_tensor_get(g[0].dense, 0), -1.0 / 3, 1e-9);
+	pasco_tape_grad_fini(g, 1);
+	pasco_tape_grad_fini(h, 1);
+	pasco_tape_free(tp);
+	pasco_tensor_release(z);
+	pasco_tensor_release(y);
+}

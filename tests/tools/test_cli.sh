@@ -100,7 +100,7 @@ good "linear_regression as the evaluator, without a checkpoint directory" \
 	'^evaluator: nothing to evaluate without --checkpoint-dir$' \
 	env TF_CONFIG="$(tf_config evaluator)" "$LINREG"
 good "embedding_classifier as the evaluator, without a checkpoint directory" \
-	'^evaluator: nothing to evaluate without --checkpoint-dir or --logdir$' \
+	'^evaluator: nothing to evaluate without --checkpoint-dir$' \
 	env TF_CONFIG="$(tf_config evaluator)" "$CLASSIFIER"
 bad "counter stray argument" "'stray'" env TF_CONFIG="$(tf_config chief)" "$COUNTER" stray
 bad "linear_regression --wrokers 2" "'--wrokers'" env TF_CONFIG="$(tf_config chief)" "$LINREG" --wrokers 2

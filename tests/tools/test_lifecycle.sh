@@ -114,7 +114,7 @@ fit() { # the chief's incarnation; its output in $tmp/$1.out. With
 	out=$1
 	shift
 	${FIT_EXEC:+exec} env PASCO_LINE_BUFFERED=1 TF_CONFIG="$(tf_config chief 0 "$p_ps" "$p_w" "$p_c")" \
-		"$classifier" --fit --steps 100 --checkpoint-dir "$tmp/ck" "$@" > "$tmp/$out.out" 2>&1
+		"$classifier" --steps 100 --checkpoint-dir "$tmp/ck" "$@" > "$tmp/$out.out" 2>&1
 }
 p_ps=$1 p_w=$2 p_c=$3
 FIT_EXEC=1 fit first --epochs 1000 &
