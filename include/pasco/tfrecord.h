@@ -43,6 +43,11 @@ int pasco_tfrecord_write(
  * writer is freed either way). */
 int pasco_tfrecord_writer_close(pasco_tfrecord_writer *w);
 
+/* Frees w without writing: nothing appears at its path, and a file
+ * already there is left as it was (for a writer whose records turned out
+ * incomplete). NULL is a no-op. */
+void pasco_tfrecord_writer_discard(pasco_tfrecord_writer *w);
+
 typedef struct pasco_tfrecord_options {
 	/* Skip records whose checksums do not match, instead of failing. */
 	bool skip_corrupt;

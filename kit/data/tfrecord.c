@@ -201,10 +201,18 @@ pasco_tfrecord_writer_close(pasco_tfrecord_writer *w)
 		    sizeof(pasci_data_error));
 	}
 	free(packed);
-	free(w->buf);
-	free(w->path);
-	free(w);
+	pasco_tfrecord_writer_discard(w);
 	return rv;
+}
+
+void
+pasco_tfrecord_writer_discard(pasco_tfrecord_writer *w)
+{
+	if (w != NULL) {
+		free(w->buf);
+		free(w->path);
+		free(w);
+	}
 }
 
 /* The reader's state, behind a generator dataset. */

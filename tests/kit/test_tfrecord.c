@@ -196,6 +196,33 @@ count_records(const char *path, bool gzip, int *status)
 	return n;
 }
 
+/* A discarded writer leaves no file and no temporary one, and a file
+ * already at its path as it was. */
+Test(tfrecord, a_discarded_writer_writes_nothing)
+{
+	pasco_tfrecord_writer *w;
+	char                   path[128], cmd[160];
+	int                    status;
+	strcpy(dir, "/tmp/pasco-tfr-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.tfrecord", dir);
+	PASCO_PASS(pasco_tfrecord_writer_open(&w, path));
+	PASCO_PASS(pasco_tfrecord_write(w, "lost", 4));
+	pasco_tfrecord_writer_discard(w);
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A %s)\"", dir);
+	cr_assert_eq(system(cmd), 0, "a discarded writer left a file");
+	write_records(path, false);
+	PASCO_PASS(pasco_tfrecord_writer_open(&w, path));
+	PASCO_PASS(pasco_tfrecord_write(w, "lost", 4));
+	pasco_tfrecord_writer_discard(w);
+	pasco_tfrecord_writer_discard(NULL);
+	cr_assert_eq(count_records(path, false, &status), 500);
+	cr_assert_eq(status, PASCO_EOUTOFRANGE);
+	snprintf(cmd, sizeof(cmd), "test $(ls -A %s | wc -l) = 1", dir);
+	cr_assert_eq(system(cmd), 0, "a discarded writer left a file");
+	cleanup();
+}
+
 /* GZIP files: ours inflate (by the gzip tool) to exactly the plain file,
  * and files the gzip tool compressed read back; a broken one is an error
  * naming it. */
