@@ -181,8 +181,8 @@ pasco_model_predict(pasco_coordinator *c, pasco_model *m,
 {
 	int32_t       shards;
 	pasco_value **res   = NULL;
-	pasco_tensor *ex[2] = {NULL, NULL};
-	int64_t       total = 0;
+	pasco_tensor *ex[3] = {NULL, NULL, NULL};
+	int64_t       total = 0, format;
 	int           rv;
 
 	if ((rv = check_model(
@@ -193,22 +193,33 @@ pasco_model_predict(pasco_coordinator *c, pasco_model *m,
 		return pasci_model_fail(
 		    PASCO_EINVAL, "predict: no output directory");
 	}
+	if (o->format != PASCO_PREDICT_CSV &&
+	    o->format != PASCO_PREDICT_TFRECORD) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "predict: format %d is neither PASCO_PREDICT_CSV nor "
+		    "PASCO_PREDICT_TFRECORD",
+		    (int) o->format);
+	}
+	format = o->format;
 	shards = shards_of(c, o->shards);
 	if ((res = calloc((size_t) shards, sizeof(*res))) == NULL ||
 	    string_tensor(o->dataset, &ex[0]) != 0 ||
-	    string_tensor(o->dir, &ex[1]) != 0) {
+	    string_tensor(o->dir, &ex[1]) != 0 ||
+	    pasco_tensor_from(
+	        &ex[2], PASCO_I64, 0, NULL, &format, sizeof(format)) != 0) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	} else {
 		rv = run_shards(
-		    c, m, "pasco.model_predict", ex, 2, shards, res);
+		    c, m, "pasco.model_predict", ex, 3, shards, res);
 	}
 	for (int32_t k = 0; res != NULL && k < shards; k++) {
 		total += rv == 0 ? (int64_t) pasco_value_scalar(res[k]) : 0;
 		pasco_value_free(res[k]);
 	}
 	free(res);
-	pasco_tensor_release(ex[0]);
-	pasco_tensor_release(ex[1]);
+	for (size_t i = 0; i < 3; i++) {
+		pasco_tensor_release(ex[i]);
+	}
 	if (rows != NULL) {
 		*rows = rv == 0 ? total : 0;
 	}

@@ -8,16 +8,19 @@
  *                         (one assign_add).
  *   pasco.model_evaluate  model args, factory, shard, shards: the whole
  *                         shard; returns [loss sum, examples, counts...].
- *   pasco.model_predict   model args, factory, dir, shard, shards: the
- *                         shard's outputs into one CSV file, written to a
- *                         temporary name and renamed; returns its rows.
+ *   pasco.model_predict   model args, factory, dir, format, shard,
+ *                         shards: the shard's outputs into one CSV or
+ *                         TFRecord file, written to a temporary name and
+ *                         renamed; returns its rows.
  * A shard's dataset is the factory's, called with worker_index = shard
  * and num_workers = shards. Run by the worker's handler threads, each
  * call with its own model copy and tapes.
  */
 #include "model_impl.h"
+#include "pasco/example.h"
 #include "pasco/function.h"
 #include "pasco/server.h"
+#include "pasco/tfrecord.h"
 #include "registry.h"
 
 #include <errno.h>
@@ -289,10 +292,60 @@ model_evaluate(pasco_call *call)
 	return rv;
 }
 
+/* A shard's predictions file: CSV through f, written to tmp and renamed
+ * to path by predict_close; or TFRecord through w, whose close does the
+ * same. One of f and w is set. */
 typedef struct predict_out {
-	FILE   *f;
-	int64_t rows;
+	FILE                  *f;
+	pasco_tfrecord_writer *w;
+	int64_t                rows;
+	char                   path[NAME_MAX_BYTES + 64];
+	char                   tmp[NAME_MAX_BYTES + 128];
 } predict_out;
+
+static int
+csv_rows(predict_out *o, const pasco_tensor *t, int64_t n, int64_t w)
+{
+	for (int64_t i = 0; i < n; i++) {
+		for (int64_t j = 0; j < w; j++) {
+			fprintf(o->f, "%s%.9g", j > 0 ? "," : "",
+			    pasco_tensor_get(t, i * w + j));
+		}
+		fputc('\n', o->f);
+	}
+	return ferror(o->f) ? PASCO_EIO : PASCO_OK;
+}
+
+/* A record per example: an Example of one float_list feature, "output",
+ * its row of t. */
+static int
+tfrecord_rows(predict_out *o, const pasco_tensor *t, int64_t n, int64_t w)
+{
+	pasco_tensor *row;
+	pasco_value  *ex;
+	int           rv = pasco_tensor_alloc(&row, PASCO_F32, 1, &w);
+	if (rv != 0) {
+		return rv;
+	}
+	if ((ex = pasco_value_dict(1, "output", pasco_value_tensor(row))) ==
+	    NULL) {
+		return PASCO_ENOMEM;
+	}
+	for (int64_t i = 0; rv == 0 && i < n; i++) {
+		void  *buf;
+		size_t len;
+		for (int64_t j = 0; j < w; j++) {
+			((float *) row->data)[j] =
+			    (float) pasco_tensor_get(t, i * w + j);
+		}
+		if ((rv = pasco_example_encode(ex, &buf, &len)) == 0) {
+			rv = pasco_tfrecord_write(o->w, buf, len);
+			free(buf);
+		}
+	}
+	pasco_value_free(ex);
+	return rv;
+}
 
 static int
 predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
@@ -302,6 +355,7 @@ predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
 	pasco_tape_var     *vars = calloc(m->nvars + 1, sizeof(*vars));
 	pasco_tnode        *out  = pasco_model_call(m, tp, in, vars);
 	const pasco_tensor *t    = out != NULL ? pasco_tnode_value(out) : NULL;
+	int                 rv;
 	(void) y;
 	free(vars);
 	if (t == NULL) {
@@ -309,15 +363,9 @@ predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
 		                                 : PASCO_ENOMEM;
 	}
 	int64_t n = t->shape[0], w = t->count / (n > 0 ? n : 1);
-	for (int64_t i = 0; i < n; i++) {
-		for (int64_t j = 0; j < w; j++) {
-			fprintf(o->f, "%s%.9g", j > 0 ? "," : "",
-			    pasco_tensor_get(t, i * w + j));
-		}
-		fputc('\n', o->f);
-	}
-	o->rows += n;
-	return ferror(o->f) ? PASCO_EIO : PASCO_OK;
+	rv = o->w != NULL ? tfrecord_rows(o, t, n, w) : csv_rows(o, t, n, w);
+	o->rows += rv == 0 ? n : 0;
+	return rv;
 }
 
 /* The header of a predictions file: output, or output_0, output_1, ... */
@@ -334,14 +382,71 @@ write_header(FILE *f, int64_t width)
 	fputc('\n', f);
 }
 
+/* Starts shard's file of shards in dir, in format (pasco_predict_format). */
+static int
+predict_open(pasco_call *call, predict_out *o, const char *dir,
+    const int64_t where[2], int64_t format, int64_t width)
+{
+	bool tfr = format == PASCO_PREDICT_TFRECORD;
+	if (!tfr && format != PASCO_PREDICT_CSV) {
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "predict: format %lld is unknown", (long long) format);
+	}
+	snprintf(o->path, sizeof(o->path),
+	    "%s/predictions-%05lld-of-%05lld.%s", dir, (long long) where[0],
+	    (long long) where[1], tfr ? "tfrecord" : "csv");
+	if (tfr) {
+		return pasco_tfrecord_writer_open(&o->w, o->path) != 0
+		           ? pasco_call_fail(
+		                 call, PASCO_ENOMEM, "out of memory")
+		           : PASCO_OK;
+	}
+	snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%d-%p", o->path,
+	    (int) getpid(), (void *) call);
+	if ((o->f = fopen(o->tmp, "w")) == NULL) {
+		return pasco_call_fail(call, PASCO_EIO,
+		    "predict: cannot write %s: %s", o->tmp, strerror(errno));
+	}
+	write_header(o->f, width);
+	return PASCO_OK;
+}
+
+/* Puts the file in place when rv is 0 (all its rows written), or drops
+ * it. Returns rv, or the failure to write. */
+static int
+predict_close(pasco_call *call, predict_out *o, int rv)
+{
+	if (o->w != NULL && rv != 0) {
+		pasco_tfrecord_writer_discard(o->w);
+	} else if (o->w != NULL &&
+	           (rv = pasco_tfrecord_writer_close(o->w)) != 0) {
+		rv = pasco_call_fail(
+		    call, rv, "predict: %s", pasco_tfrecord_last_error());
+	}
+	if (o->f == NULL) {
+		return rv;
+	}
+	if (fclose(o->f) != 0 && rv == 0) {
+		rv = pasco_call_fail(
+		    call, PASCO_EIO, "predict: writing %s failed", o->tmp);
+	}
+	if (rv == 0 && rename(o->tmp, o->path) != 0) {
+		rv = pasco_call_fail(call, PASCO_EIO,
+		    "predict: renaming %s: %s", o->path, strerror(errno));
+	}
+	if (rv != 0) {
+		unlink(o->tmp);
+	}
+	return rv;
+}
+
 static int
 model_predict(pasco_call *call)
 {
-	char         dir[NAME_MAX_BYTES], path[NAME_MAX_BYTES + 64];
-	char         tmp[sizeof(path) + 64];
+	char         dir[NAME_MAX_BYTES];
 	predict_out  o = {0};
 	pasco_model *m;
-	int64_t      shard, shards;
+	int64_t      where[2], format;
 	size_t       n = pasco_call_arg_count(call), k;
 	int          rv;
 
@@ -350,32 +455,15 @@ model_predict(pasco_call *call)
 	}
 	k = pasco_model_num_args(m);
 	if ((rv = string_arg(call, k + 1, dir, sizeof(dir))) != 0 ||
-	    (rv = i64_arg(call, n - 2, &shard)) != 0 ||
-	    (rv = i64_arg(call, n - 1, &shards)) != 0) {
+	    (rv = i64_arg(call, k + 2, &format)) != 0 ||
+	    (rv = i64_arg(call, n - 2, &where[0])) != 0 ||
+	    (rv = i64_arg(call, n - 1, &where[1])) != 0 ||
+	    (rv = predict_open(call, &o, dir, where, format,
+	         pasco_model_output_width(m))) != 0) {
 		goto done;
 	}
-	snprintf(path, sizeof(path), "%s/predictions-%05lld-of-%05lld.csv",
-	    dir, (long long) shard, (long long) shards);
-	snprintf(tmp, sizeof(tmp), "%s.tmp-%d-%p", path, (int) getpid(),
-	    (void *) call);
-	if ((o.f = fopen(tmp, "w")) == NULL) {
-		rv = pasco_call_fail(call, PASCO_EIO,
-		    "predict: cannot write %s: %s", tmp, strerror(errno));
-		goto done;
-	}
-	write_header(o.f, pasco_model_output_width(m));
 	rv = each_batch(call, m, k, false, predict_batch, &o);
-	if (fclose(o.f) != 0 && rv == 0) {
-		rv = pasco_call_fail(
-		    call, PASCO_EIO, "predict: writing %s failed", tmp);
-	}
-	if (rv == 0 && rename(tmp, path) != 0) {
-		rv = pasco_call_fail(call, PASCO_EIO,
-		    "predict: renaming %s: %s", path, strerror(errno));
-	}
-	if (rv != 0) {
-		unlink(tmp);
-	} else {
+	if ((rv = predict_close(call, &o, rv)) == 0) {
 		double rows = (double) o.rows;
 		rv          = return_f64(call, 1, &rows);
 	}

@@ -201,18 +201,32 @@ typedef struct pasco_model_evaluate_options {
 int pasco_model_evaluate(pasco_coordinator *c, pasco_model *m,
     const pasco_model_evaluate_options *o, pasco_logs *logs);
 
+/* The file format of pasco_model_predict's output. */
+typedef enum pasco_predict_format {
+	PASCO_PREDICT_CSV      = 0, /* predictions-KKKKK-of-NNNNN.csv */
+	PASCO_PREDICT_TFRECORD = 1, /* predictions-KKKKK-of-NNNNN.tfrecord */
+} pasco_predict_format;
+
 /* predict: batch scoring of the shards of `dataset` (called as evaluate
- * calls it), one CSV file per shard, dir/predictions-KKKKK-of-NNNNN.csv,
- * with a header (output, or output_0, output_1, ... for a wider output)
- * and a row per example in the shard's order. A shard's file is written
- * to a temporary name and renamed when complete, so a shard run again
- * after a worker failure replaces it: each example once. dir must exist
- * and be reachable by every worker. *rows (may be NULL) gets the number
- * of rows written. Blocks. */
+ * calls it), one file per shard, dir/predictions-KKKKK-of-NNNNN.<ext>,
+ * in `format`:
+ * - PASCO_PREDICT_CSV (the default): .csv, with a header (output, or
+ *   output_0, output_1, ... for a wider output) and a row per example
+ *   in the shard's order;
+ * - PASCO_PREDICT_TFRECORD: .tfrecord, a record per example in the
+ *   shard's order, each a tf.train.Example with one float_list feature
+ *   "output" holding the example's output row (all its values), framed
+ *   as pasco_tfrecord_writer writes (tfrecord.h).
+ * A shard's file is written to a temporary name and renamed when
+ * complete, so a shard run again after a worker failure replaces it:
+ * each example once. dir must exist and be reachable by every worker.
+ * *rows (may be NULL) gets the number of examples written. An unknown
+ * format is PASCO_EINVAL naming the field. Blocks. */
 typedef struct pasco_model_predict_options {
-	const char *dataset;
-	int32_t     shards;
-	const char *dir;
+	const char          *dataset;
+	int32_t              shards;
+	const char          *dir;
+	pasco_predict_format format;
 } pasco_model_predict_options;
 
 int pasco_model_predict(pasco_coordinator *c, pasco_model *m,

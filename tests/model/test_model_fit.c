@@ -200,6 +200,60 @@ check_predictions(const char *dir, int k, double (*probs)[MD_CLASSES])
 	return rows;
 }
 
+/* Shard k of 2's TFRecord predictions, read back with the library's
+ * reader and Example parser: a record per example k, k + 2, ... in order,
+ * its "output" the CSV file's row (as f32) and the expected
+ * probabilities. */
+static int
+check_tfrecord_predictions(const char *dir, int k, double (*probs)[MD_CLASSES])
+{
+	pasco_feature_spec spec = {.name = "output",
+	    .type                        = PASCO_FEATURE_FLOAT,
+	    .length                      = MD_CLASSES};
+	char               path[256], csv[256], line[256], err[256];
+	const char        *name = path;
+	pasco_dataset     *ds;
+	pasco_value       *e, *ex;
+	FILE              *f;
+	int                rows = 0, rv;
+	snprintf(path, sizeof(path), "%s/predictions-%05d-of-00002.tfrecord",
+	    dir, k);
+	snprintf(csv, sizeof(csv), "%s/predictions-%05d-of-00002.csv", dir, k);
+	cr_assert_not_null(f = fopen(csv, "r"), "no %s", csv);
+	cr_assert_not_null(fgets(line, sizeof(line), f)); /* the header */
+	PASCO_PASS(pasco_dataset_tfrecord(&ds, &name, 1, NULL));
+	while ((rv = pasco_dataset_next(ds, &e)) == PASCO_OK) {
+		const pasco_tensor *t = pasco_value_as_tensor(e);
+		int                 i = k + 2 * rows++;
+		double              p[MD_CLASSES];
+		cr_assert_lt(i, MD_EVAL, "%s: too many records", path);
+		PASCO_PASS(pasco_example_parse(t->data, (size_t) t->count,
+		    &spec, 1, &ex, err, sizeof(err)));
+		t = pasco_value_as_tensor(pasco_value_get(ex, "output"));
+		cr_assert_not_null(fgets(line, sizeof(line), f));
+		cr_assert_eq(
+		    sscanf(line, "%lf,%lf,%lf", &p[0], &p[1], &p[2]), 3);
+		for (int c = 0; c < MD_CLASSES; c++) {
+			float got = ((const float *) t->data)[c];
+			cr_assert_eq(got, (float) p[c],
+			    "%s: record %d output %d: %.9g, the CSV has %.9g",
+			    path, rows, c, got, p[c]);
+			cr_assert_float_eq(got, probs[i][c], 1e-5,
+			    "%s: record %d (example %d) output %d: %g, want "
+			    "%g",
+			    path, rows, i, c, got, probs[i][c]);
+		}
+		pasco_value_free(ex);
+		pasco_value_free(e);
+	}
+	cr_assert_eq(rv, PASCO_EOUTOFRANGE, "%s: %s", path,
+	    pasco_tfrecord_last_error());
+	cr_assert_null(fgets(line, sizeof(line), f), "%s: rows left", csv);
+	fclose(f);
+	pasco_dataset_free(ds);
+	return rows;
+}
+
 Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
 {
 	static double   probs[MD_EVAL][MD_CLASSES];
@@ -289,6 +343,27 @@ Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
 	    MD_EVAL);
 	snprintf(cmd, sizeof(cmd), "test $(ls %s | wc -l) = 2", dir);
 	cr_assert_eq(system(cmd), 0, "only the two files, no temporary ones");
+	/* and as TFRecord files of Examples, the same rows */
+	cr_assert_eq(pasco_model_predict(K.c, m,
+	                 &(pasco_model_predict_options){.dataset = "md_eval",
+	                     .shards                             = 2,
+	                     .dir                                = dir,
+	                     .format = PASCO_PREDICT_TFRECORD},
+	                 &rows),
+	    0, "predict: %s", pasco_model_last_error());
+	cr_assert_eq(rows, MD_EVAL);
+	cr_assert_eq(check_tfrecord_predictions(dir, 0, probs) +
+	                 check_tfrecord_predictions(dir, 1, probs),
+	    MD_EVAL);
+	snprintf(cmd, sizeof(cmd), "test $(ls %s | wc -l) = 4", dir);
+	cr_assert_eq(system(cmd), 0, "only four files, no temporary ones");
+	cr_assert_eq(pasco_model_predict(K.c, m,
+	                 &(pasco_model_predict_options){
+	                     .dataset = "md_eval", .dir = dir, .format = 7},
+	                 NULL),
+	    PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(), "format 7") != NULL, "%s",
+	    pasco_model_last_error());
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 	pasco_model_free(m);
