@@ -1,7 +1,8 @@
 /*
  * Runs the independent TensorBoard event-file reader
  * (tests/tools/read_events.py, named by PASCO_READ_EVENTS) on a file and
- * parses its JSON, for the tests of event files.
+ * parses its JSON, for the tests of event files and, with --examples, of
+ * TFRecord files of tf.train.Example.
  */
 #ifndef PASCO_TEST_EVENTS_READER_H
 #define PASCO_TEST_EVENTS_READER_H
@@ -15,10 +16,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The reader's JSON for path (cJSON_Delete it), or NULL with its exit
- * status in *status and its stderr in err. */
+/* The reader's JSON for path read with flags ("" or "--examples";
+ * cJSON_Delete it), or NULL with its exit status in *status and its
+ * stderr in err. */
 static inline cJSON *
-read_events(const char *path, int *status, char *err, size_t errlen)
+read_records_as(
+    const char *flags, const char *path, int *status, char *err, size_t errlen)
 {
 	const char *reader = getenv("PASCO_READ_EVENTS");
 	char        cmd[2048], errpath[] = "/tmp/pasco-read-errXXXXXX";
@@ -30,8 +33,8 @@ read_events(const char *path, int *status, char *err, size_t errlen)
 	cr_assert(reader != NULL, "PASCO_READ_EVENTS is not set");
 	cr_assert(efd >= 0);
 	close(efd);
-	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' 2>'%s'", reader, path,
-	    errpath);
+	snprintf(cmd, sizeof(cmd), "python3 '%s' %s '%s' 2>'%s'", reader,
+	    flags, path, errpath);
 	cr_assert((p = popen(cmd, "r")) != NULL);
 	n       = fread(out, 1, sizeof(out) - 1, p);
 	out[n]  = '\0';
@@ -45,6 +48,13 @@ read_events(const char *path, int *status, char *err, size_t errlen)
 	}
 	unlink(errpath);
 	return *status == 0 ? cJSON_Parse(out) : NULL;
+}
+
+/* The reader's JSON for the event file path, as read_records_as. */
+static inline cJSON *
+read_events(const char *path, int *status, char *err, size_t errlen)
+{
+	return read_records_as("", path, status, err, errlen);
 }
 
 /* The one event file in dir, read (asserts there is exactly one). */

@@ -6,6 +6,7 @@
  * predict are checked against values computed here from the trained
  * variables; a layer's shape error comes back from a worker to the chief.
  */
+#include "events_reader.h"
 #include "helpers.h"
 #include "model_data.h"
 
@@ -254,6 +255,40 @@ check_tfrecord_predictions(const char *dir, int k, double (*probs)[MD_CLASSES])
 	return rows;
 }
 
+/* The same file read by an independent reader (read_events.py
+ * --examples: its own framing checks, CRC-32C and proto decoding): as
+ * many records as check_tfrecord_predictions read, each its expected
+ * probabilities. */
+static void
+cross_check_tfrecord(
+    const char *dir, int k, int rows, double (*probs)[MD_CLASSES])
+{
+	char         path[256], err[512];
+	int          status, r = 0;
+	const cJSON *ex;
+	snprintf(path, sizeof(path), "%s/predictions-%05d-of-00002.tfrecord",
+	    dir, k);
+	cJSON *doc =
+	    read_records_as("--examples", path, &status, err, sizeof(err));
+	cr_assert_not_null(doc, "reader failed (%d): %s", status, err);
+	cr_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "truncated_at")));
+	cr_assert_eq(
+	    cJSON_GetArraySize(cJSON_GetObjectItem(doc, "examples")), rows);
+	cJSON_ArrayForEach(ex, cJSON_GetObjectItem(doc, "examples"))
+	{
+		const cJSON *out = cJSON_GetObjectItem(ex, "output");
+		int          i   = k + 2 * r++;
+		cr_assert_eq(cJSON_GetArraySize(out), MD_CLASSES);
+		for (int c = 0; c < MD_CLASSES; c++) {
+			cr_assert_float_eq(
+			    cJSON_GetArrayItem(out, c)->valuedouble,
+			    probs[i][c], 1e-5, "%s: record %d output %d", path,
+			    r, c);
+		}
+	}
+	cJSON_Delete(doc);
+}
+
 Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
 {
 	static double   probs[MD_EVAL][MD_CLASSES];
@@ -352,9 +387,11 @@ Test(model_fit, an_mlp_learns_with_fit_and_evaluate_and_predict_agree)
 	                 &rows),
 	    0, "predict: %s", pasco_model_last_error());
 	cr_assert_eq(rows, MD_EVAL);
-	cr_assert_eq(check_tfrecord_predictions(dir, 0, probs) +
-	                 check_tfrecord_predictions(dir, 1, probs),
-	    MD_EVAL);
+	int shard0 = check_tfrecord_predictions(dir, 0, probs);
+	cr_assert_eq(
+	    shard0 + check_tfrecord_predictions(dir, 1, probs), MD_EVAL);
+	cross_check_tfrecord(dir, 0, shard0, probs);
+	cross_check_tfrecord(dir, 1, MD_EVAL - shard0, probs);
 	snprintf(cmd, sizeof(cmd), "test $(ls %s | wc -l) = 4", dir);
 	cr_assert_eq(system(cmd), 0, "only four files, no temporary ones");
 	cr_assert_eq(pasco_model_predict(K.c, m,

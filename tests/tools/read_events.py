@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reads a TensorBoard event file without TensorFlow or protobuf.
+"""Reads a TensorBoard event file (or, with --examples, a TFRecord file of
+tf.train.Example) without TensorFlow or protobuf.
 
 Checks the TFRecord framing of every record (u64 LE length, masked CRC-32C
 of the length, data, masked CRC-32C of the data; its own CRC-32C table) and
@@ -17,7 +18,14 @@ the end (a writer still writing, or killed) is reported as truncated_at and
 is not an error; a checksum mismatch or malformed proto is: a message on
 stderr naming the offset, exit status 1.
 
-Usage: read_events.py FILE
+With --examples, the records are tf.train.Example instead (example.proto:
+Example { Features features = 1; } Features { map<string, Feature>
+feature = 1; } Feature { ... FloatList float_list = 2; ... } FloatList
+{ repeated float value = 1 [packed = true]; }), and it prints
+{"examples": [{name: [float, ...]}, ...], "truncated_at": ...} with each
+record's float_list features (other kinds are left out).
+
+Usage: read_events.py [--examples] FILE
 """
 import json
 import struct
@@ -136,21 +144,27 @@ def decode_event(buf):
     return event
 
 
-def read(path):
+def decode_all(path, decode):
+    """decode(payload) of each record of path, and the truncation offset
+    or None."""
     with open(path, "rb") as f:
         data = f.read()
-    out = {"file_version": None, "scalars": [], "truncated_at": None}
-    gen = records(data)
+    out, gen = [], records(data)
     while True:
         try:
             off, payload = next(gen)
         except StopIteration as stop:
-            out["truncated_at"] = stop.value
-            return out
+            return out, stop.value
         try:
-            event = decode_event(payload)
+            out.append(decode(payload))
         except Corrupt as e:
             raise Corrupt("record at offset %d: %s" % (off, e))
+
+
+def read(path):
+    events, truncated_at = decode_all(path, decode_event)
+    out = {"file_version": None, "scalars": [], "truncated_at": truncated_at}
+    for event in events:
         if event["file_version"] is not None and out["file_version"] is None:
             out["file_version"] = event["file_version"]
         for tag, value in event["values"]:
@@ -158,19 +172,51 @@ def read(path):
                 out["scalars"].append({"step": event["step"], "tag": tag,
                                        "value": value,
                                        "wall_time": event["wall_time"]})
+    return out
+
+
+def submessages(buf, number):
+    return [v for field, wire, v in fields(buf) if field == number and wire == 2]
+
+
+def floats(buf):
+    values = []
+    for field, wire, v in fields(buf):
+        if field == 1 and wire == 2:  # packed
+            values += struct.unpack("<%df" % (len(v) // 4), v)
+        elif field == 1 and wire == 5:
+            values += struct.unpack("<f", v)
+    return values
+
+
+def decode_example(buf):
+    out = {}
+    for features in submessages(buf, 1):
+        for entry in submessages(features, 1):
+            keys = submessages(entry, 1)
+            for feature in submessages(entry, 2):
+                for float_list in submessages(feature, 2):
+                    out[keys[0].decode("utf-8")] = floats(float_list)
+    return out
+
+
+def read_examples(path):
+    examples, truncated_at = decode_all(path, decode_example)
+    return {"examples": examples, "truncated_at": truncated_at}
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write("usage: read_events.py FILE\n")
+    examples = len(argv) == 3 and argv[1] == "--examples"
+    if len(argv) != 2 and not examples:
+        sys.stderr.write("usage: read_events.py [--examples] FILE\n")
         return 2
     try:
-        out = read(argv[1])
+        out = read_examples(argv[2]) if examples else read(argv[1])
     except Corrupt as e:
-        sys.stderr.write("%s: %s\n" % (argv[1], e))
+        sys.stderr.write("%s: %s\n" % (argv[-1], e))
         return 1
     except OSError as e:
-        sys.stderr.write("%s: %s\n" % (argv[1], e.strerror))
+        sys.stderr.write("%s: %s\n" % (argv[-1], e.strerror))
         return 2
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
