@@ -204,90 +204,149 @@ shard_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 	pthread_mutex_unlock(&f->mu);
 }
 
-/* Whether call c of shard i moves enough tensor bytes for a bulk
- * connection (bulk.h): its request's tensors, plus the reply's for a read
- * (the shard) or a gather (the rows). */
-static bool
-wants_bulk(const pasco_variable *v, int32_t i, const shard_call *c)
-{
-	size_t row   = pasci_variable_row_bytes(v);
-	size_t bytes = 0;
-	if (c->b.hdr.method == PASCI_METHOD_VAR_READ) {
-		bytes = (size_t) v->shards[i].rows * row;
-	} else if (c->b.hdr.method == PASCI_METHOD_VAR_GATHER &&
-	           c->b.ntensors == 1) {
-		bytes = (size_t) c->b.tensors[0]->count * row;
-	}
-	for (size_t k = 0; k < c->b.ntensors; k++) {
-		bytes += c->b.tensors[k]->nbytes;
-	}
-	return bytes >= PASCI_BULK_MIN_BYTES;
-}
+/* One request to one ps: its shard calls (several travel as one
+ * VAR_MULTI, each a part), sent over the ps's bulk port when it has one
+ * (the cheapest per message), else over nng. */
+typedef struct ps_request {
+	pasci_rpc_client  *client;
+	int64_t            timeout_ms;
+	shard_call       **calls;
+	size_t             n, cap;
+	pasci_wire_builder multi; /* n > 1 */
+	bool               bulk;  /* pending holds the bulk request sent */
+	pasci_bulk_pending pending;
+} ps_request;
 
+/* The reply (or failure) of r, given to its calls; reply is taken over.
+ * Once its last call is done, r may be gone: nothing of it is read
+ * after. */
 static void
-shard_send(pasco_variable *v, int32_t i, shard_call *c, fanout *f)
+request_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 {
-	nng_msg *msg;
-	c->fan        = f;
-	c->b.hdr.name = v->shards[i].name;
-	if (pasci_rpc_client_wait_for_call(
-	        v->shards[i].client, v->timeout_ms) != 0) {
-		shard_done(
-		    c, PASCO_EUNAVAILABLE, NULL, "the ps did not answer");
+	ps_request  *r     = arg;
+	size_t       n     = r->n;
+	shard_call **calls = r->calls;
+	char         why[300];
+	if (n == 1) {
+		shard_done(calls[0], err, reply, detail);
 		return;
 	}
-	if (wants_bulk(v, i, c)) { /* synchronous, on this thread */
-		pasci_wire_msg reply;
-		char           detail[300];
-		int rv = pasci_bulk_call_server(v->shards[i].client, &c->b,
-		    v->timeout_ms, &reply, detail, sizeof(detail));
-		if (rv != PASCO_ENOTFOUND) { /* else: no bulk there, use nng */
-			shard_done(c, rv, rv == 0 ? &reply : NULL, detail);
-			return;
-		}
+	if (err == 0 && reply->hdr->status != 0) {
+		err = reply->hdr->status;
+		pasci_fmt(why, sizeof(why), "%s", reply->hdr->error);
+		detail = why;
+	} else if (err == 0 && reply->ntensors != n) {
+		err = PASCO_EPROTO;
+		pasci_fmt(why, sizeof(why),
+		    "%zu requests in one were answered with %zu replies", n,
+		    reply->ntensors);
+		detail = why;
 	}
-	if (pasci_wire_encode(&c->b, &msg) != 0) {
-		shard_done(c, PASCO_ENOMEM, NULL, "out of memory");
+	for (size_t k = 0; k < n; k++) {
+		pasci_wire_msg part;
+		int            rv = err;
+		if (rv == 0 &&
+		    (rv = pasci_wire_decode_part(
+		         &part, reply->tensors[k], why, sizeof(why))) != 0) {
+			detail = why;
+		}
+		shard_done(calls[k], rv, rv == 0 ? &part : NULL, detail);
+	}
+	if (reply != NULL) {
+		pasci_wire_msg_fini(reply);
+	}
+}
+
+/* Sends r: over the ps's bulk port (r->bulk: its reply is then waited for
+ * by request_finish), else over nng (request_done runs when it
+ * arrives). */
+static void
+request_send(ps_request *r)
+{
+	pasci_wire_builder *b = &r->calls[0]->b;
+	char                detail[300];
+	nng_msg            *msg;
+	int                 rv;
+	if (pasci_rpc_client_wait_for_call(r->client, r->timeout_ms) != 0) {
+		request_done(
+		    r, PASCO_EUNAVAILABLE, NULL, "the ps did not answer");
 		return;
 	}
-	pasci_rpc_call_async(
-	    v->shards[i].client, msg, v->timeout_ms, shard_done, c);
-}
-
-/* Sends every used call of v, counted in f. */
-static void
-calls_send(pasco_variable *v, shard_call *calls, fanout *f)
-{
-	for (int32_t i = 0; i < v->nshards; i++) {
-		if (calls[i].used) {
-			pthread_mutex_lock(&f->mu);
-			f->pending++;
-			pthread_mutex_unlock(&f->mu);
-			shard_send(v, i, &calls[i], f);
+	if (r->n > 1) {
+		b = &r->multi;
+		pasci_wire_builder_init(b, PASCI_METHOD_VAR_MULTI);
+		for (size_t k = 0; k < r->n; k++) {
+			pasci_wire_add_part(b, &r->calls[k]->b);
 		}
 	}
-}
-
-static void
-fanout_init(fanout *f)
-{
-	pthread_mutex_init(&f->mu, NULL);
-	pthread_cond_init(&f->cv, NULL);
-	f->pending = 1; /* held until every call is sent */
-}
-
-/* Drops the hold of fanout_init, waits for every call, then frees f. */
-static void
-fanout_wait(fanout *f)
-{
-	pthread_mutex_lock(&f->mu);
-	f->pending--;
-	while (f->pending > 0) {
-		pthread_cond_wait(&f->cv, &f->mu);
+	rv = pasci_bulk_begin(
+	    r->client, b, r->timeout_ms, &r->pending, detail, sizeof(detail));
+	if (rv == 0) {
+		r->bulk = true;
+	} else if (rv != PASCO_ENOTFOUND) {
+		request_done(r, rv, NULL, detail);
+	} else if (pasci_wire_encode(b, &msg) != 0) { /* no bulk: nng */
+		request_done(r, PASCO_ENOMEM, NULL, "out of memory");
+	} else {
+		pasci_rpc_call_async(
+		    r->client, msg, r->timeout_ms, request_done, r);
 	}
-	pthread_mutex_unlock(&f->mu);
-	pthread_cond_destroy(&f->cv);
-	pthread_mutex_destroy(&f->mu);
+	if (r->n > 1) {
+		pasci_wire_builder_fini(b); /* sent or copied */
+	}
+}
+
+static void
+request_finish(ps_request *r)
+{
+	pasci_wire_msg reply;
+	char           detail[300];
+	int            rv =
+	    pasci_bulk_finish(&r->pending, &reply, detail, sizeof(detail));
+	request_done(r, rv, rv == 0 ? &reply : NULL, detail);
+}
+
+/* Adds call c (shard i of v) to the request to its ps, *reqs (of *nreqs)
+ * growing. */
+static int
+request_add(ps_request **reqs, size_t *nreqs, size_t *cap, pasco_variable *v,
+    int32_t i, shard_call *c)
+{
+	ps_request *r = NULL;
+	for (size_t k = 0; k < *nreqs && r == NULL; k++) {
+		r = (*reqs)[k].client == v->shards[i].client ? &(*reqs)[k]
+		                                             : NULL;
+	}
+	if (r == NULL) {
+		if (*nreqs == *cap) {
+			size_t      want = *cap == 0 ? 4 : 2 * *cap;
+			ps_request *grown =
+			    realloc(*reqs, want * sizeof(**reqs));
+			if (grown == NULL) {
+				return PASCO_ENOMEM;
+			}
+			*reqs = grown;
+			*cap  = want;
+		}
+		r  = &(*reqs)[(*nreqs)++];
+		*r = (ps_request){.client = v->shards[i].client,
+		    .timeout_ms           = v->timeout_ms};
+	}
+	if (r->n == r->cap) {
+		size_t       want = r->cap == 0 ? 4 : 2 * r->cap;
+		shard_call **grown =
+		    realloc(r->calls, want * sizeof(*r->calls));
+		if (grown == NULL) {
+			return PASCO_ENOMEM;
+		}
+		r->calls = grown;
+		r->cap   = want;
+	}
+	c->b.hdr.name    = v->shards[i].name;
+	r->calls[r->n++] = c;
+	r->timeout_ms =
+	    v->timeout_ms > r->timeout_ms ? v->timeout_ms : r->timeout_ms;
+	return PASCO_OK;
 }
 
 /* The first failed call of v, recorded as v's error. */
@@ -310,24 +369,57 @@ calls_check(pasco_variable *v, shard_call *calls)
 int
 pasci_shard_calls_run(pasco_variable *v, shard_call *calls)
 {
-	fanout f;
-	fanout_init(&f);
-	calls_send(v, calls, &f);
-	fanout_wait(&f);
-	return calls_check(v, calls);
+	return pasci_shard_calls_run_many(1, &v, &calls);
 }
 
 int
 pasci_shard_calls_run_many(
     size_t n, pasco_variable *const *vars, shard_call **calls)
 {
-	fanout f;
-	int    rv = PASCO_OK;
-	fanout_init(&f);
-	for (size_t k = 0; k < n; k++) {
-		calls_send(vars[k], calls[k], &f);
+	fanout      f;
+	ps_request *reqs  = NULL;
+	size_t      nreqs = 0, cap = 0;
+	int         rv = PASCO_OK;
+
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	f.pending = 0;
+	for (size_t k = 0; k < n && rv == 0; k++) {
+		for (int32_t i = 0; i < vars[k]->nshards && rv == 0; i++) {
+			shard_call *c = &calls[k][i];
+			if (c->used) {
+				c->fan = &f;
+				f.pending++;
+				rv = request_add(
+				    &reqs, &nreqs, &cap, vars[k], i, c);
+			}
+		}
 	}
-	fanout_wait(&f);
+	if (rv != 0) { /* nothing sent */
+		f.pending = 0;
+		rv        = pasci_variable_fail(vars[0], rv, "out of memory");
+	}
+	/* every request on its way, then the bulk replies waited for (nng's
+	 * come on nng's threads): the ps answer together */
+	for (size_t k = 0; k < nreqs && rv == 0; k++) {
+		request_send(&reqs[k]);
+	}
+	for (size_t k = 0; k < nreqs && rv == 0; k++) {
+		if (reqs[k].bulk) {
+			request_finish(&reqs[k]);
+		}
+	}
+	pthread_mutex_lock(&f.mu);
+	while (f.pending > 0) {
+		pthread_cond_wait(&f.cv, &f.mu);
+	}
+	pthread_mutex_unlock(&f.mu);
+	pthread_cond_destroy(&f.cv);
+	pthread_mutex_destroy(&f.mu);
+	for (size_t k = 0; k < nreqs; k++) {
+		free(reqs[k].calls);
+	}
+	free(reqs);
 	for (size_t k = 0; k < n && rv == 0; k++) {
 		rv = calls_check(vars[k], calls[k]);
 	}
@@ -426,8 +518,9 @@ pasco_variable_read_all(
 		outs[k] = NULL;
 	}
 	for (size_t k = 0; k < n && rv == 0; k++) {
-		rv = (calls[k] = pasci_read_calls(vars[k])) != NULL ? PASCO_OK
-		                                              : PASCO_ENOMEM;
+		rv = (calls[k] = pasci_read_calls(vars[k])) != NULL
+		         ? PASCO_OK
+		         : PASCO_ENOMEM;
 	}
 	if (rv == 0) {
 		rv = pasci_shard_calls_run_many(n, vars, calls);

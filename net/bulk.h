@@ -92,6 +92,23 @@ int pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 int pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
     int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len);
 
+/* The same call in two halves, so that requests to several servers are in
+ * flight together: begin sends b (then no longer needed) and fills p;
+ * finish waits for the reply. A begin that fails (as the call would,
+ * ENOTFOUND meaning nothing was sent) needs no finish; one that succeeds
+ * needs exactly one. */
+typedef struct pasci_bulk_pending {
+	void             *server; /* private: the pool held */
+	pasci_rpc_client *client;
+	int               fd;
+	int64_t           deadline;
+} pasci_bulk_pending;
+
+int pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
+    int64_t timeout_ms, pasci_bulk_pending *p, char *detail, size_t len);
+int pasci_bulk_finish(
+    pasci_bulk_pending *p, pasci_wire_msg *reply, char *detail, size_t len);
+
 /* A tensor (not zero-filled) in the big-buffer cache's memory
  * (bufcache.h): for data a ps is about to send. */
 int pasci_bulk_tensor(

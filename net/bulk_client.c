@@ -133,17 +133,16 @@ connect_deadline(int64_t deadline)
 	return soon < deadline ? soon : deadline;
 }
 
-int
-pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
-    pasci_wire_builder *req, int64_t timeout_ms, pasci_wire_msg *reply,
-    char *detail, size_t len)
+/* Sends req to addr on an idle connection of p or a new one, *fd. */
+static int
+call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
+    pasci_wire_builder *req, int64_t deadline, int *out, char *detail,
+    size_t len)
 {
-	int64_t deadline =
-	    pasci_now_ms() + (timeout_ms > 0 ? timeout_ms : 60000);
 	int  fd     = -1, rv;
 	bool reused = false;
 
-	memset(reply, 0, sizeof(*reply));
+	*out = -1;
 	pthread_mutex_lock(&p->mu);
 	if (p->nidle > 0) {
 		fd     = p->idle[--p->nidle];
@@ -169,10 +168,20 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		pasci_fmt(detail, len, "%s bulk request to %s",
 		    rv == PASCO_ETIMEDOUT ? "timed out sending a" : "lost a",
 		    addr);
-	} else {
-		rv = pasci_bulk_recv_frame(
-		    fd, reply, deadline, true, detail, len);
+		close(fd);
+		return rv;
 	}
+	*out = fd;
+	return PASCO_OK;
+}
+
+/* The reply to the request call_send sent on fd; fd goes back to p's
+ * idle ones, or is closed after a failure. */
+static int
+call_recv(pasci_bulk_pool *p, int fd, int64_t deadline, pasci_wire_msg *reply,
+    char *detail, size_t len)
+{
+	int rv = pasci_bulk_recv_frame(fd, reply, deadline, true, detail, len);
 	if (rv != 0) {
 		close(fd);
 		return rv;
@@ -188,6 +197,27 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		close(fd);
 	}
 	return PASCO_OK;
+}
+
+static int64_t
+deadline_in(int64_t timeout_ms)
+{
+	return pasci_now_ms() + (timeout_ms > 0 ? timeout_ms : 60000);
+}
+
+int
+pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
+    pasci_wire_builder *req, int64_t timeout_ms, pasci_wire_msg *reply,
+    char *detail, size_t len)
+{
+	int64_t deadline = deadline_in(timeout_ms);
+	int     fd, rv;
+	memset(reply, 0, sizeof(*reply));
+	if ((rv = call_send(p, addr, incarnation, req, deadline, &fd, detail,
+	         len)) != 0) {
+		return rv;
+	}
+	return call_recv(p, fd, deadline, reply, detail, len);
 }
 
 /* The pools of the servers reached through rpc clients. */
@@ -292,14 +322,15 @@ with_rpc_host(pasci_rpc_client *c, char *addr, size_t len)
 }
 
 int
-pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
-    int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len)
+pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
+    int64_t timeout_ms, pasci_bulk_pending *p, char *detail, size_t len)
 {
-	char         addr[PASCI_RPC_ADVERT_MAX];
-	uint64_t     inc;
-	server_pool *sp;
-	int          rv;
+	char     addr[PASCI_RPC_ADVERT_MAX];
+	uint64_t inc;
+	int      rv;
 
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
 	if ((rv = pasci_rpc_client_advert(c, addr, sizeof(addr), &inc)) != 0) {
 		pasci_fmt(detail, len, "not connected to %s",
 		    pasci_rpc_client_url(c));
@@ -316,13 +347,19 @@ pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
 		    pasci_rpc_client_url(c), addr);
 		return PASCO_ENOTFOUND;
 	}
-	if ((sp = server_hold(addr, inc, pasci_rpc_client_key(c))) == NULL) {
+	if ((p->server = server_hold(addr, inc, pasci_rpc_client_key(c))) ==
+	    NULL) {
 		pasci_fmt(detail, len, "out of memory");
 		return PASCO_ENOMEM;
 	}
-	rv = pasci_bulk_call(
-	    sp->pool, addr, inc, b, timeout_ms, reply, detail, len);
-	server_release(sp);
+	p->client   = c;
+	p->deadline = deadline_in(timeout_ms);
+	rv = call_send(((server_pool *) p->server)->pool, addr, inc, b,
+	    p->deadline, &p->fd, detail, len);
+	if (rv != 0) {
+		server_release(p->server);
+		p->server = NULL;
+	}
 	if (rv == PASCO_ENOTFOUND) {
 		/* its bulk port cannot be reached (a firewall?): nng carries
 		 * everything on this connection from now on */
@@ -330,14 +367,44 @@ pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
 		    pasci_rpc_client_url(c), detail);
 		pasci_rpc_client_forget_advert(c);
 	}
+	return rv;
+}
+
+int
+pasci_bulk_finish(
+    pasci_bulk_pending *p, pasci_wire_msg *reply, char *detail, size_t len)
+{
+	server_pool *sp = p->server;
+	int          rv;
+	memset(reply, 0, sizeof(*reply));
+	if (sp == NULL) {
+		pasci_fmt(detail, len, "no bulk request was sent");
+		return PASCO_EINVAL;
+	}
+	rv = call_recv(sp->pool, p->fd, p->deadline, reply, detail, len);
+	server_release(sp);
+	p->server = NULL;
 	if (rv != 0) {
 		return rv;
 	}
 	if (reply->hdr->stale_incarnation) {
 		pasci_fmt(detail, len, "%s restarted: %s",
-		    pasci_rpc_client_url(c), reply->hdr->error);
+		    pasci_rpc_client_url(p->client), reply->hdr->error);
 		pasci_wire_msg_fini(reply);
 		return PASCO_EABORTED;
 	}
 	return PASCO_OK;
+}
+
+int
+pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
+    int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len)
+{
+	pasci_bulk_pending p;
+	int rv = pasci_bulk_begin(c, b, timeout_ms, &p, detail, len);
+	if (rv != 0) {
+		memset(reply, 0, sizeof(*reply));
+		return rv;
+	}
+	return pasci_bulk_finish(&p, reply, detail, len);
 }

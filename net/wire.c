@@ -239,6 +239,7 @@ get_fields(header_block *hb, const Pasco__Wire__Header *w)
 	h->sum_results       = w->sum_results;
 	h->chief             = w->chief;
 	h->chief_incarnation = w->chief_incarnation;
+	h->nparts            = w->n_parts;
 	if (w->opt != NULL) {
 		get_optimizer(&hb->opt, w->opt);
 		h->opt = &hb->opt;
@@ -293,6 +294,51 @@ get_header(
 	return rv;
 }
 
+/* A VAR_MULTI request's parts against its tensors: as many as allowed,
+ * none with parts of its own, their tensors (each part's metas, in turn)
+ * those of the message. */
+static int
+check_parts(const Pasco__Wire__Header *w, char *err, size_t errlen)
+{
+	size_t n = 0;
+	if (w->n_parts > PASCI_WIRE_MAX_PARTS) {
+		pasci_fmt(err, errlen, "%zu parts; at most %d", w->n_parts,
+		    PASCI_WIRE_MAX_PARTS);
+		return PASCO_EPROTO;
+	}
+	for (size_t k = 0; k < w->n_parts; k++) {
+		const Pasco__Wire__Header *p = w->parts[k];
+		if (p->n_parts > 0) {
+			pasci_fmt(
+			    err, errlen, "part %zu has parts of its own", k);
+			return PASCO_EPROTO;
+		}
+		for (size_t i = 0; i < p->n_tensors; i++, n++) {
+			const Pasco__Wire__TensorMeta *a = p->tensors[i];
+			const Pasco__Wire__TensorMeta *b =
+			    n < w->n_tensors ? w->tensors[n] : NULL;
+			if (b == NULL || a->dtype != b->dtype ||
+			    a->n_shape != b->n_shape ||
+			    (a->n_shape > 0 &&
+			        memcmp(a->shape, b->shape,
+			            a->n_shape * sizeof(int64_t)) != 0)) {
+				pasci_fmt(err, errlen,
+				    "part %zu's tensor %zu is not the "
+				    "message's tensor %zu",
+				    k, i, n);
+				return PASCO_EPROTO;
+			}
+		}
+	}
+	if (w->n_parts > 0 && n != w->n_tensors) {
+		pasci_fmt(err, errlen,
+		    "the parts have %zu tensors; the message %zu", n,
+		    w->n_tensors);
+		return PASCO_EPROTO;
+	}
+	return PASCO_OK;
+}
+
 /* Decodes the message body [body, body + len) whose tensors may view it
  * through st (held by each view). */
 static int
@@ -326,7 +372,10 @@ decode_buffer(pasci_wire_msg *m, uint8_t *body, size_t len, pasco_storage *st,
 	if (err != NULL && errlen > 0) {
 		err[0] = 0;
 	}
-	rv = get_header(m, pb, err, errlen);
+	rv = check_parts(pb, err, errlen);
+	if (rv == 0) {
+		rv = get_header(m, pb, err, errlen);
+	}
 	if (rv == 0) {
 		rv = decode_tensors(m, pb, body, len, st,
 		    PAD8(PASCI_WIRE_PREFIX + hlen), err, errlen);
@@ -381,6 +430,37 @@ pasci_wire_decode_part(
 	}
 	return decode_buffer(
 	    m, part->data, part->nbytes, part->storage, err, errlen);
+}
+
+int
+pasci_wire_msg_part(const pasci_wire_msg *m, size_t k, pasci_wire_msg *out,
+    char *err, size_t errlen)
+{
+	const Pasco__Wire__Header *w     = m->priv;
+	size_t                     first = 0;
+	int                        rv;
+	memset(out, 0, sizeof(*out));
+	if (w == NULL || k >= w->n_parts) {
+		pasci_fmt(err, errlen, "no part %zu", k);
+		return PASCO_EPROTO;
+	}
+	for (size_t j = 0; j < k; j++) {
+		first += w->parts[j]->n_tensors;
+	}
+	out->incarnation = m->incarnation;
+	if ((rv = get_header(out, w->parts[k], err, errlen)) == 0 &&
+	    (out->tensors = calloc(
+	         w->parts[k]->n_tensors + 1, sizeof(*out->tensors))) == NULL) {
+		rv = PASCO_ENOMEM;
+	}
+	for (size_t i = 0; rv == 0 && i < w->parts[k]->n_tensors; i++) {
+		out->tensors[out->ntensors++] =
+		    pasco_tensor_hold(m->tensors[first + i]);
+	}
+	if (rv != 0) {
+		pasci_wire_msg_fini(out);
+	}
+	return rv;
 }
 
 int

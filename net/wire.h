@@ -47,7 +47,11 @@ typedef enum pasci_method {
 	PASCI_METHOD_SYNC_FLUSH    = 20, /* ps: partial BSP rounds -> step */
 	PASCI_METHOD_RESOURCE_READ = 21, /* worker: resource -> its value */
 	PASCI_METHOD_CANCEL = 22, /* worker: closures resource..closure_id */
+	PASCI_METHOD_VAR_MULTI = 23, /* ps: parts run in order -> replies */
 } pasci_method;
+
+/* The most parts a VAR_MULTI request may have. */
+#define PASCI_WIRE_MAX_PARTS 4096
 
 /* A consistency mode and a step's place in it (schemas/wire.proto, Sync). */
 typedef struct pasci_wire_sync {
@@ -121,18 +125,21 @@ typedef struct pasci_wire_header {
 	int32_t                worker_index, num_workers;
 	uint64_t               closure_id;
 	bool                   stale_incarnation; /* the request did not run */
-	const pasci_wire_init *init;    /* VAR_CREATE without a tensor */
-	const pasci_wire_spec *spec;    /* VAR_CREATE with init */
-	double                 scale;   /* VAR_SCATTER_ADD */
-	const pasco_optimizer *opt;     /* VAR_APPLY*, VAR_SET_SLOTS */
-	const char            *json;    /* CKPT_SAVE reply */
-	int64_t                step;    /* SET_SLOTS, APPLY*, FETCH_ADD */
-	uint32_t               repeat;  /* RUN: times to call (0: 1) */
-	bool                   not_run; /* RUN reply in a batch: skipped */
+	const pasci_wire_init *init;        /* VAR_CREATE without a tensor */
+	const pasci_wire_spec *spec;        /* VAR_CREATE with init */
+	double                 scale;       /* VAR_SCATTER_ADD */
+	const pasco_optimizer *opt;         /* VAR_APPLY*, VAR_SET_SLOTS */
+	const char            *json;        /* CKPT_SAVE reply */
+	int64_t                step;        /* SET_SLOTS, APPLY*, FETCH_ADD */
+	uint32_t               repeat;      /* RUN: times to call (0: 1) */
+	bool                   not_run;     /* RUN reply in a batch: skipped */
 	bool                   sum_results; /* RUN: summed calls' numbers */
-	const pasci_wire_sync *sync;    /* VAR_APPLY*, VAR_FETCH_ADD */
-	const char            *chief;   /* HELLO, AUTH from a chief */
+	const pasci_wire_sync *sync;        /* VAR_APPLY*, VAR_FETCH_ADD */
+	const char            *chief;       /* HELLO, AUTH from a chief */
 	uint64_t               chief_incarnation;
+	/* VAR_MULTI request, decoded: how many parts (pasci_wire_msg_part);
+	 * in a builder, pasci_wire_add_part sets it */
+	size_t nparts;
 } pasci_wire_header;
 
 /* A decoded message. */
@@ -158,6 +165,13 @@ int pasci_wire_decode_part(
     pasci_wire_msg *m, const pasco_tensor *part, char *err, size_t errlen);
 int pasci_wire_msg_view(nng_msg *msg, pasco_tensor **out);
 
+/* Part k of a decoded VAR_MULTI request m (k < m->hdr->nparts) as a
+ * message of its own in *out: its header, and its tensors (references to
+ * m's). *out points into m: fini it (pasci_wire_msg_fini) before m.
+ * PASCO_EPROTO (err says why) for a part whose header does not decode. */
+int pasci_wire_msg_part(const pasci_wire_msg *m, size_t k, pasci_wire_msg *out,
+    char *err, size_t errlen);
+
 /* Reads or writes the incarnation prefix of an encoded message. */
 uint64_t pasci_wire_get_incarnation(nng_msg *msg);
 void     pasci_wire_set_incarnation(nng_msg *msg, uint64_t incarnation);
@@ -166,15 +180,17 @@ void     pasci_wire_set_incarnation(nng_msg *msg, uint64_t incarnation);
  * tensors, the arguments and the result through the functions below. */
 struct pasci_wire_node;
 typedef struct pasci_wire_builder {
-	pasci_wire_header       hdr;
-	pasco_tensor          **tensors; /* references held until fini */
-	size_t                  ntensors, tensor_cap;
-	struct pasci_wire_node *nodes; /* the result, in pre-order */
-	size_t                  nnodes, node_cap;
-	size_t                  arg_cap; /* of hdr.args, owned */
-	void                  **allocs;  /* freed with the builder */
-	size_t                  nallocs, alloc_cap;
-	bool                    oom;
+	pasci_wire_header           hdr;
+	pasco_tensor              **tensors; /* references held until fini */
+	size_t                      ntensors, tensor_cap;
+	struct pasci_wire_node     *nodes; /* the result, in pre-order */
+	size_t                      nnodes, node_cap;
+	size_t                      arg_cap; /* of hdr.args, owned */
+	void                      **allocs;  /* freed with the builder */
+	size_t                      nallocs, alloc_cap;
+	struct pasci_wire_builder **parts; /* VAR_MULTI: borrowed */
+	size_t                      part_cap;
+	bool                        oom;
 } pasci_wire_builder;
 
 void pasci_wire_builder_init(pasci_wire_builder *b, pasci_method m);
@@ -183,6 +199,12 @@ void pasci_wire_builder_fini(pasci_wire_builder *b);
 /* Appends a tensor (holding a reference); *index gets its position. */
 void pasci_wire_add_tensor(
     pasci_wire_builder *b, const pasco_tensor *t, uint32_t *index);
+
+/* Appends part (a request of its own, its method and fields set; borrowed
+ * until b is encoded) to b, a VAR_MULTI request: its header goes into
+ * b's parts and its tensors after b's (references held). part must have
+ * no parts, results or arguments of its own. */
+void pasci_wire_add_part(pasci_wire_builder *b, pasci_wire_builder *part);
 
 /* Appends v in pre-order to the result nodes, its tensors to the tensors. */
 void pasci_wire_add_value(pasci_wire_builder *b, const pasco_value *v);

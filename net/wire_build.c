@@ -50,6 +50,7 @@ pasci_wire_builder_fini(pasci_wire_builder *b)
 		free(b->allocs[i]);
 	}
 	free(b->allocs);
+	free(b->parts);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -84,6 +85,21 @@ pasci_wire_add_tensor(
 		*index = (uint32_t) b->ntensors;
 	}
 	b->tensors[b->ntensors++] = pasco_tensor_hold((pasco_tensor *) t);
+}
+
+void
+pasci_wire_add_part(pasci_wire_builder *b, pasci_wire_builder *part)
+{
+	if (part->hdr.nparts > 0 || part->nnodes > 0 || part->hdr.nargs > 0 ||
+	    !grow((void **) &b->parts, &b->part_cap, b->hdr.nparts,
+	        sizeof(*b->parts))) {
+		b->oom = true; /* a misuse, found by the encoder */
+		return;
+	}
+	b->parts[b->hdr.nparts++] = part;
+	for (size_t i = 0; i < part->ntensors; i++) {
+		pasci_wire_add_tensor(b, part->tensors[i], NULL);
+	}
 }
 
 static struct pasci_wire_node *
@@ -243,6 +259,8 @@ typedef struct pb_header {
 	Pasco__Wire__TensorMeta  spec;
 	Pasco__Wire__Sync        sync;
 	void                    *block;
+	struct pb_header        *parts; /* VAR_MULTI: one per part */
+	size_t                   nparts;
 } pb_header;
 
 static char *
@@ -467,19 +485,31 @@ pb_fields(pb_header *pb, const pasci_wire_header *h)
 	}
 }
 
-/* Fills pb from b (pb->block freed by pb_header_fini) and sizes it: *hlen
- * the header, *total the whole body. */
+static void
+pb_header_fini(pb_header *pb)
+{
+	for (size_t k = 0; k < pb->nparts; k++) {
+		pb_header_fini(&pb->parts[k]);
+	}
+	free(pb->parts);
+	free(pb->block);
+}
+
+/* Fills pb from b, but for its sizes (pb_header_fini frees it). */
 static int
-builder_prepare(
-    pasci_wire_builder *b, pb_header *pb, size_t *hlen, size_t *total)
+pb_build(pasci_wire_builder *b, pb_header *pb)
 {
 	size_t nshards;
 	char  *p;
-	pb->block = NULL;
+	int    rv = PASCO_OK;
+	memset(pb, 0, sizeof(*pb));
 	if (b->oom) {
 		return PASCO_ENOMEM;
 	}
-	if ((pb->block = malloc(pb_block_size(b, &nshards))) == NULL) {
+	if ((pb->block = malloc(pb_block_size(b, &nshards) +
+	                        b->hdr.nparts * sizeof(void *))) == NULL ||
+	    (b->hdr.nparts > 0 && (pb->parts = calloc(b->hdr.nparts,
+	                               sizeof(*pb->parts))) == NULL)) {
 		return PASCO_ENOMEM;
 	}
 	p = pb->block;
@@ -487,6 +517,30 @@ builder_prepare(
 	pb_tensors(pb, b, &p);
 	pb_args(pb, b, &p);
 	pb_nodes(pb, b, &p);
+	if (b->hdr.nparts > 0) {
+		Pasco__Wire__Header **ptrs =
+		    carve(&p, b->hdr.nparts, sizeof(*ptrs));
+		for (; pb->nparts < b->hdr.nparts && rv == 0; pb->nparts++) {
+			pb_header *part = &pb->parts[pb->nparts];
+			rv              = pb_build(b->parts[pb->nparts], part);
+			ptrs[pb->nparts] = &part->h;
+		}
+		pb->h.n_parts = b->hdr.nparts;
+		pb->h.parts   = ptrs;
+	}
+	return rv;
+}
+
+/* Fills pb from b (freed by pb_header_fini, also on failure) and sizes
+ * it: *hlen the header, *total the whole body. */
+static int
+builder_prepare(
+    pasci_wire_builder *b, pb_header *pb, size_t *hlen, size_t *total)
+{
+	int rv = pb_build(b, pb);
+	if (rv != 0) {
+		return rv;
+	}
 	*hlen  = pasco__wire__header__get_packed_size(&pb->h);
 	*total = PAD8(PASCI_WIRE_PREFIX + *hlen);
 	for (size_t i = 0; i < b->ntensors; i++) {
@@ -530,7 +584,7 @@ pasci_wire_encode(pasci_wire_builder *b, nng_msg **out)
 	if (rv == 0) {
 		builder_write(b, &pb, nng_msg_body(*out), hlen);
 	}
-	free(pb.block);
+	pb_header_fini(&pb);
 	return rv;
 }
 
@@ -553,7 +607,7 @@ pasci_wire_encode_head(pasci_wire_builder *b, uint64_t incarnation,
 		pasci_put_be(*head + 8, hlen, 4);
 		pasco__wire__header__pack(&pb.h, *head + PASCI_WIRE_PREFIX);
 	}
-	free(pb.block);
+	pb_header_fini(&pb);
 	return rv;
 }
 

@@ -425,12 +425,105 @@ ps_method_name(pasci_method m)
 	return e != NULL ? e->name : "an unknown method";
 }
 
-/* The RPC server's handler (and the bulk server's, but for reads): a
- * method a ps does not serve is answered PASCO_EINVAL, naming its number. */
+/* A read's whole reply message (a VAR_MULTI part) in a u8 tensor of the
+ * big-buffer cache: the value copied once, under its lock, behind the
+ * header (nng's messages would zero-fill first). */
+typedef struct read_part {
+	pasco_tensor *out;
+} read_part;
+
+static int
+encode_read_part(void *arg, const pasco_tensor *value)
+{
+	read_part         *r = arg;
+	pasci_wire_builder b;
+	uint8_t           *head = NULL;
+	size_t             hlen, total;
+	int                rv;
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_READ);
+	pasci_wire_add_tensor(&b, value, NULL);
+	if ((rv = pasci_wire_encode_head(&b, 0, &head, &hlen, &total)) == 0 &&
+	    (rv = pasci_bulk_tensor(
+	         &r->out, PASCO_U8, 1, (int64_t[]){(int64_t) total})) == 0) {
+		uint8_t *p = r->out->data;
+		memcpy(p, head, hlen);
+		memcpy(p + hlen, value->data, value->nbytes);
+		memset(
+		    p + hlen + value->nbytes, 0, total - hlen - value->nbytes);
+	}
+	free(head);
+	pasci_wire_builder_fini(&b);
+	return rv;
+}
+
+static nng_msg *ps_handle(void *arg, const pasci_wire_msg *req);
+
+/* Part k of a VAR_MULTI request answered: its whole reply into *out. */
+static int
+multi_part(
+    ps_server *ps, const pasci_wire_msg *req, size_t k, pasco_tensor **out)
+{
+	pasci_wire_msg part;
+	read_part      r = {NULL};
+	char           err[512];
+	nng_msg       *reply;
+	int            rv;
+	*out = NULL;
+	if ((rv = pasci_wire_msg_part(req, k, &part, err, sizeof(err))) != 0) {
+		reply = pasci_wire_status_reply(rv, "part %zu: %s", k, err);
+	} else if (part.hdr->method == PASCI_METHOD_VAR_READ) {
+		rv = pasci_store_var_with(ps->store, part.hdr->name,
+		    encode_read_part, &r, err, sizeof(err));
+		reply =
+		    rv == 0 ? NULL : pasci_wire_status_reply(rv, "%s", err);
+	} else {
+		reply = ps_handle(ps, &part);
+	}
+	pasci_wire_msg_fini(&part);
+	if (r.out != NULL) {
+		*out = r.out;
+		return PASCO_OK;
+	}
+	return reply != NULL ? pasci_wire_msg_view(reply, out) : PASCO_ENOMEM;
+}
+
+/* VAR_MULTI: each part run in order as a request of its own (one that
+ * fails answers with its status; the others still run), the reply's
+ * tensors their whole replies, into b. */
+static int
+ps_multi(ps_server *ps, const pasci_wire_msg *req, pasci_wire_builder *b)
+{
+	int rv = PASCO_OK;
+	for (size_t k = 0; k < req->hdr->nparts && rv == 0; k++) {
+		pasco_tensor *t;
+		if ((rv = multi_part(ps, req, k, &t)) == 0) {
+			pasci_wire_add_tensor(b, t, NULL);
+			pasco_tensor_release(t);
+		}
+	}
+	return rv == 0 && b->oom ? PASCO_ENOMEM : rv;
+}
+
+/* The RPC server's handler (and the bulk server's, but for reads and
+ * VAR_MULTI): a method a ps does not serve is answered PASCO_EINVAL,
+ * naming its number. */
 static nng_msg *
 ps_handle(void *arg, const pasci_wire_msg *req)
 {
 	const ps_method *e = ps_method_of(req->hdr->method);
+	if (req->hdr->method == PASCI_METHOD_VAR_MULTI &&
+	    req->hdr->nparts > 0) { /* over nng: the parts copied in */
+		pasci_wire_builder b;
+		nng_msg           *reply = NULL;
+		int                rv;
+		pasci_wire_builder_init(&b, PASCI_METHOD_VAR_MULTI);
+		if ((rv = ps_multi(arg, req, &b)) != 0 ||
+		    (rv = pasci_wire_encode(&b, &reply)) != 0) {
+			reply = pasci_wire_status_reply(rv, "out of memory");
+		}
+		pasci_wire_builder_fini(&b);
+		return reply;
+	}
 	if (e == NULL) {
 		return pasci_wire_status_reply(PASCO_EINVAL,
 		    "a ps does not serve method %d", (int) req->hdr->method);
@@ -461,6 +554,12 @@ ps_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 	pasco_tensor *snap = NULL;
 	char          err[512];
 	int           rv;
+	if (req->hdr->method == PASCI_METHOD_VAR_MULTI &&
+	    req->hdr->nparts > 0) {
+		return (rv = ps_multi(ps, req, b)) == 0
+		           ? NULL
+		           : pasci_wire_status_reply(rv, "out of memory");
+	}
 	if (req->hdr->method != PASCI_METHOD_VAR_READ) {
 		return ps_handle(ps, req);
 	}
