@@ -306,6 +306,32 @@ bench_sub_cluster(const pasco_cluster *c, size_t workers)
 	    c, pasco_cluster_count(c, PASCO_ROLE_PS), workers);
 }
 
+/* CPU seconds (user + system, all threads) used by process pid, or -1. */
+static inline double
+bench_cpu_of(pid_t pid)
+{
+	char               path[64], buf[1024], *p;
+	unsigned long long utime, stime;
+	size_t             n;
+	FILE              *f;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	if ((f = fopen(path, "r")) == NULL) {
+		return -1;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* fields after the command name, which may hold spaces: state is
+	 * field 3, utime 14, stime 15 */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 2,
+	        "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+	        &utime, &stime) != 2) {
+		return -1;
+	}
+	return (double) (utime + stime) / (double) sysconf(_SC_CLK_TCK);
+}
+
 /* One JSON line per figure: value in unit, beside baseline (same unit,
  * same run) when there is one. */
 static inline void

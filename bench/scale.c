@@ -77,32 +77,6 @@ cpu_self(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-/* CPU seconds (user + system, all threads) used by process pid, or -1. */
-static double
-cpu_of(pid_t pid)
-{
-	char               path[64], buf[1024], *p;
-	unsigned long long utime, stime;
-	size_t             n;
-	FILE              *f;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-	if ((f = fopen(path, "r")) == NULL) {
-		return -1;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	/* fields after the command name, which may hold spaces: state is
-	 * field 3, utime 14, stime 15 */
-	if ((p = strrchr(buf, ')')) == NULL ||
-	    sscanf(p + 2,
-	        "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-	        &utime, &stime) != 2) {
-		return -1;
-	}
-	return (double) (utime + stime) / (double) sysconf(_SC_CLK_TCK);
-}
-
 static void
 stop_process(pid_t pid)
 {
@@ -137,7 +111,7 @@ closure_cost(const pasco_cluster *c, size_t workers, uint32_t window,
 		long n = pass == 0 ? k / 10 : k;
 		start  = cpu_self();
 		sw0    = switches_self();
-		w0     = worker_pid > 0 ? cpu_of(worker_pid) : 0;
+		w0     = worker_pid > 0 ? bench_cpu_of(worker_pid) : 0;
 		for (long i = 0; i < n; i++) {
 			if (pasco_schedule(coord, "noop", NULL, 0, NULL) !=
 			    0) {
@@ -153,7 +127,8 @@ closure_cost(const pasco_cluster *c, size_t workers, uint32_t window,
 		*switches = (switches_self() - sw0) / (double) k;
 	}
 	if (worker_pid > 0) {
-		*worker_us = (cpu_of(worker_pid) - w0) / (double) k * 1e6;
+		*worker_us =
+		    (bench_cpu_of(worker_pid) - w0) / (double) k * 1e6;
 	}
 out:
 	pasco_coordinator_destroy(coord);
@@ -179,14 +154,14 @@ raw_cost(const char *url, pid_t peer, long k, double *self_us, double *peer_us,
 		return -1;
 	}
 	c0  = cpu_self();
-	p0  = cpu_of(peer);
+	p0  = bench_cpu_of(peer);
 	sw0 = switches_self();
 	if (bench_round_trips(s, k, 0, PAYLOAD - 8) != 0 || p0 < 0) {
 		nng_close(s);
 		return -1;
 	}
 	*self_us  = (cpu_self() - c0) / (double) k * 1e6;
-	*peer_us  = (cpu_of(peer) - p0) / (double) k * 1e6;
+	*peer_us  = (bench_cpu_of(peer) - p0) / (double) k * 1e6;
 	*switches = (switches_self() - sw0) / (double) k;
 	nng_close(s);
 	return 0;
@@ -265,7 +240,7 @@ ps_cost(const char *self, const pasco_cluster *launch, long k, double *self_us,
 	for (long i = 0; rv == 0 && i < k / 10 + k; i++) {
 		if (i == k / 10) { /* after the warm-up */
 			c0 = cpu_self();
-			p0 = cpu_of(ps);
+			p0 = bench_cpu_of(ps);
 		}
 		if ((rv = pasco_variable_read(v, &t)) == 0) {
 			pasco_tensor_release(t);
@@ -273,7 +248,7 @@ ps_cost(const char *self, const pasco_cluster *launch, long k, double *self_us,
 	}
 	if (rv == 0 && p0 >= 0) {
 		*self_us = (cpu_self() - c0) / (double) k * 1e6;
-		*ps_us   = (cpu_of(ps) - p0) / (double) k * 1e6;
+		*ps_us   = (bench_cpu_of(ps) - p0) / (double) k * 1e6;
 	} else {
 		rv = -1;
 	}

@@ -1,12 +1,13 @@
 /*
- * The training step shared by bench/train and bench/scale: the two models of
- * the PyTorch peer (bench/peers/torch_rpc.py) on a fixed synthetic batch of
- * 64, SGD 0.05, every parameter on ps 0. A step (one closure) reads the
- * parameters (pasco_variable_read_all), computes the gradients and applies
- * them on the ps (pasco_variable_apply_gradients, SGD); in_process() runs
- * the same step on local tensors (the compute ceiling) and distributed()
- * through the coordinator. Include it from one file of a program only (it
- * registers the step functions).
+ * The training step shared by bench/train, bench/scale and bench/step_cost:
+ * the two models of the PyTorch peer (bench/peers/torch_rpc.py) on a fixed
+ * synthetic batch of 64, SGD 0.05, every parameter on ps 0. A step (one
+ * closure) reads the parameters (pasco_variable_read_all), computes the
+ * gradients and applies them on the ps (pasco_variable_apply_gradients,
+ * SGD); in_process() runs the same step on local tensors (the compute
+ * ceiling) and distributed() through the coordinator (over a train_session,
+ * which a caller may hold to measure around the steps alone). Include it
+ * from one file of a program only (it registers the step functions).
  */
 #ifndef PASCO_BENCH_TRAIN_H
 #define PASCO_BENCH_TRAIN_H
@@ -204,63 +205,103 @@ in_process(int nvars, long steps)
 	return best;
 }
 
+/* A model's variables and a coordinator over a sub-cluster, kept between
+ * runs of steps so a caller can measure around the steps alone. */
+typedef struct train_session {
+	const model       *m;
+	pasco_cluster     *sub;
+	pasco_strategy    *s;
+	pasco_coordinator *coord;
+	pasco_variable    *v[4];
+	pasco_tensor      *p[4];
+	pasco_arg          args[4];
+} train_session;
+
+/* Creates m's variables on the first `ps` ps tasks of c, every variable
+ * split in `ps` shards (fixed shards; 1: not split, every variable on ps
+ * 0), and a coordinator over the first `workers` workers. 0, or -1;
+ * train_session_fini frees ts either way. */
+static int
+train_session_init(train_session *ts, const pasco_cluster *c, const model *m,
+    size_t ps, size_t workers)
+{
+	static int        round;
+	pasco_partitioner part = pasco_fixed_shards_partitioner((int64_t) ps);
+	pasco_strategy_options so = {.partitioner = ps > 1 ? &part : NULL};
+	char                   name[64];
+
+	*ts = (train_session){
+	    .m = m, .sub = bench_sub_cluster_ps(c, ps, workers)};
+	if (ts->sub == NULL ||
+	    pasco_strategy_create(&ts->s, ts->sub, &so) != 0) {
+		return -1;
+	}
+	init_params(m->nvars, ts->p);
+	round++;
+	for (int i = 0; i < m->nvars; i++) {
+		snprintf(name, sizeof(name), "%s/%d/p%d", m->step, round, i);
+		if (pasco_variable_create(&ts->v[i], ts->s, name, ts->p[i]) !=
+		    0) {
+			return -1;
+		}
+		ts->args[i] = pasco_arg_variable(ts->v[i]);
+	}
+	return pasco_coordinator_create(&ts->coord, ts->s, NULL) == 0 ? 0 : -1;
+}
+
+/* Schedules `steps` steps and waits for them: steps/s, or -1 (the
+ * coordinator's message on stderr). */
+static double
+train_session_run(train_session *ts, long steps)
+{
+	double start = bench_now();
+	for (long i = 0; i < steps; i++) {
+		if (pasco_schedule(ts->coord, ts->m->step, ts->args,
+		        (size_t) ts->m->nvars, NULL) != 0) {
+			return -1;
+		}
+	}
+	if (pasco_join(ts->coord) != 0) {
+		fprintf(
+		    stderr, "train: %s\n", pasco_coordinator_error(ts->coord));
+		return -1;
+	}
+	return (double) steps / (bench_now() - start);
+}
+
+static void
+train_session_fini(train_session *ts)
+{
+	pasco_coordinator_destroy(ts->coord);
+	for (int i = 0; i < ts->m->nvars; i++) {
+		pasco_variable_free(ts->v[i]);
+	}
+	release_all(ts->p, ts->m->nvars);
+	pasco_strategy_destroy(ts->s);
+	pasco_cluster_free(ts->sub);
+}
+
 /* Steps/s through the coordinator with the first `ps` ps tasks and the
- * first `workers` workers, every variable split in `ps` shards (fixed
- * shards; 1: not split, every variable on ps 0). */
+ * first `workers` workers (train_session_init), best of TRAIN_REPEATS
+ * runs; -1 if any failed. */
 static double
 distributed_on(const pasco_cluster *c, const model *m, size_t ps,
     size_t workers, long steps)
 {
-	static int        round;
-	pasco_cluster    *sub  = bench_sub_cluster_ps(c, ps, workers);
-	pasco_partitioner part = pasco_fixed_shards_partitioner((int64_t) ps);
-	pasco_strategy_options so = {.partitioner = ps > 1 ? &part : NULL};
-	pasco_strategy        *s;
-	pasco_coordinator     *coord = NULL;
-	pasco_variable        *v[4]  = {0};
-	pasco_tensor          *p[4];
-	pasco_arg              args[4];
-	double                 best = -1;
-	char                   name[64];
+	train_session ts;
+	double        best = -1;
 
-	if (sub == NULL || pasco_strategy_create(&s, sub, &so) != 0) {
-		pasco_cluster_free(sub);
-		return -1;
-	}
-	init_params(m->nvars, p);
-	round++;
-	for (int i = 0; i < m->nvars; i++) {
-		snprintf(name, sizeof(name), "%s/%d/p%d", m->step, round, i);
-		if (pasco_variable_create(&v[i], s, name, p[i]) != 0) {
-			goto out;
-		}
-		args[i] = pasco_arg_variable(v[i]);
-	}
-	pasco_coordinator_create(&coord, s, NULL);
-	for (int r = 0; r < TRAIN_REPEATS; r++) {
-		double start = bench_now();
-		for (long i = 0; i < steps; i++) {
-			if (pasco_schedule(coord, m->step, args,
-			        (size_t) m->nvars, NULL) != 0) {
-				goto out;
+	if (train_session_init(&ts, c, m, ps, workers) == 0) {
+		for (int r = 0; r < TRAIN_REPEATS; r++) {
+			double rate = train_session_run(&ts, steps);
+			if (rate < 0) {
+				best = -1;
+				break;
 			}
+			best = rate > best ? rate : best;
 		}
-		if (pasco_join(coord) != 0) {
-			fprintf(stderr, "train: %s\n",
-			    pasco_coordinator_error(coord));
-			goto out;
-		}
-		double rate = (double) steps / (bench_now() - start);
-		best        = rate > best ? rate : best;
 	}
-out:
-	pasco_coordinator_destroy(coord);
-	for (int i = 0; i < m->nvars; i++) {
-		pasco_variable_free(v[i]);
-	}
-	release_all(p, m->nvars);
-	pasco_strategy_destroy(s);
-	pasco_cluster_free(sub);
+	train_session_fini(&ts);
 	return best;
 }
 

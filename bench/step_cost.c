@@ -1,0 +1,467 @@
+/*
+ * Step cost (issue 21): where a training step's CPU goes. The two models of
+ * bench/train.h trained by 1 worker with the first 1, 2 and 4 ps (every
+ * variable split over them, fixed shards, as distributed_on does): steps/s
+ * beside the same step in this one process (in_process, the compute
+ * ceiling), and for each role (chief, worker, each ps in use) the CPU (user
+ * + system) and context switches (voluntary + involuntary) per step over
+ * the timed steps only, with all roles' CPU per step against the
+ * one-process step's.
+ *
+ *     pasco launch --ps 4 --workers 1 -- build/bench/step_cost [--steps N]
+ *
+ * The other roles are the chief's siblings: pasco launch starts every task
+ * as a child of its one thread (/proc/PPID/task/PPID/children), each with
+ * the same cluster in TF_CONFIG and its own "task". CPU is utime + stime of
+ * /proc/PID/stat (every thread, ended ones included) in clock ticks, so a
+ * process's figure is good to one tick over the timed steps (printed as
+ * us/step); context switches are summed over /proc/PID/task/(each)/status,
+ * live threads only. Without its siblings (not started by pasco launch)
+ * the chief says so on stderr and reports its own figures only.
+ *
+ * N timed steps per figure (the one-process figure: N in all, over its
+ * TRAIN_REPEATS runs); by default as many as take about 3 s at the rate of
+ * a warm-up of 100 steps.
+ */
+#include <dirent.h>
+
+#include "train.h"
+
+#define MAX_PS 16
+#define MAX_PROCS (2 + MAX_PS)
+#define SECONDS 3.0
+#define WARMUP 100
+#define MAX_SIZES 5 /* 1, 2, 4, 8, 16 ps */
+
+/* The processes measured: [0] the chief (this one), [1] worker 0, [2 + i]
+ * ps i. n is 1 when the others were not found. */
+typedef struct procs {
+	pid_t  pid[MAX_PROCS];
+	size_t n;
+} procs;
+
+/* One process's counters at one moment. */
+typedef struct usage {
+	double cpu;      /* seconds, user + system */
+	double switches; /* voluntary + involuntary */
+} usage;
+
+/* One figure: a rate and, per process of procs, CPU and switches per step
+ * (-1: not measured). */
+typedef struct cost {
+	double rate;
+	long   steps; /* timed */
+	double cpu_us[MAX_PROCS];
+	double switches[MAX_PROCS];
+} cost;
+
+/* Reads up to len - 1 bytes of path into buf, NUL-terminated: the count,
+ * or -1. */
+static long
+read_text(const char *path, char *buf, size_t len)
+{
+	FILE  *f = fopen(path, "r");
+	size_t n;
+	if (f == NULL) {
+		return -1;
+	}
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return (long) n;
+}
+
+/* Context switches of process pid's live threads, or -1. The status lines
+ * are matched with their newline: "voluntary_" is also the tail of
+ * "nonvoluntary_". */
+static double
+switches_of(pid_t pid)
+{
+	char           path[320], buf[4096], *v, *nv;
+	double         n = 0;
+	DIR           *d;
+	struct dirent *e;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+	if ((d = opendir(path)) == NULL) {
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status",
+		    (int) pid, e->d_name);
+		if (e->d_name[0] == '.' ||
+		    read_text(path, buf, sizeof(buf)) < 0 ||
+		    (v = strstr(buf, "\nvoluntary_ctxt_switches:")) == NULL ||
+		    (nv = strstr(buf, "\nnonvoluntary_ctxt_switches:")) ==
+		        NULL) {
+			continue; /* a thread that ended meanwhile */
+		}
+		n += strtod(v + 25, NULL) + strtod(nv + 28, NULL);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Reads every process of p into u. The reads (a few files of /proc per
+ * process) cost the chief far under one tick. */
+static void
+snapshot(const procs *p, usage *u)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		u[i] =
+		    (usage){bench_cpu_of(p->pid[i]), switches_of(p->pid[i])};
+	}
+}
+
+/* c's per-step figures of the n first processes, from a to b. */
+static void
+cost_between(cost *c, size_t n, const usage *a, const usage *b)
+{
+	for (size_t i = 0; i < MAX_PROCS; i++) {
+		c->cpu_us[i] = c->switches[i] = -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].cpu >= 0 && b[i].cpu >= 0) {
+			c->cpu_us[i] =
+			    (b[i].cpu - a[i].cpu) * 1e6 / (double) c->steps;
+		}
+		if (a[i].switches >= 0 && b[i].switches >= 0) {
+			c->switches[i] = (b[i].switches - a[i].switches) /
+			                 (double) c->steps;
+		}
+	}
+}
+
+/* The role and index of process pid if its TF_CONFIG names the same
+ * cluster as own's, whose "task" starts at own + at. 0 or -1. */
+static int
+sibling_task(pid_t pid, const char *own, size_t at, char *type, int *index)
+{
+	static char buf[1 << 16];
+	char        path[64];
+	long        n;
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int) pid);
+	if ((n = read_text(path, buf, sizeof(buf))) < 0) {
+		return -1;
+	}
+	for (char *s = buf; s < buf + n; s += strlen(s) + 1) {
+		if (strncmp(s, "TF_CONFIG=", 10) != 0) {
+			continue;
+		}
+		s += 10;
+		if (strlen(s) <= at || strncmp(s, own, at) != 0) {
+			return -1; /* another cluster */
+		}
+		return sscanf(s + at,
+		           "\"task\" : { \"type\" : \"%15[^\"]\" , \"index\" "
+		           ": %d",
+		           type, index) == 2
+		           ? 0
+		           : -1;
+	}
+	return -1;
+}
+
+/* Finds worker 0 and the launch's nps ps among the launcher's children
+ * into p; p->n stays 1 (the chief alone) unless every one was found. */
+static void
+procs_find(procs *p, size_t nps)
+{
+	const char *own = getenv("TF_CONFIG"), *task;
+	char        path[64], kids[4096], type[16], *s, *end;
+	size_t      found  = 0;
+	pid_t       parent = getppid();
+	int         index;
+
+	*p = (procs){.pid = {getpid()}, .n = 1};
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) parent,
+	    (int) parent);
+	if (own == NULL || (task = strstr(own, "\"task\"")) == NULL ||
+	    read_text(path, kids, sizeof(kids)) < 0) {
+		return;
+	}
+	for (s = kids;; s = end) {
+		pid_t pid = (pid_t) strtol(s, &end, 10);
+		if (end == s) {
+			break;
+		}
+		if (sibling_task(
+		        pid, own, (size_t) (task - own), type, &index) != 0) {
+			continue;
+		}
+		if (strcmp(type, "worker") == 0 && index == 0) {
+			p->pid[1] = pid;
+			found++;
+		} else if (strcmp(type, "ps") == 0 && index >= 0 &&
+		           (size_t) index < nps) {
+			p->pid[2 + index] = pid;
+			found++;
+		}
+	}
+	p->n = found == 1 + nps ? 2 + nps : 1;
+}
+
+/* Timed steps: `given`, or about SECONDS' worth at `rate`. */
+static long
+timed_steps(long given, double rate)
+{
+	long n = (long) (rate * SECONDS);
+	return given > 0 ? given : n > WARMUP ? n : WARMUP;
+}
+
+/* m in this process alone: best rate of TRAIN_REPEATS runs, CPU and
+ * switches of all of them (its setup, under a millisecond, included). */
+static void
+measure_one_process(const model *m, long given, cost *c)
+{
+	procs self = {.pid = {getpid()}, .n = 1};
+	usage a, b;
+	long  runs = timed_steps(given, in_process(m->nvars, WARMUP / 2)) /
+	            TRAIN_REPEATS;
+	c->steps = runs * TRAIN_REPEATS;
+	snapshot(&self, &a);
+	c->rate = in_process(m->nvars, runs);
+	snapshot(&self, &b);
+	cost_between(c, 1, &a, &b);
+}
+
+/* m with 1 worker and the first `ps` ps: a warm-up, then the timed steps
+ * with every process of p read before and after. 0 or -1. */
+static int
+measure_cluster(const pasco_cluster *cluster, const procs *p, const model *m,
+    size_t ps, long given, cost *c)
+{
+	train_session ts;
+	usage         a[MAX_PROCS], b[MAX_PROCS];
+	double        warm;
+	int           rv = -1;
+
+	if (train_session_init(&ts, cluster, m, ps, 1) == 0 &&
+	    (warm = train_session_run(&ts, WARMUP)) > 0) {
+		c->steps = timed_steps(given, warm);
+		snapshot(p, a);
+		c->rate = train_session_run(&ts, c->steps);
+		snapshot(p, b);
+		if (c->rate > 0) {
+			cost_between(c, p->n, a, b);
+			rv = 0;
+		}
+	}
+	train_session_fini(&ts);
+	return rv;
+}
+
+/* A role's name: chief, worker or "ps I". */
+static const char *
+role_name(size_t i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", i == 0 ? "chief" : "worker");
+	if (i >= 2) {
+		snprintf(buf, len, "ps %zu", i - 2);
+	}
+	return buf;
+}
+
+/* All roles' CPU per step with `ps` ps, or -1 without the others. */
+static double
+total_cpu(const cost *c, const procs *p, size_t ps)
+{
+	double sum = 0;
+	for (size_t i = 0; i < 2 + ps; i++) {
+		if (p->n == 1 || c->cpu_us[i] < 0) {
+			return -1;
+		}
+		sum += c->cpu_us[i];
+	}
+	return sum;
+}
+
+/* The JSON lines of figure c with `ps` ps, or (ps 0) the one-process one;
+ * ratios against one. */
+static void
+emit_json(
+    const model *m, size_t ps, const cost *c, const procs *p, const cost *one)
+{
+	char   what[64], label[160], role[16];
+	double total = total_cpu(c, p, ps);
+
+	if (ps == 0) {
+		snprintf(what, sizeof(what), "%s, in one process", m->name);
+	} else {
+		snprintf(what, sizeof(what), "%s, %zu ps", m->name, ps);
+	}
+	snprintf(label, sizeof(label), "%s: steps/s", what);
+	bench_json("step_cost", label, c->rate, "steps/s", ps ? one->rate : 0);
+	for (size_t i = 0; i < (ps ? p->n : 1) && i < 2 + ps; i++) {
+		char who[24] = ""; /* the role, where there are several */
+		if (ps > 0) {
+			snprintf(who, sizeof(who), "%s ",
+			    role_name(i, role, sizeof(role)));
+		}
+		snprintf(label, sizeof(label), "%s: %sCPU us/step", what, who);
+		bench_json("step_cost", label, c->cpu_us[i], "us/step", 0);
+		snprintf(label, sizeof(label), "%s: %scontext switches/step",
+		    what, who);
+		bench_json(
+		    "step_cost", label, c->switches[i], "switches/step", 0);
+	}
+	if (ps > 0 && total >= 0) {
+		snprintf(
+		    label, sizeof(label), "%s: all roles' CPU us/step", what);
+		bench_json(
+		    "step_cost", label, total, "us/step", one->cpu_us[0]);
+	}
+}
+
+/* A ps outside the sub-cluster should have done nothing: says on stderr
+ * if one used over 2 ticks during c's timed steps. */
+static void
+check_idle(const cost *c, const procs *p, size_t ps)
+{
+	double tick_us = 1e6 / (double) sysconf(_SC_CLK_TCK);
+	for (size_t i = 2 + ps; i < p->n; i++) {
+		if (c->cpu_us[i] * (double) c->steps > 2 * tick_us) {
+			fprintf(stderr,
+			    "step_cost: ps %zu, not in use, used %.1f us/step "
+			    "with %zu ps\n",
+			    i - 2, c->cpu_us[i], ps);
+		}
+	}
+}
+
+/* One table row: the one-process cell, then one per ps count (-1: blank). */
+static void
+print_row(const char *label, double one, const double *v, size_t n, int dec)
+{
+	printf("  %-28s", label);
+	for (size_t k = 0; k <= n; k++) {
+		double x = k == 0 ? one : v[k - 1];
+		if (x < 0) {
+			printf("%11s", "");
+		} else {
+			printf("%11.*f", dec, x);
+		}
+	}
+	printf("\n");
+}
+
+/* Process i's CPU (or switches) per step in each figure where it is in
+ * use into v. */
+static const double *
+role_column(const cost *c, const size_t *sizes, size_t n, size_t i, bool cpu,
+    double *v)
+{
+	for (size_t k = 0; k < n; k++) {
+		v[k] = i >= 2 + sizes[k] ? -1
+		       : cpu             ? c[k].cpu_us[i]
+		                         : c[k].switches[i];
+	}
+	return v;
+}
+
+static void
+print_table(const model *m, const cost *one, const cost *c,
+    const size_t *sizes, size_t n, const procs *p)
+{
+	double v[MAX_SIZES], tot[MAX_SIZES];
+	double tick_us = 1e6 / (double) sysconf(_SC_CLK_TCK);
+	char   label[64], role[16];
+
+	printf("\n%-30s%11s", m->name, "one process");
+	for (size_t k = 0; k < n; k++) {
+		printf("%8zu ps", sizes[k]);
+	}
+	printf("\n");
+	for (size_t k = 0; k < n; k++) {
+		v[k]   = c[k].rate;
+		tot[k] = total_cpu(&c[k], p, sizes[k]);
+	}
+	print_row("steps/s", one->rate, v, n, 0);
+	for (size_t k = 0; k < n; k++) {
+		v[k] = c[k].rate / one->rate;
+	}
+	print_row("  x one process", -1, v, n, 2);
+	for (size_t k = 0; k < n; k++) {
+		v[k] = (double) c[k].steps;
+	}
+	print_row("timed steps", (double) one->steps, v, n, 0);
+	for (size_t k = 0; k < n; k++) {
+		v[k] = tick_us / (double) c[k].steps;
+	}
+	print_row(
+	    "CPU us/step: one tick", tick_us / (double) one->steps, v, n, 1);
+	for (size_t i = 0; i < p->n; i++) {
+		snprintf(label, sizeof(label), "CPU us/step: %s",
+		    role_name(i, role, sizeof(role)));
+		print_row(
+		    label, -1, role_column(c, sizes, n, i, true, v), n, 0);
+	}
+	print_row("CPU us/step: all roles", one->cpu_us[0], tot, n, 0);
+	for (size_t k = 0; k < n; k++) {
+		v[k] = tot[k] / one->cpu_us[0];
+	}
+	if (p->n > 1) {
+		print_row("  x one process", -1, v, n, 2);
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		snprintf(label, sizeof(label), "switches/step: %s",
+		    role_name(i, role, sizeof(role)));
+		print_row(label, i == 0 ? one->switches[0] : -1,
+		    role_column(c, sizes, n, i, false, v), n, 2);
+	}
+}
+
+static int
+chief(const pasco_cluster *cluster, int argc, char **argv)
+{
+	long   given = 0;
+	size_t nps = pasco_cluster_count(cluster, PASCO_ROLE_PS), n = 0;
+	size_t sizes[MAX_SIZES];
+	procs  p;
+	cost   one, c[MAX_SIZES];
+
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--steps") == 0) {
+			given = atol(argv[i + 1]);
+		}
+	}
+	for (size_t k = 1; k <= nps && k <= MAX_PS; k *= 2) {
+		sizes[n++] = k;
+	}
+	procs_find(&p, nps < MAX_PS ? nps : MAX_PS);
+	if (p.n == 1) {
+		fprintf(stderr,
+		    "step_cost: the worker and ps processes are not "
+		    "among this chief's siblings (not started by "
+		    "pasco launch?): the chief's figures only\n");
+	}
+	printf("step cost: 1 worker, batch %d, SGD %.2f, every variable split "
+	       "over the ps in use (fixed shards). CPU: user + system, in "
+	       "clock ticks of %.0f ms from /proc/PID/stat (the resolution: "
+	       "one tick per process per figure, the \"one tick\" row); "
+	       "context switches: voluntary + involuntary; per step, over "
+	       "the timed steps only\n",
+	    BATCH, LR, 1e3 / (double) sysconf(_SC_CLK_TCK));
+	for (size_t m = 0; m < sizeof(MODELS) / sizeof(MODELS[0]); m++) {
+		measure_one_process(&MODELS[m], given, &one);
+		emit_json(&MODELS[m], 0, &one, &p, NULL);
+		for (size_t k = 0; k < n; k++) {
+			if (measure_cluster(cluster, &p, &MODELS[m], sizes[k],
+			        given, &c[k]) != 0) {
+				fprintf(stderr,
+				    "step_cost: %s with %zu ps failed\n",
+				    MODELS[m].name, sizes[k]);
+				return 1;
+			}
+			emit_json(&MODELS[m], sizes[k], &c[k], &p, &one);
+			check_idle(&c[k], &p, sizes[k]);
+		}
+		print_table(&MODELS[m], &one, c, sizes, n, &p);
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	return pasco_main(argc, argv, chief);
+}
