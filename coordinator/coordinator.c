@@ -95,6 +95,8 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		pasci_queue_fini(&c->q);
 		pasci_counter_release(c->fetches);
 		free(c->dispatchers);
+		free(c->parked);
+		free(c->linked);
 		pthread_cond_destroy(&c->watchdog_cv);
 		pthread_mutex_destroy(&c->mu);
 		free(c);
