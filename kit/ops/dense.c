@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ops_impl.h"
+#include "tensor_impl.h"
 #include "util.h"
 
 /* "[32, 64]", with "^T" when transposed. */
@@ -49,10 +50,12 @@ bad_combiner(const char *op, pasco_combiner c)
 	    op, (int) c);
 }
 
+/* An output of t's dtype and shape, not zero-filled: the kernels that
+ * use it write every element. */
 static int
 like(const pasco_tensor *t, pasco_tensor **out)
 {
-	return pasco_tensor_alloc(out, t->dtype, t->rank, t->shape);
+	return pasci_tensor_alloc_raw(out, t->dtype, t->rank, t->shape);
 }
 
 int
@@ -78,8 +81,9 @@ pasco_matmul(const pasco_tensor *a, bool ta, const pasco_tensor *b, bool tb,
 		    operand(sb, sizeof(sb), b, tb), (long long) k,
 		    (long long) k2);
 	}
-	if ((rv = pasco_tensor_alloc(out, PASCO_F32, 2, (int64_t[]){m, n})) !=
-	    0) {
+	/* sgemm with beta 0 writes every element; an empty sum is zeros */
+	if ((rv = (k > 0 ? pasci_tensor_alloc_raw : pasco_tensor_alloc)(
+	         out, PASCO_F32, 2, (int64_t[]){m, n})) != 0) {
 		return rv;
 	}
 	if (m > 0 && n > 0 && k > 0) {

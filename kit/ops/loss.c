@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "ops_impl.h"
+#include "tensor_impl.h"
 #include "util.h"
 
 #define BCE_EPSILON 1e-7
@@ -192,8 +193,9 @@ pasco_softmax_crossentropy(const pasco_tensor *logits,
 	}
 	b = logits->shape[0];
 	c = logits->shape[1];
-	if ((rv = pasco_tensor_alloc(dlogits, PASCO_F32, 2, logits->shape)) !=
-	    0) {
+	/* every element written below */
+	if ((rv = pasci_tensor_alloc_raw(
+	         dlogits, PASCO_F32, 2, logits->shape)) != 0) {
 		return rv;
 	}
 	for (int64_t i = 0; i < b; i++) {
