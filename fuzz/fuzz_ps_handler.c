@@ -23,6 +23,19 @@ ps_skip(const pasci_wire_msg *req)
 	if (req->hdr->method == PASCI_METHOD_CKPT_SAVE) {
 		return true;
 	}
+	/* a VAR_MULTI's parts are requests too */
+	for (size_t k = 0; k < req->hdr->nparts; k++) {
+		pasci_wire_msg part;
+		bool           skip;
+		if (pasci_wire_msg_part(req, k, &part, NULL, 0) != 0) {
+			continue; /* answered with an error, not run */
+		}
+		skip = ps_skip(&part);
+		pasci_wire_msg_fini(&part);
+		if (skip) {
+			return true;
+		}
+	}
 	return spec != NULL &&
 	       pasci_tensor_check_spec(spec->dtype, spec->rank, spec->shape,
 	           &count, &nbytes) == 0 &&

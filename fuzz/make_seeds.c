@@ -214,6 +214,32 @@ ps_seeds(void)
 	seq_msg(&s, &b, true);
 	var_msg(&s, PASCI_METHOD_VAR_READ, NULL, NULL, NULL);
 	put("ps_handler", "initializer", s.buf, s.len);
+	s.len = 0;
+	/* a step's calls in one VAR_MULTI: a read, an apply, a gather */
+	{
+		pasci_wire_builder part[3];
+		pasco_tensor      *t[2] = {f32(2, shape, 1), ids(2, 1)};
+		var_msg(
+		    &s, PASCI_METHOD_VAR_CREATE, f32(2, shape, 1), NULL, NULL);
+		pasci_wire_builder_init(&part[0], PASCI_METHOD_VAR_READ);
+		pasci_wire_builder_init(&part[1], PASCI_METHOD_VAR_APPLY);
+		pasci_wire_builder_init(&part[2], PASCI_METHOD_VAR_GATHER);
+		part[1].hdr.opt = &sgd;
+		pasci_wire_add_tensor(&part[1], t[0], NULL);
+		pasci_wire_add_tensor(&part[2], t[1], NULL);
+		pasci_wire_builder_init(&b, PASCI_METHOD_VAR_MULTI);
+		for (int k = 0; k < 3; k++) {
+			part[k].hdr.name = "w";
+			pasci_wire_add_part(&b, &part[k]);
+		}
+		seq_msg(&s, &b, true);
+		for (int k = 0; k < 3; k++) {
+			pasci_wire_builder_fini(&part[k]);
+		}
+		pasco_tensor_release(t[0]);
+		pasco_tensor_release(t[1]);
+		put("ps_handler", "multi", s.buf, s.len);
+	}
 	free(s.buf);
 }
 
