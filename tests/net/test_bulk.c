@@ -596,3 +596,44 @@ Test(bulk, strangers_in_the_handshake_do_not_keep_a_member_out)
 	}
 	pasci_bulk_server_close(s);
 }
+
+/* A step's calls to one ps travel as one request: reads of 4 variables
+ * (2 on each ps, any size) are 2 bulk calls, so are their applies. */
+Test(bulk, a_steps_calls_to_one_ps_travel_as_one_request)
+{
+	pasco_optimizer sgd = pasco_sgd(1.0, 0, false);
+	pasco_variable *v[4];
+	pasco_tensor   *init[4], *grads[4], *out[4];
+	char            name[8];
+	start_tcp(2, NULL); /* round-robin: 0 and 2 on ps 0, 1 and 3 on 1 */
+	for (int k = 0; k < 4; k++) {
+		init[k] = ramp(k == 0 ? 300000 : 3 + k, 1); /* big and small */
+		grads[k] = ramp(init[k]->count, 0.5f);
+		snprintf(name, sizeof(name), "v%d", k);
+		PASCO_PASS(
+		    pasco_variable_create(&v[k], strategy, name, init[k]));
+		cr_assert_eq(pasco_variable_ps_task(v[k]), k % 2);
+	}
+	uint64_t calls0 = pasci_bulk_calls_done();
+	PASCO_PASS(pasco_variable_read_all(4, v, out));
+	cr_assert_eq(pasci_bulk_calls_done() - calls0, 2,
+	    "4 reads on 2 ps took %llu requests",
+	    (unsigned long long) (pasci_bulk_calls_done() - calls0));
+	for (int k = 0; k < 4; k++) {
+		expect_ramp(out[k], init[k]->count, 1);
+		pasco_tensor_release(out[k]);
+	}
+	PASCO_PASS(pasco_variable_apply_gradients(4, v, &sgd, grads));
+	cr_assert_eq(pasci_bulk_calls_done() - calls0, 4);
+	PASCO_PASS(pasco_variable_read_all(4, v, out));
+	for (int k = 0; k < 4; k++) { /* i - 0.5 i */
+		expect_ramp(out[k], init[k]->count, 0.5f);
+		pasco_tensor_release(out[k]);
+	}
+	for (int k = 0; k < 4; k++) {
+		pasco_tensor_release(init[k]);
+		pasco_tensor_release(grads[k]);
+		pasco_variable_free(v[k]);
+	}
+	stop_tcp(2);
+}

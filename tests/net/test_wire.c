@@ -235,3 +235,120 @@ Test(wire, rejects_tensors_past_the_end)
 	cr_assert(strstr(err, "needs 400 bytes") != NULL, "%s", err);
 	pasco_tensor_release(t);
 }
+
+/* VAR_MULTI: parts keep their headers and their own tensors, in order. */
+Test(wire, a_multi_request_round_trips_its_parts)
+{
+	pasci_wire_builder b, part[3];
+	pasci_wire_msg     m, got;
+	nng_msg           *msg;
+	char               err[256];
+	pasco_tensor      *t[3] = {test_scalar(PASCO_F32, 1.5),
+	         test_scalar(PASCO_I64, 7), test_scalar(PASCO_F64, -2)};
+	pasco_optimizer    sgd  = pasco_sgd(0.25, 0, false);
+	pasci_wire_builder_init(&part[0], PASCI_METHOD_VAR_READ);
+	pasci_wire_builder_init(&part[1], PASCI_METHOD_VAR_APPLY);
+	pasci_wire_builder_init(&part[2], PASCI_METHOD_VAR_SCATTER_ADD);
+	part[0].hdr.name = "a";
+	part[1].hdr.name = "b";
+	part[1].hdr.opt  = &sgd;
+	part[1].hdr.step = 9;
+	part[2].hdr.name = "c";
+	pasci_wire_add_tensor(&part[1], t[0], NULL);
+	pasci_wire_add_tensor(&part[2], t[1], NULL);
+	pasci_wire_add_tensor(&part[2], t[2], NULL);
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_MULTI);
+	for (int k = 0; k < 3; k++) {
+		pasci_wire_add_part(&b, &part[k]);
+	}
+	PASCO_PASS(pasci_wire_encode(&b, &msg));
+	pasci_wire_builder_fini(&b);
+	for (int k = 0; k < 3; k++) {
+		pasci_wire_builder_fini(&part[k]);
+	}
+	PASCO_PASS(pasci_wire_decode(&m, msg, err, sizeof(err)));
+	cr_assert_eq(m.hdr->method, PASCI_METHOD_VAR_MULTI);
+	cr_assert_eq(m.hdr->nparts, 3);
+	cr_assert_eq(m.ntensors, 3);
+	PASCO_PASS(pasci_wire_msg_part(&m, 0, &got, err, sizeof(err)));
+	cr_assert_eq(got.hdr->method, PASCI_METHOD_VAR_READ);
+	cr_assert_str_eq(got.hdr->name, "a");
+	cr_assert_eq(got.ntensors, 0);
+	pasci_wire_msg_fini(&got);
+	PASCO_PASS(pasci_wire_msg_part(&m, 1, &got, err, sizeof(err)));
+	cr_assert_str_eq(got.hdr->name, "b");
+	cr_assert_eq(got.hdr->step, 9);
+	cr_assert_eq(got.hdr->opt->learning_rate, 0.25);
+	cr_assert_eq(got.ntensors, 1);
+	cr_assert_eq(pasco_tensor_get(got.tensors[0], 0), 1.5);
+	pasci_wire_msg_fini(&got);
+	PASCO_PASS(pasci_wire_msg_part(&m, 2, &got, err, sizeof(err)));
+	cr_assert_eq(got.ntensors, 2);
+	cr_assert_eq(got.tensors[0]->dtype, PASCO_I64);
+	cr_assert_eq(pasco_tensor_get(got.tensors[0], 0), 7);
+	cr_assert_eq(pasco_tensor_get(got.tensors[1], 0), -2);
+	pasci_wire_msg_fini(&m); /* the part's tensors hold the message */
+	cr_assert_eq(pasco_tensor_get(got.tensors[1], 0), -2);
+	pasci_wire_msg_fini(&got);
+	for (int k = 0; k < 3; k++) {
+		pasco_tensor_release(t[k]);
+	}
+}
+
+/* A header whose parts' tensors do not add up to the message's, or a
+ * part with parts of its own, does not decode. */
+Test(wire, rejects_multi_requests_whose_parts_do_not_match)
+{
+	Pasco__Wire__Header h = PASCO__WIRE__HEADER__INIT,
+	                    p = PASCO__WIRE__HEADER__INIT,
+	                    q = PASCO__WIRE__HEADER__INIT, *pp[1] = {&p},
+	                    *qp[1]     = {&q};
+	Pasco__Wire__TensorMeta a      = PASCO__WIRE__TENSOR_META__INIT,
+	                        c      = PASCO__WIRE__TENSOR_META__INIT,
+	                        *ap[1] = {&a}, *cp[1] = {&c};
+	int64_t shape_a[1] = {2}, shape_c[1] = {3};
+	uint8_t body[256] = {0};
+	char    err[256];
+	size_t  n;
+	a.dtype = c.dtype = PASCO__WIRE__DTYPE__F32;
+	a.n_shape = c.n_shape = 1;
+	a.shape               = shape_a;
+	c.shape               = shape_c;
+	h.method              = PASCO__WIRE__METHOD__VAR_MULTI;
+	h.n_tensors           = 1;
+	h.tensors             = ap;
+	h.n_parts             = 1;
+	h.parts               = pp;
+	p.method              = PASCO__WIRE__METHOD__VAR_ASSIGN;
+	p.n_tensors           = 1;
+	p.tensors             = cp; /* f32[3] where the message has f32[2] */
+	n        = pasco__wire__header__pack(&h, body + PASCI_WIRE_PREFIX);
+	body[11] = (uint8_t) n;
+	PASCO_FAIL(decode_bytes(body, PASCI_PAD8(PASCI_WIRE_PREFIX + n) + 8,
+	               err, sizeof(err)),
+	    PASCO_EPROTO);
+	cr_assert(
+	    strstr(err, "part 0's tensor 0 is not the message's tensor 0"),
+	    "%s", err);
+	/* the part without the tensor: the message has one part lacks */
+	p.n_tensors = 0;
+	memset(body, 0, sizeof(body));
+	n        = pasco__wire__header__pack(&h, body + PASCI_WIRE_PREFIX);
+	body[11] = (uint8_t) n;
+	PASCO_FAIL(decode_bytes(body, PASCI_PAD8(PASCI_WIRE_PREFIX + n) + 8,
+	               err, sizeof(err)),
+	    PASCO_EPROTO);
+	cr_assert(
+	    strstr(err, "the parts have 0 tensors; the message 1"), "%s", err);
+	/* a part with parts */
+	h.n_tensors = 0;
+	p.n_parts   = 1;
+	p.parts     = qp;
+	memset(body, 0, sizeof(body));
+	n        = pasco__wire__header__pack(&h, body + PASCI_WIRE_PREFIX);
+	body[11] = (uint8_t) n;
+	PASCO_FAIL(decode_bytes(body, PASCI_PAD8(PASCI_WIRE_PREFIX + n), err,
+	               sizeof(err)),
+	    PASCO_EPROTO);
+	cr_assert(strstr(err, "part 0 has parts of its own"), "%s", err);
+}

@@ -264,3 +264,56 @@ Test(ps_server, a_create_under_an_existing_name_allocates_nothing,
 	cr_assert_eq(v, 2, "the create refilled the variable: %g", v);
 	pasco_tensor_release(t);
 }
+
+/* VAR_MULTI (over nng here): its parts run in order, each answered in
+ * the reply's whole-message parts; a part that fails answers with its
+ * error and the others still run; an empty one is refused. */
+Test(ps_server, a_multi_request_runs_its_parts_in_order, .init = start,
+    .fini = stop)
+{
+	pasco_tensor      *t   = test_scalar(PASCO_F64, 2);
+	pasco_optimizer    sgd = {.kind = PASCO_OPT_SGD, .learning_rate = 0.5};
+	pasci_wire_builder b, part[4];
+	pasci_wire_msg     reply, r;
+	char               err[256];
+	PASCO_PASS(call(PASCI_METHOD_VAR_CREATE, "w", &t, 1, NULL, NULL, err));
+	pasci_wire_builder_init(&part[0], PASCI_METHOD_VAR_APPLY);
+	pasci_wire_builder_init(&part[1], PASCI_METHOD_VAR_READ);
+	pasci_wire_builder_init(&part[2], PASCI_METHOD_VAR_READ);
+	pasci_wire_builder_init(&part[3], PASCI_METHOD_VAR_ASSIGN_ADD);
+	part[0].hdr.opt = &sgd;
+	pasci_wire_add_tensor(&part[0], t, NULL);
+	pasci_wire_add_tensor(&part[3], t, NULL);
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_MULTI);
+	for (int k = 0; k < 4; k++) {
+		part[k].hdr.name = k == 2 ? "nope" : "w";
+		pasci_wire_add_part(&b, &part[k]);
+	}
+	PASCO_PASS(pasci_rpc_call(client, &b, 5000, &reply, err, sizeof(err)));
+	pasci_wire_builder_fini(&b);
+	cr_assert_eq(reply.ntensors, 4);
+	/* 2 - 0.5 * 2 = 1, read, then a read of nothing, then 1 + 2 */
+	PASCO_PASS(pasci_wire_decode_part(&r, reply.tensors[0], err, 256));
+	cr_assert_eq(r.hdr->status, 0);
+	pasci_wire_msg_fini(&r);
+	PASCO_PASS(pasci_wire_decode_part(&r, reply.tensors[1], err, 256));
+	cr_assert_eq(r.ntensors, 1);
+	cr_assert_eq(pasco_tensor_get(r.tensors[0], 0), 1);
+	pasci_wire_msg_fini(&r);
+	PASCO_PASS(pasci_wire_decode_part(&r, reply.tensors[2], err, 256));
+	cr_assert_eq(r.hdr->status, PASCO_ENOTFOUND);
+	cr_assert(strstr(r.hdr->error, "nope") != NULL, "%s", r.hdr->error);
+	pasci_wire_msg_fini(&r);
+	pasci_wire_msg_fini(&reply);
+	double v = 0;
+	PASCO_PASS(call(PASCI_METHOD_VAR_READ, "w", NULL, 0, NULL, &v, err));
+	cr_assert_eq(v, 3, "the part after the failed one ran: got %g", v);
+	/* no parts: not a request a ps serves */
+	PASCO_FAIL(call(PASCI_METHOD_VAR_MULTI, "w", NULL, 0, NULL, NULL, err),
+	    PASCO_EINVAL);
+	cr_assert(strstr(err, "does not serve method 23") != NULL, "%s", err);
+	for (int k = 0; k < 4; k++) {
+		pasci_wire_builder_fini(&part[k]);
+	}
+	pasco_tensor_release(t);
+}
