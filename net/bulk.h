@@ -1,10 +1,13 @@
 /*
- * Bulk transfers: large tensors between a process and a ps over plain TCP
- * connections beside nng. nng 1.5.2 zero-fills every message buffer it
- * allocates and a message must hold a copy of the tensor, so a 4 MB pull
- * over nng makes two extra passes over the data; here frames are written
- * from the tensors' own memory (writev) and read straight into the buffer
- * the received tensors view.
+ * Bulk transfers: variable requests between a process and a ps over plain
+ * TCP connections beside nng, whatever their size (client/variable.c sends
+ * a step's calls to one ps as one VAR_MULTI request here). nng 1.5.2
+ * zero-fills every message buffer it allocates and a message must hold a
+ * copy of the tensor, so a 4 MB pull over nng makes two extra passes over
+ * the data, and a small call costs its client a hop through nng's threads
+ * each way; here frames are written from the tensors' own memory (writev)
+ * by the caller's thread and read straight into the buffer the received
+ * tensors view.
  *
  * A frame is a u64 big-endian length followed by a wire body, exactly as
  * an nng message body (incarnation | header length | header | tensors).
@@ -31,9 +34,6 @@
 
 #include "rpc.h"
 #include "wire.h"
-
-/* Payloads at least this big go over bulk connections when they can. */
-#define PASCI_BULK_MIN_BYTES (4u << 10)
 
 typedef struct pasci_bulk_server pasci_bulk_server;
 
