@@ -404,10 +404,22 @@ pasci_shard_calls_run_many(
 	for (size_t k = 0; k < nreqs && rv == 0; k++) {
 		request_send(&reqs[k]);
 	}
-	for (size_t k = 0; k < nreqs && rv == 0; k++) {
-		if (reqs[k].bulk) {
-			request_finish(&reqs[k]);
+	for (;;) { /* each reply as it comes, one wake-up for several */
+		pasci_bulk_pending *waiting[16];
+		ps_request         *owner[16];
+		size_t              nw = 0;
+		for (size_t k = 0; k < nreqs && rv == 0 && nw < 16; k++) {
+			if (reqs[k].bulk) {
+				owner[nw]     = &reqs[k];
+				waiting[nw++] = &reqs[k].pending;
+			}
 		}
+		if (nw == 0) {
+			break;
+		}
+		ps_request *r = owner[pasci_bulk_wait_any(waiting, nw)];
+		r->bulk       = false;
+		request_finish(r);
 	}
 	pthread_mutex_lock(&f.mu);
 	while (f.pending > 0) {

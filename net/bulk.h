@@ -109,6 +109,13 @@ int pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 int pasci_bulk_finish(
     pasci_bulk_pending *p, pasci_wire_msg *reply, char *detail, size_t len);
 
+/* Of the n requests p[0..n) sent and not finished, the index of one whose
+ * reply has begun to arrive (or whose connection failed), waiting until
+ * the earliest deadline: one wake-up for the replies of several servers
+ * that arrive together. After that deadline, or with n 1, 0: its finish
+ * says what became of it. */
+size_t pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n);
+
 /* A tensor (not zero-filled) in the big-buffer cache's memory
  * (bufcache.h): for data a ps is about to send. */
 int pasci_bulk_tensor(

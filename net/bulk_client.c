@@ -396,6 +396,39 @@ pasci_bulk_finish(
 	return PASCO_OK;
 }
 
+size_t
+pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n)
+{
+	struct pollfd fds[16];
+	int64_t       deadline = INT64_MAX;
+	if (n <= 1) {
+		return 0;
+	}
+	n = n < 16 ? n : 16; /* the rest wait their turn */
+	for (size_t k = 0; k < n; k++) {
+		fds[k] = (struct pollfd){.fd = p[k]->fd, .events = POLLIN};
+		deadline =
+		    p[k]->deadline < deadline ? p[k]->deadline : deadline;
+	}
+	for (;;) {
+		int64_t left = deadline - pasci_now_ms();
+		int     got;
+		if (left <= 0) {
+			return 0;
+		}
+		got = poll(
+		    fds, (nfds_t) n, left > 1000000 ? 1000000 : (int) left);
+		if (got < 0 && errno != EINTR) {
+			return 0;
+		}
+		for (size_t k = 0; got > 0 && k < n; k++) {
+			if (fds[k].revents != 0) {
+				return k;
+			}
+		}
+	}
+}
+
 int
 pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
     int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len)
