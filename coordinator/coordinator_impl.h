@@ -172,7 +172,7 @@ struct pasco_coordinator {
 	/* per worker: its link is up, as the last state event said; a
 	 * release that fails after the worker is back (its failure came late)
 	 * is queued again at once, not parked */
-	bool *linked;
+	bool  *linked;
 	char **big_results; /* functions whose results are too big to batch */
 	size_t nbig_results;
 };
@@ -219,5 +219,9 @@ void pasci_dispatch_stop(pasco_coordinator *c);
 /* Whether closure cl may ride in a batch: its tensor arguments are small
  * and its function has not returned a big result before. */
 bool pasci_dispatch_may_ride(pasco_coordinator *c, const closure *cl);
+
+/* Sends cl, a global closure taken for worker w (pasci_queue_put_take),
+ * from the calling thread, as its dispatcher would. */
+void pasci_dispatch_send(pasco_coordinator *c, size_t w, closure *cl);
 
 #endif

@@ -404,24 +404,37 @@ static void send_taken(pasco_coordinator *c, size_t w, closure *cl,
  * rather than wake the dispatcher for it (one thread hop less per
  * closure). Not recursively: a send that fails at once completes here. */
 static void
+send_here(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
+{
+	closure *room[32], **riders = room;
+	/* no allocation per closure unless max_batch is raised past 33 */
+	if (c->max_batch > 33) {
+		riders = calloc(c->max_batch, sizeof(*riders));
+	}
+	send_taken(c, w, cl, tagged, riders);
+	if (riders != room) {
+		free(riders);
+	}
+}
+
+static void
 refill(pasco_coordinator *c, size_t w)
 {
 	static _Thread_local bool busy;
-	closure                  *room[32], **riders = room, *next;
+	closure                  *next;
 	bool                      tagged;
 	if (busy || (next = pasci_queue_try_get(&c->q, w, &tagged)) == NULL) {
 		return;
 	}
 	busy = true;
-	/* no allocation per closure unless max_batch is raised past 33 */
-	if (c->max_batch > 33) {
-		riders = calloc(c->max_batch, sizeof(*riders));
-	}
-	send_taken(c, w, next, tagged, riders);
-	if (riders != room) {
-		free(riders);
-	}
+	send_here(c, w, next, tagged);
 	busy = false;
+}
+
+void
+pasci_dispatch_send(pasco_coordinator *c, size_t w, closure *cl)
+{
+	send_here(c, w, cl, false);
 }
 
 /* The RPC callback of a flight (arg, freed here). */

@@ -109,18 +109,15 @@ wake_all_locked(closure_queue *q)
 /* A global closure was queued: wakes one sleeping dispatcher whose worker
  * may take it, starting after the last one woken so the work spreads. If
  * none sleeps, a busy dispatcher takes it when it asks next. */
+static ssize_t  idle_worker_locked(closure_queue *q);
+static closure *take_locked(closure_queue *q, size_t w, bool *tagged);
+
 static void
 wake_one_locked(closure_queue *q)
 {
-	for (size_t i = 0; i < q->nworkers; i++) {
-		size_t        w  = (q->next_wake + i) % q->nworkers;
-		queue_worker *qw = &q->workers[w];
-		if (qw->asleep && qw->up && qw->inflight < q->window &&
-		    qw->tagged_head == NULL && !qw->tagged_inflight) {
-			q->next_wake = w + 1;
-			wake_locked(q, w);
-			return;
-		}
+	ssize_t w = idle_worker_locked(q);
+	if (w >= 0) {
+		wake_locked(q, (size_t) w);
 	}
 }
 
@@ -163,10 +160,30 @@ raise_locked(closure_queue *q, closure **cancelled, char *msg, size_t len)
 	return err;
 }
 
-int
-pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
+/* A worker whose dispatcher sleeps and could take a global closure now,
+ * after the last one chosen (so the work spreads); -1 if none. */
+static ssize_t
+idle_worker_locked(closure_queue *q)
 {
-	closure *cancelled = NULL;
+	for (size_t i = 0; i < q->nworkers; i++) {
+		size_t        w  = (q->next_wake + i) % q->nworkers;
+		queue_worker *qw = &q->workers[w];
+		if (qw->asleep && qw->up && qw->inflight < q->window &&
+		    qw->tagged_head == NULL && !qw->tagged_inflight) {
+			q->next_wake = w + 1;
+			return (ssize_t) w;
+		}
+	}
+	return -1;
+}
+
+/* Queues c; with w, takes the head for an idle worker (see
+ * pasci_queue_put_take), else wakes that worker's dispatcher. */
+static closure *
+put_take_or_wake(closure_queue *q, closure *c, char *msg, size_t msglen,
+    int *err, size_t *w)
+{
+	closure *cancelled = NULL, *taken = NULL;
 	int      rv;
 
 	pthread_mutex_lock(&q->put_wait_mu);
@@ -188,12 +205,35 @@ pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
 		q->stats.put++;
-		wake_one_locked(q);
+		ssize_t idle = idle_worker_locked(q);
+		bool    tagged;
+		if (idle >= 0 && w != NULL &&
+		    (taken = take_locked(q, (size_t) idle, &tagged)) != NULL) {
+			*w = (size_t) idle; /* not tagged: none waits for it */
+		} else if (idle >= 0) {
+			wake_locked(q, (size_t) idle);
+		}
 	}
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_unlock(&q->put_wait_mu);
 	cancel_list(cancelled);
-	return rv;
+	*err = rv;
+	return taken;
+}
+
+int
+pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
+{
+	int err;
+	(void) put_take_or_wake(q, c, msg, msglen, &err, NULL);
+	return err;
+}
+
+closure *
+pasci_queue_put_take(closure_queue *q, closure *c, char *msg, size_t msglen,
+    int *err, size_t *w)
+{
+	return put_take_or_wake(q, c, msg, msglen, err, w);
 }
 
 void
@@ -320,7 +360,11 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 	q->inflight--;
 	(*count)--;
 	pthread_cond_broadcast(&q->settled);
-	wake_locked(q, w); /* its window has room again */
+	/* its window has room again: its dispatcher wakes if there is
+	 * something to take (a put wakes it otherwise) */
+	if (q->head != NULL || q->workers[w].tagged_head != NULL) {
+		wake_locked(q, w);
+	}
 }
 
 static void
