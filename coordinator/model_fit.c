@@ -360,7 +360,8 @@ shorthand_callbacks(const fit_run *r, pasco_callbacks **out)
 		            .strategy = r->c->s,
 		            .dir      = o->checkpoint_dir,
 		            .keep = o->checkpoint_keep > 0 ? o->checkpoint_keep
-		                                           : 5}),
+		                    : o->checkpoint_keep < 0 ? 0 /* all */
+		                                             : 5}),
 		    *out, cb);
 	}
 	if (rv == 0 && o->logdir != NULL) {

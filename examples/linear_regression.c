@@ -148,17 +148,19 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	    pasco_variable_ps_task(pasco_model_variable(m, 1)),
 	    pasco_strategy_num_workers(s));
 	if ((rv = pasco_coordinator_create(&c, s, NULL)) != 0 ||
-	    (rv = fit_callbacks(s, false, ckpt, 0, false, NULL, 0, &cbs)) !=
-	        0 ||
+	    (rv = pasco_callbacks_create(&cbs)) != 0 ||
 	    (rv = pasco_callbacks_add(cbs, (pasco_callback){.name = "print",
 	                                       .epoch_end = print_epoch})) !=
 	        0) {
 		goto out;
 	}
+	/* every checkpoint kept: the evaluator evaluates each */
 	if ((rv = pasco_model_fit(c, m,
 	         &(pasco_model_fit_options){.dataset = "regression_data",
 	             .epochs                         = epochs,
 	             .steps_per_epoch                = steps,
+	             .checkpoint_dir                 = ckpt,
+	             .checkpoint_keep                = -1,
 	             .callbacks                      = cbs},
 	         NULL)) != 0) {
 		report(rv, "training failed", pasco_model_last_error());

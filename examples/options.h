@@ -11,9 +11,9 @@
  *
  * Also what every example's coordinator does the same way: say what failed
  * (report, report_failure), run one epoch of a custom loop (run_epoch),
- * the callbacks of a fit (fit_callbacks), the sidecar evaluator of a
- * compiled model's checkpoints (evaluator_task) and the exactly-once
- * accuracy at the end (evaluate_accuracy).
+ * the sidecar evaluator of a compiled model's checkpoints
+ * (evaluator_task) and the exactly-once accuracy at the end
+ * (evaluate_accuracy).
  */
 #ifndef PASCO_EXAMPLES_OPTIONS_H
 #define PASCO_EXAMPLES_OPTIONS_H
@@ -225,50 +225,6 @@ run_epoch(pasco_coordinator *c, const char *fn, const pasco_arg *args,
 		*loss = pasco_value_scalar(value);
 	}
 	pasco_remote_value_free(last);
-	return rv;
-}
-
-/* The callbacks of the examples' fits, *out: a progress display (with
- * progress); with ckpt_dir, a checkpoint each epoch in ckpt_dir (keeping
- * keep; 0: all) and, with backup, BackupAndRestore in ckpt_dir/backup (a
- * restarted chief resumes at the interrupted epoch); with logdir,
- * TensorBoard event files in logdir/train and logdir/eval (and the
- * learning rate lr, unless 0). 0, or the
- * error said on stderr (*out NULL). */
-static inline int
-fit_callbacks(pasco_strategy *s, bool progress, const char *ckpt_dir, int keep,
-    bool backup, const char *logdir, double lr, pasco_callbacks **out)
-{
-	pasco_callback cb;
-	char           dir[4096];
-	int            rv = pasco_callbacks_create(out);
-	if (rv == 0 && ckpt_dir != NULL && backup) {
-		snprintf(dir, sizeof(dir), "%s/backup", ckpt_dir);
-		if ((rv = pasco_callback_backup_restore(&cb, s, dir)) == 0) {
-			rv = pasco_callbacks_add(*out, cb);
-		}
-	}
-	if (rv == 0 && ckpt_dir != NULL &&
-	    (rv = pasco_callback_checkpoint(&cb,
-	         &(pasco_checkpoint_callback_options){
-	             .strategy = s, .dir = ckpt_dir, .keep = keep})) == 0) {
-		rv = pasco_callbacks_add(*out, cb);
-	}
-	if (rv == 0 && logdir != NULL &&
-	    (rv = pasco_callback_tensorboard(
-	         &cb, &(pasco_tensorboard_options){
-	                  .logdir = logdir, .learning_rate = lr})) == 0) {
-		rv = pasco_callbacks_add(*out, cb);
-	}
-	if (rv == 0 && progress &&
-	    (rv = pasco_callback_progress(&cb, NULL)) == 0) {
-		rv = pasco_callbacks_add(*out, cb);
-	}
-	if (rv != 0) {
-		report(rv, "setting up the callbacks", pasco_fit_error());
-		pasco_callbacks_free(*out);
-		*out = NULL;
-	}
 	return rv;
 }
 

@@ -271,10 +271,9 @@ static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
 	int                epochs = 8, steps = 250;
-	pasco_strategy    *s   = NULL;
-	pasco_coordinator *c   = NULL;
-	pasco_callbacks   *cbs = NULL;
-	pasco_model       *m   = NULL;
+	pasco_strategy    *s = NULL;
+	pasco_coordinator *c = NULL;
+	pasco_model       *m = NULL;
 	pasco_logs         logs;
 	double             acc = 0, loss = NAN, t0 = now_s();
 	const char        *data = data_dir;
@@ -305,16 +304,14 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	printf("wide: %d rows (education x occupation, city), deep: 18 -> 16 "
 	       "-> 8, then 9 -> 1; data from %s\n",
 	    WIDE_ROWS, data_dir);
-	if ((rv = pasco_coordinator_create(&c, s, NULL)) != 0 ||
-	    (rv = fit_callbacks(s, true, NULL, 0, false, NULL, 0, &cbs)) !=
-	        0) {
+	if ((rv = pasco_coordinator_create(&c, s, NULL)) != 0) {
 		goto out;
 	}
 	if ((rv = pasco_model_fit(c, m,
 	         &(pasco_model_fit_options){.dataset = "census_train",
 	             .epochs                         = epochs,
 	             .steps_per_epoch                = steps,
-	             .callbacks                      = cbs},
+	             .verbose                        = true},
 	         NULL)) == 0) {
 		printf("trained %d steps of %d rows in %.2f s: %.1f steps/s\n",
 		    epochs * steps, BATCH, now_s() - t0,
@@ -333,7 +330,6 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		printf("accuracy = %.4f\n", acc);
 	}
 out:
-	pasco_callbacks_free(cbs);
 	pasco_coordinator_destroy(c);
 	pasco_model_free(m);
 	pasco_strategy_destroy(s);

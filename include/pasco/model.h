@@ -162,7 +162,8 @@ typedef struct pasco_model_fit_options {
 	/* Shorthands for the callbacks most runs want, run before those of
 	 * callbacks (if any): checkpoint_dir: ModelCheckpoint at each
 	 * epoch's end into checkpoint_dir/ckpt-<step>, keeping the newest
-	 * checkpoint_keep (0 means 5); logdir: TensorBoard event files in
+	 * checkpoint_keep (0 means 5; below 0, all); logdir: TensorBoard
+	 * event files in
 	 * logdir/train and logdir/eval, with the optimizer's learning rate as
 	 * epoch_learning_rate. */
 	const char *checkpoint_dir;
