@@ -62,6 +62,14 @@ pasco_variable_dropped(const pasco_variable *v)
 }
 
 bool
+pasci_step_can_prefetch(const pasco_variable *c)
+{
+	return c != NULL && c->nshards == 1 && c->rank == 0 &&
+	       (c->dtype == PASCO_I64 || c->dtype == PASCO_I32) &&
+	       c->sync.mode == PASCO_ASP;
+}
+
+bool
 pasci_step_is_bsp(const pasco_optimizer *opt)
 {
 	return opt != NULL && opt->iterations != NULL &&

@@ -680,10 +680,12 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
 	return pasco_variable_apply_gradients_mixed(n, vars, opt, NULL, grads);
 }
 
-int
-pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
-    const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    pasco_tensor *const *grads)
+/* The mixed apply; with *pre, the step it was given (taken with the
+ * step's reads), else one admitted here. */
+static int
+apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
+    const pasco_tensor *const *ids, pasco_tensor *const *grads,
+    const pasci_step *pre)
 {
 	shard_call **calls = calloc(n + 1, sizeof(*calls));
 	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
@@ -702,7 +704,9 @@ pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
 		               grads[k], "apply_gradients", &calls[k]);
 	}
 	/* every gradient checked: now the step (one per call, all vars) */
-	if (rv == 0 && n > 0) {
+	if (rv == 0 && n > 0 && pre != NULL) {
+		st = *pre;
+	} else if (rv == 0 && n > 0) {
 		rv = pasci_step_begin(vars[0], opt, &st);
 	}
 	if (rv == 0 && !st.dropped) {
@@ -719,6 +723,23 @@ pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
 	}
 	free(calls);
 	return rv;
+}
+
+int
+pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    pasco_tensor *const *grads)
+{
+	return apply_mixed(n, vars, opt, ids, grads, NULL);
+}
+
+int
+pasci_apply_gradients_mixed_at(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    pasco_tensor *const *grads, int64_t t)
+{
+	pasci_step pre = {.t = t};
+	return apply_mixed(n, vars, opt, ids, grads, &pre);
 }
 
 const char *

@@ -133,6 +133,24 @@ typedef struct pasci_step {
 	pasci_wire_sync sync;    /* what the shards get under BSP */
 } pasci_step;
 
+/* Whether counter (an optimizer's iterations) may be fetch-added with a
+ * step's reads: an unsplit integer scalar under ASP. */
+bool pasci_step_can_prefetch(const pasco_variable *counter);
+
+/* pasco_variable_read_mixed, and counter's fetch-add of 1 in the same
+ * requests: *t gets the value after, the step of an apply made with
+ * pasci_apply_gradients_mixed_at. PASCO_EINVAL unless
+ * pasci_step_can_prefetch(counter). */
+int pasci_variable_read_mixed_step(size_t n, pasco_variable *const *vars,
+    const pasco_tensor *const *ids, pasco_tensor **outs,
+    pasco_variable *counter, int64_t *t);
+
+/* pasco_variable_apply_gradients_mixed with the step already taken (t,
+ * from pasci_variable_read_mixed_step): no fetch-add before it. */
+int pasci_apply_gradients_mixed_at(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    pasco_tensor *const *grads, int64_t t);
+
 /* Admits one apply of opt through opt->iterations (nothing without it).
  * A failure is recorded on the counter and on v. */
 int pasci_step_begin(

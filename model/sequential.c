@@ -3,6 +3,7 @@
  * mixed apply). */
 #include "layers_impl.h"
 #include "tape_impl.h"
+#include "variable_impl.h"
 
 #include <string.h>
 
@@ -408,6 +409,10 @@ pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
 		return PASCO_EINVAL;
 	}
 	vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(*vars));
+	if (opt != NULL && pasci_step_can_prefetch(opt->iterations)) {
+		/* the global step with the reads (ASP): one round trip less */
+		pasci_tape_step_of(tp)->counter = opt->iterations;
+	}
 	if (vars == NULL ||
 	    (nodes = pasci_model_read(m, tp, inputs, vars)) == NULL ||
 	    (l = pasco_model_loss(m, tp, inputs, y, loss, nodes)) == NULL ||

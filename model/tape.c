@@ -32,15 +32,16 @@ typedef struct arena_block {
 } arena_block;
 
 struct pasco_tape {
-	arena_block   *blocks;
-	pasco_tnode  **nodes; /* creation order */
-	size_t         nnodes, capnodes;
-	pasco_tensor **held; /* tensors the leaves hold */
-	size_t         nheld, capheld;
-	bool           training;
-	uint64_t       seed;
-	int            err;
-	char           msg[512];
+	arena_block    *blocks;
+	pasco_tnode   **nodes; /* creation order */
+	size_t          nnodes, capnodes;
+	pasco_tensor  **held; /* tensors the leaves hold */
+	size_t          nheld, capheld;
+	bool            training;
+	uint64_t        seed;
+	int             err;
+	char            msg[512];
+	pasci_tape_step step; /* the train step's global step */
 };
 
 static const pasci_tape_op leaf_op = {.name = "leaf", .backward = NULL};
@@ -98,7 +99,7 @@ block_take(size_t size)
 {
 	block_cache  *c    = cache_get();
 	arena_block **best = NULL, *b;
-	for (arena_block **p = c != NULL ? &c->blocks : NULL;
+	for (arena_block **p            = c != NULL ? &c->blocks : NULL;
 	     p != NULL && *p != NULL; p = &(*p)->next) {
 		if ((*p)->size >= size &&
 		    (best == NULL || (*p)->size < (*best)->size)) {
@@ -106,8 +107,8 @@ block_take(size_t size)
 		}
 	}
 	if (best != NULL) {
-		b        = *best;
-		*best    = b->next;
+		b     = *best;
+		*best = b->next;
 		c->bytes -= b->size;
 	} else if ((b = malloc(sizeof(*b) + size)) != NULL) {
 		b->size = size;
@@ -220,6 +221,12 @@ pasci_tape_mem_raw(pasco_tape *tp, size_t bytes)
 	return p;
 }
 
+pasci_tape_step *
+pasci_tape_step_of(pasco_tape *tp)
+{
+	return &tp->step;
+}
+
 void *
 pasci_tape_mem(pasco_tape *tp, size_t bytes)
 {
@@ -273,9 +280,8 @@ pasci_tape_node(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
 }
 
 pasco_tnode *
-pasci_tape_node_raw(pasco_tape *tp, const pasci_tape_op *op,
-    pasco_dtype dtype, int32_t rank, const int64_t *shape, size_t nin,
-    pasco_tnode *const *in)
+pasci_tape_node_raw(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
+    int32_t rank, const int64_t *shape, size_t nin, pasco_tnode *const *in)
 {
 	pasco_tnode *n     = pasci_tape_mem(tp, sizeof(*n));
 	int64_t      count = 1;
@@ -566,8 +572,8 @@ table_grad(pasco_tape *tp, pasco_tnode *s, pasco_tape_grad *g)
 	for (pasci_sparse_part *p = s->parts; p != NULL; p = p->next) {
 		total += p->count;
 	}
-	if ((c = pasci_tape_mem_raw(
-	         tp, (size_t) total * sizeof(*c) + 1)) == NULL) {
+	if ((c = pasci_tape_mem_raw(tp, (size_t) total * sizeof(*c) + 1)) ==
+	    NULL) {
 		return PASCO_ENOMEM;
 	}
 	for (pasci_sparse_part *p = s->parts; p != NULL; p = p->next) {

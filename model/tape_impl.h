@@ -45,15 +45,15 @@ struct pasco_tnode {
 	pasco_tnode        **ins; /* concat: n inputs */
 	size_t               nin;
 	bool                 needs_grad; /* depends on a watched source */
-	void                *grad;  /* value's dtype and count; backward */
+	void                *grad;     /* value's dtype and count; backward */
 	bool                 grad_set; /* grad holds a sum (not garbage) */
 	/* watched and rows leaves: the tensor whose data grad is, handed to
 	 * the caller as it is (held by the tape until the next gradient or
 	 * the tape's end); rows leaves: touched[k] once sorted row k has a
 	 * gradient */
-	pasco_tensor        *grad_t;
-	unsigned char       *touched;
-	pasci_sparse_part   *parts; /* table leaves: backward */
+	pasco_tensor      *grad_t;
+	unsigned char     *touched;
+	pasci_sparse_part *parts; /* table leaves: backward */
 	/* what an op's backward needs beyond its inputs and value */
 	bool     flag[2];
 	double   f;
@@ -69,6 +69,20 @@ struct pasco_tnode {
  * set to PASCO_ENOMEM) when out of memory. The arena's blocks are kept
  * for the thread's next tape: a step that allocates what the last one did
  * costs no malloc. */
+/* The library's train step under ASP takes its global step with its
+ * reads, one round trip less: counter set (an unsplit integer counter,
+ * pasci_step_can_prefetch) before pasco_tape_read makes the read
+ * fetch-add it with the variables and keep the step (taken, t), which
+ * pasco_tape_apply then uses for an optimizer whose iterations it is. A
+ * step that fails between them leaves that global step unused. */
+typedef struct pasci_tape_step {
+	pasco_variable *counter;
+	int64_t         t;
+	bool            taken;
+} pasci_tape_step;
+
+pasci_tape_step *pasci_tape_step_of(pasco_tape *tp);
+
 void *pasci_tape_mem(pasco_tape *tp, size_t bytes);
 
 /* pasci_tape_mem without the zero-fill, for what the caller writes whole. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tape_impl.h"
+#include "variable_impl.h"
 
 /* The distinct non-negative ids of ids, ascending, as an i64 tensor. */
 static int
@@ -94,8 +95,14 @@ pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars)
 		pasci_tape_fail(tp, PASCO_ENOMEM, "read: out of memory");
 	} else if (rv == PASCO_OK &&
 	           read_prepare(tp, n, vars, vs, uids) == PASCO_OK) {
-		rv = pasco_variable_read_mixed(
-		    n, vs, (const pasco_tensor *const *) uids, outs);
+		pasci_tape_step *st = pasci_tape_step_of(tp);
+		rv                  = st->counter != NULL && !st->taken
+		                          ? pasci_variable_read_mixed_step(n, vs,
+		                                (const pasco_tensor *const *) uids, outs,
+		                                st->counter, &st->t)
+		                          : pasco_variable_read_mixed(n, vs,
+		                                (const pasco_tensor *const *) uids, outs);
+		st->taken           = st->counter != NULL && rv == PASCO_OK;
 		if (rv != PASCO_OK) {
 			pasci_tape_fail(
 			    tp, rv, "read: %s", var_message(n, vs));
@@ -149,9 +156,18 @@ apply_present(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
 	if (m == 0) {
 		pasci_tape_fail(tp, PASCO_EINVAL,
 		    "apply: the loss depends on none of the %zu variables", n);
-	} else if ((rv = pasco_variable_apply_gradients_mixed(
-	                m, vs, opt, ids, grads)) != PASCO_OK) {
-		pasci_tape_fail(tp, rv, "apply: %s", var_message(m, vs));
+	} else {
+		pasci_tape_step *st = pasci_tape_step_of(tp);
+		rv = st->taken && opt != NULL && opt->iterations == st->counter
+		         ? pasci_apply_gradients_mixed_at(
+		               m, vs, opt, ids, grads, st->t)
+		         : pasco_variable_apply_gradients_mixed(
+		               m, vs, opt, ids, grads);
+		st->taken = false;
+		if (rv != PASCO_OK) {
+			pasci_tape_fail(
+			    tp, rv, "apply: %s", var_message(m, vs));
+		}
 	}
 out:
 	free(vs);

@@ -637,3 +637,52 @@ Test(bulk, a_steps_calls_to_one_ps_travel_as_one_request)
 	}
 	stop_tcp(2);
 }
+
+/* The library's train step under ASP takes its global step with its
+ * reads: with every variable and the step on one ps, a step is 2
+ * requests (the reads and the fetch-add, then the applies), not 3, and
+ * the global step still counts each step once. */
+Test(bulk, a_train_step_takes_its_global_step_with_its_reads)
+{
+	pasco_layer     dense = pasco_layer_dense(2, PASCO_ACT_LINEAR);
+	pasco_model    *m;
+	pasco_variable *gs;
+	pasco_tensor   *x, *y, *step;
+	pasco_optimizer sgd = pasco_sgd(0.1, 0, false);
+	pasco_loss      mse;
+	start_tcp(1, NULL);
+	PASCO_PASS(pasco_model_sequential(&m, 3, 1, &dense, 7));
+	PASCO_PASS(pasco_model_create_variables(m, strategy));
+	PASCO_PASS(pasco_strategy_global_step(strategy, &gs));
+	PASCO_PASS(pasco_loss_from_name("mse", false, &mse));
+	sgd.iterations  = gs;
+	x               = ramp(12, 0.25f);
+	y               = ramp(8, 0.5f);
+	x->rank         = 2; /* [4, 3] and [4, 2], views of the ramps */
+	x->shape[0]     = 4;
+	x->shape[1]     = 3;
+	y->rank         = 2;
+	y->shape[0]     = 4;
+	y->shape[1]     = 2;
+	uint64_t calls0 = pasci_bulk_calls_done();
+	for (int i = 0; i < 3; i++) {
+		pasco_tape *tp;
+		double      loss;
+		PASCO_PASS(pasco_tape_alloc(&tp, true, 0));
+		cr_assert_eq(
+		    pasco_model_train_step(m, tp, &x, y, mse, &sgd, &loss), 0,
+		    "%s", pasco_tape_message(tp));
+		pasco_tape_free(tp);
+	}
+	cr_assert_eq(pasci_bulk_calls_done() - calls0, 6,
+	    "3 steps took %llu requests",
+	    (unsigned long long) (pasci_bulk_calls_done() - calls0));
+	PASCO_PASS(pasco_variable_read(gs, &step));
+	cr_assert_eq(pasco_tensor_get(step, 0), 3);
+	pasco_tensor_release(step);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_variable_free(gs);
+	pasco_model_free(m);
+	stop_tcp(1);
+}
