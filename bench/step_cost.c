@@ -256,7 +256,7 @@ role_name(size_t i, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s", i == 0 ? "chief" : "worker");
 	if (i >= 2) {
-		snprintf(buf, len, "ps %zu", i - 2);
+		snprintf(buf, len, "ps %d", (int) (i - 2) % 1000);
 	}
 	return buf;
 }
@@ -281,7 +281,7 @@ static void
 emit_json(
     const model *m, size_t ps, const cost *c, const procs *p, const cost *one)
 {
-	char   what[64], label[160], role[16];
+	char   what[64], label[160], role[32];
 	double total = total_cpu(c, p, ps);
 
 	if (ps == 0) {
@@ -292,7 +292,7 @@ emit_json(
 	snprintf(label, sizeof(label), "%s: steps/s", what);
 	bench_json("step_cost", label, c->rate, "steps/s", ps ? one->rate : 0);
 	for (size_t i = 0; i < (ps ? p->n : 1) && i < 2 + ps; i++) {
-		char who[24] = ""; /* the role, where there are several */
+		char who[40] = ""; /* the role, where there are several */
 		if (ps > 0) {
 			snprintf(who, sizeof(who), "%s ",
 			    role_name(i, role, sizeof(role)));
@@ -364,7 +364,7 @@ print_table(const model *m, const cost *one, const cost *c,
 {
 	double v[MAX_SIZES], tot[MAX_SIZES];
 	double tick_us = 1e6 / (double) sysconf(_SC_CLK_TCK);
-	char   label[64], role[16];
+	char   label[64], role[32];
 
 	printf("\n%-30s%11s", m->name, "one process");
 	for (size_t k = 0; k < n; k++) {
