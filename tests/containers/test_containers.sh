@@ -284,8 +284,10 @@ fi
 finish normal
 
 # 2. A worker killed mid-training.
-start_job worker -- embedding_classifier --epochs 60
-if wait_log chief-0 60 '^Epoch 4/60: '; then
+# (enough epochs that training outlasts the worker's restart: about 700
+# steps/s here)
+start_job worker -- embedding_classifier --epochs 400
+if wait_log chief-0 60 '^Epoch 4/400: '; then
 	podman kill -s KILL "$job-worker-1" > /dev/null
 	if kubelet worker 240 && logs chief-0 | grep -q '^accuracy = ' &&
 		logs chief-0 | grep -q 'worker 1 is up (incarnation' &&
