@@ -266,11 +266,7 @@ pasco_schedule_with(pasco_coordinator *c, const char *fn,
 		pasci_remote_value_hold(rv);
 		cl->rv = rv;
 	}
-	/* to an idle worker from this thread: no dispatcher to wake */
-	size_t   w;
-	closure *now =
-	    pasci_queue_put_take(&c->q, cl, msg, sizeof(msg), &err, &w);
-	if (err != 0) {
+	if ((err = pasci_queue_put(&c->q, cl, msg, sizeof(msg))) != 0) {
 		set_error(c, msg);
 		pasci_closure_free(cl);
 		pasco_remote_value_free(rv);
@@ -278,9 +274,6 @@ pasco_schedule_with(pasco_coordinator *c, const char *fn,
 	}
 	if (rvp != NULL) {
 		*rvp = rv;
-	}
-	if (now != NULL) {
-		pasci_dispatch_send(c, w, now);
 	}
 	return PASCO_OK;
 }

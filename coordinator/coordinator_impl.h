@@ -220,8 +220,4 @@ void pasci_dispatch_stop(pasco_coordinator *c);
  * and its function has not returned a big result before. */
 bool pasci_dispatch_may_ride(pasco_coordinator *c, const closure *cl);
 
-/* Sends cl, a global closure taken for worker w (pasci_queue_put_take),
- * from the calling thread, as its dispatcher would. */
-void pasci_dispatch_send(pasco_coordinator *c, size_t w, closure *cl);
-
 #endif

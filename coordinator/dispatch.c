@@ -431,12 +431,6 @@ refill(pasco_coordinator *c, size_t w)
 	busy = false;
 }
 
-void
-pasci_dispatch_send(pasco_coordinator *c, size_t w, closure *cl)
-{
-	send_here(c, w, cl, false);
-}
-
 /* The RPC callback of a flight (arg, freed here). */
 static void
 flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)

@@ -109,8 +109,7 @@ wake_all_locked(closure_queue *q)
 /* A global closure was queued: wakes one sleeping dispatcher whose worker
  * may take it, starting after the last one woken so the work spreads. If
  * none sleeps, a busy dispatcher takes it when it asks next. */
-static ssize_t  idle_worker_locked(closure_queue *q);
-static closure *take_locked(closure_queue *q, size_t w, bool *tagged);
+static ssize_t idle_worker_locked(closure_queue *q);
 
 static void
 wake_one_locked(closure_queue *q)
@@ -177,13 +176,10 @@ idle_worker_locked(closure_queue *q)
 	return -1;
 }
 
-/* Queues c; with w, takes the head for an idle worker (see
- * pasci_queue_put_take), else wakes that worker's dispatcher. */
-static closure *
-put_take_or_wake(closure_queue *q, closure *c, char *msg, size_t msglen,
-    int *err, size_t *w)
+int
+pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
 {
-	closure *cancelled = NULL, *taken = NULL;
+	closure *cancelled = NULL;
 	int      rv;
 
 	pthread_mutex_lock(&q->put_wait_mu);
@@ -205,35 +201,12 @@ put_take_or_wake(closure_queue *q, closure *c, char *msg, size_t msglen,
 		push_locked(&q->head, &q->tail, c);
 		q->len++;
 		q->stats.put++;
-		ssize_t idle = idle_worker_locked(q);
-		bool    tagged;
-		if (idle >= 0 && w != NULL &&
-		    (taken = take_locked(q, (size_t) idle, &tagged)) != NULL) {
-			*w = (size_t) idle; /* not tagged: none waits for it */
-		} else if (idle >= 0) {
-			wake_locked(q, (size_t) idle);
-		}
+		wake_one_locked(q);
 	}
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_unlock(&q->put_wait_mu);
 	cancel_list(cancelled);
-	*err = rv;
-	return taken;
-}
-
-int
-pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen)
-{
-	int err;
-	(void) put_take_or_wake(q, c, msg, msglen, &err, NULL);
-	return err;
-}
-
-closure *
-pasci_queue_put_take(closure_queue *q, closure *c, char *msg, size_t msglen,
-    int *err, size_t *w)
-{
-	return put_take_or_wake(q, c, msg, msglen, err, w);
+	return rv;
 }
 
 void

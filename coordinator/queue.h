@@ -88,15 +88,6 @@ void pasci_queue_fini(closure_queue *q);
  * error or when stopped, c is left to the caller. */
 int pasci_queue_put(closure_queue *q, closure *c, char *msg, size_t msglen);
 
-/* pasci_queue_put, but when a worker's dispatcher sleeps with room in its
- * window, the head of the queue (c, unless older ones wait) is taken for
- * that worker at once (*w) and returned instead of waking the dispatcher:
- * the caller sends it on its own thread (pasci_dispatch_send), one thread
- * hop less per closure. NULL when it was left to a dispatcher, or on an
- * error (*err, as pasci_queue_put's). */
-closure *pasci_queue_put_take(closure_queue *q, closure *c, char *msg,
-    size_t msglen, int *err, size_t *w);
-
 /* Enqueues a resource closure for worker w; never blocks or fails. */
 void pasci_queue_put_tagged(closure_queue *q, closure *c, size_t w);
 

@@ -1,6 +1,6 @@
 /*
  * Bulk transfers: variable requests between a process and a ps over plain
- * TCP connections beside nng, whatever their size (client/variable.c sends
+ * TCP connections beside nng, whatever their size (client/requests.c sends
  * a step's calls to one ps as one VAR_MULTI request here). nng 1.5.2
  * zero-fills every message buffer it allocates and a message must hold a
  * copy of the tensor, so a 4 MB pull over nng makes two extra passes over
