@@ -64,6 +64,12 @@ void pasci_bulk_server_close(pasci_bulk_server *s);
  * Thread-safe. */
 int64_t pasci_bulk_last_traffic_ms(void);
 
+/* When a bulk server of this process last took a request from a member
+ * (a peer that proved the key, or any peer without one), pasci_now_ms;
+ * 0: never. Variable requests come here, not to the RPC server: a task's
+ * idle time (its chief timeout) counts them too. Thread-safe. */
+int64_t pasci_bulk_last_request_ms(void);
+
 /* Idle connections to one server, reused by later calls. */
 typedef struct pasci_bulk_pool pasci_bulk_pool;
 

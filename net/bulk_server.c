@@ -80,6 +80,7 @@ struct pasci_bulk_server {
 #define REFUSAL_LOG_MS 10000 /* a refused handshake's line at most */
 
 static int64_t last_traffic_ms; /* atomic: pasci_bulk_last_traffic_ms */
+static int64_t last_request_ms; /* atomic: pasci_bulk_last_request_ms */
 
 static void
 note_traffic(void)
@@ -91,6 +92,12 @@ int64_t
 pasci_bulk_last_traffic_ms(void)
 {
 	return __atomic_load_n(&last_traffic_ms, __ATOMIC_RELAXED);
+}
+
+int64_t
+pasci_bulk_last_request_ms(void)
+{
+	return __atomic_load_n(&last_request_ms, __ATOMIC_RELAXED);
 }
 
 #define AUTH_MS 10000 /* for a new connection's handshake */
@@ -267,6 +274,9 @@ serve_conn(void *arg)
 			}
 			break;
 		}
+		/* a member's request: the task is in use (its chief timeout) */
+		__atomic_store_n(
+		    &last_request_ms, pasci_now_ms(), __ATOMIC_RELAXED);
 		rv = answer(c->s, c->fd, &req);
 		pasci_wire_msg_fini(&req);
 		note_traffic(); /* its memory is freed: the quiet starts */

@@ -157,7 +157,8 @@ int pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 uint64_t pasci_rpc_server_incarnation(const pasci_rpc_server *s);
 
 /* Milliseconds since the server last received a request of any kind
- * (since it opened, if none). */
+ * from a member (since it opened, if none), here or on this process's
+ * bulk port (pasci_bulk_last_request_ms): a ps's variable traffic. */
 int64_t pasci_rpc_server_idle_ms(const pasci_rpc_server *s);
 
 /* Milliseconds since the server last received any message at all, a

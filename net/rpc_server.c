@@ -453,8 +453,11 @@ pasci_rpc_server_close(pasci_rpc_server *s)
 int64_t
 pasci_rpc_server_idle_ms(const pasci_rpc_server *s)
 {
-	return pasci_now_ms() -
-	       __atomic_load_n(&s->last_request_ms, __ATOMIC_RELAXED);
+	/* a member's request on the process's bulk port counts too: a
+	 * ps's variable traffic all goes there */
+	int64_t last = __atomic_load_n(&s->last_request_ms, __ATOMIC_RELAXED);
+	int64_t bulk = pasci_bulk_last_request_ms();
+	return pasci_now_ms() - (bulk > last ? bulk : last);
 }
 
 bool
