@@ -686,3 +686,31 @@ Test(bulk, a_train_step_takes_its_global_step_with_its_reads)
 	pasco_model_free(m);
 	stop_tcp(1);
 }
+
+/* A task's idle time (its chief timeout, node/lifecycle.c) counts the
+ * requests on its bulk port: a ps whose traffic all goes there is not
+ * idle while it is used. */
+Test(bulk, requests_on_the_bulk_port_keep_a_task_from_idling)
+{
+	pasci_rpc_server  *rpc;
+	pasci_bulk_server *bs;
+	pasci_bulk_pool   *pool;
+	pasci_wire_msg     reply;
+	char               url[64];
+	snprintf(url, sizeof(url), "inproc://idle-%d", (int) getpid());
+	PASCO_PASS(pasci_rpc_server_open(&rpc, url, 1, "idle", no_rpc, NULL));
+	PASCO_PASS(pasci_bulk_server_open(
+	    &bs, "127.0.0.1", 5, double_it, NULL, NULL));
+	PASCO_PASS(pasci_bulk_pool_create(&pool, NULL));
+	usleep(400 * 1000);
+	cr_assert_geq(pasci_rpc_server_idle_ms(rpc), 400);
+	PASCO_PASS(call(pool, pasci_bulk_server_addr(bs), 5,
+	    PASCI_METHOD_VAR_READ, 5000, &reply));
+	pasci_wire_msg_fini(&reply);
+	cr_assert_lt(pasci_rpc_server_idle_ms(rpc), 200,
+	    "idle for %lld ms after a bulk request",
+	    (long long) pasci_rpc_server_idle_ms(rpc));
+	pasci_bulk_pool_destroy(pool);
+	pasci_bulk_server_close(bs);
+	pasci_rpc_server_close(rpc);
+}
