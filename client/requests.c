@@ -77,10 +77,36 @@ typedef struct ps_request {
 	int64_t            timeout_ms;
 	shard_call       **calls;
 	size_t             n, cap;
+	size_t             bytes; /* the calls' tensors, both ways */
 	pasci_wire_builder multi; /* n > 1 */
 	bool               bulk;  /* pending holds the bulk request sent */
 	pasci_bulk_pending pending;
 } ps_request;
+
+/* A request to one ps carries at most this many tensor bytes, both ways
+ * counted: more calls to that ps go in another request beside it (a ps
+ * answers a VAR_MULTI whole, so a big one would hold all its replies at
+ * once; it refuses parts past PASCI_MULTI_REPLY_MAX). */
+#define REQUEST_MAX_BYTES ((size_t) 256 << 20)
+
+/* What call c (shard i of v) moves: its request's tensors, and for a read
+ * the shard, for a gather its rows. */
+static size_t
+call_bytes(const pasco_variable *v, int32_t i, const shard_call *c)
+{
+	size_t row   = pasci_variable_row_bytes(v);
+	size_t bytes = 0;
+	if (c->b.hdr.method == PASCI_METHOD_VAR_READ) {
+		bytes = v->rank == 0 ? row : (size_t) v->shards[i].rows * row;
+	} else if (c->b.hdr.method == PASCI_METHOD_VAR_GATHER &&
+	           c->b.ntensors == 1) {
+		bytes = (size_t) c->b.tensors[0]->count * row;
+	}
+	for (size_t k = 0; k < c->b.ntensors; k++) {
+		bytes += c->b.tensors[k]->nbytes;
+	}
+	return bytes;
+}
 
 /* The reply (or failure) of r, given to its calls; reply is taken over.
  * Once its last call is done, r may be gone: nothing of it is read
@@ -177,10 +203,15 @@ static int
 request_add(ps_request **reqs, size_t *nreqs, size_t *cap, pasco_variable *v,
     int32_t i, shard_call *c)
 {
-	ps_request *r = NULL;
-	for (size_t k = 0; k < *nreqs && r == NULL; k++) {
-		r = (*reqs)[k].client == v->shards[i].client ? &(*reqs)[k]
-		                                             : NULL;
+	ps_request *r     = NULL;
+	size_t      bytes = call_bytes(v, i, c);
+	for (size_t k = *nreqs; k > 0 && r == NULL; k--) { /* the newest */
+		r = (*reqs)[k - 1].client == v->shards[i].client
+		        ? &(*reqs)[k - 1]
+		        : NULL;
+	}
+	if (r != NULL && r->bytes + bytes > REQUEST_MAX_BYTES) {
+		r = NULL; /* full: another request to that ps */
 	}
 	if (r == NULL) {
 		if (*nreqs == *cap) {
@@ -209,6 +240,7 @@ request_add(ps_request **reqs, size_t *nreqs, size_t *cap, pasco_variable *v,
 	}
 	c->b.hdr.name    = v->shards[i].name;
 	r->calls[r->n++] = c;
+	r->bytes += bytes;
 	r->timeout_ms =
 	    v->timeout_ms > r->timeout_ms ? v->timeout_ms : r->timeout_ms;
 	return PASCO_OK;

@@ -425,11 +425,32 @@ ps_method_name(pasci_method m)
 	return e != NULL ? e->name : "an unknown method";
 }
 
+/* The most bytes the replies of one VAR_MULTI's parts take together: a
+ * request is answered whole, so its replies are all held at once. Parts
+ * past it are refused, saying so (client/requests.c keeps its requests
+ * far under it). */
+static size_t multi_floor = (size_t) 512 << 20; /* tests lower it */
+
+void
+pasci_ps_set_multi_floor(size_t bytes)
+{
+	multi_floor = bytes;
+}
+
+static size_t
+multi_reply_max(const ps_server *ps)
+{
+	return ps->max_var_bytes > multi_floor ? ps->max_var_bytes
+	                                       : multi_floor;
+}
+
 /* A read's whole reply message (a VAR_MULTI part) in a u8 tensor of the
  * big-buffer cache: the value copied once, under its lock, behind the
- * header (nng's messages would zero-fill first). */
+ * header (nng's messages would zero-fill first); PASCO_EOUTOFRANGE, not
+ * copied, when it would take more than room bytes. */
 typedef struct read_part {
 	pasco_tensor *out;
+	size_t        room;
 } read_part;
 
 static int
@@ -443,8 +464,11 @@ encode_read_part(void *arg, const pasco_tensor *value)
 	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_READ);
 	pasci_wire_add_tensor(&b, value, NULL);
 	if ((rv = pasci_wire_encode_head(&b, 0, &head, &hlen, &total)) == 0 &&
-	    (rv = pasci_bulk_tensor(
-	         &r->out, PASCO_U8, 1, (int64_t[]){(int64_t) total})) == 0) {
+	    total > r->room) {
+		rv = PASCO_EOUTOFRANGE;
+	}
+	if (rv == 0 && (rv = pasci_bulk_tensor(&r->out, PASCO_U8, 1,
+	                    (int64_t[]){(int64_t) total})) == 0) {
 		uint8_t *p = r->out->data;
 		memcpy(p, head, hlen);
 		memcpy(p + hlen, value->data, value->nbytes);
@@ -458,15 +482,17 @@ encode_read_part(void *arg, const pasco_tensor *value)
 
 static nng_msg *ps_handle(void *arg, const pasci_wire_msg *req);
 
-/* Part k of a VAR_MULTI request answered: its whole reply into *out. */
+/* Part k of a VAR_MULTI request answered: its whole reply into *out,
+ * which takes at most *room bytes (*room shrinks by them); a part whose
+ * reply would take more is answered with an error instead. */
 static int
-multi_part(
-    ps_server *ps, const pasci_wire_msg *req, size_t k, pasco_tensor **out)
+multi_part(ps_server *ps, const pasci_wire_msg *req, size_t k,
+    pasco_tensor **out, size_t *room)
 {
 	pasci_wire_msg part;
-	read_part      r = {NULL};
-	char           err[512];
-	nng_msg       *reply;
+	read_part      r        = {NULL, *room};
+	char           err[512] = "";
+	nng_msg       *reply    = NULL;
 	int            rv;
 	*out = NULL;
 	if ((rv = pasci_wire_msg_part(req, k, &part, err, sizeof(err))) != 0) {
@@ -474,17 +500,29 @@ multi_part(
 	} else if (part.hdr->method == PASCI_METHOD_VAR_READ) {
 		rv = pasci_store_var_with(ps->store, part.hdr->name,
 		    encode_read_part, &r, err, sizeof(err));
-		reply =
-		    rv == 0 ? NULL : pasci_wire_status_reply(rv, "%s", err);
 	} else {
 		reply = ps_handle(ps, &part);
 	}
 	pasci_wire_msg_fini(&part);
+	if (rv == PASCO_EOUTOFRANGE ||
+	    (reply != NULL && nng_msg_len(reply) > *room)) {
+		if (reply != NULL) { /* a gather's rows, say */
+			nng_msg_free(reply);
+		}
+		reply = pasci_wire_status_reply(PASCO_EINVAL,
+		    "part %zu: the replies of one request's parts would pass "
+		    "%zu bytes; send fewer of them together",
+		    k, multi_reply_max(ps));
+	} else if (rv != 0 && reply == NULL) {
+		reply = pasci_wire_status_reply(rv, "%s", err);
+	}
 	if (r.out != NULL) {
 		*out = r.out;
-		return PASCO_OK;
+	} else if (reply == NULL || pasci_wire_msg_view(reply, out) != 0) {
+		return PASCO_ENOMEM;
 	}
-	return reply != NULL ? pasci_wire_msg_view(reply, out) : PASCO_ENOMEM;
+	*room -= (*out)->nbytes < *room ? (*out)->nbytes : *room;
+	return PASCO_OK;
 }
 
 /* VAR_MULTI: each part run in order as a request of its own (one that
@@ -493,10 +531,11 @@ multi_part(
 static int
 ps_multi(ps_server *ps, const pasci_wire_msg *req, pasci_wire_builder *b)
 {
-	int rv = PASCO_OK;
+	int    rv   = PASCO_OK;
+	size_t room = multi_reply_max(ps);
 	for (size_t k = 0; k < req->hdr->nparts && rv == 0; k++) {
 		pasco_tensor *t;
-		if ((rv = multi_part(ps, req, k, &t)) == 0) {
+		if ((rv = multi_part(ps, req, k, &t, &room)) == 0) {
 			pasci_wire_add_tensor(b, t, NULL);
 			pasco_tensor_release(t);
 		}

@@ -18,6 +18,10 @@ void     pasci_ps_server_stop(ps_server *ps);
 /* The RPC server it answers on (for its idle time and SHUTDOWN). */
 const pasci_rpc_server *pasci_ps_server_rpc(const ps_server *ps);
 
+/* The replies of one VAR_MULTI's parts take at most the larger of
+ * PASCO_MAX_VARIABLE_MB and this (512 MB): tests lower it. */
+void pasci_ps_set_multi_floor(size_t bytes);
+
 /* For tests and fuzzing (fuzz/): a ps with its store and no endpoints, to
  * be freed with pasci_ps_server_stop, and one decoded request answered as
  * the RPC server would (the reply is the caller's; NULL only when encoding

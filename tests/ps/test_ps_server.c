@@ -317,3 +317,58 @@ Test(ps_server, a_multi_request_runs_its_parts_in_order, .init = start,
 	}
 	pasco_tensor_release(t);
 }
+
+static void
+start_tiny_limit(void)
+{
+	setenv("PASCO_MAX_VARIABLE_MB", "1", 1);
+	pasci_ps_set_multi_floor(64 << 10);
+	start();
+	unsetenv("PASCO_MAX_VARIABLE_MB");
+}
+
+static void
+stop_tiny_limit(void)
+{
+	stop();
+	pasci_ps_set_multi_floor((size_t) 512 << 20);
+}
+
+/* A crafted VAR_MULTI of many big reads must not make the ps hold all
+ * their replies: past the larger of PASCO_MAX_VARIABLE_MB (1 MB here) and
+ * the floor, parts are answered with an error, not copied. */
+Test(ps_server, a_multi_request_cannot_make_the_ps_hold_unbounded_replies,
+    .init = start_tiny_limit, .fini = stop_tiny_limit)
+{
+	pasci_wire_builder b, part;
+	pasci_wire_msg     reply, r;
+	char               err[256];
+	PASCO_PASS(create_init("w", 75000, 1, err)); /* 300 KB */
+	pasci_wire_builder_init(&part, PASCI_METHOD_VAR_READ);
+	part.hdr.name = "w";
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_MULTI);
+	for (int k = 0; k < 5; k++) { /* 1.5 MB of replies asked for */
+		pasci_wire_add_part(&b, &part);
+	}
+	PASCO_PASS(pasci_rpc_call(client, &b, 5000, &reply, err, sizeof(err)));
+	pasci_wire_builder_fini(&b);
+	pasci_wire_builder_fini(&part);
+	cr_assert_eq(reply.ntensors, 5);
+	for (size_t k = 0; k < 5; k++) {
+		PASCO_PASS(
+		    pasci_wire_decode_part(&r, reply.tensors[k], err, 256));
+		if (k < 3) { /* 900 KB fit */
+			cr_assert_eq(
+			    r.hdr->status, 0, "part %zu: %s", k, r.hdr->error);
+			cr_assert_eq(r.ntensors, 1);
+			cr_assert_eq(r.tensors[0]->count, 75000);
+		} else {
+			cr_assert_eq(r.hdr->status, PASCO_EINVAL);
+			cr_assert(
+			    strstr(r.hdr->error, "send fewer of them") != NULL,
+			    "%s", r.hdr->error);
+		}
+		pasci_wire_msg_fini(&r);
+	}
+	pasci_wire_msg_fini(&reply);
+}
