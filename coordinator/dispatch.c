@@ -404,30 +404,23 @@ static void send_taken(pasco_coordinator *c, size_t w, closure *cl,
  * rather than wake the dispatcher for it (one thread hop less per
  * closure). Not recursively: a send that fails at once completes here. */
 static void
-send_here(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
-{
-	closure *room[32], **riders = room;
-	/* no allocation per closure unless max_batch is raised past 33 */
-	if (c->max_batch > 33) {
-		riders = calloc(c->max_batch, sizeof(*riders));
-	}
-	send_taken(c, w, cl, tagged, riders);
-	if (riders != room) {
-		free(riders);
-	}
-}
-
-static void
 refill(pasco_coordinator *c, size_t w)
 {
 	static _Thread_local bool busy;
-	closure                  *next;
+	closure                  *room[32], **riders = room, *next;
 	bool                      tagged;
 	if (busy || (next = pasci_queue_try_get(&c->q, w, &tagged)) == NULL) {
 		return;
 	}
 	busy = true;
-	send_here(c, w, next, tagged);
+	/* no allocation per closure unless max_batch is raised past 33 */
+	if (c->max_batch > 33) {
+		riders = calloc(c->max_batch, sizeof(*riders));
+	}
+	send_taken(c, w, next, tagged, riders);
+	if (riders != room) {
+		free(riders);
+	}
 	busy = false;
 }
 

@@ -295,6 +295,19 @@ Test(wire, a_multi_request_round_trips_its_parts)
 	}
 }
 
+/* Packs h as a message with extra bytes of tensor data after it and
+ * decodes it: the status, err the reason. */
+static int
+decode_header(
+    const Pasco__Wire__Header *h, size_t extra, char *err, size_t len)
+{
+	uint8_t body[256] = {0};
+	size_t  n = pasco__wire__header__pack(h, body + PASCI_WIRE_PREFIX);
+	body[11]  = (uint8_t) n; /* big-endian length, n < 256 */
+	return decode_bytes(
+	    body, PASCI_PAD8(PASCI_WIRE_PREFIX + n) + extra, err, len);
+}
+
 /* A header whose parts' tensors do not add up to the message's, or a
  * part with parts of its own, does not decode. */
 Test(wire, rejects_multi_requests_whose_parts_do_not_match)
@@ -307,9 +320,7 @@ Test(wire, rejects_multi_requests_whose_parts_do_not_match)
 	                        c      = PASCO__WIRE__TENSOR_META__INIT,
 	                        *ap[1] = {&a}, *cp[1] = {&c};
 	int64_t shape_a[1] = {2}, shape_c[1] = {3};
-	uint8_t body[256] = {0};
 	char    err[256];
-	size_t  n;
 	a.dtype = c.dtype = PASCO__WIRE__DTYPE__F32;
 	a.n_shape = c.n_shape = 1;
 	a.shape               = shape_a;
@@ -322,33 +333,19 @@ Test(wire, rejects_multi_requests_whose_parts_do_not_match)
 	p.method              = PASCO__WIRE__METHOD__VAR_ASSIGN;
 	p.n_tensors           = 1;
 	p.tensors             = cp; /* f32[3] where the message has f32[2] */
-	n        = pasco__wire__header__pack(&h, body + PASCI_WIRE_PREFIX);
-	body[11] = (uint8_t) n;
-	PASCO_FAIL(decode_bytes(body, PASCI_PAD8(PASCI_WIRE_PREFIX + n) + 8,
-	               err, sizeof(err)),
-	    PASCO_EPROTO);
+	PASCO_FAIL(decode_header(&h, 8, err, sizeof(err)), PASCO_EPROTO);
 	cr_assert(
 	    strstr(err, "part 0's tensor 0 is not the message's tensor 0"),
 	    "%s", err);
 	/* the part without the tensor: the message has one part lacks */
 	p.n_tensors = 0;
-	memset(body, 0, sizeof(body));
-	n        = pasco__wire__header__pack(&h, body + PASCI_WIRE_PREFIX);
-	body[11] = (uint8_t) n;
-	PASCO_FAIL(decode_bytes(body, PASCI_PAD8(PASCI_WIRE_PREFIX + n) + 8,
-	               err, sizeof(err)),
-	    PASCO_EPROTO);
+	PASCO_FAIL(decode_header(&h, 8, err, sizeof(err)), PASCO_EPROTO);
 	cr_assert(
 	    strstr(err, "the parts have 0 tensors; the message 1"), "%s", err);
 	/* a part with parts */
 	h.n_tensors = 0;
 	p.n_parts   = 1;
 	p.parts     = qp;
-	memset(body, 0, sizeof(body));
-	n        = pasco__wire__header__pack(&h, body + PASCI_WIRE_PREFIX);
-	body[11] = (uint8_t) n;
-	PASCO_FAIL(decode_bytes(body, PASCI_PAD8(PASCI_WIRE_PREFIX + n), err,
-	               sizeof(err)),
-	    PASCO_EPROTO);
+	PASCO_FAIL(decode_header(&h, 0, err, sizeof(err)), PASCO_EPROTO);
 	cr_assert(strstr(err, "part 0 has parts of its own"), "%s", err);
 }
