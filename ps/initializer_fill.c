@@ -104,3 +104,18 @@ pasco_initializer_fill(const pasco_initializer *init, pasco_tensor *t,
 	}
 	return PASCO_OK;
 }
+
+int
+pasci_initializer_fill_key(
+    const pasco_initializer *init, uint64_t key, float *row, int64_t dim)
+{
+	uint64_t base = pasci_mix64(key ^ 0x6a09e667f3bcc909ULL);
+	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
+	    init->kind >= PASCO_INIT_GLOROT_UNIFORM) {
+		return PASCO_EINVAL;
+	}
+	for (int64_t j = 0; j < dim; j++) {
+		row[j] = (float) value_at(init, base + (uint64_t) j, 0);
+	}
+	return PASCO_OK;
+}

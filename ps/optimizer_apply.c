@@ -551,6 +551,22 @@ pasci_optimizer_apply_rows(const pasco_optimizer *o, ps_slots *s,
 }
 
 void
+pasci_optimizer_apply_row(const pasco_optimizer *o, ps_slots *s,
+    pasco_tensor *value, int64_t row, int64_t row_elems,
+    const pasco_tensor *grad, int64_t grad_row)
+{
+	const opt_ops *ops = ops_of(o->kind);
+	apply_span(o, ops, alpha_of(ops, o, s), s, value, row * row_elems, grad,
+	    grad_row * row_elems, row_elems);
+}
+
+double
+pasci_slot_init_value(const pasco_optimizer *o, int k)
+{
+	return ops_of(o->kind)->slot_init(o, k);
+}
+
+void
 pasci_slots_fini(ps_slots *s)
 {
 	for (int k = 0; k < PASCI_OPT_MAX_SLOTS; k++) {

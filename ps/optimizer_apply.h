@@ -43,6 +43,16 @@ void pasci_optimizer_apply_rows(const pasco_optimizer *opt, ps_slots *s,
     pasco_tensor *value, const int64_t *ids, int64_t nids, int64_t row_elems,
     const pasco_tensor *grad);
 
+/* Updates row `row` of value (row_elems elements, and its slots) with row
+ * grad_row of grad: one row of a dynamic table's chunk. */
+void pasci_optimizer_apply_row(const pasco_optimizer *opt, ps_slots *s,
+    pasco_tensor *value, int64_t row, int64_t row_elems,
+    const pasco_tensor *grad, int64_t grad_row);
+
+/* The value slot k of opt starts from (Adagrad's accumulator: its
+ * initial_accumulator_value; most slots: 0). */
+double pasci_slot_init_value(const pasco_optimizer *opt, int k);
+
 /* Asks the cache for elements [at, at + n) of t (a row of a big table,
  * a miss otherwise), to be written when for_write. */
 void pasci_prefetch_elems(
