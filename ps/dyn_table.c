@@ -14,54 +14,13 @@
  * reaches PENDING_MAX entries it is cleared (every waiting key starts
  * counting again), so counting rare keys cannot grow without bound.
  */
-#include "dyn_table.h"
+#include "dyn_table_impl.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
-
-#define CHUNK_ROWS 1024
-#define NO_ROW UINT32_MAX
-#define PENDING_MAX ((size_t) 1 << 22)
-#define MAX_DIM ((int64_t) 1 << 20)
-
-typedef struct map_entry {
-	uint64_t key;
-	uint32_t val; /* NO_ROW: empty */
-	uint32_t pad;
-} map_entry;
-
-typedef struct key_map {
-	map_entry *e;
-	size_t     cap, n; /* cap: a power of two, or 0 */
-} key_map;
-
-typedef struct dyn_chunk {
-	pasco_tensor *value; /* [CHUNK_ROWS, dim] */
-	ps_slots      slots;
-	int64_t       stamp; /* the apply that last prepared its slots */
-	uint64_t      key[CHUNK_ROWS];
-	int64_t       last[CHUNK_ROWS];
-	uint32_t      prev[CHUNK_ROWS], next[CHUNK_ROWS];
-} dyn_chunk;
-
-struct pasci_dyn_table {
-	pthread_mutex_t  mu;
-	pasci_dyn_config c;
-	key_map          rows, pending;
-	dyn_chunk      **chunks;
-	size_t           nchunks, chunk_cap;
-	uint32_t nrows_made; /* rows ever handed out (< nchunks * CHUNK) */
-	uint32_t free_head;  /* freed rows, linked by next */
-	uint32_t head, tail; /* recency: head most recent */
-	pasco_optimizer_kind kind;
-	int                  nslots;
-	double               slot_init[PASCI_OPT_MAX_SLOTS];
-	int64_t              applies;
-	pasci_dyn_stats      st;
-};
 
 /* --- the key maps --- */
 
@@ -71,8 +30,8 @@ map_slot(const key_map *m, uint64_t key)
 	return (size_t) pasci_mix64(key) & (m->cap - 1);
 }
 
-static uint32_t
-map_get(const key_map *m, uint64_t key)
+uint32_t
+pasci_dyn_map_get(const key_map *m, uint64_t key)
 {
 	if (m->cap == 0) {
 		return NO_ROW;
@@ -126,8 +85,8 @@ map_reserve(key_map *m)
 	return PASCO_OK;
 }
 
-static int
-map_set(key_map *m, uint64_t key, uint32_t val)
+int
+pasci_dyn_map_set(key_map *m, uint64_t key, uint32_t val)
 {
 	int rv = map_reserve(m);
 	if (rv == 0) {
@@ -175,21 +134,6 @@ map_clear(key_map *m)
 
 /* --- rows and their recency list --- */
 
-static dyn_chunk *
-chunk_of(const pasci_dyn_table *t, uint32_t r)
-{
-	return t->chunks[r / CHUNK_ROWS];
-}
-
-static float *
-row_data(const pasci_dyn_table *t, uint32_t r)
-{
-	return (float *) chunk_of(t, r)->value->data +
-	       (size_t) (r % CHUNK_ROWS) * (size_t) t->c.dim;
-}
-
-#define LINK(t, r, f) (chunk_of(t, r)->f[(r) % CHUNK_ROWS])
-
 static void
 lru_unlink(pasci_dyn_table *t, uint32_t r)
 {
@@ -219,8 +163,8 @@ lru_push(pasci_dyn_table *t, uint32_t r)
 	t->head = r;
 }
 
-static void
-touch(pasci_dyn_table *t, uint32_t r)
+void
+pasci_dyn_touch(pasci_dyn_table *t, uint32_t r)
 {
 	LINK(t, r, last) = t->st.step;
 	if (t->head != r) {
@@ -276,8 +220,8 @@ chunk_add(pasci_dyn_table *t)
 
 /* A row for key: a freed one, else a new one (evicting the least recent
  * at the cap); its values from the initializer, its slots at their start. */
-static int
-row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out)
+int
+pasci_dyn_row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out)
 {
 	uint32_t   r;
 	dyn_chunk *c;
@@ -340,17 +284,17 @@ admit(pasci_dyn_table *t, uint64_t key)
 	if (t->c.min_count <= 1) {
 		return true;
 	}
-	n = map_get(&t->pending, key);
+	n = pasci_dyn_map_get(&t->pending, key);
 	n = n == NO_ROW ? 1 : n + 1;
 	if ((int64_t) n >= t->c.min_count) {
 		map_del(&t->pending, key);
 		return true;
 	}
 	if (t->pending.n >= PENDING_MAX &&
-	    map_get(&t->pending, key) == NO_ROW) {
+	    pasci_dyn_map_get(&t->pending, key) == NO_ROW) {
 		map_clear(&t->pending);
 	}
-	if (map_set(&t->pending, key, n) != 0) {
+	if (pasci_dyn_map_set(&t->pending, key, n) != 0) {
 		map_clear(
 		    &t->pending); /* counting restarts; nothing is lost */
 	}
@@ -390,8 +334,8 @@ pasci_dyn_config_check(const pasci_dyn_config *c, char *err, size_t errlen)
 	return PASCO_OK;
 }
 
-static int
-table_new(pasci_dyn_table **out, const pasci_dyn_config *c)
+int
+pasci_dyn_table_new(pasci_dyn_table **out, const pasci_dyn_config *c)
 {
 	pasci_dyn_table *t = calloc(1, sizeof(*t));
 	*out               = t;
@@ -404,8 +348,8 @@ table_new(pasci_dyn_table **out, const pasci_dyn_config *c)
 	return PASCO_OK;
 }
 
-static void
-table_free(pasci_dyn_table *t)
+void
+pasci_dyn_table_empty(pasci_dyn_table *t)
 {
 	for (size_t i = 0; i < t->nchunks; i++) {
 		pasco_tensor_release(t->chunks[i]->value);
@@ -415,8 +359,31 @@ table_free(pasci_dyn_table *t)
 	free(t->chunks);
 	map_clear(&t->rows);
 	map_clear(&t->pending);
+	t->chunks  = NULL;
+	t->nchunks = t->chunk_cap = 0;
+	t->nrows_made             = 0;
+	t->free_head = t->head = t->tail = NO_ROW;
+	t->kind                          = 0;
+	t->nslots                        = 0;
+	t->applies                       = 0;
+	memset(&t->st, 0, sizeof(t->st));
+	memset(t->slot_init, 0, sizeof(t->slot_init));
+}
+
+void
+pasci_dyn_table_free(pasci_dyn_table *t)
+{
+	pasci_dyn_table_empty(t);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
+}
+
+void
+pasci_dyn_clear(pasci_dyn_table *t)
+{
+	pthread_mutex_lock(&t->mu);
+	pasci_dyn_table_empty(t);
+	pthread_mutex_unlock(&t->mu);
 }
 
 int
@@ -428,11 +395,11 @@ pasci_dyn_lookup(pasci_dyn_table *t, const int64_t *keys, int64_t n,
 	for (int64_t i = 0; i < n && rv == 0; i++) {
 		uint64_t key = (uint64_t) keys[i];
 		float   *dst = out + (size_t) i * (size_t) t->c.dim;
-		uint32_t r   = map_get(&t->rows, key);
+		uint32_t r   = pasci_dyn_map_get(&t->rows, key);
 		if (r != NO_ROW && insert) {
-			touch(t, r);
+			pasci_dyn_touch(t, r);
 		} else if (r == NO_ROW && insert && admit(t, key)) {
-			if ((rv = row_make(t, key, &r)) != 0) {
+			if ((rv = pasci_dyn_row_make(t, key, &r)) != 0) {
 				pasci_fmt(err, errlen,
 				    "out of memory making a row for key %llu "
 				    "(%lld rows held)",
@@ -461,7 +428,7 @@ prepare_chunks(pasci_dyn_table *t, const pasco_optimizer *opt,
     const int64_t *keys, int64_t n, int64_t adam_t, char *err, size_t errlen)
 {
 	for (int64_t i = 0; i < n; i++) {
-		uint32_t   r = map_get(&t->rows, (uint64_t) keys[i]);
+		uint32_t   r = pasci_dyn_map_get(&t->rows, (uint64_t) keys[i]);
 		dyn_chunk *c;
 		int        rv;
 		if (r == NO_ROW || (c = chunk_of(t, r))->stamp == t->applies) {
@@ -516,12 +483,12 @@ pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
 		}
 	}
 	for (int64_t i = 0; i < n && rv == 0; i++) {
-		uint32_t r = map_get(&t->rows, (uint64_t) keys[i]);
+		uint32_t r = pasci_dyn_map_get(&t->rows, (uint64_t) keys[i]);
 		if (r != NO_ROW) {
 			dyn_chunk *c = chunk_of(t, r);
 			pasci_optimizer_apply_row(opt, &c->slots, c->value,
 			    r % CHUNK_ROWS, t->c.dim, grad, i);
-			touch(t, r);
+			pasci_dyn_touch(t, r);
 		}
 	}
 	evict_old(t);
@@ -542,400 +509,4 @@ const pasci_dyn_config *
 pasci_dyn_config_of(const pasci_dyn_table *t)
 {
 	return &t->c; /* immutable */
-}
-
-/* --- checkpoints --- */
-
-void
-pasci_dyn_state_fini(pasci_dyn_state *s)
-{
-	pasco_tensor_release(s->keys);
-	pasco_tensor_release(s->values);
-	pasco_tensor_release(s->last_step);
-	pasco_tensor_release(s->pending_keys);
-	pasco_tensor_release(s->pending_counts);
-	for (int k = 0; k < PASCI_OPT_MAX_SLOTS; k++) {
-		pasco_tensor_release(s->slot[k]);
-	}
-	memset(s, 0, sizeof(*s));
-}
-
-static int
-export_alloc(const pasci_dyn_table *t, pasci_dyn_state *s)
-{
-	int64_t n = t->st.rows, p = (int64_t) t->pending.n;
-	int64_t two[2] = {n, t->c.dim};
-	bool    any    = false;
-	int     rv     = pasco_tensor_alloc(&s->keys, PASCO_I64, 1, &n);
-	rv = rv != 0 ? rv : pasco_tensor_alloc(&s->values, PASCO_F32, 2, two);
-	rv =
-	    rv != 0 ? rv : pasco_tensor_alloc(&s->last_step, PASCO_I64, 1, &n);
-	rv = rv != 0 ? rv
-	             : pasco_tensor_alloc(&s->pending_keys, PASCO_I64, 1, &p);
-	rv = rv != 0
-	         ? rv
-	         : pasco_tensor_alloc(&s->pending_counts, PASCO_I64, 1, &p);
-	for (int k = 0; k < t->nslots && rv == 0; k++) {
-		any = false;
-		for (size_t c = 0; c < t->nchunks && !any; c++) {
-			any = t->chunks[c]->slots.slot[k] != NULL;
-		}
-		if (any) {
-			rv =
-			    pasco_tensor_alloc(&s->slot[k], PASCO_F32, 2, two);
-		}
-	}
-	return rv;
-}
-
-int
-pasci_dyn_export(pasci_dyn_table *t, pasci_dyn_state *s)
-{
-	int64_t i = 0, dim;
-	int     rv;
-	memset(s, 0, sizeof(*s));
-	pthread_mutex_lock(&t->mu);
-	dim = t->c.dim;
-	if ((rv = export_alloc(t, s)) != 0) {
-		pthread_mutex_unlock(&t->mu);
-		pasci_dyn_state_fini(s);
-		return rv;
-	}
-	for (uint32_t r = t->head; r != NO_ROW; r = LINK(t, r, next), i++) {
-		dyn_chunk *c = chunk_of(t, r);
-		((int64_t *) s->keys->data)[i] =
-		    (int64_t) c->key[r % CHUNK_ROWS];
-		((int64_t *) s->last_step->data)[i] = c->last[r % CHUNK_ROWS];
-		memcpy((float *) s->values->data + i * dim, row_data(t, r),
-		    sizeof(float) * (size_t) dim);
-		for (int k = 0; k < t->nslots; k++) {
-			float *dst;
-			if (s->slot[k] == NULL) {
-				continue;
-			}
-			dst = (float *) s->slot[k]->data + i * dim;
-			if (c->slots.slot[k] != NULL) {
-				memcpy(dst,
-				    (float *) c->slots.slot[k]->data +
-				        (size_t) (r % CHUNK_ROWS) *
-				            (size_t) dim,
-				    sizeof(float) * (size_t) dim);
-			} else {
-				for (int64_t j = 0; j < dim; j++) {
-					dst[j] = (float) t->slot_init[k];
-				}
-			}
-		}
-	}
-	i = 0;
-	for (size_t e = 0; e < t->pending.cap; e++) {
-		if (t->pending.e[e].val != NO_ROW) {
-			((int64_t *) s->pending_keys->data)[i] =
-			    (int64_t) t->pending.e[e].key;
-			((int64_t *) s->pending_counts->data)[i++] =
-			    t->pending.e[e].val;
-		}
-	}
-	s->kind    = t->kind;
-	s->nslots  = t->nslots;
-	s->applies = t->applies;
-	memcpy(s->slot_init, t->slot_init, sizeof(s->slot_init));
-	t->st.pending = (int64_t) t->pending.n;
-	s->stats      = t->st;
-	pthread_mutex_unlock(&t->mu);
-	return PASCO_OK;
-}
-
-static bool
-is_spec(const pasco_tensor *x, pasco_dtype dt, int32_t rank, int64_t n0,
-    int64_t n1)
-{
-	return x != NULL && x->dtype == dt && x->rank == rank &&
-	       x->shape[0] == n0 && (rank < 2 || x->shape[1] == n1);
-}
-
-static int
-import_check(const pasci_dyn_table *t, const pasci_dyn_state *s, char *err,
-    size_t errlen)
-{
-	int64_t n =
-	    s->keys != NULL && s->keys->rank == 1 ? s->keys->shape[0] : -1;
-	int64_t p = s->pending_keys != NULL && s->pending_keys->rank == 1
-	                ? s->pending_keys->shape[0]
-	                : -1;
-	bool ok   = n >= 0 && p >= 0 && is_spec(s->keys, PASCO_I64, 1, n, 0) &&
-	          is_spec(s->values, PASCO_F32, 2, n, t->c.dim) &&
-	          is_spec(s->last_step, PASCO_I64, 1, n, 0) &&
-	          is_spec(s->pending_keys, PASCO_I64, 1, p, 0) &&
-	          is_spec(s->pending_counts, PASCO_I64, 1, p, 0);
-	const pasci_opt_desc *d = pasci_opt_desc_of((int) s->kind);
-	for (int k = 0; ok && k < PASCI_OPT_MAX_SLOTS; k++) {
-		ok = s->slot[k] == NULL ||
-		     (s->kind != 0 && d != NULL && k < d->nslots &&
-		         is_spec(s->slot[k], PASCO_F32, 2, n, t->c.dim));
-	}
-	if (!ok) {
-		pasci_fmt(err, errlen,
-		    "a dynamic table's state must have i64 keys [n], f32 "
-		    "values and slots [n, %lld], i64 steps [n] and i64 "
-		    "pending "
-		    "keys and counts [p]",
-		    (long long) t->c.dim);
-		return PASCO_EINVAL;
-	}
-	if (s->kind != 0 && t->kind != 0 && s->kind != t->kind) {
-		pasci_fmt(err, errlen,
-		    "the table has %s slots; the state has %s slots",
-		    pasci_opt_desc_of((int) t->kind)->title, d->title);
-		return PASCO_EINVAL;
-	}
-	return PASCO_OK;
-}
-
-/* Row r's slots set from row i of the state (slots made for its chunk
- * when the state has them). */
-static int
-import_slots(
-    pasci_dyn_table *t, const pasci_dyn_state *s, uint32_t r, int64_t i)
-{
-	dyn_chunk *c   = chunk_of(t, r);
-	size_t     off = (size_t) (r % CHUNK_ROWS) * (size_t) t->c.dim;
-	for (int k = 0; k < t->nslots; k++) {
-		if (s->slot[k] == NULL) {
-			continue;
-		}
-		if (c->slots.slot[k] == NULL) {
-			float *f;
-			if (pasco_tensor_alloc(&c->slots.slot[k], PASCO_F32, 2,
-			        (int64_t[]){CHUNK_ROWS, t->c.dim}) != 0) {
-				return PASCO_ENOMEM;
-			}
-			f = c->slots.slot[k]->data;
-			for (int64_t j = 0; j < CHUNK_ROWS * t->c.dim; j++) {
-				f[j] = (float) t->slot_init[k];
-			}
-			c->slots.kind   = t->kind;
-			c->slots.nslots = t->nslots;
-		}
-		memcpy((float *) c->slots.slot[k]->data + off,
-		    (const float *) s->slot[k]->data + i * t->c.dim,
-		    sizeof(float) * (size_t) t->c.dim);
-	}
-	c->slots.step = t->applies;
-	return PASCO_OK;
-}
-
-int
-pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
-    bool (*keep)(void *arg, uint64_t key), void *arg, char *err, size_t errlen)
-{
-	int64_t n, i;
-	int     rv;
-	pthread_mutex_lock(&t->mu);
-	if ((rv = import_check(t, s, err, errlen)) != 0) {
-		pthread_mutex_unlock(&t->mu);
-		return rv;
-	}
-	if (s->kind != 0 && t->kind == 0) {
-		t->kind   = s->kind;
-		t->nslots = s->nslots;
-		memcpy(t->slot_init, s->slot_init, sizeof(t->slot_init));
-	}
-	t->applies = s->applies > t->applies ? s->applies : t->applies;
-	t->st.step = s->stats.step > t->st.step ? s->stats.step : t->st.step;
-	n          = s->keys->shape[0];
-	/* the state lists rows most recent first: imported in reverse, so
-	 * the recency order survives */
-	for (i = n - 1; i >= 0 && rv == 0; i--) {
-		uint64_t key = (uint64_t) ((const int64_t *) s->keys->data)[i];
-		uint32_t r;
-		if (keep != NULL && !keep(arg, key)) {
-			continue;
-		}
-		if ((r = map_get(&t->rows, key)) == NO_ROW) {
-			if ((rv = row_make(t, key, &r)) != 0) {
-				break;
-			}
-			if (keep == NULL) { /* counted in the state's totals */
-				t->st.created--;
-			}
-		} else {
-			touch(t, r);
-		}
-		memcpy(row_data(t, r),
-		    (const float *) s->values->data + i * t->c.dim,
-		    sizeof(float) * (size_t) t->c.dim);
-		LINK(t, r, last) = ((const int64_t *) s->last_step->data)[i];
-		rv               = import_slots(t, s, r, i);
-	}
-	for (i = 0; rv == 0 && i < s->pending_keys->shape[0]; i++) {
-		uint64_t key =
-		    (uint64_t) ((const int64_t *) s->pending_keys->data)[i];
-		int64_t cnt = ((const int64_t *) s->pending_counts->data)[i];
-		if ((keep == NULL || keep(arg, key)) && cnt > 0 &&
-		    map_get(&t->rows, key) == NO_ROW) {
-			rv = map_set(&t->pending, key,
-			    cnt >= (int64_t) NO_ROW ? NO_ROW - 1
-			                            : (uint32_t) cnt);
-		}
-	}
-	if (keep == NULL) {
-		t->st.created += s->stats.created;
-		t->st.evicted_age += s->stats.evicted_age;
-		t->st.evicted_cap += s->stats.evicted_cap;
-		t->st.refused += s->stats.refused;
-	}
-	t->st.pending = (int64_t) t->pending.n;
-	pthread_mutex_unlock(&t->mu);
-	if (rv != 0) {
-		pasci_fmt(
-		    err, errlen, "out of memory restoring a dynamic table");
-	}
-	return rv;
-}
-
-/* --- the set of tables --- */
-
-#define SET_BUCKETS 64
-
-typedef struct set_entry {
-	char             *name;
-	pasci_dyn_table  *t;
-	struct set_entry *next;
-} set_entry;
-
-struct pasci_dyn_set {
-	pthread_rwlock_t lock;
-	set_entry       *buckets[SET_BUCKETS];
-};
-
-static size_t
-name_bucket(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	while (*s) {
-		h = (h ^ (uint8_t) *s++) * 1099511628211ULL;
-	}
-	return (size_t) (h % SET_BUCKETS);
-}
-
-int
-pasci_dyn_set_create(pasci_dyn_set **out)
-{
-	pasci_dyn_set *s = calloc(1, sizeof(*s));
-	*out             = s;
-	if (s == NULL) {
-		return PASCO_ENOMEM;
-	}
-	pthread_rwlock_init(&s->lock, NULL);
-	return PASCO_OK;
-}
-
-void
-pasci_dyn_set_destroy(pasci_dyn_set *s)
-{
-	if (s == NULL) {
-		return;
-	}
-	for (int i = 0; i < SET_BUCKETS; i++) {
-		for (set_entry *e = s->buckets[i], *next; e != NULL;
-		     e            = next) {
-			next = e->next;
-			table_free(e->t);
-			free(e->name);
-			free(e);
-		}
-	}
-	pthread_rwlock_destroy(&s->lock);
-	free(s);
-}
-
-static set_entry *
-find_locked(pasci_dyn_set *s, const char *name)
-{
-	set_entry *e = s->buckets[name_bucket(name)];
-	while (e != NULL && strcmp(e->name, name) != 0) {
-		e = e->next;
-	}
-	return e;
-}
-
-pasci_dyn_table *
-pasci_dyn_find(pasci_dyn_set *s, const char *name)
-{
-	set_entry *e;
-	pthread_rwlock_rdlock(&s->lock);
-	e = find_locked(s, name);
-	pthread_rwlock_unlock(&s->lock);
-	return e != NULL ? e->t : NULL;
-}
-
-static bool
-same_config(const pasci_dyn_config *a, const pasci_dyn_config *b)
-{
-	return a->dim == b->dim && a->min_count == b->min_count &&
-	       a->evict_after == b->evict_after &&
-	       a->max_rows == b->max_rows &&
-	       a->default_zeros == b->default_zeros &&
-	       memcmp(&a->init, &b->init, sizeof(a->init)) == 0;
-}
-
-int
-pasci_dyn_add(pasci_dyn_set *s, const char *name, const pasci_dyn_config *c,
-    char *err, size_t errlen)
-{
-	set_entry *e;
-	int        rv = pasci_dyn_config_check(c, err, errlen);
-	if (rv != 0) {
-		return rv;
-	}
-	pthread_rwlock_wrlock(&s->lock);
-	if ((e = find_locked(s, name)) != NULL) {
-		rv = same_config(&e->t->c, c) ? PASCO_OK : PASCO_EEXIST;
-		if (rv != 0) {
-			pasci_fmt(err, errlen,
-			    "dynamic table '%s' exists with dim %lld, "
-			    "min_count %lld, evict_after %lld, max_rows %lld; "
-			    "asked for dim %lld, %lld, %lld, %lld (or another "
-			    "initializer or default)",
-			    name, (long long) e->t->c.dim,
-			    (long long) e->t->c.min_count,
-			    (long long) e->t->c.evict_after,
-			    (long long) e->t->c.max_rows, (long long) c->dim,
-			    (long long) c->min_count,
-			    (long long) c->evict_after,
-			    (long long) c->max_rows);
-		}
-	} else if ((e = calloc(1, sizeof(*e))) == NULL ||
-	           (e->name = strdup(name)) == NULL ||
-	           table_new(&e->t, c) != 0) {
-		if (e != NULL) {
-			free(e->t);
-			free(e->name);
-			free(e);
-		}
-		rv = PASCO_ENOMEM;
-	} else {
-		size_t b      = name_bucket(name);
-		e->next       = s->buckets[b];
-		s->buckets[b] = e;
-	}
-	pthread_rwlock_unlock(&s->lock);
-	return rv;
-}
-
-int
-pasci_dyn_each(pasci_dyn_set *s,
-    int (*fn)(void *arg, const char *name, pasci_dyn_table *t), void *arg)
-{
-	int rv = 0;
-	pthread_rwlock_rdlock(&s->lock);
-	for (int i = 0; i < SET_BUCKETS && rv == 0; i++) {
-		for (set_entry *e = s->buckets[i]; e != NULL && rv == 0;
-		     e            = e->next) {
-			rv = fn(arg, e->name, e->t);
-		}
-	}
-	pthread_rwlock_unlock(&s->lock);
-	return rv;
 }

@@ -117,6 +117,10 @@ int pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
     bool (*keep)(void *arg, uint64_t key), void *arg, char *err,
     size_t errlen);
 
+/* Drops every row, pending count, slot and count of t (its config
+ * stays): a restore's first step. */
+void pasci_dyn_clear(pasci_dyn_table *t);
+
 /* The tables of a ps, by name. */
 typedef struct pasci_dyn_set pasci_dyn_set;
 

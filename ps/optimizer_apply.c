@@ -556,8 +556,8 @@ pasci_optimizer_apply_row(const pasco_optimizer *o, ps_slots *s,
     const pasco_tensor *grad, int64_t grad_row)
 {
 	const opt_ops *ops = ops_of(o->kind);
-	apply_span(o, ops, alpha_of(ops, o, s), s, value, row * row_elems, grad,
-	    grad_row * row_elems, row_elems);
+	apply_span(o, ops, alpha_of(ops, o, s), s, value, row * row_elems,
+	    grad, grad_row * row_elems, row_elems);
 }
 
 double

@@ -14,6 +14,7 @@
 #include "checkpoint_shard.h"
 #include "fileio.h"
 #include "pasco/initializer.h"
+#include "ps_dynamic.h"
 #include "store.h"
 #include "tensor_impl.h"
 #include "tls.h"
@@ -23,6 +24,7 @@ struct ps_server {
 	pasci_rpc_server  *rpc;
 	pasci_bulk_server *bulk; /* NULL when not on TCP */
 	ps_store          *store;
+	pasci_dyn_set     *dyn;     /* dynamic embedding tables */
 	char   ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
 	size_t max_var_bytes;       /* PASCO_MAX_VARIABLE_MB; read only */
 };
@@ -497,7 +499,8 @@ multi_part(ps_server *ps, const pasci_wire_msg *req, size_t k,
 	*out = NULL;
 	if ((rv = pasci_wire_msg_part(req, k, &part, err, sizeof(err))) != 0) {
 		reply = pasci_wire_status_reply(rv, "part %zu: %s", k, err);
-	} else if (part.hdr->method == PASCI_METHOD_VAR_READ) {
+	} else if (part.hdr->method == PASCI_METHOD_VAR_READ &&
+	           pasci_dyn_find(ps->dyn, part.hdr->name) == NULL) {
 		rv = pasci_store_var_with(ps->store, part.hdr->name,
 		    encode_read_part, &r, err, sizeof(err));
 	} else {
@@ -549,7 +552,14 @@ ps_multi(ps_server *ps, const pasci_wire_msg *req, pasci_wire_builder *b)
 static nng_msg *
 ps_handle(void *arg, const pasci_wire_msg *req)
 {
-	const ps_method *e = ps_method_of(req->hdr->method);
+	const ps_method *e  = ps_method_of(req->hdr->method);
+	ps_server       *ps = arg;
+	nng_msg         *dyn;
+	if (req->hdr->method != PASCI_METHOD_VAR_MULTI &&
+	    (dyn = pasci_ps_dynamic(
+	         ps->dyn, ps->store, req, ps->max_var_bytes)) != NULL) {
+		return dyn;
+	}
 	if (req->hdr->method == PASCI_METHOD_VAR_MULTI &&
 	    req->hdr->nparts > 0) { /* over nng: the parts copied in */
 		pasci_wire_builder b;
@@ -599,7 +609,8 @@ ps_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 		           ? NULL
 		           : pasci_wire_status_reply(rv, "out of memory");
 	}
-	if (req->hdr->method != PASCI_METHOD_VAR_READ) {
+	if (req->hdr->method != PASCI_METHOD_VAR_READ ||
+	    pasci_dyn_find(ps->dyn, req->hdr->name) != NULL) {
 		return ps_handle(ps, req);
 	}
 	if ((rv = pasci_store_var_with(ps->store, req->hdr->name,
@@ -648,7 +659,9 @@ pasci_ps_server_start(
 	}
 	ps->max_var_bytes = max_variable_bytes();
 	if ((rv = checkpoint_root(ps)) != 0 ||
-	    (rv = pasci_store_create(&ps->store)) != 0) {
+	    (rv = pasci_store_create(&ps->store)) != 0 ||
+	    (rv = pasci_dyn_set_create(&ps->dyn)) != 0) {
+		pasci_store_destroy(ps->store);
 		free(ps);
 		return rv;
 	}
@@ -677,6 +690,7 @@ pasci_ps_server_start(
 	if (rv != 0) {
 		pasci_bulk_server_close(ps->bulk);
 		pasci_store_destroy(ps->store);
+		pasci_dyn_set_destroy(ps->dyn);
 		free(ps);
 		return rv;
 	}
@@ -694,7 +708,9 @@ pasci_ps_server_create_local(ps_server **out)
 		return PASCO_ENOMEM;
 	}
 	ps->max_var_bytes = max_variable_bytes();
-	if ((rv = pasci_store_create(&ps->store)) != 0) {
+	if ((rv = pasci_store_create(&ps->store)) != 0 ||
+	    (rv = pasci_dyn_set_create(&ps->dyn)) != 0) {
+		pasci_store_destroy(ps->store);
 		free(ps);
 		return rv;
 	}
@@ -723,6 +739,7 @@ pasci_ps_server_stop(ps_server *ps)
 	pasci_rpc_server_close(ps->rpc);
 	pasci_bulk_server_close(ps->bulk);
 	pasci_store_destroy(ps->store);
+	pasci_dyn_set_destroy(ps->dyn);
 	free(ps);
 }
 

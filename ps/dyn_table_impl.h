@@ -1,0 +1,83 @@
+/*
+ * Dynamic tables' insides, shared by dyn_table.c (rows, lookups,
+ * updates) and dyn_state.c (a table's state in and out, the set of
+ * tables). Everything here runs with the table's lock held.
+ */
+#ifndef PASCO_PS_DYN_TABLE_IMPL_H
+#define PASCO_PS_DYN_TABLE_IMPL_H
+
+#include <pthread.h>
+
+#include "dyn_table.h"
+
+#define CHUNK_ROWS 1024
+#define NO_ROW UINT32_MAX
+#define PENDING_MAX ((size_t) 1 << 22)
+#define MAX_DIM ((int64_t) 1 << 20)
+
+typedef struct map_entry {
+	uint64_t key;
+	uint32_t val; /* NO_ROW: empty */
+	uint32_t pad;
+} map_entry;
+
+typedef struct key_map {
+	map_entry *e;
+	size_t     cap, n; /* cap: a power of two, or 0 */
+} key_map;
+
+typedef struct dyn_chunk {
+	pasco_tensor *value; /* [CHUNK_ROWS, dim] */
+	ps_slots      slots;
+	int64_t       stamp; /* the apply that last prepared its slots */
+	uint64_t      key[CHUNK_ROWS];
+	int64_t       last[CHUNK_ROWS];
+	uint32_t      prev[CHUNK_ROWS], next[CHUNK_ROWS];
+} dyn_chunk;
+
+struct pasci_dyn_table {
+	pthread_mutex_t  mu;
+	pasci_dyn_config c;
+	key_map          rows, pending;
+	dyn_chunk      **chunks;
+	size_t           nchunks, chunk_cap;
+	uint32_t nrows_made; /* rows ever handed out (< nchunks * CHUNK) */
+	uint32_t free_head;  /* freed rows, linked by next */
+	uint32_t head, tail; /* recency: head most recent */
+	pasco_optimizer_kind kind;
+	int                  nslots;
+	double               slot_init[PASCI_OPT_MAX_SLOTS];
+	int64_t              applies;
+	pasci_dyn_stats      st;
+};
+
+static inline dyn_chunk *
+chunk_of(const pasci_dyn_table *t, uint32_t r)
+{
+	return t->chunks[r / CHUNK_ROWS];
+}
+
+static inline float *
+row_data(const pasci_dyn_table *t, uint32_t r)
+{
+	return (float *) chunk_of(t, r)->value->data +
+	       (size_t) (r % CHUNK_ROWS) * (size_t) t->c.dim;
+}
+
+#define LINK(t, r, f) (chunk_of(t, r)->f[(r) % CHUNK_ROWS])
+
+/* The row (or count) of key, or NO_ROW. */
+uint32_t pasci_dyn_map_get(const key_map *m, uint64_t key);
+/* Sets key's value (the map grows as needed): PASCO_ENOMEM. */
+int pasci_dyn_map_set(key_map *m, uint64_t key, uint32_t val);
+/* A new row for key (*out): freed or new, the least recent evicted at
+ * the cap, its values from the initializer, its slots at their start. */
+int pasci_dyn_row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out);
+/* Marks row r seen now (and most recent). */
+void pasci_dyn_touch(pasci_dyn_table *t, uint32_t r);
+/* Frees t's rows and counts, keeping its config and lock. */
+void pasci_dyn_table_empty(pasci_dyn_table *t);
+int  pasci_dyn_table_new(pasci_dyn_table **out, const pasci_dyn_config *c);
+void pasci_dyn_table_free(pasci_dyn_table *t);
+
+#endif
