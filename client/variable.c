@@ -106,7 +106,9 @@ pasci_variable_clone(pasco_variable **out, const pasco_variable *v)
 		pasco_variable_free(*out);
 		*out = NULL;
 	} else {
-		(*out)->sync = v->sync;
+		(*out)->sync      = v->sync;
+		(*out)->dynamic   = v->dynamic;
+		(*out)->find_only = v->find_only;
 	}
 	return rv;
 }
@@ -489,6 +491,65 @@ pasco_variable_dtype(const pasco_variable *v)
 	return v->dtype;
 }
 
+bool
+pasco_variable_is_dynamic(const pasco_variable *v)
+{
+	return v->dynamic;
+}
+
+int
+pasco_variable_set_find_only(pasco_variable *v, bool find_only)
+{
+	if (!v->dynamic) {
+		return pasci_variable_fail(v, PASCO_EINVAL,
+		    "'%s' is not a dynamic table: its lookups never insert",
+		    v->name);
+	}
+	v->find_only = find_only;
+	return PASCO_OK;
+}
+
+int
+pasco_variable_dynamic_stats(pasco_variable *v, pasco_dynamic_stats *out)
+{
+	shard_call *calls;
+	int         rv;
+	memset(out, 0, sizeof(*out));
+	if (!v->dynamic) {
+		return pasci_variable_fail(
+		    v, PASCO_EINVAL, "'%s' is not a dynamic table", v->name);
+	}
+	if ((calls = pasci_shard_calls_new(v, PASCI_METHOD_DYN_STATS)) ==
+	    NULL) {
+		return PASCO_ENOMEM;
+	}
+	for (int32_t i = 0; i < v->nshards; i++) {
+		calls[i].used = true;
+	}
+	rv = pasci_shard_calls_run(v, calls);
+	for (int32_t i = 0; rv == 0 && i < v->nshards; i++) {
+		const pasci_wire_msg *r = &calls[i].reply;
+		const int64_t        *c;
+		if (r->ntensors != 1 || r->tensors[0]->dtype != PASCO_I64 ||
+		    r->tensors[0]->count != 7) {
+			rv = pasci_variable_fail(v, PASCO_EPROTO,
+			    "the counts of '%s' from ps %d are malformed",
+			    v->name, v->shards[i].ps_task);
+			break;
+		}
+		c = r->tensors[0]->data;
+		out->rows += c[0];
+		out->pending += c[1];
+		out->created += c[2];
+		out->evicted_age += c[3];
+		out->evicted_cap += c[4];
+		out->refused += c[5];
+		out->step = c[6] > out->step ? c[6] : out->step;
+	}
+	pasci_shard_calls_free(v, calls);
+	return rv;
+}
+
 int32_t
 pasco_variable_rank(const pasco_variable *v)
 {
@@ -514,6 +575,9 @@ pasci_variable_add_arg(pasci_wire_builder *b, const pasco_variable *v)
 	    b, v->name, v->dtype, v->rank, v->shape, v->nshards);
 	if (v->sync.mode != 0) {
 		pasci_wire_set_arg_sync(b, &v->sync);
+	}
+	if (v->dynamic && !b->oom && b->hdr.nargs > 0) {
+		b->hdr.args[b->hdr.nargs - 1].variable.dynamic = true;
 	}
 	for (int32_t k = 0; k < v->nshards; k++) {
 		const var_shard *s = &v->shards[k];

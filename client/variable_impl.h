@@ -31,6 +31,10 @@ struct pasco_variable {
 	 * (mode, replicas, staleness), the value it last read (the version of
 	 * a step's parameters; -1 before any) and the gradients dropped. */
 	pasci_wire_sync sync;
+	/* A dynamic embedding table (coordinator.h): shape [0, dim], one
+	 * shard per ps, keys routed by pasci_dyn_shard; find_only: its
+	 * lookups insert nothing (evaluation). */
+	bool            dynamic, find_only;
 	int64_t         seen;    /* atomic */
 	int64_t         dropped; /* atomic */
 	pthread_mutex_t mu;
@@ -55,6 +59,11 @@ int pasci_variable_add_shard(pasco_variable *v, const char *shard_name,
  * memory. PASCO_EPROTO with a message naming the shard otherwise. */
 int pasci_variable_check_layout(
     const pasco_variable *v, char *err, size_t errlen);
+
+/* The shard of a dynamic table's key among nshards: a hash of the key's
+ * 64 bits, the same in every process and run (checkpoints restore into
+ * another shard count by it). */
+int32_t pasci_dyn_shard(uint64_t key, int32_t nshards);
 
 /* A copy of the handle (same clients), without its last error. */
 int pasci_variable_clone(pasco_variable **out, const pasco_variable *v);

@@ -18,24 +18,28 @@ typedef struct id_pos {
 	int64_t id, pos;
 } id_pos;
 
+/* Ids are ordered as unsigned 64-bit numbers: a dynamic table's keys use
+ * all 64 bits; a fixed table's ids (>= 0) keep their order. */
+#define UID(x) ((uint64_t) (x))
+
 #define RADIX_BITS 11
 #define RADIX_SIZE (1 << RADIX_BITS)
 
-/* Sorts a[0..n) by id, stably (equal ids keep their order); ids are >= 0.
+/* Sorts a[0..n) by id (as unsigned), stably (equal ids keep their order).
  * Small arrays by insertion, others by LSD radix passes of RADIX_BITS over
  * the bits the largest id has (two passes for a million-row table): a
  * batch of 1,024 ids sorts in a few microseconds, where qsort took tens. */
 static int
 sort_by_id(id_pos *a, int64_t n)
 {
-	int64_t max = 0;
-	id_pos *tmp, *from = a, *to;
-	size_t *count;
+	uint64_t max = 0;
+	id_pos  *tmp, *from = a, *to;
+	size_t  *count;
 	if (n < 64) {
 		for (int64_t i = 1; i < n; i++) {
 			id_pos  x = a[i];
 			int64_t j = i;
-			for (; j > 0 && a[j - 1].id > x.id; j--) {
+			for (; j > 0 && UID(a[j - 1].id) > UID(x.id); j--) {
 				a[j] = a[j - 1];
 			}
 			a[j] = x;
@@ -50,15 +54,15 @@ sort_by_id(id_pos *a, int64_t n)
 		return PASCO_ENOMEM;
 	}
 	for (int64_t i = 0; i < n; i++) {
-		max = a[i].id > max ? a[i].id : max;
+		max = UID(a[i].id) > max ? UID(a[i].id) : max;
 	}
 	to = tmp;
-	for (int shift = 0; shift == 0 || (shift < 63 && (max >> shift) != 0);
+	for (int shift = 0; shift == 0 || (shift < 64 && (max >> shift) != 0);
 	     shift += RADIX_BITS) {
 		size_t sum = 0;
 		memset(count, 0, sizeof(*count) * RADIX_SIZE);
 		for (int64_t i = 0; i < n; i++) {
-			count[(from[i].id >> shift) & (RADIX_SIZE - 1)]++;
+			count[(UID(from[i].id) >> shift) & (RADIX_SIZE - 1)]++;
 		}
 		for (int d = 0; d < RADIX_SIZE; d++) {
 			size_t c = count[d];
@@ -66,8 +70,8 @@ sort_by_id(id_pos *a, int64_t n)
 			sum += c;
 		}
 		for (int64_t i = 0; i < n; i++) {
-			to[count[(from[i].id >> shift) & (RADIX_SIZE - 1)]++] =
-			    from[i];
+			to[count[(UID(from[i].id) >> shift) &
+			         (RADIX_SIZE - 1)]++] = from[i];
 		}
 		id_pos *t = from;
 		from      = to;
@@ -135,6 +139,12 @@ read_ids(
 {
 	int64_t rows = v->rank > 0 ? v->shape[0] : 0;
 	*out         = NULL;
+	if (v->dynamic && ids != NULL && ids->dtype != PASCO_I64) {
+		return pasci_variable_fail(v, PASCO_EINVAL,
+		    "%s on '%s': a dynamic table's keys must be an i64 tensor "
+		    "(a key's 64 bits; u64 keys as the same bits), got %s",
+		    op, v->name, pasco_dtype_name(ids->dtype));
+	}
 	if (v->rank == 0) {
 		return pasci_variable_fail(v, PASCO_EINVAL,
 		    "%s on '%s': a scalar "
@@ -156,7 +166,7 @@ read_ids(
 		int64_t id = ids->dtype == PASCO_I64
 		                 ? ((const int64_t *) ids->data)[i]
 		                 : ((const int32_t *) ids->data)[i];
-		if (id < 0 || id >= rows) {
+		if (!v->dynamic && (id < 0 || id >= rows)) {
 			free(*out);
 			*out = NULL;
 			return pasci_variable_fail(v, PASCO_EINVAL,
@@ -205,8 +215,13 @@ route(const pasco_variable *v, const int64_t *ids, int64_t n, routed *r)
 	}
 	for (int64_t i = 0; i < n; i++) {
 		int64_t local;
-		pasco_shard_route(
-		    v->shape[0], v->nshards, ids[i], &shard_of[i], &local);
+		if (v->dynamic) {
+			shard_of[i] =
+			    pasci_dyn_shard((uint64_t) ids[i], v->nshards);
+		} else {
+			pasco_shard_route(v->shape[0], v->nshards, ids[i],
+			    &shard_of[i], &local);
+		}
 		r->start[shard_of[i] + 1]++;
 	}
 	for (int32_t s = 0; s < v->nshards; s++) {
@@ -221,12 +236,19 @@ route(const pasco_variable *v, const int64_t *ids, int64_t n, routed *r)
 		int64_t s = shard_of[i], k = fill[s]++;
 		r->pos[r->start[s] + k] = i;
 		((int64_t *) r->local[s]->data)[k] =
-		    ids[i] - v->shards[s].offset;
+		    v->dynamic ? ids[i] : ids[i] - v->shards[s].offset;
 	}
 out:
 	free(shard_of);
 	free(fill);
 	return rv;
+}
+
+int32_t
+pasci_dyn_shard(uint64_t key, int32_t nshards)
+{
+	return (int32_t) (pasci_mix64(key ^ 0x243f6a8885a308d3ULL) %
+	                  (uint64_t) nshards);
 }
 
 /* A gather in flight: the distinct ids asked of each shard. */
@@ -295,7 +317,8 @@ pasci_gather_prepare(
 	}
 	for (int32_t s = 0; s < v->nshards; s++) {
 		if (g->r.local[s] != NULL) {
-			g->calls[s].used = true;
+			g->calls[s].used            = true;
+			g->calls[s].b.hdr.find_only = v->find_only;
 			pasci_wire_add_tensor(
 			    &g->calls[s].b, g->r.local[s], NULL);
 		}

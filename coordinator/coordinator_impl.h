@@ -70,6 +70,10 @@ struct pasco_strategy {
 	char     ckpt_dir_noted[4096];
 };
 
+/* Adds a copy of v's handle to s's variable directory (what checkpoints
+ * save, and what a create of the same name finds). */
+void pasci_strategy_remember(pasco_strategy *s, const pasco_variable *v);
+
 /* Checks opts' consistency mode into s->sync (a message in s->error). */
 int pasci_strategy_sync_options(
     pasco_strategy *s, const pasco_strategy_options *opts);

@@ -586,8 +586,8 @@ strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
 	return rv;
 }
 
-static void
-strategy_remember(pasco_strategy *s, const pasco_variable *v)
+void
+pasci_strategy_remember(pasco_strategy *s, const pasco_variable *v)
 {
 	var_entry *e = calloc(1, sizeof(*e));
 	if (e == NULL || pasci_variable_clone(&e->layout, v) != 0) {
@@ -697,7 +697,7 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 		*out = NULL;
 		return rv;
 	}
-	strategy_remember(s, *out);
+	pasci_strategy_remember(s, *out);
 	return PASCO_OK;
 }
 

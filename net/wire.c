@@ -192,6 +192,7 @@ get_arg(pasci_wire_arg *a, const Pasco__Wire__Arg *w,
 		return PASCO_EPROTO;
 	}
 	a->variable.name    = v->name;
+	a->variable.dynamic = v->dynamic;
 	a->variable.nshards = v->n_shards;
 	a->variable.shards  = *shards;
 	for (size_t k = 0; k < v->n_shards; k++) {
@@ -214,6 +215,7 @@ typedef struct header_block {
 	pasci_wire_spec   spec;
 	pasco_optimizer   opt;
 	pasci_wire_sync   sync;
+	pasci_wire_dynamic dynamic;
 } header_block;
 
 static void
@@ -240,6 +242,15 @@ get_fields(header_block *hb, const Pasco__Wire__Header *w)
 	h->chief             = w->chief;
 	h->chief_incarnation = w->chief_incarnation;
 	h->nparts            = w->n_parts;
+	h->find_only         = w->find_only;
+	if (w->dynamic != NULL) {
+		hb->dynamic = (pasci_wire_dynamic){.dim = w->dynamic->dim,
+		    .min_count                          = w->dynamic->min_count,
+		    .evict_after   = w->dynamic->evict_after,
+		    .max_rows      = w->dynamic->max_rows,
+		    .default_zeros = w->dynamic->default_zeros};
+		h->dynamic = &hb->dynamic;
+	}
 	if (w->opt != NULL) {
 		get_optimizer(&hb->opt, w->opt);
 		h->opt = &hb->opt;

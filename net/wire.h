@@ -48,6 +48,8 @@ typedef enum pasci_method {
 	PASCI_METHOD_RESOURCE_READ = 21, /* worker: resource -> its value */
 	PASCI_METHOD_CANCEL = 22, /* worker: closures resource..closure_id */
 	PASCI_METHOD_VAR_MULTI = 23, /* ps: parts run in order -> replies */
+	PASCI_METHOD_DYN_IMPORT = 24, /* ps: a dynamic table's rows in */
+	PASCI_METHOD_DYN_STATS  = 25, /* ps: a dynamic table's counts */
 } pasci_method;
 
 /* The most parts a VAR_MULTI request may have. */
@@ -83,6 +85,7 @@ typedef struct pasci_wire_var {
 	size_t            nshards;
 	pasci_wire_shard *shards;
 	pasci_wire_sync sync; /* mode, replicas, staleness: all 0 if absent */
+	bool dynamic; /* keys routed by hash, a shard per ps */
 } pasci_wire_var;
 
 typedef enum pasci_arg_kind {
@@ -107,6 +110,12 @@ typedef struct pasci_wire_init {
 	int64_t           full_shape[PASCO_MAX_RANK];
 	int64_t           row_offset;
 } pasci_wire_init;
+
+/* A dynamic embedding table's options (VAR_CREATE; ps/dyn_table.h). */
+typedef struct pasci_wire_dynamic {
+	int64_t dim, min_count, evict_after, max_rows;
+	bool    default_zeros;
+} pasci_wire_dynamic;
 
 /* Everything a message says besides its tensors. Strings are never NULL
  * in a decoded message ("" when absent); optional parts are NULL when
@@ -139,7 +148,9 @@ typedef struct pasci_wire_header {
 	uint64_t               chief_incarnation;
 	/* VAR_MULTI request, decoded: how many parts (pasci_wire_msg_part);
 	 * in a builder, pasci_wire_add_part sets it */
-	size_t nparts;
+	size_t                    nparts;
+	const pasci_wire_dynamic *dynamic;   /* VAR_CREATE of a dynamic table */
+	bool                      find_only; /* VAR_GATHER, dynamic: no insert */
 } pasci_wire_header;
 
 /* A decoded message. */

@@ -258,6 +258,7 @@ typedef struct pb_header {
 	Pasco__Wire__Initializer init;
 	Pasco__Wire__TensorMeta  spec;
 	Pasco__Wire__Sync        sync;
+	Pasco__Wire__Dynamic     dynamic;
 	void                    *block;
 	struct pb_header        *parts; /* VAR_MULTI: one per part */
 	size_t                   nparts;
@@ -342,8 +343,9 @@ pb_variable(Pasco__Wire__VariableRef *ref, Pasco__Wire__TensorMeta *meta,
 	Pasco__Wire__Shard **ptrs   = carve(p, v->nshards, sizeof(*ptrs));
 	pasco__wire__variable_ref__init(ref);
 	pb_meta(meta, v->spec.dtype, v->spec.rank, v->spec.shape);
-	ref->name = pb_str(v->name);
-	ref->meta = meta;
+	ref->name    = pb_str(v->name);
+	ref->meta    = meta;
+	ref->dynamic = v->dynamic;
 	for (size_t k = 0; k < v->nshards; k++) {
 		pasco__wire__shard__init(&shards[k]);
 		shards[k].name    = pb_str(v->shards[k].name);
@@ -466,6 +468,16 @@ pb_fields(pb_header *pb, const pasci_wire_header *h)
 	w->sum_results       = h->sum_results;
 	w->chief             = pb_str(h->chief);
 	w->chief_incarnation = h->chief_incarnation;
+	w->find_only         = h->find_only;
+	if (h->dynamic != NULL) {
+		pasco__wire__dynamic__init(&pb->dynamic);
+		pb->dynamic.dim           = h->dynamic->dim;
+		pb->dynamic.min_count     = h->dynamic->min_count;
+		pb->dynamic.evict_after   = h->dynamic->evict_after;
+		pb->dynamic.max_rows      = h->dynamic->max_rows;
+		pb->dynamic.default_zeros = h->dynamic->default_zeros;
+		w->dynamic                = &pb->dynamic;
+	}
 	if (h->opt != NULL) {
 		pb_set_optimizer(&pb->opt, h->opt);
 		w->opt = &pb->opt;

@@ -214,7 +214,8 @@ bind_variable(pasco_call *call, call_arg *a, const pasci_wire_var *v)
 	rv = pasci_variable_new(&a->variable, v->name, v->spec.dtype,
 	    v->spec.rank, v->spec.shape, PS_CALL_TIMEOUT_MS);
 	if (rv == 0) { /* a global step's consistency mode */
-		a->variable->sync = v->sync;
+		a->variable->sync    = v->sync;
+		a->variable->dynamic = v->dynamic;
 	}
 	for (size_t i = 0; rv == 0 && i < v->nshards; i++) {
 		const pasci_wire_shard *s = &v->shards[i];

@@ -15,6 +15,7 @@
 #ifndef PASCO_VARIABLE_H
 #define PASCO_VARIABLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -84,6 +85,30 @@ int pasco_variable_shard(const pasco_variable *v, int32_t i, int32_t *ps_task,
     int64_t *offset, int64_t *rows);
 
 const char *pasco_variable_name(const pasco_variable *v);
+
+/* Whether v is a dynamic embedding table (pasco_dynamic_variable_create). */
+bool pasco_variable_is_dynamic(const pasco_variable *v);
+
+/* For a dynamic table: whether lookups through this handle only find rows
+ * (true: keys without a row read the table's default and nothing is
+ * inserted or touched, as evaluation and prediction want) or make them
+ * (false, the default: training). PASCO_EINVAL for a fixed variable. */
+int pasco_variable_set_find_only(pasco_variable *v, bool find_only);
+
+/* A dynamic table's counts, summed over its ps (step: the largest). */
+typedef struct pasco_dynamic_stats {
+	int64_t rows;        /* held now */
+	int64_t pending;     /* keys counted towards admission */
+	int64_t created;     /* rows made */
+	int64_t evicted_age; /* rows dropped for being unseen */
+	int64_t evicted_cap; /* rows dropped at the cap */
+	int64_t refused;     /* training lookups answered without a row */
+	int64_t step;        /* the table's clock (the last update's step) */
+} pasco_dynamic_stats;
+
+/* Asks every ps for its share's counts. PASCO_EINVAL for a fixed
+ * variable. Blocks. */
+int pasco_variable_dynamic_stats(pasco_variable *v, pasco_dynamic_stats *out);
 
 /* The ps task of the first (or only) shard. */
 int32_t        pasco_variable_ps_task(const pasco_variable *v);
