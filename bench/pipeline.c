@@ -19,9 +19,9 @@
 #include "bench.h"
 
 static const pasco_feature_spec specs[] = {
-    {"label", PASCO_FEATURE_FLOAT, 1, false, 0},
-    {"ids", PASCO_FEATURE_INT64, 3, false, 0},
-    {"values", PASCO_FEATURE_FLOAT, 3, false, 0},
+    {"label", PASCO_FEATURE_FLOAT, 1, false, 0, 0},
+    {"ids", PASCO_FEATURE_INT64, 3, false, 0, 0},
+    {"values", PASCO_FEATURE_FLOAT, 3, false, 0, 0},
 };
 
 static int

@@ -31,10 +31,10 @@
 static char data_dir[1024] = "/tmp/clicks";
 
 static const pasco_feature_spec specs[] = {
-    {"label", PASCO_FEATURE_FLOAT, 1, false, 0},
-    {"ids", PASCO_FEATURE_INT64, CLICK_IDS, false, 0},
-    {"values", PASCO_FEATURE_FLOAT, CLICK_IDS, false, 0},
-    {"p", PASCO_FEATURE_FLOAT, 1, true, 0},
+    {"label", PASCO_FEATURE_FLOAT, 1, false, 0, 0},
+    {"ids", PASCO_FEATURE_INT64, CLICK_IDS, false, 0, 0},
+    {"values", PASCO_FEATURE_FLOAT, CLICK_IDS, false, 0, 0},
+    {"p", PASCO_FEATURE_FLOAT, 1, true, 0, 0},
 };
 
 static pasco_optimizer

@@ -123,12 +123,12 @@ make_data(const char *dir, int64_t train, int64_t eval)
 /* ---- the input pipeline ---- */
 
 static const pasco_csv_column columns[] = {
-    {"age", PASCO_FEATURE_FLOAT, false, 0},
-    {"hours", PASCO_FEATURE_FLOAT, true, 40}, /* missing: 40 */
-    {"education", PASCO_FEATURE_BYTES, false, 0},
-    {"occupation", PASCO_FEATURE_BYTES, false, 0},
-    {"city", PASCO_FEATURE_INT64, false, 0},
-    {"label", PASCO_FEATURE_INT64, false, 0},
+    {"age", PASCO_FEATURE_FLOAT, false, 0, 0},
+    {"hours", PASCO_FEATURE_FLOAT, true, 40, 0}, /* missing: 40 */
+    {"education", PASCO_FEATURE_BYTES, false, 0, 0},
+    {"occupation", PASCO_FEATURE_BYTES, false, 0, 0},
+    {"city", PASCO_FEATURE_INT64, false, 0, 0},
+    {"label", PASCO_FEATURE_INT64, false, 0, 0},
 };
 
 static int

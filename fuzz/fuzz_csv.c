@@ -2,7 +2,8 @@
  * Fuzz target: the CSV reader (kit/data/csv.c). The first byte picks the
  * options (bit 0: a header line; bit 1: ';' as the delimiter); the rest
  * is the file. Every element must be a dict of the columns, scalars for
- * numbers and text no longer than the file, and iteration must end.
+ * numbers and hashed keys (never -1; buckets in range), text no longer
+ * than the file, and iteration must end.
  */
 #include "fuzz_util.h"
 #include "pasco/dataset.h"
@@ -12,9 +13,11 @@
 #define MAX_LINES 100000
 
 static const pasco_csv_column columns[] = {
-    {"id", PASCO_FEATURE_INT64, false, 0},
-    {"x", PASCO_FEATURE_FLOAT, true, 1.5},
-    {"name", PASCO_FEATURE_BYTES, false, 0},
+    {"id", PASCO_FEATURE_INT64, false, 0, 0},
+    {"x", PASCO_FEATURE_FLOAT, true, 1.5, 0},
+    {"name", PASCO_FEATURE_BYTES, false, 0, 0},
+    {"user", PASCO_FEATURE_HASHED, false, 0, 0},
+    {"ad", PASCO_FEATURE_HASHED, true, 0, 50},
 };
 #define NCOLS (sizeof(columns) / sizeof(columns[0]))
 
@@ -30,6 +33,13 @@ check_element(const pasco_value *v, size_t size)
 		if (columns[i].type == PASCO_FEATURE_BYTES) {
 			FUZZ_CHECK(t->dtype == PASCO_U8 && t->rank == 1 &&
 			           t->nbytes <= size);
+		} else if (columns[i].type == PASCO_FEATURE_HASHED) {
+			int64_t key = *(const int64_t *) t->data;
+			FUZZ_CHECK(t->dtype == PASCO_I64 && t->rank == 0);
+			FUZZ_CHECK(
+			    key != -1 &&
+			    (columns[i].num_buckets == 0 ||
+			        (key >= 0 && key < columns[i].num_buckets)));
 		} else {
 			FUZZ_CHECK(t->rank == 0);
 		}

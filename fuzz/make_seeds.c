@@ -379,18 +379,20 @@ example_seeds(void)
 {
 	const int64_t two = 2, four = 4;
 	pasco_tensor *x = f32(1, &four, 0.25), *w = f32(1, &two, 1);
-	pasco_tensor *label, *text;
+	pasco_tensor *label, *text, *tag;
 	pasco_value  *v;
 	void         *data;
 	size_t        len;
 	if (pasco_tensor_scalar(&label, PASCO_I64, 1) != 0 ||
-	    pasco_tensor_from(&text, PASCO_U8, 1, &four, "text", 4) != 0) {
+	    pasco_tensor_from(&text, PASCO_U8, 1, &four, "text", 4) != 0 ||
+	    pasco_tensor_from(&tag, PASCO_U8, 1, &two, "u1", 2) != 0) {
 		die("tensor");
 	}
-	v = pasco_value_dict(5, "label", pasco_value_tensor(label), "x",
+	/* "tags": a bytes_list of one value, which the HASHED spec hashes */
+	v = pasco_value_dict(6, "label", pasco_value_tensor(label), "x",
 	    pasco_value_tensor(x), "ids", pasco_value_tensor(ids(2, 10)),
-	    "weights", pasco_value_tensor(w), "text",
-	    pasco_value_tensor(text));
+	    "weights", pasco_value_tensor(w), "text", pasco_value_tensor(text),
+	    "tags", pasco_value_tensor(tag));
 	if (pasco_example_encode(v, &data, &len) != 0) {
 		die("example");
 	}
@@ -432,9 +434,9 @@ safetensors_seed(void)
 static void
 text_seeds(void)
 {
-	static const char csv1[] = "\001id,x,name\n1,2.5,abc\n2,,\"q,d\"\n"
-	                           "-3,1e3,\n";
-	static const char csv2[] = "\0024;0.5;x\n5;;\"y\"\n";
+	static const char csv1[] = "\001id,x,name,user,ad\n1,2.5,abc,u1,a\n"
+	                           "2,,\"q,d\",\"u,2\",\n-3,1e3,,u3,b\n";
+	static const char csv2[] = "\0024;0.5;x;u;a\n5;;\"y\";\"v\";\n";
 	static const char tf1[]  = "{\"cluster\": {\"chief\": [\"c:2222\"], "
 	                           "\"worker\": [\"w0:2222\", \"w1:2222\"], "
 	                           "\"ps\": [\"p0:2222\"]}, \"task\": "

@@ -84,16 +84,26 @@ int pasco_dataset_from_generator(pasco_dataset **out,
     void (*free_arg)(void *arg), void *arg);
 
 /* CSV files: one element per line, a dict of scalar tensors keyed by
- * column name (INT64 -> i64, FLOAT -> f32, BYTES -> u8 of the text). An
- * empty field takes the column's default, or is an error without one; a
- * field that does not parse, or a line with another number of fields, is
- * an error naming file, line and column (pasco_dataset_last_error). Fields
- * may be quoted with double quotes (no newlines inside). */
+ * column name (INT64 -> i64, FLOAT -> f32, BYTES -> u8 of the text,
+ * HASHED -> the i64 key of the text: pasco_hash_key of its bytes, quotes
+ * removed, or pasco_hash_bucket when num_buckets > 0; hash.h). An empty
+ * field takes the column's default (HASHED: default_value as the key), or
+ * is an error without one; a field that does not parse, or a line with
+ * another number of fields, is an error naming file, line and column
+ * (pasco_dataset_last_error). Fields may be quoted with double quotes (no
+ * newlines inside); a field is read up to 1023 bytes, and a longer HASHED
+ * field is an error (its key would be that of the first 1023 bytes). A
+ * bad column (no name, num_buckets < 0 or set on a type other than
+ * HASHED) is PASCO_EINVAL, its message recorded as pasco_dataset_fail
+ * records one. */
 typedef struct pasco_csv_column {
 	const char *name;
 	int         type; /* pasco_feature_type (example.h) */
 	bool        has_default;
-	double      default_value; /* for INT64 and FLOAT */
+	double      default_value; /* for INT64, FLOAT and HASHED */
+	/* HASHED: 0 gives full keys, > 0 buckets in [0, num_buckets). Last,
+	 * so that initializers written before it existed still compile. */
+	int64_t num_buckets;
 } pasco_csv_column;
 
 typedef struct pasco_csv_options {
@@ -130,7 +140,9 @@ int pasco_dataset_csv(pasco_dataset **out, const char *const *files,
  * num_rows_for_inference lines of the first file (0: 100): INT64 when
  * every value read is an integer, FLOAT when every one is a number,
  * BYTES otherwise. Features must be numeric (INT64 values are converted
- * to f32); BYTES columns may be present but not selected.
+ * to f32); BYTES columns may be present but not selected, and so may
+ * columns given as HASHED in column_types (their i64 keys do not fit an
+ * f32 vector: read them with pasco_dataset_csv).
  * Errors (PASCO_EINVAL, or the file's error), with a message recorded as
  * pasco_dataset_fail records one, so that a factory returning the error
  * reports it, and readable by pasco_dataset_last_error: an unreadable file, a file whose header differs from the

@@ -12,12 +12,17 @@
 
 #include "dataset.h"
 #include "error.h"
+#include "hash.h"
 #include "value.h"
 
 typedef enum pasco_feature_type {
 	PASCO_FEATURE_INT64 = 1, /* int64_list -> i64 tensor */
 	PASCO_FEATURE_FLOAT = 2, /* float_list -> f32 tensor */
 	PASCO_FEATURE_BYTES = 3, /* bytes_list of one value -> u8 tensor */
+	/* bytes_list of any number of values -> i64 tensor of their keys,
+	 * each value hashed with pasco_hash_key (hash.h: XXH64, -1 never
+	 * given), or into [0, num_buckets) with pasco_hash_bucket */
+	PASCO_FEATURE_HASHED = 4,
 } pasco_feature_type;
 
 typedef struct pasco_feature_spec {
@@ -31,13 +36,21 @@ typedef struct pasco_feature_spec {
 	 * variable-length feature is empty. */
 	bool   has_default;
 	double default_value;
+	/* HASHED only: 0 gives full 64-bit keys (pasco_hash_key), > 0 a
+	 * bucket in [0, num_buckets) (pasco_hash_bucket); < 0, or set on
+	 * another type, is an error. Last, so that initializers written
+	 * before it existed still compile. */
+	int64_t num_buckets;
 } pasco_feature_spec;
 
 /* Parses one serialized Example into a dict of tensors keyed by feature
- * name (in spec order; features not in the spec are ignored). Errors
- * (PASCO_EINVAL, PASCO_EPROTO) name the problem in err: malformed bytes, a
- * missing feature without default, a feature of another type, a fixed
- * feature of another length. Thread-safe. */
+ * name (in spec order; features not in the spec are ignored). A HASHED
+ * feature follows INT64's length rule: a fixed length wants that many
+ * byte strings, a missing one takes default_value in every element when
+ * has_default. Errors (PASCO_EINVAL, PASCO_EPROTO) name the problem in
+ * err: malformed bytes, a missing feature without default, a feature of
+ * another type (a HASHED feature must be a bytes_list), a fixed feature
+ * of another length, a bad num_buckets. Thread-safe. */
 int pasco_example_parse(const void *data, size_t len,
     const pasco_feature_spec *specs, size_t nspecs, pasco_value **out,
     char *err, size_t errlen);
@@ -58,13 +71,16 @@ int pasco_dataset_parse_examples(pasco_dataset **out, pasco_dataset *in,
  * takes default_value when has_default). INT64: ids for an Embedding, i64
  * [width]: a feature with fewer ids is padded at its end with -1 (an
  * Embedding's padding), one with more is an error, a missing one is all
- * padding. */
+ * padding. HASHED: a bytes_list of strings, each hashed into a key
+ * (pasco_hash_key, or a bucket when num_buckets > 0), then padded as
+ * INT64 ids are: i64 [width]. */
 typedef struct pasco_example_input {
 	const char        *name;
-	pasco_feature_type type; /* FLOAT or INT64 */
+	pasco_feature_type type; /* FLOAT, INT64 or HASHED */
 	int64_t            width;
 	bool               has_default; /* FLOAT */
 	double             default_value;
+	int64_t            num_buckets; /* HASHED: as pasco_feature_spec's */
 } pasco_example_input;
 
 /* Serialized Examples (the elements of in, a TFRecord dataset) parsed
@@ -77,7 +93,8 @@ typedef struct pasco_example_input {
  * A record that does not parse, a missing label, or ids beyond width end
  * iteration with PASCO_EINVAL and a message naming the feature
  * (pasco_dataset_last_error). Bad arguments (no inputs, a width < 1, a
- * BYTES input, batch_size < 1) are PASCO_EINVAL with the message recorded
+ * BYTES input, a bad num_buckets, batch_size < 1) are PASCO_EINVAL with
+ * the message recorded
  * as pasco_dataset_fail does. inputs are copied; takes over in. */
 int pasco_dataset_parse_example_inputs(pasco_dataset **out, pasco_dataset *in,
     const pasco_example_input *inputs, size_t ninputs, const char *label_name,

@@ -1,8 +1,8 @@
 /*
  * CSV source (see dataset.h): each file is read whole with io_uring, then
- * parsed line by line into a dict of one tensor per column (a scalar, or
- * the u8 text of a BYTES column). Errors name file and line, and the
- * column where one is at fault, in the thread's data error.
+ * parsed line by line into a dict of one tensor per column (a scalar, the
+ * u8 text of a BYTES column, or the i64 key of a HASHED one). Errors name file
+ * and line, and the column where one is at fault, in the thread's data error.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "fileio.h"
 #include "pasco/dataset.h"
 #include "pasco/example.h"
+#include "pasco/hash.h"
 #include "util.h"
 #include "value_impl.h"
 
@@ -34,11 +35,15 @@ typedef struct csv {
 	char    *features_name;
 } csv;
 
-bool
-pasci_csv_next_field(char **p, char *end, char delim, char *field, size_t cap)
+/* pasci_csv_next_field, and the field's whole length into *len (more
+ * than cap - 1 when it was cut). */
+static bool
+next_field(
+    char **p, char *end, char delim, char *field, size_t cap, size_t *len)
 {
 	size_t n      = 0;
 	bool   quoted = *p < end && **p == '"';
+	*len          = 0;
 	if (quoted) {
 		(*p)++;
 	}
@@ -59,6 +64,7 @@ pasci_csv_next_field(char **p, char *end, char delim, char *field, size_t cap)
 		if (n + 1 < cap) {
 			field[n++] = c;
 		}
+		(*len)++;
 		(*p)++;
 	}
 	field[n] = 0;
@@ -67,6 +73,13 @@ pasci_csv_next_field(char **p, char *end, char delim, char *field, size_t cap)
 		return true;
 	}
 	return false;
+}
+
+bool
+pasci_csv_next_field(char **p, char *end, char delim, char *field, size_t cap)
+{
+	size_t len;
+	return next_field(p, end, delim, field, cap, &len);
 }
 
 /* The number in text for numeric column col (its default when empty),
@@ -104,13 +117,40 @@ parse_number(csv *c, size_t col, const char *text, double *out)
 	return PASCO_OK;
 }
 
-/* Column col's scalar tensor (i64, f32, or u8 text for BYTES). */
+/* Column col's key of text (HASHED): its hash, or its default when
+ * empty. */
+static int
+parse_key(csv *c, size_t col, const char *text, pasco_tensor **out)
+{
+	const pasco_csv_column *k = &c->cols[col];
+	size_t                  n = strlen(text);
+	if (n == 0 && !k->has_default) {
+		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		    "%s:%lld: column '%s' is empty and has no default",
+		    c->files[c->cur], (long long) c->line, k->name);
+		return PASCO_EINVAL;
+	}
+	if (pasco_tensor_scalar(out, PASCO_I64, 0) != 0) {
+		return PASCO_ENOMEM;
+	}
+	*(int64_t *) (*out)->data =
+	    n == 0               ? (int64_t) k->default_value
+	    : k->num_buckets > 0 ? pasco_hash_bucket(text, n, k->num_buckets)
+	                         : pasco_hash_key(text, n);
+	return PASCO_OK;
+}
+
+/* Column col's scalar tensor (i64, f32, u8 text for BYTES, i64 key for
+ * HASHED). */
 static int
 parse_scalar(csv *c, size_t col, const char *text, pasco_tensor **out)
 {
 	const pasco_csv_column *k = &c->cols[col];
 	double                  v;
 	int                     rv;
+	if (k->type == PASCO_FEATURE_HASHED) {
+		return parse_key(c, col, text, out);
+	}
 	if (k->type == PASCO_FEATURE_BYTES) {
 		return pasco_tensor_from(out, PASCO_U8, 1,
 		    (int64_t[]){(int64_t) strlen(text)}, text, strlen(text));
@@ -206,9 +246,19 @@ parse_line(csv *c, char *p, char *end, pasco_value **out)
 	bool          more = true;
 	int           rv   = items && keys ? PASCO_OK : PASCO_ENOMEM;
 	while (rv == 0 && more) {
-		more = pasci_csv_next_field(
-		    &p, end, c->delim, field, sizeof(field));
-		if (n < c->ncols) {
+		size_t len;
+		more =
+		    next_field(&p, end, c->delim, field, sizeof(field), &len);
+		if (n < c->ncols && len >= sizeof(field) &&
+		    c->cols[n].type == PASCO_FEATURE_HASHED) {
+			/* its key would be that of its first bytes */
+			pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+			    "%s:%lld: column '%s': a field of %zu bytes; a "
+			    "HASHED field may have at most %zu",
+			    c->files[c->cur], (long long) c->line,
+			    c->cols[n].name, len, sizeof(field) - 1);
+			rv = PASCO_EINVAL;
+		} else if (n < c->ncols) {
 			keys[n] = c->cols[n].name;
 			rv      = parse_value(c, n, field, &items[n]);
 		}
@@ -323,6 +373,27 @@ pasci_dataset_csv_dense(pasco_dataset **out, const char *const *files,
 	return csv_open(out, files, nfiles, opts, place, features_name);
 }
 
+/* Every column named, num_buckets only on HASHED ones and not < 0. */
+static int
+check_columns(const pasco_csv_options *opts)
+{
+	for (size_t i = 0; i < opts->ncolumns; i++) {
+		const pasco_csv_column *k = &opts->columns[i];
+		if (k->name == NULL) {
+			return pasco_dataset_fail(
+			    PASCO_EINVAL, "csv: column %zu has no name", i);
+		}
+		if (k->num_buckets < 0 ||
+		    (k->num_buckets != 0 && k->type != PASCO_FEATURE_HASHED)) {
+			return pasco_dataset_fail(PASCO_EINVAL,
+			    "csv: column '%s': num_buckets %lld; want 0 (full "
+			    "keys) or, for a HASHED column, > 0",
+			    k->name, (long long) k->num_buckets);
+		}
+	}
+	return PASCO_OK;
+}
+
 static int
 csv_open(pasco_dataset **out, const char *const *files, size_t nfiles,
     const pasco_csv_options *opts, const int32_t *place,
@@ -340,6 +411,9 @@ csv_open(pasco_dataset **out, const char *const *files, size_t nfiles,
 		    "csv: shard_index %d of num_shards %d: want 0 <= "
 		    "shard_index < num_shards",
 		    (int) opts->shard_index, (int) opts->num_shards);
+	}
+	if ((rv = check_columns(opts)) != 0) {
+		return rv;
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		return PASCO_ENOMEM;

@@ -241,6 +241,7 @@ apply_types(csv_header *h, const pasco_csv_dataset_options *o)
 		h->cols[i].type          = t->type;
 		h->cols[i].has_default   = t->has_default;
 		h->cols[i].default_value = t->default_value;
+		h->cols[i].num_buckets   = t->num_buckets;
 		h->given[i]              = true;
 	}
 	return PASCO_OK;
@@ -253,6 +254,13 @@ check_numeric(const csv_header *h, size_t i, const char *what)
 	if (h->cols[i].type == PASCO_FEATURE_INT64 ||
 	    h->cols[i].type == PASCO_FEATURE_FLOAT) {
 		return PASCO_OK;
+	}
+	if (h->cols[i].type == PASCO_FEATURE_HASHED) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "make_csv: %s column '%s' is HASHED: its i64 keys do not "
+		    "fit make_csv's f32 x; read it with pasco_dataset_csv, or "
+		    "leave it out with select_columns",
+		    what, h->cols[i].name);
 	}
 	return pasco_dataset_fail(PASCO_EINVAL,
 	    "make_csv: %s column '%s' is not numeric (%s%s%s); leave it out "

@@ -9,6 +9,7 @@
 #include "dataset_impl.h"
 #include "example.pb-c.h"
 #include "pasco/example.h"
+#include "pasco/hash.h"
 #include "util.h"
 #include "value_impl.h"
 
@@ -35,37 +36,96 @@ find_feature(const Pasco__Wire__Example *ex, const char *name)
 	return NULL;
 }
 
+/* The feature kind and the dtype a spec's type reads and makes. */
+static Pasco__Wire__Feature__KindCase
+spec_kind(const pasco_feature_spec *sp, pasco_dtype *dt)
+{
+	switch (sp->type) {
+	case PASCO_FEATURE_INT64:
+		*dt = PASCO_I64;
+		return PASCO__WIRE__FEATURE__KIND_INT64_LIST;
+	case PASCO_FEATURE_FLOAT:
+		*dt = PASCO_F32;
+		return PASCO__WIRE__FEATURE__KIND_FLOAT_LIST;
+	case PASCO_FEATURE_HASHED:
+		*dt = PASCO_I64;
+		return PASCO__WIRE__FEATURE__KIND_BYTES_LIST;
+	default:
+		*dt = PASCO_U8;
+		return PASCO__WIRE__FEATURE__KIND_BYTES_LIST;
+	}
+}
+
+/* num_buckets is for HASHED specs, and not negative. */
+static int
+check_buckets(const pasco_feature_spec *sp, char *err, size_t errlen)
+{
+	if (sp->num_buckets < 0 ||
+	    (sp->num_buckets != 0 && sp->type != PASCO_FEATURE_HASHED)) {
+		pasci_fmt(err, errlen,
+		    "feature '%s': num_buckets %lld; want 0 (full keys) or, "
+		    "for a HASHED feature, > 0",
+		    sp->name, (long long) sp->num_buckets);
+		return PASCO_EINVAL;
+	}
+	return PASCO_OK;
+}
+
+/* The byte strings of a HASHED feature as i64 [n] keys or buckets. */
+static int
+hash_values(const Pasco__Wire__BytesList *b, const pasco_feature_spec *sp,
+    pasco_tensor **out)
+{
+	int64_t *k;
+	int      rv = pasco_tensor_alloc(
+	         out, PASCO_I64, 1, (int64_t[]){(int64_t) b->n_value});
+	if (rv != 0) {
+		return rv;
+	}
+	k = (*out)->data;
+	for (size_t i = 0; i < b->n_value; i++) {
+		k[i] = sp->num_buckets > 0
+		           ? pasco_hash_bucket(b->value[i].data,
+		                 b->value[i].len, sp->num_buckets)
+		           : pasco_hash_key(b->value[i].data, b->value[i].len);
+	}
+	return PASCO_OK;
+}
+
+/* A feature the record lacks: its default, or empty, or an error. */
+static int
+missing_feature(const pasco_feature_spec *sp, pasco_dtype dt,
+    pasco_tensor **out, char *err, size_t errlen)
+{
+	size_t n;
+	int    rv;
+	if (sp->length > 0 && !sp->has_default) {
+		pasci_fmt(err, errlen,
+		    "feature '%s' is missing and has no default", sp->name);
+		return PASCO_EINVAL;
+	}
+	n  = sp->type == PASCO_FEATURE_BYTES ? 0 : (size_t) sp->length;
+	rv = pasco_tensor_alloc(out, dt, 1, (int64_t[]){(int64_t) n});
+	for (size_t i = 0; rv == 0 && i < n; i++) {
+		pasco_tensor_set(*out, (int64_t) i, sp->default_value);
+	}
+	return rv;
+}
+
 /* One feature into a tensor, by its spec. */
 static int
 parse_feature(const Pasco__Wire__Feature *f, const pasco_feature_spec *sp,
     pasco_tensor **out, char *err, size_t errlen)
 {
-	Pasco__Wire__Feature__KindCase want =
-	    sp->type == PASCO_FEATURE_INT64
-	        ? PASCO__WIRE__FEATURE__KIND_INT64_LIST
-	    : sp->type == PASCO_FEATURE_FLOAT
-	        ? PASCO__WIRE__FEATURE__KIND_FLOAT_LIST
-	        : PASCO__WIRE__FEATURE__KIND_BYTES_LIST;
-	pasco_dtype dt = sp->type == PASCO_FEATURE_INT64   ? PASCO_I64
-	                 : sp->type == PASCO_FEATURE_FLOAT ? PASCO_F32
-	                                                   : PASCO_U8;
-	size_t      n;
-	int         rv;
+	pasco_dtype                    dt;
+	Pasco__Wire__Feature__KindCase want = spec_kind(sp, &dt);
+	size_t                         n;
 
+	if (check_buckets(sp, err, errlen) != 0) {
+		return PASCO_EINVAL;
+	}
 	if (f == NULL || f->kind_case == PASCO__WIRE__FEATURE__KIND__NOT_SET) {
-		if (sp->length > 0 && !sp->has_default) {
-			pasci_fmt(err, errlen,
-			    "feature '%s' is missing and has no "
-			    "default",
-			    sp->name);
-			return PASCO_EINVAL;
-		}
-		n  = sp->type == PASCO_FEATURE_BYTES ? 0 : (size_t) sp->length;
-		rv = pasco_tensor_alloc(out, dt, 1, (int64_t[]){(int64_t) n});
-		for (size_t i = 0; rv == 0 && i < n; i++) {
-			pasco_tensor_set(*out, (int64_t) i, sp->default_value);
-		}
-		return rv;
+		return missing_feature(sp, dt, out, err, errlen);
 	}
 	if (f->kind_case != want) {
 		pasci_fmt(err, errlen, "feature '%s' is %s; the spec wants %s",
@@ -84,14 +144,18 @@ parse_feature(const Pasco__Wire__Feature *f, const pasco_feature_spec *sp,
 		    (int64_t[]){(int64_t) f->bytes_list->value[0].len},
 		    f->bytes_list->value[0].data, f->bytes_list->value[0].len);
 	}
-	n = sp->type == PASCO_FEATURE_INT64 ? f->int64_list->n_value
-	                                    : f->float_list->n_value;
+	n = sp->type == PASCO_FEATURE_INT64   ? f->int64_list->n_value
+	    : sp->type == PASCO_FEATURE_FLOAT ? f->float_list->n_value
+	                                      : f->bytes_list->n_value;
 	if (sp->length > 0 && n != (size_t) sp->length) {
 		pasci_fmt(err, errlen,
 		    "feature '%s' has %zu values; the spec wants "
 		    "%lld",
 		    sp->name, n, (long long) sp->length);
 		return PASCO_EINVAL;
+	}
+	if (sp->type == PASCO_FEATURE_HASHED) {
+		return hash_values(f->bytes_list, sp, out);
 	}
 	return pasco_tensor_from(out, dt, 1, (int64_t[]){(int64_t) n},
 	    sp->type == PASCO_FEATURE_INT64 ? (void *) f->int64_list->value

@@ -1,7 +1,8 @@
 /*
  * Example features into model inputs by name (see example.h): each record
  * is parsed by pasco_example_parse with one spec per input (ids read as
- * variable-length int64 lists) and the label, then ids are padded with -1
+ * variable-length int64 lists, hashed keys as variable-length HASHED
+ * bytes lists) and the label, then ids and keys are padded with -1
  * to their input's width, and the (x, y) elements batched. The map runs on
  * whichever thread iterates; its state is read-only once built.
  */
@@ -69,7 +70,8 @@ to_inputs(const example_inputs *p, const pasco_value *f, pasco_value **out)
 	for (size_t i = 0; rv == 0 && i < p->ninputs; i++) {
 		const pasco_value *v = pasco_value_item(f, i);
 		keys[i]              = p->specs[i].name;
-		if (p->specs[i].type == PASCO_FEATURE_INT64) {
+		if (p->specs[i].type == PASCO_FEATURE_INT64 ||
+		    p->specs[i].type == PASCO_FEATURE_HASHED) {
 			rv = pad_ids(p, i, pasco_value_as_tensor(v), &x[i]);
 		} else if ((x[i] = pasco_value_clone(v)) == NULL) {
 			rv = PASCO_ENOMEM;
@@ -133,11 +135,19 @@ check_input(const pasco_example_input *in, size_t i)
 {
 	if (in->name == NULL || in->width < 1 ||
 	    (in->type != PASCO_FEATURE_FLOAT &&
-	        in->type != PASCO_FEATURE_INT64)) {
+	        in->type != PASCO_FEATURE_INT64 &&
+	        in->type != PASCO_FEATURE_HASHED)) {
 		return pasco_dataset_fail(PASCO_EINVAL,
 		    "example_inputs: input %zu ('%s'): needs a name, a width "
-		    ">= 1 (got %lld) and type FLOAT or INT64",
+		    ">= 1 (got %lld) and type FLOAT, INT64 or HASHED",
 		    i, in->name ? in->name : "(null)", (long long) in->width);
+	}
+	if (in->num_buckets < 0 ||
+	    (in->num_buckets != 0 && in->type != PASCO_FEATURE_HASHED)) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "example_inputs: input %zu ('%s'): num_buckets %lld; want "
+		    "0 (full keys) or, for a HASHED input, > 0",
+		    i, in->name, (long long) in->num_buckets);
 	}
 	return PASCO_OK;
 }
@@ -166,6 +176,7 @@ make_specs(example_inputs *p, const pasco_example_input *inputs, size_t n,
 			                       : 0; /* ids: padded */
 			s->has_default   = inputs[i].has_default;
 			s->default_value = inputs[i].default_value;
+			s->num_buckets   = inputs[i].num_buckets;
 			p->width[i]      = inputs[i].width;
 		}
 		s->name = pasci_strdup(i == n ? label_name : inputs[i].name);

@@ -183,12 +183,12 @@ Test(csv_dataset, types_can_be_given_and_files_must_share_the_header,
 {
 	const char *f[2] = {
 	    write_csv("a.csv", "x,y\n1,2\n"), write_csv("b.csv", "x,y\n3,\n")};
-	pasco_csv_column          t[] = {{"y", PASCO_FEATURE_FLOAT, true, -1}};
-	pasco_csv_dataset_options o   = {.label_name = "y",
-	      .batch_size                            = 2,
-	      .num_epochs                            = 1,
-	      .column_types                          = t,
-	      .ncolumn_types                         = 1};
+	pasco_csv_column t[] = {{"y", PASCO_FEATURE_FLOAT, true, -1, 0}};
+	pasco_csv_dataset_options o = {.label_name = "y",
+	    .batch_size                            = 2,
+	    .num_epochs                            = 1,
+	    .column_types                          = t,
+	    .ncolumn_types                         = 1};
 	pasco_dataset            *ds;
 	pasco_value              *e;
 	const pasco_tensor       *x, *y;
@@ -260,6 +260,39 @@ Test(
 	PASCO_FAIL(
 	    pasco_dataset_make_csv(&ds, &missing, 1, &o), PASCO_ENOTFOUND);
 	cr_assert(strstr(pasco_dataset_last_error(), missing));
+}
+
+Test(csv_dataset, hashed_columns_cannot_be_features_of_the_f32_vector,
+    .fini = cleanup)
+{
+	const char *f = write_csv("a.csv", "user,x,label\nu1,2,0\nu2,3,1\n");
+	pasco_csv_column t[] = {
+	    {.name = "user", .type = PASCO_FEATURE_HASHED}};
+	pasco_csv_dataset_options o = {.label_name = "label",
+	    .batch_size                            = 2,
+	    .num_epochs                            = 1,
+	    .column_types                          = t,
+	    .ncolumn_types                         = 1};
+	pasco_dataset            *ds;
+	pasco_value              *e;
+	const pasco_tensor       *x, *y;
+	const char               *msg;
+	PASCO_FAIL(pasco_dataset_make_csv(&ds, &f, 1, &o), PASCO_EINVAL);
+	cr_assert_null(ds);
+	msg = pasco_dataset_last_error();
+	cr_assert(strstr(msg, "feature column 'user' is HASHED") &&
+	              strstr(msg, "pasco_dataset_csv"),
+	    "%s", msg);
+	/* left out, it may be there */
+	const char *sel[] = {"x"};
+	o.select_columns  = sel;
+	o.nselect         = 1;
+	PASCO_PASS(pasco_dataset_make_csv(&ds, &f, 1, &o));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	split(e, NULL, &x, &y);
+	cr_assert(x->shape[1] == 1 && ((float *) x->data)[1] == 3);
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
 }
 
 /* examples/make_table writes the same files for one seed, and the table

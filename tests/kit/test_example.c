@@ -1,6 +1,7 @@
 /* tf.train.Example: byte-exact against TensorFlow's serialization,
  * round trips, errors, and a TFRecord -> parse -> batch pipeline. */
 #include "helpers.h"
+#include "kit/bytes_example.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@ static const unsigned char tf_bytes[] = {0x0a, 0x0d, 0x0a, 0x0b, 0x0a, 0x01,
 
 Test(example, matches_tensorflow_bytes_both_ways)
 {
-	pasco_feature_spec spec = {"a", PASCO_FEATURE_INT64, 0, false, 0};
+	pasco_feature_spec spec = {"a", PASCO_FEATURE_INT64, 0, false, 0, 0};
 	pasco_value       *v;
 	void              *out;
 	size_t             len;
@@ -60,11 +61,11 @@ sample(int i)
 }
 
 static const pasco_feature_spec specs[] = {
-    {"label", PASCO_FEATURE_FLOAT, 1, false, 0},
-    {"ids", PASCO_FEATURE_INT64, 0, false, 0},
-    {"values", PASCO_FEATURE_FLOAT, 3, false, 0},
-    {"name", PASCO_FEATURE_BYTES, 0, false, 0},
-    {"weight", PASCO_FEATURE_FLOAT, 2, true, 0.25},
+    {"label", PASCO_FEATURE_FLOAT, 1, false, 0, 0},
+    {"ids", PASCO_FEATURE_INT64, 0, false, 0, 0},
+    {"values", PASCO_FEATURE_FLOAT, 3, false, 0, 0},
+    {"name", PASCO_FEATURE_BYTES, 0, false, 0, 0},
+    {"weight", PASCO_FEATURE_FLOAT, 2, true, 0.25, 0},
 };
 
 Test(example, round_trips_dense_variable_bytes_and_defaults)
@@ -102,10 +103,11 @@ Test(example, errors_name_the_feature)
 	size_t             len;
 	char               err[256];
 	pasco_feature_spec missing = {
-	    "nope", PASCO_FEATURE_INT64, 1, false, 0};
-	pasco_feature_spec typed = {"ids", PASCO_FEATURE_FLOAT, 0, false, 0};
+	    "nope", PASCO_FEATURE_INT64, 1, false, 0, 0};
+	pasco_feature_spec typed = {
+	    "ids", PASCO_FEATURE_FLOAT, 0, false, 0, 0};
 	pasco_feature_spec sized = {
-	    "values", PASCO_FEATURE_FLOAT, 4, false, 0};
+	    "values", PASCO_FEATURE_FLOAT, 4, false, 0, 0};
 	PASCO_PASS(pasco_example_encode(v, &buf, &len));
 	PASCO_FAIL(
 	    pasco_example_parse(buf, len, &missing, 1, &p, err, sizeof(err)),
@@ -195,9 +197,9 @@ Test(example, a_record_that_is_no_example_names_itself_through_the_pipeline)
 }
 
 static const pasco_csv_column cols[] = {
-    {"label", PASCO_FEATURE_INT64, false, 0},
-    {"x", PASCO_FEATURE_FLOAT, true, -1},
-    {"city", PASCO_FEATURE_BYTES, false, 0},
+    {"label", PASCO_FEATURE_INT64, false, 0, 0},
+    {"x", PASCO_FEATURE_FLOAT, true, -1, 0},
+    {"city", PASCO_FEATURE_BYTES, false, 0, 0},
 };
 
 static pasco_dataset *
@@ -277,7 +279,7 @@ Test(example, csv_errors_name_file_line_and_column)
 Test(example, csv_shards_keep_every_nth_data_line_before_parsing)
 {
 	static const pasco_csv_column one[] = {
-	    {"v", PASCO_FEATURE_INT64, false, 0}};
+	    {"v", PASCO_FEATURE_INT64, false, 0, 0}};
 	char        path[2][64];
 	const char *files[2] = {path[0], path[1]};
 	const char *text[2] = {"v\n0\n1\n\n2\n3\n", "v\n4\nnot a number\n6\n"};
@@ -332,4 +334,211 @@ Test(example, csv_shards_keep_every_nth_data_line_before_parsing)
 	    PASCO_EINVAL);
 	unlink(path[0]);
 	unlink(path[1]);
+}
+
+/* The i64 tensor of feature name in v. */
+static const int64_t *
+keys_of(const pasco_value *v, const char *name, int64_t n)
+{
+	const pasco_tensor *t =
+	    pasco_value_as_tensor(pasco_value_get(v, name));
+	cr_assert_not_null(t, "no feature '%s'", name);
+	cr_assert(t->dtype == PASCO_I64 && t->rank == 1 && t->shape[0] == n,
+	    "'%s': dtype %d, %lld values, want i64 [%lld]", name,
+	    (int) t->dtype, (long long) t->count, (long long) n);
+	return t->data;
+}
+
+static const char *const tags[] = {"user:12345", "ad:42", "", "a"};
+
+Test(example, hashed_bytes_features_are_the_keys_of_their_strings)
+{
+	pasco_feature_spec var = {
+	    .name = "tags", .type = PASCO_FEATURE_HASHED};
+	pasco_feature_spec fixed = {
+	    .name = "tags", .type = PASCO_FEATURE_HASHED, .length = 4};
+	pasco_value *v;
+	void        *buf;
+	size_t       len;
+	char         err[256];
+	bytes_example("tags", tags, 4, 1, &buf, &len);
+	PASCO_PASS(
+	    pasco_example_parse(buf, len, &var, 1, &v, err, sizeof(err)));
+	const int64_t *k = keys_of(v, "tags", 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(k[i], pasco_hash_key(tags[i], strlen(tags[i])),
+		    "'%s'", tags[i]);
+	}
+	cr_assert_eq(k[3], (int64_t) 0xD24EC4F1A98C6E5Bu, "XXH64 of 'a'");
+	pasco_value_free(v);
+	PASCO_PASS(
+	    pasco_example_parse(buf, len, &fixed, 1, &v, err, sizeof(err)));
+	keys_of(v, "tags", 4);
+	pasco_value_free(v);
+	fixed.length = 3;
+	PASCO_FAIL(
+	    pasco_example_parse(buf, len, &fixed, 1, &v, err, sizeof(err)),
+	    PASCO_EINVAL);
+	cr_assert(
+	    strstr(err, "'tags' has 4 values; the spec wants 3"), "%s", err);
+	free(buf);
+}
+
+Test(example, hashed_features_with_num_buckets_are_buckets)
+{
+	pasco_feature_spec spec = {
+	    .name = "tags", .type = PASCO_FEATURE_HASHED, .num_buckets = 10};
+	pasco_value *v;
+	void        *buf;
+	size_t       len;
+	char         err[256];
+	bytes_example("tags", tags, 4, 1, &buf, &len);
+	PASCO_PASS(
+	    pasco_example_parse(buf, len, &spec, 1, &v, err, sizeof(err)));
+	const int64_t *k = keys_of(v, "tags", 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(
+		    k[i], pasco_hash_bucket(tags[i], strlen(tags[i]), 10));
+		cr_assert(k[i] >= 0 && k[i] < 10);
+	}
+	pasco_value_free(v);
+	free(buf);
+}
+
+Test(example, hashed_feature_errors_name_the_feature)
+{
+	pasco_value       *v = sample(1), *p;
+	void              *buf;
+	size_t             len;
+	char               err[256];
+	pasco_feature_spec ids = {.name = "ids", .type = PASCO_FEATURE_HASHED};
+	pasco_feature_spec gone = {
+	    .name = "gone", .type = PASCO_FEATURE_HASHED, .length = 2};
+	PASCO_PASS(pasco_example_encode(v, &buf, &len));
+	pasco_value_free(v);
+	PASCO_FAIL(
+	    pasco_example_parse(buf, len, &ids, 1, &p, err, sizeof(err)),
+	    PASCO_EINVAL);
+	cr_assert(
+	    strstr(err, "'ids' is an int64_list; the spec wants a bytes_list"),
+	    "%s", err);
+	ids.num_buckets = -1;
+	PASCO_FAIL(
+	    pasco_example_parse(buf, len, &ids, 1, &p, err, sizeof(err)),
+	    PASCO_EINVAL);
+	cr_assert(strstr(err, "'ids': num_buckets -1"), "%s", err);
+	ids.type        = PASCO_FEATURE_INT64;
+	ids.num_buckets = 8;
+	PASCO_FAIL(
+	    pasco_example_parse(buf, len, &ids, 1, &p, err, sizeof(err)),
+	    PASCO_EINVAL);
+	cr_assert(strstr(err, "'ids': num_buckets 8") &&
+	              strstr(err, "for a HASHED feature"),
+	    "%s", err);
+	/* a missing feature: INT64's rule, default_value as the key */
+	PASCO_FAIL(
+	    pasco_example_parse(buf, len, &gone, 1, &p, err, sizeof(err)),
+	    PASCO_EINVAL);
+	cr_assert(
+	    strstr(err, "'gone' is missing and has no default"), "%s", err);
+	gone.has_default   = true;
+	gone.default_value = -1;
+	PASCO_PASS(
+	    pasco_example_parse(buf, len, &gone, 1, &p, err, sizeof(err)));
+	const int64_t *k = keys_of(p, "gone", 2);
+	cr_assert(k[0] == -1 && k[1] == -1);
+	pasco_value_free(p);
+	gone.length = 0;
+	PASCO_PASS(
+	    pasco_example_parse(buf, len, &gone, 1, &p, err, sizeof(err)));
+	keys_of(p, "gone", 0);
+	pasco_value_free(p);
+	free(buf);
+}
+
+static const pasco_csv_column hashed_cols[] = {
+    {.name = "city", .type = PASCO_FEATURE_HASHED},
+    {.name             = "ad",
+        .type          = PASCO_FEATURE_HASHED,
+        .has_default   = true,
+        .default_value = -1,
+        .num_buckets   = 100},
+};
+
+/* A CSV source over text with columns (two of them). */
+static pasco_dataset *
+csv_with(const char *text, const pasco_csv_column *columns, char *path)
+{
+	pasco_dataset    *ds;
+	const char       *files[1] = {path};
+	pasco_csv_options o        = {.columns = columns, .ncolumns = 2};
+	FILE             *f;
+	strcpy(path, "/tmp/pasco-csv-XXXXXX");
+	cr_assert_neq(mkstemp(path), -1);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	PASCO_PASS(pasco_dataset_csv(&ds, files, 1, &o));
+	return ds;
+}
+
+static int64_t
+key_of(const pasco_value *e, const char *name)
+{
+	const pasco_tensor *t =
+	    pasco_value_as_tensor(pasco_value_get(e, name));
+	cr_assert(t != NULL && t->dtype == PASCO_I64 && t->rank == 0);
+	return *(const int64_t *) t->data;
+}
+
+Test(example, csv_hashed_columns_are_keys_of_the_unquoted_text)
+{
+	char           path[64];
+	pasco_value   *e;
+	pasco_dataset *ds =
+	    csv_with("paris,ad:1\n\"new, york\",\n,x\n", hashed_cols, path);
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(key_of(e, "city"), pasco_hash_key("paris", 5));
+	cr_assert_eq(key_of(e, "ad"), pasco_hash_bucket("ad:1", 4, 100));
+	pasco_value_free(e);
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	cr_assert_eq(key_of(e, "city"), pasco_hash_key("new, york", 9));
+	cr_assert_eq(key_of(e, "ad"), -1, "the default");
+	pasco_value_free(e);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              ":3: column 'city' is empty and has no default"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+	unlink(path);
+}
+
+Test(example, csv_hashed_errors_name_the_column)
+{
+	char              path[64], text[1100 + 8];
+	pasco_value      *e;
+	pasco_dataset    *ds;
+	pasco_csv_column  bad[2]   = {hashed_cols[0], hashed_cols[1]};
+	const char       *files[1] = {"/nonexistent.csv"};
+	pasco_csv_options o        = {.columns = bad, .ncolumns = 2};
+	/* a field past the 1023 bytes read would hash its first bytes only */
+	memset(text, 'x', 1100);
+	strcpy(text + 1100, ",a\n");
+	ds = csv_with(text, hashed_cols, path);
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              ":1: column 'city': a field of 1100 bytes"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+	unlink(path);
+	bad[1].num_buckets = -3;
+	PASCO_FAIL(pasco_dataset_csv(&ds, files, 1, &o), PASCO_EINVAL);
+	cr_assert(
+	    strstr(pasco_dataset_last_error(), "column 'ad': num_buckets -3"),
+	    "%s", pasco_dataset_last_error());
+	bad[1].num_buckets = 4;
+	bad[1].type        = PASCO_FEATURE_FLOAT;
+	PASCO_FAIL(pasco_dataset_csv(&ds, files, 1, &o), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(), "for a HASHED column"),
+	    "%s", pasco_dataset_last_error());
 }

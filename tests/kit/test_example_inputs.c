@@ -1,6 +1,8 @@
 /* Example features into model inputs by name: (x dict, y) batches, ids
- * padded with -1 to their input's width, errors naming the feature. */
+ * and hashed string keys padded with -1 to their input's width, errors
+ * naming the feature. */
 #include "helpers.h"
+#include "kit/bytes_example.h"
 
 #include <string.h>
 
@@ -82,8 +84,8 @@ examples(int n, int64_t extra_ids)
 }
 
 static const pasco_example_input inputs[] = {
-    {"dense", PASCO_FEATURE_FLOAT, 2, false, 0},
-    {"cats", PASCO_FEATURE_INT64, 3, false, 0},
+    {"dense", PASCO_FEATURE_FLOAT, 2, false, 0, 0},
+    {"cats", PASCO_FEATURE_INT64, 3, false, 0, 0},
 };
 
 Test(example_inputs, features_by_name_make_x_and_ids_are_padded)
@@ -160,11 +162,127 @@ Test(example_inputs, errors_name_the_feature)
 	    pasco_dataset_last_error());
 	pasco_dataset_free(ds);
 
-	pasco_example_input bad = {"text", PASCO_FEATURE_BYTES, 1, false, 0};
-	ds                      = examples(1, 0);
+	pasco_example_input bad = {
+	    "text", PASCO_FEATURE_BYTES, 1, false, 0, 0};
+	ds = examples(1, 0);
 	PASCO_FAIL(pasco_dataset_parse_example_inputs(&ds, ds, &bad, 1,
 	               "label", PASCO_FEATURE_INT64, 4, false),
 	    PASCO_EINVAL);
 	cr_assert_null(ds);
 	cr_assert(strstr(pasco_dataset_last_error(), "'text'") != NULL);
+}
+
+/* Records of "tags": record i has the first i % 3 of three strings. */
+static const char *const tag_text[] = {"user:1", "ad:2", "city:oslo"};
+
+static pasco_dataset *
+tag_examples(int n, int last_count)
+{
+	records       *rs = calloc(1, sizeof(*rs));
+	pasco_dataset *ds;
+	for (int i = 0; i < n; i++) {
+		void  *buf;
+		size_t len;
+		bytes_example("tags", tag_text,
+		    i == n - 1 && last_count >= 0 ? (size_t) last_count
+		                                  : (size_t) (i % 3),
+		    i, &buf, &len);
+		PASCO_PASS(pasco_tensor_from(&rs->r[rs->n++], PASCO_U8, 1,
+		    (int64_t[]){(int64_t) len}, buf, len));
+		free(buf);
+	}
+	PASCO_PASS(pasco_dataset_from_generator(
+	    &ds, records_next, NULL, records_free, rs));
+	return ds;
+}
+
+Test(example_inputs, hashed_strings_are_keys_padded_like_ids)
+{
+	pasco_example_input in[2] = {
+	    {.name = "tags", .type = PASCO_FEATURE_HASHED, .width = 3},
+	    {.name           = "tag_bucket",
+	        .type        = PASCO_FEATURE_HASHED,
+	        .width       = 2,
+	        .num_buckets = 7}};
+	pasco_dataset      *ds = tag_examples(3, -1);
+	pasco_value        *e;
+	const pasco_tensor *k;
+	int64_t             want[9];
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, in, 1, "label", PASCO_FEATURE_INT64, 3, false));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	k = pasco_value_as_tensor(
+	    pasco_value_get(pasco_value_item(e, 0), "tags"));
+	cr_assert(k->dtype == PASCO_I64 && k->rank == 2 && k->shape[0] == 3 &&
+	          k->shape[1] == 3);
+	for (int i = 0; i < 3; i++) {
+		for (int j = 0; j < 3; j++) {
+			want[i * 3 + j] = j < i % 3
+			                      ? pasco_hash_key(tag_text[j],
+			                            strlen(tag_text[j]))
+			                      : -1;
+		}
+	}
+	cr_assert_arr_eq(k->data, want, sizeof(want));
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+
+	/* buckets of 7 in a width of 2 */
+	in[1].name = "tags";
+	ds         = tag_examples(3, -1);
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, &in[1], 1, NULL, 0, 3, false));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	k = pasco_value_as_tensor(pasco_value_get(e, "tags"));
+	cr_assert(k->rank == 2 && k->shape[0] == 3 && k->shape[1] == 2);
+	const int64_t buckets[] = {-1, -1, pasco_hash_bucket("user:1", 6, 7),
+	    -1, pasco_hash_bucket("user:1", 6, 7),
+	    pasco_hash_bucket("ad:2", 4, 7)};
+	cr_assert_arr_eq(k->data, buckets, sizeof(buckets));
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+}
+
+Test(example_inputs, hashed_errors_name_the_feature)
+{
+	pasco_example_input in = {
+	    .name = "tags", .type = PASCO_FEATURE_HASHED, .width = 2};
+	pasco_dataset *ds = tag_examples(2, 3); /* the last has 3 */
+	pasco_value   *e;
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, &in, 1, "label", PASCO_FEATURE_INT64, 4, false));
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert_str_eq(pasco_dataset_last_error(),
+	    "example_inputs: feature 'tags' has 3 ids; its input takes at "
+	    "most 2");
+	pasco_dataset_free(ds);
+
+	/* an int64_list where strings are wanted */
+	in.name = "cats";
+	ds      = examples(2, 0);
+	PASCO_PASS(pasco_dataset_parse_example_inputs(
+	    &ds, ds, &in, 1, "label", PASCO_FEATURE_INT64, 4, false));
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              "'cats' is an int64_list; the spec wants a bytes_list"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+
+	in.num_buckets = -2;
+	ds             = examples(1, 0);
+	PASCO_FAIL(pasco_dataset_parse_example_inputs(&ds, ds, &in, 1, "label",
+	               PASCO_FEATURE_INT64, 4, false),
+	    PASCO_EINVAL);
+	cr_assert_null(ds);
+	cr_assert(
+	    strstr(pasco_dataset_last_error(), "('cats'): num_buckets -2"),
+	    "%s", pasco_dataset_last_error());
+	in.num_buckets = 5;
+	in.type        = PASCO_FEATURE_INT64;
+	ds             = examples(1, 0);
+	PASCO_FAIL(pasco_dataset_parse_example_inputs(&ds, ds, &in, 1, "label",
+	               PASCO_FEATURE_INT64, 4, false),
+	    PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(), "for a HASHED input"),
+	    "%s", pasco_dataset_last_error());
 }

@@ -11,9 +11,9 @@
 #include <string.h>
 
 static const pasco_feature_spec specs[] = {
-    {"label", PASCO_FEATURE_INT64, 1, false, 0},
-    {"score", PASCO_FEATURE_FLOAT, 2, false, 0},
-    {"name", PASCO_FEATURE_BYTES, 0, false, 0},
+    {"label", PASCO_FEATURE_INT64, 1, false, 0, 0},
+    {"score", PASCO_FEATURE_FLOAT, 2, false, 0, 0},
+    {"name", PASCO_FEATURE_BYTES, 0, false, 0, 0},
 };
 
 static int
