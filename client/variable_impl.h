@@ -146,6 +146,11 @@ typedef struct pasci_step {
  * step's reads: an unsplit integer scalar under ASP. */
 bool pasci_step_can_prefetch(const pasco_variable *counter);
 
+/* pasco_variable_read_mixed for evaluation: lookups of dynamic tables
+ * insert nothing (keys without a row read the default). */
+int pasci_variable_read_mixed_find(size_t n, pasco_variable *const *vars,
+    const pasco_tensor *const *ids, pasco_tensor **outs);
+
 /* pasco_variable_read_mixed, and counter's fetch-add of 1 in the same
  * requests: *t gets the value after, the step of an apply made with
  * pasci_apply_gradients_mixed_at. PASCO_EINVAL unless

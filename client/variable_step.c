@@ -14,11 +14,12 @@
 #include "variable_impl.h"
 
 /* The reads of read_mixed; with counter, its fetch-add of 1 travels
- * with them (*t the value after). */
+ * with them (*t the value after); find_only: dynamic tables' lookups
+ * insert nothing. */
 static int
 read_mixed(size_t n, pasco_variable *const *vars,
     const pasco_tensor *const *ids, pasco_tensor **outs,
-    pasco_variable *counter, int64_t *t)
+    pasco_variable *counter, int64_t *t, bool find_only)
 {
 	shard_call     **calls   = calloc(n + 2, sizeof(*calls));
 	pasci_gather   **gathers = calloc(n + 1, sizeof(*gathers));
@@ -48,6 +49,11 @@ read_mixed(size_t n, pasco_variable *const *vars,
 			if ((rv = pasci_gather_prepare(
 			         vars[k], ids[k], &gathers[k])) == 0) {
 				calls[k] = pasci_gather_calls(gathers[k]);
+			}
+			for (int32_t i = 0;
+			     rv == 0 && find_only && i < vars[k]->nshards;
+			     i++) {
+				calls[k][i].b.hdr.find_only = true;
 			}
 		} else if ((calls[k] = pasci_read_calls(vars[k])) == NULL) {
 			rv = PASCO_ENOMEM;
@@ -91,7 +97,14 @@ int
 pasco_variable_read_mixed(size_t n, pasco_variable *const *vars,
     const pasco_tensor *const *ids, pasco_tensor **outs)
 {
-	return read_mixed(n, vars, ids, outs, NULL, NULL);
+	return read_mixed(n, vars, ids, outs, NULL, NULL, false);
+}
+
+int
+pasci_variable_read_mixed_find(size_t n, pasco_variable *const *vars,
+    const pasco_tensor *const *ids, pasco_tensor **outs)
+{
+	return read_mixed(n, vars, ids, outs, NULL, NULL, true);
 }
 
 int
@@ -105,5 +118,5 @@ pasci_variable_read_mixed_step(size_t n, pasco_variable *const *vars,
 		    "a step taken with the reads needs an unsplit integer "
 		    "counter under ASP");
 	}
-	return read_mixed(n, vars, ids, outs, counter, t);
+	return read_mixed(n, vars, ids, outs, counter, t, false);
 }

@@ -247,6 +247,40 @@ fit_epoch_start(void *user, int32_t epoch)
 	return PASCO_OK;
 }
 
+/* Each dynamic table's counts into logs ("<layer>/rows", "/created",
+ * "/evicted", "/refused"): what TensorBoard and verbose show per epoch. */
+static int
+dynamic_logs(const pasco_model *m, pasco_logs *logs)
+{
+	for (size_t k = 0; k < m->nvars; k++) {
+		pasco_variable     *v = m->vars[k].handle;
+		pasco_dynamic_stats st;
+		const char         *layer = m->layers[m->vars[k].layer].name;
+		char                name[PASCO_LOG_NAME_MAX];
+		int                 rv;
+		if (v == NULL || !pasco_variable_is_dynamic(v)) {
+			continue;
+		}
+		if ((rv = pasco_variable_dynamic_stats(v, &st)) != 0) {
+			return pasci_model_fail(rv,
+			    "%s: its table's counts: %s", layer,
+			    pasco_variable_error(v));
+		}
+		const struct {
+			const char *what;
+			int64_t     n;
+		} counts[] = {{"rows", st.rows}, {"created", st.created},
+		    {"evicted", st.evicted_age + st.evicted_cap},
+		    {"refused", st.refused}};
+		for (size_t i = 0; i < 4; i++) {
+			pasci_fmt(name, sizeof(name), "%s/%s", layer,
+			    counts[i].what);
+			pasco_logs_set(logs, name, (double) counts[i].n);
+		}
+	}
+	return PASCO_OK;
+}
+
 static int
 fit_epoch_logs(void *user, int32_t epoch, pasco_logs *logs)
 {
@@ -262,6 +296,9 @@ fit_epoch_logs(void *user, int32_t epoch, pasco_logs *logs)
 		}
 		rv = set_logs(r->m, "", NULL, t->data, logs);
 		pasco_tensor_release(t);
+	}
+	if (rv == 0) {
+		rv = dynamic_logs(r->m, logs);
 	}
 	if (rv == 0 && r->o->validation_dataset != NULL &&
 	    (rv = evaluate_sums(r->c, r->m, r->o->validation_dataset,

@@ -21,8 +21,8 @@ create_count(pasco_model *m, size_t i, pasco_strategy *s)
 	rv = pasco_variable_create_partitioned(
 	    &v, s, name, PASCO_I64, 0, NULL, &zero, NULL);
 	if (rv != 0) {
-		return pasci_model_fail(rv, "%s: %s", m->layers[i].name,
-		    pasco_strategy_error(s));
+		return pasci_model_fail(
+		    rv, "%s: %s", m->layers[i].name, pasco_strategy_error(s));
 	}
 	pasco_variable_free(st->count_var);
 	st->count_var = v;
@@ -46,9 +46,19 @@ pasco_model_create_variables(pasco_model *m, pasco_strategy *s)
 	for (size_t k = 0; k < m->nvars && rv == 0; k++) {
 		const pasci_model_var *mv = &m->vars[k];
 		const pasco_layer     *l  = &m->layers[mv->layer];
-		rv = pasco_variable_create_partitioned(&made[k], s, mv->name,
-		    PASCO_F32, mv->rank, mv->shape, &mv->init,
-		    l->kind == PASCO_LAYER_EMBEDDING ? l->partitioner : NULL);
+		if (l->kind == PASCO_LAYER_EMBEDDING && l->dynamic) {
+			pasco_dynamic_options o = l->dynamic_options;
+			o.dim                   = l->output_dim;
+			o.initializer           = mv->init;
+			rv = pasco_dynamic_variable_create(
+			    &made[k], s, mv->name, &o);
+		} else {
+			rv = pasco_variable_create_partitioned(&made[k], s,
+			    mv->name, PASCO_F32, mv->rank, mv->shape,
+			    &mv->init,
+			    l->kind == PASCO_LAYER_EMBEDDING ? l->partitioner
+			                                     : NULL);
+		}
 		if (rv != 0) {
 			pasci_model_fail(
 			    rv, "%s: %s", l->name, pasco_strategy_error(s));

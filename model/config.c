@@ -164,9 +164,23 @@ write_layer_config(cJSON *c, const pasco_layer *l)
 		}
 		return ok;
 	case PASCO_LAYER_EMBEDDING:
+		if (ok && l->dynamic) {
+			const pasco_dynamic_options *d = &l->dynamic_options;
+			cJSON *o = cJSON_AddObjectToObject(c, "dynamic");
+			ok       = o != NULL &&
+			     cJSON_AddNumberToObject(
+			         o, "min_count", (double) d->min_count) &&
+			     cJSON_AddNumberToObject(
+			         o, "evict_after", (double) d->evict_after) &&
+			     cJSON_AddNumberToObject(o, "max_rows_per_ps",
+			         (double) d->max_rows_per_ps) &&
+			     cJSON_AddBoolToObject(
+			         o, "default_zeros", d->default_zeros);
+		} else if (ok) {
+			ok = cJSON_AddNumberToObject(
+			    c, "input_dim", (double) l->input_dim);
+		}
 		return ok &&
-		       cJSON_AddNumberToObject(
-		           c, "input_dim", (double) l->input_dim) &&
 		       cJSON_AddNumberToObject(
 		           c, "output_dim", (double) l->output_dim) &&
 		       cJSON_AddStringToObject(c, "combiner",
@@ -411,6 +425,38 @@ read_combiner(const cJSON *c, pasco_combiner *comb, const char *where)
 }
 
 /* The options of a layer of kind from its config c. */
+/* An Embedding's "dynamic": {"min_count", "evict_after",
+ * "max_rows_per_ps", "default_zeros"} (all optional): a dynamic table. */
+static int
+read_dynamic(const cJSON *c, pasco_layer *l, const char *at)
+{
+	static const char *const keys[] = {
+	    "min_count", "evict_after", "max_rows_per_ps", "default_zeros"};
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "dynamic");
+	pasco_dynamic_options *o = &l->dynamic_options;
+	if (d == NULL || cJSON_IsNull(d)) {
+		return PASCO_OK;
+	}
+	if (!cJSON_IsObject(d)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: dynamic must be an object of min_count, evict_after, "
+		    "max_rows_per_ps and default_zeros",
+		    at);
+	}
+	l->dynamic = true;
+	return pasci_json_check_keys(d, keys, 4, at) != 0 ||
+	               pasci_json_int(d, "min_count", &o->min_count, 0, at) !=
+	                   0 ||
+	               pasci_json_int(
+	                   d, "evict_after", &o->evict_after, 0, at) != 0 ||
+	               pasci_json_int(d, "max_rows_per_ps",
+	                   &o->max_rows_per_ps, 0, at) != 0 ||
+	               pasci_json_bool(
+	                   d, "default_zeros", &o->default_zeros, at) != 0
+	           ? PASCO_EINVAL
+	           : PASCO_OK;
+}
+
 static int
 read_options(
     const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
@@ -420,7 +466,8 @@ read_options(
 	        "kernel_initializer", "bias_initializer",
 	        "kernel_regularizer"},
 	    [PASCO_LAYER_EMBEDDING]     = {"name", "input_dim", "output_dim",
-	            "combiner", "embeddings_initializer", "partitioner"},
+	            "combiner", "embeddings_initializer", "partitioner",
+	            "dynamic"},
 	    [PASCO_LAYER_DROPOUT]       = {"name", "rate"},
 	    [PASCO_LAYER_ACTIVATION]    = {"name", "activation"},
 	    [PASCO_LAYER_CONCATENATE]   = {"name", "axis"},
@@ -451,6 +498,9 @@ read_options(
 	if (axis != -1) {
 		return pasci_model_fail(
 		    PASCO_EINVAL, "%s: axis must be -1 (the last axis)", at);
+	}
+	if (l->kind == PASCO_LAYER_EMBEDDING && read_dynamic(c, l, at) != 0) {
+		return PASCO_EINVAL;
 	}
 	if (l->kind == PASCO_LAYER_NORMALIZATION) {
 		const cJSON *inv =

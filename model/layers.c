@@ -140,6 +140,15 @@ pasco_layer_embedding(int64_t input_dim, int64_t output_dim)
 }
 
 pasco_layer
+pasco_layer_dynamic_embedding(int64_t output_dim)
+{
+	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_EMBEDDING);
+	l.dynamic     = true;
+	l.output_dim  = output_dim;
+	return named(l);
+}
+
+pasco_layer
 pasco_layer_dropout(double rate)
 {
 	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_DROPOUT);
@@ -204,7 +213,22 @@ check_layer(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		*out = l->units;
 		return PASCO_OK;
 	case PASCO_LAYER_EMBEDDING:
-		if (l->input_dim < 1 || l->output_dim < 1) {
+		if (l->dynamic && l->output_dim < 1) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: a dynamic Embedding's output_dim must be "
+			    "positive, got %lld",
+			    l->name, (long long) l->output_dim);
+		}
+		if (l->dynamic &&
+		    (l->dynamic_options.min_count < 0 ||
+		        l->dynamic_options.evict_after < 0 ||
+		        l->dynamic_options.max_rows_per_ps < 0)) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: min_count, evict_after and max_rows_per_ps "
+			    "must be >= 0",
+			    l->name);
+		}
+		if (!l->dynamic && (l->input_dim < 1 || l->output_dim < 1)) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: input_dim and output_dim must be positive, "
 			    "got %lld and %lld",
@@ -349,11 +373,12 @@ build(pasco_model *m)
 				    l->bias_initializer);
 			}
 		} else if (l->kind == PASCO_LAYER_EMBEDDING) {
-			add_var(m, i, "embeddings", 2, l->input_dim,
-			    l->output_dim, l->embeddings_initializer);
+			add_var(m, i, "embeddings", 2,
+			    l->dynamic ? 0 : l->input_dim, l->output_dim,
+			    l->embeddings_initializer);
 		} else if (l->kind == PASCO_LAYER_NORMALIZATION) {
-			add_var(m, i, "mean", 1, widths[0], 0,
-			    pasco_init_zeros());
+			add_var(
+			    m, i, "mean", 1, widths[0], 0, pasco_init_zeros());
 			add_var(m, i, "variance", 1, widths[0], 0,
 			    pasco_init_ones());
 		}

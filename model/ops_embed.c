@@ -58,8 +58,7 @@ source_row(const pasco_tnode *s, int64_t r)
 /* y[0..dim) = a x (fresh) or += a x; f32 through BLAS on zeros as the
  * kit's kernels do (the same values, and vectorised). */
 static void
-axpy(pasco_dtype dt, int64_t dim, double a, const void *x, void *y,
-    bool fresh)
+axpy(pasco_dtype dt, int64_t dim, double a, const void *x, void *y, bool fresh)
 {
 	if (dt == PASCO_F32) {
 		if (fresh) {
@@ -82,7 +81,7 @@ present_in(const pasco_tnode *n, int64_t r)
 {
 	int64_t k = n->i[0], cnt = 0;
 	for (int64_t j = 0; j < k; j++) {
-		cnt += n->ids[r * k + j] >= 0;
+		cnt += n->pos[r * k + j] >= 0;
 	}
 	return cnt;
 }
@@ -102,11 +101,10 @@ rows_backward(pasco_tape *tp, pasco_tnode *n, pasco_tnode *s)
 		int64_t cnt   = present_in(n, r);
 		double  scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
 		for (int64_t j = 0; j < k; j++) {
-			int64_t at;
-			if (n->ids[r * k + j] < 0) {
+			int64_t at = n->pos[r * k + j];
+			if (at < 0) {
 				continue;
 			}
-			at = n->pos[r * k + j];
 			axpy(dt, dim, scale,
 			    (const char *) n->grad + (size_t) (r * dim) * es,
 			    g + (size_t) (at * dim) * es, !touched[at]);
@@ -116,7 +114,8 @@ rows_backward(pasco_tape *tp, pasco_tnode *n, pasco_tnode *s)
 }
 
 /* n->ids: the table id of each (example, slot), -1 for padding; n->pos:
- * its row in the source; n->i[0]: k; n->flag[0]: mean. */
+ * its row in the source, -1 for padding (a dynamic table's keys may be
+ * negative); n->i[0]: k; n->flag[0]: mean. */
 static void
 lookup_backward(pasco_tape *tp, pasco_tnode *n)
 {
@@ -131,7 +130,7 @@ lookup_backward(pasco_tape *tp, pasco_tnode *n)
 		return;
 	}
 	for (int64_t i = 0; i < b * k; i++) {
-		present += n->ids[i] >= 0;
+		present += n->pos[i] >= 0;
 	}
 	if ((part = pasci_tape_mem(tp, sizeof(*part))) == NULL ||
 	    (part->ids = pasci_tape_mem_raw(tp, (size_t) present * 8 + 1)) ==
@@ -144,7 +143,7 @@ lookup_backward(pasco_tape *tp, pasco_tnode *n)
 		int64_t cnt   = present_in(n, r);
 		double  scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
 		for (int64_t j = 0; j < k; j++) {
-			if (n->ids[r * k + j] < 0) {
+			if (n->pos[r * k + j] < 0) {
 				continue;
 			}
 			part->ids[w] = n->ids[r * k + j];
@@ -174,13 +173,13 @@ combine(pasco_tnode *n, const pasco_tnode *s)
 	for (int64_t r = 0; r < b; r++) {
 		int64_t cnt   = present_in(n, r);
 		double  scale = n->flag[0] ? 1.0 / (double) cnt : 1.0;
-		char   *out   = (char *) n->value.data + (size_t) (r * dim) * es;
+		char   *out = (char *) n->value.data + (size_t) (r * dim) * es;
 		if (cnt == 0) {
 			memset(out, 0, (size_t) dim * es);
 		}
 		for (int64_t j = 0, first = 1; j < k; j++) {
 			int64_t row;
-			if (n->ids[r * k + j] < 0) {
+			if (n->pos[r * k + j] < 0) {
 				continue;
 			}
 			row = source_row(s, n->pos[r * k + j]);
@@ -253,8 +252,10 @@ pasco_t_embedding_lookup(
 	for (int64_t r = 0; r < b; r++) {
 		for (int64_t j = 0; j < k; j++) {
 			int64_t id        = pasci_id_at(ids, r * k + j);
-			n->ids[r * k + j] = id < 0 ? -1 : id;
-			if (id >= 0 &&
+			bool    pad       = s->keys64 ? id == -1 : id < 0;
+			n->ids[r * k + j] = pad ? -1 : id;
+			n->pos[r * k + j] = -1;
+			if (!pad &&
 			    (n->pos[r * k + j] = resolve(tp, s, id)) < 0) {
 				return NULL;
 			}

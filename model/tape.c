@@ -496,6 +496,16 @@ pasci_cmp_i64(const void *a, const void *b)
 }
 
 pasco_tnode *
+pasco_tape_watch_keys(pasco_tape *tp, pasco_tensor *keys, pasco_tensor *rows)
+{
+	pasco_tnode *n = pasco_tape_watch_rows(tp, keys, rows);
+	if (n != NULL) {
+		n->keys64 = true;
+	}
+	return n;
+}
+
+pasco_tnode *
 pasco_tape_watch_rows(pasco_tape *tp, pasco_tensor *ids, pasco_tensor *rows)
 {
 	pasco_tnode *n;

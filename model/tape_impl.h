@@ -60,6 +60,9 @@ struct pasco_tnode {
 	int64_t  i[2];
 	void    *aux;
 	int64_t *ids; /* rows leaf: sorted ids; lookup: resolved table ids */
+	/* rows leaf of a dynamic table (watch_keys): ids are keys, any 64
+	 * bits; only -1 is padding (else every negative id is) */
+	bool keys64;
 	/* rows leaf: row of each sorted id; lookup: the source's sorted row
 	 * (a table: the id) */
 	int64_t *pos;

@@ -11,9 +11,10 @@
 #include "tape_impl.h"
 #include "variable_impl.h"
 
-/* The distinct non-negative ids of ids, ascending, as an i64 tensor. */
+/* The distinct ids of ids but padding (negative ids; a dynamic table's
+ * keys64: -1 only), ascending, as an i64 tensor. */
 static int
-distinct_ids(const pasco_tensor *ids, pasco_tensor **out)
+distinct_ids(const pasco_tensor *ids, bool keys64, pasco_tensor **out)
 {
 	int64_t *v = malloc(sizeof(int64_t) * (size_t) (ids->count + 1));
 	int64_t  n = 0, u = 0;
@@ -24,7 +25,7 @@ distinct_ids(const pasco_tensor *ids, pasco_tensor **out)
 	}
 	for (int64_t i = 0; i < ids->count; i++) {
 		int64_t id = pasci_id_at(ids, i);
-		if (id >= 0) {
+		if (keys64 ? id != -1 : id >= 0) {
 			v[n++] = id;
 		}
 	}
@@ -75,7 +76,8 @@ read_prepare(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
 			    pasco_variable_name(vs[k]), PASCI_TSPEC(ids));
 			return PASCO_EINVAL;
 		}
-		if (distinct_ids(ids, &uids[k]) != 0) {
+		if (distinct_ids(ids, pasco_variable_is_dynamic(vs[k]),
+		        &uids[k]) != 0) {
 			pasci_tape_fail(
 			    tp, PASCO_ENOMEM, "read: out of memory");
 			return PASCO_ENOMEM;
@@ -100,7 +102,10 @@ pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars)
 		                          ? pasci_variable_read_mixed_step(n, vs,
 		                                (const pasco_tensor *const *) uids, outs,
 		                                st->counter, &st->t)
-		                          : pasco_variable_read_mixed(n, vs,
+		                      : pasci_tape_training(tp)
+		                          ? pasco_variable_read_mixed(
+		                                n, vs, (const pasco_tensor *const *) uids, outs)
+		                          : pasci_variable_read_mixed_find(n, vs,
 		                                (const pasco_tensor *const *) uids, outs);
 		st->taken           = st->counter != NULL && rv == PASCO_OK;
 		if (rv != PASCO_OK) {
@@ -109,9 +114,11 @@ pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars)
 		}
 	}
 	for (size_t k = 0; k < n && pasco_tape_error(tp) == PASCO_OK; k++) {
-		vars[k].node = uids[k] != NULL ? pasco_tape_watch_rows(
-		                                     tp, uids[k], outs[k])
-		                               : pasco_tape_watch(tp, outs[k]);
+		vars[k].node =
+		    uids[k] == NULL ? pasco_tape_watch(tp, outs[k])
+		    : pasco_variable_is_dynamic(vs[k])
+		        ? pasco_tape_watch_keys(tp, uids[k], outs[k])
+		        : pasco_tape_watch_rows(tp, uids[k], outs[k]);
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (pasco_tape_error(tp) != PASCO_OK) {

@@ -11,11 +11,12 @@
  * "master" is accepted as an alias of "chief", and "evaluator" is a known
  * job. Addresses are host:port (tcp) or a full nng URL (inproc://name); no
  * two tasks may have the same one, and a tcp port is 1 to 65535 (port 0,
- * "any port", is refused, naming the task: no other task could dial it). As in TensorFlow, the task "index" may
- * be a string of digits ("1"), and "environment" and "rpc_layer" are
- * accepted (Pasco has one transport: they are checked to be strings and
- * otherwise ignored); an index that is not an integer (0.5) is an error.
- * Validation follows TensorFlow's ParameterServerStrategy.
+ * "any port", is refused, naming the task: no other task could dial it). As in
+ * TensorFlow, the task "index" may be a string of digits ("1"), and
+ * "environment" and "rpc_layer" are accepted (Pasco has one transport: they
+ * are checked to be strings and otherwise ignored); an index that is not an
+ * integer (0.5) is an error. Validation follows TensorFlow's
+ * ParameterServerStrategy.
  */
 #ifndef PASCO_CLUSTER_H
 #define PASCO_CLUSTER_H

@@ -189,7 +189,8 @@ int pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
     const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_initializer *init, const pasco_partitioner *partitioner);
 
-/* A dynamic embedding table: rows of dim floats keyed by any 64-bit key
+/* A dynamic embedding table (pasco_dynamic_options: variable.h): rows of
+ * dim floats keyed by any 64-bit key
  * (an i64 tensor of keys holds their bits; a u64 key is the same bits;
  * strings hash to keys with pasco_hash_key), made on a key's first
  * lookup, not declared up front. Every ps holds a share: a key lives on
@@ -202,26 +203,6 @@ int pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
  * the table's clock); pasco_variable_set_find_only(v, true) makes lookups
  * insert nothing (evaluation, prediction). Reading, assigning or applying
  * the whole table is refused: it has no whole value. */
-typedef struct pasco_dynamic_options {
-	int64_t dim; /* row length, >= 1 */
-	/* A new row's values, computed from its key alone (the same key
-	 * starts from the same row on any ps). Kind 0: uniform(-0.05, 0.05),
-	 * Keras's Embedding default. Glorot is refused (no row count). */
-	pasco_initializer initializer;
-	/* Admission: training lookups of a key before it gets a row of its
-	 * own (0 or 1: at the first); until then it reads the default. */
-	int64_t min_count;
-	/* Eviction: rows unseen (not looked up in training, not updated)
-	 * for more than this many global steps are dropped (0: never). */
-	int64_t evict_after;
-	/* Rows per ps at most (0: no cap): past it the least recently used
-	 * row is dropped for the new one. */
-	int64_t max_rows_per_ps;
-	/* What a key without a row reads (unseen in evaluation, or not yet
-	 * admitted): zeros when set, else the row its initializer would give
-	 * it. */
-	bool default_zeros;
-} pasco_dynamic_options;
 
 /* Creates the dynamic table name on every ps (shape [0, dim], f32).
  * Creating it again with the same options returns a handle to it; with

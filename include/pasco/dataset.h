@@ -145,12 +145,12 @@ int pasco_dataset_csv(pasco_dataset **out, const char *const *files,
  * f32 vector: read them with pasco_dataset_csv).
  * Errors (PASCO_EINVAL, or the file's error), with a message recorded as
  * pasco_dataset_fail records one, so that a factory returning the error
- * reports it, and readable by pasco_dataset_last_error: an unreadable file, a file whose header differs from the
- * first's, no label_name or a label or selected column not in the header
- * (the header is listed), a non-numeric feature or label column (its
- * name and the first value that is not a number), batch_size < 1. Errors
- * while iterating (a field that does not parse, a short line) name the
- * file, the line and the column (pasco_dataset_last_error).
+ * reports it, and readable by pasco_dataset_last_error: an unreadable file, a
+ * file whose header differs from the first's, no label_name or a label or
+ * selected column not in the header (the header is listed), a non-numeric
+ * feature or label column (its name and the first value that is not a number),
+ * batch_size < 1. Errors while iterating (a field that does not parse, a short
+ * line) name the file, the line and the column (pasco_dataset_last_error).
  * Sharding: num_shards > 1 keeps only data lines k % num_shards ==
  * shard_index (counted over the files), skipped before they are parsed:
  * a factory gives a worker its share with
@@ -161,21 +161,21 @@ int pasco_dataset_csv(pasco_dataset **out, const char *const *files,
  * epoch reshuffled) and batched (the last short batch kept unless
  * drop_remainder). Files and options are copied. */
 typedef struct pasco_csv_dataset_options {
-	const char         *label_name;
-	int                 label_type; /* 0: inferred; or INT64 / FLOAT */
-	const char *const  *select_columns; /* NULL: all but the label */
-	size_t              nselect;
-	const char         *features_name; /* NULL: x is the tensor */
-	const pasco_csv_column *column_types; /* may be NULL */
-	size_t              ncolumn_types;
-	int64_t             batch_size;
-	bool                drop_remainder;
-	int64_t             num_epochs;
-	int64_t             shuffle_buffer_size;
-	uint64_t            shuffle_seed;
-	char                delimiter; /* 0 means ',' */
-	int64_t             num_rows_for_inference; /* 0 means 100 */
-	int32_t             num_shards, shard_index; /* 0: all lines */
+	const char             *label_name;
+	int                     label_type; /* 0: inferred; or INT64 / FLOAT */
+	const char *const      *select_columns; /* NULL: all but the label */
+	size_t                  nselect;
+	const char             *features_name; /* NULL: x is the tensor */
+	const pasco_csv_column *column_types;  /* may be NULL */
+	size_t                  ncolumn_types;
+	int64_t                 batch_size;
+	bool                    drop_remainder;
+	int64_t                 num_epochs;
+	int64_t                 shuffle_buffer_size;
+	uint64_t                shuffle_seed;
+	char                    delimiter;               /* 0 means ',' */
+	int64_t                 num_rows_for_inference;  /* 0 means 100 */
+	int32_t                 num_shards, shard_index; /* 0: all lines */
 } pasco_csv_dataset_options;
 
 int pasco_dataset_make_csv(pasco_dataset **out, const char *const *files,

@@ -39,6 +39,18 @@
  *     input of ids (i32 or i64), [batch] or [batch, k]: in a Sequential
  *     model it is the first layer. A step reads only the rows of the ids
  *     it looks up.
+ *   Embedding, dynamic (pasco_layer_dynamic_embedding, or dynamic set):
+ *     no input_dim: its ids are 64-bit feature keys (i64; hashed strings
+ *     from pasco_hash_key, example.h's HASHED features) of a dynamic table
+ *     <name>/embeddings [0, output_dim] on every ps (coordinator.h,
+ *     pasco_dynamic_variable_create), whose rows are made on first
+ *     lookup in training and never in evaluation or prediction (an unseen
+ *     key reads the default). dynamic_options sets admission (min_count),
+ *     eviction (evict_after, max_rows_per_ps) and the default
+ *     (default_zeros); its dim and initializer are output_dim and
+ *     embeddings_initializer. Only -1 is padding (a key may be negative).
+ *     fit's TensorBoard and verbose logs report each dynamic table's rows,
+ *     created, evicted and refused counts per epoch.
  *   Dropout: rate; active only on a training tape (pasco_tape_alloc's
  *     training flag is Keras's training argument).
  *   Activation: activation.
@@ -96,11 +108,11 @@
 typedef struct pasco_strategy pasco_strategy; /* coordinator.h */
 
 typedef enum pasco_layer_kind {
-	PASCO_LAYER_DENSE       = 1,
-	PASCO_LAYER_EMBEDDING   = 2,
-	PASCO_LAYER_DROPOUT     = 3,
-	PASCO_LAYER_ACTIVATION  = 4,
-	PASCO_LAYER_CONCATENATE = 5,
+	PASCO_LAYER_DENSE         = 1,
+	PASCO_LAYER_EMBEDDING     = 2,
+	PASCO_LAYER_DROPOUT       = 3,
+	PASCO_LAYER_ACTIVATION    = 4,
+	PASCO_LAYER_CONCATENATE   = 5,
 	PASCO_LAYER_NORMALIZATION = 6,
 } pasco_layer_kind;
 
@@ -133,6 +145,8 @@ typedef struct pasco_layer {
 	pasco_combiner           combiner;
 	pasco_initializer        embeddings_initializer;
 	const pasco_partitioner *partitioner; /* borrowed until created */
+	bool                     dynamic; /* keys, not ids below input_dim */
+	pasco_dynamic_options    dynamic_options; /* but dim, initializer */
 	/* Dropout */
 	double rate;
 	/* What the layer is called on (pasco_model_functional): ninputs
@@ -146,6 +160,7 @@ typedef struct pasco_layer {
 /* Layers with Keras's defaults, each named as it is constructed. */
 pasco_layer pasco_layer_dense(int64_t units, pasco_act activation);
 pasco_layer pasco_layer_embedding(int64_t input_dim, int64_t output_dim);
+pasco_layer pasco_layer_dynamic_embedding(int64_t output_dim);
 pasco_layer pasco_layer_dropout(double rate);
 pasco_layer pasco_layer_activation(pasco_act activation);
 pasco_layer pasco_layer_concatenate(void);

@@ -99,6 +99,13 @@ pasco_tnode *pasco_tape_watch_table(pasco_tape *tp, pasco_tensor *table);
 pasco_tnode *pasco_tape_watch_rows(
     pasco_tape *tp, pasco_tensor *ids, pasco_tensor *rows);
 
+/* watch_rows for a dynamic table's rows (coordinator.h): keys [n] are
+ * i64 holding any 64 bits, so a lookup treats only -1 as padding (for
+ * other sources every negative id is). pasco_tape_read watches a dynamic
+ * table's rows this way. */
+pasco_tnode *pasco_tape_watch_keys(
+    pasco_tape *tp, pasco_tensor *keys, pasco_tensor *rows);
+
 /* A read-only view of a node's value, valid until the tape is freed (do
  * not hold or release it). NULL for NULL. */
 const pasco_tensor *pasco_tnode_value(const pasco_tnode *n);
@@ -156,11 +163,11 @@ pasco_tnode *pasco_t_embedding_lookup(pasco_tape *tp, pasco_tnode *table,
  * are only read during the call). mse: target of pred's element count.
  * binary_crossentropy: probabilities clipped to [1e-7, 1 - 1e-7] as Keras
  * does (the output of pasco_t_sigmoid is taken through its input, the
- * logits, as Keras does too), or logits; labels of the same count. softmax_crossentropy:
- * logits [batch, classes], labels class ids (i32 or i64) [batch], or
- * class probabilities (f32 or f64 [batch, classes], one-hot for Keras's
- * categorical_crossentropy): the mean over the batch of
- * -sum_j labels_j log softmax(logits)_j. */
+ * logits, as Keras does too), or logits; labels of the same count.
+ * softmax_crossentropy: logits [batch, classes], labels class ids (i32 or i64)
+ * [batch], or class probabilities (f32 or f64 [batch, classes], one-hot for
+ * Keras's categorical_crossentropy): the mean over the batch of -sum_j
+ * labels_j log softmax(logits)_j. */
 pasco_tnode *pasco_t_mse(
     pasco_tape *tp, pasco_tnode *pred, const pasco_tensor *target);
 pasco_tnode *pasco_t_binary_crossentropy(
@@ -217,7 +224,9 @@ typedef struct pasco_tape_var {
 
 /* Reads vars[0..n) onto tp with every shard request in flight together
  * (pasco_variable_read_mixed): one round trip for the step. Sets each
- * vars[k].node. On failure the tape's error is set (the variable's
+ * vars[k].node. A dynamic table's rows are looked up as training does
+ * (unseen keys get rows) only on a training tape; on another, keys
+ * without a row read the table's default and nothing is inserted. On failure the tape's error is set (the variable's
  * message in it) and returned; no node is set. Blocks. */
 int pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars);
 

@@ -19,9 +19,33 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "initializer.h"
 #include "tensor.h"
 
 typedef struct pasco_variable pasco_variable;
+
+/* A dynamic embedding table's options (pasco_dynamic_variable_create in
+ * coordinator.h, and an Embedding layer's dynamic_options in layers.h). */
+typedef struct pasco_dynamic_options {
+	int64_t dim; /* row length, >= 1 */
+	/* A new row's values, computed from its key alone (the same key
+	 * starts from the same row on any ps). Kind 0: uniform(-0.05, 0.05),
+	 * Keras's Embedding default. Glorot is refused (no row count). */
+	pasco_initializer initializer;
+	/* Admission: training lookups of a key before it gets a row of its
+	 * own (0 or 1: at the first); until then it reads the default. */
+	int64_t min_count;
+	/* Eviction: rows unseen (not looked up in training, not updated)
+	 * for more than this many global steps are dropped (0: never). */
+	int64_t evict_after;
+	/* Rows per ps at most (0: no cap): past it the least recently used
+	 * row is dropped for the new one. */
+	int64_t max_rows_per_ps;
+	/* What a key without a row reads (unseen in evaluation, or not yet
+	 * admitted): zeros when set, else the row its initializer would give
+	 * it. */
+	bool default_zeros;
+} pasco_dynamic_options;
 
 /* Reads the whole value. On success *out is a new tensor owned by the
  * caller. Blocks. */

@@ -7,14 +7,17 @@
 #define TESTS_MODEL_DATA_H
 
 #include <pasco.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define MD_FEATURES 4
 #define MD_CLASSES 3
 #define MD_BATCH 32
-#define MD_EVAL 300      /* evaluation examples */
-#define MD_EVAL_BATCH 25 /* per evaluation batch (the last of a shard short)  \
-	                  */
+#define MD_EVAL 300 /* evaluation examples */
+#define MD_EVAL_BATCH                                                         \
+	25 /* per evaluation batch (the last of a shard short)                \
+	    */
 
 static inline double
 md_uniform(uint64_t seed, uint64_t i)
@@ -61,6 +64,58 @@ md_batch(uint64_t seed, uint64_t first, uint64_t step, int64_t n, int width)
 			pasco_tensor_set(x, i * width + j, row[j]);
 		}
 		pasco_tensor_set(y, i, (double) c);
+	}
+	return pasco_value_list(
+	    2, pasco_value_tensor(x), pasco_value_tensor(y));
+}
+
+/* Keyed examples (a dynamic Embedding): 3 words of MD_WORDS, hashed
+ * ("w<i>" by pasco_hash_key), the label 1 when most of the words' indexes
+ * are even; with fresh, the first two words are of one parity, which is
+ * the label, and the last is one never seen in training ("fresh<i>"). (x i64
+ * [n, 3], y f32 [n]) of examples first, first + step, ... */
+#define MD_WORDS 60
+#define MD_KEYS 3
+
+static inline pasco_value *
+md_keys_batch(
+    uint64_t seed, uint64_t first, uint64_t step, int64_t n, bool fresh)
+{
+	pasco_tensor *x, *y;
+	char          word[32];
+	if (pasco_tensor_alloc(&x, PASCO_I64, 2, (int64_t[]){n, MD_KEYS}) !=
+	    0) {
+		return NULL;
+	}
+	if (pasco_tensor_alloc(&y, PASCO_F32, 1, (int64_t[]){n}) != 0) {
+		pasco_tensor_release(x);
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t e    = first + (uint64_t) i * step;
+		int64_t  even = 0, w0 = 0;
+		for (int j = 0; j < MD_KEYS; j++) {
+			double u =
+			    (md_uniform(seed, e * MD_KEYS + (uint64_t) j) +
+			        1.0) /
+			    2.0;
+			int64_t w = (int64_t) (u * MD_WORDS) % MD_WORDS;
+			if (fresh && j == 1 && w % 2 != w0 % 2) {
+				w = (w + 1) % MD_WORDS; /* MD_WORDS is even */
+			}
+			w0 = j == 0 ? w : w0;
+			int len =
+			    fresh && j == MD_KEYS - 1
+			        ? snprintf(word, sizeof(word), "fresh%llu",
+			              (unsigned long long) e)
+			        : snprintf(word, sizeof(word), "w%lld",
+			              (long long) w);
+			even += w % 2 == 0 && !(fresh && j == MD_KEYS - 1);
+			((int64_t *) x->data)[i * MD_KEYS + j] =
+			    pasco_hash_key(word, (size_t) len);
+		}
+		((float *) y->data)[i] =
+		    (fresh ? even == 2 : 2 * even > MD_KEYS) ? 1.0f : 0.0f;
 	}
 	return pasco_value_list(
 	    2, pasco_value_tensor(x), pasco_value_tensor(y));

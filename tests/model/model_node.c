@@ -12,14 +12,16 @@
 
 typedef struct stream {
 	uint64_t seed, next;
-	int      width;
+	int      width; /* 0: keyed examples */
 } stream;
 
 static int
 stream_next(void *arg, pasco_value **out)
 {
 	stream *s = arg;
-	*out      = md_batch(s->seed, s->next, 1, MD_BATCH, s->width);
+	*out      = s->width > 0
+	                ? md_batch(s->seed, s->next, 1, MD_BATCH, s->width)
+	                : md_keys_batch(s->seed, s->next, 1, MD_BATCH, false);
 	s->next += MD_BATCH;
 	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
 }
@@ -57,6 +59,31 @@ PASCO_DATASET(md_eval)
 	int64_t      count = (MD_EVAL - k + n - 1) / n;
 	pasco_value *all =
 	    md_batch(7, (uint64_t) k, (uint64_t) n, count, MD_FEATURES);
+	pasco_dataset *ds;
+	int            rv;
+	if (all == NULL) {
+		return PASCO_ENOMEM;
+	}
+	rv = pasco_dataset_from_tensors(&ds, all);
+	pasco_value_free(all);
+	return rv != 0 ? rv
+	               : pasco_dataset_batch(out, ds, MD_EVAL_BATCH, false);
+}
+
+/* Endless keyed batches (a dynamic Embedding's), each worker its own. */
+PASCO_DATASET(md_keys)
+{
+	return train_stream(ctx, 0, out);
+}
+
+/* 200 keyed examples (seed 7) whose last word is new, in this worker's
+ * share, batches of MD_EVAL_BATCH. */
+PASCO_DATASET(md_keys_eval)
+{
+	int64_t      k = ctx->worker_index, n = ctx->num_workers;
+	int64_t      count = (200 - k + n - 1) / n;
+	pasco_value *all =
+	    md_keys_batch(7, (uint64_t) k, (uint64_t) n, count, true);
 	pasco_dataset *ds;
 	int            rv;
 	if (all == NULL) {

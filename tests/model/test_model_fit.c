@@ -545,3 +545,63 @@ Test(model_fit, resumes_from_its_newest_checkpoint_with_shorthands_and_a_list)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* A dynamic Embedding of hashed words: rows made by training only (the
+ * evaluation's new words read their default and add none), its counts in
+ * the epoch logs and TensorBoard. */
+Test(model_fit, a_dynamic_embedding_learns_hashed_words)
+{
+	char                root[] = "/tmp/pasco-model-dyn-XXXXXX", tb[256];
+	pasco_history       h;
+	pasco_logs          eval;
+	pasco_dynamic_stats before, after;
+	pasco_model        *m;
+	pasco_layer         l[] = {pasco_layer_dynamic_embedding(8),
+	            pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	cr_assert_not_null(mkdtemp(root));
+	start(NULL);
+	l[0].dynamic_options.evict_after = 1000000;
+	PASCO_PASS(pasco_model_sequential(&m, MD_KEYS, 2, l, 5));
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "binary_crossentropy",
+	           .optimizer                 = pasco_adam(0.05, false),
+	           .metrics                   = (const char *[]){"accuracy"},
+	           .nmetrics                  = 1}));
+	snprintf(tb, sizeof(tb), "%s/tb", root);
+	int rv = pasco_model_fit(K.c, m,
+	    &(pasco_model_fit_options){.dataset = "md_keys",
+	        .epochs                         = 3,
+	        .steps_per_epoch                = 40,
+	        .logdir                         = tb},
+	    &h);
+	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
+	cr_assert_gt(log_of(&h.epochs[2], "accuracy"), 0.95, "accuracy %g",
+	    log_of(&h.epochs[2], "accuracy"));
+	/* every word seen, none made twice */
+	cr_assert_eq(log_of(&h.epochs[2], "embedding/rows"), MD_WORDS);
+	cr_assert_eq(log_of(&h.epochs[2], "embedding/created"), MD_WORDS);
+	cr_assert_eq(log_of(&h.epochs[2], "embedding/evicted"), 0);
+	pasco_history_fini(&h);
+	PASCO_PASS(
+	    pasco_variable_dynamic_stats(pasco_model_variable(m, 0), &before));
+	cr_assert_eq(
+	    pasco_model_evaluate(K.c, m,
+	        &(pasco_model_evaluate_options){.dataset = "md_keys_eval"},
+	        &eval),
+	    0, "evaluate: %s", pasco_model_last_error());
+	cr_assert_gt(log_of(&eval, "accuracy"), 0.9);
+	PASCO_PASS(
+	    pasco_variable_dynamic_stats(pasco_model_variable(m, 0), &after));
+	cr_assert_eq(after.rows, before.rows, "evaluation made rows");
+	cr_assert_eq(after.created, MD_WORDS);
+	/* the counts in TensorBoard, epoch by epoch */
+	snprintf(tb + strlen(tb), sizeof(tb) - strlen(tb), "/train");
+	cJSON *doc = read_events_in(tb);
+	cr_assert_not_null(doc);
+	cr_assert_eq(events_scalar(doc, "epoch_embedding/rows", 2), MD_WORDS);
+	cJSON_Delete(doc);
+	pasco_model_free(m);
+	stop();
+	snprintf(tb, sizeof(tb), "rm -rf %s", root);
+	cr_assert_eq(system(tb), 0);
+}
