@@ -5,9 +5,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#define CLICK_FEATURES 1000000 /* rows of the weight table */
-#define CLICK_IDS 10           /* ids per example */
+#define CLICK_IDS 10 /* features per example */
 
 static inline uint64_t
 click_mix(uint64_t z)
@@ -24,24 +24,30 @@ click_unit(uint64_t z)
 	return ((double) (click_mix(z) >> 11) + 0.5) * 0x1p-53;
 }
 
-/* The true weight of feature id: a fixed pseudo-random draw in [-1.5, 1.5]. */
+/* The true weight of raw feature f: a fixed pseudo-random draw in
+ * [-1.5, 1.5]. */
 static inline double
-click_true_weight(int64_t id)
+click_true_weight(uint64_t f)
 {
-	return 3.0 * click_unit((uint64_t) id * 7919 + 17) - 1.5;
+	return 3.0 * click_unit(f * 7919 + 17) - 1.5;
 }
 
 #define CLICK_VOCAB 20000 /* distinct raw features */
 
-/* Feature ids of click data are skewed (a few raw features are frequent,
- * most rare) and hashed into the table, as a hashed feature column is: the
- * table is mostly empty rows. */
-static inline int64_t
-click_id(uint64_t z)
+/* A raw feature of click data: skewed (a few are frequent, most rare),
+ * written as a string ("ad=<f>", click_name) as a log has it; the trainer
+ * hashes the strings to 64-bit keys of a dynamic table. */
+static inline uint64_t
+click_feature(uint64_t z)
 {
-	double   u   = click_unit(z);
-	uint64_t raw = (uint64_t) ((double) CLICK_VOCAB * u * u);
-	return (int64_t) (click_mix(raw * 31 + 7) % CLICK_FEATURES);
+	double u = click_unit(z);
+	return (uint64_t) ((double) CLICK_VOCAB * u * u);
+}
+
+static inline int
+click_name(char *buf, size_t len, uint64_t f)
+{
+	return snprintf(buf, len, "ad=%llu", (unsigned long long) f);
 }
 
 #endif

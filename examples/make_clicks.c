@@ -1,9 +1,10 @@
 /*
  * Writes the synthetic click data of examples/sparse_logreg as TFRecord
- * shards of tf.train.Example: "label" (float, 0 or 1), "ids" (10 int64
- * feature ids, skewed towards small ids as in click logs), "values"
- * (10 floats), and "p" (the true click probability, so the best attainable
- * AUC can be computed). label ~ Bernoulli(sigmoid(sum w*[id] * value - 1)).
+ * shards of tf.train.Example: "label" (float, 0 or 1), "features" (10
+ * strings, "ad=<n>", skewed towards a few frequent ones as in click logs),
+ * "values" (10 floats), and "p" (the true click probability, so the best
+ * attainable AUC can be computed).
+ * label ~ Bernoulli(sigmoid(sum w*[feature] * value - 1)).
  *
  *     build/examples/make_clicks DIR [--train N] [--eval N] [--shards S]
  */
@@ -29,38 +30,54 @@ report_file(int rv, const char *what, const char *path)
 static int
 make_example(long i, uint64_t seed, pasco_value **out)
 {
-	int64_t       ids[CLICK_IDS];
+	pasco_value  *names[CLICK_IDS] = {NULL};
 	float         vals[CLICK_IDS];
 	double        logit = -1.0, p;
 	uint64_t      z     = seed * 1000003 + (uint64_t) i * 131;
-	pasco_tensor *l = NULL, *id = NULL, *v = NULL, *pt = NULL;
-	int           rv;
+	pasco_tensor *l = NULL, *v = NULL, *pt = NULL;
+	pasco_value  *id;
+	int           rv = PASCO_OK;
 
 	*out = NULL;
 	for (int k = 0; k < CLICK_IDS; k++) {
-		ids[k]  = click_id(z + (uint64_t) k);
+		uint64_t      f = click_feature(z + (uint64_t) k);
+		char          name[32];
+		int           len = click_name(name, sizeof(name), f);
+		pasco_tensor *t;
 		vals[k] = (float) (0.5 + click_unit(z + 100 + (uint64_t) k));
-		logit += click_true_weight(ids[k]) * vals[k];
+		logit += click_true_weight(f) * vals[k];
+		if (rv == 0 &&
+		    (rv = pasco_tensor_from(&t, PASCO_U8, 1, (int64_t[]){len},
+		         name, (size_t) len)) == 0) {
+			names[k] = pasco_value_tensor(t);
+		}
+	}
+	/* the strings as one bytes_list (the list takes them over, even
+	 * when it fails) */
+	id = rv == 0 ? pasco_value_list(CLICK_IDS, names[0], names[1],
+	                   names[2], names[3], names[4], names[5], names[6],
+	                   names[7], names[8], names[9])
+	             : NULL;
+	for (int k = 0; rv != 0 && k < CLICK_IDS; k++) {
+		pasco_value_free(names[k]);
 	}
 	p = 1.0 / (1.0 + exp(-logit));
-	if ((rv = pasco_tensor_from(&l, PASCO_F32, 1, (int64_t[]){1},
+	if (id == NULL ||
+	    (rv = pasco_tensor_from(&l, PASCO_F32, 1, (int64_t[]){1},
 	         &(float){click_unit(z + 999) < p ? 1.0f : 0.0f},
 	         sizeof(float))) != 0 ||
-	    (rv = pasco_tensor_from(&id, PASCO_I64, 1, (int64_t[]){CLICK_IDS},
-	         ids, sizeof(ids))) != 0 ||
 	    (rv = pasco_tensor_from(&v, PASCO_F32, 1, (int64_t[]){CLICK_IDS},
 	         vals, sizeof(vals))) != 0 ||
 	    (rv = pasco_tensor_from(&pt, PASCO_F32, 1, (int64_t[]){1},
 	         &(float){(float) p}, sizeof(float))) != 0) {
 		pasco_tensor_release(l);
-		pasco_tensor_release(id);
+		pasco_value_free(id);
 		pasco_tensor_release(v);
-		return rv;
+		return rv != 0 ? rv : PASCO_ENOMEM;
 	}
-	/* the dict takes the tensors over, even when it fails */
-	*out = pasco_value_dict(4, "label", pasco_value_tensor(l), "ids",
-	    pasco_value_tensor(id), "values", pasco_value_tensor(v), "p",
-	    pasco_value_tensor(pt));
+	/* the dict takes the values over, even when it fails */
+	*out = pasco_value_dict(4, "label", pasco_value_tensor(l), "features",
+	    id, "values", pasco_value_tensor(v), "p", pasco_value_tensor(pt));
 	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
 }
 

@@ -1,8 +1,12 @@
 /*
  * Sparse logistic regression with FTRL, the model of seed 004, trained
- * from TFRecord shards of tf.train.Example click data (make_clicks): a
- * 1M-row weight table split in 2 shards over 2 ps, rows gathered and
- * updated sparsely; each worker reads its own files (file-level sharding).
+ * from TFRecord shards of tf.train.Example click data (make_clicks): the
+ * features are strings ("ad=123"), hashed to 64-bit keys as they are
+ * parsed (PASCO_FEATURE_HASHED), and the weights are a dynamic table on
+ * every ps: a key gets its row the first time a training step looks it
+ * up, and rows unseen for 1000 steps are evicted; no vocabulary or table
+ * size is declared. Rows are gathered and updated sparsely; each worker
+ * reads its own files (file-level sharding).
  * AUC is then computed exactly once over 8 evaluation shards
  * (pasco_schedule_shards) and compared with the best attainable AUC on
  * that data (the true click probabilities' AUC).
@@ -32,7 +36,7 @@ static char data_dir[1024] = "/tmp/clicks";
 
 static const pasco_feature_spec specs[] = {
     {"label", PASCO_FEATURE_FLOAT, 1, false, 0, 0},
-    {"ids", PASCO_FEATURE_INT64, CLICK_IDS, false, 0, 0},
+    {"features", PASCO_FEATURE_HASHED, CLICK_IDS, false, 0, 0},
     {"values", PASCO_FEATURE_FLOAT, CLICK_IDS, false, 0, 0},
     {"p", PASCO_FEATURE_FLOAT, 1, true, 0, 0},
 };
@@ -180,7 +184,7 @@ PASCO_FUNCTION(logreg_step)
 	const pasco_tensor *y =
 	    pasco_value_as_tensor(pasco_value_get(batch, "label"));
 	const pasco_tensor *id =
-	    pasco_value_as_tensor(pasco_value_get(batch, "ids"));
+	    pasco_value_as_tensor(pasco_value_get(batch, "features"));
 	const pasco_tensor *v =
 	    pasco_value_as_tensor(pasco_value_get(batch, "values"));
 	if ((rv = logits_of(w, b, id, v, &logits)) == 0 &&
@@ -254,7 +258,7 @@ columns_add(
     columns *c, pasco_variable *w, pasco_variable *b, const pasco_value *batch)
 {
 	const pasco_tensor *id =
-	    pasco_value_as_tensor(pasco_value_get(batch, "ids"));
+	    pasco_value_as_tensor(pasco_value_get(batch, "features"));
 	const pasco_tensor *lb =
 	    pasco_value_as_tensor(pasco_value_get(batch, "label"));
 	const pasco_tensor *pt =
@@ -325,7 +329,8 @@ eval_dataset(pasco_dataset **ds, int64_t k, int64_t num_shards)
 }
 
 /* args: w, bias, k, K. Predicts every example of evaluation shard k of K
- * (record-level over all eval files); returns [pred, label, p]. A record
+ * (record-level over all eval files; an unseen feature weighs 0 and is
+ * not inserted); returns [pred, label, p]. A record
  * that cannot be read fails the shard: a silently shorter evaluation
  * would count fewer examples than it says. */
 PASCO_FUNCTION(logreg_eval)
@@ -341,7 +346,8 @@ PASCO_FUNCTION(logreg_eval)
 	if ((rv = pasco_call_variable(call, 0, &w)) != 0 ||
 	    (rv = pasco_call_variable(call, 1, &b)) != 0 ||
 	    (rv = pasco_call_tensor(call, 2, &k)) != 0 ||
-	    (rv = pasco_call_tensor(call, 3, &kk)) != 0) {
+	    (rv = pasco_call_tensor(call, 3, &kk)) != 0 ||
+	    (rv = pasco_variable_set_find_only(w, true)) != 0) {
 		return rv;
 	}
 	if ((rv = eval_dataset(&ds, (int64_t) pasco_tensor_get(k, 0),
@@ -524,22 +530,25 @@ evaluate(pasco_coordinator *c, pasco_variable *w, pasco_variable *b,
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
-	int                    epochs = 6, steps = 300;
-	pasco_partitioner      two   = pasco_fixed_shards_partitioner(2);
-	pasco_strategy_options so    = {.partitioner = &two};
-	pasco_initializer      zeros = pasco_init_zeros();
-	pasco_strategy        *s     = NULL;
-	pasco_coordinator     *c     = NULL;
-	pasco_variable        *w = NULL, *b = NULL;
-	double                 auc = 0, best = 1;
-	const char            *data = data_dir;
-	int                    rv;
-	example_option         opts[] = {
-	            {"epochs", OPTION_INT, &epochs, 1, 1e7, "N  epochs (6)"},
-	            {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (300)"},
-	            {"data", OPTION_PATH, &data, 0, 0,
-	                "DIR  the shards make_clicks wrote (/tmp/clicks)"},
-	            {NULL}};
+	int                   epochs = 6, steps = 300;
+	pasco_initializer     zeros = pasco_init_zeros();
+	pasco_dynamic_options table = {.dim = 1,
+	    .initializer                    = zeros,
+	    .evict_after                    = 1000,
+	    .default_zeros                  = true};
+	pasco_dynamic_stats   st;
+	pasco_strategy       *s = NULL;
+	pasco_coordinator    *c = NULL;
+	pasco_variable       *w = NULL, *b = NULL;
+	double                auc = 0, best = 1;
+	const char           *data = data_dir;
+	int                   rv;
+	example_option        opts[] = {
+	           {"epochs", OPTION_INT, &epochs, 1, 1e7, "N  epochs (6)"},
+	           {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (300)"},
+	           {"data", OPTION_PATH, &data, 0, 0,
+	               "DIR  the shards make_clicks wrote (/tmp/clicks)"},
+	           {NULL}};
 
 	/* main has read --data already: every role needs it */
 	if ((rv = parse_options(argc, argv,
@@ -551,26 +560,31 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	if (evaluator_has_nothing_to_do(cluster)) {
 		return 0;
 	}
-	if ((rv = pasco_strategy_create(&s, cluster, &so)) != 0) {
+	if ((rv = pasco_strategy_create(&s, cluster, NULL)) != 0) {
 		report(rv, "cannot reach the cluster",
 		    pasco_strategy_error(NULL));
 		goto out;
 	}
-	if ((rv = pasco_variable_create_init(&w, s, "weights", PASCO_F32, 2,
-	         (int64_t[]){CLICK_FEATURES, 1}, &zeros)) != 0 ||
+	if ((rv = pasco_dynamic_variable_create(&w, s, "weights", &table)) !=
+	        0 ||
 	    (rv = pasco_variable_create_init(
 	         &b, s, "bias", PASCO_F32, 1, (int64_t[]){1}, &zeros)) != 0) {
 		report(rv, "creating the variables", pasco_strategy_error(s));
 		goto out;
 	}
-	printf("weights: %d rows in %d shards; data from %s\n", CLICK_FEATURES,
+	printf("weights: a dynamic table on %d ps; data from %s\n",
 	    pasco_variable_num_shards(w), data_dir);
 	if ((rv = pasco_coordinator_create(&c, s, NULL)) != 0) {
 		report(rv, "creating the coordinator", NULL);
 		goto out;
 	}
 	if ((rv = train(c, w, b, epochs, steps)) == 0 &&
-	    (rv = evaluate(c, w, b, &auc, &best)) == 0) {
+	    (rv = pasco_variable_dynamic_stats(w, &st)) == 0) {
+		printf("weights: %lld rows made, %lld held, %lld evicted\n",
+		    (long long) st.created, (long long) st.rows,
+		    (long long) (st.evicted_age + st.evicted_cap));
+	}
+	if (rv == 0 && (rv = evaluate(c, w, b, &auc, &best)) == 0) {
 		printf("optimal auc = %.4f (the true probabilities)\n", best);
 		printf("auc = %.4f (%.3f of the optimum)\n", auc, auc / best);
 		if (!(auc >= 0.9 * best)) {

@@ -56,8 +56,10 @@ int pasco_example_parse(const void *data, size_t len,
     char *err, size_t errlen);
 
 /* Serializes a dict of tensors as an Example: i64/i32 tensors as
- * int64_list, f32/f64 as float_list, u8 as a bytes_list of one value.
- * *out is malloc'd, owned by the caller. */
+ * int64_list, f32/f64 as float_list, u8 as a bytes_list of one value, a
+ * LIST of u8 tensors as a bytes_list of their values (strings, e.g. the
+ * features a HASHED spec reads). *out is malloc'd, owned by the caller.
+ * PASCO_EINVAL for anything else. */
 int pasco_example_encode(const pasco_value *features, void **out, size_t *len);
 
 /* Parses every element of in (u8 tensors: serialized Examples, as a

@@ -269,6 +269,36 @@ encode_feature(enc_feature *e, const char *key, const pasco_tensor *t)
 	return PASCO_OK;
 }
 
+/* A LIST of u8 tensors: a bytes_list of their bytes, in order. */
+static int
+encode_bytes_list(enc_feature *e, const char *key, const pasco_value *list)
+{
+	size_t               n = pasco_value_size(list);
+	ProtobufCBinaryData *v = calloc(n + 1, sizeof(*v));
+	if (v == NULL) {
+		return PASCO_ENOMEM;
+	}
+	e->converted = v;
+	for (size_t i = 0; i < n; i++) {
+		const pasco_tensor *t =
+		    pasco_value_as_tensor(pasco_value_item(list, i));
+		if (t == NULL || t->dtype != PASCO_U8) {
+			return PASCO_EINVAL;
+		}
+		v[i] = (ProtobufCBinaryData){t->nbytes, t->data};
+	}
+	pasco__wire__features__feature_entry__init(&e->entry);
+	pasco__wire__feature__init(&e->feature);
+	pasco__wire__bytes_list__init(&e->bytes);
+	e->entry.key          = (char *) key;
+	e->entry.value        = &e->feature;
+	e->bytes.n_value      = n;
+	e->bytes.value        = v;
+	e->feature.kind_case  = PASCO__WIRE__FEATURE__KIND_BYTES_LIST;
+	e->feature.bytes_list = &e->bytes;
+	return PASCO_OK;
+}
+
 int
 pasco_example_encode(const pasco_value *features, void **out, size_t *len)
 {
@@ -286,11 +316,13 @@ pasco_example_encode(const pasco_value *features, void **out, size_t *len)
 		rv = PASCO_EINVAL;
 	}
 	for (size_t i = 0; rv == 0 && i < n; i++) {
-		const pasco_tensor *t =
-		    pasco_value_as_tensor(pasco_value_item(features, i));
-		rv      = t == NULL ? PASCO_EINVAL
-		                    : encode_feature(
-		                          &e[i], pasco_value_key(features, i), t);
+		const pasco_value  *item = pasco_value_item(features, i);
+		const pasco_tensor *t    = pasco_value_as_tensor(item);
+		const char         *key  = pasco_value_key(features, i);
+		rv      = t != NULL ? encode_feature(&e[i], key, t)
+		          : pasco_value_kind_of(item) == PASCO_VALUE_LIST
+		              ? encode_bytes_list(&e[i], key, item)
+		              : PASCO_EINVAL;
 		ptrs[i] = &e[i].entry;
 	}
 	if (rv == 0) {

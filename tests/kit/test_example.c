@@ -542,3 +542,40 @@ Test(example, csv_hashed_errors_name_the_column)
 	cr_assert(strstr(pasco_dataset_last_error(), "for a HASHED column"),
 	    "%s", pasco_dataset_last_error());
 }
+
+/* pasco_example_encode writes a LIST of u8 tensors as one bytes_list,
+ * which a HASHED spec reads back as the strings' keys. */
+Test(example, a_list_of_strings_encodes_as_one_bytes_list)
+{
+	pasco_feature_spec spec = {
+	    .name = "tags", .type = PASCO_FEATURE_HASHED};
+	pasco_value *items[4], *dict, *v;
+	void        *buf;
+	size_t       len;
+	char         err[256];
+	for (int i = 0; i < 4; i++) {
+		pasco_tensor *t;
+		PASCO_PASS(pasco_tensor_from(&t, PASCO_U8, 1,
+		    (int64_t[]){(int64_t) strlen(tags[i])}, tags[i],
+		    strlen(tags[i])));
+		items[i] = pasco_value_tensor(t);
+	}
+	dict = pasco_value_dict(1, "tags",
+	    pasco_value_list(4, items[0], items[1], items[2], items[3]));
+	PASCO_PASS(pasco_example_encode(dict, &buf, &len));
+	PASCO_PASS(
+	    pasco_example_parse(buf, len, &spec, 1, &v, err, sizeof(err)));
+	const int64_t *k = keys_of(v, "tags", 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(k[i], pasco_hash_key(tags[i], strlen(tags[i])));
+	}
+	pasco_value_free(v);
+	pasco_value_free(dict);
+	free(buf);
+	/* a list of anything else is refused */
+	dict = pasco_value_dict(1, "x",
+	    pasco_value_list(
+	        1, pasco_value_tensor(test_scalar(PASCO_F32, 1))));
+	PASCO_FAIL(pasco_example_encode(dict, &buf, &len), PASCO_EINVAL);
+	pasco_value_free(dict);
+}
