@@ -254,17 +254,18 @@ copy_value(void *arg, const pasco_tensor *value)
 	return pasco_tensor_copy((pasco_tensor **) arg, value);
 }
 
-/* A dynamic row under Adam at global step t moves exactly as the same
- * row of a fixed table with the same values does. */
-Test(dyn_table, adam_on_a_row_matches_a_fixed_tables_row)
+/* A dynamic row moves exactly as the same row of a fixed table with the
+ * same values does, under each of the six optimizers (Adam's t the
+ * global step). */
+static void
+matches_a_fixed_row(const pasco_optimizer *opt)
 {
 	pasci_dyn_config c = config();
 	pasci_dyn_set   *set;
 	pasci_dyn_table *t = table(&set, &c);
 	ps_store        *st;
 	pasco_tensor    *init, *ids, *grad, *fixed_row;
-	pasco_optimizer  adam = pasco_adam(0.01, false);
-	int64_t          key = 77, id = 0;
+	int64_t          key = 77;
 	float            row[DIM];
 	char             err[256] = "";
 
@@ -277,32 +278,44 @@ Test(dyn_table, adam_on_a_row_matches_a_fixed_tables_row)
 	    pasci_store_var_create(st, "fixed", init, err, sizeof(err)), 0);
 	cr_assert_eq(
 	    pasco_tensor_alloc(&ids, PASCO_I64, 1, (int64_t[]){1}), 0);
-	((int64_t *) ids->data)[0] = id;
 	cr_assert_eq(
 	    pasco_tensor_alloc(&grad, PASCO_F32, 2, (int64_t[]){1, DIM}), 0);
-	for (int step = 1; step <= 3; step++) {
+	for (int step = 1; step <= 4; step++) {
 		for (int j = 0; j < DIM; j++) {
-			((float *) grad->data)[j] = 0.1f * (float) (j + step);
+			((float *) grad->data)[j] =
+			    0.1f * (float) (j + step) * (step % 2 ? 1 : -1);
 		}
-		cr_assert_eq(pasci_dyn_apply(t, &adam, &key, 1, grad,
-		                 10 + step, err, sizeof(err)),
+		cr_assert_eq(pasci_dyn_apply(t, opt, &key, 1, grad, 10 + step,
+		                 err, sizeof(err)),
 		    0, "%s", err);
-		cr_assert_eq(
-		    pasci_store_var_apply_sparse_at(st, "fixed", &adam, ids,
-		        grad, 10 + step, NULL, err, sizeof(err)),
+		cr_assert_eq(pasci_store_var_apply_sparse_at(st, "fixed", opt,
+		                 ids, grad, 10 + step, NULL, err, sizeof(err)),
 		    0, "%s", err);
 	}
 	lookup(t, false, 1, &key, row);
 	cr_assert_eq(pasci_store_var_with(st, "fixed", copy_value, &fixed_row,
 	                 err, sizeof(err)),
 	    0);
-	cr_assert_arr_eq(row, fixed_row->data, sizeof(row));
+	cr_assert_arr_eq(row, fixed_row->data, sizeof(row),
+	    "optimizer kind %d", (int) opt->kind);
+	cr_assert(memcmp(row, init->data, sizeof(row)) != 0, "no update");
 	pasco_tensor_release(fixed_row);
 	pasci_store_destroy(st);
 	pasco_tensor_release(init);
 	pasco_tensor_release(ids);
 	pasco_tensor_release(grad);
 	pasci_dyn_set_destroy(set);
+}
+
+Test(dyn_table, each_optimizer_on_a_row_matches_a_fixed_tables_row)
+{
+	pasco_optimizer opts[] = {pasco_sgd(0.1, 0, false),
+	    pasco_sgd(0.1, 0.9, true), pasco_adagrad(0.1),
+	    pasco_rmsprop(0.01, 0.9, 0.5, true), pasco_adam(0.01, false),
+	    pasco_adam(0.01, true), pasco_ftrl(0.5, 0.01, 0.01)};
+	for (size_t i = 0; i < sizeof(opts) / sizeof(*opts); i++) {
+		matches_a_fixed_row(&opts[i]);
+	}
 }
 
 Test(dyn_table, a_remade_row_starts_its_slots_again)
