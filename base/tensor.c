@@ -46,6 +46,26 @@ pasci_storage_release(pasco_storage *s)
 	}
 }
 
+int
+pasci_tensor_unshare(pasco_tensor *t)
+{
+	pasco_storage *s;
+	void          *data;
+	if (atomic_load(&t->storage->refs) == 1) {
+		return PASCO_OK;
+	}
+	if ((data = malloc(t->nbytes > 0 ? t->nbytes : 1)) == NULL ||
+	    (s = pasci_storage_new(free, data)) == NULL) {
+		free(data);
+		return PASCO_ENOMEM;
+	}
+	memcpy(data, t->data, t->nbytes);
+	pasci_storage_release(t->storage);
+	t->storage = s;
+	t->data    = data;
+	return PASCO_OK;
+}
+
 size_t
 pasco_dtype_size(pasco_dtype dtype)
 {

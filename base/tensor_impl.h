@@ -28,4 +28,12 @@ int pasci_tensor_alloc_raw(
 int pasci_tensor_view(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
     const int64_t *shape, void *data, pasco_storage *storage);
 
+/* Gives t a buffer of its own before it is written: when t's storage is
+ * shared (a view of it is being read elsewhere, as a ps sends a value
+ * from its own memory), t's data is copied to a new buffer and t moves to
+ * it; the views keep the old one, unchanged. The caller serializes every
+ * writer and view-maker of t (a ps: the variable's lock). PASCO_ENOMEM
+ * (t unchanged). */
+int pasci_tensor_unshare(pasco_tensor *t);
+
 #endif

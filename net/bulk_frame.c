@@ -121,7 +121,7 @@ pasci_bulk_send_builder(
 	         b, incarnation, &head, &head_len, &total)) != 0) {
 		return rv;
 	}
-	if ((iov = calloc(2 + 2 * b->ntensors, sizeof(*iov))) == NULL) {
+	if ((iov = calloc(2 + 3 * b->ntensors, sizeof(*iov))) == NULL) {
 		free(head);
 		return PASCO_ENOMEM;
 	}
@@ -129,13 +129,19 @@ pasci_bulk_send_builder(
 	iov[n++] = (struct iovec){len, 8};
 	iov[n++] = (struct iovec){head, head_len};
 	for (size_t i = 0; i < b->ntensors; i++) {
-		size_t bytes = b->tensors[i]->nbytes;
-		if (bytes > 0) {
-			iov[n++] = (struct iovec){b->tensors[i]->data, bytes};
+		const pasco_tensor *tail = pasci_wire_tensor_tail(b, i);
+		size_t              used = b->tensors[i]->nbytes;
+		size_t end = PASCI_PAD8(pasci_wire_tensor_bytes(b, i));
+		if (used > 0) {
+			iov[n++] = (struct iovec){b->tensors[i]->data, used};
 		}
-		if (PASCI_PAD8(bytes) > bytes) {
-			iov[n++] = (struct iovec){
-			    (void *) zeros, PASCI_PAD8(bytes) - bytes};
+		if (tail != NULL &&
+		    tail->nbytes > 0) { /* sent from its memory */
+			iov[n++] = (struct iovec){tail->data, tail->nbytes};
+			used += tail->nbytes;
+		}
+		if (end > used) {
+			iov[n++] = (struct iovec){(void *) zeros, end - used};
 		}
 	}
 	rv = send_iov(fd, iov, n, deadline_ms);

@@ -47,7 +47,7 @@ typedef enum pasci_method {
 	PASCI_METHOD_SYNC_FLUSH    = 20, /* ps: partial BSP rounds -> step */
 	PASCI_METHOD_RESOURCE_READ = 21, /* worker: resource -> its value */
 	PASCI_METHOD_CANCEL = 22, /* worker: closures resource..closure_id */
-	PASCI_METHOD_VAR_MULTI = 23, /* ps: parts run in order -> replies */
+	PASCI_METHOD_VAR_MULTI  = 23, /* ps: parts run in order -> replies */
 	PASCI_METHOD_DYN_IMPORT = 24, /* ps: a dynamic table's rows in */
 	PASCI_METHOD_DYN_STATS  = 25, /* ps: a dynamic table's counts */
 } pasci_method;
@@ -85,7 +85,7 @@ typedef struct pasci_wire_var {
 	size_t            nshards;
 	pasci_wire_shard *shards;
 	pasci_wire_sync sync; /* mode, replicas, staleness: all 0 if absent */
-	bool dynamic; /* keys routed by hash, a shard per ps */
+	bool            dynamic; /* keys routed by hash, a shard per ps */
 } pasci_wire_var;
 
 typedef enum pasci_arg_kind {
@@ -149,8 +149,8 @@ typedef struct pasci_wire_header {
 	/* VAR_MULTI request, decoded: how many parts (pasci_wire_msg_part);
 	 * in a builder, pasci_wire_add_part sets it */
 	size_t                    nparts;
-	const pasci_wire_dynamic *dynamic;   /* VAR_CREATE of a dynamic table */
-	bool                      find_only; /* VAR_GATHER, dynamic: no insert */
+	const pasci_wire_dynamic *dynamic; /* VAR_CREATE of a dynamic table */
+	bool find_only;                    /* VAR_GATHER, dynamic: no insert */
 } pasci_wire_header;
 
 /* A decoded message. */
@@ -201,7 +201,13 @@ typedef struct pasci_wire_builder {
 	size_t                      nallocs, alloc_cap;
 	struct pasci_wire_builder **parts; /* VAR_MULTI: borrowed */
 	size_t                      part_cap;
-	bool                        oom;
+	/* Joined tensors (pasci_wire_add_joined), when there are any: per
+	 * tensor, what follows it (held; NULL: nothing) and its whole length
+	 * as the message declares it. tensor_cap entries each. */
+	pasco_tensor **tails;
+	int64_t       *joined;
+	size_t         tail_cap;
+	bool           oom;
 } pasci_wire_builder;
 
 void pasci_wire_builder_init(pasci_wire_builder *b, pasci_method m);
@@ -210,6 +216,19 @@ void pasci_wire_builder_fini(pasci_wire_builder *b);
 /* Appends a tensor (holding a reference); *index gets its position. */
 void pasci_wire_add_tensor(
     pasci_wire_builder *b, const pasco_tensor *t, uint32_t *index);
+
+/* Appends a u8 tensor whose bytes are head's (a multiple of 8 bytes),
+ * then tail's, then zeros to a multiple of 8: one whole message sent from
+ * two buffers, as a VAR_MULTI reply's read part is sent from the header
+ * built for it and the variable's own memory. References held. */
+void pasci_wire_add_joined(
+    pasci_wire_builder *b, const pasco_tensor *head, const pasco_tensor *tail);
+
+/* The bytes tensor i of b takes in the message (unpadded), and its tail
+ * (NULL for a plain tensor). */
+size_t pasci_wire_tensor_bytes(const pasci_wire_builder *b, size_t i);
+const pasco_tensor *pasci_wire_tensor_tail(
+    const pasci_wire_builder *b, size_t i);
 
 /* Appends part (a request of its own, its method and fields set; borrowed
  * until b is encoded) to b, a VAR_MULTI request: its header goes into

@@ -42,8 +42,12 @@ pasci_wire_builder_fini(pasci_wire_builder *b)
 {
 	for (size_t i = 0; i < b->ntensors; i++) {
 		pasco_tensor_release(b->tensors[i]);
+		pasco_tensor_release(
+		    (pasco_tensor *) pasci_wire_tensor_tail(b, i));
 	}
 	free(b->tensors);
+	free(b->tails);
+	free(b->joined);
 	free(b->nodes);
 	free(b->hdr.args);
 	for (size_t i = 0; i < b->nallocs; i++) {
@@ -72,6 +76,32 @@ grow(void **arr, size_t *cap, size_t n, size_t elem)
 	return true;
 }
 
+/* Gives b->tails and b->joined as many entries as b->tensors can hold
+ * (the new ones plain). */
+static bool
+grow_tails(pasci_wire_builder *b)
+{
+	pasco_tensor **t;
+	int64_t       *j;
+	if (b->tail_cap >= b->tensor_cap) {
+		return true;
+	}
+	if ((t = realloc(b->tails, b->tensor_cap * sizeof(*t))) == NULL) {
+		return false;
+	}
+	b->tails = t;
+	if ((j = realloc(b->joined, b->tensor_cap * sizeof(*j))) == NULL) {
+		return false;
+	}
+	b->joined = j;
+	for (size_t k = b->tail_cap; k < b->tensor_cap; k++) {
+		b->tails[k]  = NULL;
+		b->joined[k] = 0;
+	}
+	b->tail_cap = b->tensor_cap;
+	return true;
+}
+
 void
 pasci_wire_add_tensor(
     pasci_wire_builder *b, const pasco_tensor *t, uint32_t *index)
@@ -84,7 +114,42 @@ pasci_wire_add_tensor(
 	if (index != NULL) {
 		*index = (uint32_t) b->ntensors;
 	}
+	if (b->tails != NULL && !grow_tails(b)) {
+		b->oom = true;
+		return;
+	}
 	b->tensors[b->ntensors++] = pasco_tensor_hold((pasco_tensor *) t);
+}
+
+void
+pasci_wire_add_joined(
+    pasci_wire_builder *b, const pasco_tensor *head, const pasco_tensor *tail)
+{
+	size_t i = b->ntensors;
+	if (head->nbytes % 8 != 0) {
+		b->oom = true; /* a misuse, refused by the encoder */
+		return;
+	}
+	pasci_wire_add_tensor(b, head, NULL);
+	if (b->oom || !grow_tails(b)) {
+		b->oom = true;
+		return;
+	}
+	b->tails[i]  = pasco_tensor_hold((pasco_tensor *) tail);
+	b->joined[i] = (int64_t) (head->nbytes + PAD8(tail->nbytes));
+}
+
+size_t
+pasci_wire_tensor_bytes(const pasci_wire_builder *b, size_t i)
+{
+	return pasci_wire_tensor_tail(b, i) != NULL ? (size_t) b->joined[i]
+	                                            : b->tensors[i]->nbytes;
+}
+
+const pasco_tensor *
+pasci_wire_tensor_tail(const pasci_wire_builder *b, size_t i)
+{
+	return b->tails != NULL && i < b->tail_cap ? b->tails[i] : NULL;
 }
 
 void
@@ -315,8 +380,12 @@ pb_tensors(pb_header *pb, const pasci_wire_builder *b, char **p)
 	Pasco__Wire__TensorMeta *metas = carve(p, b->ntensors, sizeof(*metas));
 	Pasco__Wire__TensorMeta **ptrs = carve(p, b->ntensors, sizeof(*ptrs));
 	for (size_t i = 0; i < b->ntensors; i++) {
-		pb_meta(&metas[i], b->tensors[i]->dtype, b->tensors[i]->rank,
-		    b->tensors[i]->shape);
+		if (pasci_wire_tensor_tail(b, i) != NULL) {
+			pb_meta(&metas[i], PASCO_U8, 1, &b->joined[i]);
+		} else {
+			pb_meta(&metas[i], b->tensors[i]->dtype,
+			    b->tensors[i]->rank, b->tensors[i]->shape);
+		}
 		ptrs[i] = &metas[i];
 	}
 	pb->h.n_tensors = b->ntensors;
@@ -556,7 +625,7 @@ builder_prepare(
 	*hlen  = pasco__wire__header__get_packed_size(&pb->h);
 	*total = PAD8(PASCI_WIRE_PREFIX + *hlen);
 	for (size_t i = 0; i < b->ntensors; i++) {
-		*total += PAD8(b->tensors[i]->nbytes);
+		*total += PAD8(pasci_wire_tensor_bytes(b, i));
 	}
 	return *hlen <= UINT32_MAX ? PASCO_OK : PASCO_EINVAL;
 }
@@ -573,12 +642,18 @@ builder_write(
 	memset(body + PASCI_WIRE_PREFIX + hlen, 0,
 	    off - PASCI_WIRE_PREFIX - hlen);
 	for (size_t i = 0; i < b->ntensors; i++) {
-		size_t n = b->tensors[i]->nbytes;
-		if (n > 0) {
-			memcpy(body + off, b->tensors[i]->data, n);
+		const pasco_tensor *tail = pasci_wire_tensor_tail(b, i);
+		size_t              used = b->tensors[i]->nbytes;
+		if (used > 0) {
+			memcpy(body + off, b->tensors[i]->data, used);
 		}
-		memset(body + off + n, 0, PAD8(n) - n);
-		off += PAD8(n);
+		if (tail != NULL && tail->nbytes > 0) {
+			memcpy(body + off + used, tail->data, tail->nbytes);
+			used += tail->nbytes;
+		}
+		memset(body + off + used, 0,
+		    PAD8(pasci_wire_tensor_bytes(b, i)) - used);
+		off += PAD8(pasci_wire_tensor_bytes(b, i));
 	}
 }
 

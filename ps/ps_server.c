@@ -446,63 +446,80 @@ multi_reply_max(const ps_server *ps)
 	                                       : multi_floor;
 }
 
-/* A read's whole reply message (a VAR_MULTI part) in a u8 tensor of the
- * big-buffer cache: the value copied once, under its lock, behind the
- * header (nng's messages would zero-fill first); PASCO_EOUTOFRANGE, not
- * copied, when it would take more than room bytes. */
-typedef struct read_part {
-	pasco_tensor *out;
-	size_t        room;
-} read_part;
-
+/* A read: a view of the value's buffer, taken under its lock (ps/store.c:
+ * a write while the view is out goes to a copy), sent from its memory. */
 static int
-encode_read_part(void *arg, const pasco_tensor *value)
+view_value(void *arg, const pasco_tensor *value)
 {
-	read_part         *r = arg;
-	pasci_wire_builder b;
-	uint8_t           *head = NULL;
-	size_t             hlen, total;
+	return pasci_tensor_view((pasco_tensor **) arg, value->dtype,
+	    value->rank, value->shape, value->data, value->storage);
+}
+
+/* A read part's reply into b, as one message sent from two buffers: its
+ * header, built here, and the value's own memory (pasci_wire_add_joined).
+ * PASCO_EOUTOFRANGE, nothing added, when it would take more than room
+ * bytes (*total gets how many it takes). */
+static int
+add_read_part(
+    pasci_wire_builder *b, pasco_tensor *value, size_t room, size_t *total)
+{
+	pasci_wire_builder part;
+	pasco_storage     *st;
+	pasco_tensor      *head = NULL;
+	uint8_t           *bytes;
+	size_t             hlen;
 	int                rv;
-	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_READ);
-	pasci_wire_add_tensor(&b, value, NULL);
-	if ((rv = pasci_wire_encode_head(&b, 0, &head, &hlen, &total)) == 0 &&
-	    total > r->room) {
-		rv = PASCO_EOUTOFRANGE;
+	pasci_wire_builder_init(&part, PASCI_METHOD_VAR_READ);
+	pasci_wire_add_tensor(&part, value, NULL);
+	rv = pasci_wire_encode_head(&part, 0, &bytes, &hlen, total);
+	pasci_wire_builder_fini(&part);
+	if (rv != 0) {
+		return rv;
 	}
-	if (rv == 0 && (rv = pasci_bulk_tensor(&r->out, PASCO_U8, 1,
-	                    (int64_t[]){(int64_t) total})) == 0) {
-		uint8_t *p = r->out->data;
-		memcpy(p, head, hlen);
-		memcpy(p + hlen, value->data, value->nbytes);
-		memset(
-		    p + hlen + value->nbytes, 0, total - hlen - value->nbytes);
+	if (*total > room) {
+		free(bytes);
+		return PASCO_EOUTOFRANGE;
 	}
-	free(head);
-	pasci_wire_builder_fini(&b);
-	return rv;
+	if ((st = pasci_storage_new(free, bytes)) == NULL) {
+		free(bytes);
+		return PASCO_ENOMEM;
+	}
+	rv = pasci_tensor_view(
+	    &head, PASCO_U8, 1, (int64_t[]){(int64_t) hlen}, bytes, st);
+	pasci_storage_release(st);
+	if (rv == 0) {
+		pasci_wire_add_joined(b, head, value);
+	}
+	pasco_tensor_release(head);
+	return rv != 0 ? rv : b->oom ? PASCO_ENOMEM : PASCO_OK;
 }
 
 static nng_msg *ps_handle(void *arg, const pasci_wire_msg *req);
 
-/* Part k of a VAR_MULTI request answered: its whole reply into *out,
- * which takes at most *room bytes (*room shrinks by them); a part whose
- * reply would take more is answered with an error instead. */
+/* Part k of a VAR_MULTI request answered: its whole reply added to b,
+ * taking at most *room bytes (*room shrinks by them); a part whose reply
+ * would take more is answered with an error instead. A read's value is
+ * not copied (add_read_part). */
 static int
 multi_part(ps_server *ps, const pasci_wire_msg *req, size_t k,
-    pasco_tensor **out, size_t *room)
+    pasci_wire_builder *b, size_t *room)
 {
 	pasci_wire_msg part;
-	read_part      r        = {NULL, *room};
+	pasco_tensor  *value    = NULL, *t;
 	char           err[512] = "";
 	nng_msg       *reply    = NULL;
+	size_t         took     = 0;
 	int            rv;
-	*out = NULL;
 	if ((rv = pasci_wire_msg_part(req, k, &part, err, sizeof(err))) != 0) {
 		reply = pasci_wire_status_reply(rv, "part %zu: %s", k, err);
 	} else if (part.hdr->method == PASCI_METHOD_VAR_READ &&
 	           pasci_dyn_find(ps->dyn, part.hdr->name) == NULL) {
 		rv = pasci_store_var_with(ps->store, part.hdr->name,
-		    encode_read_part, &r, err, sizeof(err));
+		    view_value, &value, err, sizeof(err));
+		if (rv == 0) {
+			rv = add_read_part(b, value, *room, &took);
+		}
+		pasco_tensor_release(value);
 	} else {
 		reply = ps_handle(ps, &part);
 	}
@@ -518,13 +535,16 @@ multi_part(ps_server *ps, const pasci_wire_msg *req, size_t k,
 		    k, multi_reply_max(ps));
 	} else if (rv != 0 && reply == NULL) {
 		reply = pasci_wire_status_reply(rv, "%s", err);
+	} else if (rv == 0 && reply == NULL) { /* the read part is in b */
+		*room -= took;
+		return PASCO_OK;
 	}
-	if (r.out != NULL) {
-		*out = r.out;
-	} else if (reply == NULL || pasci_wire_msg_view(reply, out) != 0) {
+	if (reply == NULL || pasci_wire_msg_view(reply, &t) != 0) {
 		return PASCO_ENOMEM;
 	}
-	*room -= (*out)->nbytes < *room ? (*out)->nbytes : *room;
+	*room -= t->nbytes < *room ? t->nbytes : *room;
+	pasci_wire_add_tensor(b, t, NULL);
+	pasco_tensor_release(t);
 	return PASCO_OK;
 }
 
@@ -537,11 +557,7 @@ ps_multi(ps_server *ps, const pasci_wire_msg *req, pasci_wire_builder *b)
 	int    rv   = PASCO_OK;
 	size_t room = multi_reply_max(ps);
 	for (size_t k = 0; k < req->hdr->nparts && rv == 0; k++) {
-		pasco_tensor *t;
-		if ((rv = multi_part(ps, req, k, &t, &room)) == 0) {
-			pasci_wire_add_tensor(b, t, NULL);
-			pasco_tensor_release(t);
-		}
+		rv = multi_part(ps, req, k, b, &room);
 	}
 	return rv == 0 && b->oom ? PASCO_ENOMEM : rv;
 }
@@ -580,22 +596,8 @@ ps_handle(void *arg, const pasci_wire_msg *req)
 	return e->handle(arg, req);
 }
 
-/* A bulk read: the value copied once, under its lock, into a tensor the
- * reply is written from (not zero-filled first). */
-static int
-snapshot_value(void *arg, const pasco_tensor *value)
-{
-	pasco_tensor **out = arg;
-	int            rv =
-	    pasci_bulk_tensor(out, value->dtype, value->rank, value->shape);
-	if (rv == 0) {
-		memcpy((*out)->data, value->data, value->nbytes);
-	}
-	return rv;
-}
-
-/* Requests over bulk connections: reads answered from a snapshot sent
- * straight from its memory; everything else as over nng. */
+/* Requests over bulk connections: reads answered from a view of the
+ * value, sent straight from its memory; everything else as over nng. */
 static nng_msg *
 ps_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 {
@@ -613,8 +615,8 @@ ps_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 	    pasci_dyn_find(ps->dyn, req->hdr->name) != NULL) {
 		return ps_handle(ps, req);
 	}
-	if ((rv = pasci_store_var_with(ps->store, req->hdr->name,
-	         snapshot_value, &snap, err, sizeof(err))) != 0) {
+	if ((rv = pasci_store_var_with(ps->store, req->hdr->name, view_value,
+	         &snap, err, sizeof(err))) != 0) {
 		return pasci_wire_status_reply(rv, "%s", err);
 	}
 	pasci_wire_add_tensor(b, snap, NULL);

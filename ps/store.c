@@ -13,6 +13,16 @@
  * shape never change either, which is why the spec checks read them
  * without the mutex. A delete, a rehash into a new array, or replacing
  * value would break this and needs a reference count first.
+ *
+ * Reads without a copy: a read takes a view of the value's buffer under
+ * the mutex (pasci_store_var_with's callback: pasci_tensor_view holds a
+ * reference to the buffer) and the ps sends from it after the mutex is
+ * released. Every write first makes the buffer the variable's own
+ * (value_own, under the mutex): while a view is out, the write goes to a
+ * copy and the view keeps the values it was taken with, so a read is
+ * always one whole version (the snapshot the copy used to give) and no
+ * send ever reads a buffer being written. Only the value's data and
+ * storage move; its pointer, dtype and shape stay.
  */
 #include "store.h"
 
@@ -23,6 +33,7 @@
 
 #include "optimizer_apply.h"
 #include "sync.h"
+#include "tensor_impl.h"
 #include "util.h"
 
 #define STORE_BUCKETS 1024
@@ -263,12 +274,29 @@ update_name(ps_update op)
 	return op == PS_ASSIGN ? "assign" : "assign_add";
 }
 
+/* The value's buffer made v's own before a write (the mutex held): see
+ * the top of the file. PASCO_ENOMEM with err set (nothing written). */
+static int
+value_own(ps_var *v, char *err, size_t errlen)
+{
+	if (pasci_tensor_unshare(v->value) != 0) {
+		pasci_fmt(err, errlen,
+		    "out of memory copying '%s' (%zu bytes) while a read "
+		    "sends "
+		    "it",
+		    v->name, v->value->nbytes);
+		return PASCO_ENOMEM;
+	}
+	return PASCO_OK;
+}
+
 int
 pasci_store_var_update(ps_store *s, const char *name, ps_update op,
     const pasco_tensor *t, char *err, size_t errlen)
 {
 	ps_var *v = store_find(s, name, err, errlen);
 	char    have[64], got[64];
+	int     rv;
 
 	if (v == NULL) {
 		return PASCO_ENOTFOUND;
@@ -286,9 +314,11 @@ pasci_store_var_update(ps_store *s, const char *name, ps_update op,
 		return PASCO_EINVAL;
 	}
 	pthread_mutex_lock(&v->mu);
-	axpy(v->value, 1.0, t, op != PS_ASSIGN);
+	if ((rv = value_own(v, err, errlen)) == 0) {
+		axpy(v->value, 1.0, t, op != PS_ASSIGN);
+	}
 	pthread_mutex_unlock(&v->mu);
-	return PASCO_OK;
+	return rv;
 }
 
 /* Checks ids: i64, 1-D, each in [0, rows). */
@@ -434,6 +464,10 @@ pasci_store_var_scatter_add(ps_store *s, const char *name,
 	}
 	row_elems = row_elems_of(v);
 	pthread_mutex_lock(&v->mu);
+	if ((rv = value_own(v, err, errlen)) != 0) {
+		pthread_mutex_unlock(&v->mu);
+		return rv;
+	}
 	for (int64_t i = 0; i < ids->count; i++) {
 		size_t row = row_bytes(v->value);
 		row_axpy(v->value->dtype,
@@ -469,8 +503,9 @@ apply_locked(ps_var *v, const pasco_optimizer *opt, int64_t step,
     size_t errlen)
 {
 	int64_t row_elems = ids != NULL ? row_elems_of(v) : 0;
-	int rv = pasci_slots_prepare(&v->slots, opt, v->value, err, errlen);
-	if (rv != 0) {
+	int     rv        = value_own(v, err, errlen);
+	if (rv != 0 || (rv = pasci_slots_prepare(
+	                    &v->slots, opt, v->value, err, errlen)) != 0) {
 		return rv;
 	}
 	if (step > 0) {
@@ -624,8 +659,10 @@ pasci_store_var_fetch_add(ps_store *s, const char *name, int64_t delta,
 		return PASCO_EINVAL;
 	}
 	pthread_mutex_lock(&v->mu);
-	rv = pasci_counter_step(
-	    v->value, &v->accum, delta, sync, out, dropped, err, errlen);
+	rv = value_own(v, err, errlen);
+	rv = rv != 0 ? rv
+	             : pasci_counter_step(v->value, &v->accum, delta, sync,
+	                   out, dropped, err, errlen);
 	pthread_mutex_unlock(&v->mu);
 	return rv;
 }
@@ -644,7 +681,8 @@ pasci_store_sync_flush(
 			if (v->accum.count > 0) {
 				one = apply_round(v, err, errlen);
 				*napplied += one == 0;
-			} else if (pasci_counter_flush(v->value, &v->accum)) {
+			} else if ((one = value_own(v, err, errlen)) == 0 &&
+			           pasci_counter_flush(v->value, &v->accum)) {
 				(*napplied)++;
 			}
 			pthread_mutex_unlock(&v->mu);

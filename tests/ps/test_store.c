@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "tensor_impl.h"
 
 TestSuite(store, .timeout = 30);
 
@@ -172,5 +173,67 @@ Test(store, each_visits_every_variable_once_and_stops_on_error)
 	PASCO_FAIL(
 	    pasci_store_var_each(s, count_var, &some), PASCO_ECANCELLED);
 	cr_assert_eq(some.n, 3);
+	pasci_store_destroy(s);
+}
+
+static int
+take_view(void *arg, const pasco_tensor *value)
+{
+	return pasci_tensor_view((pasco_tensor **) arg, value->dtype,
+	    value->rank, value->shape, value->data, value->storage);
+}
+
+/* A read is a view of the value's buffer, not a copy (the ps sends from
+ * it); a write while it is out goes to a copy, so the view keeps the
+ * version it was taken at, whole, and the variable has the new one. */
+Test(store, a_write_while_a_read_is_out_leaves_the_read_as_it_was)
+{
+	ps_store       *s;
+	pasco_tensor   *init, *view = NULL, *view2 = NULL, *g, *now = NULL;
+	pasco_optimizer sgd = pasco_sgd(1.0, 0, false);
+	char            err[256];
+	cr_assert_eq(pasci_store_create(&s), 0);
+	cr_assert_eq(
+	    pasco_tensor_alloc(&init, PASCO_F32, 1, (int64_t[]){4}), 0);
+	cr_assert_eq(pasco_tensor_alloc(&g, PASCO_F32, 1, (int64_t[]){4}), 0);
+	for (int i = 0; i < 4; i++) {
+		((float *) init->data)[i] = (float) i;
+		((float *) g->data)[i]    = 1;
+	}
+	cr_assert_eq(
+	    pasci_store_var_create(s, "w", init, err, sizeof(err)), 0);
+	cr_assert_eq(
+	    pasci_store_var_with(s, "w", take_view, &view, err, sizeof(err)),
+	    0);
+	cr_assert_eq(
+	    pasci_store_var_with(s, "w", value_ptr, &now, err, sizeof(err)),
+	    0);
+	cr_assert_eq(view->data, now->data, "a read takes no copy");
+	cr_assert_eq(
+	    pasci_store_var_apply(s, "w", &sgd, g, err, sizeof(err)), 0);
+	cr_assert_neq(view->data, now->data, "the write went to a copy");
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(((float *) view->data)[i], (float) i);
+		cr_assert_eq(((float *) now->data)[i], (float) i - 1);
+	}
+	pasco_tensor_release(view);
+	/* with no view out, writes stay in place */
+	void *before = now->data;
+	cr_assert_eq(
+	    pasci_store_var_update(s, "w", PS_ASSIGN, init, err, sizeof(err)),
+	    0);
+	cr_assert_eq(now->data, before);
+	/* every kind of write honours a view: assign_add, scatter_add */
+	cr_assert_eq(
+	    pasci_store_var_with(s, "w", take_view, &view2, err, sizeof(err)),
+	    0);
+	cr_assert_eq(
+	    pasci_store_var_update(s, "w", PS_ASSIGN_ADD, g, err, sizeof(err)),
+	    0);
+	cr_assert_eq(((float *) view2->data)[3], 3.0f);
+	cr_assert_eq(((float *) now->data)[3], 4.0f);
+	pasco_tensor_release(view2);
+	pasco_tensor_release(init);
+	pasco_tensor_release(g);
 	pasci_store_destroy(s);
 }
