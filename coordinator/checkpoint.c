@@ -1,7 +1,8 @@
 /*
  * Saving checkpoints (see checkpoint.h, and checkpoint_impl.h for the
  * manifest): save asks each ps to write its own safetensors file, which
- * answers with its slots and the CRC-32C of every tensor it wrote, then
+ * answers with its slots, its dynamic tables (checkpoint_dynamic.c makes
+ * their entries) and the CRC-32C of every tensor it wrote, then
  * writes the manifest atomically. Reading is checkpoint_read.c's. Runs on
  * the caller's thread; the strategy's lock is only held to copy its
  * variable directory.
@@ -72,9 +73,11 @@ fail(pasco_strategy *s, int rv, const char *fmt, const char *a, const char *b)
 }
 
 /* Each ps writes its file; slots (a JSON object) merges their slot
- * metadata, files gets each file's checksums. */
+ * metadata, tables gets each file's dynamic tables, files each file's
+ * checksums. */
 static int
-save_shards(pasco_strategy *s, const char *ckdir, cJSON *slots, cJSON *files)
+save_shards(pasco_strategy *s, const char *ckdir, cJSON *slots, cJSON *tables,
+    cJSON *files)
 {
 	for (size_t i = 0; i < s->nps; i++) {
 		pasci_wire_builder b;
@@ -108,6 +111,12 @@ save_shards(pasco_strategy *s, const char *ckdir, cJSON *slots, cJSON *files)
 			    slots, e->string, cJSON_Duplicate(e, 1));
 		}
 		pasci_fmt(path, sizeof(path), "ps-%zu.safetensors", i);
+		if (cJSON_IsObject(
+		        cJSON_GetObjectItemCaseSensitive(part, "dynamic"))) {
+			cJSON_AddItemToObject(tables, path,
+			    cJSON_DetachItemFromObjectCaseSensitive(
+			        part, "dynamic"));
+		}
 		file = cJSON_AddObjectToObject(files, path);
 		cJSON_AddItemToObject(file, "crc32c",
 		    cJSON_DetachItemFromObjectCaseSensitive(part, "crc32c"));
@@ -116,8 +125,11 @@ save_shards(pasco_strategy *s, const char *ckdir, cJSON *slots, cJSON *files)
 	return PASCO_OK;
 }
 
+/* The manifest of a save (NULL: out of memory, or a dynamic table a ps did
+ * not write, err says which). */
 static cJSON *
-manifest_of(pasco_strategy *s, int64_t step, const cJSON *slots)
+manifest_of(pasco_strategy *s, int64_t step, const cJSON *slots,
+    const cJSON *tables, char *err, size_t errlen)
 {
 	size_t           n;
 	pasco_variable **vars = pasci_checkpoint_directory(s, &n);
@@ -136,6 +148,15 @@ manifest_of(pasco_strategy *s, int64_t step, const cJSON *slots)
 		for (int32_t d = 0; d < v->rank; d++) {
 			cJSON_AddItemToArray(
 			    shape, cJSON_CreateNumber((double) v->shape[d]));
+		}
+		if (v->dynamic) {
+			if (pasci_ckpt_dyn_describe(
+			        e, v, tables, err, errlen) != 0) {
+				cJSON_Delete(m);
+				m = NULL;
+				break;
+			}
+			continue;
 		}
 		shards = cJSON_AddArrayToObject(e, "shards");
 		for (int32_t k = 0; k < v->nshards; k++) {
@@ -374,11 +395,11 @@ int
 pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
 {
-	char         ckdir[4096], abs_ckdir[PATH_MAX], path[4200], err[512];
-	char         run[32];
-	cJSON       *slots = cJSON_CreateObject(), *m = NULL;
-	cJSON       *files = cJSON_CreateObject();
-	char        *text  = NULL;
+	char   ckdir[4096], abs_ckdir[PATH_MAX], path[4200], err[512];
+	char   run[32];
+	cJSON *slots = cJSON_CreateObject(), *m = NULL;
+	cJSON *files = cJSON_CreateObject(), *tables = cJSON_CreateObject();
+	char  *text = NULL;
 	struct iovec iov;
 	int          rv;
 
@@ -399,7 +420,7 @@ pasco_checkpoint_save(
 	 * that met a lost ps is tried again once it is back */
 	for (int attempt = 0;; attempt++) {
 		bool recovering = pasci_recovery_wait_healthy(s);
-		rv              = save_shards(s, abs_ckdir, slots, files);
+		rv = save_shards(s, abs_ckdir, slots, tables, files);
 		if (rv == 0 || !recovering || attempt == 2 ||
 		    (rv != PASCO_EUNAVAILABLE && rv != PASCO_ETIMEDOUT)) {
 			break;
@@ -409,13 +430,20 @@ pasco_checkpoint_save(
 		nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
 		cJSON_Delete(slots);
 		cJSON_Delete(files);
-		slots = cJSON_CreateObject();
-		files = cJSON_CreateObject();
+		cJSON_Delete(tables);
+		slots  = cJSON_CreateObject();
+		files  = cJSON_CreateObject();
+		tables = cJSON_CreateObject();
 	}
 	if (rv != 0) {
 		goto out;
 	}
-	m = manifest_of(s, step, slots);
+	err[0] = 0;
+	m      = manifest_of(s, step, slots, tables, err, sizeof(err));
+	if (m == NULL && err[0] != 0) {
+		rv = fail(s, PASCO_EPROTO, "checkpoint %s: %s", ckdir, err);
+		goto out;
+	}
 	if (m != NULL) {
 		cJSON_AddStringToObject(m, "run", run);
 		cJSON_AddItemToObject(m, "files", files);
@@ -440,6 +468,7 @@ out:
 	cJSON_Delete(m);
 	cJSON_Delete(slots);
 	cJSON_Delete(files);
+	cJSON_Delete(tables);
 	return rv;
 }
 

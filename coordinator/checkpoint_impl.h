@@ -11,6 +11,18 @@
  * "rows", "file", "slots": {"optimizer": "adam", "step", "count", "names":
  * ["m", "v", "vhat"]}}]}], "files": {"ps-0.safetensors": {"crc32c":
  * {"<tensor>": crc, ...}}}}; a slot tensor is "<shard>/<slot name>".
+ * A dynamic table's entry (checkpoint_dynamic.c) also has "dynamic": true,
+ * "dim", "rows" (all its files'), "options": {"min_count", "evict_after",
+ * "max_rows_per_ps", "default_zeros", "initializer": {"kind", "value",
+ * "minval", "maxval", "mean", "stddev", "seed": "<decimal>"}}, and its
+ * shape stays [0, dim]; each shard (one per ps, named like the table,
+ * offset and rows 0) has "dynamic": {"rows", "pending", "optimizer"
+ * (absent before any update), "slots": [slot names its file holds]}, and
+ * its file holds "<table>/keys", "/values", "/last_step",
+ * "/pending_keys", "/pending_counts", "/meta", "/slot_init" and
+ * "/<slot name>" (ps/checkpoint_shard.h), checksummed like every tensor.
+ * A reader that predates tables finds no "<table>" tensor and refuses the
+ * entry; checkpoints without tables are unchanged, so the format stays 2.
  * Format 1 ("pasco-checkpoint-1": no "files", slots "<shard>/.slot/<k>",
  * the optimizer as its pasco_optimizer_kind number) loads, unverified,
  * only when the reader allows it; any other format is refused.
@@ -101,5 +113,36 @@ void pasci_checkpoint_directory_free(pasco_variable **vars, size_t n);
  * separated. */
 int pasci_ckpt_restore(pasci_ckpt *ck, pasco_variable **vars, size_t n,
     int32_t task, char *restored, size_t rlen, char *err, size_t len);
+
+/* checkpoint_dynamic.c: dynamic embedding tables. */
+
+/* Fills manifest entry e of dynamic table v (dim, options, a shard per
+ * ps) from tables, the "dynamic" object each ps answered its save with,
+ * by file name. PASCO_EPROTO when a ps did not write the table (err says
+ * which). */
+int pasci_ckpt_dyn_describe(cJSON *e, const pasco_variable *v,
+    const cJSON *tables, char *err, size_t len);
+
+/* Checks that ck's entry restores into v: both dynamic tables of the same
+ * dim, every shard's tensors present with the right dtypes and shapes, its
+ * slots of one known optimizer. PASCO_EINVAL (v differs) or PASCO_EPROTO,
+ * err naming the table, file and tensor. */
+int pasci_ckpt_dyn_check(pasci_ckpt *ck, const cJSON *entry,
+    const pasco_variable *v, char *err, size_t len);
+
+/* Restores dynamic table v from ck's entry: every old shard's rows,
+ * slots and pending counts routed by pasci_dyn_shard over v's shard
+ * count, each shard (only those on ps task when task >= 0, the table then
+ * created again there with the manifest's options) sent DYN_IMPORT
+ * requests of at most about pasci_ckpt_dyn_request_bytes, the first one
+ * clearing its table. Counters: with as many shards as the checkpoint,
+ * shard i gets old shard i's; otherwise the rows it gets count as created,
+ * and no evictions or refusals. Blocks. */
+int pasci_ckpt_dyn_restore(pasci_ckpt *ck, const cJSON *entry,
+    pasco_variable *v, int32_t task, char *err, size_t len);
+
+/* The size a DYN_IMPORT request of a restore stays near (64 MB; tests
+ * make it small to split a table's share into many requests). */
+extern size_t pasci_ckpt_dyn_request_bytes;
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * `pasco checkpoint inspect` (pasco_checkpoint_inspect): the manifest's
- * variables and shards, then every data file read and checked against the
+ * variables and shards (a dynamic table: its dim, rows per file and in
+ * all, optimizer and slots), then every data file read and checked against the
  * manifest's checksums, naming each damaged tensor. A format 1 checkpoint
  * (no checksums) is listed but its files are read only when allowed.
  */
@@ -19,10 +20,58 @@ item(const cJSON *o, const char *key)
 	return cJSON_GetObjectItemCaseSensitive(o, key);
 }
 
+/* A dynamic table: its dim, rows per file and in all, optimizer and
+ * slots. */
+static void
+print_table(const cJSON *e, FILE *out)
+{
+	const cJSON *sh, *n;
+	const char  *opt = NULL;
+	fprintf(out, "%s: dynamic table, dim %.0f, %.0f row(s) in %d file(s)",
+	    cJSON_GetStringValue(item(e, "name")),
+	    cJSON_GetNumberValue(item(e, "dim")),
+	    cJSON_GetNumberValue(item(e, "rows")),
+	    cJSON_GetArraySize(item(e, "shards")));
+	cJSON_ArrayForEach(sh, item(e, "shards"))
+	{
+		const char *o = cJSON_GetStringValue(
+		    item(item(sh, "dynamic"), "optimizer"));
+		opt = opt != NULL ? opt : o;
+	}
+	if (opt != NULL) {
+		fprintf(out, ", %s slots", opt);
+	} else {
+		fprintf(out, ", no optimizer slots yet");
+	}
+	fputc('\n', out);
+	cJSON_ArrayForEach(sh, item(e, "shards"))
+	{
+		const cJSON *dy = item(sh, "dynamic");
+		fprintf(out,
+		    "  ps %.0f in %s: %.0f row(s), %.0f pending key(s)",
+		    cJSON_GetNumberValue(item(sh, "ps_task")),
+		    cJSON_GetStringValue(item(sh, "file")),
+		    cJSON_GetNumberValue(item(dy, "rows")),
+		    cJSON_GetNumberValue(item(dy, "pending")));
+		if (cJSON_GetArraySize(item(dy, "slots")) > 0) {
+			fprintf(out, ", slots");
+		}
+		cJSON_ArrayForEach(n, item(dy, "slots"))
+		{
+			fprintf(out, " %s", cJSON_GetStringValue(n));
+		}
+		fputc('\n', out);
+	}
+}
+
 static void
 print_variable(const cJSON *e, FILE *out)
 {
 	const cJSON *d, *sh;
+	if (cJSON_IsTrue(item(e, "dynamic"))) {
+		print_table(e, out);
+		return;
+	}
 	fprintf(out, "%s %s[", cJSON_GetStringValue(item(e, "name")),
 	    cJSON_GetStringValue(item(e, "dtype")));
 	cJSON_ArrayForEach(d, item(e, "shape"))

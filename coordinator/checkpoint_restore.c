@@ -2,8 +2,10 @@
  * Restoring a checkpoint (see checkpoint_impl.h) once checkpoint_read.c
  * has read and verified it: each variable (and its slots) is reassembled
  * whole from its old shards, so any old layout loads into any new one,
- * then assigned (or, for a lost ps, its shards created again). Every
- * variable is checked before any is written. Runs on the caller's thread.
+ * then assigned (or, for a lost ps, its shards created again); a dynamic
+ * table's keys are routed to their new shards (checkpoint_dynamic.c).
+ * Every variable is checked before any is written. Runs on the caller's
+ * thread.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -381,7 +383,9 @@ plan(pasci_ckpt *ck, const pasco_variable *v, int32_t task, char *how,
 		return PASCO_EINVAL;
 	}
 	slot_plan sp;
-	int       rv = plan_slots(ck, entry, false, &sp, err, errlen);
+	int       rv = v->dynamic || cJSON_IsTrue(item(entry, "dynamic"))
+	                   ? pasci_ckpt_dyn_check(ck, entry, v, err, errlen)
+	                   : plan_slots(ck, entry, false, &sp, err, errlen);
 	if (rv != 0) {
 		return rv;
 	}
@@ -412,8 +416,10 @@ pasci_ckpt_restore(pasci_ckpt *ck, pasco_variable **vars, size_t n,
 		if (how[i] == 0) {
 			continue;
 		}
-		rv = restore_variable(ck, manifest_entry(ck->m, vars[i]->name),
-		    vars[i], how[i] == 'w' ? -1 : task, err, len);
+		rv = (vars[i]->dynamic ? pasci_ckpt_dyn_restore
+		                       : restore_variable)(ck,
+		    manifest_entry(ck->m, vars[i]->name), vars[i],
+		    how[i] == 'w' ? -1 : task, err, len);
 		if (rv == 0 && restored != NULL && used < rlen) {
 			used += (size_t) snprintf(restored + used, rlen - used,
 			    "%s%s", used > 0 ? ", " : "", vars[i]->name);

@@ -373,8 +373,8 @@ ps_save(ps_server *ps, const pasci_wire_msg *req)
 	int                rv   = pasci_checkpoint_path_check(
 	                     ps->ckpt_root, req->hdr->name, err, sizeof(err));
 	if (rv == 0) {
-		rv = pasci_checkpoint_shard_save(
-		    ps->store, req->hdr->name, &json, err, sizeof(err));
+		rv = pasci_checkpoint_shard_save(ps->store, ps->dyn,
+		    req->hdr->name, &json, err, sizeof(err));
 	}
 	if (rv != 0) {
 		return status_reply(rv, err);

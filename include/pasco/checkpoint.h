@@ -4,7 +4,10 @@
  * slots as "<shard>/<slot>" with Keras's slot names: SGD "momentum";
  * Adagrad "accumulator"; RMSprop "rms", "momentum", "mg"; Adam "m", "v",
  * "vhat"; FTRL "accumulator", "linear"; readable by numpy and every common
- * framework) and a JSON manifest (format "pasco-checkpoint-2": step,
+ * framework; a dynamic embedding table T as its share's "T/keys",
+ * "T/values", "T/last_step", "T/pending_keys", "T/pending_counts" (the
+ * admission counts), "T/meta", "T/slot_init" and "T/<slot>") and a JSON
+ * manifest (format "pasco-checkpoint-2": step,
  * variables, shard layouts, slots with the optimizer by name ("adam"), and
  * the CRC-32C of every tensor of every file), written last and renamed
  * into place: a crash mid-save leaves no manifest, and the previous
@@ -48,7 +51,8 @@
  * recovery directory unless pasco_strategy_options.checkpoint_dir named
  * one (see coordinator.h); while a ps is being recovered, the save waits
  * for it. PASCO_EEXIST when a variable is named like another's slot
- * ("w/m" beside w's Adam slot "m"). Messages: pasco_strategy_error.
+ * ("w/m" beside w's Adam slot "m") or a dynamic table's tensor ("T/keys"
+ * beside table T). Messages: pasco_strategy_error.
  * Blocks. */
 int pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep);
@@ -63,14 +67,19 @@ int pasco_checkpoint_latest(
 /* Loads the checkpoint at path (a ckpt-<step> directory) into the
  * variables created through s that it holds, matched by name, dtype and
  * shape, whatever the number of shards or ps tasks then and now; optimizer
- * slots too. Variables it does not hold are left alone. Every file is read
- * and every tensor checked against the manifest's CRC-32C before any
- * variable is written, and every variable's dtype and shape too: a damaged
- * tensor is PASCO_EPROTO (a missing file or manifest PASCO_ENOTFOUND, a
- * mismatched variable PASCO_EINVAL) with pasco_strategy_error naming the
- * checkpoint, file and tensor, and no variable changed. (An RPC failing
- * midway can still leave some variables restored and others not.) *step
- * (may be NULL) gets its step. Blocks. */
+ * slots too. A dynamic table (created first with
+ * pasco_dynamic_variable_create, the same dim) gets its keys, rows, slots
+ * and admission counts, each key on the ps its hash picks among the ps
+ * tasks now; each ps's table is emptied first. Its counts (created,
+ * evicted, refused) come back per ps when the ps count is the same, and
+ * otherwise restart from the rows each ps gets. Variables it does not hold are
+ * left alone. Every file is read and every tensor checked against the
+ * manifest's CRC-32C before any variable is written, and every variable's
+ * dtype and shape too: a damaged tensor is PASCO_EPROTO (a missing file or
+ * manifest PASCO_ENOTFOUND, a mismatched variable PASCO_EINVAL) with
+ * pasco_strategy_error naming the checkpoint, file and tensor, and no variable
+ * changed. (An RPC failing midway can still leave some variables restored and
+ * others not.) *step (may be NULL) gets its step. Blocks. */
 int pasco_checkpoint_restore(
     pasco_strategy *s, const char *path, int64_t *step);
 
