@@ -243,6 +243,237 @@ ps_seeds(void)
 	free(s.buf);
 }
 
+/* One request on dynamic table `name` onto s: tensors a, b (NULL or
+ * released), an optimizer, find_only, a step. */
+static void
+dyn_msg(seq *s, pasci_method m, const char *name, pasco_tensor *a,
+    pasco_tensor *b, const pasco_optimizer *opt, bool find_only)
+{
+	pasci_wire_builder w;
+	pasci_wire_builder_init(&w, m);
+	w.hdr.name      = name;
+	w.hdr.opt       = opt;
+	w.hdr.find_only = find_only;
+	w.hdr.step      = m == PASCI_METHOD_VAR_APPLY_SPARSE ? 2 : 0;
+	if (a != NULL) {
+		pasci_wire_add_tensor(&w, a, NULL);
+	}
+	if (b != NULL) {
+		pasci_wire_add_tensor(&w, b, NULL);
+	}
+	pasco_tensor_release(a);
+	pasco_tensor_release(b);
+	seq_msg(s, &w, true);
+}
+
+/* A VAR_CREATE of dynamic table name with d onto s. */
+static void
+dyn_create(seq *s, const char *name, const pasci_wire_dynamic *d)
+{
+	pasci_wire_builder b;
+	pasci_wire_init    init = {.init = {.kind = PASCO_INIT_UNIFORM,
+	                               .minval    = -0.05,
+	                               .maxval    = 0.05,
+	                               .seed      = 3}};
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_CREATE);
+	b.hdr.name    = name;
+	b.hdr.dynamic = d;
+	b.hdr.init    = &init;
+	seq_msg(s, &b, true);
+}
+
+static pasco_tensor *
+i64s(int64_t n, const int64_t *v)
+{
+	pasco_tensor *t;
+	if (pasco_tensor_alloc(&t, PASCO_I64, 1, &n) != 0) {
+		die("tensor");
+	}
+	memcpy(t->data, v, sizeof(int64_t) * (size_t) n);
+	return t;
+}
+
+/* A DYN_IMPORT into name (dim 4) of rows for keys, with nslots slots of
+ * opt (NULL: none); first: the first of a table's imports (clears it).
+ * bad: 1 values one row short, 2 meta of 5, 3 too few tensors, 4 slot
+ * starts missing. */
+static void
+dyn_import(seq *s, const char *name, int64_t n, const int64_t *keys,
+    const pasco_optimizer *opt, int nslots, bool first, int bad)
+{
+	pasci_wire_builder b;
+	const int64_t      meta[6] = {n, 1, 0, 2, 5, 5}, pend[2] = {77, 78},
+	              cnt[2] = {1, 3}, steps[4] = {5, 4, 3, 2};
+	int64_t       nmeta = bad == 2 ? 5 : 6, nvals = bad == 1 ? n - 1 : n;
+	pasco_tensor *t[7 + 3];
+	pasci_wire_builder_init(&b, PASCI_METHOD_DYN_IMPORT);
+	b.hdr.name        = name;
+	b.hdr.opt         = opt;
+	b.hdr.want_result = first;
+	t[0]              = i64s(n, keys);
+	t[1]              = f32(2, (int64_t[]){nvals, 4}, 0.25);
+	t[2]              = i64s(n, steps);
+	t[3]              = i64s(2, pend);
+	t[4]              = i64s(2, cnt);
+	t[5]              = i64s(nmeta, meta);
+	if (pasco_tensor_alloc(&t[6], PASCO_F64, 1,
+	        (int64_t[]){bad == 4 ? 0 : nslots}) != 0) {
+		die("tensor");
+	}
+	for (int k = 0; k < nslots && bad != 4; k++) {
+		((double *) t[6]->data)[k] = 0.1 * k;
+	}
+	for (int k = 0; k < nslots; k++) {
+		t[7 + k] = f32(2, (int64_t[]){n, 4}, 0.5);
+	}
+	for (int k = 0; k < 7 + nslots; k++) {
+		if (bad != 3 || k < 5) {
+			pasci_wire_add_tensor(&b, t[k], NULL);
+		}
+		pasco_tensor_release(t[k]);
+	}
+	seq_msg(s, &b, true);
+}
+
+/* Dynamic embedding tables (issue 22): "d" (dim 4) and "e" (dim 2, rows
+ * after 2 lookups, evicted after 3 steps or past 8 rows) exist on the
+ * fuzzer's ps before every input (fuzz_ps_handler.c); the seeds create
+ * tables of their own too. */
+static void
+dyn_seeds(void)
+{
+	const int64_t      k4[4] = {1, -1, INT64_MIN, 1}, k3[3] = {5, 6, 5};
+	pasci_wire_dynamic dd = {.dim = 4}, capped = {.dim     = 4,
+	                                        .min_count     = 2,
+	                                        .evict_after   = 2,
+	                                        .max_rows      = 3,
+	                                        .default_zeros = true};
+	pasco_optimizer    opts[6] = {pasco_sgd(0.1, 0, false),
+	       pasco_sgd(0.1, 0.9, true), pasco_adagrad(0.1),
+	       pasco_rmsprop(0.01, 0.9, 0.5, true), pasco_adam(0.01, true),
+	       pasco_ftrl(0.1, 0.01, 0.01)};
+	const char *names[6]       = {"dyn_sgd", "dyn_momentum", "dyn_adagrad",
+	          "dyn_rmsprop", "dyn_adam", "dyn_ftrl"};
+	seq         s              = {0};
+	/* each optimizer: create, lookups (training, then find_only), an
+	 * update of keys with and without rows, the counts */
+	for (int k = 0; k < 6; k++) {
+		dyn_create(&s, "t", &dd);
+		dyn_msg(&s, PASCI_METHOD_VAR_GATHER, "t", i64s(3, k3), NULL,
+		    NULL, false);
+		dyn_msg(&s, PASCI_METHOD_VAR_GATHER, "t", i64s(4, k4), NULL,
+		    NULL, true);
+		dyn_msg(&s, PASCI_METHOD_VAR_APPLY_SPARSE, "t", i64s(4, k4),
+		    f32(2, (int64_t[]){4, 4}, 0.1), &opts[k], false);
+		dyn_msg(&s, PASCI_METHOD_VAR_APPLY_SPARSE, "t", i64s(3, k3),
+		    f32(2, (int64_t[]){3, 4}, -0.1), &opts[k], false);
+		dyn_msg(
+		    &s, PASCI_METHOD_DYN_STATS, "t", NULL, NULL, NULL, false);
+		put("ps_handler", names[k], s.buf, s.len);
+		s.len = 0;
+	}
+	/* admission, eviction by age and cap on a table of the input's */
+	dyn_create(&s, "c", &capped);
+	for (int64_t i = 0; i < 6; i++) {
+		const int64_t two[2] = {i, i + 1};
+		dyn_msg(&s, PASCI_METHOD_VAR_GATHER, "c", i64s(2, two), NULL,
+		    NULL, false);
+		dyn_msg(&s, PASCI_METHOD_VAR_APPLY_SPARSE, "c", i64s(2, two),
+		    f32(2, (int64_t[]){2, 4}, 0.1), &opts[4], false);
+	}
+	dyn_msg(&s, PASCI_METHOD_DYN_STATS, "c", NULL, NULL, NULL, false);
+	put("ps_handler", "dyn_evict", s.buf, s.len);
+	s.len = 0;
+	/* imports into "d": none, then Adam's 3 slots, then more rows */
+	{
+		const int64_t keys[4] = {10, 11, 12, 10};
+		dyn_import(&s, "d", 2, keys, NULL, 0, true, 0);
+		dyn_import(&s, "d", 3, keys, &opts[4], 3, false, 0);
+		dyn_import(&s, "d", 4, keys, &opts[4], 3, false, 0);
+		dyn_msg(&s, PASCI_METHOD_VAR_GATHER, "d", i64s(4, keys), NULL,
+		    NULL, true);
+		dyn_msg(&s, PASCI_METHOD_VAR_APPLY_SPARSE, "d", i64s(4, keys),
+		    f32(2, (int64_t[]){4, 4}, 0.1), &opts[4], false);
+		dyn_msg(
+		    &s, PASCI_METHOD_DYN_STATS, "d", NULL, NULL, NULL, false);
+		put("ps_handler", "dyn_import", s.buf, s.len);
+		s.len = 0;
+		/* malformed: short values, short meta, too few tensors,
+		 * missing slot starts, a slot kind other than the table's */
+		for (int bad = 1; bad <= 4; bad++) {
+			dyn_import(&s, "d", 3, keys, &opts[4], 3, true, bad);
+		}
+		dyn_import(&s, "d", 2, keys, &opts[2], 1, false, 0);
+		dyn_import(&s, "d", 2, keys, &opts[4], 2, false, 0);
+		dyn_import(&s, "no_such_table", 2, keys, NULL, 0, true, 0);
+		dyn_msg(&s, PASCI_METHOD_DYN_STATS, "no_such_table", NULL,
+		    NULL, NULL, false);
+		put("ps_handler", "dyn_import_bad", s.buf, s.len);
+		s.len = 0;
+	}
+	/* a step's calls on "d" and a fixed "w" in one VAR_MULTI: a lookup,
+	 * an update, a count, a read the table refuses */
+	{
+		pasci_wire_builder part[5], b;
+		const int64_t      shape[2] = {4, 2};
+		pasco_tensor      *t[3]     = {
+		             i64s(3, k3), i64s(3, k3), f32(2, (int64_t[]){3, 4}, 0.1)};
+		var_msg(
+		    &s, PASCI_METHOD_VAR_CREATE, f32(2, shape, 1), NULL, NULL);
+		pasci_wire_builder_init(&part[0], PASCI_METHOD_VAR_GATHER);
+		pasci_wire_builder_init(
+		    &part[1], PASCI_METHOD_VAR_APPLY_SPARSE);
+		pasci_wire_builder_init(&part[2], PASCI_METHOD_DYN_STATS);
+		pasci_wire_builder_init(&part[3], PASCI_METHOD_VAR_READ);
+		pasci_wire_builder_init(&part[4], PASCI_METHOD_VAR_READ);
+		pasci_wire_add_tensor(&part[0], t[0], NULL);
+		pasci_wire_add_tensor(&part[1], t[1], NULL);
+		pasci_wire_add_tensor(&part[1], t[2], NULL);
+		part[1].hdr.opt = &opts[2];
+		pasci_wire_builder_init(&b, PASCI_METHOD_VAR_MULTI);
+		for (int k = 0; k < 5; k++) {
+			part[k].hdr.name = k == 4 ? "w" : "d";
+			pasci_wire_add_part(&b, &part[k]);
+		}
+		seq_msg(&s, &b, true);
+		for (int k = 0; k < 5; k++) {
+			pasci_wire_builder_fini(&part[k]);
+		}
+		for (int k = 0; k < 3; k++) {
+			pasco_tensor_release(t[k]);
+		}
+		put("ps_handler", "dyn_multi", s.buf, s.len);
+		s.len = 0;
+	}
+	/* refused: keys of i32, a gradient of the wrong width, a whole
+	 * read, another optimizer than the table's, a create with other
+	 * options and a dim too large */
+	{
+		const int32_t      k2[2] = {1, 2};
+		pasco_tensor      *i32;
+		pasci_wire_dynamic other = {.dim = 3}, huge = {.dim = 1 << 21};
+		if (pasco_tensor_alloc(&i32, PASCO_I32, 1, (int64_t[]){2}) !=
+		    0) {
+			die("tensor");
+		}
+		memcpy(i32->data, k2, sizeof(k2));
+		dyn_msg(
+		    &s, PASCI_METHOD_VAR_GATHER, "d", i32, NULL, NULL, false);
+		dyn_msg(&s, PASCI_METHOD_VAR_APPLY_SPARSE, "e", i64s(3, k3),
+		    f32(2, (int64_t[]){3, 4}, 0.1), &opts[0], false);
+		dyn_msg(
+		    &s, PASCI_METHOD_VAR_READ, "d", NULL, NULL, NULL, false);
+		dyn_msg(&s, PASCI_METHOD_VAR_APPLY_SPARSE, "d", i64s(3, k3),
+		    f32(2, (int64_t[]){3, 4}, 0.1), &opts[0], false);
+		dyn_msg(&s, PASCI_METHOD_VAR_APPLY_SPARSE, "d", i64s(3, k3),
+		    f32(2, (int64_t[]){3, 4}, 0.1), &opts[5], false);
+		dyn_create(&s, "d", &other);
+		dyn_create(&s, "h", &huge);
+		put("ps_handler", "dyn_refused", s.buf, s.len);
+	}
+	free(s.buf);
+}
+
 /* A RUN of fn with a tensor, a variable and resource 7 as arguments. */
 static void
 run_msg(seq *s, const char *fn, uint32_t repeat, bool framed)
@@ -467,6 +698,7 @@ main(int argc, char **argv)
 	}
 	wire_seeds();
 	ps_seeds();
+	dyn_seeds();
 	worker_seeds();
 	tfrecord_seed("plain", 0, false);
 	tfrecord_seed("skip_corrupt", 1, false);

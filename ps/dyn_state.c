@@ -190,6 +190,16 @@ import_slots(
 	return PASCO_OK;
 }
 
+/* *to += n, held at the int64 limits: a state's totals are as sent (a
+ * fuzzed import's overflowed; fuzz/regressions/ps_handler). */
+static void
+add_count(int64_t *to, int64_t n)
+{
+	if (__builtin_add_overflow(*to, n, to)) {
+		*to = n > 0 ? INT64_MAX : INT64_MIN;
+	}
+}
+
 int
 pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
     bool (*keep)(void *arg, uint64_t key), void *arg, char *err, size_t errlen)
@@ -245,10 +255,10 @@ pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
 		}
 	}
 	if (keep == NULL) {
-		t->st.created += s->stats.created;
-		t->st.evicted_age += s->stats.evicted_age;
-		t->st.evicted_cap += s->stats.evicted_cap;
-		t->st.refused += s->stats.refused;
+		add_count(&t->st.created, s->stats.created);
+		add_count(&t->st.evicted_age, s->stats.evicted_age);
+		add_count(&t->st.evicted_cap, s->stats.evicted_cap);
+		add_count(&t->st.refused, s->stats.refused);
 	}
 	t->st.pending = (int64_t) t->pending.n;
 	pthread_mutex_unlock(&t->mu);

@@ -181,6 +181,25 @@ dyn_import(pasci_dyn_table *t, const pasci_wire_msg *req)
 		    "its optimizer",
 		    req->hdr->name);
 	}
+	/* counts and steps are never negative (a fuzzed import's were) */
+	for (int64_t i = 0; i < meta->count; i++) {
+		if (((const int64_t *) meta->data)[i] < 0) {
+			return refuse(PASCO_EINVAL,
+			    "an import into '%s': negative counts or steps in "
+			    "its meta",
+			    req->hdr->name);
+		}
+	}
+	if (req->tensors[2]->dtype == PASCO_I64) {
+		for (int64_t i = 0; i < req->tensors[2]->count; i++) {
+			if (((const int64_t *) req->tensors[2]->data)[i] < 0) {
+				return refuse(PASCO_EINVAL,
+				    "an import into '%s': a negative step in "
+				    "its rows' last steps",
+				    req->hdr->name);
+			}
+		}
+	}
 	s.keys           = req->tensors[0];
 	s.values         = req->tensors[1];
 	s.last_step      = req->tensors[2];
