@@ -69,8 +69,8 @@ pasci_dyn_export(pasci_dyn_table *t, pasci_dyn_state *s)
 	for (uint32_t r = t->head; r != NO_ROW; r = LINK(t, r, next), i++) {
 		dyn_chunk *c = chunk_of(t, r);
 		((int64_t *) s->keys->data)[i] =
-		    (int64_t) c->key[r % CHUNK_ROWS];
-		((int64_t *) s->last_step->data)[i] = c->last[r % CHUNK_ROWS];
+		    (int64_t) c->key[r % t->crows];
+		((int64_t *) s->last_step->data)[i] = c->last[r % t->crows];
 		memcpy((float *) s->values->data + i * dim, row_data(t, r),
 		    sizeof(float) * (size_t) dim);
 		for (int k = 0; k < t->nslots; k++) {
@@ -82,8 +82,7 @@ pasci_dyn_export(pasci_dyn_table *t, pasci_dyn_state *s)
 			if (c->slots.slot[k] != NULL) {
 				memcpy(dst,
 				    (float *) c->slots.slot[k]->data +
-				        (size_t) (r % CHUNK_ROWS) *
-				            (size_t) dim,
+				        (size_t) (r % t->crows) * (size_t) dim,
 				    sizeof(float) * (size_t) dim);
 			} else {
 				for (int64_t j = 0; j < dim; j++) {
@@ -164,7 +163,7 @@ import_slots(
     pasci_dyn_table *t, const pasci_dyn_state *s, uint32_t r, int64_t i)
 {
 	dyn_chunk *c   = chunk_of(t, r);
-	size_t     off = (size_t) (r % CHUNK_ROWS) * (size_t) t->c.dim;
+	size_t     off = (size_t) (r % t->crows) * (size_t) t->c.dim;
 	for (int k = 0; k < t->nslots; k++) {
 		if (s->slot[k] == NULL) {
 			continue;
@@ -172,11 +171,11 @@ import_slots(
 		if (c->slots.slot[k] == NULL) {
 			float *f;
 			if (pasco_tensor_alloc(&c->slots.slot[k], PASCO_F32, 2,
-			        (int64_t[]){CHUNK_ROWS, t->c.dim}) != 0) {
+			        (int64_t[]){t->crows, t->c.dim}) != 0) {
 				return PASCO_ENOMEM;
 			}
 			f = c->slots.slot[k]->data;
-			for (int64_t j = 0; j < CHUNK_ROWS * t->c.dim; j++) {
+			for (int64_t j = 0; j < t->crows * t->c.dim; j++) {
 				f[j] = (float) t->slot_init[k];
 			}
 			c->slots.kind   = t->kind;
@@ -202,7 +201,8 @@ add_count(int64_t *to, int64_t n)
 
 int
 pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
-    bool (*keep)(void *arg, uint64_t key), void *arg, char *err, size_t errlen)
+    bool (*keep)(void *arg, uint64_t key), void *arg, bool replace, char *err,
+    size_t errlen)
 {
 	int64_t n, i;
 	int     rv;
@@ -210,6 +210,9 @@ pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
 	if ((rv = import_check(t, s, err, errlen)) != 0) {
 		pthread_mutex_unlock(&t->mu);
 		return rv;
+	}
+	if (replace) { /* only once the state is known to be good */
+		pasci_dyn_table_empty(t);
 	}
 	if (s->kind != 0 && t->kind == 0) {
 		t->kind   = s->kind;
@@ -250,8 +253,8 @@ pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
 		if ((keep == NULL || keep(arg, key)) && cnt > 0 &&
 		    pasci_dyn_map_get(&t->rows, key) == NO_ROW) {
 			rv = pasci_dyn_map_set(&t->pending, key,
-			    cnt >= (int64_t) NO_ROW ? NO_ROW - 1
-			                            : (uint32_t) cnt);
+			    cnt >= (int64_t) 1 << 31 ? (uint32_t) 1 << 31
+			                             : (uint32_t) cnt);
 		}
 	}
 	if (keep == NULL) {

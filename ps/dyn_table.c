@@ -1,12 +1,13 @@
 /*
  * Dynamic embedding tables (dyn_table.h).
  *
- * Rows live in chunks of CHUNK_ROWS: each chunk is a small fixed variable
- * (a [CHUNK_ROWS, dim] tensor with its own ps_slots, so the optimizers'
- * row kernels run on it unchanged) plus each row's key, last step and
- * links in the table's recency list. Row r is row r % CHUNK_ROWS of chunk
- * r / CHUNK_ROWS; a row freed by eviction is reused before a new chunk is
- * made, so memory follows the peak row count, not the keys ever seen.
+ * Rows live in chunks of t->crows rows (about CHUNK_BYTES of values, at
+ * most CHUNK_ROWS): each chunk is a small fixed variable (a [crows, dim]
+ * tensor with its own ps_slots, so the optimizers' row kernels run on it
+ * unchanged) plus each row's key, last step and links in the table's
+ * recency list. Row r is row r % crows of chunk r / crows; a row freed by
+ * eviction is reused before a new chunk is made, so memory follows the peak
+ * row count, not the keys ever seen.
  *
  * Keys find rows through an open-addressing map (linear probing, deletion
  * by backward shift: no tombstones), kept at most 70% full. Keys waiting
@@ -167,7 +168,9 @@ void
 pasci_dyn_touch(pasci_dyn_table *t, uint32_t r)
 {
 	LINK(t, r, last) = t->st.step;
-	if (t->head != r) {
+	/* the order only matters to eviction: without a cap or an age, rows
+	 * keep the order they were made in (a checkpoint's, too) */
+	if (t->head != r && (t->c.max_rows > 0 || t->c.evict_after > 0)) {
 		lru_unlink(t, r);
 		lru_push(t, r);
 	}
@@ -209,7 +212,7 @@ chunk_add(pasci_dyn_table *t)
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL ||
 	    pasco_tensor_alloc(&c->value, PASCO_F32, 2,
-	        (int64_t[]){CHUNK_ROWS, t->c.dim}) != 0) {
+	        (int64_t[]){t->crows, t->c.dim}) != 0) {
 		free(c);
 		return PASCO_ENOMEM;
 	}
@@ -238,20 +241,19 @@ pasci_dyn_row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out)
 		r            = t->free_head;
 		t->free_head = LINK(t, r, next);
 	} else {
-		if (t->nrows_made == t->nchunks * CHUNK_ROWS &&
+		if (t->nrows_made == t->nchunks * t->crows &&
 		    (rv = chunk_add(t)) != 0) {
 			return rv;
 		}
 		r = t->nrows_made++;
 	}
-	c                      = chunk_of(t, r);
-	c->key[r % CHUNK_ROWS] = key;
+	c                    = chunk_of(t, r);
+	c->key[r % t->crows] = key;
 	pasci_initializer_fill_key(&t->c.init, key, row_data(t, r), t->c.dim);
 	for (int k = 0; k < PASCI_OPT_MAX_SLOTS; k++) {
 		if (c->slots.slot[k] != NULL) {
-			float *s =
-			    (float *) c->slots.slot[k]->data +
-			    (size_t) (r % CHUNK_ROWS) * (size_t) t->c.dim;
+			float *s = (float *) c->slots.slot[k]->data +
+			           (size_t) (r % t->crows) * (size_t) t->c.dim;
 			for (int64_t j = 0; j < t->c.dim; j++) {
 				s[j] = (float) t->slot_init[k];
 			}
@@ -314,11 +316,13 @@ pasci_dyn_config_check(const pasci_dyn_config *c, char *err, size_t errlen)
 		return PASCO_EINVAL;
 	}
 	if (c->min_count < 0 || c->evict_after < 0 || c->max_rows < 0 ||
-	    c->max_rows >= (int64_t) NO_ROW) {
+	    c->max_rows >= (int64_t) NO_ROW ||
+	    c->min_count >= (int64_t) 1 << 31) {
 		pasci_fmt(err, errlen,
 		    "a dynamic table's min_count, evict_after and max_rows "
 		    "must "
-		    "be >= 0 (max_rows below 2^32 - 1), got %lld, %lld, %lld",
+		    "be >= 0 (min_count below 2^31, max_rows below 2^32 - 1), "
+		    "got %lld, %lld, %lld",
 		    (long long) c->min_count, (long long) c->evict_after,
 		    (long long) c->max_rows);
 		return PASCO_EINVAL;
@@ -343,7 +347,12 @@ pasci_dyn_table_new(pasci_dyn_table **out, const pasci_dyn_config *c)
 		return PASCO_ENOMEM;
 	}
 	pthread_mutex_init(&t->mu, NULL);
-	t->c         = *c;
+	t->c = *c;
+	t->crows =
+	    (uint32_t) (CHUNK_BYTES / (c->dim * (int64_t) sizeof(float)));
+	t->crows     = t->crows < 1            ? 1
+	               : t->crows > CHUNK_ROWS ? CHUNK_ROWS
+	                                       : t->crows;
 	t->free_head = t->head = t->tail = NO_ROW;
 	return PASCO_OK;
 }
@@ -470,12 +479,14 @@ pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
 		pthread_mutex_unlock(&t->mu);
 		return PASCO_EINVAL;
 	}
-	t->applies++;
+	t->applies += t->applies < INT64_MAX;
 	t->st.step = step > 0 ? (step > t->st.step ? step : t->st.step)
-	                      : t->st.step + 1;
+	             : t->st.step < INT64_MAX ? t->st.step + 1
+	                                      : INT64_MAX;
 	rv         = prepare_chunks(
 	            t, opt, keys, n, step > 0 ? step : t->applies, err, errlen);
-	if (rv == 0 && t->kind == 0) {
+	if (rv == 0) { /* rows made from now on start their slots as the
+		        * chunks prepare_chunks made did: this optimizer's */
 		t->kind   = opt->kind;
 		t->nslots = pasci_opt_desc_of((int) opt->kind)->nslots;
 		for (int k = 0; k < t->nslots; k++) {
@@ -487,7 +498,7 @@ pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
 		if (r != NO_ROW) {
 			dyn_chunk *c = chunk_of(t, r);
 			pasci_optimizer_apply_row(opt, &c->slots, c->value,
-			    r % CHUNK_ROWS, t->c.dim, grad, i);
+			    r % t->crows, t->c.dim, grad, i);
 			pasci_dyn_touch(t, r);
 		}
 	}

@@ -110,11 +110,13 @@ void pasci_dyn_state_fini(pasci_dyn_state *s);
  * same keys; only the keys k with keep(arg, k) true (NULL: all), so a ps
  * takes its own share of another ps count's checkpoint. The clock takes
  * the larger; the state's counts add up when all its keys are taken (a
- * share counts its rows as created: counts cannot be split by key). Checked
+ * share counts its rows as created: counts cannot be split by key).
+ * replace: t is emptied first (pasci_dyn_clear), once s has been checked,
+ * so a bad state leaves t as it was. Checked
  * first (shapes, dtypes, a slot kind that differs from t's): PASCO_EINVAL,
  * nothing changes. */
 int pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
-    bool (*keep)(void *arg, uint64_t key), void *arg, char *err,
+    bool (*keep)(void *arg, uint64_t key), void *arg, bool replace, char *err,
     size_t errlen);
 
 /* Drops every row, pending count, slot and count of t (its config

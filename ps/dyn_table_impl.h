@@ -10,7 +10,8 @@
 
 #include "dyn_table.h"
 
-#define CHUNK_ROWS 1024
+#define CHUNK_ROWS 1024                 /* rows per chunk at most */
+#define CHUNK_BYTES ((int64_t) 1 << 20) /* a chunk's values: about this */
 #define NO_ROW UINT32_MAX
 #define PENDING_MAX ((size_t) 1 << 22)
 #define MAX_DIM ((int64_t) 1 << 20)
@@ -27,7 +28,7 @@ typedef struct key_map {
 } key_map;
 
 typedef struct dyn_chunk {
-	pasco_tensor *value; /* [CHUNK_ROWS, dim] */
+	pasco_tensor *value; /* [crows, dim] */
 	ps_slots      slots;
 	int64_t       stamp; /* the apply that last prepared its slots */
 	uint64_t      key[CHUNK_ROWS];
@@ -41,7 +42,10 @@ struct pasci_dyn_table {
 	key_map          rows, pending;
 	dyn_chunk      **chunks;
 	size_t           nchunks, chunk_cap;
-	uint32_t nrows_made; /* rows ever handed out (< nchunks * CHUNK) */
+	/* rows per chunk: CHUNK_BYTES of values, 1 to CHUNK_ROWS (a wide
+	 * row's table does not take CHUNK_ROWS rows at its first) */
+	uint32_t crows;
+	uint32_t nrows_made; /* rows ever handed out (< nchunks * crows) */
 	uint32_t free_head;  /* freed rows, linked by next */
 	uint32_t head, tail; /* recency: head most recent */
 	pasco_optimizer_kind kind;
@@ -54,17 +58,17 @@ struct pasci_dyn_table {
 static inline dyn_chunk *
 chunk_of(const pasci_dyn_table *t, uint32_t r)
 {
-	return t->chunks[r / CHUNK_ROWS];
+	return t->chunks[r / t->crows];
 }
 
 static inline float *
 row_data(const pasci_dyn_table *t, uint32_t r)
 {
 	return (float *) chunk_of(t, r)->value->data +
-	       (size_t) (r % CHUNK_ROWS) * (size_t) t->c.dim;
+	       (size_t) (r % t->crows) * (size_t) t->c.dim;
 }
 
-#define LINK(t, r, f) (chunk_of(t, r)->f[(r) % CHUNK_ROWS])
+#define LINK(t, r, f) (chunk_of(t, r)->f[(r) % (t)->crows])
 
 /* The row (or count) of key, or NO_ROW. */
 uint32_t pasci_dyn_map_get(const key_map *m, uint64_t key);

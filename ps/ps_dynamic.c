@@ -223,10 +223,9 @@ dyn_import(pasci_dyn_table *t, const pasci_wire_msg *req)
 	s.stats.refused     = ((const int64_t *) meta->data)[3];
 	s.stats.step        = ((const int64_t *) meta->data)[4];
 	s.applies           = ((const int64_t *) meta->data)[5];
-	if (req->hdr->want_result) { /* the first of a table's imports */
-		pasci_dyn_clear(t);
-	}
-	rv = pasci_dyn_import(t, &s, NULL, NULL, err, sizeof(err));
+	/* want_result: the first of a table's imports, which replaces it */
+	rv = pasci_dyn_import(
+	    t, &s, NULL, NULL, req->hdr->want_result, err, sizeof(err));
 	return pasci_wire_status_reply(rv, "'%s': %s", req->hdr->name, err);
 }
 

@@ -429,7 +429,8 @@ Test(dyn_table, its_state_restores_it_bit_for_bit)
 	cr_assert_eq(((int64_t *) s.pending_counts->data)[0], 1);
 
 	u = table(&set2, &c);
-	cr_assert_eq(pasci_dyn_import(u, &s, NULL, NULL, err, sizeof(err)), 0,
+	cr_assert_eq(
+	    pasci_dyn_import(u, &s, NULL, NULL, false, err, sizeof(err)), 0,
 	    "%s", err);
 	cr_assert_eq(pasci_dyn_export(u, &r), 0);
 	cr_assert_arr_eq(r.keys->data, s.keys->data, s.keys->nbytes);
@@ -451,20 +452,31 @@ Test(dyn_table, its_state_restores_it_bit_for_bit)
 
 	w = table(&set3, &c);
 	cr_assert_eq(
-	    pasci_dyn_import(w, &s, odd_keys, NULL, err, sizeof(err)), 0);
+	    pasci_dyn_import(w, &s, odd_keys, NULL, false, err, sizeof(err)),
+	    0);
 	cr_assert_eq(stats(w).rows, 3);
 	cr_assert(
 	    has_row(w, 1) && has_row(w, 3) && has_row(w, 5) && !has_row(w, 2));
 	cr_assert_eq(stats(w).pending, 0, "1000 is even");
 
-	/* a state of another dim is refused whole */
-	c.dim = 2;
+	/* a state of another dim is refused whole, before it replaces
+	 * anything */
+	c.dim       = 2;
+	c.min_count = 0;
 	pasci_dyn_set_destroy(set3);
 	w = table(&set3, &c);
-	cr_assert_eq(pasci_dyn_import(w, &s, NULL, NULL, err, sizeof(err)),
+	{
+		float   two[2];
+		int64_t k9 = 9;
+		char    e2[256];
+		cr_assert_eq(
+		    pasci_dyn_lookup(w, &k9, 1, true, two, e2, sizeof(e2)), 0);
+	}
+	cr_assert_eq(
+	    pasci_dyn_import(w, &s, NULL, NULL, true, err, sizeof(err)),
 	    PASCO_EINVAL);
 	cr_assert(strstr(err, "[n, 2]") != NULL, "%s", err);
-	cr_assert_eq(stats(w).rows, 0);
+	cr_assert_eq(stats(w).rows, 1, "the table is as it was");
 	pasci_dyn_state_fini(&s);
 	pasci_dyn_set_destroy(set);
 	pasci_dyn_set_destroy(set2);
