@@ -121,4 +121,25 @@ md_keys_batch(
 	    2, pasco_value_tensor(x), pasco_value_tensor(y));
 }
 
+/* Shard worker_index of num_workers of 200 keyed examples (seed 7) whose
+ * last word is new, in batches of MD_EVAL_BATCH: the md_keys_eval
+ * factory of model_node.c and of the test's own sidecar evaluator. */
+static inline int
+md_keys_eval_dataset(const pasco_dataset_context *ctx, pasco_dataset **out)
+{
+	int64_t      k = ctx->worker_index, n = ctx->num_workers;
+	int64_t      count = (200 - k + n - 1) / n;
+	pasco_value *all =
+	    md_keys_batch(7, (uint64_t) k, (uint64_t) n, count, true);
+	pasco_dataset *ds;
+	int            rv;
+	if (all == NULL) {
+		return PASCO_ENOMEM;
+	}
+	rv = pasco_dataset_from_tensors(&ds, all);
+	pasco_value_free(all);
+	return rv != 0 ? rv
+	               : pasco_dataset_batch(out, ds, MD_EVAL_BATCH, false);
+}
+
 #endif

@@ -80,19 +80,7 @@ PASCO_DATASET(md_keys)
  * share, batches of MD_EVAL_BATCH. */
 PASCO_DATASET(md_keys_eval)
 {
-	int64_t      k = ctx->worker_index, n = ctx->num_workers;
-	int64_t      count = (200 - k + n - 1) / n;
-	pasco_value *all =
-	    md_keys_batch(7, (uint64_t) k, (uint64_t) n, count, true);
-	pasco_dataset *ds;
-	int            rv;
-	if (all == NULL) {
-		return PASCO_ENOMEM;
-	}
-	rv = pasco_dataset_from_tensors(&ds, all);
-	pasco_value_free(all);
-	return rv != 0 ? rv
-	               : pasco_dataset_batch(out, ds, MD_EVAL_BATCH, false);
+	return md_keys_eval_dataset(ctx, out);
 }
 
 static int

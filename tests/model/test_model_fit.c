@@ -546,12 +546,18 @@ Test(model_fit, resumes_from_its_newest_checkpoint_with_shorthands_and_a_list)
 	cr_assert_eq(system(cmd), 0);
 }
 
+/* The sidecar evaluator's data, in this process (its worker is here). */
+PASCO_DATASET(md_keys_eval)
+{
+	return md_keys_eval_dataset(ctx, out);
+}
+
 /* A dynamic Embedding of hashed words: rows made by training only (the
  * evaluation's new words read their default and add none), its counts in
  * the epoch logs and TensorBoard. */
 Test(model_fit, a_dynamic_embedding_learns_hashed_words)
 {
-	char                root[] = "/tmp/pasco-model-dyn-XXXXXX", tb[256];
+	char root[] = "/tmp/pasco-model-dyn-XXXXXX", tb[256], ckpt[256];
 	pasco_history       h;
 	pasco_logs          eval;
 	pasco_dynamic_stats before, after;
@@ -559,7 +565,7 @@ Test(model_fit, a_dynamic_embedding_learns_hashed_words)
 	pasco_layer         l[] = {pasco_layer_dynamic_embedding(8),
 	            pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
 	cr_assert_not_null(mkdtemp(root));
-	start(NULL);
+	start(root);
 	l[0].dynamic_options.evict_after = 1000000;
 	PASCO_PASS(pasco_model_sequential(&m, MD_KEYS, 2, l, 5));
 	PASCO_PASS(pasco_model_compile(
@@ -568,11 +574,13 @@ Test(model_fit, a_dynamic_embedding_learns_hashed_words)
 	           .metrics                   = (const char *[]){"accuracy"},
 	           .nmetrics                  = 1}));
 	snprintf(tb, sizeof(tb), "%s/tb", root);
+	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", root);
 	int rv = pasco_model_fit(K.c, m,
 	    &(pasco_model_fit_options){.dataset = "md_keys",
 	        .epochs                         = 3,
 	        .steps_per_epoch                = 40,
-	        .logdir                         = tb},
+	        .logdir                         = tb,
+	        .checkpoint_dir                 = ckpt},
 	    &h);
 	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
 	cr_assert_gt(log_of(&h.epochs[2], "accuracy"), 0.95, "accuracy %g",
@@ -600,6 +608,43 @@ Test(model_fit, a_dynamic_embedding_learns_hashed_words)
 	cr_assert_not_null(doc);
 	cr_assert_eq(events_scalar(doc, "epoch_embedding/rows", 2), MD_WORDS);
 	cJSON_Delete(doc);
+	/* a sidecar evaluator restores the table from the last checkpoint
+	 * (2 ps to its 1) and evaluates it as the cluster did */
+	{
+		char         line[512] = "";
+		int64_t      count = 0, last = 0;
+		FILE        *out = tmpfile();
+		pasco_model *em;
+		pasco_layer  el[] = {pasco_layer_dynamic_embedding(8),
+		     pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+		pasco_layer_reset_names();
+		el[0].dynamic_options.evict_after = 1000000;
+		PASCO_PASS(pasco_model_sequential(&em, MD_KEYS, 2, el, 5));
+		PASCO_PASS(pasco_model_compile(
+		    em, &(pasco_compile_options){.loss = "binary_crossentropy",
+		            .optimizer = pasco_adam(0.05, false),
+		            .metrics   = (const char *[]){"accuracy"},
+		            .nmetrics  = 1}));
+		rv = pasco_model_evaluator_run(em, "md_keys_eval",
+		    &(pasco_evaluator_options){.checkpoint_dir = ckpt,
+		        .final_step                            = 120,
+		        .timeout_ms                            = 20000,
+		        .json_out                              = out},
+		    &count, &last);
+		cr_assert_eq(rv, 0, "evaluator: %s", pasco_model_last_error());
+		cr_assert_eq(last, 120);
+		rewind(out);
+		while (fgets(line, sizeof(line), out) != NULL) {
+		}
+		cJSON *j = cJSON_Parse(line);
+		cr_assert_not_null(j, "%s", line);
+		cr_assert_float_eq(
+		    cJSON_GetObjectItem(j, "accuracy")->valuedouble,
+		    log_of(&eval, "accuracy"), 1e-9, "%s", line);
+		cJSON_Delete(j);
+		fclose(out);
+		pasco_model_free(em);
+	}
 	pasco_model_free(m);
 	stop();
 	snprintf(tb, sizeof(tb), "rm -rf %s", root);
