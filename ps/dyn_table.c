@@ -23,6 +23,9 @@
 
 #include "util.h"
 
+/* How far ahead a lookup asks the cache for a key's map slot. */
+#define PREFETCH_KEYS 8
+
 /* --- the key maps --- */
 
 static size_t
@@ -404,7 +407,13 @@ pasci_dyn_lookup(pasci_dyn_table *t, const int64_t *keys, int64_t n,
 	for (int64_t i = 0; i < n && rv == 0; i++) {
 		uint64_t key = (uint64_t) keys[i];
 		float   *dst = out + (size_t) i * (size_t) t->c.dim;
-		uint32_t r   = pasci_dyn_map_get(&t->rows, key);
+		uint32_t r;
+		if (i + PREFETCH_KEYS < n &&
+		    t->rows.cap > 0) { /* a miss each */
+			__builtin_prefetch(&t->rows.e[map_slot(
+			    &t->rows, (uint64_t) keys[i + PREFETCH_KEYS])]);
+		}
+		r = pasci_dyn_map_get(&t->rows, key);
 		if (r != NO_ROW && insert) {
 			pasci_dyn_touch(t, r);
 		} else if (r == NO_ROW && insert && admit(t, key)) {
