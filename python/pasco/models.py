@@ -516,7 +516,9 @@ class Sequential(Model):
             name, width = self._input.name, self._input.width
         elif first.input_shape:
             width = first.input_shape[0]
-        if data is not None:
+        # a csv's header is read only when the width is not given
+        if data is not None and (width is None or
+                                 data.spec["format"] != "csv"):
             spec = data.input_spec()
             if len(spec) != 1:
                 raise ValueError(f"x: a Sequential model has one input; the "
