@@ -185,26 +185,26 @@ done:
 static int
 shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 {
-	char                  name[NAME_MAX_BYTES];
-	int64_t               shard, shards;
-	pasco_dataset_factory f;
-	size_t                n = pasco_call_arg_count(call);
-	int                   rv;
+	char    name[NAME_MAX_BYTES];
+	int64_t shard, shards;
+	size_t  n = pasco_call_arg_count(call);
+	int     rv;
 	if ((rv = string_arg(call, k, name, sizeof(name))) != 0 ||
 	    (rv = i64_arg(call, n - 2, &shard)) != 0 ||
 	    (rv = i64_arg(call, n - 1, &shards)) != 0) {
 		return rv;
 	}
-	if ((f = pasci_dataset_find(name)) == NULL) {
+	if (!pasci_dataset_known(name)) {
 		return pasco_call_fail(call, PASCO_ENOTFOUND,
 		    "no dataset factory '%s' on this worker", name);
 	}
 	pasco_dataset_context ctx = {
 	    .worker_index = (int32_t) shard, .num_workers = (int32_t) shards};
 	ctx.argv = pasco_program_args(&ctx.argc);
-	if ((rv = f(&ctx, ds)) != 0) {
+	if ((rv = pasci_dataset_build(name, &ctx, ds)) != 0) {
 		return pasco_call_fail(call, rv,
-		    "dataset '%s', shard %lld: %s", name, (long long) shard,
+		    "dataset '%.96s%s', shard %lld: %s", name,
+		    strlen(name) > 96 ? "..." : "", (long long) shard,
 		    pasco_dataset_last_error());
 	}
 	return PASCO_OK;

@@ -1,14 +1,17 @@
 /*
  * Registries of step functions and dataset factories, filled at program
  * start by the PASCO_FUNCTION / PASCO_DATASET constructors and read by the
- * worker server. One mutex guards both; lookups copy the pointer out.
- * Also the program's own arguments (pasco_program_args), kept by
- * pasco_main before any server thread starts and read-only after.
+ * worker server; names "pasco.files:{spec}" are the library's own files
+ * dataset (kit/data/files_dataset.c), built with no registration. One mutex
+ * guards both; lookups copy the pointer out. Also the program's own arguments
+ * (pasco_program_args), kept by pasco_main before any server thread starts and
+ * read-only after.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "files_dataset.h"
 #include "registry.h"
 #include "util.h"
 
@@ -104,6 +107,29 @@ pasci_dataset_find(const char *name)
 	return (pasco_dataset_factory) registry_find(&datasets, name);
 }
 
+bool
+pasci_dataset_known(const char *name)
+{
+	return pasci_files_dataset_name(name) ||
+	       pasci_dataset_find(name) != NULL;
+}
+
+int
+pasci_dataset_build(
+    const char *name, const pasco_dataset_context *ctx, pasco_dataset **out)
+{
+	pasco_dataset_factory f;
+	*out = NULL;
+	if (pasci_files_dataset_name(name)) {
+		return pasci_files_dataset(
+		    name + strlen(PASCI_FILES_PREFIX), ctx, out);
+	}
+	if ((f = pasci_dataset_find(name)) == NULL) {
+		return PASCO_ENOTFOUND;
+	}
+	return f(ctx, out);
+}
+
 char *
 pasci_function_names(char *buf, size_t len)
 {
@@ -117,14 +143,15 @@ pasci_dataset_names(char *buf, size_t len)
 }
 
 /* Written once by pasco_main before it starts any thread, read after. */
-static int          program_argc;
-static char       **program_argv;
-static char        *no_args[] = {NULL};
+static int    program_argc;
+static char **program_argv;
+static char  *no_args[] = {NULL};
 
 int
 pasci_program_args_set(int argc, char *const *argv)
 {
-	char **copy = calloc((size_t) (argc > 0 ? argc : 0) + 1, sizeof(*copy));
+	char **copy =
+	    calloc((size_t) (argc > 0 ? argc : 0) + 1, sizeof(*copy));
 	if (copy == NULL) {
 		return PASCO_ENOMEM;
 	}

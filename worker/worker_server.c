@@ -284,16 +284,15 @@ worker_read_value(worker_server *w, const pasci_wire_msg *req)
 static nng_msg *
 worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 {
-	pasco_dataset_factory factory = pasci_dataset_find(req->hdr->name);
-	pasco_dataset_context ctx     = {w->env.index, w->env.num_workers, 0,
-	        NULL};
-	pasco_dataset        *ds      = NULL;
-	int                   rv;
+	pasco_dataset_context ctx = {
+	    w->env.index, w->env.num_workers, 0, NULL};
+	pasco_dataset *ds = NULL;
+	int            rv;
 
 	if (req->hdr->want_result) {
 		return worker_create_value(w, req);
 	}
-	if (factory == NULL) {
+	if (!pasci_dataset_known(req->hdr->name)) {
 		char names[512];
 		return pasci_wire_status_reply(PASCO_ENOTFOUND,
 		    "dataset "
@@ -304,11 +303,13 @@ worker_create_resource(worker_server *w, const pasci_wire_msg *req)
 	}
 	ctx.argv            = pasco_program_args(&ctx.argc);
 	pasci_data_error[0] = 0; /* what the factory says, if anything */
-	if ((rv = factory(&ctx, &ds)) != 0 || ds == NULL) {
+	if ((rv = pasci_dataset_build(req->hdr->name, &ctx, &ds)) != 0 ||
+	    ds == NULL) {
 		pasco_dataset_free(ds);
 		return pasci_wire_status_reply(rv != 0 ? rv : PASCO_EINVAL,
-		    "dataset factory '%s' failed on worker %d: %s%s%s",
-		    req->hdr->name, w->env.index,
+		    "dataset factory '%.96s%s' failed on worker %d: %s%s%s",
+		    req->hdr->name, strlen(req->hdr->name) > 96 ? "..." : "",
+		    w->env.index,
 		    rv != 0 ? pasco_strerror(rv) : "it returned no dataset",
 		    pasci_data_error[0] != 0 ? ": " : "", pasci_data_error);
 	}

@@ -44,6 +44,35 @@ typedef int (*pasco_dataset_factory)(
 int pasco_dataset_fail(int err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Datasets declared from files, with no factory (issue 23: a chief in
+ * another language, whose workers run no user code): a dataset name
+ * "pasco.files:" followed by a JSON spec is built on each worker by the
+ * library itself, wherever a factory name is taken (per-worker datasets,
+ * pasco_model_fit / _evaluate / _predict's dataset names). The spec:
+ *   {"format": "csv" | "tfrecord",
+ *    "files": [glob patterns, each matched and sorted, in order],
+ *    "label": column or feature name (csv: required; tfrecord: null
+ *        yields x alone, for predict),
+ *    "label_type": "int64" (default) | "float",
+ *    "batch_size": 32, "drop_remainder": false,
+ *    "shuffle": buffer size (0: none), "seed": 0 (0: drawn),
+ *    "repeat": 1 (-1: forever), "prefetch": 0 (elements read ahead),
+ *    "shard": "auto" | "files" | "records" | "none"
+ *        (auto: whole files i, i + M, ... for worker i of M when there
+ *        are at least M files, else every M-th record),
+ *    csv: "columns": [feature columns] (default: all but the label),
+ *        "features_name": x as the DICT {name: x} (default: the tensor),
+ *        read as pasco_dataset_make_csv reads them;
+ *    tfrecord: "features": {name: {"type": "float" | "int64" | "hashed",
+ *        "width": 1, "default": number, "num_buckets": 0}, ...}, in
+ *        order, read as pasco_dataset_parse_example_inputs reads them
+ *        (x a DICT by feature name), "gzip": false}.
+ * Order: files, this worker's share, shuffle, repeat, parse and batch. A
+ * bad spec is PASCO_EINVAL naming the field, a pattern matching no file
+ * PASCO_ENOTFOUND naming it; both reach the coordinator as a factory's
+ * error does. The name (and so the spec) is at most 4000 bytes. */
+#define PASCO_FILES_DATASET_PREFIX "pasco.files:"
+
 /* Registers a factory under name; the PASCO_DATASET macro does it at
  * program start. Returns PASCO_EEXIST if the name is taken. Thread-safe. */
 int pasco_dataset_register(const char *name, pasco_dataset_factory fn);

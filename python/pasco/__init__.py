@@ -1,0 +1,61 @@
+"""Pasco from Python: the chief's program in Python, the cluster in C.
+
+Pasco is a C library for asynchronous parameter-server training in the
+style of TensorFlow's ParameterServerStrategy. This package drives it from
+Python with Keras's API::
+
+    import pasco
+
+    def chief(cluster):
+        strategy = pasco.ParameterServerStrategy(cluster)
+        train = pasco.data.csv("/data/train.csv", label="label",
+                               batch_size=32, shuffle=1000)
+        with strategy.scope():
+            model = pasco.Sequential([
+                pasco.layers.Dense(64, activation="relu"),
+                pasco.layers.Dense(10, activation="softmax")])
+        model.compile(optimizer=pasco.optimizers.Adam(1e-3),
+                      loss="sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
+        model.fit(train, epochs=5, steps_per_epoch=100)
+
+    if __name__ == "__main__":
+        raise SystemExit(pasco.main(chief))
+
+Run it on a local cluster with ``pasco launch --ps 2 --workers 2 --
+python3 train.py`` (or under TF_CONFIG, Slurm, a TFJob: the same script
+on every task). The chief runs ``chief`` in Python; every ps and worker
+serves in C inside its Python process: models are data (JSON) and the
+library's own train, evaluate and predict steps run them, and the data
+are declared from files (:mod:`pasco.data`), so no Python runs there.
+
+Why ctypes: the package is pure Python over the installed shared library
+(libpasco.so, the one C programs link), so it needs no compiler, no
+python3-dev and no build step of its own, and C and Python users share
+one library and one version. Where the library is found: see
+:mod:`pasco._lib` (PASCO_LIBRARY, a checkout's build/, the install
+directory, the system's loader).
+
+Errors are :class:`pasco.PascoError` subclasses (``InvalidArgumentError``
+for PASCO_EINVAL, ...) carrying the library's message; bad arguments are
+ValueError or TypeError naming the argument, raised before any C call.
+"""
+
+from . import callbacks, data, errors, layers, optimizers
+from ._lib import library_path
+from .cluster import Cluster, ParameterServerStrategy, get_strategy, main
+from .errors import (AlreadyExistsError, CancelledError,
+                     DeadlineExceededError, FailedPreconditionError,
+                     InvalidArgumentError, NotFoundError, OutOfRangeError,
+                     PascoError, UnavailableError)
+from .layers import Input
+from .models import Model, Sequential, Variable
+
+__version__ = "0.1.0"
+
+__all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
+           "Sequential", "Model", "Input", "Variable", "layers", "data",
+           "optimizers", "callbacks", "errors", "PascoError",
+           "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
+           "UnavailableError", "CancelledError", "DeadlineExceededError",
+           "OutOfRangeError", "FailedPreconditionError", "library_path"]

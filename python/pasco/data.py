@@ -1,0 +1,248 @@
+"""Datasets declared from files, built on every worker by the library.
+
+A worker runs no Python: the chief sends a dataset's description (a JSON
+spec in its name, ``"pasco.files:{...}"``, include/pasco/dataset.h) and
+each worker builds its share in C. ::
+
+    train = pasco.data.csv("/data/train-*.csv", label="label",
+                           batch_size=32, shuffle=1000)
+    ev = pasco.data.tfrecord("/data/eval.tfrecord",
+                             features={"words": pasco.data.Feature("hashed", 3),
+                                       "price": "float"},
+                             label="clicked", batch_size=256)
+
+Paths are made absolute on the chief; every worker must see the files at
+the same path (shared storage, or one host). ``repeat=None`` (the default)
+repeats forever in ``fit`` and reads once in ``evaluate`` and ``predict``.
+Sharding: each worker reads whole files (``shard="files"``) or every
+num_workers-th record of every file (``"records"``); ``"auto"`` chooses
+files when there are at least as many as workers.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import glob
+import json
+import os
+from typing import Dict, List, Mapping, Optional, Sequence, Union
+
+__all__ = ["Dataset", "Feature", "csv", "tfrecord"]
+
+_SPEC_MAX = 4000
+_SHARDS = ("auto", "files", "records", "none")
+
+
+class Feature:
+    """A tf.train.Example feature read as a model input: ``type`` "float"
+    (features, f32 [batch, width]), "int64" (ids for an Embedding, padded
+    with -1 to width) or "hashed" (strings hashed into 64-bit keys, for a
+    dynamic Embedding; ``num_buckets`` > 0 folds them into buckets);
+    ``default`` for a missing float feature."""
+
+    def __init__(self, type: str = "float", width: int = 1,
+                 default: Optional[float] = None,
+                 num_buckets: int = 0) -> None:
+        if type not in ("float", "int64", "hashed"):
+            raise ValueError(f"type: expected 'float', 'int64' or 'hashed', "
+                             f"got {type!r}")
+        _positive_int("width", width)
+        if not isinstance(num_buckets, int) or num_buckets < 0:
+            raise ValueError(f"num_buckets: expected an integer >= 0, got "
+                             f"{num_buckets!r}")
+        if default is not None and not isinstance(default, (int, float)):
+            raise TypeError(f"default: expected a number, got "
+                            f"{default.__class__.__name__}")
+        self.type, self.width = type, width
+        self.default, self.num_buckets = default, num_buckets
+
+    def spec(self) -> dict:
+        out: dict = {"type": self.type, "width": self.width}
+        if self.default is not None:
+            out["default"] = float(self.default)
+        if self.num_buckets:
+            out["num_buckets"] = self.num_buckets
+        return out
+
+    def __repr__(self) -> str:
+        return f"Feature({self.type!r}, {self.width})"
+
+
+class Dataset:
+    """A dataset described by its spec (``.spec``, a dict), which names
+    it to the workers. Built by :func:`csv` and :func:`tfrecord`."""
+
+    def __init__(self, spec: dict) -> None:
+        self.spec = dict(spec)
+        name = self.name(-1)
+        if len(name) > _SPEC_MAX:
+            raise ValueError(f"files: the dataset's description is "
+                             f"{len(name)} bytes, over {_SPEC_MAX}: name "
+                             f"fewer files (use a pattern)")
+
+    def name(self, default_repeat: int = 1) -> str:
+        """The dataset name the workers build it from; repeat None in
+        the spec becomes default_repeat."""
+        spec = dict(self.spec)
+        if spec.get("repeat") is None:
+            spec["repeat"] = default_repeat
+        return "pasco.files:" + json.dumps(spec, separators=(",", ":"))
+
+    def repeat(self, count: int = -1) -> "Dataset":
+        """A copy repeated count times (-1: forever)."""
+        if not isinstance(count, int) or count < -1 or count == 0:
+            raise ValueError(f"count: expected -1 or a positive integer, "
+                             f"got {count!r}")
+        return Dataset({**self.spec, "repeat": count})
+
+    def files(self) -> List[str]:
+        """The files the patterns match now, in order."""
+        out: List[str] = []
+        for p in self.spec["files"]:
+            out.extend(sorted(glob.glob(p)))
+        return out
+
+    def input_spec(self) -> Dict[str, dict]:
+        """The model inputs this dataset yields, name -> {"width", "ids"}:
+        a tfrecord's features; for a csv, its one input, named after
+        features_name or "input", whose width is the number of feature
+        columns (read from the first file's header)."""
+        if self.spec["format"] == "tfrecord":
+            return {n: {"width": f["width"], "ids": f["type"] != "float"}
+                    for n, f in self.spec["features"].items()}
+        cols = self.spec.get("columns")
+        if cols is None:
+            files = self.files()
+            if not files:
+                raise FileNotFoundError(
+                    f"files: no file matches {self.spec['files']}")
+            with open(files[0], newline="") as f:
+                header = next(_csv.reader(f), [])
+            if self.spec["label"] not in header:
+                raise ValueError(f"label: {self.spec['label']!r} is not a "
+                                 f"column of {files[0]} ({', '.join(header)})")
+            cols = [c for c in header if c != self.spec["label"]]
+        return {self.spec.get("features_name") or "input":
+                {"width": len(cols), "ids": False}}
+
+    def __repr__(self) -> str:
+        return f"pasco.data.Dataset({self.spec!r})"
+
+
+def _positive_int(name: str, v: object) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    return v
+
+
+def _patterns(files: Union[str, Sequence[str]]) -> List[str]:
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]  # type: ignore[list-item]
+    if not isinstance(files, (list, tuple)) or not files:
+        raise TypeError("files: expected a file pattern or a non-empty list "
+                        "of them")
+    out = []
+    for f in files:
+        if not isinstance(f, (str, os.PathLike)) or not str(f):
+            raise TypeError(f"files: expected file patterns, got {f!r}")
+        out.append(os.path.abspath(os.fspath(f)))
+    return out
+
+
+def _common(batch_size: int, shuffle: Union[bool, int], seed: int,
+            repeat: Optional[int], shard: str, drop_remainder: bool,
+            prefetch: int) -> dict:
+    _positive_int("batch_size", batch_size)
+    if isinstance(shuffle, bool):
+        shuffle = 1000 if shuffle else 0
+    if not isinstance(shuffle, int) or shuffle < 0:
+        raise ValueError(f"shuffle: expected a buffer size >= 0 or a bool, "
+                         f"got {shuffle!r}")
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
+    if repeat is not None and (not isinstance(repeat, int) or repeat < -1
+                               or repeat == 0):
+        raise ValueError(f"repeat: expected None, -1 or a positive integer, "
+                         f"got {repeat!r}")
+    if shard not in _SHARDS:
+        raise ValueError(f"shard: expected one of {', '.join(_SHARDS)}, got "
+                         f"{shard!r}")
+    if not isinstance(prefetch, int) or prefetch < 0:
+        raise ValueError(f"prefetch: expected an integer >= 0, got "
+                         f"{prefetch!r}")
+    return {"batch_size": batch_size, "shuffle": shuffle, "seed": seed,
+            "repeat": repeat, "shard": shard,
+            "drop_remainder": bool(drop_remainder), "prefetch": prefetch}
+
+
+def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
+        shuffle: Union[bool, int] = 0, columns: Optional[Sequence[str]] = None,
+        features_name: Optional[str] = None, label_type: Optional[str] = None,
+        seed: int = 0, repeat: Optional[int] = None, shard: str = "auto",
+        drop_remainder: bool = False, prefetch: int = 0) -> Dataset:
+    """CSV files with a header (tf.data.experimental.make_csv_dataset):
+    each batch is (x, y), x the f32 [batch, width] of the feature columns
+    (``columns``, default every column but the label; the dict
+    {features_name: x} when features_name is set), y the ``label`` column
+    (int64 class ids, or float with label_type="float"). ``shuffle``: a
+    buffer size (True: 1000)."""
+    if not isinstance(label, str) or not label:
+        raise TypeError(f"label: expected a column name, got {label!r}")
+    spec = {"format": "csv", "files": _patterns(files), "label": label}
+    if columns is not None:
+        if isinstance(columns, str) or not all(
+                isinstance(c, str) and c for c in columns):
+            raise TypeError("columns: expected a list of column names")
+        spec["columns"] = list(columns)
+    if features_name is not None:
+        if not isinstance(features_name, str) or not features_name:
+            raise TypeError("features_name: expected a name")
+        spec["features_name"] = features_name
+    if label_type is not None:
+        if label_type not in ("int64", "float"):
+            raise ValueError(f"label_type: expected 'int64' or 'float', got "
+                             f"{label_type!r}")
+        spec["label_type"] = label_type
+    spec.update(_common(batch_size, shuffle, seed, repeat, shard,
+                        drop_remainder, prefetch))
+    return Dataset(spec)
+
+
+def tfrecord(files: Union[str, Sequence[str]],
+             features: Mapping[str, Union[str, Feature, dict]],
+             label: Optional[str] = None, batch_size: int = 32,
+             label_type: str = "int64", shuffle: Union[bool, int] = 0,
+             seed: int = 0, repeat: Optional[int] = None,
+             shard: str = "auto", gzip: bool = False,
+             drop_remainder: bool = False, prefetch: int = 0) -> Dataset:
+    """TFRecord files of tf.train.Example records: each batch is (x, y), x
+    the dict {feature name: tensor} of ``features`` (name -> "float",
+    "int64", "hashed", a :class:`Feature`, or a dict of its fields), y the
+    ``label`` feature (int64, or float with label_type="float"); without a
+    label, x alone (for predict)."""
+    if not isinstance(features, Mapping) or not features:
+        raise TypeError("features: expected a non-empty dict of feature "
+                        "name -> type or pasco.data.Feature")
+    feats: Dict[str, dict] = {}
+    for name, f in features.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"features: {name!r} is not a feature name")
+        if isinstance(f, str):
+            f = Feature(f)
+        elif isinstance(f, Mapping):
+            f = Feature(**f)
+        if not isinstance(f, Feature):
+            raise TypeError(f"features[{name!r}]: expected a type name or a "
+                            f"pasco.data.Feature, got {type(f).__name__}")
+        feats[name] = f.spec()
+    if label is not None and (not isinstance(label, str) or not label):
+        raise TypeError(f"label: expected a feature name, got {label!r}")
+    if label_type not in ("int64", "float"):
+        raise ValueError(f"label_type: expected 'int64' or 'float', got "
+                         f"{label_type!r}")
+    spec = {"format": "tfrecord", "files": _patterns(files),
+            "features": feats, "label": label, "label_type": label_type,
+            "gzip": bool(gzip)}
+    spec.update(_common(batch_size, shuffle, seed, repeat, shard,
+                        drop_remainder, prefetch))
+    return Dataset(spec)

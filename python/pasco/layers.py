@@ -1,0 +1,352 @@
+"""Keras's layers, as data: each is its class name and config, the JSON
+that ``pasco_model_from_json`` reads (model/config.c), so the model a
+worker rebuilds is exactly the chief's.
+
+Sequential::
+
+    pasco.Sequential([pasco.layers.Dense(64, activation="relu"),
+                      pasco.layers.Dense(10, activation="softmax")])
+
+Functional (named inputs, layers called on tensors)::
+
+    words = pasco.Input(shape=(3,), name="words", dtype="int64")
+    x = pasco.layers.Embedding(8, 16)(words)
+    out = pasco.layers.Dense(1, activation="sigmoid")(x)
+    model = pasco.Model(inputs=words, outputs=out)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = ["Layer", "Dense", "Embedding", "Dropout", "Activation",
+           "Concatenate", "Normalization", "Input", "KerasTensor"]
+
+_ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh", "softmax")
+_INITIALIZERS = {"zeros": "Zeros", "ones": "Ones", "uniform": "RandomUniform",
+                 "random_uniform": "RandomUniform",
+                 "random_normal": "RandomNormal",
+                 "truncated_normal": "TruncatedNormal",
+                 "glorot_uniform": "GlorotUniform"}
+_names: Dict[str, int] = {}
+
+
+def _auto_name(prefix: str) -> str:
+    k = _names.get(prefix, 0)
+    _names[prefix] = k + 1
+    return prefix if k == 0 else f"{prefix}_{k}"
+
+
+def reset_names() -> None:
+    """Starts Keras's automatic names again (keras.backend.clear_session)."""
+    _names.clear()
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _activation(arg: str, v: Optional[str]) -> str:
+    v = "linear" if v is None else v
+    if v not in _ACTIVATIONS:
+        raise ValueError(f"{arg}: expected one of {', '.join(_ACTIVATIONS)} "
+                         f"or None, got {v!r}")
+    return v
+
+
+def _initializer(arg: str, v: Union[str, dict, None]) -> Optional[dict]:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        if v not in _INITIALIZERS:
+            raise ValueError(f"{arg}: expected one of "
+                             f"{', '.join(_INITIALIZERS)} or a dict "
+                             f"{{'class_name', 'config'}}, got {v!r}")
+        return {"class_name": _INITIALIZERS[v], "config": {}}
+    if isinstance(v, dict) and "class_name" in v:
+        return {"class_name": v["class_name"],
+                "config": dict(v.get("config", {}))}
+    raise TypeError(f"{arg}: expected an initializer name or dict, got {v!r}")
+
+
+def _positive(arg: str, v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{arg}: expected a positive integer, got {v!r}")
+    return v
+
+
+class KerasTensor:
+    """A symbolic tensor of a functional model: a model input or a
+    layer's output (``layer(tensor)``)."""
+
+    def __init__(self, source: Union["Input", "Layer"],
+                 inbound: Sequence["KerasTensor"] = ()) -> None:
+        self.source = source
+        self.inbound = list(inbound)
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+
+class Input(KerasTensor):
+    """A model input: ``shape=(width,)``; ``dtype`` "float32" for
+    features, "int32"/"int64" for ids (an Embedding's input). The name
+    matches a dataset's feature (tfrecord) or features_name (csv)."""
+
+    def __init__(self, shape: Union[int, Tuple[int, ...]],
+                 name: Optional[str] = None, dtype: str = "float32") -> None:
+        if isinstance(shape, int):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)) or len(shape) != 1:
+            raise ValueError(f"shape: expected (width,), got {shape!r}")
+        self.width = _positive("shape", shape[0])
+        if dtype not in ("float32", "float64", "int32", "int64"):
+            raise ValueError(f"dtype: expected float32, float64, int32 or "
+                             f"int64, got {dtype!r}")
+        self.ids = dtype.startswith("int")
+        self.dtype = dtype
+        self._name = name or _auto_name("input")
+        super().__init__(self)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "width": self.width, "ids": self.ids}
+
+
+class Layer:
+    """A layer: its Keras class name and config. Calling it on
+    KerasTensors builds a functional model."""
+
+    class_name = ""
+
+    def __init__(self, name: Optional[str] = None,
+                 input_shape: Optional[Tuple[int, ...]] = None,
+                 input_dtype: str = "float32") -> None:
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"name: expected a non-empty string, got "
+                             f"{name!r}")
+        self.name = name or _auto_name(_snake(self.class_name))
+        self.input_shape = input_shape
+        self._input_dtype = input_dtype
+
+    def _config(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"name": self.name, **self._config()}
+
+    def to_json_layer(self) -> Dict[str, Any]:
+        return {"class_name": self.class_name, "config": self.get_config()}
+
+    def __call__(self, inputs: Union[KerasTensor, Sequence[KerasTensor]]
+                 ) -> KerasTensor:
+        ins = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        for t in ins:
+            if not isinstance(t, KerasTensor):
+                raise TypeError(f"{self.name}: expected pasco.Input or a "
+                                f"layer's output, got {type(t).__name__}")
+        return KerasTensor(self, ins)
+
+    def __repr__(self) -> str:
+        return f"<pasco.layers.{self.class_name} {self.name}>"
+
+
+class Dense(Layer):
+    """Dense(units, activation=None, use_bias=True,
+    kernel_initializer="glorot_uniform", bias_initializer="zeros",
+    kernel_regularizer=None (an L2 factor, e.g. 1e-4), name=None,
+    input_shape=None): activation(x @ kernel + bias). Variables
+    <name>/kernel [in, units] and <name>/bias [units]."""
+
+    class_name = "Dense"
+
+    def __init__(self, units: int, activation: Optional[str] = None,
+                 use_bias: bool = True,
+                 kernel_initializer: Union[str, dict] = "glorot_uniform",
+                 bias_initializer: Union[str, dict] = "zeros",
+                 kernel_regularizer: Optional[float] = None,
+                 name: Optional[str] = None,
+                 input_shape: Optional[Tuple[int, ...]] = None) -> None:
+        self.units = _positive("units", units)
+        self.activation = _activation("activation", activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = _initializer("kernel_initializer",
+                                               kernel_initializer)
+        self.bias_initializer = _initializer("bias_initializer",
+                                             bias_initializer)
+        if kernel_regularizer is not None and (
+                isinstance(kernel_regularizer, bool) or
+                not isinstance(kernel_regularizer, (int, float)) or
+                kernel_regularizer < 0):
+            raise ValueError(f"kernel_regularizer: expected an L2 factor >= "
+                             f"0, got {kernel_regularizer!r}")
+        self.kernel_regularizer = kernel_regularizer
+        super().__init__(name, input_shape)
+
+    def _config(self) -> Dict[str, Any]:
+        c: Dict[str, Any] = {"units": self.units,
+                             "activation": self.activation,
+                             "use_bias": self.use_bias}
+        if self.kernel_initializer:
+            c["kernel_initializer"] = self.kernel_initializer
+        if self.bias_initializer:
+            c["bias_initializer"] = self.bias_initializer
+        if self.kernel_regularizer:
+            c["kernel_regularizer"] = {
+                "class_name": "L2",
+                "config": {"l2": float(self.kernel_regularizer)}}
+        return c
+
+
+class Embedding(Layer):
+    """Embedding(input_dim, output_dim, combiner="mean",
+    embeddings_initializer="uniform", dynamic=False, num_shards=None,
+    name=None, input_length=None): rows of ids [batch, k] combined (mean
+    or sum) into [batch, output_dim]; -1 ids are padding.
+    dynamic=True (or a dict of min_count, evict_after, max_rows_per_ps,
+    default_zeros): no input_dim, the ids are 64-bit keys (hashed strings)
+    of a table that grows on the ps. num_shards splits the table over the
+    ps tasks (a FixedShardsPartitioner)."""
+
+    class_name = "Embedding"
+
+    def __init__(self, input_dim: Optional[int] = None,
+                 output_dim: Optional[int] = None, combiner: str = "mean",
+                 embeddings_initializer: Union[str, dict] = "uniform",
+                 dynamic: Union[bool, Dict[str, Any]] = False,
+                 num_shards: Optional[int] = None,
+                 name: Optional[str] = None,
+                 input_length: Optional[int] = None) -> None:
+        if dynamic and output_dim is None and input_dim is not None:
+            input_dim, output_dim = None, input_dim  # Embedding(16, dynamic=True)
+        if output_dim is None:
+            raise TypeError("output_dim: required")
+        self.output_dim = _positive("output_dim", output_dim)
+        if dynamic:
+            if input_dim is not None:
+                raise ValueError("input_dim: a dynamic Embedding has none "
+                                 "(its ids are keys)")
+            if dynamic is not True and not isinstance(dynamic, dict):
+                raise TypeError("dynamic: expected a bool or a dict of "
+                                "min_count, evict_after, max_rows_per_ps, "
+                                "default_zeros")
+            self.dynamic = {} if dynamic is True else dict(dynamic)
+            bad = set(self.dynamic) - {"min_count", "evict_after",
+                                       "max_rows_per_ps", "default_zeros"}
+            if bad:
+                raise ValueError(f"dynamic: unknown option {sorted(bad)[0]!r}"
+                                 f" (min_count, evict_after, max_rows_per_ps,"
+                                 f" default_zeros)")
+            self.input_dim = None
+        else:
+            self.dynamic = None
+            self.input_dim = _positive("input_dim", input_dim)
+        if combiner not in ("mean", "sum"):
+            raise ValueError(f"combiner: expected 'mean' or 'sum', got "
+                             f"{combiner!r}")
+        self.combiner = combiner
+        self.embeddings_initializer = _initializer("embeddings_initializer",
+                                                   embeddings_initializer)
+        if num_shards is not None:
+            _positive("num_shards", num_shards)
+        self.num_shards = num_shards
+        super().__init__(name, (input_length,) if input_length else None,
+                         "int64")
+
+    def _config(self) -> Dict[str, Any]:
+        c: Dict[str, Any] = {"output_dim": self.output_dim,
+                             "combiner": self.combiner}
+        if self.input_dim is not None:
+            c["input_dim"] = self.input_dim
+        if self.embeddings_initializer:
+            c["embeddings_initializer"] = self.embeddings_initializer
+        if self.dynamic is not None:
+            c["dynamic"] = self.dynamic
+        if self.num_shards:
+            c["partitioner"] = {"class_name": "FixedShardsPartitioner",
+                                "config": {"num_shards": self.num_shards}}
+        return c
+
+
+class Dropout(Layer):
+    """Dropout(rate): zeroes a rate of its inputs in training only."""
+
+    class_name = "Dropout"
+
+    def __init__(self, rate: float, name: Optional[str] = None) -> None:
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
+                not 0 <= rate < 1:
+            raise ValueError(f"rate: expected a number in [0, 1), got "
+                             f"{rate!r}")
+        self.rate = float(rate)
+        super().__init__(name)
+
+    def _config(self) -> Dict[str, Any]:
+        return {"rate": self.rate}
+
+
+class Activation(Layer):
+    """Activation(activation): "linear", "relu", "sigmoid", "tanh",
+    "softmax"."""
+
+    class_name = "Activation"
+
+    def __init__(self, activation: str, name: Optional[str] = None) -> None:
+        self.activation = _activation("activation", activation)
+        super().__init__(name)
+
+    def _config(self) -> Dict[str, Any]:
+        return {"activation": self.activation}
+
+
+class Concatenate(Layer):
+    """Concatenate(): its inputs along the last axis (functional)."""
+
+    class_name = "Concatenate"
+
+    def __init__(self, axis: int = -1, name: Optional[str] = None) -> None:
+        if axis != -1:
+            raise ValueError(f"axis: only -1 (the last axis), got {axis!r}")
+        super().__init__(name)
+
+    def _config(self) -> Dict[str, Any]:
+        return {"axis": -1}
+
+
+class Normalization(Layer):
+    """Normalization(): (x - mean) / sqrt(variance) per feature, the
+    statistics from ``adapt(data)`` (a numpy array [n, width]), kept on
+    the ps as non-trainable variables."""
+
+    class_name = "Normalization"
+
+    def __init__(self, axis: int = -1, name: Optional[str] = None,
+                 input_shape: Optional[Tuple[int, ...]] = None) -> None:
+        if axis != -1:
+            raise ValueError(f"axis: only -1 (the last axis), got {axis!r}")
+        self.adapt_data: Optional[np.ndarray] = None
+        super().__init__(name, input_shape)
+
+    def adapt(self, data: Any) -> None:
+        """Keeps data (array-like [n, width]) to adapt the statistics
+        from when the model is built (on the chief)."""
+        a = np.asarray(data, dtype=np.float64)
+        if a.ndim == 1:
+            a = a.reshape(-1, 1)
+        if a.ndim != 2 or a.shape[0] == 0:
+            raise ValueError(f"data: expected an array [n, width] with n > 0,"
+                             f" got shape {a.shape}")
+        self.adapt_data = np.ascontiguousarray(a)
+        if self.input_shape is None:
+            self.input_shape = (a.shape[1],)
+
+    def _config(self) -> Dict[str, Any]:
+        return {"axis": -1}
+

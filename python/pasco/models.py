@@ -1,0 +1,544 @@
+"""Models: Keras's Sequential and functional Model, compiled and trained
+by the library on the cluster of a ParameterServerStrategy.
+
+A model is data: its JSON config (``to_json()``) is what
+``pasco_model_from_json`` reads; the workers rebuild it from the same
+bytes and run the library's own train, evaluate and predict steps.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import ctypes
+import glob
+import json
+import os
+import tempfile
+from ctypes import POINTER, c_int64, c_void_p
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _lib, callbacks as _callbacks, optimizers as _optimizers
+from ._lib import lib
+from .cluster import ParameterServerStrategy, get_strategy
+from .data import Dataset
+from .errors import check, error_for
+from .layers import Embedding, Input, KerasTensor, Layer, Normalization
+
+__all__ = ["Model", "Sequential", "Variable"]
+
+_LOSSES = ("mse", "mean_squared_error", "binary_crossentropy",
+           "sparse_categorical_crossentropy", "categorical_crossentropy")
+_DTYPES = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.int64,
+           5: np.uint8}
+_CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+DatasetLike = Union[Dataset, str]
+
+
+def _model_error(rv: int, what: str) -> Exception:
+    msg = lib.pasco_model_last_error().decode()
+    return error_for(rv, f"{what}: {msg}" if msg else what)
+
+
+def _tensor_to_numpy(t: Any) -> np.ndarray:
+    shape = tuple(t.shape[i] for i in range(t.rank))
+    raw = ctypes.string_at(t.data, t.nbytes) if t.nbytes else b""
+    return np.frombuffer(raw, dtype=_DTYPES[t.dtype]).reshape(shape).copy()
+
+
+def _numpy_to_tensor(a: np.ndarray) -> Any:
+    a = np.ascontiguousarray(a)
+    code = _CODES.get(a.dtype)
+    if code is None:
+        raise TypeError(f"dtype {a.dtype} is not one of float32, float64, "
+                        f"int32, int64, uint8")
+    out = POINTER(_lib.Tensor)()
+    shape = (c_int64 * max(a.ndim, 1))(*a.shape)
+    check(lib.pasco_tensor_from(ctypes.byref(out), code, a.ndim, shape,
+                                a.ctypes.data_as(c_void_p), a.nbytes),
+          "making a tensor")
+    return out
+
+
+def _dataset_name(arg: str, d: Any, default_repeat: int) -> bytes:
+    if isinstance(d, Dataset):
+        return d.name(default_repeat).encode()
+    if isinstance(d, str) and d:
+        return d.encode()  # a registered factory's name
+    raise TypeError(f"{arg}: expected a pasco.data dataset (pasco.data.csv, "
+                    f"pasco.data.tfrecord) or a dataset factory's name, got "
+                    f"{type(d).__name__}")
+
+
+class Variable:
+    """One of a model's variables on the ps: ``name`` ("dense/kernel"),
+    ``shape``, ``numpy()`` reads it, ``assign(value)`` writes it."""
+
+    def __init__(self, model: "Model", index: int) -> None:
+        self._model, self._index = model, index
+        self.name = lib.pasco_model_variable_name(model._native,
+                                                  index).decode()
+        sp = POINTER(c_int64)()
+        rank = lib.pasco_model_variable_shape(model._native, index,
+                                              ctypes.byref(sp))
+        self.shape = tuple(sp[i] for i in range(rank))
+
+    def _handle(self) -> int:
+        h = lib.pasco_model_variable(self._model._native_checked(),
+                                     self._index)
+        if not h:
+            raise RuntimeError(f"{self.name}: the variable is not created "
+                               f"yet (fit the model, or call build())")
+        return h
+
+    def numpy(self) -> np.ndarray:
+        h = self._handle()
+        t = POINTER(_lib.Tensor)()
+        rv = lib.pasco_variable_read(h, ctypes.byref(t))
+        if rv != 0:
+            raise error_for(rv, f"reading {self.name}: "
+                            + lib.pasco_variable_error(h).decode())
+        try:
+            return _tensor_to_numpy(t.contents)
+        finally:
+            lib.pasco_tensor_release(t)
+
+    def assign(self, value: Any) -> None:
+        h = self._handle()
+        a = np.asarray(value, dtype=np.float32)
+        if a.shape != self.shape:
+            raise ValueError(f"value: {self.name} has shape {self.shape}, "
+                             f"got {a.shape}")
+        t = _numpy_to_tensor(a)
+        try:
+            rv = lib.pasco_variable_assign(h, t)
+            if rv != 0:
+                raise error_for(rv, f"assigning {self.name}: "
+                                + lib.pasco_variable_error(h).decode())
+        finally:
+            lib.pasco_tensor_release(t)
+
+    def __repr__(self) -> str:
+        return f"<pasco.Variable {self.name} shape={self.shape}>"
+
+
+class Model:
+    """Keras's functional Model: ``Model(inputs=..., outputs=...)`` over
+    pasco.Input and layer calls. Made under ``strategy.scope()`` (or with
+    ``strategy=``), its variables live on that strategy's ps tasks.
+    ``seed`` seeds every initializer without a seed of its own."""
+
+    def __init__(self, inputs: Union[Input, Sequence[Input], None] = None,
+                 outputs: Optional[KerasTensor] = None,
+                 name: Optional[str] = None, seed: int = 42,
+                 strategy: Optional[ParameterServerStrategy] = None) -> None:
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
+        self.name = name
+        self.seed = seed
+        self.optimizer: Optional[_optimizers.Optimizer] = None
+        self.compiled_loss: Optional[str] = None
+        self.compile_config: Optional[dict] = None
+        self.stop_training = False
+        self._native = c_void_p()
+        self._built_json: Optional[str] = None
+        self._strategy = strategy
+        if self._strategy is None:
+            try:
+                self._strategy = get_strategy()
+            except RuntimeError:
+                self._strategy = None  # looked up again at fit
+        if type(self) is Model:
+            self._init_functional(inputs, outputs)
+
+    def _init_functional(self, inputs: Any, outputs: Any) -> None:
+        ins = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if not ins or not all(isinstance(i, Input) for i in ins):
+            raise TypeError("inputs: expected a pasco.Input or a list of them")
+        if not isinstance(outputs, KerasTensor) or isinstance(outputs, Input):
+            raise TypeError("outputs: expected a layer's output (a layer "
+                            "called on the inputs)")
+        self._inputs = ins
+        order: List[KerasTensor] = []
+        seen: Dict[int, KerasTensor] = {}
+
+        def visit(t: KerasTensor) -> None:
+            if isinstance(t, Input):
+                if t not in ins:
+                    raise ValueError(f"inputs: {t.name} is used but not "
+                                     f"among the model's inputs")
+                return
+            if id(t.source) in seen:
+                if seen[id(t.source)] is not t:
+                    raise ValueError(f"{t.source.name}: a layer may be "
+                                     f"called once only")
+                return
+            for u in t.inbound:
+                visit(u)
+            seen[id(t.source)] = t
+            order.append(t)
+
+        visit(outputs)
+        self._nodes = order
+        self.layers: List[Layer] = [t.source for t in order]  # type: ignore
+
+    # ---- config ----------------------------------------------------------
+
+    def _model_config(self, data: Optional[Dataset]) -> dict:
+        ins = [i.get_config() for i in self._inputs]
+        layers = [{"class_name": t.source.class_name,
+                   "config": t.source.get_config(),
+                   "inbound_nodes": [u.name for u in t.inbound]}
+                  for t in self._nodes]
+        return {"class_name": "Functional",
+                "config": {"name": self.name or "model", "seed": self.seed,
+                           "inputs": ins, "layers": layers}}
+
+    def get_config(self, data: Optional[Dataset] = None) -> dict:
+        """The model's config, as pasco_model_to_json writes it (Keras's
+        get_config spirit), with its compile_config once compiled."""
+        c = self._model_config(data)
+        if self.compile_config is not None:
+            c["compile_config"] = self.compile_config
+        return c
+
+    def to_json(self, data: Optional[Dataset] = None) -> str:
+        return json.dumps(self.get_config(data))
+
+    # ---- compile and build ------------------------------------------------
+
+    def compile(self, optimizer: Union[str, _optimizers.Optimizer] = "rmsprop",
+                loss: Optional[str] = None,
+                metrics: Optional[Sequence[str]] = None,
+                from_logits: bool = False) -> None:
+        """Keras's compile: optimizer (a name or pasco.optimizers.*), loss
+        ("mse", "binary_crossentropy", "sparse_categorical_crossentropy",
+        "categorical_crossentropy"), metrics ("accuracy", "auc",
+        "precision", "recall", "mae", "mse", ...: at most 8)."""
+        opt = _optimizers.get(optimizer)
+        if loss is None:
+            raise ValueError("loss: required (e.g. "
+                             "'sparse_categorical_crossentropy')")
+        if not isinstance(loss, str) or loss not in _LOSSES:
+            raise ValueError(f"loss: expected one of {', '.join(_LOSSES)}, "
+                             f"got {loss!r}")
+        metrics = list(metrics or [])
+        if len(metrics) > 8 or not all(isinstance(m, str) and m
+                                       for m in metrics):
+            raise ValueError(f"metrics: expected at most 8 metric names, got "
+                             f"{metrics!r}")
+        self.optimizer = opt
+        self.compiled_loss = loss
+        self.compile_config = {"loss": loss, "from_logits": bool(from_logits),
+                               "optimizer": opt.get_config(),
+                               "metrics": metrics}
+        self._built_json = None  # rebuilt (same variables) at next use
+
+    def _strategy_checked(self) -> ParameterServerStrategy:
+        if self._strategy is None:
+            self._strategy = get_strategy()
+        self._strategy._check_open()
+        return self._strategy
+
+    def build(self, data: Optional[Dataset] = None) -> None:
+        """Makes the model in the library from its config and creates its
+        variables on the ps (existing ones of the same names are reused).
+        fit, evaluate and predict call it; data (a pasco.data dataset)
+        gives a Sequential model its input width when no layer says it."""
+        s = self._strategy_checked()
+        text = self.to_json(data)
+        if self._native and text == self._built_json:
+            return
+        native = c_void_p()
+        rv = lib.pasco_model_from_json(text.encode(), ctypes.byref(native))
+        if rv != 0:
+            raise _model_error(rv, "model config")
+        for k, layer in enumerate(self.layers):
+            if isinstance(layer, Normalization) and \
+                    layer.adapt_data is not None:
+                t = _numpy_to_tensor(layer.adapt_data)
+                try:
+                    rv = lib.pasco_model_adapt_tensor(native, k, t)
+                finally:
+                    lib.pasco_tensor_release(t)
+                if rv != 0:
+                    lib.pasco_model_free(native)
+                    raise _model_error(rv, f"{layer.name}: adapt")
+        rv = lib.pasco_model_create_variables(native, s._strategy)
+        if rv != 0:
+            lib.pasco_model_free(native)
+            raise _model_error(rv, "creating the variables")
+        self._release()
+        self._native, self._built_json = native, text
+        if self not in s._models:
+            s._models.append(self)
+
+    def _native_checked(self) -> c_void_p:
+        if not self._native:
+            raise RuntimeError("the model is not built (fit it, or call "
+                               "build()) or its strategy is closed")
+        return self._native
+
+    def _release(self) -> None:
+        if self._native:
+            lib.pasco_model_free(self._native)
+            self._native = c_void_p()
+            self._built_json = None
+
+    def __del__(self) -> None:
+        try:
+            if self._strategy is not None and self._strategy._strategy:
+                self._release()
+        except Exception:
+            pass
+
+    def _require_compiled(self, what: str) -> None:
+        if self.compile_config is None:
+            raise RuntimeError(f"{what}: compile the model first "
+                               f"(model.compile(optimizer, loss, metrics))")
+
+    # ---- fit, evaluate, predict ----------------------------------------
+
+    def fit(self, x: DatasetLike, epochs: int = 1,
+            steps_per_epoch: Optional[int] = None,
+            validation_data: Optional[DatasetLike] = None,
+            callbacks: Optional[Sequence[_callbacks.Callback]] = None,
+            initial_epoch: int = 0, steps_per_execution: int = 1,
+            verbose: int = 1, validation_shards: int = 0
+            ) -> _callbacks.History:
+        """Keras's fit under ParameterServerStrategy: ``steps_per_epoch``
+        (required) steps an epoch on the workers' shares of ``x`` (a
+        pasco.data dataset, repeated forever unless it says otherwise),
+        validation on ``validation_data`` after each epoch (every example
+        once), ``callbacks`` at each epoch. Returns a History."""
+        self._require_compiled("fit")
+        name = _dataset_name("x", x, -1)
+        if steps_per_epoch is None:
+            raise ValueError("steps_per_epoch: required under "
+                             "ParameterServerStrategy (the data are "
+                             "infinite per-worker streams)")
+        for arg, v, lo in (("epochs", epochs, 1),
+                           ("steps_per_epoch", steps_per_epoch, 1),
+                           ("initial_epoch", initial_epoch, 0),
+                           ("steps_per_execution", steps_per_execution, 1),
+                           ("validation_shards", validation_shards, 0)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                raise ValueError(f"{arg}: expected an integer >= {lo}, got "
+                                 f"{v!r}")
+        if initial_epoch >= epochs:
+            raise ValueError(f"initial_epoch: {initial_epoch} is not below "
+                             f"epochs ({epochs})")
+        vname = (None if validation_data is None else
+                 _dataset_name("validation_data", validation_data, 1))
+        cbs = list(callbacks or [])
+        for c in cbs:
+            if not isinstance(c, _callbacks.Callback):
+                raise TypeError(f"callbacks: expected pasco.callbacks."
+                                f"Callback objects, got {type(c).__name__}")
+        self.build(x if isinstance(x, Dataset) else None)
+        s = self._strategy_checked()
+        errors: List[BaseException] = []
+        clist = c_void_p()
+        check(lib.pasco_callbacks_create(ctypes.byref(clist)), "callbacks")
+        try:
+            for c in cbs:
+                c.set_model(self)
+                check(lib.pasco_callbacks_add(clist, c._make(s, errors)),
+                      f"adding {type(c).__name__}")
+            o = _lib.FitOptions(dataset=name, epochs=epochs,
+                                steps_per_epoch=steps_per_epoch,
+                                initial_epoch=initial_epoch,
+                                steps_per_execution=steps_per_execution,
+                                validation_dataset=vname,
+                                validation_shards=validation_shards,
+                                callbacks=clist, verbose=bool(verbose))
+            h = _lib.History()
+            self.stop_training = False
+            rv = lib.pasco_model_fit(s._coord, self._native, ctypes.byref(o),
+                                     ctypes.byref(h))
+            try:
+                history = _callbacks.History()
+                history.params = {"epochs": epochs,
+                                  "steps": steps_per_epoch}
+                for i in range(h.count):
+                    history.epoch.append(h.initial_epoch + i)
+                    for k, v in h.epochs[i].to_dict().items():
+                        history.history.setdefault(k, []).append(v)
+                history.stopped_early = bool(h.stopped_early)
+            finally:
+                lib.pasco_history_fini(ctypes.byref(h))
+            if errors:
+                raise errors[0]
+            if rv != 0:
+                raise _model_error(rv, "fit")
+            return history
+        finally:
+            lib.pasco_callbacks_free(clist)
+
+    def evaluate(self, x: DatasetLike, return_dict: bool = False,
+                 shards: int = 0) -> Union[float, List[float],
+                                           Dict[str, float]]:
+        """Keras's evaluate, exactly once over ``x``'s shards (``shards``:
+        0 means one per worker): the loss, or [loss, metrics...] when
+        compiled with metrics, or the dict of them with return_dict."""
+        self._require_compiled("evaluate")
+        name = _dataset_name("x", x, 1)
+        if not isinstance(shards, int) or shards < 0:
+            raise ValueError(f"shards: expected an integer >= 0, got "
+                             f"{shards!r}")
+        self.build(x if isinstance(x, Dataset) else None)
+        s = self._strategy_checked()
+        logs = _lib.Logs()
+        o = _lib.EvaluateOptions(name, shards)
+        rv = lib.pasco_model_evaluate(s._coord, self._native, ctypes.byref(o),
+                                      ctypes.byref(logs))
+        if rv != 0:
+            raise _model_error(rv, "evaluate")
+        d = logs.to_dict()
+        if return_dict:
+            return d
+        vals = list(d.values())
+        return vals[0] if len(vals) == 1 else vals
+
+    def predict(self, x: DatasetLike, dir: Optional[str] = None,
+                format: str = "csv", shards: int = 0
+                ) -> Union[np.ndarray, int]:
+        """Keras's predict, each example once: the workers write one file
+        per shard into ``dir`` (default: a new temporary directory, which
+        only a one-host cluster shares). format "csv": returns the
+        outputs, an array [examples, width] in the dataset's order (shard
+        after shard); "tfrecord": returns the number of examples."""
+        self._require_compiled("predict")
+        name = _dataset_name("x", x, 1)
+        if format not in ("csv", "tfrecord"):
+            raise ValueError(f"format: expected 'csv' or 'tfrecord', got "
+                             f"{format!r}")
+        if dir is None:
+            dir = tempfile.mkdtemp(prefix="pasco-predict-")
+        if not isinstance(dir, str) or not os.path.isdir(dir):
+            raise ValueError(f"dir: {dir!r} is not a directory")
+        self.build(x if isinstance(x, Dataset) else None)
+        s = self._strategy_checked()
+        rows = c_int64()
+        o = _lib.PredictOptions(name, shards, dir.encode(),
+                                0 if format == "csv" else 1)
+        rv = lib.pasco_model_predict(s._coord, self._native, ctypes.byref(o),
+                                     ctypes.byref(rows))
+        if rv != 0:
+            raise _model_error(rv, "predict")
+        if format != "csv":
+            return int(rows.value)
+        out: List[List[float]] = []
+        for path in sorted(glob.glob(os.path.join(dir, "predictions-*.csv"))):
+            with open(path, newline="") as f:
+                r = _csv.reader(f)
+                next(r, None)
+                out.extend([float(v) for v in row] for row in r if row)
+        return np.asarray(out, dtype=np.float32)
+
+    # ---- variables -------------------------------------------------------
+
+    @property
+    def variables(self) -> List[Variable]:
+        """The model's variables, in layer order (build first)."""
+        n = self._native_checked()
+        return [Variable(self, k)
+                for k in range(lib.pasco_model_num_variables(n))]
+
+    def get_weights(self) -> List[np.ndarray]:
+        """Every variable's value, read from the ps."""
+        return [v.numpy() for v in self.variables]
+
+    def set_weights(self, weights: Sequence[Any]) -> None:
+        """Assigns each variable (in get_weights' order and shapes)."""
+        vs = self.variables
+        if len(weights) != len(vs):
+            raise ValueError(f"weights: the model has {len(vs)} variables, "
+                             f"got {len(weights)} arrays")
+        for i, (v, w) in enumerate(zip(vs, weights)):
+            a = np.asarray(w)
+            if a.shape != v.shape:
+                raise ValueError(f"weights[{i}]: {v.name} has shape "
+                                 f"{v.shape}, got {a.shape}")
+        for v, w in zip(vs, weights):
+            v.assign(w)
+
+    def summary(self) -> str:
+        """One line per variable; printed and returned."""
+        lines = [f"Model {self.name or type(self).__name__.lower()}"]
+        for v in self.variables:
+            lines.append(f"  {v.name:32} {v.shape}")
+        text = "\n".join(lines)
+        print(text)
+        return text
+
+
+class Sequential(Model):
+    """Keras's Sequential: ``Sequential([layers...])``, each layer on the
+    previous one's output. The input width comes from a first
+    ``pasco.Input(shape=(w,))``, a first layer's ``input_shape=(w,)``, or
+    else the dataset fit, evaluate or predict is given (a csv's feature
+    columns, a tfrecord's one feature); a first Embedding reads ids."""
+
+    def __init__(self, layers: Optional[Sequence[Any]] = None,
+                 name: Optional[str] = None, seed: int = 42,
+                 strategy: Optional[ParameterServerStrategy] = None) -> None:
+        super().__init__(name=name, seed=seed, strategy=strategy)
+        self._input: Optional[Input] = None
+        self._inferred: Optional[tuple] = None
+        self.layers = []
+        for layer in layers or []:
+            self.add(layer)
+
+    def add(self, layer: Any) -> None:
+        """Appends a layer (or, first, a pasco.Input)."""
+        if isinstance(layer, Input):
+            if self.layers or self._input is not None:
+                raise ValueError("layers: a pasco.Input may only come first")
+            self._input = layer
+            return
+        if not isinstance(layer, Layer):
+            raise TypeError(f"layers: expected pasco.layers objects, got "
+                            f"{type(layer).__name__}")
+        self.layers.append(layer)
+        self._built_json = None
+
+    def _model_config(self, data: Optional[Dataset]) -> dict:
+        if not self.layers:
+            raise ValueError("layers: a Sequential model needs at least one "
+                             "layer")
+        first = self.layers[0]
+        ids = isinstance(first, Embedding)
+        name, width = "input", None
+        if self._input is not None:
+            name, width = self._input.name, self._input.width
+        elif first.input_shape:
+            width = first.input_shape[0]
+        # a csv's header is read only when the width is not given
+        if data is not None and (width is None or
+                                 data.spec["format"] != "csv"):
+            spec = data.input_spec()
+            if len(spec) != 1:
+                raise ValueError(f"x: a Sequential model has one input; the "
+                                 f"dataset yields {', '.join(spec)}")
+            (dname, d), = spec.items()
+            if width is None:
+                width = d["width"]
+            if self._input is None:
+                name = dname
+        if width is None and self._inferred is not None:
+            name, width = self._inferred  # from the dataset of an earlier call
+        if width is None:
+            raise ValueError("input width unknown: start with "
+                             "pasco.Input(shape=(width,)), give the first "
+                             "layer input_shape=(width,), or fit first")
+        self._inferred = (name, width)
+        layers = [l.to_json_layer() for l in self.layers]
+        return {"class_name": "Sequential",
+                "config": {"name": self.name or "sequential",
+                           "seed": self.seed,
+                           "inputs": [{"name": name, "width": width,
+                                       "ids": ids}],
+                           "layers": layers}}

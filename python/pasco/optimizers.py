@@ -1,0 +1,108 @@
+"""Keras's optimizers by name and hyperparameters, applied on the ps.
+
+``model.compile(optimizer=pasco.optimizers.Adam(0.01))``, or a name:
+"sgd", "adagrad", "rmsprop", "adam", "ftrl" (Keras's defaults).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Union
+
+__all__ = ["Optimizer", "SGD", "Adagrad", "RMSprop", "Adam", "Ftrl", "get"]
+
+
+class Optimizer:
+    """An optimizer's Keras class name and hyperparameters (its config)."""
+
+    class_name = ""
+
+    def __init__(self, learning_rate: float, **config: Any) -> None:
+        if isinstance(learning_rate, bool) or not isinstance(
+                learning_rate, (int, float)) or learning_rate <= 0:
+            raise ValueError(f"learning_rate: expected a number > 0, got "
+                             f"{learning_rate!r}")
+        self.learning_rate = float(learning_rate)
+        self.config: Dict[str, Any] = {"learning_rate": self.learning_rate}
+        for k, v in config.items():
+            if isinstance(v, bool):
+                self.config[k] = v
+            elif isinstance(v, (int, float)):
+                self.config[k] = float(v)
+            else:
+                raise TypeError(f"{k}: expected a number, got {v!r}")
+
+    def get_config(self) -> dict:
+        return {"class_name": self.class_name, "config": dict(self.config)}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config.items())
+        return f"pasco.optimizers.{self.class_name}({args})"
+
+
+class SGD(Optimizer):
+    """Gradient descent with momentum (and Nesterov's)."""
+    class_name = "SGD"
+
+    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.0,
+                 nesterov: bool = False) -> None:
+        super().__init__(learning_rate, momentum=momentum, nesterov=nesterov)
+
+
+class Adagrad(Optimizer):
+    class_name = "Adagrad"
+
+    def __init__(self, learning_rate: float = 0.001,
+                 initial_accumulator_value: float = 0.1,
+                 epsilon: float = 1e-7) -> None:
+        super().__init__(learning_rate,
+                         initial_accumulator_value=initial_accumulator_value,
+                         epsilon=epsilon)
+
+
+class RMSprop(Optimizer):
+    class_name = "RMSprop"
+
+    def __init__(self, learning_rate: float = 0.001, rho: float = 0.9,
+                 momentum: float = 0.0, epsilon: float = 1e-7,
+                 centered: bool = False) -> None:
+        super().__init__(learning_rate, rho=rho, momentum=momentum,
+                         epsilon=epsilon, centered=centered)
+
+
+class Adam(Optimizer):
+    class_name = "Adam"
+
+    def __init__(self, learning_rate: float = 0.001, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-7,
+                 amsgrad: bool = False) -> None:
+        super().__init__(learning_rate, beta_1=beta_1, beta_2=beta_2,
+                         epsilon=epsilon, amsgrad=amsgrad)
+
+
+class Ftrl(Optimizer):
+    class_name = "Ftrl"
+
+    def __init__(self, learning_rate: float = 0.001,
+                 learning_rate_power: float = -0.5,
+                 initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0) -> None:
+        super().__init__(
+            learning_rate, learning_rate_power=learning_rate_power,
+            initial_accumulator_value=initial_accumulator_value,
+            l1_regularization_strength=l1_regularization_strength,
+            l2_regularization_strength=l2_regularization_strength)
+
+
+_BY_NAME = {"sgd": SGD, "adagrad": Adagrad, "rmsprop": RMSprop, "adam": Adam,
+            "ftrl": Ftrl}
+
+
+def get(identifier: Union[str, Optimizer]) -> Optimizer:
+    """An optimizer from a name ("adam") or itself."""
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, str) and identifier.lower() in _BY_NAME:
+        return _BY_NAME[identifier.lower()]()
+    raise ValueError(f"optimizer: expected one of {', '.join(_BY_NAME)} or a "
+                     f"pasco.optimizers.Optimizer, got {identifier!r}")
