@@ -6,9 +6,13 @@
 # installed static archive (`pkg-config --static`), all run by the
 # installed `pasco launch`. Nothing of the build tree is on any path (the
 # build's make_table only writes the data).
-# usage: test_install.sh MESON BUILD_DIR MLP_CSV_SOURCE COUNTER_SOURCE SANITIZE MAKE_TABLE
+# Then the Python package as installed: examples/mlp_csv.py (the README's
+# Python program) run by the installed pasco launch, the package found in
+# the installed site-packages and loading the installed libpasco.so.0.
+# usage: test_install.sh MESON BUILD_DIR MLP_CSV_SOURCE COUNTER_SOURCE SANITIZE MAKE_TABLE PYTHON
 set -u
 meson=$1 build=$2 mlp_source=$3 counter_source=$4 sanitize=${5:-none} make_table=${6:-}
+python=${7:-python3}
 if [ "$sanitize" != none ]; then
 	# a user's plain cc cannot link a library built with -fsanitize
 	echo "test_install: skipped: this build uses -fsanitize=$sanitize"
@@ -132,4 +136,26 @@ shared_line=$(echo "$lines" | sed -n 1p)
 static_line=$(echo "$lines" | sed -n 2p)
 build_and_run mlp_csv "$mlp_source" run_mlp_csv
 build_and_run counter "$counter_source" run_counter
+
+# The Python package, installed: found under the root's site-packages.
+pkg=$(find "$tmp/root" -path '*/pasco/__init__.py' | head -1)
+if [ -z "$pkg" ]; then
+	fail "the pasco Python package is not installed"
+elif ! "$python" -c 'import numpy' 2> /dev/null; then
+	echo "skip: the installed Python package: $python has no numpy"
+else
+	ok "installed ${pkg#"$tmp/root"}"
+	site=$(dirname "$(dirname "$pkg")")
+	rm -rf "$tmp/table"/ckpt-*
+	out=$(cd "$tmp" && PYTHONPATH="$site" PASCO_LIBRARY="$libdir/libpasco.so.0" \
+		LD_LIBRARY_PATH="$libdir" timeout 150 "$bin" launch --ps 2 --workers 2 \
+		--checkpoint-root "$tmp/table" -- "$python" \
+		"$(dirname "$mlp_source")/mlp_csv.py" "$tmp/table" 2>&1)
+	if echo "$out" | grep -q "^\[chief 0\] evaluate: {'loss': "; then
+		ok "the installed package trains examples/mlp_csv.py: $(echo "$out" | grep '^\[chief 0\] epoch 4')"
+	else
+		echo "$out"
+		fail "the installed package did not run examples/mlp_csv.py"
+	fi
+fi
 finish

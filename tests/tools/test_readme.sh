@@ -1,14 +1,18 @@
 #!/bin/sh
-# The README's programs are the examples themselves: the ```c block after
-# each `<!-- readme-example: examples/X.c -->` marker must equal
-# examples/X.c byte for byte (re-sync a block by pasting the file in). The
+# The README's programs are the examples themselves: the ```c (or
+# ```python) block after each `<!-- readme-example: examples/X -->` marker
+# must equal examples/X byte for byte (re-sync a block by pasting the file
+# in). The
 # first must be examples/mlp_csv.c (a model fit by the workers), and
 # examples/counter.c (the low-level API) must be there too. Then both run
 # as the README runs them and print what it says: mlp_csv on make_table's
 # data through `pasco launch` (accuracy >= 0.9), counter on 1 ps.
-# usage: test_readme.sh README SOURCE_ROOT PASCO MAKE_TABLE MLP_CSV COUNTER
+# And examples/mlp_csv.py (the Python section) as the README runs it, the
+# package from the checkout (PYTHONPATH=python) on this build's library.
+# usage: test_readme.sh README SOURCE_ROOT PASCO MAKE_TABLE MLP_CSV COUNTER LIBPASCO SANITIZE PYTHON
 set -u
 readme=$1 root=$2 pasco=$3 make_table=$4 mlp_csv=$5 counter=$6
+libpasco=${7:-} sanitize=${8:-none} python=${9:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -21,7 +25,7 @@ fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
 awk -v dir="$tmp" '
 	/^<!-- readme-example: [^ ]+ -->$/ {
 		n++; name = $3; print name > (dir "/names"); want = 1; next }
-	want && /^```c$/ { inside = 1; want = 0; next }
+	want && /^```(c|python)$/ { inside = 1; want = 0; next }
 	want && !/^[[:space:]]*$/ { want = 0 } # the block must come next
 	inside && /^```$/ { inside = 0; close(dir "/block" n); next }
 	inside { print > (dir "/block" n) }' "$readme"
@@ -76,6 +80,28 @@ if echo "$out" | grep -q '^\[chief 0\] counter = 100; the last closure ran on wo
 else
 	echo "counter printed: $out"
 	fail "counter did not print what the README says"
+fi
+# The Python section's script, as the README runs it.
+if [ "$sanitize" != none ]; then
+	echo "skip: examples/mlp_csv.py: this build uses -fsanitize=$sanitize (python3 cannot load its libpasco)"
+elif ! "$python" -c 'import numpy' 2> /dev/null; then
+	echo "skip: examples/mlp_csv.py: $python has no numpy (apt-get install python3-numpy)"
+elif [ -f "$tmp/table/train.csv" ]; then
+	rm -rf "$tmp/table"/ckpt-*
+	abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+	pasco_abs=$(abs "$pasco") lib_abs=$(abs "$libpasco")
+	out=$(cd "$root" && PYTHONPATH=python PASCO_LIBRARY="$lib_abs" timeout 150 \
+		"$pasco_abs" launch --ps 2 --workers 2 --checkpoint-root "$tmp/table" -- \
+		"$python" examples/mlp_csv.py "$tmp/table" 2>&1)
+	status=$?
+	if [ "$status" -eq 0 ] &&
+		echo "$out" | grep -q "^\[chief 0\] epoch 4: val_accuracy " &&
+		echo "$out" | grep -q "^\[chief 0\] evaluate: {'loss': "; then
+		ok "examples/mlp_csv.py prints what the README says: $(echo "$out" | grep '^\[chief 0\] epoch 4')"
+	else
+		echo "$out"
+		fail "examples/mlp_csv.py: status $status"
+	fi
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
