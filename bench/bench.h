@@ -8,6 +8,7 @@
 #define PASCO_BENCH_H
 
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -17,12 +18,71 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* nbatch batches of batch ids in [0, rows): ranks drawn Zipf(s) by the
+ * inverse CDF (an LCG from seed), rank r sent to a scattered id, as the
+ * skewed ids of click and recommendation data. Each an i64 [batch]
+ * tensor; the array and the tensors are the caller's. */
+static inline pasco_tensor **
+bench_zipf_batches(
+    int64_t rows, double s, int nbatch, int64_t batch, uint64_t seed)
+{
+	double        *cdf = malloc(sizeof(double) * (size_t) rows), sum = 0;
+	pasco_tensor **out = calloc((size_t) nbatch, sizeof(*out));
+	for (int64_t r = 0; r < rows; r++) {
+		sum += 1.0 / pow((double) (r + 1), s);
+		cdf[r] = sum;
+	}
+	for (int b = 0; b < nbatch; b++) {
+		pasco_tensor_alloc(&out[b], PASCO_I64, 1, &batch);
+		for (int64_t i = 0; i < batch; i++) {
+			seed =
+			    seed * 6364136223846793005u + 1442695040888963407u;
+			double u =
+			    (double) (seed >> 11) / 9007199254740992.0 * sum;
+			int64_t lo = 0, hi = rows - 1;
+			while (lo < hi) {
+				int64_t mid = (lo + hi) / 2;
+				if (cdf[mid] < u) {
+					lo = mid + 1;
+				} else {
+					hi = mid;
+				}
+			}
+			((int64_t *) out[b]->data)[i] =
+			    (int64_t) (((uint64_t) lo * 2654435761u) %
+			               (uint64_t) rows);
+		}
+	}
+	free(cdf);
+	return out;
+}
+
+/* Resident bytes of process pid, or -1. */
+static inline double
+bench_rss_bytes(pid_t pid)
+{
+	char  path[64];
+	long  pages = -1, size;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int) pid);
+	if ((f = fopen(path, "r")) == NULL) {
+		return -1;
+	}
+	if (fscanf(f, "%ld %ld", &size, &pages) != 2) {
+		pages = -1;
+	}
+	fclose(f);
+	return pages < 0 ? -1
+	                 : (double) pages * (double) sysconf(_SC_PAGESIZE);
+}
 
 static inline double
 bench_now(void)

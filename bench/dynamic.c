@@ -57,41 +57,6 @@ typedef struct job {
 	int             failed;
 } job;
 
-/* Zipf ranks by inverse CDF over IDS ids; rank r -> a scattered id. */
-static pasco_tensor **
-zipf_batches(uint64_t seed)
-{
-	double        *cdf = malloc(sizeof(double) * IDS), sum = 0;
-	pasco_tensor **out = calloc(NBATCH, sizeof(*out));
-	int64_t        n   = BATCH;
-	for (int64_t r = 0; r < IDS; r++) {
-		sum += 1.0 / pow((double) (r + 1), ZIPF_S);
-		cdf[r] = sum;
-	}
-	for (int b = 0; b < NBATCH; b++) {
-		pasco_tensor_alloc(&out[b], PASCO_I64, 1, &n);
-		for (int64_t i = 0; i < n; i++) {
-			seed =
-			    seed * 6364136223846793005u + 1442695040888963407u;
-			double u =
-			    (double) (seed >> 11) / 9007199254740992.0 * sum;
-			int64_t lo = 0, hi = IDS - 1;
-			while (lo < hi) {
-				int64_t mid = (lo + hi) / 2;
-				if (cdf[mid] < u) {
-					lo = mid + 1;
-				} else {
-					hi = mid;
-				}
-			}
-			((int64_t *) out[b]->data)[i] =
-			    (int64_t) (((uint64_t) lo * 2654435761u) % IDS);
-		}
-	}
-	free(cdf);
-	return out;
-}
-
 static void *
 client(void *arg)
 {
@@ -208,7 +173,7 @@ throughput(const pasco_cluster *cluster, bool quick)
 		pasco_strategy_destroy(s);
 		return 1;
 	}
-	batches = zipf_batches(42);
+	batches = bench_zipf_batches(IDS, ZIPF_S, NBATCH, BATCH, 42);
 	pasco_tensor_alloc(&grads, PASCO_F32, 2, (int64_t[]){BATCH, DIM});
 	for (int64_t i = 0; i < grads->count; i++) {
 		((float *) grads->data)[i] = 0.001f * (float) (i % 7);
@@ -289,25 +254,6 @@ throughput(const pasco_cluster *cluster, bool quick)
 	return failed;
 }
 
-/* Resident bytes of process pid, or -1. */
-static double
-rss_bytes(pid_t pid)
-{
-	char  path[64];
-	long  pages = -1, size;
-	FILE *f;
-	snprintf(path, sizeof(path), "/proc/%d/statm", (int) pid);
-	if ((f = fopen(path, "r")) == NULL) {
-		return -1;
-	}
-	if (fscanf(f, "%ld %ld", &size, &pages) != 2) {
-		pages = -1;
-	}
-	fclose(f);
-	return pages < 0 ? -1
-	                 : (double) pages * (double) sysconf(_SC_PAGESIZE);
-}
-
 /* Looks up and updates (Adam) keys [first, first + n) of v, GROW at a
  * time. 0 or -1. */
 static int
@@ -379,13 +325,13 @@ memory(const char *self, const pasco_cluster *launch, bool quick)
 	for (int64_t i = 0; i < grads->count; i++) {
 		((float *) grads->data)[i] = 0.01f;
 	}
-	double before = rss_bytes(ps);
+	double before = bench_rss_bytes(ps);
 	failed        = pasco_dynamic_variable_create(&v, s, "mem", &o) != 0 ||
 	         feed(v, 0, rows, keys, grads) != 0;
 	/* steady state: a process keeps its last big transfer buffers for
 	 * 1 s of reuse (net/bufcache.c), then lets them go */
 	usleep(2500 * 1000);
-	double after  = rss_bytes(ps);
+	double after  = bench_rss_bytes(ps);
 	double stored = (double) rows * DIM * 4 * 3;
 	if (failed || before < 0 || after < 0) {
 		fprintf(stderr, "dynamic: growing the table failed\n");
@@ -455,7 +401,7 @@ eviction(const char *self, const pasco_cluster *launch, bool quick)
 			break;
 		}
 		fed    = points[k];
-		rss    = rss_bytes(ps);
+		rss    = bench_rss_bytes(ps);
 		at_cap = k == 2 ? rss : at_cap;
 		printf("%12lld %12lld %14lld %12.1f\n", (long long) fed,
 		    (long long) st.rows, (long long) st.evicted_cap,

@@ -74,7 +74,7 @@ tutorial_batch(pasco_tensor **ids, pasco_tensor **labels)
 		for (int j = 0; j < T_WORDS; j++) {
 			bool again;
 			do {
-				state = state * 6364136223846793005u + 1;
+				state  = state * 6364136223846793005u + 1;
 				row[j] = 1 + (int64_t) ((state >> 33) % 7);
 				again  = false;
 				for (int p = 0; p < j; p++) {
@@ -155,10 +155,10 @@ PASCO_FUNCTION(tutorial_hand)
 		return rv;
 	}
 	const pasco_tensor *ids[] = {tut_in.x, NULL, NULL};
-	rv = pasco_variable_read_mixed(3, v, ids, p);
+	rv                        = pasco_variable_read_mixed(3, v, ids, p);
 	rv = rv ? rv : tutorial_gradients(p, p[0], tut_in.y, g, &loss);
-	rv = rv ? rv
-	        : pasco_variable_apply_gradients_mixed(3, v, &opt, ids, g);
+	rv =
+	    rv ? rv : pasco_variable_apply_gradients_mixed(3, v, &opt, ids, g);
 	release_all(p, 3);
 	release_all(g, 3);
 	return rv ? pasco_call_fail(call, rv, "tutorial_hand failed") : 0;
@@ -243,8 +243,8 @@ static void
 local_params(const pasco_model *m, pasco_tensor **p)
 {
 	for (size_t k = 0; k < pasco_model_num_variables(m); k++) {
-		const int64_t    *shape;
-		int32_t           rank = pasco_model_variable_shape(m, k, &shape);
+		const int64_t *shape;
+		int32_t        rank = pasco_model_variable_shape(m, k, &shape);
 		pasco_initializer init = pasco_model_variable_init(m, k);
 		pasco_tensor_alloc(&p[k], PASCO_F32, rank, shape);
 		pasco_initializer_fill(&init, p[k], rank, shape, 0);
@@ -306,8 +306,8 @@ tape_pass(const pasco_model *m, pasco_tensor **p, const inputs *in,
 		               ? pasco_tape_watch_rows(tp, uids, urows)
 		               : pasco_tape_watch(tp, p[k]);
 	}
-	l  = pasco_model_loss(m, tp, (pasco_tensor *[]){in->x}, in->y, loss,
-	     nodes);
+	l = pasco_model_loss(
+	    m, tp, (pasco_tensor *[]){in->x}, in->y, loss, nodes);
 	rv = pasco_tape_gradient(tp, l, n, nodes, g);
 	if (rv == 0) {
 		pasco_tape_grad_fini(g, n);
@@ -321,15 +321,16 @@ tape_pass(const pasco_model *m, pasco_tensor **p, const inputs *in,
 static run_result
 pass_rate(bool tutorial, bool layers, long steps)
 {
-	pasco_model  *m = tutorial ? tutorial_model() : mlp_model();
+	pasco_model  *m    = tutorial ? tutorial_model() : mlp_model();
 	pasco_tensor *p[4] = {0}, *g[4] = {0}, *rows = NULL, *uids = NULL;
 	pasco_tensor *urows = NULL;
 	double        loss, start, cpu;
-	int           rv = 0;
-	run_result    r  = {-1, -1};
-	pasco_loss    kind = {tutorial ? PASCO_LOSS_BINARY_CROSSENTROPY
-	                               : PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-	       false};
+	int           rv   = 0;
+	run_result    r    = {-1, -1};
+	pasco_loss    kind = {tutorial
+	                          ? PASCO_LOSS_BINARY_CROSSENTROPY
+	                          : PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+	    false};
 	local_params(m, p);
 	if (tutorial) {
 		rows  = local_gather(p[0], tut_in.x);
@@ -383,7 +384,7 @@ static run_result
 timed_steps(pasco_coordinator *coord, const char *fn, const pasco_arg *args,
     size_t nargs, long steps)
 {
-	run_result r = {-1, -1};
+	run_result r  = {-1, -1};
 	double     c0 = worker_cpu(coord), start = bench_now(), c1;
 	for (long i = 0; i < steps; i++) {
 		if (pasco_schedule(coord, fn, args, nargs, NULL) != 0) {
@@ -422,8 +423,8 @@ hand_variables(pasco_strategy *s, const pasco_model *m, pasco_variable **v)
 {
 	int rv = PASCO_OK;
 	for (size_t k = 0; k < pasco_model_num_variables(m) && rv == 0; k++) {
-		const int64_t    *shape;
-		int32_t           rank = pasco_model_variable_shape(m, k, &shape);
+		const int64_t *shape;
+		int32_t        rank = pasco_model_variable_shape(m, k, &shape);
 		pasco_initializer init = pasco_model_variable_init(m, k);
 		char              name[128];
 		snprintf(name, sizeof(name), "hand/%s",
@@ -456,8 +457,8 @@ report(const char *model, const char *where, const char *whose,
 	    best[0].cpu_us, best[1].cpu_us, best[0].cpu_us / best[1].cpu_us);
 	snprintf(label, sizeof(label), "%s, layers, %s", model, where);
 	bench_json("model", label, best[1].rate, "steps/s", best[0].rate);
-	snprintf(label, sizeof(label), "%s, layers, %s, %s", model, where,
-	    whose);
+	snprintf(
+	    label, sizeof(label), "%s, layers, %s, %s", model, where, whose);
 	bench_json("model", label, 1e6 / best[1].cpu_us, "steps/CPU s",
 	    1e6 / best[0].cpu_us);
 }
@@ -489,7 +490,7 @@ static int
 distributed_pair(pasco_coordinator *coord, pasco_strategy *s,
     const bench_model *bm, long steps)
 {
-	pasco_model    *m = bm->tutorial ? tutorial_model() : mlp_model();
+	pasco_model    *m     = bm->tutorial ? tutorial_model() : mlp_model();
 	pasco_variable *hv[4] = {0};
 	pasco_arg       ha[4], la[4];
 	run_result      best[2] = {{0, INFINITY}, {0, INFINITY}};
@@ -506,8 +507,8 @@ distributed_pair(pasco_coordinator *coord, pasco_strategy *s,
 	for (int r = -1; r < TRAIN_REPEATS && rv == 0; r++) {
 		for (int layers = 0; layers < 2 && rv == 0; layers++) {
 			run_result x = timed_steps(coord,
-			    layers ? bm->layers : bm->hand, layers ? la : ha, n,
-			    r < 0 ? steps / 10 + 1 : steps);
+			    layers ? bm->layers : bm->hand, layers ? la : ha,
+			    n, r < 0 ? steps / 10 + 1 : steps);
 			rv = x.rate < 0 || x.cpu_us < 0 ? PASCO_EINVAL : 0;
 			if (r >= 0) {
 				keep_best(&best[layers], x);

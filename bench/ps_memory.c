@@ -20,25 +20,6 @@
 
 #include "bench.h"
 
-/* Resident bytes of process pid, or -1. */
-static double
-rss_bytes(pid_t pid)
-{
-	char  path[64];
-	long  pages = -1, size;
-	FILE *f;
-	snprintf(path, sizeof(path), "/proc/%d/statm", (int) pid);
-	if ((f = fopen(path, "r")) == NULL) {
-		return -1;
-	}
-	if (fscanf(f, "%ld %ld", &size, &pages) != 2) {
-		pages = -1;
-	}
-	fclose(f);
-	return pages < 0 ? -1
-	                 : (double) pages * (double) sysconf(_SC_PAGESIZE);
-}
-
 /* Creates n variables of `floats` f32 each, applies one Adam step to each;
  * returns the bytes stored (values and two slots), or -1. */
 static double
@@ -104,13 +85,13 @@ chief(const pasco_cluster *launch, int argc, char **argv)
 			fprintf(stderr, "ps_memory: the ps did not start\n");
 			return 1;
 		}
-		double before = rss_bytes(ps);
+		double before = bench_rss_bytes(ps);
 		double stored = fill(
 		    s, layouts[k].prefix, layouts[k].n, layouts[k].floats);
 		/* steady state: a process keeps its last big transfer buffers
 		 * for 1 s of reuse (net/bufcache.c), then lets them go */
 		usleep(2500 * 1000);
-		double after = rss_bytes(ps);
+		double after = bench_rss_bytes(ps);
 		if (before < 0 || stored < 0 || after < 0) {
 			fprintf(stderr, "ps_memory: %s failed\n",
 			    layouts[k].label);

@@ -44,42 +44,6 @@ typedef struct job {
 	int             failed;
 } job;
 
-/* Zipf ranks by inverse CDF over rows; rank r -> a scattered row. */
-static pasco_tensor **
-zipf_batches(int64_t rows, uint64_t seed)
-{
-	double        *cdf = malloc(sizeof(double) * (size_t) rows), sum = 0;
-	pasco_tensor **out = calloc(NBATCH, sizeof(*out));
-	int64_t        n   = BATCH;
-	for (int64_t r = 0; r < rows; r++) {
-		sum += 1.0 / pow((double) (r + 1), ZIPF_S);
-		cdf[r] = sum;
-	}
-	for (int b = 0; b < NBATCH; b++) {
-		pasco_tensor_alloc(&out[b], PASCO_I64, 1, &n);
-		for (int64_t i = 0; i < n; i++) {
-			seed =
-			    seed * 6364136223846793005u + 1442695040888963407u;
-			double u =
-			    (double) (seed >> 11) / 9007199254740992.0 * sum;
-			int64_t lo = 0, hi = rows - 1;
-			while (lo < hi) {
-				int64_t mid = (lo + hi) / 2;
-				if (cdf[mid] < u) {
-					lo = mid + 1;
-				} else {
-					hi = mid;
-				}
-			}
-			((int64_t *) out[b]->data)[i] =
-			    (int64_t) (((uint64_t) lo * 2654435761u) %
-			               (uint64_t) rows);
-		}
-	}
-	free(cdf);
-	return out;
-}
-
 static void *
 client(void *arg)
 {
@@ -234,7 +198,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		kill(peer, SIGKILL);
 		return 1;
 	}
-	pasco_tensor **batches = zipf_batches(rows, 42);
+	pasco_tensor **batches =
+	    bench_zipf_batches(rows, ZIPF_S, NBATCH, BATCH, 42);
 	pasco_tensor_alloc(&grads, PASCO_F32, 2, (int64_t[]){BATCH, DIM});
 	for (int64_t i = 0; i < grads->count; i++) {
 		((float *) grads->data)[i] = 0.001f * (float) (i % 7);

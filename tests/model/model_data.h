@@ -121,16 +121,11 @@ md_keys_batch(
 	    2, pasco_value_tensor(x), pasco_value_tensor(y));
 }
 
-/* Shard worker_index of num_workers of 200 keyed examples (seed 7) whose
- * last word is new, in batches of MD_EVAL_BATCH: the md_keys_eval
- * factory of model_node.c and of the test's own sidecar evaluator. */
+/* A worker's share of evaluation examples (all: the batch of them,
+ * taken over) as a dataset of batches of MD_EVAL_BATCH, once. */
 static inline int
-md_keys_eval_dataset(const pasco_dataset_context *ctx, pasco_dataset **out)
+md_eval_batches(pasco_value *all, pasco_dataset **out)
 {
-	int64_t      k = ctx->worker_index, n = ctx->num_workers;
-	int64_t      count = (200 - k + n - 1) / n;
-	pasco_value *all =
-	    md_keys_batch(7, (uint64_t) k, (uint64_t) n, count, true);
 	pasco_dataset *ds;
 	int            rv;
 	if (all == NULL) {
@@ -140,6 +135,18 @@ md_keys_eval_dataset(const pasco_dataset_context *ctx, pasco_dataset **out)
 	pasco_value_free(all);
 	return rv != 0 ? rv
 	               : pasco_dataset_batch(out, ds, MD_EVAL_BATCH, false);
+}
+
+/* Shard worker_index of num_workers of 200 keyed examples (seed 7) whose
+ * last word is new: the md_keys_eval factory of model_node.c and of the
+ * test's own sidecar evaluator. */
+static inline int
+md_keys_eval_dataset(const pasco_dataset_context *ctx, pasco_dataset **out)
+{
+	int64_t k = ctx->worker_index, n = ctx->num_workers;
+	return md_eval_batches(md_keys_batch(7, (uint64_t) k, (uint64_t) n,
+	                           (200 - k + n - 1) / n, true),
+	    out);
 }
 
 #endif

@@ -55,19 +55,10 @@ PASCO_DATASET(md_bad_width)
  * MD_EVAL_BATCH, then the end. */
 PASCO_DATASET(md_eval)
 {
-	int64_t      k = ctx->worker_index, n = ctx->num_workers;
-	int64_t      count = (MD_EVAL - k + n - 1) / n;
-	pasco_value *all =
-	    md_batch(7, (uint64_t) k, (uint64_t) n, count, MD_FEATURES);
-	pasco_dataset *ds;
-	int            rv;
-	if (all == NULL) {
-		return PASCO_ENOMEM;
-	}
-	rv = pasco_dataset_from_tensors(&ds, all);
-	pasco_value_free(all);
-	return rv != 0 ? rv
-	               : pasco_dataset_batch(out, ds, MD_EVAL_BATCH, false);
+	int64_t k = ctx->worker_index, n = ctx->num_workers;
+	return md_eval_batches(md_batch(7, (uint64_t) k, (uint64_t) n,
+	                           (MD_EVAL - k + n - 1) / n, MD_FEATURES),
+	    out);
 }
 
 /* Endless keyed batches (a dynamic Embedding's), each worker its own. */
