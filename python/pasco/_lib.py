@@ -209,6 +209,8 @@ _sig("pasco_variable_read", c_int, P, POINTER(POINTER(Tensor)))
 _sig("pasco_variable_assign", c_int, P, POINTER(Tensor))
 _sig("pasco_variable_error", c_char_p, P)
 _sig("pasco_variable_is_dynamic", c_bool, P)
+_sig("pasco_variable_free", None, P)
+_sig("pasco_strategy_global_step", c_int, P, POINTER(P))
 _sig("pasco_tensor_from", c_int, POINTER(POINTER(Tensor)), c_int, c_int32,
      POINTER(c_int64), c_void_p, c_size_t)
 _sig("pasco_tensor_release", None, POINTER(Tensor))

@@ -227,6 +227,29 @@ class ParameterServerStrategy:
             raise error_for(rv, lib.pasco_coordinator_error(
                 self._coord).decode())
 
+    def global_step(self) -> int:
+        """The global step (Keras's ``optimizer.iterations``): the train
+        steps applied on the ps so far, read from its variable
+        "global_step" (created at 0 when there is none yet)."""
+        self._check_open()
+        h = c_void_p()
+        rv = lib.pasco_strategy_global_step(self._strategy, ctypes.byref(h))
+        if rv != 0:
+            raise error_for(rv, self._error())
+        t = ctypes.POINTER(_lib.Tensor)()
+        try:
+            rv = lib.pasco_variable_read(h, ctypes.byref(t))
+            if rv != 0:
+                raise error_for(rv, "reading the global step: "
+                                + lib.pasco_variable_error(h).decode())
+            try:
+                return int(ctypes.cast(t.contents.data,
+                                       ctypes.POINTER(ctypes.c_int64))[0])
+            finally:
+                lib.pasco_tensor_release(t)
+        finally:
+            lib.pasco_variable_free(h)
+
     def save_checkpoint(self, directory: str, step: int, keep: int = 5) -> None:
         """Saves every variable into directory/ckpt-<step> (on the ps
         tasks: the directory must be theirs to write), keeping the newest
