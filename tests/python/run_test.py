@@ -4,7 +4,8 @@ CASE: train_csv (make_table's data, 2 ps and 2 workers, every task
 `python3 train_csv.py`), errors (bad arguments and the library's errors
 as exceptions, on a real cluster), worker_killed (worker 1 SIGKILLed
 mid-fit, restarted by `pasco launch --restart`; the fit completes with an
-exact global step). Every task carries a PASCO_TEST_MARK of this run;
+exact global step), tutorial (the tutorial model and data,
+examples/embedding_classifier.c's, to accuracy 1.0). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -98,6 +99,9 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               "worker_killed: killed worker 1 pid" in p.stdout and
               "[launch] worker 1 exited (signal 9); restarting"
               in p.stdout)
+    elif case == "tutorial":
+        p = launch("tutorial.py", d)
+        ok = p.returncode == 0 and "tutorial: OK" in p.stdout
     else:
         sys.exit(f"unknown case {case}")
 left = kill_leftovers()
