@@ -147,6 +147,35 @@ class Tensor(Structure):  # pasco_tensor (tensor.h): descriptor only
                 ("storage", c_void_p), ("refs", c_int32)]
 
 
+PARTITION_FN = CFUNCTYPE(c_int, c_void_p, c_int, c_int32, POINTER(c_int64),
+                         POINTER(c_int64), POINTER(c_int32))
+
+
+class Partitioner(Structure):  # pasco_partitioner (partitioner.h)
+    _fields_ = [("kind", c_int), ("num_shards", c_int64),
+                ("min_shard_bytes", c_int64), ("max_shard_bytes", c_int64),
+                ("max_shards", c_int64), ("bytes_per_string", c_int64),
+                ("fn", PARTITION_FN), ("arg", c_void_p)]
+
+
+class StrategyOptions(Structure):  # pasco_strategy_options (coordinator.h)
+    _fields_ = [("connect_timeout_ms", c_int64),
+                ("call_timeout_ms", c_int64),
+                ("partitioner", POINTER(Partitioner)),
+                ("heartbeat_interval_ms", c_int64),
+                ("heartbeat_misses", c_int32),
+                ("consistency", c_int),  # pasco_consistency
+                ("replicas_to_aggregate", c_int32),
+                ("staleness", c_int32),
+                ("checkpoint_dir", c_char_p),
+                ("ps_recovery_timeout_ms", c_int64)]
+
+
+class CoordinatorOptions(Structure):  # pasco_coordinator_options
+    _fields_ = [("window", c_uint32), ("max_batch", c_uint32),
+                ("queue_size", c_uint32), ("watchdog_timeout_ms", c_int64)]
+
+
 CHIEF_FN = CFUNCTYPE(c_int, c_void_p, c_int, POINTER(c_char_p))
 
 
@@ -167,12 +196,14 @@ _sig("pasco_cluster_url", c_char_p, P, c_int, c_size_t)
 _sig("pasco_cluster_parse_json", c_int, POINTER(P), c_char_p, c_char_p,
      c_size_t)
 _sig("pasco_cluster_free", None, P)
-_sig("pasco_strategy_create", c_int, POINTER(P), P, P)
+_sig("pasco_strategy_create", c_int, POINTER(P), P,
+     POINTER(StrategyOptions))
 _sig("pasco_strategy_error", c_char_p, P)
 _sig("pasco_strategy_destroy", None, P)
 _sig("pasco_strategy_num_ps", c_size_t, P)
 _sig("pasco_strategy_num_workers", c_size_t, P)
-_sig("pasco_coordinator_create", c_int, POINTER(P), P, P)
+_sig("pasco_coordinator_create", c_int, POINTER(P), P,
+     POINTER(CoordinatorOptions))
 _sig("pasco_coordinator_destroy", None, P)
 _sig("pasco_coordinator_error", c_char_p, P)
 _sig("pasco_join", c_int, P)
@@ -209,9 +240,17 @@ _sig("pasco_variable_read", c_int, P, POINTER(POINTER(Tensor)))
 _sig("pasco_variable_assign", c_int, P, POINTER(Tensor))
 _sig("pasco_variable_error", c_char_p, P)
 _sig("pasco_variable_is_dynamic", c_bool, P)
+_sig("pasco_variable_free", None, P)
+_sig("pasco_strategy_global_step", c_int, P, POINTER(P))
 _sig("pasco_tensor_from", c_int, POINTER(POINTER(Tensor)), c_int, c_int32,
      POINTER(c_int64), c_void_p, c_size_t)
 _sig("pasco_tensor_release", None, POINTER(Tensor))
+_sig("pasco_tfrecord_writer_open", c_int, POINTER(P), c_char_p)
+_sig("pasco_tfrecord_writer_open_gzip", c_int, POINTER(P), c_char_p)
+_sig("pasco_tfrecord_write", c_int, P, c_void_p, c_size_t)
+_sig("pasco_tfrecord_writer_close", c_int, P)
+_sig("pasco_tfrecord_writer_discard", None, P)
+_sig("pasco_tfrecord_last_error", c_char_p)
 _sig("pasco_checkpoint_save", c_int, P, c_char_p, c_int64, c_int32)
 _sig("pasco_checkpoint_restore", c_int, P, c_char_p, POINTER(c_int64))
 _sig("pasco_checkpoint_restore_latest", c_int, P, c_char_p,

@@ -173,11 +173,18 @@ class ParameterServerStrategy:
     function) disconnects.
 
     connect_timeout: seconds to wait for every task (default: the
-    library's, 60 s or PASCO_CONNECT_TIMEOUT).
+    library's, 60 s or PASCO_CONNECT_TIMEOUT). window: steps in flight per
+    worker (default 4; TensorFlow's is 1, which a fast optimizer on a small
+    model may need to stay fresh); max_batch: closures sent to a worker in
+    one message when the windows are full (default 32; 1: off). These are
+    pasco_strategy_options and pasco_coordinator_options
+    (include/pasco/coordinator.h).
     """
 
     def __init__(self, cluster: Optional[Cluster] = None,
-                 connect_timeout: Optional[float] = None) -> None:
+                 connect_timeout: Optional[float] = None,
+                 window: Optional[int] = None,
+                 max_batch: Optional[int] = None) -> None:
         if cluster is None:
             cluster = Cluster.from_tf_config()
         if not isinstance(cluster, Cluster):
@@ -186,22 +193,28 @@ class ParameterServerStrategy:
         self._strategy = c_void_p()
         self._coord = c_void_p()
         self._models: List[Any] = []
-        opts = None
+        opts = _lib.StrategyOptions()
         if connect_timeout is not None:
             if not isinstance(connect_timeout, (int, float)) or \
-                    connect_timeout <= 0:
+                    isinstance(connect_timeout, bool) or connect_timeout <= 0:
                 raise ValueError(f"connect_timeout: expected seconds > 0, "
                                  f"got {connect_timeout!r}")
-            buf = (ctypes.c_int64 * 32)()  # pasco_strategy_options, zeroed
-            buf[0] = int(connect_timeout * 1000)
-            opts = ctypes.cast(buf, c_void_p)
-            self._opts_buf = buf
+            opts.connect_timeout_ms = max(1, int(connect_timeout * 1000))
+        copts = _lib.CoordinatorOptions()
+        for arg, v in (("window", window), ("max_batch", max_batch)):
+            if v is None:
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or \
+                    not 1 <= v <= 1 << 16:
+                raise ValueError(f"{arg}: expected an integer from 1 to "
+                                 f"65536, got {v!r}")
+            setattr(copts, arg, v)
         rv = lib.pasco_strategy_create(ctypes.byref(self._strategy),
-                                       cluster._ptr, opts)
+                                       cluster._ptr, ctypes.byref(opts))
         if rv != 0:
             raise error_for(rv, lib.pasco_strategy_error(None).decode())
         rv = lib.pasco_coordinator_create(ctypes.byref(self._coord),
-                                          self._strategy, None)
+                                          self._strategy, ctypes.byref(copts))
         if rv != 0:
             lib.pasco_strategy_destroy(self._strategy)
             self._strategy = c_void_p()
@@ -226,6 +239,29 @@ class ParameterServerStrategy:
         if rv != 0:
             raise error_for(rv, lib.pasco_coordinator_error(
                 self._coord).decode())
+
+    def global_step(self) -> int:
+        """The global step (Keras's ``optimizer.iterations``): the train
+        steps applied on the ps so far, read from its variable
+        "global_step" (created at 0 when there is none yet)."""
+        self._check_open()
+        h = c_void_p()
+        rv = lib.pasco_strategy_global_step(self._strategy, ctypes.byref(h))
+        if rv != 0:
+            raise error_for(rv, self._error())
+        t = ctypes.POINTER(_lib.Tensor)()
+        try:
+            rv = lib.pasco_variable_read(h, ctypes.byref(t))
+            if rv != 0:
+                raise error_for(rv, "reading the global step: "
+                                + lib.pasco_variable_error(h).decode())
+            try:
+                return int(ctypes.cast(t.contents.data,
+                                       ctypes.POINTER(ctypes.c_int64))[0])
+            finally:
+                lib.pasco_tensor_release(t)
+        finally:
+            lib.pasco_variable_free(h)
 
     def save_checkpoint(self, directory: str, step: int, keep: int = 5) -> None:
         """Saves every variable into directory/ckpt-<step> (on the ps

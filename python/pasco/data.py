@@ -27,7 +27,7 @@ import json
 import os
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
-__all__ = ["Dataset", "Feature", "csv", "tfrecord"]
+__all__ = ["Dataset", "Feature", "csv", "tfrecord", "write_tfrecord"]
 
 _SPEC_MAX = 4000
 _SHARDS = ("auto", "files", "records", "none")
@@ -246,3 +246,92 @@ def tfrecord(files: Union[str, Sequence[str]],
     spec.update(_common(batch_size, shuffle, seed, repeat, shard,
                         drop_remainder, prefetch))
     return Dataset(spec)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    n &= (1 << 64) - 1  # negative int64s as two's complement, as protobuf
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:  # length-delimited
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _example(row: Mapping[str, "tuple[str, list]"]) -> bytes:
+    """A tf.train.Example of {name: ("int64" | "float", values)}."""
+    import struct
+    feats = b""
+    for name, (kind, values) in row.items():
+        if kind == "int64":
+            packed = b"".join(_varint(int(v)) for v in values)
+            feature = _field(3, _field(1, packed))  # int64_list
+        else:
+            packed = struct.pack(f"<{len(values)}f", *values)
+            feature = _field(2, _field(1, packed))  # float_list
+        feats += _field(1, _field(1, name.encode()) + _field(2, feature))
+    return _field(1, feats)
+
+
+def write_tfrecord(path: str, columns: Mapping[str, object],
+                   gzip: bool = False) -> int:
+    """Writes one tf.train.Example per row of ``columns`` (name -> an array
+    of rows: [n] or [n, width]; integer arrays become int64 features, the
+    others float) into the TFRecord file ``path`` (through the library's
+    writer: the file appears whole when done). Returns n. Read it back
+    with :func:`tfrecord`."""
+    import ctypes
+
+    import numpy as np
+
+    from ._lib import lib
+    from .errors import error_for
+    if not isinstance(columns, Mapping) or not columns:
+        raise TypeError("columns: expected a dict of feature name -> array")
+    cols = {}
+    n = None
+    for name, a in columns.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"columns: {name!r} is not a feature name")
+        arr = np.asarray(a)
+        if arr.ndim == 1:
+            arr = arr.reshape(-1, 1)
+        if arr.ndim != 2:
+            raise ValueError(f"columns[{name!r}]: expected [n] or "
+                             f"[n, width], got shape {arr.shape}")
+        if n is not None and arr.shape[0] != n:
+            raise ValueError(f"columns[{name!r}]: {arr.shape[0]} rows, "
+                             f"the others have {n}")
+        n = arr.shape[0]
+        kind = "int64" if np.issubdtype(arr.dtype, np.integer) else "float"
+        cols[name] = (kind, arr.tolist())
+    w = ctypes.c_void_p()
+    opener = (lib.pasco_tfrecord_writer_open_gzip if gzip
+              else lib.pasco_tfrecord_writer_open)
+    rv = opener(ctypes.byref(w), os.fspath(path).encode())
+    if rv != 0:
+        raise error_for(rv, f"{path}: "
+                        + lib.pasco_tfrecord_last_error().decode())
+    try:
+        for i in range(n or 0):
+            rec = _example({k: (kind, v[i]) for k, (kind, v)
+                            in cols.items()})
+            rv = lib.pasco_tfrecord_write(w, rec, len(rec))
+            if rv != 0:
+                raise error_for(rv, f"{path}: "
+                                + lib.pasco_tfrecord_last_error().decode())
+    except BaseException:
+        lib.pasco_tfrecord_writer_discard(w)
+        raise
+    rv = lib.pasco_tfrecord_writer_close(w)
+    if rv != 0:
+        raise error_for(rv, f"{path}: "
+                        + lib.pasco_tfrecord_last_error().decode())
+    return n or 0

@@ -2,13 +2,19 @@
     run_test.py CASE PASCO_EXE MAKE_TABLE_EXE LIBPASCO SOURCE_ROOT [SANITIZE]
 CASE: train_csv (make_table's data, 2 ps and 2 workers, every task
 `python3 train_csv.py`), errors (bad arguments and the library's errors
-as exceptions, on a real cluster). Exit 77 (skipped) with the reason when
+as exceptions, on a real cluster), worker_killed (worker 1 SIGKILLed
+mid-fit, restarted by `pasco launch --restart`; the fit completes with an
+exact global step), tutorial (the tutorial model and data,
+examples/embedding_classifier.c's, to accuracy 1.0). Every task carries a PASCO_TEST_MARK of this run;
+any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import numpy  # noqa: F401
@@ -29,12 +35,51 @@ env = dict(os.environ, PYTHONPATH=os.path.join(root, "python"),
            PASCO_LIBRARY=libpasco, PYTHONUNBUFFERED="1")
 
 
-def launch(script, *args, timeout=150):
-    cmd = [pasco, "launch", "--ps", "2", "--workers", "2", "--",
-           sys.executable, os.path.join(here, script), *args]
+# Every task of a run carries this mark in its environment: what a test
+# kills is found by it, and whatever is left at the end is killed.
+MARK = f"pasco-py-{os.getpid()}-{time.monotonic_ns()}"
+env["PASCO_TEST_MARK"] = MARK
+
+
+def marked():
+    """The pids of the processes that carry MARK (this run's tasks)."""
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) != os.getpid():
+            try:
+                with open(f"/proc/{p}/environ", "rb") as f:
+                    if f"PASCO_TEST_MARK={MARK}".encode() in \
+                            f.read().split(b"\0"):
+                        out.append(int(p))
+            except OSError:
+                pass
+    return out
+
+
+def kill_leftovers():
+    """Kills (SIGKILL) every process of this run still there; their pids."""
+    left = marked()
+    for p in left:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
+
+
+def launch(script, *args, timeout=150, launch_args=()):
+    cmd = [pasco, "launch", *launch_args, "--ps", "2", "--workers", "2",
+           "--", sys.executable, os.path.join(here, script), *args]
     print("+", " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        print(e.stdout or "", flush=True)
+        print(f"FAIL: timed out after {timeout} s; killed "
+              f"{kill_leftovers()}", flush=True)
+        sys.exit(1)
     print(p.stdout, flush=True)
     return p
 
@@ -47,7 +92,21 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
     elif case == "errors":
         p = launch("errors.py", d)
         ok = p.returncode == 0 and "errors: OK" in p.stdout
+    elif case == "worker_killed":
+        subprocess.run([make_table, d], check=True)
+        p = launch("worker_killed.py", d, launch_args=["--restart"])
+        ok = (p.returncode == 0 and "worker_killed: OK" in p.stdout and
+              "worker_killed: killed worker 1 pid" in p.stdout and
+              "[launch] worker 1 exited (signal 9); restarting"
+              in p.stdout)
+    elif case == "tutorial":
+        p = launch("tutorial.py", d)
+        ok = p.returncode == 0 and "tutorial: OK" in p.stdout
     else:
         sys.exit(f"unknown case {case}")
+left = kill_leftovers()
+if left:
+    print(f"FAIL: processes of the run left behind (killed): {left}")
+    ok = False
 print("PASS" if ok else f"FAIL (exit status {p.returncode})")
 sys.exit(0 if ok else 1)
