@@ -73,11 +73,15 @@ def _dataset_name(arg: str, d: Any, default_repeat: int) -> bytes:
 
 
 class Variable:
-    """One of a model's variables on the ps: ``name`` ("dense/kernel"),
-    ``shape``, ``numpy()`` reads it, ``assign(value)`` writes it."""
+    """A variable on the ps: one of a model's (``model.variables``, e.g.
+    "dense/kernel") or the global step (``strategy.global_step_variable()``):
+    ``name``, ``shape``, ``numpy()`` reads it, ``assign(value)`` writes it;
+    an argument of ``ClusterCoordinator.schedule``."""
 
     def __init__(self, model: "Model", index: int) -> None:
         self._model, self._index = model, index
+        self._own = c_void_p()
+        self._dtype = np.float32
         self.name = lib.pasco_model_variable_name(model._native,
                                                   index).decode()
         sp = POINTER(c_int64)()
@@ -85,13 +89,36 @@ class Variable:
                                               ctypes.byref(sp))
         self.shape = tuple(sp[i] for i in range(rank))
 
+    @classmethod
+    def _of_handle(cls, strategy: ParameterServerStrategy, handle: c_void_p,
+                   name: str, shape: tuple, dtype: str) -> "Variable":
+        v = cls.__new__(cls)
+        v._model, v._index, v._strategy = None, -1, strategy
+        v._own, v._dtype = handle, np.dtype(dtype).type
+        v.name, v.shape = name, shape
+        return v
+
     def _handle(self) -> int:
+        if self._model is None:
+            if not self._own:
+                raise RuntimeError(f"{self.name}: its strategy is closed")
+            return self._own.value
         h = lib.pasco_model_variable(self._model._native_checked(),
                                      self._index)
         if not h:
             raise RuntimeError(f"{self.name}: the variable is not created "
                                f"yet (fit the model, or call build())")
         return h
+
+    def _release(self) -> None:
+        if self._own:
+            lib.pasco_variable_free(self._own)
+            self._own = c_void_p()
+
+    def __del__(self) -> None:
+        s = getattr(self, "_strategy", None)
+        if getattr(self, "_own", None) and s is not None and s._strategy:
+            self._release()
 
     def numpy(self) -> np.ndarray:
         h = self._handle()
@@ -107,7 +134,7 @@ class Variable:
 
     def assign(self, value: Any) -> None:
         h = self._handle()
-        a = np.asarray(value, dtype=np.float32)
+        a = np.asarray(value, dtype=self._dtype)
         if a.shape != self.shape:
             raise ValueError(f"value: {self.name} has shape {self.shape}, "
                              f"got {a.shape}")

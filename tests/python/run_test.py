@@ -5,7 +5,9 @@ CASE: train_csv (make_table's data, 2 ps and 2 workers, every task
 as exceptions, on a real cluster), worker_killed (worker 1 SIGKILLed
 mid-fit, restarted by `pasco launch --restart`; the fit completes with an
 exact global step), tutorial (the tutorial model and data,
-examples/embedding_classifier.c's, to accuracy 1.0). Every task carries a PASCO_TEST_MARK of this run;
+examples/embedding_classifier.c's, to accuracy 1.0), custom_loop
+(pasco.ClusterCoordinator: the library's train step scheduled by hand,
+its losses, global step and errors). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -99,6 +101,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               "worker_killed: killed worker 1 pid" in p.stdout and
               "[launch] worker 1 exited (signal 9); restarting"
               in p.stdout)
+    elif case == "custom_loop":
+        subprocess.run([make_table, d], check=True)
+        p = launch("custom_loop.py", d)
+        ok = p.returncode == 0 and "custom_loop: OK" in p.stdout
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout
