@@ -293,3 +293,10 @@ _sig("pasco_value_size", c_size_t, P)
 _sig("pasco_value_item", P, P, c_size_t)
 _sig("pasco_value_key", c_char_p, P, c_size_t)
 _sig("pasco_value_as_tensor", POINTER(Tensor), P)
+
+# --- datasets built on the chief (dataset.h), adapt (layers.h) -----------
+_sig("pasco_dataset_from_name", c_int, POINTER(P), c_char_p, c_int32,
+     c_int32)
+_sig("pasco_dataset_free", None, P)
+_sig("pasco_dataset_last_error", c_char_p)
+_sig("pasco_model_adapt", c_int, P, c_size_t, P)

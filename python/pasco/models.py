@@ -72,6 +72,32 @@ def _dataset_name(arg: str, d: Any, default_repeat: int) -> bytes:
                     f"{type(d).__name__}")
 
 
+def _adapt(native: c_void_p, k: int, layer: Normalization) -> None:
+    """Adapts layer k of the native model from the layer's adapt data: an
+    array, or a dataset built here whole (pasco_dataset_from_name)."""
+    if layer.adapt_data is not None:
+        t = _numpy_to_tensor(layer.adapt_data)
+        try:
+            rv = lib.pasco_model_adapt_tensor(native, k, t)
+        finally:
+            lib.pasco_tensor_release(t)
+    elif layer.adapt_dataset is not None:
+        ds = c_void_p()
+        rv = lib.pasco_dataset_from_name(ctypes.byref(ds),
+                                         layer.adapt_dataset.encode(), 0, 1)
+        if rv != 0:
+            raise error_for(rv, f"{layer.name}: adapt: " +
+                            lib.pasco_dataset_last_error().decode())
+        try:
+            rv = lib.pasco_model_adapt(native, k, ds)
+        finally:
+            lib.pasco_dataset_free(ds)
+    else:
+        return
+    if rv != 0:
+        raise _model_error(rv, f"{layer.name}: adapt")
+
+
 class Variable:
     """A variable on the ps: one of a model's (``model.variables``, e.g.
     "dense/kernel") or the global step (``strategy.global_step_variable()``):
@@ -283,16 +309,12 @@ class Model:
         if rv != 0:
             raise _model_error(rv, "model config")
         for k, layer in enumerate(self.layers):
-            if isinstance(layer, Normalization) and \
-                    layer.adapt_data is not None:
-                t = _numpy_to_tensor(layer.adapt_data)
+            if isinstance(layer, Normalization):
                 try:
-                    rv = lib.pasco_model_adapt_tensor(native, k, t)
-                finally:
-                    lib.pasco_tensor_release(t)
-                if rv != 0:
+                    _adapt(native, k, layer)
+                except BaseException:
                     lib.pasco_model_free(native)
-                    raise _model_error(rv, f"{layer.name}: adapt")
+                    raise
         rv = lib.pasco_model_create_variables(native, s._strategy)
         if rv != 0:
             lib.pasco_model_free(native)

@@ -13,7 +13,6 @@ argument is TypeError before anything is scheduled; the coordinator
 goes on training after each. Run on every task:
     pasco launch --ps 2 --workers 2 -- python3 custom_loop.py DIR"""
 
-
 import numpy as np
 
 import pasco

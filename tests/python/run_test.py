@@ -7,7 +7,8 @@ mid-fit, restarted by `pasco launch --restart`; the fit completes with an
 exact global step), tutorial (the tutorial model and data,
 examples/embedding_classifier.c's, to accuracy 1.0), custom_loop
 (pasco.ClusterCoordinator: the library's train step scheduled by hand,
-its losses, global step and errors). Every task carries a PASCO_TEST_MARK of this run;
+its losses, global step and errors), adapt (Normalization.adapt of a
+pasco.data dataset: numpy's mean and variance). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -105,6 +106,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         subprocess.run([make_table, d], check=True)
         p = launch("custom_loop.py", d)
         ok = p.returncode == 0 and "custom_loop: OK" in p.stdout
+    elif case == "adapt":
+        subprocess.run([make_table, d], check=True)
+        p = launch("adapt.py", d)
+        ok = p.returncode == 0 and "adapt: OK" in p.stdout
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout
