@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "files_dataset.h"
+#include "pasco/server.h"
 #include "registry.h"
 #include "util.h"
 
@@ -128,6 +129,42 @@ pasci_dataset_build(
 		return PASCO_ENOTFOUND;
 	}
 	return f(ctx, out);
+}
+
+int
+pasco_dataset_from_name(
+    pasco_dataset **out, const char *name, int32_t shard, int32_t num_shards)
+{
+	pasco_dataset_context ctx = {
+	    .worker_index = shard, .num_workers = num_shards};
+	int rv;
+	if (out == NULL) {
+		return PASCO_EINVAL;
+	}
+	*out = NULL;
+	if (name == NULL || *name == 0) {
+		return pasco_dataset_fail(
+		    PASCO_EINVAL, "dataset: no name given");
+	}
+	if (num_shards < 1 || shard < 0 || shard >= num_shards) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "dataset '%.96s': shard %d of %d is not in [0, %d)", name,
+		    (int) shard, (int) num_shards, (int) num_shards);
+	}
+	if (!pasci_dataset_known(name)) {
+		return pasco_dataset_fail(PASCO_ENOTFOUND,
+		    "dataset '%.96s' is neither registered (PASCO_DATASET) "
+		    "nor a \"" PASCO_FILES_DATASET_PREFIX "{spec}\" name",
+		    name);
+	}
+	ctx.argv = pasco_program_args(&ctx.argc);
+	pasco_dataset_fail(PASCO_OK, "%s", ""); /* no stale message */
+	if ((rv = pasci_dataset_build(name, &ctx, out)) != 0 &&
+	    *pasco_dataset_last_error() == 0) {
+		pasco_dataset_fail(
+		    rv, "dataset '%.96s': its factory failed", name);
+	}
+	return rv;
 }
 
 char *

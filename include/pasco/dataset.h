@@ -73,6 +73,20 @@ int pasco_dataset_fail(int err, const char *fmt, ...)
  * error does. The name (and so the spec) is at most 4000 bytes. */
 #define PASCO_FILES_DATASET_PREFIX "pasco.files:"
 
+/* Builds here, in the calling process, the dataset a worker builds for
+ * name: a registered factory's (PASCO_DATASET) or a "pasco.files:{spec}"
+ * name, called as worker shard of num_shards (its share; 0 of 1: all of
+ * it) with this program's arguments (pasco_program_args). A chief uses it
+ * to read what its workers read, e.g. for pasco_model_adapt (layers.h).
+ * *out is owned by the caller (pasco_dataset_free); NULL on failure.
+ * PASCO_EINVAL for no name or a shard not in [0, num_shards),
+ * PASCO_ENOTFOUND for a name that is neither registered nor a files
+ * dataset, or the factory's error (a bad spec: PASCO_EINVAL naming the
+ * field; no file matching a pattern: PASCO_ENOTFOUND naming it);
+ * pasco_dataset_last_error says which, on this thread. */
+int pasco_dataset_from_name(
+    pasco_dataset **out, const char *name, int32_t shard, int32_t num_shards);
+
 /* Registers a factory under name; the PASCO_DATASET macro does it at
  * program start. Returns PASCO_EEXIST if the name is taken. Thread-safe. */
 int pasco_dataset_register(const char *name, pasco_dataset_factory fn);

@@ -44,6 +44,8 @@ ValueError or TypeError naming the argument, raised before any C call.
 from . import callbacks, data, errors, layers, optimizers
 from ._lib import library_path
 from .cluster import Cluster, ParameterServerStrategy, get_strategy, main
+from .coordinator import (ClusterCoordinator, PerWorkerDataset,
+                          PerWorkerIterator, RemoteValue)
 from .errors import (AlreadyExistsError, CancelledError,
                      DeadlineExceededError, FailedPreconditionError,
                      InvalidArgumentError, NotFoundError, OutOfRangeError,
@@ -54,6 +56,8 @@ from .models import Model, Sequential, Variable
 __version__ = "0.1.0"
 
 __all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
+           "ClusterCoordinator", "RemoteValue", "PerWorkerDataset",
+           "PerWorkerIterator",
            "Sequential", "Model", "Input", "Variable", "layers", "data",
            "optimizers", "callbacks", "errors", "PascoError",
            "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",

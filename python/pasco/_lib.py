@@ -259,3 +259,44 @@ _sig("pasco_checkpoint_restore_latest", c_int, P, c_char_p,
 libc = ctypes.CDLL(None)
 libc.free.argtypes = [c_void_p]
 libc.free.restype = None
+
+
+# --- the coordinator's schedule / join / done (coordinator.h) -------------
+
+class Arg(Structure):  # pasco_arg: a kind and a pointer (the union)
+    _fields_ = [("kind", c_int), ("ptr", c_void_p)]
+
+
+ARG_TENSOR, ARG_VARIABLE, ARG_ITERATOR = 0, 1, 2
+
+
+class ScheduleOptions(Structure):  # pasco_schedule_options
+    _fields_ = [("repeat", c_uint32), ("sum_results", c_bool)]
+
+
+_sig("pasco_schedule_with", c_int, P, c_char_p, POINTER(Arg), c_size_t,
+     POINTER(ScheduleOptions), POINTER(P))
+_sig("pasco_done", c_int, P, POINTER(c_bool))
+_sig("pasco_remote_value_fetch", c_int, P, POINTER(P))
+_sig("pasco_remote_value_is_ready", c_bool, P)
+_sig("pasco_remote_value_error", c_char_p, P)
+_sig("pasco_remote_value_free", None, P)
+_sig("pasco_per_worker_dataset_create", c_int, POINTER(P), P, c_char_p)
+_sig("pasco_per_worker_dataset_free", None, P)
+_sig("pasco_per_worker_iterator_create", c_int, POINTER(P), P)
+_sig("pasco_per_worker_iterator_free", None, P)
+_sig("pasco_model_num_args", c_size_t, P)
+_sig("pasco_model_args", c_int, P, POINTER(Arg), c_size_t,
+     POINTER(c_size_t))
+_sig("pasco_value_kind_of", c_int, P)
+_sig("pasco_value_size", c_size_t, P)
+_sig("pasco_value_item", P, P, c_size_t)
+_sig("pasco_value_key", c_char_p, P, c_size_t)
+_sig("pasco_value_as_tensor", POINTER(Tensor), P)
+
+# --- datasets built on the chief (dataset.h), adapt (layers.h) -----------
+_sig("pasco_dataset_from_name", c_int, POINTER(P), c_char_p, c_int32,
+     c_int32)
+_sig("pasco_dataset_free", None, P)
+_sig("pasco_dataset_last_error", c_char_p)
+_sig("pasco_model_adapt", c_int, P, c_size_t, P)

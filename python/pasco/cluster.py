@@ -24,6 +24,7 @@ import ctypes
 import os
 import sys
 import traceback
+import weakref
 from ctypes import c_char_p, c_void_p
 from typing import Any, Callable, Iterator, List, Optional, Sequence
 
@@ -193,6 +194,8 @@ class ParameterServerStrategy:
         self._strategy = c_void_p()
         self._coord = c_void_p()
         self._models: List[Any] = []
+        # per-worker iterators and variable handles, freed by close()
+        self._resources: "weakref.WeakSet[Any]" = weakref.WeakSet()
         opts = _lib.StrategyOptions()
         if connect_timeout is not None:
             if not isinstance(connect_timeout, (int, float)) or \
@@ -263,6 +266,21 @@ class ParameterServerStrategy:
         finally:
             lib.pasco_variable_free(h)
 
+    def global_step_variable(self) -> Any:
+        """The global step as a :class:`pasco.Variable` (an int64 scalar,
+        created at 0 when there is none yet): the argument of
+        "pasco.model_train" after the iterator (ClusterCoordinator)."""
+        self._check_open()
+        from .models import Variable
+
+        h = c_void_p()
+        rv = lib.pasco_strategy_global_step(self._strategy, ctypes.byref(h))
+        if rv != 0:
+            raise error_for(rv, self._error())
+        v = Variable._of_handle(self, h, "global_step", (), "int64")
+        self._resources.add(v)
+        return v
+
     def save_checkpoint(self, directory: str, step: int, keep: int = 5) -> None:
         """Saves every variable into directory/ckpt-<step> (on the ps
         tasks: the directory must be theirs to write), keeping the newest
@@ -304,6 +322,9 @@ class ParameterServerStrategy:
         for m in self._models:
             m._release()
         self._models.clear()
+        for r in list(self._resources):
+            r._release()
+        self._resources.clear()
         if self._coord:
             lib.pasco_coordinator_destroy(self._coord)
             self._coord = c_void_p()

@@ -322,8 +322,9 @@ class Concatenate(Layer):
 
 class Normalization(Layer):
     """Normalization(): (x - mean) / sqrt(variance) per feature, the
-    statistics from ``adapt(data)`` (a numpy array [n, width]), kept on
-    the ps as non-trainable variables."""
+    statistics from ``adapt(data)`` (a numpy array [n, width], or a
+    pasco.data dataset read on the chief), kept on the ps as
+    non-trainable variables."""
 
     class_name = "Normalization"
 
@@ -332,18 +333,38 @@ class Normalization(Layer):
         if axis != -1:
             raise ValueError(f"axis: only -1 (the last axis), got {axis!r}")
         self.adapt_data: Optional[np.ndarray] = None
+        self.adapt_dataset: Optional[str] = None
         super().__init__(name, input_shape)
 
     def adapt(self, data: Any) -> None:
-        """Keeps data (array-like [n, width]) to adapt the statistics
-        from when the model is built (on the chief)."""
+        """Keras's adapt: the per-feature mean and (population) variance
+        of data, computed on the chief when the model is built (fit,
+        evaluate, predict or build()): an array-like [n, width], or a
+        pasco.data dataset (pasco.data.csv, pasco.data.tfrecord), read
+        whole in the chief's process (every file, not a worker's share;
+        repeat None reads it once; a dataset repeated forever is
+        refused), the layer's input being its x (a tfrecord's feature of
+        the model input's name)."""
+        from .data import Dataset
+
+        if isinstance(data, Dataset):
+            if data.spec.get("repeat") == -1:
+                raise ValueError("data: the dataset repeats forever; adapt "
+                                 "reads it to its end (give repeat=None or "
+                                 "a count)")
+            spec = data.input_spec()
+            self.adapt_data, self.adapt_dataset = None, data.name(1)
+            if self.input_shape is None and len(spec) == 1:
+                self.input_shape = (next(iter(spec.values()))["width"],)
+            return
         a = np.asarray(data, dtype=np.float64)
         if a.ndim == 1:
             a = a.reshape(-1, 1)
         if a.ndim != 2 or a.shape[0] == 0:
-            raise ValueError(f"data: expected an array [n, width] with n > 0,"
-                             f" got shape {a.shape}")
-        self.adapt_data = np.ascontiguousarray(a)
+            raise ValueError(f"data: expected an array [n, width] with n > 0"
+                             f" or a pasco.data dataset, got shape "
+                             f"{a.shape}")
+        self.adapt_data, self.adapt_dataset = np.ascontiguousarray(a), None
         if self.input_shape is None:
             self.input_shape = (a.shape[1],)
 

@@ -72,12 +72,42 @@ def _dataset_name(arg: str, d: Any, default_repeat: int) -> bytes:
                     f"{type(d).__name__}")
 
 
+def _adapt(native: c_void_p, k: int, layer: Normalization) -> None:
+    """Adapts layer k of the native model from the layer's adapt data: an
+    array, or a dataset built here whole (pasco_dataset_from_name)."""
+    if layer.adapt_data is not None:
+        t = _numpy_to_tensor(layer.adapt_data)
+        try:
+            rv = lib.pasco_model_adapt_tensor(native, k, t)
+        finally:
+            lib.pasco_tensor_release(t)
+    elif layer.adapt_dataset is not None:
+        ds = c_void_p()
+        rv = lib.pasco_dataset_from_name(ctypes.byref(ds),
+                                         layer.adapt_dataset.encode(), 0, 1)
+        if rv != 0:
+            raise error_for(rv, f"{layer.name}: adapt: " +
+                            lib.pasco_dataset_last_error().decode())
+        try:
+            rv = lib.pasco_model_adapt(native, k, ds)
+        finally:
+            lib.pasco_dataset_free(ds)
+    else:
+        return
+    if rv != 0:
+        raise _model_error(rv, f"{layer.name}: adapt")
+
+
 class Variable:
-    """One of a model's variables on the ps: ``name`` ("dense/kernel"),
-    ``shape``, ``numpy()`` reads it, ``assign(value)`` writes it."""
+    """A variable on the ps: one of a model's (``model.variables``, e.g.
+    "dense/kernel") or the global step (``strategy.global_step_variable()``):
+    ``name``, ``shape``, ``numpy()`` reads it, ``assign(value)`` writes it;
+    an argument of ``ClusterCoordinator.schedule``."""
 
     def __init__(self, model: "Model", index: int) -> None:
         self._model, self._index = model, index
+        self._own = c_void_p()
+        self._dtype = np.float32
         self.name = lib.pasco_model_variable_name(model._native,
                                                   index).decode()
         sp = POINTER(c_int64)()
@@ -85,13 +115,36 @@ class Variable:
                                               ctypes.byref(sp))
         self.shape = tuple(sp[i] for i in range(rank))
 
+    @classmethod
+    def _of_handle(cls, strategy: ParameterServerStrategy, handle: c_void_p,
+                   name: str, shape: tuple, dtype: str) -> "Variable":
+        v = cls.__new__(cls)
+        v._model, v._index, v._strategy = None, -1, strategy
+        v._own, v._dtype = handle, np.dtype(dtype).type
+        v.name, v.shape = name, shape
+        return v
+
     def _handle(self) -> int:
+        if self._model is None:
+            if not self._own:
+                raise RuntimeError(f"{self.name}: its strategy is closed")
+            return self._own.value
         h = lib.pasco_model_variable(self._model._native_checked(),
                                      self._index)
         if not h:
             raise RuntimeError(f"{self.name}: the variable is not created "
                                f"yet (fit the model, or call build())")
         return h
+
+    def _release(self) -> None:
+        if self._own:
+            lib.pasco_variable_free(self._own)
+            self._own = c_void_p()
+
+    def __del__(self) -> None:
+        s = getattr(self, "_strategy", None)
+        if getattr(self, "_own", None) and s is not None and s._strategy:
+            self._release()
 
     def numpy(self) -> np.ndarray:
         h = self._handle()
@@ -107,7 +160,7 @@ class Variable:
 
     def assign(self, value: Any) -> None:
         h = self._handle()
-        a = np.asarray(value, dtype=np.float32)
+        a = np.asarray(value, dtype=self._dtype)
         if a.shape != self.shape:
             raise ValueError(f"value: {self.name} has shape {self.shape}, "
                              f"got {a.shape}")
@@ -256,16 +309,12 @@ class Model:
         if rv != 0:
             raise _model_error(rv, "model config")
         for k, layer in enumerate(self.layers):
-            if isinstance(layer, Normalization) and \
-                    layer.adapt_data is not None:
-                t = _numpy_to_tensor(layer.adapt_data)
+            if isinstance(layer, Normalization):
                 try:
-                    rv = lib.pasco_model_adapt_tensor(native, k, t)
-                finally:
-                    lib.pasco_tensor_release(t)
-                if rv != 0:
+                    _adapt(native, k, layer)
+                except BaseException:
                     lib.pasco_model_free(native)
-                    raise _model_error(rv, f"{layer.name}: adapt")
+                    raise
         rv = lib.pasco_model_create_variables(native, s._strategy)
         if rv != 0:
             lib.pasco_model_free(native)

@@ -5,7 +5,12 @@ CASE: train_csv (make_table's data, 2 ps and 2 workers, every task
 as exceptions, on a real cluster), worker_killed (worker 1 SIGKILLed
 mid-fit, restarted by `pasco launch --restart`; the fit completes with an
 exact global step), tutorial (the tutorial model and data,
-examples/embedding_classifier.c's, to accuracy 1.0). Every task carries a PASCO_TEST_MARK of this run;
+examples/embedding_classifier.c's, to accuracy 1.0), custom_loop
+(pasco.ClusterCoordinator: the library's train step scheduled by hand,
+its losses, global step and errors), adapt (Normalization.adapt of a
+pasco.data dataset: numpy's mean and variance), tf_config
+(examples/mlp_csv.py, every task started by hand with its TF_CONFIG, no
+launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -84,6 +89,53 @@ def launch(script, *args, timeout=150, launch_args=()):
     return p
 
 
+def free_ports(n):
+    import socket
+    socks = [socket.socket() for _ in range(n)]
+    for so in socks:
+        so.bind(("127.0.0.1", 0))
+    ports = [so.getsockname()[1] for so in socks]
+    for so in socks:
+        so.close()
+    return ports
+
+
+def by_hand(script, *args, timeout=150):
+    """Every task started here with its own TF_CONFIG (no launcher): 2
+    ps, 2 workers and the chief, each `python3 SCRIPT ARGS`. Returns the
+    chief's exit status and output, and the others' (role -> (status,
+    output)); a task that does not end in time is killed and fails."""
+    import json
+    ports = free_ports(5)
+    hosts = [f"127.0.0.1:{p}" for p in ports]
+    spec = {"chief": hosts[:1], "ps": hosts[1:3], "worker": hosts[3:5]}
+    procs = {}
+    for role, n in (("ps", 2), ("worker", 2), ("chief", 1)):
+        for i in range(n):
+            tf = {"cluster": spec, "task": {"type": role, "index": i}}
+            e = dict(env, TF_CONFIG=json.dumps(tf))
+            print(f"+ TF_CONFIG='{e['TF_CONFIG']}' {sys.executable} "
+                  f"{script} {' '.join(args)}", flush=True)
+            procs[f"{role} {i}"] = subprocess.Popen(
+                [sys.executable, os.path.join(root, script), *args], env=e,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = {}
+    deadline = time.monotonic() + timeout
+    for name in ["chief 0", "ps 0", "ps 1", "worker 0", "worker 1"]:
+        pr = procs[name]
+        try:
+            text, _ = pr.communicate(
+                timeout=max(1, deadline - time.monotonic()))
+            out[name] = (pr.returncode, text)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            text, _ = pr.communicate()
+            out[name] = (None, text)
+        print(f"--- {name}: exit status {out[name][0]}\n{out[name][1]}",
+              flush=True)
+    return out
+
+
 with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
     if case == "train_csv":
         subprocess.run([make_table, d], check=True)
@@ -99,6 +151,28 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               "worker_killed: killed worker 1 pid" in p.stdout and
               "[launch] worker 1 exited (signal 9); restarting"
               in p.stdout)
+    elif case == "custom_loop":
+        subprocess.run([make_table, d], check=True)
+        p = launch("custom_loop.py", d)
+        ok = p.returncode == 0 and "custom_loop: OK" in p.stdout
+    elif case == "adapt":
+        subprocess.run([make_table, d], check=True)
+        p = launch("adapt.py", d)
+        ok = p.returncode == 0 and "adapt: OK" in p.stdout
+    elif case == "tf_config":
+        subprocess.run([make_table, d], check=True)
+        env["PASCO_CHECKPOINT_DIR"] = d  # the ps write mlp_csv's checkpoints
+        out = by_hand("examples/mlp_csv.py", d)
+        chief_status, text = out["chief 0"]
+        acc = [float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("epoch 4: val_accuracy ")]
+        ok = (all(st == 0 for st, _ in out.values()) and acc != [] and
+              acc[0] >= 0.9 and "evaluate: {'loss': " in text and
+              os.path.isdir(os.path.join(d, "ckpt-500")))
+        print(f"tf_config: exit statuses "
+              f"{ {k: v[0] for k, v in out.items()} }, val_accuracy {acc}, "
+              f"checkpoints {sorted(os.listdir(d))}", flush=True)
+        p = subprocess.CompletedProcess([], chief_status, text)
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout

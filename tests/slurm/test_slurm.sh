@@ -5,7 +5,14 @@
 # `srun -n4 pasco slurm --ps 1 -- linear_regression`: 1 ps, the chief and 2
 # workers, their TF_CONFIG derived from the step's variables. Checks that it
 # converged (the chief's w and b, as test_launch.sh does) and that a bad
-# use of pasco slurm says which variable is wrong.
+# use of pasco slurm says which variable is wrong. With the optional
+# arguments, the same for a Python chief: examples/mlp_csv.py (every task
+# `python3 mlp_csv.py DIR`, the package from SOURCE_ROOT/python and
+# LIBPASCO) through srun and through the sbatch script, on make_table's
+# data (PASCO_CHECKPOINT_DIR lets its ps write the script's checkpoints
+# there); it must train to val_accuracy >= 0.9 (skipped, and said so, when
+# PYTHON lacks numpy or the build is sanitized: python3 cannot load a
+# sanitized libpasco).
 #
 # Needs root (it installs packages and runs the daemons as root); skips
 # (77) otherwise, or when the packages cannot be installed, or when this
@@ -19,11 +26,17 @@
 # the last check asserts that none of them runs or is enabled that did
 # not or was not before.
 # usage: test_slurm.sh PASCO LINEAR_REGRESSION SBATCH_SCRIPT
+#            [PYTHON MAKE_TABLE LIBPASCO SOURCE_ROOT SANITIZE]
 set -u
 PASCO=$(realpath "$1")
 export PASCO
 EXAMPLE=$(realpath "$2")
 SBATCH_SCRIPT=$(realpath "$3")
+PY=${4:-}
+MAKE_TABLE=${5:+$(realpath "$5")}
+LIBPASCO=${6:+$(realpath "$6")}
+SRC=${7:+$(realpath "$7")}
+SANITIZE=${8:-none}
 MARK="pasco-slurm-test-$$"
 export PASCO_TEST_MARK=$MARK
 passed=0
@@ -287,6 +300,51 @@ PROGRAM="$EXAMPLE" PORT_BASE=$BASE timeout 150 sbatch --wait -N1 -n4 \
 status=$?
 if [ "$status" -eq 0 ]; then ok "sbatch job exits 0"; else fail "sbatch job exited $status: $(cat "$TMP/sbatch.out")"; fi
 converged "$TMP/job.out" "sbatch $(basename "$SBATCH_SCRIPT")"
+
+# trained FILE WHAT: the Python chief (rank 1) printed every epoch's
+# val_accuracy, the last >= 0.9, and its evaluate line
+trained() {
+	acc=$(sed -n 's/^ *1: epoch 4: val_accuracy //p' "$1")
+	if awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }' &&
+		grep -q "^ *1: evaluate: {'loss': " "$1"; then
+		ok "$2: val_accuracy $acc after 5 epochs"
+	else
+		fail "$2: val_accuracy '$acc' (want >= 0.9 at epoch 4)"
+		cat "$1"
+	fi
+}
+
+# 3b. A Python chief (examples/mlp_csv.py), through srun and sbatch, the
+# same way: every task runs the script, the ps and workers serve in C.
+if [ -z "$PY" ]; then
+	echo "skip: the Python chief: no PYTHON argument"
+elif [ "$SANITIZE" != none ]; then
+	echo "skip: the Python chief: this build uses -fsanitize=$SANITIZE" \
+		"(python3 cannot load its libpasco)"
+elif ! "$PY" -c 'import numpy' > /dev/null 2>&1; then
+	echo "skip: the Python chief: numpy is not installed for $PY"
+else
+	# mlp_csv.py checkpoints into DIR: its ps must be given a root
+	# (pasco launch gives one; under Slurm the environment does)
+	export PYTHONPATH="$SRC/python" PASCO_LIBRARY="$LIBPASCO" \
+		PASCO_CHECKPOINT_DIR="$TMP/table"
+	"$MAKE_TABLE" "$TMP/table" > /dev/null
+	BASE=$(free_ports -c 4)
+	timeout 150 srun -N1 -n4 --kill-on-bad-exit=1 --label "$PASCO" slurm \
+		--ps 1 --port-base "$BASE" -- "$PY" "$SRC/examples/mlp_csv.py" \
+		"$TMP/table" > "$TMP/py-srun.out" 2>&1
+	status=$?
+	if [ "$status" -eq 0 ]; then ok "python srun step exits 0"; else fail "python srun step exited $status"; fi
+	trained "$TMP/py-srun.out" "python srun"
+	BASE=$(free_ports -c 4)
+	PROGRAM="$PY" PORT_BASE=$BASE timeout 150 sbatch --wait -N1 -n4 \
+		--output="$TMP/py-job.out" "$SBATCH_SCRIPT" \
+		"$SRC/examples/mlp_csv.py" "$TMP/table" > "$TMP/py-sbatch.out" 2>&1
+	status=$?
+	if [ "$status" -eq 0 ]; then ok "python sbatch job exits 0"; else fail "python sbatch job exited $status: $(cat "$TMP/py-sbatch.out")"; fi
+	trained "$TMP/py-job.out" "python sbatch $(basename "$SBATCH_SCRIPT")"
+	unset PYTHONPATH PASCO_LIBRARY PASCO_CHECKPOINT_DIR
+fi
 
 # 4. A step too small for the cluster says so, and fails.
 timeout 60 srun -N1 -n2 --label "$PASCO" slurm --ps 1 -- "$EXAMPLE" > "$TMP/small.out" 2>&1

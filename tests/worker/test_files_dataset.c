@@ -240,3 +240,71 @@ Test(files_dataset, errors_name_what_is_wrong)
 	cr_assert_eq(
 	    pasci_dataset_build("pasco.file:{}", &ctx, &ds), PASCO_ENOTFOUND);
 }
+
+static int
+range_factory(const pasco_dataset_context *ctx, pasco_dataset **out)
+{
+	/* this shard's share of 0..9 */
+	return pasco_dataset_range(
+	    out, ctx->worker_index, 10, ctx->num_workers);
+}
+
+/* The public pasco_dataset_from_name builds what a worker builds: a files
+ * spec (shard 1 of 2: every other row; 0 of 1: all of them), a registered
+ * factory called as the shard, and errors that say what was wrong. */
+Test(files_dataset, from_name_builds_a_shard_as_a_worker_does)
+{
+	char           name[512];
+	double         seen[16];
+	pasco_dataset *ds = NULL;
+	pasco_value   *e;
+	int64_t        sum = 0;
+	int            n, rv;
+	write_csvs();
+	snprintf(name, sizeof(name),
+	    "pasco.files:{\"format\": \"csv\", \"files\": [\"%s/*.csv\"], "
+	    "\"label\": \"label\", \"batch_size\": 3, \"shard\": "
+	    "\"records\"}",
+	    dir);
+	rv = pasco_dataset_from_name(&ds, name, 1, 2);
+	cr_assert_eq(rv, 0, "%s", pasco_dataset_last_error());
+	n = drain_x0(ds, seen, 16);
+	cr_assert_eq(n, 5);
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq((int) seen[i], 2 * i + 1);
+	}
+	cr_assert_eq(pasco_dataset_from_name(&ds, name, 0, 1), 0);
+	cr_assert_eq(drain_x0(ds, seen, 16), 10);
+
+	cr_assert_eq(
+	    pasco_dataset_register("test_from_name_range", range_factory), 0);
+	cr_assert_eq(
+	    pasco_dataset_from_name(&ds, "test_from_name_range", 1, 3), 0);
+	while ((rv = pasco_dataset_next(ds, &e)) == 0) {
+		sum += (int64_t) pasco_value_scalar(e); /* 1 + 4 + 7 */
+		pasco_value_free(e);
+	}
+	cr_assert_eq(rv, PASCO_EOUTOFRANGE);
+	cr_assert_eq(sum, 12);
+	pasco_dataset_free(ds);
+
+	ds = (pasco_dataset *) &sum;
+	cr_assert_eq(pasco_dataset_from_name(&ds, name, 2, 2), PASCO_EINVAL);
+	cr_assert_null(ds);
+	cr_assert_not_null(strstr(pasco_dataset_last_error(), "shard 2 of 2"),
+	    "%s", pasco_dataset_last_error());
+	cr_assert_eq(pasco_dataset_from_name(&ds, "", 0, 1), PASCO_EINVAL);
+	cr_assert_eq(pasco_dataset_from_name(&ds, "no_such_factory", 0, 1),
+	    PASCO_ENOTFOUND);
+	cr_assert_not_null(
+	    strstr(pasco_dataset_last_error(), "'no_such_factory'"));
+	snprintf(name, sizeof(name),
+	    "pasco.files:{\"format\": \"csv\", \"files\": [\"%s/none*.csv\"], "
+	    "\"label\": \"label\"}",
+	    dir);
+	cr_assert_eq(
+	    pasco_dataset_from_name(&ds, name, 0, 1), PASCO_ENOTFOUND);
+	cr_assert_not_null(strstr(pasco_dataset_last_error(), "none*.csv"),
+	    "%s", pasco_dataset_last_error());
+	cleanup();
+}
