@@ -36,6 +36,9 @@ one library and one version. Where the library is found: see
 :mod:`pasco._lib` (PASCO_LIBRARY, a checkout's build/, the install
 directory, the system's loader).
 
+The layers are also at the top: ``pasco.Dense`` is ``pasco.layers.Dense``
+(``help(pasco.Dense)``).
+
 Errors are :class:`pasco.PascoError` subclasses (``InvalidArgumentError``
 for PASCO_EINVAL, ...) carrying the library's message; bad arguments are
 ValueError or TypeError naming the argument, raised before any C call.
@@ -50,7 +53,8 @@ from .errors import (AlreadyExistsError, CancelledError,
                      DeadlineExceededError, FailedPreconditionError,
                      InvalidArgumentError, NotFoundError, OutOfRangeError,
                      PascoError, UnavailableError)
-from .layers import Input
+from .layers import (Activation, Concatenate, Dense, Dropout, Embedding,
+                     Input, Normalization)
 from .models import Model, Sequential, Variable
 
 __version__ = "0.1.0"
@@ -59,6 +63,8 @@ __all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
            "ClusterCoordinator", "RemoteValue", "PerWorkerDataset",
            "PerWorkerIterator",
            "Sequential", "Model", "Input", "Variable", "layers", "data",
+           "Dense", "Embedding", "Dropout", "Activation", "Concatenate",
+           "Normalization",
            "optimizers", "callbacks", "errors", "PascoError",
            "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
            "UnavailableError", "CancelledError", "DeadlineExceededError",

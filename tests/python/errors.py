@@ -105,6 +105,15 @@ def chief(cluster):
     h = model.fit(data, epochs=2, steps_per_epoch=4, verbose=0)
     if len(h.history["loss"]) != 2:
         failures.append(f"fit after the errors: {h.history}")
+    # Python help: the layers at the top, documented, typed
+    import pydoc
+    doc = pydoc.render_doc(pasco.Dense)
+    if pasco.Dense is not pasco.layers.Dense or "units" not in doc \
+            or "activation" not in doc:
+        failures.append("help(pasco.Dense) does not document Dense")
+    if not pasco.Sequential.fit.__doc__ or \
+            "return" not in str(pasco.Sequential.fit.__annotations__):
+        failures.append("Model.fit has no docstring or annotations")
     if failures:
         print("errors: FAILED\n  " + "\n  ".join(failures), flush=True)
         return 1
