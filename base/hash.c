@@ -77,13 +77,10 @@ xxh_stripes(const unsigned char **p, const unsigned char *end, uint64_t seed)
 uint64_t
 pasco_hash64(const void *data, size_t len, uint64_t seed)
 {
-	const unsigned char *p   = data;
+	/* data may be NULL when len is 0 (NULL + 0 is undefined in C) */
+	const unsigned char *p   = len > 0 ? data : (const void *) "";
 	const unsigned char *end = p + len;
 	uint64_t             acc;
-
-	if (len == 0) {
-		p = end = (const unsigned char *) ""; /* data may be NULL */
-	}
 	acc = len >= 32 ? xxh_stripes(&p, end, seed) : seed + P5;
 	acc += (uint64_t) len;
 	for (; end - p >= 8; p += 8) {
