@@ -13,6 +13,7 @@ import ctypes
 import glob
 import json
 import os
+import shutil
 import tempfile
 from ctypes import POINTER, c_int64, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -455,17 +456,27 @@ class Model:
                 format: str = "csv", shards: int = 0
                 ) -> Union[np.ndarray, int]:
         """Keras's predict, each example once: the workers write one file
-        per shard into ``dir`` (default: a new temporary directory, which
-        only a one-host cluster shares). format "csv": returns the
-        outputs, an array [examples, width] in the dataset's order (shard
-        after shard); "tfrecord": returns the number of examples."""
+        per shard into ``dir`` (default, for "csv" only: a temporary
+        directory, removed once read, which only a one-host cluster
+        shares). format "csv": returns the outputs, an array [examples,
+        width] in the dataset's order (shard after shard); "tfrecord":
+        returns the number of examples (the files in ``dir`` are the
+        result: ``dir`` is required)."""
         self._require_compiled("predict")
         name = _dataset_name("x", x, 1)
         if format not in ("csv", "tfrecord"):
             raise ValueError(f"format: expected 'csv' or 'tfrecord', got "
                              f"{format!r}")
+        if dir is None and format != "csv":
+            raise ValueError("dir: required for format 'tfrecord' (the "
+                             "files written there are the result)")
         if dir is None:
-            dir = tempfile.mkdtemp(prefix="pasco-predict-")
+            tmp = tempfile.mkdtemp(prefix="pasco-predict-")
+            try:
+                return self.predict(x, dir=tmp, format=format,
+                                    shards=shards)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
         if not isinstance(dir, str) or not os.path.isdir(dir):
             raise ValueError(f"dir: {dir!r} is not a directory")
         self.build(x if isinstance(x, Dataset) else None)

@@ -7,6 +7,7 @@ val_accuracy below 0.9 at the end, a Python callback that did not see
 every epoch's logs, evaluate disagreeing with the last epoch's
 validation, weights that do not round-trip."""
 
+import os
 import sys
 
 import numpy as np
@@ -86,10 +87,16 @@ def chief(cluster):
     back = model.evaluate(val, return_dict=True)
     if abs(back["accuracy"] - acc) > 1e-9:
         return fail("set_weights did not restore the weights")
+    import glob
+    import tempfile
+    tmps = os.path.join(tempfile.gettempdir(), "pasco-predict-*")
+    before = set(glob.glob(tmps))
     pred = model.predict(val)
     if pred.shape != (2000, 10) or \
             not np.allclose(pred.sum(axis=1), 1, atol=1e-4):
         return fail(f"predict gave {pred.shape}")
+    if set(glob.glob(tmps)) != before:
+        return fail("predict left its temporary directory behind")
     print(f"train_csv: OK val_accuracy {acc:.4f}", flush=True)
     return 0
 
