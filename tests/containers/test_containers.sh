@@ -23,7 +23,9 @@
 #     mid-training with a checkpoint volume shared with the ps
 #     pods, and its container restarted late: past the servers' chief
 #     timeout, so they exit non-zero (138) and are restarted; the chief
-#     resumes from its newest checkpoint and ends them with 0.
+#     resumes from its newest checkpoint and ends them with 0;
+#  5. a chief written in Python (examples/mlp_csv.py on every replica):
+#     it trains, the ps write its checkpoints, every server exits 0.
 # Exits 77 (meson's skip), saying why, where containers cannot run here:
 # not root, no podman, no runtime that starts a container, no debootstrap
 # or no Debian mirror for a base that is not built yet.
@@ -71,8 +73,14 @@ EOF
 export CONTAINERS_CONF=$tmp/containers.conf
 
 # The local bases, made once and kept (podman's storage); each image ID is
-# what pins it (the Debian archive of the day it was made).
-make_base() { # NAME PACKAGES
+# what pins it (the Debian archive of the day it was made). A base's tag
+# carries a checksum of its package list, so a list that changes makes a
+# new base (the image's stages install nothing: --network none).
+make_base() { # NAME PACKAGES: sets $base_<NAME> to the base's image
+	local tag
+	tag=$1-$(printf %s "$2" | cksum | cut -d' ' -f1)
+	eval "base_$1=\$base:\$tag"
+	set -- "$tag" "$2"
 	if podman image exists "$base:$1"; then return 0; fi
 	command -v debootstrap > /dev/null || skip "no base image $base:$1 and no debootstrap to make it"
 	echo "making $base:$1 with debootstrap (bookworm, $mirror)"
@@ -86,14 +94,14 @@ make_base() { # NAME PACKAGES
 		skip "podman import of the $1 base failed"
 	rm -rf "${tmp:?}/$1"
 }
-make_base runtime libnng1,liburing2,libprotobuf-c1,libcjson1,libopenblas0-pthread,zlib1g,tini
+make_base runtime libnng1,liburing2,libprotobuf-c1,libcjson1,libopenblas0-pthread,zlib1g,tini,python3,python3-numpy
 make_base build build-essential,meson,ninja-build,pkg-config,cmake,protobuf-c-compiler,libprotobuf-c-dev,libnng-dev,liburing-dev,libcjson-dev,libopenblas-dev,zlib1g-dev
 
 # A runtime that can start a container here: crun (podman's default) needs
 # a cgroup layout it accepts; runc where it does not.
 runtime=""
 for r in crun runc; do
-	if command -v "$r" > /dev/null && podman --runtime "$r" run --rm --network none "$base:runtime" true > "$tmp/$r.err" 2>&1; then
+	if command -v "$r" > /dev/null && podman --runtime "$r" run --rm --network none "$base_runtime" true > "$tmp/$r.err" 2>&1; then
 		runtime=$r
 		break
 	fi
@@ -101,13 +109,13 @@ done
 [ -n "$runtime" ] || skip "no OCI runtime starts a container here: crun: $(tail -n 1 "$tmp/crun.err" 2> /dev/null) runc: $(tail -n 1 "$tmp/runc.err" 2> /dev/null)"
 printf '[engine]\nruntime = "%s"\n' "$runtime" >> "$tmp/containers.conf"
 sed -i '0,/^\[engine\]$/!{/^\[engine\]$/d}' "$tmp/containers.conf" # one [engine]
-echo "runtime $runtime; bases: runtime $(podman image inspect -f '{{.Id}}' "$base:runtime" | cut -c1-12), build $(podman image inspect -f '{{.Id}}' "$base:build" | cut -c1-12)"
+echo "runtime $runtime; bases: runtime $(podman image inspect -f '{{.Id}}' "$base_runtime" | cut -c1-12), build $(podman image inspect -f '{{.Id}}' "$base_build" | cut -c1-12)"
 
 # 0. The image, offline (its layers are cached between runs).
 t0=$(date +%s)
 if podman build --network none --ignorefile "$src/deploy/kubernetes/Dockerfile.dockerignore" \
-	-f "$src/deploy/kubernetes/Dockerfile" --build-arg BASE="$base:runtime" \
-	--build-arg BUILD_BASE="$base:build" -t "$image" "$src" > "$tmp/build.log" 2>&1; then
+	-f "$src/deploy/kubernetes/Dockerfile" --build-arg BASE="$base_runtime" \
+	--build-arg BUILD_BASE="$base_build" -t "$image" "$src" > "$tmp/build.log" 2>&1; then
 	ok "the image builds offline from the local bases ($(($(date +%s) - t0)) s)"
 else
 	tail -n 20 "$tmp/build.log"
@@ -257,13 +265,18 @@ start_job() { # SCENARIO [ENV...] -- ARGS (the chief's); ps and workers get the 
 	shift
 	mkdir -p "$tmp/$sc/ckpt"
 	chown 10001:10001 "$tmp/$sc/ckpt"
-	pod "$sc" ps 0 $server_env -- embedding_classifier --epochs 5
-	pod "$sc" ps 1 $server_env -- embedding_classifier --epochs 5
-	pod "$sc" worker 0 $server_env -- embedding_classifier --epochs 5
-	pod "$sc" worker 1 $server_env -- embedding_classifier --epochs 5
+	# shellcheck disable=SC2086
+	pod "$sc" ps 0 $server_env -- $server_args
+	# shellcheck disable=SC2086
+	pod "$sc" ps 1 $server_env -- $server_args
+	# shellcheck disable=SC2086
+	pod "$sc" worker 0 $server_env -- $server_args
+	# shellcheck disable=SC2086
+	pod "$sc" worker 1 $server_env -- $server_args
 	pod "$sc" chief 0 "$@"
 }
 server_env=""
+server_args="embedding_classifier --epochs 5" # the manifest's
 
 # 1. The manifest's job as it is.
 start_job normal -- embedding_classifier --epochs 5
@@ -365,6 +378,37 @@ else
 	fail "chief restarted late: training never started: $(logs chief-0 | tail -n 5)"
 fi
 finish chief
+
+# 5. A chief written in Python: the manifest's job with every replica's
+# args ["python3", "/usr/local/share/pasco/examples/mlp_csv.py", "/ckpt"]
+# (the README's Python program; the image has python3, numpy and the
+# pasco package), its data made by the image's make_table on the pods'
+# shared volume. The chief runs Python; the ps and workers serve in C.
+mkdir -p "$tmp/python/ckpt"
+chown 10001:10001 "$tmp/python/ckpt"
+py_args="python3 /usr/local/share/pasco/examples/mlp_csv.py /ckpt"
+if podman run --rm --network none --user 10001:10001 -v "$tmp/python/ckpt:/ckpt" \
+	--entrypoint make_table "$image" /ckpt > "$tmp/python/make_table.log" 2>&1; then
+	server_env="PASCO_CHECKPOINT_DIR=/ckpt"
+	server_args=$py_args
+	# shellcheck disable=SC2086
+	start_job python -- $py_args
+	server_env=""
+	server_args="embedding_classifier --epochs 5"
+	if kubelet python 180 && logs chief-0 | grep -q "^evaluate: {'loss': " &&
+		acc=$(logs chief-0 | sed -n 's/^epoch 4: val_accuracy \([0-9.]*\)$/\1/p') &&
+		awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.9) }' &&
+		[ -f "$tmp/python/ckpt/ckpt-500/manifest.json" ]; then
+		ok "python chief: the manifest's job with a Python chief trained (val_accuracy $acc, ckpt-500 written by the ps)"
+	else
+		fail "python chief: chief $(state chief-0): $(logs chief-0 | tail -n 8)"
+	fi
+	bad=$(servers_done python)
+	[ -z "$bad" ] && ok "python chief: every ps and worker exited 0 at the end" || fail "python chief: servers$bad"
+else
+	fail "python chief: make_table in the image: $(cat "$tmp/python/make_table.log")"
+fi
+finish python
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -146,6 +146,13 @@ elif ! "$python" -c 'import numpy' 2> /dev/null; then
 else
 	ok "installed ${pkg#"$tmp/root"}"
 	site=$(dirname "$(dirname "$pkg")")
+	# where a real install puts it, python3 finds it with no PYTHONPATH
+	if "$python" -c 'import site, sys; sys.exit(sys.argv[1] not in site.getsitepackages())' \
+		"${site#"$tmp/root"}"; then
+		ok "${site#"$tmp/root"} is on $python's path (no PYTHONPATH needed)"
+	else
+		fail "${site#"$tmp/root"} is not among $python's site-packages: $("$python" -c 'import site; print(site.getsitepackages())')"
+	fi
 	rm -rf "$tmp/table"/ckpt-*
 	out=$(cd "$tmp" && PYTHONPATH="$site" PASCO_LIBRARY="$libdir/libpasco.so.0" \
 		LD_LIBRARY_PATH="$libdir" timeout 150 "$bin" launch --ps 2 --workers 2 \
