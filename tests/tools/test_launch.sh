@@ -92,8 +92,12 @@ PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --ps 2 --workers 2 -- \
 	"$CUSTOM_LOOP" > "$TMP/loop.out" 2>&1
 status=$?
 acc=$(sed -n 's/^\[chief 0\] accuracy = //p' "$TMP/loop.out")
+# the last epoch's training accuracy, a mean over its steps: asynchronous
+# RMSprop(0.1) may spike within an epoch (CI under ASan once saw 0.93
+# with the final evaluation at 1.0), so >= 0.9 there, >= 0.95 evaluated
+last=$(sed -n 's/^\[chief 0\] Finished epoch 4, loss = .*, accuracy = //p' "$TMP/loop.out")
 if [ "$status" -eq 0 ] && awk -v a="$acc" 'BEGIN { exit !(a != "" && a >= 0.95) }' &&
-	grep -q '^\[chief 0\] Finished epoch 4, loss = .*, accuracy = 1.0000$' "$TMP/loop.out"; then
+	awk -v a="$last" 'BEGIN { exit !(a != "" && a >= 0.9) }'; then
 	ok "custom loop: accuracy = $acc"
 else
 	fail "custom loop: status $status, accuracy '$acc'"; cat "$TMP/loop.out"
