@@ -65,6 +65,31 @@ bench_zipf_batches(
 	return out;
 }
 
+/* iters sparse operations on v, batch (offset + i) % nbatch of batches
+ * each: gathers, or with grads Adagrad(0.01) applies of grads. 0, or -1 at
+ * the first failure. */
+static inline int
+bench_sparse_ops(pasco_variable *v, pasco_tensor **batches, int nbatch,
+    long offset, long iters, const pasco_tensor *grads)
+{
+	pasco_optimizer opt = pasco_adagrad(0.01);
+	for (long i = 0; i < iters; i++) {
+		pasco_tensor *b = batches[(offset + i) % nbatch], *out;
+		int           rv;
+		if (grads != NULL) {
+			rv = pasco_variable_apply_gradient_sparse(
+			    v, &opt, b, grads);
+		} else {
+			rv = pasco_variable_gather(v, b, &out);
+			pasco_tensor_release(out);
+		}
+		if (rv != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Resident bytes of process pid, or -1. */
 static inline double
 bench_rss_bytes(pid_t pid)

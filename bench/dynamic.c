@@ -60,18 +60,9 @@ typedef struct job {
 static void *
 client(void *arg)
 {
-	job            *j   = arg;
-	pasco_optimizer opt = pasco_adagrad(0.01);
-	for (long i = 0; i < j->iters && !j->failed; i++) {
-		pasco_tensor *b = j->keys[(j->offset + i) % NBATCH], *out;
-		if (j->apply) {
-			j->failed = pasco_variable_apply_gradient_sparse(
-			                j->v, &opt, b, j->grads) != 0;
-		} else {
-			j->failed = pasco_variable_gather(j->v, b, &out) != 0;
-			pasco_tensor_release(out);
-		}
-	}
+	job *j    = arg;
+	j->failed = bench_sparse_ops(j->v, j->keys, NBATCH, j->offset,
+	                j->iters, j->apply ? j->grads : NULL) != 0;
 	return NULL;
 }
 

@@ -47,25 +47,16 @@ typedef struct job {
 static void *
 client(void *arg)
 {
-	job            *j   = arg;
-	pasco_optimizer opt = pasco_adagrad(0.01);
-	size_t          ids = BATCH * sizeof(int64_t), rows = BATCH * DIM * 4;
+	job   *j   = arg;
+	size_t ids = BATCH * sizeof(int64_t), rows = BATCH * DIM * 4;
 	if (j->is_raw) { /* the same bytes: ids out, rows back (or out) */
 		j->failed = bench_round_trips(j->raw, j->iters,
 		                j->apply ? 0 : (uint32_t) rows,
 		                j->apply ? ids + rows : ids) != 0;
 		return NULL;
 	}
-	for (long i = 0; i < j->iters && !j->failed; i++) {
-		pasco_tensor *b = j->ids[(j->offset + i) % NBATCH], *out;
-		if (j->apply) {
-			j->failed = pasco_variable_apply_gradient_sparse(
-			                j->v, &opt, b, j->grads) != 0;
-		} else {
-			j->failed = pasco_variable_gather(j->v, b, &out) != 0;
-			pasco_tensor_release(out);
-		}
-	}
+	j->failed = bench_sparse_ops(j->v, j->ids, NBATCH, j->offset, j->iters,
+	                j->apply ? j->grads : NULL) != 0;
 	return NULL;
 }
 
