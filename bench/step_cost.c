@@ -427,7 +427,14 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	for (size_t k = 1; k <= nps && k <= MAX_PS; k *= 2) {
 		sizes[n++] = k;
 	}
-	procs_find(&p, nps < MAX_PS ? nps : MAX_PS);
+	/* the launcher may still be starting the last of them */
+	for (int tries = 0; tries < 50; tries++) {
+		procs_find(&p, nps < MAX_PS ? nps : MAX_PS);
+		if (p.n > 1) {
+			break;
+		}
+		usleep(100 * 1000);
+	}
 	if (p.n == 1) {
 		fprintf(stderr,
 		    "step_cost: the worker and ps processes are not "

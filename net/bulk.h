@@ -30,7 +30,10 @@
 #define PASCI_BULK_H
 
 #include <nng/nng.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "rpc.h"
 #include "wire.h"
@@ -51,8 +54,23 @@ int pasci_bulk_server_open(pasci_bulk_server **out, const char *host,
     uint64_t incarnation, pasci_bulk_handler handler, void *arg,
     const pasci_key *key);
 
-/* "host:port" to connect to: the advert for the rpc server beside it. */
+/* "host:port" to connect to over TCP. */
 const char *pasci_bulk_server_addr(const pasci_bulk_server *s);
+
+/* The advert for the rpc server beside it: ":port" (clients reach it at
+ * the host they reached the rpc server at), then " @name" when it also
+ * listens on a Unix socket of that abstract name for clients on this
+ * host. */
+const char *pasci_bulk_server_advert(const pasci_bulk_server *s);
+
+/* Whether this process makes local links (PASCO_BULK_LOCAL is not "0"):
+ * its bulk servers listen on a Unix socket too, and its clients reach a
+ * server that advertises one there when it is on this host. */
+bool pasci_bulk_local_enabled(void);
+
+/* The abstract Unix socket address of name, and its length. */
+void pasci_bulk_local_addr(
+    struct sockaddr_un *a, socklen_t *alen, const char *name);
 
 /* Stops accepting, drops every connection and joins their threads. */
 void pasci_bulk_server_close(pasci_bulk_server *s);
@@ -105,8 +123,9 @@ int pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
  * needs exactly one. */
 typedef struct pasci_bulk_pending {
 	void             *server; /* private: the pool held */
+	void             *link;   /* private: the connection */
 	pasci_rpc_client *client;
-	int               fd;
+	int               fd; /* its socket's */
 	int64_t           deadline;
 } pasci_bulk_pending;
 

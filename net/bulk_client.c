@@ -10,6 +10,10 @@
  * pool with a cluster key proves it on each connection it makes
  * (pasci_bulk_auth_connect) and uses none whose server fails to prove it.
  *
+ * A server's address may name a Unix socket too ("host:port @name", from
+ * its advert): a connection goes there first, a local link (bulk_frame.h)
+ * when the server is on this host, and to TCP otherwise.
+ *
  * The calls made through an rpc client share a process-wide pool per
  * advertised address (servers, under servers_mu): a server advertising
  * the same address with a new incarnation (a ps restarted on the same
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "address.h"
@@ -44,12 +49,21 @@ pasci_bulk_calls_done(void)
 }
 
 struct pasci_bulk_pool {
-	bool            has_key; /* set at create, then read only */
-	pasci_key       key;
-	pthread_mutex_t mu;
-	int             idle[POOL_IDLE];
-	int             nidle;
+	bool             has_key; /* set at create, then read only */
+	pasci_key        key;
+	pthread_mutex_t  mu;
+	pasci_bulk_link *idle[POOL_IDLE];
+	int              nidle;
 };
+
+static void
+link_close(pasci_bulk_link *l)
+{
+	if (l != NULL) {
+		pasci_bulk_link_fini(l);
+		free(l);
+	}
+}
 
 int
 pasci_bulk_pool_create(pasci_bulk_pool **out, const pasci_key *key)
@@ -71,16 +85,32 @@ pasci_bulk_pool_destroy(pasci_bulk_pool *p)
 		return;
 	}
 	for (int i = 0; i < p->nidle; i++) {
-		close(p->idle[i]);
+		link_close(p->idle[i]);
 	}
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }
 
-/* A connected, non-blocking socket to addr, or -1. */
+/* A connected, non-blocking socket to the Unix socket of abstract name,
+ * or -1: the server is not on this host (or is gone). */
 static int
-dial(const pasci_bulk_pool *p, const char *addr, int64_t deadline_ms,
-    char *detail, size_t len)
+dial_local(const char *name)
+{
+	struct sockaddr_un a;
+	socklen_t          alen;
+	int                fd =
+	    socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	pasci_bulk_local_addr(&a, &alen, name);
+	if (fd >= 0 && connect(fd, (struct sockaddr *) &a, alen) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* A connected, non-blocking socket to host:port, or -1. */
+static int
+dial_tcp(const char *addr, int64_t deadline_ms, char *detail, size_t len)
 {
 	struct addrinfo hints = {
 	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
@@ -95,7 +125,8 @@ dial(const pasci_bulk_pool *p, const char *addr, int64_t deadline_ms,
 		pasci_fmt(detail, len, "bad bulk address '%s'", addr);
 		return -1;
 	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	fd = socket(
+	    ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 &&
 	    (errno != EINPROGRESS ||
 	        pasci_bulk_wait_fd(fd, POLLOUT, deadline_ms) != 0 ||
@@ -110,16 +141,44 @@ dial(const pasci_bulk_pool *p, const char *addr, int64_t deadline_ms,
 	if (fd >= 0) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
-	if (fd >= 0 && p->has_key &&
-	    pasci_bulk_auth_connect(fd, &p->key, deadline_ms, detail, len) !=
-	        0) {
+	return fd;
+}
+
+/* A link to addr ("host:port", then " @name" when the server listens on a
+ * Unix socket too: tried first), its key proved; NULL with detail. */
+static pasci_bulk_link *
+dial(const pasci_bulk_pool *p, const char *addr, int64_t deadline_ms,
+    char *detail, size_t len)
+{
+	char             tcp[PASCI_RPC_ADVERT_MAX];
+	const char      *at    = strstr(addr, " @");
+	bool             local = false;
+	int              fd    = -1;
+	pasci_bulk_link *l;
+
+	pasci_fmt(tcp, sizeof(tcp), "%.*s",
+	    (int) (at != NULL ? (size_t) (at - addr) : strlen(addr)), addr);
+	if (at != NULL && pasci_bulk_local_enabled()) {
+		local = (fd = dial_local(at + 2)) >= 0;
+	}
+	if (fd < 0 && (fd = dial_tcp(tcp, deadline_ms, detail, len)) < 0) {
+		return NULL;
+	}
+	if (p->has_key && pasci_bulk_auth_connect(
+	                      fd, &p->key, deadline_ms, detail, len) != 0) {
 		char why[256];
 		pasci_fmt(why, sizeof(why), "%s", detail);
-		pasci_fmt(detail, len, "bulk port %s: %s", addr, why);
+		pasci_fmt(detail, len, "bulk port %s: %s", tcp, why);
 		close(fd);
-		fd = -1;
+		return NULL;
 	}
-	return fd;
+	if ((l = malloc(sizeof(*l))) == NULL) {
+		pasci_fmt(detail, len, "out of memory");
+		close(fd);
+		return NULL;
+	}
+	pasci_bulk_link_init(l, fd, local);
+	return l;
 }
 
 /* Connecting waits at most CONNECT_MS: a port a firewall drops must not
@@ -136,66 +195,65 @@ connect_deadline(int64_t deadline)
 /* Sends req to addr on an idle connection of p or a new one, *fd. */
 static int
 call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
-    pasci_wire_builder *req, int64_t deadline, int *out, char *detail,
-    size_t len)
+    pasci_wire_builder *req, int64_t deadline, pasci_bulk_link **out,
+    char *detail, size_t len)
 {
-	int  fd     = -1, rv;
-	bool reused = false;
+	pasci_bulk_link *l      = NULL;
+	bool             reused = false;
+	int              rv;
 
-	*out = -1;
+	*out = NULL;
 	pthread_mutex_lock(&p->mu);
 	if (p->nidle > 0) {
-		fd     = p->idle[--p->nidle];
+		l      = p->idle[--p->nidle];
 		reused = true;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (fd < 0 && (fd = dial(p, addr, connect_deadline(deadline), detail,
-	                   len)) < 0) {
+	if (l == NULL && (l = dial(p, addr, connect_deadline(deadline), detail,
+	                      len)) == NULL) {
 		return PASCO_ENOTFOUND; /* nothing sent: the caller may use nng
 		                         */
 	}
-	rv = pasci_bulk_send_builder(fd, req, incarnation, deadline);
+	rv = pasci_bulk_send_builder(l, req, incarnation, deadline);
 	if (rv == PASCO_EUNAVAILABLE && reused) {
 		/* an idle connection the server dropped: once more, fresh */
-		close(fd);
-		if ((fd = dial(p, addr, connect_deadline(deadline), detail,
-		         len)) < 0) {
+		link_close(l);
+		if ((l = dial(p, addr, connect_deadline(deadline), detail,
+		         len)) == NULL) {
 			return PASCO_ENOTFOUND;
 		}
-		rv = pasci_bulk_send_builder(fd, req, incarnation, deadline);
+		rv = pasci_bulk_send_builder(l, req, incarnation, deadline);
 	}
 	if (rv != 0) {
 		pasci_fmt(detail, len, "%s bulk request to %s",
 		    rv == PASCO_ETIMEDOUT ? "timed out sending a" : "lost a",
 		    addr);
-		close(fd);
+		link_close(l);
 		return rv;
 	}
-	*out = fd;
+	*out = l;
 	return PASCO_OK;
 }
 
-/* The reply to the request call_send sent on fd; fd goes back to p's
- * idle ones, or is closed after a failure. */
+/* The reply to the request call_send sent on l; l goes back to p's idle
+ * ones, or is closed after a failure. */
 static int
-call_recv(pasci_bulk_pool *p, int fd, int64_t deadline, pasci_wire_msg *reply,
-    char *detail, size_t len)
+call_recv(pasci_bulk_pool *p, pasci_bulk_link *l, int64_t deadline,
+    pasci_wire_msg *reply, char *detail, size_t len)
 {
-	int rv = pasci_bulk_recv_frame(fd, reply, deadline, true, detail, len);
+	int rv = pasci_bulk_recv_frame(l, reply, deadline, true, detail, len);
 	if (rv != 0) {
-		close(fd);
+		link_close(l);
 		return rv;
 	}
 	__atomic_add_fetch(&calls_done, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&p->mu);
 	if (p->nidle < POOL_IDLE) {
-		p->idle[p->nidle++] = fd;
-		fd                  = -1;
+		p->idle[p->nidle++] = l;
+		l                   = NULL;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (fd >= 0) {
-		close(fd);
-	}
+	link_close(l);
 	return PASCO_OK;
 }
 
@@ -210,14 +268,15 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
     pasci_wire_builder *req, int64_t timeout_ms, pasci_wire_msg *reply,
     char *detail, size_t len)
 {
-	int64_t deadline = deadline_in(timeout_ms);
-	int     fd, rv;
+	int64_t          deadline = deadline_in(timeout_ms);
+	pasci_bulk_link *l;
+	int              rv;
 	memset(reply, 0, sizeof(*reply));
-	if ((rv = call_send(p, addr, incarnation, req, deadline, &fd, detail,
-	         len)) != 0) {
+	if ((rv = call_send(
+	         p, addr, incarnation, req, deadline, &l, detail, len)) != 0) {
 		return rv;
 	}
-	return call_recv(p, fd, deadline, reply, detail, len);
+	return call_recv(p, l, deadline, reply, detail, len);
 }
 
 /* The pools of the servers reached through rpc clients. */
@@ -306,17 +365,23 @@ server_release(server_pool *sp)
 }
 
 /* A server that listens on every interface advertises its bulk port alone
- * (":port"): it is reached at the host this client reaches its RPC at. */
+ * (":port", then maybe " @name"): it is reached at the host this client
+ * reaches its RPC at. */
 static int
 with_rpc_host(pasci_rpc_client *c, char *addr, size_t len)
 {
-	char host[256], port[16];
-	int  rv = pasci_url_split(
-	     pasci_rpc_client_url(c), host, sizeof(host), port, sizeof(port));
+	char host[256], port[16], bulk_port[16], rest[PASCI_RPC_ADVERT_MAX];
+	const char *at = strstr(addr, " @");
+	int         rv = pasci_url_split(
+	            pasci_rpc_client_url(c), host, sizeof(host), port, sizeof(port));
 	if (rv == 0) {
-		char bulk_port[16];
-		pasci_fmt(bulk_port, sizeof(bulk_port), "%s", addr + 1);
+		pasci_fmt(rest, sizeof(rest), "%s", at != NULL ? at : "");
+		pasci_fmt(bulk_port, sizeof(bulk_port), "%.*s",
+		    (int) (at != NULL ? (size_t) (at - addr - 1)
+		                      : strlen(addr + 1)),
+		    addr + 1);
 		pasci_addr_join(addr, len, host, bulk_port);
+		strncat(addr, rest, len - strlen(addr) - 1);
 	}
 	return rv;
 }
@@ -355,8 +420,10 @@ pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 	p->client   = c;
 	p->deadline = deadline_in(timeout_ms);
 	rv = call_send(((server_pool *) p->server)->pool, addr, inc, b,
-	    p->deadline, &p->fd, detail, len);
-	if (rv != 0) {
+	    p->deadline, (pasci_bulk_link **) &p->link, detail, len);
+	if (rv == 0) {
+		p->fd = ((pasci_bulk_link *) p->link)->fd;
+	} else {
 		server_release(p->server);
 		p->server = NULL;
 	}
@@ -381,7 +448,8 @@ pasci_bulk_finish(
 		pasci_fmt(detail, len, "no bulk request was sent");
 		return PASCO_EINVAL;
 	}
-	rv = call_recv(sp->pool, p->fd, p->deadline, reply, detail, len);
+	rv = call_recv(sp->pool, p->link, p->deadline, reply, detail, len);
+	p->link = NULL;
 	server_release(sp);
 	p->server = NULL;
 	if (rv != 0) {

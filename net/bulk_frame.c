@@ -1,9 +1,10 @@
 /*
  * Frame I/O for bulk connections (see bulk_frame.h). Writes gather a
  * frame's head and its tensors' own memory into one sendmsg (IOV_CHUNK
- * iovecs at a time); reads go straight into the buffer the received
- * tensors will view. Each function works on one fd, on its caller's
- * thread, and blocks at most until its deadline.
+ * iovecs at a time), or on a local link copy them into its region; reads
+ * go straight into the buffer the received tensors will view (from the
+ * socket, or copied out of the peer's region). Each function works on one
+ * link, on its caller's thread, and blocks at most until its deadline.
  */
 #include "bulk_frame.h"
 
@@ -13,10 +14,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "bufcache.h"
+#include "bulk_shm.h"
 #include "util.h"
+
+#define SHM_BIT (1ull << 63) /* a length word's: the body is by region */
+#define HALF (PASCI_BULK_REGION / 2)
 
 /* A frame longer than 64 GB is garbage. */
 #define IOV_CHUNK 512 /* iovecs per sendmsg */
@@ -41,6 +47,26 @@ pasci_bulk_wait_fd(int fd, short events, int64_t deadline_ms)
 			return PASCO_EUNAVAILABLE;
 		}
 	}
+}
+
+void
+pasci_bulk_link_init(pasci_bulk_link *l, int fd, bool local)
+{
+	*l = (pasci_bulk_link){.fd = fd, .local = local, .tx_fd = -1};
+}
+
+void
+pasci_bulk_link_fini(pasci_bulk_link *l)
+{
+	if (l->fd >= 0) {
+		close(l->fd);
+	}
+	if (l->tx_fd >= 0) {
+		close(l->tx_fd);
+	}
+	pasci_bulk_region_unmap(l->tx);
+	pasci_bulk_region_unmap(l->rx);
+	pasci_bulk_link_init(l, -1, false);
 }
 
 /* Sends every byte of iov[0..n) (advancing it). */
@@ -106,10 +132,137 @@ recv_all(int fd, void *buf, size_t len, int64_t deadline_ms)
 	return PASCO_OK;
 }
 
+/* Sends the length word w, with this end's region's fd the first time
+ * (a region frame's), as one message. */
+static int
+send_word(pasci_bulk_link *l, uint64_t w, int64_t deadline_ms)
+{
+	uint8_t buf[8];
+	bool    pass = (w & SHM_BIT) != 0 && !l->tx_sent;
+	union {
+		struct cmsghdr h;
+		char           space[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec  iov = {buf, 8};
+	struct msghdr mh  = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t       k;
+	pasci_put_be(buf, w, 8);
+	if (pass) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control    = &ctl;
+		mh.msg_controllen = sizeof(ctl.space);
+		ctl.h.cmsg_level  = SOL_SOCKET;
+		ctl.h.cmsg_type   = SCM_RIGHTS;
+		ctl.h.cmsg_len    = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&ctl.h), &l->tx_fd, sizeof(int));
+	}
+	while ((k = sendmsg(l->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
+		int rv;
+		if (errno == EINTR) {
+			continue;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			return PASCO_EUNAVAILABLE;
+		}
+		if ((rv = pasci_bulk_wait_fd(l->fd, POLLOUT, deadline_ms)) !=
+		    0) {
+			return rv;
+		}
+	}
+	if (pass) { /* the peer holds it now */
+		close(l->tx_fd);
+		l->tx_fd   = -1;
+		l->tx_sent = true;
+	}
+	if ((size_t) k < 8) {
+		iov.iov_base = buf + k;
+		iov.iov_len  = 8 - (size_t) k;
+		return send_iov(l->fd, &iov, 1, deadline_ms);
+	}
+	return PASCO_OK;
+}
+
+static int
+send_byte(pasci_bulk_link *l, int64_t deadline_ms)
+{
+	uint8_t      one = 1;
+	struct iovec iov = {&one, 1};
+	return send_iov(l->fd, &iov, 1, deadline_ms);
+}
+
+static int
+recv_byte(pasci_bulk_link *l, int64_t deadline_ms)
+{
+	uint8_t one;
+	return recv_all(l->fd, &one, 1, deadline_ms);
+}
+
+/* Copies up to n bytes from iov[*at..niov) (advancing it) to dst; the
+ * count copied. */
+static size_t
+gather(uint8_t *dst, size_t n, struct iovec *iov, size_t niov, size_t *at)
+{
+	size_t done = 0;
+	while (done < n && *at < niov) {
+		struct iovec *v = &iov[*at];
+		size_t k = v->iov_len < n - done ? v->iov_len : n - done;
+		memcpy(dst + done, v->iov_base, k);
+		done += k;
+		v->iov_base = (char *) v->iov_base + k;
+		if ((v->iov_len -= k) == 0) {
+			(*at)++;
+		}
+	}
+	return done;
+}
+
+/* Sends a body of total bytes, iov[1..n), through l's region: at once when
+ * it fits, else by halves (bulk_frame.h). */
+static int
+send_by_region(pasci_bulk_link *l, struct iovec *iov, size_t n, uint64_t total,
+    int64_t deadline_ms)
+{
+	size_t at = 1, chunks;
+	int    rv;
+	if (total <= PASCI_BULK_REGION) {
+		gather(l->tx, total, iov, n, &at);
+		return send_word(l, total | SHM_BIT, deadline_ms);
+	}
+	chunks = (size_t) ((total + HALF - 1) / HALF);
+	for (size_t i = 0; i < chunks; i++) {
+		/* half i % 2 is free once the peer said it copied chunk i-2 */
+		if (i >= 2 && (rv = recv_byte(l, deadline_ms)) != 0) {
+			return rv;
+		}
+		gather(l->tx + (i % 2) * HALF, HALF, iov, n, &at);
+		rv = i == 0 ? send_word(l, total | SHM_BIT, deadline_ms)
+		            : send_byte(l, deadline_ms);
+		if (rv != 0) {
+			return rv;
+		}
+	}
+	return PASCO_OK;
+}
+
+/* Sends a frame whose body, total bytes, is iov[1..n); iov[0] is the
+ * length word's slot. */
+static int
+send_frame(pasci_bulk_link *l, struct iovec *iov, size_t n, uint64_t total,
+    uint8_t word[8], int64_t deadline_ms)
+{
+	if (l->local && total >= PASCI_BULK_SHM_MIN &&
+	    (l->tx != NULL || pasci_bulk_region_new(&l->tx_fd, &l->tx) == 0)) {
+		return send_by_region(l, iov, n, total, deadline_ms);
+	}
+	pasci_put_be(word, total, 8);
+	iov[0] = (struct iovec){word, 8};
+	return send_iov(l->fd, iov, n, deadline_ms);
+}
+
 /* A frame from builder b: its head, then each tensor from its memory. */
 int
-pasci_bulk_send_builder(
-    int fd, pasci_wire_builder *b, uint64_t incarnation, int64_t deadline_ms)
+pasci_bulk_send_builder(pasci_bulk_link *l, pasci_wire_builder *b,
+    uint64_t incarnation, int64_t deadline_ms)
 {
 	static const uint8_t zeros[8];
 	uint8_t              len[8], *head;
@@ -125,8 +278,7 @@ pasci_bulk_send_builder(
 		free(head);
 		return PASCO_ENOMEM;
 	}
-	pasci_put_be(len, total, 8);
-	iov[n++] = (struct iovec){len, 8};
+	n++; /* the length word's */
 	iov[n++] = (struct iovec){head, head_len};
 	for (size_t i = 0; i < b->ntensors; i++) {
 		const pasco_tensor *tail = pasci_wire_tensor_tail(b, i);
@@ -144,7 +296,7 @@ pasci_bulk_send_builder(
 			iov[n++] = (struct iovec){(void *) zeros, end - used};
 		}
 	}
-	rv = send_iov(fd, iov, n, deadline_ms);
+	rv = send_frame(l, iov, n, total, len, deadline_ms);
 	free(iov);
 	free(head);
 	return rv;
@@ -152,35 +304,156 @@ pasci_bulk_send_builder(
 
 /* A frame whose body is msg's (a complete wire body). */
 int
-pasci_bulk_send_msg(int fd, nng_msg *msg, int64_t deadline_ms)
+pasci_bulk_send_msg(pasci_bulk_link *l, nng_msg *msg, int64_t deadline_ms)
 {
 	uint8_t      len[8];
-	struct iovec iov[2] = {
-	    {len, 8}, {nng_msg_body(msg), nng_msg_len(msg)}};
-	pasci_put_be(len, nng_msg_len(msg), 8);
-	return send_iov(fd, iov, 2, deadline_ms);
+	struct iovec iov[2] = {{0}, {nng_msg_body(msg), nng_msg_len(msg)}};
+	return send_frame(l, iov, 2, nng_msg_len(msg), len, deadline_ms);
+}
+
+/* Receives a length word into hdr; on a local link, a region passed with
+ * it is mapped (one only, and only the first: anything else is a bad
+ * frame, and every fd received is closed). */
+static int
+recv_word(pasci_bulk_link *l, uint8_t hdr[8], int64_t deadline_ms,
+    char *detail, size_t len)
+{
+	size_t got = 0;
+	if (!l->local) {
+		return recv_all(l->fd, hdr, 8, deadline_ms);
+	}
+	while (got < 8) {
+		union {
+			struct cmsghdr h;
+			char           space[CMSG_SPACE(4 * sizeof(int))];
+		} ctl;
+		struct iovec  iov = {hdr + got, 8 - got};
+		struct msghdr mh  = {.msg_iov = &iov,
+		     .msg_iovlen              = 1,
+		     .msg_control             = &ctl,
+		     .msg_controllen          = sizeof(ctl.space)};
+		ssize_t       k =
+		    recvmsg(l->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		int nfds = 0, fds[4], rv = PASCO_OK;
+		if (k == 0) {
+			return PASCO_EUNAVAILABLE;
+		}
+		if (k < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				return PASCO_EUNAVAILABLE;
+			}
+			if ((rv = pasci_bulk_wait_fd(
+			         l->fd, POLLIN, deadline_ms)) != 0) {
+				return rv;
+			}
+			continue;
+		}
+		got += (size_t) k;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL;
+		     c                 = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level == SOL_SOCKET &&
+			    c->cmsg_type == SCM_RIGHTS) {
+				size_t m =
+				    (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+				for (size_t i = 0; i < m; i++) {
+					int fd;
+					memcpy(&fd,
+					    CMSG_DATA(c) + i * sizeof(int),
+					    sizeof(int));
+					if (nfds < 4) {
+						fds[nfds] = fd;
+					} else {
+						close(fd);
+					}
+					nfds++;
+				}
+			}
+		}
+		if (nfds == 1 && l->rx == NULL &&
+		    (mh.msg_flags & MSG_CTRUNC) == 0) {
+			rv =
+			    pasci_bulk_region_map(fds[0], &l->rx, detail, len);
+		} else if (nfds > 0 || (mh.msg_flags & MSG_CTRUNC) != 0) {
+			for (int i = 0; i < nfds && i < 4; i++) {
+				close(fds[i]);
+			}
+			pasci_fmt(detail, len,
+			    "the peer passed %d file descriptors where at "
+			    "most "
+			    "one region was expected",
+			    nfds);
+			rv = PASCO_EPROTO;
+		}
+		if (rv != 0) {
+			return rv;
+		}
+	}
+	return PASCO_OK;
+}
+
+/* Copies a body of n bytes out of the peer's region into body: at once,
+ * or by halves (bulk_frame.h). */
+static int
+recv_by_region(
+    pasci_bulk_link *l, uint8_t *body, uint64_t n, int64_t deadline_ms)
+{
+	size_t chunks;
+	int    rv;
+	if (n <= PASCI_BULK_REGION) {
+		memcpy(body, l->rx, n);
+		return PASCO_OK;
+	}
+	chunks = (size_t) ((n + HALF - 1) / HALF);
+	for (size_t i = 0; i < chunks; i++) {
+		size_t k = i + 1 < chunks ? HALF : n - i * HALF;
+		if (i >= 1 && (rv = recv_byte(l, deadline_ms)) != 0) {
+			return rv;
+		}
+		memcpy(body + i * HALF, l->rx + (i % 2) * HALF, k);
+		if (i + 2 < chunks && (rv = send_byte(l, deadline_ms)) != 0) {
+			return rv;
+		}
+	}
+	return PASCO_OK;
 }
 
 /* Receives one frame and decodes it (its tensors view the frame, in a
  * cached buffer when cached). */
 int
-pasci_bulk_recv_frame(int fd, pasci_wire_msg *m, int64_t deadline_ms,
-    bool cached, char *detail, size_t len)
+pasci_bulk_recv_frame(pasci_bulk_link *l, pasci_wire_msg *m,
+    int64_t deadline_ms, bool cached, char *detail, size_t len)
 {
 	uint8_t  hdr[8];
 	uint64_t n;
 	void    *body;
+	bool     by_region;
 	int      rv;
 
 	memset(m, 0, sizeof(*m));
-	if ((rv = recv_all(fd, hdr, 8, deadline_ms)) != 0) {
-		pasci_fmt(detail, len, "%s",
-		    rv == PASCO_ETIMEDOUT ? "no reply before the deadline"
-		                          : "connection lost");
+	if ((rv = recv_word(l, hdr, deadline_ms, detail, len)) != 0) {
+		if (rv != PASCO_EPROTO) {
+			pasci_fmt(detail, len, "%s",
+			    rv == PASCO_ETIMEDOUT
+			        ? "no reply before the deadline"
+			        : "connection lost");
+		}
 		return rv;
 	}
-	if ((n = pasci_get_be(hdr, 8)) > pasci_max_message_bytes() ||
-	    n < PASCI_WIRE_PREFIX) {
+	n         = pasci_get_be(hdr, 8);
+	by_region = (n & SHM_BIT) != 0 && l->local;
+	if (by_region) {
+		n &= ~SHM_BIT;
+		if (l->rx == NULL) {
+			pasci_fmt(detail, len,
+			    "a frame in shared memory before any region was "
+			    "passed");
+			return PASCO_EPROTO;
+		}
+	}
+	if (n > pasci_max_message_bytes() || n < PASCI_WIRE_PREFIX) {
 		pasci_fmt(detail, len,
 		    "bad frame length %llu (at most %zu bytes: "
 		    "PASCO_MAX_MESSAGE_MB)",
@@ -192,7 +465,9 @@ pasci_bulk_recv_frame(int fd, pasci_wire_msg *m, int64_t deadline_ms,
 		    (unsigned long long) n);
 		return PASCO_ENOMEM;
 	}
-	if ((rv = recv_all(fd, body, n, deadline_ms)) != 0) {
+	rv = by_region ? recv_by_region(l, body, n, deadline_ms)
+	               : recv_all(l->fd, body, n, deadline_ms);
+	if (rv != 0) {
 		(cached ? pasci_bufcache_free : free)(body);
 		pasci_fmt(detail, len, "%s",
 		    rv == PASCO_ETIMEDOUT ? "no reply before the deadline"

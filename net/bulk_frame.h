@@ -3,7 +3,23 @@
  * the client pool: a frame is a u64 big-endian length, then a wire body.
  * Sockets are non-blocking; every function waits with poll() against an
  * absolute deadline (PASCI_BULK_NO_DEADLINE: none). Each call touches only
- * its fd: one thread per connection at a time.
+ * its link: one thread per connection at a time.
+ *
+ * Local links. A connection over a Unix socket (a client and a ps on one
+ * host, bulk.h) carries a body of PASCI_BULK_SHM_MIN bytes or more through
+ * shared memory: each end writes its frames into a region of its own, a
+ * sealed memfd of PASCI_BULK_REGION bytes mapped read-write, whose fd it
+ * passes (SCM_RIGHTS) with its first such frame; the peer maps it
+ * read-only. Such a frame's length word has bit 63 set and nothing
+ * follows it on the socket when the body fits the region; a longer body
+ * goes in halves of the region, alternately, each after the first
+ * announced by one byte, and the receiver answers each half it has copied
+ * out with one byte while the sender still needs that half. Requests and
+ * replies alternate on a connection, so a region is free again by the
+ * time its owner sends its next frame. The receiver copies a body out
+ * before it decodes anything, so a peer writing its region meanwhile can
+ * only spoil the values it sends; it maps only a memfd sealed against
+ * shrinking (a shrunk mapping would fault) of exactly the region's size.
  */
 #ifndef PASCI_BULK_FRAME_H
 #define PASCI_BULK_FRAME_H
@@ -17,6 +33,26 @@
 
 #define PASCI_BULK_NO_DEADLINE INT64_MAX
 
+#define PASCI_BULK_REGION (4u << 20) /* bytes, a local link's region */
+#define PASCI_BULK_SHM_MIN 16384     /* a shorter body goes inline */
+
+/* One end of a bulk connection. */
+typedef struct pasci_bulk_link {
+	int            fd;
+	bool           local;   /* a Unix socket: big bodies by region */
+	int            tx_fd;   /* this end's region until passed, or -1 */
+	uint8_t       *tx;      /* this end's region, or NULL: none yet */
+	bool           tx_sent; /* the peer has it */
+	const uint8_t *rx;      /* the peer's region, or NULL: none yet */
+} pasci_bulk_link;
+
+/* A link over connected socket fd (local: a Unix socket), which it owns
+ * from now on. */
+void pasci_bulk_link_init(pasci_bulk_link *l, int fd, bool local);
+
+/* Closes its socket and unmaps its regions. */
+void pasci_bulk_link_fini(pasci_bulk_link *l);
+
 /* Waits until fd is ready for events (poll's) or the deadline passes:
  * PASCO_ETIMEDOUT, PASCO_EUNAVAILABLE on a poll error. */
 int pasci_bulk_wait_fd(int fd, short events, int64_t deadline_ms);
@@ -25,20 +61,20 @@ int pasci_bulk_wait_fd(int fd, short events, int64_t deadline_ms);
  * each tensor from its own memory. b is not changed. Returns
  * PASCO_EUNAVAILABLE (connection lost), PASCO_ETIMEDOUT or
  * PASCO_ENOMEM. */
-int pasci_bulk_send_builder(
-    int fd, pasci_wire_builder *b, uint64_t incarnation, int64_t deadline_ms);
+int pasci_bulk_send_builder(pasci_bulk_link *l, pasci_wire_builder *b,
+    uint64_t incarnation, int64_t deadline_ms);
 
 /* Sends a frame whose body is msg's (a complete wire body). msg stays the
  * caller's. Errors as pasci_bulk_send_builder. */
-int pasci_bulk_send_msg(int fd, nng_msg *msg, int64_t deadline_ms);
+int pasci_bulk_send_msg(pasci_bulk_link *l, nng_msg *msg, int64_t deadline_ms);
 
 /* Receives one frame and decodes it into m; its tensors view the frame,
  * held in a pasci_bufcache buffer when cached, else in malloc's memory,
  * and freed by pasci_wire_msg_fini. Returns PASCO_EUNAVAILABLE,
  * PASCO_ETIMEDOUT, PASCO_EPROTO (a bad frame) or PASCO_ENOMEM, with detail
  * (len bytes) saying which; m is then empty. */
-int pasci_bulk_recv_frame(int fd, pasci_wire_msg *m, int64_t deadline_ms,
-    bool cached, char *detail, size_t len);
+int pasci_bulk_recv_frame(pasci_bulk_link *l, pasci_wire_msg *m,
+    int64_t deadline_ms, bool cached, char *detail, size_t len);
 
 /* The cluster-key handshake (auth.h) that opens a bulk connection when
  * the server has a key, before any frame: the server sends

@@ -4,12 +4,19 @@
  * time, the reply on the same connection. Requests stamped for another
  * incarnation are refused, as rpc_server.c refuses them, without running.
  *
- * Threads: the accept thread owns the listening socket and adds
+ * Two listening sockets: TCP on the host's interfaces, and a Unix socket
+ * in the abstract namespace under a random name (its advert's "@name";
+ * not with PASCO_BULK_LOCAL=0) for clients on this host, whose links
+ * carry big frames through shared memory (bulk_frame.h). Both serve the
+ * same requests under the same rules.
+ *
+ * Threads: the accept thread owns the listening sockets and adds
  * connections to the list; connection threads only read their own conn
  * and set its done flag; the list is under the server's mu, and the
  * accept thread (and close) joins and frees the connections whose threads
- * have returned. Closing sets a flag, shuts the listening socket down to
- * wake accept(), joins it, then shuts down and joins every connection.
+ * have returned. Closing sets a flag, shuts the listening sockets down to
+ * wake the accept thread's poll, joins it, then shuts down and joins
+ * every connection.
  *
  * Hostile peers: at most max_conns members live at once (others are
  * closed as they are accepted, or, with a key, once they prove it), and a
@@ -19,8 +26,8 @@
  * connections cost a bounded number of threads for a bounded time. With
  * a key, connections still in the handshake (AUTH_MS at most) are
  * counted apart, up to max_conns, the oldest shut down to make room: a
- * stranger's connections never keep a member out. The port is one the system picks
- * unless PASCO_BULK_PORT names one (for a firewall).
+ * stranger's connections never keep a member out. The port is one the system
+ * picks unless PASCO_BULK_PORT names one (for a firewall).
  *
  * With a cluster key, a connection's thread first runs the handshake
  * (pasci_bulk_auth_accept, within AUTH_MS) and reads no frame from a peer
@@ -33,12 +40,17 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "bufcache.h"
 #include "bulk_frame.h"
 #include "conns.h"
@@ -46,19 +58,21 @@
 #include "util.h"
 
 typedef struct conn {
-	int       fd;
-	char      peer[80]; /* "a.b.c.d:port", from accept */
-	pthread_t th;
-	int       done;      /* atomic: its thread has returned */
-	int       member;    /* atomic: proved the key (or none is needed) */
-	int64_t   opened_ms; /* set before its thread starts */
+	pasci_bulk_link link;
+	char            peer[80]; /* "a.b.c.d:port" (from accept) or "pid N" */
+	pthread_t       th;
+	int             done; /* atomic: its thread has returned */
+	int     member;       /* atomic: proved the key (or none is needed) */
+	int64_t opened_ms;    /* set before its thread starts */
 	pasci_bulk_server *s;
 	struct conn       *next;
 } conn;
 
 struct pasci_bulk_server {
 	int                listen_fd;
-	char               addr[PASCI_RPC_ADVERT_MAX]; /* the advert */
+	int                local_fd; /* the Unix socket's, or -1 */
+	char               addr[PASCI_RPC_ADVERT_MAX];   /* host:port */
+	char               advert[PASCI_RPC_ADVERT_MAX]; /* :port [@name] */
 	uint64_t           incarnation;
 	pasci_bulk_handler handler;
 	void              *arg;
@@ -111,7 +125,7 @@ deadline_of(const pasci_bulk_server *s)
 
 /* The answer to one request, sent on c. */
 static int
-answer(pasci_bulk_server *s, int fd, const pasci_wire_msg *req)
+answer(pasci_bulk_server *s, pasci_bulk_link *l, const pasci_wire_msg *req)
 {
 	pasci_wire_builder b;
 	nng_msg           *msg;
@@ -124,18 +138,18 @@ answer(pasci_bulk_server *s, int fd, const pasci_wire_msg *req)
 			return PASCO_ENOMEM;
 		}
 		pasci_wire_set_incarnation(msg, s->incarnation);
-		rv = pasci_bulk_send_msg(fd, msg, deadline_of(s));
+		rv = pasci_bulk_send_msg(l, msg, deadline_of(s));
 		nng_msg_free(msg);
 		return rv;
 	}
 	pasci_wire_builder_init(&b, req->hdr->method);
 	if ((msg = s->handler(s->arg, req, &b)) != NULL) {
 		pasci_wire_set_incarnation(msg, s->incarnation);
-		rv = pasci_bulk_send_msg(fd, msg, deadline_of(s));
+		rv = pasci_bulk_send_msg(l, msg, deadline_of(s));
 		nng_msg_free(msg);
 	} else {
 		rv = pasci_bulk_send_builder(
-		    fd, &b, s->incarnation, deadline_of(s));
+		    l, &b, s->incarnation, deadline_of(s));
 	}
 	pasci_wire_builder_fini(&b);
 	return rv;
@@ -197,7 +211,7 @@ conn_authenticated(conn *c)
 	if (!c->s->has_key) {
 		return true;
 	}
-	rv = pasci_bulk_auth_accept(c->fd, &c->s->key,
+	rv = pasci_bulk_auth_accept(c->link.fd, &c->s->key,
 	    pasci_now_ms() + AUTH_MS, detail, sizeof(detail));
 	if (rv != 0 && !__atomic_load_n(&c->s->closing, __ATOMIC_ACQUIRE) &&
 	    refusal_should_log(c->s, more, sizeof(more))) {
@@ -262,8 +276,8 @@ serve_conn(void *arg)
 	in = conn_authenticated(c) && conn_admit(c);
 	while (in) {
 		pasci_wire_msg req;
-		int rv = pasci_bulk_recv_frame(c->fd, &req, deadline_of(c->s),
-		    true, detail, sizeof(detail));
+		int            rv = pasci_bulk_recv_frame(&c->link, &req,
+		               deadline_of(c->s), true, detail, sizeof(detail));
 		if (rv != 0) {
 			/* a bad frame or a gone peer: the connection ends */
 			if (rv != PASCO_EUNAVAILABLE &&
@@ -274,17 +288,18 @@ serve_conn(void *arg)
 			}
 			break;
 		}
-		/* a member's request: the task is in use (its chief timeout) */
+		/* a member's request: the task is in use (its chief timeout)
+		 */
 		__atomic_store_n(
 		    &last_request_ms, pasci_now_ms(), __ATOMIC_RELAXED);
-		rv = answer(c->s, c->fd, &req);
+		rv = answer(c->s, &c->link, &req);
 		pasci_wire_msg_fini(&req);
 		note_traffic(); /* its memory is freed: the quiet starts */
 		if (rv != 0) {
 			break;
 		}
 	}
-	shutdown(c->fd, SHUT_RDWR);
+	shutdown(c->link.fd, SHUT_RDWR);
 	note_traffic();
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -312,9 +327,9 @@ reap(pasci_bulk_server *s, bool every)
 	while (dead != NULL) {
 		conn *c = dead;
 		dead    = c->next;
-		shutdown(c->fd, SHUT_RDWR);
+		shutdown(c->link.fd, SHUT_RDWR);
 		pthread_join(c->th, NULL);
-		close(c->fd);
+		pasci_bulk_link_fini(&c->link);
 		free(c);
 	}
 }
@@ -342,7 +357,7 @@ make_room(pasci_bulk_server *s)
 			}
 		}
 		/* its fd stays open until this thread reaps it */
-		shutdown(oldest->fd, SHUT_RDWR);
+		shutdown(oldest->link.fd, SHUT_RDWR);
 	}
 	pthread_mutex_unlock(&s->mu);
 	if ((oldest != NULL || (!s->has_key && members >= s->max_conns)) &&
@@ -361,33 +376,76 @@ make_room(pasci_bulk_server *s)
 	return s->has_key || members < s->max_conns;
 }
 
+/* The next connection on either listening socket: its fd (*local: on the
+ * Unix one), -1 when closing or the sockets failed. */
+static int
+next_conn(pasci_bulk_server *s, struct sockaddr_storage *a, bool *local)
+{
+	struct pollfd p[2] = {{.fd = s->listen_fd, .events = POLLIN},
+	    {.fd = s->local_fd, .events = POLLIN}};
+	for (;;) {
+		socklen_t alen = sizeof(*a);
+		int       fd;
+		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
+			return -1;
+		}
+		if (poll(p, s->local_fd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			return -1;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (p[i].revents == 0 || p[i].fd < 0) {
+				continue;
+			}
+			memset(a, 0, sizeof(*a));
+			fd = accept4(p[i].fd, (struct sockaddr *) a, &alen,
+			    SOCK_CLOEXEC);
+			if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
+				if (fd >= 0) {
+					close(fd);
+				}
+				return -1;
+			}
+			if (fd >= 0) {
+				*local = i == 1;
+				return fd;
+			}
+			if (errno == EMFILE || errno == ENFILE) {
+				usleep(10000);
+			} else if (errno != EINTR && errno != ECONNABORTED &&
+			           errno != EAGAIN) {
+				return -1;
+			}
+		}
+	}
+}
+
+/* "pid N" of a local peer, into buf. */
+static void
+local_peer_name(int fd, char *buf, size_t len)
+{
+	struct ucred cr;
+	socklen_t    clen = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &clen) == 0) {
+		pasci_fmt(buf, len, "pid %ld on this host", (long) cr.pid);
+	} else {
+		pasci_fmt(buf, len, "a process on this host");
+	}
+}
+
 static void *
 accept_main(void *arg)
 {
 	pasci_bulk_server *s = arg;
 	pasci_thread_name("pasco-bulk-acc");
 	for (;;) {
-		int                     one = 1, fd;
+		int                     one   = 1, fd;
+		bool                    local = false;
 		conn                   *c;
 		struct sockaddr_storage a;
-		socklen_t               alen = sizeof(a);
-		memset(&a, 0, sizeof(a));
-		/* close shuts it down */
-		fd = accept(s->listen_fd, (struct sockaddr *) &a, &alen);
-		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
-			if (fd >= 0) {
-				close(fd);
-			}
-			break;
-		}
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED ||
-			    errno == EMFILE || errno == ENFILE) {
-				usleep(errno == EMFILE || errno == ENFILE
-				           ? 10000
-				           : 0);
-				continue;
-			}
+		if ((fd = next_conn(s, &a, &local)) < 0) {
 			break;
 		}
 		note_traffic();
@@ -396,19 +454,26 @@ accept_main(void *arg)
 			close(fd);
 			continue;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (!local) {
+			setsockopt(
+			    fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		}
 		if ((c = calloc(1, sizeof(*c))) == NULL) {
 			close(fd);
 			continue;
 		}
-		c->fd        = fd;
+		pasci_bulk_link_init(&c->link, fd, local);
 		c->s         = s;
 		c->opened_ms = pasci_now_ms();
 		c->member    = !s->has_key;
 		/* named now: once a peer hangs up, getpeername cannot */
-		peer_name(&a, c->peer, sizeof(c->peer));
+		if (local) {
+			local_peer_name(fd, c->peer, sizeof(c->peer));
+		} else {
+			peer_name(&a, c->peer, sizeof(c->peer));
+		}
 		if (pthread_create(&c->th, NULL, serve_conn, c) != 0) {
-			close(fd);
+			pasci_bulk_link_fini(&c->link);
 			free(c);
 			continue;
 		}
@@ -419,6 +484,59 @@ accept_main(void *arg)
 		pthread_mutex_unlock(&s->mu);
 	}
 	return NULL;
+}
+
+/* Whether bulk links on this host may be local (PASCO_BULK_LOCAL=0: no). */
+bool
+pasci_bulk_local_enabled(void)
+{
+	const char *v = getenv("PASCO_BULK_LOCAL");
+	return v == NULL || strcmp(v, "0") != 0;
+}
+
+/* The abstract Unix address of name, its length into *alen. */
+void
+pasci_bulk_local_addr(struct sockaddr_un *a, socklen_t *alen, const char *name)
+{
+	size_t n = strlen(name);
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (n > sizeof(a->sun_path) - 1) {
+		n = sizeof(a->sun_path) - 1;
+	}
+	memcpy(a->sun_path + 1, name, n); /* sun_path[0] = 0: abstract */
+	*alen = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+/* Listens on a Unix socket of a random abstract name for clients on this
+ * host; without one (it failed, or PASCO_BULK_LOCAL=0) they use TCP. */
+static void
+listen_local(pasci_bulk_server *s, char *name, size_t len)
+{
+	uint8_t            r[PASCI_AUTH_NONCE];
+	struct sockaddr_un a;
+	socklen_t          alen;
+	name[0] = 0;
+	if (!pasci_bulk_local_enabled()) {
+		return;
+	}
+	pasci_auth_nonce(r);
+	pasci_fmt(name, len, "pasco-bulk-%02x%02x%02x%02x%02x%02x%02x%02x",
+	    r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+	pasci_bulk_local_addr(&a, &alen, name);
+	if ((s->local_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) <
+	        0 ||
+	    bind(s->local_fd, (struct sockaddr *) &a, alen) != 0 ||
+	    listen(s->local_fd, 64) != 0) {
+		pasci_log(PASCI_LOG_INFO,
+		    "no local bulk socket (%s): clients on this host use TCP",
+		    strerror(errno));
+		if (s->local_fd >= 0) {
+			close(s->local_fd);
+		}
+		s->local_fd = -1;
+		name[0]     = 0;
+	}
 }
 
 int
@@ -435,12 +553,14 @@ pasci_bulk_server_open(pasci_bulk_server **out, const char *host,
 	socklen_t               alen = sizeof(a);
 	int                     one  = 1, port, gai;
 	const char             *bulk_port;
+	char                    local[64];
 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	s->listen_fd = -1;
+	s->local_fd  = -1;
 	pasci_conn_limits(&s->max_conns, &s->idle_ms);
 	s->incarnation = incarnation;
 	s->handler     = handler;
@@ -489,8 +609,14 @@ pasci_bulk_server_open(pasci_bulk_server **out, const char *host,
 	           : ntohs(((struct sockaddr_in *) &a)->sin_port);
 	pasci_fmt(s->addr, sizeof(s->addr),
 	    strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d", host, port);
+	listen_local(s, local, sizeof(local));
+	pasci_fmt(s->advert, sizeof(s->advert), local[0] ? ":%d @%s" : ":%d",
+	    port, local);
 	if (pthread_create(&s->accept_th, NULL, accept_main, s) != 0) {
 		close(s->listen_fd);
+		if (s->local_fd >= 0) {
+			close(s->local_fd);
+		}
 		pthread_mutex_destroy(&s->mu);
 		free(s);
 		return PASCO_ENOMEM;
@@ -505,6 +631,12 @@ pasci_bulk_server_addr(const pasci_bulk_server *s)
 	return s->addr;
 }
 
+const char *
+pasci_bulk_server_advert(const pasci_bulk_server *s)
+{
+	return s->advert;
+}
+
 void
 pasci_bulk_server_close(pasci_bulk_server *s)
 {
@@ -512,9 +644,15 @@ pasci_bulk_server_close(pasci_bulk_server *s)
 		return;
 	}
 	__atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE);
-	shutdown(s->listen_fd, SHUT_RDWR); /* wakes accept() */
+	shutdown(s->listen_fd, SHUT_RDWR); /* wakes the poll */
+	if (s->local_fd >= 0) {
+		shutdown(s->local_fd, SHUT_RDWR);
+	}
 	pthread_join(s->accept_th, NULL);
 	close(s->listen_fd);
+	if (s->local_fd >= 0) {
+		close(s->local_fd);
+	}
 	reap(s, true);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

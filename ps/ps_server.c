@@ -686,8 +686,7 @@ pasci_ps_server_start(
 	}
 	rv = pasci_rpc_server_open_with(&ps->rpc, url, nthreads, "pasco-ps",
 	    ps_handle, ps, incarnation,
-	    ps->bulk != NULL ? strrchr(pasci_bulk_server_addr(ps->bulk), ':')
-	                     : NULL,
+	    ps->bulk != NULL ? pasci_bulk_server_advert(ps->bulk) : NULL,
 	    key);
 	if (rv != 0) {
 		pasci_bulk_server_close(ps->bulk);

@@ -478,7 +478,9 @@ Test(bulk, an_unauthenticated_connection_gets_no_answer_and_is_closed)
 	     .sin_port                       = htons(
 	                               (uint16_t) atoi(strrchr(pasci_bulk_server_addr(s), ':') + 1))};
 	int                fd = socket(AF_INET, SOCK_STREAM, 0);
+	pasci_bulk_link    link;
 	cr_assert(connect(fd, (struct sockaddr *) &a, sizeof(a)) == 0);
+	pasci_bulk_link_init(&link, fd, false);
 	/* the challenge */
 	cr_assert_eq(recv(fd, buf, 8 + PASCI_AUTH_NONCE, MSG_WAITALL),
 	    8 + PASCI_AUTH_NONCE);
@@ -486,13 +488,14 @@ Test(bulk, an_unauthenticated_connection_gets_no_answer_and_is_closed)
 	/* a well-formed request frame, as if no handshake were needed */
 	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_READ);
 	pasci_wire_add_tensor(&b, t, NULL);
-	PASCO_PASS(pasci_bulk_send_builder(fd, &b, 42, pasci_now_ms() + 5000));
+	PASCO_PASS(
+	    pasci_bulk_send_builder(&link, &b, 42, pasci_now_ms() + 5000));
 	pasci_wire_builder_fini(&b);
 	pasco_tensor_release(t);
 	while ((n = recv(fd, buf + got, sizeof(buf) - got, 0)) > 0) {
 		got += (size_t) n; /* until the server hangs up */
 	}
-	close(fd);
+	pasci_bulk_link_fini(&link);
 	cr_assert_eq(got, 0, "%zu bytes came back", got);
 	cr_assert_eq(doubled, 0, "an unauthenticated frame was answered");
 	pasci_bulk_server_close(s);

@@ -566,8 +566,10 @@ bulk_burst_thread(void *arg)
 	int                fd   = socket(AF_INET, SOCK_STREAM, 0);
 	uint64_t           seed = (uint64_t) (uintptr_t) &a;
 	char               detail[256];
+	pasci_bulk_link    link;
 	cr_assert(connect(fd, (struct sockaddr *) &a, sizeof(a)) == 0);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
+	pasci_bulk_link_init(&link, fd, false);
 	for (int i = 0; i < 25; i++) {
 		int64_t n = ((int64_t) 1 << 18) +
 		            (int64_t) ((seed = pasci_mix64(seed)) %
@@ -580,15 +582,15 @@ bulk_burst_thread(void *arg)
 		b.hdr.name = "nope";
 		pasci_wire_add_tensor(&b, t, NULL);
 		PASCO_PASS(pasci_bulk_send_builder(
-		    fd, &b, 0, pasci_now_ms() + 10000));
+		    &link, &b, 0, pasci_now_ms() + 10000));
 		pasci_wire_builder_fini(&b);
 		pasco_tensor_release(t);
-		PASCO_PASS(pasci_bulk_recv_frame(fd, &reply,
+		PASCO_PASS(pasci_bulk_recv_frame(&link, &reply,
 		    pasci_now_ms() + 10000, false, detail, sizeof(detail)));
 		cr_assert_eq(reply.hdr->status, PASCO_ENOTFOUND);
 		pasci_wire_msg_fini(&reply);
 	}
-	close(fd);
+	pasci_bulk_link_fini(&link);
 	return NULL;
 }
 
