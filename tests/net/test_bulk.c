@@ -61,6 +61,21 @@ stop_tcp(int nps)
 	pasco_cluster_free(cluster);
 }
 
+/* Shared-memory regions of local links mapped in this process. */
+static int
+count_region_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char  line[512];
+	int   n = 0;
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		n += strstr(line, "/memfd:pasco-bulk") != NULL;
+	}
+	fclose(f);
+	return n;
+}
+
 /* A f32 vector of n elements, element i = i * scale. */
 static pasco_tensor *
 ramp(int64_t n, float scale)
@@ -85,7 +100,10 @@ expect_ramp(const pasco_tensor *t, int64_t n, float scale)
 	}
 }
 
-Test(bulk, big_variables_round_trip_over_tcp)
+/* Variables of 4 MB in 2 shards, read, updated, assigned: over TCP, or
+ * (local) over Unix sockets and shared memory, the ps on this host. */
+static void
+big_variables_round_trip(bool local)
 {
 	int64_t           n   = 1 << 20; /* 4 MB: over the bulk threshold */
 	pasco_partitioner two = pasco_fixed_shards_partitioner(2);
@@ -93,6 +111,7 @@ Test(bulk, big_variables_round_trip_over_tcp)
 	pasco_variable   *v, *w, *both[2];
 	pasco_tensor *init = ramp(n, 1), *grad = ramp(n, 0.5f), *t, *out[2];
 	uint64_t      calls0 = pasci_bulk_calls_done();
+	setenv("PASCO_BULK_LOCAL", local ? "1" : "0", 1);
 	start_tcp(2, &two);
 	PASCO_PASS(pasco_variable_create(&v, strategy, "v", init));
 	cr_assert_eq(pasco_variable_num_shards(v), 2); /* 2 MB each: bulk */
@@ -127,6 +146,18 @@ Test(bulk, big_variables_round_trip_over_tcp)
 	pasco_variable_free(v);
 	pasco_variable_free(w);
 	stop_tcp(2);
+}
+
+Test(bulk, big_variables_round_trip_over_tcp)
+{
+	big_variables_round_trip(false);
+	cr_assert_eq(count_region_maps(), 0, "a region was made over TCP");
+}
+
+Test(bulk, big_variables_round_trip_over_a_local_link)
+{
+	big_variables_round_trip(true);
+	cr_assert_gt(count_region_maps(), 0, "no region was made");
 }
 
 /* The bulk server alone: a handler that returns its request's tensors
