@@ -667,11 +667,13 @@ pasci_ps_server_start(
 		free(ps);
 		return rv;
 	}
-	/* Large tensors go over a TCP connection of their own (bulk.h), on
-	 * the interfaces the RPC listens on; HELLO replies advertise its port
-	 * alone, which a client reaches at the host it reached us at. Without
-	 * it nng carries everything, as it does under TLS: the bulk port is
-	 * plain TCP, so a tls+tcp ps opens none and advertises nothing. */
+	/* Variable requests go over a TCP connection of their own (bulk.h),
+	 * on the interfaces the RPC listens on, or from this host over a
+	 * Unix socket with shared memory; HELLO replies advertise the port
+	 * alone, which a client reaches at the host it reached us at, and
+	 * the Unix socket's name. Without it nng carries everything, as it
+	 * does under TLS: the bulk port is plain TCP, so a tls+tcp ps opens
+	 * none and advertises nothing. */
 	if (pasci_tls_url(url)) {
 		pasci_log(PASCI_LOG_INFO,
 		    "ps at %s: TLS, so no bulk port; nng carries every tensor",
