@@ -28,6 +28,7 @@ int fuzz_example_one(const uint8_t *data, size_t size);
 int fuzz_csv_one(const uint8_t *data, size_t size);
 int fuzz_cluster_one(const uint8_t *data, size_t size);
 int fuzz_safetensors_one(const uint8_t *data, size_t size);
+int fuzz_bulk_frame_one(const uint8_t *data, size_t size);
 
 /* A broken invariant is a finding: abort so libFuzzer saves the input. */
 #define FUZZ_CHECK(cond)                                                      \

@@ -12,11 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bulk_frame.h"
 #include "fileio.h"
 #include "pasco/dataset.h"
 #include "pasco/example.h"
 #include "pasco/tfrecord.h"
 #include "safetensors.h"
+#include "util.h"
 #include "wire.h"
 
 static const char *root;
@@ -539,6 +541,84 @@ worker_seeds(void)
 	free(s.buf);
 }
 
+/* A bulk_frame input (fuzz_bulk_frame.c): flags, the length word, the
+ * region's first bytes (region, nregion), then the tail. */
+static void
+bulk_seed(const char *name, uint8_t flags, uint64_t word, const void *region,
+    size_t nregion, const void *tail, size_t ntail)
+{
+	uint8_t head[11];
+	seq     s = {0};
+	head[0]   = flags;
+	pasci_put_be(head + 1, word, 8);
+	pasci_put_be(head + 9, nregion, 2);
+	seq_add(&s, head, sizeof(head), false);
+	if (nregion > 0) {
+		seq_add(&s, region, nregion, false);
+	}
+	if (ntail > 0) {
+		seq_add(&s, tail, ntail, false);
+	}
+	put("bulk_frame", name, s.buf, s.len);
+	free(s.buf);
+}
+
+/* Frames as a bulk connection carries them (net/bulk_frame.h): a
+ * VAR_READ request with a small f32 tensor inline over TCP and over a
+ * local link, in a passed region, in a region never passed, and a 5 MB
+ * body (a VAR_ASSIGN) in three halves, two of them announced. */
+static void
+bulk_seeds(void)
+{
+	const uint64_t     shm = 1ull << 63, big = 5u << 20;
+	const int64_t      shape[2]    = {2, 3};
+	const uint8_t      announce[2] = {1, 1};
+	pasci_wire_builder b;
+	pasco_tensor      *t;
+	uint8_t           *head;
+	size_t             head_len, total;
+	int64_t            count;
+	seq                s = {0};
+
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_READ);
+	b.hdr.name = "w";
+	t          = f32(2, shape, 1);
+	pasci_wire_add_tensor(&b, t, NULL);
+	pasco_tensor_release(t);
+	seq_msg(&s, &b, false);
+	bulk_seed("inline_tcp", 0, s.len, NULL, 0, s.buf, s.len);
+	bulk_seed("inline_local", 2, s.len, NULL, 0, s.buf, s.len);
+	bulk_seed("region", 3, s.len | shm, s.buf, s.len, NULL, 0);
+	bulk_seed("region_not_passed", 2, s.len | shm, NULL, 0, NULL, 0);
+	free(s.buf);
+
+	/* a tensor that makes the body exactly 5 MB: the head is in the
+	 * region, the rest of each half zeros */
+	count = (int64_t) (big / 4);
+	for (;;) {
+		pasci_wire_builder_init(&b, PASCI_METHOD_VAR_ASSIGN);
+		b.hdr.name = "w";
+		if (pasco_tensor_alloc(&t, PASCO_F32, 1, &count) != 0) {
+			die("tensor");
+		}
+		pasci_wire_add_tensor(&b, t, NULL);
+		pasco_tensor_release(t);
+		if (pasci_wire_encode_head(&b, 0, &head, &head_len, &total) !=
+		    0) {
+			die("encode");
+		}
+		pasci_wire_builder_fini(&b);
+		if (total == big) {
+			break;
+		}
+		free(head);
+		count = (int64_t) ((big - head_len) / 4);
+	}
+	bulk_seed("halves", 3, big | shm, head, head_len, announce,
+	    sizeof(announce));
+	free(head);
+}
+
 static void
 wire_seeds(void)
 {
@@ -697,6 +777,7 @@ main(int argc, char **argv)
 		die(root);
 	}
 	wire_seeds();
+	bulk_seeds();
 	ps_seeds();
 	dyn_seeds();
 	worker_seeds();

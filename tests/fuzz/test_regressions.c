@@ -105,6 +105,11 @@ Test(regressions, safetensors_inputs_replay_cleanly)
 	replay("safetensors", fuzz_safetensors_one);
 }
 
+Test(regressions, bulk_frame_inputs_replay_cleanly)
+{
+	replay("bulk_frame", fuzz_bulk_frame_one);
+}
+
 /* The seeds are valid inputs: they must replay cleanly too. */
 Test(regressions, seed_corpora_replay_cleanly)
 {
@@ -116,7 +121,8 @@ Test(regressions, seed_corpora_replay_cleanly)
 	    {"worker_handler", fuzz_worker_handler_one},
 	    {"tfrecord", fuzz_tfrecord_one}, {"example", fuzz_example_one},
 	    {"csv", fuzz_csv_one}, {"cluster", fuzz_cluster_one},
-	    {"safetensors", fuzz_safetensors_one}};
+	    {"safetensors", fuzz_safetensors_one},
+	    {"bulk_frame", fuzz_bulk_frame_one}};
 	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
 		char dir[64];
 		snprintf(dir, sizeof(dir), "../corpus/%s", targets[i].name);
