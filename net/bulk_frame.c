@@ -311,18 +311,61 @@ pasci_bulk_send_msg(pasci_bulk_link *l, nng_msg *msg, int64_t deadline_ms)
 	return send_frame(l, iov, 2, nng_msg_len(msg), len, deadline_ms);
 }
 
+/* Takes the fds one recvmsg brought into *passed (-1: none yet): more
+ * than one region in all, or one after the region, is a bad frame
+ * (PASCO_EPROTO, detail); every fd not kept is closed. */
+static int
+take_fds(const pasci_bulk_link *l, struct msghdr *mh, int *passed,
+    char *detail, size_t len)
+{
+	int n = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL;
+	     c                 = CMSG_NXTHDR(mh, c)) {
+		size_t m;
+		if (c->cmsg_level != SOL_SOCKET ||
+		    c->cmsg_type != SCM_RIGHTS) {
+			continue;
+		}
+		m = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < m; i++, n++) {
+			int fd;
+			memcpy(
+			    &fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*passed < 0 && n == 0) {
+				*passed = fd;
+			} else {
+				close(fd);
+			}
+		}
+	}
+	if (n > 1 || (n == 1 && *passed < 0) ||
+	    (mh->msg_flags & MSG_CTRUNC) != 0) {
+		pasci_fmt(detail, len,
+		    "the peer passed several file descriptors where one "
+		    "region was expected");
+		return PASCO_EPROTO;
+	}
+	if (n == 1 && l->rx != NULL) {
+		pasci_fmt(detail, len,
+		    "the peer passed a second shared-memory region");
+		return PASCO_EPROTO;
+	}
+	return PASCO_OK;
+}
+
 /* Receives a length word into hdr; on a local link, a region passed with
- * it is mapped (one only, and only the first: anything else is a bad
- * frame, and every fd received is closed). */
+ * it is mapped: one per connection, with the first frame in shared memory
+ * (anything else is a bad frame, and every fd received is closed). */
 static int
 recv_word(pasci_bulk_link *l, uint8_t hdr[8], int64_t deadline_ms,
     char *detail, size_t len)
 {
-	size_t got = 0;
+	size_t got    = 0;
+	int    passed = -1, rv = PASCO_OK;
 	if (!l->local) {
 		return recv_all(l->fd, hdr, 8, deadline_ms);
 	}
-	while (got < 8) {
+	while (got < 8 && rv == PASCO_OK) {
 		union {
 			struct cmsghdr h;
 			char           space[CMSG_SPACE(4 * sizeof(int))];
@@ -334,64 +377,32 @@ recv_word(pasci_bulk_link *l, uint8_t hdr[8], int64_t deadline_ms,
 		     .msg_controllen          = sizeof(ctl.space)};
 		ssize_t       k =
 		    recvmsg(l->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		int nfds = 0, fds[4], rv = PASCO_OK;
 		if (k == 0) {
-			return PASCO_EUNAVAILABLE;
-		}
-		if (k < 0) {
-			if (errno == EINTR) {
-				continue;
-			}
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				return PASCO_EUNAVAILABLE;
-			}
-			if ((rv = pasci_bulk_wait_fd(
-			         l->fd, POLLIN, deadline_ms)) != 0) {
-				return rv;
-			}
-			continue;
-		}
-		got += (size_t) k;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL;
-		     c                 = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level == SOL_SOCKET &&
-			    c->cmsg_type == SCM_RIGHTS) {
-				size_t m =
-				    (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-				for (size_t i = 0; i < m; i++) {
-					int fd;
-					memcpy(&fd,
-					    CMSG_DATA(c) + i * sizeof(int),
-					    sizeof(int));
-					if (nfds < 4) {
-						fds[nfds] = fd;
-					} else {
-						close(fd);
-					}
-					nfds++;
-				}
-			}
-		}
-		if (nfds == 1 && l->rx == NULL &&
-		    (mh.msg_flags & MSG_CTRUNC) == 0) {
-			rv =
-			    pasci_bulk_region_map(fds[0], &l->rx, detail, len);
-		} else if (nfds > 0 || (mh.msg_flags & MSG_CTRUNC) != 0) {
-			for (int i = 0; i < nfds && i < 4; i++) {
-				close(fds[i]);
-			}
-			pasci_fmt(detail, len,
-			    "the peer passed %d file descriptors where at "
-			    "most "
-			    "one region was expected",
-			    nfds);
-			rv = PASCO_EPROTO;
-		}
-		if (rv != 0) {
-			return rv;
+			rv = PASCO_EUNAVAILABLE;
+		} else if (k > 0) {
+			got += (size_t) k;
+			rv = take_fds(l, &mh, &passed, detail, len);
+		} else if (errno != EINTR) {
+			rv = errno != EAGAIN && errno != EWOULDBLOCK
+			         ? PASCO_EUNAVAILABLE
+			         : pasci_bulk_wait_fd(
+			               l->fd, POLLIN, deadline_ms);
 		}
 	}
-	return PASCO_OK;
+	if (rv == PASCO_OK && passed >= 0) {
+		if ((pasci_get_be(hdr, 8) & SHM_BIT) != 0) {
+			return pasci_bulk_region_map(
+			    passed, &l->rx, detail, len);
+		}
+		pasci_fmt(detail, len,
+		    "the peer passed a region with a frame not in shared "
+		    "memory");
+		rv = PASCO_EPROTO;
+	}
+	if (passed >= 0) {
+		close(passed);
+	}
+	return rv;
 }
 
 /* Copies a body of n bytes out of the peer's region into body: at once,
