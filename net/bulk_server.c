@@ -58,12 +58,12 @@
 #include "util.h"
 
 typedef struct conn {
-	pasci_bulk_link link;
-	char            peer[80]; /* "a.b.c.d:port" (from accept) or "pid N" */
-	pthread_t       th;
-	int             done; /* atomic: its thread has returned */
-	int     member;       /* atomic: proved the key (or none is needed) */
-	int64_t opened_ms;    /* set before its thread starts */
+	pasci_bulk_link    link;
+	char               peer[80]; /* "a.b.c.d:port" or "pid N ..." */
+	pthread_t          th;
+	int                done;      /* atomic: its thread has returned */
+	int                member;    /* atomic: proved the key, or none */
+	int64_t            opened_ms; /* set before its thread starts */
 	pasci_bulk_server *s;
 	struct conn       *next;
 } conn;
@@ -288,8 +288,7 @@ serve_conn(void *arg)
 			}
 			break;
 		}
-		/* a member's request: the task is in use (its chief timeout)
-		 */
+		/* a member's request: the task is in use (chief timeout) */
 		__atomic_store_n(
 		    &last_request_ms, pasci_now_ms(), __ATOMIC_RELAXED);
 		rv = answer(c->s, &c->link, &req);
