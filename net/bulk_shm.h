@@ -15,8 +15,9 @@
 int pasci_bulk_region_new(int *fd, uint8_t **map);
 
 /* Maps the region a peer passed as fd, read-only, and closes fd. It must
- * be a memfd sealed against shrinking, of exactly PASCI_BULK_REGION
- * bytes: otherwise PASCO_EPROTO with detail saying why. */
+ * be a memfd of ordinary pages sealed against shrinking, of exactly
+ * PASCI_BULK_REGION bytes: otherwise PASCO_EPROTO with detail saying
+ * why. */
 int pasci_bulk_region_map(
     int fd, const uint8_t **map, char *detail, size_t len);
 

@@ -331,6 +331,17 @@ Test(bulk_local, a_stranger_passing_bad_regions_is_dropped_and_leaks_nothing)
 	fds[0] = region(PASCI_BULK_REGION / 4, all);
 	cr_assert_eq(0, dropped_after(s, 100000, fds, 1, NULL, 0));
 	close(fds[0]);
+	/* a huge-page memfd (it could fault when huge pages run out), where
+	 * this kernel makes one */
+	fds[0] = memfd_create("stranger", MFD_HUGETLB | MFD_ALLOW_SEALING);
+	if (fds[0] >= 0) {
+		if (ftruncate(fds[0], PASCI_BULK_REGION) == 0 &&
+		    fcntl(fds[0], F_ADD_SEALS, all) == 0) {
+			cr_assert_eq(
+			    0, dropped_after(s, 100000, fds, 1, NULL, 0));
+		}
+		close(fds[0]);
+	}
 	/* three good regions at once */
 	for (int i = 0; i < 3; i++) {
 		fds[i] = region(PASCI_BULK_REGION, all);
