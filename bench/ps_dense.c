@@ -5,7 +5,10 @@
  * 64 MB variables, from 1 and 2 client threads of the chief, beside raw
  * nng request/reply moving the same bytes between the same processes
  * kinds in the same run (a reply of that size for pull, a request of that
- * size acknowledged empty for push).
+ * size acknowledged empty for push). The ps is on this host, so Pasco's
+ * calls take a local link (shared memory, README "Ports"); each figure is
+ * measured again over TCP (PASCO_BULK_LOCAL=0 in this process: what a
+ * client on another host gets), in the same run.
  *
  *     pasco launch --ps 1 --workers 1 -- build/bench/ps_dense [--quick]
  *         [--only KB]
@@ -70,11 +73,13 @@ pasco_client(void *arg)
 	return NULL;
 }
 
-/* Best GB/s over ROUNDS of `clients` threads running j's loop. */
+/* Best GB/s over ROUNDS of `clients` threads running j's loop, Pasco's
+ * calls over TCP when tcp (its own pool of connections: bulk_client.c). */
 static double
-measure(job proto, int clients, void *(*fn)(void *) )
+measure(job proto, int clients, void *(*fn)(void *), bool tcp)
 {
 	double best = 0;
+	setenv("PASCO_BULK_LOCAL", tcp ? "0" : "1", 1);
 	for (int r = 0; r < ROUNDS; r++) {
 		pthread_t th[2];
 		job       jobs[2];
@@ -89,12 +94,14 @@ measure(job proto, int clients, void *(*fn)(void *) )
 			failed |= jobs[k].failed;
 		}
 		if (failed) {
-			return -1;
+			best = -1;
+			break;
 		}
 		double gbs = (double) proto.size * (double) proto.iters *
 		             clients / (bench_now() - start) / 1e9;
 		best = gbs > best ? gbs : best;
 	}
+	setenv("PASCO_BULK_LOCAL", "1", 1);
 	return best;
 }
 
@@ -125,11 +132,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		kill(peer, SIGKILL);
 		return 1;
 	}
-	printf("ps dense benchmark: GB/s of tensor bytes, best of %d, "
-	       "loopback TCP\n",
+	printf("ps dense benchmark: GB/s of tensor bytes, best of %d; raw nng "
+	       "over loopback TCP, pasco over a local link (this host), and "
+	       "over TCP\n",
 	    ROUNDS);
-	printf("%-8s %-5s %-8s %10s %10s %8s\n", "size", "op", "clients",
-	    "raw nng", "pasco", "ratio");
+	printf("%-8s %-5s %-8s %10s %10s %8s %10s %8s\n", "size", "op",
+	    "clients", "raw nng", "pasco", "ratio", "pasco tcp", "ratio");
 	for (size_t k = 0; k < nsizes; k++) {
 		if (only != 0 && sizes[k] != only) {
 			continue;
@@ -153,13 +161,16 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		pasco_tensor_release(init);
 		for (int push = 0; push < 2; push++) {
 			for (int clients = 1; clients <= 2; clients++) {
-				job    j    = {url, raw, v, sizes[k],
-				          iters / clients, push, 0};
-				double base = measure(j, clients, raw_client);
+				job    j = {url, raw, v, sizes[k],
+				       iters / clients, push, 0};
+				double base =
+				    measure(j, clients, raw_client, false);
 				double ours =
-				    measure(j, clients, pasco_client);
-				char label[32], figure[80];
-				if (base <= 0 || ours <= 0) {
+				    measure(j, clients, pasco_client, false);
+				double tcp =
+				    measure(j, clients, pasco_client, true);
+				char label[32], figure[96];
+				if (base <= 0 || ours <= 0 || tcp <= 0) {
 					fprintf(stderr,
 					    "ps_dense: a measurement failed "
 					    "(%s)\n",
@@ -169,15 +180,19 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 				}
 				snprintf(label, sizeof(label), "%zuK",
 				    sizes[k] >> 10);
-				printf("%-8s %-5s %-8d %10.3f %10.3f %7.2fx\n",
+				printf("%-8s %-5s %-8d %10.3f %10.3f %7.2fx "
+				       "%10.3f %7.2fx\n",
 				    label, push ? "push" : "pull", clients,
-				    base, ours, ours / base);
+				    base, ours, ours / base, tcp, tcp / base);
 				snprintf(figure, sizeof(figure),
 				    "%s %s, %d client%s",
 				    push ? "push" : "pull", label, clients,
 				    clients > 1 ? "s" : "");
 				bench_json(
 				    "ps_dense", figure, ours, "GB/s", base);
+				strcat(figure, ", over TCP");
+				bench_json(
+				    "ps_dense", figure, tcp, "GB/s", base);
 			}
 		}
 		pasco_variable_free(v);

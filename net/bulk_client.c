@@ -412,6 +412,9 @@ pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 		    pasci_rpc_client_url(c), addr);
 		return PASCO_ENOTFOUND;
 	}
+	if (!pasci_bulk_local_enabled() && strstr(addr, " @") != NULL) {
+		*strstr(addr, " @") = 0; /* TCP only: a pool of its own */
+	}
 	if ((p->server = server_hold(addr, inc, pasci_rpc_client_key(c))) ==
 	    NULL) {
 		pasci_fmt(detail, len, "out of memory");
