@@ -32,6 +32,8 @@
 #include <nng/nng.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -65,8 +67,14 @@ const char *pasci_bulk_server_advert(const pasci_bulk_server *s);
 
 /* Whether this process makes local links (PASCO_BULK_LOCAL is not "0"):
  * its bulk servers listen on a Unix socket too, and its clients reach a
- * server that advertises one there when it is on this host. */
-bool pasci_bulk_local_enabled(void);
+ * server that advertises one there when it is on this host. Read at each
+ * use, so a benchmark can compare both in one process. */
+static inline bool
+pasci_bulk_local_enabled(void)
+{
+	const char *v = getenv("PASCO_BULK_LOCAL");
+	return v == NULL || strcmp(v, "0") != 0;
+}
 
 /* The abstract Unix socket address of name, and its length. */
 void pasci_bulk_local_addr(

@@ -364,66 +364,72 @@ server_release(server_pool *sp)
 	pthread_mutex_unlock(&servers_mu);
 }
 
-/* A server that listens on every interface advertises its bulk port alone
- * (":port", then maybe " @name"): it is reached at the host this client
- * reaches its RPC at. */
+/* The address to dial for peer's advert into addr: a server that listens
+ * on every interface advertises its bulk port alone (":port", then maybe
+ * " @name"), reached at the host this client reaches its RPC at; without
+ * local links, the TCP address alone (its own pool). PASCO_ENOTFOUND with
+ * detail when there is none. */
 static int
-with_rpc_host(pasci_rpc_client *c, char *addr, size_t len)
+dial_address(const pasci_rpc_peer *peer, char *addr, size_t len, char *detail,
+    size_t dlen)
 {
-	char host[256], port[16], bulk_port[16], rest[PASCI_RPC_ADVERT_MAX];
-	const char *at = strstr(addr, " @");
-	int         rv = pasci_url_split(
-	            pasci_rpc_client_url(c), host, sizeof(host), port, sizeof(port));
-	if (rv == 0) {
-		pasci_fmt(rest, sizeof(rest), "%s", at != NULL ? at : "");
-		pasci_fmt(bulk_port, sizeof(bulk_port), "%.*s",
-		    (int) (at != NULL ? (size_t) (at - addr - 1)
-		                      : strlen(addr + 1)),
-		    addr + 1);
-		pasci_addr_join(addr, len, host, bulk_port);
-		strncat(addr, rest, len - strlen(addr) - 1);
+	char        host[256], port[16], bulk_port[16];
+	const char *at = strstr(peer->advert, " @");
+	pasci_fmt(addr, len, "%s", peer->advert);
+	if (peer->advert[0] == 0) {
+		pasci_fmt(detail, dlen, "%s has no bulk address", peer->url);
+		return PASCO_ENOTFOUND;
 	}
-	return rv;
+	if (peer->advert[0] == ':') {
+		if (pasci_url_split(peer->url, host, sizeof(host), port,
+		        sizeof(port)) != 0) {
+			pasci_fmt(detail, dlen,
+			    "%s advertised bulk port '%s' without a host",
+			    peer->url, peer->advert);
+			return PASCO_ENOTFOUND;
+		}
+		pasci_fmt(bulk_port, sizeof(bulk_port), "%.*s",
+		    (int) (at != NULL ? (size_t) (at - peer->advert - 1)
+		                      : strlen(peer->advert + 1)),
+		    peer->advert + 1);
+		pasci_addr_join(addr, len, host, bulk_port);
+		if (at != NULL) {
+			strncat(addr, at, len - strlen(addr) - 1);
+		}
+	}
+	if (!pasci_bulk_local_enabled() && (at = strstr(addr, " @")) != NULL) {
+		addr[at - addr] = 0;
+	}
+	return PASCO_OK;
 }
 
 int
 pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
     int64_t timeout_ms, pasci_bulk_pending *p, char *detail, size_t len)
 {
-	char     addr[PASCI_RPC_ADVERT_MAX];
-	uint64_t inc;
-	int      rv;
+	char           addr[PASCI_RPC_ADVERT_MAX];
+	pasci_rpc_peer peer;
+	int            rv;
 
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
-	if ((rv = pasci_rpc_client_advert(c, addr, sizeof(addr), &inc)) != 0) {
-		pasci_fmt(detail, len, "not connected to %s",
-		    pasci_rpc_client_url(c));
+	if ((rv = pasci_rpc_client_peer(c, &peer)) != 0) {
+		pasci_fmt(detail, len, "not connected to %s", peer.url);
 		return rv;
 	}
-	if (addr[0] == 0) {
-		pasci_fmt(detail, len, "%s has no bulk address",
-		    pasci_rpc_client_url(c));
-		return PASCO_ENOTFOUND;
+	if ((rv = dial_address(&peer, addr, sizeof(addr), detail, len)) != 0) {
+		return rv;
 	}
-	if (addr[0] == ':' && with_rpc_host(c, addr, sizeof(addr)) != 0) {
-		pasci_fmt(detail, len,
-		    "%s advertised bulk port '%s' without a host",
-		    pasci_rpc_client_url(c), addr);
-		return PASCO_ENOTFOUND;
-	}
-	if (!pasci_bulk_local_enabled() && strstr(addr, " @") != NULL) {
-		*strstr(addr, " @") = 0; /* TCP only: a pool of its own */
-	}
-	if ((p->server = server_hold(addr, inc, pasci_rpc_client_key(c))) ==
+	if ((p->server = server_hold(addr, peer.incarnation, peer.key)) ==
 	    NULL) {
 		pasci_fmt(detail, len, "out of memory");
 		return PASCO_ENOMEM;
 	}
 	p->client   = c;
 	p->deadline = deadline_in(timeout_ms);
-	rv = call_send(((server_pool *) p->server)->pool, addr, inc, b,
-	    p->deadline, (pasci_bulk_link **) &p->link, detail, len);
+	rv          = call_send(((server_pool *) p->server)->pool, addr,
+	             peer.incarnation, b, p->deadline, (pasci_bulk_link **) &p->link,
+	             detail, len);
 	if (rv == 0) {
 		p->fd = ((pasci_bulk_link *) p->link)->fd;
 	} else {
@@ -434,7 +440,7 @@ pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 		/* its bulk port cannot be reached (a firewall?): nng carries
 		 * everything on this connection from now on */
 		pasci_log(PASCI_LOG_WARN, "%s: %s; using nng for every tensor",
-		    pasci_rpc_client_url(c), detail);
+		    peer.url, detail);
 		pasci_rpc_client_forget_advert(c);
 	}
 	return rv;

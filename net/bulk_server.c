@@ -485,14 +485,6 @@ accept_main(void *arg)
 	return NULL;
 }
 
-/* Whether bulk links on this host may be local (PASCO_BULK_LOCAL=0: no). */
-bool
-pasci_bulk_local_enabled(void)
-{
-	const char *v = getenv("PASCO_BULK_LOCAL");
-	return v == NULL || strcmp(v, "0") != 0;
-}
-
 /* The abstract Unix address of name, its length into *alen. */
 void
 pasci_bulk_local_addr(struct sockaddr_un *a, socklen_t *alen, const char *name)

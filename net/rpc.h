@@ -105,6 +105,20 @@ void pasci_rpc_set_contact_waits(int64_t first_ms, int64_t retry_ms);
 int pasci_rpc_client_advert(
     pasci_rpc_client *c, char *buf, size_t len, uint64_t *incarnation);
 
+/* What a caller needs to reach the server c is connected to through a
+ * side channel (its bulk port): the advert and incarnation as
+ * pasci_rpc_client_advert gives them, the URL c dials and c's cluster key
+ * (NULL: none; both live as long as c), in one look under c's lock.
+ * PASCO_EUNAVAILABLE when the link is not up (url still set). */
+typedef struct pasci_rpc_peer {
+	char             advert[PASCI_RPC_ADVERT_MAX];
+	uint64_t         incarnation;
+	const char      *url;
+	const pasci_key *key;
+} pasci_rpc_peer;
+
+int pasci_rpc_client_peer(pasci_rpc_client *c, pasci_rpc_peer *peer);
+
 /* Clears the advert until the next HELLO (after a reconnect): for a caller
  * that found what it advertises unusable. Thread-safe. */
 void pasci_rpc_client_forget_advert(pasci_rpc_client *c);

@@ -499,6 +499,15 @@ pasci_rpc_client_advert(
 	return rv;
 }
 
+int
+pasci_rpc_client_peer(pasci_rpc_client *c, pasci_rpc_peer *peer)
+{
+	peer->url = c->url;
+	peer->key = c->has_key ? &c->key : NULL;
+	return pasci_rpc_client_advert(
+	    c, peer->advert, sizeof(peer->advert), &peer->incarnation);
+}
+
 void
 pasci_rpc_client_forget_advert(pasci_rpc_client *c)
 {
