@@ -22,7 +22,7 @@ pasci_closure_free(closure *c)
 	free(c->name);
 	pasco_remote_value_free(c->rv);
 	if (c->iterator != NULL) {
-		pasci_iterator_release(c->iterator);
+		pasci_iterator_build_done(c->iterator);
 	}
 	free(c);
 }

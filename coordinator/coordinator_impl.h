@@ -122,7 +122,15 @@ struct pasco_per_worker_iterator {
 	char              *factory;
 	uint64_t           id;
 	bool is_value; /* a per-worker variable: factory is a function */
-	int  refs;     /* protected by the coordinator's mu */
+	/* Protected by the coordinator's mu: refs, the user's and those of
+	 * closures using it (at 0 its workers are told to release it);
+	 * builds, the build closures holding it (they need its memory, not
+	 * its resource: a release queued after a build runs after it on its
+	 * worker); released, refs reached 0 (the memory goes with the last
+	 * build). */
+	int  refs;
+	int  builds;
+	bool released;
 	pthread_mutex_t mu;
 	int            *err; /* per worker: factory error, under mu */
 	char          **msg; /* per worker, under mu */
@@ -134,6 +142,8 @@ struct pasco_per_worker_iterator {
 int  pasci_iterator_create(pasco_per_worker_iterator **out,
      pasco_coordinator *c, const char *factory, bool is_value);
 void pasci_iterator_hold(pasco_per_worker_iterator *it);
+/* A build closure of it is done with it (freed). */
+void pasci_iterator_build_done(pasco_per_worker_iterator *it);
 /* Enqueues the build of every live iterator of c on worker w (it came
  * back). Takes c->mu, then the queue's lock. */
 void pasci_iterators_rebuild(pasco_coordinator *c, size_t w);

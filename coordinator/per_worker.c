@@ -86,7 +86,9 @@ iterator_build(pasco_per_worker_iterator *it, size_t w)
 {
 	closure *cl = build_closure(it, w);
 	if (cl != NULL) {
-		pasci_iterator_hold(it);
+		pthread_mutex_lock(&it->coord->mu);
+		it->builds++;
+		pthread_mutex_unlock(&it->coord->mu);
 		pasci_queue_put_tagged(&it->coord->q, cl, w);
 	}
 }
@@ -105,7 +107,7 @@ pasci_iterators_rebuild(pasco_coordinator *c, size_t w)
 	     it                            = it->next) {
 		closure *cl = build_closure(it, w);
 		if (cl != NULL) {
-			it->refs++;
+			it->builds++;
 			*tail = cl;
 			tail  = &cl->next;
 		}
@@ -199,13 +201,34 @@ pasci_iterator_release(pasco_per_worker_iterator *it)
 	if (!last) {
 		return;
 	}
+	/* now, even while a build is queued or running: the release follows
+	 * it on its worker (tagged closures keep their order) */
 	for (size_t w = 0; w < c->nworkers; w++) {
 		closure *cl = release_closure(it);
 		if (cl != NULL) {
 			pasci_queue_put_tagged(&c->q, cl, w);
 		}
 	}
-	pasci_iterator_free(it, c->nworkers);
+	pthread_mutex_lock(&c->mu);
+	it->released = true;
+	last         = it->builds == 0;
+	pthread_mutex_unlock(&c->mu);
+	if (last) {
+		pasci_iterator_free(it, c->nworkers);
+	}
+}
+
+void
+pasci_iterator_build_done(pasco_per_worker_iterator *it)
+{
+	pasco_coordinator *c = it->coord;
+	bool               gone;
+	pthread_mutex_lock(&c->mu);
+	gone = --it->builds == 0 && it->released;
+	pthread_mutex_unlock(&c->mu);
+	if (gone) {
+		pasci_iterator_free(it, c->nworkers);
+	}
 }
 
 void

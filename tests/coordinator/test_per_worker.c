@@ -352,6 +352,66 @@ repeated_iterator_rounds_leave_nothing_on_the_workers(void) /* 28 */
 	stop();
 }
 
+/* An endless dataset whose build takes 300 ms on worker 1. */
+PASCO_DATASET(pw_slow_on_1)
+{
+	pasco_dataset *ds;
+	int            rv = pasco_dataset_range(&ds, 1, 3, 1);
+	if (ctx->worker_index == 1) {
+		usleep(300 * 1000);
+	}
+	return rv != 0 ? rv : pasco_dataset_repeat(out, ds, -1);
+}
+
+/* Returns [worker index, resources held there], at once. */
+PASCO_FUNCTION(pw_where_and_held)
+{
+	pasco_value *items[2] = {pasco_value_tensor(test_scalar(PASCO_I64,
+	                             pasco_call_worker_index(call))),
+	    pasco_value_tensor(test_scalar(PASCO_I64,
+	        (double) pasci_resource_table_count(call->env->resources)))};
+	pasco_call_return(call, pasco_value_list_of(2, items));
+	return PASCO_OK;
+}
+
+/* An iterator freed while its build on worker 1 is still running (the
+ * closure that used it ran on worker 0 meanwhile) is released on worker
+ * 0 before the closures scheduled after the free: its release once
+ * waited for every build to finish, so a closure on worker 0 could still
+ * find it there (per_worker::repeated_iterator_rounds... failed about 1
+ * run in 40 under load). */
+Test(per_worker,
+    an_iterator_freed_while_a_build_runs_elsewhere_is_released_in_order)
+{
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	pasco_remote_value        *rv;
+	const pasco_value         *out;
+	start(2, 1);
+	PASCO_PASS(
+	    pasco_per_worker_dataset_create(&ds, coord, "pw_slow_on_1"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_iterator(it)};
+	/* worker 1 takes no closure while its build runs: these run on
+	 * worker 0 */
+	PASCO_PASS(pasco_schedule(coord, "pw_sum_two", args, 2, &rv));
+	PASCO_PASS(pasco_join(coord));
+	PASCO_PASS(pasco_remote_value_fetch(rv, &out));
+	pasco_remote_value_free(rv);
+	pasco_per_worker_iterator_free(it);
+	PASCO_PASS(pasco_schedule(coord, "pw_where_and_held", NULL, 0, &rv));
+	PASCO_PASS(pasco_join(coord));
+	PASCO_PASS(pasco_remote_value_fetch(rv, &out));
+	cr_assert_eq(pasco_value_scalar(pasco_value_item(out, 0)), 0,
+	    "ran on worker %g", pasco_value_scalar(pasco_value_item(out, 0)));
+	cr_assert_eq(pasco_value_scalar(pasco_value_item(out, 1)), 0,
+	    "worker 0 still holds %g resources",
+	    pasco_value_scalar(pasco_value_item(out, 1)));
+	pasco_remote_value_free(rv);
+	pasco_per_worker_dataset_free(ds);
+	stop();
+}
+
 PASCO_DATASET(pw_shuffled)
 {
 	pasco_dataset *ds;
