@@ -4,7 +4,7 @@
  * in-process cluster, and the bulk server against bad frames, stale
  * incarnations and deadlines.
  */
-#include "helpers.h"
+#include "bulk_test.h"
 
 #include <dirent.h>
 #include <netinet/in.h>
@@ -59,21 +59,6 @@ stop_tcp(int nps)
 		pasco_server_stop(servers[i]);
 	}
 	pasco_cluster_free(cluster);
-}
-
-/* Shared-memory regions of local links mapped in this process. */
-static int
-count_region_maps(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char  line[512];
-	int   n = 0;
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		n += strstr(line, "/memfd:pasco-bulk") != NULL;
-	}
-	fclose(f);
-	return n;
 }
 
 /* A f32 vector of n elements, element i = i * scale. */
@@ -151,42 +136,19 @@ big_variables_round_trip(bool local)
 Test(bulk, big_variables_round_trip_over_tcp)
 {
 	big_variables_round_trip(false);
-	cr_assert_eq(count_region_maps(), 0, "a region was made over TCP");
+	cr_assert_eq(
+	    mappings_of("/memfd:pasco-bulk"), 0, "a region was made over TCP");
 }
 
 Test(bulk, big_variables_round_trip_over_a_local_link)
 {
 	big_variables_round_trip(true);
-	cr_assert_gt(count_region_maps(), 0, "no region was made");
+	cr_assert_gt(
+	    mappings_of("/memfd:pasco-bulk"), 0, "no region was made");
 }
 
-/* The bulk server alone: a handler that returns its request's tensors
- * doubled (f32), or sleeps 300 ms for method VAR_ASSIGN. */
-static int doubled; /* requests double_it answered */
-
-static nng_msg *
-double_it(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
-{
-	(void) arg;
-	__atomic_add_fetch(&doubled, 1, __ATOMIC_SEQ_CST);
-	if (req->hdr->method == PASCI_METHOD_VAR_ASSIGN) {
-		usleep(300 * 1000);
-	}
-	for (size_t i = 0; i < req->ntensors; i++) {
-		const pasco_tensor *in = req->tensors[i];
-		pasco_tensor       *t;
-		PASCO_PASS(pasci_tensor_alloc_raw(
-		    &t, in->dtype, in->rank, in->shape));
-		for (int64_t k = 0; k < t->count; k++) {
-			((float *) t->data)[k] =
-			    2 * ((const float *) in->data)[k];
-		}
-		pasci_wire_add_tensor(b, t, NULL);
-		pasco_tensor_release(t);
-	}
-	return NULL;
-}
-
+/* A call of method to the bulk server at addr with a ramp of 300,000
+ * floats: the servers here answer with double_it (bulk_test.h). */
 static int
 call(pasci_bulk_pool *pool, const char *addr, uint64_t inc, int method,
     int64_t timeout_ms, pasci_wire_msg *reply)

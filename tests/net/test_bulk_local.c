@@ -5,7 +5,7 @@
  * both ways, the switch that turns it off, the cluster key over it, and
  * a stranger on the Unix socket passing bad regions.
  */
-#include "helpers.h"
+#include "bulk_test.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,26 +23,6 @@
 #include "util.h"
 
 TestSuite(bulk_local, .timeout = 60);
-
-/* The server's handler: its request's f32 tensors doubled. */
-static nng_msg *
-double_it(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
-{
-	(void) arg;
-	for (size_t i = 0; i < req->ntensors; i++) {
-		const pasco_tensor *in = req->tensors[i];
-		pasco_tensor       *t;
-		PASCO_PASS(pasci_tensor_alloc_raw(
-		    &t, in->dtype, in->rank, in->shape));
-		for (int64_t k = 0; k < t->count; k++) {
-			((float *) t->data)[k] =
-			    2 * ((const float *) in->data)[k];
-		}
-		pasci_wire_add_tensor(b, t, NULL);
-		pasco_tensor_release(t);
-	}
-	return NULL;
-}
 
 /* "127.0.0.1:port @name": the server's TCP address and its advert's Unix
  * socket, as a client reading the advert builds it. */
@@ -86,21 +66,6 @@ round_trip(pasci_bulk_pool *pool, const char *addr, int64_t n, float seed)
 	}
 	pasci_wire_msg_fini(&reply);
 	return PASCO_OK;
-}
-
-/* Mappings of this process whose line holds what. */
-static int
-mappings_of(const char *what)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char  line[512];
-	int   n = 0;
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		n += strstr(line, what) != NULL;
-	}
-	fclose(f);
-	return n;
 }
 
 static int
