@@ -707,6 +707,9 @@ pasci_dispatch_stop(pasco_coordinator *c)
 		c->watchdog_started = false;
 	}
 	pasci_queue_stop(&c->q, abandon_flights, c);
+	/* a closure the recovery thread was putting back as the queue
+	 * stopped (no longer a flight, so nothing above waited for it) */
+	pasci_recovery_flush(c);
 	for (size_t w = 0; w < c->ndispatchers; w++) {
 		pthread_join(c->dispatchers[w], NULL);
 	}

@@ -35,6 +35,10 @@ struct pasci_recovery {
 	pthread_t       thread;
 	bool            started;
 	pthread_mutex_t mu; /* leaf: stop, work, holds */
+	/* Held while taken holds go back to their queues (the thread's due
+	 * ones, a coordinator's flush): a flush returns only once no closure
+	 * of its coordinator is on its way back. Taken before mu. */
+	pthread_mutex_t put_mu;
 	pthread_cond_t  cv;
 	bool            stop;
 	held           *holds;
@@ -199,11 +203,13 @@ pasci_recovery_flush(pasco_coordinator *c)
 	if (c->s->rec == NULL) {
 		return;
 	}
+	pthread_mutex_lock(&c->s->rec->put_mu);
 	for (held *h = take_holds(c->s->rec, c, false), *next; h != NULL;
 	     h       = next) {
 		next = h->next;
 		put_back(h);
 	}
+	pthread_mutex_unlock(&c->s->rec->put_mu);
 }
 
 /* Restores ps from the newest intact checkpoint; then, unless it was lost
@@ -319,11 +325,13 @@ recovery_main(void *arg)
 			break;
 		}
 		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_lock(&r->put_mu);
 		for (held *h = take_holds(r, NULL, true), *next; h != NULL;
 		     h       = next) {
 			next = h->next;
 			put_back(h);
 		}
+		pthread_mutex_unlock(&r->put_mu);
 		pthread_mutex_lock(&s->mu);
 		ps = check_states(s);
 		pthread_mutex_unlock(&s->mu);
@@ -365,6 +373,7 @@ pasci_recovery_init(pasco_strategy *s, const pasco_strategy_options *opts)
 	                    : DEFAULT_TIMEOUT_MS;
 	r->last_step  = -1;
 	pthread_mutex_init(&r->mu, NULL);
+	pthread_mutex_init(&r->put_mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	s->rec = r;
 	if (opts != NULL && opts->checkpoint_dir != NULL &&
@@ -397,6 +406,7 @@ pasci_recovery_fini(pasco_strategy *s)
 	pthread_mutex_unlock(&s->mu);
 	pthread_cond_destroy(&r->cv);
 	pthread_mutex_destroy(&r->mu);
+	pthread_mutex_destroy(&r->put_mu);
 	free(r->state);
 	free(r->since_ms);
 	free(r);
