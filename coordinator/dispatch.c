@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bulk.h"
 #include "coordinator_impl.h"
 #include "recovery.h"
 #include "util.h"
@@ -189,6 +190,8 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 	nng_msg           *msg;
 
 	pasci_wire_builder_init(&b, methods[cl->kind]);
+	/* over a bulk link, the worker checks it is from its chief */
+	b.hdr.chief_incarnation = pasci_chief_self_incarnation();
 	if (cl->kind == CLOSURE_RUN) {
 		cl->ps_epoch = pasci_recovery_epoch(c->s);
 		encode_run(&b, cl);
@@ -496,7 +499,7 @@ dispatch(pasco_coordinator *c, size_t w, closure *cl, bool tagged)
 		return;
 	}
 	*f = (flight){c, w, cl, tagged, 0, NULL};
-	pasci_rpc_call_async(c->s->workers[w], msg,
+	pasci_rpc_call_fast(c->s->workers[w], msg,
 	    tagged ? RESOURCE_TIMEOUT_MS : 0, flight_done, f);
 }
 
@@ -538,6 +541,7 @@ dispatch_batch(pasco_coordinator *c, size_t w, closure *cl, closure **riders,
 		return;
 	}
 	pasci_wire_builder_init(&b, PASCI_METHOD_RUN_BATCH);
+	b.hdr.chief_incarnation = pasci_chief_self_incarnation();
 	for (size_t i = 0; i <= nriders; i++) {
 		closure *x = i == 0 ? cl : riders[i - 1];
 		if (closure_input_failed(x, w, why, sizeof(why))) {
@@ -562,7 +566,7 @@ dispatch_batch(pasco_coordinator *c, size_t w, closure *cl, closure **riders,
 		flight_done(f, PASCO_EUNAVAILABLE, NULL, "out of memory");
 		return;
 	}
-	pasci_rpc_call_async(c->s->workers[w], msg, 0, flight_done, f);
+	pasci_rpc_call_fast(c->s->workers[w], msg, 0, flight_done, f);
 }
 
 /* Sends what was taken for worker w: alone, or with riders (riders is

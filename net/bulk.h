@@ -24,7 +24,8 @@
  * tensors over TLS are slower instead.
  *
  * Files: bufcache.c (big buffers, bufcache.h), bulk_frame.c (frame I/O,
- * bulk_frame.h), bulk_server.c, bulk_client.c.
+ * bulk_frame.h), bulk_server.c, bulk_client.c, bulk_async.c (calls that
+ * do not wait: closures to workers).
  */
 #ifndef PASCI_BULK_H
 #define PASCI_BULK_H
@@ -55,6 +56,14 @@ typedef nng_msg *(*pasci_bulk_handler)(
 int pasci_bulk_server_open(pasci_bulk_server **out, const char *host,
     uint64_t incarnation, pasci_bulk_handler handler, void *arg,
     const pasci_key *key);
+
+/* The same, the port fixed by environment variable port_env when it is
+ * set (a ps's: PASCO_BULK_PORT, as pasci_bulk_server_open; a worker's:
+ * PASCO_WORKER_BULK_PORT, so both can run on one host with one
+ * environment). */
+int pasci_bulk_server_open_as(pasci_bulk_server **out, const char *host,
+    const char *port_env, uint64_t incarnation, pasci_bulk_handler handler,
+    void *arg, const pasci_key *key);
 
 /* "host:port" to connect to over TCP. */
 const char *pasci_bulk_server_addr(const pasci_bulk_server *s);
@@ -142,12 +151,36 @@ int pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 int pasci_bulk_finish(
     pasci_bulk_pending *p, pasci_wire_msg *reply, char *detail, size_t len);
 
+/* begin of a whole encoded message (stamped here with the server's
+ * incarnation; it stays the caller's). */
+int pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg, int64_t timeout_ms,
+    pasci_bulk_pending *p, char *detail, size_t len);
+
+/* Instead of finish: the reply is not wanted (its call failed otherwise);
+ * the connection is closed. */
+void pasci_bulk_abandon(pasci_bulk_pending *p);
+
 /* Of the n requests p[0..n) sent and not finished, the index of one whose
  * reply has begun to arrive (or whose connection failed), waiting until
  * the earliest deadline: one wake-up for the replies of several servers
  * that arrive together. After that deadline, or with n 1, 0: its finish
  * says what became of it. */
 size_t pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n);
+
+/* pasci_rpc_call_async, over the bulk port the server of c advertises
+ * when it has one (bulk_async.c): sent from this thread, the reply read by
+ * a thread attached to c, done run there, with the same contract (exactly
+ * once; a lost connection to the server, the deadline, an abandon or the
+ * client's close complete it as they complete c's own calls). Over nng
+ * when the server advertises no bulk port (TLS, an older server), when
+ * its port cannot be reached, or with PASCO_BULK_CLOSURES=0. req is taken
+ * over. The coordinator sends closures this way. */
+void pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
+    pasci_rpc_done_fn done, void *arg);
+
+/* Whether pasci_rpc_call_fast may use bulk links (PASCO_BULK_CLOSURES is
+ * not "0"); read at each call. */
+bool pasci_bulk_closures_enabled(void);
 
 /* A tensor (not zero-filled) in the big-buffer cache's memory
  * (bufcache.h): for data a ps is about to send. */

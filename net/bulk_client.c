@@ -192,11 +192,27 @@ connect_deadline(int64_t deadline)
 	return soon < deadline ? soon : deadline;
 }
 
-/* Sends req to addr on an idle connection of p or a new one, *fd. */
+/* A request to send: a builder, stamped as it is sent, or a whole message
+ * stamped by the caller. */
+typedef struct request {
+	pasci_wire_builder *b;
+	nng_msg            *msg;
+} request;
+
+static int
+request_send(pasci_bulk_link *l, const request *r, uint64_t incarnation,
+    int64_t deadline)
+{
+	return r->b != NULL
+	           ? pasci_bulk_send_builder(l, r->b, incarnation, deadline)
+	           : pasci_bulk_send_msg(l, r->msg, deadline);
+}
+
+/* Sends req to addr on an idle connection of p or a new one, *out. */
 static int
 call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
-    pasci_wire_builder *req, int64_t deadline, pasci_bulk_link **out,
-    char *detail, size_t len)
+    const request *req, int64_t deadline, pasci_bulk_link **out, char *detail,
+    size_t len)
 {
 	pasci_bulk_link *l      = NULL;
 	bool             reused = false;
@@ -214,7 +230,7 @@ call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		return PASCO_ENOTFOUND; /* nothing sent: the caller may use nng
 		                         */
 	}
-	rv = pasci_bulk_send_builder(l, req, incarnation, deadline);
+	rv = request_send(l, req, incarnation, deadline);
 	if (rv == PASCO_EUNAVAILABLE && reused) {
 		/* an idle connection the server dropped: once more, fresh */
 		link_close(l);
@@ -222,7 +238,7 @@ call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		         len)) == NULL) {
 			return PASCO_ENOTFOUND;
 		}
-		rv = pasci_bulk_send_builder(l, req, incarnation, deadline);
+		rv = request_send(l, req, incarnation, deadline);
 	}
 	if (rv != 0) {
 		pasci_fmt(detail, len, "%s bulk request to %s",
@@ -271,9 +287,10 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 	int64_t          deadline = deadline_in(timeout_ms);
 	pasci_bulk_link *l;
 	int              rv;
+	request          r = {.b = req};
 	memset(reply, 0, sizeof(*reply));
 	if ((rv = call_send(
-	         p, addr, incarnation, req, deadline, &l, detail, len)) != 0) {
+	         p, addr, incarnation, &r, deadline, &l, detail, len)) != 0) {
 		return rv;
 	}
 	return call_recv(p, l, deadline, reply, detail, len);
@@ -403,9 +420,11 @@ dial_address(const pasci_rpc_peer *peer, char *addr, size_t len, char *detail,
 	return PASCO_OK;
 }
 
-int
-pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
-    int64_t timeout_ms, pasci_bulk_pending *p, char *detail, size_t len)
+/* pasci_bulk_begin of r; a message is stamped with the server's
+ * incarnation here. */
+static int
+begin(pasci_rpc_client *c, const request *r, int64_t timeout_ms,
+    pasci_bulk_pending *p, char *detail, size_t len)
 {
 	char           addr[PASCI_RPC_ADVERT_MAX];
 	pasci_rpc_peer peer;
@@ -425,10 +444,13 @@ pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 		pasci_fmt(detail, len, "out of memory");
 		return PASCO_ENOMEM;
 	}
+	if (r->msg != NULL) {
+		pasci_wire_set_incarnation(r->msg, peer.incarnation);
+	}
 	p->client   = c;
 	p->deadline = deadline_in(timeout_ms);
 	rv          = call_send(((server_pool *) p->server)->pool, addr,
-	             peer.incarnation, b, p->deadline, (pasci_bulk_link **) &p->link,
+	             peer.incarnation, r, p->deadline, (pasci_bulk_link **) &p->link,
 	             detail, len);
 	if (rv == 0) {
 		p->fd = ((pasci_bulk_link *) p->link)->fd;
@@ -439,11 +461,39 @@ pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 	if (rv == PASCO_ENOTFOUND) {
 		/* its bulk port cannot be reached (a firewall?): nng carries
 		 * everything on this connection from now on */
-		pasci_log(PASCI_LOG_WARN, "%s: %s; using nng for every tensor",
+		pasci_log(PASCI_LOG_WARN,
+		    "%s: %s; using nng for everything until it reconnects",
 		    peer.url, detail);
 		pasci_rpc_client_forget_advert(c);
 	}
 	return rv;
+}
+
+int
+pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
+    int64_t timeout_ms, pasci_bulk_pending *p, char *detail, size_t len)
+{
+	request r = {.b = b};
+	return begin(c, &r, timeout_ms, p, detail, len);
+}
+
+int
+pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg, int64_t timeout_ms,
+    pasci_bulk_pending *p, char *detail, size_t len)
+{
+	request r = {.msg = msg};
+	return begin(c, &r, timeout_ms, p, detail, len);
+}
+
+void
+pasci_bulk_abandon(pasci_bulk_pending *p)
+{
+	if (p->server != NULL) {
+		link_close(p->link);
+		p->link = NULL;
+		server_release(p->server);
+		p->server = NULL;
+	}
 }
 
 int

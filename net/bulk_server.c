@@ -27,7 +27,8 @@
  * a key, connections still in the handshake (AUTH_MS at most) are
  * counted apart, up to max_conns, the oldest shut down to make room: a
  * stranger's connections never keep a member out. The port is one the system
- * picks unless PASCO_BULK_PORT names one (for a firewall).
+ * picks unless PASCO_BULK_PORT names one (for a firewall; a worker's:
+ * PASCO_WORKER_BULK_PORT).
  *
  * With a cluster key, a connection's thread first runs the handshake
  * (pasci_bulk_auth_accept, within AUTH_MS) and reads no frame from a peer
@@ -535,6 +536,15 @@ pasci_bulk_server_open(pasci_bulk_server **out, const char *host,
     uint64_t incarnation, pasci_bulk_handler handler, void *arg,
     const pasci_key *key)
 {
+	return pasci_bulk_server_open_as(
+	    out, host, "PASCO_BULK_PORT", incarnation, handler, arg, key);
+}
+
+int
+pasci_bulk_server_open_as(pasci_bulk_server **out, const char *host,
+    const char *port_env, uint64_t incarnation, pasci_bulk_handler handler,
+    void *arg, const pasci_key *key)
+{
 	struct addrinfo         hints = {.ai_family = AF_UNSPEC,
 	            .ai_socktype                    = SOCK_STREAM,
 	            .ai_flags                       = AI_PASSIVE};
@@ -561,7 +571,7 @@ pasci_bulk_server_open(pasci_bulk_server **out, const char *host,
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	/* the port the system picks, or the operator's (a firewall) */
-	bulk_port = getenv("PASCO_BULK_PORT");
+	bulk_port = getenv(port_env);
 	if (bulk_port == NULL || *bulk_port == 0 ||
 	    strspn(bulk_port, "0123456789") != strlen(bulk_port)) {
 		bulk_port = "0";

@@ -251,3 +251,40 @@ pasci_chief_seat_current(
 	pthread_mutex_unlock(&s->mu);
 	return taken;
 }
+
+uint64_t
+pasci_chief_self_incarnation(void)
+{
+	pthread_once(&self_once, self_init);
+	return self_incarnation;
+}
+
+bool
+pasci_chief_seat_admits(
+    pasci_chief_seat *s, uint64_t inc, char *why, size_t len)
+{
+	pasci_chief served;
+	bool        taken;
+	if (inc == 0) {
+		return true;
+	}
+	pthread_mutex_lock(&s->mu);
+	taken  = s->taken;
+	served = s->chief;
+	pthread_mutex_unlock(&s->mu);
+	if (taken && served.incarnation == inc) {
+		return true;
+	}
+	if (taken) {
+		pasci_fmt(why, len,
+		    "%s serves the chief %s (a closure came from another "
+		    "chief, or from one it replaced)",
+		    s->what, served.name);
+	} else {
+		pasci_fmt(why, len,
+		    "%s serves no chief yet (a closure came before its "
+		    "chief's handshake)",
+		    s->what);
+	}
+	return false;
+}

@@ -47,6 +47,11 @@ typedef struct pasci_chief {
 /* This process as the chief of cluster (see the top). */
 void pasci_chief_self(const pasco_cluster *cluster, pasci_chief *out);
 
+/* This process's incarnation as a chief (the one pasci_chief_self
+ * gives): closures it sends over bulk links carry it (chief_incarnation),
+ * for such a link has no handshake of its own to name the chief. */
+uint64_t pasci_chief_self_incarnation(void);
+
 typedef struct pasci_chief_seat pasci_chief_seat;
 
 /* what names the server in log lines and refusals ("worker at
@@ -68,5 +73,11 @@ void pasci_chief_seat_forget(pasci_chief_seat *s, nng_pipe pipe);
  * it left). Returns false when no chief was ever served. */
 bool pasci_chief_seat_current(
     pasci_chief_seat *s, pasci_chief *out, int *connections);
+
+/* Whether a request that names the chief of incarnation inc (0: none, as
+ * a client that is no chief) may be served: it names none, or the chief
+ * served now. Else false, with the refusal in why. */
+bool pasci_chief_seat_admits(
+    pasci_chief_seat *s, uint64_t inc, char *why, size_t len);
 
 #endif

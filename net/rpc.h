@@ -141,6 +141,32 @@ uint64_t pasci_rpc_client_incarnation(pasci_rpc_client *c);
 void pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req,
     int64_t timeout_ms, pasci_rpc_done_fn done, void *arg);
 
+/* Calls carried by something else (a bulk link: bulk_async.c) and
+ * completed as c's own are: registered, such a call belongs to the
+ * connection up now, and c fails it with PASCO_EUNAVAILABLE when that
+ * connection is lost, PASCO_ETIMEDOUT at its deadline (timeout_ms > 0),
+ * err at pasci_rpc_client_abandon and PASCO_ECLOSED at close, exactly
+ * once, as its own calls. register gives its id and the server's
+ * incarnation, or PASCO_EUNAVAILABLE when c is not up (done is not
+ * called). complete hands it the reply (taken over; NULL with err) unless
+ * it was completed already (false: the reply is freed); a reply stamped
+ * for another incarnation completes it with PASCO_EABORTED. forget drops
+ * it without completing it (false: it was completed already). pending
+ * says whether it is still outstanding. Thread-safe. */
+int  pasci_rpc_call_register(pasci_rpc_client *c, int64_t timeout_ms,
+     pasci_rpc_done_fn done, void *arg, uint32_t *id, uint64_t *incarnation);
+bool pasci_rpc_call_complete(pasci_rpc_client *c, uint32_t id, int err,
+    pasci_wire_msg *reply, const char *detail);
+bool pasci_rpc_call_forget(pasci_rpc_client *c, uint32_t id);
+bool pasci_rpc_call_pending(pasci_rpc_client *c, uint32_t id);
+
+/* An object that lives as long as c (bulk_async.c's reactor): made by
+ * make(c) at the first call, stopped by stop(it) when c closes, after its
+ * calls had their chance to be answered and before those left fail. NULL
+ * when c is closing or make failed. Thread-safe. */
+void *pasci_rpc_client_attach(pasci_rpc_client *c,
+    void *(*make)(pasci_rpc_client *c), void (*stop)(void *it));
+
 /* Encodes b, waits (within timeout_ms) for the connection, sends, waits for
  * the reply. Returns a transport error, or the reply's status; on a non-zero
  * return err holds a message. On PASCO_OK, *reply (if not NULL) is filled
@@ -169,6 +195,12 @@ int pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
     uint64_t incarnation, const char *hello_name, const pasci_key *key);
 
 uint64_t pasci_rpc_server_incarnation(const pasci_rpc_server *s);
+
+/* Whether a request that came another way (a bulk link) naming the chief
+ * of incarnation chief_inc (0: none) may be served: as
+ * pasci_chief_seat_admits for the chief this server seats. */
+bool pasci_rpc_server_admits(
+    pasci_rpc_server *s, uint64_t chief_inc, char *why, size_t len);
 
 /* Milliseconds since the server last received a request of any kind
  * from a member (since it opened, if none), here or on this process's

@@ -30,6 +30,18 @@ pasci_rpc_calls_remove(pasci_rpc_calls *t, uint32_t id)
 	return NULL;
 }
 
+bool
+pasci_rpc_calls_has(const pasci_rpc_calls *t, uint32_t id)
+{
+	for (const rpc_call *call = t->buckets[id % PASCI_RPC_CALL_BUCKETS];
+	     call != NULL; call   = call->next) {
+		if (call->id == id) {
+			return true;
+		}
+	}
+	return false;
+}
+
 rpc_call *
 pasci_rpc_calls_take(pasci_rpc_calls *t, uint32_t pipe, int64_t now)
 {

@@ -37,6 +37,9 @@ bool pasci_rpc_calls_insert(pasci_rpc_calls *t, rpc_call *call);
 /* Removes and returns the call with id, or NULL. */
 rpc_call *pasci_rpc_calls_remove(pasci_rpc_calls *t, uint32_t id);
 
+/* Whether the call with id is outstanding. */
+bool pasci_rpc_calls_has(const pasci_rpc_calls *t, uint32_t id);
+
 /* Removes the calls sent on pipe (not 0), or expired by now (> 0), or all
  * (both 0), and returns them as a list. */
 rpc_call *pasci_rpc_calls_take(pasci_rpc_calls *t, uint32_t pipe, int64_t now);

@@ -474,6 +474,9 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->timer, NULL);
 	client_wait_quiet(c);
+	if (c->attached != NULL) { /* no reply comes from it past here */
+		c->attached_stop(c->attached);
+	}
 	nng_aio_stop(c->recv_aio); /* no receive callback runs past here */
 	pasci_tls_forget_dialer(c->dialer);
 	nng_dialer_close(c->dialer); /* no redial races the socket's close */

@@ -63,6 +63,9 @@ struct pasci_rpc_client {
 	int      nclosing_pipes;
 	int64_t  auth_logged_ms;
 	bool     warned_no_key;
+	/* pasci_rpc_client_attach's object, and how it stops */
+	void *attached;
+	void (*attached_stop)(void *it);
 };
 
 /* Closes connection id from the timer thread, soon (see close_pipes). */

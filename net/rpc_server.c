@@ -420,6 +420,13 @@ pasci_rpc_server_incarnation(const pasci_rpc_server *s)
 	return s->incarnation;
 }
 
+bool
+pasci_rpc_server_admits(
+    pasci_rpc_server *s, uint64_t chief_inc, char *why, size_t len)
+{
+	return pasci_chief_seat_admits(s->seat, chief_inc, why, len);
+}
+
 /* What the pipe callbacks use, freed once the socket is closed. */
 static void
 server_free_cb(void *arg)

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "address.h"
+#include "bulk.h"
 #include "call.h"
 #include "dataset_impl.h"
 #include "ops_impl.h"
@@ -20,12 +22,14 @@
 #include "registry.h"
 #include "resources.h"
 #include "rpc.h"
+#include "tls.h"
 #include "util.h"
 
 struct worker_server {
 	pasci_call_env env; /* what calls see; set at start, then read only */
-	pasci_rpc_server *rpc;
-	pasci_cancel_mark cancel; /* env.cancel; its own lock */
+	pasci_rpc_server  *rpc;    /* atomic: the bulk handler reads it */
+	pasci_bulk_server *bulk;   /* closures from the chief, beside rpc */
+	pasci_cancel_mark  cancel; /* env.cancel; its own lock */
 };
 
 static nng_msg *
@@ -427,12 +431,53 @@ worker_handle(void *arg, const pasci_wire_msg *req)
 	}
 }
 
+/* A request over the bulk port: the chief's closures (bulk_async.c)
+ * come this way, each naming its chief, which must be the one this
+ * worker's RPC server seats (chief.h): a bulk link has no handshake of
+ * its own to name it. */
+static nng_msg *
+worker_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
+{
+	worker_server    *w   = arg;
+	pasci_rpc_server *rpc = __atomic_load_n(&w->rpc, __ATOMIC_ACQUIRE);
+	char              why[400];
+	(void) b;
+	if (rpc == NULL) {
+		return pasci_wire_status_reply(
+		    PASCO_EUNAVAILABLE, "%s", "the worker is starting");
+	}
+	if (!pasci_rpc_server_admits(
+	        rpc, req->hdr->chief_incarnation, why, sizeof(why))) {
+		return pasci_wire_status_reply(PASCO_EPRECONDITION, "%s", why);
+	}
+	return worker_handle(w, req);
+}
+
+/* The bulk port beside the RPC server, for the chief's closures; none
+ * under TLS (it is plain TCP: nng carries them, encrypted). */
+static void
+bulk_open(worker_server *w, const char *url, uint64_t incarnation,
+    const pasci_key *key)
+{
+	char host[256], port[16];
+	if (!pasci_tls_url(url) &&
+	    pasci_url_split(url, host, sizeof(host), port, sizeof(port)) ==
+	        0 &&
+	    pasci_bulk_server_open_as(&w->bulk, host, "PASCO_WORKER_BULK_PORT",
+	        incarnation, worker_bulk_handle, w, key) != 0) {
+		pasci_log(PASCI_LOG_WARN,
+		    "worker at %s: no bulk port, closures come over nng", url);
+	}
+}
+
 int
 pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
     int32_t index, const char *url, int nthreads, const pasci_key *key)
 {
-	worker_server *w  = calloc(1, sizeof(*w));
-	int            rv = PASCO_ENOMEM;
+	worker_server    *w = calloc(1, sizeof(*w));
+	pasci_rpc_server *rpc;
+	uint64_t          incarnation;
+	int               rv = PASCO_ENOMEM;
 
 	*out = NULL;
 	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0) {
@@ -455,11 +500,15 @@ pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
 			goto fail;
 		}
 	}
-	rv = pasci_rpc_server_open_with(&w->rpc, url, nthreads, "pasco-worker",
-	    worker_handle, w, 0, NULL, key);
+	incarnation = pasci_random_u64();
+	bulk_open(w, url, incarnation, key);
+	rv = pasci_rpc_server_open_with(&rpc, url, nthreads, "pasco-worker",
+	    worker_handle, w, incarnation,
+	    w->bulk != NULL ? pasci_bulk_server_advert(w->bulk) : NULL, key);
 	if (rv != 0) {
 		goto fail;
 	}
+	__atomic_store_n(&w->rpc, rpc, __ATOMIC_RELEASE);
 	*out = w;
 	return PASCO_OK;
 fail:
@@ -508,6 +557,7 @@ pasci_worker_server_stop(worker_server *w)
 	if (w == NULL) {
 		return;
 	}
+	pasci_bulk_server_close(w->bulk); /* its handler reads rpc */
 	pasci_rpc_server_close(w->rpc);
 	for (size_t i = 0; w->env.ps != NULL && i < w->env.nps; i++) {
 		pasci_rpc_client_close(w->env.ps[i]);

@@ -95,25 +95,36 @@ Test(server, an_address_without_a_port_is_refused)
 Test(server, the_bulk_port_can_be_chosen_for_a_firewall)
 {
 	int ps_port = test_free_port(), worker_port = test_free_port();
-	int bulk_port       = test_free_port();
+	int bulk_port = test_free_port(), worker_bulk = test_free_port();
 	pasco_cluster    *c = cluster_of("127.0.0.1", ps_port, worker_port);
-	pasco_server     *ps;
+	pasco_server     *srv[2];
 	pasci_rpc_client *client;
 	char              advert[PASCI_RPC_ADVERT_MAX], url[64], want[16];
 	uint64_t          inc;
 
+	/* one environment for both, as on a host running a ps and a
+	 * worker: each takes its own variable's port */
 	snprintf(want, sizeof(want), "%d", bulk_port);
 	setenv("PASCO_BULK_PORT", want, 1);
-	PASCO_PASS(pasco_server_start(&ps, c, PASCO_ROLE_PS, 0));
+	snprintf(want, sizeof(want), "%d", worker_bulk);
+	setenv("PASCO_WORKER_BULK_PORT", want, 1);
+	PASCO_PASS(pasco_server_start(&srv[0], c, PASCO_ROLE_PS, 0));
+	PASCO_PASS(pasco_server_start(&srv[1], c, PASCO_ROLE_WORKER, 0));
 	unsetenv("PASCO_BULK_PORT");
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", ps_port);
-	PASCO_PASS(pasci_rpc_client_open(&client, url, NULL, NULL));
-	PASCO_PASS(pasci_rpc_client_wait_up(client, 5000));
-	PASCO_PASS(
-	    pasci_rpc_client_advert(client, advert, sizeof(advert), &inc));
-	cr_assert_eq(atoi(advert + 1), bulk_port, "advertised '%s', not :%d",
-	    advert, bulk_port);
-	pasci_rpc_client_close(client);
-	pasco_server_stop(ps);
+	unsetenv("PASCO_WORKER_BULK_PORT");
+	for (int i = 0; i < 2; i++) {
+		snprintf(url, sizeof(url), "tcp://127.0.0.1:%d",
+		    i == 0 ? ps_port : worker_port);
+		PASCO_PASS(pasci_rpc_client_open(&client, url, NULL, NULL));
+		PASCO_PASS(pasci_rpc_client_wait_up(client, 5000));
+		PASCO_PASS(pasci_rpc_client_advert(
+		    client, advert, sizeof(advert), &inc));
+		cr_assert_eq(atoi(advert + 1),
+		    i == 0 ? bulk_port : worker_bulk, "advertised '%s'",
+		    advert);
+		pasci_rpc_client_close(client);
+	}
+	pasco_server_stop(srv[1]);
+	pasco_server_stop(srv[0]);
 	pasco_cluster_free(c);
 }
