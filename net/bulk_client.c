@@ -192,6 +192,31 @@ connect_deadline(int64_t deadline)
 	return soon < deadline ? soon : deadline;
 }
 
+/* An idle connection of p, or NULL. */
+static pasci_bulk_link *
+pool_take(pasci_bulk_pool *p)
+{
+	pasci_bulk_link *l = NULL;
+	pthread_mutex_lock(&p->mu);
+	if (p->nidle > 0) {
+		l = p->idle[--p->nidle];
+	}
+	pthread_mutex_unlock(&p->mu);
+	return l;
+}
+
+/* Whether idle connection l is still open: nothing may be readable on an
+ * idle connection but its end (the server closes one idle for
+ * PASCO_IDLE_TIMEOUT, or is gone). A request sent on such a connection
+ * over TCP would be accepted by the kernel and lost, its call failing as
+ * if the server had died. */
+static bool
+link_idle(const pasci_bulk_link *l)
+{
+	struct pollfd pfd = {.fd = l->fd, .events = POLLIN};
+	return poll(&pfd, 1, 0) == 0;
+}
+
 /* A request to send: a builder, stamped as it is sent, or a whole message
  * stamped by the caller. */
 typedef struct request {
@@ -219,12 +244,10 @@ call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 	int              rv;
 
 	*out = NULL;
-	pthread_mutex_lock(&p->mu);
-	if (p->nidle > 0) {
-		l      = p->idle[--p->nidle];
-		reused = true;
+	while ((l = pool_take(p)) != NULL && !link_idle(l)) {
+		link_close(l); /* the server closed it while it waited */
 	}
-	pthread_mutex_unlock(&p->mu);
+	reused = l != NULL;
 	if (l == NULL && (l = dial(p, addr, connect_deadline(deadline), detail,
 	                      len)) == NULL) {
 		return PASCO_ENOTFOUND; /* nothing sent: the caller may use nng

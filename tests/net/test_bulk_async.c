@@ -447,3 +447,22 @@ Test(bulk_async, a_coordinators_closures_travel_over_bulk_links)
 	pasco_server_stop(srv[0]);
 	pasco_cluster_free(cl);
 }
+
+Test(bulk_async, a_link_the_server_closed_while_idle_is_not_used_again)
+{
+	outcome o;
+	setenv("PASCO_IDLE_TIMEOUT", "1", 1); /* the server closes it */
+	setenv("PASCO_BULK_LOCAL", "0", 1);   /* TCP: a send would "succeed" */
+	start(true);
+	for (int i = 0; i < 2; i++) {
+		outcome_init(&o);
+		pasci_rpc_call_fast(
+		    client, request((float) i, 0), 5000, done, &o);
+		cr_assert_eq(wait_done(&o), 0, "call %d: %s", i, o.detail);
+		cr_assert_float_eq(o.value, 2.0f * (float) i, 0);
+		usleep(1800 * 1000); /* idle past the server's timeout */
+	}
+	unsetenv("PASCO_IDLE_TIMEOUT");
+	unsetenv("PASCO_BULK_LOCAL");
+	stop();
+}
