@@ -6,7 +6,8 @@
 # namespace (/etc/netns/NS/hosts, which `ip netns exec` mounts over
 # /etc/hosts) and TF_CONFIG uses the names. Scenarios:
 #  1. linear_regression converges across the hosts;
-#  2. embedding_classifier (the tutorial's model) converges;
+#  2. embedding_classifier (the tutorial's model) converges, its workers
+#     reading ps0's bulk port and the chief sending closures to w0's;
 #  3. with 5 ms of delay and 200 mbit/s on every task's link (netem), the
 #     regression still converges; steps/s at 0 and 5 ms are printed (where
 #     the kernel has no netem, 200 mbit/s alone, with tbf);
@@ -263,10 +264,10 @@ inside_namespaces() { # WHAT
 			END { exit bad }' > "$TMP/root.ss" &&
 		ip netns exec "$P-ps0" ss -Hltn | grep -q ":$PORT " &&
 		[ "$(ip netns exec "$P-ps0" ss -Hltn | wc -l)" -eq 2 ] &&
-		[ "$(ip netns exec "$P-w0" ss -Hltn | wc -l)" -eq 1 ] &&
+		[ "$(ip netns exec "$P-w0" ss -Hltn | wc -l)" -eq 2 ] &&
 		[ -z "$(ip netns exec "$P-chief" ss -Hltn)" ] &&
 		ip netns exec "$P-ps0" ss -Htn state established | grep -q "$NET"; then
-		ok "$1: traffic inside the namespaces (ps0 listens on $PORT and its bulk port, w0 on $PORT, the chief nowhere; nothing in the root namespace)"
+		ok "$1: traffic inside the namespaces (ps0 and w0 listen on $PORT and their bulk ports, the chief nowhere; nothing in the root namespace)"
 	else
 		fail "$1: root namespace sees: $(cat "$TMP/root.ss")"
 	fi
@@ -291,16 +292,24 @@ bulk=""
 if wait_for 'grep -q "Epoch 2/[0-9]*: " "$TMP/emb.out"' 600; then
 	bulk=$(ip netns exec "$P-ps0" ss -Hltn | awk '{ sub(/.*:/, "", $4); print $4 }' | grep -vx "$PORT")
 	bulk_peers=$(ip netns exec "$P-ps0" ss -Htn state established "( sport = :${bulk:-0} )" | grep -c "$NET\.2[01]:")
+	# the chief's closures go to each worker's bulk port
+	wbulk=$(ip netns exec "$P-w0" ss -Hltn | awk '{ sub(/.*:/, "", $4); print $4 }' | grep -vx "$PORT")
+	wbulk_peers=$(ip netns exec "$P-w0" ss -Htn state established "( sport = :${wbulk:-0} )" | grep -c "$NET\.2:")
 fi
 if [ -n "$bulk" ] && [ "${bulk_peers:-0}" -gt 0 ]; then
 	ok "embedding classifier: workers read from ps0's bulk port $bulk ($bulk_peers connections)"
 else
 	fail "embedding classifier: no bulk connection to ps0 (bulk port '$bulk')"
 fi
+if [ -n "$wbulk" ] && [ "${wbulk_peers:-0}" -gt 0 ]; then
+	ok "embedding classifier: the chief sends closures to w0's bulk port $wbulk ($wbulk_peers connections)"
+else
+	fail "embedding classifier: no connection from the chief to w0's bulk port ('$wbulk')"
+fi
 finish_run emb "embedding classifier"
 # its embedding rows are large tensors: they go over each ps's bulk port,
 # reached at the ps's name, not over nng
-if ! grep -q 'using nng for every tensor\|no bulk transfers' "$TMP/emb.out" "$TMP"/emb-*.log; then
+if ! grep -q 'using nng for every\|no bulk transfers\|no bulk port' "$TMP/emb.out" "$TMP"/emb-*.log; then
 	ok "embedding classifier: bulk transfers across hosts, no fallback to nng"
 else
 	fail "embedding classifier: bulk fell back to nng: $(grep -h 'nng' "$TMP/emb.out" "$TMP"/emb-*.log | head -n 3)"
