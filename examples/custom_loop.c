@@ -79,7 +79,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	example_option             opts[] = {
 	                {"epochs", OPTION_INT, &epochs, 1, 1e7, "N  epochs (5)"},
 	                {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (20)"},
-	                {NULL}};
+	                {.name = NULL}};
 	if ((rv = parse_options(argc, argv,
 	         "pasco launch --ps N --workers M -- custom_loop [OPTIONS]",
 	         opts)) >= 0 ||

@@ -78,7 +78,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	        {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (20)"},
 	        {"checkpoint-dir", OPTION_PATH, &ckpt, 0, 0, "DIR  checkpoints"},
 	        {"logdir", OPTION_PATH, &logdir, 0, 0, "DIR  TensorBoard"},
-	        {NULL}};
+	        {.name = NULL}};
 	if ((rv = parse_options(argc, argv, NULL, opts)) >= 0 ||
 	    (m = tutorial_model()) == NULL ||
 	    (rv = evaluator_task(cluster, m, "eval_data", ckpt, logdir,

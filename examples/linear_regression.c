@@ -113,7 +113,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	        {"eval-timeout", OPTION_INT, &timeout, 0, 1e7,
 	            "S  the evaluator ends after S s without a new checkpoint "
 	                "(300; 0: never)"},
-	        {NULL}};
+	        {.name = NULL}};
 	if ((rv = parse_options(argc, argv,
 	         "pasco launch --ps N --workers M [--evaluator] -- "
 	         "linear_regression [OPTIONS]",

@@ -137,7 +137,7 @@ main(int argc, char **argv)
 	    {"eval", OPTION_LONG, &eval, 1, 1e9,
 	        "N  evaluation examples (20000)"},
 	    {"shards", OPTION_INT, &shards, 1, 1000, "S  files per split (4)"},
-	    {NULL}};
+	    {.name = NULL}};
 
 	/* DIR comes first: options after it are parsed from there on */
 	if (argc >= 2 && argv[1][0] != '-') {

@@ -102,7 +102,7 @@ main(int argc, char **argv)
 	    {"noise", OPTION_DOUBLE, &t.noise, 0, 1e6,
 	        "S  standard deviation of the noise (0.5)"},
 	    {"seed", OPTION_LONG, &seed, 0, 1e18, "K  random seed (1)"},
-	    {NULL}};
+	    {.name = NULL}};
 
 	/* DIR comes first: options after it are parsed from there on */
 	if (argc >= 2 && argv[1][0] != '-') {

@@ -548,7 +548,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	           {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (300)"},
 	           {"data", OPTION_PATH, &data, 0, 0,
 	               "DIR  the shards make_clicks wrote (/tmp/clicks)"},
-	           {NULL}};
+	           {.name = NULL}};
 
 	/* main has read --data already: every role needs it */
 	if ((rv = parse_options(argc, argv,

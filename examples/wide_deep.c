@@ -287,7 +287,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	        {"steps", OPTION_INT, &steps, 1, 1e7, "N  steps per epoch (250)"},
 	        {"data", OPTION_PATH, &data, 0, 0,
 	            "DIR  the CSV files --make-data wrote (/tmp/census)"},
-	        {NULL}};
+	        {.name = NULL}};
 
 	/* main has read --data already: every role needs it */
 	if ((rv = parse_options(argc, argv,
@@ -350,7 +350,7 @@ main(int argc, char **argv)
 	    {"train", OPTION_LONG, &train, 1, 1e9,
 	        "N  training rows (100000)"},
 	    {"eval", OPTION_LONG, &eval, 1, 1e9, "N  evaluation rows (10000)"},
-	    {NULL}};
+	    {.name = NULL}};
 	int            rv;
 
 	for (int i = 1; i < argc; i++) {

@@ -151,10 +151,13 @@ int pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
 int pasci_bulk_finish(
     pasci_bulk_pending *p, pasci_wire_msg *reply, char *detail, size_t len);
 
-/* begin of a whole encoded message (stamped here with the server's
- * incarnation; it stays the caller's). */
-int pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg, int64_t timeout_ms,
-    pasci_bulk_pending *p, char *detail, size_t len);
+/* begin of a whole encoded message for the server of incarnation (it is
+ * stamped with it here, and stays the caller's): PASCO_EABORTED, nothing
+ * sent, when c is connected to another incarnation by now (a call
+ * registered for a server must never run on its successor). */
+int pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg,
+    uint64_t incarnation, int64_t timeout_ms, pasci_bulk_pending *p,
+    char *detail, size_t len);
 
 /* Instead of finish: the reply is not wanted (its call failed otherwise);
  * the connection is closed. */

@@ -234,7 +234,7 @@ pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 		return;
 	}
 	rv = pasci_bulk_begin_msg(
-	    c, req, timeout_ms, &e.p, detail, sizeof(detail));
+	    c, req, incarnation, timeout_ms, &e.p, detail, sizeof(detail));
 	if (rv == PASCO_ENOTFOUND) { /* nothing sent */
 		if (pasci_rpc_call_forget(c, e.id)) {
 			pasci_rpc_call_async(c, req, timeout_ms, done, arg);

@@ -444,9 +444,9 @@ dial_address(const pasci_rpc_peer *peer, char *addr, size_t len, char *detail,
 }
 
 /* pasci_bulk_begin of r; a message is stamped with the server's
- * incarnation here. */
+ * incarnation here, which must be want (when not 0). */
 static int
-begin(pasci_rpc_client *c, const request *r, int64_t timeout_ms,
+begin(pasci_rpc_client *c, const request *r, uint64_t want, int64_t timeout_ms,
     pasci_bulk_pending *p, char *detail, size_t len)
 {
 	char           addr[PASCI_RPC_ADVERT_MAX];
@@ -458,6 +458,10 @@ begin(pasci_rpc_client *c, const request *r, int64_t timeout_ms,
 	if ((rv = pasci_rpc_client_peer(c, &peer)) != 0) {
 		pasci_fmt(detail, len, "not connected to %s", peer.url);
 		return rv;
+	}
+	if (want != 0 && peer.incarnation != want) {
+		pasci_fmt(detail, len, "%s restarted", peer.url);
+		return PASCO_EABORTED; /* nothing sent */
 	}
 	if ((rv = dial_address(&peer, addr, sizeof(addr), detail, len)) != 0) {
 		return rv;
@@ -497,15 +501,15 @@ pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
     int64_t timeout_ms, pasci_bulk_pending *p, char *detail, size_t len)
 {
 	request r = {.b = b};
-	return begin(c, &r, timeout_ms, p, detail, len);
+	return begin(c, &r, 0, timeout_ms, p, detail, len);
 }
 
 int
-pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg, int64_t timeout_ms,
-    pasci_bulk_pending *p, char *detail, size_t len)
+pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg, uint64_t incarnation,
+    int64_t timeout_ms, pasci_bulk_pending *p, char *detail, size_t len)
 {
 	request r = {.msg = msg};
-	return begin(c, &r, timeout_ms, p, detail, len);
+	return begin(c, &r, incarnation, timeout_ms, p, detail, len);
 }
 
 void

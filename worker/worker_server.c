@@ -27,9 +27,12 @@
 
 struct worker_server {
 	pasci_call_env env; /* what calls see; set at start, then read only */
-	pasci_rpc_server  *rpc;    /* atomic: the bulk handler reads it */
+	pasci_rpc_server  *rpc;    /* set under rpc_mu: bulk requests wait */
 	pasci_bulk_server *bulk;   /* closures from the chief, beside rpc */
 	pasci_cancel_mark  cancel; /* env.cancel; its own lock */
+	pthread_mutex_t    rpc_mu;
+	pthread_cond_t     rpc_cv;   /* rpc was set, or stopping */
+	bool               stopping; /* under rpc_mu */
 };
 
 static nng_msg *
@@ -431,6 +434,25 @@ worker_handle(void *arg, const pasci_wire_msg *req)
 	}
 }
 
+/* The RPC server, once pasci_worker_server_start has it: it answers
+ * HELLOs (so a chief may send closures here) before its open returns.
+ * NULL if it is not there within 10 s, or the worker stops. */
+static pasci_rpc_server *
+rpc_of(worker_server *w)
+{
+	pasci_rpc_server *rpc;
+	struct timespec   ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	pthread_mutex_lock(&w->rpc_mu);
+	while (w->rpc == NULL && !w->stopping &&
+	       pthread_cond_timedwait(&w->rpc_cv, &w->rpc_mu, &ts) == 0) {
+	}
+	rpc = w->rpc;
+	pthread_mutex_unlock(&w->rpc_mu);
+	return rpc;
+}
+
 /* A request over the bulk port: the chief's closures (bulk_async.c)
  * come this way, each naming its chief, which must be the one this
  * worker's RPC server seats (chief.h): a bulk link has no handshake of
@@ -439,12 +461,12 @@ static nng_msg *
 worker_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 {
 	worker_server    *w   = arg;
-	pasci_rpc_server *rpc = __atomic_load_n(&w->rpc, __ATOMIC_ACQUIRE);
+	pasci_rpc_server *rpc = rpc_of(w);
 	char              why[400];
 	(void) b;
 	if (rpc == NULL) {
 		return pasci_wire_status_reply(
-		    PASCO_EUNAVAILABLE, "%s", "the worker is starting");
+		    PASCO_EUNAVAILABLE, "%s", "the worker is not serving yet");
 	}
 	if (!pasci_rpc_server_admits(
 	        rpc, req->hdr->chief_incarnation, why, sizeof(why))) {
@@ -480,7 +502,12 @@ pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
 	int               rv = PASCO_ENOMEM;
 
 	*out = NULL;
-	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0) {
+	if (w == NULL) {
+		return PASCO_ENOMEM;
+	}
+	pthread_mutex_init(&w->rpc_mu, NULL);
+	pthread_cond_init(&w->rpc_cv, NULL);
+	if (pasci_resource_table_create(&w->env.resources) != 0) {
 		goto fail;
 	}
 	pasci_cancel_mark_init(&w->cancel);
@@ -508,7 +535,10 @@ pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
 	if (rv != 0) {
 		goto fail;
 	}
-	__atomic_store_n(&w->rpc, rpc, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&w->rpc_mu);
+	w->rpc = rpc;
+	pthread_cond_broadcast(&w->rpc_cv);
+	pthread_mutex_unlock(&w->rpc_mu);
 	*out = w;
 	return PASCO_OK;
 fail:
@@ -526,6 +556,8 @@ pasci_worker_server_create_local(
 	if (w != NULL) {
 		pasci_cancel_mark_init(&w->cancel);
 		w->env.cancel = &w->cancel;
+		pthread_mutex_init(&w->rpc_mu, NULL);
+		pthread_cond_init(&w->rpc_cv, NULL);
 	}
 	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0 ||
 	    (w->env.ps = calloc(nps + 1, sizeof(*w->env.ps))) == NULL) {
@@ -557,6 +589,10 @@ pasci_worker_server_stop(worker_server *w)
 	if (w == NULL) {
 		return;
 	}
+	pthread_mutex_lock(&w->rpc_mu); /* no bulk request waits for rpc */
+	w->stopping = true;
+	pthread_cond_broadcast(&w->rpc_cv);
+	pthread_mutex_unlock(&w->rpc_mu);
 	pasci_bulk_server_close(w->bulk); /* its handler reads rpc */
 	pasci_rpc_server_close(w->rpc);
 	for (size_t i = 0; w->env.ps != NULL && i < w->env.nps; i++) {
@@ -567,6 +603,8 @@ pasci_worker_server_stop(worker_server *w)
 	if (w->env.cancel != NULL) {
 		pasci_cancel_mark_fini(w->env.cancel);
 	}
+	pthread_cond_destroy(&w->rpc_cv);
+	pthread_mutex_destroy(&w->rpc_mu);
 	free(w);
 }
 

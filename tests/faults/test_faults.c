@@ -635,7 +635,9 @@ Test(faults, chaos_run_keeps_training_through_random_worker_kills,
 			    pasco_schedule(f.c, "lr_step", args, 4, &rvs[i]));
 		}
 		scheduled += 100;
-		PASCO_PASS(pasco_join(f.c));
+		int joined = pasco_join(f.c);
+		cr_assert_eq(
+		    joined, 0, "pasco_join: %s", pasco_coordinator_error(f.c));
 		for (int i = 0; i < 100; i++) {
 			const pasco_value *loss;
 			PASCO_PASS(pasco_remote_value_fetch(rvs[i], &loss));
