@@ -285,7 +285,9 @@ rate0=$(steps_per_s lr 100)
 
 # --- 2. the tutorial's model ---------------------------------------------
 start_tasks emb "$CLASSIFIER"
-start_chief emb "$CLASSIFIER"
+# 40 epochs of 20 steps: still training when the connections are looked at
+# (its 5 by default can end between one look and the next)
+start_chief emb "$CLASSIFIER" --epochs 40
 # its embedding shards are large tensors (>= 4 KiB): read over ps0's bulk
 # port, an ephemeral one, reached at ps0's name
 bulk=""
