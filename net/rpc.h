@@ -6,6 +6,9 @@
  * by a HELLO after every (re)connect and stamps it into each request; the
  * server rejects requests stamped for another incarnation, so nothing sent
  * to a dead server ever runs on its successor. The transport never resends.
+ * Calls may also be carried by another transport (a bulk link, bulk.h's
+ * pasci_rpc_call_fast) and registered here, so that they fail as the
+ * client's own do (pasci_rpc_call_register).
  *
  * Opened with a cluster key (base/key.h), a server serves nothing but
  * HELLO and AUTH on a connection until the client has proved the key, and

@@ -26,7 +26,10 @@
  * without an init) still ends on SIGTERM and SIGINT, with 128 + the
  * signal. A ps or worker listens on every interface at its cluster port
  * (a loopback address stays loopback); --bind-address ADDR or
- * PASCO_BIND_ADDRESS picks one interface. --key-file PATH or
+ * PASCO_BIND_ADDRESS picks one interface. On tcp it also listens on a bulk
+ * port the system picks (variable requests to a ps, the chief's closures
+ * to a worker; PASCO_BULK_PORT and PASCO_WORKER_BULK_PORT fix them, README
+ * "Ports"). --key-file PATH or
  * PASCO_KEY_FILE names the cluster key: a file of at least 16 random bytes,
  * readable by its owner only (a task refuses another, naming the path),
  * that every task of the cluster shares; then every connection to a ps or
