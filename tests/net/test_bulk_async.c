@@ -7,9 +7,8 @@
  * come. Then a worker's bulk port against closures from another chief,
  * and closures from a real coordinator over it.
  */
-#include "helpers.h"
+#include "bulk_test.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,21 +28,10 @@ static int served_rpc, served_bulk; /* atomic */
 
 /* The request's f32 tensors doubled, after hdr.step ms. */
 static void
-doubled(const pasci_wire_msg *req, pasci_wire_builder *b)
+doubled_later(const pasci_wire_msg *req, pasci_wire_builder *b)
 {
 	usleep((useconds_t) req->hdr->step * 1000);
-	for (size_t i = 0; i < req->ntensors; i++) {
-		const pasco_tensor *in = req->tensors[i];
-		pasco_tensor       *t;
-		PASCO_PASS(pasci_tensor_alloc_raw(
-		    &t, in->dtype, in->rank, in->shape));
-		for (int64_t k = 0; k < t->count; k++) {
-			((float *) t->data)[k] =
-			    2 * ((const float *) in->data)[k];
-		}
-		pasci_wire_add_tensor(b, t, NULL);
-		pasco_tensor_release(t);
-	}
+	add_doubled(req, b);
 }
 
 static nng_msg *
@@ -51,7 +39,7 @@ bulk_handler(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 {
 	(void) arg;
 	__atomic_add_fetch(&served_bulk, 1, __ATOMIC_SEQ_CST);
-	doubled(req, b);
+	doubled_later(req, b);
 	return NULL;
 }
 
@@ -63,7 +51,7 @@ rpc_handler(void *arg, const pasci_wire_msg *req)
 	(void) arg;
 	__atomic_add_fetch(&served_rpc, 1, __ATOMIC_SEQ_CST);
 	pasci_wire_builder_init(&b, PASCI_METHOD_RUN);
-	doubled(req, &b);
+	doubled_later(req, &b);
 	PASCO_PASS(pasci_wire_encode(&b, &reply));
 	pasci_wire_builder_fini(&b);
 	return reply;
@@ -186,18 +174,16 @@ request(float x, int64_t sleep_ms)
 	return m;
 }
 
-/* This process's open file descriptors. */
-static int
-open_fds(void)
+/* Waits (at most 400 ms: the reactor's tick, twice) until fewer than fds
+ * descriptors are open: a link closed. */
+static void
+expect_fewer_fds(int fds, const char *what)
 {
-	DIR *d = opendir("/proc/self/fd");
-	int  n = 0;
-	cr_assert_not_null(d);
-	while (readdir(d) != NULL) {
-		n++;
+	int64_t until = pasci_now_ms() + 400;
+	while (open_fds() >= fds && pasci_now_ms() < until) {
+		usleep(10 * 1000);
 	}
-	closedir(d);
-	return n;
+	cr_assert_lt(open_fds(), fds, "%s", what);
 }
 
 Test(bulk_async, a_call_goes_over_the_bulk_port_and_completes_once)
@@ -255,11 +241,7 @@ Test(bulk_async, a_deadline_fails_the_call_once_and_its_late_reply_is_dropped)
 	cr_assert(strstr(o.detail, "deadline") != NULL, "%s", o.detail);
 	/* its link is closed within the reactor's tick, not kept for a
 	 * reply nobody waits for */
-	int64_t until = pasci_now_ms() + 400;
-	while (open_fds() >= fds && pasci_now_ms() < until) {
-		usleep(10 * 1000);
-	}
-	cr_assert_lt(open_fds(), fds, "the timed-out call's link is open");
+	expect_fewer_fds(fds, "the timed-out call's link is open");
 	usleep(700 * 1000); /* its reply had time to come */
 	cr_assert_eq(o.calls, 1);
 	outcome_init(&o); /* and the next call is answered */
@@ -285,11 +267,7 @@ Test(bulk_async, an_abandoned_call_completes_at_once_and_its_link_is_closed)
 	cr_assert_str_eq(o.detail, "stopping");
 	/* the link in flight is closed within the reactor's tick, before
 	 * its reply, which is never delivered */
-	int64_t until = pasci_now_ms() + 400;
-	while (open_fds() >= fds && pasci_now_ms() < until) {
-		usleep(10 * 1000);
-	}
-	cr_assert_lt(open_fds(), fds, "the abandoned call's link is open");
+	expect_fewer_fds(fds, "the abandoned call's link is open");
 	usleep(600 * 1000);
 	cr_assert_eq(o.calls, 1);
 	stop();

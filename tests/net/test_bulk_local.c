@@ -68,19 +68,6 @@ round_trip(pasci_bulk_pool *pool, const char *addr, int64_t n, float seed)
 	return PASCO_OK;
 }
 
-static int
-open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int  n = 0;
-	cr_assert_not_null(d);
-	while (readdir(d) != NULL) {
-		n++;
-	}
-	closedir(d);
-	return n;
-}
-
 /* Sizes below, at and over the shared-memory threshold, one that fits
  * the 4 MB region, and bodies that take 3 and 6 halves of it. */
 static const int64_t SIZES[] = {
