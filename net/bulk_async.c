@@ -10,18 +10,19 @@
  * completed that way is closed at the reactor's next look (every TICK_MS
  * at most), so a link cut without a word holds nothing for long.
  *
- * Threads: callers append entries under the reactor's mu and wake it
- * through an eventfd; only the reactor removes them, so the entries it
- * polls keep their places while it waits. It reads and completes a ready
- * entry without mu held: a completion may send again (a dispatcher
- * refilling its window), which comes back here to append. Lock order:
- * the reactor's mu, then the client's.
+ * Threads: callers add an entry (its link's fd to the reactor's epoll
+ * set, the entry to its list) under the reactor's mu, without waking it:
+ * epoll_wait returns when a reply arrives. Only the reactor takes entries
+ * out. It reads and completes a ready entry without mu held: a
+ * completion may send again (a dispatcher refilling its window), which
+ * comes back here to add one. Lock order: the reactor's mu, then the
+ * client's.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -30,112 +31,104 @@
 
 #define TICK_MS 200
 #define READ_MS 60000 /* a reply that has begun to arrive: the rest */
+#define EVENTS 16
 
+/* A call in flight: its link (p) and its id in the client's table; in
+ * the reactor's list and epoll set until the reactor takes it out. */
 typedef struct entry {
 	pasci_bulk_pending p;
 	uint32_t           id;
+	struct entry      *prev, *next;
 } entry;
 
 typedef struct reactor {
 	pasci_rpc_client *c;
 	pthread_t         th;
-	int               wake_fd;
+	int               ep;      /* epoll: the links, and stop_fd */
+	int               stop_fd; /* an eventfd, written to stop */
 	pthread_mutex_t   mu;
-	/* Protected by mu. */
-	entry *e;
-	size_t n, cap;
-	bool   stop;
+	entry            *list; /* protected by mu */
 } reactor;
 
-/* Takes out the entries whose fds polled ready (fds[1 + k] for e[k]) or
- * whose calls were completed otherwise (when check), into ready and dead;
- * mu held. */
+/* Takes e out of r's list and epoll set; mu held. */
 static void
-take_locked(reactor *r, const struct pollfd *fds, size_t polled, bool check,
-    entry *ready, size_t *nready, entry *dead, size_t *ndead)
+take_locked(reactor *r, entry *e)
 {
-	size_t keep = 0;
-	for (size_t k = 0; k < r->n; k++) {
-		entry *e = &r->e[k];
-		if (k < polled && fds[1 + k].revents != 0) {
-			ready[(*nready)++] = *e;
-		} else if (check && !pasci_rpc_call_pending(r->c, e->id)) {
-			dead[(*ndead)++] = *e;
-		} else {
-			r->e[keep++] = *e;
+	epoll_ctl(r->ep, EPOLL_CTL_DEL, e->p.fd, NULL);
+	if (e->prev != NULL) {
+		e->prev->next = e->next;
+	} else {
+		r->list = e->next;
+	}
+	if (e->next != NULL) {
+		e->next->prev = e->prev;
+	}
+}
+
+/* Closes the links of the calls completed otherwise (their connection to
+ * the server lost, a deadline, an abandon). */
+static void
+drop_dead(reactor *r)
+{
+	entry *dead = NULL;
+	pthread_mutex_lock(&r->mu);
+	for (entry *e = r->list, *next; e != NULL; e = next) {
+		next = e->next;
+		if (!pasci_rpc_call_pending(r->c, e->id)) {
+			take_locked(r, e);
+			e->next = dead;
+			dead    = e;
 		}
 	}
-	r->n = keep;
+	pthread_mutex_unlock(&r->mu);
+	while (dead != NULL) {
+		entry *e = dead;
+		dead     = e->next;
+		pasci_bulk_abandon(&e->p);
+		free(e);
+	}
+}
+
+/* Reads the reply on e's link and completes its call; frees e. */
+static void
+finish(reactor *r, entry *e)
+{
+	pasci_wire_msg reply;
+	char           detail[300];
+	int            rv;
+	e->p.deadline = pasci_now_ms() + READ_MS;
+	rv = pasci_bulk_finish(&e->p, &reply, detail, sizeof(detail));
+	pasci_rpc_call_complete(
+	    r->c, e->id, rv, rv == 0 ? &reply : NULL, detail);
+	free(e);
 }
 
 static void *
 reactor_main(void *arg)
 {
-	reactor       *r     = arg;
-	struct pollfd *fds   = NULL;
-	entry         *ready = NULL, *dead = NULL;
-	size_t         cap   = 0;
-	int64_t        check = pasci_now_ms() + TICK_MS;
+	reactor           *r = arg;
+	struct epoll_event ev[EVENTS];
+	int64_t            check = pasci_now_ms() + TICK_MS;
 
 	pasci_thread_name("pasco-bulk-rx");
 	for (;;) {
-		size_t   polled, nready = 0, ndead = 0;
-		uint64_t v;
-		pthread_mutex_lock(&r->mu);
-		if (r->stop) {
-			pthread_mutex_unlock(&r->mu);
-			break;
-		}
-		if (fds == NULL || cap < r->cap) { /* room for them all */
-			cap = r->cap;
-			free(fds);
-			free(ready);
-			free(dead);
-			fds   = malloc((cap + 1) * sizeof(*fds));
-			ready = malloc((cap + 1) * sizeof(*ready));
-			dead  = malloc((cap + 1) * sizeof(*dead));
-			if (fds == NULL || ready == NULL || dead == NULL) {
-				abort(); /* a few hundred bytes */
+		int n = epoll_wait(r->ep, ev, EVENTS, TICK_MS);
+		for (int i = 0; i < n; i++) {
+			entry *e = ev[i].data.ptr;
+			if (e == NULL) { /* stop_fd */
+				return NULL;
 			}
-		}
-		polled = r->n;
-		fds[0] = (struct pollfd){.fd = r->wake_fd, .events = POLLIN};
-		for (size_t k = 0; k < polled; k++) {
-			fds[1 + k] = (struct pollfd){
-			    .fd = r->e[k].p.fd, .events = POLLIN};
-		}
-		pthread_mutex_unlock(&r->mu);
-		if (poll(fds, polled + 1, TICK_MS) < 0 && errno != EINTR) {
-			memset(fds, 0, (polled + 1) * sizeof(*fds));
-		}
-		if (fds[0].revents != 0 &&
-		    read(r->wake_fd, &v, sizeof(v)) != sizeof(v)) {
-			v = 0; /* woken by another: nothing to drain */
+			pthread_mutex_lock(&r->mu);
+			take_locked(r, e);
+			pthread_mutex_unlock(&r->mu);
+			finish(r, e);
 		}
 		int64_t now = pasci_now_ms();
-		pthread_mutex_lock(&r->mu);
-		take_locked(r, fds, polled, now >= check, ready, &nready, dead,
-		    &ndead);
-		pthread_mutex_unlock(&r->mu);
-		check = now >= check ? now + TICK_MS : check;
-		for (size_t k = 0; k < ndead; k++) {
-			pasci_bulk_abandon(&dead[k].p);
-		}
-		for (size_t k = 0; k < nready; k++) {
-			pasci_wire_msg reply;
-			char           detail[300];
-			int            rv;
-			ready[k].p.deadline = now + READ_MS;
-			rv                  = pasci_bulk_finish(
-			                     &ready[k].p, &reply, detail, sizeof(detail));
-			pasci_rpc_call_complete(r->c, ready[k].id, rv,
-			    rv == 0 ? &reply : NULL, detail);
+		if (now >= check) {
+			drop_dead(r);
+			check = now + TICK_MS;
 		}
 	}
-	free(fds);
-	free(ready);
-	free(dead);
-	return NULL;
 }
 
 static void
@@ -143,36 +136,42 @@ reactor_stop(void *it)
 {
 	reactor *r   = it;
 	uint64_t one = 1;
-	pthread_mutex_lock(&r->mu);
-	r->stop = true;
-	pthread_mutex_unlock(&r->mu);
-	if (write(r->wake_fd, &one, sizeof(one)) != sizeof(one)) {
-		/* the counter is full: it is awake already */
+	if (write(r->stop_fd, &one, sizeof(one)) != sizeof(one)) {
+		/* the counter is full: it is stopping already */
 	}
 	pthread_join(r->th, NULL);
-	for (size_t k = 0; k < r->n; k++) { /* their calls fail at close */
-		pasci_bulk_abandon(&r->e[k].p);
+	while (r->list != NULL) { /* their calls fail at the close */
+		entry *e = r->list;
+		r->list  = e->next;
+		pasci_bulk_abandon(&e->p);
+		free(e);
 	}
-	close(r->wake_fd);
+	close(r->stop_fd);
+	close(r->ep);
 	pthread_mutex_destroy(&r->mu);
-	free(r->e);
 	free(r);
 }
 
 static void *
 reactor_make(pasci_rpc_client *c)
 {
-	reactor *r = calloc(1, sizeof(*r));
+	reactor           *r    = calloc(1, sizeof(*r));
+	struct epoll_event stop = {.events = EPOLLIN, .data.ptr = NULL};
 	if (r == NULL) {
 		return NULL;
 	}
 	r->c       = c;
-	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->ep      = epoll_create1(EPOLL_CLOEXEC);
+	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&r->mu, NULL);
-	if (r->wake_fd < 0 ||
+	if (r->ep < 0 || r->stop_fd < 0 ||
+	    epoll_ctl(r->ep, EPOLL_CTL_ADD, r->stop_fd, &stop) != 0 ||
 	    pthread_create(&r->th, NULL, reactor_main, r) != 0) {
-		if (r->wake_fd >= 0) {
-			close(r->wake_fd);
+		if (r->ep >= 0) {
+			close(r->ep);
+		}
+		if (r->stop_fd >= 0) {
+			close(r->stop_fd);
 		}
 		pthread_mutex_destroy(&r->mu);
 		free(r);
@@ -181,27 +180,30 @@ reactor_make(pasci_rpc_client *c)
 	return r;
 }
 
-/* Hands e to r's thread; false when out of memory. */
+/* Hands the call (id, its link p) to r's thread; false when out of
+ * memory or epoll refuses it (p is then still the caller's). */
 static bool
-reactor_add(reactor *r, const entry *e)
+reactor_add(reactor *r, const pasci_bulk_pending *p, uint32_t id)
 {
-	uint64_t one = 1;
-	bool     ok  = true;
-	pthread_mutex_lock(&r->mu);
-	if (r->n == r->cap) {
-		size_t want  = r->cap == 0 ? 8 : 2 * r->cap;
-		entry *grown = realloc(r->e, want * sizeof(*grown));
-		if ((ok = grown != NULL)) {
-			r->e   = grown;
-			r->cap = want;
-		}
+	entry             *e = malloc(sizeof(*e));
+	struct epoll_event ev;
+	bool               ok;
+	if (e == NULL) {
+		return false;
 	}
-	if (ok) {
-		r->e[r->n++] = *e;
+	*e = (entry){.p = *p, .id = id};
+	ev = (struct epoll_event){.events = EPOLLIN, .data.ptr = e};
+	pthread_mutex_lock(&r->mu);
+	if ((ok = epoll_ctl(r->ep, EPOLL_CTL_ADD, p->fd, &ev) == 0)) {
+		e->next = r->list;
+		if (r->list != NULL) {
+			r->list->prev = e;
+		}
+		r->list = e;
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (ok && write(r->wake_fd, &one, sizeof(one)) != sizeof(one)) {
-		/* the counter is full: it is awake already */
+	if (!ok) {
+		free(e);
 	}
 	return ok;
 }
@@ -217,11 +219,12 @@ void
 pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
     pasci_rpc_done_fn done, void *arg)
 {
-	reactor *r;
-	entry    e;
-	uint64_t incarnation;
-	char     detail[300];
-	int      rv;
+	reactor           *r;
+	pasci_bulk_pending p;
+	uint32_t           id;
+	uint64_t           incarnation;
+	char               detail[300];
+	int                rv;
 
 	/* no bulk port, or over the size nng refuses (it says why) */
 	if (!pasci_bulk_closures_enabled() ||
@@ -229,14 +232,14 @@ pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 	    (r = pasci_rpc_client_attach(c, reactor_make, reactor_stop)) ==
 	        NULL ||
 	    pasci_rpc_call_register(
-	        c, timeout_ms, done, arg, &e.id, &incarnation) != 0) {
+	        c, timeout_ms, done, arg, &id, &incarnation) != 0) {
 		pasci_rpc_call_async(c, req, timeout_ms, done, arg);
 		return;
 	}
 	rv = pasci_bulk_begin_msg(
-	    c, req, incarnation, timeout_ms, &e.p, detail, sizeof(detail));
+	    c, req, incarnation, timeout_ms, &p, detail, sizeof(detail));
 	if (rv == PASCO_ENOTFOUND) { /* nothing sent */
-		if (pasci_rpc_call_forget(c, e.id)) {
+		if (pasci_rpc_call_forget(c, id)) {
 			pasci_rpc_call_async(c, req, timeout_ms, done, arg);
 		} else {
 			nng_msg_free(req); /* done ran: its connection went */
@@ -245,10 +248,10 @@ pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 	}
 	nng_msg_free(req);
 	if (rv != 0) {
-		pasci_rpc_call_complete(c, e.id, rv, NULL, detail);
-	} else if (!reactor_add(r, &e)) {
-		pasci_bulk_abandon(&e.p);
+		pasci_rpc_call_complete(c, id, rv, NULL, detail);
+	} else if (!reactor_add(r, &p, id)) {
+		pasci_bulk_abandon(&p);
 		pasci_rpc_call_complete(
-		    c, e.id, PASCO_ENOMEM, NULL, "out of memory");
+		    c, id, PASCO_ENOMEM, NULL, "out of memory");
 	}
 }
