@@ -223,12 +223,16 @@ pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
 	pasci_bulk_pending p;
 	uint32_t           id;
 	uint64_t           incarnation;
-	char               detail[300];
+	char               detail[300], advert[8];
 	int                rv;
 
-	/* no bulk port, or over the size nng refuses (it says why) */
+	/* no bulk port (TLS, inproc, none advertised, or not connected), or
+	 * over the size nng refuses (it says why) */
 	if (!pasci_bulk_closures_enabled() ||
 	    nng_msg_len(req) > pasci_max_message_bytes() ||
+	    pasci_rpc_client_advert(c, advert, sizeof(advert), &incarnation) !=
+	        0 ||
+	    advert[0] == 0 ||
 	    (r = pasci_rpc_client_attach(c, reactor_make, reactor_stop)) ==
 	        NULL ||
 	    pasci_rpc_call_register(
