@@ -186,6 +186,17 @@ expect_fewer_fds(int fds, const char *what)
 	cr_assert_lt(open_fds(), fds, "%s", what);
 }
 
+/* Calls with x (answered at once) and expects 2x back. */
+static void
+expect_doubled(float x)
+{
+	outcome o;
+	outcome_init(&o);
+	pasci_rpc_call_fast(client, request(x, 0), 5000, done, &o);
+	cr_assert_eq(wait_done(&o), 0, "%s", o.detail);
+	cr_assert_float_eq(o.value, 2.0f * x, 0);
+}
+
 Test(bulk_async, a_call_goes_over_the_bulk_port_and_completes_once)
 {
 	outcome o;
@@ -207,21 +218,14 @@ Test(bulk_async, a_call_goes_over_the_bulk_port_and_completes_once)
 
 Test(bulk_async, without_a_bulk_port_or_with_the_switch_off_it_goes_over_nng)
 {
-	outcome o;
 	start(false);
 	int bulk0 = served_bulk;
-	outcome_init(&o);
-	pasci_rpc_call_fast(client, request(3, 0), 5000, done, &o);
-	cr_assert_eq(wait_done(&o), 0, "%s", o.detail);
-	cr_assert_float_eq(o.value, 6.0f, 0);
+	expect_doubled(3);
 	stop();
 
 	start(true);
 	setenv("PASCO_BULK_CLOSURES", "0", 1);
-	outcome_init(&o);
-	pasci_rpc_call_fast(client, request(4, 0), 5000, done, &o);
-	cr_assert_eq(wait_done(&o), 0, "%s", o.detail);
-	cr_assert_float_eq(o.value, 8.0f, 0);
+	expect_doubled(4);
 	unsetenv("PASCO_BULK_CLOSURES");
 	cr_assert_eq(served_bulk, bulk0);
 	stop();
@@ -231,9 +235,7 @@ Test(bulk_async, a_deadline_fails_the_call_once_and_its_late_reply_is_dropped)
 {
 	outcome o;
 	start(true);
-	outcome_init(&o); /* the reactor and a link, made once */
-	pasci_rpc_call_fast(client, request(1, 0), 5000, done, &o);
-	cr_assert_eq(wait_done(&o), 0, "%s", o.detail);
+	expect_doubled(1); /* the reactor and a link, made once */
 	int fds = open_fds();
 	outcome_init(&o);
 	pasci_rpc_call_fast(client, request(1, 600), 100, done, &o);
@@ -244,10 +246,7 @@ Test(bulk_async, a_deadline_fails_the_call_once_and_its_late_reply_is_dropped)
 	expect_fewer_fds(fds, "the timed-out call's link is open");
 	usleep(700 * 1000); /* its reply had time to come */
 	cr_assert_eq(o.calls, 1);
-	outcome_init(&o); /* and the next call is answered */
-	pasci_rpc_call_fast(client, request(5, 0), 5000, done, &o);
-	cr_assert_eq(wait_done(&o), 0, "%s", o.detail);
-	cr_assert_float_eq(o.value, 10.0f, 0);
+	expect_doubled(5);
 	stop();
 }
 
@@ -255,9 +254,7 @@ Test(bulk_async, an_abandoned_call_completes_at_once_and_its_link_is_closed)
 {
 	outcome o;
 	start(true);
-	outcome_init(&o); /* the reactor and a link, made once */
-	pasci_rpc_call_fast(client, request(1, 0), 5000, done, &o);
-	cr_assert_eq(wait_done(&o), 0, "%s", o.detail);
+	expect_doubled(1); /* the reactor and a link, made once */
 	int fds = open_fds();
 	outcome_init(&o);
 	pasci_rpc_call_fast(client, request(2, 500), 0, done, &o);
