@@ -24,6 +24,9 @@
  * a warm-up of 100 steps.
  */
 #include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 
 #include "train.h"
 
@@ -250,6 +253,142 @@ measure_cluster(const pasco_cluster *cluster, const procs *p, const model *m,
 	return rv;
 }
 
+/* The machine's floor per message: k round trips of 64 bytes over a Unix
+ * socket pair between this process and a child that echoes them, nothing
+ * else done; CPU microseconds per round trip of this side (*self_us) and
+ * the echo's (*peer_us), this side's context switches (*switches). With
+ * busy, every CPU also runs a spinning process at nice 19 (no CPU idle:
+ * a wake-up finds its CPU running, not halted). 0 or -1. */
+static int
+floor_cost(
+    long k, bool busy, double *self_us, double *peer_us, double *switches)
+{
+	long   ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	pid_t  spin[256], echo;
+	int    sv[2], nspin = 0, rv = 0;
+	char   buf[64] = {0};
+	procs  self    = {.pid = {getpid()}, .n = 1};
+	usage  a = {0}, b = {0};
+	double p0 = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+		return -1;
+	}
+	for (long i = 0; busy && i < ncpu && i < 256; i++) {
+		if ((spin[nspin] = fork()) == 0) {
+			if (nice(19) == -1) {
+				/* still spins, at the caller's priority */
+			}
+			for (volatile unsigned long x = 0;; x++) {
+			}
+		}
+		nspin += spin[nspin] > 0;
+	}
+	if ((echo = fork()) == 0) {
+		close(sv[0]);
+		while (read(sv[1], buf, sizeof(buf)) == sizeof(buf) &&
+		       write(sv[1], buf, sizeof(buf)) == sizeof(buf)) {
+		}
+		_exit(0);
+	}
+	close(sv[1]);
+	for (long i = 0; echo > 0 && rv == 0 && i < k + k / 10; i++) {
+		if (i == k / 10) { /* after the warm-up */
+			snapshot(&self, &a);
+			p0 = bench_cpu_of(echo);
+		}
+		rv = write(sv[0], buf, sizeof(buf)) == sizeof(buf) &&
+		             read(sv[0], buf, sizeof(buf)) == sizeof(buf)
+		         ? 0
+		         : -1;
+	}
+	if (echo > 0 && rv == 0) {
+		snapshot(&self, &b);
+		*self_us  = (b.cpu - a.cpu) * 1e6 / (double) k;
+		*peer_us  = (bench_cpu_of(echo) - p0) * 1e6 / (double) k;
+		*switches = (b.switches - a.switches) / (double) k;
+	}
+	close(sv[0]); /* the echo reads its end and leaves */
+	for (int i = 0; i < nspin; i++) {
+		kill(spin[i], SIGKILL);
+		waitpid(spin[i], NULL, 0);
+	}
+	if (echo > 0) {
+		waitpid(echo, NULL, 0);
+	}
+	return echo > 0 ? rv : -1;
+}
+
+/* The floor: the socket pair's round trip with some CPU idle and with
+ * every CPU busy. */
+typedef struct floor_figures {
+	double self_us, peer_us, switches;
+	double busy_self_us, busy_peer_us, busy_switches;
+} floor_figures;
+
+/* Measures and prints the floor into f. 0 or -1. */
+static int
+measure_floor(floor_figures *f)
+{
+	if (floor_cost(20000, false, &f->self_us, &f->peer_us, &f->switches) !=
+	        0 ||
+	    floor_cost(20000, true, &f->busy_self_us, &f->busy_peer_us,
+	        &f->busy_switches) != 0) {
+		fprintf(stderr, "step_cost: the floor's measurement failed\n");
+		return -1;
+	}
+	printf("the floor, one round trip of 64 B over a Unix socket pair "
+	       "between two processes: %.1f us of CPU on the sender, %.1f on "
+	       "the echo, %.2f switches; with every CPU kept busy (no wake-up "
+	       "of an idle CPU) %.1f and %.1f us, %.2f switches\n",
+	    f->self_us, f->peer_us, f->switches, f->busy_self_us,
+	    f->busy_peer_us, f->busy_switches);
+	bench_json("step_cost", "floor: sender CPU us per round trip",
+	    f->self_us, "us", 0);
+	bench_json("step_cost", "floor: echo CPU us per round trip",
+	    f->peer_us, "us", 0);
+	bench_json("step_cost",
+	    "floor: sender CPU us per round trip, every CPU busy",
+	    f->busy_self_us, "us", 0);
+	bench_json("step_cost",
+	    "floor: echo CPU us per round trip, every CPU busy",
+	    f->busy_peer_us, "us", 0);
+	return 0;
+}
+
+/* What each ps beyond the first adds to a step (c[0] with 1 ps, c[n - 1]
+ * with the most) beside the floor for the two round trips a step makes
+ * to each ps (its read, its apply). */
+static void
+print_per_ps(const model *m, const cost *c, const size_t *sizes, size_t n,
+    const procs *p, const floor_figures *f)
+{
+	size_t extra = sizes[n - 1] - sizes[0];
+	double worker, ps = 0;
+	char   label[160];
+
+	if (extra == 0 || p->n == 1 || c[0].cpu_us[1] < 0 ||
+	    c[n - 1].cpu_us[1] < 0) {
+		return;
+	}
+	worker = (c[n - 1].cpu_us[1] - c[0].cpu_us[1]) / (double) extra;
+	for (size_t i = 0; i < sizes[n - 1]; i++) {
+		ps += c[n - 1].cpu_us[2 + i];
+	}
+	ps = (ps - c[0].cpu_us[2]) / (double) extra;
+	printf(
+	    "  each ps beyond the first adds %.0f us of worker CPU and %.0f "
+	    "of ps CPU per step; the floor for its two round trips: %.0f "
+	    "and %.0f\n",
+	    worker, ps, 2 * f->self_us, 2 * f->peer_us);
+	snprintf(label, sizeof(label),
+	    "%s: worker CPU us/step per ps beyond the first", m->name);
+	bench_json("step_cost", label, worker, "us/step", 2 * f->self_us);
+	snprintf(label, sizeof(label),
+	    "%s: ps CPU us/step per ps beyond the first", m->name);
+	bench_json("step_cost", label, ps, "us/step", 2 * f->peer_us);
+}
+
 /* A role's name: chief, worker or "ps I". */
 static const char *
 role_name(size_t i, char *buf, size_t len)
@@ -413,11 +552,12 @@ print_table(const model *m, const cost *one, const cost *c,
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
-	long   given = 0;
-	size_t nps = pasco_cluster_count(cluster, PASCO_ROLE_PS), n = 0;
-	size_t sizes[MAX_SIZES];
-	procs  p;
-	cost   one, c[MAX_SIZES];
+	long          given = 0;
+	size_t        nps = pasco_cluster_count(cluster, PASCO_ROLE_PS), n = 0;
+	size_t        sizes[MAX_SIZES];
+	procs         p;
+	cost          one, c[MAX_SIZES];
+	floor_figures fl;
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--steps") == 0) {
@@ -448,6 +588,9 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	       "context switches: voluntary + involuntary; per step, over "
 	       "the timed steps only\n",
 	    BATCH, LR, 1e3 / (double) sysconf(_SC_CLK_TCK));
+	if (measure_floor(&fl) != 0) {
+		return 1;
+	}
 	for (size_t m = 0; m < sizeof(MODELS) / sizeof(MODELS[0]); m++) {
 		measure_one_process(&MODELS[m], given, &one);
 		emit_json(&MODELS[m], 0, &one, &p, NULL);
@@ -463,6 +606,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 			check_idle(&c[k], &p, sizes[k]);
 		}
 		print_table(&MODELS[m], &one, c, sizes, n, &p);
+		print_per_ps(&MODELS[m], c, sizes, n, &p, &fl);
 	}
 	return 0;
 }
