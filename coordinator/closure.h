@@ -32,12 +32,12 @@ typedef struct closure {
 	char                      *name; /* function or factory */
 	size_t                     nargs;
 	closure_arg               *args;
-	pasco_remote_value        *rv;       /* RUN, READ: held, or NULL */
-	pasco_per_worker_iterator *iterator; /* CREATE: held */
-	uint64_t                   resource; /* CREATE, RELEASE, READ */
-	uint32_t                   repeat;   /* RUN: calls per closure */
+	pasco_remote_value        *rv;          /* RUN, READ: held, or NULL */
+	pasco_per_worker_iterator *iterator;    /* CREATE: held */
+	uint64_t                   resource;    /* CREATE, RELEASE, READ */
+	uint32_t                   repeat;      /* RUN: calls per closure */
 	bool                       sum_results; /* RUN: sums the calls' */
-	bool                       small;    /* RUN: may ride in a batch */
+	bool                       small;       /* RUN: may ride in a batch */
 	uint64_t        ps_epoch;  /* RUN: ps recovery epoch at send */
 	uint32_t        ps_holds;  /* RUN: retries held back */
 	int64_t         queued_ns; /* RUN: when it last entered the queue */

@@ -128,9 +128,9 @@ struct pasco_per_worker_iterator {
 	 * its resource: a release queued after a build runs after it on its
 	 * worker); released, refs reached 0 (the memory goes with the last
 	 * build). */
-	int  refs;
-	int  builds;
-	bool released;
+	int             refs;
+	int             builds;
+	bool            released;
 	pthread_mutex_t mu;
 	int            *err; /* per worker: factory error, under mu */
 	char          **msg; /* per worker, under mu */

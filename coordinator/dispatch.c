@@ -112,7 +112,14 @@ pasci_coordinator_worker_state(
 		pthread_mutex_lock(&c->mu);
 		c->linked[w] = false;
 		pthread_mutex_unlock(&c->mu);
-		pasci_queue_set_worker_up(&c->q, w, false);
+		if (pasci_queue_set_worker_up(&c->q, w, false)) {
+			/* why schedule and join may now wait */
+			pasci_log(PASCI_LOG_WARN,
+			    "no worker is available: closures wait until one "
+			    "is back (a worker started again at its address "
+			    "rejoins, as `pasco launch --restart` does; "
+			    "TensorFlow waits the same way)");
+		}
 		return;
 	}
 	pasci_log(PASCI_LOG_INFO, "worker %zu is up (incarnation %016llx)", w,

@@ -456,13 +456,19 @@ pasci_queue_tagged_done(closure_queue *q, size_t w)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void
+bool
 pasci_queue_set_worker_up(closure_queue *q, size_t w, bool up)
 {
+	bool was, any = false;
 	pthread_mutex_lock(&q->mu);
+	was              = q->workers[w].up;
 	q->workers[w].up = up;
+	for (size_t k = 0; k < q->nworkers; k++) {
+		any = any || q->workers[k].up;
+	}
 	wake_all_locked(q); /* others may now batch, or not */
 	pthread_mutex_unlock(&q->mu);
+	return was && !any;
 }
 
 int

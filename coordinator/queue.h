@@ -145,8 +145,9 @@ void pasci_queue_rider_put_back(closure_queue *q, size_t w, closure *c);
 /* A tagged closure of w finished (or was dropped). */
 void pasci_queue_tagged_done(closure_queue *q, size_t w);
 
-/* Marks worker w up or down. */
-void pasci_queue_set_worker_up(closure_queue *q, size_t w, bool up);
+/* Marks worker w up or down; true when that took the last worker up
+ * down. */
+bool pasci_queue_set_worker_up(closure_queue *q, size_t w, bool up);
 
 /* Waits until nothing is queued or in flight, or an error comes; then
  * raises the error as pasci_queue_put does. */

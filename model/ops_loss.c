@@ -192,8 +192,10 @@ sce_labels_ok(pasco_tape *tp, pasco_tnode *x, const pasco_tensor *labels)
 		if (id < 0 || id >= x->value.shape[1]) {
 			pasci_tape_fail(tp, PASCO_EINVAL,
 			    "softmax_crossentropy: label %lld of example %lld "
-			    "is outside [0, %lld)",
-			    (long long) id, (long long) r,
+			    "(of %lld in the batch) is outside [0, %lld): the "
+			    "logits have %lld classes",
+			    (long long) id, (long long) r, (long long) b,
+			    (long long) x->value.shape[1],
 			    (long long) x->value.shape[1]);
 			return false;
 		}

@@ -197,6 +197,27 @@ test_stderr_take(int saved)
 	return text;
 }
 
+/* Whether what was written to stderr since test_stderr_capture comes to
+ * hold needle within ms milliseconds (looked at every 20 ms). */
+static inline bool
+test_stderr_wait_for(const char *needle, int ms)
+{
+	static char text[1 << 16];
+	for (int waited = 0;; waited += 20) {
+		ssize_t n;
+		fflush(stderr);
+		n = pread(STDERR_FILENO, text, sizeof(text) - 1, 0);
+		text[n > 0 ? n : 0] = 0;
+		if (strstr(text, needle) != NULL) {
+			return true;
+		}
+		if (waited >= ms) {
+			return false;
+		}
+		usleep(20 * 1000);
+	}
+}
+
 /* A barrier across the in-process workers of one test process: each of
  * the closures calling it is held (up to 10 s) until n calls in all have
  * arrived (n counts every call so far: the count is never reset), so with

@@ -207,6 +207,16 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 		    strlen(name) > 96 ? "..." : "", (long long) shard,
 		    pasco_dataset_last_error());
 	}
+	if (pasco_dataset_is_infinite(*ds)) { /* Keras refuses it too */
+		pasco_dataset_free(*ds);
+		*ds = NULL;
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "dataset '%.96s%s', shard %lld, repeats forever, and "
+		    "evaluate and predict read each shard to its end: give "
+		    "them a dataset that ends (num_epochs 1, a repeat of a "
+		    "count, or a take)",
+		    name, strlen(name) > 96 ? "..." : "", (long long) shard);
+	}
 	return PASCO_OK;
 }
 

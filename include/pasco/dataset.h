@@ -254,8 +254,15 @@ int pasco_dataset_repeat(
 int pasco_dataset_shard(
     pasco_dataset **out, pasco_dataset *in, int64_t num_shards, int64_t index);
 
-/* The first count elements. */
+/* The first count elements (count < 0: all). */
 int pasco_dataset_take(pasco_dataset **out, pasco_dataset *in, int64_t count);
+
+/* Whether ds repeats forever (tf.data's INFINITE cardinality): it, or a
+ * dataset it reads, is a repeat with count < 0 (pasco_dataset_make_csv
+ * with num_epochs 0 makes one) and no take cuts it; such a dataset ends
+ * only if what it repeats is empty. A generator, or an interleave of
+ * endless datasets, is not known to be endless: false. */
+bool pasco_dataset_is_infinite(const pasco_dataset *ds);
 
 /* Replaces each element e with fn(arg, e, &result); fn owns nothing of e. */
 typedef int (*pasco_map_fn)(

@@ -190,7 +190,10 @@ int pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 
 /* evaluate, exactly once: the factory `dataset` is called once per shard
  * k of `shards` (0: the worker count) with worker_index k and num_workers
- * shards, and must yield that shard's batches and end; a shard cut off by
+ * shards, and must yield that shard's batches and end (a dataset that
+ * repeats forever, pasco_dataset_is_infinite, is refused with
+ * PASCO_EINVAL, as Keras refuses an infinite dataset without steps;
+ * predict the same); a shard cut off by
  * a worker failure is evaluated again from its start, so every example
  * counts once. logs gets "loss" (the mean over examples, regularisation
  * included, as Keras) then each metric by its compile name. Blocks. */

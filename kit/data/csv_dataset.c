@@ -144,15 +144,33 @@ column_index(const csv_header *h, const char *name)
 	return -1;
 }
 
-/* "a, b, c" (the header's names) into buf. */
+/* "a, b, c" (the header's names) into buf; where they do not all fit,
+ * the first ones and the last three around "...", and how many there
+ * are. */
 static const char *
 header_names(const csv_header *h, char *buf, size_t len)
 {
-	size_t at = 0;
-	buf[0]    = 0;
-	for (size_t i = 0; i < h->ncols && at < len; i++) {
+	size_t at = 0, tail = h->ncols > 3 ? 3 : h->ncols;
+	size_t keep = len > 48 ? len - 48 : 0; /* room for the tail */
+	bool   cut  = false;
+	for (size_t i = 0; i < h->ncols; i++) {
+		size_t need = strlen(h->cols[i].name) + 2;
+		if (!cut && at + need > keep && i + tail < h->ncols) {
+			cut = true;
+			at += (size_t) snprintf(
+			    buf + at, len - at, "%s...", i > 0 ? ", " : "");
+			i = h->ncols - tail - 1; /* to the last three */
+			continue;
+		}
 		at += (size_t) snprintf(buf + at, len - at, "%s%s",
 		    i > 0 ? ", " : "", h->cols[i].name);
+		at = at < len ? at : len - 1;
+	}
+	if (cut) {
+		snprintf(buf + at, len - at, "; %zu columns", h->ncols);
+	}
+	if (h->ncols == 0) {
+		buf[0] = 0;
 	}
 	return buf;
 }

@@ -43,11 +43,18 @@ pasci_dataset_new(pasco_dataset **out, const struct dataset_ops *ops,
 		pasco_dataset_free(in);
 		return PASCO_ENOMEM;
 	}
-	ds->ops   = ops;
-	ds->input = in;
-	ds->state = state_size > 0 ? ds->kind_state : NULL;
+	ds->ops     = ops;
+	ds->input   = in;
+	ds->forever = in != NULL && in->forever;
+	ds->state   = state_size > 0 ? ds->kind_state : NULL;
 	pthread_mutex_init(&ds->mu, NULL);
 	return PASCO_OK;
+}
+
+bool
+pasco_dataset_is_infinite(const pasco_dataset *ds)
+{
+	return ds != NULL && ds->forever;
 }
 
 void

@@ -30,6 +30,10 @@ struct pasco_dataset {
 	const struct dataset_ops *ops;
 	pasco_dataset            *input; /* transforms: the wrapped dataset */
 	pthread_mutex_t           mu;    /* used on the outermost node */
+	/* Never ends: a repeat forever at or below this node, not cut by a
+	 * take (a transform inherits its input's; pasco_dataset_repeat and
+	 * pasco_dataset_take set it). */
+	bool forever;
 	/* The kind's parameters and position: a struct private to the file
 	 * of the kind, stored in kind_state. Touched by whoever iterates the
 	 * node: under the outer lock, or, below a prefetch, by its producer

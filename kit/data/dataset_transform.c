@@ -66,6 +66,7 @@ pasco_dataset_repeat(pasco_dataset **out, pasco_dataset *in, int64_t count)
 	if ((rv = pasci_dataset_new(out, &repeat_ops, in, sizeof(repeat))) ==
 	    0) {
 		*(repeat *) (*out)->state = (repeat){.count = count};
+		(*out)->forever           = count < 0 || in->forever;
 	}
 	return rv;
 }
@@ -161,6 +162,7 @@ pasco_dataset_take(pasco_dataset **out, pasco_dataset *in, int64_t count)
 	}
 	if ((rv = pasci_dataset_new(out, &take_ops, in, sizeof(take))) == 0) {
 		*(take *) (*out)->state = (take){.count = count};
+		(*out)->forever         = count < 0 && in->forever;
 	}
 	return rv;
 }

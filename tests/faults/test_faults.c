@@ -302,10 +302,17 @@ Test(faults, all_workers_down_for_a_while_then_back)
 	model m;
 	start(1, 2, 0);
 	model_create(&m);
+	int saved = test_stderr_capture();
 	kill_worker(0);
 	kill_worker(1);
 	schedule_steps(&m, 8); /* queued while nobody can run them */
-	usleep(500 * 1000);
+	/* the coordinator says why they wait, once both are seen down */
+	bool  said = test_stderr_wait_for("no worker is available: closures "
+	                                   "wait until one is back",
+	     5000);
+	char *text = test_stderr_take(saved);
+	cr_assert(said, "%s", text);
+	free(text);
 	restart_worker(1);
 	restart_worker(0);
 	PASCO_PASS(pasco_join(f.c));

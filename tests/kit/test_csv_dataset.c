@@ -178,6 +178,33 @@ Test(csv_dataset, sixty_four_columns_feed_a_dense_input_shuffled_and_seeded,
 	cr_assert(moved, "shuffled");
 }
 
+/* A header too long to list whole is named by its first columns, its
+ * last three and its count: the label column, last, stays in sight. */
+Test(
+    csv_dataset, a_wide_header_is_named_by_its_ends_and_count, .fini = cleanup)
+{
+	char  text[2048], *p = text;
+	char *end = text + sizeof(text);
+	for (int j = 0; j < 64; j++) {
+		p += snprintf(p, (size_t) (end - p), "pixel%d,", j);
+	}
+	p += snprintf(p, (size_t) (end - p), "label\n");
+	for (int j = 0; j < 64; j++) {
+		p += snprintf(p, (size_t) (end - p), "0.5,");
+	}
+	snprintf(p, (size_t) (end - p), "3\n");
+	const char               *f = write_csv("wide.csv", text);
+	pasco_csv_dataset_options o = {
+	    .label_name = "target", .batch_size = 4, .num_epochs = 1};
+	pasco_dataset *ds;
+	PASCO_FAIL(pasco_dataset_make_csv(&ds, &f, 1, &o), PASCO_EINVAL);
+	const char *msg = pasco_dataset_last_error();
+	cr_assert(strstr(msg, "'target'") &&
+	              strstr(msg, "(pixel0, pixel1, ") &&
+	              strstr(msg, "..., pixel62, pixel63, label; 65 columns)"),
+	    "%s", msg);
+}
+
 Test(csv_dataset, types_can_be_given_and_files_must_share_the_header,
     .fini = cleanup)
 {

@@ -118,6 +118,16 @@ Test(dataset, repeat_and_take)
 	pasco_dataset *ds, *r, *t;
 	double         v[16];
 	PASCO_PASS(pasco_dataset_range(&ds, 0, 3, 1));
+	cr_assert_not(pasco_dataset_is_infinite(ds));
+	PASCO_PASS(pasco_dataset_repeat(&r, ds, -1));
+	cr_assert(pasco_dataset_is_infinite(r));
+	PASCO_PASS(pasco_dataset_batch(&r, r, 2, false)); /* inherited */
+	cr_assert(pasco_dataset_is_infinite(r));
+	PASCO_PASS(pasco_dataset_take(&t, r, 4)); /* cut */
+	cr_assert_not(pasco_dataset_is_infinite(t));
+	cr_assert_eq(drain(t, v, 16), 4);
+	pasco_dataset_free(t);
+	PASCO_PASS(pasco_dataset_range(&ds, 0, 3, 1));
 	PASCO_PASS(pasco_dataset_repeat(&r, ds, -1));
 	PASCO_PASS(pasco_dataset_take(&t, r, 7));
 	cr_assert_eq(drain(t, v, 16), 7);
@@ -125,6 +135,7 @@ Test(dataset, repeat_and_take)
 	pasco_dataset_free(t);
 	PASCO_PASS(pasco_dataset_range(&ds, 0, 3, 1));
 	PASCO_PASS(pasco_dataset_repeat(&r, ds, 2));
+	cr_assert_not(pasco_dataset_is_infinite(r));
 	cr_assert_eq(drain(r, v, 16), 6);
 	pasco_dataset_free(r);
 }

@@ -61,6 +61,14 @@ PASCO_DATASET(md_eval)
 	    out);
 }
 
+/* md_eval's shard repeated forever: evaluate and predict refuse it. */
+PASCO_DATASET(md_eval_forever)
+{
+	pasco_dataset *ds;
+	int            rv = md_eval(ctx, &ds);
+	return rv != 0 ? rv : pasco_dataset_repeat(out, ds, -1);
+}
+
 /* Endless keyed batches (a dynamic Embedding's), each worker its own. */
 PASCO_DATASET(md_keys)
 {

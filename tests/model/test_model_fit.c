@@ -433,6 +433,18 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 	cr_assert(
 	    strstr(pasco_model_last_error(), "no dataset factory 'nope'"),
 	    "%s", pasco_model_last_error());
+	/* and refuses a dataset that never ends (it would never return) */
+	cr_assert_eq(
+	    pasco_model_evaluate(K.c, m,
+	        &(pasco_model_evaluate_options){.dataset = "md_eval_forever"},
+	        &logs),
+	    PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "dataset 'md_eval_forever', shard ") &&
+	              strstr(pasco_model_last_error(),
+	                  ", repeats forever, and evaluate and predict read "
+	                  "each shard to its end"),
+	    "%s", pasco_model_last_error());
 	/* resume needs a directory to resume from */
 	rv = pasco_model_fit(K.c, m,
 	    &(pasco_model_fit_options){

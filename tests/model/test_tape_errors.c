@@ -170,8 +170,9 @@ Test(tape_errors, bad_inputs_fail_with_messages_that_name_them)
 	        "concat: f32[2,3] and f32[3,3] along axis 1: the other "
 	        "dimensions differ"},
 	    {bad_axis, "reduce_mean: f32[2,3]: axis 2 is outside [-2, 2)"},
-	    {bad_label, "softmax_crossentropy: label 3 of example 1 is "
-	                "outside [0, 3)"},
+	    {bad_label, "softmax_crossentropy: label 3 of example 1 (of 2 in "
+	                "the batch) is outside [0, 3): the logits have 3 "
+	                "classes"},
 	    {bad_id, "embedding_lookup: id 9 is outside the table f32[5,2]"},
 	    {bad_gathered,
 	        "embedding_lookup: id 5 is not among the 2 ids gathered "
