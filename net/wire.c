@@ -210,11 +210,11 @@ get_arg(pasci_wire_arg *a, const Pasco__Wire__Arg *w,
 
 /* The nested parts of a header: one block after the header itself. */
 typedef struct header_block {
-	pasci_wire_header h;
-	pasci_wire_init   init;
-	pasci_wire_spec   spec;
-	pasco_optimizer   opt;
-	pasci_wire_sync   sync;
+	pasci_wire_header  h;
+	pasci_wire_init    init;
+	pasci_wire_spec    spec;
+	pasco_optimizer    opt;
+	pasci_wire_sync    sync;
 	pasci_wire_dynamic dynamic;
 } header_block;
 
@@ -245,11 +245,11 @@ get_fields(header_block *hb, const Pasco__Wire__Header *w)
 	h->find_only         = w->find_only;
 	if (w->dynamic != NULL) {
 		hb->dynamic = (pasci_wire_dynamic){.dim = w->dynamic->dim,
-		    .min_count                          = w->dynamic->min_count,
+		    .min_count     = w->dynamic->min_count,
 		    .evict_after   = w->dynamic->evict_after,
 		    .max_rows      = w->dynamic->max_rows,
 		    .default_zeros = w->dynamic->default_zeros};
-		h->dynamic = &hb->dynamic;
+		h->dynamic  = &hb->dynamic;
 	}
 	if (w->opt != NULL) {
 		get_optimizer(&hb->opt, w->opt);
@@ -350,6 +350,68 @@ check_parts(const Pasco__Wire__Header *w, char *err, size_t errlen)
 	return PASCO_OK;
 }
 
+/* The protobuf field number of Header.parts, the schema's one recursive
+ * field (wire.proto). */
+#define PARTS_FIELD 28
+
+/* A varint at *p (below end) into *v, *p past it; false if it runs past
+ * end or over 10 bytes. */
+static bool
+scan_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; *p < end && shift < 70; shift += 7) {
+		uint8_t b = *(*p)++;
+		*v |= (uint64_t) (b & 0x7f) << shift;
+		if ((b & 0x80) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whether the Header encoded in [p, end) nests parts at most `depth`
+ * levels down: protobuf-c unpacks a submessage by recursion, without a
+ * bound, so a header that nests parts in parts thousands of times (a
+ * few dozen kilobytes) would overflow the stack before check_parts could
+ * refuse it. Only the nesting is judged: bytes that do not parse are
+ * left to the unpacker to refuse. */
+static bool
+parts_nest_within(const uint8_t *p, const uint8_t *end, int depth)
+{
+	uint64_t key, len;
+	while (p < end && scan_varint(&p, end, &key)) {
+		switch (key & 7) {
+		case 0: /* varint */
+			if (!scan_varint(&p, end, &len)) {
+				return true;
+			}
+			break;
+		case 1: /* 64-bit */
+			p += (size_t) (end - p) < 8 ? (size_t) (end - p) : 8;
+			break;
+		case 5: /* 32-bit */
+			p += (size_t) (end - p) < 4 ? (size_t) (end - p) : 4;
+			break;
+		case 2: /* length-delimited */
+			if (!scan_varint(&p, end, &len) ||
+			    len > (uint64_t) (end - p)) {
+				return true;
+			}
+			if ((key >> 3) == PARTS_FIELD &&
+			    (depth == 0 ||
+			        !parts_nest_within(p, p + len, depth - 1))) {
+				return false;
+			}
+			p += len;
+			break;
+		default: /* groups: the unpacker refuses them */
+			return true;
+		}
+	}
+	return true;
+}
+
 /* Decodes the message body [body, body + len) whose tensors may view it
  * through st (held by each view). */
 static int
@@ -370,6 +432,15 @@ decode_buffer(pasci_wire_msg *m, uint8_t *body, size_t len, pasco_storage *st,
 	}
 	m->incarnation = pasci_get_be(body, 8);
 	hlen           = (size_t) pasci_get_be(body + 8, 4);
+	if (hlen <= len - PASCI_WIRE_PREFIX &&
+	    !parts_nest_within(body + PASCI_WIRE_PREFIX,
+	        body + PASCI_WIRE_PREFIX + hlen, 2)) {
+		pasci_fmt(err, errlen,
+		    "message header (%zu bytes) nests parts in parts: a "
+		    "VAR_MULTI's parts have none of their own",
+		    hlen);
+		return PASCO_EPROTO;
+	}
 	if (hlen > len - PASCI_WIRE_PREFIX ||
 	    (pb = pasco__wire__header__unpack(
 	         NULL, hlen, body + PASCI_WIRE_PREFIX)) == NULL) {

@@ -81,25 +81,26 @@ int
 pasco_initializer_fill(const pasco_initializer *init, pasco_tensor *t,
     int32_t full_rank, const int64_t *full_shape, int64_t row_offset)
 {
-	double  fan_in, fan_out, limit;
-	int64_t row_elems = 1;
+	double   fan_in, fan_out, limit;
+	uint64_t row_elems = 1; /* unsigned: a crafted shape wraps, no UB */
 
 	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
 	    init->kind > PASCO_INIT_GLOROT_UNIFORM || full_rank != t->rank ||
-	    row_offset < 0 ||
-	    (full_rank > 0 && row_offset + t->shape[0] > full_shape[0])) {
+	    row_offset < 0 || (full_rank == 0 && row_offset != 0) ||
+	    (full_rank > 0 && (t->shape[0] > full_shape[0] ||
+	                          row_offset > full_shape[0] - t->shape[0]))) {
 		return PASCO_EINVAL;
 	}
 	for (int32_t i = 1; i < full_rank; i++) {
 		if (t->shape[i] != full_shape[i]) {
 			return PASCO_EINVAL;
 		}
-		row_elems *= full_shape[i];
+		row_elems *= (uint64_t) full_shape[i];
 	}
 	fans(full_rank, full_shape, &fan_in, &fan_out);
 	limit = sqrt(6.0 / (fan_in + fan_out));
 	for (int64_t i = 0; i < t->count; i++) {
-		uint64_t g = (uint64_t) (row_offset * row_elems + i);
+		uint64_t g = (uint64_t) row_offset * row_elems + (uint64_t) i;
 		pasco_tensor_set(t, i, value_at(init, g, limit));
 	}
 	return PASCO_OK;

@@ -565,6 +565,11 @@ Test(initializer, a_shard_that_does_not_fit_is_rejected)
 	    PASCO_EINVAL);
 	PASCO_FAIL(pasco_initializer_fill(&init, t, 2, (int64_t[]){10, 3}, 0),
 	    PASCO_EINVAL);
+	/* an offset that would overflow the bounds check (a stranger's
+	 * VAR_CREATE once passed it), and one for a scalar */
+	PASCO_FAIL(
+	    pasco_initializer_fill(&init, t, 2, (int64_t[]){10, 2}, INT64_MAX),
+	    PASCO_EINVAL);
 	PASCO_PASS(pasco_initializer_fill(&init, t, 2, (int64_t[]){10, 2}, 7));
 	cr_assert_eq(pasco_tensor_get(t, 5), 1.0);
 	pasco_tensor_release(t);

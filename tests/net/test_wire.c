@@ -349,3 +349,46 @@ Test(wire, rejects_multi_requests_whose_parts_do_not_match)
 	PASCO_FAIL(decode_header(&h, 0, err, sizeof(err)), PASCO_EPROTO);
 	cr_assert(strstr(err, "part 0 has parts of its own"), "%s", err);
 }
+
+/* Parts nested in parts 20,000 deep (about 80 KB of header): refused
+ * before protobuf-c's unpacker, which recurses once per level without a
+ * bound, could overflow the stack (a stranger's request once crashed a
+ * ps this way). Three levels are refused the same way. */
+Test(wire, refuses_parts_nested_deeper_than_one_level_without_recursing)
+{
+	int    depths[] = {20000, 3};
+	size_t cap      = 1 << 20;
+	char   err[256];
+	for (size_t d = 0; d < sizeof(depths) / sizeof(depths[0]); d++) {
+		uint8_t *buf   = calloc(1, cap);
+		size_t   start = cap, n; /* the header grows backwards */
+		cr_assert_not_null(buf);
+		for (int level = 0; level < depths[d]; level++) {
+			uint8_t len[10];
+			size_t  k = 0;
+			for (size_t v = cap - start;; v >>= 7) {
+				len[k++] = (uint8_t) ((v & 0x7f) |
+				                      (v >= 0x80 ? 0x80 : 0));
+				if (v < 0x80) {
+					break;
+				}
+			}
+			start -= k;
+			memcpy(buf + start, len, k);
+			buf[--start] =
+			    0x01; /* key: field 28, length-delimited */
+			buf[--start] = 0xe2;
+		}
+		n = cap - start;
+		memmove(buf + PASCI_WIRE_PREFIX, buf + start, n);
+		memset(buf, 0, PASCI_WIRE_PREFIX);
+		for (int b = 0; b < 4; b++) { /* big-endian header length */
+			buf[8 + b] = (uint8_t) (n >> (8 * (3 - b)));
+		}
+		PASCO_FAIL(decode_bytes(buf, PASCI_PAD8(PASCI_WIRE_PREFIX + n),
+		               err, sizeof(err)),
+		    PASCO_EPROTO);
+		cr_assert(strstr(err, "nests parts in parts"), "%s", err);
+		free(buf);
+	}
+}
