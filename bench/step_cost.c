@@ -24,7 +24,7 @@
  * a warm-up of 100 steps.
  */
 #include <dirent.h>
-#include <signal.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -256,35 +256,39 @@ measure_cluster(const pasco_cluster *cluster, const procs *p, const model *m,
 /* The machine's floor per message: k round trips of 64 bytes over a Unix
  * socket pair between this process and a child that echoes them, nothing
  * else done; CPU microseconds per round trip of this side (*self_us) and
- * the echo's (*peer_us), this side's context switches (*switches). With
- * busy, every CPU also runs a spinning process at nice 19 (no CPU idle:
- * a wake-up finds its CPU running, not halted). 0 or -1. */
+ * the echo's (*peer_us), this side's context switches (*switches). The
+ * two are pinned to one CPU (same) or to two (a wake-up then crosses to
+ * the other CPU, an inter-processor interrupt: on a VM, an exit to the
+ * hypervisor); this process's own CPU set is put back after. 0, or -1
+ * (also with a single CPU and !same). */
 static int
 floor_cost(
-    long k, bool busy, double *self_us, double *peer_us, double *switches)
+    long k, bool same, double *self_us, double *peer_us, double *switches)
 {
-	long   ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	pid_t  spin[256], echo;
-	int    sv[2], nspin = 0, rv = 0;
-	char   buf[64] = {0};
-	procs  self    = {.pid = {getpid()}, .n = 1};
-	usage  a = {0}, b = {0};
-	double p0 = 0;
+	cpu_set_t mine, one;
+	int       cpus[2], n = 0, sv[2], rv = 0;
+	pid_t     echo;
+	char      buf[64] = {0};
+	procs     self    = {.pid = {getpid()}, .n = 1};
+	usage     a = {0}, b = {0};
+	double    p0 = 0;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+	if (sched_getaffinity(0, sizeof(mine), &mine) != 0) {
 		return -1;
 	}
-	for (long i = 0; busy && i < ncpu && i < 256; i++) {
-		if ((spin[nspin] = fork()) == 0) {
-			if (nice(19) == -1) {
-				/* still spins, at the caller's priority */
-			}
-			for (volatile unsigned long x = 0;; x++) {
-			}
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++) {
+		if (CPU_ISSET(c, &mine)) {
+			cpus[n++] = c;
 		}
-		nspin += spin[nspin] > 0;
+	}
+	if (n < (same ? 1 : 2) ||
+	    socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+		return -1;
 	}
 	if ((echo = fork()) == 0) {
+		CPU_ZERO(&one);
+		CPU_SET(cpus[same ? 0 : 1], &one);
+		(void) sched_setaffinity(0, sizeof(one), &one);
 		close(sv[0]);
 		while (read(sv[1], buf, sizeof(buf)) == sizeof(buf) &&
 		       write(sv[1], buf, sizeof(buf)) == sizeof(buf)) {
@@ -292,6 +296,9 @@ floor_cost(
 		_exit(0);
 	}
 	close(sv[1]);
+	CPU_ZERO(&one);
+	CPU_SET(cpus[0], &one);
+	(void) sched_setaffinity(0, sizeof(one), &one);
 	for (long i = 0; echo > 0 && rv == 0 && i < k + k / 10; i++) {
 		if (i == k / 10) { /* after the warm-up */
 			snapshot(&self, &a);
@@ -308,22 +315,18 @@ floor_cost(
 		*peer_us  = (bench_cpu_of(echo) - p0) * 1e6 / (double) k;
 		*switches = (b.switches - a.switches) / (double) k;
 	}
+	(void) sched_setaffinity(0, sizeof(mine), &mine);
 	close(sv[0]); /* the echo reads its end and leaves */
-	for (int i = 0; i < nspin; i++) {
-		kill(spin[i], SIGKILL);
-		waitpid(spin[i], NULL, 0);
-	}
 	if (echo > 0) {
 		waitpid(echo, NULL, 0);
 	}
 	return echo > 0 ? rv : -1;
 }
 
-/* The floor: the socket pair's round trip with some CPU idle and with
- * every CPU busy. */
+/* The floor: the socket pair's round trip across two CPUs and on one. */
 typedef struct floor_figures {
-	double self_us, peer_us, switches;
-	double busy_self_us, busy_peer_us, busy_switches;
+	double self_us, peer_us, switches; /* two CPUs */
+	double same_self_us, same_peer_us, same_switches;
 } floor_figures;
 
 /* Measures and prints the floor into f. 0 or -1. */
@@ -332,27 +335,28 @@ measure_floor(floor_figures *f)
 {
 	if (floor_cost(20000, false, &f->self_us, &f->peer_us, &f->switches) !=
 	        0 ||
-	    floor_cost(20000, true, &f->busy_self_us, &f->busy_peer_us,
-	        &f->busy_switches) != 0) {
-		fprintf(stderr, "step_cost: the floor's measurement failed\n");
+	    floor_cost(20000, true, &f->same_self_us, &f->same_peer_us,
+	        &f->same_switches) != 0) {
+		fprintf(stderr,
+		    "step_cost: the floor's measurement failed (it "
+		    "needs 2 CPUs)\n");
 		return -1;
 	}
 	printf("the floor, one round trip of 64 B over a Unix socket pair "
-	       "between two processes: %.1f us of CPU on the sender, %.1f on "
-	       "the echo, %.2f switches; with every CPU kept busy (no wake-up "
-	       "of an idle CPU) %.1f and %.1f us, %.2f switches\n",
-	    f->self_us, f->peer_us, f->switches, f->busy_self_us,
-	    f->busy_peer_us, f->busy_switches);
+	       "between two processes pinned to two CPUs: %.1f us of CPU on "
+	       "the sender, %.1f on the echo, %.2f switches; pinned to one "
+	       "CPU (no wake-up crosses CPUs): %.1f and %.1f us, %.2f "
+	       "switches\n",
+	    f->self_us, f->peer_us, f->switches, f->same_self_us,
+	    f->same_peer_us, f->same_switches);
 	bench_json("step_cost", "floor: sender CPU us per round trip",
 	    f->self_us, "us", 0);
 	bench_json("step_cost", "floor: echo CPU us per round trip",
 	    f->peer_us, "us", 0);
-	bench_json("step_cost",
-	    "floor: sender CPU us per round trip, every CPU busy",
-	    f->busy_self_us, "us", 0);
-	bench_json("step_cost",
-	    "floor: echo CPU us per round trip, every CPU busy",
-	    f->busy_peer_us, "us", 0);
+	bench_json("step_cost", "floor: sender CPU us per round trip, one CPU",
+	    f->same_self_us, "us", 0);
+	bench_json("step_cost", "floor: echo CPU us per round trip, one CPU",
+	    f->same_peer_us, "us", 0);
 	return 0;
 }
 
@@ -378,15 +382,23 @@ print_per_ps(const model *m, const cost *c, const size_t *sizes, size_t n,
 	ps = (ps - c[0].cpu_us[2]) / (double) extra;
 	printf(
 	    "  each ps beyond the first adds %.0f us of worker CPU and %.0f "
-	    "of ps CPU per step; the floor for its two round trips: %.0f "
-	    "and %.0f\n",
-	    worker, ps, 2 * f->self_us, 2 * f->peer_us);
+	    "of ps CPU per step",
+	    worker, ps);
+	if (f != NULL) {
+		printf("; the floor for its two round trips: %.0f and %.0f "
+		       "across CPUs, %.0f and %.0f on one",
+		    2 * f->self_us, 2 * f->peer_us, 2 * f->same_self_us,
+		    2 * f->same_peer_us);
+	}
+	printf("\n");
 	snprintf(label, sizeof(label),
 	    "%s: worker CPU us/step per ps beyond the first", m->name);
-	bench_json("step_cost", label, worker, "us/step", 2 * f->self_us);
+	bench_json("step_cost", label, worker, "us/step",
+	    f != NULL ? 2 * f->self_us : 0);
 	snprintf(label, sizeof(label),
 	    "%s: ps CPU us/step per ps beyond the first", m->name);
-	bench_json("step_cost", label, ps, "us/step", 2 * f->peer_us);
+	bench_json(
+	    "step_cost", label, ps, "us/step", f != NULL ? 2 * f->peer_us : 0);
 }
 
 /* A role's name: chief, worker or "ps I". */
@@ -588,9 +600,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	       "context switches: voluntary + involuntary; per step, over "
 	       "the timed steps only\n",
 	    BATCH, LR, 1e3 / (double) sysconf(_SC_CLK_TCK));
-	if (measure_floor(&fl) != 0) {
-		return 1;
-	}
+	bool have_floor = measure_floor(&fl) == 0; /* not with one CPU */
 	for (size_t m = 0; m < sizeof(MODELS) / sizeof(MODELS[0]); m++) {
 		measure_one_process(&MODELS[m], given, &one);
 		emit_json(&MODELS[m], 0, &one, &p, NULL);
@@ -606,7 +616,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 			check_idle(&c[k], &p, sizes[k]);
 		}
 		print_table(&MODELS[m], &one, c, sizes, n, &p);
-		print_per_ps(&MODELS[m], c, sizes, n, &p, &fl);
+		print_per_ps(
+		    &MODELS[m], c, sizes, n, &p, have_floor ? &fl : NULL);
 	}
 	return 0;
 }
