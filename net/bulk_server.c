@@ -377,7 +377,9 @@ make_room(pasci_bulk_server *s)
 }
 
 /* The next connection on either listening socket: its fd (*local: on the
- * Unix one), -1 when closing or the sockets failed. */
+ * Unix one), -1 when closing or the sockets failed. Connections that
+ * ended meanwhile are reaped once a second (their descriptors and
+ * threads not kept until the next accept). */
 static int
 next_conn(pasci_bulk_server *s, struct sockaddr_storage *a, bool *local)
 {
@@ -389,11 +391,13 @@ next_conn(pasci_bulk_server *s, struct sockaddr_storage *a, bool *local)
 		if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
 			return -1;
 		}
-		if (poll(p, s->local_fd >= 0 ? 2 : 1, -1) < 0) {
-			if (errno == EINTR) {
-				continue;
-			}
+		int ready = poll(p, s->local_fd >= 0 ? 2 : 1, 1000);
+		if (ready < 0 && errno != EINTR) {
 			return -1;
+		}
+		if (ready <= 0) {
+			reap(s, false);
+			continue;
 		}
 		for (int i = 0; i < 2; i++) {
 			if (p[i].revents == 0 || p[i].fd < 0) {

@@ -360,6 +360,7 @@ Test(bulk, stalled_connections_cost_bounded_threads_for_a_bounded_time)
 	    &s, "127.0.0.1", 42, double_it, NULL, NULL));
 	unsetenv("PASCO_MAX_CONNECTIONS");
 	unsetenv("PASCO_IDLE_TIMEOUT");
+	int before = open_fds();
 	for (int i = 0; i < 60; i++) {
 		fds[i] = stall(pasci_bulk_server_addr(s));
 	}
@@ -385,6 +386,16 @@ Test(bulk, stalled_connections_cost_bounded_threads_for_a_bounded_time)
 	for (int i = 0; i < 60; i++) {
 		close(fds[i]);
 	}
+	/* their descriptors on the server's side go too, with no new
+	 * connection to make the accept thread look (it looks each second) */
+	start = pasci_now_ms();
+	while (open_fds() > before && pasci_now_ms() - start < 3000) {
+		usleep(50 * 1000);
+	}
+	cr_assert_eq(open_fds(), before,
+	    "%d descriptors open after the stalled connections ended, %d "
+	    "before",
+	    open_fds(), before);
 	/* and a real client is served again */
 	PASCO_PASS(pasci_bulk_pool_create(&pool, NULL));
 	PASCO_PASS(call(pool, pasci_bulk_server_addr(s), 42,
