@@ -38,6 +38,13 @@ cancel_inflight(void *arg)
 {
 	pasco_coordinator *c  = arg;
 	uint64_t           hi = __atomic_load_n(&c->next_id, __ATOMIC_RELAXED);
+	if (hi >> 32 !=
+	    c->id_base >> 32) { /* 2^32 closures: the block's end */
+		hi = c->id_base | 0xffffffffu;
+	}
+	if (hi <= c->id_base) {
+		return; /* no closure issued yet */
+	}
 	for (size_t w = 0; w < c->nworkers; w++) {
 		pasci_wire_builder b;
 		nng_msg           *msg;

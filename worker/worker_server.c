@@ -419,6 +419,18 @@ worker_handle(void *arg, const pasci_wire_msg *req)
 	case PASCI_METHOD_RESOURCE_READ:
 		return worker_read_value(w, req);
 	case PASCI_METHOD_CANCEL:
+		/* one coordinator's ids, [lo, hi] in its block of 2^32
+		 * (coordinator/cancel.c): a wider range would cancel the
+		 * next coordinator's closures too */
+		if (req->hdr->resource == 0 ||
+		    req->hdr->closure_id < req->hdr->resource ||
+		    req->hdr->resource >> 32 != req->hdr->closure_id >> 32) {
+			return pasci_wire_status_reply(PASCO_EINVAL,
+			    "a CANCEL names closure ids of one coordinator "
+			    "(one block of 2^32); got %llu to %llu",
+			    (unsigned long long) req->hdr->resource,
+			    (unsigned long long) req->hdr->closure_id);
+		}
 		pasci_cancel_mark_set(
 		    &w->cancel, req->hdr->resource, req->hdr->closure_id);
 		return pasci_wire_status_reply(PASCO_OK, "%s", "");

@@ -322,9 +322,10 @@ typedef struct shard_spec {
 } shard_spec;
 
 /* Sends RUN read_and_write_back(w) describing w (f32, shape) as nshards
- * shards on ps 0; returns the reply's status and its message in msg. */
+ * shards on ps 0, as closure `id` (0: none); returns the reply's status
+ * and its message in msg. */
 static int
-run_with_geometry(nng_socket s, int32_t rank, const int64_t *shape,
+run_as(nng_socket s, uint64_t id, int32_t rank, const int64_t *shape,
     const shard_spec *shards, int32_t nshards, char *msg, size_t len)
 {
 	pasci_wire_builder b;
@@ -333,7 +334,8 @@ run_with_geometry(nng_socket s, int32_t rank, const int64_t *shape,
 	char               err[256];
 	int                status;
 	pasci_wire_builder_init(&b, PASCI_METHOD_RUN);
-	b.hdr.name = "read_and_write_back";
+	b.hdr.name       = "read_and_write_back";
+	b.hdr.closure_id = id;
 	pasci_wire_add_arg_variable(&b, "w", PASCO_F32, rank, shape, nshards);
 	for (int32_t k = 0; k < nshards; k++) {
 		pasci_wire_set_arg_shard(
@@ -348,6 +350,69 @@ run_with_geometry(nng_socket s, int32_t rank, const int64_t *shape,
 	pasci_fmt(msg, len, "%s", reply.hdr->error ? reply.hdr->error : "");
 	pasci_wire_msg_fini(&reply);
 	return status;
+}
+
+static int
+run_with_geometry(nng_socket s, int32_t rank, const int64_t *shape,
+    const shard_spec *shards, int32_t nshards, char *msg, size_t len)
+{
+	return run_as(s, 0, rank, shape, shards, nshards, msg, len);
+}
+
+/* Sends CANCEL of closure ids [lo, hi]; the reply's status, its message
+ * in msg. */
+static int
+cancel_ids(nng_socket s, uint64_t lo, uint64_t hi, char *msg, size_t len)
+{
+	pasci_wire_builder b;
+	pasci_wire_msg     reply;
+	nng_msg           *m;
+	char               err[256];
+	int                status;
+	pasci_wire_builder_init(&b, PASCI_METHOD_CANCEL);
+	b.hdr.resource   = lo;
+	b.hdr.closure_id = hi;
+	PASCO_PASS(pasci_wire_encode(&b, &m));
+	pasci_wire_builder_fini(&b);
+	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
+	cr_assert_eq(nng_recvmsg(s, &m, 0), 0, "the worker did not answer");
+	PASCO_PASS(pasci_wire_decode(&reply, m, err, sizeof(err)));
+	status = reply.hdr->status;
+	pasci_fmt(msg, len, "%s", reply.hdr->error ? reply.hdr->error : "");
+	pasci_wire_msg_fini(&reply);
+	return status;
+}
+
+/* A CANCEL covers one coordinator's ids (a block of 2^32, as
+ * coordinator/cancel.c sends): one covering every id (a stranger's, in
+ * an open cluster, once failed the next chief's run) is refused and
+ * cancels nothing; one within a block cancels its ids only. */
+Test(badinput, a_cancel_of_more_than_one_coordinators_ids_is_refused)
+{
+	served     t;
+	nng_socket sock;
+	char       msg[512];
+	int64_t    four[1] = {4};
+	uint64_t   block   = (uint64_t) 77 << 32;
+	shard_spec whole[] = {{0, 4}};
+
+	serve_start(&t, 4, 0.25);
+	cr_assert_eq(nng_req0_open(&sock), 0);
+	nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 5000);
+	cr_assert_eq(nng_dial(sock, t.w_url, NULL, 0), 0);
+	authenticate(sock);
+	cr_assert_eq(
+	    cancel_ids(sock, 1, UINT64_MAX, msg, sizeof(msg)), PASCO_EINVAL);
+	cr_assert(strstr(msg, "closure ids of one coordinator"), "%s", msg);
+	PASCO_PASS(run_as(sock, 5, 1, four, whole, 1, msg, sizeof(msg)));
+	PASCO_PASS(cancel_ids(sock, block | 1, block | 9, msg, sizeof(msg)));
+	cr_assert_eq(
+	    run_as(sock, block | 5, 1, four, whole, 1, msg, sizeof(msg)),
+	    PASCO_ECANCELLED, "%s", msg);
+	PASCO_PASS(run_as(sock, (block + (1ull << 32)) | 5, 1, four, whole, 1,
+	    msg, sizeof(msg)));
+	nng_close(sock);
+	serve_stop(&t);
 }
 
 Test(badinput, run_requests_with_crafted_shard_geometry_are_refused)
