@@ -89,6 +89,7 @@ struct pasci_bulk_server {
 	int64_t            refused_logged_ms; /* accept thread only */
 	int64_t            auth_logged_ms;    /* protected by mu */
 	int64_t            full_logged_ms;    /* protected by mu */
+	int64_t            bad_logged_ms;     /* protected by mu */
 	unsigned           auth_unlogged;     /* protected by mu */
 };
 
@@ -267,6 +268,26 @@ conn_admit(conn *c)
 	return ok;
 }
 
+/* A connection dropped for rv: a malformed frame (PASCO_EPROTO, a bug or
+ * a stranger's) is a warning naming the peer, at most one every 10 s per
+ * server; an idle one closed, or the like, is information. */
+static void
+log_dropped(conn *c, int rv, const char *detail)
+{
+	bool warn = false;
+	if (rv == PASCO_EPROTO) {
+		pthread_mutex_lock(&c->s->mu);
+		if (pasci_now_ms() - c->s->bad_logged_ms >= 10000) {
+			c->s->bad_logged_ms = pasci_now_ms();
+			warn                = true;
+		}
+		pthread_mutex_unlock(&c->s->mu);
+	}
+	pasci_log(warn ? PASCI_LOG_WARN : PASCI_LOG_INFO,
+	    "bulk port %s: connection from %s dropped: %s", c->s->addr,
+	    c->peer, detail);
+}
+
 static void *
 serve_conn(void *arg)
 {
@@ -284,8 +305,7 @@ serve_conn(void *arg)
 			if (rv != PASCO_EUNAVAILABLE &&
 			    !__atomic_load_n(
 			        &c->s->closing, __ATOMIC_ACQUIRE)) {
-				pasci_log(PASCI_LOG_INFO,
-				    "bulk connection dropped: %s", detail);
+				log_dropped(c, rv, detail);
 			}
 			break;
 		}

@@ -195,10 +195,18 @@ Test(bulk, the_server_survives_bad_frames_and_refuses_stale_requests)
 	    &s, "127.0.0.1", 42, double_it, NULL, NULL));
 	PASCO_PASS(pasci_bulk_pool_create(&pool, NULL));
 	/* a length past any frame, a header that does not parse, a frame
-	 * cut short: each connection is dropped, the server keeps serving */
+	 * cut short: each connection is dropped, the server keeps serving,
+	 * and says so once (a warning naming the peer, then 10 s quiet) */
+	int saved = test_stderr_capture();
 	send_raw(pasci_bulk_server_addr(s), huge, sizeof(huge));
 	send_raw(pasci_bulk_server_addr(s), garbage, sizeof(garbage));
 	send_raw(pasci_bulk_server_addr(s), garbage, 20);
+	bool  warned = test_stderr_wait_for("warning: bulk port ", 3000);
+	char *said   = test_stderr_take(saved);
+	cr_assert(warned && strstr(said, ": connection from 127.0.0.1:") &&
+	              strstr(said, " dropped: "),
+	    "%s", said);
+	free(said);
 	PASCO_PASS(call(pool, pasci_bulk_server_addr(s), 42,
 	    PASCI_METHOD_VAR_READ, 5000, &reply));
 	cr_assert_eq(reply.ntensors, 1);
