@@ -1,7 +1,8 @@
 """examples/mlp_csv.c in Python: an MLP on DIR/train.csv and DIR/eval.csv
 (from examples/make_table), fit with validation, a checkpoint each epoch
 and a callback of your own. The same script on every task:
-    pasco launch --ps 2 --workers 2 -- python3 examples/mlp_csv.py DIR"""
+    pasco launch --ps 2 --workers 2 -- python3 examples/mlp_csv.py DIR
+(from a checkout, not installed: PYTHONPATH=python build/pasco launch ...)"""
 import pasco
 
 

@@ -213,8 +213,8 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 		return pasco_call_fail(call, PASCO_EINVAL,
 		    "dataset '%.96s%s', shard %lld, repeats forever, and "
 		    "evaluate and predict read each shard to its end: give "
-		    "them a dataset that ends (num_epochs 1, a repeat of a "
-		    "count, or a take)",
+		    "them a dataset that ends (read once: num_epochs 1 in C, "
+		    "repeat=1 or none in Python; or a take)",
 		    name, strlen(name) > 96 ? "..." : "", (long long) shard);
 	}
 	return PASCO_OK;

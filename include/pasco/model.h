@@ -216,7 +216,10 @@ typedef enum pasco_predict_format {
  * in `format`:
  * - PASCO_PREDICT_CSV (the default): .csv, with a header (output, or
  *   output_0, output_1, ... for a wider output) and a row per example
- *   in the shard's order;
+ *   in the shard's order (the factory's shard: sharded by records, as
+ *   make_csv's num_shards and a pasco.files dataset with fewer files
+ *   than shards are, shard k holds examples k, k + shards, ...; Python's
+ *   predict puts the rows back in the files' order);
  * - PASCO_PREDICT_TFRECORD: .tfrecord, a record per example in the
  *   shard's order, each a tf.train.Example with one float_list feature
  *   "output" holding the example's output row (all its values), framed

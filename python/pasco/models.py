@@ -31,6 +31,11 @@ __all__ = ["Model", "Sequential", "Variable"]
 
 _LOSSES = ("mse", "mean_squared_error", "binary_crossentropy",
            "sparse_categorical_crossentropy", "categorical_crossentropy")
+# model/compile.c's metric names (its metric_names and "accuracy"/"acc")
+_METRICS = ("accuracy", "acc", "binary_accuracy",
+            "sparse_categorical_accuracy", "categorical_accuracy", "auc",
+            "precision", "recall", "mae", "mean_absolute_error", "mse",
+            "mean_squared_error")
 _DTYPES = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.int64,
            5: np.uint8}
 _CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
@@ -61,6 +66,61 @@ def _numpy_to_tensor(a: np.ndarray) -> Any:
                                 a.ctypes.data_as(c_void_p), a.nbytes),
           "making a tensor")
     return out
+
+
+def _count_records(path: str, spec: dict) -> int:
+    """The examples in one file of a pasco.data spec: a CSV's rows under
+    its header, a TFRecord's records (walking the length framing)."""
+    if spec["format"] == "csv":
+        with open(path, newline="") as f:
+            return max(sum(1 for row in _csv.reader(f) if row) - 1, 0)
+    import gzip
+    n = 0
+    with (gzip.open(path, "rb") if spec.get("gzip") else
+          open(path, "rb")) as f:
+        while True:
+            head = f.read(12)
+            if len(head) < 12:
+                return n
+            f.seek(int.from_bytes(head[:8], "little") + 4, os.SEEK_CUR)
+            n += 1
+
+
+def _in_file_order(x: Any, parts: List[np.ndarray]) -> Optional[np.ndarray]:
+    """predict's rows, one array per shard, put back in the files' order
+    (Keras returns predictions in the dataset's order): for a pasco.data
+    dataset read in order (no shuffle), each shard's rows go back where
+    they came from: every m-th record when sharded by records, whole files
+    when sharded by files. None when the order cannot be known (a named
+    factory, a shuffle, one shard) or the counts do not add up (say,
+    drop_remainder): the rows then stay shard after shard."""
+    m = len(parts)
+    if not isinstance(x, Dataset) or m < 2 or x.spec.get("shuffle"):
+        return None
+    files = x.files()
+    shard = x.spec.get("shard", "auto")
+    total = sum(len(p) for p in parts)
+    if shard == "none":
+        return None
+    if shard == "records" or (shard == "auto" and len(files) < m):
+        if any(len(parts[k]) != (total - k + m - 1) // m
+               for k in range(m)):
+            return None
+        out = np.empty((total,) + parts[0].shape[1:], np.float32)
+        for k in range(m):
+            out[k::m] = parts[k]
+        return out
+    counts = [_count_records(f, x.spec) for f in files]
+    if any(sum(counts[j] for j in range(k, len(files), m)) != len(parts[k])
+           for k in range(m)):
+        return None
+    taken = [0] * m
+    rows = []
+    for j, n in enumerate(counts):
+        k = j % m
+        rows.append(parts[k][taken[k]:taken[k] + n])
+        taken[k] += n
+    return np.concatenate(rows)
 
 
 def _dataset_name(arg: str, d: Any, default_repeat: int) -> bytes:
@@ -283,6 +343,10 @@ class Model:
                                        for m in metrics):
             raise ValueError(f"metrics: expected at most 8 metric names, got "
                              f"{metrics!r}")
+        for m in metrics:
+            if m not in _METRICS:
+                raise ValueError(f"metrics: expected names from "
+                                 f"{', '.join(_METRICS)}, got {m!r}")
         self.optimizer = opt
         self.compiled_loss = loss
         self.compile_config = {"loss": loss, "from_logits": bool(from_logits),
@@ -459,7 +523,9 @@ class Model:
         per shard into ``dir`` (default, for "csv" only: a temporary
         directory, removed once read, which only a one-host cluster
         shares). format "csv": returns the outputs, an array [examples,
-        width] in the dataset's order (shard after shard); "tfrecord":
+        width], in the files' order for a pasco.data dataset read in order
+        (no shuffle; each shard's rows put back where they came from), else
+        shard after shard (a named factory's, a shuffled one's); "tfrecord":
         returns the number of examples (the files in ``dir`` are the
         result: ``dir`` is required)."""
         self._require_compiled("predict")
@@ -490,13 +556,22 @@ class Model:
             raise _model_error(rv, "predict")
         if format != "csv":
             return int(rows.value)
-        out: List[List[float]] = []
+        parts = []
         for path in sorted(glob.glob(os.path.join(dir, "predictions-*.csv"))):
             with open(path, newline="") as f:
                 r = _csv.reader(f)
                 next(r, None)
-                out.extend([float(v) for v in row] for row in r if row)
-        return np.asarray(out, dtype=np.float32)
+                parts.append(np.asarray([[float(v) for v in row]
+                                         for row in r if row],
+                                        dtype=np.float32))
+        width = max((p.shape[1] for p in parts if p.size), default=0)
+        parts = [p if p.size else np.zeros((0, width), np.float32)
+                 for p in parts]
+        ordered = _in_file_order(x, parts)
+        if ordered is not None:
+            return ordered
+        return np.concatenate(parts) if parts else \
+            np.zeros((0, width), np.float32)
 
     # ---- variables -------------------------------------------------------
 

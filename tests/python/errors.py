@@ -66,6 +66,8 @@ def chief(cluster):
            loss="hinge")
     expect(ValueError, ["metrics"], model.compile, "adam",
            loss="mse", metrics=[1])
+    expect(ValueError, ["metrics", "'acuracy'", "accuracy, acc"],
+           model.compile, "adam", loss="mse", metrics=["acuracy"])
     model.compile("adam", loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
     expect(ValueError, ["steps_per_epoch"], model.fit, data)

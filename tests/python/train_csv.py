@@ -33,6 +33,11 @@ class Recorder(pasco.callbacks.Callback):
         self.ended = True
 
 
+def header_index(path, name):
+    with open(path) as f:
+        return f.readline().strip().split(",").index(name)
+
+
 def fail(msg):
     print(f"train_csv: FAILED: {msg}", flush=True)
     return 1
@@ -97,6 +102,28 @@ def chief(cluster):
         return fail(f"predict gave {pred.shape}")
     if set(glob.glob(tmps)) != before:
         return fail("predict left its temporary directory behind")
+    # in the file's order (Keras's): its accuracy against the file's labels
+    # is evaluate's, though 2 workers each scored every other row
+    labels = np.loadtxt(f"{d}/eval.csv", delimiter=",", skiprows=1,
+                        usecols=[header_index(f"{d}/eval.csv", "label")])
+    if abs((pred.argmax(1) == labels).mean() - acc) > 1e-9:
+        return fail(f"predict's rows are not in the file's order: accuracy "
+                    f"{(pred.argmax(1) == labels).mean()} against {acc}")
+    # the same rows split into 4 files, sharded by files: file order too
+    parts = tempfile.mkdtemp(prefix="pasco-parts-")
+    with open(f"{d}/eval.csv") as f:
+        head, *rows = f.read().splitlines()
+    for k, (lo, hi) in enumerate([(0, 700), (700, 1000), (1000, 1900),
+                                  (1900, len(rows))]):
+        with open(f"{parts}/part-{k}.csv", "w") as f:
+            f.write("\n".join([head] + rows[lo:hi]) + "\n")
+    split = pasco.data.csv(f"{parts}/part-*.csv", label="label",
+                           batch_size=256)
+    again = model.predict(split)
+    import shutil
+    shutil.rmtree(parts)
+    if again.shape != pred.shape or not np.allclose(again, pred, atol=1e-5):
+        return fail("predict over 4 files is not the one file's order")
     print(f"train_csv: OK val_accuracy {acc:.4f}", flush=True)
     return 0
 
