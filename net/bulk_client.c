@@ -489,7 +489,8 @@ begin(pasci_rpc_client *c, const request *r, uint64_t want, int64_t timeout_ms,
 		/* its bulk port cannot be reached (a firewall?): nng carries
 		 * everything on this connection from now on */
 		pasci_log(PASCI_LOG_WARN,
-		    "%s: %s; using nng for everything until it reconnects",
+		    "%s: %s; using nng for everything until it reconnects "
+		    "(if the task has stopped, that connection fails too)",
 		    peer.url, detail);
 		pasci_rpc_client_forget_advert(c);
 	}

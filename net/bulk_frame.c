@@ -502,7 +502,8 @@ auth_failed(int rv, char *detail, size_t len, const char *what)
 	pasci_fmt(detail, len, "%s",
 	    rv == PASCO_ETIMEDOUT ? "no answer to the cluster-key handshake"
 	    : rv == PASCO_EUNAVAILABLE
-	        ? "connection lost during the cluster-key handshake"
+	        ? "the connection closed during the cluster-key handshake "
+	          "(the task stopped, or holds another key)"
 	        : what);
 	return rv;
 }
