@@ -24,7 +24,7 @@ from . import _lib, callbacks as _callbacks, optimizers as _optimizers
 from ._lib import lib
 from .cluster import ParameterServerStrategy, get_strategy
 from .data import Dataset
-from .errors import check, error_for
+from .errors import InvalidArgumentError, check, error_for
 from .layers import Embedding, Input, KerasTensor, Layer, Normalization
 
 __all__ = ["Model", "Sequential", "Variable"]
@@ -651,18 +651,32 @@ class Sequential(Model):
             name, width = self._input.name, self._input.width
         elif first.input_shape:
             width = first.input_shape[0]
-        # a csv's header is read only when the width is not given
-        if data is not None and (width is None or
-                                 data.spec["format"] != "csv"):
-            spec = data.input_spec()
-            if len(spec) != 1:
+        # a csv's header is needed when the width is not given; when it is,
+        # the header is read if the chief can (to say a mismatch now, not
+        # at a worker's first step), and not required
+        if data is not None:
+            try:
+                spec = data.input_spec()
+            except (OSError, ValueError):
+                if width is None or data.spec["format"] != "csv":
+                    raise
+                spec = None
+            if spec is not None and len(spec) != 1:
                 raise ValueError(f"x: a Sequential model has one input; the "
                                  f"dataset yields {', '.join(spec)}")
-            (dname, d), = spec.items()
-            if width is None:
-                width = d["width"]
-            if self._input is None:
-                name = dname
+            if spec is not None:
+                (dname, d), = spec.items()
+                if width is not None and not ids and d["width"] != width:
+                    n = d["width"]
+                    raise InvalidArgumentError(
+                        f"x: the model's input is {width} wide; the "
+                        f"dataset's rows have {n} feature"
+                        f"{'' if n == 1 else 's'} (pasco.Input(shape="
+                        f"({n},)) or input_shape=({n},) would match)")
+                if width is None:
+                    width = d["width"]
+                if self._input is None:
+                    name = dname
         if width is None and self._inferred is not None:
             name, width = self._inferred  # from the dataset of an earlier call
         if width is None:
