@@ -485,14 +485,15 @@ begin(pasci_rpc_client *c, const request *r, uint64_t want, int64_t timeout_ms,
 		server_release(p->server);
 		p->server = NULL;
 	}
-	if (rv == PASCO_ENOTFOUND) {
+	if (rv == PASCO_ENOTFOUND &&
+	    pasci_rpc_client_forget_advert(c, peer.incarnation)) {
 		/* its bulk port cannot be reached (a firewall?): nng carries
-		 * everything on this connection from now on */
+		 * everything for a while, then the port is tried again */
 		pasci_log(PASCI_LOG_WARN,
-		    "%s: %s; using nng for everything until it reconnects "
-		    "(if the task has stopped, that connection fails too)",
-		    peer.url, detail);
-		pasci_rpc_client_forget_advert(c);
+		    "%s: %s; using nng for everything, and trying the bulk "
+		    "port again in %d s, then less often (if the task has "
+		    "stopped, its nng connection fails too)",
+		    peer.url, detail, PASCI_ADVERT_RETRY_MS / 1000);
 	}
 	return rv;
 }

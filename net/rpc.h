@@ -122,9 +122,18 @@ typedef struct pasci_rpc_peer {
 
 int pasci_rpc_client_peer(pasci_rpc_client *c, pasci_rpc_peer *peer);
 
-/* Clears the advert until the next HELLO (after a reconnect): for a caller
- * that found what it advertises unusable. Thread-safe. */
-void pasci_rpc_client_forget_advert(pasci_rpc_client *c);
+/* How long a failed advert is not given out before it is tried again. */
+#define PASCI_ADVERT_RETRY_MS 10000
+
+/* Holds the advert back (pasci_rpc_client_advert gives "") for
+ * PASCI_ADVERT_RETRY_MS, twice as long after each failure in a row (at
+ * most 32 times), then gives it again: for a caller that found
+ * what server incarnation `incarnation` advertised unusable (a bulk port
+ * blocked, or not up yet). Nothing if the client knows another
+ * incarnation by now: a server restarted meanwhile (a new bulk port)
+ * keeps the advert its HELLO gave. True the first time for that
+ * incarnation (to say it once). Thread-safe. */
+bool pasci_rpc_client_forget_advert(pasci_rpc_client *c, uint64_t incarnation);
 
 bool pasci_rpc_client_is_up(pasci_rpc_client *c);
 

@@ -494,7 +494,8 @@ pasci_rpc_client_advert(
 	int rv = PASCO_EUNAVAILABLE;
 	pthread_mutex_lock(&c->mu);
 	if (c->link == LINK_UP) {
-		pasci_fmt(buf, len, "%s", c->advert);
+		pasci_fmt(buf, len, "%s",
+		    pasci_now_ms() < c->advert_hold_until_ms ? "" : c->advert);
 		*incarnation = c->incarnation;
 		rv           = PASCO_OK;
 	}
@@ -511,12 +512,24 @@ pasci_rpc_client_peer(pasci_rpc_client *c, pasci_rpc_peer *peer)
 	    c, peer->advert, sizeof(peer->advert), &peer->incarnation);
 }
 
-void
-pasci_rpc_client_forget_advert(pasci_rpc_client *c)
+bool
+pasci_rpc_client_forget_advert(pasci_rpc_client *c, uint64_t incarnation)
 {
+	bool first = false;
 	pthread_mutex_lock(&c->mu);
-	c->advert[0] = 0;
+	if (c->incarnation == incarnation) {
+		first = c->advert_failed_incarnation != incarnation ||
+		        c->advert_failures == 0;
+		c->advert_failures = first ? 1 : c->advert_failures + 1;
+		c->advert_failed_incarnation = incarnation;
+		c->advert_hold_until_ms =
+		    pasci_now_ms() +
+		    (PASCI_ADVERT_RETRY_MS
+		        << (c->advert_failures < 6 ? c->advert_failures - 1
+		                                   : 5));
+	}
 	pthread_mutex_unlock(&c->mu);
+	return first;
 }
 
 const char *

@@ -170,6 +170,8 @@ pasci_rpc_client_hello_done(
 		c->incarnation = m->incarnation;
 		pasci_fmt(c->advert, sizeof(c->advert), "%s",
 		    m->hdr->name != NULL ? m->hdr->name : "");
+		c->advert_hold_until_ms = 0; /* a new connection: try it */
+		c->advert_failures      = 0;
 		warn = sn != NULL && !c->has_key && !c->warned_no_key;
 		c->warned_no_key |= warn;
 	}

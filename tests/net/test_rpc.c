@@ -332,7 +332,12 @@ Test(rpc, the_advert_reaches_the_client_until_it_is_forgotten)
 	PASCO_PASS(pasci_rpc_client_advert(c, advert, sizeof(advert), &inc));
 	cr_assert_str_eq(advert, "anything at all");
 	cr_assert_eq(inc, 77);
-	pasci_rpc_client_forget_advert(c);
+	/* an advert of an incarnation no longer served stays */
+	cr_assert_not(pasci_rpc_client_forget_advert(c, 76));
+	PASCO_PASS(pasci_rpc_client_advert(c, advert, sizeof(advert), &inc));
+	cr_assert_str_eq(advert, "anything at all");
+	cr_assert(pasci_rpc_client_forget_advert(c, 77)); /* said once */
+	cr_assert_not(pasci_rpc_client_forget_advert(c, 77));
 	PASCO_PASS(pasci_rpc_client_advert(c, advert, sizeof(advert), &inc));
 	cr_assert_str_eq(advert, "");
 	pasci_rpc_client_close(c);
