@@ -343,6 +343,7 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 static void
 mark_done(closure_queue *q, size_t w, bool rider, int err, const char *msg)
 {
+	closure *cancelled = NULL;
 	pthread_mutex_lock(&q->mu);
 	if (err == PASCO_ECANCELLED) { /* stopped by a cancel */
 		q->stats.cancelled++;
@@ -355,12 +356,16 @@ mark_done(closure_queue *q, size_t w, bool rider, int err, const char *msg)
 		q->error        = err;
 		q->error_source = -1; /* a closure's */
 		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
-		/* a put blocked on a full queue raises it: nothing is taken
-		 * from the queue while it is pending, so no slot would free */
-		pthread_cond_broadcast(&q->free_slot);
+		/* Nothing queued starts while it is pending, and the next
+		 * schedule, join or done would cancel it: cancelled now, so a
+		 * remote value fetched meanwhile is not waited for forever
+		 * (TensorFlow's workers would still run it). A put blocked on
+		 * a full queue is woken by the drain, and raises it. */
+		cancelled = drain_locked(q);
 	}
 	landed_locked(q, w, rider);
 	pthread_mutex_unlock(&q->mu);
+	cancel_list(cancelled);
 }
 
 void
@@ -391,15 +396,18 @@ void
 pasci_queue_record_error_from(
     closure_queue *q, int err, const char *msg, int source)
 {
+	closure *cancelled = NULL;
 	pthread_mutex_lock(&q->mu);
 	if (q->error == 0 || (source >= 0 && q->error_source == source)) {
 		q->error        = err;
 		q->error_source = source;
 		pasci_fmt(q->error_msg, sizeof(q->error_msg), "%s", msg);
+		cancelled = drain_locked(q); /* as mark_done does */
 	}
 	pthread_cond_broadcast(&q->settled);
 	pthread_cond_broadcast(&q->free_slot);
 	pthread_mutex_unlock(&q->mu);
+	cancel_list(cancelled);
 }
 
 static void

@@ -412,6 +412,45 @@ BOTH_QUEUES(running_closures_that_check_are_cancelled,
 BOTH_QUEUES(a_later_failure_keeps_its_own_error,
     later_failure_keeps_its_own_error) /* 8, 9 */
 
+/* A closure still queued when another fails never starts: its remote
+ * value, fetched before any schedule, join or done, says it was
+ * cancelled (it used to wait for one of those forever: a training loop
+ * fetching its epoch's value hung once a ps could not be restored). The
+ * error is still raised by the next join, once. */
+static void
+fetch_of_a_queued_closure_after_an_error(uint32_t queue)
+{
+	pasco_remote_value *rv[10] = {0};
+	const pasco_value  *v;
+	int                 n = queue == 0 ? 10 : 4;
+	start(queue);
+	/* 3 workers, a window of 1: the first 3 run 300 ms, the failing one
+	 * is next, then closures of 200 ms: two of them start as the failing
+	 * one does, the others are still queued when it fails */
+	for (int i = 0; i < 3; i++) {
+		PASCO_PASS(check(-1, 300, &rv[i]));
+	}
+	PASCO_PASS(check(1, 0, &rv[3]));
+	for (int i = 4; i < n; i++) {
+		PASCO_PASS(check(-1, 200, &rv[i]));
+	}
+	PASCO_FAIL(pasco_remote_value_fetch(rv[3], &v), PASCO_EINVAL);
+	if (n > 4) {
+		PASCO_FAIL(
+		    pasco_remote_value_fetch(rv[n - 1], &v), PASCO_ECANCELLED);
+	}
+	PASCO_FAIL(pasco_join(coord), PASCO_EINVAL);
+	assert_error_names(1);
+	PASCO_PASS(pasco_join(coord));
+	for (int i = 0; i < n; i++) {
+		pasco_remote_value_free(rv[i]);
+	}
+	stop();
+}
+
+BOTH_QUEUES(a_queued_closures_value_is_cancelled_when_another_fails,
+    fetch_of_a_queued_closure_after_an_error)
+
 static void
 schedule_raises_then_normal(uint32_t queue)
 {
