@@ -18,6 +18,7 @@
 #define DEFAULT_TIMEOUT_MS 60000
 #define TICK_MS 50
 #define MAX_HOLDS 6 /* retries of a closure whose failure is unexplained */
+#define RESTORE_RETRY_MS 1000 /* a restore that needs another ps away */
 
 enum { PS_OK, PS_DOWN, PS_RESTORING, PS_FAILED };
 
@@ -101,7 +102,8 @@ pasci_recovery_ps_state(pasco_strategy *s, size_t ps, bool up, bool fresh)
 		set_unhealthy(s, n);
 	} else if (up && fresh) {
 		n += r->state[ps] == PS_OK;
-		r->state[ps] = PS_RESTORING;
+		r->state[ps]    = PS_RESTORING;
+		r->since_ms[ps] = 0; /* restored at once */
 		set_unhealthy(s, n);
 		wake(r);
 	} else if (up && r->state[ps] == PS_DOWN) {
@@ -212,6 +214,20 @@ pasci_recovery_flush(pasco_coordinator *c)
 	pthread_mutex_unlock(&c->s->rec->put_mu);
 }
 
+/* Whether a ps other than ps is down or being restored (not failed).
+ * Under s->mu. */
+static bool
+others_away(pasco_strategy *s, size_t ps)
+{
+	for (size_t i = 0; i < s->nps; i++) {
+		if (i != ps && (s->rec->state[i] == PS_DOWN ||
+		                   s->rec->state[i] == PS_RESTORING)) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Restores ps from the newest intact checkpoint; then, unless it was lost
  * again meanwhile, marks it healthy (or failed) and reports what was
  * rolled back. */
@@ -240,6 +256,15 @@ restore_ps(pasco_strategy *s, size_t ps)
 	pthread_mutex_lock(&s->mu);
 	if (r->state[ps] != PS_RESTORING) {
 		/* lost again while restoring: its next return restores it */
+	} else if (rv != 0 && lost_ps_error(rv) && others_away(s, ps)) {
+		/* a restore also writes what other ps hold (the global
+		 * step): with one of them away too, it is tried again once a
+		 * second, until that one is back or has failed */
+		pasci_log(r->since_ms[ps] == 0 ? PASCI_LOG_WARN : PASCI_LOG_INFO,
+		    "ps %zu at %s: its restore waits for another ps to be "
+		    "back (%s)",
+		    ps, ps_url(s, ps), err);
+		r->since_ms[ps] = pasci_now_ms() + RESTORE_RETRY_MS;
 	} else if (rv == 0) {
 		r->recoveries++;
 		r->last_step = ck.step;
@@ -282,7 +307,8 @@ check_states(pasco_strategy *s)
 	long            restore = -1;
 	for (size_t i = 0; i < s->nps; i++) {
 		char msg[512];
-		if (r->state[i] == PS_RESTORING && restore < 0) {
+		if (r->state[i] == PS_RESTORING && restore < 0 &&
+		    now >= r->since_ms[i]) { /* its retry's time (or 0) */
 			restore = (long) i;
 		}
 		if (r->state[i] != PS_DOWN ||

@@ -969,6 +969,59 @@ Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
 	recovery_off();
 }
 
+/* Both ps lost at once and back one after the other: ps 1's restore also
+ * writes the global step, on ps 0, still away; it waits for ps 0 (it
+ * used to fail the training at once, and a chief fetching its epoch
+ * then hung), and both are restored. */
+Test(faults, two_ps_lost_together_are_restored_one_after_the_other,
+    .timeout = 180)
+{
+	pasco_variable            *w, *b, *gs;
+	pasco_per_worker_dataset  *d;
+	pasco_per_worker_iterator *it;
+	int64_t                    step, last = 0;
+	int                        saved;
+
+	recovery_on(30000);
+	start(2, 2, 0);
+	w  = scalar_var("w", PASCO_F32, 0);           /* ps 0 */
+	b  = scalar_var("b", PASCO_F32, 0);           /* ps 1 */
+	gs = scalar_var("global_step", PASCO_I64, 0); /* ps 0 */
+	PASCO_PASS(pasco_per_worker_dataset_create(&d, f.c, "lr_data"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
+	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(w),
+	    pasco_arg_variable(b), pasco_arg_variable(gs)};
+	for (int i = 0; i < 300; i++) {
+		PASCO_PASS(pasco_schedule(f.c, "lr_step", args, 4, NULL));
+	}
+	PASCO_PASS(pasco_join(f.c));
+	step = (int64_t) test_read_scalar(gs);
+	PASCO_PASS(pasco_checkpoint_save(f.s, ckpt_dir, step, 3));
+	saved = test_stderr_capture();
+	reap(&f.ps[0], SIGKILL);
+	reap(&f.ps[1], SIGKILL);
+	f.ps[1] = spawn("ps", 1);
+	cr_assert(
+	    test_stderr_wait_for("its restore waits for another ps", 20000));
+	f.ps[0] = spawn("ps", 0);
+	cr_assert(test_stderr_wait_for("restored from checkpoint", 20000));
+	free(test_stderr_take(saved));
+	for (int i = 0; i < 300; i++) {
+		PASCO_PASS(pasco_schedule(f.c, "lr_step", args, 4, NULL));
+	}
+	PASCO_PASS(pasco_join(f.c));
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, &last), 2);
+	cr_assert_eq(last, step);
+	cr_assert_geq(test_read_scalar(gs), step + 300);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(d);
+	pasco_variable_free(w);
+	pasco_variable_free(b);
+	pasco_variable_free(gs);
+	stop();
+	recovery_off();
+}
+
 Test(faults, a_hung_ps_is_waited_for_with_recovery_and_goes_on_when_woken)
 {
 	model             m;
