@@ -421,7 +421,7 @@ pasco_checkpoint_save(
 	for (int attempt = 0;; attempt++) {
 		bool recovering = pasci_recovery_wait_healthy(s);
 		rv = save_shards(s, abs_ckdir, slots, tables, files);
-		if (rv == 0 || !recovering || attempt == 2 ||
+		if (rv == 0 || !recovering || attempt == 4 ||
 		    (rv != PASCO_EUNAVAILABLE && rv != PASCO_ETIMEDOUT)) {
 			break;
 		}
