@@ -916,30 +916,63 @@ recovery_off(void)
 	recovery_timeout_ms = 0;
 }
 
-Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
-{
+/* The linear regression of lr_step on a recovering 2-ps cluster: w and
+ * the global step on ps 0, b on ps 1, each worker's iterator. */
+typedef struct lr_run {
 	pasco_variable            *w, *b, *gs;
 	pasco_per_worker_dataset  *d;
 	pasco_per_worker_iterator *it;
-	int64_t                    saved = -1, last = 0;
-	bool                       killed = false;
+	pasco_arg                  args[4];
+} lr_run;
 
+static void
+lr_start(lr_run *t)
+{
 	recovery_on(30000);
 	start(2, 2, 0);
-	w  = scalar_var("w", PASCO_F32, 0);           /* ps 0 */
-	b  = scalar_var("b", PASCO_F32, 0);           /* ps 1 */
-	gs = scalar_var("global_step", PASCO_I64, 0); /* ps 0 */
-	PASCO_PASS(pasco_per_worker_dataset_create(&d, f.c, "lr_data"));
-	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
-	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(w),
-	    pasco_arg_variable(b), pasco_arg_variable(gs)};
+	t->w  = scalar_var("w", PASCO_F32, 0);           /* ps 0 */
+	t->b  = scalar_var("b", PASCO_F32, 0);           /* ps 1 */
+	t->gs = scalar_var("global_step", PASCO_I64, 0); /* ps 0 */
+	PASCO_PASS(pasco_per_worker_dataset_create(&t->d, f.c, "lr_data"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&t->it, t->d));
+	t->args[0] = pasco_arg_iterator(t->it);
+	t->args[1] = pasco_arg_variable(t->w);
+	t->args[2] = pasco_arg_variable(t->b);
+	t->args[3] = pasco_arg_variable(t->gs);
+}
+
+/* n steps scheduled. */
+static void
+lr_steps(lr_run *t, int n)
+{
+	for (int i = 0; i < n; i++) {
+		PASCO_PASS(pasco_schedule(f.c, "lr_step", t->args, 4, NULL));
+	}
+}
+
+static void
+lr_stop(lr_run *t)
+{
+	pasco_per_worker_iterator_free(t->it);
+	pasco_per_worker_dataset_free(t->d);
+	pasco_variable_free(t->w);
+	pasco_variable_free(t->b);
+	pasco_variable_free(t->gs);
+	stop();
+	recovery_off();
+}
+
+Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
+{
+	lr_run  t;
+	int64_t saved = -1, last = 0;
+	bool    killed = false;
+
+	lr_start(&t);
 	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, &last), 0);
 	cr_assert_eq(last, -1);
 	for (int round = 0; round < 14; round++) {
-		for (int i = 0; i < 100; i++) {
-			PASCO_PASS(
-			    pasco_schedule(f.c, "lr_step", args, 4, NULL));
-		}
+		lr_steps(&t, 100);
 		/* past 500 steps, with a checkpoint saved and this round's
 		 * closures in flight: ps 1 (b) dies and comes back empty */
 		if (!killed && saved >= 500) {
@@ -948,10 +981,10 @@ Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
 			killed  = true;
 		}
 		PASCO_PASS(pasco_join(f.c));
-		saved = (int64_t) test_read_scalar(gs);
+		saved = (int64_t) test_read_scalar(t.gs);
 		PASCO_PASS(pasco_checkpoint_save(f.s, ckpt_dir, saved, 3));
 	}
-	double wv = test_read_scalar(w), bv = test_read_scalar(b);
+	double wv = test_read_scalar(t.w), bv = test_read_scalar(t.b);
 	fprintf(stderr, "ps recovery: w = %.4f, b = %.4f, global step %lld\n",
 	    wv, bv, (long long) saved);
 	cr_assert(killed);
@@ -960,13 +993,7 @@ Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
 	cr_assert_lt(last, 700, "rolled back to step %lld", (long long) last);
 	cr_assert(fabs(wv - 0.8) < 0.02 && fabs(bv - 1.0) < 0.02,
 	    "did not converge: w = %g, b = %g", wv, bv);
-	pasco_per_worker_iterator_free(it);
-	pasco_per_worker_dataset_free(d);
-	pasco_variable_free(w);
-	pasco_variable_free(b);
-	pasco_variable_free(gs);
-	stop();
-	recovery_off();
+	lr_stop(&t);
 }
 
 /* Both ps lost at once and back one after the other: ps 1's restore also
@@ -976,26 +1003,14 @@ Test(faults, a_lost_ps_is_restored_from_the_latest_checkpoint, .timeout = 180)
 Test(faults, two_ps_lost_together_are_restored_one_after_the_other,
     .timeout = 180)
 {
-	pasco_variable            *w, *b, *gs;
-	pasco_per_worker_dataset  *d;
-	pasco_per_worker_iterator *it;
-	int64_t                    step, last = 0;
-	int                        saved;
+	lr_run  t;
+	int64_t step, last = 0;
+	int     saved;
 
-	recovery_on(30000);
-	start(2, 2, 0);
-	w  = scalar_var("w", PASCO_F32, 0);           /* ps 0 */
-	b  = scalar_var("b", PASCO_F32, 0);           /* ps 1 */
-	gs = scalar_var("global_step", PASCO_I64, 0); /* ps 0 */
-	PASCO_PASS(pasco_per_worker_dataset_create(&d, f.c, "lr_data"));
-	PASCO_PASS(pasco_per_worker_iterator_create(&it, d));
-	pasco_arg args[] = {pasco_arg_iterator(it), pasco_arg_variable(w),
-	    pasco_arg_variable(b), pasco_arg_variable(gs)};
-	for (int i = 0; i < 300; i++) {
-		PASCO_PASS(pasco_schedule(f.c, "lr_step", args, 4, NULL));
-	}
+	lr_start(&t);
+	lr_steps(&t, 300);
 	PASCO_PASS(pasco_join(f.c));
-	step = (int64_t) test_read_scalar(gs);
+	step = (int64_t) test_read_scalar(t.gs);
 	PASCO_PASS(pasco_checkpoint_save(f.s, ckpt_dir, step, 3));
 	saved = test_stderr_capture();
 	reap(&f.ps[0], SIGKILL);
@@ -1006,20 +1021,12 @@ Test(faults, two_ps_lost_together_are_restored_one_after_the_other,
 	f.ps[0] = spawn("ps", 0);
 	cr_assert(test_stderr_wait_for("restored from checkpoint", 20000));
 	free(test_stderr_take(saved));
-	for (int i = 0; i < 300; i++) {
-		PASCO_PASS(pasco_schedule(f.c, "lr_step", args, 4, NULL));
-	}
+	lr_steps(&t, 300);
 	PASCO_PASS(pasco_join(f.c));
 	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, &last), 2);
 	cr_assert_eq(last, step);
-	cr_assert_geq(test_read_scalar(gs), step + 300);
-	pasco_per_worker_iterator_free(it);
-	pasco_per_worker_dataset_free(d);
-	pasco_variable_free(w);
-	pasco_variable_free(b);
-	pasco_variable_free(gs);
-	stop();
-	recovery_off();
+	cr_assert_geq(test_read_scalar(t.gs), step + 300);
+	lr_stop(&t);
 }
 
 Test(faults, a_hung_ps_is_waited_for_with_recovery_and_goes_on_when_woken)

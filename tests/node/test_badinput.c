@@ -324,15 +324,31 @@ typedef struct shard_spec {
 /* Sends RUN read_and_write_back(w) describing w (f32, shape) as nshards
  * shards on ps 0, as closure `id` (0: none); returns the reply's status
  * and its message in msg. */
+/* Sends b's request (b finished here) and returns the reply's status,
+ * its message in msg. */
+static int
+send_for_status(nng_socket s, pasci_wire_builder *b, char *msg, size_t len)
+{
+	pasci_wire_msg reply;
+	nng_msg       *m;
+	char           err[256];
+	int            status;
+	PASCO_PASS(pasci_wire_encode(b, &m));
+	pasci_wire_builder_fini(b);
+	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
+	cr_assert_eq(nng_recvmsg(s, &m, 0), 0, "the worker did not answer");
+	PASCO_PASS(pasci_wire_decode(&reply, m, err, sizeof(err)));
+	status = reply.hdr->status;
+	pasci_fmt(msg, len, "%s", reply.hdr->error ? reply.hdr->error : "");
+	pasci_wire_msg_fini(&reply);
+	return status;
+}
+
 static int
 run_as(nng_socket s, uint64_t id, int32_t rank, const int64_t *shape,
     const shard_spec *shards, int32_t nshards, char *msg, size_t len)
 {
 	pasci_wire_builder b;
-	pasci_wire_msg     reply;
-	nng_msg           *m;
-	char               err[256];
-	int                status;
 	pasci_wire_builder_init(&b, PASCI_METHOD_RUN);
 	b.hdr.name       = "read_and_write_back";
 	b.hdr.closure_id = id;
@@ -341,15 +357,7 @@ run_as(nng_socket s, uint64_t id, int32_t rank, const int64_t *shape,
 		pasci_wire_set_arg_shard(
 		    &b, k, "w", 0, shards[k].offset, shards[k].rows);
 	}
-	PASCO_PASS(pasci_wire_encode(&b, &m));
-	pasci_wire_builder_fini(&b);
-	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
-	cr_assert_eq(nng_recvmsg(s, &m, 0), 0, "the worker did not answer");
-	PASCO_PASS(pasci_wire_decode(&reply, m, err, sizeof(err)));
-	status = reply.hdr->status;
-	pasci_fmt(msg, len, "%s", reply.hdr->error ? reply.hdr->error : "");
-	pasci_wire_msg_fini(&reply);
-	return status;
+	return send_for_status(s, &b, msg, len);
 }
 
 static int
@@ -365,22 +373,10 @@ static int
 cancel_ids(nng_socket s, uint64_t lo, uint64_t hi, char *msg, size_t len)
 {
 	pasci_wire_builder b;
-	pasci_wire_msg     reply;
-	nng_msg           *m;
-	char               err[256];
-	int                status;
 	pasci_wire_builder_init(&b, PASCI_METHOD_CANCEL);
 	b.hdr.resource   = lo;
 	b.hdr.closure_id = hi;
-	PASCO_PASS(pasci_wire_encode(&b, &m));
-	pasci_wire_builder_fini(&b);
-	cr_assert_eq(nng_sendmsg(s, m, 0), 0);
-	cr_assert_eq(nng_recvmsg(s, &m, 0), 0, "the worker did not answer");
-	PASCO_PASS(pasci_wire_decode(&reply, m, err, sizeof(err)));
-	status = reply.hdr->status;
-	pasci_fmt(msg, len, "%s", reply.hdr->error ? reply.hdr->error : "");
-	pasci_wire_msg_fini(&reply);
-	return status;
+	return send_for_status(s, &b, msg, len);
 }
 
 /* A CANCEL covers one coordinator's ids (a block of 2^32, as
