@@ -240,11 +240,13 @@ restore_ps(pasco_strategy *s, size_t ps)
 	size_t           n    = 0;
 	char             dir[4096], err[1500], restored[1500] = "";
 	int              rv;
+	bool             opened;
 
 	pthread_mutex_lock(&s->mu);
 	pasci_fmt(dir, sizeof(dir), "%s", r->dir);
 	pthread_mutex_unlock(&s->mu);
-	rv = pasci_ckpt_open_latest(&ck, dir, err, sizeof(err));
+	rv     = pasci_ckpt_open_latest(&ck, dir, err, sizeof(err));
+	opened = rv == 0;
 	if (rv == 0) {
 		vars = pasci_checkpoint_directory(s, &n);
 		rv   = vars == NULL
@@ -260,7 +262,8 @@ restore_ps(pasco_strategy *s, size_t ps)
 		/* a restore also writes what other ps hold (the global
 		 * step): with one of them away too, it is tried again once a
 		 * second, until that one is back or has failed */
-		pasci_log(r->since_ms[ps] == 0 ? PASCI_LOG_WARN : PASCI_LOG_INFO,
+		pasci_log(
+		    r->since_ms[ps] == 0 ? PASCI_LOG_WARN : PASCI_LOG_INFO,
 		    "ps %zu at %s: its restore waits for another ps to be "
 		    "back (%s)",
 		    ps, ps_url(s, ps), err);
@@ -292,7 +295,7 @@ restore_ps(pasco_strategy *s, size_t ps)
 		set_unhealthy(s, r->unhealthy - 1);
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (rv == 0) {
+	if (opened) { /* restored or not */
 		pasci_ckpt_close(&ck);
 	}
 }
