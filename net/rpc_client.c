@@ -518,10 +518,9 @@ pasci_rpc_client_forget_advert(pasci_rpc_client *c, uint64_t incarnation)
 	bool first = false;
 	pthread_mutex_lock(&c->mu);
 	if (c->incarnation == incarnation) {
-		first = c->advert_failed_incarnation != incarnation ||
-		        c->advert_failures == 0;
-		c->advert_failures = first ? 1 : c->advert_failures + 1;
-		c->advert_failed_incarnation = incarnation;
+		/* the incarnation changes only at a HELLO, which resets the
+		 * count */
+		first = c->advert_failures++ == 0;
 		c->advert_hold_until_ms =
 		    pasci_now_ms() +
 		    (PASCI_ADVERT_RETRY_MS

@@ -47,10 +47,9 @@ struct pasci_rpc_client {
 	/* Until this time (pasci_now_ms) the advert is not given out: what it
 	 * names failed (pasci_rpc_client_forget_advert); 0: given out. */
 	int64_t advert_hold_until_ms;
-	/* The incarnation whose advert last failed (said once each), and how
-	 * many times in a row (each hold twice as long as the last). */
-	uint64_t advert_failed_incarnation;
-	int      advert_failures;
+	/* How many times in a row the advert failed since the last HELLO
+	 * (each hold twice as long as the last; the first is said). */
+	int advert_failures;
 	/* The handshake's sn || cn while its AUTH is out (auth.h). */
 	uint8_t auth_nonces[2 * PASCI_AUTH_NONCE];
 	/* Why the last handshake was refused; "" once up. */
