@@ -391,6 +391,34 @@ note_earlier_run(pasco_strategy *s, const char *dir, int64_t step,
 	    dir, (long long) newest, (long long) step, kept);
 }
 
+/* One try of a save's shards (pasci_recovery_retry's op): what an
+ * earlier try gathered is dropped first. */
+typedef struct save_attempt {
+	pasco_strategy *s;
+	const char     *ckdir;
+	cJSON          *slots, *tables, *files;
+	bool            tried;
+} save_attempt;
+
+static int
+save_attempt_run(void *arg, char *why, size_t len)
+{
+	save_attempt *a = arg;
+	int           rv;
+	if (a->tried) {
+		cJSON_Delete(a->slots);
+		cJSON_Delete(a->tables);
+		cJSON_Delete(a->files);
+		a->slots  = cJSON_CreateObject();
+		a->tables = cJSON_CreateObject();
+		a->files  = cJSON_CreateObject();
+	}
+	a->tried = true;
+	rv       = save_shards(a->s, a->ckdir, a->slots, a->tables, a->files);
+	pasci_fmt(why, len, "%s", rv != 0 ? pasco_strategy_error(a->s) : "");
+	return rv;
+}
+
 int
 pasco_checkpoint_save(
     pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
@@ -418,23 +446,13 @@ pasco_checkpoint_save(
 	}
 	/* with ps recovery, a ps being recovered is waited for, and a save
 	 * that met a lost ps is tried again once it is back */
-	for (int attempt = 0;; attempt++) {
-		bool recovering = pasci_recovery_wait_healthy(s);
-		rv = save_shards(s, abs_ckdir, slots, tables, files);
-		if (rv == 0 || !recovering || attempt == 4 ||
-		    (rv != PASCO_EUNAVAILABLE && rv != PASCO_ETIMEDOUT)) {
-			break;
-		}
-		pasci_log(PASCI_LOG_WARN, "checkpoint %s: %s; trying again",
-		    ckdir, pasco_strategy_error(s));
-		nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
-		cJSON_Delete(slots);
-		cJSON_Delete(files);
-		cJSON_Delete(tables);
-		slots  = cJSON_CreateObject();
-		files  = cJSON_CreateObject();
-		tables = cJSON_CreateObject();
-	}
+	save_attempt at = {s, abs_ckdir, slots, tables, files, false};
+	char         what[4200];
+	pasci_fmt(what, sizeof(what), "checkpoint %s", ckdir);
+	rv     = pasci_recovery_retry(s, what, save_attempt_run, &at);
+	slots  = at.slots;
+	tables = at.tables;
+	files  = at.files;
 	if (rv != 0) {
 		goto out;
 	}

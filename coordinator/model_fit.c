@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_ARGS(m) (pasco_model_num_args(m) + 4)
 
@@ -237,28 +236,24 @@ typedef struct fit_run {
 } fit_run;
 
 static int
+reset_metrics(void *arg, char *why, size_t len)
+{
+	pasco_variable *state = arg;
+	int             rv    = pasco_metric_reset(state);
+	pasci_fmt(why, len, "%s", rv != 0 ? pasco_variable_error(state) : "");
+	return rv;
+}
+
+static int
 fit_epoch_start(void *user, int32_t epoch)
 {
-	fit_run *r  = user;
-	int      rv = PASCO_OK;
+	fit_run *r = user;
+	int      rv;
 	(void) epoch;
-	/* with ps recovery, a ps being recovered is waited for, and a reset
-	 * that met a lost ps is tried again once it is back (as a
-	 * checkpoint's save is) */
-	for (int attempt = 0; r->state != NULL; attempt++) {
-		bool recovering = pasci_recovery_wait_healthy(r->c->s);
-		rv              = pasco_metric_reset(r->state);
-		if (rv == 0 || !recovering || attempt == 4 ||
-		    (rv != PASCO_EUNAVAILABLE && rv != PASCO_ETIMEDOUT)) {
-			break;
-		}
-		pasci_log(PASCI_LOG_WARN,
-		    "resetting the metrics: %s; trying "
-		    "again",
-		    pasco_variable_error(r->state));
-		nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
-	}
-	if (rv != 0) {
+	/* a ps being recovered is waited for, as a checkpoint's save is */
+	if (r->state != NULL &&
+	    (rv = pasci_recovery_retry(r->c->s, "resetting the metrics",
+	         reset_metrics, r->state)) != 0) {
 		return pasco_fit_fail(rv, "resetting the metrics: %s",
 		    pasco_variable_error(r->state));
 	}

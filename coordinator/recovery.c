@@ -470,6 +470,23 @@ pasci_recovery_wait_healthy(pasco_strategy *s)
 	return on;
 }
 
+int
+pasci_recovery_retry(pasco_strategy *s, const char    *what,
+    int (*op)(void *arg, char *why, size_t len), void *arg)
+{
+	for (int attempt = 0;; attempt++) {
+		char why[1024]  = "";
+		bool recovering = pasci_recovery_wait_healthy(s);
+		int  rv         = op(arg, why, sizeof(why));
+		if (rv == 0 || !recovering || attempt == 4 ||
+		    (rv != PASCO_EUNAVAILABLE && rv != PASCO_ETIMEDOUT)) {
+			return rv;
+		}
+		pasci_log(PASCI_LOG_WARN, "%s: %s; trying again", what, why);
+		nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+	}
+}
+
 uint64_t
 pasco_strategy_ps_recoveries(pasco_strategy *s, int64_t *last_step)
 {

@@ -65,4 +65,12 @@ void pasci_recovery_note_save(pasco_strategy *s, const char *dir);
  * the recovery timeout): true when recovery is on. */
 bool pasci_recovery_wait_healthy(pasco_strategy *s);
 
+/* op(arg, why, len) for a chief's own ps operation (a checkpoint's save,
+ * a metric reset): with recovery on, once no ps is being recovered, and
+ * again (at most 5 times, 300 ms apart, each after the recovery) while
+ * it fails for a lost ps (PASCO_EUNAVAILABLE, PASCO_ETIMEDOUT), with a
+ * warning "what: why; trying again". op's last status. */
+int pasci_recovery_retry(pasco_strategy *s, const char *what,
+    int (*op)(void *arg, char *why, size_t len), void  *arg);
+
 #endif
