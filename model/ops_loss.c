@@ -1,8 +1,9 @@
 /*
  * Losses on the tape, with the values and gradients of the kernels in
  * kit/ops/loss.c (means over every element; binary cross-entropy clips
- * probabilities to [1e-7, 1 - 1e-7] and, as the kernel, differentiates
- * at the clipped value), and L2 regularisation. Labels are copied into
+ * probabilities to [1e-7, 1 - 1e-7] and, as the kernel and Keras's
+ * clip_by_value, passes no gradient to a probability outside that range),
+ * and L2 regularisation. Labels are copied into
  * the arena at the call: the caller's tensor may go at once.
  */
 #include <math.h>
@@ -28,9 +29,11 @@ elem_loss(int kind, double p, double y, double *dp)
 	case L_MSE:
 		*dp = 2 * (p - y);
 		return (p - y) * (p - y);
-	case L_BCE:
+	case L_BCE: /* flat where clipped: Keras's clip passes no gradient */
+		*dp = p < BCE_EPSILON || p > 1 - BCE_EPSILON
+		          ? 0
+		          : -y / p + (1 - y) / (1 - p);
 		p   = fmin(fmax(p, BCE_EPSILON), 1 - BCE_EPSILON);
-		*dp = -y / p + (1 - y) / (1 - p);
 		return -(y * log(p) + (1 - y) * log(1 - p));
 	default:
 		*dp = sigmoid(p) - y;

@@ -70,7 +70,9 @@ int pasco_mse(const pasco_tensor *pred, const pasco_tensor *target,
 
 /* Binary cross-entropy of probabilities (f32, clipped to [1e-7, 1 - 1e-7]
  * as Keras does) or of logits (f32), against labels in {0, 1} (f32, f64,
- * i32 or i64) of the same count. */
+ * i32 or i64) of the same count. As Keras's clip, the clip passes no
+ * gradient: a probability outside [1e-7, 1 - 1e-7] gets 0 in *dprob (the
+ * loss is flat there, at -log(1e-7) = 16.118 for a wrong label). */
 int pasco_binary_crossentropy(const pasco_tensor *prob,
     const pasco_tensor *labels, double *loss, pasco_tensor **dprob);
 int pasco_binary_crossentropy_logits(const pasco_tensor *logits,

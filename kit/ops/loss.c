@@ -98,12 +98,15 @@ pasco_binary_crossentropy(const pasco_tensor *prob, const pasco_tensor *labels,
 	}
 	n = (double) prob->count;
 	for (int64_t i = 0; i < prob->count; i++) {
-		double p =
-		    fmin(fmax(fget(prob, i), BCE_EPSILON), 1 - BCE_EPSILON);
-		double y = pasco_tensor_get(labels, i);
+		double q = fget(prob, i), y = pasco_tensor_get(labels, i);
+		double p = fmin(fmax(q, BCE_EPSILON), 1 - BCE_EPSILON);
 		sum -= y * log(p) + (1 - y) * log(1 - p);
+		/* Keras's clip passes no gradient where it clips: the loss is
+		 * flat there */
 		((float *) (*dprob)->data)[i] =
-		    (float) ((-y / p + (1 - y) / (1 - p)) / n);
+		    q < BCE_EPSILON || q > 1 - BCE_EPSILON
+		        ? 0.0f
+		        : (float) ((-y / p + (1 - y) / (1 - p)) / n);
 	}
 	*loss = sum / n;
 	return PASCO_OK;

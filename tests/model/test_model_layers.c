@@ -3,6 +3,7 @@
  * values), the forward pass against the kit's kernels, errors naming the
  * layer, binding on a worker, and a small MLP trained with the train
  * step. */
+#include "layers_impl.h"
 #include "tape_check.h"
 
 #include <math.h>
@@ -468,6 +469,74 @@ Test(model_layers, losses_are_the_kit_losses_of_the_output)
 		want += pasco_l2_penalty(w, l2, NULL);
 		cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(lo), 0),
 		    want, 1e-5, "loss %d", k);
+		pasco_tape_free(tp);
+	}
+	pasco_tensor_release(x);
+	pasco_tensor_release(w);
+	pasco_tensor_release(b);
+	pasco_tensor_release(y);
+	pasco_model_free(m);
+}
+
+/* Dense(1, sigmoid) -> Dropout(0.5) in training, binary_crossentropy: the
+ * loss takes the dropout's output as probabilities (not a sigmoid's, so
+ * not through logits, as Keras), clipped to [1e-7, 1 - 1e-7]. A kept
+ * element is 2 sigmoid(z): at sigmoid 0.75 it is 1.5, clipped, and a
+ * dropped one is 0, clipped: the clip passes no gradient, so every
+ * variable's gradient is 0 (Keras: 0; it was 6.75e5 on the bias). At
+ * sigmoid 0.25 a kept element is 0.5, inside the range, and the bias's
+ * gradient is the analytic sum over kept elements. */
+Test(model_layers,
+    a_dropout_output_clipped_by_binary_crossentropy_has_no_gradient)
+{
+	pasco_model *m;
+	pasco_layer_reset_names();
+	pasco_layer l[] = {
+	    pasco_layer_dense(1, PASCO_ACT_SIGMOID), pasco_layer_dropout(0.5)};
+	PASCO_PASS(pasco_model_sequential(&m, 3, 2, l, 1));
+	pasco_tensor *x = uniform(2, (int64_t[]){8, 3}, 1), *w, *b, *y;
+	PASCO_PASS(pasco_tensor_alloc(&w, PASCO_F32, 2, (int64_t[]){3, 1}));
+	PASCO_PASS(pasco_tensor_alloc(&b, PASCO_F32, 1, (int64_t[]){1}));
+	PASCO_PASS(pasco_tensor_from(&y, PASCO_F32, 2, (int64_t[]){8, 1},
+	    (float[]){0, 1, 1, 0, 1, 0, 0, 1}, 8 * sizeof(float)));
+	pasco_loss bce = {PASCO_LOSS_BINARY_CROSSENTROPY, false};
+	for (int c = 0; c < 2; c++) {
+		double          s = c == 0 ? 0.75 : 0.25, want = 0;
+		int             kept = 0;
+		pasco_tape     *tp;
+		pasco_tape_grad g[2];
+		pasco_tnode    *out;
+		pasco_tensor_set(b, 0, log(s / (1 - s)));
+		PASCO_PASS(pasco_tape_alloc(&tp, true, 7));
+		pasco_tnode *n[] = {
+		    pasco_tape_watch(tp, w), pasco_tape_watch(tp, b)};
+		pasco_tnode *lo =
+		    pasci_model_loss_out(m, tp, &x, y, bce, n, &out);
+		cr_assert_not_null(lo, "%s", pasco_tape_message(tp));
+		PASCO_PASS(pasco_tape_gradient(tp, lo, 2, n, g));
+		for (int i = 0; i < 8; i++) {
+			double p = pasco_tensor_get(pasco_tnode_value(out), i);
+			double yi = pasco_tensor_get(y, i);
+			kept += p > 0;
+			/* dL/dp / n, times the dropout's 2, times s(1 - s) */
+			want += p > 0 && c == 1
+			            ? (-yi / p + (1 - yi) / (1 - p)) / 8 * 2 *
+			                  s * (1 - s)
+			            : 0;
+		}
+		cr_assert(
+		    kept > 0 && kept < 8, "the mask keeps some: %d", kept);
+		cr_assert_float_eq(pasco_tensor_get(g[1].dense, 0), want, 1e-6,
+		    "dL/dbias at sigmoid %g", s);
+		for (int k = 0; k < 3 && c == 0; k++) {
+			cr_assert_eq(pasco_tensor_get(g[0].dense, k), 0,
+			    "dL/dkernel[%d] where every probability is "
+			    "clipped",
+			    k);
+		}
+		cr_assert(
+		    c == 0 || fabs(want) > 0.01, "the bias moves: %g", want);
+		pasco_tape_grad_fini(g, 2);
 		pasco_tape_free(tp);
 	}
 	pasco_tensor_release(x);

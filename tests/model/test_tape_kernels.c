@@ -119,6 +119,64 @@ Test(tape_kernels, losses_match_the_kit_kernels_in_value_and_gradient)
 	pasco_tensor_release(cls);
 }
 
+/* Keras's binary cross-entropy clips the probabilities to [1e-7, 1 - 1e-7]
+ * with clip_by_value, whose gradient is 0 outside the range: the loss is
+ * flat there (16.118 = -log(1e-7) for a wrong label), and its gradient in
+ * p is 0, from the kernel and from the tape in f32 and f64. Inside the
+ * range the gradient is the analytic (-y / p + (1 - y) / (1 - p)) / n. */
+Test(tape_kernels, binary_crossentropy_passes_no_gradient_where_it_clips)
+{
+	const double  p[] = {1e-9, 0.3, 0.7, 1 - 1e-12, 0, 1};
+	const double  y[] = {1, 1, 0, 0, 1, 0};
+	const int     n   = 6;
+	pasco_tensor *labels, *prob, *dk;
+	double        lk, want = 0;
+	PASCO_PASS(pasco_tensor_alloc(&labels, PASCO_F32, 1, (int64_t[]){n}));
+	for (int i = 0; i < n; i++) {
+		double q = fmin(fmax(p[i], 1e-7), 1 - 1e-7);
+		pasco_tensor_set(labels, i, y[i]);
+		want -= (y[i] * log(q) + (1 - y[i]) * log(1 - q)) / n;
+	}
+	for (int dt = 0; dt < 2; dt++) {
+		pasco_tape     *tp;
+		pasco_tape_grad g;
+		PASCO_PASS(pasco_tensor_alloc(
+		    &prob, dt ? PASCO_F64 : PASCO_F32, 1, (int64_t[]){n}));
+		for (int i = 0; i < n; i++) {
+			pasco_tensor_set(prob, i, p[i]);
+		}
+		if (!dt) {
+			PASCO_PASS(
+			    pasco_binary_crossentropy(prob, labels, &lk, &dk));
+			cr_assert_float_eq(lk, want, 1e-6 * want);
+		}
+		PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+		pasco_tnode *w = pasco_tape_watch(tp, prob);
+		pasco_tnode *l = pasco_t_binary_crossentropy(tp, w, labels);
+		PASCO_PASS(pasco_tape_gradient(tp, l, 1, &w, &g));
+		cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(l), 0),
+		    want, 1e-6 * want);
+		for (int i = 0; i < n; i++) {
+			bool   in = i == 1 || i == 2;
+			double d =
+			    in ? (-y[i] / p[i] + (1 - y[i]) / (1 - p[i])) / n
+			       : 0;
+			cr_assert_float_eq(pasco_tensor_get(g.dense, i), d,
+			    1e-6, "tape (%s) dL/dp at p = %g, y = %g",
+			    dt ? "f64" : "f32", p[i], y[i]);
+			cr_assert(
+			    dt || fabs(pasco_tensor_get(dk, i) - d) <= 1e-6,
+			    "kernel dL/dp at p = %g, y = %g: %g, want %g",
+			    p[i], y[i], pasco_tensor_get(dk, i), d);
+		}
+		pasco_tape_grad_fini(&g, 1);
+		pasco_tape_free(tp);
+		pasco_tensor_release(prob);
+	}
+	pasco_tensor_release(dk);
+	pasco_tensor_release(labels);
+}
+
 static pasco_tnode *
 b_l2(pasco_tape *tp, pasco_tnode *const *s, void *ctx)
 {
