@@ -6,6 +6,7 @@
  */
 #include "layers_impl.h"
 #include "model_impl.h"
+#include "names.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -529,11 +530,11 @@ read_options(
 }
 
 /* Layer i's entry: class, config, and (functional) what it is called on,
- * by name, among the inputs and the layers before it. */
+ * by name, among the inputs and the layers before it (names: each name
+ * to its last layer, else its last input). */
 static int
 read_layer(const cJSON *o, size_t i, pasco_layer *layers,
-    pasco_partitioner *part, const pasco_model_input *ins, size_t nins,
-    bool functional)
+    pasco_partitioner *part, const pasci_names *names, bool functional)
 {
 	static const char *const keys[] = {
 	    "class_name", "config", "inbound_nodes"};
@@ -586,18 +587,9 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 	}
 	cJSON_ArrayForEach(it, inbound)
 	{
-		int32_t r = INT32_MAX;
-		for (size_t k = 0; cJSON_IsString(it) && k < nins; k++) {
-			r = strcmp(ins[k].name, it->valuestring) == 0
-			        ? PASCO_MODEL_INPUT(k)
-			        : r;
-		}
-		for (size_t j = 0; cJSON_IsString(it) && j < i; j++) {
-			r = strcmp(layers[j].name, it->valuestring) == 0
-			        ? (int32_t) j
-			        : r;
-		}
-		if (r == INT32_MAX) {
+		int32_t r;
+		if (!cJSON_IsString(it) ||
+		    !pasci_names_get(names, it->valuestring, &r)) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: inbound node '%s' is no input and no earlier "
 			    "layer",
@@ -621,6 +613,12 @@ read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "config: inputs must be a non-empty list of {name, width, "
 		    "ids}");
+	}
+	if (*n > PASCO_MODEL_MAX_LAYERS) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "config: %zu inputs; a model has at most %d "
+		    "(PASCO_MODEL_MAX_LAYERS)",
+		    *n, PASCO_MODEL_MAX_LAYERS);
 	}
 	if ((*out = calloc(*n, sizeof(**out))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
@@ -655,6 +653,7 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 	pasco_model_input *ins    = NULL;
 	pasco_layer       *layers = NULL;
 	pasco_partitioner *parts  = NULL;
+	pasci_names        names  = {0};
 	size_t      nins = 0, n = (size_t) cJSON_GetArraySize(arr), i = 0;
 	uint64_t    seed = 0;
 	const char *name = NULL;
@@ -671,18 +670,33 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 		    PASCO_EINVAL, "config: layers must be a non-empty list");
 		goto done;
 	}
+	if (n > PASCO_MODEL_MAX_LAYERS) {
+		rv = pasci_model_fail(PASCO_EINVAL,
+		    "config: %zu layers; a model has at most %d "
+		    "(PASCO_MODEL_MAX_LAYERS)",
+		    n, PASCO_MODEL_MAX_LAYERS);
+		goto done;
+	}
 	layers = calloc(n, sizeof(*layers));
 	parts  = calloc(n, sizeof(*parts));
 	if (layers == NULL || parts == NULL) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
 		goto done;
 	}
+	if ((rv = pasci_names_init(&names, nins + n)) != 0) {
+		goto done;
+	}
+	for (size_t k = 0; k < nins; k++) {
+		pasci_names_put(
+		    &names, ins[k].name, PASCO_MODEL_INPUT(k), NULL);
+	}
 	cJSON_ArrayForEach(it, arr)
 	{
-		if ((rv = read_layer(it, i, layers, &parts[i], ins, nins,
-		         functional)) != 0) {
+		if ((rv = read_layer(
+		         it, i, layers, &parts[i], &names, functional)) != 0) {
 			goto done;
 		}
+		pasci_names_put(&names, layers[i].name, (int32_t) i, NULL);
 		i++;
 	}
 	if (!functional && nins != 1) {
@@ -712,6 +726,7 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 		rv = pasco_model_set_name(*out, name);
 	}
 done:
+	pasci_names_fini(&names);
 	free(parts);
 	free(layers);
 	free(ins);

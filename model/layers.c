@@ -1,6 +1,7 @@
 /* Layer descriptions with Keras's defaults and names, the Sequential
  * model's shapes and variables, and binding it to variable handles. */
 #include "layers_impl.h"
+#include "names.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -343,47 +344,55 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
 	return PASCO_OK;
 }
 
+/* Layer i: its variables after checking its name (not one of an earlier
+ * layer's, in names), inputs and options. */
+static int
+build_layer(pasco_model *m, size_t i, pasci_names *names)
+{
+	int64_t      widths[PASCO_LAYER_MAX_INPUTS];
+	pasco_layer *l = &m->layers[i];
+	int32_t      j;
+	int          rv;
+	if (l->name[0] == 0) {
+		auto_name(l);
+	}
+	if (pasci_names_put(names, l->name, (int32_t) i, &j)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "layers %d and %zu are both named '%s'", (int) j, i,
+		    l->name);
+	}
+	m->first_var[i] = m->nvars;
+	if ((rv = resolve_inputs(m, i, widths)) != 0 ||
+	    (rv = check_layer(l, widths, &m->out_width[i])) != 0) {
+		return rv;
+	}
+	if (l->kind == PASCO_LAYER_DENSE) {
+		add_var(m, i, "kernel", 2, widths[0], l->units,
+		    l->kernel_initializer);
+		if (l->use_bias) {
+			add_var(
+			    m, i, "bias", 1, l->units, 0, l->bias_initializer);
+		}
+	} else if (l->kind == PASCO_LAYER_EMBEDDING) {
+		add_var(m, i, "embeddings", 2, l->dynamic ? 0 : l->input_dim,
+		    l->output_dim, l->embeddings_initializer);
+	} else if (l->kind == PASCO_LAYER_NORMALIZATION) {
+		add_var(m, i, "mean", 1, widths[0], 0, pasco_init_zeros());
+		add_var(m, i, "variance", 1, widths[0], 0, pasco_init_ones());
+	}
+	return PASCO_OK;
+}
+
 static int
 build(pasco_model *m)
 {
-	int64_t widths[PASCO_LAYER_MAX_INPUTS];
-	for (size_t i = 0; i < m->nlayers; i++) {
-		pasco_layer *l = &m->layers[i];
-		int          rv;
-		if (l->name[0] == 0) {
-			auto_name(l);
-		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(m->layers[j].name, l->name) == 0) {
-				return pasci_model_fail(PASCO_EINVAL,
-				    "layers %zu and %zu are both named '%s'",
-				    j, i, l->name);
-			}
-		}
-		m->first_var[i] = m->nvars;
-		if ((rv = resolve_inputs(m, i, widths)) != 0 ||
-		    (rv = check_layer(l, widths, &m->out_width[i])) != 0) {
-			return rv;
-		}
-		if (l->kind == PASCO_LAYER_DENSE) {
-			add_var(m, i, "kernel", 2, widths[0], l->units,
-			    l->kernel_initializer);
-			if (l->use_bias) {
-				add_var(m, i, "bias", 1, l->units, 0,
-				    l->bias_initializer);
-			}
-		} else if (l->kind == PASCO_LAYER_EMBEDDING) {
-			add_var(m, i, "embeddings", 2,
-			    l->dynamic ? 0 : l->input_dim, l->output_dim,
-			    l->embeddings_initializer);
-		} else if (l->kind == PASCO_LAYER_NORMALIZATION) {
-			add_var(
-			    m, i, "mean", 1, widths[0], 0, pasco_init_zeros());
-			add_var(m, i, "variance", 1, widths[0], 0,
-			    pasco_init_ones());
-		}
+	pasci_names names;
+	int         rv = pasci_names_init(&names, m->nlayers);
+	for (size_t i = 0; rv == 0 && i < m->nlayers; i++) {
+		rv = build_layer(m, i, &names);
 	}
-	return PASCO_OK;
+	pasci_names_fini(&names);
+	return rv;
 }
 
 static int
@@ -397,6 +406,12 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	if (n == 0 || layers == NULL || ninputs == 0 || inputs == NULL) {
 		return pasci_model_fail(
 		    PASCO_EINVAL, "a model needs inputs and layers");
+	}
+	if (n > PASCO_MODEL_MAX_LAYERS || ninputs > PASCO_MODEL_MAX_LAYERS) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "a model of %zu layers and %zu inputs: at most %d of each "
+		    "(PASCO_MODEL_MAX_LAYERS)",
+		    n, ninputs, PASCO_MODEL_MAX_LAYERS);
 	}
 	for (size_t k = 0; k < ninputs; k++) {
 		if (inputs[k].width < 1) {
@@ -664,6 +679,16 @@ pasci_model_clone(const pasco_model *m, pasco_model **out)
 		memcpy((*out)->name, m->name, sizeof(m->name));
 	}
 	return rv;
+}
+
+size_t
+pasci_model_bytes(const pasco_model *m)
+{
+	size_t per_layer = sizeof(*m->layers) + sizeof(*m->out_width) +
+	                   sizeof(*m->first_var) + sizeof(*m->parts) +
+	                   sizeof(*m->norm) + 2 * sizeof(*m->vars);
+	return sizeof(*m) + m->nlayers * per_layer +
+	       m->ninputs * sizeof(*m->inputs);
 }
 
 void

@@ -179,11 +179,17 @@ const char *pasco_act_name(pasco_act a);
 
 typedef struct pasco_model pasco_model;
 
+/* The most layers, and the most inputs, a model may have: a model (or a
+ * config, pasco_model_from_json) of more is PASCO_EINVAL naming the cap.
+ * Building, copying and reading a model take time linear in its layers. */
+#define PASCO_MODEL_MAX_LAYERS 32768
+
 /* A Sequential model of layers[0..n) (copied), each on the previous
  * one's output, on one input [batch, input_width] (for a first Embedding:
  * ids [batch, input_width], or [batch] with width 1). Widths are checked
- * layer by layer: a bad option is PASCO_EINVAL naming the layer. *out
- * NULL on failure. */
+ * layer by layer: a bad option is PASCO_EINVAL naming the layer; layer
+ * names must differ (PASCO_EINVAL naming both layers). *out NULL on
+ * failure. */
 int pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
     const pasco_layer *layers, uint64_t seed);
 

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 TestSuite(model_config, .timeout = 30);
 
@@ -231,6 +232,100 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 	refused("{\"class_name\":\"Sequential\",\"config\":{\"inputs\":[],"
 	        "\"layers\":[]}}",
 	    "inputs must be a non-empty list");
+}
+
+/* A functional config of n layers d0..d(n-1) on input x, each on the one
+ * before (Dense(2), or Activation(relu) every other one, so half have
+ * variables); the last is named `last`. The caller frees it. */
+static char *
+chain_config(size_t n, const char *last)
+{
+	size_t cap = 200 + n * 160, at = 0;
+	char  *j = malloc(cap);
+	cr_assert_not_null(j);
+	at += (size_t) snprintf(j, cap,
+	    "{\"class_name\":\"Functional\",\"config\":{\"inputs\":[{"
+	    "\"name\":\"x\",\"width\":4}],\"layers\":[");
+	for (size_t i = 0; i < n; i++) {
+		char name[32], in[32];
+		snprintf(name, sizeof(name), "d%zu", i);
+		snprintf(in, sizeof(in), i == 0 ? "x" : "d%zu", i - 1);
+		at += (size_t) snprintf(j + at, cap - at,
+		    "%s{\"class_name\":\"%s\",\"config\":{\"name\":\"%s\"%s},"
+		    "\"inbound_nodes\":[\"%s\"]}",
+		    i > 0 ? "," : "", i % 2 ? "Activation" : "Dense",
+		    i + 1 == n ? last : name,
+		    i % 2 ? ",\"activation\":\"relu\"" : ",\"units\":2", in);
+	}
+	snprintf(j + at, cap - at, "]}}");
+	return j;
+}
+
+static double
+thread_cpu_seconds(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double) t.tv_sec + (double) t.tv_nsec * 1e-9;
+}
+
+/* Reading a config, and copying the model (as a worker does at every
+ * call), take time linear in the layers: names are checked and inbound
+ * nodes resolved through a table, not against every earlier layer (a
+ * config of 50,000 layers took 15 to 27 s of a worker's thread; this one,
+ * at the cap, 7 s to read and 5 s to copy, now 0.15 s together). The
+ * bound is CPU time of this thread, so other processes on the machine do
+ * not move it. A duplicate name is still refused, naming both layers. */
+Test(model_config, a_config_at_the_layer_cap_reads_in_linear_time)
+{
+	size_t       n    = PASCO_MODEL_MAX_LAYERS;
+	char        *json = chain_config(n, "out");
+	pasco_model *m, *copy;
+	double       t0 = thread_cpu_seconds(), t;
+	PASCO_PASS(pasco_model_from_json(json, &m));
+	PASCO_PASS(pasci_model_clone(m, &copy));
+	t = thread_cpu_seconds() - t0;
+	cr_assert_eq(pasco_model_num_layers(copy), n);
+	cr_assert_eq(pasco_model_num_variables(copy), n);
+	cr_assert_eq(
+	    pasco_model_layer(copy, n - 1)->inputs[0], (int32_t) n - 2);
+	cr_assert(t < 2.0,
+	    "reading and copying %zu layers took %.2f s of CPU (linear: "
+	    "well under 1 s)",
+	    n, t);
+	pasco_model_free(copy);
+	pasco_model_free(m);
+	free(json);
+
+	json = chain_config(20000, "d0");
+	refused(json, "layers 0 and 19999 are both named 'd0'");
+	free(json);
+}
+
+/* More layers than PASCO_MODEL_MAX_LAYERS: refused at once, in a config
+ * and from C, naming the cap. */
+Test(model_config, a_model_past_the_layer_cap_is_refused_naming_it)
+{
+	size_t       n    = PASCO_MODEL_MAX_LAYERS + 1;
+	char        *json = chain_config(n, "out");
+	pasco_layer *l    = calloc(n, sizeof(*l));
+	pasco_model *m    = (pasco_model *) 1;
+	refused(json, "config: 32769 layers; a model has at most 32768 "
+	              "(PASCO_MODEL_MAX_LAYERS)");
+	cr_assert_not_null(l);
+	for (size_t i = 0; i < n; i++) {
+		l[i] = pasci_layer_defaults(PASCO_LAYER_DROPOUT);
+		snprintf(l[i].name, sizeof(l[i].name), "p%zu", i);
+	}
+	PASCO_FAIL(pasco_model_sequential(&m, 4, n, l, 1), PASCO_EINVAL);
+	cr_assert_null(m);
+	cr_assert_str_eq(pasco_model_last_error(),
+	    "a model of 32769 layers and 1 inputs: at most 32768 of each "
+	    "(PASCO_MODEL_MAX_LAYERS)");
+	PASCO_PASS(pasco_model_sequential(&m, 4, n - 1, l, 1));
+	pasco_model_free(m);
+	free(l);
+	free(json);
 }
 
 Test(model_config, compile_resolves_accuracy_as_keras_does)
