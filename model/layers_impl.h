@@ -87,6 +87,10 @@ pasco_layer pasci_layer_defaults(pasco_layer_kind kind);
  * tensor. PASCO_ENOMEM. */
 int pasci_model_clone(const pasco_model *m, pasco_model **out);
 
+/* The bytes an unbound model (from a config, or a clone) holds: its
+ * struct and its per-layer and per-input arrays. */
+size_t pasci_model_bytes(const pasco_model *m);
+
 /* The bound variables read onto tp (one round trip); their nodes, in the
  * tape's arena, or NULL with the tape's error set. vars gets the reads. */
 pasco_tnode **pasci_model_read(const pasco_model *m, pasco_tape *tp,

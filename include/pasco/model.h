@@ -133,8 +133,11 @@ int pasco_model_args(pasco_model *m, pasco_arg *args, size_t cap, size_t *n);
  * first (as pasco_model_args put them), rebuilt from its config and bound
  * to the call's handles; owned by the caller (pasco_model_free). The
  * parsed config is cached per process by its bytes, so a step does not
- * parse JSON again. Errors are set on the call (pasco_call_fail).
- * Thread-safe. */
+ * parse JSON again: at most PASCO_MODEL_CACHE_ENTRIES configs (16) and
+ * PASCO_MODEL_CACHE_MB megabytes (64, configs and their parsed models
+ * together), the least recently used dropped first; a config over the
+ * bytes alone is parsed at every call (warned once); 0 turns the cache
+ * off. Errors are set on the call (pasco_call_fail). Thread-safe. */
 int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
 
 /* fit: the library's train step (forward, loss, tape, one mixed apply,
