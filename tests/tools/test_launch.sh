@@ -334,24 +334,29 @@ if [ "$status" -eq 2 ] && grep -q "no cluster" "$TMP/nocluster.out"; then ok "no
 
 # 6. --restart: a worker killed mid-run is started again with the same
 # TF_CONFIG, and the run completes.
-PASCO_TEST_MARK=$MARK timeout 120 "$PASCO" launch --restart --ps 1 --workers 2 -- \
-	"$EXAMPLE" --epochs 150 > "$TMP/restart.out" 2>&1 &
-launcher=$!
-victim=
-if wait_for 'grep -q "epoch 3:" "$TMP/restart.out"' 300; then
+# The victim is looked for at every poll from epoch 3 on (on a loaded
+# machine one poll can come after the run's end: 150 epochs of this model
+# take a few seconds), and the run is long enough to be caught mid-way.
+worker1_task() {
 	for p in $(marked); do
 		if { tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null |
 			grep -q '^TF_CONFIG=.*"task":{"type":"worker","index":1}'; then
-			victim=$p
+			echo "$p"
 		fi
 	done
-fi
+}
+PASCO_TEST_MARK=$MARK timeout 240 "$PASCO" launch --restart --ps 1 --workers 2 -- \
+	"$EXAMPLE" --epochs 400 > "$TMP/restart.out" 2>&1 &
+launcher=$!
+victim=
+wait_for 'grep -q "epoch 3:" "$TMP/restart.out" 2>/dev/null &&
+	victim=$(worker1_task) && [ -n "$victim" ]' 600
 if [ -n "$victim" ]; then
 	kill -9 "$victim"
 	wait "$launcher"
 	status=$?
 	if [ "$status" -eq 0 ] && grep -q '^\[launch\] worker 1 exited (signal 9); restarting$' "$TMP/restart.out" &&
-		grep -q '^\[chief 0\] epoch 150: loss = ' "$TMP/restart.out"; then
+		grep -q '^\[chief 0\] epoch 400: loss = ' "$TMP/restart.out"; then
 		ok "--restart: worker 1 killed and restarted; the run completed"
 	else
 		fail "--restart: status $status"; cat "$TMP/restart.out"
