@@ -19,6 +19,7 @@
 #include "coordinator_impl.h"
 #include "key.h"
 #include "recovery.h"
+#include "resolve.h"
 #include "tensor_impl.h"
 #include "tls.h"
 #include "util.h"
@@ -221,12 +222,12 @@ heartbeat_main(void *arg)
 static const char *
 probe_reason(const char *url, char *buf, size_t len)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-	char            host[256];
-	const char     *hp = url + 6, *colon;
-	struct pollfd   pfd;
-	int             fd, rv, err = 0;
-	socklen_t       elen = sizeof(err);
+	pasci_sockaddr sa;
+	char           host[256], why[300];
+	const char    *hp = url + 6, *colon;
+	struct pollfd  pfd;
+	int            fd, err = 0;
+	socklen_t      elen = sizeof(err);
 
 	if (pasci_tls_failure(url, buf, len)) {
 		return buf; /* connects, but the handshake fails */
@@ -241,16 +242,15 @@ probe_reason(const char *url, char *buf, size_t len)
 		memmove(host, host + 1, strlen(host));
 		host[strcspn(host, "]")] = 0;
 	}
-	if ((rv = getaddrinfo(host, colon + 1, &hints, &ai)) != 0) {
-		return pasci_fmt(
-		    buf, len, "cannot resolve %s: %s", host, gai_strerror(rv));
+	if (pasci_resolve(host, colon + 1, 0, 1000, &sa, why, sizeof(why)) !=
+	    0) {
+		return pasci_fmt(buf, len, "%s", why);
 	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	fd = socket(sa.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		freeaddrinfo(ai);
 		return pasci_fmt(buf, len, "no answer yet");
 	}
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+	if (connect(fd, (struct sockaddr *) &sa.sa, sa.len) != 0) {
 		err = errno;
 	}
 	if (err == EINPROGRESS) {
@@ -261,7 +261,6 @@ probe_reason(const char *url, char *buf, size_t len)
 		}
 	}
 	close(fd);
-	freeaddrinfo(ai);
 	if (err != 0) {
 		return pasci_fmt(buf, len, "%s", strerror(err));
 	}

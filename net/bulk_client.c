@@ -36,6 +36,7 @@
 
 #include "address.h"
 #include "bulk_frame.h"
+#include "resolve.h"
 #include "util.h"
 
 #define POOL_IDLE 16 /* idle connections kept per server */
@@ -108,26 +109,32 @@ dial_local(const char *name)
 	return fd;
 }
 
-/* A connected, non-blocking socket to host:port, or -1. */
+/* A connected, non-blocking socket to host:port, or -1. The name is
+ * looked up within the connect deadline too: a name service that does not
+ * answer must not hold the call (getaddrinfo has no time limit). */
 static int
 dial_tcp(const char *addr, int64_t deadline_ms, char *detail, size_t len)
 {
-	struct addrinfo hints = {
-	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	struct addrinfo *ai = NULL;
-	char             host[256], port[16];
-	int              fd = -1, one = 1, soerr = 0;
-	socklen_t        slen = sizeof(soerr);
+	pasci_sockaddr sa;
+	char           host[256], port[16];
+	int            fd = -1, one = 1, soerr = 0, rv;
+	socklen_t      slen = sizeof(soerr);
 
 	if (pasci_addr_split(addr, host, sizeof(host), port, sizeof(port)) !=
-	        0 ||
-	    getaddrinfo(host, port, &hints, &ai) != 0 || ai == NULL) {
+	    0) {
 		pasci_fmt(detail, len, "bad bulk address '%s'", addr);
 		return -1;
 	}
+	if ((rv = pasci_resolve(host, port, 0, deadline_ms - pasci_now_ms(),
+	         &sa, detail, len)) != 0) {
+		char why[256];
+		pasci_fmt(why, sizeof(why), "%s", detail);
+		pasci_fmt(detail, len, "bulk address %s: %s", addr, why);
+		return -1;
+	}
 	fd = socket(
-	    ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 &&
+	    sa.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *) &sa.sa, sa.len) != 0 &&
 	    (errno != EINPROGRESS ||
 	        pasci_bulk_wait_fd(fd, POLLOUT, deadline_ms) != 0 ||
 	        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &slen) != 0 ||
@@ -137,7 +144,6 @@ dial_tcp(const char *addr, int64_t deadline_ms, char *detail, size_t len)
 		close(fd);
 		fd = -1;
 	}
-	freeaddrinfo(ai);
 	if (fd >= 0) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}

@@ -55,6 +55,7 @@
 #include "bufcache.h"
 #include "bulk_frame.h"
 #include "conns.h"
+#include "resolve.h"
 #include "tensor_impl.h"
 #include "util.h"
 
@@ -117,6 +118,7 @@ pasci_bulk_last_request_ms(void)
 }
 
 #define AUTH_MS 10000 /* for a new connection's handshake */
+#define LISTEN_LOOKUP_MS 10000 /* for the listen address's name */
 
 static int64_t
 deadline_of(const pasci_bulk_server *s)
@@ -569,16 +571,13 @@ pasci_bulk_server_open_as(pasci_bulk_server **out, const char *host,
     const char *port_env, uint64_t incarnation, pasci_bulk_handler handler,
     void *arg, const pasci_key *key)
 {
-	struct addrinfo         hints = {.ai_family = AF_UNSPEC,
-	            .ai_socktype                    = SOCK_STREAM,
-	            .ai_flags                       = AI_PASSIVE};
-	struct addrinfo        *ai    = NULL;
+	pasci_sockaddr          ai;
 	pasci_bulk_server      *s;
 	struct sockaddr_storage a;
 	socklen_t               alen = sizeof(a);
-	int                     one  = 1, port, gai;
+	int                     one  = 1, port;
 	const char             *bulk_port;
-	char                    local[64];
+	char                    local[64], why[300];
 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
@@ -600,27 +599,24 @@ pasci_bulk_server_open_as(pasci_bulk_server **out, const char *host,
 	    strspn(bulk_port, "0123456789") != strlen(bulk_port)) {
 		bulk_port = "0";
 	}
-	if ((gai = getaddrinfo(host, bulk_port, &hints, &ai)) != 0 ||
-	    ai == NULL) {
+	if (pasci_resolve(host, bulk_port, AI_PASSIVE, LISTEN_LOOKUP_MS, &ai,
+	        why, sizeof(why)) != 0) {
 		pasci_log(PASCI_LOG_ERROR,
 		    "cannot listen for bulk transfers on %s port %s: %s", host,
-		    bulk_port, gai != 0 ? gai_strerror(gai) : "no address");
+		    bulk_port, why);
 		pthread_mutex_destroy(&s->mu);
 		free(s);
 		return PASCO_EIO;
 	}
-	if ((s->listen_fd = socket(ai->ai_family, SOCK_STREAM, 0)) < 0 ||
+	if ((s->listen_fd = socket(ai.sa.ss_family, SOCK_STREAM, 0)) < 0 ||
 	    setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one,
 	        sizeof(one)) != 0 ||
-	    bind(s->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+	    bind(s->listen_fd, (struct sockaddr *) &ai.sa, ai.len) != 0 ||
 	    listen(s->listen_fd, 64) != 0 ||
 	    getsockname(s->listen_fd, (struct sockaddr *) &a, &alen) != 0) {
 		pasci_log(PASCI_LOG_ERROR,
 		    "cannot listen for bulk transfers on %s port %s: %s", host,
 		    bulk_port, strerror(errno));
-		if (ai != NULL) {
-			freeaddrinfo(ai);
-		}
 		if (s->listen_fd >= 0) {
 			close(s->listen_fd);
 		}
@@ -628,7 +624,6 @@ pasci_bulk_server_open_as(pasci_bulk_server **out, const char *host,
 		free(s);
 		return PASCO_EIO;
 	}
-	freeaddrinfo(ai);
 	port = a.ss_family == AF_INET6
 	           ? ntohs(((struct sockaddr_in6 *) &a)->sin6_port)
 	           : ntohs(((struct sockaddr_in *) &a)->sin_port);

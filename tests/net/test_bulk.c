@@ -7,7 +7,9 @@
 #include "bulk_test.h"
 
 #include <dirent.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "bufcache.h"
 #include "bulk.h"
 #include "bulk_frame.h"
+#include "resolve.h"
 #include "rpc.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -728,4 +731,80 @@ Test(bulk, requests_on_the_bulk_port_keep_a_task_from_idling)
 	pasci_bulk_pool_destroy(pool);
 	pasci_bulk_server_close(bs);
 	pasci_rpc_server_close(rpc);
+}
+
+/* A name service that does not answer: lookups of "*.stuck.test" block
+ * until the test lets them go (then fail), others are getaddrinfo's. */
+static pthread_mutex_t stuck_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  stuck_cv = PTHREAD_COND_INITIALIZER;
+static bool            stuck_released;
+static int             stuck_waiting;
+
+static int
+stuck_lookup(const char *host, const char *port, const struct addrinfo *hints,
+    struct addrinfo **res)
+{
+	if (strstr(host, ".stuck.test") == NULL) {
+		return getaddrinfo(host, port, hints, res);
+	}
+	pthread_mutex_lock(&stuck_mu);
+	stuck_waiting++;
+	while (!stuck_released) {
+		pthread_cond_wait(&stuck_cv, &stuck_mu);
+	}
+	stuck_waiting--;
+	pthread_cond_broadcast(&stuck_cv);
+	pthread_mutex_unlock(&stuck_mu);
+	return EAI_AGAIN;
+}
+
+/* Lets the stuck lookups go and waits (at most 5 s) until they return. */
+static void
+stuck_release(void)
+{
+	int64_t until = pasci_now_ms() + 5000;
+	pthread_mutex_lock(&stuck_mu);
+	stuck_released = true;
+	pthread_cond_broadcast(&stuck_cv);
+	while (stuck_waiting > 0 && pasci_now_ms() < until) {
+		pthread_mutex_unlock(&stuck_mu);
+		usleep(1000);
+		pthread_mutex_lock(&stuck_mu);
+	}
+	pthread_mutex_unlock(&stuck_mu);
+	pasci_resolve_set_lookup(NULL);
+}
+
+Test(bulk, a_lookup_that_gets_no_answer_fails_the_connection_at_its_deadline)
+{
+	pasci_bulk_pool   *pool;
+	pasci_wire_msg     reply;
+	pasci_wire_builder b;
+	char               detail[300];
+	int64_t            t0;
+	int                rv;
+
+	pasci_resolve_set_lookup(stuck_lookup);
+	PASCO_PASS(pasci_bulk_pool_create(&pool, NULL));
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_READ);
+	t0 = pasci_now_ms();
+	/* the connection's deadline is the call's 1 s (under the 3 s for
+	 * connecting): nothing sent, so the caller may go over nng */
+	rv = pasci_bulk_call(pool, "ps0.stuck.test:2222", 42, &b, 1000,
+	    &reply, detail, sizeof(detail));
+	int64_t took = pasci_now_ms() - t0;
+	pasci_wire_builder_fini(&b);
+	cr_assert_eq(rv, PASCO_ENOTFOUND, "%s: %s", pasco_errname(rv), detail);
+	cr_assert(took >= 900 && took < 2000, "took %lld ms", (long long) took);
+	cr_assert(strstr(detail, "'ps0.stuck.test'") != NULL &&
+	              strstr(detail, "no answer within") != NULL &&
+	              strstr(detail, "ps0.stuck.test:2222") != NULL,
+	    "%s", detail);
+	/* and a name that resolves is not held up by the stuck one */
+	PASCO_FAIL(call(pool, "localhost:1", 42, PASCI_METHOD_VAR_READ, 1000,
+	               &reply),
+	    PASCO_ENOTFOUND);
+	cr_assert_lt(pasci_now_ms() - t0, 3000);
+	pasci_bulk_pool_destroy(pool);
+	stuck_release();
 }
