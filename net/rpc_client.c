@@ -118,7 +118,11 @@ client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	if (c->pipe == (uint32_t) nng_pipe_id(pipe)) {
 		c->pipe = 0;
 		c->link = LINK_DOWN;
+		/* the task may be back elsewhere: look its name up now */
+		c->next_lookup_ms = 0;
+		pthread_cond_broadcast(&c->timer_cv);
 	}
+	c->dial_event_ms = pasci_now_ms();
 	lost =
 	    pasci_rpc_calls_take(&c->calls, (uint32_t) nng_pipe_id(pipe), -1);
 	pthread_mutex_unlock(&c->mu);
@@ -247,8 +251,9 @@ client_close_pipes_locked(pasci_rpc_client *c)
 	}
 }
 
-/* Expires deadlines every tick while any call has one, and closes the
- * connections asked for. */
+/* Expires deadlines every tick while any call has one, closes the
+ * connections asked for, and while the link is down follows the server's
+ * name (rpc_redial.c). */
 static void *
 client_timer_main(void *arg)
 {
@@ -257,11 +262,19 @@ client_timer_main(void *arg)
 	pasci_thread_name("pasco-rpc-timer");
 	pthread_mutex_lock(&c->mu);
 	while (!c->closing) {
+		int64_t tick_ms;
 		if (c->nclose_pipes > 0) {
 			client_close_pipes_locked(c);
 			continue;
 		}
-		if (c->calls.ndeadlines == 0) {
+		pasci_rpc_redial_tick_locked(c);
+		tick_ms = c->calls.ndeadlines > 0
+		              ? RECV_TICK_MS
+		              : pasci_rpc_redial_wait_ms_locked(c);
+		if (c->closing || c->nclose_pipes > 0) {
+			continue;
+		}
+		if (tick_ms < 0) {
 			c->timer_idle = true;
 			pthread_cond_wait(&c->timer_cv, &c->mu);
 			c->timer_idle = false;
@@ -269,8 +282,8 @@ client_timer_main(void *arg)
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += RECV_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_nsec += tick_ms * 1000000L;
+		while (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
@@ -305,14 +318,9 @@ client_socket_open(pasci_rpc_client *c, int *tls_rv)
 	nng_pipe_notify(
 	    c->sock, NNG_PIPE_EV_ADD_POST, pasci_rpc_client_pipe_added, c);
 	nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, client_pipe_removed, c);
-	/* tls+tcp: certificates from the environment, or a named error */
-	if ((rv = nng_dialer_create(&c->dialer, c->sock, c->url)) == 0 &&
-	    (*tls_rv = pasci_tls_dialer_setup(c->dialer, c->url)) != 0) {
-		rv = PASCO_EIO;
-	}
-	if (rv != 0 ||
-	    (rv = nng_dialer_start(c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
-		pasci_tls_forget_dialer(c->dialer);
+	/* a named host is looked up first, then dialed (rpc_redial.c) */
+	if (!c->resolves &&
+	    (rv = pasci_rpc_dialer_start(c, c->url, tls_rv)) != 0) {
 		nng_close(c->sock);
 		nng_aio_free(c->recv_aio);
 		return rv;
@@ -365,6 +373,7 @@ pasci_rpc_client_open_as(pasci_rpc_client **out, const char *url,
 		c->chief = *chief;
 	}
 	c->opened_ms     = pasci_now_ms();
+	pasci_rpc_redial_init(c);
 	c->calls.next_id = (uint32_t) pasci_random_u64() & 0x7fffffu;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
@@ -478,8 +487,8 @@ pasci_rpc_client_close(pasci_rpc_client *c)
 		c->attached_stop(c->attached);
 	}
 	nng_aio_stop(c->recv_aio); /* no receive callback runs past here */
-	pasci_tls_forget_dialer(c->dialer);
-	nng_dialer_close(c->dialer); /* no redial races the socket's close */
+	pasci_rpc_dialer_close(c); /* no redial races the socket's close */
+	pasci_rpc_redial_fini(c);
 	pasci_fmt(what, sizeof(what), "the connection to %s", c->url);
 	if (pasci_sock_close_bounded(c->sock, what, PASCI_CLOSE_WAIT_MS,
 	        client_close_timed_out, client_free_cb, c)) {
@@ -537,8 +546,10 @@ pasci_rpc_client_url(const pasci_rpc_client *c)
 	return c->url;
 }
 
-int
-pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
+/* Waits up to timeout_ms for the link; fail_fast: not at all for a peer
+ * that was connected and is lost. */
+static int
+client_wait_link(pasci_rpc_client *c, int64_t timeout_ms, bool fail_fast)
 {
 	struct timespec ts;
 	int             rv = PASCO_OK;
@@ -554,7 +565,7 @@ pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
 	/* Fail fast once a connected peer is lost (TensorFlow's
 	 * GRPC_FAIL_FAST=use_caller for execution RPCs); wait only for the
 	 * first connection. */
-	if (c->ever_up && c->link != LINK_UP) {
+	if (fail_fast && c->ever_up && c->link != LINK_UP) {
 		rv = PASCO_EUNAVAILABLE;
 	}
 	while (c->link != LINK_UP && !c->closing && rv == PASCO_OK) {
@@ -567,6 +578,12 @@ pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
 	}
 	pthread_mutex_unlock(&c->mu);
 	return rv;
+}
+
+int
+pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms)
+{
+	return client_wait_link(c, timeout_ms, true);
 }
 
 int
@@ -589,7 +606,16 @@ pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (!never_up) {
-		return pasci_rpc_client_wait_up(c, timeout_ms);
+		/* A peer lost is waited for a moment too (retry_contact_ms),
+		 * then unavailable: a task restarting, or back at a new
+		 * address under its name, is redialed within about a second
+		 * (rpc_redial.c), and a chief started meanwhile, connected to
+		 * it a moment before this process, must not see its first
+		 * steps fail. */
+		int64_t wait =
+		    timeout_ms < retry_contact_ms ? timeout_ms : retry_contact_ms;
+		rv = client_wait_link(c, wait, false);
+		return rv == PASCO_ETIMEDOUT ? PASCO_EUNAVAILABLE : rv;
 	}
 	/* a peer never reached: say every few seconds what is awaited */
 	deadline = pasci_now_ms() + timeout_ms;
@@ -602,7 +628,8 @@ pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms)
 		char why[200];
 		pthread_mutex_lock(&c->mu);
 		pasci_fmt(why, sizeof(why), "%s",
-		    c->auth_error[0] != 0 ? c->auth_error
+		    c->auth_error[0] != 0   ? c->auth_error
+		    : c->dial_error[0] != 0 ? c->dial_error
 		    : c->link == LINK_HELLO
 		        ? "connected, no hello answered yet"
 		        : "no connection yet");
@@ -721,6 +748,9 @@ void
 pasci_rpc_client_why_down(pasci_rpc_client *c, char *buf, size_t len)
 {
 	pthread_mutex_lock(&c->mu);
-	pasci_fmt(buf, len, "%s", c->link == LINK_UP ? "" : c->auth_error);
+	pasci_fmt(buf, len, "%s",
+	    c->link == LINK_UP        ? ""
+	    : c->auth_error[0] != 0   ? c->auth_error
+	                              : c->dial_error);
 	pthread_mutex_unlock(&c->mu);
 }

@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "chief.h"
 #include "rpc.h"
+#include "resolve.h"
 #include "rpc_calls.h"
 
 #define HELLO_TIMEOUT_MS 5000
@@ -20,7 +21,6 @@ enum { LINK_DOWN, LINK_HELLO, LINK_UP };
 
 struct pasci_rpc_client {
 	nng_socket         sock;
-	nng_dialer         dialer;
 	nng_aio           *recv_aio;
 	char              *url;
 	pasci_rpc_state_fn state_fn;
@@ -69,6 +69,27 @@ struct pasci_rpc_client {
 	int      nclosing_pipes;
 	int64_t  auth_logged_ms;
 	bool     warned_no_key;
+	/* The dialer (rpc_redial.c): replaced by the timer thread only, read
+	 * under mu by nng's callbacks (slow_redials). */
+	nng_dialer dialer;
+	bool       has_dialer;
+	char       dial_url[160]; /* what it dials */
+	/* its start, or the last connection's arrival or loss */
+	int64_t dial_event_ms;
+	bool    slow; /* redials once a second (rpc_handshake.c) */
+	/* Why the name does not lead anywhere (a lookup failed); "" none. */
+	char dial_error[320];
+	/* A URL naming a host: looked up here, not by nng (set at open, then
+	 * read only). */
+	bool resolves;
+	char host[256];
+	char port[16];
+	/* The lookup under way, and when it began (timer thread only); the
+	 * next one's time (under mu: a lost connection brings it forward). */
+	pasci_lookup *lookup;
+	int64_t       lookup_ms;
+	int64_t       next_lookup_ms;
+	int64_t       lookup_logged_ms;
 	/* pasci_rpc_client_attach's object, and how it stops */
 	void *attached;
 	void (*attached_stop)(void *it);
@@ -89,6 +110,29 @@ rpc_call_insert_locked(pasci_rpc_client *c, rpc_call *call)
 		pthread_cond_signal(&c->timer_cv); /* the first deadline */
 	}
 }
+
+/* --- rpc_redial.c --- */
+
+/* Sets c->resolves, host and port from c->url (at open). */
+void pasci_rpc_redial_init(pasci_rpc_client *c);
+
+/* Starts a dialer of url for c (c->url's TLS settings): an nng error, or
+ * PASCO_EIO with *tls_rv the TLS setup's error. mu not held. */
+int pasci_rpc_dialer_start(pasci_rpc_client *c, const char *url, int *tls_rv);
+
+/* Closes c's dialer, if any. mu not held. */
+void pasci_rpc_dialer_close(pasci_rpc_client *c);
+
+/* While the link is down: looks the name up again and replaces the dialer
+ * when the address changed or it is stuck. Timer thread, mu held (dropped
+ * around nng's calls). */
+void pasci_rpc_redial_tick_locked(pasci_rpc_client *c);
+
+/* How long the timer may wait before the next tick; -1: no tick needed. */
+int64_t pasci_rpc_redial_wait_ms_locked(const pasci_rpc_client *c);
+
+/* Abandons a lookup under way (at close, the timer thread stopped). */
+void pasci_rpc_redial_fini(pasci_rpc_client *c);
 
 /* --- rpc_handshake.c --- */
 

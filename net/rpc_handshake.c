@@ -68,8 +68,9 @@ pasci_rpc_client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	}
 	pasci_wire_builder_fini(&b);
 	pthread_mutex_lock(&c->mu);
-	c->pipe = (uint32_t) nng_pipe_id(pipe);
-	c->link = LINK_HELLO;
+	c->pipe          = (uint32_t) nng_pipe_id(pipe);
+	c->link          = LINK_HELLO;
+	c->dial_event_ms = pasci_now_ms();
 	pthread_mutex_unlock(&c->mu);
 	handshake_send(c, pipe, msg, false, NULL);
 }
@@ -81,8 +82,17 @@ pasci_rpc_client_pipe_added(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 static void
 slow_redials(pasci_rpc_client *c, bool slow)
 {
-	nng_dialer_set_ms(c->dialer, NNG_OPT_RECONNMINT, slow ? 1000 : 20);
-	nng_dialer_set_ms(c->dialer, NNG_OPT_RECONNMAXT, slow ? 1000 : 500);
+	nng_dialer d;
+	bool       has;
+	pthread_mutex_lock(&c->mu);
+	c->slow = slow; /* for a dialer that replaces this one */
+	d       = c->dialer;
+	has     = c->has_dialer;
+	pthread_mutex_unlock(&c->mu);
+	if (has) { /* closed meanwhile: nng refuses the id, no harm */
+		nng_dialer_set_ms(d, NNG_OPT_RECONNMINT, slow ? 1000 : 20);
+		nng_dialer_set_ms(d, NNG_OPT_RECONNMAXT, slow ? 1000 : 500);
+	}
 }
 
 /* The handshake on call->pipe is done: the link is up. */

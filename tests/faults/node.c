@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "call.h"
+#include "hosts.h"
 #include "resources.h"
 
 /* No args. How many resources (built iterators, per-worker variables)
@@ -154,6 +155,7 @@ no_chief(const pasco_cluster *cluster, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+	ft_hosts_install();
 	return pasco_main(argc, argv, no_chief);
 }
 

@@ -7,14 +7,19 @@
  */
 #include "helpers.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "hosts.h"
 #include "util.h"
 
 TestSuite(faults, .timeout = 120);
@@ -24,6 +29,7 @@ TestSuite(faults, .timeout = 120);
 typedef struct ft {
 	char               spec[1024]; /* the "cluster" JSON object */
 	int                nps, nworkers;
+	int                ps_port[MAX_TASKS];
 	pid_t              ps[MAX_TASKS], workers[MAX_TASKS];
 	pasco_cluster     *cluster;
 	pasco_strategy    *s;
@@ -36,6 +42,11 @@ static ft f;
  * set, and its timeout */
 static char    ckpt_dir[64];
 static int64_t recovery_timeout_ms;
+
+/* A ps named by a host name (ps0.moved.test, resolved through FT_HOSTS:
+ * hosts.h) instead of 127.0.0.1, and the address it listens at */
+static const char *ps_host;
+static char        ps_bind[32];
 
 static pid_t
 spawn(const char *role, int index)
@@ -56,6 +67,9 @@ spawn(const char *role, int index)
 		setenv("PASCO_LOG", "0", 1);
 		if (ckpt_dir[0] != 0) {
 			setenv("PASCO_CHECKPOINT_DIR", ckpt_dir, 1);
+		}
+		if (ps_bind[0] != 0 && strcmp(role, "ps") == 0) {
+			setenv("PASCO_BIND_ADDRESS", ps_bind, 1);
 		}
 		execl(node, node, (char *) NULL);
 		_exit(127);
@@ -106,8 +120,10 @@ start(int nps, int nworkers, uint32_t window)
 	n          = (size_t) snprintf(
 	             f.spec, sizeof(f.spec), "\"cluster\": {\"ps\": [");
 	for (int i = 0; i < nps; i++) {
+		f.ps_port[i] = test_free_port();
 		n += (size_t) snprintf(f.spec + n, sizeof(f.spec) - n,
-		    "%s\"127.0.0.1:%d\"", i ? ", " : "", test_free_port());
+		    "%s\"%s:%d\"", i ? ", " : "",
+		    ps_host != NULL ? ps_host : "127.0.0.1", f.ps_port[i]);
 	}
 	n += (size_t) snprintf(
 	    f.spec + n, sizeof(f.spec) - n, "], \"worker\": [");
@@ -1181,4 +1197,167 @@ Test(faults, no_closure_is_lost_when_a_ps_is_restored_twice, .timeout = 300)
 	pasco_variable_free(ran);
 	stop();
 	recovery_off();
+}
+
+/* A ps that comes back at a new address under the same name (a pod
+ * rescheduled): ps0.moved.test in TF_CONFIG, which the test's name
+ * service (FT_HOSTS, read at every lookup) points at 127.0.0.x. */
+static char hosts_path[64];
+
+/* Points ps0.moved.test at addr, and the next ps started listens there. */
+static void
+hosts_point(const char *addr)
+{
+	char  tmp[80];
+	FILE *fp;
+	snprintf(tmp, sizeof(tmp), "%s.new", hosts_path);
+	cr_assert_not_null(fp = fopen(tmp, "w"));
+	fprintf(fp, "%s ps0.moved.test\n", addr);
+	fclose(fp);
+	cr_assert_eq(rename(tmp, hosts_path), 0);
+	snprintf(ps_bind, sizeof(ps_bind), "%s", addr);
+}
+
+/* A dead task's old address where the network drops packets (no refusal
+ * comes back): a listener at addr:port whose queue the test fills, so a
+ * connect there waits for the kernel's timeout (about 2 minutes). */
+static void
+blackhole_open(const char *addr, int port, int fds[4])
+{
+	struct sockaddr_in a   = {.sin_family = AF_INET,
+	      .sin_port                       = htons((uint16_t) port)};
+	int                one = 1;
+	cr_assert_eq(inet_pton(AF_INET, addr, &a.sin_addr), 1);
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(fds[0], SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	cr_assert_eq(bind(fds[0], (struct sockaddr *) &a, sizeof(a)), 0,
+	    "bind %s:%d: %s", addr, port, strerror(errno));
+	cr_assert_eq(listen(fds[0], 0), 0);
+	for (int i = 1; i < 4; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		(void) connect(fds[i], (struct sockaddr *) &a, sizeof(a));
+	}
+}
+
+static void
+blackhole_close(int fds[4])
+{
+	for (int i = 0; i < 4; i++) {
+		close(fds[i]);
+	}
+}
+
+/* Steps on every worker that read and update a variable made now on ps 0
+ * (named for attempt: the ps may have come back empty), over its bulk
+ * port. */
+static int
+big_steps(int attempt)
+{
+	int64_t         n = 4096; /* 16 KB: over the bulk port */
+	pasco_tensor   *zeros;
+	pasco_variable *big;
+	char            name[32];
+	int             rv;
+	snprintf(name, sizeof(name), "big%d", attempt);
+	PASCO_PASS(pasco_tensor_alloc(&zeros, PASCO_F32, 1, &n));
+	if ((rv = pasco_variable_create(&big, f.s, name, zeros)) == 0) {
+		pasco_arg arg = pasco_arg_variable(big);
+		for (int i = 0; i < 2 * f.nworkers && rv == 0; i++) {
+			rv = pasco_schedule(f.c, "ft_big_step", &arg, 1, NULL);
+		}
+		if (rv == 0) {
+			rv = pasco_join(f.c);
+		}
+		pasco_variable_free(big);
+	}
+	pasco_tensor_release(zeros);
+	return rv;
+}
+
+/* Seconds until big_steps succeed; fails the test past limit_s. */
+static double
+seconds_until_steps_are_served(double limit_s)
+{
+	double t0 = pasco_test_now();
+	int    rv;
+	for (int attempt = 0; (rv = big_steps(attempt)) != 0; attempt++) {
+		cr_assert_lt(pasco_test_now() - t0, limit_s,
+		    "no step was served within %.0f s: %s: %s", limit_s,
+		    pasco_errname(rv), pasco_coordinator_error(f.c));
+		usleep(50 * 1000);
+	}
+	return pasco_test_now() - t0;
+}
+
+static char chief_start_error[512];
+
+static void *
+chief_start_main(void *arg)
+{
+	pasco_strategy_options so = {.connect_timeout_ms = 20000,
+	    .heartbeat_interval_ms = 300, .heartbeat_misses = 5};
+	pasco_coordinator_options co = {0};
+	int                      *rv = arg;
+	if ((*rv = pasco_strategy_create(&f.s, f.cluster, &so)) != 0) {
+		snprintf(chief_start_error, sizeof(chief_start_error), "%s",
+		    pasco_strategy_error(NULL));
+	} else if ((*rv = pasco_coordinator_create(&f.c, f.s, &co)) != 0) {
+		pasco_strategy_destroy(f.s);
+		f.s = NULL;
+	}
+	return NULL;
+}
+
+Test(faults, a_ps_back_at_a_new_address_under_its_name_is_followed)
+{
+	int       hole[4], rv = -1;
+	double    took;
+	pthread_t chief;
+
+	strcpy(hosts_path, "/tmp/pasco-hosts-XXXXXX");
+	close(mkstemp(hosts_path));
+	setenv("FT_HOSTS", hosts_path, 1);
+	setenv("PASCO_BULK_LOCAL", "0", 1); /* bulk over TCP, to the name */
+	ft_hosts_install();
+	hosts_point("127.0.0.2");
+	ps_host = "ps0.moved.test";
+	start(1, 2, 0);
+	PASCO_PASS(big_steps(0));
+	/* the ps dies; for a second its name still leads to its old
+	 * address, which drops packets; then it is back elsewhere */
+	reap(&f.ps[0], SIGKILL);
+	blackhole_open("127.0.0.2", f.ps_port[0], hole);
+	usleep(1000 * 1000);
+	hosts_point("127.0.0.3");
+	f.ps[0] = spawn("ps", 0);
+	took    = seconds_until_steps_are_served(5);
+	fprintf(stderr, "moved ps: steps served again %.2f s after it came "
+	                "back at its new address\n",
+	    took);
+	blackhole_close(hole);
+	/* a chief that starts while the ps is away waits for it */
+	reap(&f.ps[0], SIGKILL);
+	blackhole_open("127.0.0.3", f.ps_port[0], hole);
+	pasco_coordinator_destroy(f.c);
+	pasco_strategy_destroy(f.s);
+	f.c = NULL;
+	f.s = NULL;
+	cr_assert_eq(pthread_create(&chief, NULL, chief_start_main, &rv), 0);
+	usleep(1000 * 1000);
+	hosts_point("127.0.0.4");
+	f.ps[0] = spawn("ps", 0);
+	pthread_join(chief, NULL);
+	cr_assert_eq(rv, PASCO_OK, "the chief's start failed: %s: %s",
+	    pasco_errname(rv), chief_start_error);
+	/* and its first steps are served: the workers are back too */
+	rv = big_steps(1000);
+	cr_assert_eq(rv, PASCO_OK, "the new chief's first steps: %s: %s",
+	    pasco_errname(rv), pasco_coordinator_error(f.c));
+	blackhole_close(hole);
+	stop();
+	ps_host    = NULL;
+	ps_bind[0] = 0;
+	pasci_resolve_set_lookup(NULL);
+	unsetenv("PASCO_BULK_LOCAL");
+	unlink(hosts_path);
 }
