@@ -49,7 +49,10 @@ typedef void (*pasci_rpc_done_fn)(
 typedef void (*pasci_rpc_state_fn)(void *arg, bool up, uint64_t incarnation);
 
 /* Opens a client that dials url and keeps redialing. state_fn may be NULL.
- * Returns at once. */
+ * Returns at once. A tcp:// url naming a host is looked up by the client
+ * (with a deadline), and again every second while the link is down, so a
+ * server back at a new address under that name is followed
+ * (rpc_redial.c). */
 int pasci_rpc_client_open(pasci_rpc_client **out, const char *url,
     pasci_rpc_state_fn state_fn, void *state_arg);
 
@@ -94,7 +97,10 @@ const char *pasci_rpc_client_url(const pasci_rpc_client *c);
 int pasci_rpc_client_wait_up(pasci_rpc_client *c, int64_t timeout_ms);
 
 /* The same before a call: a server never reached is waited for until 15 s
- * after the client opened, and after that for at most 2 s per call. */
+ * after the client opened, and after that for at most 2 s per call; a
+ * server lost is waited for at most 2 s too (it may be back, at its address
+ * or at a new one under its name: the client redials within about a
+ * second), then PASCO_EUNAVAILABLE. */
 int pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms);
 
 /* Changes those 15 s and 2 s (for tests; not thread-safe with calls). */

@@ -1,5 +1,6 @@
 #include "helpers.h"
 
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "resolve.h"
 #include "rpc.h"
 #include "util.h"
 #include <nng/protocol/reqrep0/rep.h>
@@ -750,4 +752,138 @@ Test(rpc, silent_connections_are_capped_and_closed)
 	cr_assert_eq(runs, 1);
 	pasci_rpc_client_close(c);
 	pasci_rpc_server_close(s);
+}
+
+/* A name service the tests control: "srv.move.test" resolves to
+ * move_addr; "*.stuck.test" gets no answer until stuck_release. */
+static char            move_addr[32] = "127.0.0.2";
+static pthread_mutex_t stuck_mu      = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  stuck_cv      = PTHREAD_COND_INITIALIZER;
+static bool            stuck_released;
+static int             stuck_waiting;
+
+static int
+test_lookup(const char *host, const char *port, const struct addrinfo *hints,
+    struct addrinfo **res)
+{
+	struct addrinfo h = *hints;
+	char            addr[32];
+	if (strstr(host, ".stuck.test") != NULL) {
+		pthread_mutex_lock(&stuck_mu);
+		stuck_waiting++;
+		while (!stuck_released) {
+			pthread_cond_wait(&stuck_cv, &stuck_mu);
+		}
+		stuck_waiting--;
+		pthread_mutex_unlock(&stuck_mu);
+		return EAI_AGAIN;
+	}
+	if (strcmp(host, "srv.move.test") != 0) {
+		return EAI_NONAME;
+	}
+	pthread_mutex_lock(&stuck_mu);
+	snprintf(addr, sizeof(addr), "%s", move_addr);
+	pthread_mutex_unlock(&stuck_mu);
+	h.ai_flags |= AI_NUMERICHOST;
+	return getaddrinfo(addr, port, &h, res);
+}
+
+/* Lets the stuck lookups go and waits (at most 5 s) until they return. */
+static void
+stuck_release(void)
+{
+	int64_t until = pasci_now_ms() + 5000;
+	pthread_mutex_lock(&stuck_mu);
+	stuck_released = true;
+	pthread_cond_broadcast(&stuck_cv);
+	while (stuck_waiting > 0 && pasci_now_ms() < until) {
+		pthread_mutex_unlock(&stuck_mu);
+		usleep(1000);
+		pthread_mutex_lock(&stuck_mu);
+	}
+	pthread_mutex_unlock(&stuck_mu);
+}
+
+Test(rpc, a_server_back_at_a_new_address_under_its_name_is_followed)
+{
+	pasci_rpc_server *s;
+	pasci_rpc_client *c;
+	char              url[64], at[64], err[256];
+	double            out, t0;
+	int               port = test_free_port();
+
+	pasci_resolve_set_lookup(test_lookup);
+	snprintf(url, sizeof(url), "tcp://srv.move.test:%d", port);
+	snprintf(at, sizeof(at), "tcp://127.0.0.2:%d", port);
+	PASCO_PASS(pasci_rpc_server_open(&s, at, 2, "t", echo, NULL));
+	PASCO_PASS(pasci_rpc_client_open(&c, url, NULL, NULL));
+	PASCO_PASS(pasci_rpc_client_wait_up(c, 5000));
+	PASCO_PASS(call(c, "echo", 7, &out, 5000, err));
+	pasci_rpc_server_close(s);
+	pthread_mutex_lock(&stuck_mu);
+	snprintf(move_addr, sizeof(move_addr), "127.0.0.3");
+	pthread_mutex_unlock(&stuck_mu);
+	snprintf(at, sizeof(at), "tcp://127.0.0.3:%d", port);
+	PASCO_PASS(pasci_rpc_server_open(&s, at, 2, "t", echo, NULL));
+	t0 = pasco_test_now();
+	for (int i = 0; i < 500 && !pasci_rpc_client_is_up(c); i++) {
+		usleep(10 * 1000);
+	}
+	cr_assert(pasci_rpc_client_is_up(c), "not back after 5 s");
+	cr_assert_lt(pasco_test_now() - t0, 2.5, "back after %.2f s",
+	    pasco_test_now() - t0);
+	PASCO_PASS(call(c, "echo", 8, &out, 5000, err));
+	cr_assert_eq(out, 8);
+	pasci_rpc_client_close(c);
+	pasci_rpc_server_close(s);
+	pasci_resolve_set_lookup(NULL);
+}
+
+Test(rpc, a_name_that_gets_no_answer_is_named_with_its_deadline)
+{
+	pasci_rpc_client *c;
+	char              url[64], why[512] = "";
+
+	pasci_resolve_set_lookup(test_lookup);
+	snprintf(url, sizeof(url), "tcp://ps0.stuck.test:%d", test_free_port());
+	PASCO_PASS(pasci_rpc_client_open(&c, url, NULL, NULL));
+	for (int i = 0; i < 800 && strstr(why, "no answer") == NULL; i++) {
+		usleep(10 * 1000);
+		pasci_rpc_client_why_down(c, why, sizeof(why));
+	}
+	cr_assert(strstr(why, "looking up 'ps0.stuck.test' got no answer "
+	                      "within 5000 ms") != NULL,
+	    "%s", why);
+	pasci_rpc_client_close(c);
+	stuck_release();
+	pasci_resolve_set_lookup(NULL);
+}
+
+Test(rpc, a_lost_server_is_waited_for_briefly)
+{
+	pasci_rpc_server *s;
+	pasci_rpc_client *c;
+	char              url[64];
+	double            t0, took;
+
+	pasci_rpc_set_contact_waits(15000, 300);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", test_free_port());
+	PASCO_PASS(pasci_rpc_server_open(&s, url, 2, "t", echo, NULL));
+	PASCO_PASS(pasci_rpc_client_open(&c, url, NULL, NULL));
+	PASCO_PASS(pasci_rpc_client_wait_up(c, 5000));
+	pasci_rpc_server_close(s);
+	for (int i = 0; i < 500 && pasci_rpc_client_is_up(c); i++) {
+		usleep(10 * 1000);
+	}
+	t0 = pasco_test_now();
+	PASCO_FAIL(
+	    pasci_rpc_client_wait_for_call(c, 60000), PASCO_EUNAVAILABLE);
+	took = pasco_test_now() - t0;
+	cr_assert(took > 0.25 && took < 1.5, "waited %.2f s", took);
+	/* back within the wait: the call goes on */
+	PASCO_PASS(pasci_rpc_server_open(&s, url, 2, "t", echo, NULL));
+	PASCO_PASS(pasci_rpc_client_wait_for_call(c, 60000));
+	pasci_rpc_client_close(c);
+	pasci_rpc_server_close(s);
+	pasci_rpc_set_contact_waits(15000, 2000);
 }
