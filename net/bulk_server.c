@@ -117,7 +117,7 @@ pasci_bulk_last_request_ms(void)
 	return __atomic_load_n(&last_request_ms, __ATOMIC_RELAXED);
 }
 
-#define AUTH_MS 10000 /* for a new connection's handshake */
+#define AUTH_MS 10000          /* for a new connection's handshake */
 #define LISTEN_LOOKUP_MS 10000 /* for the listen address's name */
 
 static int64_t

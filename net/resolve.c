@@ -71,13 +71,13 @@ first_inet(const struct addrinfo *ai, pasci_sockaddr *addr)
 }
 
 static int
-lookup_run(pasci_lookup_fn fn, const char *host, const char *port,
-    int flags, pasci_sockaddr *addr, bool *found)
+lookup_run(pasci_lookup_fn fn, const char *host, const char *port, int flags,
+    pasci_sockaddr *addr, bool *found)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-	    .ai_socktype = SOCK_STREAM,
-	    .ai_flags    = AI_NUMERICSERV | flags};
-	struct addrinfo *ai = NULL;
+	struct addrinfo  hints = {.ai_family = AF_UNSPEC,
+	     .ai_socktype                    = SOCK_STREAM,
+	     .ai_flags                       = AI_NUMERICSERV | flags};
+	struct addrinfo *ai    = NULL;
 	int              gai;
 
 	gai    = fn != NULL ? fn(host, port, &hints, &ai)
@@ -184,13 +184,12 @@ pasci_lookup_wait(pasci_lookup *l, int64_t timeout_ms, pasci_sockaddr *addr,
 		ts.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&l->mu);
-	while (!l->done &&
-	       pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0) {
+	while (!l->done && pthread_cond_timedwait(&l->cv, &l->mu, &ts) == 0) {
 	}
 	if (!l->done) {
 		rv = PASCO_ETIMEDOUT;
-		pasci_fmt(detail, len, "looking up '%s' has not finished",
-		    l->host);
+		pasci_fmt(
+		    detail, len, "looking up '%s' has not finished", l->host);
 	} else if (l->found) {
 		*addr = l->addr;
 		rv    = PASCO_OK;

@@ -372,7 +372,7 @@ pasci_rpc_client_open_as(pasci_rpc_client **out, const char *url,
 	if (chief != NULL) {
 		c->chief = *chief;
 	}
-	c->opened_ms     = pasci_now_ms();
+	c->opened_ms = pasci_now_ms();
 	pasci_rpc_redial_init(c);
 	c->calls.next_id = (uint32_t) pasci_random_u64() & 0x7fffffu;
 	pthread_mutex_init(&c->mu, NULL);
@@ -612,9 +612,10 @@ pasci_rpc_client_wait_for_call(pasci_rpc_client *c, int64_t timeout_ms)
 		 * (rpc_redial.c), and a chief started meanwhile, connected to
 		 * it a moment before this process, must not see its first
 		 * steps fail. */
-		int64_t wait =
-		    timeout_ms < retry_contact_ms ? timeout_ms : retry_contact_ms;
-		rv = client_wait_link(c, wait, false);
+		int64_t wait = timeout_ms < retry_contact_ms
+		                   ? timeout_ms
+		                   : retry_contact_ms;
+		rv           = client_wait_link(c, wait, false);
 		return rv == PASCO_ETIMEDOUT ? PASCO_EUNAVAILABLE : rv;
 	}
 	/* a peer never reached: say every few seconds what is awaited */
@@ -749,8 +750,8 @@ pasci_rpc_client_why_down(pasci_rpc_client *c, char *buf, size_t len)
 {
 	pthread_mutex_lock(&c->mu);
 	pasci_fmt(buf, len, "%s",
-	    c->link == LINK_UP        ? ""
-	    : c->auth_error[0] != 0   ? c->auth_error
-	                              : c->dial_error);
+	    c->link == LINK_UP      ? ""
+	    : c->auth_error[0] != 0 ? c->auth_error
+	                            : c->dial_error);
 	pthread_mutex_unlock(&c->mu);
 }

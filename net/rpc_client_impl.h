@@ -11,8 +11,8 @@
 
 #include "auth.h"
 #include "chief.h"
-#include "rpc.h"
 #include "resolve.h"
+#include "rpc.h"
 #include "rpc_calls.h"
 
 #define HELLO_TIMEOUT_MS 5000

@@ -25,11 +25,11 @@
 #include "tls.h"
 #include "util.h"
 
-#define REDIAL_TICK_MS   100  /* the timer's pace while the link is down */
+#define REDIAL_TICK_MS 100    /* the timer's pace while the link is down */
 #define REDIAL_LOOKUP_MS 1000 /* a new lookup at most this often */
-#define LOOKUP_MS        5000 /* a lookup's deadline */
-#define STUCK_MS         3000 /* a dialer with no connection for this long */
-#define LOG_EVERY_MS     10000
+#define LOOKUP_MS 5000        /* a lookup's deadline */
+#define STUCK_MS 3000         /* a dialer with no connection for this long */
+#define LOG_EVERY_MS 10000
 
 void
 pasci_rpc_redial_init(pasci_rpc_client *c)
@@ -105,12 +105,13 @@ redial_replace_locked(pasci_rpc_client *c, const char *url, bool moved)
 	int rv, tls_rv;
 	pthread_mutex_unlock(&c->mu);
 	if (moved) {
-		pasci_log(PASCI_LOG_WARN, "%s: '%s' is now at %s; dialing it there",
-		    c->url, c->host, url + 6);
+		pasci_log(PASCI_LOG_WARN,
+		    "%s: '%s' is now at %s; dialing it there", c->url, c->host,
+		    url + 6);
 	} else {
 		pasci_log(PASCI_LOG_DEBUG,
-		    "%s: no connection to %s for %d ms; dialing afresh", c->url,
-		    url + 6, STUCK_MS);
+		    "%s: no connection to %s for %d ms; dialing afresh",
+		    c->url, url + 6, STUCK_MS);
 	}
 	pasci_rpc_dialer_close(c);
 	rv = pasci_rpc_dialer_start(c, url, &tls_rv);

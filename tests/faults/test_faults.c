@@ -1224,9 +1224,9 @@ hosts_point(const char *addr)
 static void
 blackhole_open(const char *addr, int port, int fds[4])
 {
-	struct sockaddr_in a   = {.sin_family = AF_INET,
-	      .sin_port                       = htons((uint16_t) port)};
-	int                one = 1;
+	struct sockaddr_in a = {
+	    .sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
+	int one = 1;
 	cr_assert_eq(inet_pton(AF_INET, addr, &a.sin_addr), 1);
 	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
 	setsockopt(fds[0], SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -1294,8 +1294,9 @@ static char chief_start_error[512];
 static void *
 chief_start_main(void *arg)
 {
-	pasco_strategy_options so = {.connect_timeout_ms = 20000,
-	    .heartbeat_interval_ms = 300, .heartbeat_misses = 5};
+	pasco_strategy_options    so = {.connect_timeout_ms = 20000,
+	       .heartbeat_interval_ms                       = 300,
+	       .heartbeat_misses                            = 5};
 	pasco_coordinator_options co = {0};
 	int                      *rv = arg;
 	if ((*rv = pasco_strategy_create(&f.s, f.cluster, &so)) != 0) {
@@ -1331,8 +1332,9 @@ Test(faults, a_ps_back_at_a_new_address_under_its_name_is_followed)
 	hosts_point("127.0.0.3");
 	f.ps[0] = spawn("ps", 0);
 	took    = seconds_until_steps_are_served(5);
-	fprintf(stderr, "moved ps: steps served again %.2f s after it came "
-	                "back at its new address\n",
+	fprintf(stderr,
+	    "moved ps: steps served again %.2f s after it came "
+	    "back at its new address\n",
 	    took);
 	blackhole_close(hole);
 	/* a chief that starts while the ps is away waits for it */

@@ -790,19 +790,20 @@ Test(bulk, a_lookup_that_gets_no_answer_fails_the_connection_at_its_deadline)
 	t0 = pasci_now_ms();
 	/* the connection's deadline is the call's 1 s (under the 3 s for
 	 * connecting): nothing sent, so the caller may go over nng */
-	rv = pasci_bulk_call(pool, "ps0.stuck.test:2222", 42, &b, 1000,
-	    &reply, detail, sizeof(detail));
+	rv = pasci_bulk_call(pool, "ps0.stuck.test:2222", 42, &b, 1000, &reply,
+	    detail, sizeof(detail));
 	int64_t took = pasci_now_ms() - t0;
 	pasci_wire_builder_fini(&b);
 	cr_assert_eq(rv, PASCO_ENOTFOUND, "%s: %s", pasco_errname(rv), detail);
-	cr_assert(took >= 900 && took < 2000, "took %lld ms", (long long) took);
+	cr_assert(
+	    took >= 900 && took < 2000, "took %lld ms", (long long) took);
 	cr_assert(strstr(detail, "'ps0.stuck.test'") != NULL &&
 	              strstr(detail, "no answer within") != NULL &&
 	              strstr(detail, "ps0.stuck.test:2222") != NULL,
 	    "%s", detail);
 	/* and a name that resolves is not held up by the stuck one */
-	PASCO_FAIL(call(pool, "localhost:1", 42, PASCI_METHOD_VAR_READ, 1000,
-	               &reply),
+	PASCO_FAIL(
+	    call(pool, "localhost:1", 42, PASCI_METHOD_VAR_READ, 1000, &reply),
 	    PASCO_ENOTFOUND);
 	cr_assert_lt(pasci_now_ms() - t0, 3000);
 	pasci_bulk_pool_destroy(pool);

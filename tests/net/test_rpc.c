@@ -845,7 +845,8 @@ Test(rpc, a_name_that_gets_no_answer_is_named_with_its_deadline)
 	char              url[64], why[512] = "";
 
 	pasci_resolve_set_lookup(test_lookup);
-	snprintf(url, sizeof(url), "tcp://ps0.stuck.test:%d", test_free_port());
+	snprintf(
+	    url, sizeof(url), "tcp://ps0.stuck.test:%d", test_free_port());
 	PASCO_PASS(pasci_rpc_client_open(&c, url, NULL, NULL));
 	for (int i = 0; i < 800 && strstr(why, "no answer") == NULL; i++) {
 		usleep(10 * 1000);
