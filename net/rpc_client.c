@@ -119,8 +119,7 @@ client_pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 		c->pipe = 0;
 		c->link = LINK_DOWN;
 		/* the task may be back elsewhere: look its name up now */
-		c->next_lookup_ms = 0;
-		pthread_cond_broadcast(&c->timer_cv);
+		pasci_rpc_redial_now_locked(c);
 	}
 	c->dial_event_ms = pasci_now_ms();
 	lost =

@@ -84,8 +84,8 @@ struct pasci_rpc_client {
 	bool resolves;
 	char host[256];
 	char port[16];
-	/* The lookup under way, and when it began (timer thread only); the
-	 * next one's time (under mu: a lost connection brings it forward). */
+	/* The lookup under way, when it began, and the next one's time (under
+	 * mu: the timer thread's, but a lost connection starts afresh). */
 	pasci_lookup *lookup;
 	int64_t       lookup_ms;
 	int64_t       next_lookup_ms;
@@ -130,6 +130,10 @@ void pasci_rpc_redial_tick_locked(pasci_rpc_client *c);
 
 /* How long the timer may wait before the next tick; -1: no tick needed. */
 int64_t pasci_rpc_redial_wait_ms_locked(const pasci_rpc_client *c);
+
+/* The link was lost: the name is looked up afresh at once (a lookup
+ * under way is dropped). mu held; never blocks (nng's callbacks). */
+void pasci_rpc_redial_now_locked(pasci_rpc_client *c);
 
 /* Abandons a lookup under way (at close, the timer thread stopped). */
 void pasci_rpc_redial_fini(pasci_rpc_client *c);

@@ -26,6 +26,7 @@
 #include "util.h"
 
 #define REDIAL_TICK_MS 100    /* the timer's pace while the link is down */
+#define LOOKUP_TICK_MS 10     /* and while a lookup is under way */
 #define REDIAL_LOOKUP_MS 1000 /* a new lookup at most this often */
 #define LOOKUP_MS 5000        /* a lookup's deadline */
 #define STUCK_MS 3000         /* a dialer with no connection for this long */
@@ -197,7 +198,19 @@ pasci_rpc_redial_tick_locked(pasci_rpc_client *c)
 int64_t
 pasci_rpc_redial_wait_ms_locked(const pasci_rpc_client *c)
 {
-	return c->resolves && c->link == LINK_DOWN ? REDIAL_TICK_MS : -1;
+	if (!c->resolves || c->link != LINK_DOWN) {
+		return -1;
+	}
+	return c->lookup != NULL ? LOOKUP_TICK_MS : REDIAL_TICK_MS;
+}
+
+void
+pasci_rpc_redial_now_locked(pasci_rpc_client *c)
+{
+	pasci_lookup_release(c->lookup); /* what it finds may be old news */
+	c->lookup         = NULL;
+	c->next_lookup_ms = 0;
+	pthread_cond_broadcast(&c->timer_cv);
 }
 
 void

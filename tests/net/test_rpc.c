@@ -820,6 +820,9 @@ Test(rpc, a_server_back_at_a_new_address_under_its_name_is_followed)
 	PASCO_PASS(pasci_rpc_client_wait_up(c, 5000));
 	PASCO_PASS(call(c, "echo", 7, &out, 5000, err));
 	pasci_rpc_server_close(s);
+	for (int i = 0; i < 500 && pasci_rpc_client_is_up(c); i++) {
+		usleep(10 * 1000); /* until the client sees it gone */
+	}
 	pthread_mutex_lock(&stuck_mu);
 	snprintf(move_addr, sizeof(move_addr), "127.0.0.3");
 	pthread_mutex_unlock(&stuck_mu);
@@ -881,7 +884,9 @@ Test(rpc, a_lost_server_is_waited_for_briefly)
 	    pasci_rpc_client_wait_for_call(c, 60000), PASCO_EUNAVAILABLE);
 	took = pasco_test_now() - t0;
 	cr_assert(took > 0.25 && took < 1.5, "waited %.2f s", took);
-	/* back within the wait: the call goes on */
+	/* back within the wait (2 s: nng redials every 0.5 s at most by
+	 * now): the call goes on */
+	pasci_rpc_set_contact_waits(15000, 2000);
 	PASCO_PASS(pasci_rpc_server_open(&s, url, 2, "t", echo, NULL));
 	PASCO_PASS(pasci_rpc_client_wait_for_call(c, 60000));
 	pasci_rpc_client_close(c);
