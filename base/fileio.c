@@ -189,30 +189,31 @@ ring_sync(struct io_uring *ring, int fd)
 	return res;
 }
 
-/* Creates a file for writing. atomic: a new file beside path under a
- * name no one else holds (path.tmp.<pid>.<n>.<random>), created with
+/* Creates a file for writing in the directory dir (a descriptor, or
+ * AT_FDCWD for name as a path). atomic: a new file beside name under a
+ * name no one else holds (name.tmp.<pid>.<n>.<random>), created with
  * O_EXCL, so nothing left at a temporary name (a symbolic link, a hard
  * link to a file elsewhere) is ever opened, written through or truncated;
- * its name into tmp. Otherwise path itself, never through a symbolic
+ * its name into tmp. Otherwise name itself, never through a symbolic
  * link. -1 with errno on failure. */
 static int
-create_target(const char *path, int atomic, char *tmp, size_t tmplen)
+create_target(int dir, const char *name, int atomic, char *tmp, size_t tmplen)
 {
 	static unsigned counter;
 	int             flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
 	if (!atomic) {
-		return open(path, flags | O_TRUNC, 0644);
+		return openat(dir, name, flags | O_TRUNC, 0644);
 	}
 	for (int attempt = 0; attempt < 16; attempt++) {
 		struct timespec now;
 		int             fd;
 		clock_gettime(CLOCK_REALTIME, &now);
-		pasci_fmt(tmp, tmplen, "%s.tmp.%ld.%u.%08lx", path,
+		pasci_fmt(tmp, tmplen, "%s.tmp.%ld.%u.%08lx", name,
 		    (long) getpid(),
 		    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED),
 		    (unsigned long) ((uint64_t) now.tv_nsec * 2654435761u) &
 		        0xffffffffUL);
-		if ((fd = open(tmp, flags | O_EXCL, 0644)) >= 0 ||
+		if ((fd = openat(dir, tmp, flags | O_EXCL, 0644)) >= 0 ||
 		    errno != EEXIST) {
 			return fd;
 		}
@@ -220,19 +221,23 @@ create_target(const char *path, int atomic, char *tmp, size_t tmplen)
 	return -1;
 }
 
-int
-pasci_file_write(const char *path, const struct iovec *iov, int n, int atomic,
-    char *err, size_t errlen)
+/* Writes the buffers to name in the directory dir (a descriptor, or
+ * AT_FDCWD for name as a path): created, written and renamed relative to
+ * dir, so a directory swapped meanwhile for another (or for a symbolic
+ * link) changes nothing. shown names the file in messages. */
+static int
+write_in(int dir, const char *name, const char *shown,
+    const struct iovec *iov, int n, int atomic, char *err, size_t errlen)
 {
 	struct io_uring storage, *ring;
 	char            tmp[4200];
-	const char     *target = atomic ? tmp : path;
+	const char     *target = atomic ? tmp : name;
 	off_t           off    = 0;
 	int             fd, rv = 0;
 
-	if ((fd = create_target(path, atomic, tmp, sizeof(tmp))) < 0) {
-		pasci_fmt(err, errlen, "cannot create %s: %s", target,
-		    strerror(errno));
+	if ((fd = create_target(dir, name, atomic, tmp, sizeof(tmp))) < 0) {
+		pasci_fmt(err, errlen, "cannot create %s%s%s: %s", shown,
+		    atomic ? " as " : "", atomic ? tmp : "", strerror(errno));
 		return PASCO_EIO;
 	}
 	ring = ring_open(&storage);
@@ -245,22 +250,121 @@ pasci_file_write(const char *path, const struct iovec *iov, int n, int atomic,
 		errno = -rv;
 	}
 	if (rv != 0) {
-		pasci_fmt(
-		    err, errlen, "writing %s: %s", target, strerror(errno));
+		pasci_fmt(err, errlen, "writing %s (as %s): %s", shown, target,
+		    strerror(errno));
 	}
 	if (ring != NULL) {
 		io_uring_queue_exit(ring);
 	}
 	close(fd);
-	if (rv == 0 && atomic && rename(tmp, path) != 0) {
-		pasci_fmt(err, errlen, "renaming %s into place: %s", tmp,
-		    strerror(errno));
+	if (rv == 0 && atomic && renameat(dir, tmp, dir, name) != 0) {
+		pasci_fmt(err, errlen, "renaming %s into place as %s: %s", tmp,
+		    shown, strerror(errno));
 		rv = -1;
 	}
 	if (rv != 0 && atomic) {
-		unlink(tmp); /* ours: created above with O_EXCL */
+		unlinkat(dir, tmp, 0); /* ours: created above with O_EXCL */
 	}
 	return rv == 0 ? PASCO_OK : PASCO_EIO;
+}
+
+int
+pasci_file_write(const char *path, const struct iovec *iov, int n, int atomic,
+    char *err, size_t errlen)
+{
+	return write_in(AT_FDCWD, path, path, iov, n, atomic, err, errlen);
+}
+
+int
+pasci_dir_open(const char *path, int *fd, char *err, size_t errlen)
+{
+	if ((*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		pasci_fmt(err, errlen, "cannot open the directory %s: %s", path,
+		    strerror(errno));
+		return errno == ENOENT ? PASCO_ENOTFOUND : PASCO_EIO;
+	}
+	return PASCO_OK;
+}
+
+/* The directory name below dir, never through a symbolic link (created
+ * when missing): a new descriptor, or -1 with err naming shown (the path
+ * so far) and *rv set. */
+static int
+open_below(int dir, const char *name, const char *shown, int *rv, char *err,
+    size_t errlen)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int       fd    = openat(dir, name, flags);
+	if (fd < 0 && errno == ENOENT &&
+	    (mkdirat(dir, name, 0755) == 0 || errno == EEXIST)) {
+		fd = openat(dir, name, flags);
+	}
+	if (fd >= 0) {
+		return fd;
+	}
+	if (errno == ELOOP || errno == ENOTDIR) {
+		struct stat st;
+		int         link = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) ==
+		                   0 &&
+		           S_ISLNK(st.st_mode);
+		pasci_fmt(err, errlen,
+		    "%s is %s: checkpoint files are written below their root "
+		    "through directories only",
+		    shown, link ? "a symbolic link" : "not a directory");
+		*rv = PASCO_EPERM;
+	} else {
+		pasci_fmt(err, errlen, "cannot open or create the directory "
+		    "%s: %s", shown, strerror(errno));
+		*rv = PASCO_EIO;
+	}
+	return -1;
+}
+
+int
+pasci_file_write_below(int root, const char *root_name, const char *rel,
+    const struct iovec *iov, int n, int atomic, char *err, size_t errlen)
+{
+	char        shown[4200], part[256];
+	const char *p   = rel;
+	int         dir = root, rv = PASCO_OK;
+
+	pasci_fmt(shown, sizeof(shown), "%s", root_name);
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		size_t      len   = slash != NULL ? (size_t) (slash - p)
+		                                  : strlen(p);
+		if (len == 0 || len >= sizeof(part) ||
+		    (len == 1 && p[0] == '.') ||
+		    (len == 2 && p[0] == '.' && p[1] == '.')) {
+			pasci_fmt(err, errlen,
+			    "'%s' is not a relative path of plain names below "
+			    "%s",
+			    rel, root_name);
+			rv = PASCO_EPERM;
+			break;
+		}
+		memcpy(part, p, len);
+		part[len] = 0;
+		pasci_fmt(shown + strlen(shown), sizeof(shown) - strlen(shown),
+		    "/%s", part);
+		if (slash == NULL) {
+			rv = write_in(dir, part, shown, iov, n, atomic, err,
+			    errlen);
+			break;
+		}
+		int next = open_below(dir, part, shown, &rv, err, errlen);
+		if (dir != root) {
+			close(dir);
+		}
+		if ((dir = next) < 0) {
+			break;
+		}
+		p = slash + 1;
+	}
+	if (dir >= 0 && dir != root) {
+		close(dir);
+	}
+	return rv;
 }
 
 int

@@ -61,10 +61,12 @@ header_json(size_t n, const char *const *names, pasco_tensor *const *tensors,
 	return h;
 }
 
-int
-pasci_safetensors_write(const char *path, size_t n, const char *const *names,
-    pasco_tensor *const *tensors, const cJSON *metadata, char *err,
-    size_t errlen)
+/* The file's bytes as iovecs, then written to path, below root when
+ * root_name is not NULL (pasci_file_write_below), else as a path. */
+static int
+st_write(int root, const char *root_name, const char *path, size_t n,
+    const char *const *names, pasco_tensor *const *tensors,
+    const cJSON *metadata, char *err, size_t errlen)
 {
 	cJSON        *h    = header_json(n, names, tensors, metadata);
 	char         *text = h != NULL ? cJSON_PrintUnformatted(h) : NULL;
@@ -93,13 +95,35 @@ pasci_safetensors_write(const char *path, size_t n, const char *const *names,
 		iov[i + 2] =
 		    (struct iovec){tensors[i]->data, tensors[i]->nbytes};
 	}
-	rv = pasci_file_write(path, iov, (int) n + 2, 1, err, errlen);
+	rv = root_name != NULL
+	         ? pasci_file_write_below(root, root_name, path, iov,
+	               (int) n + 2, 1, err, errlen)
+	         : pasci_file_write(path, iov, (int) n + 2, 1, err, errlen);
 out:
 	free(padded);
 	free(iov);
 	free(text);
 	cJSON_Delete(h);
 	return rv;
+}
+
+int
+pasci_safetensors_write(const char *path, size_t n, const char *const *names,
+    pasco_tensor *const *tensors, const cJSON *metadata, char *err,
+    size_t errlen)
+{
+	return st_write(
+	    -1, NULL, path, n, names, tensors, metadata, err, errlen);
+}
+
+int
+pasci_safetensors_write_below(int root, const char *root_name,
+    const char *rel, size_t n, const char *const *names,
+    pasco_tensor *const *tensors, const cJSON *metadata, char *err,
+    size_t errlen)
+{
+	return st_write(
+	    root, root_name, rel, n, names, tensors, metadata, err, errlen);
 }
 
 /* A shape entry as a dimension, -1 (invalid) unless a whole number in

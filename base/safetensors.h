@@ -19,6 +19,14 @@ int pasci_safetensors_write(const char *path, size_t n,
     const char *const *names, pasco_tensor *const *tensors,
     const cJSON *metadata, char *err, size_t errlen);
 
+/* The same, to rel below the directory root, never leaving it
+ * (pasci_file_write_below: no symbolic link followed, PASCO_EPERM naming
+ * one). */
+int pasci_safetensors_write_below(int root, const char *root_name,
+    const char *rel, size_t n, const char *const *names,
+    pasco_tensor *const *tensors, const cJSON *metadata, char *err,
+    size_t errlen);
+
 typedef struct pasci_safetensors {
 	size_t         n;
 	char         **names;

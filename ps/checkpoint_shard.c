@@ -280,8 +280,9 @@ check_unique(const snapshot *sn, char *err, size_t errlen)
 }
 
 int
-pasci_checkpoint_shard_save(ps_store *s, pasci_dyn_set *dyn, const char *path,
-    char **slots_json, char *err, size_t errlen)
+pasci_checkpoint_shard_save(ps_store *s, pasci_dyn_set *dyn, int root,
+    const char *root_name, const char *rel, char **slots_json, char *err,
+    size_t errlen)
 {
 	snapshot sn    = {.slots = cJSON_CreateObject(),
 	       .dynamic          = cJSON_CreateObject(),
@@ -302,7 +303,7 @@ pasci_checkpoint_shard_save(ps_store *s, pasci_dyn_set *dyn, const char *path,
 	if (rv == 0 && (rv = check_unique(&sn, err, errlen)) != 0) {
 		/* err says why */
 	} else if (rv == 0) {
-		rv = pasci_safetensors_write(path, sn.n,
+		rv = pasci_safetensors_write_below(root, root_name, rel, sn.n,
 		    (const char *const *) sn.names, sn.tensors, NULL, err,
 		    errlen);
 	} else if (rv == PASCO_EPROTO) {
@@ -335,14 +336,12 @@ pasci_checkpoint_shard_save(ps_store *s, pasci_dyn_set *dyn, const char *path,
 }
 
 int
-pasci_checkpoint_path_check(
-    const char *root, const char *path, char *err, size_t errlen)
+pasci_checkpoint_path_check(const char *root, const char *path,
+    const char **rel, char *err, size_t errlen)
 {
-	const char *slash = strrchr(path, '/');
-	const char *base  = slash != NULL ? slash + 1 : path;
-	char        dir[PATH_MAX], real[PATH_MAX];
-	size_t      n = strlen(root);
+	size_t n = strlen(root);
 
+	*rel = NULL;
 	if (root[0] == 0) {
 		pasci_fmt(err, errlen,
 		    "this ps writes no checkpoints (asked for %s): start it "
@@ -350,29 +349,18 @@ pasci_checkpoint_path_check(
 		    path);
 		return PASCO_EPRECONDITION;
 	}
-	if (path[0] != '/' || base[0] == 0 || strcmp(base, ".") == 0 ||
-	    strcmp(base, "..") == 0 ||
-	    (size_t) (slash - path) >= sizeof(dir)) {
-		pasci_fmt(err, errlen,
-		    "checkpoint file '%s' is not an absolute path to a file",
-		    path);
-		return PASCO_EPERM;
+	if (strcmp(root, "/") == 0) {
+		n = 0; /* every absolute path is below "/" */
 	}
-	memcpy(dir, path, (size_t) (slash - path));
-	dir[slash - path] = 0;
-	if (realpath(dir[0] != 0 ? dir : "/", real) == NULL) {
-		pasci_fmt(err, errlen, "checkpoint directory %s: %s", dir,
-		    strerror(errno));
-		return PASCO_ENOTFOUND;
-	}
-	if (strncmp(real, root, n) != 0 ||
-	    (real[n] != 0 && real[n] != '/' && strcmp(root, "/") != 0)) {
+	if (path[0] != '/' || strncmp(path, root, n) != 0 || path[n] != '/') {
 		pasci_fmt(err, errlen,
 		    "checkpoint file %s is outside this ps's checkpoint root "
-		    "%s "
-		    "(its directory is %s)",
-		    path, root, real);
+		    "%s",
+		    path, root);
 		return PASCO_EPERM;
 	}
+	/* the rest is walked from the root's descriptor, which refuses
+	 * "", "." and ".." and every symbolic link on the way */
+	*rel = path + n + 1;
 	return PASCO_OK;
 }

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "address.h"
 #include "bulk.h"
@@ -26,6 +27,8 @@ struct ps_server {
 	ps_store          *store;
 	pasci_dyn_set     *dyn;     /* dynamic embedding tables */
 	char   ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
+	int    ckpt_fd; /* ckpt_root opened once, or -1: every write walks
+	                 * from it, never resolving the root's path again */
 	size_t max_var_bytes;       /* PASCO_MAX_VARIABLE_MB; read only */
 };
 
@@ -370,11 +373,12 @@ ps_save(ps_server *ps, const pasci_wire_msg *req)
 	pasci_wire_builder b;
 	nng_msg           *reply;
 	char              *json = NULL, err[512];
+	const char        *rel  = NULL;
 	int                rv   = pasci_checkpoint_path_check(
-	                     ps->ckpt_root, req->hdr->name, err, sizeof(err));
+	                     ps->ckpt_root, req->hdr->name, &rel, err, sizeof(err));
 	if (rv == 0) {
 		rv = pasci_checkpoint_shard_save(ps->store, ps->dyn,
-		    req->hdr->name, &json, err, sizeof(err));
+		    ps->ckpt_fd, ps->ckpt_root, rel, &json, err, sizeof(err));
 	}
 	if (rv != 0) {
 		return status_reply(rv, err);
@@ -625,17 +629,22 @@ ps_bulk_handle(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 }
 
 /* The operator's checkpoint root (PASCO_CHECKPOINT_DIR), created if need
- * be and resolved; "" when none is given (checkpoints are refused). */
+ * be, resolved and opened; "" when none is given (checkpoints are
+ * refused). */
 static int
 checkpoint_root(ps_server *ps)
 {
 	const char *dir      = getenv("PASCO_CHECKPOINT_DIR");
 	char        err[512] = "";
+	ps->ckpt_fd          = -1;
 	if (dir == NULL || *dir == 0) {
 		return PASCO_OK;
 	}
 	if (pasci_make_dirs(dir, err, sizeof(err)) != 0 ||
-	    realpath(dir, ps->ckpt_root) == NULL) {
+	    realpath(dir, ps->ckpt_root) == NULL ||
+	    pasci_dir_open(ps->ckpt_root, &ps->ckpt_fd, err, sizeof(err)) !=
+	        0) {
+		ps->ckpt_root[0] = 0;
 		pasci_log(PASCI_LOG_ERROR,
 		    "the checkpoint root PASCO_CHECKPOINT_DIR=%s cannot be "
 		    "used: "
@@ -644,6 +653,14 @@ checkpoint_root(ps_server *ps)
 		return PASCO_EIO;
 	}
 	return PASCO_OK;
+}
+
+static void
+ps_root_close(ps_server *ps)
+{
+	if (ps->ckpt_fd >= 0) {
+		close(ps->ckpt_fd);
+	}
 }
 
 int
@@ -664,6 +681,7 @@ pasci_ps_server_start(
 	    (rv = pasci_store_create(&ps->store)) != 0 ||
 	    (rv = pasci_dyn_set_create(&ps->dyn)) != 0) {
 		pasci_store_destroy(ps->store);
+		ps_root_close(ps);
 		free(ps);
 		return rv;
 	}
@@ -694,6 +712,7 @@ pasci_ps_server_start(
 		pasci_bulk_server_close(ps->bulk);
 		pasci_store_destroy(ps->store);
 		pasci_dyn_set_destroy(ps->dyn);
+		ps_root_close(ps);
 		free(ps);
 		return rv;
 	}
@@ -711,6 +730,7 @@ pasci_ps_server_create_local(ps_server **out)
 		return PASCO_ENOMEM;
 	}
 	ps->max_var_bytes = max_variable_bytes();
+	ps->ckpt_fd       = -1;
 	if ((rv = pasci_store_create(&ps->store)) != 0 ||
 	    (rv = pasci_dyn_set_create(&ps->dyn)) != 0) {
 		pasci_store_destroy(ps->store);
@@ -743,6 +763,7 @@ pasci_ps_server_stop(ps_server *ps)
 	pasci_bulk_server_close(ps->bulk);
 	pasci_store_destroy(ps->store);
 	pasci_dyn_set_destroy(ps->dyn);
+	ps_root_close(ps);
 	free(ps);
 }
 
