@@ -60,6 +60,7 @@ summary_fail(int rv, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(summary_error, sizeof(summary_error), fmt, ap);
 	va_end(ap);
+	pasci_error_note(summary_error);
 	pasci_log(PASCI_LOG_WARN, "summary: %s", summary_error);
 	return rv;
 }

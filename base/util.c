@@ -41,6 +41,36 @@ pasco_errname(int err)
 	}
 }
 
+/* The message of this thread's last failing call, whichever object. */
+static _Thread_local char last_error[1024];
+
+const char *
+pasco_last_error(void)
+{
+	return last_error;
+}
+
+void
+pasci_error_note(const char *msg)
+{
+	if (msg != NULL && msg[0] != 0 && msg != last_error) {
+		pasci_fmt(last_error, sizeof(last_error), "%s", msg);
+	}
+}
+
+char *
+pasci_error_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (len > 0) {
+		vsnprintf(buf, len, fmt, ap);
+	}
+	va_end(ap);
+	pasci_error_note(buf);
+	return buf;
+}
+
 void
 pasci_panic(const char *file, int line, const char *what)
 {

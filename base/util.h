@@ -59,6 +59,18 @@ uint64_t pasci_random_u64(void);
 char *pasci_fmt(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Records msg as this thread's last error (pasco_last_error): every
+ * family's failure recorder calls it. NULL or "" leaves the last one (a
+ * failure with nothing to say, wrapping another's empty message, must not
+ * erase the cause). Thread-safe: each thread has its own. */
+void pasci_error_note(const char *msg);
+
+/* pasci_fmt into buf, then pasci_error_note(buf): for writes into the
+ * buffers that hold an object's or a family's error (a strategy's, the
+ * dataset's). Returns buf. */
+char *pasci_error_fmt(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 char *pasci_strdup(const char *s);
 
 /* The largest message a process accepts, nng or bulk, in bytes: 256 MB,

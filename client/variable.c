@@ -136,6 +136,7 @@ pasci_variable_fail(pasco_variable *v, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(v->error, sizeof(v->error), fmt, ap);
 	va_end(ap);
+	pasci_error_note(v->error);
 	pthread_mutex_unlock(&v->mu);
 	return err;
 }

@@ -24,6 +24,7 @@ pasco_fit_fail(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(fit_error, sizeof(fit_error), fmt, ap);
 	va_end(ap);
+	pasci_error_note(fit_error);
 	return err;
 }
 

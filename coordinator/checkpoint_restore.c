@@ -434,7 +434,7 @@ strategy_fail(
     pasco_strategy *s, int rv, const char *fmt, const char *a, const char *b)
 {
 	pthread_mutex_lock(&s->mu);
-	pasci_fmt(s->error, sizeof(s->error), fmt, a, b);
+	pasci_error_fmt(s->error, sizeof(s->error), fmt, a, b);
 	pthread_mutex_unlock(&s->mu);
 	return rv;
 }

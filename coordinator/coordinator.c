@@ -29,6 +29,7 @@ set_error(pasco_coordinator *c, const char *msg)
 {
 	last_error.c = c;
 	pasci_fmt(last_error.msg, sizeof(last_error.msg), "%s", msg);
+	pasci_error_note(msg);
 }
 
 void
@@ -88,7 +89,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	pasci_cancel_install(c);
 	pthread_mutex_lock(&s->mu);
 	if (s->coord != NULL) {
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "this strategy already "
 		    "has a coordinator (there is one per strategy)");
 		pthread_mutex_unlock(&s->mu);

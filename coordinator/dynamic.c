@@ -16,7 +16,7 @@ fail(pasco_strategy *s, int rv, const char *fmt, const char *name,
     const char *detail)
 {
 	pthread_mutex_lock(&s->mu);
-	pasci_fmt(s->error, sizeof(s->error), fmt, name, detail);
+	pasci_error_fmt(s->error, sizeof(s->error), fmt, name, detail);
 	pthread_mutex_unlock(&s->mu);
 	return rv;
 }
@@ -38,7 +38,7 @@ find_made(
 		if (v->dynamic && v->shape[1] == dim) {
 			rv = pasci_variable_clone(out, v);
 		} else {
-			pasci_fmt(s->error, sizeof(s->error),
+			pasci_error_fmt(s->error, sizeof(s->error),
 			    "'%s' already exists as %s; cannot create it as a "
 			    "dynamic table of dim %lld",
 			    name,

@@ -28,7 +28,7 @@ pasci_strategy_sync_options(
 		sync.replicas = (int32_t) s->nworkers;
 	}
 	if (sync.mode < PASCO_ASP || sync.mode > PASCO_SSP) {
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "unknown consistency mode %d: PASCO_ASP (0), PASCO_BSP "
 		    "(1) "
 		    "or PASCO_SSP (2)",
@@ -36,7 +36,7 @@ pasci_strategy_sync_options(
 		return PASCO_EINVAL;
 	}
 	if (sync.replicas < 0 || sync.staleness < 0) {
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "consistency: replicas_to_aggregate (%d) and staleness "
 		    "(%d) must be >= 0",
 		    (int) sync.replicas, (int) sync.staleness);
@@ -59,7 +59,7 @@ pasco_strategy_global_step(pasco_strategy *s, pasco_variable **out)
 	pasco_tensor_release(zero);
 	if (rv == PASCO_EEXIST) {
 		pthread_mutex_lock(&s->mu);
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "the global step needs the name '" GLOBAL_STEP
 		    "', which is taken by a variable that is not an i64 "
 		    "scalar");
@@ -100,7 +100,7 @@ pasco_strategy_sync_flush(pasco_strategy *s)
 	}
 	if ((rv = pasci_shard_calls_run(all, calls)) != 0) {
 		pthread_mutex_lock(&s->mu);
-		pasci_fmt(s->error, sizeof(s->error), "%s",
+		pasci_error_fmt(s->error, sizeof(s->error), "%s",
 		    pasco_variable_error(all));
 		pthread_mutex_unlock(&s->mu);
 	}

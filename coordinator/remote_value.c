@@ -101,6 +101,10 @@ pasco_remote_value_fetch(pasco_remote_value *rv, const pasco_value **out)
 	if (rv->err == 0 && rv->fetches != NULL) {
 		pasci_counter_add(rv->fetches, 1);
 	}
+	if (rv->err != 0) {
+		/* ready: msg is written once, before ready was set */
+		pasci_error_note(rv->msg);
+	}
 	return rv->err;
 }
 

@@ -293,7 +293,7 @@ strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 			        sizeof(
 			            why)) || /* it answers, and refuses us */
 			    pasci_rpc_client_refused(cl, why, sizeof(why))) {
-				pasci_fmt(s->error, sizeof(s->error),
+				pasci_error_fmt(s->error, sizeof(s->error),
 				    "%s %zu at %s: %s",
 				    is_ps ? "ps" : "worker",
 				    is_ps ? i : i - s->nps,
@@ -301,7 +301,7 @@ strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 				return PASCO_EUNAVAILABLE;
 			}
 			if (left <= WAIT_LOG_MS) {
-				pasci_fmt(s->error, sizeof(s->error),
+				pasci_error_fmt(s->error, sizeof(s->error),
 				    "%s %zu at %s did not answer within %lld "
 				    "ms "
 				    "(PASCO_CONNECT_TIMEOUT sets it): %s",
@@ -385,13 +385,13 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 	create_error[0] = 0;
 	if (cluster == NULL ||
 	    pasco_cluster_validate(cluster, err, sizeof(err)) != 0) {
-		pasci_fmt(create_error, sizeof(create_error),
+		pasci_error_fmt(create_error, sizeof(create_error),
 		    "invalid cluster: %s", cluster == NULL ? "NULL" : err);
 		pasci_log(PASCI_LOG_ERROR, "%s", create_error);
 		return PASCO_EINVAL;
 	}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		pasci_fmt(create_error, sizeof(create_error), "out of memory");
+		pasci_error_fmt(create_error, sizeof(create_error), "out of memory");
 		return PASCO_ENOMEM;
 	}
 	if (!cluster_all_tls(cluster)) {
@@ -427,7 +427,7 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 		rv = strategy_wait(s, connect_timeout_ms(opts));
 	}
 	if (rv != 0) {
-		pasci_fmt(create_error, sizeof(create_error), "%s",
+		pasci_error_fmt(create_error, sizeof(create_error), "%s",
 		    s->error[0] ? s->error : "cannot connect to the cluster");
 		pasci_log(PASCI_LOG_ERROR, "%s", create_error);
 		pasco_strategy_destroy(s);
@@ -515,7 +515,7 @@ strategy_lookup(pasco_strategy *s, const char *name, pasco_dtype dtype,
 		                      sizeof(int64_t) * (size_t) rank) == 0)) {
 			rv = pasci_variable_clone(out, v);
 		} else {
-			pasci_fmt(s->error, sizeof(s->error),
+			pasci_error_fmt(s->error, sizeof(s->error),
 			    "variable '%s' already "
 			    "exists as %s; cannot create it as %s",
 			    name,
@@ -548,7 +548,7 @@ strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
 	if (part != NULL &&
 	    (rv = pasco_partition(part, dtype, pasco_dtype_size(dtype), rank,
 	         shape, &shards, err, sizeof(err))) != 0) {
-		pasci_fmt(s->error, sizeof(s->error), "partitioning '%s': %s",
+		pasci_error_fmt(s->error, sizeof(s->error), "partitioning '%s': %s",
 		    name, err);
 		return rv;
 	}
@@ -557,7 +557,7 @@ strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
 		    shape[0] > 0 ? shape[0] : 1; /* never more than rows */
 	}
 	if (shards > PASCI_MAX_SHARDS) {
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "'%s' would have %lld shards; "
 		    "at most %d are supported",
 		    name, (long long) shards, PASCI_MAX_SHARDS);
@@ -657,7 +657,7 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 	if (name == NULL || *name == 0 ||
 	    pasci_tensor_check_spec(dtype, rank, shape, &count, &nbytes) !=
 	        0) {
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "a variable needs a name and "
 		    "a valid dtype and shape");
 		return PASCO_EINVAL;
@@ -683,7 +683,7 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 	}
 	if (rv == 0 && (rv = pasci_shard_calls_run(*out, calls)) != 0) {
 		pthread_mutex_lock(&s->mu);
-		pasci_fmt(s->error, sizeof(s->error), "creating %s",
+		pasci_error_fmt(s->error, sizeof(s->error), "creating %s",
 		    pasco_variable_error(*out));
 		pthread_mutex_unlock(&s->mu);
 	}
@@ -706,7 +706,7 @@ pasco_variable_create(pasco_variable **out, pasco_strategy *s,
 {
 	if (initial_value == NULL) {
 		*out = NULL;
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "'%s' needs an initial value", name != NULL ? name : "");
 		return PASCO_EINVAL;
 	}
@@ -723,7 +723,7 @@ pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
 	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
 	    init->kind > PASCO_INIT_GLOROT_UNIFORM) {
 		*out = NULL;
-		pasci_fmt(s->error, sizeof(s->error),
+		pasci_error_fmt(s->error, sizeof(s->error),
 		    "'%s' needs a valid "
 		    "initializer",
 		    name != NULL ? name : "");

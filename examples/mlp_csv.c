@@ -62,8 +62,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	                 .verbose                        = true},
 	             NULL);
 	if (rv != 0) {
-		fprintf(stderr, "mlp_csv: %s%s\n", pasco_model_last_error(),
-		    pasco_strategy_error(s));
+		fprintf(stderr, "mlp_csv: %s\n", pasco_last_error());
 	}
 	pasco_coordinator_destroy(c);
 	pasco_model_free(m);

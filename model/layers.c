@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 static _Thread_local char last_error[512];
 
 int
@@ -18,6 +20,7 @@ pasci_model_fail(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
+	pasci_error_note(last_error);
 	return err;
 }
 

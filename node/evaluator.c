@@ -69,6 +69,7 @@ fail(pasco_evaluator *e, int rv, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
+	pasci_error_note(buf);
 	return rv;
 }
 

@@ -1,8 +1,14 @@
 /*
  * Status codes. Every fallible Pasco function returns a pasco_err; PASCO_OK
  * is zero. Codes are named after TensorFlow's status codes where they mean
- * the same thing. Errors with detail keep their message on the object that
- * failed (pasco_remote_value_error, pasco_coordinator_error, ...).
+ * the same thing. The message of a failure is pasco_last_error() on the
+ * thread that made the failing call, whichever object failed:
+ *
+ *     if (pasco_model_fit(c, m, &o, NULL) != 0)
+ *             fprintf(stderr, "fit: %s\n", pasco_last_error());
+ *
+ * Errors with detail also stay on the object that failed
+ * (pasco_remote_value_error, pasco_coordinator_error, ...).
  */
 #ifndef PASCO_ERROR_H
 #define PASCO_ERROR_H
@@ -39,5 +45,15 @@ const char *pasco_strerror(int err);
 
 /* The symbolic name of err ("PASCO_EINVAL"). Thread-safe. */
 const char *pasco_errname(int err);
+
+/* The message of the last Pasco call that failed on this thread,
+ * whichever object or family failed (model, strategy, dataset, fit,
+ * coordinator, variable, ops, ...): what that family's own getter
+ * (pasco_model_last_error, pasco_strategy_error, pasco_dataset_last_error,
+ * pasco_fit_error, pasco_coordinator_error, ...) returns for it. "" before
+ * any failure; a call that succeeds leaves it, so read it right after the
+ * failing call. Another thread's failures never change it. The string is
+ * this thread's, overwritten by its next failure. Thread-safe. */
+const char *pasco_last_error(void);
 
 #endif

@@ -91,7 +91,7 @@ parse_number(csv *c, size_t col, const char *text, double *out)
 	char                   *end;
 	double                  v = k->default_value;
 	if (*text == 0 && !k->has_default) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "%s:%lld: "
 		    "column '%s' is empty and has no default",
 		    c->files[c->cur], (long long) c->line, k->name);
@@ -103,7 +103,7 @@ parse_number(csv *c, size_t col, const char *text, double *out)
 		            ? (double) strtoll(text, &end, 10)
 		            : strtod(text, &end);
 		if (errno != 0 || *end != 0) {
-			pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+			pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 			    "%s:%lld: "
 			    "column '%s': '%s' is not %s",
 			    c->files[c->cur], (long long) c->line, k->name,
@@ -125,7 +125,7 @@ parse_key(csv *c, size_t col, const char *text, pasco_tensor **out)
 	const pasco_csv_column *k = &c->cols[col];
 	size_t                  n = strlen(text);
 	if (n == 0 && !k->has_default) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "%s:%lld: column '%s' is empty and has no default",
 		    c->files[c->cur], (long long) c->line, k->name);
 		return PASCO_EINVAL;
@@ -185,7 +185,7 @@ parse_value(csv *c, size_t col, const char *text, pasco_value **out)
 static int
 field_count_error(csv *c, size_t n)
 {
-	pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+	pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 	    "%s:%lld: %zu fields; the columns are %zu", c->files[c->cur],
 	    (long long) c->line, n, c->ncols);
 	return PASCO_EINVAL;
@@ -252,7 +252,7 @@ parse_line(csv *c, char *p, char *end, pasco_value **out)
 		if (n < c->ncols && len >= sizeof(field) &&
 		    c->cols[n].type == PASCO_FEATURE_HASHED) {
 			/* its key would be that of its first bytes */
-			pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+			pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 			    "%s:%lld: column '%s': a field of %zu bytes; a "
 			    "HASHED field may have at most %zu",
 			    c->files[c->cur], (long long) c->line,
@@ -295,6 +295,7 @@ csv_next(void *arg, pasco_value **out)
 			if ((rv = pasci_file_read(c->files[c->cur], &data,
 			         &c->len, pasci_data_error,
 			         sizeof(pasci_data_error))) != 0) {
+				pasci_error_note(pasci_data_error);
 				return rv;
 			}
 			c->buf  = data;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "dataset_impl.h"
+#include "util.h"
 
 _Thread_local char pasci_data_error[PASCI_DATA_ERROR_CAP];
 
@@ -30,6 +31,7 @@ pasco_dataset_fail(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(pasci_data_error, sizeof(pasci_data_error), fmt, ap);
 	va_end(ap);
+	pasci_error_note(pasci_data_error);
 	return err;
 }
 

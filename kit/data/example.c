@@ -361,14 +361,14 @@ parse_element(void *arg, const pasco_value *element, pasco_value **result)
 	/* The message goes where pasco_dataset_last_error reads it, so a
 	 * step function can report which record was bad. */
 	if (t == NULL || t->dtype != PASCO_U8) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "parse_examples: an element is not a u8 tensor of a "
 		    "serialized Example");
 		return PASCO_EINVAL;
 	}
 	if ((rv = pasco_example_parse(t->data, t->nbytes, p->specs, p->n,
 	         result, err, sizeof(err))) != 0) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "parse_examples: %s", err);
 	}
 	return rv;

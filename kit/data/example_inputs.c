@@ -42,7 +42,7 @@ pad_ids(const example_inputs *p, size_t i, const pasco_tensor *ids,
 	pasco_tensor *t;
 	int64_t       w = p->width[i];
 	if (ids->count > w) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "example_inputs: feature '%s' has %lld ids; its input "
 		    "takes at most %lld",
 		    p->specs[i].name, (long long) ids->count, (long long) w);
@@ -114,14 +114,14 @@ parse_inputs(void *arg, const pasco_value *element, pasco_value **result)
 	char                  err[512];
 	int                   rv;
 	if (t == NULL || t->dtype != PASCO_U8) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "example_inputs: an element is not a u8 tensor of a "
 		    "serialized Example");
 		return PASCO_EINVAL;
 	}
 	if ((rv = pasco_example_parse(t->data, t->nbytes, p->specs,
 	         p->ninputs + p->label, &f, err, sizeof(err))) != 0) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "example_inputs: %s", err);
 		return rv;
 	}

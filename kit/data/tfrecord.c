@@ -104,7 +104,7 @@ gunzip_bytes(const char *path, const unsigned char *data, size_t len,
 		}
 	}
 	if (zr != Z_STREAM_END || z.avail_in > 0) {
-		pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+		pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 		    "%s: not a whole gzip file (%s at byte %zu)", path,
 		    z.msg != NULL ? z.msg : "truncated",
 		    len - (size_t) z.avail_in);
@@ -199,6 +199,9 @@ pasco_tfrecord_writer_close(pasco_tfrecord_writer *w)
 	if (rv == 0) {
 		rv = pasci_file_write(w->path, &iov, 1, 1, pasci_data_error,
 		    sizeof(pasci_data_error));
+		if (rv != 0) {
+			pasci_error_note(pasci_data_error);
+		}
 	}
 	free(packed);
 	pasco_tfrecord_writer_discard(w);
@@ -237,7 +240,7 @@ reader_close_file(reader *r)
 static int
 corrupt(reader *r, const char *what, bool lose_file)
 {
-	pasci_fmt(pasci_data_error, sizeof(pasci_data_error),
+	pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
 	    "%s: %s at offset %zu", r->files[r->cur], what, r->off);
 	if (!r->opts.skip_corrupt) {
 		return PASCO_EPROTO;
@@ -267,6 +270,7 @@ reader_next(void *arg, pasco_value **out)
 			if ((rv = pasci_file_read(r->files[r->cur], &data,
 			         &r->len, pasci_data_error,
 			         sizeof(pasci_data_error))) != 0) {
+				pasci_error_note(pasci_data_error);
 				return rv;
 			}
 			if (r->opts.gzip) {

@@ -24,6 +24,7 @@ pasci_ops_fail(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(pasci_ops_error, sizeof(pasci_ops_error), fmt, ap);
 	va_end(ap);
+	pasci_error_note(pasci_ops_error);
 	return err;
 }
 
