@@ -388,7 +388,7 @@ pasco_variable_apply_gradient(
 
 int
 pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
-    const pasco_optimizer *opt, pasco_tensor *const *grads)
+    const pasco_optimizer *opt, pasco_tensor_array grads)
 {
 	return pasco_variable_apply_gradients_mixed(n, vars, opt, NULL, grads);
 }
@@ -397,7 +397,7 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
  * step's reads), else one admitted here. */
 static int
 apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
-    const pasco_tensor *const *ids, pasco_tensor *const *grads,
+    const pasco_tensor *const *ids, const pasco_tensor *const *grads,
     const pasci_step *pre)
 {
 	shard_call **calls = calloc(n + 1, sizeof(*calls));
@@ -441,15 +441,15 @@ apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
 int
 pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    pasco_tensor *const *grads)
+    pasco_tensor_array grads)
 {
-	return apply_mixed(n, vars, opt, ids, grads, NULL);
+	return apply_mixed(n, vars, opt, ids, grads.c, NULL);
 }
 
 int
 pasci_apply_gradients_mixed_at(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    pasco_tensor *const *grads, int64_t t)
+    const pasco_tensor *const *grads, int64_t t)
 {
 	pasci_step pre = {.t = t};
 	return apply_mixed(n, vars, opt, ids, grads, &pre);

@@ -163,7 +163,7 @@ int pasci_variable_read_mixed_step(size_t n, pasco_variable *const *vars,
  * from pasci_variable_read_mixed_step): no fetch-add before it. */
 int pasci_apply_gradients_mixed_at(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    pasco_tensor *const *grads, int64_t t);
+    const pasco_tensor *const *grads, int64_t t);
 
 /* Admits one apply of opt through opt->iterations (nothing without it).
  * A failure is recorded on the counter and on v. */

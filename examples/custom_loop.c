@@ -31,8 +31,8 @@ PASCO_FUNCTION(train_step)
 		pasco_call_fail(
 		    call, rv, "training data: %s", pasco_dataset_last_error());
 	} else if (rv == 0 && (rv = pasco_tape_alloc(&tp, true, 0)) == 0) {
-		pasco_tensor *x = (pasco_tensor *) pasco_value_as_tensor(
-		    pasco_value_item(b, 0));
+		const pasco_tensor *x =
+		    pasco_value_as_tensor(pasco_value_item(b, 0));
 		const pasco_tensor *y =
 		    pasco_value_as_tensor(pasco_value_item(b, 1));
 		/* the variables read (the rows of x's ids), the forward pass

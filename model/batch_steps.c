@@ -13,7 +13,8 @@
 
 static int
 input_tensor(
-    const pasco_model *m, size_t k, const pasco_value *v, pasco_tensor **out)
+    const pasco_model *m, size_t k, const pasco_value *v,
+    const pasco_tensor **out)
 {
 	const pasco_tensor *t = pasco_value_as_tensor(v);
 	if (t == NULL) {
@@ -21,13 +22,13 @@ input_tensor(
 		    "input '%s': the dataset element has no tensor for it",
 		    m->inputs[k].name);
 	}
-	*out = (pasco_tensor *) t; /* the tape holds it, read-only */
+	*out = t; /* borrowed from the element, only read */
 	return PASCO_OK;
 }
 
 int
 pasci_model_element(const pasco_model *m, const pasco_value *e, bool need_y,
-    pasco_tensor **inputs, const pasco_tensor **y)
+    const pasco_tensor **inputs, const pasco_tensor **y)
 {
 	const pasco_value *x = e;
 	*y                   = NULL;
@@ -75,7 +76,7 @@ pasci_model_element(const pasco_model *m, const pasco_value *e, bool need_y,
 }
 
 int64_t
-pasci_model_batch_size(const pasco_model *m, pasco_tensor *const *in)
+pasci_model_batch_size(const pasco_model *m, const pasco_tensor *const *in)
 {
 	(void) m;
 	return in[0]->rank > 0 ? in[0]->shape[0] : 1;
@@ -84,8 +85,9 @@ pasci_model_batch_size(const pasco_model *m, pasco_tensor *const *in)
 /* The loss node and output of a batch, variables read onto tp; vars in
  * the tape's arena into *vars. */
 static pasco_tnode *
-batch_loss(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
-    const pasco_tensor *y, pasco_tape_var **vars, pasco_tnode **out)
+batch_loss(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    pasco_tape_var **vars, pasco_tnode **out)
 {
 	pasco_tnode **nodes;
 	*vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(**vars));
@@ -114,7 +116,7 @@ add_counts(const pasco_model *m, pasco_tape *tp, pasco_tnode *out,
 
 int
 pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_optimizer *opt, double *loss, double *state)
 {
 	pasco_tape_var *vars;
@@ -130,7 +132,7 @@ pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
 
 int
 pasci_model_eval_batch(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, double *sums)
+    const pasco_tensor *const *inputs, const pasco_tensor *y, double *sums)
 {
 	pasco_tape_var *vars;
 	pasco_tnode    *l, *out = NULL;

@@ -94,11 +94,11 @@ size_t pasci_model_bytes(const pasco_model *m);
 /* The bound variables read onto tp (one round trip); their nodes, in the
  * tape's arena, or NULL with the tape's error set. vars gets the reads. */
 pasco_tnode **pasci_model_read(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, pasco_tape_var *vars);
+    const pasco_tensor *const *inputs, pasco_tape_var *vars);
 
 /* pasco_model_loss that also gives the model's output node (*out). */
 pasco_tnode *pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    const pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes, pasco_tnode **out);
 
 /* Writes layer i's adapted statistics to its variables (mean, variance,

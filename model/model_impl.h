@@ -51,21 +51,22 @@ double pasci_metric_result(
  * opt; *loss gets the loss; state (may be NULL) the metrics' counts. On
  * failure the tape's error. Blocks. */
 int pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_optimizer *opt, double *loss, double *state);
 
 /* An evaluation on a batch: read, loss; sums[0] += loss * batch, sums[1]
  * += batch, sums + 2 gets the metrics' counts. */
 int pasci_model_eval_batch(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, double *sums);
+    const pasco_tensor *const *inputs, const pasco_tensor *y, double *sums);
 
 /* x and y of a dataset element (a LIST (x, y), or x alone when y is not
  * needed: *y NULL), and the model's inputs from x (a tensor for a model
  * with one input, or a DICT by input name), borrowed from e. */
 int pasci_model_element(const pasco_model *m, const pasco_value *e,
-    bool need_y, pasco_tensor **inputs, const pasco_tensor **y);
+    bool need_y, const pasco_tensor **inputs, const pasco_tensor **y);
 
 /* The batch size of an element's first input. */
-int64_t pasci_model_batch_size(const pasco_model *m, pasco_tensor *const *in);
+int64_t pasci_model_batch_size(
+    const pasco_model *m, const pasco_tensor *const *in);
 
 #endif

@@ -48,7 +48,7 @@ input_of(const pasco_model *m, size_t i)
 
 static pasco_tnode *
 embed(const pasco_model *m, pasco_tape *tp, size_t i,
-    pasco_tensor *const *inputs, pasco_tnode *const *nodes)
+    const pasco_tensor *const *inputs, pasco_tnode *const *nodes)
 {
 	pasco_tnode *table = var_node(m, tp, i, 0, nodes);
 	return table == NULL
@@ -127,7 +127,7 @@ normalize(const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *x,
 /* Layer i's input nodes into in; feature inputs made constants once. */
 static bool
 gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
-    pasco_tensor *const *inputs, pasco_tnode **outs, pasco_tnode **feats,
+    const pasco_tensor *const *inputs, pasco_tnode **outs, pasco_tnode **feats,
     pasco_tnode **in)
 {
 	const pasco_layer *l = &m->layers[i];
@@ -152,7 +152,8 @@ gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
 /* Every input present, and the ids of each Embedding of their dtype and
  * width. */
 static bool
-check_inputs(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs)
+check_inputs(
+    const pasco_model *m, pasco_tape *tp, const pasco_tensor *const *inputs)
 {
 	for (size_t k = 0; k < m->ninputs; k++) {
 		if (inputs == NULL || inputs[k] == NULL) {
@@ -188,7 +189,7 @@ check_inputs(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs)
 /* The forward pass; *pre gets the last layer's input to its activation
  * and *act that activation (linear when the last layer has none). */
 static pasco_tnode *
-forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
+forward(const pasco_model *m, pasco_tape *tp, const pasco_tensor *const *inputs,
     pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
 {
 	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
@@ -244,16 +245,16 @@ forward(const pasco_model *m, pasco_tape *tp, pasco_tensor *const *inputs,
 
 pasco_tnode *
 pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, pasco_tnode *const *nodes)
+    pasco_tensor_array inputs, pasco_tnode *const *nodes)
 {
 	pasco_tnode *pre;
 	pasco_act    act;
-	return forward(m, tp, inputs, nodes, &pre, &act);
+	return forward(m, tp, inputs.c, nodes, &pre, &act);
 }
 
 pasco_tnode **
 pasci_model_read(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, pasco_tape_var *vars)
+    const pasco_tensor *const *inputs, pasco_tape_var *vars)
 {
 	pasco_tnode **nodes;
 	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK ||
@@ -288,9 +289,9 @@ pasci_model_read(const pasco_model *m, pasco_tape *tp,
 
 pasco_tnode *
 pasco_model_call(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, pasco_tape_var *vars)
+    pasco_tensor_array inputs, pasco_tape_var *vars)
 {
-	pasco_tnode **nodes = pasci_model_read(m, tp, inputs, vars);
+	pasco_tnode **nodes = pasci_model_read(m, tp, inputs.c, vars);
 	return nodes == NULL ? NULL
 	                     : pasco_model_call_with(m, tp, inputs, nodes);
 }
@@ -324,16 +325,16 @@ pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
 
 pasco_tnode *
 pasco_model_loss(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tensor_array inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes)
 {
 	pasco_tnode *out;
-	return pasci_model_loss_out(m, tp, inputs, y, loss, nodes, &out);
+	return pasci_model_loss_out(m, tp, inputs.c, y, loss, nodes, &out);
 }
 
 pasco_tnode *
 pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    const pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes, pasco_tnode **output)
 {
 	pasco_tnode       *pre, *out, *l = NULL;
@@ -399,7 +400,7 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 
 int
 pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tensor_array inputs, const pasco_tensor *y, pasco_loss loss,
     const pasco_optimizer *opt, double *loss_value)
 {
 	pasco_tape_var *vars;
@@ -414,7 +415,7 @@ pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
 		pasci_tape_step_of(tp)->counter = opt->iterations;
 	}
 	if (vars == NULL ||
-	    (nodes = pasci_model_read(m, tp, inputs, vars)) == NULL ||
+	    (nodes = pasci_model_read(m, tp, inputs.c, vars)) == NULL ||
 	    (l = pasco_model_loss(m, tp, inputs, y, loss, nodes)) == NULL ||
 	    pasco_tape_apply(tp, l, m->nvars, vars, opt) != 0) {
 		return pasco_tape_error(tp);

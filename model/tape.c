@@ -435,7 +435,7 @@ is_float(const pasco_tensor *t)
 }
 
 static pasco_tnode *
-leaf(pasco_tape *tp, const char *what, pasco_tensor *t, pasci_leaf kind)
+leaf(pasco_tape *tp, const char *what, const pasco_tensor *t, pasci_leaf k)
 {
 	pasco_tnode *n;
 	if (tp == NULL || tp->err != PASCO_OK) {
@@ -454,30 +454,30 @@ leaf(pasco_tape *tp, const char *what, pasco_tensor *t, pasci_leaf kind)
 	    !append(tp, n)) {
 		return NULL;
 	}
-	tp->held[tp->nheld++] = pasco_tensor_hold(t);
+	tp->held[tp->nheld++] = pasco_tensor_hold((pasco_tensor *) t);
 	n->value              = *t;
 	n->value.storage      = NULL;
 	n->value.refs         = 0;
 	n->op                 = &leaf_op;
-	n->leaf               = kind;
-	n->needs_grad         = kind != PASCI_CONSTANT;
+	n->leaf               = k;
+	n->needs_grad         = k != PASCI_CONSTANT;
 	return n;
 }
 
 pasco_tnode *
-pasco_tape_constant(pasco_tape *tp, pasco_tensor *t)
+pasco_tape_constant(pasco_tape *tp, const pasco_tensor *t)
 {
 	return leaf(tp, "constant", t, PASCI_CONSTANT);
 }
 
 pasco_tnode *
-pasco_tape_watch(pasco_tape *tp, pasco_tensor *t)
+pasco_tape_watch(pasco_tape *tp, const pasco_tensor *t)
 {
 	return leaf(tp, "watch", t, PASCI_WATCHED);
 }
 
 pasco_tnode *
-pasco_tape_watch_table(pasco_tape *tp, pasco_tensor *table)
+pasco_tape_watch_table(pasco_tape *tp, const pasco_tensor *table)
 {
 	if (tp != NULL && tp->err == PASCO_OK && table != NULL &&
 	    table->rank != 2) {
@@ -496,7 +496,8 @@ pasci_cmp_i64(const void *a, const void *b)
 }
 
 pasco_tnode *
-pasco_tape_watch_keys(pasco_tape *tp, pasco_tensor *keys, pasco_tensor *rows)
+pasco_tape_watch_keys(
+    pasco_tape *tp, const pasco_tensor *keys, const pasco_tensor *rows)
 {
 	pasco_tnode *n = pasco_tape_watch_rows(tp, keys, rows);
 	if (n != NULL) {
@@ -506,7 +507,8 @@ pasco_tape_watch_keys(pasco_tape *tp, pasco_tensor *keys, pasco_tensor *rows)
 }
 
 pasco_tnode *
-pasco_tape_watch_rows(pasco_tape *tp, pasco_tensor *ids, pasco_tensor *rows)
+pasco_tape_watch_rows(
+    pasco_tape *tp, const pasco_tensor *ids, const pasco_tensor *rows)
 {
 	pasco_tnode *n;
 	int64_t     *pairs, count;

@@ -145,7 +145,7 @@ apply_present(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
 {
 	pasco_variable     **vs    = calloc(n + 1, sizeof(*vs));
 	const pasco_tensor **ids   = calloc(n + 1, sizeof(*ids));
-	pasco_tensor       **grads = calloc(n + 1, sizeof(*grads));
+	const pasco_tensor **grads = calloc(n + 1, sizeof(*grads));
 	size_t               m     = 0;
 	int                  rv    = PASCO_OK;
 	if (vs == NULL || ids == NULL || grads == NULL) {

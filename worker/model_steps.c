@@ -111,7 +111,7 @@ static int
 train_once(pasco_call *call, const pasco_model *m, size_t k,
     const pasco_optimizer *opt, double *loss, double *counts)
 {
-	pasco_tensor      **in = calloc(m->ninputs, sizeof(*in));
+	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
 	const pasco_tensor *y;
 	pasco_dataset      *it;
 	pasco_value        *e = NULL;
@@ -223,13 +223,13 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 /* Runs fn on every batch of the shard's dataset: fn gets the inputs and
  * targets of each, on a tape of its own (not training). */
 typedef int (*batch_fn)(void *arg, const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *in, const pasco_tensor *y);
+    const pasco_tensor *const *in, const pasco_tensor *y);
 
 static int
 each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
     batch_fn fn, void *arg)
 {
-	pasco_tensor      **in = calloc(m->ninputs, sizeof(*in));
+	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
 	const pasco_tensor *y;
 	pasco_dataset      *ds = NULL;
 	pasco_value        *e  = NULL;
@@ -276,7 +276,7 @@ each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
 
 static int
 eval_batch(void *arg, const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *in, const pasco_tensor *y)
+    const pasco_tensor *const *in, const pasco_tensor *y)
 {
 	return pasci_model_eval_batch(m, tp, in, y, arg);
 }
@@ -359,7 +359,7 @@ tfrecord_rows(predict_out *o, const pasco_tensor *t, int64_t n, int64_t w)
 
 static int
 predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *in, const pasco_tensor *y)
+    const pasco_tensor *const *in, const pasco_tensor *y)
 {
 	predict_out        *o    = arg;
 	pasco_tape_var     *vars = calloc(m->nvars + 1, sizeof(*vars));

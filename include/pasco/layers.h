@@ -286,18 +286,20 @@ int pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars);
  * variable k (pasco_tape_watch of a tensor, pasco_tape_watch_table of a
  * table, or pasco_tape_read's nodes): the output node, or NULL with the
  * tape's error set. Feature inputs are held by the tape as
- * pasco_tape_constant does; ids are read during the call. Whether
- * Dropout is active is the tape's training flag (Keras's training
- * argument). */
+ * pasco_tape_constant does; ids are read during the call. inputs are only
+ * read: an array of const tensors (pasco_value_as_tensor's, as they are)
+ * or of non-const ones (pasco_tensor_array), here and in the calls
+ * below. Whether Dropout is active is the tape's training flag (Keras's
+ * training argument). */
 pasco_tnode *pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, pasco_tnode *const *nodes);
+    pasco_tensor_array inputs, pasco_tnode *const *nodes);
 
 /* The bound variables read onto tp (pasco_tape_read: one round trip;
  * an Embedding's rows for its input's ids only), then the forward pass.
  * vars (pasco_model_num_variables entries) gets the reads, for
  * pasco_tape_apply. */
 pasco_tnode *pasco_model_call(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, pasco_tape_var *vars);
+    pasco_tensor_array inputs, pasco_tape_var *vars);
 
 typedef enum pasco_loss_kind {
 	PASCO_LOSS_MSE                             = 1,
@@ -327,7 +329,7 @@ int pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out);
  * element count), labels 0/1 (binary) or class ids i32/i64 [batch]
  * (sparse categorical). NULL with the tape's error set on failure. */
 pasco_tnode *pasco_model_loss(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tensor_array inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes);
 
 /* One training step of a bound model: pasco_model_call (one read), the
@@ -337,7 +339,7 @@ pasco_tnode *pasco_model_loss(const pasco_model *m, pasco_tape *tp,
  * the tape's error (naming the layer, the variable or the op) is
  * returned. Blocks. */
 int pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
-    pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
+    pasco_tensor_array inputs, const pasco_tensor *y, pasco_loss loss,
     const pasco_optimizer *opt, double *loss_value);
 
 #endif

@@ -130,9 +130,10 @@ int pasco_variable_apply_gradient(
 /* Keras's optimizer.apply_gradients(zip(grads, vars)): applies grads[k]
  * to vars[k] with opt, every shard request in flight together. Every
  * gradient is checked first: if one does not fit its variable, nothing is
- * applied. */
+ * applied. grads are only read: an array of const or non-const tensors
+ * (pasco_tensor_array). */
 int pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
-    const pasco_optimizer *opt, pasco_tensor *const *grads);
+    const pasco_optimizer *opt, pasco_tensor_array grads);
 
 /* apply_gradients with sparse gradients among the dense ones (Keras's
  * apply_gradients given tf.IndexedSlices): where ids[k] is not NULL,
@@ -145,7 +146,7 @@ int pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
  * layers advances it once). */
 int pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    pasco_tensor *const *grads);
+    pasco_tensor_array grads);
 
 /* Applies the gradient rows grads (shape ids.shape + v.shape[1:]) to rows
  * ids, duplicates summed; other rows and their slots are untouched. With

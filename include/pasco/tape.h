@@ -85,26 +85,29 @@ void pasco_tape_free(pasco_tape *tp);
 int         pasco_tape_error(const pasco_tape *tp);
 const char *pasco_tape_message(const pasco_tape *tp);
 
-/* Leaves. Each holds a reference to t until the tape is freed. constant:
- * an input that is not differentiated (features, labels). watch: a
- * source with a dense gradient of t's shape. f32 or f64. */
-pasco_tnode *pasco_tape_constant(pasco_tape *tp, pasco_tensor *t);
-pasco_tnode *pasco_tape_watch(pasco_tape *tp, pasco_tensor *t);
+/* Leaves. Each holds a reference to t until the tape is freed (a
+ * reference count is not the tensor's contents: t is only read, so a
+ * const tensor, pasco_value_as_tensor's say, goes in as it is).
+ * constant: an input that is not differentiated (features, labels).
+ * watch: a source with a dense gradient of t's shape. f32 or f64. */
+pasco_tnode *pasco_tape_constant(pasco_tape *tp, const pasco_tensor *t);
+pasco_tnode *pasco_tape_watch(pasco_tape *tp, const pasco_tensor *t);
 
 /* Sparse sources, for pasco_t_embedding_lookup only. watch_table: a whole
  * table [vocab, dim]. watch_rows: the rows [n, dim] of a table gathered
  * for ids [n] (i32 or i64; rows[i] is row ids[i]; repeated ids allowed).
  * Their gradient is sparse: the ids a lookup touched and one row each. */
-pasco_tnode *pasco_tape_watch_table(pasco_tape *tp, pasco_tensor *table);
+pasco_tnode *pasco_tape_watch_table(
+    pasco_tape *tp, const pasco_tensor *table);
 pasco_tnode *pasco_tape_watch_rows(
-    pasco_tape *tp, pasco_tensor *ids, pasco_tensor *rows);
+    pasco_tape *tp, const pasco_tensor *ids, const pasco_tensor *rows);
 
 /* watch_rows for a dynamic table's rows (coordinator.h): keys [n] are
  * i64 holding any 64 bits, so a lookup treats only -1 as padding (for
  * other sources every negative id is). pasco_tape_read watches a dynamic
  * table's rows this way. */
 pasco_tnode *pasco_tape_watch_keys(
-    pasco_tape *tp, pasco_tensor *keys, pasco_tensor *rows);
+    pasco_tape *tp, const pasco_tensor *keys, const pasco_tensor *rows);
 
 /* A read-only view of a node's value, valid until the tape is freed (do
  * not hold or release it). NULL for NULL. */

@@ -40,6 +40,16 @@ typedef struct pasco_tensor {
 	int32_t        refs;    /* private: updated atomically */
 } pasco_tensor;
 
+/* An array of tensors a function only reads (a model's inputs): either
+ * const pasco_tensor *[] (a tensor from pasco_value_as_tensor goes in as
+ * it is) or pasco_tensor *[], passed as they are. A transparent union (GCC
+ * and clang): C converts pasco_tensor ** to const pasco_tensor *const *
+ * only with a cast, and this takes both with none. The function reads .c. */
+typedef union pasco_tensor_array {
+	const pasco_tensor *const *c;
+	pasco_tensor *const       *m;
+} pasco_tensor_array __attribute__((transparent_union));
+
 /* Bytes per element, or 0 for an invalid dtype. Thread-safe. */
 size_t pasco_dtype_size(pasco_dtype dtype);
 
