@@ -8,6 +8,7 @@
  * Thread-safe: nothing here outlives a run but the calls' replies.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,7 @@ shard_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 		reply = NULL;
 	} else if (err != 0) {
 		pasci_fmt(c->detail, sizeof(c->detail), "%s", detail);
+		c->lost = err == PASCO_ETIMEDOUT || err == PASCO_EUNAVAILABLE;
 	}
 	c->err = err;
 	if (reply != NULL) {
@@ -246,12 +248,45 @@ request_add(ps_request **reqs, size_t *nreqs, size_t *cap, pasco_variable *v,
 	return PASCO_OK;
 }
 
+/* The ps this thread's requests last could not reach, plus 1 (0: none),
+ * and why. */
+static _Thread_local int32_t unreachable_ps;
+static _Thread_local char    unreachable_why[256];
+
+int32_t
+pasci_ps_unreachable_take(char *why, size_t len)
+{
+	int32_t ps     = unreachable_ps - 1;
+	unreachable_ps = 0;
+	pasci_fmt(why, len, "%s", ps >= 0 ? unreachable_why : "");
+	return ps;
+}
+
+bool
+pasci_ps_unreachable_parse(const char *msg, int32_t *ps, int32_t *worker)
+{
+	int p, w;
+	if (msg == NULL ||
+	    sscanf(msg, PASCI_PS_UNREACHABLE_FMT, &p, &w) != 2 || p < 0 ||
+	    w < 0) {
+		return false;
+	}
+	*ps     = p;
+	*worker = w;
+	return true;
+}
+
 /* The first failed call of v, recorded as v's error. */
 static int
 calls_check(pasco_variable *v, shard_call *calls)
 {
 	int rv = PASCO_OK;
 	for (int32_t i = 0; i < v->nshards && rv == 0; i++) {
+		if (calls[i].used && calls[i].lost) {
+			unreachable_ps = v->shards[i].ps_task + 1;
+			pasci_fmt(unreachable_why, sizeof(unreachable_why),
+			    "%s", calls[i].detail);
+		}
 		if (calls[i].used && calls[i].err != 0) {
 			rv = pasci_variable_fail(v, calls[i].err,
 			    "variable '%s' (%s on "

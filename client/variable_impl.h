@@ -81,7 +81,21 @@ typedef struct shard_call {
 	bool               has_reply;
 	pasci_wire_msg     reply; /* when has_reply: owned by the call */
 	void              *fan;   /* private */
+	bool lost; /* err is the transport's: the ps never answered */
 } shard_call;
+
+/* A cut link, seen from a worker (README, "Failures"): the ps that a
+ * variable request made on this thread could not reach since the last
+ * take (no answer within its deadline, its connection lost or never
+ * made), or -1; why gets the transport's detail. Clears it. A ps that
+ * answered with an error is not such a failure. Thread-local. */
+int32_t pasci_ps_unreachable_take(char *why, size_t len);
+
+/* How a worker's closure that failed so begins its error, and the
+ * coordinator's reading of it: true when msg begins so, with the ps and
+ * the worker. */
+#define PASCI_PS_UNREACHABLE_FMT "ps %d unreachable from worker %d"
+bool pasci_ps_unreachable_parse(const char *msg, int32_t *ps, int32_t *worker);
 
 /* Allocates nshards calls with builders of method m, none used. */
 shard_call *pasci_shard_calls_new(const pasco_variable *v, int method);

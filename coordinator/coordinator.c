@@ -77,7 +77,9 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	        NULL ||
 	    (c->parked = calloc(c->nworkers, sizeof(closure *))) == NULL ||
 	    (c->linked = calloc(c->nworkers, sizeof(bool))) == NULL ||
+	    (c->faults = pasci_link_faults_new(c->nworkers, s->nps)) == NULL ||
 	    pasci_queue_init(&c->q, cap, c->nworkers, window) != 0) {
+		pasci_link_faults_free(c->faults);
 		free(c->dispatchers);
 		free(c->parked);
 		free(c->linked);
@@ -95,6 +97,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		pthread_mutex_unlock(&s->mu);
 		pasci_queue_fini(&c->q);
 		pasci_counter_release(c->fetches);
+		pasci_link_faults_free(c->faults);
 		free(c->dispatchers);
 		free(c->parked);
 		free(c->linked);
@@ -145,6 +148,7 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	}
 	free(c->parked);
 	free(c->linked);
+	pasci_link_faults_free(c->faults);
 	free(c->dispatchers);
 	for (size_t i = 0; i < c->nbig_results; i++) {
 		free(c->big_results[i]);

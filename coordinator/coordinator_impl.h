@@ -20,7 +20,8 @@
 #include "queue.h"
 #include "rpc.h"
 
-typedef struct pasci_recovery pasci_recovery; /* recovery.h */
+typedef struct pasci_recovery    pasci_recovery;    /* recovery.h */
+typedef struct pasci_link_faults pasci_link_faults; /* below */
 
 typedef struct var_entry {
 	pasco_variable   *layout; /* a handle to the created variable */
@@ -175,7 +176,8 @@ struct pasco_coordinator {
 	uint64_t        id_base; /* ids: from here, 2^32 of them (cancel.c) */
 	uint64_t        next_id; /* atomic */
 	pasci_counter  *fetches; /* metrics.c; may be NULL */
-	pthread_mutex_t mu;
+	pasci_link_faults *faults; /* link_fault.c */
+	pthread_mutex_t    mu;
 	/* Protected by mu. */
 	bool                       stopping;
 	pasco_per_worker_iterator *iterators; /* live ones */
@@ -229,6 +231,35 @@ int pasci_dispatch_start(pasco_coordinator *c);
  * waiting for the workers), joins the dispatchers and waits for running
  * completions. Blocks. */
 void pasci_dispatch_stop(pasco_coordinator *c);
+
+/* Failed links (link_fault.c; README, "Failures"). */
+pasci_link_faults *pasci_link_faults_new(size_t nworkers, size_t nps);
+void               pasci_link_faults_free(pasci_link_faults *f);
+
+/* Closure cl could not be sent to worker w or its connection was lost
+ * (the transport's detail): w takes no global closure for a backoff
+ * (50 ms, doubling up to 2 s), and this is logged once per connection of
+ * w. The caller puts cl back. */
+void pasci_link_fault_lost_send(
+    pasco_coordinator *c, size_t w, const closure *cl, const char *detail);
+
+/* Worker w connected (again): its lost-send backoff and log start over. */
+void pasci_link_fault_worker_up(pasco_coordinator *c, size_t w);
+
+/* A global closure of worker w succeeded: its ps bench starts over. */
+void pasci_link_fault_success(pasco_coordinator *c, size_t w);
+
+typedef enum pasci_link_verdict {
+	PASCI_LINK_NOT_MINE, /* not a ps unreachable from w, or no more */
+	PASCI_LINK_RETRY,    /* put it back on the queue now */
+} pasci_link_verdict;
+
+/* Closure cl of worker w failed with err and msg: when w said a ps was
+ * unreachable from it, while the chief reaches that ps, the closure is
+ * retried, on another worker (w is benched) or, with none, up to 3 times
+ * per ps as TensorFlow's transient ps failures. Never blocks. */
+pasci_link_verdict pasci_link_fault_on_failure(pasco_coordinator *c, size_t w,
+    const closure *cl, int err, const char *msg);
 
 /* Whether closure cl may ride in a batch: its tensor arguments are small
  * and its function has not returned a big result before. */

@@ -132,6 +132,7 @@ pasci_coordinator_worker_state(
 	c->parked[w]    = NULL;
 	c->linked[w]    = true;
 	pthread_mutex_unlock(&c->mu);
+	pasci_link_fault_worker_up(c, w);
 	while (parked != NULL) {
 		closure *cl = parked;
 		parked      = cl->next;
@@ -319,9 +320,10 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 	int            status;
 
 	if (err != 0) {
-		/* The worker failed, not the function: run it elsewhere. */
-		pasci_log(PASCI_LOG_INFO, "closure %llu ('%s') is retried: %s",
-		    (unsigned long long) cl->id, cl->name, detail);
+		/* The worker failed, not the function: run it elsewhere, and
+		 * back off from w (its connection may be gone already: a
+		 * send fails at once, and was made again in a tight loop) */
+		pasci_link_fault_lost_send(c, w, cl, detail);
 		put_back(q, w, cl, rider);
 		return;
 	}
@@ -345,6 +347,11 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 	} else {
 		pasci_fmt(msg, sizeof(msg), "%s", reply->hdr->error);
 	}
+	if (status != 0 && pasci_link_fault_on_failure(
+	                       c, w, cl, status, msg) == PASCI_LINK_RETRY) {
+		put_back(q, w, cl, rider); /* a ps unreachable from w */
+		return;
+	}
 	if (status != 0) {
 		/* with ps recovery, a ps lost under it: run it again */
 		switch (
@@ -363,6 +370,7 @@ complete_run(pasco_coordinator *c, size_t w, closure *cl, bool rider, int err,
 		pasci_remote_value_set(cl->rv, value);
 	}
 	pasci_closure_free(cl);
+	pasci_link_fault_success(c, w);
 	landed(q, w, rider, 0, NULL);
 }
 

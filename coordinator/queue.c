@@ -159,6 +159,32 @@ raise_locked(closure_queue *q, closure **cancelled, char *msg, size_t len)
 	return err;
 }
 
+/* The CLOCK_REALTIME time ms from now, for pthread_cond_timedwait. */
+static void
+deadline_ts(struct timespec *ts, int64_t ms)
+{
+	ms = ms > 0 ? ms : 1;
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Whether w is benched now (pasci_queue_bench); an expired bench is
+ * lifted here. */
+static bool
+benched_locked(queue_worker *qw)
+{
+	if (qw->benched_until_ms != 0 &&
+	    pasci_now_ms() >= qw->benched_until_ms) {
+		qw->benched_until_ms = 0;
+	}
+	return qw->benched_until_ms != 0;
+}
+
 /* A worker whose dispatcher sleeps and could take a global closure now,
  * after the last one chosen (so the work spreads); -1 if none. */
 static ssize_t
@@ -168,7 +194,8 @@ idle_worker_locked(closure_queue *q)
 		size_t        w  = (q->next_wake + i) % q->nworkers;
 		queue_worker *qw = &q->workers[w];
 		if (qw->asleep && qw->up && qw->inflight < q->window &&
-		    qw->tagged_head == NULL && !qw->tagged_inflight) {
+		    qw->tagged_head == NULL && !qw->tagged_inflight &&
+		    !benched_locked(qw)) {
 			q->next_wake = w + 1;
 			return (ssize_t) w;
 		}
@@ -255,7 +282,8 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 	/* Unlike TensorFlow, no global closure starts while an error is
 	 * pending: they would be cancelled at the next API call anyway. */
 	if (q->head != NULL && qw->inflight < q->window && q->error == 0 &&
-	    !q->paused && qw->tagged_head == NULL && !qw->tagged_inflight) {
+	    !q->paused && qw->tagged_head == NULL && !qw->tagged_inflight &&
+	    !benched_locked(qw)) {
 		qw->inflight++;
 		*tagged = false;
 		pthread_cond_signal(&q->free_slot);
@@ -271,7 +299,8 @@ other_has_room_locked(closure_queue *q, size_t w)
 {
 	for (size_t v = 0; v < q->nworkers; v++) {
 		queue_worker *o = &q->workers[v];
-		if (v != w && o->up && o->inflight < q->window) {
+		if (v != w && o->up && o->inflight < q->window &&
+		    !benched_locked(o)) {
 			return true;
 		}
 	}
@@ -316,7 +345,15 @@ pasci_queue_get(closure_queue *q, size_t w, bool *tagged)
 	pthread_mutex_lock(&q->mu);
 	while (!q->stopped && (c = take_locked(q, w, tagged)) == NULL) {
 		q->workers[w].asleep = true;
-		pthread_cond_wait(&q->workers[w].cv, &q->mu);
+		if (q->workers[w].benched_until_ms != 0) {
+			/* nothing wakes it when its bench ends */
+			struct timespec ts;
+			deadline_ts(&ts,
+			    q->workers[w].benched_until_ms - pasci_now_ms());
+			pthread_cond_timedwait(&q->workers[w].cv, &q->mu, &ts);
+		} else {
+			pthread_cond_wait(&q->workers[w].cv, &q->mu);
+		}
 	}
 	q->workers[w].asleep = false;
 	pthread_mutex_unlock(&q->mu);
@@ -465,12 +502,44 @@ pasci_queue_tagged_done(closure_queue *q, size_t w)
 }
 
 bool
+pasci_queue_bench(closure_queue *q, size_t w, int64_t until_ms)
+{
+	bool was;
+	pthread_mutex_lock(&q->mu);
+	was                            = benched_locked(&q->workers[w]);
+	q->workers[w].benched_until_ms = until_ms;
+	if (until_ms == 0) {
+		wake_locked(q, w);
+	} else if (q->head != NULL) {
+		wake_one_locked(q); /* another may take what w leaves */
+	}
+	pthread_mutex_unlock(&q->mu);
+	return was;
+}
+
+bool
+pasci_queue_other_can_run(closure_queue *q, size_t w)
+{
+	bool any = false;
+	pthread_mutex_lock(&q->mu);
+	for (size_t v = 0; v < q->nworkers && !any; v++) {
+		any = v != w && q->workers[v].up &&
+		      !benched_locked(&q->workers[v]);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return any;
+}
+
+bool
 pasci_queue_set_worker_up(closure_queue *q, size_t w, bool up)
 {
 	bool was, any = false;
 	pthread_mutex_lock(&q->mu);
 	was              = q->workers[w].up;
 	q->workers[w].up = up;
+	if (up) {
+		q->workers[w].benched_until_ms = 0; /* a new connection */
+	}
 	for (size_t k = 0; k < q->nworkers; k++) {
 		any = any || q->workers[k].up;
 	}

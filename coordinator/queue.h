@@ -33,6 +33,9 @@ typedef struct queue_worker {
 	 * added). asleep: waiting on cv and not yet woken. */
 	pthread_cond_t cv;
 	bool           asleep;
+	/* Until then (pasci_now_ms), no global closure: its link failed
+	 * (pasci_queue_bench). 0: not benched. */
+	int64_t benched_until_ms;
 } queue_worker;
 
 /* What the queue has seen, for pasco_coordinator_metrics: global closures
@@ -144,6 +147,16 @@ void pasci_queue_rider_put_back(closure_queue *q, size_t w, closure *c);
 
 /* A tagged closure of w finished (or was dropped). */
 void pasci_queue_tagged_done(closure_queue *q, size_t w);
+
+/* Worker w takes no global closure until until_ms (pasci_now_ms's
+ * clock; tagged ones it still takes): its link failed, and its closures
+ * run elsewhere meanwhile. 0 lifts it, and so does w coming up. Returns
+ * whether w was benched already. */
+bool pasci_queue_bench(closure_queue *q, size_t w, int64_t until_ms);
+
+/* Whether a worker other than w is up and not benched: one that could run
+ * w's closures. */
+bool pasci_queue_other_can_run(closure_queue *q, size_t w);
 
 /* Marks worker w up or down; true when that took the last worker up
  * down. */

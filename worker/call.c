@@ -11,9 +11,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "util.h"
 #include "variable_impl.h"
 
-#define PS_CALL_TIMEOUT_MS 60000
+/* A closure's ps requests: PASCO_PS_REQUEST_TIMEOUT, else this. */
+#define PS_REQUEST_TIMEOUT_MS 20000
+
+/* The deadline of each ps request a closure makes (README, "Failures"):
+ * PASCO_PS_REQUEST_TIMEOUT seconds (a fraction allowed), read once; an
+ * unusable value is named in a warning and the default kept. */
+static int64_t
+ps_request_timeout_ms(void)
+{
+	static int64_t timeout_ms; /* atomic: 0 until read */
+	int64_t        ms = __atomic_load_n(&timeout_ms, __ATOMIC_RELAXED);
+	const char    *env;
+	char          *end;
+	double         secs;
+	if (ms > 0) {
+		return ms;
+	}
+	ms = PS_REQUEST_TIMEOUT_MS;
+	if ((env = getenv("PASCO_PS_REQUEST_TIMEOUT")) != NULL && *env) {
+		secs = strtod(env, &end);
+		if (*end != 0 || !(secs >= 0.001 && secs <= 86400)) {
+			pasci_log(PASCI_LOG_WARN,
+			    "PASCO_PS_REQUEST_TIMEOUT='%s' is not a number of "
+			    "seconds from 0.001 to 86400: a closure's ps "
+			    "requests wait %d s",
+			    env, PS_REQUEST_TIMEOUT_MS / 1000);
+		} else {
+			ms = (int64_t) (secs * 1000);
+		}
+	}
+	__atomic_store_n(&timeout_ms, ms, __ATOMIC_RELAXED);
+	return ms;
+}
 
 uint32_t
 pasco_call_repetition(const pasco_call *call)
@@ -212,7 +245,7 @@ bind_variable(pasco_call *call, call_arg *a, const pasci_wire_var *v)
 		    "has no shards or a bad spec");
 	}
 	rv = pasci_variable_new(&a->variable, v->name, v->spec.dtype,
-	    v->spec.rank, v->spec.shape, PS_CALL_TIMEOUT_MS);
+	    v->spec.rank, v->spec.shape, ps_request_timeout_ms());
 	if (rv == 0) { /* a global step's consistency mode */
 		a->variable->sync    = v->sync;
 		a->variable->dynamic = v->dynamic;

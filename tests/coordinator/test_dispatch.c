@@ -4,7 +4,9 @@
  * so the library's own allocations go through the wrappers below, which
  * fail the next N of them made on a dispatcher thread ("pasco-disp-*")
  * while every other thread (the in-process servers, the test) allocates as
- * usual.
+ * usual. It is linked with --wrap=pasci_rpc_call_fast too: while `gone`
+ * is set, a closure sent to a worker fails at once as a send on a lost
+ * connection does (pasci_rpc_call_async: "not connected"), counted.
  */
 #include "helpers.h"
 
@@ -12,6 +14,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "bulk.h"
 
 TestSuite(dispatch, .timeout = 30);
 
@@ -48,6 +53,25 @@ __wrap_nng_msg_alloc(nng_msg **m, size_t size)
 		return NNG_ENOMEM;
 	}
 	return __real_nng_msg_alloc(m, size);
+}
+
+void __real_pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req,
+    int64_t timeout_ms, pasci_rpc_done_fn done, void *arg);
+
+static int gone;  /* atomic: sends fail as on a lost connection */
+static int sends; /* atomic: sends made while gone */
+
+void
+__wrap_pasci_rpc_call_fast(pasci_rpc_client *c, nng_msg *req,
+    int64_t timeout_ms, pasci_rpc_done_fn done, void *arg)
+{
+	if (!__atomic_load_n(&gone, __ATOMIC_SEQ_CST)) {
+		__real_pasci_rpc_call_fast(c, req, timeout_ms, done, arg);
+		return;
+	}
+	__atomic_add_fetch(&sends, 1, __ATOMIC_SEQ_CST);
+	nng_msg_free(req);
+	done(arg, PASCO_EUNAVAILABLE, NULL, "not connected");
 }
 
 PASCO_FUNCTION(nothing)
@@ -121,4 +145,42 @@ Test(dispatch, a_closure_is_not_lost_when_allocations_keep_failing,
 Test(dispatch, a_closure_whose_message_cannot_be_allocated_fails_once)
 {
 	check_unsent_closure_fails(&fail_messages, 1);
+}
+
+/* Issue 31's item 10: a closure sent to a worker whose connection is gone
+ * (its state change not yet seen) was sent again in a tight loop, 191
+ * times in 2 ms, each logged. Now the worker backs off (50 ms, doubling)
+ * and it is said once; the closure runs once the connection is back. */
+Test(dispatch, a_closure_to_a_lost_connection_backs_off_and_is_said_once)
+{
+	pasco_remote_value *rv;
+	const pasco_value  *out;
+	double              t0;
+	int                 saved, n;
+	setenv("PASCO_LOG", "info", 1);
+	start();
+	saved = test_stderr_capture();
+	__atomic_store_n(&gone, 1, __ATOMIC_SEQ_CST);
+	PASCO_PASS(pasco_schedule(coord, "nothing", NULL, 0, &rv));
+	t0 = pasco_test_now();
+	while (__atomic_load_n(&sends, __ATOMIC_SEQ_CST) < 3 &&
+	       pasco_test_now() - t0 < 5) {
+		usleep(1000);
+	}
+	n = __atomic_load_n(&sends, __ATOMIC_SEQ_CST);
+	/* 3 sends take 50 + 100 ms of backoff: not a tight loop */
+	cr_assert_geq(pasco_test_now() - t0, 0.14, "%d sends", n);
+	__atomic_store_n(&gone, 0, __ATOMIC_SEQ_CST);
+	PASCO_PASS(pasco_join(coord));
+	PASCO_PASS(pasco_remote_value_fetch(rv, &out));
+	pasco_remote_value_free(rv);
+	char *text = test_stderr_take(saved);
+	int   said = 0;
+	for (const char *p = text; (p = strstr(p, "is retried")) != NULL;
+	     p++) {
+		said++;
+	}
+	cr_assert_eq(said, 1, "said once: %s", text);
+	free(text);
+	stop();
 }

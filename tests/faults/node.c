@@ -4,9 +4,14 @@
  * process, kills these with SIGKILL or SIGSTOP and restarts them. The step
  * functions follow TensorFlow's fault_tolerance_test_base model.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pasco.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "call.h"
@@ -150,6 +155,47 @@ no_chief(const pasco_cluster *cluster, int argc, char **argv)
 	(void) argc;
 	fprintf(stderr, "%s runs as a worker or a ps only\n", argv[0]);
 	return 2;
+}
+
+/* A cut link (FT_CUT_PORT=port): every connection this process makes to
+ * a loopback port is made instead to a listener that never accepts nor
+ * reads, as if the packets to that port were dropped on the way: the
+ * connection hangs and requests over it are never answered. The test
+ * names the port of a ps this worker must not reach (the chief and the
+ * other workers still do). connect() here stands before libc's for the
+ * library and nng in this program. */
+static int                hole      = -1;
+static pthread_once_t     hole_once = PTHREAD_ONCE_INIT;
+static struct sockaddr_in hole_addr;
+
+static void
+hole_open(void)
+{
+	socklen_t len = sizeof(hole_addr);
+	hole_addr     = (struct sockaddr_in){
+	        .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if ((hole = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+	    bind(hole, (struct sockaddr *) &hole_addr, sizeof(hole_addr)) !=
+	        0 ||
+	    listen(hole, 128) != 0 ||
+	    getsockname(hole, (struct sockaddr *) &hole_addr, &len) != 0) {
+		perror("ft node: the cut link's listener");
+		_exit(3);
+	}
+}
+
+int
+connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	const char *cut = getenv("FT_CUT_PORT");
+	if (cut != NULL && addr != NULL && addr->sa_family == AF_INET &&
+	    ntohs(((const struct sockaddr_in *) addr)->sin_port) ==
+	        atoi(cut)) {
+		pthread_once(&hole_once, hole_open);
+		addr = (const struct sockaddr *) &hole_addr;
+		len  = sizeof(hole_addr);
+	}
+	return (int) syscall(SYS_connect, fd, addr, len);
 }
 
 int

@@ -47,6 +47,11 @@ static int64_t recovery_timeout_ms;
  * hosts.h) instead of 127.0.0.1, and the address it listens at */
 static const char *ps_host;
 static char        ps_bind[32];
+/* A cut link: worker cut_worker (when >= 0) cannot reach the loopback
+ * port cut_port (node.c's FT_CUT_PORT); and every worker's ps request
+ * deadline (PASCO_PS_REQUEST_TIMEOUT) when set. */
+static int  cut_worker = -1, cut_port;
+static char ps_request_timeout[16];
 
 static pid_t
 spawn(const char *role, int index)
@@ -70,6 +75,15 @@ spawn(const char *role, int index)
 		}
 		if (ps_bind[0] != 0 && strcmp(role, "ps") == 0) {
 			setenv("PASCO_BIND_ADDRESS", ps_bind, 1);
+		}
+		if (strcmp(role, "worker") == 0 && index == cut_worker) {
+			char port[16];
+			snprintf(port, sizeof(port), "%d", cut_port);
+			setenv("FT_CUT_PORT", port, 1);
+		}
+		if (ps_request_timeout[0] != 0) {
+			setenv(
+			    "PASCO_PS_REQUEST_TIMEOUT", ps_request_timeout, 1);
 		}
 		execl(node, node, (char *) NULL);
 		_exit(127);
@@ -1362,4 +1376,60 @@ Test(faults, a_ps_back_at_a_new_address_under_its_name_is_followed)
 	pasci_resolve_set_lookup(NULL);
 	unsetenv("PASCO_BULK_LOCAL");
 	unlink(hosts_path);
+}
+
+/* The port of ps i, from the cluster spec. */
+static int
+ps_port(int i)
+{
+	const char *p = f.spec;
+	for (int k = 0; k <= i; k++) {
+		p = strstr(p, "127.0.0.1:") + strlen("127.0.0.1:");
+	}
+	return atoi(p);
+}
+
+/* Issue 31's stall: worker 1 cannot reach ps 1 (the chief and worker 0
+ * can). Its steps failed only at the 60 s deadline, and then the training
+ * failed (with recovery it stalled): they fail after the ps request
+ * deadline now, run on worker 0, worker 1 is benched, and the chief says
+ * which link is at fault. */
+Test(faults, a_worker_cut_from_one_ps_is_benched_and_its_steps_run_elsewhere,
+    .timeout = 40)
+{
+	model                     m;
+	pasco_coordinator_metrics cm;
+	int                       saved;
+	double                    t0;
+	snprintf(ps_request_timeout, sizeof(ps_request_timeout), "1");
+	cut_worker = 1;
+	cut_port   = 0; /* set once the ports are chosen, below */
+	saved      = test_stderr_capture();
+	start(2, 2, 2);
+	cut_port = ps_port(1);
+	kill_worker(1);
+	restart_worker(1); /* now cut from ps 1 */
+	pasco_task_health h;
+	cr_assert_geq(wait_health(1, true, 10000, &h), 0, "worker 1 is back");
+	model_create(&m); /* w lives on ps 1, iterations on ps 0 */
+	t0 = pasco_test_now();
+	schedule_steps(&m, 40);
+	PASCO_PASS(pasco_join(f.c));
+	bool  said = test_stderr_wait_for("ps 1 is unreachable from worker 1, "
+	                                   "but the chief reaches it",
+	     1000);
+	char *text = test_stderr_take(saved);
+	cr_assert(said, "the chief named the worker's link to ps 1");
+	cr_assert_lt(pasco_test_now() - t0, 10.0, "no stall");
+	/* ft_step updates w (ps 1) first: a step that failed changed
+	 * nothing, so the count is exact */
+	cr_assert_eq(test_read_scalar(m.iterations), 40);
+	pasco_coordinator_metrics_read(f.c, &cm);
+	cr_assert_geq(cm.retried, 1);
+	cr_assert_eq(cm.succeeded, 40);
+	free(text);
+	model_free(&m);
+	stop();
+	cut_worker            = -1;
+	ps_request_timeout[0] = 0;
 }

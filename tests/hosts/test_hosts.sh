@@ -13,7 +13,11 @@
 #     the kernel has no netem, 200 mbit/s alone, with tbf);
 #  4. a worker's link goes down for a few seconds during a run: the chief
 #     fails that worker, retries its closures elsewhere, takes it back
-#     when the link returns, and the run converges.
+#     when the link returns, and the run converges;
+#  5. the link between one worker and one ps is cut (iptables in the
+#     worker's namespace) while the chief reaches both: the chief names
+#     the worker's link, benches that worker, training goes on on the
+#     other worker, and the run converges once the link is back.
 # After each run every task has ended, and nothing listened or connected
 # in the root namespace. Every wait is bounded; every process started is
 # killed and every namespace removed on exit.
@@ -191,7 +195,7 @@ start_tasks() { # NAME PROGRAM
 		*) type=worker index=${t#w} ;;
 		esac
 		ip netns exec "$P-$t" env PASCO_TEST_MARK="$MARK" PASCO_LOG=2 \
-			TF_CONFIG="$(tf_config $type "$index")" "$2" > "$TMP/$1-$t.log" 2>&1 &
+			${TASK_ENV:-} TF_CONFIG="$(tf_config $type "$index")" "$2" > "$TMP/$1-$t.log" 2>&1 &
 		task_pids="$task_pids $!"
 	done
 	pids="$pids $task_pids"
@@ -417,6 +421,54 @@ if [ "$(grep -c 'worker 0 is unavailable' "$TMP/part.txt")" -eq 0 ]; then
 	ok "partition: worker 0 was never failed"
 else
 	fail "partition: worker 0 was failed too"
+fi
+
+# --- 5. one worker cut from one ps ---------------------------------------
+# w1 loses ps0 (which holds w) for about 10 s; the chief, w0 and ps0 still
+# reach each other. A closure's ps requests wait 2 s here.
+cut() { # -A or -D
+	ip netns exec "$P-w1" iptables "$1" OUTPUT -d "$(addr_of ps0)" -j DROP &&
+		ip netns exec "$P-w1" iptables "$1" INPUT -s "$(addr_of ps0)" -j DROP
+}
+if ! ip netns exec "$P-w1" iptables -L OUTPUT > "$TMP/ipt.err" 2>&1; then
+	echo "SKIP: ps cut: iptables does not work here: $(err "$TMP/ipt.err")"
+else
+	TASK_ENV="PASCO_PS_REQUEST_TIMEOUT=2"
+	start_tasks pscut "$LINREG"
+	TASK_ENV=""
+	start_chief pscut "$LINREG" --epochs "$epochs" --steps 100
+	if wait_for 'grep -q " epoch 2: loss" "$TMP/pscut.out"' 600; then
+		cut -A
+		echo "$(now) test: w1 cut from ps0" >> "$TMP/pscut.marks"
+		wait_for 'grep -q "ps 0 is unreachable from worker 1, but the chief reaches it" "$TMP/pscut.out"' 150
+		sleep 5
+		cut -D
+		echo "$(now) test: w1 reaches ps0 again" >> "$TMP/pscut.marks"
+	else
+		fail "ps cut: training never started"
+	fi
+	finish_run pscut "ps cut"
+	converged pscut "linear regression through a cut between worker 1 and ps 0 ($epochs epochs)"
+	chief_log pscut > "$TMP/pscut.txt"
+	if grep -q "ps 0 is unreachable from worker 1, but the chief reaches it: worker 1's link" "$TMP/pscut.txt"; then
+		ok "ps cut: the chief named worker 1's link to ps 0 and benched worker 1"
+	else
+		fail "ps cut: the chief did not name the cut link:"
+		grep -E 'worker|retried|unreachable' "$TMP/pscut.txt" | head -n 20
+	fi
+	during=$(awk 'NR == FNR { t[NR] = $1; next }
+		$2 == "epoch" && $4 == "loss" && $1 > t[1] && $1 < t[2] { n++ }
+		END { print n + 0 }' "$TMP/pscut.marks" "$TMP/pscut.out" 2> /dev/null)
+	if [ "${during:-0}" -gt 0 ]; then
+		ok "ps cut: $during epochs finished while worker 1 could not reach ps 0"
+	else
+		fail "ps cut: no epoch finished while worker 1 could not reach ps 0 (a stall)"
+	fi
+	if [ "$(grep -c 'worker [01] is unavailable' "$TMP/pscut.txt")" -eq 0 ]; then
+		ok "ps cut: no worker was failed (both answer the chief)"
+	else
+		fail "ps cut: a worker was failed"
+	fi
 fi
 
 echo "$passed passed, $failed failed"
