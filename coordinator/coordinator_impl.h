@@ -246,6 +246,19 @@ void pasci_link_fault_lost_send(
 /* Worker w connected (again): its lost-send backoff and log start over. */
 void pasci_link_fault_worker_up(pasco_coordinator *c, size_t w);
 
+/* Closure cl is sent to worker w: notes the ps it uses and w's progress.
+ * Lock-free. */
+void pasci_link_fault_sent(pasco_coordinator *c, size_t w, const closure *cl);
+
+/* A closure of worker w completed (or failed): w's progress. Lock-free. */
+void pasci_link_fault_progress(pasco_coordinator *c, size_t w);
+
+/* Warns once per stall about each worker with closures in flight that has
+ * finished none for 3 s while the others finish theirs, naming the ps its
+ * last closure used. The strategy's heartbeat thread calls it, under the
+ * strategy's lock. */
+void pasci_link_fault_check_slow(pasco_coordinator *c);
+
 /* A global closure of worker w succeeded: its ps bench starts over. */
 void pasci_link_fault_success(pasco_coordinator *c, size_t w);
 

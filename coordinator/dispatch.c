@@ -202,6 +202,7 @@ encode_closure(pasco_coordinator *c, size_t w, closure *cl)
 	b.hdr.chief_incarnation = pasci_chief_self_incarnation();
 	if (cl->kind == CLOSURE_RUN) {
 		cl->ps_epoch = pasci_recovery_epoch(c->s);
+		pasci_link_fault_sent(c, w, cl);
 		encode_run(&b, cl);
 	} else {
 		b.hdr.name     = cl->name != NULL ? cl->name : (char *) "";
@@ -452,6 +453,7 @@ flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 	 * closure has landed */
 	__atomic_add_fetch(&f.c->completing, 1, __ATOMIC_SEQ_CST);
 	note_finish(f.c);
+	pasci_link_fault_progress(f.c, f.w);
 	if (f.tagged) {
 		complete_tagged(&f, err, reply, detail);
 	} else if (f.riders != NULL) {

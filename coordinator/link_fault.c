@@ -19,9 +19,17 @@
  * past that the failure is the closure's, handled as before (ps recovery
  * or the error raised to the user).
  *
- * Threads: called from completions (RPC receive threads) and connection
- * callbacks; the state is under the faults' own lock, a leaf.
+ * While a worker is slow (it has closures in flight and has finished none
+ * for SLOW_MS, while the other workers finish theirs), the chief warns
+ * once, naming it and the ps its closures use: it may be waiting on a ps
+ * it cannot reach, until its ps requests' deadline fails them.
+ *
+ * Threads: called from completions (RPC receive threads), dispatchers,
+ * connection callbacks and the strategy's heartbeat thread (the slow
+ * check, under the strategy's lock); the state is under the faults' own
+ * lock, a leaf, or atomic where said.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "coordinator_impl.h"
@@ -33,6 +41,7 @@
 #define PS_BENCH_FIRST_MS 5000
 #define PS_BENCH_MAX_MS 60000
 #define TRANSIENT_PS_FAILURES 3
+#define SLOW_MS 3000
 
 struct pasci_link_faults {
 	pthread_mutex_t mu;
@@ -42,6 +51,9 @@ struct pasci_link_faults {
 	bool     *logged;    /* a lost send was said for this connection */
 	int64_t  *bench_ms;  /* its next bench for a ps it cannot reach */
 	bool     *faulty;    /* benched since its last success (atomic) */
+	int64_t  *progress;  /* atomic: its last send or completion */
+	uint64_t *ps_used;   /* atomic: the ps (< 64) its last closure used */
+	int64_t  *warned;    /* the progress its slow warning was for */
 	uint32_t *transient; /* per ps: TensorFlow's count, never reset */
 };
 
@@ -57,6 +69,9 @@ pasci_link_faults_new(size_t nworkers, size_t nps)
 	    (f->logged = calloc(nworkers + 1, sizeof(bool))) == NULL ||
 	    (f->bench_ms = calloc(nworkers + 1, sizeof(int64_t))) == NULL ||
 	    (f->faulty = calloc(nworkers + 1, sizeof(bool))) == NULL ||
+	    (f->progress = calloc(nworkers + 1, sizeof(int64_t))) == NULL ||
+	    (f->ps_used = calloc(nworkers + 1, sizeof(uint64_t))) == NULL ||
+	    (f->warned = calloc(nworkers + 1, sizeof(int64_t))) == NULL ||
 	    (f->transient = calloc(nps + 1, sizeof(uint32_t))) == NULL) {
 		pasci_link_faults_free(f);
 		return NULL;
@@ -81,6 +96,9 @@ pasci_link_faults_free(pasci_link_faults *f)
 	free(f->logged);
 	free(f->bench_ms);
 	free(f->faulty);
+	free(f->progress);
+	free(f->ps_used);
+	free(f->warned);
 	free(f->transient);
 	free(f);
 }
@@ -199,4 +217,84 @@ pasci_link_fault_on_failure(pasco_coordinator *c, size_t w, const closure *cl,
 	    (unsigned long long) cl->id, cl->name, ps, n,
 	    TRANSIENT_PS_FAILURES, msg);
 	return PASCI_LINK_RETRY;
+}
+
+void
+pasci_link_fault_sent(pasco_coordinator *c, size_t w, const closure *cl)
+{
+	uint64_t used = 0;
+	for (size_t i = 0; i < cl->nargs; i++) {
+		const pasco_variable *v = cl->args[i].variable;
+		for (int32_t k = 0;
+		     cl->args[i].kind == PASCO_ARG_VARIABLE && k < v->nshards;
+		     k++) {
+			used |= v->shards[k].ps_task < 64
+			            ? (uint64_t) 1 << v->shards[k].ps_task
+			            : 0;
+		}
+	}
+	__atomic_store_n(&c->faults->ps_used[w], used, __ATOMIC_RELAXED);
+	pasci_link_fault_progress(c, w);
+}
+
+void
+pasci_link_fault_progress(pasco_coordinator *c, size_t w)
+{
+	__atomic_store_n(
+	    &c->faults->progress[w], pasci_now_ms(), __ATOMIC_RELAXED);
+}
+
+/* "ps 0 and ps 2" for the ps in used, into buf. */
+static void
+ps_names(uint64_t used, char *buf, size_t len)
+{
+	size_t n = 0, k = 0, count = (size_t) __builtin_popcountll(used);
+	buf[0] = 0;
+	for (int ps = 0; ps < 64 && n < len; ps++) {
+		if ((used >> ps & 1) == 0) {
+			continue;
+		}
+		k++;
+		n += (size_t) snprintf(buf + n, len - n, "%sps %d",
+		    k == 1       ? ""
+		    : k == count ? " and "
+		                 : ", ",
+		    ps);
+	}
+}
+
+void
+pasci_link_fault_check_slow(pasco_coordinator *c)
+{
+	pasci_link_faults *f   = c->faults;
+	int64_t            now = pasci_now_ms();
+	int64_t any = __atomic_load_n(&c->last_finish_ms, __ATOMIC_RELAXED);
+	for (size_t w = 0; w < f->nworkers && now - any < SLOW_MS; w++) {
+		int64_t p = __atomic_load_n(&f->progress[w], __ATOMIC_RELAXED);
+		size_t  n = pasci_queue_worker_inflight(&c->q, w);
+		char    used[256];
+		bool    say;
+		if (n == 0 || p == 0 || now - p < SLOW_MS) {
+			continue;
+		}
+		pthread_mutex_lock(&f->mu);
+		say          = f->warned[w] != p;
+		f->warned[w] = p;
+		pthread_mutex_unlock(&f->mu);
+		if (!say) {
+			continue; /* once per stall */
+		}
+		ps_names(__atomic_load_n(&f->ps_used[w], __ATOMIC_RELAXED),
+		    used, sizeof(used));
+		pasci_log(PASCI_LOG_WARN,
+		    "worker %zu is slow: it has finished none of its %zu "
+		    "closures in flight for %.1f s while the other workers "
+		    "finish theirs. A long closure, or its requests to a ps "
+		    "get no answer (its last closure used %s): a ps "
+		    "request fails after the worker's "
+		    "PASCO_PS_REQUEST_TIMEOUT (20 s by default), and the "
+		    "closure then runs elsewhere",
+		    w, n, (double) (now - p) / 1000,
+		    used[0] != 0 ? used : "no ps");
+	}
 }

@@ -663,6 +663,16 @@ pasci_queue_stats(closure_queue *q, queue_stats *out)
 }
 
 size_t
+pasci_queue_worker_inflight(closure_queue *q, size_t w)
+{
+	size_t n;
+	pthread_mutex_lock(&q->mu);
+	n = q->workers[w].inflight + q->workers[w].riders;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+size_t
 pasci_queue_inflight(closure_queue *q)
 {
 	size_t n;

@@ -181,6 +181,9 @@ bool pasci_queue_describe(closure_queue *q, char *buf, size_t len);
 /* A copy of the queue's counters, with len and inflight filled. */
 void pasci_queue_stats(closure_queue *q, queue_stats *out);
 
+/* Global closures in flight on worker w (riders too). */
+size_t pasci_queue_worker_inflight(closure_queue *q, size_t w);
+
 /* Counts, for tests and metrics. */
 size_t pasci_queue_inflight(closure_queue *q);
 size_t pasci_queue_length(closure_queue *q);

@@ -208,6 +208,11 @@ heartbeat_main(void *arg)
 		for (size_t i = 0; i < s->nworkers; i++) {
 			heartbeat_send(s, &s->links[i]);
 		}
+		pthread_mutex_lock(&s->mu); /* a slow worker: warned */
+		if (s->coord != NULL) {
+			pasci_link_fault_check_slow(s->coord);
+		}
+		pthread_mutex_unlock(&s->mu);
 		pthread_mutex_lock(&s->hb_mu);
 	}
 	pthread_mutex_unlock(&s->hb_mu);

@@ -1433,3 +1433,44 @@ Test(faults, a_worker_cut_from_one_ps_is_benched_and_its_steps_run_elsewhere,
 	cut_worker            = -1;
 	ps_request_timeout[0] = 0;
 }
+
+/* While worker 1 waits on ps 1 (cut, its ps request deadline 6 s), the
+ * chief warns that worker 1 is slow, naming the ps its closures use,
+ * before the failure names the link; worker 0 trains meanwhile. */
+Test(faults, the_chief_warns_while_a_worker_waits_on_a_ps_it_cannot_reach,
+    .timeout = 60)
+{
+	model             m;
+	pasco_task_health h;
+	double            t0;
+	int               saved;
+	bool              slow = false;
+	snprintf(ps_request_timeout, sizeof(ps_request_timeout), "6");
+	cut_worker = 1;
+	saved      = test_stderr_capture();
+	start(2, 2, 2);
+	cut_port = ps_port(1);
+	kill_worker(1);
+	restart_worker(1);
+	cr_assert_geq(wait_health(1, true, 10000, &h), 0, "worker 1 is back");
+	model_create(&m);
+	t0 = pasco_test_now();
+	/* worker 0 keeps finishing steps until the warning (at most 15 s) */
+	while (!slow && pasco_test_now() - t0 < 15) {
+		schedule_steps(&m, 4);
+		slow = test_stderr_wait_for("worker 1 is slow", 50);
+	}
+	PASCO_PASS(pasco_join(f.c));
+	char *text = test_stderr_take(saved);
+	char *warn = strstr(text, "worker 1 is slow");
+	char *link = strstr(text, "ps 1 is unreachable from worker 1");
+	cr_assert(warn != NULL, "the chief warned while worker 1 waited");
+	cr_assert(strstr(warn, "ps 1") != NULL, "%s", warn);
+	cr_assert(link == NULL || warn < link, "warned before the failure");
+	cr_assert(strstr(text, "worker 0 is slow") == NULL);
+	free(text);
+	model_free(&m);
+	stop();
+	cut_worker            = -1;
+	ps_request_timeout[0] = 0;
+}

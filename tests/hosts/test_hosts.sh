@@ -426,7 +426,7 @@ fi
 # --- 5. one worker cut from one ps ---------------------------------------
 # w1 loses ps0 (which holds w) for about 10 s; the chief, w0 and ps0 still
 # reach each other. A closure's ps requests wait 2 s here.
-cut() { # -A or -D
+cut_w1_ps0() { # -A or -D
 	ip netns exec "$P-w1" iptables "$1" OUTPUT -d "$(addr_of ps0)" -j DROP &&
 		ip netns exec "$P-w1" iptables "$1" INPUT -s "$(addr_of ps0)" -j DROP
 }
@@ -438,11 +438,11 @@ else
 	TASK_ENV=""
 	start_chief pscut "$LINREG" --epochs "$epochs" --steps 100
 	if wait_for 'grep -q " epoch 2: loss" "$TMP/pscut.out"' 600; then
-		cut -A
+		cut_w1_ps0 -A
 		echo "$(now) test: w1 cut from ps0" >> "$TMP/pscut.marks"
 		wait_for 'grep -q "ps 0 is unreachable from worker 1, but the chief reaches it" "$TMP/pscut.out"' 150
 		sleep 5
-		cut -D
+		cut_w1_ps0 -D
 		echo "$(now) test: w1 reaches ps0 again" >> "$TMP/pscut.marks"
 	else
 		fail "ps cut: training never started"
