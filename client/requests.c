@@ -160,9 +160,20 @@ request_send(ps_request *r)
 	char                detail[300];
 	nng_msg            *msg;
 	int                 rv;
-	if (pasci_rpc_client_wait_for_call(r->client, r->timeout_ms) != 0) {
-		request_done(
-		    r, PASCO_EUNAVAILABLE, NULL, "the ps did not answer");
+	if ((rv = pasci_rpc_client_wait_for_call(r->client, r->timeout_ms)) !=
+	    0) {
+		/* never reached within the deadline (a cut link, or a ps
+		 * not up yet), or its connection lost (a ps gone) */
+		if (rv == PASCO_ETIMEDOUT) {
+			pasci_fmt(detail, sizeof(detail),
+			    "the ps did not answer within %lld ms",
+			    (long long) r->timeout_ms);
+		} else {
+			rv = PASCO_EUNAVAILABLE;
+			pasci_fmt(detail, sizeof(detail),
+			    "the connection to the ps is lost");
+		}
+		request_done(r, rv, NULL, detail);
 		return;
 	}
 	if (r->n > 1) {
@@ -251,13 +262,15 @@ request_add(ps_request **reqs, size_t *nreqs, size_t *cap, pasco_variable *v,
 /* The ps this thread's requests last could not reach, plus 1 (0: none),
  * and why. */
 static _Thread_local int32_t unreachable_ps;
+static _Thread_local int     unreachable_err;
 static _Thread_local char    unreachable_why[256];
 
 int32_t
-pasci_ps_unreachable_take(char *why, size_t len)
+pasci_ps_unreachable_take(int *err, char *why, size_t len)
 {
 	int32_t ps     = unreachable_ps - 1;
 	unreachable_ps = 0;
+	*err           = ps >= 0 ? unreachable_err : 0;
 	pasci_fmt(why, len, "%s", ps >= 0 ? unreachable_why : "");
 	return ps;
 }
@@ -283,7 +296,8 @@ calls_check(pasco_variable *v, shard_call *calls)
 	int rv = PASCO_OK;
 	for (int32_t i = 0; i < v->nshards && rv == 0; i++) {
 		if (calls[i].used && calls[i].lost) {
-			unreachable_ps = v->shards[i].ps_task + 1;
+			unreachable_ps  = v->shards[i].ps_task + 1;
+			unreachable_err = calls[i].err;
 			pasci_fmt(unreachable_why, sizeof(unreachable_why),
 			    "%s", calls[i].detail);
 		}

@@ -86,10 +86,11 @@ typedef struct shard_call {
 
 /* A cut link, seen from a worker (README, "Failures"): the ps that a
  * variable request made on this thread could not reach since the last
- * take (no answer within its deadline, its connection lost or never
- * made), or -1; why gets the transport's detail. Clears it. A ps that
- * answered with an error is not such a failure. Thread-local. */
-int32_t pasci_ps_unreachable_take(char *why, size_t len);
+ * take, or -1; *err says how: PASCO_ETIMEDOUT, no answer within its
+ * deadline (or no connection made in that time), or PASCO_EUNAVAILABLE,
+ * its connection lost; why gets the transport's detail. Clears it. A ps
+ * that answered with an error is not such a failure. Thread-local. */
+int32_t pasci_ps_unreachable_take(int *err, char *why, size_t len);
 
 /* How a worker's closure that failed so begins its error, and the
  * coordinator's reading of it: true when msg begins so, with the ps and

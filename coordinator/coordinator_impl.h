@@ -269,8 +269,8 @@ typedef enum pasci_link_verdict {
 
 /* Closure cl of worker w failed with err and msg: when w said a ps was
  * unreachable from it, while the chief reaches that ps, the closure is
- * retried, on another worker (w is benched) or, with none, up to 3 times
- * per ps as TensorFlow's transient ps failures. Never blocks. */
+ * retried, on another worker (w is benched; a timeout only) or up to 3
+ * times per ps as TensorFlow's transient ps failures. Never blocks. */
 pasci_link_verdict pasci_link_fault_on_failure(pasco_coordinator *c, size_t w,
     const closure *cl, int err, const char *msg);
 

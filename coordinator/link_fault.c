@@ -7,17 +7,21 @@
  * the closure is not sent to it again in a tight loop. That is said once
  * per connection of the worker.
  *
- * A closure whose worker could not reach a ps (its ps requests got no
- * answer within their deadline: "ps N unreachable from worker W", the
- * worker's reply) is the link's failure or the ps's. While the chief's
- * own connection to that ps is up and another worker can run closures,
- * it is the worker's link: the closure runs elsewhere, and the worker is
- * benched (no global closure for 5 s, doubling up to 60 s until one of
- * its closures succeeds), then tried again. Otherwise it counts as one of
- * that ps's transient failures, which TensorFlow ignores 3 times per ps
- * (TF_COORDINATOR_IGNORE_TRANSIENT_PS_FAILURES), putting the closure back;
- * past that the failure is the closure's, handled as before (ps recovery
- * or the error raised to the user).
+ * A closure whose worker could not reach a ps ("ps N unreachable from
+ * worker W", the worker's reply: PASCO_ETIMEDOUT when its ps requests got
+ * no answer within their deadline, PASCO_EUNAVAILABLE when the connection
+ * was lost) is the link's failure or the ps's. When the chief has lost
+ * that ps too, or a ps was lost or recovered since the closure was sent,
+ * it is the ps's: the ps paths (recovery.c, or the error). When the chief
+ * reaches the ps, the request timed out and another worker can run
+ * closures, it is the worker's link: the closure runs elsewhere, and the
+ * worker is benched (no global closure for 5 s, doubling up to 60 s until
+ * one of its closures succeeds), then tried again. Otherwise (a lost
+ * connection is what a ps that just died causes, before the chief knows)
+ * it counts as one of that ps's transient failures, which TensorFlow
+ * ignores 3 times per ps (TF_COORDINATOR_IGNORE_TRANSIENT_PS_FAILURES),
+ * putting the closure back; past that the failure is the closure's,
+ * handled as before (ps recovery or the error raised to the user).
  *
  * While a worker is slow (it has closures in flight and has finished none
  * for SLOW_MS, while the other workers finish theirs), the chief warns
@@ -33,6 +37,7 @@
 #include <stdlib.h>
 
 #include "coordinator_impl.h"
+#include "recovery.h"
 #include "util.h"
 #include "variable_impl.h"
 
@@ -192,15 +197,19 @@ pasci_link_fault_on_failure(pasco_coordinator *c, size_t w, const closure *cl,
 	pasci_link_faults *f = c->faults;
 	int32_t            ps, from;
 	uint32_t           n;
-	if (err != PASCO_EUNAVAILABLE ||
+	if ((err != PASCO_ETIMEDOUT && err != PASCO_EUNAVAILABLE) ||
 	    !pasci_ps_unreachable_parse(msg, &ps, &from) ||
 	    (size_t) ps >= f->nps) {
 		return PASCI_LINK_NOT_MINE;
 	}
-	if (!pasci_rpc_client_is_up(c->s->ps[ps])) {
-		return PASCI_LINK_NOT_MINE; /* the chief lost it too */
+	if (cl->ps_epoch != pasci_recovery_epoch(c->s) ||
+	    !pasci_rpc_client_is_up(c->s->ps[ps])) {
+		return PASCI_LINK_NOT_MINE; /* a ps lost (or back) meanwhile */
 	}
-	if (pasci_queue_other_can_run(&c->q, w)) {
+	/* A lost connection (PASCO_EUNAVAILABLE) is what a ps that just died
+	 * causes, before the chief may know: only a ps that did not answer
+	 * in time is the link's failure. */
+	if (err == PASCO_ETIMEDOUT && pasci_queue_other_can_run(&c->q, w)) {
 		bench_worker(c, w, ps, cl, msg);
 		return PASCI_LINK_RETRY;
 	}

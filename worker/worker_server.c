@@ -196,25 +196,26 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 	}
 	uint32_t reps = req->hdr->repeat > 1 ? req->hdr->repeat : 1, k = 0;
 	int32_t  lost;
+	int      how;
 	char     why[256];
 	call.closure_id = req->hdr->closure_id;
-	pasci_ps_unreachable_take(why, sizeof(why)); /* an earlier call's */
+	pasci_ps_unreachable_take(&how, why, sizeof(why)); /* earlier ones */
 	if ((rv = pasci_call_bind(&call, req)) == 0) {
 		/* A packed closure: the calls run back to back, the first
 		 * error ends it, and so does the coordinator's cancel. */
 		rv = run_calls(&call, fn, reps, req->hdr->sum_results, &k);
 	}
 	if (rv != 0 &&
-	    (lost = pasci_ps_unreachable_take(why, sizeof(why))) >= 0) {
-		/* the link's failure, not the function's: the coordinator
-		 * runs it elsewhere (README, "Failures") */
+	    (lost = pasci_ps_unreachable_take(&how, why, sizeof(why))) >= 0) {
+		/* the link's failure, or the ps's; not the function's: the
+		 * coordinator decides which (README, "Failures") */
 		pasci_log(PASCI_LOG_WARN,
 		    PASCI_PS_UNREACHABLE_FMT ": %s (closure '%s')", lost,
 		    w->env.index, why, req->hdr->name);
-		reply = pasci_wire_status_reply(PASCO_EUNAVAILABLE,
+		reply = pasci_wire_status_reply(how,
 		    PASCI_PS_UNREACHABLE_FMT ": function '%s' failed: %s",
 		    lost, w->env.index, req->hdr->name, run_error(&call, rv));
-		rv    = PASCO_EUNAVAILABLE;
+		rv    = how;
 	} else if (rv != 0 && reps > 1) {
 		reply = pasci_wire_status_reply(rv,
 		    "function '%s' failed on worker %d (call %u of %u in its "
