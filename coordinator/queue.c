@@ -315,7 +315,8 @@ pasci_queue_take_riders(closure_queue *q, size_t w, closure **out, size_t max)
 	pthread_mutex_lock(&q->mu);
 	if (qw->up && q->error == 0 && !q->stopped && !q->paused &&
 	    qw->tagged_head == NULL && !qw->tagged_inflight &&
-	    qw->inflight >= q->window && !other_has_room_locked(q, w)) {
+	    !benched_locked(qw) && qw->inflight >= q->window &&
+	    !other_has_room_locked(q, w)) {
 		while (n < max && q->head != NULL && q->head->small) {
 			out[n++] = pop_global_locked(q);
 			qw->riders++;
@@ -506,8 +507,10 @@ pasci_queue_bench(closure_queue *q, size_t w, int64_t until_ms)
 {
 	bool was;
 	pthread_mutex_lock(&q->mu);
-	was                            = benched_locked(&q->workers[w]);
-	q->workers[w].benched_until_ms = until_ms;
+	was = benched_locked(&q->workers[w]);
+	if (until_ms == 0 || until_ms > q->workers[w].benched_until_ms) {
+		q->workers[w].benched_until_ms = until_ms; /* never shorter */
+	}
 	if (until_ms == 0) {
 		wake_locked(q, w);
 	} else if (q->head != NULL) {
@@ -645,7 +648,10 @@ pasci_queue_describe(closure_queue *q, char *buf, size_t len)
 		n += (size_t) snprintf(buf + n, len - n,
 		    "; worker %zu %s, %u in "
 		    "flight",
-		    w, q->workers[w].up ? "up" : "down",
+		    w,
+		    !q->workers[w].up                ? "down"
+		    : benched_locked(&q->workers[w]) ? "benched"
+		                                     : "up",
 		    q->workers[w].inflight);
 	}
 	pthread_mutex_unlock(&q->mu);

@@ -150,8 +150,8 @@ void pasci_queue_tagged_done(closure_queue *q, size_t w);
 
 /* Worker w takes no global closure until until_ms (pasci_now_ms's
  * clock; tagged ones it still takes): its link failed, and its closures
- * run elsewhere meanwhile. 0 lifts it, and so does w coming up. Returns
- * whether w was benched already. */
+ * run elsewhere meanwhile. A bench is never shortened; 0 lifts it, and so
+ * does w coming up. Returns whether w was benched already. */
 bool pasci_queue_bench(closure_queue *q, size_t w, int64_t until_ms);
 
 /* Whether a worker other than w is up and not benched: one that could run

@@ -422,3 +422,33 @@ Test(queue, a_put_waiting_for_room_raises_a_new_error)
 	PASCO_PASS(pasci_queue_wait(&q, msg, sizeof(msg)));
 	pasci_queue_fini(&q);
 }
+
+/* A benched worker (its link failed) takes no global closure until its
+ * bench ends, while another takes them; a shorter bench does not cut it
+ * short; its dispatcher wakes by itself when it ends. */
+Test(queue, a_benched_worker_waits_out_its_bench_while_others_take_closures)
+{
+	char     msg[64];
+	closure *c1 = make(NULL), *c2 = make(NULL), *got;
+	bool     tagged;
+	double   t0;
+	setup(2, 4, 10);
+	cr_assert_not(pasci_queue_bench(&q, 0, pasci_now_ms() + 300));
+	cr_assert(pasci_queue_bench(&q, 0, pasci_now_ms() + 10), "benched");
+	cr_assert(pasci_queue_other_can_run(&q, 0), "worker 1 can");
+	cr_assert_not(pasci_queue_other_can_run(&q, 1), "worker 0 is benched");
+	PASCO_PASS(pasci_queue_put(&q, c1, msg, sizeof(msg)));
+	cr_assert_null(pasci_queue_try_get(&q, 0, &tagged));
+	cr_assert_eq(pasci_queue_try_get(&q, 1, &tagged), c1);
+	PASCO_PASS(pasci_queue_put(&q, c2, msg, sizeof(msg)));
+	t0  = pasco_test_now();
+	got = get(0); /* no put wakes it: its bench's end does */
+	cr_assert_eq(got, c2);
+	cr_assert_geq(pasco_test_now() - t0, 0.2, "the 300 ms bench held");
+	pasci_queue_mark_finished(&q, 0);
+	pasci_queue_mark_finished(&q, 1);
+	pasci_closure_free(c1);
+	pasci_closure_free(c2);
+	cr_assert(done());
+	pasci_queue_fini(&q);
+}
