@@ -1389,23 +1389,30 @@ ps_port(int i)
 	return atoi(p);
 }
 
-/* A cluster of 2 ps and 2 workers (window 2) where worker 1 cannot reach
- * ps 1 (its connections to ps 1's port hang), the workers' ps requests
- * waiting timeout seconds; worker 1 is restarted so, once the chief saw
- * it go. */
+/* A cluster of 2 ps and nworkers workers (window 2) where the last worker
+ * cannot reach ps 1 (its connections to ps 1's port hang), the workers'
+ * ps requests waiting timeout seconds; that worker is restarted so, once
+ * the chief saw it go. */
+static void
+start_cut_of(int nworkers, const char *timeout)
+{
+	pasco_task_health h;
+	int               w = nworkers - 1;
+	snprintf(
+	    ps_request_timeout, sizeof(ps_request_timeout), "%s", timeout);
+	start(2, nworkers, 2);
+	cut_worker = w;
+	cut_port   = ps_port(1);
+	kill_worker(w);
+	cr_assert_geq(wait_health((size_t) w, false, 10000, &h), 0, "down");
+	restart_worker(w);
+	cr_assert_geq(wait_health((size_t) w, true, 10000, &h), 0, "back");
+}
+
 static void
 start_cut(const char *timeout)
 {
-	pasco_task_health h;
-	snprintf(
-	    ps_request_timeout, sizeof(ps_request_timeout), "%s", timeout);
-	start(2, 2, 2);
-	cut_worker = 1;
-	cut_port   = ps_port(1);
-	kill_worker(1);
-	cr_assert_geq(wait_health(1, false, 10000, &h), 0, "worker 1 is down");
-	restart_worker(1);
-	cr_assert_geq(wait_health(1, true, 10000, &h), 0, "worker 1 is back");
+	start_cut_of(2, timeout);
 }
 
 static void
@@ -1482,6 +1489,33 @@ Test(faults, the_chief_warns_while_a_worker_waits_on_a_ps_it_cannot_reach,
 	cr_assert(strstr(warn, "ps 1") != NULL, "%s", warn);
 	cr_assert(link == NULL || warn < link, "warned before the failure");
 	cr_assert(strstr(text, "worker 0 is slow") == NULL);
+	free(text);
+	model_free(&m);
+	stop_cut();
+}
+
+/* TensorFlow's transient ps failures: the only worker cannot reach ps 1,
+ * which the chief reaches; the step is put back 3 times (each said), and
+ * the next failure is the step's error, naming the ps and the worker. */
+Test(faults, a_lone_worker_cut_from_a_ps_retries_three_times_then_raises,
+    .timeout = 60)
+{
+	model m;
+	int   saved = test_stderr_capture(), said = 0;
+	start_cut_of(1, "0.5");
+	model_create(&m);
+	schedule_steps(&m, 1);
+	PASCO_FAIL(pasco_join(f.c), PASCO_ETIMEDOUT);
+	cr_assert(strstr(pasco_coordinator_error(f.c),
+	              "ps 1 unreachable from worker 0") != NULL,
+	    "%s", pasco_coordinator_error(f.c));
+	char *text = test_stderr_take(saved);
+	for (const char *p = text;
+	     (p = strstr(p, "a transient failure of ps 1")) != NULL; p++) {
+		said++;
+	}
+	cr_assert_eq(said, 3, "3 retries said: %s", text);
+	cr_assert_eq(test_read_scalar(m.iterations), 0);
 	free(text);
 	model_free(&m);
 	stop_cut();
