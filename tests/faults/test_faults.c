@@ -1520,3 +1520,27 @@ Test(faults, a_lone_worker_cut_from_a_ps_retries_three_times_then_raises,
 	model_free(&m);
 	stop_cut();
 }
+
+/* The same cut with ps recovery on, where the issue saw the run crawl (3
+ * epochs in 15 minutes) and the chief say nothing: the chief reaches the
+ * ps, so nothing is recovered, and the worker's link is named and
+ * benched as without recovery. */
+Test(faults, a_cut_worker_is_benched_with_ps_recovery_on_too, .timeout = 40)
+{
+	model m;
+	int   saved = test_stderr_capture(), n;
+	bool  said;
+	recovery_on(20000);
+	start_cut("1");
+	model_create(&m);
+	n = steps_until_said(&m,
+	    "ps 1 is unreachable from worker 1, but the chief reaches it",
+	    &said);
+	free(test_stderr_take(saved));
+	cr_assert(said, "the chief named the worker's link to ps 1");
+	cr_assert_eq(test_read_scalar(m.iterations), n);
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, NULL), 0);
+	model_free(&m);
+	stop_cut();
+	recovery_off();
+}
