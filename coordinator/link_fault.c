@@ -220,11 +220,15 @@ pasci_link_fault_on_failure(pasco_coordinator *c, size_t w, const closure *cl,
 		return PASCI_LINK_NOT_MINE;
 	}
 	pasci_log(PASCI_LOG_WARN,
-	    "closure %llu ('%s') is retried: no other worker can run it, so "
-	    "this counts as a transient failure of ps %d (%u of %d, as "
-	    "TensorFlow ignores them; then it is the closure's error): %s",
-	    (unsigned long long) cl->id, cl->name, ps, n,
-	    TRANSIENT_PS_FAILURES, msg);
+	    "closure %llu ('%s') is retried: %s, so this counts as a "
+	    "transient failure of ps %d (%u of %d, as TensorFlow ignores "
+	    "them; then it is the closure's error): %s",
+	    (unsigned long long) cl->id, cl->name,
+	    err == PASCO_ETIMEDOUT
+	        ? "no other worker can run it"
+	        : "the worker's connection to the ps was lost (as when a ps "
+	          "dies)",
+	    ps, n, TRANSIENT_PS_FAILURES, msg);
 	return PASCI_LINK_RETRY;
 }
 
