@@ -510,8 +510,9 @@ Test(model_layers,
 		PASCO_PASS(pasco_tape_alloc(&tp, true, 7));
 		pasco_tnode *n[] = {
 		    pasco_tape_watch(tp, w), pasco_tape_watch(tp, b)};
-		pasco_tnode *lo =
-		    pasci_model_loss_out(m, tp, &x, y, bce, n, &out);
+		const pasco_tensor *in[] = {x};
+		pasco_tnode        *lo =
+		    pasci_model_loss_out(m, tp, in, y, bce, n, &out);
 		cr_assert_not_null(lo, "%s", pasco_tape_message(tp));
 		PASCO_PASS(pasco_tape_gradient(tp, lo, 2, n, g));
 		for (int i = 0; i < 8; i++) {
