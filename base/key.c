@@ -106,6 +106,7 @@ static bool      cluster_has_key;
 static int       cluster_rv;
 static pasci_key cluster_key_value;
 static char      cluster_err[512];
+static char      cluster_path[512]; /* "": none, or set by the program */
 
 static void
 cluster_load_locked(void)
@@ -116,6 +117,7 @@ cluster_load_locked(void)
 	if (path == NULL || *path == 0) {
 		return;
 	}
+	pasci_fmt(cluster_path, sizeof(cluster_path), "%s", path);
 	cluster_rv = pasci_key_load(
 	    &cluster_key_value, path, cluster_err, sizeof(cluster_err));
 	if (cluster_rv != 0) {
@@ -169,10 +171,42 @@ pasci_cluster_key_set(const pasci_key *key)
 	cluster_loaded  = true;
 	cluster_rv      = 0;
 	cluster_has_key = key != NULL;
+	cluster_path[0] = 0;
 	if (key != NULL) {
 		cluster_key_value = *key;
 	} else {
 		pasci_wipe(&cluster_key_value, sizeof(cluster_key_value));
 	}
+	pthread_mutex_unlock(&cluster_mu);
+}
+
+const char *
+pasci_cluster_key_source(char *buf, size_t len)
+{
+	const pasci_key *key;
+	(void) pasci_cluster_key(&key, NULL, 0); /* loads it, if not yet */
+	pthread_mutex_lock(&cluster_mu);
+	if (cluster_path[0] != 0) {
+		pasci_fmt(buf, len,
+		    "the key file %s (PASCO_KEY_FILE or --key-file)",
+		    cluster_path);
+	} else {
+		pasci_fmt(buf, len, "%s",
+		    cluster_has_key ? "a key the program set"
+		                    : "no key (PASCO_KEY_FILE is not set)");
+	}
+	pthread_mutex_unlock(&cluster_mu);
+	return buf;
+}
+
+void
+pasci_cluster_key_forget(void)
+{
+	pthread_mutex_lock(&cluster_mu);
+	cluster_loaded  = false;
+	cluster_has_key = false;
+	cluster_rv      = 0;
+	cluster_path[0] = 0;
+	pasci_wipe(&cluster_key_value, sizeof(cluster_key_value));
 	pthread_mutex_unlock(&cluster_mu);
 }

@@ -52,4 +52,15 @@ void pasci_cluster_key_warn_if_open(void);
  * before opening servers or clients; the key is copied. Thread-safe. */
 void pasci_cluster_key_set(const pasci_key *key);
 
+/* Where this process's cluster key came from, for messages (never the
+ * key itself): "the key file PATH (PASCO_KEY_FILE or --key-file)", "a key
+ * the program set" or "no key (...)"; written into buf, which is
+ * returned. Thread-safe. */
+const char *pasci_cluster_key_source(char *buf, size_t len);
+
+/* Forgets the key loaded or set, so that the next pasci_cluster_key reads
+ * PASCO_KEY_FILE again: for tests that play tasks of two keys in one
+ * process. Thread-safe. */
+void pasci_cluster_key_forget(void);
+
 #endif

@@ -273,10 +273,25 @@ probe_reason(const char *url, char *buf, size_t len)
 	    "the port accepts connections; no Pasco task has answered yet");
 }
 
+#define REFUSAL_POLL_MS 200
+
+/* Why cl is not up, for the timeout's message: the handshake's own reason
+ * when there is one (a key the server did not accept), else what a plain
+ * connect tells (probe_reason). */
+static const char *
+down_reason(pasci_rpc_client *cl, char *buf, size_t len)
+{
+	pasci_rpc_client_why_down(cl, buf, len);
+	return buf[0] != 0 ? buf
+	                   : probe_reason(pasci_rpc_client_url(cl), buf, len);
+}
+
 /* Waits for every task's first answer; every WAIT_LOG_MS, says which it is
- * still waiting for and why. A task whose TLS handshakes fail (it is
- * there, and a certificate was refused) fails the wait after the first
- * WAIT_LOG_MS: waiting longer would not change a certificate. */
+ * still waiting for and why. A task that refused us in its own words (a
+ * wrong cluster key, another chief served) fails the wait at once, and
+ * one whose TLS handshakes fail (it is there, and a certificate was
+ * refused) after the first WAIT_LOG_MS: waiting longer would change
+ * neither a key nor a certificate. */
 static int
 strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 {
@@ -285,19 +300,20 @@ strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 		bool              is_ps = i < s->nps;
 		pasci_rpc_client *cl =
 		    is_ps ? s->ps[i] : s->workers[i - s->nps];
+		int64_t next_log = pasci_now_ms() + WAIT_LOG_MS;
 		for (;;) {
 			int64_t left = deadline - pasci_now_ms();
 			int64_t slice =
-			    left < WAIT_LOG_MS ? left : WAIT_LOG_MS;
-			char why[256];
+			    left < REFUSAL_POLL_MS ? left : REFUSAL_POLL_MS;
+			char why[512];
 			if (pasci_rpc_client_wait_up(
 			        cl, slice > 0 ? slice : 1) == 0) {
 				break;
 			}
-			if (pasci_tls_failure(pasci_rpc_client_url(cl), why,
-			        sizeof(
-			            why)) || /* it answers, and refuses us */
-			    pasci_rpc_client_refused(cl, why, sizeof(why))) {
+			if (pasci_rpc_client_refused(cl, why, sizeof(why)) ||
+			    (pasci_now_ms() >= next_log &&
+			        pasci_tls_failure(pasci_rpc_client_url(cl),
+			            why, sizeof(why)))) {
 				pasci_error_fmt(s->error, sizeof(s->error),
 				    "%s %zu at %s: %s",
 				    is_ps ? "ps" : "worker",
@@ -305,7 +321,7 @@ strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 				    pasci_rpc_client_url(cl), why);
 				return PASCO_EUNAVAILABLE;
 			}
-			if (left <= WAIT_LOG_MS) {
+			if (left <= REFUSAL_POLL_MS) {
 				pasci_error_fmt(s->error, sizeof(s->error),
 				    "%s %zu at %s did not answer within %lld "
 				    "ms "
@@ -314,16 +330,18 @@ strategy_wait(pasco_strategy *s, int64_t timeout_ms)
 				    is_ps ? i : i - s->nps,
 				    pasci_rpc_client_url(cl),
 				    (long long) timeout_ms,
-				    probe_reason(pasci_rpc_client_url(cl), why,
-				        sizeof(why)));
+				    down_reason(cl, why, sizeof(why)));
 				return PASCO_ETIMEDOUT;
 			}
+			if (pasci_now_ms() < next_log) {
+				continue;
+			}
+			next_log = pasci_now_ms() + WAIT_LOG_MS;
 			pasci_log(PASCI_LOG_WARN,
 			    "waiting for %s %zu at %s: %s",
 			    is_ps ? "ps" : "worker", is_ps ? i : i - s->nps,
 			    pasci_rpc_client_url(cl),
-			    probe_reason(
-			        pasci_rpc_client_url(cl), why, sizeof(why)));
+			    down_reason(cl, why, sizeof(why)));
 		}
 	}
 	return PASCO_OK;

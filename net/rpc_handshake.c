@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "key.h"
 #include "rpc_client_impl.h"
 #include "util.h"
 
@@ -217,6 +218,19 @@ pasci_rpc_client_hello_done(
 	free(call);
 }
 
+/* Where c's key came from, for a refusal: the process's cluster key's
+ * source when c holds that key, else a key given to this client alone. */
+static const char *
+key_source(const pasci_rpc_client *c, char *buf, size_t len)
+{
+	const pasci_key *k;
+	if (pasci_cluster_key(&k, NULL, 0) == 0 && k != NULL &&
+	    k->len == c->key.len && memcmp(k->bytes, c->key.bytes, k->len) == 0) {
+		return pasci_cluster_key_source(buf, len);
+	}
+	return pasci_fmt(buf, len, "a key given to this client");
+}
+
 void
 pasci_rpc_client_auth_done(
     pasci_rpc_client *c, rpc_call *call, pasci_wire_msg *m)
@@ -232,14 +246,20 @@ pasci_rpc_client_auth_done(
 		/* the key is right, and the server refuses us for another
 		 * reason (chief.h): its words */
 		server_refused(c, call, m->hdr->error);
+	} else if (m->hdr->status != 0) {
+		/* a wrong key stays wrong: the waits for first contact end
+		 * now (pasci_rpc_client_refused), not at their deadline */
+		char why[400], src[300];
+		pasci_fmt(why, sizeof(why),
+		    "the server refused this process's cluster key, from "
+		    "%s: the servers hold another key; give every task the "
+		    "same key file",
+		    key_source(c, src, sizeof(src)));
+		server_refused(c, call, why);
 	} else {
-		slow_redials(c, true); /* a wrong key stays wrong */
+		slow_redials(c, true);
 		pasci_rpc_client_refuse(c, call,
-		    m->hdr->status != 0
-		        ? "the server refused this process's cluster key (is "
-		          "it the same key file?)"
-		        : "the server failed to prove the cluster key; "
-		          "refusing it");
+		    "the server failed to prove the cluster key; refusing it");
 	}
 	pasci_wire_msg_fini(m);
 	free(call);

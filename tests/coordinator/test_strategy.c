@@ -10,8 +10,10 @@
 
 #include <criterion/redirect.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "coordinator_impl.h"
+#include "key.h"
 #include "variable_impl.h"
 
 TestSuite(strategy, .timeout = 60);
@@ -389,4 +391,64 @@ Test(strategy, a_second_chief_is_refused_and_the_first_trains_on)
 	pasco_server_stop(ps);
 	pasco_cluster_free(a);
 	pasco_cluster_free(b);
+}
+
+/* A key file of 32 bytes made from seed, mode 600, at path. */
+static void
+write_key_file(const char *path, uint8_t seed)
+{
+	uint8_t bytes[32];
+	FILE   *f;
+	for (int i = 0; i < 32; i++) {
+		bytes[i] = (uint8_t) (seed + 29 * i);
+	}
+	cr_assert_not_null(f = fopen(path, "w"));
+	cr_assert_eq(fwrite(bytes, 1, sizeof(bytes), f), sizeof(bytes));
+	fclose(f);
+	cr_assert_eq(chmod(path, 0600), 0);
+}
+
+/* A chief whose key file is not the servers' is told so in a second or
+ * two, naming its key file (never the key), instead of waiting out the
+ * connect timeout to say that no Pasco task has answered. */
+Test(strategy, a_chief_with_another_key_fails_fast_naming_its_key_file)
+{
+	char  good[64], stale[64];
+	int   ps_port = test_free_port(), w_port = test_free_port();
+	pasco_cluster  *c = tcp_cluster(test_free_port(), ps_port, w_port);
+	pasco_server   *ps, *worker;
+	pasco_strategy *s = NULL;
+	double          t0;
+
+	snprintf(good, sizeof(good), "/tmp/pasco-key-good-%d", (int) getpid());
+	snprintf(
+	    stale, sizeof(stale), "/tmp/pasco-key-stale-%d", (int) getpid());
+	write_key_file(good, 1);
+	write_key_file(stale, 2);
+	setenv("PASCO_KEY_FILE", good, 1);
+	pasci_cluster_key_forget();
+	PASCO_PASS(pasco_server_start(&ps, c, PASCO_ROLE_PS, 0));
+	PASCO_PASS(pasco_server_start(&worker, c, PASCO_ROLE_WORKER, 0));
+	setenv("PASCO_KEY_FILE", stale, 1); /* the chief's */
+	pasci_cluster_key_forget();
+	t0 = pasco_test_now();
+	PASCO_FAIL(pasco_strategy_create(&s, c,
+	               &(pasco_strategy_options){.connect_timeout_ms = 30000,
+	                   .heartbeat_interval_ms                   = -1}),
+	    PASCO_EUNAVAILABLE);
+	cr_assert_lt(pasco_test_now() - t0, 5.0, "took %.1f s",
+	    pasco_test_now() - t0);
+	cr_assert_null(s);
+	cr_assert(strstr(pasco_strategy_error(NULL),
+	              "refused this process's cluster key") &&
+	              strstr(pasco_strategy_error(NULL), stale) &&
+	              strstr(pasco_strategy_error(NULL), "PASCO_KEY_FILE"),
+	    "%s", pasco_strategy_error(NULL));
+	pasco_server_stop(worker);
+	pasco_server_stop(ps);
+	pasco_cluster_free(c);
+	unsetenv("PASCO_KEY_FILE");
+	pasci_cluster_key_forget();
+	unlink(good);
+	unlink(stale);
 }
