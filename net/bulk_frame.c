@@ -431,6 +431,38 @@ recv_by_region(
 	return PASCO_OK;
 }
 
+/* What the 8 bytes b that came where a frame's length was due are, when
+ * they tell (into buf, returned): the key challenge of a server with a key
+ * to a client without one, a TLS or nng handshake, text; NULL when they
+ * do not. */
+static const char *
+stray_bytes(const uint8_t b[8], char *buf, size_t len)
+{
+	bool text = true;
+	if (memcmp(b, PASCI_BULK_AUTH_MAGIC, 8) == 0) {
+		return pasci_fmt(buf, len,
+		    "the server asks for the cluster key, and this process "
+		    "has none: give it the cluster's key file (--key-file or "
+		    "PASCO_KEY_FILE)");
+	}
+	if (b[0] == 0x16 && b[1] == 0x03) {
+		return pasci_fmt(buf, len,
+		    "not a Pasco frame: a TLS handshake (a TLS peer on a "
+		    "plain bulk port)");
+	}
+	if (b[0] == 0 && b[1] == 'S' && b[2] == 'P' && b[3] == 0) {
+		return pasci_fmt(buf, len,
+		    "not a Pasco frame: an nng (SP) handshake (an nng socket "
+		    "dialled the bulk port, not the task's RPC port)");
+	}
+	for (int i = 0; i < 8; i++) {
+		text = text && b[i] >= 0x20 && b[i] < 0x7f;
+	}
+	return text ? pasci_fmt(buf, len, "not a Pasco frame: text (\"%.8s\")",
+	                  (const char *) b)
+	            : NULL;
+}
+
 /* Receives one frame and decodes it (its tensors view the frame, in a
  * cached buffer when cached). */
 int
@@ -465,10 +497,15 @@ pasci_bulk_recv_frame(pasci_bulk_link *l, pasci_wire_msg *m,
 		}
 	}
 	if (n > pasci_max_message_bytes() || n < PASCI_WIRE_PREFIX) {
-		pasci_fmt(detail, len,
-		    "bad frame length %llu (at most %zu bytes: "
-		    "PASCO_MAX_MESSAGE_MB)",
-		    (unsigned long long) n, pasci_max_message_bytes());
+		char what[200];
+		if (stray_bytes(hdr, what, sizeof(what)) != NULL) {
+			pasci_fmt(detail, len, "%s", what);
+		} else {
+			pasci_fmt(detail, len,
+			    "bad frame length %llu (at most %zu bytes: "
+			    "PASCO_MAX_MESSAGE_MB)",
+			    (unsigned long long) n, pasci_max_message_bytes());
+		}
 		return PASCO_EPROTO;
 	}
 	if ((body = cached ? pasci_bufcache_alloc(n) : malloc(n)) == NULL) {
@@ -525,8 +562,15 @@ pasci_bulk_auth_accept(int fd, const pasci_key *key, int64_t deadline_ms,
 	}
 	pasci_auth_proof(key, false, hello + 8, answer, want);
 	if (!pasci_equal_ct(want, answer + PASCI_AUTH_NONCE, sizeof(want))) {
+		uint64_t n = pasci_get_be(answer, 8);
+		char     what[200];
 		return auth_failed(PASCO_EPRECONDITION, detail, len,
-		    "it did not prove the cluster key");
+		    n >= PASCI_WIRE_PREFIX && n <= pasci_max_message_bytes()
+		        ? "it sent a Pasco frame instead of the key's answer: "
+		          "a client without the cluster key"
+		    : stray_bytes(answer, what, sizeof(what)) != NULL
+		        ? what
+		        : "it did not prove the cluster key");
 	}
 	pasci_auth_proof(key, true, hello + 8, answer, want);
 	if ((rv = send_all(fd, want, sizeof(want), deadline_ms)) != 0) {

@@ -477,6 +477,76 @@ Test(bulk, a_pool_with_a_wrong_key_or_none_is_refused_and_logged)
 	pasci_bulk_server_close(s);
 }
 
+/* A client without the key used to read the server's key challenge as a
+ * frame ("bad frame length 5782994945078023473"): it is told that the
+ * server asks for the cluster key, and the server's log says what came
+ * instead of the key's answer. */
+Test(bulk, a_pool_without_the_key_is_told_the_server_asks_for_it)
+{
+	pasci_bulk_server *s;
+	pasci_bulk_pool   *none;
+	pasci_wire_msg     reply;
+	pasci_wire_builder b;
+	pasci_key          k = bulk_key(3);
+	pasco_tensor      *t = ramp(1000, 1);
+	char               detail[300] = "", *log;
+	int                saved;
+	PASCO_PASS(
+	    pasci_bulk_server_open(&s, "127.0.0.1", 42, double_it, NULL, &k));
+	PASCO_PASS(pasci_bulk_pool_create(&none, NULL));
+	saved = test_stderr_capture();
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_READ);
+	pasci_wire_add_tensor(&b, t, NULL);
+	cr_assert_neq(pasci_bulk_call(none, pasci_bulk_server_addr(s), 42, &b,
+	                  3000, &reply, detail, sizeof(detail)),
+	    PASCO_OK);
+	pasci_wire_builder_fini(&b);
+	pasco_tensor_release(t);
+	bool logged = test_stderr_wait_for("without the cluster key", 3000);
+	log         = test_stderr_take(saved);
+	cr_assert(strstr(detail, "asks for the cluster key, and this process "
+	                         "has none") &&
+	              !strstr(detail, "bad frame length"),
+	    "%s", detail);
+	cr_assert(logged && strstr(log, "refused a bulk connection from "
+	                                "127.0.0.1:") &&
+	              strstr(log, "a client without the cluster key"),
+	    "%s", log);
+	free(log);
+	pasci_bulk_pool_destroy(none);
+	pasci_bulk_server_close(s);
+}
+
+/* What is not a Pasco frame at all (a TLS client, an nng socket dialling
+ * the bulk port) is named in the server's warning, not as a frame
+ * length. */
+Test(bulk, a_tls_or_nng_handshake_is_named_as_not_a_pasco_frame)
+{
+	static const struct {
+		uint8_t     bytes[16];
+		const char *want;
+	} cases[] = {
+	    {{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03},
+	        "not a Pasco frame: a TLS handshake"},
+	    {{0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00},
+	        "not a Pasco frame: an nng (SP) handshake"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pasci_bulk_server *s;
+		PASCO_PASS(pasci_bulk_server_open(
+		    &s, "127.0.0.1", 42, double_it, NULL, NULL));
+		int saved = test_stderr_capture();
+		send_raw(pasci_bulk_server_addr(s), cases[i].bytes,
+		    sizeof(cases[i].bytes));
+		bool  warned = test_stderr_wait_for(cases[i].want, 3000);
+		char *said   = test_stderr_take(saved);
+		cr_assert(warned && !strstr(said, "bad frame length"),
+		    "want '%s' in: %s", cases[i].want, said);
+		free(said);
+		pasci_bulk_server_close(s);
+	}
+}
+
 Test(bulk, an_unauthenticated_connection_gets_no_answer_and_is_closed)
 {
 	pasci_bulk_server *s;
