@@ -45,10 +45,30 @@ pasci_checkpoint_manifest(const char *path, char *err, size_t errlen)
 	return m;
 }
 
+/* What j is, for a message: "a number", "an object", ... */
+static const char *
+json_kind(const cJSON *j)
+{
+	return cJSON_IsNumber(j)   ? "a number"
+	       : cJSON_IsBool(j)   ? "a boolean"
+	       : cJSON_IsNull(j)   ? "null"
+	       : cJSON_IsArray(j)  ? "an array"
+	       : cJSON_IsObject(j) ? "an object"
+	                           : "a value that is not a string";
+}
+
 int
 pasci_ckpt_format(const cJSON *m, const char *path, char *err, size_t len)
 {
-	const char *f = cJSON_GetStringValue(item(m, "format"));
+	const cJSON *fj = item(m, "format");
+	const char  *f  = cJSON_GetStringValue(fj);
+	if (fj != NULL && f == NULL) { /* "format": 1 is not "missing" */
+		pasci_fmt(err, len,
+		    "checkpoint %s: the manifest's format must be a string "
+		    "(\"" PASCI_CKPT_FORMAT "\"), got %s",
+		    path, json_kind(fj));
+		return -1;
+	}
 	if (f != NULL && strcmp(f, PASCI_CKPT_FORMAT_1) == 0) {
 		return 1;
 	}

@@ -755,6 +755,37 @@ Test(checkpoint, a_manifest_relabelled_as_format_1_is_not_read_unchecked)
 	remove_dir();
 }
 
+/* A manifest whose "format" is a number (a hand-edited or foreign one) is
+ * refused saying that, not as a manifest whose format is missing. */
+Test(checkpoint, a_numeric_format_is_named_as_a_number_not_missing)
+{
+	setup           a;
+	pasco_variable *v;
+	char            path[256], err[512];
+	make_dir();
+	setup_start(&a, 1, 1);
+	v = var(&a, "v", 2, 1);
+	PASCO_PASS(pasco_checkpoint_save(a.s, dir, 1, 0));
+	cr_assert_eq(py("import json, sys\n"
+	                "p = sys.argv[1] + \"/ckpt-1/manifest.json\"\n"
+	                "m = json.load(open(p))\n"
+	                "m[\"format\"] = 1\n"
+	                "json.dump(m, open(p, \"w\"))\n"),
+	    0, "could not edit the manifest");
+	snprintf(path, sizeof(path), "%s/ckpt-1", dir);
+	cr_assert_neq(pasco_checkpoint_restore(a.s, path, NULL), PASCO_OK);
+	cr_assert(strstr(pasco_strategy_error(a.s),
+	              "format must be a string (\"pasco-checkpoint-2\"), "
+	              "got a number") != NULL,
+	    "%s", pasco_strategy_error(a.s));
+	cr_assert_neq(pasco_checkpoint_verify(path, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "got a number") && !strstr(err, "missing"),
+	    "%s", err);
+	pasco_variable_free(v);
+	setup_stop(&a);
+	remove_dir();
+}
+
 typedef struct save_arg {
 	pasco_strategy *s;
 	int64_t         step;
