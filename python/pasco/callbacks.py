@@ -8,12 +8,16 @@ Your own: subclass :class:`Callback` and define any of
 ``on_epoch_end(epoch, logs)``, ``on_train_end(logs)``; ``logs`` is a dict
 (``{"loss": ..., "accuracy": ..., "val_loss": ...}``); setting
 ``self.model.stop_training = True`` ends training after the epoch. An
-exception raised in a callback ends ``fit`` and is raised from it.
+exception raised in a callback ends ``fit`` and is raised from it. Ctrl-C
+(SIGINT) stops ``fit`` at its next step's result and raises
+KeyboardInterrupt from it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import signal
+import threading
 from typing import Any, Dict, List, Optional
 
 from . import _lib
@@ -89,6 +93,52 @@ class Callback:
         cb.name = type(self).__name__.encode()
         self._c_name = cb.name
         cb.begin, cb.epoch_begin, cb.epoch_end, cb.end = self._c_funcs
+        return cb
+
+
+class _InterruptWatch:
+    """SIGINT during fit, raised as KeyboardInterrupt once fit has stopped.
+    Python runs a signal's handler only between bytecodes of the main
+    thread: never inside a C fit without Python callbacks (Ctrl-C did
+    nothing), and a KeyboardInterrupt raised as a ctypes callback begins
+    is swallowed, the callback returning garbage (fit then failed with
+    "unknown error code"). So while fit runs (``with watch:``), SIGINT is
+    only recorded, and the callback of ``make`` stops fit at its next step
+    result or epoch (CANCELLED, "interrupted"). Only in the main thread,
+    and only where SIGINT raises KeyboardInterrupt as by default."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._old: Any = None
+
+    def __enter__(self) -> "_InterruptWatch":
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._old = signal.signal(signal.SIGINT, self._record)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None
+
+    def _record(self, signum: int, frame: Any) -> None:
+        self.interrupted = True
+
+    def _stop(self) -> int:
+        if not self.interrupted:
+            return 0
+        return lib.pasco_fit_fail(6, b"%s", b"interrupted (SIGINT)")
+
+    def make(self) -> _lib.Callback:
+        """The C callback that ends fit once SIGINT came."""
+        self._c_funcs = (
+            _lib.CB_CTX(lambda user, ctx: self._stop()),
+            _lib.CB_PROGRESS(lambda user, ctx, loss: self._stop()),
+            _lib.CB_LOGS(lambda user, ctx, logs: self._stop()))
+        cb = _lib.Callback()
+        cb.name = b"KeyboardInterrupt"
+        cb.epoch_begin, cb.progress, cb.epoch_end = self._c_funcs
         return cb
 
 

@@ -456,7 +456,9 @@ class Model:
         errors: List[BaseException] = []
         clist = c_void_p()
         check(lib.pasco_callbacks_create(ctypes.byref(clist)), "callbacks")
+        watch = _callbacks._InterruptWatch()
         try:
+            check(lib.pasco_callbacks_add(clist, watch.make()), "callbacks")
             for c in cbs:
                 c.set_model(self)
                 check(lib.pasco_callbacks_add(clist, c._make(s, errors)),
@@ -470,8 +472,9 @@ class Model:
                                 callbacks=clist, verbose=bool(verbose))
             h = _lib.History()
             self.stop_training = False
-            rv = lib.pasco_model_fit(s._coord, self._native, ctypes.byref(o),
-                                     ctypes.byref(h))
+            with watch:
+                rv = lib.pasco_model_fit(s._coord, self._native,
+                                         ctypes.byref(o), ctypes.byref(h))
             try:
                 history = _callbacks.History()
                 history.params = {"epochs": epochs,
@@ -483,6 +486,8 @@ class Model:
                 history.stopped_early = bool(h.stopped_early)
             finally:
                 lib.pasco_history_fini(ctypes.byref(h))
+            if watch.interrupted:
+                raise KeyboardInterrupt
             if errors:
                 raise errors[0]
             if rv != 0:

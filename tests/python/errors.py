@@ -5,6 +5,9 @@ worker's dataset error, a missing checkpoint). Run on every task:
     pasco launch --ps 2 --workers 2 -- python3 errors.py DIR"""
 
 import os
+import signal
+import threading
+import time
 
 import pasco
 
@@ -104,6 +107,25 @@ def chief(cluster):
 
     expect(KeyError, ["boom"], model.fit, data, steps_per_epoch=2,
            callbacks=[Boom()], verbose=0)
+    # Ctrl-C (SIGINT) stops a fit with no Python callback and raises
+    # KeyboardInterrupt from it: it did nothing until fit ended, and with
+    # a callback it was lost in ctypes and fit failed with "unknown error
+    # code". Sent once fit is running (its SIGINT handler is in place).
+    def ctrl_c():
+        for _ in range(2000):  # 20 s
+            if signal.getsignal(signal.SIGINT) is not \
+                    signal.default_int_handler:
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.01)
+        print("errors: FAILED: fit never took SIGINT over", flush=True)
+        os._exit(1)  # the fit below would never end
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    expect(KeyboardInterrupt, [], model.fit, data, epochs=10**6,
+           steps_per_epoch=20, verbose=0)
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        failures.append("fit left its SIGINT handler installed")
     # the strategy still works after all that
     h = model.fit(data, epochs=2, steps_per_epoch=4, verbose=0)
     if len(h.history["loss"]) != 2:
