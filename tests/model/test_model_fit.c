@@ -445,6 +445,35 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 	                  ", repeats forever, and evaluate and predict read "
 	                  "each shard to its end"),
 	    "%s", pasco_model_last_error());
+	/* the train step scheduled by hand without the metric state that
+	 * fit makes is told so, not "argument 6 requested as a variable" */
+	{
+		pasco_arg                  args[16];
+		size_t                     n = 0;
+		pasco_per_worker_dataset  *ds;
+		pasco_per_worker_iterator *it;
+		pasco_variable            *gs;
+		pasco_remote_value        *r;
+		const pasco_value         *v;
+		PASCO_PASS(pasco_model_args(m, args, 16, &n));
+		PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+		PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+		PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+		args[n++] = pasco_arg_iterator(it);
+		args[n++] = pasco_arg_variable(gs);
+		PASCO_PASS(pasco_schedule(K.c, "pasco.model_train", args, n, &r));
+		PASCO_FAIL(pasco_remote_value_fetch(r, &v), PASCO_EINVAL);
+		cr_assert(strstr(pasco_remote_value_error(r),
+		              "compiled with metrics ('accuracy'), whose counts "
+		              "the step adds to the metric state that fit makes") &&
+		              !strstr(pasco_remote_value_error(r), "requested as"),
+		    "%s", pasco_remote_value_error(r));
+		pasco_remote_value_free(r);
+		(void) pasco_join(K.c); /* the error, raised once */
+		pasco_variable_free(gs);
+		pasco_per_worker_iterator_free(it);
+		pasco_per_worker_dataset_free(ds);
+	}
 	/* resume needs a directory to resume from */
 	rv = pasco_model_fit(K.c, m,
 	    &(pasco_model_fit_options){
