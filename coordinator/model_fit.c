@@ -110,6 +110,35 @@ shards_of(pasco_coordinator *c, int32_t shards)
 	                  : (int32_t) pasco_strategy_num_workers(c->s);
 }
 
+/* fit's validation data, checked at its start as Keras does (a missing
+ * file was reported after the first epoch's training): each shard's
+ * dataset built on a worker, and freed. */
+static int
+check_validation(pasco_coordinator *c, const pasco_model_fit_options *o)
+{
+	int32_t       shards = shards_of(c, o->validation_shards);
+	pasco_value **res    = calloc((size_t) shards, sizeof(*res));
+	pasco_tensor *name   = NULL;
+	pasco_arg     arg;
+	int           rv;
+	if (res == NULL || string_tensor(o->validation_dataset, &name) != 0) {
+		free(res);
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	arg = pasco_arg_tensor(name);
+	if ((rv = pasco_schedule_shards(
+	         c, "pasco.dataset_check", &arg, 1, shards, res)) != 0) {
+		pasci_model_fail(rv, "fit: validation_dataset: %s",
+		    pasco_coordinator_error(c));
+	}
+	for (int32_t k = 0; k < shards; k++) {
+		pasco_value_free(res[k]);
+	}
+	free(res);
+	pasco_tensor_release(name);
+	return rv;
+}
+
 /* Exactly-once evaluation: the shards' results summed into a new
  * vector (2 + state_len: loss sum, examples, counts). */
 static int
@@ -548,6 +577,8 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	}
 	if ((rv = check_model(c, m, o != NULL ? o->dataset : NULL, "fit")) !=
 	        0 ||
+	    (o->validation_dataset != NULL &&
+	        (rv = check_validation(c, o)) != 0) ||
 	    (rv = create_state(c->s, m, &r.state)) != 0) {
 		return rv;
 	}

@@ -12,6 +12,9 @@
  *                         shards: the shard's outputs into one CSV or
  *                         TFRecord file, written to a temporary name and
  *                         renamed; returns its rows.
+ *   pasco.dataset_check   factory, shard, shards: the shard's dataset
+ *                         built and freed (fit's validation data checked
+ *                         at its start).
  * A shard's dataset is the factory's, called with worker_index = shard
  * and num_workers = shards. Run by the worker's handler threads, each
  * call with its own model copy and tapes.
@@ -515,6 +518,20 @@ done:
 	return rv;
 }
 
+/* pasco.dataset_check (factory, shard, shards): builds the shard's dataset
+ * and frees it: fit's check, at its start, that its validation data can be
+ * read (a missing file), as Keras checks its data before the first epoch
+ * instead of after it. */
+static int
+dataset_check(pasco_call *call)
+{
+	pasco_dataset *ds   = NULL;
+	double         zero = 0;
+	int            rv   = shard_dataset(call, 0, &ds);
+	pasco_dataset_free(ds);
+	return rv != 0 ? rv : return_f64(call, 1, &zero);
+}
+
 pasco_function
 pasci_model_function_find(const char *name)
 {
@@ -525,6 +542,7 @@ pasci_model_function_find(const char *name)
 	    {"pasco.model_train", model_train},
 	    {"pasco.model_evaluate", model_evaluate},
 	    {"pasco.model_predict", model_predict},
+	    {"pasco.dataset_check", dataset_check},
 	};
 	for (size_t i = 0; i < sizeof(builtins) / sizeof(*builtins); i++) {
 		if (strcmp(name, builtins[i].name) == 0) {

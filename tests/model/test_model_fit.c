@@ -445,6 +445,35 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 	                  ", repeats forever, and evaluate and predict read "
 	                  "each shard to its end"),
 	    "%s", pasco_model_last_error());
+	/* a validation file that is missing is named at fit's start, before
+	 * any training (it was found after the first epoch) */
+	{
+		pasco_variable *gs;
+		pasco_tensor   *t0, *t1;
+		PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+		PASCO_PASS(pasco_variable_read(gs, &t0));
+		rv = pasco_model_fit(K.c, m,
+		    &(pasco_model_fit_options){.dataset = "md_train",
+		        .steps_per_epoch                = 50,
+		        .epochs                         = 2,
+		        .validation_dataset =
+		            "pasco.files:{\"format\": \"csv\", \"files\": "
+		            "[\"/nonexistent/val-*.csv\"], \"label\": \"y\"}"},
+		    NULL);
+		cr_assert_neq(rv, 0);
+		cr_assert(strstr(pasco_model_last_error(),
+		              "fit: validation_dataset: ") &&
+		              strstr(pasco_model_last_error(),
+		                  "no file matches '/nonexistent/val-*.csv'"),
+		    "%s", pasco_model_last_error());
+		PASCO_PASS(pasco_variable_read(gs, &t1));
+		cr_assert_eq(pasco_tensor_get(t1, 0), pasco_tensor_get(t0, 0),
+		    "fit trained %g steps before naming the validation file",
+		    pasco_tensor_get(t1, 0) - pasco_tensor_get(t0, 0));
+		pasco_tensor_release(t0);
+		pasco_tensor_release(t1);
+		pasco_variable_free(gs);
+	}
 	/* the train step scheduled by hand without the metric state that
 	 * fit makes is told so, not "argument 6 requested as a variable" */
 	{
