@@ -35,7 +35,14 @@ progress_begin(void *user, pasco_fit_context *ctx)
 {
 	progress_cb *p = user;
 	p->tty         = isatty(fileno(p->out)) == 1;
-	if (ctx->initial_epoch > 0) {
+	if (ctx->initial_epoch >= ctx->epochs && ctx->epochs > 0) {
+		/* a resumed run that had finished: not "epoch 31/30" */
+		fprintf(p->out,
+		    "Nothing to train: all %d epochs are done already (raise "
+		    "epochs to train on)\n",
+		    (int) ctx->epochs);
+		fflush(p->out);
+	} else if (ctx->initial_epoch > 0) {
 		fprintf(p->out, "Starting at epoch %d/%d\n",
 		    (int) ctx->initial_epoch + 1, (int) ctx->epochs);
 		fflush(p->out);

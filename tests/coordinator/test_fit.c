@@ -779,6 +779,41 @@ Test(fit, progress_prints_plain_lines_on_a_pipe, .init = fixture_start,
 	assert_durations_readable(text);
 }
 
+/* A run resumed after its last epoch trains nothing, and the display says
+ * so instead of "Starting at epoch 3/2". */
+Test(fit, progress_says_a_finished_run_has_nothing_to_train,
+    .init = fixture_start, .fini = fixture_stop)
+{
+	char              text[4096];
+	int               fds[2];
+	FILE             *f;
+	pasco_callbacks  *cbs;
+	pasco_callback    cb;
+	pasco_history     h;
+	pasco_fit_options o = lr_options(2, 6, NULL);
+	cr_assert(pipe(fds) == 0);
+	cr_assert((f = fdopen(fds[1], "w")) != NULL);
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	PASCO_PASS(pasco_callback_progress(
+	    &cb, &(pasco_progress_options){.out = f, .interval_s = 3600}));
+	PASCO_PASS(pasco_callbacks_add(cbs, cb));
+	o.callbacks     = cbs;
+	o.initial_epoch = 2;
+	PASCO_PASS(pasco_fit(F.c, &o, &h));
+	pasco_callbacks_free(cbs);
+	fclose(f);
+	ssize_t n = read(fds[0], text, sizeof(text) - 1);
+	close(fds[0]);
+	cr_assert(n > 0);
+	text[n] = 0;
+	cr_assert_eq(h.count, 0);
+	cr_assert(strstr(text, "Nothing to train: all 2 epochs are done "
+	                       "already") &&
+	              !strstr(text, "Starting at epoch 3/2"),
+	    "%s", text);
+	pasco_history_fini(&h);
+}
+
 Test(fit, progress_updates_one_line_on_a_terminal, .init = fixture_start,
     .fini = fixture_stop)
 {
