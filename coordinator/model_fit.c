@@ -526,6 +526,38 @@ print_layout(const pasco_model *m)
 	fflush(stdout);
 }
 
+/* The error a lost ps left pending on c's queue (what the next schedule
+ * or join would raise: it did not come back, or could not be restored),
+ * into buf; false when there is none. */
+static bool
+pending_ps_error(pasco_coordinator *c, int *err, char *buf, size_t len)
+{
+	bool has;
+	pthread_mutex_lock(&c->q.mu);
+	has = c->q.error != 0 && c->q.error_source >= 0;
+	if (has) {
+		*err = c->q.error;
+		pasci_fmt(buf, len, "%s", c->q.error_msg);
+	}
+	pthread_mutex_unlock(&c->q.mu);
+	return has;
+}
+
+/* fit's failure rv: a ps lost for good is named first, as the cause, when
+ * it is one; what failed then (a checkpoint's save, the metrics' reset)
+ * follows. It used to end fit blaming the save alone. */
+static int
+fit_failed(fit_run *r, int rv)
+{
+	char cause[1024];
+	int  err;
+	if (pending_ps_error(r->c, &err, cause, sizeof(cause))) {
+		return pasci_model_fail(err, "%s (fit stopped at: %s)", cause,
+		    pasco_fit_error());
+	}
+	return pasci_model_fail(rv, "%s", pasco_fit_error());
+}
+
 static int
 fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 {
@@ -556,8 +588,7 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	    .hooks_user                 = r};
 	rv                   = pasco_fit(r->c, &fo, h);
 	pasco_callbacks_free(cbs);
-	return rv != 0 ? pasci_model_fail(rv, "%s", pasco_fit_error())
-	               : PASCO_OK;
+	return rv != 0 ? fit_failed(r, rv) : PASCO_OK;
 }
 
 int

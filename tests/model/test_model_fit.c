@@ -616,6 +616,65 @@ Test(model_fit, resumes_from_its_newest_checkpoint_with_shorthands_and_a_list)
 	cr_assert_eq(system(cmd), 0);
 }
 
+/* A user's progress callback that kills ps 1 once epoch 1's last step is
+ * in: after epoch 0's checkpoint, before epoch 1's. */
+static int
+kill_ps1_after_epoch_1(void *user, pasco_fit_context *ctx, double loss)
+{
+	(void) user;
+	(void) loss;
+	if (ctx->epoch == 1 && ctx->steps_done == 20 && K.pids[1] > 0) {
+		kill(K.pids[1], SIGKILL);
+		waitpid(K.pids[1], NULL, 0);
+		K.pids[1] = 0;
+	}
+	return 0;
+}
+
+/* A ps lost for good (recovery on, and it never comes back) ends fit
+ * naming the ps and why, not the checkpoint's save (or the metrics' read)
+ * that met it first. */
+Test(model_fit, a_ps_lost_for_good_is_named_as_the_cause_of_fits_end)
+{
+	char             root[] = "/tmp/pasco-model-lost-XXXXXX", ck[256];
+	char             cmd[300];
+	pasco_callbacks *cbs;
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(ck, sizeof(ck), "%s/ck", root);
+	start(root);
+	pasco_coordinator_destroy(K.c); /* again, with recovery */
+	pasco_strategy_destroy(K.s);
+	PASCO_PASS(pasco_strategy_create(&K.s, K.cluster,
+	    &(pasco_strategy_options){.connect_timeout_ms = 20000,
+	        .checkpoint_dir                         = ck,
+	        .ps_recovery_timeout_ms                 = 1500}));
+	PASCO_PASS(pasco_coordinator_create(&K.c, K.s, NULL));
+	pasco_model *m = mlp();
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	PASCO_PASS(pasco_callbacks_add(cbs, (pasco_callback){.name = "kill",
+	                                        .progress =
+	                                            kill_ps1_after_epoch_1}));
+	int rv = pasco_model_fit(K.c, m,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .epochs                         = 3,
+	        .steps_per_epoch                = 20,
+	        .checkpoint_dir                 = ck,
+	        .callbacks                      = cbs},
+	    NULL);
+	cr_assert_eq(rv, PASCO_EUNAVAILABLE, "%s: %s", pasco_strerror(rv),
+	    pasco_model_last_error());
+	cr_assert(strncmp(pasco_model_last_error(), "ps 1 at ", 8) == 0 &&
+	              strstr(pasco_model_last_error(),
+	                  "did not come back within 1500 ms") &&
+	              strstr(pasco_model_last_error(), "(fit stopped at: "),
+	    "%s", pasco_model_last_error());
+	pasco_callbacks_free(cbs);
+	pasco_model_free(m);
+	stop();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}
+
 /* The sidecar evaluator's data, in this process (its worker is here). */
 PASCO_DATASET(md_keys_eval)
 {
