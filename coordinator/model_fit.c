@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_ARGS(m) (pasco_model_num_args(m) + 4)
 
@@ -543,16 +544,47 @@ pending_ps_error(pasco_coordinator *c, int *err, char *buf, size_t len)
 	return has;
 }
 
-/* fit's failure rv: a ps lost for good is named first, as the cause, when
- * it is one; what failed then (a checkpoint's save, the metrics' reset)
- * follows. It used to end fit blaming the save alone. */
+/* Whether a task refused this chief in its own words (a newer
+ * incarnation of this chief replaced it), into buf. */
+static bool
+refused_by_a_task(pasco_strategy *s, char *buf, size_t len)
+{
+	for (size_t i = 0; i < s->nps + s->nworkers; i++) {
+		if (pasci_rpc_client_refused(i < s->nps ? s->ps[i]
+		                                        : s->workers[i - s->nps],
+		        buf, len)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* fit's failure rv: a ps lost for good, or this chief replaced by a newer
+ * one, is named first, as the cause; what failed then (a checkpoint's
+ * save, the metrics' reset) follows. It used to end fit blaming the save,
+ * or a ps that "did not answer", alone. */
 static int
 fit_failed(fit_run *r, int rv)
 {
-	char cause[1024];
-	int  err;
-	if (pending_ps_error(r->c, &err, cause, sizeof(cause))) {
-		return pasci_model_fail(err, "%s (fit stopped at: %s)", cause,
+	char cause[1024], refusal[1024];
+	int  err     = PASCO_EUNAVAILABLE;
+	bool lost    = pending_ps_error(r->c, &err, cause, sizeof(cause));
+	bool refused = false;
+	/* a connection lost may be this chief's replacement: its tasks close
+	 * an old chief's connections, and refuse it when it dials again; that
+	 * refusal, which names the cause, is awaited a moment (1 s) */
+	for (int i = 0; (lost || rv == PASCO_EUNAVAILABLE) && i < 10; i++) {
+		if ((refused = refused_by_a_task(
+		         r->c->s, refusal, sizeof(refusal)))) {
+			break;
+		}
+		nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+	}
+	refused = refused ||
+	          refused_by_a_task(r->c->s, refusal, sizeof(refusal));
+	if (refused || lost) {
+		return pasci_model_fail(refused ? PASCO_EUNAVAILABLE : err,
+		    "%s (fit stopped at: %s)", refused ? refusal : cause,
 		    pasco_fit_error());
 	}
 	return pasci_model_fail(rv, "%s", pasco_fit_error());

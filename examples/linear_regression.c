@@ -79,16 +79,22 @@ print_epoch(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
 	return fflush(stdout);
 }
 
-static double
-value_of(pasco_model *m, size_t k)
+/* The first element of the model's variable k into *out; a read that
+ * fails is said, with why (a chief that a newer one replaced is refused
+ * by its tasks), never turned into a NaN. */
+static int
+value_of(pasco_model *m, size_t k, double *out)
 {
-	pasco_tensor *t;
-	double        v = NAN;
-	if (pasco_variable_read(pasco_model_variable(m, k), &t) == 0) {
-		v = pasco_tensor_get(t, 0);
-		pasco_tensor_release(t);
+	pasco_variable *v = pasco_model_variable(m, k);
+	pasco_tensor   *t;
+	int             rv = pasco_variable_read(v, &t);
+	if (rv != 0) {
+		return report(rv, "cannot read the trained values",
+		    pasco_variable_error(v));
 	}
-	return v;
+	*out = pasco_tensor_get(t, 0);
+	pasco_tensor_release(t);
+	return 0;
 }
 
 static int
@@ -165,10 +171,10 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	         NULL)) != 0) {
 		report(rv, "training failed", pasco_model_last_error());
 	}
-	/* printed even when training failed midway */
-	w = value_of(m, 0);
-	b = value_of(m, 1);
-	printf("w = %.4f\nb = %.4f\n", w, b);
+	/* printed even when training failed midway, if they can be read */
+	if (value_of(m, 0, &w) == 0 && value_of(m, 1, &b) == 0) {
+		printf("w = %.4f\nb = %.4f\n", w, b);
+	}
 out:
 	pasco_callbacks_free(cbs);
 	pasco_coordinator_destroy(c);

@@ -5,7 +5,10 @@
 #     worker) is refused, naming A; B exits non-zero, its farewell does not
 #     end the tasks, and A trains on;
 #  2. A killed with SIGKILL and started again at its address (a new
-#     process, a new incarnation) is served and trains to its end.
+#     process, a new incarnation) is served and trains to its end;
+#  3. a chief stopped (SIGSTOP) and replaced by a new one at its address,
+#     which trains to its end (its tasks then exit), then continued: it
+#     fails saying it cannot read w, and prints no "w = nan".
 # usage: test_chiefs.sh LINEAR_REGRESSION
 set -u
 linreg=$1
@@ -71,6 +74,35 @@ if TF_CONFIG=$(tf_config chief "$ps_port" "$w_port" "$a_port") timeout 90 "$linr
 	ok "chief A restarted at its address is served and trains to its end"
 else
 	fail "the restarted chief A: $(tail -5 "$tmp/a2.out")"
+fi
+# 3: a chief replaced while it was stopped
+set -- $(ports 3)
+ps_port=$1 w_port=$2 c_port=$3
+TF_CONFIG=$(tf_config ps "$ps_port" "$w_port" "$c_port") "$linreg" 2> "$tmp/ps3.log" &
+ps_pid=$!
+TF_CONFIG=$(tf_config worker "$ps_port" "$w_port" "$c_port") "$linreg" 2> "$tmp/w3.log" &
+w_pid=$!
+TF_CONFIG=$(tf_config chief "$ps_port" "$w_port" "$c_port") "$linreg" --epochs 100000 --steps 20 > "$tmp/c.out" 2>&1 &
+c_pid=$!
+pids="$pids $ps_pid $w_pid $c_pid"
+wait_epochs "$tmp/c.out" 1 300 || fail "chief C did not train: $(tail -5 "$tmp/c.out")"
+kill -STOP "$c_pid"
+TF_CONFIG=$(tf_config chief "$ps_port" "$w_port" "$c_port") timeout 90 "$linreg" --epochs 3 --steps 100 > "$tmp/c2.out" 2>&1 ||
+	fail "chief C2: $(tail -5 "$tmp/c2.out")"
+wait "$ps_pid" "$w_pid" # C2 succeeded: its tasks end
+kill -CONT "$c_pid"
+i=0
+while kill -0 "$c_pid" 2> /dev/null && [ "$i" -le 600 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+wait "$c_pid" 2> /dev/null
+st=$?
+if [ "$st" -ne 0 ] && grep -q "^cannot read the trained values: " "$tmp/c.out" &&
+	! grep -qi "= nan" "$tmp/c.out"; then
+	ok "chief C, replaced while stopped, says it cannot read w (no NaN)"
+else
+	fail "the replaced chief C: status $st, $(grep -v '^epoch' "$tmp/c.out" | tail -5)"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
