@@ -550,9 +550,9 @@ static bool
 refused_by_a_task(pasco_strategy *s, char *buf, size_t len)
 {
 	for (size_t i = 0; i < s->nps + s->nworkers; i++) {
-		if (pasci_rpc_client_refused(i < s->nps ? s->ps[i]
-		                                        : s->workers[i - s->nps],
-		        buf, len)) {
+		if (pasci_rpc_client_refused(
+		        i < s->nps ? s->ps[i] : s->workers[i - s->nps], buf,
+		        len)) {
 			return true;
 		}
 	}
@@ -580,8 +580,8 @@ fit_failed(fit_run *r, int rv)
 		}
 		nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
 	}
-	refused = refused ||
-	          refused_by_a_task(r->c->s, refusal, sizeof(refusal));
+	refused =
+	    refused || refused_by_a_task(r->c->s, refusal, sizeof(refusal));
 	if (refused || lost) {
 		return pasci_model_fail(refused ? PASCO_EUNAVAILABLE : err,
 		    "%s (fit stopped at: %s)", refused ? refusal : cause,

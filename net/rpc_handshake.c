@@ -225,7 +225,8 @@ key_source(const pasci_rpc_client *c, char *buf, size_t len)
 {
 	const pasci_key *k;
 	if (pasci_cluster_key(&k, NULL, 0) == 0 && k != NULL &&
-	    k->len == c->key.len && memcmp(k->bytes, c->key.bytes, k->len) == 0) {
+	    k->len == c->key.len &&
+	    memcmp(k->bytes, c->key.bytes, k->len) == 0) {
 		return pasci_cluster_key_source(buf, len);
 	}
 	return pasci_fmt(buf, len, "a key given to this client");

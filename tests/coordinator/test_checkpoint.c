@@ -779,8 +779,8 @@ Test(checkpoint, a_numeric_format_is_named_as_a_number_not_missing)
 	              "got a number") != NULL,
 	    "%s", pasco_strategy_error(a.s));
 	cr_assert_neq(pasco_checkpoint_verify(path, err, sizeof(err)), 0);
-	cr_assert(strstr(err, "got a number") && !strstr(err, "missing"),
-	    "%s", err);
+	cr_assert(
+	    strstr(err, "got a number") && !strstr(err, "missing"), "%s", err);
 	pasco_variable_free(v);
 	setup_stop(&a);
 	remove_dir();

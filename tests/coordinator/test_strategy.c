@@ -413,8 +413,8 @@ write_key_file(const char *path, uint8_t seed)
  * connect timeout to say that no Pasco task has answered. */
 Test(strategy, a_chief_with_another_key_fails_fast_naming_its_key_file)
 {
-	char  good[64], stale[64];
-	int   ps_port = test_free_port(), w_port = test_free_port();
+	char            good[64], stale[64];
+	int             ps_port = test_free_port(), w_port = test_free_port();
 	pasco_cluster  *c = tcp_cluster(test_free_port(), ps_port, w_port);
 	pasco_server   *ps, *worker;
 	pasco_strategy *s = NULL;
@@ -434,10 +434,10 @@ Test(strategy, a_chief_with_another_key_fails_fast_naming_its_key_file)
 	t0 = pasco_test_now();
 	PASCO_FAIL(pasco_strategy_create(&s, c,
 	               &(pasco_strategy_options){.connect_timeout_ms = 30000,
-	                   .heartbeat_interval_ms                   = -1}),
+	                   .heartbeat_interval_ms                    = -1}),
 	    PASCO_EUNAVAILABLE);
-	cr_assert_lt(pasco_test_now() - t0, 5.0, "took %.1f s",
-	    pasco_test_now() - t0);
+	cr_assert_lt(
+	    pasco_test_now() - t0, 5.0, "took %.1f s", pasco_test_now() - t0);
 	cr_assert_null(s);
 	cr_assert(strstr(pasco_strategy_error(NULL),
 	              "refused this process's cluster key") &&

@@ -485,17 +485,20 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 		pasco_remote_value        *r;
 		const pasco_value         *v;
 		PASCO_PASS(pasco_model_args(m, args, 16, &n));
-		PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+		PASCO_PASS(
+		    pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
 		PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
 		PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
 		args[n++] = pasco_arg_iterator(it);
 		args[n++] = pasco_arg_variable(gs);
-		PASCO_PASS(pasco_schedule(K.c, "pasco.model_train", args, n, &r));
+		PASCO_PASS(
+		    pasco_schedule(K.c, "pasco.model_train", args, n, &r));
 		PASCO_FAIL(pasco_remote_value_fetch(r, &v), PASCO_EINVAL);
-		cr_assert(strstr(pasco_remote_value_error(r),
-		              "compiled with metrics ('accuracy'), whose counts "
-		              "the step adds to the metric state that fit makes") &&
-		              !strstr(pasco_remote_value_error(r), "requested as"),
+		cr_assert(
+		    strstr(pasco_remote_value_error(r),
+		        "compiled with metrics ('accuracy'), whose counts "
+		        "the step adds to the metric state that fit makes") &&
+		        !strstr(pasco_remote_value_error(r), "requested as"),
 		    "%s", pasco_remote_value_error(r));
 		pasco_remote_value_free(r);
 		(void) pasco_join(K.c); /* the error, raised once */
@@ -646,14 +649,14 @@ Test(model_fit, a_ps_lost_for_good_is_named_as_the_cause_of_fits_end)
 	pasco_strategy_destroy(K.s);
 	PASCO_PASS(pasco_strategy_create(&K.s, K.cluster,
 	    &(pasco_strategy_options){.connect_timeout_ms = 20000,
-	        .checkpoint_dir                         = ck,
-	        .ps_recovery_timeout_ms                 = 1500}));
+	        .checkpoint_dir                           = ck,
+	        .ps_recovery_timeout_ms                   = 1500}));
 	PASCO_PASS(pasco_coordinator_create(&K.c, K.s, NULL));
 	pasco_model *m = mlp();
 	PASCO_PASS(pasco_callbacks_create(&cbs));
-	PASCO_PASS(pasco_callbacks_add(cbs, (pasco_callback){.name = "kill",
-	                                        .progress =
-	                                            kill_ps1_after_epoch_1}));
+	PASCO_PASS(
+	    pasco_callbacks_add(cbs, (pasco_callback){.name = "kill",
+	                                 .progress = kill_ps1_after_epoch_1}));
 	int rv = pasco_model_fit(K.c, m,
 	    &(pasco_model_fit_options){.dataset = "md_train",
 	        .epochs                         = 3,

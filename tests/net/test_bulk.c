@@ -487,8 +487,8 @@ Test(bulk, a_pool_without_the_key_is_told_the_server_asks_for_it)
 	pasci_bulk_pool   *none;
 	pasci_wire_msg     reply;
 	pasci_wire_builder b;
-	pasci_key          k = bulk_key(3);
-	pasco_tensor      *t = ramp(1000, 1);
+	pasci_key          k           = bulk_key(3);
+	pasco_tensor      *t           = ramp(1000, 1);
 	char               detail[300] = "", *log;
 	int                saved;
 	PASCO_PASS(
@@ -508,8 +508,9 @@ Test(bulk, a_pool_without_the_key_is_told_the_server_asks_for_it)
 	                         "has none") &&
 	              !strstr(detail, "bad frame length"),
 	    "%s", detail);
-	cr_assert(logged && strstr(log, "refused a bulk connection from "
-	                                "127.0.0.1:") &&
+	cr_assert(logged &&
+	              strstr(log, "refused a bulk connection from "
+	                          "127.0.0.1:") &&
 	              strstr(log, "a client without the cluster key"),
 	    "%s", log);
 	free(log);
@@ -526,7 +527,8 @@ Test(bulk, a_tls_or_nng_handshake_is_named_as_not_a_pasco_frame)
 		uint8_t     bytes[16];
 		const char *want;
 	} cases[] = {
-	    {{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03},
+	    {{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03,
+	         0x03},
 	        "not a Pasco frame: a TLS handshake"},
 	    {{0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00},
 	        "not a Pasco frame: an nng (SP) handshake"},
