@@ -149,8 +149,12 @@ int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
  * logs: "loss" (the mean of its steps' losses), each metric over the
  * epoch's examples (its counts reset at the epoch's start), and with
  * validation_dataset, "val_loss" and "val_<metric>", evaluated exactly
- * once as pasco_model_evaluate does. The variables are created first if
- * the model has none. history (may be NULL) gets Keras's History:
+ * once as pasco_model_evaluate does; each validation shard's dataset is
+ * built once at fit's start, so a missing file fails fit before any
+ * training. A ps lost for good, or this chief replaced by a newer one,
+ * is named first in the message, before what it made fail. The
+ * variables are created first if the model has none. history (may be
+ * NULL) gets Keras's History:
  * pasco_history_fini it. Message: pasco_model_last_error. Blocks. Not
  * thread-safe: one fit per coordinator at a time. */
 typedef struct pasco_model_fit_options {
