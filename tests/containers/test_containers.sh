@@ -11,7 +11,10 @@
 # args, its cluster key copied by the manifest's init container command, and
 # the manifest's restartPolicy OnFailure played by this script (a container
 # that exits non-zero is started again, as the kubelet restarts it in its
-# pod; one that exits 0 stays down). Scenarios:
+# pod; one that exits 0 stays down). Every container runs as Pod Security
+# "restricted" has it (the manifest's securityContext, checked here too):
+# user 10001, no capabilities, no privilege escalation, seccomp. Scenarios:
+#  0. the image: built offline, non-root, apt leaves no cache in a layer;
 #  1. the manifest's job: the chief ends with accuracy and 0, every ps and
 #     worker exits 0;
 #  2. a worker killed mid-training (SIGKILL): restarted, taken back by the
@@ -19,11 +22,14 @@
 #  3. a ps killed mid-training: the chief fails (the manifest keeps no
 #     checkpoint), is restarted, finds its servers (the ps restarted, the
 #     others still serving) and trains to the end;
-#  4. the chief stopped (podman stop: SIGTERM through tini, ended at once)
-#     mid-training with a checkpoint volume shared with the ps
-#     pods, and its container restarted late: past the servers' chief
-#     timeout, so they exit non-zero (138) and are restarted; the chief
-#     resumes from its newest checkpoint and ends them with 0;
+#  4. the chief away for 320 s, longer than Kubernetes takes to evict the
+#     pods of a lost node (300 s): a second job of the manifest (pasco-away,
+#     on a network of its own) whose chief is stopped (podman stop: SIGTERM
+#     through tini, ended at once) mid-training, with a checkpoint volume
+#     shared with the ps pods; its ps and workers (the manifest's
+#     PASCO_CHIEF_TIMEOUT=0) still serve, never restarted, when it is
+#     started again 320 s later; it resumes from its newest checkpoint and
+#     ends them with 0. Scenarios 1, 2, 3 and 5 run while it is away;
 #  5. a chief written in Python (examples/mlp_csv.py on every replica):
 #     it trains, the ps write its checkpoints, every server exits 0.
 # Exits 77 (meson's skip), saying why, where containers cannot run here:
@@ -37,7 +43,9 @@ sanitize=${2:-none}
 mirror=${PASCO_CONTAINERS_MIRROR:-http://deb.debian.org/debian}
 base=localhost/pasco-test-base
 image=localhost/pasco-test:tfjob
-job=pasco-tutorial
+tutorial=pasco-tutorial # the manifest's job; use_job switches to another
+job=$tutorial
+away=pasco-away
 skip() {
 	echo "SKIP: $*"
 	exit 77
@@ -47,11 +55,11 @@ skip() {
 command -v podman > /dev/null || skip "podman is not installed (apt-get install podman runc debootstrap)"
 
 tmp=$(mktemp -d /var/tmp/pasco-containers.XXXXXX)
-net=pasco-test-$$
-started=""
+started="" # every container started, of either job
+nets=""
 cleanup() {
 	for c in $started; do podman rm -f -t 0 "$c" > /dev/null 2>&1; done
-	podman network rm -f "$net" > /dev/null 2>&1
+	for n in $nets; do podman network rm -f "$n" > /dev/null 2>&1; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -134,6 +142,26 @@ if [ "$size" -lt 300000000 ] && [ "$user" = 10001:10001 ] && [ "$entry" = "/usr/
 else
 	fail "the image: size $size, user '$user', entrypoint '$entry', ldd/compilers: $tools"
 fi
+# apt's downloads and lists go in the RUN that installs (this suite's bases
+# hold every package, so its build installs none: the Dockerfile's text is
+# what is checked; on a debootstrap base without them the image kept
+# 97 MiB in /var/cache/apt)
+apt_runs=$(awk '
+	/^[ \t]*#/ { next } # comment lines within a RUN are dropped
+	{ cmd = cmd " " $0 }
+	/\\[ \t]*$/ { next }
+	cmd ~ /^ *RUN / && cmd ~ /apt-get install/ {
+		n++
+		if (cmd !~ /apt-get clean/ || cmd !~ /rm -rf \/var\/lib\/apt\/lists\/\*/)
+			printf " the RUN ending at line %d", NR
+	}
+	{ cmd = "" }
+	END { printf " (%d installing)", n }' "$src/deploy/kubernetes/Dockerfile")
+if [ "$apt_runs" = " (2 installing)" ]; then
+	ok "the Dockerfile: each RUN that installs packages runs apt-get clean and removes /var/lib/apt/lists$apt_runs"
+else
+	fail "the Dockerfile leaves apt's cache in a layer: no apt-get clean or rm -rf /var/lib/apt/lists/* in$apt_runs"
+fi
 
 # The manifest's lines this emulation plays: a change there fails here.
 manifest=$src/deploy/kubernetes/tfjob.yaml
@@ -145,13 +173,55 @@ for want in "$args_line" "$init_line" '- {name: PASCO_KEY_FILE, value: /run/pasc
 		fail "tfjob.yaml no longer has '$want' in each replica spec"
 	fi
 done
+# the PS and Worker specs' (the servers wait for their chief as long as the
+# job lives: scenario 4)
+timeout_line='- {name: PASCO_CHIEF_TIMEOUT, value: "0"}'
+if [ "$(grep -cF -- "$timeout_line" "$manifest")" -ne 2 ]; then
+	fail "tfjob.yaml no longer has '$timeout_line' in the PS and Worker specs"
+fi
+# Pod Security "restricted": every container and init container sets what
+# it requires (runAsNonRoot may be the pod's, the rest only a container's;
+# each container here sets all four). Block YAML as the manifest writes it:
+# a list item "- name:" two columns in from its containers: key.
+restricted=$(awk '
+	BEGIN { list = -1; sc = -1 }
+	function flush() {
+		if (item != "" && got != 15)
+			printf " %s(%s%s%s%s)", item, (got % 2 < 1 ? " runAsNonRoot: true" : ""),
+			    (got % 4 < 2 ? " allowPrivilegeEscalation: false" : ""),
+			    (got % 8 < 4 ? " capabilities drop ALL" : ""),
+			    (got % 16 < 8 ? " seccompProfile RuntimeDefault" : "")
+		item = ""
+	}
+	{ match($0, /^ */); ind = RLENGTH; line = substr($0, ind + 1) }
+	line == "" || line ~ /^#/ { next }
+	list >= 0 && ind <= list { flush(); list = -1 }
+	ind == 4 && line ~ /^[A-Za-z]+:$/ { replica = substr(line, 1, length(line) - 1) }
+	line ~ /^(initContainers|containers):$/ { flush(); list = ind; next }
+	list >= 0 && ind == list + 2 && line ~ /^- name: / {
+		flush(); n++; got = 0; sc = -1
+		item = replica "/" substr(line, 9)
+		next
+	}
+	item != "" && sc >= 0 && ind <= sc { sc = -1 }
+	item != "" && ind == list + 4 && line == "securityContext:" { sc = ind; next }
+	sc >= 0 && line == "runAsNonRoot: true" { got = got - got % 2 + 1 }
+	sc >= 0 && line == "allowPrivilegeEscalation: false" && got % 4 < 2 { got += 2 }
+	sc >= 0 && (line ~ /^capabilities: \{ *drop: \[ *"?ALL"? *\] *\}$/ || line ~ /^drop: \[ *"?ALL"? *\]$/) && got % 8 < 4 { got += 4 }
+	sc >= 0 && (line ~ /^seccompProfile: \{ *type: RuntimeDefault *\}$/ || line == "type: RuntimeDefault") && got % 16 < 8 { got += 8 }
+	END { flush(); printf " (%d containers)", n }' "$manifest")
+if [ "$restricted" = " (6 containers)" ]; then
+	ok "tfjob.yaml: every container sets runAsNonRoot, no privilege escalation, drops ALL capabilities, seccomp RuntimeDefault$restricted"
+else
+	fail "tfjob.yaml: not Pod Security restricted, containers lacking:$restricted"
+fi
 
-# The network: a /24 in 10.0.0.0/8 picked per run, internal (no route
-# out); the pods' addresses fixed, as each pod's service name resolves to
-# its pod.
-subnet="10.$(($$ % 200 + 30)).$(($(date +%s) % 250 + 1))"
-podman network create --internal --subnet "$subnet.0/24" "$net" > /dev/null 2>&1 ||
-	skip "podman network create --internal --subnet $subnet.0/24 failed"
+# A job's network: a /24 in 10.0.0.0/8 picked per run, internal (no
+# route out); the pods' addresses fixed, as each pod's service name
+# resolves to its pod. Two jobs of the manifest (the second, pasco-away,
+# is scenario 4's) have a network each; use_job makes one the current job
+# of the functions below (pod, state, logs, kubelet, finish).
+octet=$(($(date +%s) % 250 + 1))
 pods="chief-0 ps-0 ps-1 worker-0 worker-1"
 ip_of() {
 	case $1 in
@@ -160,8 +230,21 @@ ip_of() {
 	esac
 }
 addr() { echo "$job-$1.default.svc:2222"; }
-hosts=""
-for p in $pods; do hosts="$hosts --add-host $job-$p.default.svc:$(ip_of "$p")"; done
+use_job() { # JOB
+	local p
+	job=$1
+	net=pasco-test-$$-$job
+	subnet="10.$(($$ % 200 + 30)).$octet"
+	[ "$job" != "$away" ] || subnet="10.$(($$ % 200 + 30)).$((octet + 1))"
+	hosts=""
+	for p in $pods; do hosts="$hosts --add-host $job-$p.default.svc:$(ip_of "$p")"; done
+}
+for j in "$away" "$job"; do # ends with the manifest's job current
+	use_job "$j"
+	podman network create --internal --subnet "$subnet.0/24" "$net" > /dev/null 2>&1 ||
+		skip "podman network create --internal --subnet $subnet.0/24 failed"
+	nets="$nets $net"
+done
 # the operator's TF_CONFIG (tests/tools/test_tfjob.c checks it byte for byte)
 tf_config() { # TYPE INDEX
 	printf '{"cluster":{"chief":["%s"],"ps":["%s","%s"],"worker":["%s","%s"]},"task":{"type":"%s","index":%s},"environment":"cloud"}' \
@@ -176,6 +259,10 @@ chown -R 0:10001 "$tmp/secret"
 chmod 0750 "$tmp/secret"
 chmod 0440 "$tmp/secret/key"
 
+# What Pod Security "restricted" makes of every container (the manifest's
+# securityContext): the image's user, no capabilities, no privilege
+# escalation; podman's default seccomp profile is its RuntimeDefault.
+restricted_opts="--user 10001:10001 --cap-drop=all --security-opt no-new-privileges"
 # pod SCENARIO TYPE INDEX [ENV=VALUE...] -- ARGS...: creates and starts the
 # pod's container (after its init container), named <job>-<type>-<index>.
 pod() {
@@ -190,7 +277,8 @@ pod() {
 	chown 0:10001 "$tmp/$sc/$name.key"
 	chmod 2770 "$tmp/$sc/$name.key"
 	# the init container: the manifest's command, the pod's user and group
-	if ! podman run --rm --network none --user 10001:10001 --entrypoint install \
+	# shellcheck disable=SC2086
+	if ! podman run --rm --network none $restricted_opts --entrypoint install \
 		-v "$tmp/secret:/etc/pasco/secret:ro" -v "$tmp/$sc/$name.key:/run/pasco" \
 		"$image" -m 0600 /etc/pasco/secret/key /run/pasco/key > "$tmp/$sc/$name.init" 2>&1; then
 		fail "$sc: $name's init container: $(cat "$tmp/$sc/$name.init")"
@@ -198,11 +286,11 @@ pod() {
 	fi
 	# shellcheck disable=SC2086
 	podman run -d --name "$name" --hostname "$name" --network "$net" --ip "$(ip_of "$type-$index")" \
-		$hosts --user 10001:10001 -e TF_CONFIG="$(tf_config "$type" "$index")" \
+		$hosts $restricted_opts -e TF_CONFIG="$(tf_config "$type" "$index")" \
 		-e PASCO_KEY_FILE=/run/pasco/key $envs -v "$tmp/$sc/$name.key:/run/pasco:ro" \
 		-v "$tmp/$sc/ckpt:/ckpt" "$image" "$@" > /dev/null 2> "$tmp/$sc/$name.run" ||
 		fail "$sc: podman run $name: $(cat "$tmp/$sc/$name.run")"
-	started="$started $name"
+	case " $started " in *" $name "*) ;; *) started="$started $name" ;; esac
 }
 state() { podman inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$job-$1" 2> /dev/null; }
 logs() { podman logs "$job-$1" 2>&1; }
@@ -258,7 +346,6 @@ servers_done() { # SCENARIO
 }
 finish() { # SCENARIO: removes its pods
 	for p in $pods; do podman rm -f -t 0 "$job-$p" > /dev/null 2>&1; done
-	started=""
 }
 start_job() { # SCENARIO [ENV...] -- ARGS (the chief's); ps and workers get the manifest's args
 	local sc=$1
@@ -275,8 +362,40 @@ start_job() { # SCENARIO [ENV...] -- ARGS (the chief's); ps and workers get the 
 	pod "$sc" worker 1 $server_env -- $server_args
 	pod "$sc" chief 0 "$@"
 }
-server_env=""
+server_env="PASCO_CHIEF_TIMEOUT=0" # the manifest's PS and Worker env
 server_args="embedding_classifier --epochs 5" # the manifest's
+
+# 4, first part. The chief away for 320 s, longer than Kubernetes takes
+# to evict a lost node's pods (300 s), in a second job of the manifest
+# (pasco-away) that waits while scenarios 1, 2, 3 and 5 run: its chief is
+# stopped mid-training (checkpoints on the pods' shared volume, for fit's
+# resume) and its servers, with the manifest's PASCO_CHIEF_TIMEOUT=0, are
+# left alone (no kubelet plays their restart meanwhile: one that exits
+# stays exited).
+use_job "$away"
+server_env="PASCO_CHIEF_TIMEOUT=0 PASCO_CHECKPOINT_DIR=/ckpt"
+start_job away -- embedding_classifier --epochs 20 --steps 50 --checkpoint-dir /ckpt/run
+server_env="PASCO_CHIEF_TIMEOUT=0"
+away_since=""
+if wait_log chief-0 90 '^Epoch 4/20: '; then
+	t0=$(date +%s)
+	podman stop -t 30 "$job-chief-0" > /dev/null 2>&1
+	away_since=$(date +%s)
+	took=$((away_since - t0))
+	s=$(state chief-0)
+	if [ "$took" -lt 10 ] && [ "$s" = "exited 143" ]; then
+		ok "chief stopped: SIGTERM through tini ended it in ${took} s (status 143), not at the grace period"
+	else
+		fail "chief stopped: $s after $took s"
+	fi
+	away_epochs=$(logs chief-0 | sed -n 's|^Epoch \([0-9]*\)/20: [0-9]*/50 steps in.*|\1|p' | tail -n 1)
+	away_started=$(for p in ps-0 ps-1 worker-0 worker-1; do
+		podman inspect -f '{{.State.StartedAt}}' "$job-$p"
+	done)
+else
+	fail "chief away: training never started: $(logs chief-0 | tail -n 5)"
+fi
+use_job "$tutorial"
 
 # 1. The manifest's job as it is.
 start_job normal -- embedding_classifier --epochs 5
@@ -339,48 +458,6 @@ else
 fi
 finish ps
 
-# 4. The chief stopped mid-training and restarted late, past its servers'
-# chief timeout: they exit 138 and are restarted; the chief resumes from
-# its newest checkpoint (fit's resume; checkpoints on the pods' shared
-# volume).
-server_env="PASCO_CHIEF_TIMEOUT=4 PASCO_CHECKPOINT_DIR=/ckpt"
-start_job chief -- embedding_classifier --epochs 20 --steps 50 --checkpoint-dir /ckpt/run
-server_env=""
-if wait_log chief-0 90 '^Epoch 4/20: '; then
-	t0=$(date +%s)
-	podman stop -t 30 "$job-chief-0" > /dev/null 2>&1
-	took=$(($(date +%s) - t0))
-	s=$(state chief-0)
-	if [ "$took" -lt 10 ] && [ "$s" = "exited 143" ]; then
-		ok "chief stopped: SIGTERM through tini ended it in ${took} s (status 143), not at the grace period"
-	else
-		fail "chief stopped: $s after $took s"
-	fi
-	done_epochs=$(logs chief-0 | sed -n 's|^Epoch \([0-9]*\)/20: [0-9]*/50 steps in.*|\1|p' | tail -n 1)
-	# late: the chief held down until every server's chief timeout has
-	# passed and each has exited 138 and been restarted
-	all_138='[ "$(cut -d" " -f1 "$tmp/chief/restarts" 2> /dev/null | sort -u | grep -c -v chief)" -eq 4 ]'
-	if kubelet chief 60 chief-0 "$all_138" && ! grep -v ' 138$' "$tmp/chief/restarts" | grep -q .; then
-		ok "chief restarted late: every ps and worker exited 138 after the chief timeout and was restarted"
-	else
-		fail "chief restarted late: restarts: $(cat "$tmp/chief/restarts" 2> /dev/null); ps-0: $(logs ps-0 | tail -n 2)"
-	fi
-	# the kubelet restarts the chief's container: the same args
-	podman start "$job-chief-0" > /dev/null
-	if kubelet chief 180 && logs chief-0 | grep -q '^accuracy = ' &&
-		start=$(logs chief-0 | sed -n 's|^Starting at epoch \([0-9]*\)/.*|\1|p' | head -n 1) &&
-		[ "${start:-0}" -ge 4 ] && [ "$start" -le $((done_epochs + 1)) ]; then
-		ok "chief restarted late: it resumed from its checkpoint at epoch $start (after $done_epochs) and ended"
-	else
-		fail "chief restarted late: chief $(state chief-0), start '${start:-}', done $done_epochs: $(logs chief-0 | tail -n 5)"
-	fi
-	bad=$(servers_done chief)
-	[ -z "$bad" ] && ok "chief restarted late: every ps and worker exited 0 at the end" || fail "chief restarted late: servers$bad"
-else
-	fail "chief restarted late: training never started: $(logs chief-0 | tail -n 5)"
-fi
-finish chief
-
 # 5. A chief written in Python: the manifest's job with every replica's
 # args ["python3", "/usr/local/share/pasco/examples/mlp_csv.py", "/ckpt"]
 # (the README's Python program; the image has python3, numpy and the
@@ -389,13 +466,14 @@ finish chief
 mkdir -p "$tmp/python/ckpt"
 chown 10001:10001 "$tmp/python/ckpt"
 py_args="python3 /usr/local/share/pasco/examples/mlp_csv.py /ckpt"
-if podman run --rm --network none --user 10001:10001 -v "$tmp/python/ckpt:/ckpt" \
+# shellcheck disable=SC2086
+if podman run --rm --network none $restricted_opts -v "$tmp/python/ckpt:/ckpt" \
 	--entrypoint make_table "$image" /ckpt > "$tmp/python/make_table.log" 2>&1; then
-	server_env="PASCO_CHECKPOINT_DIR=/ckpt"
+	server_env="PASCO_CHIEF_TIMEOUT=0 PASCO_CHECKPOINT_DIR=/ckpt"
 	server_args=$py_args
 	# shellcheck disable=SC2086
 	start_job python -- $py_args
-	server_env=""
+	server_env="PASCO_CHIEF_TIMEOUT=0"
 	server_args="embedding_classifier --epochs 5"
 	if kubelet python 180 && logs chief-0 | grep -q "^evaluate: {'loss': " &&
 		acc=$(logs chief-0 | sed -n 's/^epoch 4: val_accuracy \([0-9.]*\)$/\1/p') &&
@@ -411,6 +489,58 @@ else
 	fail "python chief: make_table in the image: $(cat "$tmp/python/make_table.log")"
 fi
 finish python
+
+# 4, second part. The away job's chief is started again 320 s after it
+# stopped: every ps and worker still serves, never restarted (a pod's
+# restarts count against the job's backoffLimit), under the restricted
+# settings; the chief resumes from its newest checkpoint and ends them.
+use_job "$away"
+if [ -n "$away_since" ]; then
+	gone=""
+	while [ "$(date +%s)" -lt $((away_since + 320)) ] && [ -z "$gone" ]; do
+		for p in ps-0 ps-1 worker-0 worker-1; do
+			[ "$(state "$p" | cut -d' ' -f1)" = running ] || gone="$gone $p($(state "$p"))"
+		done
+		[ -n "$gone" ] || sleep 1
+	done
+	now_started=$(for p in ps-0 ps-1 worker-0 worker-1; do
+		podman inspect -f '{{.State.StartedAt}}' "$job-$p"
+	done)
+	if [ -z "$gone" ] && [ "$now_started" = "$away_started" ] &&
+		! for p in ps-0 ps-1 worker-0 worker-1; do logs "$p"; done | grep -q 'the chief is gone'; then
+		ok "chief away $(($(date +%s) - away_since)) s: every ps and worker still serves, never restarted"
+	else
+		fail "chief away: servers exited:$gone; ps-0: $(logs ps-0 | tail -n 2)"
+	fi
+	# what the task (under tini, process 1) runs with
+	creds=$(for p in ps-0 ps-1 worker-0 worker-1; do
+		podman exec "$job-$p" grep -E '^(Uid|CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/1/status |
+			tr -s '\t\n' '  '
+		echo
+	done | sort -u)
+	want='Uid: 10001 10001 10001 10001 CapPrm: 0000000000000000 CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 '
+	if [ "$creds" = "$want" ]; then
+		ok "chief away: every server runs as 10001 with no capabilities, no new privileges and seccomp"
+	else
+		fail "chief away: the servers' credentials: '$creds', not '$want'"
+	fi
+	# the kubelet restarts the chief's container: the same args
+	podman start "$job-chief-0" > /dev/null
+	if kubelet away 180 && logs chief-0 | grep -q '^accuracy = ' &&
+		start=$(logs chief-0 | sed -n 's|^Starting at epoch \([0-9]*\)/.*|\1|p' | head -n 1) &&
+		[ "${start:-0}" -ge 4 ] && [ "$start" -le $((away_epochs + 1)) ]; then
+		ok "chief back: it resumed from its checkpoint at epoch $start (after $away_epochs) and ended"
+	else
+		fail "chief back: chief $(state chief-0), start '${start:-}', done $away_epochs: $(logs chief-0 | tail -n 5)"
+	fi
+	bad=$(servers_done away)
+	if [ -z "$bad" ] && [ ! -s "$tmp/away/restarts" ]; then
+		ok "chief back: every ps and worker exited 0 at the end, no restart"
+	else
+		fail "chief back: servers$bad; restarts: $(cat "$tmp/away/restarts" 2> /dev/null)"
+	fi
+fi
+finish away
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
