@@ -7,7 +7,8 @@
  * number of its steps (pasco_schedule_options.sum_results), so the
  * epoch's loss and metrics are means over every step, as Keras reports
  * them, however the steps are packed (a short last closure weighs what
- * its steps weigh).
+ * its steps weigh). Counts a step returns after them (ncounts) are
+ * totalled over the epoch's closures, each closure's result once.
  * Validation runs once per epoch through pasco_schedule_shards, so every
  * shard of the validation data counts exactly once. Callbacks see epoch
  * boundaries, plus the progress calls that built-in callbacks use.
@@ -24,6 +25,7 @@
 /* loss, each metric, their val_ forms and steps_per_second fit in the
  * logs with room for callbacks' own entries */
 #define MAX_METRICS 12
+#define MAX_COUNTS 65536
 
 /* The want numbers of a step's or validation's result: a scalar (want
  * 1), a 1-D tensor of want elements, or a list of want scalars. */
@@ -100,6 +102,11 @@ check_options(const pasco_fit_options *o)
 			    i, PASCO_LOG_NAME_MAX - 5);
 		}
 	}
+	if (o->ncounts > MAX_COUNTS) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: up to %d counts, got %zu", MAX_COUNTS,
+		    o->ncounts);
+	}
 	if (o->validation_shards < 0) {
 		return pasco_fit_fail(PASCO_EINVAL,
 		    "pasco_fit: validation_shards must be >= 0, got %d",
@@ -167,9 +174,9 @@ closure_sums(const pasco_value *v, double *vals, size_t want, int64_t *steps,
 	if ((size_t) t->count - 1 != want) {
 		return pasco_fit_fail(PASCO_EINVAL,
 		    "%s returned %lld number%s; want %zu (the loss, then "
-		    "each metric)",
+		    "each metric%s)",
 		    fn, (long long) t->count - 1, t->count == 2 ? "" : "s",
-		    want);
+		    want, want > 1 ? " and count" : "");
 	}
 	for (size_t k = 0; k < want; k++) {
 		vals[k] = pasco_tensor_get(t, (int64_t) k);
@@ -179,27 +186,26 @@ closure_sums(const pasco_value *v, double *vals, size_t want, int64_t *steps,
 }
 
 /* Fetches the closures' results in order, adding them into sums (loss,
- * then metrics) and their steps into *steps, reporting progress (the mean
- * loss so far) after each. */
+ * metrics, counts: want numbers) and their steps into *steps, reporting
+ * progress (the mean loss so far) after each. vals: room for want. */
 static int
 fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
     pasco_remote_value **rvs, int64_t n, pasco_callbacks *cbs, double *sums,
-    int64_t *steps)
+    double *vals, size_t want, int64_t *steps)
 {
 	*steps = 0;
 	for (int64_t i = 0; i < n; i++) {
 		const pasco_value *v;
-		double             vals[1 + MAX_METRICS];
 		int64_t            k  = 0;
 		int                rv = pasco_remote_value_fetch(rvs[i], &v);
 		if (rv != PASCO_OK) {
 			return step_failed(c, rvs[i], rv, o->step_function);
 		}
-		if ((rv = closure_sums(v, vals, 1 + o->nmetrics, &k,
-		         o->step_function)) != PASCO_OK) {
+		if ((rv = closure_sums(v, vals, want, &k, o->step_function)) !=
+		    PASCO_OK) {
 			return rv;
 		}
-		for (size_t m = 0; m <= o->nmetrics; m++) {
+		for (size_t m = 0; m < want; m++) {
 			sums[m] += vals[m];
 		}
 		*steps += k;
@@ -211,26 +217,31 @@ fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 	return PASCO_OK;
 }
 
-/* One epoch of training steps; its loss, metrics and steps/s into logs. */
+/* One epoch of training steps; its loss, metrics and steps/s into logs,
+ * the totals of its counts into counts (o->ncounts). */
 static int
 train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
-    pasco_callbacks *cbs, pasco_logs *logs)
+    pasco_callbacks *cbs, pasco_logs *logs, double *counts)
 {
 	uint32_t spe = o->steps_per_execution ? o->steps_per_execution : 1;
 	int64_t  nclosures = (o->steps_per_epoch + spe - 1) / spe, n = 0;
-	int64_t  steps                 = 0;
-	double   sums[1 + MAX_METRICS] = {0};
-	int64_t  start                 = pasci_now_ns();
-	pasco_remote_value **rvs = calloc((size_t) nclosures, sizeof(*rvs));
+	int64_t  steps            = 0;
+	size_t   want             = 1 + o->nmetrics + o->ncounts;
+	int64_t  start            = pasci_now_ns();
+	pasco_remote_value **rvs  = calloc((size_t) nclosures, sizeof(*rvs));
+	double              *sums = calloc(2 * want, sizeof(*sums));
 	int                  rv;
 
-	if (rvs == NULL) {
+	if (rvs == NULL || sums == NULL) {
+		free(rvs);
+		free(sums);
 		return pasco_fit_fail(PASCO_ENOMEM,
 		    "no memory for %lld remote values", (long long) nclosures);
 	}
 	rv = schedule_epoch(c, o, spe, rvs, nclosures, &n);
 	if (rv == PASCO_OK) {
-		rv = fetch_epoch(c, o, rvs, n, cbs, sums, &steps);
+		rv = fetch_epoch(
+		    c, o, rvs, n, cbs, sums, sums + want, want, &steps);
 	}
 	if (rv == PASCO_OK && (rv = pasco_join(c)) != PASCO_OK) {
 		rv = step_failed(c, NULL, rv, o->step_function);
@@ -241,7 +252,12 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 		pasco_remote_value_free(rvs[i]);
 	}
 	free(rvs);
+	if (rv == PASCO_OK && o->ncounts > 0) {
+		memcpy(counts, sums + 1 + o->nmetrics,
+		    o->ncounts * sizeof(*counts));
+	}
 	if (rv != PASCO_OK) {
+		free(sums);
 		return rv;
 	}
 	double secs = (double) (pasci_now_ns() - start) * 1e-9;
@@ -254,6 +270,7 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 		rv = pasco_logs_set(logs, "steps_per_second",
 		    (double) o->steps_per_epoch / (secs > 0 ? secs : 1e-9));
 	}
+	free(sums);
 	return rv;
 }
 
@@ -332,8 +349,13 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 {
 	int32_t epochs = o->epochs > 0 ? o->epochs : 1;
 	int32_t first  = o->initial_epoch;
-	int     rv =
-	    pasco_callbacks_begin(cbs, epochs, o->steps_per_epoch, &first);
+	double *counts = NULL;
+	int     rv;
+	if (o->ncounts > 0 &&
+	    (counts = calloc(o->ncounts, sizeof(*counts))) == NULL) {
+		return pasco_fit_fail(PASCO_ENOMEM, "no memory for counts");
+	}
+	rv = pasco_callbacks_begin(cbs, epochs, o->steps_per_epoch, &first);
 	if (h != NULL) {
 		h->initial_epoch = first;
 	}
@@ -342,9 +364,9 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 		if ((rv = pasco_callbacks_epoch_begin(cbs, e)) != PASCO_OK ||
 		    (o->epoch_start != NULL &&
 		        (rv = o->epoch_start(o->hooks_user, e)) != PASCO_OK) ||
-		    (rv = train_epoch(c, o, cbs, logs)) != PASCO_OK ||
+		    (rv = train_epoch(c, o, cbs, logs, counts)) != PASCO_OK ||
 		    (o->epoch_logs != NULL &&
-		        (rv = o->epoch_logs(o->hooks_user, e, logs)) !=
+		        (rv = o->epoch_logs(o->hooks_user, e, counts, logs)) !=
 		            PASCO_OK) ||
 		    (o->validation_function != NULL &&
 		        (rv = validate(c, o, logs)) != PASCO_OK) ||
@@ -360,6 +382,7 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 			break;
 		}
 	}
+	free(counts);
 	return rv == PASCO_OK ? pasco_callbacks_end(cbs, logs) : rv;
 }
 

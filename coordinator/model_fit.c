@@ -1,11 +1,13 @@
 /*
  * fit, evaluate and predict of a compiled model on the chief (model.h):
  * the library's step functions (worker/model_steps.c) scheduled through
- * pasco_fit and pasco_schedule_shards. Training metrics are counts kept
- * in one f64 variable on a ps ("<model>/compile_metrics"), reset at each
- * epoch's start and read at its end (fit's hooks); evaluation returns
- * each shard's counts, summed here, so that every example counts once.
- * Runs on the calling thread.
+ * pasco_fit and pasco_schedule_shards. Training metrics are counts that
+ * each training step returns with its loss, totalled per epoch by
+ * pasco_fit from the closures' results (each closure's once: a step run
+ * again after a lost worker or ps counts its batch once); evaluation
+ * returns each shard's counts, summed here. No metric state lives on a
+ * ps, so a ps restored from a checkpoint cannot bring back counts of an
+ * earlier point. Runs on the calling thread.
  */
 #include "coordinator_impl.h"
 #include "model_impl.h"
@@ -262,33 +264,7 @@ typedef struct fit_run {
 	pasco_coordinator             *c;
 	pasco_model                   *m;
 	const pasco_model_fit_options *o;
-	pasco_variable                *state; /* NULL without metrics */
 } fit_run;
-
-static int
-reset_metrics(void *arg, char *why, size_t len)
-{
-	pasco_variable *state = arg;
-	int             rv    = pasco_metric_reset(state);
-	pasci_fmt(why, len, "%s", rv != 0 ? pasco_variable_error(state) : "");
-	return rv;
-}
-
-static int
-fit_epoch_start(void *user, int32_t epoch)
-{
-	fit_run *r = user;
-	int      rv;
-	(void) epoch;
-	/* a ps being recovered is waited for, as a checkpoint's save is */
-	if (r->state != NULL &&
-	    (rv = pasci_recovery_retry(r->c->s, "resetting the metrics",
-	         reset_metrics, r->state)) != 0) {
-		return pasco_fit_fail(rv, "resetting the metrics: %s",
-		    pasco_variable_error(r->state));
-	}
-	return PASCO_OK;
-}
 
 /* Each dynamic table's counts into logs ("<layer>/rows", "/created",
  * "/evicted", "/refused"): what TensorBoard and verbose show per epoch. */
@@ -324,21 +300,17 @@ dynamic_logs(const pasco_model *m, pasco_logs *logs)
 	return PASCO_OK;
 }
 
+/* The epoch's metrics from the totals of its steps' counts. */
 static int
-fit_epoch_logs(void *user, int32_t epoch, pasco_logs *logs)
+fit_epoch_logs(
+    void *user, int32_t epoch, const double *counts, pasco_logs *logs)
 {
-	fit_run      *r = user;
-	pasco_tensor *t = NULL;
-	double       *sums;
-	int           rv = PASCO_OK;
+	fit_run *r = user;
+	double  *sums;
+	int      rv = PASCO_OK;
 	(void) epoch;
-	if (r->state != NULL) {
-		if ((rv = pasco_variable_read(r->state, &t)) != 0) {
-			return pasco_fit_fail(rv, "reading the metrics: %s",
-			    pasco_variable_error(r->state));
-		}
-		rv = set_logs(r->m, "", NULL, t->data, logs);
-		pasco_tensor_release(t);
+	if (counts != NULL) {
+		rv = set_logs(r->m, "", NULL, counts, logs);
 	}
 	if (rv == 0) {
 		rv = dynamic_logs(r->m, logs);
@@ -350,25 +322,6 @@ fit_epoch_logs(void *user, int32_t epoch, pasco_logs *logs)
 		free(sums);
 	}
 	return rv != 0 ? pasco_fit_fail(rv, "%s", pasco_model_last_error())
-	               : PASCO_OK;
-}
-
-/* The metric state variable on a ps, zeros. */
-static int
-create_state(pasco_strategy *s, pasco_model *m, pasco_variable **out)
-{
-	char              name[PASCO_LAYER_NAME_MAX + 32];
-	pasco_initializer zeros = pasco_init_zeros();
-	int               rv;
-	*out = NULL;
-	if (m->compile.nmetrics == 0) {
-		return PASCO_OK;
-	}
-	pasci_fmt(name, sizeof(name), "%s/compile_metrics", m->name);
-	rv = pasco_variable_create_init(out, s, name, PASCO_F64, 1,
-	    (int64_t[]){(int64_t) m->compile.state_len}, &zeros);
-	return rv != 0 ? pasci_model_fail(rv, "fit: the metrics' state: %s",
-	                     pasco_strategy_error(s))
 	               : PASCO_OK;
 }
 
@@ -615,9 +568,10 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	    .nargs                      = n,
 	    .steps_per_execution        = o->steps_per_execution,
 	    .callbacks                  = cbs != NULL ? cbs : o->callbacks,
-	    .epoch_start                = fit_epoch_start,
-	    .epoch_logs                 = fit_epoch_logs,
-	    .hooks_user                 = r};
+	    .ncounts =
+	        r->m->compile.nmetrics > 0 ? r->m->compile.state_len : 0,
+	    .epoch_logs = fit_epoch_logs,
+	    .hooks_user = r};
 	rv                   = pasco_fit(r->c, &fo, h);
 	pasco_callbacks_free(cbs);
 	return rv != 0 ? fit_failed(r, rv) : PASCO_OK;
@@ -627,7 +581,7 @@ int
 pasco_model_fit(pasco_coordinator *c, pasco_model *m,
     const pasco_model_fit_options *o, pasco_history *history)
 {
-	fit_run                    r  = {c, m, o, NULL};
+	fit_run                    r  = {c, m, o};
 	pasco_variable            *gs = NULL;
 	pasco_per_worker_dataset  *ds = NULL;
 	pasco_per_worker_iterator *it = NULL;
@@ -641,13 +595,11 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	if ((rv = check_model(c, m, o != NULL ? o->dataset : NULL, "fit")) !=
 	        0 ||
 	    (o->validation_dataset != NULL &&
-	        (rv = check_validation(c, o)) != 0) ||
-	    (rv = create_state(c->s, m, &r.state)) != 0) {
+	        (rv = check_validation(c, o)) != 0)) {
 		return rv;
 	}
 	if (m->compile.global_step &&
 	    (rv = pasco_strategy_global_step(c->s, &gs)) != 0) {
-		pasco_variable_free(r.state);
 		return pasci_model_fail(rv, "fit: the global step: %s",
 		    pasco_strategy_error(c->s));
 	}
@@ -663,15 +615,11 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 		if (gs != NULL) {
 			args[n++] = pasco_arg_variable(gs);
 		}
-		if (r.state != NULL) {
-			args[n++] = pasco_arg_variable(r.state);
-		}
 		rv = fit_schedule(&r, args, n, history);
 	}
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(ds);
 	free(args);
 	pasco_variable_free(gs);
-	pasco_variable_free(r.state);
 	return rv;
 }

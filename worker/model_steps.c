@@ -1,11 +1,11 @@
 /*
  * The library's own step functions for compiled models (model.h), found
  * by the registry under names no PASCO_FUNCTION can take:
- *   pasco.model_train     model args, iterator[, global step][, metric
- *                         state]: one training step on the iterator's
- *                         next batch; returns the loss (f64 scalar) and
- *                         adds the batch's metric counts to the state
- *                         (one assign_add).
+ *   pasco.model_train     model args, iterator[, global step]: one
+ *                         training step on the iterator's next batch;
+ *                         returns [loss, the batch's metric counts...]
+ *                         (f64 [1 + state_len]; [loss] without
+ *                         metrics), which the chief totals per epoch.
  *   pasco.model_evaluate  model args, factory, shard, shards: the whole
  *                         shard; returns [loss sum, examples, counts...].
  *   pasco.model_predict   model args, factory, dir, format, shard,
@@ -91,23 +91,6 @@ step_seed(const pasco_model *m, pasco_call *call)
 	return (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 }
 
-/* Adds counts to the metric state on its ps with one assign_add. */
-static int
-add_state(
-    pasco_call *call, pasco_variable *state, const double *counts, size_t n)
-{
-	pasco_tensor *t;
-	int rv = pasco_tensor_from(&t, PASCO_F64, 1, (int64_t[]){(int64_t) n},
-	    counts, n * sizeof(double));
-	if (rv == 0) {
-		rv = pasco_variable_assign_add(state, t);
-		pasco_tensor_release(t);
-	}
-	return rv != 0 ? pasco_call_fail(call, rv, "metrics: %s",
-	                     pasco_variable_error(state))
-	               : PASCO_OK;
-}
-
 /* One training step of model m on the next batch of the iterator at
  * argument k; *loss and counts (may be NULL) get its results. */
 static int
@@ -177,9 +160,8 @@ static int
 model_train(pasco_call *call)
 {
 	pasco_model    *m;
-	pasco_variable *state = NULL;
 	pasco_optimizer opt;
-	double         *counts = NULL, loss = 0;
+	double         *res = NULL; /* loss, then the metrics' counts */
 	size_t          k;
 	int             rv;
 
@@ -195,23 +177,16 @@ model_train(pasco_call *call)
 	    (rv = pasco_call_variable(call, k + 1, &opt.iterations)) != 0) {
 		goto done;
 	}
-	if (m->compile.nmetrics > 0 &&
-	    ((rv = pasco_call_variable(
-	          call, k + 1 + m->compile.global_step, &state)) != 0 ||
-	        (counts = calloc(m->compile.state_len, sizeof(double))) ==
-	            NULL)) {
-		rv = rv != 0 ? rv
-		             : pasco_call_fail(
-		                   call, PASCO_ENOMEM, "out of memory");
+	if ((res = calloc(1 + m->compile.state_len, sizeof(double))) == NULL) {
+		rv = pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rv = train_once(call, m, k, &opt, &loss, counts)) == 0 &&
-	    (state == NULL || (rv = add_state(call, state, counts,
-	                           m->compile.state_len)) == 0)) {
-		rv = return_f64(call, 1, &loss);
+	if ((rv = train_once(call, m, k, &opt, &res[0],
+	         m->compile.nmetrics > 0 ? res + 1 : NULL)) == 0) {
+		rv = return_f64(call, 1 + m->compile.state_len, res);
 	}
 done:
-	free(counts);
+	free(res);
 	pasco_model_free(m);
 	return rv;
 }

@@ -260,9 +260,19 @@ typedef struct pasco_fit_options {
 	 * training logs are made (every step finished), before validation
 	 * and epoch_end, and may add or replace entries. A non-OK return
 	 * ends the loop with that error (message: pasco_fit_fail). NULL:
-	 * none. */
+	 * none.
+	 * ncounts: the step returns that many more numbers after its loss
+	 * and metrics (a 1-D tensor or list of 1 + nmetrics + ncounts),
+	 * counts that are summed, not averaged: epoch_logs gets their
+	 * totals over the epoch's closures (counts; NULL when ncounts is
+	 * 0). Each closure's result counts once, however often it ran
+	 * (a closure cut off by a lost worker or ps is run again and only
+	 * the run that returned is kept), so a count that a step makes of
+	 * its batch counts each batch that finished once. At most 65536. */
+	size_t ncounts;
 	int (*epoch_start)(void *user, int32_t epoch);
-	int (*epoch_logs)(void *user, int32_t epoch, pasco_logs *logs);
+	int (*epoch_logs)(
+	    void *user, int32_t epoch, const double *counts, pasco_logs *logs);
 	void *hooks_user;
 } pasco_fit_options;
 

@@ -20,7 +20,8 @@ worker uses its own), a numpy array or a Python number (an int is an int64
 scalar, a float a float64 scalar) or a str (a uint8 string, as the
 library's steps take dataset names). The step functions are the library's
 (``worker/model_steps.c``): ``"pasco.model_train"`` takes (model,
-iterator[, global step][, metric state]) and returns the loss;
+iterator[, global step]) and returns [loss] (compiled with metrics,
+[loss, the batch's metric counts...]);
 ``"pasco.model_evaluate"`` (model, dataset name, shard, shards) returns
 [loss sum, examples, metric counts...]; or a ``PASCO_FUNCTION`` of a C
 worker program, by name.

@@ -358,3 +358,49 @@ PASCO_FUNCTION(ft_count)
 	}
 	return rv;
 }
+
+/* fit's metrics through a ps restore (test_faults.c): endless batches of
+ * 32 examples, x f32 [32, 2] all zeros, y f32 [32]: every label 0 in
+ * this worker's first FT_FIT_STEPS batches, then 8 of each 32 (the first
+ * 8). A sigmoid Dense without bias outputs 0.5 for x = 0 whatever it
+ * learns, and predicts 0: accuracy 1 in those batches, 0.25 after.
+ * Each batch takes 5 ms, so a ps can be killed while steps are left. */
+#define FT_FIT_STEPS 40
+
+static int
+fit_next(void *arg, pasco_value **out)
+{
+	int64_t      *n = arg, b = (*n)++;
+	pasco_tensor *x, *y;
+	float         labels[32];
+	for (int i = 0; i < 32; i++) {
+		labels[i] = b >= FT_FIT_STEPS && i >= 8 ? 1.0f : 0.0f;
+	}
+	usleep(5000);
+	if (pasco_tensor_alloc(&x, PASCO_F32, 2, (int64_t[]){32, 2}) != 0) {
+		return PASCO_ENOMEM;
+	}
+	if (pasco_tensor_from(&y, PASCO_F32, 1, (int64_t[]){32}, labels,
+	        sizeof(labels)) != 0) {
+		pasco_tensor_release(x);
+		return PASCO_ENOMEM;
+	}
+	*out =
+	    pasco_value_list(2, pasco_value_tensor(x), pasco_value_tensor(y));
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+PASCO_DATASET(ft_fit_data)
+{
+	int64_t *n = calloc(1, sizeof(*n));
+	int      rv;
+	(void) ctx;
+	if (n == NULL) {
+		return PASCO_ENOMEM;
+	}
+	if ((rv = pasco_dataset_from_generator(
+	         out, fit_next, NULL, free, n)) != 0) {
+		free(n);
+	}
+	return rv;
+}

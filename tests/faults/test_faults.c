@@ -42,6 +42,8 @@ static ft f;
  * set, and its timeout */
 static char    ckpt_dir[64];
 static int64_t recovery_timeout_ms;
+/* the strategy's partitioner when set (NULL: none) */
+static const pasco_partitioner *partitioner;
 
 /* A ps named by a host name (ps0.moved.test, resolved through FT_HOSTS:
  * hosts.h) instead of 127.0.0.1, and the address it listens at */
@@ -123,7 +125,8 @@ start(int nps, int nworkers, uint32_t window)
 	       .heartbeat_interval_ms                       = 300,
 	       .heartbeat_misses                            = 5,
 	       .checkpoint_dir         = ckpt_dir[0] != 0 ? ckpt_dir : NULL,
-	       .ps_recovery_timeout_ms = recovery_timeout_ms};
+	       .ps_recovery_timeout_ms = recovery_timeout_ms,
+	       .partitioner            = partitioner};
 	pasco_coordinator_options co = {.window = window};
 	char                      json[1400], err[256];
 	size_t                    n;
@@ -1542,5 +1545,98 @@ Test(faults, a_cut_worker_is_benched_with_ps_recovery_on_too, .timeout = 40)
 	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, NULL), 0);
 	model_free(&m);
 	stop_cut();
+	recovery_off();
+}
+
+/* fit with ps recovery: kills ps ps[i] at the first progress of epoch
+ * epoch[i] (a closure fetched), and says whether steps of that epoch were
+ * still queued or in flight then. */
+typedef struct killer {
+	int32_t epoch[2];
+	int     ps[2], done;
+	bool    mid_epoch[2];
+} killer;
+
+static int
+killer_progress(void *user, pasco_fit_context *ctx, double loss)
+{
+	killer                   *k = user;
+	pasco_coordinator_metrics cm;
+	(void) loss;
+	if (k->done < 2 && ctx->epoch == k->epoch[k->done]) {
+		int ps = k->ps[k->done];
+		pasco_coordinator_metrics_read(f.c, &cm);
+		k->mid_epoch[k->done++] = cm.queued + cm.inflight > 0;
+		reap(&f.ps[ps], SIGKILL);
+		f.ps[ps] = spawn("ps", ps);
+	}
+	return PASCO_OK;
+}
+
+/* Issue 31, item 12: a ps restored mid-epoch made that epoch's accuracy
+ * 1.955. The tutorial's setup (2 ps, every variable split in 2, so the
+ * metrics' counts were too: correct on one ps, seen on the other, and a
+ * restore rolled back one of them to the last epoch's end), one worker
+ * (ft_fit_data, node.c) and a model that cannot learn (a sigmoid Dense
+ * without bias on inputs of zeros: its output is always 0.5), so that
+ * the data alone give each epoch's accuracy: epoch 0's 40 batches
+ * are all right (1), every later batch 8 of 32 (0.25). ps 0 is killed in
+ * epoch 1 and ps 1 in epoch 2, both restored from the checkpoint of the
+ * epoch before: each epoch's accuracy is still its own batches' count,
+ * none of an earlier epoch counted again. */
+Test(faults, fit_metrics_count_each_batch_once_through_ps_restores,
+    .timeout = 240)
+{
+	pasco_history     h;
+	pasco_callbacks  *cbs;
+	killer            k   = {{1, 2}, {0, 1}, 0, {false, false}};
+	pasco_partitioner two = pasco_fixed_shards_partitioner(2);
+	pasco_model      *m;
+	pasco_layer       l[]    = {pasco_layer_dense(1, PASCO_ACT_SIGMOID)};
+	const double      want[] = {1, 0.25, 0.25, 0.25};
+
+	recovery_on(30000);
+	partitioner = &two;
+	start(2, 1, 0);
+	partitioner = NULL;
+	pasco_layer_reset_names();
+	l[0].use_bias =
+	    false; /* x = 0: the output is 0.5 whatever the kernel */
+	PASCO_PASS(pasco_model_sequential(&m, 2, 1, l, 1));
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "binary_crossentropy",
+	           .optimizer                 = pasco_sgd(0.1, 0, false),
+	           .metrics                   = (const char *[]){"accuracy"},
+	           .nmetrics                  = 1}));
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	PASCO_PASS(pasco_callbacks_add(cbs,
+	    (pasco_callback){
+	        .name = "killer", .progress = killer_progress, .user = &k}));
+	int rv = pasco_model_fit(f.c, m,
+	    &(pasco_model_fit_options){.dataset = "ft_fit_data",
+	        .epochs                         = 4,
+	        .steps_per_epoch                = 40, /* FT_FIT_STEPS */
+	        .checkpoint_dir                 = ckpt_dir,
+	        .callbacks                      = cbs},
+	    &h);
+	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
+	cr_assert_eq(k.done, 2);
+	cr_assert(k.mid_epoch[0] && k.mid_epoch[1],
+	    "a ps was killed after its epoch's last step");
+	cr_assert_eq(pasco_strategy_ps_recoveries(f.s, NULL), 2);
+	cr_assert_eq(h.count, 4);
+	for (int32_t e = 0; e < h.count; e++) {
+		double acc = NAN;
+		cr_assert(pasco_logs_get(&h.epochs[e], "accuracy", &acc));
+		cr_assert(acc >= 0 && acc <= 1, "epoch %d: accuracy %g",
+		    (int) e, acc);
+		cr_assert_float_eq(acc, want[e], 1e-12,
+		    "epoch %d: accuracy %.6f, its batches give %g", (int) e,
+		    acc, want[e]);
+	}
+	pasco_history_fini(&h);
+	pasco_callbacks_free(cbs);
+	pasco_model_free(m);
+	stop();
 	recovery_off();
 }
