@@ -549,7 +549,8 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	const pasco_model_fit_options *o       = r->o;
 	pasco_callbacks               *cbs     = NULL;
 	int32_t                        initial = o->initial_epoch;
-	int                            rv      = shorthand_callbacks(r, &cbs);
+	uint32_t                       window;
+	int                            rv = shorthand_callbacks(r, &cbs);
 	if (rv == 0 && o->verbose) {
 		print_layout(r->m);
 	}
@@ -568,11 +569,14 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	    .nargs                      = n,
 	    .steps_per_execution        = o->steps_per_execution,
 	    .callbacks                  = cbs != NULL ? cbs : o->callbacks,
-	    .ncounts =
-	        r->m->compile.nmetrics > 0 ? r->m->compile.state_len : 0,
-	    .epoch_logs = fit_epoch_logs,
-	    .hooks_user = r};
-	rv                   = pasco_fit(r->c, &fo, h);
+	    .ncounts                    = r->m->compile.state_len,
+	    .epoch_logs                 = fit_epoch_logs,
+	    .hooks_user                 = r};
+	/* fit's own window for its steps, the coordinator's set back after */
+	window = pasci_queue_set_window(
+	    &r->c->q, o->window > 0 ? o->window : PASCO_FIT_DEFAULT_WINDOW);
+	rv = pasco_fit(r->c, &fo, h);
+	pasci_queue_set_window(&r->c->q, window);
 	pasco_callbacks_free(cbs);
 	return rv != 0 ? fit_failed(r, rv) : PASCO_OK;
 }

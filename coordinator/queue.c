@@ -492,6 +492,18 @@ pasci_queue_set_paused(closure_queue *q, bool paused)
 	pthread_mutex_unlock(&q->mu);
 }
 
+uint32_t
+pasci_queue_set_window(closure_queue *q, uint32_t window)
+{
+	uint32_t old;
+	pthread_mutex_lock(&q->mu);
+	old       = q->window;
+	q->window = window;
+	wake_all_locked(q);
+	pthread_mutex_unlock(&q->mu);
+	return old;
+}
+
 void
 pasci_queue_tagged_done(closure_queue *q, size_t w)
 {

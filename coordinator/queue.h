@@ -140,6 +140,10 @@ void pasci_queue_put_back(closure_queue *q, size_t w, closure *c);
  * wait keeps waiting for the queued ones: a ps is being recovered. */
 void pasci_queue_set_paused(closure_queue *q, bool paused);
 
+/* Sets the closures each worker may have in flight (window > 0) and
+ * returns the one before; closures already in flight stay. */
+uint32_t pasci_queue_set_window(closure_queue *q, uint32_t window);
+
 /* The same three for a rider (err 0: finished). */
 void pasci_queue_rider_done(
     closure_queue *q, size_t w, int err, const char *msg);

@@ -271,6 +271,7 @@ wide_and_deep(pasco_model **m)
 	return rv;
 }
 
+#ifndef WIDE_DEEP_PARTS_ONLY /* bench/window.c takes the parts above */
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
@@ -375,3 +376,4 @@ main(int argc, char **argv)
 	}
 	return pasco_main(argc, argv, chief);
 }
+#endif

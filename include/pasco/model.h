@@ -157,6 +157,10 @@ int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
  * NULL) gets Keras's History:
  * pasco_history_fini it. Message: pasco_model_last_error. Blocks. Not
  * thread-safe: one fit per coordinator at a time. */
+/* fit's steps in flight per worker unless pasco_model_fit_options.window
+ * says otherwise. */
+#define PASCO_FIT_DEFAULT_WINDOW 1
+
 typedef struct pasco_model_fit_options {
 	const char      *dataset;
 	int32_t          epochs;          /* 0 means 1 */
@@ -190,6 +194,10 @@ typedef struct pasco_model_fit_options {
 	 * each shard of a variable split over the ps ("embedding/embeddings/
 	 * part_1: rows [4, 8) on ps 1"). */
 	bool verbose;
+	/* Training steps in flight per worker while fit runs (the
+	 * coordinator's window is set to it for the fit, then set back);
+	 * 0 means PASCO_FIT_DEFAULT_WINDOW. */
+	uint32_t window;
 } pasco_model_fit_options;
 
 int pasco_model_fit(pasco_coordinator *c, pasco_model *m,

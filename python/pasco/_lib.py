@@ -114,7 +114,7 @@ class FitOptions(Structure):  # pasco_model_fit_options (model.h)
                 ("validation_shards", c_int32), ("callbacks", c_void_p),
                 ("checkpoint_dir", c_char_p), ("checkpoint_keep", c_int32),
                 ("logdir", c_char_p), ("resume", c_bool),
-                ("verbose", c_bool)]
+                ("verbose", c_bool), ("window", c_uint32)]
 
 
 class EvaluateOptions(Structure):  # pasco_model_evaluate_options
