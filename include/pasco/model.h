@@ -140,14 +140,25 @@ int pasco_model_args(pasco_model *m, pasco_arg *args, size_t cap, size_t *n);
  * off. Errors are set on the call (pasco_call_fail). Thread-safe. */
 int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
 
-/* fit: the library's train step (forward, loss, tape, one mixed apply,
- * the metrics' counts added to a state on a ps), steps_per_epoch steps an
- * epoch on the workers' per-worker datasets from `dataset` (a factory
- * name; its elements are (x, y) batches, and it should repeat), through
+/* fit's training steps in flight per worker unless
+ * pasco_model_fit_options.window says otherwise: TensorFlow's one (a step
+ * computes on variables read before the steps beside it applied theirs;
+ * README's fit section has the measurements). */
+#define PASCO_FIT_DEFAULT_WINDOW 1
+
+/* fit: the library's train step (forward, loss, tape, one mixed apply;
+ * it returns its loss and its batch's metric counts), steps_per_epoch
+ * steps an epoch on the workers' per-worker datasets from `dataset` (a
+ * factory name; its elements are (x, y) batches, and it should repeat),
+ * through
  * pasco_fit (fit.h): epochs, steps_per_execution, callbacks (checkpoints,
  * TensorBoard, early stopping, backup and restore, progress). Each epoch's
  * logs: "loss" (the mean of its steps' losses), each metric over the
- * epoch's examples (its counts reset at the epoch's start), and with
+ * epoch's examples (the counts its steps returned, each finished step's
+ * once: nothing is kept on a ps, so a ps restored from a checkpoint
+ * mid-epoch neither rolls the counts back nor brings back an earlier
+ * epoch's, while the batches of steps that finished before it count
+ * though their updates to that ps were rolled back), and with
  * validation_dataset, "val_loss" and "val_<metric>", evaluated exactly
  * once as pasco_model_evaluate does; each validation shard's dataset is
  * built once at fit's start, so a missing file fails fit before any
@@ -157,10 +168,6 @@ int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
  * NULL) gets Keras's History:
  * pasco_history_fini it. Message: pasco_model_last_error. Blocks. Not
  * thread-safe: one fit per coordinator at a time. */
-/* fit's steps in flight per worker unless pasco_model_fit_options.window
- * says otherwise. */
-#define PASCO_FIT_DEFAULT_WINDOW 1
-
 typedef struct pasco_model_fit_options {
 	const char      *dataset;
 	int32_t          epochs;          /* 0 means 1 */
