@@ -160,11 +160,11 @@ schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
 	return PASCO_OK;
 }
 
-/* A closure's sums (loss, then metrics: want numbers) into vals and its
- * number of steps into *steps. */
+/* A closure's sums (loss, then metrics, then ncounts counts: want
+ * numbers) into vals and its number of steps into *steps. */
 static int
-closure_sums(const pasco_value *v, double *vals, size_t want, int64_t *steps,
-    const char *fn)
+closure_sums(const pasco_value *v, double *vals, size_t want, size_t ncounts,
+    int64_t *steps, const char *fn)
 {
 	const pasco_tensor *t = pasco_value_as_tensor(v);
 	if (t == NULL || t->rank != 1 || t->count < 2) {
@@ -176,7 +176,7 @@ closure_sums(const pasco_value *v, double *vals, size_t want, int64_t *steps,
 		    "%s returned %lld number%s; want %zu (the loss, then "
 		    "each metric%s)",
 		    fn, (long long) t->count - 1, t->count == 2 ? "" : "s",
-		    want, want > 1 ? " and count" : "");
+		    want, ncounts > 0 ? ", then the counts" : "");
 	}
 	for (size_t k = 0; k < want; k++) {
 		vals[k] = pasco_tensor_get(t, (int64_t) k);
@@ -201,8 +201,8 @@ fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 		if (rv != PASCO_OK) {
 			return step_failed(c, rvs[i], rv, o->step_function);
 		}
-		if ((rv = closure_sums(v, vals, want, &k, o->step_function)) !=
-		    PASCO_OK) {
+		if ((rv = closure_sums(v, vals, want, o->ncounts, &k,
+		         o->step_function)) != PASCO_OK) {
 			return rv;
 		}
 		for (size_t m = 0; m < want; m++) {

@@ -921,3 +921,62 @@ Test(fit, the_tutorial_model_converges_at_fits_default_window)
 	pasco_strategy_destroy(F.s);
 	test_cluster_stop(&F.tc);
 }
+
+/* Returns [0.5, 1, call]: a loss, then two counts (one per step, and the
+ * call's repetition in its closure). */
+PASCO_FUNCTION(count_step)
+{
+	pasco_tensor *t;
+	PASCO_PASS(pasco_tensor_alloc(&t, PASCO_F64, 1, (int64_t[]){3}));
+	pasco_tensor_set(t, 0, 0.5);
+	pasco_tensor_set(t, 1, 1);
+	pasco_tensor_set(t, 2, pasco_call_repetition(call));
+	pasco_call_return(call, pasco_value_tensor(t));
+	return PASCO_OK;
+}
+
+static int
+counts_seen(void *user, int32_t epoch, const double *counts, pasco_logs *logs)
+{
+	double *seen = user;
+	(void) logs;
+	seen[2 * epoch]     = counts[0];
+	seen[2 * epoch + 1] = counts[1];
+	return PASCO_OK;
+}
+
+/* ncounts: the numbers after the loss are totalled over the epoch's
+ * closures (closures of 3, 3 and 1 steps) and handed to epoch_logs,
+ * not averaged into the logs. */
+Test(fit, counts_are_totalled_over_the_epochs_closures, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	double            seen[4] = {0};
+	pasco_history     h;
+	pasco_fit_options o = {.epochs = 2,
+	    .steps_per_epoch           = 7,
+	    .steps_per_execution       = 3,
+	    .step_function             = "count_step",
+	    .ncounts                   = 2,
+	    .epoch_logs                = counts_seen,
+	    .hooks_user                = seen};
+	PASCO_PASS(pasco_fit(F.c, &o, &h));
+	for (int e = 0; e < 2; e++) {
+		cr_assert_eq(seen[2 * e], 7, "epoch %d: %g steps counted", e,
+		    seen[2 * e]);
+		cr_assert_eq(seen[2 * e + 1], 0 + 1 + 2 + 0 + 1 + 2 + 0,
+		    "epoch %d: %g", e, seen[2 * e + 1]);
+		cr_assert_float_eq(log_of(&h.epochs[e], "loss"), 0.5, 1e-12);
+	}
+	pasco_history_fini(&h);
+	o.ncounts = 65537;
+	PASCO_FAIL(pasco_fit(F.c, &o, NULL), PASCO_EINVAL);
+	cr_assert(strstr(pasco_fit_error(), "up to 65536 counts, got 65537"),
+	    "%s", pasco_fit_error());
+	o.ncounts = 1; /* the step returns 2 */
+	PASCO_FAIL(pasco_fit(F.c, &o, NULL), PASCO_EINVAL);
+	cr_assert(strstr(pasco_fit_error(),
+	              "count_step returned 3 numbers; want 2 (the loss, then "
+	              "each metric, then the counts)"),
+	    "%s", pasco_fit_error());
+}
