@@ -3,6 +3,7 @@
  * recent first, their slots, steps and pending counts), and the set of a
  * ps's tables by name. See dyn_table.h.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,51 @@ is_spec(const pasco_tensor *x, pasco_dtype dt, int32_t rank, int64_t n0,
 	       x->shape[0] == n0 && (rank < 2 || x->shape[1] == n1);
 }
 
+/* The index of the first element of x (f32) that is not a finite
+ * number, or -1. */
+static int64_t
+first_not_finite(const pasco_tensor *x)
+{
+	const float *f = x->data;
+	for (int64_t i = 0; i < x->count; i++) {
+		if (!isfinite(f[i])) {
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* Values, slots and slot starts must be finite numbers: a NaN imported
+ * would spread through every update of its row. */
+static int
+finite_check(const pasci_dyn_state *s, const pasci_opt_desc *d, char *err,
+    size_t errlen)
+{
+	int64_t at = first_not_finite(s->values);
+	if (at >= 0) {
+		pasci_fmt(err, errlen,
+		    "the row of key %lld has a value that is not a finite "
+		    "number (%g)",
+		    (long long) ((const int64_t *)
+		                     s->keys->data)[at / s->values->shape[1]],
+		    (double) ((const float *) s->values->data)[at]);
+		return PASCO_EINVAL;
+	}
+	for (int k = 0; d != NULL && k < d->nslots; k++) {
+		if ((s->slot[k] != NULL &&
+		        first_not_finite(s->slot[k]) >= 0) ||
+		    !isfinite(s->slot_init[k])) {
+			pasci_fmt(err, errlen,
+			    "its %s slot %s holds a value that is not a "
+			    "finite "
+			    "number",
+			    d->title, d->slots[k]);
+			return PASCO_EINVAL;
+		}
+	}
+	return PASCO_OK;
+}
+
 static int
 import_check(const pasci_dyn_table *t, const pasci_dyn_state *s, char *err,
     size_t errlen)
@@ -147,20 +193,26 @@ import_check(const pasci_dyn_table *t, const pasci_dyn_state *s, char *err,
 		    (long long) t->c.dim);
 		return PASCO_EINVAL;
 	}
+	if (s->kind != 0 && d == NULL) {
+		pasci_fmt(err, errlen,
+		    "the state's slots are of unknown optimizer kind %d",
+		    (int) s->kind);
+		return PASCO_EINVAL;
+	}
 	if (s->kind != 0 && t->kind != 0 && s->kind != t->kind) {
 		pasci_fmt(err, errlen,
 		    "the table has %s slots; the state has %s slots",
 		    pasci_opt_desc_of((int) t->kind)->title, d->title);
 		return PASCO_EINVAL;
 	}
-	return PASCO_OK;
+	return finite_check(s, d, err, errlen);
 }
 
 /* Row r's slots set from row i of the state (slots made for its chunk
  * when the state has them). */
 static int
-import_slots(
-    pasci_dyn_table *t, const pasci_dyn_state *s, uint32_t r, int64_t i)
+import_slots(pasci_dyn_table *t, const pasci_dyn_state *s, uint32_t r,
+    int64_t i, char *err, size_t errlen)
 {
 	dyn_chunk *c   = chunk_of(t, r);
 	size_t     off = (size_t) (r % t->crows) * (size_t) t->c.dim;
@@ -170,8 +222,19 @@ import_slots(
 		}
 		if (c->slots.slot[k] == NULL) {
 			float *f;
+			if (pasci_dyn_charge(t, c->value->nbytes) != 0) {
+				pasci_budget_explain(t->budget,
+				    c->value->nbytes, err, errlen,
+				    "a slot of a chunk of %u rows", t->crows);
+				return PASCO_ENOMEM;
+			}
 			if (pasco_tensor_alloc(&c->slots.slot[k], PASCO_F32, 2,
 			        (int64_t[]){t->crows, t->c.dim}) != 0) {
+				pasci_dyn_uncharge(t, c->value->nbytes);
+				pasci_fmt(err, errlen,
+				    "out of memory making a slot of a chunk "
+				    "of %u rows",
+				    t->crows);
 				return PASCO_ENOMEM;
 			}
 			f = c->slots.slot[k]->data;
@@ -199,11 +262,37 @@ add_count(int64_t *to, int64_t n)
 	}
 }
 
+/* The state's pending counts of the keys kept, into t's map: at most
+ * PENDING_MAX keys (as admit keeps), and none past the budget (a key
+ * left out counts again from its next lookup: nothing is lost). */
+static void
+import_pending(pasci_dyn_table *t, const pasci_dyn_state *s,
+    bool (*keep)(void *arg, uint64_t key), void          *arg)
+{
+	for (int64_t i = 0; i < s->pending_keys->shape[0]; i++) {
+		uint64_t key =
+		    (uint64_t) ((const int64_t *) s->pending_keys->data)[i];
+		int64_t cnt = ((const int64_t *) s->pending_counts->data)[i];
+		if (key == PAD_KEY || (keep != NULL && !keep(arg, key)) ||
+		    cnt <= 0 || pasci_dyn_map_get(&t->rows, key) != NO_ROW) {
+			continue;
+		}
+		if ((t->pending.n >= PENDING_MAX &&
+		        pasci_dyn_map_get(&t->pending, key) == NO_ROW) ||
+		    pasci_dyn_map_set(t, &t->pending, key,
+		        cnt >= (int64_t) 1 << 31 ? (uint32_t) 1 << 31
+		                                 : (uint32_t) cnt) != 0) {
+			return;
+		}
+	}
+}
+
 int
 pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
     bool (*keep)(void *arg, uint64_t key), void *arg, bool replace, char *err,
     size_t errlen)
 {
+	char    why[512] = "";
 	int64_t n, i;
 	int     rv;
 	pthread_mutex_lock(&t->mu);
@@ -227,11 +316,12 @@ pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
 	for (i = n - 1; i >= 0 && rv == 0; i--) {
 		uint64_t key = (uint64_t) ((const int64_t *) s->keys->data)[i];
 		uint32_t r;
-		if (keep != NULL && !keep(arg, key)) {
+		if (key == PAD_KEY || (keep != NULL && !keep(arg, key))) {
 			continue;
 		}
 		if ((r = pasci_dyn_map_get(&t->rows, key)) == NO_ROW) {
-			if ((rv = pasci_dyn_row_make(t, key, &r)) != 0) {
+			if ((rv = pasci_dyn_row_make(
+			         t, key, &r, why, sizeof(why))) != 0) {
 				break;
 			}
 			if (keep == NULL) { /* counted in the state's totals */
@@ -244,18 +334,10 @@ pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
 		    (const float *) s->values->data + i * t->c.dim,
 		    sizeof(float) * (size_t) t->c.dim);
 		LINK(t, r, last) = ((const int64_t *) s->last_step->data)[i];
-		rv               = import_slots(t, s, r, i);
+		rv               = import_slots(t, s, r, i, why, sizeof(why));
 	}
-	for (i = 0; rv == 0 && i < s->pending_keys->shape[0]; i++) {
-		uint64_t key =
-		    (uint64_t) ((const int64_t *) s->pending_keys->data)[i];
-		int64_t cnt = ((const int64_t *) s->pending_counts->data)[i];
-		if ((keep == NULL || keep(arg, key)) && cnt > 0 &&
-		    pasci_dyn_map_get(&t->rows, key) == NO_ROW) {
-			rv = pasci_dyn_map_set(&t->pending, key,
-			    cnt >= (int64_t) 1 << 31 ? (uint32_t) 1 << 31
-			                             : (uint32_t) cnt);
-		}
+	if (rv == 0) {
+		import_pending(t, s, keep, arg);
 	}
 	if (keep == NULL) {
 		add_count(&t->st.created, s->stats.created);
@@ -266,8 +348,7 @@ pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
 	t->st.pending = (int64_t) t->pending.n;
 	pthread_mutex_unlock(&t->mu);
 	if (rv != 0) {
-		pasci_fmt(
-		    err, errlen, "out of memory restoring a dynamic table");
+		pasci_fmt(err, errlen, "restoring its rows: %s", why);
 	}
 	return rv;
 }
@@ -285,7 +366,18 @@ typedef struct set_entry {
 struct pasci_dyn_set {
 	pthread_rwlock_t lock;
 	set_entry       *buckets[SET_BUCKETS];
+	pasci_budget    *budget;        /* the ps's, or own (immutable) */
+	pasci_budget     own;           /* the budget of a set given none */
+	size_t           max_var_bytes; /* a table's rows at most */
 };
+
+/* The bytes a table named name is charged before its rows. */
+static size_t
+table_cost(const char *name)
+{
+	return sizeof(set_entry) + sizeof(pasci_dyn_table) +
+	       2 * (strlen(name) + 1);
+}
 
 static size_t
 name_bucket(const char *s)
@@ -298,7 +390,8 @@ name_bucket(const char *s)
 }
 
 int
-pasci_dyn_set_create(pasci_dyn_set **out)
+pasci_dyn_set_create_with(
+    pasci_dyn_set **out, pasci_budget *budget, size_t max_var_bytes)
 {
 	pasci_dyn_set *s = calloc(1, sizeof(*s));
 	*out             = s;
@@ -306,7 +399,16 @@ pasci_dyn_set_create(pasci_dyn_set **out)
 		return PASCO_ENOMEM;
 	}
 	pthread_rwlock_init(&s->lock, NULL);
+	pasci_budget_init(&s->own, SIZE_MAX);
+	s->budget        = budget != NULL ? budget : &s->own;
+	s->max_var_bytes = max_var_bytes;
 	return PASCO_OK;
+}
+
+int
+pasci_dyn_set_create(pasci_dyn_set **out)
+{
+	return pasci_dyn_set_create_with(out, NULL, SIZE_MAX);
 }
 
 void
@@ -319,7 +421,8 @@ pasci_dyn_set_destroy(pasci_dyn_set *s)
 		for (set_entry *e = s->buckets[i], *next; e != NULL;
 		     e            = next) {
 			next = e->next;
-			pasci_dyn_table_free(e->t);
+			pasci_dyn_table_free(e->t); /* its rows given back */
+			pasci_budget_release(s->budget, table_cost(e->name));
 			free(e->name);
 			free(e);
 		}
@@ -384,14 +487,23 @@ pasci_dyn_add(pasci_dyn_set *s, const char *name, const pasci_dyn_config *c,
 			    (long long) c->evict_after,
 			    (long long) c->max_rows);
 		}
+	} else if (pasci_budget_charge(s->budget, table_cost(name)) != 0) {
+		pasci_budget_explain(s->budget, table_cost(name), err, errlen,
+		    "create dynamic table '%s'", name);
+		rv = PASCO_ENOMEM;
 	} else if ((e = calloc(1, sizeof(*e))) == NULL ||
 	           (e->name = strdup(name)) == NULL ||
-	           pasci_dyn_table_new(&e->t, c) != 0) {
+	           pasci_dyn_table_new(
+	               &e->t, name, c, s->budget, s->max_var_bytes) != 0) {
 		if (e != NULL) {
-			free(e->t);
 			free(e->name);
 			free(e);
 		}
+		pasci_budget_release(s->budget, table_cost(name));
+		pasci_fmt(err, errlen,
+		    "out of memory creating dynamic table "
+		    "'%s'",
+		    name);
 		rv = PASCO_ENOMEM;
 	} else {
 		size_t b      = name_bucket(name);

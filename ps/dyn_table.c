@@ -14,6 +14,13 @@
  * for admission are counted in a second map of the same kind; when it
  * reaches PENDING_MAX entries it is cleared (every waiting key starts
  * counting again), so counting rare keys cannot grow without bound.
+ *
+ * Memory: chunks (values and slots), the chunk array and both maps are
+ * charged to the ps's budget (budget.h) before they are allocated; only
+ * emptying the table (a restore) gives them back, since a freed row stays
+ * in its chunk for the next. A row that cannot be made (past the budget
+ * or the limit per variable) is refused: its key reads the default, as a
+ * key waiting for admission does, and the ps says so in its log.
  */
 #include "dyn_table_impl.h"
 
@@ -21,7 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pasco/hash.h"
 #include "util.h"
+
+size_t pasci_dyn_pending_max = (size_t) 1 << 22;
+
+/* How often at most a table logs that it refused rows. */
+#define WARN_EVERY_MS 10000
 
 /* How far ahead a lookup asks the cache for a key's map slot. */
 #define PREFETCH_KEYS 8
@@ -61,18 +74,45 @@ map_put_new(key_map *m, uint64_t key, uint32_t val)
 	m->e[i] = (map_entry){key, val, 0};
 }
 
-/* Room for one more entry (the map grows at 70%). */
+int
+pasci_dyn_charge(pasci_dyn_table *t, size_t bytes)
+{
+	if (pasci_budget_charge(t->budget, bytes) != 0) {
+		return PASCO_ENOMEM;
+	}
+	t->charged += bytes;
+	return PASCO_OK;
+}
+
+void
+pasci_dyn_uncharge(pasci_dyn_table *t, size_t bytes)
+{
+	pasci_budget_release(t->budget, bytes);
+	t->charged -= bytes;
+}
+
+/* Room for one more entry in t's map m (the map grows at 70%, charged to
+ * the budget): PASCO_ENOMEM, err says why. */
 static int
-map_reserve(key_map *m)
+map_reserve(pasci_dyn_table *t, key_map *m, char *err, size_t errlen)
 {
 	map_entry *old  = m->e;
-	size_t     ocap = m->cap, ncap;
+	size_t     ocap = m->cap, ncap, more;
 	if ((m->n + 1) * 10 <= m->cap * 7) {
 		return PASCO_OK;
 	}
 	ncap = ocap == 0 ? 64 : ocap * 2;
+	more = (ncap - ocap) * sizeof(*m->e);
+	if (pasci_dyn_charge(t, more) != 0) {
+		pasci_budget_explain(t->budget, more, err, errlen,
+		    "growing a key map to %zu entries", ncap);
+		return PASCO_ENOMEM;
+	}
 	if ((m->e = malloc(ncap * sizeof(*m->e))) == NULL) {
 		m->e = old;
+		pasci_dyn_uncharge(t, more);
+		pasci_fmt(err, errlen,
+		    "out of memory growing a key map to %zu entries", ncap);
 		return PASCO_ENOMEM;
 	}
 	for (size_t i = 0; i < ncap; i++) {
@@ -90,9 +130,10 @@ map_reserve(key_map *m)
 }
 
 int
-pasci_dyn_map_set(key_map *m, uint64_t key, uint32_t val)
+pasci_dyn_map_set(pasci_dyn_table *t, key_map *m, uint64_t key, uint32_t val)
 {
-	int rv = map_reserve(m);
+	char why[256];
+	int  rv = map_reserve(t, m, why, sizeof(why));
 	if (rv == 0) {
 		map_put_new(m, key, val);
 	}
@@ -130,10 +171,18 @@ map_del(key_map *m, uint64_t key)
 }
 
 static void
-map_clear(key_map *m)
+map_free(key_map *m)
 {
 	free(m->e);
 	*m = (key_map){0};
+}
+
+/* Empties t's map m, giving its bytes back. */
+static void
+map_clear(pasci_dyn_table *t, key_map *m)
+{
+	pasci_dyn_uncharge(t, m->cap * sizeof(*m->e));
+	map_free(m);
 }
 
 /* --- rows and their recency list --- */
@@ -200,23 +249,69 @@ evict_old(pasci_dyn_table *t)
 	}
 }
 
+/* Room for one more chunk in t's array, charged: PASCO_ENOMEM. */
 static int
-chunk_add(pasci_dyn_table *t)
+chunks_reserve(pasci_dyn_table *t, char *err, size_t errlen)
 {
+	size_t      ncap = t->chunk_cap == 0 ? 8 : t->chunk_cap * 2;
+	size_t      more = (ncap - t->chunk_cap) * sizeof(dyn_chunk *);
+	dyn_chunk **p;
+	if (t->nchunks < t->chunk_cap) {
+		return PASCO_OK;
+	}
+	if (pasci_dyn_charge(t, more) != 0) {
+		pasci_budget_explain(t->budget, more, err, errlen,
+		    "growing the table's chunk list");
+		return PASCO_ENOMEM;
+	}
+	if ((p = realloc(t->chunks, ncap * sizeof(*p))) == NULL) {
+		pasci_dyn_uncharge(t, more);
+		pasci_fmt(err, errlen, "out of memory growing a chunk list");
+		return PASCO_ENOMEM;
+	}
+	t->chunks    = p;
+	t->chunk_cap = ncap;
+	return PASCO_OK;
+}
+
+/* A new chunk of t->crows rows, with the slots of the table's optimizer
+ * once it has one (so rows made after the budget is spent still train),
+ * charged to the budget first: PASCO_ENOMEM, err says why. */
+static int
+chunk_add(pasci_dyn_table *t, char *err, size_t errlen)
+{
+	size_t vbytes = (size_t) t->crows * (size_t) t->c.dim * sizeof(float);
+	/* pasci_slots_need reads only the value's size */
+	size_t slots = t->opt.kind == 0
+	                   ? 0
+	                   : pasci_slots_need(&(ps_slots){0}, &t->opt,
+	                         &(pasco_tensor){.nbytes = vbytes});
+	size_t cost =
+	    sizeof(dyn_chunk) + sizeof(pasco_tensor) + vbytes + slots;
 	dyn_chunk *c;
-	if (t->nchunks == t->chunk_cap) {
-		size_t      ncap = t->chunk_cap == 0 ? 8 : t->chunk_cap * 2;
-		dyn_chunk **p    = realloc(t->chunks, ncap * sizeof(*p));
-		if (p == NULL) {
-			return PASCO_ENOMEM;
-		}
-		t->chunks    = p;
-		t->chunk_cap = ncap;
+	int        rv;
+	if ((rv = chunks_reserve(t, err, errlen)) != 0) {
+		return rv;
+	}
+	if (pasci_dyn_charge(t, cost) != 0) {
+		pasci_budget_explain(t->budget, cost, err, errlen,
+		    "a new chunk of %u rows%s", t->crows,
+		    slots > 0 ? " with its optimizer's slots" : "");
+		return PASCO_ENOMEM;
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL ||
 	    pasco_tensor_alloc(&c->value, PASCO_F32, 2,
-	        (int64_t[]){t->crows, t->c.dim}) != 0) {
+	        (int64_t[]){t->crows, t->c.dim}) != 0 ||
+	    (slots > 0 && pasci_slots_prepare(&c->slots, &t->opt, c->value,
+	                      err, errlen) != 0)) {
+		if (c != NULL) {
+			pasco_tensor_release(c->value);
+			pasci_slots_fini(&c->slots);
+		}
 		free(c);
+		pasci_dyn_uncharge(t, cost);
+		pasci_fmt(err, errlen,
+		    "out of memory making a chunk of %u rows", t->crows);
 		return PASCO_ENOMEM;
 	}
 	c->stamp                = -1;
@@ -227,7 +322,8 @@ chunk_add(pasci_dyn_table *t)
 /* A row for key: a freed one, else a new one (evicting the least recent
  * at the cap); its values from the initializer, its slots at their start. */
 int
-pasci_dyn_row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out)
+pasci_dyn_row_make(
+    pasci_dyn_table *t, uint64_t key, uint32_t *out, char *err, size_t errlen)
 {
 	uint32_t   r;
 	dyn_chunk *c;
@@ -237,7 +333,15 @@ pasci_dyn_row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out)
 		row_free(t, t->tail);
 		t->st.evicted_cap++;
 	}
-	if ((rv = map_reserve(&t->rows)) != 0) {
+	if (t->st.rows >= t->row_limit) {
+		pasci_fmt(err, errlen,
+		    "%lld rows of %lld floats are this ps's limit per "
+		    "variable "
+		    "(PASCO_MAX_VARIABLE_MB)",
+		    (long long) t->st.rows, (long long) t->c.dim);
+		return PASCO_ENOMEM;
+	}
+	if ((rv = map_reserve(t, &t->rows, err, errlen)) != 0) {
 		return rv;
 	}
 	if (t->free_head != NO_ROW) {
@@ -245,14 +349,15 @@ pasci_dyn_row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out)
 		t->free_head = LINK(t, r, next);
 	} else {
 		if (t->nrows_made == t->nchunks * t->crows &&
-		    (rv = chunk_add(t)) != 0) {
+		    (rv = chunk_add(t, err, errlen)) != 0) {
 			return rv;
 		}
 		r = t->nrows_made++;
 	}
 	c                    = chunk_of(t, r);
 	c->key[r % t->crows] = key;
-	pasci_initializer_fill_key(&t->c.init, key, row_data(t, r), t->c.dim);
+	pasci_initializer_fill_key(
+	    &t->c.init, t->seed, key, row_data(t, r), t->c.dim);
 	for (int k = 0; k < PASCI_OPT_MAX_SLOTS; k++) {
 		if (c->slots.slot[k] != NULL) {
 			float *s = (float *) c->slots.slot[k]->data +
@@ -277,7 +382,8 @@ default_row(const pasci_dyn_table *t, uint64_t key, float *out)
 	if (t->c.default_zeros) {
 		memset(out, 0, sizeof(float) * (size_t) t->c.dim);
 	} else {
-		pasci_initializer_fill_key(&t->c.init, key, out, t->c.dim);
+		pasci_initializer_fill_key(
+		    &t->c.init, t->seed, key, out, t->c.dim);
 	}
 }
 
@@ -297,11 +403,12 @@ admit(pasci_dyn_table *t, uint64_t key)
 	}
 	if (t->pending.n >= PENDING_MAX &&
 	    pasci_dyn_map_get(&t->pending, key) == NO_ROW) {
-		map_clear(&t->pending);
+		map_clear(t, &t->pending);
 	}
-	if (pasci_dyn_map_set(&t->pending, key, n) != 0) {
-		map_clear(
-		    &t->pending); /* counting restarts; nothing is lost */
+	if (pasci_dyn_map_set(t, &t->pending, key, n) != 0) {
+		/* out of memory or budget: counting restarts; nothing is
+		 * lost */
+		map_clear(t, &t->pending);
 	}
 	return false;
 }
@@ -330,7 +437,7 @@ pasci_dyn_config_check(const pasci_dyn_config *c, char *err, size_t errlen)
 		    (long long) c->max_rows);
 		return PASCO_EINVAL;
 	}
-	if (pasci_initializer_fill_key(&c->init, 0, &probe, 1) != 0) {
+	if (pasci_initializer_fill_key(&c->init, 0, 0, &probe, 1) != 0) {
 		pasci_fmt(err, errlen,
 		    "a dynamic table's initializer must be zeros, ones, "
 		    "constant, uniform, normal or truncated normal (kind %d "
@@ -341,16 +448,29 @@ pasci_dyn_config_check(const pasci_dyn_config *c, char *err, size_t errlen)
 	return PASCO_OK;
 }
 
+uint64_t
+pasci_dyn_name_seed(const char *name)
+{
+	return pasci_mix64((uint64_t) pasco_hash_key(name, strlen(name)));
+}
+
 int
-pasci_dyn_table_new(pasci_dyn_table **out, const pasci_dyn_config *c)
+pasci_dyn_table_new(pasci_dyn_table **out, const char *name,
+    const pasci_dyn_config *c, pasci_budget *budget, size_t max_var_bytes)
 {
 	pasci_dyn_table *t = calloc(1, sizeof(*t));
 	*out               = t;
-	if (t == NULL) {
+	if (t == NULL || (t->name = pasci_strdup(name)) == NULL) {
+		free(t);
+		*out = NULL;
 		return PASCO_ENOMEM;
 	}
 	pthread_mutex_init(&t->mu, NULL);
-	t->c = *c;
+	t->c      = *c;
+	t->seed   = pasci_dyn_name_seed(name);
+	t->budget = budget;
+	t->row_limit =
+	    (int64_t) (max_var_bytes / ((size_t) c->dim * sizeof(float)));
 	t->crows =
 	    (uint32_t) (CHUNK_BYTES / (c->dim * (int64_t) sizeof(float)));
 	t->crows     = t->crows < 1            ? 1
@@ -369,13 +489,15 @@ pasci_dyn_table_empty(pasci_dyn_table *t)
 		free(t->chunks[i]);
 	}
 	free(t->chunks);
-	map_clear(&t->rows);
-	map_clear(&t->pending);
+	map_free(&t->rows);
+	map_free(&t->pending);
+	pasci_dyn_uncharge(t, t->charged);
 	t->chunks  = NULL;
 	t->nchunks = t->chunk_cap = 0;
 	t->nrows_made             = 0;
 	t->free_head = t->head = t->tail = NO_ROW;
 	t->kind                          = 0;
+	t->opt                           = (pasco_optimizer){0};
 	t->nslots                        = 0;
 	t->applies                       = 0;
 	memset(&t->st, 0, sizeof(t->st));
@@ -387,6 +509,7 @@ pasci_dyn_table_free(pasci_dyn_table *t)
 {
 	pasci_dyn_table_empty(t);
 	pthread_mutex_destroy(&t->mu);
+	free(t->name);
 	free(t);
 }
 
@@ -398,13 +521,30 @@ pasci_dyn_clear(pasci_dyn_table *t)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/* Logs, at most every WARN_EVERY_MS per table, that a lookup refused
+ * n new rows for why (called without the table's lock). */
+static void
+warn_refused(const char *name, int64_t n, int64_t total, const char *why)
+{
+	pasci_log(PASCI_LOG_WARN,
+	    "dynamic table '%s': %lld new rows refused (%lld lookups "
+	    "without a row so far): %s; their keys read the default row. "
+	    "Bound the table (max_rows_per_ps, evict_after) or raise the "
+	    "limit",
+	    name, (long long) n, (long long) total, why);
+}
+
 int
 pasci_dyn_lookup(pasci_dyn_table *t, const int64_t *keys, int64_t n,
     bool insert, float *out, char *err, size_t errlen)
 {
-	int rv = PASCO_OK;
+	char    why[512] = "";
+	int64_t nrefused = 0, total, now = pasci_now_ms();
+	bool    warn;
+	(void) err;
+	(void) errlen;
 	pthread_mutex_lock(&t->mu);
-	for (int64_t i = 0; i < n && rv == 0; i++) {
+	for (int64_t i = 0; i < n; i++) {
 		uint64_t key = (uint64_t) keys[i];
 		float   *dst = out + (size_t) i * (size_t) t->c.dim;
 		uint32_t r;
@@ -413,30 +553,41 @@ pasci_dyn_lookup(pasci_dyn_table *t, const int64_t *keys, int64_t n,
 			__builtin_prefetch(&t->rows.e[map_slot(
 			    &t->rows, (uint64_t) keys[i + PREFETCH_KEYS])]);
 		}
+		if (key == PAD_KEY) {
+			memset(dst, 0, sizeof(float) * (size_t) t->c.dim);
+			continue;
+		}
 		r = pasci_dyn_map_get(&t->rows, key);
 		if (r != NO_ROW && insert) {
 			pasci_dyn_touch(t, r);
-		} else if (r == NO_ROW && insert && admit(t, key)) {
-			if ((rv = pasci_dyn_row_make(t, key, &r)) != 0) {
-				pasci_fmt(err, errlen,
-				    "out of memory making a row for key %llu "
-				    "(%lld rows held)",
-				    (unsigned long long) key,
-				    (long long) t->st.rows);
-			}
+		} else if (r == NO_ROW && insert && admit(t, key) &&
+		           pasci_dyn_row_make(t, key, &r, why, sizeof(why)) !=
+		               0) {
+			r = NO_ROW;
+			nrefused++;
+			t->st.refused++;
 		} else if (r == NO_ROW && insert) {
 			t->st.refused++;
 		}
-		if (rv == 0 && r != NO_ROW) {
+		if (r != NO_ROW) {
 			memcpy(dst, row_data(t, r),
 			    sizeof(float) * (size_t) t->c.dim);
-		} else if (rv == 0) {
+		} else {
 			default_row(t, key, dst);
 		}
 	}
 	t->st.pending = (int64_t) t->pending.n;
+	total         = t->st.refused;
+	warn          = nrefused > 0 &&
+	       (t->warned_ms == 0 || now - t->warned_ms >= WARN_EVERY_MS);
+	if (warn) {
+		t->warned_ms = now;
+	}
 	pthread_mutex_unlock(&t->mu);
-	return rv;
+	if (warn) {
+		warn_refused(t->name, nrefused, total, why);
+	}
+	return PASCO_OK;
 }
 
 /* Readies the slots of every chunk the keys' rows are in, before any row
@@ -449,11 +600,23 @@ prepare_chunks(pasci_dyn_table *t, const pasco_optimizer *opt,
 		uint32_t   r = pasci_dyn_map_get(&t->rows, (uint64_t) keys[i]);
 		dyn_chunk *c;
 		int        rv;
+		size_t     need, had;
 		if (r == NO_ROW || (c = chunk_of(t, r))->stamp == t->applies) {
 			continue;
 		}
-		if ((rv = pasci_slots_prepare(
-		         &c->slots, opt, c->value, err, errlen)) != 0) {
+		need = pasci_slots_need(&c->slots, opt, c->value);
+		had  = pasci_slots_bytes(&c->slots);
+		if (need > 0 && pasci_dyn_charge(t, need) != 0) {
+			pasci_budget_explain(t->budget, need, err, errlen,
+			    "the slots of a chunk of %u rows", t->crows);
+			return PASCO_ENOMEM;
+		}
+		rv =
+		    pasci_slots_prepare(&c->slots, opt, c->value, err, errlen);
+		/* what it did not allocate (all of it but on a failure) */
+		pasci_dyn_uncharge(
+		    t, had + need - pasci_slots_bytes(&c->slots));
+		if (rv != 0) {
 			return rv;
 		}
 		c->slots.step = adam_t;
@@ -496,8 +659,10 @@ pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
 	            t, opt, keys, n, step > 0 ? step : t->applies, err, errlen);
 	if (rv == 0) { /* rows made from now on start their slots as the
 		        * chunks prepare_chunks made did: this optimizer's */
-		t->kind   = opt->kind;
-		t->nslots = pasci_opt_desc_of((int) opt->kind)->nslots;
+		t->kind           = opt->kind;
+		t->opt            = *opt;
+		t->opt.iterations = NULL; /* the request's: not kept */
+		t->nslots         = pasci_opt_desc_of((int) opt->kind)->nslots;
 		for (int k = 0; k < t->nslots; k++) {
 			t->slot_init[k] = pasci_slot_init_value(opt, k);
 		}

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "optimizer_apply.h"
 #include "pasco/initializer.h"
 #include "pasco/optimizer.h"
@@ -50,11 +51,16 @@ typedef struct pasci_dyn_stats {
 } pasci_dyn_stats;
 
 /* Defined in initializer_fill.c: row (dim elements) as the initializer
- * gives key's row: element j from (seed, key, j) alone, so a key's first
- * row is the same on any ps and in any run. PASCO_EINVAL for Glorot
- * (a table has no fans) or a bad kind. */
-int pasci_initializer_fill_key(
-    const pasco_initializer *init, uint64_t key, float *row, int64_t dim);
+ * gives key's row in the table whose name gives table_seed
+ * (pasci_dyn_name_seed): element j from (the initializer's seed,
+ * table_seed, key, j) alone, so a key's first row is the same on any ps
+ * and in any run, and differs between tables. PASCO_EINVAL for Glorot (a
+ * table has no fans) or a bad kind. */
+int pasci_initializer_fill_key(const pasco_initializer *init,
+    uint64_t table_seed, uint64_t key, float *row, int64_t dim);
+
+/* The seed of the table named name in its rows' values. */
+uint64_t pasci_dyn_name_seed(const char *name);
 
 typedef struct pasci_dyn_table pasci_dyn_table;
 
@@ -68,8 +74,12 @@ int pasci_dyn_config_check(
  * one without is counted, and gets a row once counted min_count times
  * (evicting the least recently used row if the table is at its cap);
  * otherwise it reads the default. Not training: keys without a row read
- * the default, and nothing changes. PASCO_ENOMEM when a row cannot be
- * made (the keys before it are answered, err says so). */
+ * the default, and nothing changes. Key -1 (all 64 bits set) is padding,
+ * as on the tape: it reads zeros and never gets a row. A row that cannot
+ * be made (past the ps's memory budget or its limit per variable, or out
+ * of memory) is refused as a key not admitted is: the key reads the
+ * default, counts as refused, and the ps logs why (at most every 10 s per
+ * table). Always PASCO_OK (err is not written). */
 int pasci_dyn_lookup(pasci_dyn_table *t, const int64_t *keys, int64_t n,
     bool insert, float *out, char *err, size_t errlen);
 
@@ -108,13 +118,18 @@ void pasci_dyn_state_fini(pasci_dyn_state *s);
 
 /* Adds the rows (and pending counts) of s to t, replacing rows of the
  * same keys; only the keys k with keep(arg, k) true (NULL: all), so a ps
- * takes its own share of another ps count's checkpoint. The clock takes
+ * takes its own share of another ps count's checkpoint. Key -1 (padding)
+ * is skipped; pending keys past the table's bound on them are dropped
+ * (they count again from their next lookup); a row past the ps's memory
+ * budget or its limit per variable fails the import, PASCO_ENOMEM (the
+ * rows before it stay). The clock takes
  * the larger; the state's counts add up when all its keys are taken (a
  * share counts its rows as created: counts cannot be split by key).
  * replace: t is emptied first (pasci_dyn_clear), once s has been checked,
  * so a bad state leaves t as it was. Checked
- * first (shapes, dtypes, a slot kind that differs from t's): PASCO_EINVAL,
- * nothing changes. */
+ * first (shapes, dtypes, an unknown slot kind or one that differs from
+ * t's, values, slots or slot starts that are not finite numbers):
+ * PASCO_EINVAL, nothing changes. */
 int pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
     bool (*keep)(void *arg, uint64_t key), void *arg, bool replace, char *err,
     size_t errlen);
@@ -123,9 +138,18 @@ int pasci_dyn_import(pasci_dyn_table *t, const pasci_dyn_state *s,
  * stays): a restore's first step. */
 void pasci_dyn_clear(pasci_dyn_table *t);
 
+/* The most keys a table counts towards admission at once (4M): past it
+ * the counts start again. Tests lower it; set it before any table is
+ * used. */
+extern size_t pasci_dyn_pending_max;
+
 /* The tables of a ps, by name. */
 typedef struct pasci_dyn_set pasci_dyn_set;
 
+/* A set whose tables charge their memory to budget (which must outlive
+ * it; NULL: no limit) and hold at most max_var_bytes of rows each. */
+int pasci_dyn_set_create_with(
+    pasci_dyn_set **out, pasci_budget *budget, size_t max_var_bytes);
 int  pasci_dyn_set_create(pasci_dyn_set **out);
 void pasci_dyn_set_destroy(pasci_dyn_set *s);
 
@@ -134,7 +158,7 @@ pasci_dyn_table *pasci_dyn_find(pasci_dyn_set *s, const char *name);
 
 /* Adds a table named name with c; an existing one with the same config is
  * left alone (PASCO_OK), another config is PASCO_EEXIST (err says how
- * they differ). */
+ * they differ), one past the budget PASCO_ENOMEM (err names it). */
 int pasci_dyn_add(pasci_dyn_set *s, const char *name,
     const pasci_dyn_config *c, char *err, size_t errlen);
 

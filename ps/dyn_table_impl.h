@@ -8,13 +8,15 @@
 
 #include <pthread.h>
 
+#include "budget.h"
 #include "dyn_table.h"
 
 #define CHUNK_ROWS 1024                 /* rows per chunk at most */
 #define CHUNK_BYTES ((int64_t) 1 << 20) /* a chunk's values: about this */
 #define NO_ROW UINT32_MAX
-#define PENDING_MAX ((size_t) 1 << 22)
+#define PENDING_MAX pasci_dyn_pending_max
 #define MAX_DIM ((int64_t) 1 << 20)
+#define PAD_KEY UINT64_MAX /* -1: padding, never a row (the tape's) */
 
 typedef struct map_entry {
 	uint64_t key;
@@ -39,9 +41,17 @@ typedef struct dyn_chunk {
 struct pasci_dyn_table {
 	pthread_mutex_t  mu;
 	pasci_dyn_config c;
-	key_map          rows, pending;
-	dyn_chunk      **chunks;
-	size_t           nchunks, chunk_cap;
+	char            *name;      /* immutable */
+	uint64_t         seed;      /* the name's: in every row's values */
+	pasci_budget    *budget;    /* the ps's (immutable) */
+	int64_t          row_limit; /* rows at most: PASCO_MAX_VARIABLE_MB */
+	size_t           charged;   /* bytes charged to budget for rows */
+	/* the last apply's optimizer: a new chunk's slots (kind 0: none) */
+	pasco_optimizer opt;
+	int64_t         warned_ms; /* when a refused row was last logged */
+	key_map         rows, pending;
+	dyn_chunk     **chunks;
+	size_t          nchunks, chunk_cap;
 	/* rows per chunk: CHUNK_BYTES of values, 1 to CHUNK_ROWS (a wide
 	 * row's table does not take CHUNK_ROWS rows at its first) */
 	uint32_t crows;
@@ -70,18 +80,32 @@ row_data(const pasci_dyn_table *t, uint32_t r)
 
 #define LINK(t, r, f) (chunk_of(t, r)->f[(r) % (t)->crows])
 
+/* Charges bytes of t's to the ps's budget (PASCO_ENOMEM when they do not
+ * fit), and gives them back. */
+int  pasci_dyn_charge(pasci_dyn_table *t, size_t bytes);
+void pasci_dyn_uncharge(pasci_dyn_table *t, size_t bytes);
+
 /* The row (or count) of key, or NO_ROW. */
 uint32_t pasci_dyn_map_get(const key_map *m, uint64_t key);
-/* Sets key's value (the map grows as needed): PASCO_ENOMEM. */
-int pasci_dyn_map_set(key_map *m, uint64_t key, uint32_t val);
+/* Sets key's value in t's map m (the map grows as needed, charged to the
+ * budget): PASCO_ENOMEM. */
+int pasci_dyn_map_set(
+    pasci_dyn_table *t, key_map *m, uint64_t key, uint32_t val);
 /* A new row for key (*out): freed or new, the least recent evicted at
- * the cap, its values from the initializer, its slots at their start. */
-int pasci_dyn_row_make(pasci_dyn_table *t, uint64_t key, uint32_t *out);
+ * the cap, its values from the initializer, its slots at their start.
+ * PASCO_ENOMEM when no row may be made (past the limit per variable or
+ * the ps's budget, or out of memory): err says which. */
+int pasci_dyn_row_make(
+    pasci_dyn_table *t, uint64_t key, uint32_t *out, char *err, size_t errlen);
 /* Marks row r seen now (and most recent). */
 void pasci_dyn_touch(pasci_dyn_table *t, uint32_t r);
-/* Frees t's rows and counts, keeping its config and lock. */
+/* Frees t's rows and counts (their bytes given back to the budget),
+ * keeping its config and lock. */
 void pasci_dyn_table_empty(pasci_dyn_table *t);
-int  pasci_dyn_table_new(pasci_dyn_table **out, const pasci_dyn_config *c);
+/* A table named name with c, whose rows are charged to budget and at
+ * most max_var_bytes together. */
+int  pasci_dyn_table_new(pasci_dyn_table **out, const char *name,
+     const pasci_dyn_config *c, pasci_budget *budget, size_t max_var_bytes);
 void pasci_dyn_table_free(pasci_dyn_table *t);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <math.h>
 
+#include "dyn_table.h"
 #include "util.h"
 
 /* A uniform double in (0, 1) from (seed, counter). */
@@ -107,10 +108,11 @@ pasco_initializer_fill(const pasco_initializer *init, pasco_tensor *t,
 }
 
 int
-pasci_initializer_fill_key(
-    const pasco_initializer *init, uint64_t key, float *row, int64_t dim)
+pasci_initializer_fill_key(const pasco_initializer *init, uint64_t table_seed,
+    uint64_t key, float *row, int64_t dim)
 {
-	uint64_t base = pasci_mix64(key ^ 0x6a09e667f3bcc909ULL);
+	uint64_t base =
+	    pasci_mix64(key ^ pasci_mix64(table_seed ^ 0x6a09e667f3bcc909ULL));
 	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
 	    init->kind >= PASCO_INIT_GLOROT_UNIFORM) {
 		return PASCO_EINVAL;

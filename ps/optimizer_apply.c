@@ -362,6 +362,33 @@ slot_used(const opt_ops *ops, const pasco_optimizer *o, int k)
 	return ops->slot_used == NULL || ops->slot_used(o, k);
 }
 
+size_t
+pasci_slots_need(
+    const ps_slots *s, const pasco_optimizer *o, const pasco_tensor *value)
+{
+	const pasci_opt_desc *d   = pasci_opt_desc_of((int) o->kind);
+	const opt_ops        *ops = ops_of(o->kind);
+	size_t                n   = 0;
+	if (d == NULL || (s->kind != 0 && s->kind != o->kind)) {
+		return 0; /* prepare refuses it, allocating nothing */
+	}
+	for (int k = 0; k < d->nslots; k++) {
+		n += s->slot[k] == NULL && slot_used(ops, o, k) ? value->nbytes
+		                                                : 0;
+	}
+	return n;
+}
+
+size_t
+pasci_slots_bytes(const ps_slots *s)
+{
+	size_t n = 0;
+	for (int k = 0; k < PASCI_OPT_MAX_SLOTS; k++) {
+		n += s->slot[k] != NULL ? s->slot[k]->nbytes : 0;
+	}
+	return n;
+}
+
 int
 pasci_slots_prepare(ps_slots *s, const pasco_optimizer *o,
     const pasco_tensor *value, char *err, size_t errlen)

@@ -31,6 +31,13 @@ int pasci_optimizer_check(
 int pasci_slots_prepare(ps_slots *s, const pasco_optimizer *opt,
     const pasco_tensor *value, char *err, size_t errlen);
 
+/* The bytes pasci_slots_prepare(s, opt, value) would allocate (0 when it
+ * would refuse), to be charged to the ps's budget first; and the bytes
+ * s's slots hold. */
+size_t pasci_slots_need(
+    const ps_slots *s, const pasco_optimizer *opt, const pasco_tensor *value);
+size_t pasci_slots_bytes(const ps_slots *s);
+
 /* Updates n elements of value (and slots) from element `at`, with the
  * gradient elements g[from .. from + n) of grad. */
 void pasci_optimizer_apply(const pasco_optimizer *opt, ps_slots *s,

@@ -168,8 +168,12 @@ dyn_import(pasci_dyn_table *t, const pasci_wire_msg *req)
 	meta   = req->tensors[5];
 	init   = req->tensors[6];
 	nslots = req->ntensors - 7;
-	if (req->hdr->opt != NULL && req->hdr->opt->kind != 0) {
-		d = pasci_opt_desc_of((int) req->hdr->opt->kind);
+	if (req->hdr->opt != NULL && req->hdr->opt->kind != 0 &&
+	    (d = pasci_opt_desc_of((int) req->hdr->opt->kind)) == NULL) {
+		return pasci_wire_status_reply(PASCO_EINVAL,
+		    "an import into '%s': its slots are of unknown optimizer "
+		    "kind %d",
+		    req->hdr->name, (int) req->hdr->opt->kind);
 	}
 	if (meta->dtype != PASCO_I64 || meta->count != 6 ||
 	    init->dtype != PASCO_F64 || init->rank != 1 ||

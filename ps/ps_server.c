@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "address.h"
+#include "budget.h"
 #include "bulk.h"
 #include "checkpoint_shard.h"
 #include "fileio.h"
@@ -30,28 +31,8 @@ struct ps_server {
 	int    ckpt_fd; /* ckpt_root opened once, or -1: every write walks
 	                 * from it, never resolving the root's path again */
 	size_t max_var_bytes;       /* PASCO_MAX_VARIABLE_MB; read only */
+	pasci_budget budget; /* PASCO_MAX_PS_MB: what the store and dyn hold */
 };
-
-#define DEFAULT_MAX_VARIABLE_MB 1024
-
-/* The most bytes one variable may take on this ps: PASCO_MAX_VARIABLE_MB
- * (1024) megabytes; a malformed value is warned about and the default
- * used. */
-static size_t
-max_variable_bytes(void)
-{
-	const char *v   = getenv("PASCO_MAX_VARIABLE_MB");
-	char       *end = NULL;
-	long long   mb  = v != NULL && *v != 0 ? strtoll(v, &end, 10) : -1;
-	if (v != NULL && *v != 0 && (*end != 0 || mb < 1 || mb > (1 << 24))) {
-		pasci_log(PASCI_LOG_WARN,
-		    "PASCO_MAX_VARIABLE_MB='%s' is not a number of megabytes "
-		    "(1 to 16777216); using %d",
-		    v, DEFAULT_MAX_VARIABLE_MB);
-		mb = -1;
-	}
-	return (size_t) (mb > 0 ? mb : DEFAULT_MAX_VARIABLE_MB) << 20;
-}
 
 /*
  * Request handlers, one per method, all of the type ps_method_fn and all
@@ -137,33 +118,40 @@ ps_gather(ps_server *ps, const pasci_wire_msg *req)
 }
 
 /* VAR_CREATE from an initializer: the shard's values computed here (the
- * spec was checked and admitted by ps_create). */
+ * spec was checked and admitted by ps_create), charged to the budget
+ * before they are allocated. */
 static int
-create_from_init(
-    ps_server *ps, const pasci_wire_msg *req, char *err, size_t errlen)
+create_from_init(ps_server *ps, const pasci_wire_msg *req, size_t nbytes,
+    char *err, size_t errlen)
 {
 	const pasci_wire_init *w    = req->hdr->init;
 	const pasci_wire_spec *spec = req->hdr->spec;
 	pasco_tensor          *t;
 	int                    rv;
 
+	if ((rv = pasci_store_charge(
+	         ps->store, req->hdr->name, nbytes, err, errlen)) != 0) {
+		return rv;
+	}
 	if ((rv = pasco_tensor_alloc(
 	         &t, spec->dtype, spec->rank, spec->shape)) != 0) {
 		pasci_fmt(err, errlen, "out of memory creating '%s'",
 		    req->hdr->name);
-		return rv;
-	}
-	if ((rv = pasco_initializer_fill(&w->init, t, spec->rank,
-	         w->full_shape, w->row_offset)) != 0) {
+	} else if ((rv = pasco_initializer_fill(&w->init, t, spec->rank,
+	                w->full_shape, w->row_offset)) != 0) {
 		pasci_fmt(err, errlen,
 		    "create '%s': the initializer (kind %d) "
 		    "does not fit the shard",
 		    req->hdr->name, (int) w->init.kind);
-	} else {
-		rv = pasci_store_var_adopt(
+	} else { /* the charge is the variable's now, or given back */
+		rv = pasci_store_var_adopt_charged(
 		    ps->store, req->hdr->name, t, err, errlen);
+		pasco_tensor_release(t);
+		return rv;
 	}
 	pasco_tensor_release(t);
+	pasci_budget_release(
+	    &ps->budget, pasci_store_cost(req->hdr->name, nbytes));
 	return rv;
 }
 
@@ -173,10 +161,10 @@ create_from_init(
  * is over this ps's limit. */
 static int
 create_admits(ps_server *ps, const char *name, const pasci_wire_spec *spec,
-    bool *exists, char *err, size_t errlen)
+    bool *exists, size_t *nbytes_out, char *err, size_t errlen)
 {
 	int64_t count;
-	size_t  nbytes;
+	size_t  nbytes = 0;
 	char    what[64];
 	int     rv = pasci_store_var_exists(ps->store, name, spec->dtype,
 	        spec->rank, spec->shape, exists, err, errlen);
@@ -185,6 +173,7 @@ create_admits(ps_server *ps, const char *name, const pasci_wire_spec *spec,
 	}
 	pasci_tensor_check_spec(
 	    spec->dtype, spec->rank, spec->shape, &count, &nbytes);
+	*nbytes_out = nbytes;
 	if (nbytes > ps->max_var_bytes) {
 		pasci_fmt(err, errlen,
 		    "create '%s': %s is %zu bytes, over this ps's limit of "
@@ -208,6 +197,7 @@ ps_create(ps_server *ps, const pasci_wire_msg *req)
 	char            err[512] = "";
 	bool            from_init, exists = false;
 	pasci_wire_spec spec;
+	size_t          nbytes = 0;
 	nng_msg        *bad;
 	int             rv;
 
@@ -227,11 +217,11 @@ ps_create(ps_server *ps, const pasci_wire_msg *req)
 		memcpy(spec.shape, req->tensors[0]->shape, sizeof(spec.shape));
 	}
 	rv = create_admits(
-	    ps, req->hdr->name, &spec, &exists, err, sizeof(err));
+	    ps, req->hdr->name, &spec, &exists, &nbytes, err, sizeof(err));
 	if (rv != 0 || exists) {
 		return status_reply(rv, err);
 	}
-	rv = from_init ? create_from_init(ps, req, err, sizeof(err))
+	rv = from_init ? create_from_init(ps, req, nbytes, err, sizeof(err))
 	               : pasci_store_var_create(ps->store, req->hdr->name,
 	                     req->tensors[0], err, sizeof(err));
 	return status_reply(rv, err);
@@ -500,10 +490,32 @@ add_read_part(
 
 static nng_msg *ps_handle(void *arg, const pasci_wire_msg *req);
 
+/* What part's reply takes at least, known before it runs: a gather's rows
+ * (the ids asked for times a row's bytes), so that one past the room is
+ * refused before it makes rows or copies them; 0 for the rest (a status
+ * or a step, or a read, checked before anything is copied). */
+static size_t
+part_reply_floor(ps_server *ps, const pasci_wire_msg *part)
+{
+	pasci_dyn_table *t;
+	size_t           row, n;
+	if (part->hdr->method != PASCI_METHOD_VAR_GATHER ||
+	    part->ntensors != 1) {
+		return 0;
+	}
+	t   = pasci_dyn_find(ps->dyn, part->hdr->name);
+	row = t != NULL
+	          ? (size_t) pasci_dyn_config_of(t)->dim * sizeof(float)
+	          : pasci_store_var_row_bytes(ps->store, part->hdr->name);
+	n   = (size_t) part->tensors[0]->count;
+	return row > 0 && n > SIZE_MAX / row ? SIZE_MAX : n * row;
+}
+
 /* Part k of a VAR_MULTI request answered: its whole reply added to b,
  * taking at most *room bytes (*room shrinks by them); a part whose reply
- * would take more is answered with an error instead. A read's value is
- * not copied (add_read_part). */
+ * would take more is answered with an error instead, before it runs when
+ * its size is known from the request (part_reply_floor). A read's value
+ * is not copied (add_read_part). */
 static int
 multi_part(ps_server *ps, const pasci_wire_msg *req, size_t k,
     pasci_wire_builder *b, size_t *room)
@@ -516,6 +528,8 @@ multi_part(ps_server *ps, const pasci_wire_msg *req, size_t k,
 	int            rv;
 	if ((rv = pasci_wire_msg_part(req, k, &part, err, sizeof(err))) != 0) {
 		reply = pasci_wire_status_reply(rv, "part %zu: %s", k, err);
+	} else if (part_reply_floor(ps, &part) > *room) {
+		rv = PASCO_EOUTOFRANGE;
 	} else if (part.hdr->method == PASCI_METHOD_VAR_READ &&
 	           pasci_dyn_find(ps->dyn, part.hdr->name) == NULL) {
 		rv = pasci_store_var_with(ps->store, part.hdr->name,
@@ -663,24 +677,46 @@ ps_root_close(ps_server *ps)
 	}
 }
 
+/* A ps with its limits read from the environment, its store and its
+ * dynamic tables, and no endpoints. */
+static int
+ps_new(ps_server **out)
+{
+	ps_server *ps = calloc(1, sizeof(*ps));
+	int        rv;
+	*out = ps;
+	if (ps == NULL) {
+		return PASCO_ENOMEM;
+	}
+	ps->max_var_bytes = pasci_ps_max_variable_bytes();
+	ps->ckpt_fd       = -1;
+	pasci_budget_init(&ps->budget, pasci_ps_budget_bytes());
+	if ((rv = pasci_store_create_with(&ps->store, &ps->budget)) != 0 ||
+	    (rv = pasci_dyn_set_create_with(
+	         &ps->dyn, &ps->budget, ps->max_var_bytes)) != 0) {
+		pasci_store_destroy(ps->store);
+		free(ps);
+		*out = NULL;
+	}
+	return rv;
+}
+
 int
 pasci_ps_server_start(
     ps_server **out, const char *url, int nthreads, const pasci_key *key)
 {
-	ps_server *ps          = calloc(1, sizeof(*ps));
+	ps_server *ps;
 	uint64_t   incarnation = pasci_random_u64();
 	char       host[256], port[16];
 	int        rv;
 
 	*out = NULL;
-	if (ps == NULL) {
-		return PASCO_ENOMEM;
+	if ((rv = ps_new(&ps)) != 0) {
+		return rv;
 	}
-	ps->max_var_bytes = max_variable_bytes();
-	if ((rv = checkpoint_root(ps)) != 0 ||
-	    (rv = pasci_store_create(&ps->store)) != 0 ||
-	    (rv = pasci_dyn_set_create(&ps->dyn)) != 0) {
+	if ((rv = checkpoint_root(ps)) != 0) {
 		pasci_store_destroy(ps->store);
+		pasci_dyn_set_destroy(ps->dyn);
 		ps_root_close(ps);
 		free(ps);
 		return rv;
@@ -706,8 +742,7 @@ pasci_ps_server_start(
 	}
 	rv = pasci_rpc_server_open_with(&ps->rpc, url, nthreads, "pasco-ps",
 	    ps_handle, ps, incarnation,
-	    ps->bulk != NULL ? pasci_bulk_server_advert(ps->bulk) : NULL,
-	    key);
+	    ps->bulk != NULL ? pasci_bulk_server_advert(ps->bulk) : NULL, key);
 	if (rv != 0) {
 		pasci_bulk_server_close(ps->bulk);
 		pasci_store_destroy(ps->store);
@@ -723,22 +758,13 @@ pasci_ps_server_start(
 int
 pasci_ps_server_create_local(ps_server **out)
 {
-	ps_server *ps = calloc(1, sizeof(*ps));
-	int        rv;
-	*out = NULL;
-	if (ps == NULL) {
-		return PASCO_ENOMEM;
-	}
-	ps->max_var_bytes = max_variable_bytes();
-	ps->ckpt_fd       = -1;
-	if ((rv = pasci_store_create(&ps->store)) != 0 ||
-	    (rv = pasci_dyn_set_create(&ps->dyn)) != 0) {
-		pasci_store_destroy(ps->store);
-		free(ps);
-		return rv;
-	}
-	*out = ps;
-	return PASCO_OK;
+	return ps_new(out);
+}
+
+const pasci_budget *
+pasci_ps_server_budget(const ps_server *ps)
+{
+	return &ps->budget;
 }
 
 nng_msg *

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "budget.h"
 #include "rpc.h"
 
 typedef struct ps_server ps_server;
@@ -28,5 +29,9 @@ void pasci_ps_set_multi_floor(size_t bytes);
  * it failed). Thread-safe as the RPC handlers are. */
 int      pasci_ps_server_create_local(ps_server **out);
 nng_msg *pasci_ps_server_handle(ps_server *ps, const pasci_wire_msg *req);
+
+/* The ps's memory budget (PASCO_MAX_PS_MB, read when it started): what
+ * its variables, slots and dynamic tables hold, and the most they held. */
+const pasci_budget *pasci_ps_server_budget(const ps_server *ps);
 
 #endif

@@ -23,6 +23,14 @@
  * always one whole version (the snapshot the copy used to give) and no
  * send ever reads a buffer being written. Only the value's data and
  * storage move; its pointer, dtype and shape stay.
+ *
+ * Memory: every variable's value (with its bookkeeping, pasci_store_cost)
+ * and every slot is charged to the ps's budget (budget.h) before it is
+ * allocated, and a create or an apply that would pass the budget is
+ * refused with nothing changed. Variables are never removed, so only
+ * replaced slots and failed creates give bytes back.
+ *
+ * Optimizer applies, BSP rounds, counters and slots are in store_apply.c.
  */
 #include "store.h"
 
@@ -32,31 +40,9 @@
 #include <string.h>
 
 #include "optimizer_apply.h"
-#include "sync.h"
+#include "store_impl.h"
 #include "tensor_impl.h"
 #include "util.h"
-
-#define STORE_BUCKETS 1024
-
-/* One variable: allocated by var_create, freed only by
- * pasci_store_destroy; its address is stable for the store's life. */
-typedef struct ps_var {
-	char           *name; /* immutable */
-	pthread_mutex_t mu;
-	/* The pointer and the tensor's dtype and shape are immutable; its
-	 * data is protected by mu. */
-	pasco_tensor  *value;
-	ps_slots       slots; /* protected by mu */
-	ps_accum       accum; /* BSP round; protected by mu */
-	struct ps_var *next;  /* bucket chain; protected by the table lock */
-} ps_var;
-
-struct ps_store {
-	/* Protects the bucket chains (the heads and every next): write-held
-	 * only to link a new variable at a chain's head. */
-	pthread_rwlock_t lock;
-	ps_var          *buckets[STORE_BUCKETS]; /* fixed: never rehashed */
-};
 
 static uint64_t
 hash_name(const char *s)
@@ -69,7 +55,7 @@ hash_name(const char *s)
 }
 
 int
-pasci_store_create(ps_store **out)
+pasci_store_create_with(ps_store **out, pasci_budget *budget)
 {
 	ps_store *s = calloc(1, sizeof(*s));
 	*out        = s;
@@ -77,6 +63,34 @@ pasci_store_create(ps_store **out)
 		return PASCO_ENOMEM;
 	}
 	pthread_rwlock_init(&s->lock, NULL);
+	pasci_budget_init(&s->own, SIZE_MAX);
+	s->budget = budget != NULL ? budget : &s->own;
+	return PASCO_OK;
+}
+
+int
+pasci_store_create(ps_store **out)
+{
+	return pasci_store_create_with(out, NULL);
+}
+
+size_t
+pasci_store_cost(const char *name, size_t value_bytes)
+{
+	return value_bytes + sizeof(ps_var) + sizeof(pasco_tensor) +
+	       (name != NULL ? strlen(name) : 0) + 1;
+}
+
+int
+pasci_store_charge(ps_store *s, const char *name, size_t value_bytes,
+    char *err, size_t errlen)
+{
+	size_t cost = pasci_store_cost(name, value_bytes);
+	if (pasci_budget_charge(s->budget, cost) != 0) {
+		pasci_budget_explain(s->budget, cost, err, errlen,
+		    "create '%s' (%zu bytes)", name, value_bytes);
+		return PASCO_ENOMEM;
+	}
 	return PASCO_OK;
 }
 
@@ -116,8 +130,8 @@ find_locked(ps_store *s, const char *name)
 /* The variable named name, or NULL (err says so). The pointer outlives the
  * table lock released here: variables are never removed or moved while
  * the store lives (see the top of the file). */
-static ps_var *
-store_find(ps_store *s, const char *name, char *err, size_t errlen)
+ps_var *
+pasci_store_find(ps_store *s, const char *name, char *err, size_t errlen)
 {
 	ps_var *v;
 	pthread_rwlock_rdlock(&s->lock);
@@ -169,24 +183,33 @@ pasci_store_var_exists(ps_store *s, const char *name, pasco_dtype dtype,
 	                 : PASCO_OK;
 }
 
+/* Creates name from init (adopted or copied). charged: its cost is
+ * charged to the budget already (given back if no variable is made). */
 static int
 var_create(ps_store *s, const char *name, const pasco_tensor *init, bool adopt,
-    char *err, size_t errlen)
+    bool charged, char *err, size_t errlen)
 {
 	ps_var *v;
 	int     rv;
 
 	if (name == NULL || *name == 0) {
 		pasci_fmt(err, errlen, "a variable needs a non-empty name");
-		return PASCO_EINVAL;
+		rv = PASCO_EINVAL;
+		goto refused;
 	}
 	pthread_rwlock_wrlock(&s->lock);
 	if ((v = find_locked(s, name)) != NULL) {
 		rv = existing_check(
 		    v, init->dtype, init->rank, init->shape, err, errlen);
 		pthread_rwlock_unlock(&s->lock);
+		goto refused;
+	}
+	if (!charged && (rv = pasci_store_charge(
+	                     s, name, init->nbytes, err, errlen)) != 0) {
+		pthread_rwlock_unlock(&s->lock);
 		return rv;
 	}
+	charged = true;
 	if ((v = calloc(1, sizeof(*v))) == NULL ||
 	    (v->name = pasci_strdup(name)) == NULL ||
 	    (adopt ? (v->value = pasco_tensor_hold((pasco_tensor *) init)) ==
@@ -198,7 +221,8 @@ var_create(ps_store *s, const char *name, const pasco_tensor *init, bool adopt,
 		}
 		free(v);
 		pasci_fmt(err, errlen, "out of memory creating '%s'", name);
-		return PASCO_ENOMEM;
+		rv = PASCO_ENOMEM;
+		goto refused;
 	}
 	pthread_mutex_init(&v->mu, NULL);
 	/* Linked at the head: no existing variable moves (the invariant
@@ -207,20 +231,33 @@ var_create(ps_store *s, const char *name, const pasco_tensor *init, bool adopt,
 	s->buckets[hash_name(name) % STORE_BUCKETS] = v;
 	pthread_rwlock_unlock(&s->lock);
 	return PASCO_OK;
+refused:
+	if (charged) {
+		pasci_budget_release(
+		    s->budget, pasci_store_cost(name, init->nbytes));
+	}
+	return rv;
 }
 
 int
 pasci_store_var_create(ps_store *s, const char *name, const pasco_tensor *init,
     char *err, size_t errlen)
 {
-	return var_create(s, name, init, false, err, errlen);
+	return var_create(s, name, init, false, false, err, errlen);
 }
 
 int
 pasci_store_var_adopt(ps_store *s, const char *name, pasco_tensor *init,
     char *err, size_t errlen)
 {
-	return var_create(s, name, init, true, err, errlen);
+	return var_create(s, name, init, true, false, err, errlen);
+}
+
+int
+pasci_store_var_adopt_charged(ps_store *s, const char *name,
+    pasco_tensor *init, char *err, size_t errlen)
+{
+	return var_create(s, name, init, true, true, err, errlen);
 }
 
 int
@@ -228,7 +265,7 @@ pasci_store_var_with(ps_store *s, const char              *name,
     int (*fn)(void *arg, const pasco_tensor *value), void *arg, char *err,
     size_t errlen)
 {
-	ps_var *v = store_find(s, name, err, errlen);
+	ps_var *v = pasci_store_find(s, name, err, errlen);
 	int     rv;
 	if (v == NULL) {
 		return PASCO_ENOTFOUND;
@@ -276,8 +313,8 @@ update_name(ps_update op)
 
 /* The value's buffer made v's own before a write (the mutex held): see
  * the top of the file. PASCO_ENOMEM with err set (nothing written). */
-static int
-value_own(ps_var *v, char *err, size_t errlen)
+int
+pasci_store_value_own(ps_var *v, char *err, size_t errlen)
 {
 	if (pasci_tensor_unshare(v->value) != 0) {
 		pasci_fmt(err, errlen,
@@ -294,7 +331,7 @@ int
 pasci_store_var_update(ps_store *s, const char *name, ps_update op,
     const pasco_tensor *t, char *err, size_t errlen)
 {
-	ps_var *v = store_find(s, name, err, errlen);
+	ps_var *v = pasci_store_find(s, name, err, errlen);
 	char    have[64], got[64];
 	int     rv;
 
@@ -314,7 +351,7 @@ pasci_store_var_update(ps_store *s, const char *name, ps_update op,
 		return PASCO_EINVAL;
 	}
 	pthread_mutex_lock(&v->mu);
-	if ((rv = value_own(v, err, errlen)) == 0) {
+	if ((rv = pasci_store_value_own(v, err, errlen)) == 0) {
 		axpy(v->value, 1.0, t, op != PS_ASSIGN);
 	}
 	pthread_mutex_unlock(&v->mu);
@@ -322,8 +359,9 @@ pasci_store_var_update(ps_store *s, const char *name, ps_update op,
 }
 
 /* Checks ids: i64, 1-D, each in [0, rows). */
-static int
-check_ids(const ps_var *v, const pasco_tensor *ids, char *err, size_t errlen)
+int
+pasci_store_check_ids(
+    const ps_var *v, const pasco_tensor *ids, char *err, size_t errlen)
 {
 	int64_t rows = v->value->rank > 0 ? v->value->shape[0] : 0;
 	if (v->value->rank == 0 || ids->dtype != PASCO_I64 || ids->rank != 1) {
@@ -347,8 +385,8 @@ check_ids(const ps_var *v, const pasco_tensor *ids, char *err, size_t errlen)
 }
 
 /* Elements in one row of v's value. */
-static int64_t
-row_elems_of(const ps_var *v)
+int64_t
+pasci_store_row_elems(const ps_var *v)
 {
 	return v->value->shape[0] > 0 ? v->value->count / v->value->shape[0]
 	                              : 0;
@@ -356,11 +394,12 @@ row_elems_of(const ps_var *v)
 
 /* Checks that rows holds one row of v's dtype per id; what names the
  * operation in the message ("scatter_add to 'name': ..."). */
-static int
-check_rows(const ps_var *v, const pasco_tensor *ids, const pasco_tensor *rows,
-    const char *what, const char *name, char *err, size_t errlen)
+int
+pasci_store_check_rows(const ps_var *v, const pasco_tensor *ids,
+    const pasco_tensor *rows, const char *what, const char *name, char *err,
+    size_t errlen)
 {
-	int64_t need = ids->count * row_elems_of(v);
+	int64_t need = ids->count * pasci_store_row_elems(v);
 	if (rows->dtype != v->value->dtype || rows->count != need) {
 		pasci_fmt(err, errlen,
 		    "%s '%s': %lld ids need %lld %s elements, got %lld %s",
@@ -378,6 +417,17 @@ row_bytes(const pasco_tensor *t)
 	return t->shape[0] > 0 ? t->nbytes / (size_t) t->shape[0] : 0;
 }
 
+size_t
+pasci_store_var_row_bytes(ps_store *s, const char *name)
+{
+	ps_var *v;
+	pthread_rwlock_rdlock(&s->lock);
+	v = find_locked(s, name);
+	pthread_rwlock_unlock(&s->lock);
+	/* the spec never changes (the top of the file) */
+	return v != NULL && v->value->rank > 0 ? row_bytes(v->value) : 0;
+}
+
 /* Rows of a big table are cache misses: gather asks for the row
  * PREFETCH_ROWS ahead while it copies this one. */
 #define PREFETCH_ROWS 12
@@ -387,7 +437,7 @@ pasci_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
     int (*fn)(void *arg, const pasco_tensor *rows), void *arg, char *err,
     size_t errlen)
 {
-	ps_var       *v = store_find(s, name, err, errlen);
+	ps_var       *v = pasci_store_find(s, name, err, errlen);
 	pasco_tensor *out;
 	int64_t       shape[PASCO_MAX_RANK];
 	int           rv;
@@ -395,7 +445,7 @@ pasci_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
 	if (v == NULL) {
 		return PASCO_ENOTFOUND;
 	}
-	if ((rv = check_ids(v, ids, err, errlen)) != 0) {
+	if ((rv = pasci_store_check_ids(v, ids, err, errlen)) != 0) {
 		return rv;
 	}
 	memcpy(shape, v->value->shape, sizeof(shape));
@@ -406,7 +456,7 @@ pasci_store_var_gather(ps_store *s, const char *name, const pasco_tensor *ids,
 	}
 	pthread_mutex_lock(&v->mu);
 	const int64_t *id        = ids->data;
-	int64_t        row_elems = row_elems_of(v);
+	int64_t        row_elems = pasci_store_row_elems(v);
 	size_t         row       = row_bytes(v->value);
 	for (int64_t i = 0; i < ids->count; i++) {
 		if (i + PREFETCH_ROWS < ids->count) {
@@ -448,23 +498,23 @@ pasci_store_var_scatter_add(ps_store *s, const char *name,
     const pasco_tensor *ids, const pasco_tensor *rows, double scale, char *err,
     size_t errlen)
 {
-	ps_var *v = store_find(s, name, err, errlen);
+	ps_var *v = pasci_store_find(s, name, err, errlen);
 	int64_t row_elems;
 	int     rv;
 
 	if (v == NULL) {
 		return PASCO_ENOTFOUND;
 	}
-	if ((rv = check_ids(v, ids, err, errlen)) != 0) {
+	if ((rv = pasci_store_check_ids(v, ids, err, errlen)) != 0) {
 		return rv;
 	}
-	if ((rv = check_rows(
+	if ((rv = pasci_store_check_rows(
 	         v, ids, rows, "scatter_add to", name, err, errlen)) != 0) {
 		return rv;
 	}
-	row_elems = row_elems_of(v);
+	row_elems = pasci_store_row_elems(v);
 	pthread_mutex_lock(&v->mu);
-	if ((rv = value_own(v, err, errlen)) != 0) {
+	if ((rv = pasci_store_value_own(v, err, errlen)) != 0) {
 		pthread_mutex_unlock(&v->mu);
 		return rv;
 	}
@@ -478,219 +528,6 @@ pasci_store_var_scatter_add(ps_store *s, const char *name,
 	}
 	pthread_mutex_unlock(&v->mu);
 	return PASCO_OK;
-}
-
-/* Checks that the variable is float and opt valid. */
-static int
-check_apply(
-    const ps_var *v, const pasco_optimizer *opt, char *err, size_t errlen)
-{
-	if (v->value->dtype != PASCO_F32 && v->value->dtype != PASCO_F64) {
-		pasci_fmt(err, errlen,
-		    "'%s' is %s: optimizers need a float "
-		    "variable",
-		    v->name, pasco_dtype_name(v->value->dtype));
-		return PASCO_EINVAL;
-	}
-	return pasci_optimizer_check(opt, err, errlen);
-}
-
-/* Applies grad (or rows of ids, when ids is not NULL) with opt under the
- * variable's lock: slots prepared, Adam's t the global step when step > 0. */
-static int
-apply_locked(ps_var *v, const pasco_optimizer *opt, int64_t step,
-    const pasco_tensor *ids, const pasco_tensor *grad, char *err,
-    size_t errlen)
-{
-	int64_t row_elems = ids != NULL ? row_elems_of(v) : 0;
-	int     rv        = value_own(v, err, errlen);
-	if (rv != 0 || (rv = pasci_slots_prepare(
-	                    &v->slots, opt, v->value, err, errlen)) != 0) {
-		return rv;
-	}
-	if (step > 0) {
-		v->slots.step = step;
-	}
-	if (ids == NULL) {
-		pasci_optimizer_apply(
-		    opt, &v->slots, v->value, 0, grad, 0, grad->count);
-		return PASCO_OK;
-	}
-	pasci_optimizer_apply_rows(
-	    opt, &v->slots, v->value, ids->data, ids->count, row_elems, grad);
-	return PASCO_OK;
-}
-
-/* Applies the average of v's BSP round and empties it. */
-static int
-apply_round(ps_var *v, char *err, size_t errlen)
-{
-	ps_accum     *a   = &v->accum;
-	pasco_tensor *ids = NULL, *avg = NULL;
-	int           rv = a->sum != NULL ? pasci_accum_average_dense(a, &avg)
-	                                  : pasci_accum_average_sparse(
-	                                        a, row_elems_of(v), &ids, &avg);
-	if (rv == 0) {
-		rv = apply_locked(v, &a->opt, a->step, ids, avg, err, errlen);
-	}
-	pasco_tensor_release(ids);
-	pasco_tensor_release(avg);
-	pasci_accum_reset(a);
-	return rv;
-}
-
-/* An apply, or under BSP a gradient added to the round, whose average is
- * applied when it has sync->replicas. */
-static int
-apply_or_accumulate(ps_var *v, const pasco_optimizer *opt, int64_t step,
-    const pasci_wire_sync *sync, const pasco_tensor *ids,
-    const pasco_tensor *grad, char *err, size_t errlen)
-{
-	int rv;
-	if (sync != NULL && (rv = pasci_sync_check(sync, err, errlen)) != 0) {
-		return rv;
-	}
-	pthread_mutex_lock(&v->mu);
-	if (sync == NULL || sync->mode != PASCO_BSP) {
-		rv = apply_locked(v, opt, step, ids, grad, err, errlen);
-	} else {
-		rv = ids == NULL ? pasci_accum_add_dense(
-		                       &v->accum, opt, step, grad, err, errlen)
-		                 : pasci_accum_add_sparse(&v->accum, opt, step,
-		                       ids, grad, err, errlen);
-		if (rv == 0 && v->accum.count >= sync->replicas) {
-			rv = apply_round(v, err, errlen);
-		}
-	}
-	pthread_mutex_unlock(&v->mu);
-	return rv;
-}
-
-int
-pasci_store_var_apply(ps_store *s, const char *name,
-    const pasco_optimizer *opt, const pasco_tensor *grad, char *err,
-    size_t errlen)
-{
-	return pasci_store_var_apply_at(
-	    s, name, opt, grad, 0, NULL, err, errlen);
-}
-
-int
-pasci_store_var_apply_at(ps_store *s, const char *name,
-    const pasco_optimizer *opt, const pasco_tensor *grad, int64_t step,
-    const pasci_wire_sync *sync, char *err, size_t errlen)
-{
-	ps_var *v = store_find(s, name, err, errlen);
-	char    have[64], got[64];
-	int     rv;
-
-	if (v == NULL) {
-		return PASCO_ENOTFOUND;
-	}
-	if (!pasco_tensor_same_spec(v->value, grad)) {
-		pasci_fmt(err, errlen,
-		    "gradient for '%s' (%s) is %s: dtype and "
-		    "shape must match",
-		    name,
-		    pasco_tensor_spec_string(v->value->dtype, v->value->rank,
-		        v->value->shape, have, sizeof(have)),
-		    pasco_tensor_spec_string(grad->dtype, grad->rank,
-		        grad->shape, got, sizeof(got)));
-		return PASCO_EINVAL;
-	}
-	if ((rv = check_apply(v, opt, err, errlen)) != 0) {
-		return rv;
-	}
-	return apply_or_accumulate(
-	    v, opt, step, sync, NULL, grad, err, errlen);
-}
-
-int
-pasci_store_var_apply_sparse(ps_store *s, const char *name,
-    const pasco_optimizer *opt, const pasco_tensor *ids,
-    const pasco_tensor *rows, char *err, size_t errlen)
-{
-	return pasci_store_var_apply_sparse_at(
-	    s, name, opt, ids, rows, 0, NULL, err, errlen);
-}
-
-int
-pasci_store_var_apply_sparse_at(ps_store *s, const char *name,
-    const pasco_optimizer *opt, const pasco_tensor *ids,
-    const pasco_tensor *rows, int64_t step, const pasci_wire_sync *sync,
-    char *err, size_t errlen)
-{
-	ps_var *v = store_find(s, name, err, errlen);
-	int     rv;
-
-	if (v == NULL) {
-		return PASCO_ENOTFOUND;
-	}
-	if ((rv = check_ids(v, ids, err, errlen)) != 0 ||
-	    (rv = check_apply(v, opt, err, errlen)) != 0) {
-		return rv;
-	}
-	if ((rv = check_rows(v, ids, rows, "sparse gradient for", name, err,
-	         errlen)) != 0) {
-		return rv;
-	}
-	return apply_or_accumulate(v, opt, step, sync, ids, rows, err, errlen);
-}
-
-int
-pasci_store_var_fetch_add(ps_store *s, const char *name, int64_t delta,
-    const pasci_wire_sync *sync, int64_t *out, bool *dropped, char *err,
-    size_t errlen)
-{
-	ps_var *v = store_find(s, name, err, errlen);
-	char    have[64];
-	int     rv;
-	if (v == NULL) {
-		return PASCO_ENOTFOUND;
-	}
-	if (v->value->rank != 0 ||
-	    (v->value->dtype != PASCO_I64 && v->value->dtype != PASCO_I32)) {
-		pasci_fmt(err, errlen,
-		    "fetch_add on '%s' (%s): a counter is an i64 or i32 "
-		    "scalar",
-		    name,
-		    pasco_tensor_spec_string(v->value->dtype, v->value->rank,
-		        v->value->shape, have, sizeof(have)));
-		return PASCO_EINVAL;
-	}
-	pthread_mutex_lock(&v->mu);
-	rv = value_own(v, err, errlen);
-	rv = rv != 0 ? rv
-	             : pasci_counter_step(v->value, &v->accum, delta, sync,
-	                   out, dropped, err, errlen);
-	pthread_mutex_unlock(&v->mu);
-	return rv;
-}
-
-int
-pasci_store_sync_flush(
-    ps_store *s, int64_t *napplied, char *err, size_t errlen)
-{
-	int rv    = PASCO_OK;
-	*napplied = 0;
-	pthread_rwlock_rdlock(&s->lock);
-	for (int i = 0; i < STORE_BUCKETS; i++) {
-		for (ps_var *v = s->buckets[i]; v != NULL; v = v->next) {
-			int one = PASCO_OK;
-			pthread_mutex_lock(&v->mu);
-			if (v->accum.count > 0) {
-				one = apply_round(v, err, errlen);
-				*napplied += one == 0;
-			} else if ((one = value_own(v, err, errlen)) == 0 &&
-			           pasci_counter_flush(v->value, &v->accum)) {
-				(*napplied)++;
-			}
-			pthread_mutex_unlock(&v->mu);
-			rv = rv != 0 ? rv : one;
-		}
-	}
-	pthread_rwlock_unlock(&s->lock);
-	return rv;
 }
 
 int
@@ -708,54 +545,4 @@ pasci_store_var_each(ps_store *s, pasci_store_visit_fn fn, void *arg)
 	}
 	pthread_rwlock_unlock(&s->lock);
 	return rv;
-}
-
-int
-pasci_store_set_slots(ps_store *s, const char *name, pasco_optimizer_kind kind,
-    int64_t step, pasco_tensor *const *slots, size_t n, char *err,
-    size_t errlen)
-{
-	ps_var               *v     = store_find(s, name, err, errlen);
-	ps_slots              fresh = {0};
-	const pasci_opt_desc *d     = pasci_opt_desc_of((int) kind);
-	if (v == NULL) {
-		return PASCO_ENOTFOUND;
-	}
-	if (d == NULL || n != (size_t) d->nslots) {
-		if (d == NULL) {
-			pasci_fmt(err, errlen,
-			    "'%s': slots of unknown optimizer kind %d", name,
-			    (int) kind);
-		} else {
-			char list[256];
-			pasci_opt_slot_list(d, list, sizeof(list));
-			pasci_fmt(err, errlen,
-			    "'%s': %s has %d slots (%s), %zu were sent", name,
-			    d->title, d->nslots, list, n);
-		}
-		return PASCO_EINVAL;
-	}
-	for (size_t k = 0; k < n; k++) {
-		if (!pasco_tensor_same_spec(slots[k], v->value)) {
-			pasci_fmt(err, errlen,
-			    "'%s': slot %zu does not match the "
-			    "variable's dtype and shape",
-			    name, k);
-			return PASCO_EINVAL;
-		}
-	}
-	fresh.kind   = kind;
-	fresh.nslots = (int) n;
-	fresh.step   = step;
-	for (size_t k = 0; k < n; k++) {
-		if (pasco_tensor_copy(&fresh.slot[k], slots[k]) != 0) {
-			pasci_slots_fini(&fresh);
-			return PASCO_ENOMEM;
-		}
-	}
-	pthread_mutex_lock(&v->mu);
-	pasci_slots_fini(&v->slots);
-	v->slots = fresh;
-	pthread_mutex_unlock(&v->mu);
-	return PASCO_OK;
 }

@@ -5,7 +5,9 @@
  *
  * Variables are never removed: a name, once created, keeps its dtype and
  * shape until pasci_store_destroy, which the caller runs only after every
- * other call has returned. Every function here but pasci_store_create and
+ * other call has returned. A create, or an apply that makes slots, past
+ * the ps's memory budget (budget.h) is refused, PASCO_ENOMEM, err naming
+ * the variable and the budget. Every function here but pasci_store_create and
  * pasci_store_destroy is thread-safe.
  */
 #ifndef PASCO_PS_STORE_H
@@ -14,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "budget.h"
 #include "optimizer_apply.h"
 #include "pasco/optimizer.h"
 #include "pasco/tensor.h"
@@ -26,8 +29,21 @@ typedef enum ps_update {
 	PS_ASSIGN_ADD,
 } ps_update;
 
+/* A store whose variables and slots are charged to budget (the ps's,
+ * which must outlive it); pasci_store_create's has no limit. */
+int  pasci_store_create_with(ps_store **out, pasci_budget *budget);
 int  pasci_store_create(ps_store **out);
 void pasci_store_destroy(ps_store *s);
+
+/* The bytes a variable named name with a value of value_bytes is charged:
+ * the value and its bookkeeping. */
+size_t pasci_store_cost(const char *name, size_t value_bytes);
+
+/* Charges that cost before the value is allocated (a create computed on
+ * the ps): PASCO_ENOMEM, err naming the budget, when it does not fit.
+ * Hand the charge on with pasci_store_var_adopt_charged. */
+int pasci_store_charge(ps_store *s, const char *name, size_t value_bytes,
+    char *err, size_t errlen);
 
 /* Creates name with a copy of init; an existing name with the same spec is
  * left alone (PASCO_OK); another spec is PASCO_EEXIST. err gets detail. */
@@ -39,12 +55,22 @@ int pasci_store_var_create(ps_store *s, const char *name,
 int pasci_store_var_adopt(ps_store *s, const char *name, pasco_tensor *init,
     char *err, size_t errlen);
 
+/* pasci_store_var_adopt for a value whose cost pasci_store_charge has
+ * charged: the variable holds it, or it is given back when none is made
+ * (the name exists, or out of memory). */
+int pasci_store_var_adopt_charged(ps_store *s, const char *name,
+    pasco_tensor *init, char *err, size_t errlen);
+
 /* Whether name exists (*exists), before a create spends memory on it:
  * PASCO_OK when it does not, or does with this spec (a create would change
  * nothing); PASCO_EEXIST (err names both specs) when it has another. */
 int pasci_store_var_exists(ps_store *s, const char *name, pasco_dtype dtype,
     int32_t rank, const int64_t *shape, bool *exists, char *err,
     size_t errlen);
+
+/* The bytes of one row (along the first axis) of name; 0 for a scalar or
+ * a name the store does not hold. */
+size_t pasci_store_var_row_bytes(ps_store *s, const char *name);
 
 /* Calls fn(arg, value) with the variable's lock held (for encoding a
  * read without an extra copy). PASCO_ENOTFOUND. */

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -164,6 +165,34 @@ test_read_scalar(pasco_variable *v)
 	x = pasco_tensor_get(t, 0);
 	pasco_tensor_release(t);
 	return x;
+}
+
+/* This process's peak resident size (KB) since test_peak_kb_reset. */
+static inline long
+test_peak_kb(void)
+{
+	char  line[256];
+	long  kb = -1;
+	FILE *f  = fopen("/proc/self/status", "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "VmHWM:", 6) == 0) {
+			kb = atol(line + 6);
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+/* Resets the peak resident size to the size now, which it returns. */
+static inline long
+test_peak_kb_reset(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	cr_assert_not_null(f);
+	fputs("5", f); /* 5: reset the peak resident size */
+	fclose(f);
+	return test_peak_kb();
 }
 
 /* Sends what this process writes to stderr (its log lines) to a temporary

@@ -2,7 +2,8 @@
  * Dynamic embedding tables against real ps processes (issue 22): rows made
  * on first touch and the same key always on the same ps, unseen keys in
  * evaluation, the admission count, eviction by age and by cap with exact
- * counts, sparse updates, and bad requests refused with messages.
+ * counts, sparse updates, key -1 as padding, and bad requests refused
+ * with messages.
  */
 #include "helpers.h"
 
@@ -181,7 +182,8 @@ Test(dynamic, rows_are_made_on_first_touch_and_a_key_stays_on_its_ps)
 	cr_assert_eq(rows->shape[1], 8);
 	for (int i = 0; i < N; i++) { /* Keras's default: U(-0.05, 0.05) */
 		pasco_initializer u = pasco_init_uniform(-0.05, 0.05, 0);
-		pasci_initializer_fill_key(&u, (uint64_t) keys[i], want, 8);
+		pasci_initializer_fill_key(&u, pasci_dyn_name_seed("users"),
+		    (uint64_t) keys[i], want, 8);
 		cr_assert_arr_eq(
 		    (float *) rows->data + i * 8, want, sizeof(want));
 	}
@@ -283,6 +285,30 @@ Test(dynamic, a_key_is_admitted_at_its_count_and_rows_go_by_age_and_cap)
 	pasco_variable_free(va);
 	pasco_variable_free(vg);
 	pasco_variable_free(vc);
+	stop();
+}
+
+/* pasco_variable_gather agrees with the tape: key -1 is padding, a row of
+ * zeros, and never gets a row of its own on any ps. */
+Test(dynamic, key_minus_one_is_padding_in_a_gather_as_on_the_tape)
+{
+	pasco_dynamic_options o    = {.dim = 4};
+	int64_t               k[3] = {-1, 5, -1};
+	float                 want[4], zeros[4] = {0};
+	pasco_initializer     u = pasco_init_uniform(-0.05, 0.05, 0);
+	start(2);
+	pasco_variable *v    = table("pad", &o);
+	pasco_tensor   *rows = lookup(v, 3, k);
+	pasci_initializer_fill_key(&u, pasci_dyn_name_seed("pad"), 5, want, 4);
+	cr_assert_arr_eq((float *) rows->data, zeros, sizeof(zeros));
+	cr_assert_arr_eq((float *) rows->data + 4, want, sizeof(want));
+	cr_assert_arr_eq((float *) rows->data + 8, zeros, sizeof(zeros));
+	cr_assert_eq(stats(v).rows, 1);
+	cr_assert_eq(stats(v).created, 1);
+	update(v, 3, k, 1.0f);
+	cr_assert_eq(stats(v).rows, 1);
+	pasco_tensor_release(rows);
+	pasco_variable_free(v);
 	stop();
 }
 

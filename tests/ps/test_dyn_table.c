@@ -87,14 +87,15 @@ Test(dyn_table, rows_are_made_on_first_touch_from_the_key_alone)
 	pasci_dyn_config c = config();
 	pasci_dyn_set   *set;
 	pasci_dyn_table *t = table(&set, &c);
-	/* any 64 bits: a key past 2^63 is a negative i64 */
-	int64_t keys[3] = {5, (int64_t) 0x8000000000000001ULL, -1};
+	/* any 64 bits but -1 (padding): a key past 2^63 is a negative i64 */
+	int64_t keys[3] = {5, (int64_t) 0x8000000000000001ULL, -2};
 	float   rows[3 * DIM], again[3 * DIM], want[DIM];
 
 	lookup(t, true, 3, keys, rows);
 	for (int k = 0; k < 3; k++) {
-		cr_assert_eq(pasci_initializer_fill_key(
-		                 &c.init, (uint64_t) keys[k], want, DIM),
+		cr_assert_eq(pasci_initializer_fill_key(&c.init,
+		                 pasci_dyn_name_seed("emb"),
+		                 (uint64_t) keys[k], want, DIM),
 		    0);
 		cr_assert_arr_eq(rows + k * DIM, want, sizeof(want));
 		for (int j = 0; j < DIM; j++) {
@@ -118,7 +119,8 @@ Test(dyn_table, unseen_keys_in_evaluation_read_the_default_without_insert)
 	float            row[DIM], want[DIM], zeros[DIM] = {0};
 
 	lookup(t, false, 1, &key, row);
-	pasci_initializer_fill_key(&c.init, 99, want, DIM);
+	pasci_initializer_fill_key(
+	    &c.init, pasci_dyn_name_seed("emb"), 99, want, DIM);
 	cr_assert_arr_eq(row, want, sizeof(row));
 	cr_assert_eq(stats(t).rows, 0);
 	cr_assert_eq(stats(t).created, 0);
@@ -481,4 +483,86 @@ Test(dyn_table, its_state_restores_it_bit_for_bit)
 	pasci_dyn_set_destroy(set);
 	pasci_dyn_set_destroy(set2);
 	pasci_dyn_set_destroy(set3);
+}
+
+/* Key -1 is padding, as on the tape (model/tape_vars.c skips it): a
+ * lookup reads zeros and makes, counts and touches nothing, in training
+ * or not, and an update of it changes nothing. */
+Test(dyn_table, key_minus_one_is_padding_and_never_gets_a_row)
+{
+	pasci_dyn_config c = config();
+	pasci_dyn_set   *set;
+	pasci_dyn_table *t       = table(&set, &c);
+	pasco_optimizer  sgd     = pasco_sgd(1, 0, false);
+	int64_t          keys[2] = {-1, 7};
+	float            rows[2 * DIM], zeros[DIM] = {0};
+	lookup(t, true, 2, keys, rows);
+	cr_assert_arr_eq(rows, zeros, sizeof(zeros));
+	cr_assert_eq(stats(t).rows, 1);
+	cr_assert_eq(stats(t).created, 1);
+	cr_assert_eq(stats(t).refused, 0);
+	apply(t, &sgd, 2, keys, 1.0f, 1);
+	lookup(t, false, 2, keys, rows);
+	cr_assert_arr_eq(rows, zeros, sizeof(zeros));
+	cr_assert(!has_row(t, -1));
+	pasci_dyn_set_destroy(set);
+}
+
+/* The table's name is in its rows' seed: two tables with the same
+ * initializer start a key from different rows, each its own name's. */
+Test(dyn_table, tables_with_one_initializer_start_a_key_from_their_own_rows)
+{
+	pasci_dyn_config c = config();
+	pasci_dyn_set   *set;
+	int64_t          key = 5;
+	float            a[DIM], b[DIM], want[DIM];
+	char             err[256] = "";
+	cr_assert_eq(pasci_dyn_set_create(&set), 0);
+	cr_assert_eq(pasci_dyn_add(set, "users", &c, err, sizeof(err)), 0);
+	cr_assert_eq(pasci_dyn_add(set, "items", &c, err, sizeof(err)), 0);
+	lookup(pasci_dyn_find(set, "users"), true, 1, &key, a);
+	lookup(pasci_dyn_find(set, "items"), true, 1, &key, b);
+	cr_assert_arr_neq(a, b, sizeof(a));
+	pasci_initializer_fill_key(
+	    &c.init, pasci_dyn_name_seed("users"), 5, want, DIM);
+	cr_assert_arr_eq(a, want, sizeof(a));
+	pasci_initializer_fill_key(
+	    &c.init, pasci_dyn_name_seed("items"), 5, want, DIM);
+	cr_assert_arr_eq(b, want, sizeof(b));
+	pasci_dyn_set_destroy(set);
+}
+
+/* Imports cannot pass the bound on keys pending admission that lookups
+ * keep (4M; 1,000 here): two imports of 800 pending keys each leave at
+ * most 1,000, the rest counting again from their next lookup. */
+Test(dyn_table, imports_keep_the_bound_on_pending_keys)
+{
+	pasci_dyn_config c = config();
+	pasci_dyn_set   *set;
+	pasci_dyn_table *t;
+	pasci_dyn_state  s = {0};
+	int64_t          n = 800, zero = 0, two[2] = {0, DIM};
+	char             err[256] = "";
+	pasci_dyn_pending_max     = 1000;
+	c.min_count               = 5;
+	t                         = table(&set, &c);
+	cr_assert_eq(pasco_tensor_alloc(&s.keys, PASCO_I64, 1, &zero), 0);
+	cr_assert_eq(pasco_tensor_alloc(&s.values, PASCO_F32, 2, two), 0);
+	cr_assert_eq(pasco_tensor_alloc(&s.last_step, PASCO_I64, 1, &zero), 0);
+	cr_assert_eq(pasco_tensor_alloc(&s.pending_keys, PASCO_I64, 1, &n), 0);
+	cr_assert_eq(
+	    pasco_tensor_alloc(&s.pending_counts, PASCO_I64, 1, &n), 0);
+	for (int round = 0; round < 2; round++) {
+		for (int64_t i = 0; i < n; i++) {
+			((int64_t *) s.pending_keys->data)[i] = round * n + i;
+			((int64_t *) s.pending_counts->data)[i] = 1;
+		}
+		cr_assert_eq(pasci_dyn_import(
+		                 t, &s, NULL, NULL, false, err, sizeof(err)),
+		    0, "%s", err);
+	}
+	cr_assert_eq(stats(t).pending, 1000, "%lld keys pending",
+	    (long long) stats(t).pending);
+	pasci_dyn_state_fini(&s);
+	pasci_dyn_set_destroy(set);
 }

@@ -163,32 +163,6 @@ create_init(const char *name, int64_t rows, int64_t cols, char *err)
 	return rv;
 }
 
-/* This process's peak resident size (KB) since peak_reset. */
-static long
-peak_kb(void)
-{
-	char  line[256];
-	long  kb = -1;
-	FILE *f  = fopen("/proc/self/status", "r");
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, "VmHWM:", 6) == 0) {
-			kb = atol(line + 6);
-		}
-	}
-	fclose(f);
-	return kb;
-}
-
-static void
-peak_reset(void)
-{
-	FILE *f = fopen("/proc/self/clear_refs", "w");
-	cr_assert_not_null(f);
-	fputs("5", f); /* 5: reset the peak resident size */
-	fclose(f);
-}
-
 static void
 start_small_limit(void)
 {
@@ -205,8 +179,7 @@ Test(ps_server, a_variable_over_the_limit_is_refused_before_it_is_filled,
 {
 	char err[256];
 	long before;
-	peak_reset();
-	before = peak_kb();
+	before = test_peak_kb_reset();
 	/* 256 MB of ones, asked for in one small message */
 	PASCO_FAIL(create_init("huge", 65536, 1024, err), PASCO_EINVAL);
 	cr_assert(strstr(err, "'huge'") != NULL &&
@@ -214,8 +187,8 @@ Test(ps_server, a_variable_over_the_limit_is_refused_before_it_is_filled,
 	              strstr(err, "16 MB") != NULL &&
 	              strstr(err, "PASCO_MAX_VARIABLE_MB") != NULL,
 	    "%s", err);
-	cr_assert_lt(peak_kb(), before + 32 * 1024, "refusing it took %ld KB",
-	    peak_kb() - before);
+	cr_assert_lt(test_peak_kb(), before + 32 * 1024,
+	    "refusing it took %ld KB", test_peak_kb() - before);
 	/* 8 MB is under the limit */
 	PASCO_PASS(create_init("fits", 2048, 1024, err));
 	PASCO_FAIL(
@@ -234,15 +207,14 @@ Test(ps_server, a_create_under_an_existing_name_allocates_nothing,
 	double        v = 0;
 	long          before;
 	PASCO_PASS(call(PASCI_METHOD_VAR_CREATE, "w", &t, 1, NULL, NULL, err));
-	peak_reset();
-	before = peak_kb();
+	before = test_peak_kb_reset();
 	/* 512 MB, under the default limit of 1024 MB */
 	PASCO_FAIL(create_init("w", 131072, 1024, err), PASCO_EEXIST);
 	cr_assert(strstr(err, "'w' already exists as f64[]") != NULL &&
 	              strstr(err, "f32[131072,1024]") != NULL,
 	    "%s", err);
-	cr_assert_lt(peak_kb(), before + 32 * 1024, "refusing it took %ld KB",
-	    peak_kb() - before);
+	cr_assert_lt(test_peak_kb(), before + 32 * 1024,
+	    "refusing it took %ld KB", test_peak_kb() - before);
 	PASCO_PASS(call(PASCI_METHOD_VAR_READ, "w", NULL, 0, NULL, &v, err));
 	cr_assert_eq(v, 2);
 	/* ones + ones = 2; the same create again leaves it at 2 */
