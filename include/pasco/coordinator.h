@@ -202,7 +202,11 @@ int pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
  * are made and dropped with each row; the global step drives Adam and
  * the table's clock); pasco_variable_set_find_only(v, true) makes lookups
  * insert nothing (evaluation, prediction). Reading, assigning or applying
- * the whole table is refused: it has no whole value. */
+ * the whole table is refused: it has no whole value. Key -1 is padding (as
+ * on the tape): it reads zeros and never gets a row. A ps makes no row
+ * past its memory budget (PASCO_MAX_PS_MB) or its limit per variable
+ * (PASCO_MAX_VARIABLE_MB, for the table's rows on it): such a key reads
+ * the default and counts as refused, and the ps logs why. */
 
 /* Creates the dynamic table name on every ps (shape [0, dim], f32).
  * Creating it again with the same options returns a handle to it; with

@@ -44,7 +44,12 @@
  * PASCO_CHECKPOINT_DIR) is where a ps may write checkpoints.
  * PASCO_MAX_VARIABLE_MB (1024) bounds one variable (one shard) on a ps:
  * a create of a bigger one is refused with PASCO_EINVAL, naming the limit,
- * before anything is allocated (partition the variable, or raise it). These
+ * before anything is allocated (partition the variable, or raise it), and
+ * a dynamic table's rows on a ps. PASCO_MAX_PS_MB (by default 3/4 of the
+ * machine's or its cgroup's memory) bounds everything a ps holds
+ * (variables, optimizer slots, dynamic tables): a create past it is
+ * refused with PASCO_ENOMEM, naming it, and new rows of a dynamic table
+ * are refused (README "Embeddings of any size"). These
  * options are taken out of argv before the chief function sees it.
  * `pasco launch` starts every
  * role of a local cluster this way. Unless OPENBLAS_NUM_THREADS or

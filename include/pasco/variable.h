@@ -28,9 +28,11 @@ typedef struct pasco_variable pasco_variable;
  * coordinator.h, and an Embedding layer's dynamic_options in layers.h). */
 typedef struct pasco_dynamic_options {
 	int64_t dim; /* row length, >= 1 */
-	/* A new row's values, computed from its key alone (the same key
-	 * starts from the same row on any ps). Kind 0: uniform(-0.05, 0.05),
-	 * Keras's Embedding default. Glorot is refused (no row count). */
+	/* A new row's values, computed from its key and the table's name
+	 * alone (the same key starts from the same row on any ps; two tables
+	 * with one initializer start it from different rows). Kind 0:
+	 * uniform(-0.05, 0.05), Keras's Embedding default. Glorot is refused
+	 * (no row count). */
 	pasco_initializer initializer;
 	/* Admission: training lookups of a key before it gets a row of its
 	 * own (0 or 1: at the first); until then it reads the default. */
@@ -88,7 +90,8 @@ int pasco_variable_apply_sgd(
 /* Rows of v by id: ids (i32 or i64, any shape) must be in [0, rows); the
  * result has shape ids.shape + v.shape[1:], owned by the caller. Ids are
  * routed to shards with the div formula and the shards are asked in
- * parallel. Blocks. */
+ * parallel. A dynamic table takes any i64 key; -1 is padding there (a
+ * row of zeros, as on the tape). Blocks. */
 int pasco_variable_gather(
     pasco_variable *v, const pasco_tensor *ids, pasco_tensor **out);
 
