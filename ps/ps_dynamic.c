@@ -19,11 +19,15 @@ refuse(int rv, const char *fmt, const char *name)
 }
 
 /* keys: a 1-D i64 tensor (any 64 bits), whose rows (dim f32 each) would
- * take at most max_bytes; else a reply saying what is wrong. */
+ * take at most max_bytes, and fit in one message (a reply the client
+ * would refuse is not computed); else a reply saying what is wrong. */
 static nng_msg *
 check_keys(const pasci_wire_msg *req, size_t k, int64_t dim, size_t max_bytes)
 {
 	const pasco_tensor *keys = k < req->ntensors ? req->tensors[k] : NULL;
+	/* a reply's header and framing take a little of the message */
+	size_t msg = pasci_max_message_bytes() - ((size_t) 4 << 10);
+	max_bytes  = msg < max_bytes ? msg : max_bytes;
 	if (keys == NULL || keys->dtype != PASCO_I64 || keys->rank != 1) {
 		return pasci_wire_status_reply(PASCO_EINVAL,
 		    "'%s' is a dynamic table: its keys must be a 1-D i64 "
@@ -35,12 +39,12 @@ check_keys(const pasci_wire_msg *req, size_t k, int64_t dim, size_t max_bytes)
 	if ((uint64_t) keys->count >
 	    max_bytes / sizeof(float) / (uint64_t) dim) {
 		return pasci_wire_status_reply(PASCO_EINVAL,
-		    "'%s': %lld keys of %lld floats would take more than this "
-		    "ps's limit of %zu MB per request "
-		    "(PASCO_MAX_VARIABLE_MB); "
+		    "'%s': %lld keys of %lld floats would take more than the "
+		    "%zu bytes one request may take on this ps (the smaller "
+		    "of PASCO_MAX_VARIABLE_MB and PASCO_MAX_MESSAGE_MB); "
 		    "send fewer keys at once",
 		    req->hdr->name, (long long) keys->count, (long long) dim,
-		    max_bytes >> 20);
+		    max_bytes);
 	}
 	return NULL;
 }

@@ -371,6 +371,29 @@ Test(ps_budget, a_multi_request_is_refused_part_by_part_before_they_run)
 	stop();
 }
 
+/* A lookup whose rows would not fit in one message (1 MB here) is
+ * refused before it makes them: the client would refuse the reply (a ps
+ * made 1 GB of rows and replies its clients could not take). */
+Test(ps_budget, a_lookup_whose_reply_passes_the_message_limit_makes_nothing)
+{
+	pasci_wire_builder b;
+	pasco_tensor      *keys = keys_from(0, 300); /* 1.2 MB of rows */
+	char               err[512];
+	setenv("PASCO_MAX_MESSAGE_MB", "1", 1);
+	start_with(NULL, NULL);
+	cr_assert_eq(create_table("emb", 1024, 0, err), 0, "%s", err);
+	pasci_wire_builder_init(&b, PASCI_METHOD_VAR_GATHER);
+	b.hdr.name = "emb";
+	pasci_wire_add_tensor(&b, keys, NULL);
+	PASCO_FAIL(ps_send(&b, NULL, err), PASCO_EINVAL);
+	cr_assert(strstr(err, "send fewer keys") != NULL &&
+	              strstr(err, "PASCO_MAX_MESSAGE_MB") != NULL,
+	    "%s", err);
+	cr_assert_eq(stat_of("emb", CREATED), 0);
+	pasco_tensor_release(keys);
+	stop();
+}
+
 /* A DYN_IMPORT of rows for keys (1 + 1 / 4 each, value at row 0 the
  * first value), with slots of optimizer kind (0: none). */
 static int
