@@ -155,8 +155,7 @@ finite_check(const pasci_dyn_state *s, const pasci_opt_desc *d, char *err,
 		    !isfinite(s->slot_init[k])) {
 			pasci_fmt(err, errlen,
 			    "its %s slot %s holds a value that is not a "
-			    "finite "
-			    "number",
+			    "finite number",
 			    d->title, d->slots[k]);
 			return PASCO_EINVAL;
 		}

@@ -336,8 +336,7 @@ pasci_dyn_row_make(
 	if (t->st.rows >= t->row_limit) {
 		pasci_fmt(err, errlen,
 		    "%lld rows of %lld floats are this ps's limit per "
-		    "variable "
-		    "(PASCO_MAX_VARIABLE_MB)",
+		    "variable (PASCO_MAX_VARIABLE_MB)",
 		    (long long) t->st.rows, (long long) t->c.dim);
 		return PASCO_ENOMEM;
 	}
