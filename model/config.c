@@ -4,6 +4,7 @@
  * initializers with their seeds, inbound layers). The compile config is
  * written and read by model/compile.c. Stateless: any thread.
  */
+#include "layer_desc.h"
 #include "layers_impl.h"
 #include "model_impl.h"
 #include "names.h"
@@ -17,13 +18,6 @@
 
 #define SEED_EXACT 9007199254740992.0 /* 2^53 */
 
-static const char *const layer_classes[] = {[PASCO_LAYER_DENSE] = "Dense",
-    [PASCO_LAYER_EMBEDDING]                                     = "Embedding",
-    [PASCO_LAYER_DROPOUT]                                       = "Dropout",
-    [PASCO_LAYER_ACTIVATION]                                    = "Activation",
-    [PASCO_LAYER_CONCATENATE]   = "Concatenate",
-    [PASCO_LAYER_NORMALIZATION] = "Normalization"};
-
 static const char *const init_classes[] = {[PASCO_INIT_ZEROS] = "Zeros",
     [PASCO_INIT_ONES]                                         = "Ones",
     [PASCO_INIT_CONSTANT]                                     = "Constant",
@@ -32,24 +26,7 @@ static const char *const init_classes[] = {[PASCO_INIT_ZEROS] = "Zeros",
     [PASCO_INIT_TRUNCATED_NORMAL] = "TruncatedNormal",
     [PASCO_INIT_GLOROT_UNIFORM]   = "GlorotUniform"};
 
-static const char *const part_classes[] = {
-    [PASCO_PARTITION_FIXED]    = "FixedShardsPartitioner",
-    [PASCO_PARTITION_MIN_SIZE] = "MinSizePartitioner",
-    [PASCO_PARTITION_MAX_SIZE] = "MaxSizePartitioner",
-    [PASCO_PARTITION_CUSTOM]   = "CustomPartitioner"};
-
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-static int
-class_index(const char *const *names, size_t n, const char *name)
-{
-	for (size_t i = 1; name != NULL && i < n; i++) {
-		if (names[i] != NULL && strcmp(names[i], name) == 0) {
-			return (int) i;
-		}
-	}
-	return 0;
-}
 
 /* Writing. cJSON's adders return NULL without memory: checked once, at
  * the end, by printing (a partial tree prints, so every adder result is
@@ -77,8 +54,9 @@ pasci_json_class(cJSON *parent, const char *key, const char *cls)
 	return cJSON_AddObjectToObject(o, "config");
 }
 
-static bool
-write_init(cJSON *parent, const char *key, const pasco_initializer *in)
+bool
+pasci_json_write_init(
+    cJSON *parent, const char *key, const pasco_initializer *in)
 {
 	const char *cls = (unsigned) in->kind < COUNT(init_classes)
 	                      ? init_classes[in->kind]
@@ -108,104 +86,12 @@ write_init(cJSON *parent, const char *key, const pasco_initializer *in)
 }
 
 static bool
-write_partitioner(cJSON *o, const pasco_partitioner *p)
-{
-	cJSON *c;
-	if (p == NULL || p->kind == 0) {
-		return cJSON_AddNullToObject(o, "partitioner") != NULL;
-	}
-	if ((unsigned) p->kind >= COUNT(part_classes) ||
-	    (c = pasci_json_class(o, "partitioner", part_classes[p->kind])) ==
-	        NULL) {
-		return false;
-	}
-	switch (p->kind) {
-	case PASCO_PARTITION_FIXED:
-		return cJSON_AddNumberToObject(
-		           c, "num_shards", (double) p->num_shards) != NULL;
-	case PASCO_PARTITION_MIN_SIZE:
-	case PASCO_PARTITION_MAX_SIZE:
-		return cJSON_AddNumberToObject(c,
-		           p->kind == PASCO_PARTITION_MIN_SIZE
-		               ? "min_shard_bytes"
-		               : "max_shard_bytes",
-		           (double) (p->kind == PASCO_PARTITION_MIN_SIZE
-		                         ? p->min_shard_bytes
-		                         : p->max_shard_bytes)) != NULL &&
-		       cJSON_AddNumberToObject(
-		           c, "max_shards", (double) p->max_shards) != NULL &&
-		       cJSON_AddNumberToObject(c, "bytes_per_string",
-		           (double) p->bytes_per_string) != NULL;
-	default:
-		return true;
-	}
-}
-
-static bool
 write_layer_config(cJSON *c, const pasco_layer *l)
 {
-	bool ok = cJSON_AddStringToObject(c, "name", l->name) != NULL;
-	switch (l->kind) {
-	case PASCO_LAYER_DENSE:
-		ok = ok &&
-		     cJSON_AddNumberToObject(c, "units", (double) l->units) &&
-		     cJSON_AddStringToObject(
-		         c, "activation", pasco_act_name(l->activation)) &&
-		     cJSON_AddBoolToObject(c, "use_bias", l->use_bias) &&
-		     write_init(
-		         c, "kernel_initializer", &l->kernel_initializer) &&
-		     write_init(c, "bias_initializer", &l->bias_initializer);
-		if (ok && l->kernel_l2 > 0) {
-			cJSON *r =
-			    pasci_json_class(c, "kernel_regularizer", "L2");
-			ok = r != NULL &&
-			     cJSON_AddNumberToObject(r, "l2", l->kernel_l2);
-		} else if (ok) {
-			ok = cJSON_AddNullToObject(c, "kernel_regularizer");
-		}
-		return ok;
-	case PASCO_LAYER_EMBEDDING:
-		if (ok && l->dynamic) {
-			const pasco_dynamic_options *d = &l->dynamic_options;
-			cJSON *o = cJSON_AddObjectToObject(c, "dynamic");
-			ok       = o != NULL &&
-			     cJSON_AddNumberToObject(
-			         o, "min_count", (double) d->min_count) &&
-			     cJSON_AddNumberToObject(
-			         o, "evict_after", (double) d->evict_after) &&
-			     cJSON_AddNumberToObject(o, "max_rows_per_ps",
-			         (double) d->max_rows_per_ps) &&
-			     cJSON_AddBoolToObject(
-			         o, "default_zeros", d->default_zeros);
-		} else if (ok) {
-			ok = cJSON_AddNumberToObject(
-			    c, "input_dim", (double) l->input_dim);
-		}
-		return ok &&
-		       cJSON_AddNumberToObject(
-		           c, "output_dim", (double) l->output_dim) &&
-		       cJSON_AddStringToObject(c, "combiner",
-		           l->combiner == PASCO_COMBINE_SUM ? "sum"
-		                                            : "mean") &&
-		       write_init(c, "embeddings_initializer",
-		           &l->embeddings_initializer) &&
-		       write_partitioner(c, l->partitioner);
-	case PASCO_LAYER_DROPOUT:
-		return ok && cJSON_AddNumberToObject(c, "rate", l->rate);
-	case PASCO_LAYER_ACTIVATION:
-		return ok && cJSON_AddStringToObject(c, "activation",
-		                 pasco_act_name(l->activation));
-	case PASCO_LAYER_CONCATENATE:
-		return ok && cJSON_AddNumberToObject(c, "axis", -1);
-	case PASCO_LAYER_NORMALIZATION:
-		/* Keras's fields; the adapted statistics are not config: they
-		 * live in the variables <name>/mean and /variance */
-		return ok && cJSON_AddNumberToObject(c, "axis", -1) &&
-		       cJSON_AddNullToObject(c, "mean") &&
-		       cJSON_AddNullToObject(c, "variance") &&
-		       cJSON_AddBoolToObject(c, "invert", false);
-	}
-	return false;
+	const pasci_layer_desc *d = pasci_layer_desc_of(l->kind);
+	return c != NULL && d != NULL &&
+	       cJSON_AddStringToObject(c, "name", l->name) != NULL &&
+	       d->write(c, l);
 }
 
 static bool
@@ -214,8 +100,8 @@ write_layer(cJSON *layers, const pasco_model *m, size_t i)
 	const pasco_layer *l  = &m->layers[i];
 	cJSON             *o  = cJSON_CreateObject(), *in;
 	bool               ok = o != NULL && cJSON_AddItemToArray(layers, o) &&
-	          cJSON_AddStringToObject(
-	              o, "class_name", layer_classes[l->kind]) != NULL &&
+	          cJSON_AddStringToObject(o, "class_name",
+	              pasci_layer_desc_of(l->kind)->class_name) != NULL &&
 	          write_layer_config(cJSON_AddObjectToObject(o, "config"), l);
 	if (!ok || !m->functional) {
 		return ok;
@@ -292,9 +178,9 @@ init_defaults(pasco_init_kind kind)
 	}
 }
 
-static int
-read_init(const cJSON *parent, const char *key, pasco_initializer *in,
-    const char *where)
+int
+pasci_json_read_init(const cJSON *parent, const char *key,
+    pasco_initializer *in, const char *where)
 {
 	static const char *const keys[] = {
 	    "value", "minval", "maxval", "mean", "stddev", "seed"};
@@ -326,8 +212,8 @@ read_init(const cJSON *parent, const char *key, pasco_initializer *in,
 	           : PASCO_OK;
 }
 
-static int
-read_act(const cJSON *c, pasco_act *a, const char *where)
+int
+pasci_json_read_act(const cJSON *c, pasco_act *a, const char *where)
 {
 	const char *name = NULL;
 	if (pasci_json_string(c, "activation", &name, where) != 0) {
@@ -348,180 +234,32 @@ read_act(const cJSON *c, pasco_act *a, const char *where)
 	    where, name);
 }
 
-static int
-read_partitioner(const cJSON *c, pasco_partitioner *p, const char *where)
+int
+pasci_json_read_axis(const cJSON *c, const char *where)
 {
-	static const char *const keys[] = {"num_shards", "min_shard_bytes",
-	    "max_shard_bytes", "max_shards", "bytes_per_string"};
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(c, "partitioner"),
-	            *pc;
-	char at[160];
-	int  kind;
-	if (o == NULL || cJSON_IsNull(o)) {
-		return PASCO_OK;
-	}
-	pasci_fmt(at, sizeof(at), "%s: partitioner", where);
-	if (pasci_json_read_class(
-	        o, part_classes, COUNT(part_classes), &kind, &pc, at) != 0 ||
-	    pasci_json_check_keys(pc, keys, COUNT(keys), at) != 0) {
+	double axis = -1;
+	if (pasci_json_number(c, "axis", &axis, true, -1, where) != 0) {
 		return PASCO_EINVAL;
 	}
-	*p = kind == PASCO_PARTITION_MIN_SIZE
-	         ? pasco_min_size_partitioner(256 << 10, 1, 16)
-	     : kind == PASCO_PARTITION_MAX_SIZE
-	         ? pasco_max_size_partitioner(0, 0, 16)
-	         : (pasco_partitioner){.kind = (pasco_partitioner_kind) kind};
-	return pasci_json_int(pc, "num_shards", &p->num_shards, 1, at) ||
-	               pasci_json_int(pc, "min_shard_bytes",
-	                   &p->min_shard_bytes, 1, at) ||
-	               pasci_json_int(pc, "max_shard_bytes",
-	                   &p->max_shard_bytes, 1, at) ||
-	               pasci_json_int(
-	                   pc, "max_shards", &p->max_shards, 0, at) ||
-	               pasci_json_int(
-	                   pc, "bytes_per_string", &p->bytes_per_string, 0, at)
-	           ? PASCO_EINVAL
-	           : PASCO_OK;
-}
-
-static int
-read_l2(const cJSON *c, double *l2, const char *where)
-{
-	static const char *const names[] = {NULL, "L2"};
-	static const char *const keys[]  = {"l2"};
-	const cJSON             *o       = cJSON_GetObjectItemCaseSensitive(
-	                                  c, "kernel_regularizer"),
-	            *rc;
-	char at[160];
-	int  kind;
-	if (o == NULL || cJSON_IsNull(o)) {
-		return PASCO_OK;
-	}
-	pasci_fmt(at, sizeof(at), "%s: kernel_regularizer", where);
-	return pasci_json_read_class(o, names, 2, &kind, &rc, at) != 0 ||
-	               pasci_json_check_keys(rc, keys, 1, at) != 0 ||
-	               pasci_json_number(rc, "l2", l2, false, 0, at) != 0
-	           ? PASCO_EINVAL
-	           : PASCO_OK;
-}
-
-static int
-read_combiner(const cJSON *c, pasco_combiner *comb, const char *where)
-{
-	const char *name = NULL;
-	if (pasci_json_string(c, "combiner", &name, where) != 0) {
-		return PASCO_EINVAL;
-	}
-	if (name != NULL && strcmp(name, "mean") != 0 &&
-	    strcmp(name, "sum") != 0) {
+	if (axis != -1) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: combiner must be \"mean\" or \"sum\", got \"%s\"",
-		    where, name);
-	}
-	if (name != NULL) {
-		*comb =
-		    name[0] == 's' ? PASCO_COMBINE_SUM : PASCO_COMBINE_MEAN;
+		    "%s: axis must be -1 (the last axis)", where);
 	}
 	return PASCO_OK;
 }
 
-/* The options of a layer of kind from its config c. */
-/* An Embedding's "dynamic": {"min_count", "evict_after",
- * "max_rows_per_ps", "default_zeros"} (all optional): a dynamic table. */
+/* The options of a layer of kind d from its config c. */
 static int
-read_dynamic(const cJSON *c, pasco_layer *l, const char *at)
+read_options(const cJSON *c, const pasci_layer_desc *d, pasco_layer *l,
+    pasco_partitioner *part, const char *at)
 {
-	static const char *const keys[] = {
-	    "min_count", "evict_after", "max_rows_per_ps", "default_zeros"};
-	const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "dynamic");
-	pasco_dynamic_options *o = &l->dynamic_options;
-	if (d == NULL || cJSON_IsNull(d)) {
-		return PASCO_OK;
-	}
-	if (!cJSON_IsObject(d)) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: dynamic must be an object of min_count, evict_after, "
-		    "max_rows_per_ps and default_zeros",
-		    at);
-	}
-	l->dynamic = true;
-	return pasci_json_check_keys(d, keys, 4, at) != 0 ||
-	               pasci_json_int(d, "min_count", &o->min_count, 0, at) !=
-	                   0 ||
-	               pasci_json_int(
-	                   d, "evict_after", &o->evict_after, 0, at) != 0 ||
-	               pasci_json_int(d, "max_rows_per_ps",
-	                   &o->max_rows_per_ps, 0, at) != 0 ||
-	               pasci_json_bool(
-	                   d, "default_zeros", &o->default_zeros, at) != 0
-	           ? PASCO_EINVAL
-	           : PASCO_OK;
-}
-
-static int
-read_options(
-    const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
-{
-	static const char *const keys[][8] = {
-	    [PASCO_LAYER_DENSE] = {"name", "units", "activation", "use_bias",
-	        "kernel_initializer", "bias_initializer",
-	        "kernel_regularizer"},
-	    [PASCO_LAYER_EMBEDDING]     = {"name", "input_dim", "output_dim",
-	            "combiner", "embeddings_initializer", "partitioner",
-	            "dynamic"},
-	    [PASCO_LAYER_DROPOUT]       = {"name", "rate"},
-	    [PASCO_LAYER_ACTIVATION]    = {"name", "activation"},
-	    [PASCO_LAYER_CONCATENATE]   = {"name", "axis"},
-	    [PASCO_LAYER_NORMALIZATION] = {
-	        "name", "axis", "mean", "variance", "invert"}};
 	size_t nkeys = 0;
-	double axis  = -1;
-	while (nkeys < 8 && keys[l->kind][nkeys] != NULL) {
+	while (nkeys < PASCI_LAYER_MAX_KEYS && d->keys[nkeys] != NULL) {
 		nkeys++;
 	}
-	if (pasci_json_check_keys(c, keys[l->kind], nkeys, at) != 0 ||
-	    pasci_json_int(c, "units", &l->units, 1, at) != 0 ||
-	    read_act(c, &l->activation, at) != 0 ||
-	    pasci_json_bool(c, "use_bias", &l->use_bias, at) != 0 ||
-	    read_init(c, "kernel_initializer", &l->kernel_initializer, at) ||
-	    read_init(c, "bias_initializer", &l->bias_initializer, at) ||
-	    read_l2(c, &l->kernel_l2, at) != 0 ||
-	    pasci_json_int(c, "input_dim", &l->input_dim, 1, at) != 0 ||
-	    pasci_json_int(c, "output_dim", &l->output_dim, 1, at) != 0 ||
-	    read_combiner(c, &l->combiner, at) != 0 ||
-	    read_init(c, "embeddings_initializer", &l->embeddings_initializer,
-	        at) != 0 ||
-	    read_partitioner(c, part, at) != 0 ||
-	    pasci_json_number(c, "rate", &l->rate, false, 0, at) != 0 ||
-	    pasci_json_number(c, "axis", &axis, true, -1, at) != 0) {
+	if (pasci_json_check_keys(c, d->keys, nkeys, at) != 0 ||
+	    d->read(c, l, part, at) != 0) {
 		return PASCO_EINVAL;
-	}
-	if (axis != -1) {
-		return pasci_model_fail(
-		    PASCO_EINVAL, "%s: axis must be -1 (the last axis)", at);
-	}
-	if (l->kind == PASCO_LAYER_EMBEDDING && read_dynamic(c, l, at) != 0) {
-		return PASCO_EINVAL;
-	}
-	if (l->kind == PASCO_LAYER_NORMALIZATION) {
-		const cJSON *inv =
-		    cJSON_GetObjectItemCaseSensitive(c, "invert");
-		for (int k = 0; k < 2; k++) {
-			const char  *f = k == 0 ? "mean" : "variance";
-			const cJSON *v =
-			    cJSON_GetObjectItemCaseSensitive(c, f);
-			if (v != NULL && !cJSON_IsNull(v)) {
-				return pasci_model_fail(PASCO_EINVAL,
-				    "%s: %s must be null: a Normalization "
-				    "layer's statistics come from "
-				    "pasco_model_adapt, kept in its variables",
-				    at, f);
-			}
-		}
-		if (inv != NULL && !cJSON_IsFalse(inv)) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: invert must be false (not supported)", at);
-		}
 	}
 	if (part->kind != 0) {
 		l->partitioner = part;
@@ -543,26 +281,25 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 	const cJSON *c   = cJSON_GetObjectItemCaseSensitive(o, "config");
 	const cJSON *inbound =
 	    cJSON_GetObjectItemCaseSensitive(o, "inbound_nodes");
-	const cJSON *it;
-	const char  *name = "";
-	char         at[160];
-	int          kind;
+	const cJSON            *it;
+	const char             *name = "";
+	char                    at[160];
+	char                    classes[160];
+	const pasci_layer_desc *d;
 
 	snprintf(at, sizeof(at), "layers[%zu]", i);
 	if (pasci_json_check_keys(o, keys, functional ? 3 : 2, at) != 0) {
 		return PASCO_EINVAL;
 	}
-	kind = cJSON_IsString(cls)
-	           ? class_index(
-	                 layer_classes, COUNT(layer_classes), cls->valuestring)
-	           : 0;
-	if (kind == 0) {
+	d = cJSON_IsString(cls) ? pasci_layer_desc_named(cls->valuestring)
+	                        : NULL;
+	if (d == NULL) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: unknown class_name '%s' (Dense, Embedding, Dropout, "
-		    "Activation, Concatenate, Normalization)",
-		    at, cJSON_IsString(cls) ? cls->valuestring : "(none)");
+		    "%s: unknown class_name '%s' (%s)", at,
+		    cJSON_IsString(cls) ? cls->valuestring : "(none)",
+		    pasci_layer_class_list(classes, sizeof(classes)));
 	}
-	*l = pasci_layer_defaults((pasco_layer_kind) kind);
+	*l = pasci_layer_defaults(d->kind);
 	if (c != NULL && pasci_json_string(c, "name", &name, at) != 0) {
 		return PASCO_EINVAL;
 	}
@@ -573,7 +310,7 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 	}
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	snprintf(at, sizeof(at), "layers[%zu] (%s)", i, name[0] ? name : "?");
-	if (c != NULL && read_options(c, l, part, at) != 0) {
+	if (c != NULL && read_options(c, d, l, part, at) != 0) {
 		return PASCO_EINVAL;
 	}
 	if (!functional) {

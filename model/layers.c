@@ -1,7 +1,9 @@
 /* Layer descriptions with Keras's defaults and names, the Sequential
  * model's shapes and variables, and binding it to variable handles. */
+#include "layer_desc.h"
 #include "layers_impl.h"
 #include "names.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -47,43 +49,24 @@ pasci_shape_str(int32_t rank, const int64_t *shape, char *buf, size_t len)
 
 /* Keras's automatic names: one counter per kind, for the program. */
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t         name_count[PASCO_LAYER_NORMALIZATION + 1];
-
-static const char *
-kind_name(pasco_layer_kind k)
-{
-	switch (k) {
-	case PASCO_LAYER_DENSE:
-		return "dense";
-	case PASCO_LAYER_EMBEDDING:
-		return "embedding";
-	case PASCO_LAYER_DROPOUT:
-		return "dropout";
-	case PASCO_LAYER_ACTIVATION:
-		return "activation";
-	case PASCO_LAYER_CONCATENATE:
-		return "concatenate";
-	case PASCO_LAYER_NORMALIZATION:
-		return "normalization";
-	}
-	return NULL;
-}
+static int64_t         name_count[PASCI_LAYER_KINDS];
 
 static void
 auto_name(pasco_layer *l)
 {
-	int64_t n;
-	if (kind_name(l->kind) == NULL) {
+	const pasci_layer_desc *d = pasci_layer_desc_of(l->kind);
+	int64_t                 n;
+	if (d == NULL) {
 		return;
 	}
 	pthread_mutex_lock(&names_mu);
 	n = name_count[l->kind]++;
 	pthread_mutex_unlock(&names_mu);
 	if (n == 0) {
-		snprintf(l->name, sizeof(l->name), "%s", kind_name(l->kind));
+		snprintf(l->name, sizeof(l->name), "%s", d->prefix);
 	} else {
-		snprintf(l->name, sizeof(l->name), "%s_%lld",
-		    kind_name(l->kind), (long long) n);
+		snprintf(l->name, sizeof(l->name), "%s_%lld", d->prefix,
+		    (long long) n);
 	}
 }
 
@@ -106,78 +89,17 @@ pasco_act_name(pasco_act a)
 pasco_layer
 pasci_layer_defaults(pasco_layer_kind kind)
 {
-	pasco_layer l = {.kind = kind};
-	if (kind == PASCO_LAYER_DENSE) {
-		l.use_bias           = true;
-		l.kernel_initializer = pasco_init_glorot_uniform(0);
-		l.bias_initializer   = pasco_init_zeros();
-	} else if (kind == PASCO_LAYER_EMBEDDING) {
-		l.combiner               = PASCO_COMBINE_MEAN;
-		l.embeddings_initializer = pasco_init_uniform(-0.05, 0.05, 0);
+	const pasci_layer_desc *d = pasci_layer_desc_of(kind);
+	pasco_layer             l = {.kind = kind};
+	if (d != NULL && d->defaults != NULL) {
+		d->defaults(&l);
 	}
 	return l;
 }
 
-static pasco_layer
-named(pasco_layer l)
-{
-	auto_name(&l);
-	return l;
-}
-
 pasco_layer
-pasco_layer_dense(int64_t units, pasco_act activation)
+pasci_layer_named(pasco_layer l)
 {
-	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_DENSE);
-	l.units       = units;
-	l.activation  = activation;
-	return named(l);
-}
-
-pasco_layer
-pasco_layer_embedding(int64_t input_dim, int64_t output_dim)
-{
-	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_EMBEDDING);
-	l.input_dim   = input_dim;
-	l.output_dim  = output_dim;
-	return named(l);
-}
-
-pasco_layer
-pasco_layer_dynamic_embedding(int64_t output_dim)
-{
-	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_EMBEDDING);
-	l.dynamic     = true;
-	l.output_dim  = output_dim;
-	return named(l);
-}
-
-pasco_layer
-pasco_layer_dropout(double rate)
-{
-	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_DROPOUT);
-	l.rate        = rate;
-	return named(l);
-}
-
-pasco_layer
-pasco_layer_activation(pasco_act activation)
-{
-	pasco_layer l = pasci_layer_defaults(PASCO_LAYER_ACTIVATION);
-	l.activation  = activation;
-	return named(l);
-}
-
-pasco_layer
-pasco_layer_concatenate(void)
-{
-	return named(pasci_layer_defaults(PASCO_LAYER_CONCATENATE));
-}
-
-pasco_layer
-pasco_layer_normalization(void)
-{
-	pasco_layer l = {.kind = PASCO_LAYER_NORMALIZATION};
 	auto_name(&l);
 	return l;
 }
@@ -196,87 +118,22 @@ pasco_layer_on(pasco_layer l, size_t n, const int32_t *inputs)
 static int
 check_layer(const pasco_layer *l, const int64_t *widths, int64_t *out)
 {
-	*out = widths[0];
-	switch (l->kind) {
-	case PASCO_LAYER_DENSE:
-		if (l->units < 1) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: units must be positive, got %lld", l->name,
-			    (long long) l->units);
-		}
-		if (pasco_act_name(l->activation) == NULL) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: unknown activation %d", l->name,
-			    (int) l->activation);
-		}
-		if (l->kernel_l2 < 0) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: kernel_l2 must be >= 0, got %g", l->name,
-			    l->kernel_l2);
-		}
-		*out = l->units;
-		return PASCO_OK;
-	case PASCO_LAYER_EMBEDDING:
-		if (l->dynamic && l->output_dim < 1) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: a dynamic Embedding's output_dim must be "
-			    "positive, got %lld",
-			    l->name, (long long) l->output_dim);
-		}
-		if (l->dynamic &&
-		    (l->dynamic_options.min_count < 0 ||
-		        l->dynamic_options.evict_after < 0 ||
-		        l->dynamic_options.max_rows_per_ps < 0)) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: min_count, evict_after and max_rows_per_ps "
-			    "must be >= 0",
-			    l->name);
-		}
-		if (!l->dynamic && (l->input_dim < 1 || l->output_dim < 1)) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: input_dim and output_dim must be positive, "
-			    "got %lld and %lld",
-			    l->name, (long long) l->input_dim,
-			    (long long) l->output_dim);
-		}
-		if (l->combiner != PASCO_COMBINE_SUM &&
-		    l->combiner != PASCO_COMBINE_MEAN) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: combiner must be sum or mean", l->name);
-		}
-		*out = l->output_dim;
-		return PASCO_OK;
-	case PASCO_LAYER_DROPOUT:
-		if (!(l->rate >= 0 && l->rate < 1)) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: rate must be in [0, 1), got %g", l->name,
-			    l->rate);
-		}
-		return PASCO_OK;
-	case PASCO_LAYER_ACTIVATION:
-		if (pasco_act_name(l->activation) == NULL) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: unknown activation %d", l->name,
-			    (int) l->activation);
-		}
-		return PASCO_OK;
-	case PASCO_LAYER_CONCATENATE:
-		for (size_t j = 1; j < l->ninputs; j++) {
-			*out += widths[j];
-		}
-		return PASCO_OK;
-	case PASCO_LAYER_NORMALIZATION:
-		return PASCO_OK;
+	const pasci_layer_desc *d = pasci_layer_desc_of(l->kind);
+	*out                      = widths[0];
+	if (d == NULL) {
+		return pasci_model_fail(PASCO_EINVAL, "%s: unknown kind %d",
+		    l->name, (int) l->kind);
 	}
-	return pasci_model_fail(
-	    PASCO_EINVAL, "%s: unknown kind %d", l->name, (int) l->kind);
+	return d->check(l, widths, out);
 }
 
-static void
-add_var(pasco_model *m, size_t layer, const char *what, int32_t rank,
-    int64_t d0, int64_t d1, pasco_initializer init)
+void
+pasci_model_add_var(pasco_model *m, size_t layer, const char *what,
+    int32_t rank, int64_t d0, int64_t d1, pasco_initializer init)
 {
 	pasci_model_var *v = &m->vars[m->nvars];
+	/* m->vars holds PASCI_LAYER_MAX_VARS per layer */
+	PASCO_ASSERT(m->nvars - m->first_var[layer] < PASCI_LAYER_MAX_VARS);
 	snprintf(
 	    v->name, sizeof(v->name), "%s/%s", m->layers[layer].name, what);
 	v->rank     = rank;
@@ -297,8 +154,13 @@ add_var(pasco_model *m, size_t layer, const char *what, int32_t rank,
 static int
 resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
 {
-	pasco_layer *l    = &m->layers[i];
-	size_t       nids = 0;
+	/* no kind's: checked as one input of features, then refused by
+	 * check_layer */
+	static const pasci_layer_desc none = {.min_inputs = 1};
+	pasco_layer                  *l    = &m->layers[i];
+	const pasci_layer_desc       *d    = pasci_layer_desc_of(l->kind);
+	size_t                        nids = 0;
+	d                                  = d != NULL ? d : &none;
 	if (l->ninputs == 0) {
 		l->ninputs   = 1;
 		l->inputs[0] = i == 0 ? PASCO_MODEL_INPUT(0) : (int32_t) i - 1;
@@ -325,22 +187,21 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
 		widths[j] = r >= 0 ? m->out_width[r] : m->inputs[k].width;
 		nids += r < 0 && m->inputs[k].ids;
 	}
-	if (l->kind == PASCO_LAYER_EMBEDDING &&
-	    (l->ninputs != 1 || nids != 1)) {
+	if (d->ids && (l->ninputs != 1 || nids != 1)) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: an Embedding is called on one model input of ids",
-		    l->name);
+		    "%s: an %s is called on one model input of ids", l->name,
+		    d->class_name);
 	}
-	if (l->kind != PASCO_LAYER_EMBEDDING && nids > 0) {
+	if (!d->ids && nids > 0) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: called on ids; only an Embedding takes ids", l->name);
 	}
-	if (l->kind == PASCO_LAYER_CONCATENATE && l->ninputs < 2) {
+	if (d->min_inputs > 1 && l->ninputs < (size_t) d->min_inputs) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: a Concatenate needs 2 or more inputs, got %zu",
-		    l->name, l->ninputs);
+		    "%s: a %s needs %d or more inputs, got %zu", l->name,
+		    d->class_name, d->min_inputs, l->ninputs);
 	}
-	if (l->kind != PASCO_LAYER_CONCATENATE && l->ninputs != 1) {
+	if (d->min_inputs <= 1 && l->ninputs != 1) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: takes one input, got %zu", l->name, l->ninputs);
 	}
@@ -369,19 +230,8 @@ build_layer(pasco_model *m, size_t i, pasci_names *names)
 	    (rv = check_layer(l, widths, &m->out_width[i])) != 0) {
 		return rv;
 	}
-	if (l->kind == PASCO_LAYER_DENSE) {
-		add_var(m, i, "kernel", 2, widths[0], l->units,
-		    l->kernel_initializer);
-		if (l->use_bias) {
-			add_var(
-			    m, i, "bias", 1, l->units, 0, l->bias_initializer);
-		}
-	} else if (l->kind == PASCO_LAYER_EMBEDDING) {
-		add_var(m, i, "embeddings", 2, l->dynamic ? 0 : l->input_dim,
-		    l->output_dim, l->embeddings_initializer);
-	} else if (l->kind == PASCO_LAYER_NORMALIZATION) {
-		add_var(m, i, "mean", 1, widths[0], 0, pasco_init_zeros());
-		add_var(m, i, "variance", 1, widths[0], 0, pasco_init_ones());
+	if (pasci_layer_desc_of(l->kind)->variables != NULL) {
+		pasci_layer_desc_of(l->kind)->variables(m, i, widths);
 	}
 	return PASCO_OK;
 }
@@ -431,7 +281,8 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
 	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
 	    (m->parts = calloc(n, sizeof(*m->parts))) == NULL ||
-	    (m->vars = calloc(2 * n, sizeof(*m->vars))) == NULL ||
+	    (m->vars = calloc(PASCI_LAYER_MAX_VARS * n, sizeof(*m->vars))) ==
+	        NULL ||
 	    (m->norm = calloc(n, sizeof(*m->norm))) == NULL) {
 		pasco_model_free(m);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
@@ -482,10 +333,12 @@ int
 pasco_model_sequential(pasco_model **out, int64_t input_width, size_t n,
     const pasco_layer *layers, uint64_t seed)
 {
-	pasco_model_input in = {"input", input_width,
-	    n > 0 && layers != NULL &&
-	        layers[0].kind == PASCO_LAYER_EMBEDDING};
-	*out                 = NULL;
+	const pasci_layer_desc *first =
+	    n > 0 && layers != NULL ? pasci_layer_desc_of(layers[0].kind)
+	                            : NULL;
+	pasco_model_input in = {
+	    "input", input_width, first != NULL && first->ids};
+	*out = NULL;
 	for (size_t i = 0; layers != NULL && i < n; i++) {
 		if (layers[i].ninputs != 0) {
 			return pasci_model_fail(PASCO_EINVAL,
@@ -689,7 +542,8 @@ pasci_model_bytes(const pasco_model *m)
 {
 	size_t per_layer = sizeof(*m->layers) + sizeof(*m->out_width) +
 	                   sizeof(*m->first_var) + sizeof(*m->parts) +
-	                   sizeof(*m->norm) + 2 * sizeof(*m->vars);
+	                   sizeof(*m->norm) +
+	                   PASCI_LAYER_MAX_VARS * sizeof(*m->vars);
 	return sizeof(*m) + m->nlayers * per_layer +
 	       m->ninputs * sizeof(*m->inputs);
 }

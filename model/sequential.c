@@ -1,14 +1,15 @@
 /* The Sequential model on a tape: the forward pass (errors naming the
  * layer and the shapes), Keras's losses and the train step (one read, one
  * mixed apply). */
+#include "layer_desc.h"
 #include "layers_impl.h"
 #include "tape_impl.h"
 #include "variable_impl.h"
 
 #include <string.h>
 
-static pasco_tnode *
-activate(pasco_tape *tp, pasco_tnode *x, pasco_act a)
+pasco_tnode *
+pasci_layer_activate(pasco_tape *tp, pasco_tnode *x, pasco_act a)
 {
 	switch (a) {
 	case PASCO_ACT_RELU:
@@ -24,10 +25,8 @@ activate(pasco_tape *tp, pasco_tnode *x, pasco_act a)
 	}
 }
 
-/* The first node of layer i's variables, or NULL with the tape's error
- * set when the caller gave none. */
-static pasco_tnode *
-var_node(const pasco_model *m, pasco_tape *tp, size_t i, size_t j,
+pasco_tnode *
+pasci_layer_var_node(const pasco_model *m, pasco_tape *tp, size_t i, size_t j,
     pasco_tnode *const *nodes)
 {
 	size_t k = m->first_var[i] + j;
@@ -39,89 +38,10 @@ var_node(const pasco_model *m, pasco_tape *tp, size_t i, size_t j,
 	return nodes[k];
 }
 
-/* The model input that layer i (an Embedding) is called on. */
-static size_t
-input_of(const pasco_model *m, size_t i)
+size_t
+pasci_layer_input_of(const pasco_model *m, size_t i)
 {
 	return (size_t) (-1 - (int64_t) m->layers[i].inputs[0]);
-}
-
-static pasco_tnode *
-embed(const pasco_model *m, pasco_tape *tp, size_t i,
-    const pasco_tensor *const *inputs, pasco_tnode *const *nodes)
-{
-	pasco_tnode *table = var_node(m, tp, i, 0, nodes);
-	return table == NULL
-	           ? NULL
-	           : pasco_t_embedding_lookup(tp, table,
-	                 inputs[input_of(m, i)], m->layers[i].combiner);
-}
-
-static pasco_tnode *
-dense(const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *h,
-    pasco_tnode *const *nodes)
-{
-	const pasco_layer  *l = &m->layers[i];
-	pasco_tnode        *w = var_node(m, tp, i, 0, nodes);
-	const pasco_tensor *x = pasco_tnode_value(h);
-	const pasco_tensor *k = pasco_tnode_value(w);
-	if (x == NULL || k == NULL) {
-		return NULL;
-	}
-	if (x->rank != 2 || k->rank != 2 || x->shape[1] != k->shape[0]) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "%s: input %s does not match kernel %s", l->name,
-		    PASCI_SHAPE(x->rank, x->shape),
-		    PASCI_SHAPE(k->rank, k->shape));
-	}
-	h = pasco_t_matmul(tp, h, w, false, false);
-	if (l->use_bias) {
-		pasco_tnode *b = var_node(m, tp, i, 1, nodes);
-		h              = b == NULL ? NULL : pasco_t_bias_add(tp, h, b);
-	}
-	return h;
-}
-
-static pasco_tnode *
-concatenate(
-    const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *const *in)
-{
-	const pasco_layer  *l  = &m->layers[i];
-	const pasco_tensor *x0 = pasco_tnode_value(in[0]);
-	for (size_t j = 0; j < l->ninputs; j++) {
-		const pasco_tensor *x = pasco_tnode_value(in[j]);
-		if (x->rank != 2 || x0->rank != 2 ||
-		    x->shape[0] != x0->shape[0]) {
-			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "%s: inputs %s and %s are not [batch, width] of "
-			    "one batch",
-			    l->name, PASCI_SHAPE(x0->rank, x0->shape),
-			    PASCI_SHAPE(x->rank, x->shape));
-		}
-	}
-	return pasco_t_concat(tp, l->ninputs, in, -1);
-}
-
-/* Keras's Normalization: mean and variance are read with the other
- * variables but enter as constants, so no gradient reaches them. */
-static pasco_tnode *
-normalize(const pasco_model *m, pasco_tape *tp, size_t i, pasco_tnode *x,
-    pasco_tnode *const *nodes)
-{
-	pasco_tnode        *mean = var_node(m, tp, i, 0, nodes);
-	pasco_tnode        *var  = mean ? var_node(m, tp, i, 1, nodes) : NULL;
-	const pasco_tensor *v    = pasco_tnode_value(x);
-	const pasco_tensor *mu   = pasco_tnode_value(mean);
-	if (var == NULL || v == NULL) {
-		return NULL;
-	}
-	if (v->rank != 2 || v->shape[1] != mu->count) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "%s: input %s does not match mean %s", m->layers[i].name,
-		    PASCI_SHAPE(v->rank, v->shape),
-		    PASCI_SHAPE(mu->rank, mu->shape));
-	}
-	return pasco_t_normalize(tp, x, mu, pasco_tnode_value(var));
 }
 
 /* Layer i's input nodes into in; feature inputs made constants once. */
@@ -164,10 +84,10 @@ check_inputs(
 		}
 	}
 	for (size_t i = 0; i < m->nlayers; i++) {
-		if (m->layers[i].kind != PASCO_LAYER_EMBEDDING) {
+		if (!pasci_layer_desc_of(m->layers[i].kind)->ids) {
 			continue;
 		}
-		size_t              k     = input_of(m, i);
+		size_t              k     = pasci_layer_input_of(m, i);
 		const pasco_tensor *ids   = inputs[k];
 		int64_t             width = m->inputs[k].width;
 		bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
@@ -205,37 +125,25 @@ forward(const pasco_model *m, pasco_tape *tp, const pasco_tensor *const *inputs,
 	feats = pasci_tape_mem(tp, m->ninputs * sizeof(*feats));
 	for (size_t i = 0; outs != NULL && feats != NULL && i < m->nlayers;
 	     i++) {
-		const pasco_layer *l = &m->layers[i];
-		if (l->kind != PASCO_LAYER_EMBEDDING &&
+		const pasci_layer_desc *d =
+		    pasci_layer_desc_of(m->layers[i].kind);
+		/* pre stays the last activation's input until a layer with
+		 * one sets it; act is the last layer's */
+		pasci_layer_call c = {.m = m,
+		    .tp                  = tp,
+		    .i                   = i,
+		    .in                  = in,
+		    .inputs              = inputs,
+		    .nodes               = nodes,
+		    .pre                 = *pre,
+		    .act                 = PASCO_ACT_LINEAR};
+		if (!d->ids &&
 		    !gather_inputs(m, tp, i, inputs, outs, feats, in)) {
 			return NULL;
 		}
-		*act = PASCO_ACT_LINEAR;
-		switch (l->kind) {
-		case PASCO_LAYER_EMBEDDING:
-			h = embed(m, tp, i, inputs, nodes);
-			break;
-		case PASCO_LAYER_DENSE:
-			h    = dense(m, tp, i, in[0], nodes);
-			*pre = h;
-			*act = l->activation;
-			h    = activate(tp, h, l->activation);
-			break;
-		case PASCO_LAYER_ACTIVATION:
-			*pre = in[0];
-			*act = l->activation;
-			h    = activate(tp, in[0], l->activation);
-			break;
-		case PASCO_LAYER_DROPOUT:
-			h = pasco_t_dropout(tp, in[0], l->rate);
-			break;
-		case PASCO_LAYER_CONCATENATE:
-			h = concatenate(m, tp, i, in);
-			break;
-		case PASCO_LAYER_NORMALIZATION:
-			h = normalize(m, tp, i, in[0], nodes);
-			break;
-		}
+		h    = d->call(&c);
+		*pre = c.pre;
+		*act = c.act;
 		if ((outs[i] = h) == NULL) {
 			return NULL;
 		}
@@ -273,8 +181,8 @@ pasci_model_read(const pasco_model *m, pasco_tape *tp,
 		vars[k].var  = mv->handle;
 		vars[k].node = NULL;
 		vars[k].ids =
-		    m->layers[mv->layer].kind == PASCO_LAYER_EMBEDDING
-		        ? inputs[input_of(m, mv->layer)]
+		    pasci_layer_desc_of(m->layers[mv->layer].kind)->ids
+		        ? inputs[pasci_layer_input_of(m, mv->layer)]
 		        : NULL;
 	}
 	if (m->nvars > 0 && pasco_tape_read(tp, m->nvars, vars) != 0) {

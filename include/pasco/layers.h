@@ -114,6 +114,8 @@ typedef enum pasco_layer_kind {
 	PASCO_LAYER_ACTIVATION    = 4,
 	PASCO_LAYER_CONCATENATE   = 5,
 	PASCO_LAYER_NORMALIZATION = 6,
+	/* Not a kind: one past the last (a new kind goes before it). */
+	PASCO_LAYER_KIND_COUNT
 } pasco_layer_kind;
 
 /* Keras's activations (ops.h's pasco_activation values, and more). */

@@ -1,0 +1,122 @@
+/*
+ * What a layer kind is, in one place (DESIGN.md 11, "Kinds as
+ * descriptors"): for each pasco_layer_kind, one descriptor in its own file
+ * under model/layers/ (its Keras class name, its automatic name, its
+ * config fields, its defaults, its checks, its variables, its call on the
+ * tape, its JSON writer and reader), and one table of them
+ * (model/layers/table.c) whose length is checked against
+ * PASCO_LAYER_KIND_COUNT at compile time. The model's builder
+ * (model/layers.c), its forward pass (model/sequential.c), the config's
+ * reader and writer (model/config.c) and the automatic names go through
+ * the table; tests/python/layer_table.py checks the Python classes
+ * against it. Constant tables: any thread.
+ *
+ * Adding a layer: docs/ARCHITECTURE.md, "Adding a layer".
+ */
+#ifndef PASCI_LAYER_DESC_H
+#define PASCI_LAYER_DESC_H
+
+#include <cjson/cJSON.h>
+
+#include "layers_impl.h"
+
+/* The length of every table indexed by kind (kind 0 is none). */
+#define PASCI_LAYER_KINDS PASCO_LAYER_KIND_COUNT
+
+/* The most variables a layer has (a Dense: kernel and bias): the model
+ * keeps this many per layer, and pasci_model_add_var aborts past it. */
+#define PASCI_LAYER_MAX_VARS 2
+
+/* The most config fields of a kind, "name" included. */
+#define PASCI_LAYER_MAX_KEYS 12
+
+/* A layer's call on the tape: what it is given and what it tells. */
+typedef struct pasci_layer_call {
+	const pasco_model   *m;
+	pasco_tape          *tp;
+	size_t               i;      /* the layer's index */
+	pasco_tnode *const  *in;     /* its input nodes (not for ids) */
+	const pasco_tensor *const *inputs; /* the model's inputs */
+	pasco_tnode *const  *nodes;  /* the variables' nodes */
+	/* Out: the input of its activation and that activation (linear
+	 * unless set), for a loss that differentiates through logits. */
+	pasco_tnode *pre;
+	pasco_act    act;
+} pasci_layer_call;
+
+/* A kind's descriptor, named pasci_layer_<prefix>_desc in its file and
+ * listed in model/layers/table.c. Its functions take no lock and do not
+ * block (call records ops on its tape); any thread. */
+typedef struct pasci_layer_desc {
+	pasco_layer_kind kind;
+	const char      *class_name; /* Keras's, in configs: "Dense" */
+	const char      *prefix;     /* automatic names: "dense", "dense_1" */
+	/* Its config's fields, "name" first, NULL-ended: what the reader
+	 * accepts. args: those Keras's constructor requires (no default),
+	 * NULL-ended. */
+	const char *keys[PASCI_LAYER_MAX_KEYS];
+	const char *args[4];
+	/* Called on one model input of ids (an Embedding), else on
+	 * features; min_inputs > 1: on that many or more (up to
+	 * PASCO_LAYER_MAX_INPUTS), else on one. */
+	bool ids;
+	int  min_inputs;
+	/* Keras's defaults into l (kind set, the rest zero); NULL: none. */
+	void (*defaults)(pasco_layer *l);
+	/* Checks l's options against its inputs' widths[0..l->ninputs);
+	 * *out (preset to widths[0]) gets its output's width. PASCO_EINVAL
+	 * with pasci_model_fail naming the layer. */
+	int (*check)(
+	    const pasco_layer *l, const int64_t *widths, int64_t *out);
+	/* Adds layer i's variables (pasci_model_add_var), its input being
+	 * widths[0] wide; NULL: none. */
+	void (*variables)(pasco_model *m, size_t i, const int64_t *widths);
+	/* The forward pass of layer c->i: its output node, or NULL with the
+	 * tape's error set. */
+	pasco_tnode *(*call)(pasci_layer_call *c);
+	/* Its config fields but "name" into c; false without memory. */
+	bool (*write)(cJSON *c, const pasco_layer *l);
+	/* Its options from config c (keys checked already), over its
+	 * defaults; a partitioner goes into part. PASCO_EINVAL naming at. */
+	int (*read)(const cJSON *c, pasco_layer *l, pasco_partitioner *part,
+	    const char *at);
+} pasci_layer_desc;
+
+/* The descriptor of kind, or NULL for a number that is no kind. */
+const pasci_layer_desc *pasci_layer_desc_of(int kind);
+
+/* The descriptor of Keras class name cls ("Dense"), or NULL. */
+const pasci_layer_desc *pasci_layer_desc_named(const char *cls);
+
+/* The class names, comma separated, into buf ("Dense, Embedding, ..."). */
+const char *pasci_layer_class_list(char *buf, size_t len);
+
+/* l named as Keras names it as it is constructed (dense, dense_1, ...). */
+pasco_layer pasci_layer_named(pasco_layer l);
+
+/* Adds variable <layer i's name>/what of rank 1 ([d0]) or 2 ([d0, d1]);
+ * an initializer of seed 0 gets the model's (layers.h, "Seeds"). */
+void pasci_model_add_var(pasco_model *m, size_t i, const char *what,
+    int32_t rank, int64_t d0, int64_t d1, pasco_initializer init);
+
+/* The node of layer i's variable j, or NULL with the tape's error set
+ * when the caller gave none. */
+pasco_tnode *pasci_layer_var_node(const pasco_model *m, pasco_tape *tp,
+    size_t i, size_t j, pasco_tnode *const *nodes);
+
+/* The model input that layer i (called on ids) is called on. */
+size_t pasci_layer_input_of(const pasco_model *m, size_t i);
+
+/* activation a of x on tp (linear: x). */
+pasco_tnode *pasci_layer_activate(pasco_tape *tp, pasco_tnode *x, pasco_act a);
+
+/* The config readers and writers the kinds share (model/config.c). */
+bool pasci_json_write_init(
+    cJSON *parent, const char *key, const pasco_initializer *in);
+int pasci_json_read_init(const cJSON *parent, const char *key,
+    pasco_initializer *in, const char *where);
+int pasci_json_read_act(const cJSON *c, pasco_act *a, const char *where);
+/* "axis": absent or -1 (the last axis). */
+int pasci_json_read_axis(const cJSON *c, const char *where);
+
+#endif
