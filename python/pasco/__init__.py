@@ -53,8 +53,8 @@ from .errors import (AlreadyExistsError, CancelledError,
                      DeadlineExceededError, FailedPreconditionError,
                      InvalidArgumentError, NotFoundError, OutOfRangeError,
                      PascoError, UnavailableError)
-from .layers import (Activation, Concatenate, Dense, Dropout, Embedding,
-                     Input, Normalization)
+# every layer class of pasco.layers.__all__ (and Input) at the top too
+from .layers import *  # noqa: F401,F403
 from .models import Model, Sequential, Variable
 
 __version__ = "0.1.0"
@@ -62,10 +62,9 @@ __version__ = "0.1.0"
 __all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
            "ClusterCoordinator", "RemoteValue", "PerWorkerDataset",
            "PerWorkerIterator",
-           "Sequential", "Model", "Input", "Variable", "layers", "data",
-           "Dense", "Embedding", "Dropout", "Activation", "Concatenate",
-           "Normalization",
+           "Sequential", "Model", "Variable", "layers", "data",
            "optimizers", "callbacks", "errors", "PascoError",
            "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
            "UnavailableError", "CancelledError", "DeadlineExceededError",
-           "OutOfRangeError", "FailedPreconditionError", "library_path"]
+           "OutOfRangeError", "FailedPreconditionError", "library_path"] + [
+               n for n in layers.__all__ if n not in ("Layer", "KerasTensor")]

@@ -7,6 +7,11 @@ Sequential::
     pasco.Sequential([pasco.layers.Dense(64, activation="relu"),
                       pasco.layers.Dense(10, activation="softmax")])
 
+Each class mirrors one row of the C layer table (model/layers/): the same
+Keras class name, config fields and defaults (a constructor argument named
+differently from its config field says so in ``_config_args``);
+tests/python/layer_table.py checks them against the table.
+
 Functional (named inputs, layers called on tensors)::
 
     words = pasco.Input(shape=(3,), name="words", dtype="int64")
@@ -19,8 +24,6 @@ from __future__ import annotations
 
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
-
-import numpy as np
 
 __all__ = ["Layer", "Dense", "Embedding", "Dropout", "Activation",
            "Concatenate", "Normalization", "Input", "KerasTensor"]
@@ -125,6 +128,8 @@ class Layer:
     KerasTensors builds a functional model."""
 
     class_name = ""
+    # constructor arguments named otherwise in the config: argument -> field
+    _config_args: Dict[str, str] = {}
 
     def __init__(self, name: Optional[str] = None,
                  input_shape: Optional[Tuple[int, ...]] = None,
@@ -216,6 +221,7 @@ class Embedding(Layer):
     ps tasks (a FixedShardsPartitioner)."""
 
     class_name = "Embedding"
+    _config_args = {"num_shards": "partitioner"}
 
     def __init__(self, input_dim: Optional[int] = None,
                  output_dim: Optional[int] = None, combiner: str = "mean",
@@ -324,15 +330,23 @@ class Normalization(Layer):
     """Normalization(): (x - mean) / sqrt(variance) per feature, the
     statistics from ``adapt(data)`` (a numpy array [n, width], or a
     pasco.data dataset read on the chief), kept on the ps as
-    non-trainable variables."""
+    non-trainable variables. Keras's mean, variance and invert are
+    accepted at their defaults only (None, None, False)."""
 
     class_name = "Normalization"
 
-    def __init__(self, axis: int = -1, name: Optional[str] = None,
+    def __init__(self, axis: int = -1, mean: Any = None, variance: Any = None,
+                 invert: bool = False, name: Optional[str] = None,
                  input_shape: Optional[Tuple[int, ...]] = None) -> None:
         if axis != -1:
             raise ValueError(f"axis: only -1 (the last axis), got {axis!r}")
-        self.adapt_data: Optional[np.ndarray] = None
+        if mean is not None or variance is not None:
+            raise ValueError("mean, variance: must be None; the statistics "
+                             "come from adapt(data)")
+        if invert is not False:
+            raise ValueError(f"invert: only False (not supported), got "
+                             f"{invert!r}")
+        self.adapt_data: Optional[Any] = None
         self.adapt_dataset: Optional[str] = None
         super().__init__(name, input_shape)
 
@@ -345,6 +359,8 @@ class Normalization(Layer):
         repeat None reads it once; a dataset repeated forever is
         refused), the layer's input being its x (a tfrecord's feature of
         the model input's name)."""
+        import numpy as np
+
         from .data import Dataset
 
         if isinstance(data, Dataset):
@@ -369,5 +385,5 @@ class Normalization(Layer):
             self.input_shape = (a.shape[1],)
 
     def _config(self) -> Dict[str, Any]:
-        return {"axis": -1}
+        return {"axis": -1, "mean": None, "variance": None, "invert": False}
 

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The Python layer classes against the C layer table (model/layers/).
+
+Usage: layer_table.py LAYER_TABLE_PROGRAM SOURCE_ROOT
+
+LAYER_TABLE_PROGRAM (tests/model/layer_table.c) prints the table: per kind
+its Keras class name, automatic-name prefix, config fields, the fields
+Keras requires, and the config the library writes for the kind's defaults.
+Every C kind must have a class in pasco.layers (and every class a kind)
+with the same class name and automatic name, one constructor argument per
+config field (``_config_args`` names those called otherwise), required
+exactly where Keras requires them, and defaults that give the config the
+C library writes for its own defaults. Runs without numpy: layers.py is
+loaded alone.
+"""
+import importlib.util
+import inspect
+import json
+import os
+import subprocess
+import sys
+
+# Keras's own constructor arguments that are no config field
+PYTHON_ONLY = {"self", "name", "input_shape", "input_length"}
+# a value for each required field, to construct a layer
+EXAMPLES = {"units": 1, "input_dim": 1, "output_dim": 1, "rate": 0.5,
+            "activation": "relu"}
+
+
+def load_layers(root):
+    path = os.path.join(root, "python", "pasco", "layers.py")
+    spec = importlib.util.spec_from_file_location("pasco_layers", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def same(py, c):
+    """py (a Python config value) means c (the C writer's): an initializer
+    or a regularizer of the same class whose given fields agree."""
+    if isinstance(py, dict) and isinstance(c, dict) and "class_name" in py:
+        return (py["class_name"] == c.get("class_name") and
+                all(same(v, c.get("config", {}).get(k))
+                    for k, v in py.get("config", {}).items()))
+    if isinstance(py, bool) or isinstance(c, bool):
+        return py is c
+    if isinstance(py, (int, float)) and isinstance(c, (int, float)):
+        return float(py) == float(c)
+    return py == c
+
+
+def check_kind(mod, kind, problems):
+    name = kind["class_name"]
+    cls = getattr(mod, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, mod.Layer)) or \
+            name not in mod.__all__:
+        problems.append(f"{name}: no class pasco.layers.{name} in __all__ "
+                        f"(python/pasco/layers.py)")
+        return
+    if cls.class_name != name:
+        problems.append(f"{name}: class_name is {cls.class_name!r}")
+    keys = set(kind["keys"]) - {"name"}
+    params = inspect.signature(cls.__init__).parameters
+    aliases = getattr(cls, "_config_args", {})
+    fields = {aliases.get(p, p): p for p in params
+              if p not in PYTHON_ONLY}
+    for k in sorted(keys - set(fields)):
+        problems.append(f"{name}: config field {k!r} has no constructor "
+                        f"argument")
+    for k in sorted(set(fields) - keys):
+        problems.append(f"{name}: argument {fields[k]!r} is no config field "
+                        f"of the C layer ({', '.join(sorted(keys))})")
+    for k in sorted(keys & set(fields)):
+        required = params[fields[k]].default is inspect.Parameter.empty
+        if required and k not in kind["args"]:
+            problems.append(f"{name}: {fields[k]!r} is required; the C "
+                            f"layer has a default")
+        if k in kind["args"] and not required and \
+                params[fields[k]].default is not None:
+            problems.append(f"{name}: {fields[k]!r} has a default; Keras "
+                            f"requires it")
+    missing = [a for a in kind["args"] if a not in EXAMPLES]
+    if missing:
+        problems.append(f"{name}: no example value for {missing} in "
+                        f"EXAMPLES (tests/python/layer_table.py)")
+        return
+    mod.reset_names()
+    layer = cls(**{fields[a]: EXAMPLES[a] for a in kind["args"]
+                   if a in fields})
+    if layer.name != kind["prefix"]:
+        problems.append(f"{name}: named {layer.name!r} automatically; the "
+                        f"C library names it {kind['prefix']!r}")
+    config = json.loads(json.dumps(layer.get_config()))
+    for k in sorted(keys - set(kind["args"])):
+        c = kind["defaults"].get(k)
+        if k not in config:
+            if c is not None:
+                problems.append(f"{name}: {k!r} left out of the config; "
+                                f"the C default is {json.dumps(c)}")
+        elif not same(config[k], c):
+            problems.append(f"{name}: {k!r} defaults to "
+                            f"{json.dumps(config[k])}; the C default is "
+                            f"{json.dumps(c)}")
+
+
+def main(program, root):
+    table = json.loads(subprocess.run([program], check=True,
+                                      capture_output=True, text=True).stdout)
+    mod = load_layers(root)
+    problems = []
+    for kind in table:
+        check_kind(mod, kind, problems)
+    c_names = {k["class_name"] for k in table}
+    for n in mod.__all__:
+        cls = getattr(mod, n)
+        if isinstance(cls, type) and issubclass(cls, mod.Layer) and \
+                cls is not mod.Layer and cls.class_name not in c_names:
+            problems.append(f"{n}: no C layer kind of class "
+                            f"{cls.class_name!r} (model/layers/table.c)")
+    for p in problems:
+        print("layer_table:", p)
+    if not problems:
+        print(f"layer_table: {len(table)} kinds, each with its Python class "
+              f"(fields and defaults agree)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1], sys.argv[2]))
