@@ -126,32 +126,21 @@ train_once(pasco_call *call, const pasco_model *m, size_t k,
 	return rv;
 }
 
-/* Whether call has the arguments a step of m takes after its k model
- * arguments and the iterator: the global step and the metric state, as
- * compiled. A step scheduled by hand without them is told what they are
- * and where they come from, not that argument k + 2 was "requested as a
- * variable". */
+/* Whether call has the argument a step of m takes after its k model
+ * arguments and the iterator: the global step, as compiled. A step
+ * scheduled by hand without it is told what it is and where it comes
+ * from, not that argument k + 1 was "requested as a variable". */
 static int
 train_args_check(pasco_call *call, const pasco_model *m, size_t k)
 {
-	size_t n = pasco_call_arg_count(call), gs = m->compile.global_step;
-	if (gs && n <= k + 1) {
+	size_t n = pasco_call_arg_count(call);
+	if (m->compile.global_step && n <= k + 1) {
 		return pasco_call_fail(call, PASCO_EINVAL,
 		    "pasco.model_train: the model is compiled with a global "
 		    "step, which the step takes after the iterator (argument "
 		    "%zu; the strategy's global step variable); it got %zu "
 		    "arguments",
 		    k + 1, n);
-	}
-	if (m->compile.nmetrics > 0 && n <= k + 1 + gs) {
-		return pasco_call_fail(call, PASCO_EINVAL,
-		    "pasco.model_train: the model is compiled with metrics "
-		    "('%s'%s), whose counts the step adds to the metric state "
-		    "that fit makes (pasco_model_fit, model.fit): argument "
-		    "%zu, which this call lacks (it got %zu); train with fit, "
-		    "or compile without metrics to schedule the step yourself",
-		    m->compile.metric_names[0],
-		    m->compile.nmetrics > 1 ? ", ..." : "", k + 1 + gs, n);
 	}
 	return PASCO_OK;
 }
