@@ -420,13 +420,16 @@ class Model:
             validation_data: Optional[DatasetLike] = None,
             callbacks: Optional[Sequence[_callbacks.Callback]] = None,
             initial_epoch: int = 0, steps_per_execution: int = 1,
-            verbose: int = 1, validation_shards: int = 0
-            ) -> _callbacks.History:
+            verbose: int = 1, validation_shards: int = 0,
+            window: int = 0) -> _callbacks.History:
         """Keras's fit under ParameterServerStrategy: ``steps_per_epoch``
         (required) steps an epoch on the workers' shares of ``x`` (a
         pasco.data dataset, repeated forever unless it says otherwise),
         validation on ``validation_data`` after each epoch (every example
-        once), ``callbacks`` at each epoch. Returns a History."""
+        once), ``callbacks`` at each epoch. ``window``: training steps in
+        flight per worker; 0 means 1, TensorFlow's (a larger window is
+        faster but its gradients are staler: the README's "fit's window"
+        table). Returns a History."""
         self._require_compiled("fit")
         name = _dataset_name("x", x, -1)
         if steps_per_epoch is None:
@@ -437,7 +440,8 @@ class Model:
                            ("steps_per_epoch", steps_per_epoch, 1),
                            ("initial_epoch", initial_epoch, 0),
                            ("steps_per_execution", steps_per_execution, 1),
-                           ("validation_shards", validation_shards, 0)):
+                           ("validation_shards", validation_shards, 0),
+                           ("window", window, 0)):
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"{arg}: expected an integer >= {lo}, got "
                                  f"{v!r}")
@@ -469,7 +473,8 @@ class Model:
                                 steps_per_execution=steps_per_execution,
                                 validation_dataset=vname,
                                 validation_shards=validation_shards,
-                                callbacks=clist, verbose=bool(verbose))
+                                callbacks=clist, verbose=bool(verbose),
+                                window=window)
             h = _lib.History()
             self.stop_training = False
             with watch:

@@ -126,8 +126,10 @@ def chief(cluster):
            steps_per_epoch=20, verbose=0)
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         failures.append("fit left its SIGINT handler installed")
-    # the strategy still works after all that
-    h = model.fit(data, epochs=2, steps_per_epoch=4, verbose=0)
+    expect(ValueError, ["window", ">= 0"], model.fit, data,
+           steps_per_epoch=2, window=-1, verbose=0)
+    # the strategy still works after all that (with a window of its own)
+    h = model.fit(data, epochs=2, steps_per_epoch=4, verbose=0, window=3)
     if len(h.history["loss"]) != 2:
         failures.append(f"fit after the errors: {h.history}")
     # Python help: the layers at the top, documented, typed
