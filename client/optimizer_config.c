@@ -1,55 +1,56 @@
-/* Optimizer configurations with Keras's defaults (the updates run on the
- * ps: ps/optimizer_apply.c; what each optimizer is, its slots by name:
- * base/optimizer_desc.c). */
-#include "pasco/optimizer.h"
+/* Optimizer configurations: Keras's defaults (base/optimizer_desc.c, the
+ * one place that says what each optimizer is) with the named arguments
+ * set. The updates run on the ps: ps/optimizer_apply.c. */
+#include "optimizer_desc.h"
+
+/* kind's defaults; kind is one of pasco_optimizer_kind's, so it has
+ * them. */
+static pasco_optimizer
+defaults_of(pasco_optimizer_kind kind, double learning_rate)
+{
+	pasco_optimizer o = pasci_opt_desc_of((int) kind)->defaults;
+	o.learning_rate   = learning_rate;
+	return o;
+}
 
 pasco_optimizer
 pasco_sgd(double learning_rate, double momentum, bool nesterov)
 {
-	return (pasco_optimizer){.kind = PASCO_OPT_SGD,
-	    .learning_rate             = learning_rate,
-	    .momentum                  = momentum,
-	    .nesterov                  = nesterov};
+	pasco_optimizer o = defaults_of(PASCO_OPT_SGD, learning_rate);
+	o.momentum        = momentum;
+	o.nesterov        = nesterov;
+	return o;
 }
 
 pasco_optimizer
 pasco_adagrad(double learning_rate)
 {
-	return (pasco_optimizer){.kind = PASCO_OPT_ADAGRAD,
-	    .learning_rate             = learning_rate,
-	    .epsilon                   = 1e-7,
-	    .initial_accumulator_value = 0.1};
+	return defaults_of(PASCO_OPT_ADAGRAD, learning_rate);
 }
 
 pasco_optimizer
 pasco_rmsprop(double learning_rate, double rho, double momentum, bool centered)
 {
-	return (pasco_optimizer){.kind = PASCO_OPT_RMSPROP,
-	    .learning_rate             = learning_rate,
-	    .rho                       = rho,
-	    .momentum                  = momentum,
-	    .centered                  = centered,
-	    .epsilon                   = 1e-7};
+	pasco_optimizer o = defaults_of(PASCO_OPT_RMSPROP, learning_rate);
+	o.rho             = rho;
+	o.momentum        = momentum;
+	o.centered        = centered;
+	return o;
 }
 
 pasco_optimizer
 pasco_adam(double learning_rate, bool amsgrad)
 {
-	return (pasco_optimizer){.kind = PASCO_OPT_ADAM,
-	    .learning_rate             = learning_rate,
-	    .beta_1                    = 0.9,
-	    .beta_2                    = 0.999,
-	    .amsgrad                   = amsgrad,
-	    .epsilon                   = 1e-7};
+	pasco_optimizer o = defaults_of(PASCO_OPT_ADAM, learning_rate);
+	o.amsgrad         = amsgrad;
+	return o;
 }
 
 pasco_optimizer
 pasco_ftrl(double learning_rate, double l1, double l2)
 {
-	return (pasco_optimizer){.kind = PASCO_OPT_FTRL,
-	    .learning_rate             = learning_rate,
-	    .learning_rate_power       = -0.5,
-	    .initial_accumulator_value = 0.1,
-	    .l1                        = l1,
-	    .l2                        = l2};
+	pasco_optimizer o = defaults_of(PASCO_OPT_FTRL, learning_rate);
+	o.l1              = l1;
+	o.l2              = l2;
+	return o;
 }

@@ -10,6 +10,7 @@
  */
 #include "metrics_impl.h"
 #include "model_impl.h"
+#include "optimizer_desc.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -18,49 +19,6 @@
 #include <string.h>
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Keras's optimizer class names, by kind. */
-static const char *const opt_classes[] = {[PASCO_OPT_SGD] = "SGD",
-    [PASCO_OPT_ADAGRAD]                                   = "Adagrad",
-    [PASCO_OPT_RMSPROP]                                   = "RMSprop",
-    [PASCO_OPT_ADAM]                                      = "Adam",
-    [PASCO_OPT_FTRL]                                      = "Ftrl"};
-
-#define K(x) (1u << (x))
-
-/* An optimizer's hyperparameters by Keras's names, and the kinds that
- * have them. */
-static const struct {
-	const char *key;
-	size_t      off;
-	bool        is_bool;
-	unsigned    kinds;
-} opt_fields[] = {
-    {"learning_rate", offsetof(pasco_optimizer, learning_rate), false, ~0u},
-    {"momentum", offsetof(pasco_optimizer, momentum), false,
-        K(PASCO_OPT_SGD) | K(PASCO_OPT_RMSPROP)},
-    {"nesterov", offsetof(pasco_optimizer, nesterov), true, K(PASCO_OPT_SGD)},
-    {"rho", offsetof(pasco_optimizer, rho), false, K(PASCO_OPT_RMSPROP)},
-    {"centered", offsetof(pasco_optimizer, centered), true,
-        K(PASCO_OPT_RMSPROP)},
-    {"beta_1", offsetof(pasco_optimizer, beta_1), false, K(PASCO_OPT_ADAM)},
-    {"beta_2", offsetof(pasco_optimizer, beta_2), false, K(PASCO_OPT_ADAM)},
-    {"amsgrad", offsetof(pasco_optimizer, amsgrad), true, K(PASCO_OPT_ADAM)},
-    {"epsilon", offsetof(pasco_optimizer, epsilon), false,
-        K(PASCO_OPT_ADAGRAD) | K(PASCO_OPT_RMSPROP) | K(PASCO_OPT_ADAM)},
-    {"initial_accumulator_value",
-        offsetof(pasco_optimizer, initial_accumulator_value), false,
-        K(PASCO_OPT_ADAGRAD) | K(PASCO_OPT_FTRL)},
-    {"learning_rate_power", offsetof(pasco_optimizer, learning_rate_power),
-        false, K(PASCO_OPT_FTRL)},
-    {"l1_regularization_strength", offsetof(pasco_optimizer, l1), false,
-        K(PASCO_OPT_FTRL)},
-    {"l2_regularization_strength", offsetof(pasco_optimizer, l2), false,
-        K(PASCO_OPT_FTRL)},
-    {"l2_shrinkage_regularization_strength",
-        offsetof(pasco_optimizer, l2_shrinkage), false, K(PASCO_OPT_FTRL)},
-    {"beta", offsetof(pasco_optimizer, beta), false, K(PASCO_OPT_FTRL)},
-};
 
 static const struct {
 	const char       *name;
@@ -134,14 +92,15 @@ resolve_metric(const pasco_model *m, const pasco_loss *loss, const char *name,
 static int
 check_optimizer(const pasco_optimizer *o)
 {
-	if (o->kind < PASCO_OPT_SGD || o->kind > PASCO_OPT_FTRL) {
+	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
+	if (d == NULL) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "compile: unknown optimizer kind %d", (int) o->kind);
 	}
 	if (!(o->learning_rate > 0)) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "compile: %s: learning_rate must be > 0, got %g",
-		    opt_classes[o->kind], o->learning_rate);
+		    "compile: %s: learning_rate must be > 0, got %g", d->keras,
+		    o->learning_rate);
 	}
 	return PASCO_OK;
 }
@@ -180,8 +139,9 @@ pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
 		return rv;
 	}
 	snprintf(c.loss_name, sizeof(c.loss_name), "%s", o->loss);
-	c.opt = o->optimizer.kind == 0 ? pasco_rmsprop(0.001, 0.9, 0, false)
-	                               : o->optimizer;
+	c.opt            = o->optimizer.kind == 0
+	                       ? pasci_opt_desc_of(PASCO_OPT_RMSPROP)->defaults
+	                       : o->optimizer;
 	c.opt.iterations = NULL;
 	c.global_step    = !o->no_global_step;
 	if ((rv = check_optimizer(&c.opt)) != 0) {
@@ -215,6 +175,22 @@ pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
 }
 
 bool
+pasci_opt_config_write(cJSON *config, const pasco_optimizer *opt)
+{
+	const pasci_opt_desc *d  = pasci_opt_desc_of((int) opt->kind);
+	bool                  ok = d != NULL;
+	for (int i = 0; ok && i < d->nfields; i++) {
+		const pasci_opt_field *f  = &d->fields[i];
+		const char            *at = (const char *) opt + f->off;
+		ok = f->is_bool ? cJSON_AddBoolToObject(config, f->key,
+		                      *(const bool *) at) != NULL
+		                : cJSON_AddNumberToObject(config, f->key,
+		                      *(const double *) at) != NULL;
+	}
+	return ok;
+}
+
+bool
 pasci_compile_to_json(cJSON *root, const pasco_model *m)
 {
 	const pasci_compile *c = &m->compile;
@@ -226,19 +202,9 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	ok = (cc = cJSON_AddObjectToObject(root, "compile_config")) != NULL &&
 	     cJSON_AddStringToObject(cc, "loss", c->loss_name) != NULL &&
 	     cJSON_AddBoolToObject(cc, "from_logits", c->loss.from_logits) &&
-	     (oc = pasci_json_class(
-	          cc, "optimizer", opt_classes[c->opt.kind])) != NULL;
-	for (size_t i = 0; ok && i < COUNT(opt_fields); i++) {
-		const char *at = (const char *) &c->opt + opt_fields[i].off;
-		if ((opt_fields[i].kinds & K(c->opt.kind)) == 0) {
-			continue;
-		}
-		ok = opt_fields[i].is_bool
-		         ? cJSON_AddBoolToObject(oc, opt_fields[i].key,
-		               *(const bool *) at) != NULL
-		         : cJSON_AddNumberToObject(oc, opt_fields[i].key,
-		               *(const double *) at) != NULL;
-	}
+	     (oc = pasci_json_class(cc, "optimizer",
+	          pasci_opt_desc_of((int) c->opt.kind)->keras)) != NULL &&
+	     pasci_opt_config_write(oc, &c->opt);
 	ok = ok && (metrics = cJSON_AddArrayToObject(cc, "metrics")) != NULL;
 	for (size_t k = 0; ok && k < c->nmetrics; k++) {
 		ok = cJSON_AddItemToArray(
@@ -247,42 +213,38 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	return ok && cJSON_AddBoolToObject(cc, "global_step", c->global_step);
 }
 
-static int
-read_optimizer(const cJSON *cc, pasco_optimizer *opt)
+int
+pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt)
 {
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(cc, "optimizer"), *c,
-	            *it;
-	const char *at = "compile_config: optimizer";
+	const cJSON          *c, *it;
+	const char           *at = "compile_config: optimizer";
+	const char           *classes[PASCI_OPT_KINDS] = {NULL};
 	int         kind;
+	const pasci_opt_desc *d;
 	if (o == NULL) {
-		*opt = pasco_rmsprop(0.001, 0.9, 0, false);
+		*opt = pasci_opt_desc_of(PASCO_OPT_RMSPROP)->defaults;
 		return PASCO_OK;
 	}
+	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
+		classes[k] = pasci_opt_desc_of(k)->keras;
+	}
 	if (pasci_json_read_class(
-	        o, opt_classes, COUNT(opt_classes), &kind, &c, at) != 0) {
+	        o, classes, PASCI_OPT_KINDS, &kind, &c, at) != 0) {
 		return PASCO_EINVAL;
 	}
-	*opt = kind == PASCO_OPT_SGD       ? pasco_sgd(0.01, 0, false)
-	       : kind == PASCO_OPT_ADAGRAD ? pasco_adagrad(0.001)
-	       : kind == PASCO_OPT_RMSPROP
-	           ? pasco_rmsprop(0.001, 0.9, 0, false)
-	       : kind == PASCO_OPT_ADAM ? pasco_adam(0.001, false)
-	                                : pasco_ftrl(0.001, 0, 0);
+	d    = pasci_opt_desc_of(kind);
+	*opt = d->defaults;
 	cJSON_ArrayForEach(it, c)
 	{
-		size_t i = 0;
-		while (i < COUNT(opt_fields) &&
-		       (strcmp(opt_fields[i].key, it->string) != 0 ||
-		           (opt_fields[i].kinds & K(kind)) == 0)) {
-			i++;
-		}
-		if (i == COUNT(opt_fields)) {
+		const pasci_opt_field *f =
+		    pasci_opt_field_named(d, it->string);
+		if (f == NULL) {
 			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: %s has no field '%s'", at, opt_classes[kind],
+			    "%s: %s has no field '%s'", at, d->keras,
 			    it->string);
 		}
-		char *field = (char *) opt + opt_fields[i].off;
-		if (opt_fields[i].is_bool
+		char *field = (char *) opt + f->off;
+		if (f->is_bool
 		        ? pasci_json_bool(c, it->string, (bool *) field, at)
 		        : pasci_json_number(c, it->string, (double *) field,
 		              false, -HUGE_VAL, at)) {
@@ -310,7 +272,9 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	if (pasci_json_check_keys(cc, keys, COUNT(keys), at) != 0 ||
 	    pasci_json_bool(cc, "from_logits", &o.from_logits, at) != 0 ||
 	    pasci_json_bool(cc, "global_step", &gs, at) != 0 ||
-	    read_optimizer(cc, &o.optimizer) != 0) {
+	    pasci_opt_config_read(
+	        cJSON_GetObjectItemCaseSensitive(cc, "optimizer"),
+	        &o.optimizer) != 0) {
 		return PASCO_EINVAL;
 	}
 	if (!cJSON_IsString(loss) || (ms != NULL && !cJSON_IsArray(ms)) ||

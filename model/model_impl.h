@@ -35,6 +35,16 @@ cJSON *pasci_json_class(cJSON *parent, const char *key, const char *cls);
 /* The compile config into root ("compile_config") when m is compiled;
  * false without memory. And back: m compiled from root's, if any. */
 bool pasci_compile_to_json(cJSON *root, const pasco_model *m);
+/* Writes opt's hyperparameters, by Keras's names, into config (the
+ * "config" of its compile config's optimizer). False when opt's kind is no
+ * optimizer's or cJSON runs out of memory. */
+bool pasci_opt_config_write(cJSON *config, const pasco_optimizer *opt);
+/* Reads a compile config's optimizer, {"class_name": Keras's class name,
+ * "config": its fields}, into opt: the kind's defaults (Keras's) with the
+ * fields given; o NULL is RMSprop's defaults. PASCO_EINVAL, naming the
+ * class or the field, for a class that is no optimizer's, a field that
+ * is not the optimizer's, or a value of the wrong type. */
+int  pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt);
 int  pasci_compile_from_json(const cJSON *root, pasco_model *m);
 
 /* Adds a batch's metric counts (output `pred` against targets y) into

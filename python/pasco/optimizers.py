@@ -2,6 +2,8 @@
 
 ``model.compile(optimizer=pasco.optimizers.Adam(0.01))``, or a name:
 "sgd", "adagrad", "rmsprop", "adam", "ftrl" (Keras's defaults).
+Each class's fields and defaults are the C library's optimizer table's
+(base/optimizer_desc.c): tests/python/optimizer_table.py checks them.
 """
 
 from __future__ import annotations
@@ -80,18 +82,25 @@ class Adam(Optimizer):
 
 
 class Ftrl(Optimizer):
+    """FTRL-Proximal; l2_shrinkage_regularization_strength and beta as
+    Keras's (keyword arguments there too, after its name)."""
     class_name = "Ftrl"
 
     def __init__(self, learning_rate: float = 0.001,
                  learning_rate_power: float = -0.5,
                  initial_accumulator_value: float = 0.1,
                  l1_regularization_strength: float = 0.0,
-                 l2_regularization_strength: float = 0.0) -> None:
+                 l2_regularization_strength: float = 0.0,
+                 l2_shrinkage_regularization_strength: float = 0.0,
+                 beta: float = 0.0) -> None:
         super().__init__(
             learning_rate, learning_rate_power=learning_rate_power,
             initial_accumulator_value=initial_accumulator_value,
             l1_regularization_strength=l1_regularization_strength,
-            l2_regularization_strength=l2_regularization_strength)
+            l2_regularization_strength=l2_regularization_strength,
+            l2_shrinkage_regularization_strength=(
+                l2_shrinkage_regularization_strength),
+            beta=beta)
 
 
 _BY_NAME = {"sgd": SGD, "adagrad": Adagrad, "rmsprop": RMSprop, "adam": Adam,

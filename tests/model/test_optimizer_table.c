@@ -1,0 +1,161 @@
+/* The optimizer table (base/optimizer_desc.c) as the compile config reads
+ * and writes it (model/compile.c): every kind of the public enum has a
+ * descriptor of its own, with Keras's class name and its fields; a config
+ * that names only the class reads that kind's own defaults (the
+ * constructors' too), and each kind's config reads back what its writer
+ * writes, field by field. */
+#include "helpers.h"
+#include "model_impl.h"
+#include "optimizer_desc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(optimizer_table, .timeout = 30);
+
+/* Whether a and b agree on every field of d. */
+static bool
+same_fields(const pasci_opt_desc *d, const pasco_optimizer *a,
+    const pasco_optimizer *b, const char **differs)
+{
+	for (int i = 0; i < d->nfields; i++) {
+		const pasci_opt_field *f = &d->fields[i];
+		const char            *x = (const char *) a + f->off;
+		const char            *y = (const char *) b + f->off;
+		if (f->is_bool ? *(const bool *) x != *(const bool *) y
+		               : *(const double *) x != *(const double *) y) {
+			*differs = f->key;
+			return false;
+		}
+	}
+	return a->kind == b->kind;
+}
+
+/* {"class_name": d's, "config": config (taken)} read into *opt. */
+static int
+read_class(const pasci_opt_desc *d, cJSON *config, pasco_optimizer *opt)
+{
+	cJSON *o = cJSON_CreateObject();
+	int    rv;
+	cr_assert_not_null(o);
+	cJSON_AddStringToObject(o, "class_name", d->keras);
+	cJSON_AddItemToObject(o, "config", config);
+	rv = pasci_opt_config_read(o, opt);
+	cJSON_Delete(o);
+	return rv;
+}
+
+Test(optimizer_table, every_kind_has_a_descriptor_of_its_own)
+{
+	cr_assert_null(pasci_opt_desc_of(0));
+	cr_assert_null(pasci_opt_desc_of(PASCI_OPT_KINDS));
+	cr_assert_null(pasci_opt_desc_of_class("Nadam"));
+	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
+		const pasci_opt_desc *d = pasci_opt_desc_of(k);
+		cr_assert_not_null(d, "kind %d has no row in the table", k);
+		cr_assert_eq(d->kind, (pasco_optimizer_kind) k,
+		    "row %d holds kind %d", k, (int) d->kind);
+		cr_assert(d->name != NULL && d->title != NULL &&
+		              d->keras != NULL && d->nslots >= 1 &&
+		              d->nfields >= 1,
+		    "kind %d: its descriptor lacks a name, slots or fields",
+		    k);
+		cr_assert_eq(d->defaults.kind, d->kind,
+		    "%s: its defaults are another kind's", d->keras);
+		cr_assert(d->defaults.learning_rate > 0, "%s", d->keras);
+		cr_assert_null(d->defaults.iterations, "%s", d->keras);
+		cr_assert_str_eq(
+		    d->fields[0].key, "learning_rate", "%s", d->keras);
+		cr_assert_eq(pasci_opt_desc_named(d->name), d, "%s", d->name);
+		cr_assert_eq(
+		    pasci_opt_desc_of_class(d->keras), d, "%s", d->keras);
+		for (int i = 0; i < d->nfields; i++) {
+			for (int j = 0; j < i; j++) {
+				cr_assert(
+				    strcmp(d->fields[i].key,
+				        d->fields[j].key) != 0 &&
+				        d->fields[i].off != d->fields[j].off,
+				    "%s: fields %d and %d are the same",
+				    d->keras, j, i);
+			}
+		}
+	}
+}
+
+Test(optimizer_table, a_config_naming_only_the_class_reads_its_defaults)
+{
+	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
+		const pasci_opt_desc *d       = pasci_opt_desc_of(k);
+		pasco_optimizer       o       = {0};
+		const char           *differs = "kind";
+		PASCO_PASS(read_class(d, cJSON_CreateObject(), &o));
+		cr_assert(same_fields(d, &o, &d->defaults, &differs),
+		    "%s read with no fields: its %s is not its default",
+		    d->keras, differs);
+	}
+}
+
+Test(optimizer_table, the_constructors_start_from_the_tables_defaults)
+{
+	const pasco_optimizer made[] = {
+	    [PASCO_OPT_SGD]     = pasco_sgd(0.01, 0, false),
+	    [PASCO_OPT_ADAGRAD] = pasco_adagrad(0.001),
+	    [PASCO_OPT_RMSPROP] = pasco_rmsprop(0.001, 0.9, 0, false),
+	    [PASCO_OPT_ADAM]    = pasco_adam(0.001, false),
+	    [PASCO_OPT_FTRL]    = pasco_ftrl(0.001, 0, 0),
+	};
+	_Static_assert(sizeof(made) / sizeof(made[0]) == PASCI_OPT_KINDS,
+	    "a constructor call per kind");
+	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
+		const pasci_opt_desc *d       = pasci_opt_desc_of(k);
+		const char           *differs = "kind";
+		cr_assert(same_fields(d, &made[k], &d->defaults, &differs),
+		    "%s's constructor at Keras's arguments: its %s is not "
+		    "the table's default",
+		    d->keras, differs);
+	}
+}
+
+Test(optimizer_table, each_kinds_reader_reads_back_what_its_writer_writes)
+{
+	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
+		const pasci_opt_desc *d   = pasci_opt_desc_of(k);
+		pasco_optimizer       set = d->defaults, got = {0};
+		cJSON                *c       = cJSON_CreateObject();
+		const char           *differs = "kind";
+		for (int i = 0; i < d->nfields;
+		     i++) { /* none at its default */
+			char *at = (char *) &set + d->fields[i].off;
+			if (d->fields[i].is_bool) {
+				*(bool *) at = !*(bool *) at;
+			} else {
+				*(double *) at += 0.125 * (i + 1);
+			}
+		}
+		cr_assert(pasci_opt_config_write(c, &set), "%s", d->keras);
+		cr_assert_eq(
+		    cJSON_GetArraySize(c), d->nfields, "%s", d->keras);
+		PASCO_PASS(read_class(d, c, &got));
+		cr_assert(same_fields(d, &got, &set, &differs),
+		    "%s: %s did not read back", d->keras, differs);
+	}
+}
+
+Test(optimizer_table, a_field_or_class_of_no_optimizer_is_refused_naming_it)
+{
+	const pasci_opt_desc *sgd = pasci_opt_desc_of(PASCO_OPT_SGD);
+	pasco_optimizer       o;
+	cJSON                *c = cJSON_CreateObject();
+	cJSON                *bad;
+	cJSON_AddNumberToObject(c, "beta_1", 0.5);
+	PASCO_FAIL(read_class(sgd, c, &o), PASCO_EINVAL);
+	cr_assert(
+	    strstr(pasco_model_last_error(), "SGD has no field 'beta_1'"),
+	    "%s", pasco_model_last_error());
+	bad = cJSON_Parse("{\"class_name\": \"Nadam\"}");
+	PASCO_FAIL(pasci_opt_config_read(bad, &o), PASCO_EINVAL);
+	cr_assert(
+	    strstr(pasco_model_last_error(), "unknown class_name 'Nadam'"),
+	    "%s", pasco_model_last_error());
+	cJSON_Delete(bad);
+}
