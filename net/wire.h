@@ -23,7 +23,9 @@
 
 /* Pasco's message model. The codec turns these plain structs into the
  * protobuf Header of schemas/wire.proto and back; no other module sees the
- * generated types. Method numbers are the schema's. */
+ * generated types. Method numbers are the schema's: wire_method.c ties
+ * each kind to the schema's at compile time (a kind added here, there or
+ * in its table alone does not compile, or fails tests/net/test_wire.c). */
 typedef enum pasci_method {
 	PASCI_METHOD_NONE       = 0,
 	PASCI_METHOD_HELLO      = 1, /* the reply carries the incarnation */
@@ -51,6 +53,26 @@ typedef enum pasci_method {
 	PASCI_METHOD_DYN_IMPORT = 24, /* ps: a dynamic table's rows in */
 	PASCI_METHOD_DYN_STATS  = 25, /* ps: a dynamic table's counts */
 } pasci_method;
+
+/* One more than the last method number: the length of every table indexed
+ * by method (raise it with a new last kind). */
+#define PASCI_METHOD_COUNT (PASCI_METHOD_DYN_STATS + 1)
+
+/* Who answers a request kind. */
+typedef enum pasci_served_by {
+	PASCI_SERVED_BY_NOBODY = 0, /* NONE, and numbers no kind has */
+	PASCI_SERVED_BY_RPC,        /* the RPC layer (rpc_server.c) */
+	PASCI_SERVED_BY_PS,         /* ps/ps_server.c */
+	PASCI_SERVED_BY_WORKER,     /* worker/worker_server.c */
+} pasci_served_by;
+
+/* m's name in the schema ("VAR_CREATE"), or NULL for a number no kind
+ * has (any int: a request's number is not range-checked). Thread-safe. */
+const char *pasci_method_name(int m);
+
+/* Who answers m (PASCI_SERVED_BY_NOBODY for a number no kind has).
+ * Thread-safe. */
+pasci_served_by pasci_method_served_by(int m);
 
 /* The most parts a VAR_MULTI request may have. */
 #define PASCI_WIRE_MAX_PARTS 4096

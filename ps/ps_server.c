@@ -383,9 +383,9 @@ ps_save(ps_server *ps, const pasci_wire_msg *req)
 	return reply;
 }
 
-/* The methods a ps serves, indexed by method number; a gap (HELLO is the
- * RPC server's, RUN and the resources a worker's) is not served. */
-static const ps_method ps_methods[] = {
+/* The methods a ps serves by number (VAR_MULTI, dynamic tables': see
+ * ps_handle); test_ps_server.c checks them against net/wire_method.c. */
+static const ps_method ps_methods[PASCI_METHOD_COUNT] = {
     [PASCI_METHOD_VAR_CREATE]       = {"create", ps_create},
     [PASCI_METHOD_VAR_READ]         = {"read", ps_read},
     [PASCI_METHOD_VAR_ASSIGN]       = {"assign", ps_assign},

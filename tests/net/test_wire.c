@@ -392,3 +392,34 @@ Test(wire, refuses_parts_nested_deeper_than_one_level_without_recursing)
 		free(buf);
 	}
 }
+
+/* The request kinds (net/wire_method.c) against the schema's Method: each
+ * of the schema's values is a kind of the same number and name, and each
+ * kind a value of the schema's (the compiler checks the numbers of the
+ * kinds the table names; this checks that it names them all). */
+Test(wire, request_kinds_are_the_schemas_methods_number_by_number)
+{
+	const ProtobufCEnumDescriptor *e = &pasco__wire__method__descriptor;
+	int                            kinds = 0;
+	for (unsigned i = 0; i < e->n_values; i++) {
+		int         m    = e->values[i].value;
+		const char *name = pasci_method_name(m);
+		cr_assert_not_null(name,
+		    "the schema's %s (%d) is no pasci_method kind "
+		    "(net/wire.h, net/wire_method.c)",
+		    e->values[i].name, m);
+		cr_assert_str_eq(name, e->values[i].name, "method %d", m);
+		cr_assert(
+		    (pasci_method_served_by(m) == PASCI_SERVED_BY_NOBODY) ==
+		        (m == PASCI_METHOD_NONE),
+		    "%s: no server answers it", name);
+	}
+	for (int m = -1; m <= PASCI_METHOD_COUNT; m++) {
+		kinds += pasci_method_name(m) != NULL;
+	}
+	cr_assert_eq(kinds, (int) e->n_values,
+	    "%d kinds, the schema has %u methods", kinds, e->n_values);
+	cr_assert_null(pasci_method_name(6), "6 is reserved in the schema");
+	cr_assert_eq(pasci_method_served_by(PASCI_METHOD_COUNT),
+	    PASCI_SERVED_BY_NOBODY);
+}

@@ -105,6 +105,31 @@ Test(ps_server, methods_it_does_not_serve_are_named_in_the_error,
 	pasco_tensor_release(t[1]);
 }
 
+/* Every kind net/wire_method.c gives the ps is served by it (whatever a
+ * bare request of it is told, it is not that the ps does not serve it),
+ * and every other kind is refused as not served. The RPC layer's kinds
+ * (HELLO, AUTH, SHUTDOWN) never reach the ps's handler; an empty
+ * VAR_MULTI is refused as not served (its parts: a_multi_request_...). */
+Test(ps_server, serves_exactly_the_request_kinds_that_are_a_pss, .init = start,
+    .fini = stop)
+{
+	char err[256];
+	for (int m = 0; m < PASCI_METHOD_COUNT; m++) {
+		pasci_served_by by = pasci_method_served_by(m);
+		bool            refused;
+		if (by == PASCI_SERVED_BY_RPC || m == PASCI_METHOD_VAR_MULTI) {
+			continue;
+		}
+		(void) call((pasci_method) m, "x", NULL, 0, NULL, NULL, err);
+		refused = strstr(err, "does not serve method") != NULL;
+		cr_assert_eq(refused, by != PASCI_SERVED_BY_PS,
+		    "method %d (%s): the ps says '%s'", m,
+		    pasci_method_name(m) != NULL ? pasci_method_name(m)
+		                                 : "no kind",
+		    err);
+	}
+}
+
 Test(ps_server, malformed_requests_say_what_they_lack, .init = start,
     .fini = stop)
 {
