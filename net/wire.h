@@ -23,7 +23,7 @@
 
 /* Pasco's message model. The codec turns these plain structs into the
  * protobuf Header of schemas/wire.proto and back; no other module sees the
- * generated types. Method numbers are the schema's: wire_method.c ties
+ * generated types. Method numbers are the schema's: wire.c ties
  * each kind to the schema's at compile time (a kind added here, there or
  * in its table alone does not compile, or fails tests/net/test_wire.c). */
 typedef enum pasci_method {

@@ -384,7 +384,7 @@ ps_save(ps_server *ps, const pasci_wire_msg *req)
 }
 
 /* The methods a ps serves by number (VAR_MULTI, dynamic tables': see
- * ps_handle); test_ps_server.c checks them against net/wire_method.c. */
+ * ps_handle); test_ps_server.c checks them against net/wire.c. */
 static const ps_method ps_methods[PASCI_METHOD_COUNT] = {
     [PASCI_METHOD_VAR_CREATE]       = {"create", ps_create},
     [PASCI_METHOD_VAR_READ]         = {"read", ps_read},

@@ -393,7 +393,7 @@ Test(wire, refuses_parts_nested_deeper_than_one_level_without_recursing)
 	}
 }
 
-/* The request kinds (net/wire_method.c) against the schema's Method: each
+/* The request kinds (net/wire.c) against the schema's Method: each
  * of the schema's values is a kind of the same number and name, and each
  * kind a value of the schema's (the compiler checks the numbers of the
  * kinds the table names; this checks that it names them all). */
@@ -406,7 +406,7 @@ Test(wire, request_kinds_are_the_schemas_methods_number_by_number)
 		const char *name = pasci_method_name(m);
 		cr_assert_not_null(name,
 		    "the schema's %s (%d) is no pasci_method kind "
-		    "(net/wire.h, net/wire_method.c)",
+		    "(net/wire.h, net/wire.c)",
 		    e->values[i].name, m);
 		cr_assert_str_eq(name, e->values[i].name, "method %d", m);
 		cr_assert(

@@ -105,7 +105,7 @@ Test(ps_server, methods_it_does_not_serve_are_named_in_the_error,
 	pasco_tensor_release(t[1]);
 }
 
-/* Every kind net/wire_method.c gives the ps is served by it (whatever a
+/* Every kind net/wire.c gives the ps is served by it (whatever a
  * bare request of it is told, it is not that the ps does not serve it),
  * and every other kind is refused as not served. The RPC layer's kinds
  * (HELLO, AUTH, SHUTDOWN) never reach the ps's handler; an empty
