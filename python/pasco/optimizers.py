@@ -103,8 +103,10 @@ class Ftrl(Optimizer):
             beta=beta)
 
 
-_BY_NAME = {"sgd": SGD, "adagrad": Adagrad, "rmsprop": RMSprop, "adam": Adam,
-            "ftrl": Ftrl}
+# by Keras's lower-case names ("rmsprop"): every class of __all__
+_BY_NAME = {c.class_name.lower(): c for c in map(globals().get, __all__)
+            if isinstance(c, type) and issubclass(c, Optimizer)
+            and c is not Optimizer}
 
 
 def get(identifier: Union[str, Optimizer]) -> Optimizer:
