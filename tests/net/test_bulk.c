@@ -21,6 +21,7 @@
 #include "bulk_frame.h"
 #include "resolve.h"
 #include "rpc.h"
+#include "stuck_lookup.h"
 #include "tensor_impl.h"
 #include "util.h"
 
@@ -805,46 +806,14 @@ Test(bulk, requests_on_the_bulk_port_keep_a_task_from_idling)
 	pasci_rpc_server_close(rpc);
 }
 
-/* A name service that does not answer: lookups of "*.stuck.test" block
- * until the test lets them go (then fail), others are getaddrinfo's. */
-static pthread_mutex_t stuck_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t  stuck_cv = PTHREAD_COND_INITIALIZER;
-static bool            stuck_released;
-static int             stuck_waiting;
-
+/* Lookups of "*.stuck.test" get no answer until stuck_release (then
+ * fail); others are getaddrinfo's. */
 static int
 stuck_lookup(const char *host, const char *port, const struct addrinfo *hints,
     struct addrinfo **res)
 {
-	if (strstr(host, ".stuck.test") == NULL) {
-		return getaddrinfo(host, port, hints, res);
-	}
-	pthread_mutex_lock(&stuck_mu);
-	stuck_waiting++;
-	while (!stuck_released) {
-		pthread_cond_wait(&stuck_cv, &stuck_mu);
-	}
-	stuck_waiting--;
-	pthread_cond_broadcast(&stuck_cv);
-	pthread_mutex_unlock(&stuck_mu);
-	return EAI_AGAIN;
-}
-
-/* Lets the stuck lookups go and waits (at most 5 s) until they return. */
-static void
-stuck_release(void)
-{
-	int64_t until = pasci_now_ms() + 5000;
-	pthread_mutex_lock(&stuck_mu);
-	stuck_released = true;
-	pthread_cond_broadcast(&stuck_cv);
-	while (stuck_waiting > 0 && pasci_now_ms() < until) {
-		pthread_mutex_unlock(&stuck_mu);
-		usleep(1000);
-		pthread_mutex_lock(&stuck_mu);
-	}
-	pthread_mutex_unlock(&stuck_mu);
-	pasci_resolve_set_lookup(NULL);
+	return stuck_wait(host) ? EAI_AGAIN
+	                        : getaddrinfo(host, port, hints, res);
 }
 
 Test(bulk, a_lookup_that_gets_no_answer_fails_the_connection_at_its_deadline)
@@ -880,4 +849,5 @@ Test(bulk, a_lookup_that_gets_no_answer_fails_the_connection_at_its_deadline)
 	cr_assert_lt(pasci_now_ms() - t0, 3000);
 	pasci_bulk_pool_destroy(pool);
 	stuck_release();
+	pasci_resolve_set_lookup(NULL);
 }

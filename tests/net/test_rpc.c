@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "resolve.h"
 #include "rpc.h"
+#include "stuck_lookup.h"
 #include "util.h"
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -756,11 +757,7 @@ Test(rpc, silent_connections_are_capped_and_closed)
 
 /* A name service the tests control: "srv.move.test" resolves to
  * move_addr; "*.stuck.test" gets no answer until stuck_release. */
-static char            move_addr[32] = "127.0.0.2";
-static pthread_mutex_t stuck_mu      = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t  stuck_cv      = PTHREAD_COND_INITIALIZER;
-static bool            stuck_released;
-static int             stuck_waiting;
+static char move_addr[32] = "127.0.0.2"; /* under stuck_mu */
 
 static int
 test_lookup(const char *host, const char *port, const struct addrinfo *hints,
@@ -768,14 +765,7 @@ test_lookup(const char *host, const char *port, const struct addrinfo *hints,
 {
 	struct addrinfo h = *hints;
 	char            addr[32];
-	if (strstr(host, ".stuck.test") != NULL) {
-		pthread_mutex_lock(&stuck_mu);
-		stuck_waiting++;
-		while (!stuck_released) {
-			pthread_cond_wait(&stuck_cv, &stuck_mu);
-		}
-		stuck_waiting--;
-		pthread_mutex_unlock(&stuck_mu);
+	if (stuck_wait(host)) {
 		return EAI_AGAIN;
 	}
 	if (strcmp(host, "srv.move.test") != 0) {
@@ -786,22 +776,6 @@ test_lookup(const char *host, const char *port, const struct addrinfo *hints,
 	pthread_mutex_unlock(&stuck_mu);
 	h.ai_flags |= AI_NUMERICHOST;
 	return getaddrinfo(addr, port, &h, res);
-}
-
-/* Lets the stuck lookups go and waits (at most 5 s) until they return. */
-static void
-stuck_release(void)
-{
-	int64_t until = pasci_now_ms() + 5000;
-	pthread_mutex_lock(&stuck_mu);
-	stuck_released = true;
-	pthread_cond_broadcast(&stuck_cv);
-	while (stuck_waiting > 0 && pasci_now_ms() < until) {
-		pthread_mutex_unlock(&stuck_mu);
-		usleep(1000);
-		pthread_mutex_lock(&stuck_mu);
-	}
-	pthread_mutex_unlock(&stuck_mu);
 }
 
 Test(rpc, a_server_back_at_a_new_address_under_its_name_is_followed)
