@@ -216,6 +216,10 @@ pasci_rpc_redial_now_locked(pasci_rpc_client *c)
 void
 pasci_rpc_redial_fini(pasci_rpc_client *c)
 {
+	/* under the lock: a pipe's removal (an nng thread) may still drop
+	 * the lookup until the socket is closed */
+	pthread_mutex_lock(&c->mu);
 	pasci_lookup_release(c->lookup);
 	c->lookup = NULL;
+	pthread_mutex_unlock(&c->mu);
 }
