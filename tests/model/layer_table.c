@@ -4,9 +4,7 @@
  * name prefix, config fields, the fields Keras requires, and the config
  * the library writes for a layer of the kind's defaults.
  */
-#include <stdio.h>
-#include <stdlib.h>
-
+#include "kind_table.h"
 #include "layer_desc.h"
 
 static cJSON *
@@ -40,29 +38,16 @@ kind_json(const pasci_layer_desc *d)
 	return o;
 }
 
+static cJSON *
+kind_at(int k)
+{
+	const pasci_layer_desc *d = pasci_layer_desc_of(k);
+	return d != NULL && d->kind == (pasco_layer_kind) k ? kind_json(d)
+	                                                     : NULL;
+}
+
 int
 main(void)
 {
-	cJSON *kinds = cJSON_CreateArray();
-	char  *out;
-	for (int k = 1; kinds != NULL && k < PASCI_LAYER_KINDS; k++) {
-		const pasci_layer_desc *d = pasci_layer_desc_of(k);
-		cJSON                  *o = d != NULL ? kind_json(d) : NULL;
-		if (o == NULL || d->kind != (pasco_layer_kind) k) {
-			fprintf(stderr,
-			    "layer_table: kind %d has no descriptor "
-			    "of its own\n",
-			    k);
-			return 1;
-		}
-		cJSON_AddItemToArray(kinds, o);
-	}
-	if ((out = cJSON_PrintUnformatted(kinds)) == NULL) {
-		fprintf(stderr, "layer_table: out of memory\n");
-		return 1;
-	}
-	puts(out);
-	free(out);
-	cJSON_Delete(kinds);
-	return 0;
+	return print_kind_table("layer_table", PASCI_LAYER_KINDS, kind_at);
 }

@@ -4,9 +4,7 @@
  * takes it), Keras's class name, its config fields in order, and the
  * config the library writes for the kind's defaults (model/compile.c).
  */
-#include <stdio.h>
-#include <stdlib.h>
-
+#include "kind_table.h"
 #include "model_impl.h"
 #include "optimizer_desc.h"
 
@@ -35,30 +33,16 @@ kind_json(const pasci_opt_desc *d)
 	return o;
 }
 
+static cJSON *
+kind_at(int k)
+{
+	const pasci_opt_desc *d = pasci_opt_desc_of(k);
+	return d != NULL && d->kind == (pasco_optimizer_kind) k ? kind_json(d)
+	                                                         : NULL;
+}
+
 int
 main(void)
 {
-	cJSON *kinds = cJSON_CreateArray();
-	char  *out;
-	for (int k = 1; kinds != NULL && k < PASCI_OPT_KINDS; k++) {
-		const pasci_opt_desc *d = pasci_opt_desc_of(k);
-		cJSON                *o = d != NULL ? kind_json(d) : NULL;
-		if (o == NULL || d->kind != (pasco_optimizer_kind) k) {
-			fprintf(stderr,
-			    "optimizer_table: kind %d has no descriptor of "
-			    "its "
-			    "own\n",
-			    k);
-			return 1;
-		}
-		cJSON_AddItemToArray(kinds, o);
-	}
-	if ((out = cJSON_PrintUnformatted(kinds)) == NULL) {
-		fprintf(stderr, "optimizer_table: out of memory\n");
-		return 1;
-	}
-	puts(out);
-	free(out);
-	cJSON_Delete(kinds);
-	return 0;
+	return print_kind_table("optimizer_table", PASCI_OPT_KINDS, kind_at);
 }

@@ -13,26 +13,17 @@ exactly where Keras requires them, and defaults that give the config the
 C library writes for its own defaults. Runs without numpy: layers.py is
 loaded alone.
 """
-import importlib.util
 import inspect
 import json
-import os
-import subprocess
 import sys
+
+import kind_table
 
 # Keras's own constructor arguments that are no config field
 PYTHON_ONLY = {"self", "name", "input_shape", "input_length"}
 # a value for each required field, to construct a layer
 EXAMPLES = {"units": 1, "input_dim": 1, "output_dim": 1, "rate": 0.5,
             "activation": "relu"}
-
-
-def load_layers(root):
-    path = os.path.join(root, "python", "pasco", "layers.py")
-    spec = importlib.util.spec_from_file_location("pasco_layers", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def same(py, c):
@@ -104,25 +95,9 @@ def check_kind(mod, kind, problems):
 
 
 def main(program, root):
-    table = json.loads(subprocess.run([program], check=True,
-                                      capture_output=True, text=True).stdout)
-    mod = load_layers(root)
-    problems = []
-    for kind in table:
-        check_kind(mod, kind, problems)
-    c_names = {k["class_name"] for k in table}
-    for n in mod.__all__:
-        cls = getattr(mod, n)
-        if isinstance(cls, type) and issubclass(cls, mod.Layer) and \
-                cls is not mod.Layer and cls.class_name not in c_names:
-            problems.append(f"{n}: no C layer kind of class "
-                            f"{cls.class_name!r} (model/layers/table.c)")
-    for p in problems:
-        print("layer_table:", p)
-    if not problems:
-        print(f"layer_table: {len(table)} kinds, each with its Python class "
-              f"(fields and defaults agree)")
-    return 1 if problems else 0
+    mod = kind_table.load_module(root, "layers.py")
+    return kind_table.run("layer_table", program, mod, mod.Layer,
+                          "model/layers/table.c", check_kind)
 
 
 if __name__ == "__main__":

@@ -12,20 +12,11 @@ with one constructor argument per config field (in Keras's order, which
 is not the config's), whose defaults give the config the C library writes for its own defaults.
 optimizers.py is loaded alone (no numpy, no library).
 """
-import importlib.util
 import inspect
 import json
-import os
-import subprocess
 import sys
 
-
-def load_optimizers(root):
-    path = os.path.join(root, "python", "pasco", "optimizers.py")
-    spec = importlib.util.spec_from_file_location("pasco_optimizers", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+import kind_table
 
 
 def same(py, c):
@@ -83,25 +74,9 @@ def check_kind(mod, kind, problems):
 
 
 def main(program, root):
-    table = json.loads(subprocess.run([program], check=True,
-                                      capture_output=True, text=True).stdout)
-    mod = load_optimizers(root)
-    problems = []
-    for kind in table:
-        check_kind(mod, kind, problems)
-    c_names = {k["class_name"] for k in table}
-    for n in mod.__all__:
-        cls = getattr(mod, n)
-        if isinstance(cls, type) and issubclass(cls, mod.Optimizer) and \
-                cls is not mod.Optimizer and cls.class_name not in c_names:
-            problems.append(f"{n}: no C optimizer kind of class "
-                            f"{cls.class_name!r} (base/optimizer_desc.c)")
-    for p in problems:
-        print("optimizer_table:", p)
-    if not problems:
-        print(f"optimizer_table: {len(table)} kinds, each with its Python "
-              f"class (fields and defaults agree)")
-    return 1 if problems else 0
+    mod = kind_table.load_module(root, "optimizers.py")
+    return kind_table.run("optimizer_table", program, mod, mod.Optimizer,
+                          "base/optimizer_desc.c", check_kind)
 
 
 if __name__ == "__main__":
