@@ -13,12 +13,7 @@ if [ "$sanitize" != none ]; then
 	echo "test_pkgconfig_uninstalled: skipped: this build uses -fsanitize=$sanitize"
 	exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { echo "ok: $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+. "$(dirname "$0")/harness.sh"
 finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
 
 export PKG_CONFIG_PATH="$build/meson-uninstalled"
