@@ -210,6 +210,13 @@ Test(graph_ops, a_bad_attribute_is_refused_naming_it)
 	        "nodes[4] (sparse_categorical_crossentropy): attribute "
 	        "'from_logits' must be true or false"},
 	    {"argmax", "{}", "nodes[4] (argmax): missing attribute 'axis'"},
+	    {"expand_dims", "{\"axis\": 4294967297}",
+	        "nodes[4] (expand_dims): attribute 'axis' holds 4294967297: "
+	        "integers must be within [-2^31 + 1, 2^31 - 1]"},
+	    {"reshape", "{\"shape\": [2147483647, 2147483647, 2147483647]}",
+	        "nodes[4] (reshape): attribute 'shape' holds 9.9e+27 "
+	        "elements: "
+	        "too many"},
 	    {"gather", "{\"axis\": 0.5}",
 	        "nodes[4] (gather): attribute 'axis' must be an integer"},
 	};

@@ -618,6 +618,9 @@ bad(pasco_tape *tp, int k)
 	case 14:
 		n = pasco_t_expand_dims(tp, Z(2, 3), 3);
 		break;
+	case 16:
+		n = pasco_t_slice(tp, Z(2, 3), NULL, NULL);
+		break;
 	default:
 		n = pasco_t_clip(tp, Z(2), 1, 0);
 		break;
@@ -650,6 +653,7 @@ Test(tape_ops_more, bad_shapes_fail_with_messages_that_name_them)
 	    "expand_dims: f32[2,3]: axis 3 is outside [-3, 2] (or the rank "
 	    "would pass 8)",
 	    "clip: f32[2]: min 1 is above max 0",
+	    "slice: f32[2,3]: begin or size is NULL",
 	};
 	for (int k = 0; k < (int) (sizeof(want) / sizeof(want[0])); k++) {
 		pasco_tape *tp;
