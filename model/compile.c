@@ -50,17 +50,21 @@ output_act(const pasco_model *m)
 
 /* Keras's resolution of "accuracy" (compile_utils.get_metric_function):
  * binary for an output of width 1, sparse categorical when the labels
- * are class ids (this loss), categorical otherwise. */
+ * are class ids (this loss, or a loss graph's y_true as traced: Keras
+ * looks at its shape), categorical otherwise. */
 static int
-resolve_metric(const pasco_model *m, const pasco_loss *loss, const char *name,
+resolve_metric(const pasco_model *m, const pasci_compile *c, const char *name,
     pasci_metric_kind *kind)
 {
-	int64_t width = pasco_model_output_width(m);
+	int64_t width  = pasco_model_output_width(m);
+	bool    sparse = c->loss.kind ==
+	                  PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
+	              (c->loss_graph != NULL &&
+	                  pasci_loss_graph_sparse_labels(c->loss_graph));
 	if (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0) {
 		*kind =
 		    width == 1 ? PASCI_METRIC_BINARY_ACCURACY
-		    : loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
-		        ? PASCI_METRIC_SPARSE_CAT_ACCURACY
+		    : sparse   ? PASCI_METRIC_SPARSE_CAT_ACCURACY
 		        : PASCI_METRIC_CATEGORICAL_ACCURACY;
 		return PASCO_OK;
 	}
@@ -215,7 +219,7 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 		const char *name = o->metrics[k] != NULL ? o->metrics[k] : "";
 		if (strlen(name) >= PASCI_METRIC_NAME_MAX ||
 		    (rv = resolve_metric(
-		         m, &c->loss, name, &c->metric_kinds[k])) != 0) {
+		         m, c, name, &c->metric_kinds[k])) != 0) {
 			return rv != 0 ? rv
 			               : pasci_model_fail(PASCO_EINVAL,
 			                     "compile: metric name too long");

@@ -107,6 +107,16 @@ pasci_loss_graph_name(const pasci_loss_graph *lg)
 }
 
 bool
+pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg)
+{
+	int32_t        rt, rp;
+	const int64_t *st, *sp;
+	pasco_dtype    dt = pasci_graph_input(lg->graph, 0, &rt, &st);
+	(void) pasci_graph_input(lg->graph, 1, &rp, &sp);
+	return dt == PASCO_I32 || dt == PASCO_I64 || rt < rp;
+}
+
+bool
 pasci_loss_graph_write(cJSON *parent, const char *key,
     const pasci_loss_graph *lg)
 {

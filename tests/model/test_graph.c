@@ -1,6 +1,7 @@
 /* Op graphs (model/graph.c, docs/GRAPHS.md): the reader's refusals, each
  * naming the node, its op and what was wrong; a run's shape checks. */
 #include "graph.h"
+#include "graph_layers.h"
 #include "helpers.h"
 #include "model_impl.h"
 #include "tape_impl.h"
@@ -487,46 +488,9 @@ Test(graph, the_inference_graph_runs_when_not_training)
 
 /* ---- a C layer registered by name ---- */
 
-/* relu(x @ kernel + bias), units from options ({"units": n}); kernel
- * and bias as Dense declares them. */
-static int
-c_dense_vars(const char *options, size_t n, const int64_t *widths,
-    pasco_layer_weight *w, size_t *nw, int64_t *out, char *err,
-    size_t errlen)
-{
-	const char *u     = strstr(options, "\"units\":");
-	int64_t     units = u != NULL ? atoll(u + 8) : 0;
-	if (n != 1 || units < 1) {
-		snprintf(err, errlen, "one input and {\"units\": n > 0}");
-		return PASCO_EINVAL;
-	}
-	w[0] = (pasco_layer_weight){"kernel", 2, {widths[0], units},
-	    pasco_init_glorot_uniform(0), 0, 0, true};
-	w[1] = (pasco_layer_weight){
-	    "bias", 1, {units}, pasco_init_zeros(), 0, 0, true};
-	*nw  = 2;
-	*out = units;
-	return PASCO_OK;
-}
-
-static pasco_tnode *
-c_dense_call(pasco_tape *tp, const char *options, size_t n,
-    pasco_tnode *const *x, const pasco_tensor *const *ids,
-    pasco_tnode *const *w)
-{
-	(void) options;
-	(void) n;
-	(void) ids;
-	return pasco_t_relu(tp,
-	    pasco_t_bias_add(tp, pasco_t_matmul(tp, x[0], w[0], false, false),
-	        w[1]));
-}
-
-static const pasco_layer_fn c_dense = {c_dense_vars, c_dense_call};
-
 Test(graph, a_c_layer_registered_by_name_runs_and_round_trips)
 {
-	static const pasco_layer_fn other = {c_dense_vars, c_dense_call};
+	static const pasco_layer_fn other = {gl_dense_vars, gl_dense_call};
 	pasco_layer                 l;
 	pasco_model                *dense, *fc, *back;
 	pasco_tensor               *x = batch(5, 4, 2), *y = batch(5, 3, 1);
@@ -534,8 +498,8 @@ Test(graph, a_c_layer_registered_by_name_runs_and_round_trips)
 	pasco_loss                  mse = {PASCO_LOSS_MSE, false};
 	char                       *one, *two;
 	pasco_layer_reset_names();
-	PASCO_PASS(pasco_layer_register("test_c_dense", &c_dense));
-	PASCO_PASS(pasco_layer_register("test_c_dense", &c_dense));
+	PASCO_PASS(gl_register());
+	PASCO_PASS(gl_register());
 	PASCO_FAIL(pasco_layer_register("test_c_dense", &other), PASCO_EEXIST);
 	PASCO_FAIL(pasco_layer_function(&l, "no_such_layer", NULL, 1,
 	               (int64_t[]){4}),
