@@ -601,3 +601,36 @@ Test(graph, an_ids_input_reaches_the_graph_as_integers)
 	pasco_tensor_release(ids);
 	pasco_model_free(m);
 }
+
+/* Keras resolves "accuracy" from y_true's shape: a loss graph whose
+ * y_true is class ids (int64 [batch]) gets sparse categorical accuracy,
+ * here and in the model a worker reads from the config. */
+Test(graph, accuracy_with_a_loss_graph_of_class_ids_is_sparse)
+{
+	static const char *const scce =
+	    "{\"name\": \"my_scce\", \"graph\": {"
+	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
+	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
+	    "\"nodes\": ["
+	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
+	    "\"int64\"},"
+	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], \"dtype\": "
+	    "\"float32\"},"
+	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
+	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
+	    "\"outputs\": [2]}}";
+	pasco_layer_reset_names();
+	pasco_model *m = custom_model(false), *back;
+	char        *json;
+	MODEL_PASS(pasco_model_compile(m,
+	    &(pasco_compile_options){.loss_graph = scce,
+	        .metrics = (const char *[]){"accuracy"}, .nmetrics = 1}));
+	cr_assert_eq(m->compile.metric_kinds[0], PASCI_METRIC_SPARSE_CAT_ACCURACY);
+	PASCO_PASS(pasco_model_to_json(m, &json));
+	MODEL_PASS(pasco_model_from_json(json, &back));
+	cr_assert_eq(
+	    back->compile.metric_kinds[0], PASCI_METRIC_SPARSE_CAT_ACCURACY);
+	free(json);
+	pasco_model_free(back);
+	pasco_model_free(m);
+}
