@@ -241,6 +241,9 @@ def errors():
     raises(ValueError, "loss 'bad_loss': ops.subtract: shapes (None, 2) "
            "and (None, 3) cannot be broadcast (axis -1: 2 against 3)",
            seq.get_config)
+    raises(TypeError, "loss: got the class MeanSquaredError; give an "
+           "instance (MeanSquaredError())", seq.compile, "sgd",
+           pasco.losses.MeanSquaredError)
     layer = Mismatched(name="twice")
     layer.add_weight(name="w", shape=(2,))
     raises(ValueError, "twice: add_weight: the layer has a weight 'w' "
