@@ -2,9 +2,10 @@
 chief and trained by C workers (issue 32): one worker, fit's window 1
 and unshuffled data, so each run's steps are one sequence:
 
-1. a Dense written with ops (MyDense) trains exactly as the built-in
-   Dense from the same initial weights: the same loss each epoch and the
-   same final weights (to float32 rounding);
+1. a Dense written with ops (MyDense, its kernel with an L2
+   regularizer) trains exactly as the built-in Dense from the same
+   initial weights: the same loss each epoch and the same final weights
+   (to float32 rounding);
 2. a custom loss equal to mse gives mse's loss curve;
 3. a model with a custom FactorizationMachine layer learns the pairwise
    interactions a linear model cannot: its loss ends lower;
@@ -30,13 +31,16 @@ RTOL = 2e-5
 class MyDense(pasco.layers.Layer):
     """Dense written with ops: activation(inputs @ w + b)."""
 
-    def __init__(self, units, activation=None, **kwargs):
+    def __init__(self, units, activation=None, kernel_regularizer=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.units, self.activation = units, activation
+        self.kernel_regularizer = kernel_regularizer
 
     def build(self, input_shape):
         self.w = self.add_weight(name="w", shape=(input_shape[-1],
-                                                  self.units))
+                                                  self.units),
+                                 regularizer=self.kernel_regularizer)
         self.b = self.add_weight(name="b", shape=(self.units,),
                                  initializer="zeros")
 
@@ -114,8 +118,10 @@ def dense_against_builtin(d):
     # the second run starts where the first ended
     opt = pasco.optimizers.SGD(0.05)
     builtin = pasco.Sequential([pasco.layers.Dense(16, activation="relu"),
-                                pasco.layers.Dense(10)])
-    mine = pasco.Sequential([MyDense(16, activation="relu"), MyDense(10)])
+                                pasco.layers.Dense(10,
+                                                   kernel_regularizer=0.01)])
+    mine = pasco.Sequential([MyDense(16, activation="relu"), MyDense(
+        10, kernel_regularizer=pasco.regularizers.L2(0.01))])
     for m in (builtin, mine):
         # logits: the library refuses probabilities it cannot see are a
         # softmax's (a custom layer's output)
