@@ -6,7 +6,9 @@ and unshuffled data, so each run's steps are one sequence:
    regularizer) trains exactly as the built-in Dense from the same
    initial weights: the same loss each epoch and the same final weights
    (to float32 rounding);
-2. a custom loss equal to mse gives mse's loss curve;
+2. a custom loss equal to mse gives mse's loss curve; a layer of two
+   inputs, features and ids (an embedding's mean by ops.take), trains as
+   Embedding, Concatenate and Dense do;
 3. a model with a custom FactorizationMachine layer learns the pairwise
    interactions a linear model cannot: its loss ends lower;
 4. a trace-time error (a shape mismatch in a layer's call) is raised by
@@ -68,6 +70,24 @@ class FactorizationMachine(pasco.layers.Layer):
         xv = ops.matmul(inputs, self.v)
         return 0.5 * ops.sum(ops.square(xv) - ops.matmul(
             ops.square(inputs), ops.square(self.v)), axis=1, keepdims=True)
+
+
+class DenseOfPair(pasco.layers.Layer):
+    """Two inputs, features [batch, 3] and ids [batch, 2]: the ids' mean
+    embedding joined to the features, then a dense layer, as Embedding,
+    Concatenate and Dense compute it."""
+
+    def build(self, input_shape):
+        (_, width), _ = input_shape
+        self.table = self.add_weight(name="table", shape=(10, 4),
+                                     initializer="uniform")
+        self.w = self.add_weight(name="w", shape=(width + 4, 1))
+        self.b = self.add_weight(name="b", shape=(1,), initializer="zeros")
+
+    def call(self, inputs):
+        x, ids = inputs
+        e = ops.mean(ops.take(self.table, ids, axis=0), axis=1)
+        return ops.sigmoid(ops.concatenate([x, e], axis=1) @ self.w + self.b)
 
 
 class Mismatched(pasco.layers.Layer):
@@ -181,6 +201,40 @@ def fm_learns_interactions(d):
                         f"the linear model's {losses[0][-1]} - 0.1")
 
 
+def two_inputs_against_builtin(d):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1024, 3)).astype(np.float32)
+    ids = rng.integers(0, 10, size=(1024, 2))
+    y = ((x[:, 0] + (ids[:, 0] % 3) - 1) > 0).astype(np.float32)
+    pasco.data.write_tfrecord(f"{d}/pair.tfrecord",
+                              {"x": x, "ids": ids, "y": y})
+    train = pasco.data.tfrecord(
+        f"{d}/pair.tfrecord", label="y", label_type="float", batch_size=32,
+        features={"x": pasco.data.Feature("float", 3),
+                  "ids": pasco.data.Feature("int64", 2)})
+    models = []
+    for mine in (False, True):
+        xi = pasco.Input(shape=(3,), name="x")
+        ii = pasco.Input(shape=(2,), name="ids", dtype="int64")
+        if mine:
+            out = DenseOfPair()([xi, ii])
+        else:
+            e = pasco.layers.Embedding(10, 4, combiner="mean")(ii)
+            out = pasco.layers.Dense(1, activation="sigmoid")(
+                pasco.layers.Concatenate()([xi, e]))
+        m = pasco.Model(inputs=[xi, ii], outputs=out)
+        m.compile(optimizer=pasco.optimizers.SGD(0.1),
+                  loss="binary_crossentropy")
+        m.build(train)
+        models.append(m)
+    # the built-in's variables: embeddings, kernel, bias; DenseOfPair's
+    # in add_weight's order: table, w, b
+    models[1].set_weights(models[0].get_weights())
+    same_curve("DenseOfPair against Embedding + Dense",
+               fit(models[0], train), fit(models[1], train))
+    same_weights("DenseOfPair against Embedding + Dense", *models)
+
+
 def error_before_scheduling(d, strategy):
     train = pasco.data.csv(f"{d}/train.csv", label="label", batch_size=32)
     before = strategy.global_step()
@@ -218,6 +272,7 @@ def chief(cluster):
         error_before_scheduling(d, strategy)
         dense_against_builtin(d)
         loss_against_mse(d)
+        two_inputs_against_builtin(d)
         fm_learns_interactions(d)
     for p in problems:
         print(f"custom_layer: FAILED: {p}", flush=True)
