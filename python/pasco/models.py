@@ -56,7 +56,8 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
 
 
 def _numpy_to_tensor(a: np.ndarray) -> Any:
-    a = np.ascontiguousarray(a)
+    # ascontiguousarray makes a 0-d array 1-d: a scalar keeps its shape
+    a = np.ascontiguousarray(a).reshape(np.shape(a))
     code = _CODES.get(a.dtype)
     if code is None:
         raise TypeError(f"dtype {a.dtype} is not one of float32, float64, "
