@@ -72,9 +72,11 @@ def kill_leftovers():
     return left
 
 
-def launch(script, *args, timeout=150, launch_args=()):
-    cmd = [pasco, "launch", *launch_args, "--ps", "2", "--workers", "2",
-           "--", sys.executable, os.path.join(here, script), *args]
+def launch(script, *args, timeout=150, launch_args=(), workers=2,
+           path=None):
+    cmd = [pasco, "launch", *launch_args, "--ps", "2", "--workers",
+           str(workers), "--", sys.executable,
+           path or os.path.join(here, script), *args]
     print("+", " ".join(cmd), flush=True)
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
@@ -159,6 +161,12 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         subprocess.run([make_table, d], check=True)
         p = launch("adapt.py", d)
         ok = p.returncode == 0 and "adapt: OK" in p.stdout
+    elif case == "custom_layer":
+        # layers and losses of pasco.ops on 1 worker: the curves of their
+        # built-in equivalents, a trace-time error before any step
+        subprocess.run([make_table, d], check=True)
+        p = launch("custom_layer.py", d, workers=1)
+        ok = p.returncode == 0 and "custom_layer: OK" in p.stdout
     elif case == "tf_config":
         subprocess.run([make_table, d], check=True)
         env["PASCO_CHECKPOINT_DIR"] = d  # the ps write mlp_csv's checkpoints
