@@ -278,19 +278,30 @@ def _trainable_variables(model: Any) -> List[Any]:
 
 
 def _model_losses(model: Any) -> List[Any]:
-    """Keras's model.losses in a trace: l2 * sum(square(kernel)) of each
-    Dense with a kernel_regularizer, the kernel read in the step."""
+    """Keras's model.losses in a trace: each regularizer's penalty (a
+    Dense's kernel_regularizer, l2 * sum(square(kernel)); a custom
+    layer's weight regularizers, L1, L2 or L1L2), its variable read in
+    the step."""
     from .layers import Dense
     st = _step(f"{model.name or 'model'}.losses")
     st.model_index(model)
     by_name = {v.name: v for v in st.parsed(model).variables}
-    out = []
+    regs = []
     for layer in model.layers:
-        l2 = getattr(layer, "kernel_regularizer", None)
-        if isinstance(layer, Dense) and l2:
-            kernel = st.read(by_name[f"{layer.name}/kernel"],
-                             f"{layer.name}.kernel_regularizer")
-            out.append(ops.multiply(float(l2), ops.sum(ops.square(kernel))))
+        if isinstance(layer, Dense) and layer.kernel_regularizer:
+            regs.append((f"{layer.name}/kernel",
+                         {"l2": float(layer.kernel_regularizer)}))
+        elif layer._is_custom():
+            regs.extend((w.path, w.regularizer["config"])
+                        for w in layer.weights if w.regularizer)
+    out = []
+    for name, factors in regs:
+        w = st.read(by_name[name], f"{name}: its regularizer")
+        terms = [ops.multiply(float(factors[k]), ops.sum(f(w)))
+                 for k, f in (("l1", ops.abs), ("l2", ops.square))
+                 if factors.get(k)]
+        if terms:
+            out.append(terms[0] if len(terms) == 1 else terms[0] + terms[1])
     return out
 
 
