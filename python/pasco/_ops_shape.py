@@ -171,12 +171,12 @@ def concatenate(xs: Sequence[Any], axis: int = 0) -> Tensor:
         if k == ax:
             out.append(None if None in dims else _b.sum(dims))
             continue
-        known = {d for d in dims if d is not None}
+        known = list(dict.fromkeys(d for d in dims if d is not None))
         if len(known) > 1:
             raise g.fail("concatenate", f"shapes {shapes}: axis {k} differs "
-                         f"({' against '.join(map(str, sorted(known)))}) "
+                         f"({' against '.join(map(str, known))}) "
                          f"and only axis {ax} may")
-        out.append(known.pop() if known else None)
+        out.append(known[0] if known else None)
     return g.node("concat", ts, tuple(out), dtype, axis=ax)
 
 

@@ -366,6 +366,9 @@ class Model:
             raise ValueError("loss: required (e.g. "
                              "'sparse_categorical_crossentropy')")
         loss_fn = None
+        if isinstance(loss, type):
+            raise TypeError(f"loss: got the class {loss.__name__}; give an "
+                            f"instance ({loss.__name__}())")
         if not isinstance(loss, str) and callable(loss):
             known = _losses.builtin(loss)
             if known is None:

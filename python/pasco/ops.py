@@ -80,7 +80,7 @@ class Graph:
         return ValueError(f"{self.name}: ops.{op}: {message}")
 
     def node(self, op: str, ins: Sequence["Tensor"], shape: Shape,
-             dtype: str, **attrs: Any) -> "Tensor":
+             dtype: str, /, **attrs: Any) -> "Tensor":
         """Appends node op(ins) of static shape and dtype with attributes
         attrs (JSON values); returns its tensor. ins must be tensors of
         this graph."""

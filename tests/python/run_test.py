@@ -165,6 +165,12 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         subprocess.run([make_table, d], check=True)
         p = launch("adapt.py", d)
         ok = p.returncode == 0 and "adapt: OK" in p.stdout
+    elif case == "custom_layer":
+        # layers and losses of pasco.ops on 1 worker: the curves of their
+        # built-in equivalents, a trace-time error before any step
+        subprocess.run([make_table, d], check=True)
+        p = launch("custom_layer.py", d, workers=1)
+        ok = p.returncode == 0 and "custom_layer: OK" in p.stdout
     elif case == "tf_config":
         subprocess.run([make_table, d], check=True)
         env["PASCO_CHECKPOINT_DIR"] = d  # the ps write mlp_csv's checkpoints
