@@ -64,6 +64,16 @@ int pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_optimizer *opt, double *loss, double *state);
 
+/* The forward pass on tp (pasco_model_call_with) with the variables'
+ * nodes (pasci_model_read's), the inputs' tensors (ids are looked up in
+ * them) and feats (may be NULL; else ninputs entries, each NULL or the
+ * node that is that feature input, made on tp, so a gradient reaches what
+ * made it; a NULL one becomes a constant of its tensor). The output node,
+ * or NULL with the tape's error set. */
+pasco_tnode *pasci_model_forward(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, pasco_tnode *const *feats,
+    pasco_tnode *const *nodes);
+
 /* An evaluation on a batch: read, loss; sums[0] += loss * batch, sums[1]
  * += batch, sums + 2 gets the metrics' counts. */
 int pasci_model_eval_batch(const pasco_model *m, pasco_tape *tp,
