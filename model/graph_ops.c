@@ -15,7 +15,7 @@
 #include "graph_attrs.h"
 #include "graph_ops.h"
 #include "model_impl.h"
-#include "ops_impl.h"
+#include "tape_ops_impl.h"
 
 /* ---- values: nodes and integer tensors ---- */
 

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "ops_impl.h"
+#include "tape_ops_impl.h"
 
 /* n's value[o] = x's value[map[o]]; n->aux = map. dx[map[o]] += dy[o]. */
 static void

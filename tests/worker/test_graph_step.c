@@ -1,0 +1,562 @@
+/*
+ * Traced steps on workers (worker/graph_step.c, "pasco.graph_step"):
+ * hand-written step JSONs (docs/GRAPHS.md, "A traced step") run on 2 ps
+ * and 1 worker, model_node processes on loopback (the worker program of
+ * the model tests: dataset factories, no step code). A training step
+ * gives the built-in pasco.model_train's losses and weights; a metric's
+ * counts added by `updates` over N steps are the counts computed here in
+ * one process; bad arguments, a sparse gradient taken by an op and the
+ * end of the data fail with messages naming the step and the node.
+ */
+#include "helpers.h"
+#include "model/model_data.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+TestSuite(graph_step, .timeout = 120);
+
+#define NWORKERS 1
+
+typedef struct cluster {
+	char               spec[512];
+	pid_t              pids[2 + NWORKERS];
+	pasco_cluster     *cluster;
+	pasco_strategy    *s;
+	pasco_coordinator *c;
+} cluster;
+
+static cluster K;
+
+static pid_t
+spawn(const char *role, int index)
+{
+	char        config[700];
+	const char *node  = getenv("PASCO_MODEL_NODE");
+	pid_t       chief = getpid(), pid;
+	if (node == NULL) {
+		cr_skip_test(
+		    "PASCO_MODEL_NODE is not set (run through meson)");
+	}
+	snprintf(config, sizeof(config),
+	    "{%s, \"task\": {\"type\": \"%s\", \"index\": %d}}", K.spec, role,
+	    index);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != chief) {
+			_exit(127);
+		}
+		setenv("TF_CONFIG", config, 1);
+		setenv("PASCO_LOG", "0", 1);
+		execl(node, node, (char *) NULL);
+		_exit(127);
+	}
+	cr_assert_gt(pid, 0);
+	return pid;
+}
+
+/* 2 ps and one worker (one data stream: md_train's seed 1000), and this
+ * process's strategy and coordinator. */
+static void
+start(void)
+{
+	char json[600], err[256];
+	memset(&K, 0, sizeof(K));
+	snprintf(K.spec, sizeof(K.spec),
+	    "\"cluster\": {\"ps\": [\"127.0.0.1:%d\", \"127.0.0.1:%d\"], "
+	    "\"worker\": [\"127.0.0.1:%d\"]}",
+	    test_free_port(), test_free_port(), test_free_port());
+	K.pids[0] = spawn("ps", 0);
+	K.pids[1] = spawn("ps", 1);
+	K.pids[2] = spawn("worker", 0);
+	snprintf(json, sizeof(json), "{%s}", K.spec);
+	PASCO_PASS(
+	    pasco_cluster_parse_json(&K.cluster, json, err, sizeof(err)));
+	PASCO_PASS(pasco_strategy_create(&K.s, K.cluster,
+	    &(pasco_strategy_options){.connect_timeout_ms = 20000}));
+	PASCO_PASS(pasco_coordinator_create(&K.c, K.s, NULL));
+	pasco_layer_reset_names();
+}
+
+static void
+stop(void)
+{
+	pasco_coordinator_destroy(K.c);
+	pasco_strategy_destroy(K.s);
+	for (size_t i = 0; i < sizeof(K.pids) / sizeof(*K.pids); i++) {
+		if (K.pids[i] > 0) {
+			kill(K.pids[i], SIGKILL);
+			waitpid(K.pids[i], NULL, 0);
+		}
+	}
+	pasco_cluster_free(K.cluster);
+}
+
+/* An MLP 4 -> 16 relu -> 3 logits, its variables on the ps, compiled
+ * with opt and sparse categorical crossentropy from logits. */
+static pasco_model *
+logits_mlp(pasco_optimizer opt)
+{
+	pasco_model *m;
+	pasco_layer  l[] = {pasco_layer_dense(16, PASCO_ACT_RELU),
+	     pasco_layer_dense(MD_CLASSES, PASCO_ACT_LINEAR)};
+	PASCO_PASS(pasco_model_sequential(&m, MD_FEATURES, 2, l, 42));
+	PASCO_PASS(pasco_model_compile(m,
+	    &(pasco_compile_options){.loss = "sparse_categorical_crossentropy",
+	        .from_logits               = true,
+	        .optimizer                 = opt}));
+	PASCO_PASS(pasco_model_create_variables(m, K.s));
+	return m;
+}
+
+/* The step's JSON as argument 0. */
+static pasco_arg
+json_arg(const char *json, pasco_tensor **t)
+{
+	int64_t n = (int64_t) strlen(json);
+	PASCO_PASS(pasco_tensor_from(t, PASCO_U8, 1, &n, json, (size_t) n));
+	return pasco_arg_tensor(*t);
+}
+
+/* One schedule of the step, waited for: its result's first output (a
+ * scalar) into *out; the error code otherwise, the message in err. */
+static int
+run_step(const pasco_arg *args, size_t n, double *out, char *err, size_t len)
+{
+	pasco_remote_value *r;
+	const pasco_value  *v;
+	int                 rv;
+	PASCO_PASS(pasco_schedule(K.c, "pasco.graph_step", args, n, &r));
+	rv = pasco_remote_value_fetch(r, &v);
+	if (rv == 0 && out != NULL) {
+		cr_assert_eq(pasco_value_kind_of(v), PASCO_VALUE_LIST);
+		*out = pasco_tensor_get(
+		    pasco_value_as_tensor(pasco_value_item(v, 0)), 0);
+	}
+	snprintf(err, len, "%s", rv != 0 ? pasco_remote_value_error(r) : "");
+	pasco_remote_value_free(r);
+	if (rv != 0) {
+		(void) pasco_join(K.c); /* the error, raised once */
+	}
+	return rv;
+}
+
+/* The MLP's training step, traced by hand: the batch, the model's
+ * forward pass, the loss, the gradients of its 4 variables and one SGD
+ * apply through the global step; returns the loss. */
+static const char *TRAIN_STEP =
+    "{\"name\": \"train_step\","
+    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"},"
+    "            {\"kind\": \"global_step\"}],"
+    " \"graph\": {\"nodes\": ["
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [0],"
+    "   \"shape\": [-1, 4], \"dtype\": \"float32\"},"
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [1],"
+    "   \"shape\": [-1], \"dtype\": \"int64\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [0],"
+    "   \"shape\": [-1, 3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"sparse_categorical_crossentropy\", \"from_logits\": true,"
+    "   \"in\": [1, 2], \"shape\": [], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 0, \"in\": [3],"
+    "   \"shape\": [4, 16], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 1, \"in\": [3],"
+    "   \"shape\": [16], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 2, \"in\": [3],"
+    "   \"shape\": [16, 3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 3, \"in\": [3],"
+    "   \"shape\": [3], \"dtype\": \"float32\"}],"
+    "  \"outputs\": [3]},"
+    " \"applies\": [{\"optimizer\": {\"class_name\": \"SGD\","
+    "   \"config\": {\"learning_rate\": 0.1}},"
+    "   \"grads\": [4, 5, 6, 7], \"vars\": [0, 1, 2, 3],"
+    "   \"global_step\": true}]}";
+
+#define STEPS 6
+
+/* STEPS steps, one at a time, of fn ("pasco.model_train" or
+ * "pasco.graph_step", the step JSON first) on m with a fresh iterator of
+ * md_train: each step's loss into losses. */
+static void
+train(pasco_model *m, bool graph, double *losses)
+{
+	pasco_arg                  args[16];
+	size_t                     n    = 0;
+	pasco_tensor              *json = NULL;
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	pasco_variable            *gs;
+	char                       err[1024];
+	if (graph) {
+		args[n++] = json_arg(TRAIN_STEP, &json);
+		args[n++] = pasco_arg_iterator(NULL); /* set below */
+	}
+	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+	if (graph) {
+		args[1] = pasco_arg_iterator(it);
+	}
+	PASCO_PASS(pasco_model_args(m, args, 16, &n));
+	if (!graph) {
+		args[n++] = pasco_arg_iterator(it);
+	}
+	args[n++] = pasco_arg_variable(gs);
+	for (int k = 0; k < STEPS; k++) {
+		if (graph) {
+			cr_assert_eq(
+			    run_step(args, n, &losses[k], err, sizeof(err)), 0,
+			    "step %d: %s", k, err);
+			continue;
+		}
+		pasco_remote_value *r;
+		const pasco_value  *v;
+		PASCO_PASS(
+		    pasco_schedule(K.c, "pasco.model_train", args, n, &r));
+		PASCO_PASS(pasco_remote_value_fetch(r, &v));
+		losses[k] = pasco_tensor_get(pasco_value_as_tensor(v), 0);
+		pasco_remote_value_free(r);
+	}
+	pasco_variable_free(gs);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	pasco_tensor_release(json);
+}
+
+static int64_t
+global_step_now(void)
+{
+	pasco_variable *gs;
+	pasco_tensor   *t;
+	int64_t         v;
+	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+	PASCO_PASS(pasco_variable_read(gs, &t));
+	v = (int64_t) pasco_tensor_get(t, 0);
+	pasco_tensor_release(t);
+	pasco_variable_free(gs);
+	return v;
+}
+
+Test(graph_step, trains_as_the_built_in_train_step)
+{
+	double        builtin[STEPS], traced[STEPS];
+	pasco_model  *a, *b;
+	pasco_tensor *va, *vb;
+	int64_t       gs0;
+	start();
+	a = logits_mlp(pasco_sgd(0.1, 0, false));
+	b = logits_mlp(pasco_sgd(0.1, 0, false));
+	for (size_t k = 0; k < pasco_model_num_variables(a); k++) {
+		/* one model seed: the same initial values */
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(a, k), &va));
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(b, k), &vb));
+		cr_assert_eq(memcmp(va->data, vb->data, va->nbytes), 0);
+		pasco_tensor_release(va);
+		pasco_tensor_release(vb);
+	}
+	train(a, false, builtin);
+	gs0 = global_step_now();
+	train(b, true, traced);
+	cr_assert_eq(global_step_now() - gs0, STEPS,
+	    "each traced step applies through the global step once");
+	for (int k = 0; k < STEPS; k++) {
+		cr_assert(isfinite(builtin[k]));
+		cr_assert_eq(traced[k], builtin[k],
+		    "step %d: loss %.9g, the built-in step's %.9g", k,
+		    traced[k], builtin[k]);
+	}
+	cr_assert_lt(builtin[STEPS - 1], builtin[0], "it learns");
+	for (size_t k = 0; k < pasco_model_num_variables(a); k++) {
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(a, k), &va));
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(b, k), &vb));
+		for (int64_t i = 0; i < va->count; i++) {
+			cr_assert_eq(pasco_tensor_get(vb, i),
+			    pasco_tensor_get(va, i),
+			    "%s[%lld]: %.9g, want %.9g",
+			    pasco_model_variable_name(b, k), (long long) i,
+			    pasco_tensor_get(vb, i), pasco_tensor_get(va, i));
+		}
+		pasco_tensor_release(va);
+		pasco_tensor_release(vb);
+	}
+	pasco_model_free(a);
+	pasco_model_free(b);
+	stop();
+}
+
+/* A metric's counts as a traced step adds them (updates): per class, the
+ * examples predicted right (argmax of the logits) and the examples, into
+ * a variable f64 [6]; the model runs with training false and nothing is
+ * applied. Returns the batch's counts. */
+static const char *METRIC_STEP =
+    "{\"name\": \"metric_step\","
+    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"},"
+    "            {\"kind\": \"variable\", \"shape\": [6],"
+    "             \"dtype\": \"float64\"}],"
+    " \"graph\": {\"nodes\": ["
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [0],"
+    "   \"shape\": [-1, 4], \"dtype\": \"float32\"},"
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [1],"
+    "   \"shape\": [-1], \"dtype\": \"int64\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": false, \"in\": [0],"
+    "   \"shape\": [-1, 3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"argmax\", \"axis\": -1, \"in\": [2],"
+    "   \"shape\": [-1], \"dtype\": \"int64\"},"
+    "  {\"op\": \"one_hot\", \"depth\": 3, \"in\": [3],"
+    "   \"shape\": [-1, 3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"one_hot\", \"depth\": 3, \"in\": [1],"
+    "   \"shape\": [-1, 3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"multiply\", \"in\": [4, 5],"
+    "   \"shape\": [-1, 3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"reduce_sum\", \"axis\": 0, \"keepdims\": false,"
+    "   \"in\": [6], \"shape\": [3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"reduce_sum\", \"axis\": 0, \"keepdims\": false,"
+    "   \"in\": [5], \"shape\": [3], \"dtype\": \"float32\"},"
+    "  {\"op\": \"concat\", \"axis\": 0, \"in\": [7, 8],"
+    "   \"shape\": [6], \"dtype\": \"float32\"}],"
+    "  \"outputs\": [9]},"
+    " \"updates\": [{\"var\": 4, \"op\": \"assign_add\", \"value\": 9}]}";
+
+#define METRIC_STEPS 8
+
+/* The counts of METRIC_STEP over md_train's first n batches (worker 0's
+ * stream), the model's forward pass run here, in this process. */
+static void
+counts_here(pasco_model *m, int n, double *counts)
+{
+	for (int s = 0; s < n; s++) {
+		pasco_value *e = md_batch(
+		    1000, (uint64_t) s * MD_BATCH, 1, MD_BATCH, MD_FEATURES);
+		const pasco_tensor *x =
+		    pasco_value_as_tensor(pasco_value_item(e, 0));
+		const pasco_tensor *y =
+		    pasco_value_as_tensor(pasco_value_item(e, 1));
+		pasco_tape_var vars[4];
+		pasco_tape    *tp;
+		pasco_tnode   *out;
+		PASCO_PASS(pasco_tape_alloc(&tp, false, 0));
+		out =
+		    pasco_model_call(m, tp, (const pasco_tensor *[]){x}, vars);
+		cr_assert_not_null(out, "%s", pasco_tape_message(tp));
+		const pasco_tensor *z = pasco_tnode_value(out);
+		for (int64_t i = 0; i < MD_BATCH; i++) {
+			int64_t best = 0, c = (int64_t) pasco_tensor_get(y, i);
+			for (int64_t j = 1; j < MD_CLASSES; j++) {
+				best =
+				    pasco_tensor_get(z, i * MD_CLASSES + j) >
+				            pasco_tensor_get(
+				                z, i * MD_CLASSES + best)
+				        ? j
+				        : best;
+			}
+			counts[c] += best == c;
+			counts[MD_CLASSES + c] += 1;
+		}
+		pasco_tape_free(tp);
+		pasco_value_free(e);
+	}
+}
+
+Test(graph_step, updates_sum_a_metrics_counts_over_steps)
+{
+	pasco_arg                  args[16];
+	size_t                     n = 0;
+	pasco_tensor              *json, *zeros, *t;
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	pasco_variable            *counts;
+	pasco_remote_value        *r[METRIC_STEPS];
+	const pasco_value         *v;
+	double                     want[6] = {0};
+	pasco_model               *m;
+	start();
+	m = logits_mlp(pasco_sgd(0.1, 0, false));
+	PASCO_PASS(pasco_tensor_alloc(&zeros, PASCO_F64, 1, (int64_t[]){6}));
+	PASCO_PASS(
+	    pasco_variable_create(&counts, K.s, "accuracy/counts", zeros));
+	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	args[n++] = json_arg(METRIC_STEP, &json);
+	args[n++] = pasco_arg_iterator(it);
+	PASCO_PASS(pasco_model_args(m, args, 16, &n));
+	args[n++] = pasco_arg_variable(counts);
+	for (int k = 0; k < METRIC_STEPS; k++) { /* in flight together */
+		PASCO_PASS(
+		    pasco_schedule(K.c, "pasco.graph_step", args, n, &r[k]));
+	}
+	PASCO_PASS(pasco_join(K.c));
+	for (int k = 0; k < METRIC_STEPS; k++) {
+		PASCO_PASS(pasco_remote_value_fetch(r[k], &v));
+		const pasco_tensor *b =
+		    pasco_value_as_tensor(pasco_value_item(v, 0));
+		cr_assert(b != NULL && b->count == 6 && b->dtype == PASCO_F32);
+		pasco_remote_value_free(r[k]);
+	}
+	counts_here(m, METRIC_STEPS, want);
+	PASCO_PASS(pasco_variable_read(counts, &t));
+	for (int j = 0; j < 6; j++) {
+		cr_assert_eq(pasco_tensor_get(t, j), want[j],
+		    "counts[%d]: %g, in one process %g", j,
+		    pasco_tensor_get(t, j), want[j]);
+	}
+	cr_assert_eq(want[3] + want[4] + want[5], METRIC_STEPS * MD_BATCH);
+	pasco_tensor_release(t);
+	pasco_tensor_release(zeros);
+	pasco_tensor_release(json);
+	pasco_variable_free(counts);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	pasco_model_free(m);
+	stop();
+}
+
+/* A step's failure: its code is want and its message holds each of the
+ * NULL-ended needles. */
+static void
+expect_failure(const pasco_arg *args, size_t n, int want, ...)
+{
+	char        err[1024];
+	int         rv = run_step(args, n, NULL, err, sizeof(err));
+	va_list     ap;
+	const char *needle;
+	cr_assert_eq(rv, want, "got %s, want %s: %s", pasco_errname(rv),
+	    pasco_errname(want), err);
+	va_start(ap, want);
+	while ((needle = va_arg(ap, const char *)) != NULL) {
+		cr_assert(strstr(err, needle) != NULL, "'%s' not in: %s",
+		    needle, err);
+	}
+	va_end(ap);
+}
+
+Test(graph_step, a_bad_argument_is_named_with_its_kind_and_what_came)
+{
+	pasco_arg                  args[16];
+	size_t                     n = 0;
+	pasco_tensor              *json, *wrong;
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	pasco_model               *m;
+	start();
+	m = logits_mlp(pasco_sgd(0.1, 0, false));
+	PASCO_PASS(pasco_tensor_alloc(&wrong, PASCO_F32, 1, (int64_t[]){6}));
+	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	args[n++] = json_arg(METRIC_STEP, &json);
+	args[n++] = pasco_arg_iterator(it);
+	PASCO_PASS(pasco_model_args(m, args, 16, &n));
+	args[n++] = pasco_arg_tensor(wrong); /* the metric's variable */
+	expect_failure(args, n, PASCO_EINVAL,
+	    "metric_step: argument 7 (args[2])", "expected a variable f64[6]",
+	    "got a tensor f32[6]", NULL);
+	/* the model where the iterator goes */
+	args[1] = args[2];
+	expect_failure(args, n, PASCO_EINVAL,
+	    "metric_step: argument 1 (args[0])", "expected an iterator",
+	    "got a tensor u8", NULL);
+	/* one argument short */
+	args[1] = pasco_arg_iterator(it);
+	expect_failure(args, n - 1, PASCO_EINVAL, "metric_step: args[2]",
+	    "has no argument", NULL);
+	pasco_tensor_release(json);
+	pasco_tensor_release(wrong);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	pasco_model_free(m);
+	stop();
+}
+
+/* An embedding's gradient (sparse: the rows of the ids looked up) taken
+ * by an op. */
+static const char *SPARSE_STEP =
+    "{\"name\": \"sparse_step\","
+    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"}],"
+    " \"graph\": {\"nodes\": ["
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [0],"
+    "   \"shape\": [-1, 3], \"dtype\": \"int64\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [0],"
+    "   \"shape\": [-1, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"reduce_sum\", \"axis\": null, \"keepdims\": false,"
+    "   \"in\": [1], \"shape\": [], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 0, \"in\": [2],"
+    "   \"shape\": [60, 4], \"dtype\": \"float32\"},"
+    "  {\"op\": \"square\", \"in\": [3],"
+    "   \"shape\": [60, 4], \"dtype\": \"float32\"}],"
+    "  \"outputs\": [2]}}";
+
+Test(graph_step, a_sparse_gradient_taken_by_an_op_is_refused)
+{
+	pasco_arg                  args[16];
+	size_t                     n = 0;
+	pasco_tensor              *json;
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	pasco_model               *m;
+	pasco_layer                l[] = {pasco_layer_embedding(MD_WORDS, 4),
+	                   pasco_layer_dense(1, PASCO_ACT_LINEAR)};
+	start();
+	PASCO_PASS(pasco_model_sequential(&m, 3, 2, l, 7));
+	PASCO_PASS(pasco_model_create_variables(m, K.s));
+	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	args[n++] = json_arg(SPARSE_STEP, &json);
+	args[n++] = pasco_arg_iterator(it);
+	PASCO_PASS(pasco_model_args(m, args, 16, &n));
+	expect_failure(args, n, PASCO_EINVAL,
+	    "sparse_step: nodes[4] (square) takes nodes[3] (gradient)",
+	    "the sparse gradient of the embedding table "
+	    "'embedding/embeddings'",
+	    "only applies may take it", NULL);
+	pasco_tensor_release(json);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	pasco_model_free(m);
+	stop();
+}
+
+/* Thirteen next() calls on md_eval's 12 batches (300 examples, 25 a
+ * batch, one worker): the last one has none. */
+static void
+next_calls(char *buf, size_t len)
+{
+	size_t off = (size_t) snprintf(buf, len,
+	    "{\"name\": \"eval_step\", \"args\": [{\"kind\": \"iterator\"}],"
+	    " \"graph\": {\"nodes\": [");
+	for (int k = 0; k < 13; k++) {
+		off += (size_t) snprintf(buf + off, len - off,
+		    "%s{\"op\": \"next\", \"arg\": 0, \"call\": %d, \"path\": "
+		    "[1], \"shape\": [-1], \"dtype\": \"int64\"}",
+		    k > 0 ? ", " : "", k);
+	}
+	snprintf(buf + off, len - off, "], \"outputs\": [12]}}");
+}
+
+Test(graph_step, the_end_of_the_data_is_out_of_range_naming_the_node)
+{
+	char                       step[4096];
+	pasco_arg                  args[2];
+	pasco_tensor              *json;
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	start();
+	next_calls(step, sizeof(step));
+	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_eval"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	args[0] = json_arg(step, &json);
+	args[1] = pasco_arg_iterator(it);
+	expect_failure(args, 2, PASCO_EOUTOFRANGE,
+	    "eval_step: nodes[12] (next)",
+	    "the iterator args[0] ended at its call 12", NULL);
+	pasco_tensor_release(json);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	stop();
+}
