@@ -583,7 +583,8 @@ read_outputs(pasci_graph *g, const cJSON *l, const char *at)
 		g->outputs[k] = (size_t) out[k];
 	}
 	free(out);
-	if (rv == 0 && g->noutputs == 0) {
+	/* a step may return nothing (TensorFlow's eval step): an empty list */
+	if (rv == 0 && g->noutputs == 0 && g->kind != PASCI_GRAPH_STEP) {
 		rv = pasci_model_fail(
 		    PASCO_EINVAL, "%s: outputs must name a node", at);
 	}

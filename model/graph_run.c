@@ -192,7 +192,13 @@ pasci_graph_run(const pasci_graph *g, pasco_tape *tp, const char *at,
 	}
 	for (size_t i = 0; i < g->nnodes; i++) {
 		if (!run_node(g, tp, i, at, inputs, weights, hook, values,
-		        in) ||
+		        in)) {
+			return false;
+		}
+		/* a step's hook leaves a value no op may take empty (a sparse
+		 * gradient, which only the step's applies read) */
+		if ((g->nodes[i].kind != NODE_STEP || values[i].node != NULL ||
+		        values[i].ints != NULL) &&
 		    !check_value(tp, &g->nodes[i], &values[i], at, i)) {
 			return false;
 		}
