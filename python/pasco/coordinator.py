@@ -95,7 +95,7 @@ def _tensor_of(i: int, a: Any) -> Any:
             f"args[{i}]: expected a numpy array, a number, a str, a "
             f"pasco.Model, a pasco.Variable or a per-worker iterator, got "
             f"{type(a).__name__}")
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a, order="C")  # a scalar stays rank 0
     code = _CODES.get(a.dtype)
     if code is None:
         raise TypeError(f"args[{i}]: dtype {a.dtype} is not one of float32, "

@@ -56,7 +56,7 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
 
 
 def _numpy_to_tensor(a: np.ndarray) -> Any:
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a, order="C")  # a scalar stays rank 0
     code = _CODES.get(a.dtype)
     if code is None:
         raise TypeError(f"dtype {a.dtype} is not one of float32, float64, "
