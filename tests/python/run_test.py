@@ -196,9 +196,9 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         p = launch("ps_tutorial.py", d,
                    path=os.path.join(root, "examples", "ps_tutorial.py"))
         acc = [float(line.split()[-1]) for line in p.stdout.splitlines()
-               if line.startswith("Evaluation accuracy: ")]
+               if line.startswith("[chief 0] Evaluation accuracy: ")]
         epochs = [line for line in p.stdout.splitlines()
-                  if line.startswith("Finished epoch ")]
+                  if line.startswith("[chief 0] Finished epoch ")]
         print(f"ps_tutorial: {len(epochs)} epochs, evaluation accuracy "
               f"{acc}", flush=True)
         ok = (p.returncode == 0 and len(epochs) == 4 and acc != [] and

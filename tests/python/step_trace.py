@@ -143,6 +143,38 @@ def tutorial_step():
           f"{[a['kind'] for a in js['args']]}", flush=True)
 
 
+def custom_losses():
+    """model.losses of a custom layer's regularized weight: its read
+    variable's l1 * sum(|w|) + l2 * sum(w ** 2)."""
+    class Scale(pasco.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(
+                name="w", shape=(input_shape[-1],), initializer="ones",
+                regularizer=pasco.regularizers.L1L2(l1=0.5, l2=0.25))
+
+        def call(self, x):
+            return x * self.w
+
+    x_in = pasco.Input(shape=(4,), name="x")
+    model = pasco.Model(inputs=x_in, outputs=pasco.layers.Dense(1)(
+        Scale(name="scale")(x_in)))
+
+    @pasco.function
+    def penalty():
+        (loss,) = model.losses
+        return loss
+
+    js = penalty.trace()
+    nodes = js["graph"]["nodes"]
+    (_, r), = nodes_of(js, "read")
+    ops_used = sorted(n["op"] for n in nodes)
+    check(r["var"] == 0 and r["shape"] == [4] and
+          ops_used.count("abs") == 1 and ops_used.count("square") == 1 and
+          sorted(n["value"] for _, n in nodes_of(js, "constant")) ==
+          [0.25, 0.5] and js["args"] == [{"kind": "model"}],
+          f"custom layer losses: {js}")
+
+
 def retrace():
     """A new shape or kind of argument traces again; the same one does
     not. A tensor argument is an "arg" node of its shape and dtype."""

@@ -173,6 +173,13 @@ def metrics(strategy, coordinator, d):
             rb[0].tolist() != [[3, 3], [3, 3]] or rb[1] != 4:
         return fail(f"retrace on a new shape: {ra}, {rb}, "
                     f"{scale.traces} traces")
+
+    @pasco.function
+    def nothing(iterator):  # TensorFlow's eval step returns None
+        next(iterator)
+
+    if coordinator.schedule(nothing, args=(it,)).fetch() is not None:
+        return fail("a step that returns nothing fetched something")
     return errors(coordinator, model, it)
 
 
