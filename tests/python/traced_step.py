@@ -80,7 +80,9 @@ def equal(strategy, coordinator, d):
         return fail(f"the traced step's loss is not a float32 scalar: "
                     f"{got[:3]}")
     print(f"losses: model_train {want[0]:.6f} .. {want[-1]:.6f}, traced "
-          f"{got[0]:.6f} .. {got[-1]:.6f}", flush=True)
+          f"{got[0]:.6f} .. {got[-1]:.6f}, largest difference "
+          f"{np.max(np.abs(np.asarray(got, np.float64) - want)):.3g}",
+          flush=True)
     if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
         k = int(np.argmax(np.abs(np.asarray(got) - want)))
         return fail(f"step {k}: the traced loss {got[k]} differs from "
@@ -88,6 +90,9 @@ def equal(strategy, coordinator, d):
     if strategy.global_step() != STEPS:
         return fail(f"global step {strategy.global_step()} after {STEPS} "
                     f"traced steps from 0")
+    wdiff = max(float(np.max(np.abs(a - b))) for a, b in zip(
+        builtin.get_weights(), traced.get_weights()))
+    print(f"final weights: largest difference {wdiff:.3g}", flush=True)
     for a, b in zip(builtin.get_weights(), traced.get_weights()):
         if not np.allclose(a, b, rtol=1e-5, atol=1e-6):
             return fail(f"final weights differ by up to "
