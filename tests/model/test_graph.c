@@ -601,3 +601,75 @@ Test(graph, an_ids_input_reaches_the_graph_as_integers)
 	pasco_tensor_release(ids);
 	pasco_model_free(m);
 }
+
+/* Keras resolves "accuracy" from y_true's shape: a loss graph whose
+ * y_true is class ids (int64 [batch]) gets sparse categorical accuracy,
+ * here and in the model a worker reads from the config. */
+Test(graph, accuracy_with_a_loss_graph_of_class_ids_is_sparse)
+{
+	static const char *const scce =
+	    "{\"name\": \"my_scce\", \"graph\": {"
+	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
+	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
+	    "\"nodes\": ["
+	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
+	    "\"int64\"},"
+	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], \"dtype\": "
+	    "\"float32\"},"
+	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
+	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
+	    "\"outputs\": [2]}}";
+	pasco_layer_reset_names();
+	pasco_model *m = custom_model(false), *back;
+	char        *json;
+	MODEL_PASS(pasco_model_compile(m,
+	    &(pasco_compile_options){.loss_graph = scce,
+	        .metrics = (const char *[]){"accuracy"}, .nmetrics = 1}));
+	cr_assert_eq(m->compile.metric_kinds[0], PASCI_METRIC_SPARSE_CAT_ACCURACY);
+	PASCO_PASS(pasco_model_to_json(m, &json));
+	MODEL_PASS(pasco_model_from_json(json, &back));
+	cr_assert_eq(
+	    back->compile.metric_kinds[0], PASCI_METRIC_SPARSE_CAT_ACCURACY);
+	free(json);
+	pasco_model_free(back);
+	pasco_model_free(m);
+}
+
+/* What a worker is sent must not make it allocate without bound, nor
+ * go uncounted by its model cache. */
+Test(graph, sizes_from_a_config_are_bounded_and_counted)
+{
+	cJSON *g = dense_json(), *c;
+	cJSON_ReplaceItemInObject(node(g, 2), "op", cJSON_CreateString("constant"));
+	cJSON_DeleteItemFromObject(node(g, 2), "index");
+	cJSON_AddNumberToObject(node(g, 2), "value", 1);
+	cJSON_ReplaceItemInObject(node(g, 2), "shape",
+	    cJSON_CreateIntArray((int[]){1 << 13, 1 << 13}, 2));
+	refused(g, PASCI_GRAPH_LAYER,
+	    "fc: nodes[2] (constant): a constant of shape [8192, 8192]: at "
+	    "most 16777216 elements");
+
+	char       *cfg = custom_config(false);
+	pasco_layer l;
+	c = cJSON_Parse(cfg);
+	cJSON_ReplaceItemInObject(
+	    c, "input_widths", cJSON_CreateDoubleArray((double[]){1e300}, 1));
+	char *bad = cJSON_PrintUnformatted(c);
+	PASCO_FAIL(pasco_layer_graph(&l, bad), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "fc: input_widths[0] must be a positive integer") != NULL,
+	    "%s", pasco_model_last_error());
+	free(bad);
+	cJSON_Delete(c);
+
+	pasco_layer_reset_names();
+	pasco_model *dense = one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
+	pasco_model *fc    = custom_model(true);
+	cr_assert_geq(pasci_model_bytes(fc),
+	    pasci_model_bytes(dense) + 2 * strlen(cfg),
+	    "a Custom layer's graphs are counted: %zu bytes, Dense's %zu",
+	    pasci_model_bytes(fc), pasci_model_bytes(dense));
+	free(cfg);
+	pasco_model_free(dense);
+	pasco_model_free(fc);
+}

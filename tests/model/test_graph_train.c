@@ -179,7 +179,7 @@ train(pasco_model *m, double *losses)
 	                  .steps_per_epoch                = 20,
 	                  .window                         = 1},
 	              &h);
-	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
+	cr_assert_eq(rv, 0, "fit of %s: %s", pasco_model_layer(m, 0)->name, pasco_model_last_error());
 	cr_assert_eq(h.count, EPOCHS);
 	for (int e = 0; e < EPOCHS; e++) {
 		cr_assert(pasco_logs_get(&h.epochs[e], "loss", &losses[e]));
