@@ -178,36 +178,33 @@ static const char *TRAIN_STEP =
 
 #define STEPS 6
 
-/* STEPS steps, one at a time, of fn ("pasco.model_train" or
- * "pasco.graph_step", the step JSON first) on m with a fresh iterator of
- * md_train: each step's loss into losses. */
+/* STEPS steps, one at a time, on m with a fresh iterator of dataset:
+ * the traced step json ("pasco.graph_step"), or with json NULL the
+ * built-in "pasco.model_train"; each step's loss into losses. */
 static void
-train(pasco_model *m, bool graph, double *losses)
+train(pasco_model *m, const char *dataset, const char *json, double *losses)
 {
 	pasco_arg                  args[16];
-	size_t                     n    = 0;
-	pasco_tensor              *json = NULL;
+	size_t                     n  = 0;
+	pasco_tensor              *jt = NULL;
 	pasco_per_worker_dataset  *ds;
 	pasco_per_worker_iterator *it;
 	pasco_variable            *gs;
 	char                       err[1024];
-	if (graph) {
-		args[n++] = json_arg(TRAIN_STEP, &json);
-		args[n++] = pasco_arg_iterator(NULL); /* set below */
-	}
-	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, dataset));
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
 	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
-	if (graph) {
-		args[1] = pasco_arg_iterator(it);
+	if (json != NULL) {
+		args[n++] = json_arg(json, &jt);
+		args[n++] = pasco_arg_iterator(it);
 	}
 	PASCO_PASS(pasco_model_args(m, args, 16, &n));
-	if (!graph) {
+	if (json == NULL) {
 		args[n++] = pasco_arg_iterator(it);
 	}
 	args[n++] = pasco_arg_variable(gs);
 	for (int k = 0; k < STEPS; k++) {
-		if (graph) {
+		if (json != NULL) {
 			cr_assert_eq(
 			    run_step(args, n, &losses[k], err, sizeof(err)), 0,
 			    "step %d: %s", k, err);
@@ -224,7 +221,30 @@ train(pasco_model *m, bool graph, double *losses)
 	pasco_variable_free(gs);
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(ds);
-	pasco_tensor_release(json);
+	pasco_tensor_release(jt);
+}
+
+/* a's variables from the first on equal b's, element by element. */
+static void
+expect_same_weights(pasco_model *a, pasco_model *b, size_t first)
+{
+	pasco_tensor *va, *vb;
+	for (size_t k = first; k < pasco_model_num_variables(a); k++) {
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(a, k), &va));
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(b, k), &vb));
+		cr_assert_eq(va->count, vb->count);
+		for (int64_t i = 0; i < va->count; i++) {
+			cr_assert_eq(pasco_tensor_get(vb, i),
+			    pasco_tensor_get(va, i),
+			    "%s[%lld]: %.9g, want %.9g",
+			    pasco_model_variable_name(b, k), (long long) i,
+			    pasco_tensor_get(vb, i), pasco_tensor_get(va, i));
+		}
+		pasco_tensor_release(va);
+		pasco_tensor_release(vb);
+	}
 }
 
 static int64_t
@@ -243,26 +263,16 @@ global_step_now(void)
 
 Test(graph_step, trains_as_the_built_in_train_step)
 {
-	double        builtin[STEPS], traced[STEPS];
-	pasco_model  *a, *b;
-	pasco_tensor *va, *vb;
-	int64_t       gs0;
+	double       builtin[STEPS], traced[STEPS];
+	pasco_model *a, *b;
+	int64_t      gs0;
 	start();
 	a = logits_mlp(pasco_sgd(0.1, 0, false));
 	b = logits_mlp(pasco_sgd(0.1, 0, false));
-	for (size_t k = 0; k < pasco_model_num_variables(a); k++) {
-		/* one model seed: the same initial values */
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(a, k), &va));
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(b, k), &vb));
-		cr_assert_eq(memcmp(va->data, vb->data, va->nbytes), 0);
-		pasco_tensor_release(va);
-		pasco_tensor_release(vb);
-	}
-	train(a, false, builtin);
+	expect_same_weights(a, b, 0); /* one model seed: one start */
+	train(a, "md_train", NULL, builtin);
 	gs0 = global_step_now();
-	train(b, true, traced);
+	train(b, "md_train", TRAIN_STEP, traced);
 	cr_assert_eq(global_step_now() - gs0, STEPS,
 	    "each traced step applies through the global step once");
 	for (int k = 0; k < STEPS; k++) {
@@ -272,24 +282,100 @@ Test(graph_step, trains_as_the_built_in_train_step)
 		    traced[k], builtin[k]);
 	}
 	cr_assert_lt(builtin[STEPS - 1], builtin[0], "it learns");
-	for (size_t k = 0; k < pasco_model_num_variables(a); k++) {
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(a, k), &va));
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(b, k), &vb));
-		for (int64_t i = 0; i < va->count; i++) {
-			cr_assert_eq(pasco_tensor_get(vb, i),
-			    pasco_tensor_get(va, i),
-			    "%s[%lld]: %.9g, want %.9g",
-			    pasco_model_variable_name(b, k), (long long) i,
-			    pasco_tensor_get(vb, i), pasco_tensor_get(va, i));
-		}
-		pasco_tensor_release(va);
-		pasco_tensor_release(vb);
-	}
+	expect_same_weights(a, b, 0);
 	pasco_model_free(a);
 	pasco_model_free(b);
 	stop();
+}
+
+/* The same with a dynamic Embedding of hashed words (md_keys): its
+ * gradient is sparse (the rows of the keys looked up), which the apply
+ * takes as ids and rows. */
+static const char *KEYS_STEP =
+    "{\"name\": \"keys_step\","
+    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"},"
+    "            {\"kind\": \"global_step\"}],"
+    " \"graph\": {\"nodes\": ["
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [0],"
+    "   \"shape\": [-1, 3], \"dtype\": \"int64\"},"
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [1],"
+    "   \"shape\": [-1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [0],"
+    "   \"shape\": [-1, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"binary_crossentropy\", \"from_logits\": true,"
+    "   \"in\": [1, 2], \"shape\": [], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 0, \"in\": [3],"
+    "   \"shape\": [-1, 8], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 1, \"in\": [3],"
+    "   \"shape\": [8, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 2, \"in\": [3],"
+    "   \"shape\": [1], \"dtype\": \"float32\"}],"
+    "  \"outputs\": [3]},"
+    " \"applies\": [{\"optimizer\": {\"class_name\": \"SGD\","
+    "   \"config\": {\"learning_rate\": 0.5}},"
+    "   \"grads\": [4, 5, 6], \"vars\": [0, 1, 2],"
+    "   \"global_step\": true}]}";
+
+/* A dynamic Embedding (8) of md_keys' 3 words, then Dense(1) logits. */
+static pasco_model *
+keys_model(void)
+{
+	pasco_model *m;
+	pasco_layer  l[] = {pasco_layer_dynamic_embedding(8),
+	     pasco_layer_dense(1, PASCO_ACT_LINEAR)};
+	PASCO_PASS(pasco_model_sequential(&m, MD_KEYS, 2, l, 5));
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "binary_crossentropy",
+	           .from_logits               = true,
+	           .optimizer                 = pasco_sgd(0.5, 0, false)}));
+	PASCO_PASS(pasco_model_create_variables(m, K.s));
+	return m;
+}
+
+/* The Dense's kernel and bias after the embedding. */
+static void
+dense_weights(pasco_model *m, double *w)
+{
+	pasco_tensor *t;
+	for (size_t k = 1; k < 3; k++) {
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(m, k), &t));
+		for (int64_t i = 0; i < t->count; i++) {
+			*w++ = pasco_tensor_get(t, i);
+		}
+		pasco_tensor_release(t);
+	}
+}
+
+Test(graph_step, applies_an_embeddings_sparse_gradient_as_the_built_in_step)
+{
+	double       builtin[STEPS], traced[STEPS], wa[9], wb[9];
+	pasco_model *m;
+	/* a cluster each: the table's rows start as a fresh table's of one
+	 * name do */
+	start();
+	m = keys_model();
+	train(m, "md_keys", NULL, builtin);
+	dense_weights(m, wa);
+	pasco_model_free(m);
+	stop();
+	start();
+	m = keys_model();
+	train(m, "md_keys", KEYS_STEP, traced);
+	dense_weights(m, wb);
+	pasco_model_free(m);
+	stop();
+	for (int k = 0; k < STEPS; k++) {
+		cr_assert(isfinite(builtin[k]));
+		cr_assert_eq(traced[k], builtin[k],
+		    "step %d: loss %.9g, the built-in step's %.9g", k,
+		    traced[k], builtin[k]);
+	}
+	cr_assert_neq(builtin[STEPS - 1], builtin[0], "it trains");
+	for (int i = 0; i < 9; i++) {
+		cr_assert_eq(wb[i], wa[i], "dense weight %d: %.9g, want %.9g",
+		    i, wb[i], wa[i]);
+	}
 }
 
 /* A metric's counts as a traced step adds them (updates): per class, the
