@@ -6,8 +6,11 @@
  * gives the built-in pasco.model_train's losses and weights; a metric's
  * counts added by `updates` over N steps are the counts computed here in
  * one process; bad arguments, a sparse gradient taken by an op and the
- * end of the data fail with messages naming the step and the node.
+ * end of the data fail with messages naming the step and the node. In
+ * this process: the JSON is parsed once and kept by its bytes, and a bad
+ * one is refused naming the field or node.
  */
+#include "graph_step.h"
 #include "helpers.h"
 #include "model/model_data.h"
 
@@ -645,4 +648,77 @@ Test(graph_step, the_end_of_the_data_is_out_of_range_naming_the_node)
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(ds);
 	stop();
+}
+
+/* In this process, no cluster: the step's JSON read once and kept by its
+ * bytes, and what is wrong with one named. */
+Test(graph_step, a_steps_json_is_parsed_once_and_kept_by_its_bytes)
+{
+	const pasci_gstep *a, *b;
+	size_t             len = strlen(TRAIN_STEP);
+	pasci_gstep_cache_reset();
+	PASCO_PASS(pasci_gstep_get(TRAIN_STEP, len, &a));
+	cr_assert(pasci_gstep_cache_holds(TRAIN_STEP, len));
+	PASCO_PASS(pasci_gstep_get(TRAIN_STEP, len, &b));
+	cr_assert_eq(a, b, "the same bytes: the kept step");
+	cr_assert_str_eq(a->name, "train_step");
+	cr_assert_eq(a->nargs, 3);
+	cr_assert_eq(a->global_step_arg, 2);
+	cr_assert_eq(a->napplies, 1);
+	cr_assert_eq(a->applies[0].opt.kind, PASCO_OPT_SGD);
+	cr_assert_float_eq(a->applies[0].opt.learning_rate, 0.1, 1e-12);
+	cr_assert_eq(a->nodes[5].leader, 4, "one gradient call per target");
+	cr_assert(a->training);
+	pasci_gstep_cache_reset(); /* a step still held outlives it */
+	cr_assert(!pasci_gstep_cache_holds(TRAIN_STEP, len));
+	cr_assert_str_eq(b->name, "train_step");
+	pasci_gstep_release(a);
+	pasci_gstep_release(b);
+}
+
+/* The step TRAIN_STEP with from replaced by to: refused, the message
+ * holding want. */
+static void
+expect_refused(const char *from, const char *to, const char *want)
+{
+	char               json[4096];
+	const char        *at = strstr(TRAIN_STEP, from);
+	const pasci_gstep *s;
+	cr_assert_not_null(at, "no '%s' in the step", from);
+	snprintf(json, sizeof(json), "%.*s%s%s", (int) (at - TRAIN_STEP),
+	    TRAIN_STEP, to, at + strlen(from));
+	PASCO_FAIL(pasci_gstep_get(json, strlen(json), &s), PASCO_EINVAL);
+	cr_assert_null(s);
+	cr_assert(strstr(pasco_model_last_error(), want) != NULL,
+	    "'%s' not in: %s", want, pasco_model_last_error());
+}
+
+Test(graph_step, a_bad_step_is_refused_naming_what_is_wrong)
+{
+	expect_refused("{\"kind\": \"iterator\"}", "{\"kind\": \"queue\"}",
+	    "train_step: args[0]: kind 'queue' is not iterator, model");
+	expect_refused("\"arg\": 0, \"call\": 0, \"path\": [0]",
+	    "\"arg\": 1, \"call\": 0, \"path\": [0]",
+	    "train_step: nodes[0] (next): argument 1 is not an iterator");
+	expect_refused("\"call\": 0, \"path\": [1]",
+	    "\"call\": 0, \"path\": [1], \"cal\": 1",
+	    "train_step: nodes[1] (next): unknown field 'cal'");
+	expect_refused("\"op\": \"gradient\", \"var\": 0, \"in\": [3]",
+	    "\"op\": \"gradient\", \"var\": 0, \"in\": []",
+	    "nodes[4] (gradient)");
+	expect_refused("\"training\": true", "\"training\": 1",
+	    "train_step: nodes[2] (model): training");
+	expect_refused("{\"kind\": \"global_step\"}",
+	    "{\"kind\": \"tensor\", \"shape\": [], \"dtype\": \"int64\"}",
+	    "train_step: applies[0]: global_step is true, and the step has "
+	    "no global_step argument");
+	expect_refused("\"grads\": [4, 5, 6, 7]", "\"grads\": [4, 5, 6]",
+	    "train_step: applies[0]: grads and vars must be lists of one "
+	    "length");
+	expect_refused("\"class_name\": \"SGD\"", "\"class_name\": \"Sgd\"",
+	    "train_step: applies[0]: optimizer: ");
+	expect_refused(
+	    "\"applies\"", "\"apply\"", "the step: unknown field 'apply'");
+	expect_refused("\"name\": \"train_step\",",
+	    "\"name\": \"train_step\",,", "does not parse");
 }
