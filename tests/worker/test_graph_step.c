@@ -6,9 +6,11 @@
  * gives the built-in pasco.model_train's losses and weights; a metric's
  * counts added by `updates` over N steps are the counts computed here in
  * one process; bad arguments, a sparse gradient taken by an op and the
- * end of the data fail with messages naming the step and the node. In
- * this process: the JSON is parsed once and kept by its bytes, and a bad
- * one is refused naming the field or node.
+ * end of the data fail with messages naming the step and the node. The
+ * training, sparse and metric steps run again on a cluster in this
+ * process (inproc://), so LeakSanitizer sees what the worker's step
+ * leaves. In this process too: the JSON is parsed once and kept by its
+ * bytes, and a bad one is refused naming the field or node.
  */
 #include "graph_step.h"
 #include "helpers.h"
@@ -27,6 +29,8 @@ TestSuite(graph_step, .timeout = 120);
 #define NWORKERS 1
 
 typedef struct cluster {
+	test_cluster       tc; /* in this process (start_here) */
+	bool               here;
 	char               spec[512];
 	pid_t              pids[2 + NWORKERS];
 	pasco_cluster     *cluster;
@@ -86,11 +90,28 @@ start(void)
 	pasco_layer_reset_names();
 }
 
+/* The same cluster in this process (inproc://): what the worker's step
+ * leaves allocated is this process's, for LeakSanitizer. */
+static void
+start_here(void)
+{
+	memset(&K, 0, sizeof(K));
+	K.here = true;
+	test_cluster_start(&K.tc, 2, 1);
+	PASCO_PASS(pasco_strategy_create(&K.s, K.tc.cluster, NULL));
+	PASCO_PASS(pasco_coordinator_create(&K.c, K.s, NULL));
+	pasco_layer_reset_names();
+}
+
 static void
 stop(void)
 {
 	pasco_coordinator_destroy(K.c);
 	pasco_strategy_destroy(K.s);
+	if (K.here) {
+		test_cluster_stop(&K.tc);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(K.pids) / sizeof(*K.pids); i++) {
 		if (K.pids[i] > 0) {
 			kill(K.pids[i], SIGKILL);
@@ -291,6 +312,68 @@ Test(graph_step, trains_as_the_built_in_train_step)
 	stop();
 }
 
+/* md_train's stream for a worker in this process (worker 0's: seed
+ * 1000), batches of MD_BATCH. */
+static int
+here_next(void *arg, pasco_value **out)
+{
+	uint64_t *next = arg;
+	*out           = md_batch(1000, *next, 1, MD_BATCH, MD_FEATURES);
+	*next += MD_BATCH;
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+PASCO_DATASET(graph_step_here)
+{
+	uint64_t *next = calloc(1, sizeof(*next));
+	(void) ctx;
+	if (next == NULL) {
+		return PASCO_ENOMEM;
+	}
+	return pasco_dataset_from_generator(out, here_next, NULL, free, next);
+}
+
+/* md_keys' stream for a worker in this process (seed 1000). */
+static int
+here_keys_next(void *arg, pasco_value **out)
+{
+	uint64_t *next = arg;
+	*out           = md_keys_batch(1000, *next, 1, MD_BATCH, false);
+	*next += MD_BATCH;
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+PASCO_DATASET(graph_step_here_keys)
+{
+	uint64_t *next = calloc(1, sizeof(*next));
+	(void) ctx;
+	if (next == NULL) {
+		return PASCO_ENOMEM;
+	}
+	return pasco_dataset_from_generator(
+	    out, here_keys_next, NULL, free, next);
+}
+
+Test(graph_step, trains_in_this_process_as_the_built_in_step)
+{
+	double       builtin[STEPS], traced[STEPS];
+	pasco_model *a, *b;
+	start_here();
+	a = logits_mlp(pasco_sgd(0.1, 0, false));
+	b = logits_mlp(pasco_sgd(0.1, 0, false));
+	train(a, "graph_step_here", NULL, builtin);
+	train(b, "graph_step_here", TRAIN_STEP, traced);
+	for (int k = 0; k < STEPS; k++) {
+		cr_assert_eq(traced[k], builtin[k],
+		    "step %d: loss %.9g, the built-in step's %.9g", k,
+		    traced[k], builtin[k]);
+	}
+	expect_same_weights(a, b, 0);
+	pasco_model_free(a);
+	pasco_model_free(b);
+	stop();
+}
+
 /* The same with a dynamic Embedding of hashed words (md_keys): its
  * gradient is sparse (the rows of the keys looked up), which the apply
  * takes as ids and rows. */
@@ -350,21 +433,24 @@ dense_weights(pasco_model *m, double *w)
 	}
 }
 
-Test(graph_step, applies_an_embeddings_sparse_gradient_as_the_built_in_step)
+/* here: the cluster in this process, else processes. */
+static void
+sparse_apply(bool here)
 {
+	const char  *data = here ? "graph_step_here_keys" : "md_keys";
 	double       builtin[STEPS], traced[STEPS], wa[9], wb[9];
 	pasco_model *m;
 	/* a cluster each: the table's rows start as a fresh table's of one
 	 * name do */
-	start();
+	here ? start_here() : start();
 	m = keys_model();
-	train(m, "md_keys", NULL, builtin);
+	train(m, data, NULL, builtin);
 	dense_weights(m, wa);
 	pasco_model_free(m);
 	stop();
-	start();
+	here ? start_here() : start();
 	m = keys_model();
-	train(m, "md_keys", KEYS_STEP, traced);
+	train(m, data, KEYS_STEP, traced);
 	dense_weights(m, wb);
 	pasco_model_free(m);
 	stop();
@@ -379,6 +465,16 @@ Test(graph_step, applies_an_embeddings_sparse_gradient_as_the_built_in_step)
 		cr_assert_eq(wb[i], wa[i], "dense weight %d: %.9g, want %.9g",
 		    i, wb[i], wa[i]);
 	}
+}
+
+Test(graph_step, applies_an_embeddings_sparse_gradient_as_the_built_in_step)
+{
+	sparse_apply(false);
+}
+
+Test(graph_step, applies_a_sparse_gradient_in_this_process)
+{
+	sparse_apply(true);
 }
 
 /* A metric's counts as a traced step adds them (updates): per class, the
@@ -454,7 +550,8 @@ counts_here(pasco_model *m, int n, double *counts)
 	}
 }
 
-Test(graph_step, updates_sum_a_metrics_counts_over_steps)
+static void
+metric_counts(bool here)
 {
 	pasco_arg                  args[16];
 	size_t                     n = 0;
@@ -466,12 +563,13 @@ Test(graph_step, updates_sum_a_metrics_counts_over_steps)
 	const pasco_value         *v;
 	double                     want[6] = {0};
 	pasco_model               *m;
-	start();
+        here ? start_here() : start();
 	m = logits_mlp(pasco_sgd(0.1, 0, false));
 	PASCO_PASS(pasco_tensor_alloc(&zeros, PASCO_F64, 1, (int64_t[]){6}));
 	PASCO_PASS(
 	    pasco_variable_create(&counts, K.s, "accuracy/counts", zeros));
-	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_dataset_create(
+	    &ds, K.c, here ? "graph_step_here" : "md_train"));
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
 	args[n++] = json_arg(METRIC_STEP, &json);
 	args[n++] = pasco_arg_iterator(it);
@@ -505,6 +603,16 @@ Test(graph_step, updates_sum_a_metrics_counts_over_steps)
 	pasco_per_worker_dataset_free(ds);
 	pasco_model_free(m);
 	stop();
+}
+
+Test(graph_step, updates_sum_a_metrics_counts_over_steps)
+{
+	metric_counts(false);
+}
+
+Test(graph_step, updates_sum_the_counts_in_this_process)
+{
+	metric_counts(true);
 }
 
 /* A step's failure: its code is want and its message holds each of the
