@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops_impl.h"
+#include "tape_ops_impl.h"
 
 /* where's saved state: the plan and the condition as a byte mask. */
 typedef struct bc_where {

@@ -10,7 +10,7 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "ops_impl.h"
+#include "tape_ops_impl.h"
 
 void
 pasci_gemm(pasco_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,

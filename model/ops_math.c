@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops_impl.h"
+#include "tape_ops_impl.h"
 
 enum { U_EXP, U_LOG, U_SQRT, U_SQUARE, U_ABS, U_NEG, U_CLIP, U_KINDS };
 

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops_impl.h"
+#include "tape_ops_impl.h"
 
 enum { R_SUM, R_MEAN, R_MAX };
 

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "ops_impl.h"
+#include "tape_ops_impl.h"
 
 /* n's value[o] = x's value[map[o]]; n->aux = map. dx[map[o]] += dy[o]. */
 static void
@@ -141,6 +141,10 @@ pasco_t_slice(
 	pasco_tnode *n;
 	if (!pasci_tape_check(tp, "slice", 1, &x)) {
 		return NULL;
+	}
+	if (x->value.rank > 0 && (begin == NULL || size == NULL)) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "slice: %s: begin or size is NULL", PASCI_SPEC(x));
 	}
 	strides_of(&x->value, st);
 	for (int32_t d = 0; d < x->value.rank; d++) {

@@ -4,8 +4,8 @@
  * sub and mul fall back to when neither shape is the other's trailing
  * dimensions, and small helpers the composed ops use.
  */
-#ifndef PASCI_OPS_IMPL_H
-#define PASCI_OPS_IMPL_H
+#ifndef PASCI_TAPE_OPS_IMPL_H
+#define PASCI_TAPE_OPS_IMPL_H
 
 #include "tape_impl.h"
 
