@@ -6,8 +6,13 @@
  * gives the built-in pasco.model_train's losses and weights; a metric's
  * counts added by `updates` over N steps are the counts computed here in
  * one process; bad arguments, a sparse gradient taken by an op and the
- * end of the data fail with messages naming the step and the node.
+ * end of the data fail with messages naming the step and the node. The
+ * training, sparse and metric steps run again on a cluster in this
+ * process (inproc://), so LeakSanitizer sees what the worker's step
+ * leaves. In this process too: the JSON is parsed once and kept by its
+ * bytes, and a bad one is refused naming the field or node.
  */
+#include "graph_step.h"
 #include "helpers.h"
 #include "model/model_data.h"
 
@@ -24,6 +29,8 @@ TestSuite(graph_step, .timeout = 120);
 #define NWORKERS 1
 
 typedef struct cluster {
+	test_cluster       tc; /* in this process (start_here) */
+	bool               here;
 	char               spec[512];
 	pid_t              pids[2 + NWORKERS];
 	pasco_cluster     *cluster;
@@ -83,11 +90,28 @@ start(void)
 	pasco_layer_reset_names();
 }
 
+/* The same cluster in this process (inproc://): what the worker's step
+ * leaves allocated is this process's, for LeakSanitizer. */
+static void
+start_here(void)
+{
+	memset(&K, 0, sizeof(K));
+	K.here = true;
+	test_cluster_start(&K.tc, 2, 1);
+	PASCO_PASS(pasco_strategy_create(&K.s, K.tc.cluster, NULL));
+	PASCO_PASS(pasco_coordinator_create(&K.c, K.s, NULL));
+	pasco_layer_reset_names();
+}
+
 static void
 stop(void)
 {
 	pasco_coordinator_destroy(K.c);
 	pasco_strategy_destroy(K.s);
+	if (K.here) {
+		test_cluster_stop(&K.tc);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(K.pids) / sizeof(*K.pids); i++) {
 		if (K.pids[i] > 0) {
 			kill(K.pids[i], SIGKILL);
@@ -178,36 +202,33 @@ static const char *TRAIN_STEP =
 
 #define STEPS 6
 
-/* STEPS steps, one at a time, of fn ("pasco.model_train" or
- * "pasco.graph_step", the step JSON first) on m with a fresh iterator of
- * md_train: each step's loss into losses. */
+/* STEPS steps, one at a time, on m with a fresh iterator of dataset:
+ * the traced step json ("pasco.graph_step"), or with json NULL the
+ * built-in "pasco.model_train"; each step's loss into losses. */
 static void
-train(pasco_model *m, bool graph, double *losses)
+train(pasco_model *m, const char *dataset, const char *json, double *losses)
 {
 	pasco_arg                  args[16];
-	size_t                     n    = 0;
-	pasco_tensor              *json = NULL;
+	size_t                     n  = 0;
+	pasco_tensor              *jt = NULL;
 	pasco_per_worker_dataset  *ds;
 	pasco_per_worker_iterator *it;
 	pasco_variable            *gs;
 	char                       err[1024];
-	if (graph) {
-		args[n++] = json_arg(TRAIN_STEP, &json);
-		args[n++] = pasco_arg_iterator(NULL); /* set below */
-	}
-	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, dataset));
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
 	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
-	if (graph) {
-		args[1] = pasco_arg_iterator(it);
+	if (json != NULL) {
+		args[n++] = json_arg(json, &jt);
+		args[n++] = pasco_arg_iterator(it);
 	}
 	PASCO_PASS(pasco_model_args(m, args, 16, &n));
-	if (!graph) {
+	if (json == NULL) {
 		args[n++] = pasco_arg_iterator(it);
 	}
 	args[n++] = pasco_arg_variable(gs);
 	for (int k = 0; k < STEPS; k++) {
-		if (graph) {
+		if (json != NULL) {
 			cr_assert_eq(
 			    run_step(args, n, &losses[k], err, sizeof(err)), 0,
 			    "step %d: %s", k, err);
@@ -224,7 +245,30 @@ train(pasco_model *m, bool graph, double *losses)
 	pasco_variable_free(gs);
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(ds);
-	pasco_tensor_release(json);
+	pasco_tensor_release(jt);
+}
+
+/* a's variables from the first on equal b's, element by element. */
+static void
+expect_same_weights(pasco_model *a, pasco_model *b, size_t first)
+{
+	pasco_tensor *va, *vb;
+	for (size_t k = first; k < pasco_model_num_variables(a); k++) {
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(a, k), &va));
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(b, k), &vb));
+		cr_assert_eq(va->count, vb->count);
+		for (int64_t i = 0; i < va->count; i++) {
+			cr_assert_eq(pasco_tensor_get(vb, i),
+			    pasco_tensor_get(va, i),
+			    "%s[%lld]: %.9g, want %.9g",
+			    pasco_model_variable_name(b, k), (long long) i,
+			    pasco_tensor_get(vb, i), pasco_tensor_get(va, i));
+		}
+		pasco_tensor_release(va);
+		pasco_tensor_release(vb);
+	}
 }
 
 static int64_t
@@ -243,26 +287,16 @@ global_step_now(void)
 
 Test(graph_step, trains_as_the_built_in_train_step)
 {
-	double        builtin[STEPS], traced[STEPS];
-	pasco_model  *a, *b;
-	pasco_tensor *va, *vb;
-	int64_t       gs0;
+	double       builtin[STEPS], traced[STEPS];
+	pasco_model *a, *b;
+	int64_t      gs0;
 	start();
 	a = logits_mlp(pasco_sgd(0.1, 0, false));
 	b = logits_mlp(pasco_sgd(0.1, 0, false));
-	for (size_t k = 0; k < pasco_model_num_variables(a); k++) {
-		/* one model seed: the same initial values */
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(a, k), &va));
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(b, k), &vb));
-		cr_assert_eq(memcmp(va->data, vb->data, va->nbytes), 0);
-		pasco_tensor_release(va);
-		pasco_tensor_release(vb);
-	}
-	train(a, false, builtin);
+	expect_same_weights(a, b, 0); /* one model seed: one start */
+	train(a, "md_train", NULL, builtin);
 	gs0 = global_step_now();
-	train(b, true, traced);
+	train(b, "md_train", TRAIN_STEP, traced);
 	cr_assert_eq(global_step_now() - gs0, STEPS,
 	    "each traced step applies through the global step once");
 	for (int k = 0; k < STEPS; k++) {
@@ -272,24 +306,175 @@ Test(graph_step, trains_as_the_built_in_train_step)
 		    traced[k], builtin[k]);
 	}
 	cr_assert_lt(builtin[STEPS - 1], builtin[0], "it learns");
-	for (size_t k = 0; k < pasco_model_num_variables(a); k++) {
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(a, k), &va));
-		PASCO_PASS(
-		    pasco_variable_read(pasco_model_variable(b, k), &vb));
-		for (int64_t i = 0; i < va->count; i++) {
-			cr_assert_eq(pasco_tensor_get(vb, i),
-			    pasco_tensor_get(va, i),
-			    "%s[%lld]: %.9g, want %.9g",
-			    pasco_model_variable_name(b, k), (long long) i,
-			    pasco_tensor_get(vb, i), pasco_tensor_get(va, i));
-		}
-		pasco_tensor_release(va);
-		pasco_tensor_release(vb);
-	}
+	expect_same_weights(a, b, 0);
 	pasco_model_free(a);
 	pasco_model_free(b);
 	stop();
+}
+
+/* md_train's stream for a worker in this process (worker 0's: seed
+ * 1000), batches of MD_BATCH. */
+static int
+here_next(void *arg, pasco_value **out)
+{
+	uint64_t *next = arg;
+	*out           = md_batch(1000, *next, 1, MD_BATCH, MD_FEATURES);
+	*next += MD_BATCH;
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+PASCO_DATASET(graph_step_here)
+{
+	uint64_t *next = calloc(1, sizeof(*next));
+	(void) ctx;
+	if (next == NULL) {
+		return PASCO_ENOMEM;
+	}
+	return pasco_dataset_from_generator(out, here_next, NULL, free, next);
+}
+
+/* md_keys' stream for a worker in this process (seed 1000). */
+static int
+here_keys_next(void *arg, pasco_value **out)
+{
+	uint64_t *next = arg;
+	*out           = md_keys_batch(1000, *next, 1, MD_BATCH, false);
+	*next += MD_BATCH;
+	return *out != NULL ? PASCO_OK : PASCO_ENOMEM;
+}
+
+PASCO_DATASET(graph_step_here_keys)
+{
+	uint64_t *next = calloc(1, sizeof(*next));
+	(void) ctx;
+	if (next == NULL) {
+		return PASCO_ENOMEM;
+	}
+	return pasco_dataset_from_generator(
+	    out, here_keys_next, NULL, free, next);
+}
+
+Test(graph_step, trains_in_this_process_as_the_built_in_step)
+{
+	double       builtin[STEPS], traced[STEPS];
+	pasco_model *a, *b;
+	start_here();
+	a = logits_mlp(pasco_sgd(0.1, 0, false));
+	b = logits_mlp(pasco_sgd(0.1, 0, false));
+	train(a, "graph_step_here", NULL, builtin);
+	train(b, "graph_step_here", TRAIN_STEP, traced);
+	for (int k = 0; k < STEPS; k++) {
+		cr_assert_eq(traced[k], builtin[k],
+		    "step %d: loss %.9g, the built-in step's %.9g", k,
+		    traced[k], builtin[k]);
+	}
+	expect_same_weights(a, b, 0);
+	pasco_model_free(a);
+	pasco_model_free(b);
+	stop();
+}
+
+/* The same with a dynamic Embedding of hashed words (md_keys): its
+ * gradient is sparse (the rows of the keys looked up), which the apply
+ * takes as ids and rows. */
+static const char *KEYS_STEP =
+    "{\"name\": \"keys_step\","
+    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"},"
+    "            {\"kind\": \"global_step\"}],"
+    " \"graph\": {\"nodes\": ["
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [0],"
+    "   \"shape\": [-1, 3], \"dtype\": \"int64\"},"
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [1],"
+    "   \"shape\": [-1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [0],"
+    "   \"shape\": [-1, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"binary_crossentropy\", \"from_logits\": true,"
+    "   \"in\": [1, 2], \"shape\": [], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 0, \"in\": [3],"
+    "   \"shape\": [-1, 8], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 1, \"in\": [3],"
+    "   \"shape\": [8, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 2, \"in\": [3],"
+    "   \"shape\": [1], \"dtype\": \"float32\"}],"
+    "  \"outputs\": [3]},"
+    " \"applies\": [{\"optimizer\": {\"class_name\": \"SGD\","
+    "   \"config\": {\"learning_rate\": 0.5}},"
+    "   \"grads\": [4, 5, 6], \"vars\": [0, 1, 2],"
+    "   \"global_step\": true}]}";
+
+/* A dynamic Embedding (8) of md_keys' 3 words, then Dense(1) logits. */
+static pasco_model *
+keys_model(void)
+{
+	pasco_model *m;
+	pasco_layer  l[] = {pasco_layer_dynamic_embedding(8),
+	     pasco_layer_dense(1, PASCO_ACT_LINEAR)};
+	PASCO_PASS(pasco_model_sequential(&m, MD_KEYS, 2, l, 5));
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "binary_crossentropy",
+	           .from_logits               = true,
+	           .optimizer                 = pasco_sgd(0.5, 0, false)}));
+	PASCO_PASS(pasco_model_create_variables(m, K.s));
+	return m;
+}
+
+/* The Dense's kernel and bias after the embedding. */
+static void
+dense_weights(pasco_model *m, double *w)
+{
+	pasco_tensor *t;
+	for (size_t k = 1; k < 3; k++) {
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(m, k), &t));
+		for (int64_t i = 0; i < t->count; i++) {
+			*w++ = pasco_tensor_get(t, i);
+		}
+		pasco_tensor_release(t);
+	}
+}
+
+/* here: the cluster in this process, else processes. */
+static void
+sparse_apply(bool here)
+{
+	const char  *data = here ? "graph_step_here_keys" : "md_keys";
+	double       builtin[STEPS], traced[STEPS], wa[9], wb[9];
+	pasco_model *m;
+	/* a cluster each: the table's rows start as a fresh table's of one
+	 * name do */
+	here ? start_here() : start();
+	m = keys_model();
+	train(m, data, NULL, builtin);
+	dense_weights(m, wa);
+	pasco_model_free(m);
+	stop();
+	here ? start_here() : start();
+	m = keys_model();
+	train(m, data, KEYS_STEP, traced);
+	dense_weights(m, wb);
+	pasco_model_free(m);
+	stop();
+	for (int k = 0; k < STEPS; k++) {
+		cr_assert(isfinite(builtin[k]));
+		cr_assert_eq(traced[k], builtin[k],
+		    "step %d: loss %.9g, the built-in step's %.9g", k,
+		    traced[k], builtin[k]);
+	}
+	cr_assert_neq(builtin[STEPS - 1], builtin[0], "it trains");
+	for (int i = 0; i < 9; i++) {
+		cr_assert_eq(wb[i], wa[i], "dense weight %d: %.9g, want %.9g",
+		    i, wb[i], wa[i]);
+	}
+}
+
+Test(graph_step, applies_an_embeddings_sparse_gradient_as_the_built_in_step)
+{
+	sparse_apply(false);
+}
+
+Test(graph_step, applies_a_sparse_gradient_in_this_process)
+{
+	sparse_apply(true);
 }
 
 /* A metric's counts as a traced step adds them (updates): per class, the
@@ -365,7 +550,8 @@ counts_here(pasco_model *m, int n, double *counts)
 	}
 }
 
-Test(graph_step, updates_sum_a_metrics_counts_over_steps)
+static void
+metric_counts(bool here)
 {
 	pasco_arg                  args[16];
 	size_t                     n = 0;
@@ -377,12 +563,13 @@ Test(graph_step, updates_sum_a_metrics_counts_over_steps)
 	const pasco_value         *v;
 	double                     want[6] = {0};
 	pasco_model               *m;
-	start();
+        here ? start_here() : start();
 	m = logits_mlp(pasco_sgd(0.1, 0, false));
 	PASCO_PASS(pasco_tensor_alloc(&zeros, PASCO_F64, 1, (int64_t[]){6}));
 	PASCO_PASS(
 	    pasco_variable_create(&counts, K.s, "accuracy/counts", zeros));
-	PASCO_PASS(pasco_per_worker_dataset_create(&ds, K.c, "md_train"));
+	PASCO_PASS(pasco_per_worker_dataset_create(
+	    &ds, K.c, here ? "graph_step_here" : "md_train"));
 	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
 	args[n++] = json_arg(METRIC_STEP, &json);
 	args[n++] = pasco_arg_iterator(it);
@@ -416,6 +603,16 @@ Test(graph_step, updates_sum_a_metrics_counts_over_steps)
 	pasco_per_worker_dataset_free(ds);
 	pasco_model_free(m);
 	stop();
+}
+
+Test(graph_step, updates_sum_a_metrics_counts_over_steps)
+{
+	metric_counts(false);
+}
+
+Test(graph_step, updates_sum_the_counts_in_this_process)
+{
+	metric_counts(true);
 }
 
 /* A step's failure: its code is want and its message holds each of the
@@ -559,4 +756,77 @@ Test(graph_step, the_end_of_the_data_is_out_of_range_naming_the_node)
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(ds);
 	stop();
+}
+
+/* In this process, no cluster: the step's JSON read once and kept by its
+ * bytes, and what is wrong with one named. */
+Test(graph_step, a_steps_json_is_parsed_once_and_kept_by_its_bytes)
+{
+	const pasci_gstep *a, *b;
+	size_t             len = strlen(TRAIN_STEP);
+	pasci_gstep_cache_reset();
+	PASCO_PASS(pasci_gstep_get(TRAIN_STEP, len, &a));
+	cr_assert(pasci_gstep_cache_holds(TRAIN_STEP, len));
+	PASCO_PASS(pasci_gstep_get(TRAIN_STEP, len, &b));
+	cr_assert_eq(a, b, "the same bytes: the kept step");
+	cr_assert_str_eq(a->name, "train_step");
+	cr_assert_eq(a->nargs, 3);
+	cr_assert_eq(a->global_step_arg, 2);
+	cr_assert_eq(a->napplies, 1);
+	cr_assert_eq(a->applies[0].opt.kind, PASCO_OPT_SGD);
+	cr_assert_float_eq(a->applies[0].opt.learning_rate, 0.1, 1e-12);
+	cr_assert_eq(a->nodes[5].leader, 4, "one gradient call per target");
+	cr_assert(a->training);
+	pasci_gstep_cache_reset(); /* a step still held outlives it */
+	cr_assert(!pasci_gstep_cache_holds(TRAIN_STEP, len));
+	cr_assert_str_eq(b->name, "train_step");
+	pasci_gstep_release(a);
+	pasci_gstep_release(b);
+}
+
+/* The step TRAIN_STEP with from replaced by to: refused, the message
+ * holding want. */
+static void
+expect_refused(const char *from, const char *to, const char *want)
+{
+	char               json[4096];
+	const char        *at = strstr(TRAIN_STEP, from);
+	const pasci_gstep *s;
+	cr_assert_not_null(at, "no '%s' in the step", from);
+	snprintf(json, sizeof(json), "%.*s%s%s", (int) (at - TRAIN_STEP),
+	    TRAIN_STEP, to, at + strlen(from));
+	PASCO_FAIL(pasci_gstep_get(json, strlen(json), &s), PASCO_EINVAL);
+	cr_assert_null(s);
+	cr_assert(strstr(pasco_model_last_error(), want) != NULL,
+	    "'%s' not in: %s", want, pasco_model_last_error());
+}
+
+Test(graph_step, a_bad_step_is_refused_naming_what_is_wrong)
+{
+	expect_refused("{\"kind\": \"iterator\"}", "{\"kind\": \"queue\"}",
+	    "train_step: args[0]: kind 'queue' is not iterator, model");
+	expect_refused("\"arg\": 0, \"call\": 0, \"path\": [0]",
+	    "\"arg\": 1, \"call\": 0, \"path\": [0]",
+	    "train_step: nodes[0] (next): argument 1 is not an iterator");
+	expect_refused("\"call\": 0, \"path\": [1]",
+	    "\"call\": 0, \"path\": [1], \"cal\": 1",
+	    "train_step: nodes[1] (next): unknown field 'cal'");
+	expect_refused("\"op\": \"gradient\", \"var\": 0, \"in\": [3]",
+	    "\"op\": \"gradient\", \"var\": 0, \"in\": []",
+	    "nodes[4] (gradient)");
+	expect_refused("\"training\": true", "\"training\": 1",
+	    "train_step: nodes[2] (model): training");
+	expect_refused("{\"kind\": \"global_step\"}",
+	    "{\"kind\": \"tensor\", \"shape\": [], \"dtype\": \"int64\"}",
+	    "train_step: applies[0]: global_step is true, and the step has "
+	    "no global_step argument");
+	expect_refused("\"grads\": [4, 5, 6, 7]", "\"grads\": [4, 5, 6]",
+	    "train_step: applies[0]: grads and vars must be lists of one "
+	    "length");
+	expect_refused("\"class_name\": \"SGD\"", "\"class_name\": \"Sgd\"",
+	    "train_step: applies[0]: optimizer: ");
+	expect_refused(
+	    "\"applies\"", "\"apply\"", "the step: unknown field 'apply'");
+	expect_refused("\"name\": \"train_step\",",
+	    "\"name\": \"train_step\",,", "does not parse");
 }
