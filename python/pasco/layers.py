@@ -530,6 +530,12 @@ class Custom(Layer):
     def _config(self) -> Dict[str, Any]:
         return {k: v for k, v in self._fields.items() if v is not None}
 
+    def _output_width(self, widths: List[int]) -> int:
+        if self._fields["output_width"] is None:
+            raise ValueError(f"{self.name}: output_width: required in a "
+                             f"model (the width of the layer's output)")
+        return int(self._fields["output_width"])
+
 
 class Concatenate(Layer):
     """Concatenate(): its inputs along the last axis (functional)."""
