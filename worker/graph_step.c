@@ -525,14 +525,15 @@ run_update(pasci_gstep_run *r, size_t u)
 	return rv;
 }
 
-/* The outputs, copied, as the call's LIST result. */
+/* The outputs, copied, as the call's LIST result (empty for a step that
+ * returns nothing). */
 static int
 return_outputs(pasci_gstep_run *r, const pasci_gval *outs)
 {
 	size_t        n     = r->s->noutputs;
 	pasco_value **items = calloc(n + 1, sizeof(*items));
-	pasco_value  *list;
-	bool          ok = items != NULL;
+	pasco_value  *list  = NULL;
+	bool          ok    = items != NULL;
 	for (size_t k = 0; ok && k < n; k++) {
 		const pasco_tensor *t = outs[k].node != NULL
 		                            ? pasco_tnode_value(outs[k].node)
@@ -543,8 +544,10 @@ return_outputs(pasci_gstep_run *r, const pasci_gval *outs)
 		         t->data, t->nbytes) == 0 &&
 		     (items[k] = pasco_value_tensor(c)) != NULL;
 	}
-	list = ok ? pasco_value_list_of(n, items) : NULL;
-	for (size_t k = 0; list == NULL && items != NULL && k < n; k++) {
+	if (ok) { /* list_of frees the items when it fails */
+		list = pasco_value_list_of(n, items);
+	}
+	for (size_t k = 0; !ok && items != NULL && k < n; k++) {
 		pasco_value_free(items[k]);
 	}
 	free(items);
