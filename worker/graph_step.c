@@ -12,8 +12,12 @@
  * global_step. Then each apply is one mixed apply, each update an
  * assign_add, and the outputs come back as a LIST of tensors. Every error
  * fails the call naming the step, and the node and its op where there is
- * one. Run by the worker's handler threads, each call with its own tape,
- * model copies and bindings; the parsed step is shared, read-only.
+ * one. A model called more than once in a step reads its variables at its
+ * first call (an embedding's rows for that call's ids: a later call that
+ * looks up other ids fails naming them); every call shares those sources,
+ * so each variable has one gradient. Run by the worker's handler threads,
+ * each call with its own tape, model copies and bindings; the parsed step
+ * is shared, read-only.
  */
 #include "graph_step.h"
 
