@@ -35,6 +35,11 @@ static const struct {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The most elements of a constant node (2^24): a graph is read from a
+ * config a worker is sent, and a shape alone must not make it allocate
+ * without bound. */
+#define MAX_CONSTANT (1 << 24)
+
 /* ---- shapes and dtypes ---- */
 
 const char *
@@ -311,13 +316,21 @@ static int
 read_constant(const cJSON *node, graph_node *n, const char *at)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(node, "value");
-	int64_t      el = 0;
+	int64_t      el = 0, count = 1;
 	for (int32_t d = 0; d < n->a.rank; d++) {
 		if (n->a.shape[d] < 0) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: a constant's shape %s must be known", at,
 			    PASCI_SHAPE(n->a.rank, n->a.shape));
 		}
+		count = n->a.shape[d] > MAX_CONSTANT ? MAX_CONSTANT + 1
+		                                     : count * n->a.shape[d];
+		count = count > MAX_CONSTANT ? MAX_CONSTANT + 1 : count;
+	}
+	if (count > MAX_CONSTANT) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a constant of shape %s: at most %d elements", at,
+		    PASCI_SHAPE(n->a.rank, n->a.shape), MAX_CONSTANT);
 	}
 	if (pasco_tensor_alloc(&n->constant, n->a.dtype, n->a.rank,
 	        n->a.shape) != 0) {
@@ -583,11 +596,31 @@ read_outputs(pasci_graph *g, const cJSON *l, const char *at)
 		g->outputs[k] = (size_t) out[k];
 	}
 	free(out);
-	if (rv == 0 && g->noutputs == 0) {
+	/* a step may return nothing (TensorFlow's eval step): an empty list */
+	if (rv == 0 && g->noutputs == 0 && g->kind != PASCI_GRAPH_STEP) {
 		rv = pasci_model_fail(
 		    PASCO_EINVAL, "%s: outputs must name a node", at);
 	}
 	return rv;
+}
+
+/* The memory of a cJSON tree: its items and strings. */
+static size_t
+json_bytes(const cJSON *o)
+{
+	size_t       n = sizeof(*o) + (o->string ? strlen(o->string) + 1 : 0) +
+	           (o->valuestring ? strlen(o->valuestring) + 1 : 0);
+	const cJSON *it;
+	for (it = o->child; it != NULL; it = it->next) {
+		n += json_bytes(it);
+	}
+	return n;
+}
+
+size_t
+pasci_graph_bytes(const pasci_graph *g)
+{
+	return g->bytes;
 }
 
 int
@@ -618,6 +651,16 @@ pasci_graph_parse(const cJSON *json, pasci_graph_kind kind, const char *at,
 		return rv;
 	}
 #undef ITEM
+	g->bytes = sizeof(*g) + json_bytes(g->json) +
+	           g->ninputs * sizeof(*g->inputs) +
+	           g->nweights * sizeof(*g->weights) +
+	           g->nnodes * sizeof(*g->nodes) + g->nins * sizeof(*g->ins) +
+	           g->noutputs * sizeof(*g->outputs);
+	for (size_t i = 0; i < g->nnodes; i++) {
+		g->bytes += g->nodes[i].constant != NULL
+		                ? g->nodes[i].constant->nbytes
+		                : 0;
+	}
 	*out = g;
 	return PASCO_OK;
 }

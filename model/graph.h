@@ -52,6 +52,9 @@ cJSON *pasci_graph_to_json(const pasci_graph *g);
 
 void pasci_graph_free(pasci_graph *g);
 
+/* The memory g holds, about (a model cache's bound counts it). */
+size_t pasci_graph_bytes(const pasci_graph *g);
+
 size_t pasci_graph_num_inputs(const pasci_graph *g);
 size_t pasci_graph_num_weights(const pasci_graph *g);
 size_t pasci_graph_num_nodes(const pasci_graph *g);
@@ -74,7 +77,9 @@ const cJSON *pasci_graph_node_json(const pasci_graph *g, size_t i);
 
 /* A step's runner computes its step-only nodes: node i (op
  * pasci_graph_node_op) from its inputs in[0..n) into *out; false with the
- * tape's error set. */
+ * tape's error set. A node it leaves empty (no node, no ints) is not
+ * checked against its trace: a sparse gradient, which only the step's
+ * applies take (the step's runner refuses every other use of it). */
 typedef struct pasci_graph_hook {
 	void *arg;
 	bool (*node)(void *arg, pasco_tape *tp, size_t i, size_t n,

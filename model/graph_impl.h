@@ -43,6 +43,7 @@ struct pasci_graph {
 	graph_node         *nodes;
 	size_t             *ins, *outputs;
 	size_t              max_in; /* the most inputs of one node */
+	size_t              bytes;  /* what it holds (pasci_graph_bytes) */
 };
 
 /* "float32", ... as graphs name dtypes. */

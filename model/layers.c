@@ -592,9 +592,15 @@ pasci_model_bytes(const pasco_model *m)
 	size_t per_layer = sizeof(*m->layers) + sizeof(*m->out_width) +
 	                   sizeof(*m->first_var) + sizeof(*m->parts) +
 	                   sizeof(*m->norm);
+	size_t held      = pasci_loss_graph_bytes(m->compile.loss_graph);
+	for (size_t i = 0; i < m->nlayers; i++) {
+		const pasci_layer_desc *d = pasci_layer_desc_of(m->layers[i].kind);
+		held += d != NULL && d->bytes != NULL ? d->bytes(&m->layers[i])
+		                                      : 0;
+	}
 	return sizeof(*m) + m->nlayers * per_layer +
 	       m->capvars * sizeof(*m->vars) +
-	       m->ninputs * sizeof(*m->inputs);
+	       m->ninputs * sizeof(*m->inputs) + held;
 }
 
 void

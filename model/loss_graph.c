@@ -100,6 +100,12 @@ pasci_loss_graph_release(pasci_loss_graph *lg)
 	free(lg);
 }
 
+size_t
+pasci_loss_graph_bytes(const pasci_loss_graph *lg)
+{
+	return lg != NULL ? sizeof(*lg) + pasci_graph_bytes(lg->graph) : 0;
+}
+
 const char *
 pasci_loss_graph_name(const pasci_loss_graph *lg)
 {

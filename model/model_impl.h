@@ -55,6 +55,8 @@ int pasci_loss_graph_read(
 pasci_loss_graph *pasci_loss_graph_hold(pasci_loss_graph *lg);
 void              pasci_loss_graph_release(pasci_loss_graph *lg);
 const char       *pasci_loss_graph_name(const pasci_loss_graph *lg);
+/* Its memory, about; 0 for NULL. */
+size_t pasci_loss_graph_bytes(const pasci_loss_graph *lg);
 /* Whether its y_true, as traced, holds class ids: integers, or a rank
  * below y_pred's (Keras's test for sparse labels). */
 bool pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg);
@@ -82,6 +84,16 @@ double pasci_metric_result(
 int pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_optimizer *opt, double *loss, double *state);
+
+/* The forward pass on tp (pasco_model_call_with) with the variables'
+ * nodes (pasci_model_read's), the inputs' tensors (ids are looked up in
+ * them) and feats (may be NULL; else ninputs entries, each NULL or the
+ * node that is that feature input, made on tp, so a gradient reaches what
+ * made it; a NULL one becomes a constant of its tensor). The output node,
+ * or NULL with the tape's error set. */
+pasco_tnode *pasci_model_forward(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, pasco_tnode *const *feats,
+    pasco_tnode *const *nodes);
 
 /* An evaluation on a batch: read, loss; sums[0] += loss * batch, sums[1]
  * += batch, sums + 2 gets the metrics' counts. */

@@ -111,10 +111,12 @@ check_inputs(
 }
 
 /* The forward pass; *pre gets the last layer's input to its activation
- * and *act that activation (linear when the last layer has none). */
+ * and *act that activation (linear when the last layer has none). given
+ * (may be NULL): feature inputs already on the tape (pasci_model_forward). */
 static pasco_tnode *
 forward(const pasco_model *m, pasco_tape *tp, const pasco_tensor *const *inputs,
-    pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
+    pasco_tnode *const *given, pasco_tnode *const *nodes, pasco_tnode **pre,
+    pasco_act *act)
 {
 	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
 	*pre = NULL;
@@ -127,6 +129,10 @@ forward(const pasco_model *m, pasco_tape *tp, const pasco_tensor *const *inputs,
 	}
 	outs  = pasci_tape_mem(tp, m->nlayers * sizeof(*outs));
 	feats = pasci_tape_mem(tp, m->ninputs * sizeof(*feats));
+	for (size_t k = 0; given != NULL && feats != NULL && k < m->ninputs;
+	     k++) {
+		feats[k] = given[k];
+	}
 	for (size_t i = 0; outs != NULL && feats != NULL && i < m->nlayers;
 	     i++) {
 		const pasci_layer_desc *d =
@@ -161,7 +167,17 @@ pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
 {
 	pasco_tnode *pre;
 	pasco_act    act;
-	return forward(m, tp, inputs.c, nodes, &pre, &act);
+	return forward(m, tp, inputs.c, NULL, nodes, &pre, &act);
+}
+
+pasco_tnode *
+pasci_model_forward(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, pasco_tnode *const *feats,
+    pasco_tnode *const *nodes)
+{
+	pasco_tnode *pre;
+	pasco_act    act;
+	return forward(m, tp, inputs, feats, nodes, &pre, &act);
 }
 
 pasco_tnode **
@@ -253,7 +269,7 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 	pasco_act          act;
 	const pasco_layer *last = &m->layers[m->nlayers - 1];
 
-	out = *output = forward(m, tp, inputs, nodes, &pre, &act);
+	out = *output = forward(m, tp, inputs, NULL, nodes, &pre, &act);
 	if (out == NULL) {
 		return NULL;
 	}

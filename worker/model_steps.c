@@ -15,10 +15,12 @@
  *   pasco.dataset_check   factory, shard, shards: the shard's dataset
  *                         built and freed (fit's validation data checked
  *                         at its start).
+ *   pasco.graph_step      a traced step: worker/graph_step.c.
  * A shard's dataset is the factory's, called with worker_index = shard
  * and num_workers = shards. Run by the worker's handler threads, each
  * call with its own model copy and tapes.
  */
+#include "graph_step.h"
 #include "model_impl.h"
 #include "pasco/example.h"
 #include "pasco/function.h"
@@ -507,6 +509,7 @@ pasci_model_function_find(const char *name)
 	    {"pasco.model_evaluate", model_evaluate},
 	    {"pasco.model_predict", model_predict},
 	    {"pasco.dataset_check", dataset_check},
+	    {"pasco.graph_step", pasci_graph_step},
 	};
 	for (size_t i = 0; i < sizeof(builtins) / sizeof(*builtins); i++) {
 		if (strcmp(name, builtins[i].name) == 0) {

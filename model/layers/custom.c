@@ -310,7 +310,8 @@ read_widths(const cJSON *c, pasco_custom *d, const char *at)
 	}
 	cJSON_ArrayForEach(it, l)
 	{
-		if (!cJSON_IsNumber(it) || it->valuedouble < 1 ||
+		if (!cJSON_IsNumber(it) || !(it->valuedouble >= 1) ||
+		    it->valuedouble > 9007199254740992.0 ||
 		    it->valuedouble != (double) (int64_t) it->valuedouble) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: input_widths[%zu] must be a positive integer",
@@ -456,6 +457,14 @@ pasco_layer_graph(pasco_layer *out, const char *config)
 		    "pasco_layer_graph: the config has neither a graph nor a "
 		    "function");
 	}
+	if (name != NULL && strlen(name) >= sizeof(l.name)) {
+		custom_release(&l);
+		cJSON_Delete(c);
+		return pasci_model_fail(PASCO_EINVAL,
+		    "pasco_layer_graph: name '%.40s...' is longer than %zu "
+		    "bytes",
+		    name, sizeof(l.name) - 1);
+	}
 	if (name != NULL && name[0] != 0) {
 		snprintf(l.name, sizeof(l.name), "%s", name);
 	} else {
@@ -494,6 +503,19 @@ custom_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 	}
 	*out = d->output_width;
 	return PASCO_OK;
+}
+
+static size_t
+custom_bytes(const pasco_layer *l)
+{
+	const pasco_custom *d = l->custom;
+	if (d == NULL) {
+		return 0;
+	}
+	return sizeof(*d) + d->nweights * sizeof(*d->weights) +
+	       (d->graph ? pasci_graph_bytes(d->graph) : 0) +
+	       (d->inference ? pasci_graph_bytes(d->inference) : 0) +
+	       (d->options_text ? 3 * strlen(d->options_text) : 0);
 }
 
 static size_t
@@ -676,6 +698,7 @@ const pasci_layer_desc pasci_layer_custom_desc = {
     .penalty    = custom_penalty,
     .hold       = custom_hold,
     .release    = custom_release,
+    .bytes      = custom_bytes,
     .write      = custom_write,
     .read       = custom_read,
 };

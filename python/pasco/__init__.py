@@ -57,6 +57,9 @@ from .errors import (AlreadyExistsError, CancelledError,
 # every layer class of pasco.layers.__all__ (and Input) at the top too
 from .layers import *  # noqa: F401,F403
 from .models import Model, Sequential, Variable
+# traced steps and metric objects (function.py, metrics.py)
+from . import metrics
+from .function import Function, GradientTape, function
 
 __version__ = "0.1.0"
 
@@ -68,5 +71,6 @@ __all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
            "ops", "losses", "regularizers",
            "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
            "UnavailableError", "CancelledError", "DeadlineExceededError",
-           "OutOfRangeError", "FailedPreconditionError", "library_path"] + [
+           "OutOfRangeError", "FailedPreconditionError", "library_path",
+           "function", "Function", "GradientTape", "metrics"] + [
                n for n in layers.__all__ if n not in ("Layer", "KerasTensor")]

@@ -95,7 +95,7 @@ def _tensor_of(i: int, a: Any) -> Any:
             f"args[{i}]: expected a numpy array, a number, a str, a "
             f"pasco.Model, a pasco.Variable or a per-worker iterator, got "
             f"{type(a).__name__}")
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a, order="C")  # a scalar stays rank 0
     code = _CODES.get(a.dtype)
     if code is None:
         raise TypeError(f"args[{i}]: dtype {a.dtype} is not one of float32, "
@@ -118,9 +118,11 @@ class RemoteValue:
     the step's error; ``is_ready()`` says whether fetch would not wait;
     ``error()`` is the message of a failed or cancelled step ("" else)."""
 
-    def __init__(self, handle: c_void_p, fn: str) -> None:
+    def __init__(self, handle: c_void_p, fn: str,
+                 restore: Any = None) -> None:
         self._rv = handle
         self._fn = fn
+        self._restore = restore  # a traced step's: its return structure
 
     def fetch(self) -> Any:
         if not self._rv:
@@ -130,7 +132,8 @@ class RemoteValue:
         if rv != 0:
             raise error_for(rv, f"{self._fn}: " + lib.pasco_remote_value_error(
                 self._rv).decode())
-        return _value_to_python(out.value) if out.value else None
+        value = _value_to_python(out.value) if out.value else None
+        return self._restore(value) if self._restore else value
 
     def is_ready(self) -> bool:
         return bool(self._rv) and bool(
@@ -190,9 +193,13 @@ class PerWorkerDataset:
     """A dataset built on every worker (``pasco_per_worker_dataset``):
     ``iter(d)`` gives a :class:`PerWorkerIterator`."""
 
-    def __init__(self, coordinator: "ClusterCoordinator", name: str) -> None:
+    def __init__(self, coordinator: "ClusterCoordinator", name: str,
+                 dataset: Any = None) -> None:
         self._coordinator = coordinator
         self.name = name
+        # the pasco.data dataset (None for a factory's name): its spec
+        # gives a traced step's next(iterator) its element's structure
+        self.dataset = dataset
         self._ds = c_void_p()
         s = coordinator._strategy
         rv = lib.pasco_per_worker_dataset_create(ctypes.byref(self._ds),
@@ -234,14 +241,12 @@ class ClusterCoordinator:
         otherwise, as fit repeats it) or a registered factory's name."""
         self._strategy._check_open()
         if isinstance(dataset, Dataset):
-            name = dataset.name(-1)
-        elif isinstance(dataset, str) and dataset:
-            name = dataset
-        else:
+            return PerWorkerDataset(self, dataset.name(-1), dataset)
+        if not isinstance(dataset, str) or not dataset:
             raise TypeError(f"dataset: expected a pasco.data dataset or a "
                             f"dataset factory's name, got "
                             f"{type(dataset).__name__}")
-        return PerWorkerDataset(self, name)
+        return PerWorkerDataset(self, dataset)
 
     def _args(self, args: Sequence[Any], keep: List[Any]) -> List[Any]:
         from .models import Model, Variable
@@ -275,22 +280,27 @@ class ClusterCoordinator:
                                     ctypes.cast(t, c_void_p)))
         return out
 
-    def schedule(self, fn: str, args: Sequence[Any] = (),
+    def schedule(self, fn: Any, args: Sequence[Any] = (),
                  repeat: int = 1) -> RemoteValue:
         """Enqueues a call of the step function ``fn`` with ``args`` on a
         worker and returns its :class:`RemoteValue` at once (blocking only
-        while the queue is full). ``repeat``: the worker calls fn this many
-        times back to back in one closure (steps_per_execution); the
-        remote value gets the last call's result. Raises the pending error
-        of an earlier step (nothing is scheduled then)."""
+        while the queue is full). ``fn``: a step function's name, or a
+        ``@pasco.function`` (traced here on its first schedule with these
+        arguments' kinds and shapes, then run as "pasco.graph_step"; its
+        remote value fetches what it returns). ``repeat``: the worker
+        calls fn this many times back to back in one closure
+        (steps_per_execution); the remote value gets the last call's
+        result. Raises the pending error of an earlier step (nothing is
+        scheduled then)."""
         s = self._strategy
         s._check_open()
-        if not isinstance(fn, str) or not fn:
-            raise TypeError(f"fn: expected a step function's name, got "
-                            f"{fn!r}")
         if not isinstance(args, (tuple, list)):
             raise TypeError(f"args: expected a tuple or list, got "
                             f"{type(args).__name__}")
+        if not isinstance(fn, str):
+            return self._schedule_traced(fn, args, repeat)
+        if not fn:
+            raise TypeError("fn: expected a step function's name, got ''")
         if not isinstance(repeat, int) or isinstance(repeat, bool) or \
                 not 1 <= repeat <= _MAX_REPEAT:
             raise ValueError(f"repeat: expected an integer from 1 to "
@@ -310,6 +320,20 @@ class ClusterCoordinator:
         if rv != 0:
             self._raise(rv, f"schedule {fn}")
         return RemoteValue(h, fn)
+
+    def _schedule_traced(self, fn: Any, args: Sequence[Any],
+                         repeat: int) -> RemoteValue:
+        """schedule of a @pasco.function: its trace for args, run as
+        "pasco.graph_step" (the step's JSON, then its arguments)."""
+        from .function import Function
+        if not isinstance(fn, Function):
+            raise TypeError(f"fn: expected a step function's name or a "
+                            f"@pasco.function, got {fn!r}")
+        step, full = fn._schedule_args(self, args)
+        rv = self.schedule("pasco.graph_step", full, repeat)
+        rv._fn = f"pasco.graph_step ({step.name})"
+        rv._restore = step.restore
+        return rv
 
     def join(self) -> None:
         """Waits until every scheduled step has finished; raises the first

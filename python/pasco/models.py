@@ -634,6 +634,28 @@ class Model:
         return [Variable(self, k)
                 for k in range(lib.pasco_model_num_variables(n))]
 
+    # ---- in a @pasco.function step (python/pasco/function.py) ----------
+
+    def __call__(self, inputs: Any, training: bool = False) -> Any:
+        """The forward pass on symbolic inputs (of next(iterator)) in a
+        traced step: a "model" node the workers run."""
+        from .function import _call_model
+        return _call_model(self, inputs, training)
+
+    @property
+    def trainable_variables(self) -> List[Variable]:
+        """Keras's: the variables a gradient may change (all but a
+        Normalization's)."""
+        from .function import _trainable_variables
+        return _trainable_variables(self)
+
+    @property
+    def losses(self) -> List[Any]:
+        """Keras's model.losses in a traced step: each kernel
+        regularizer's penalty (l2 * sum(kernel ** 2)) as a tensor."""
+        from .function import _model_losses
+        return _model_losses(self)
+
     def get_weights(self) -> List[np.ndarray]:
         """Every variable's value, read from the ps."""
         return [v.numpy() for v in self.variables]

@@ -8,7 +8,7 @@ Each class's fields and defaults are the C library's optimizer table's
 
 from __future__ import annotations
 
-from typing import Any, Dict, Union
+from typing import Any, Dict, Iterable, Tuple, Union
 
 __all__ = ["Optimizer", "SGD", "Adagrad", "RMSprop", "Adam", "Ftrl", "get"]
 
@@ -35,6 +35,18 @@ class Optimizer:
 
     def get_config(self) -> dict:
         return {"class_name": self.class_name, "config": dict(self.config)}
+
+    def apply_gradients(self, grads_and_vars: Iterable[Tuple[Any, Any]]
+                        ) -> None:
+        """Keras's apply_gradients, inside a ``@pasco.function`` step:
+        records one apply of this optimizer to the (gradient, variable)
+        pairs (``zip(tape.gradient(loss, vars), vars)``), which the worker
+        runs after the step's graph through the strategy's global step
+        (Keras's ``optimizer.iterations``). A None gradient is skipped, as
+        Keras skips it; none at all, a gradient whose shape is not its
+        variable's, or a call outside a traced step is ValueError."""
+        from .function import _record_apply
+        _record_apply(self, grads_and_vars)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.config.items())

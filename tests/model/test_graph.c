@@ -634,3 +634,42 @@ Test(graph, accuracy_with_a_loss_graph_of_class_ids_is_sparse)
 	pasco_model_free(back);
 	pasco_model_free(m);
 }
+
+/* What a worker is sent must not make it allocate without bound, nor
+ * go uncounted by its model cache. */
+Test(graph, sizes_from_a_config_are_bounded_and_counted)
+{
+	cJSON *g = dense_json(), *c;
+	cJSON_ReplaceItemInObject(node(g, 2), "op", cJSON_CreateString("constant"));
+	cJSON_DeleteItemFromObject(node(g, 2), "index");
+	cJSON_AddNumberToObject(node(g, 2), "value", 1);
+	cJSON_ReplaceItemInObject(node(g, 2), "shape",
+	    cJSON_CreateIntArray((int[]){1 << 13, 1 << 13}, 2));
+	refused(g, PASCI_GRAPH_LAYER,
+	    "fc: nodes[2] (constant): a constant of shape [8192, 8192]: at "
+	    "most 16777216 elements");
+
+	char       *cfg = custom_config(false);
+	pasco_layer l;
+	c = cJSON_Parse(cfg);
+	cJSON_ReplaceItemInObject(
+	    c, "input_widths", cJSON_CreateDoubleArray((double[]){1e300}, 1));
+	char *bad = cJSON_PrintUnformatted(c);
+	PASCO_FAIL(pasco_layer_graph(&l, bad), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "fc: input_widths[0] must be a positive integer") != NULL,
+	    "%s", pasco_model_last_error());
+	free(bad);
+	cJSON_Delete(c);
+
+	pasco_layer_reset_names();
+	pasco_model *dense = one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
+	pasco_model *fc    = custom_model(true);
+	cr_assert_geq(pasci_model_bytes(fc),
+	    pasci_model_bytes(dense) + 2 * strlen(cfg),
+	    "a Custom layer's graphs are counted: %zu bytes, Dense's %zu",
+	    pasci_model_bytes(fc), pasci_model_bytes(dense));
+	free(cfg);
+	pasco_model_free(dense);
+	pasco_model_free(fc);
+}

@@ -7,7 +7,11 @@ mid-fit, restarted by `pasco launch --restart`; the fit completes with an
 exact global step), tutorial (the tutorial model and data,
 examples/embedding_classifier.c's, to accuracy 1.0), custom_loop
 (pasco.ClusterCoordinator: the library's train step scheduled by hand,
-its losses, global step and errors), adapt (Normalization.adapt of a
+its losses, global step and errors), traced_step (@pasco.function steps:
+model_train's losses and weights on 1 worker, metric objects over 2
+workers against numpy, retraces, trace-time errors), ps_tutorial
+(examples/ps_tutorial.py, TensorFlow's tutorial loop ported: 4 epochs,
+evaluation accuracy >= 0.9), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
 (examples/mlp_csv.py, every task started by hand with its TF_CONFIG, no
 launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints). Every task carries a PASCO_TEST_MARK of this run;
@@ -181,6 +185,24 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               f"{ {k: v[0] for k, v in out.items()} }, val_accuracy {acc}, "
               f"checkpoints {sorted(os.listdir(d))}", flush=True)
         p = subprocess.CompletedProcess([], chief_status, text)
+    elif case == "traced_step":
+        subprocess.run([make_table, d], check=True)
+        p = launch("traced_step.py", d, "equal", workers=1)
+        ok = p.returncode == 0 and "traced_step: OK equal" in p.stdout
+        if ok:
+            p = launch("traced_step.py", d, "metrics")
+            ok = p.returncode == 0 and "traced_step: OK metrics" in p.stdout
+    elif case == "ps_tutorial":
+        p = launch("ps_tutorial.py", d,
+                   path=os.path.join(root, "examples", "ps_tutorial.py"))
+        acc = [float(line.split()[-1]) for line in p.stdout.splitlines()
+               if line.startswith("[chief 0] Evaluation accuracy: ")]
+        epochs = [line for line in p.stdout.splitlines()
+                  if line.startswith("[chief 0] Finished epoch ")]
+        print(f"ps_tutorial: {len(epochs)} epochs, evaluation accuracy "
+              f"{acc}", flush=True)
+        ok = (p.returncode == 0 and len(epochs) == 4 and acc != [] and
+              acc[0] >= 0.9)
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout

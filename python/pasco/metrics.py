@@ -1,0 +1,372 @@
+"""Keras's metric objects, their state in a variable on a ps.
+
+Every worker adds its batches' counts to the state (an assign_add after
+its step, recorded by ``update_state`` inside a ``@pasco.function``) and
+the chief reads the result::
+
+    accuracy = pasco.metrics.SparseCategoricalAccuracy()
+
+    @pasco.function
+    def step(iterator):
+        x, y = next(iterator)
+        accuracy.update_state(y, model(x, training=False))
+
+    for _ in range(10):
+        coordinator.schedule(step, args=(it,))
+    coordinator.join()
+    print(accuracy.result())      # over every worker's batches
+    accuracy.reset_state()
+
+Each metric is Keras 3's: the per-example values (the matches of an
+accuracy, the values of a Mean) are averaged over every axis but the
+batch, then ``total += sum(values * sample_weight)`` and ``count +=
+sum(sample_weight)`` (the batch size without weights); ``result()`` is
+total / count (0 when nothing was counted). Shapes as Keras squeezes or
+expands them: labels [batch] and predictions [batch, 1] are compared
+example by example. ``sample_weight``: one weight per example ([batch] or
+[batch, 1]).
+
+The state is a float64 variable ``metrics/<name>`` ([total, count]; Sum:
+[total]) made on the strategy's ps (``pasco.get_strategy()``) on first
+use and set to zeros then, so a metric object starts from zero as
+Keras's does. Outside a traced step, ``update_state`` takes numpy arrays
+and adds their counts from the chief.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, c_int, c_void_p
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from . import _lib, ops
+from ._lib import lib
+from .errors import error_for
+from .models import Variable, _numpy_to_tensor
+
+__all__ = ["Metric", "Mean", "Sum", "Accuracy", "BinaryAccuracy",
+           "SparseCategoricalAccuracy", "CategoricalAccuracy"]
+
+_lib._sig("pasco_variable_create", c_int, POINTER(c_void_p), c_void_p,
+          ctypes.c_char_p, POINTER(_lib.Tensor))
+_lib._sig("pasco_variable_assign_add", c_int, c_void_p, POINTER(_lib.Tensor))
+
+_names: Dict[str, int] = {}
+
+
+def _unique(name: str) -> str:
+    k = _names.get(name, 0)
+    _names[name] = k + 1
+    return name if k == 0 else f"{name}_{k}"
+
+
+class _State(Variable):
+    """A metric's state: a float64 variable on a ps, created (at zeros)
+    when first needed: by a schedule of a step that updates it, a result
+    or an update from the chief."""
+
+    def __init__(self, name: str, shape: tuple) -> None:
+        self._model, self._index, self._strategy = None, -1, None
+        self._own, self._dtype = c_void_p(), np.float64
+        self.name, self.shape = name, shape
+
+    def _handle(self) -> int:
+        if self._own and self._strategy is not None and \
+                self._strategy._strategy:
+            return self._own.value
+        from .cluster import get_strategy
+        s = get_strategy()
+        s._check_open()
+        t = _numpy_to_tensor(np.zeros(self.shape, np.float64))
+        h = c_void_p()
+        try:
+            rv = lib.pasco_variable_create(ctypes.byref(h), s._strategy,
+                                           self.name.encode(), t)
+            if rv == 0:
+                rv = lib.pasco_variable_assign(h, t)  # Keras's: from zero
+        finally:
+            lib.pasco_tensor_release(t)
+        if rv != 0:
+            msg = lib.pasco_strategy_error(s._strategy).decode()
+            if h:
+                lib.pasco_variable_free(h)
+            raise error_for(rv, f"metric state {self.name}: {msg}")
+        self._own, self._strategy = h, s
+        s._resources.add(self)
+        return h.value
+
+
+class _Numpy:
+    """The ops a metric uses, on numpy arrays (an update from the chief)."""
+
+    @staticmethod
+    def cast(x: Any, dtype: str) -> np.ndarray:
+        return np.asarray(x).astype(dtype)
+
+    @staticmethod
+    def equal(a: Any, b: Any) -> np.ndarray:
+        return (np.asarray(a) == np.asarray(b)).astype(np.float32)
+
+    @staticmethod
+    def greater(a: Any, b: Any) -> np.ndarray:
+        return (np.asarray(a) > np.asarray(b)).astype(np.float32)
+
+    @staticmethod
+    def argmax(x: Any, axis: int) -> np.ndarray:
+        return np.argmax(x, axis=axis).astype(np.int64)
+
+    @staticmethod
+    def squeeze(x: Any, axis: int) -> np.ndarray:
+        return np.squeeze(x, axis=axis)
+
+    @staticmethod
+    def expand_dims(x: Any, axis: int) -> np.ndarray:
+        return np.expand_dims(x, axis)
+
+    @staticmethod
+    def mean(x: Any, axis: Any) -> np.ndarray:
+        return np.mean(x, axis=axis)
+
+    @staticmethod
+    def sum(x: Any, axis: Any = None) -> np.ndarray:
+        return np.sum(x, axis=axis)
+
+    @staticmethod
+    def ones_like(x: Any) -> np.ndarray:
+        return np.ones_like(x)
+
+    @staticmethod
+    def stack(xs: Any) -> np.ndarray:
+        return np.asarray([np.asarray(x) for x in xs], np.float64)
+
+
+class _Ops:
+    """The same on symbolic tensors, recording pasco.ops nodes."""
+
+    cast = staticmethod(ops.cast)
+    equal = staticmethod(ops.equal)
+    greater = staticmethod(ops.greater)
+    argmax = staticmethod(ops.argmax)
+    squeeze = staticmethod(ops.squeeze)
+    expand_dims = staticmethod(ops.expand_dims)
+    mean = staticmethod(ops.mean)
+    sum = staticmethod(ops.sum)
+
+    @staticmethod
+    def ones_like(x: Any) -> Any:
+        # where's branches are both 1: one per element, NaN or not
+        return ops.where(ops.equal(x, x), 1.0, 1.0)
+
+    @staticmethod
+    def stack(xs: Any) -> Any:
+        return ops.concatenate([ops.expand_dims(ops.cast(x, "float64"), 0)
+                                for x in xs], axis=0)
+
+
+def _rank(x: Any) -> int:
+    return len(x.shape)
+
+
+def _dtype(x: Any) -> str:
+    """x's dtype name: a symbolic tensor's is a str, an array's a
+    numpy dtype."""
+    return x.dtype if isinstance(x.dtype, str) else np.dtype(x.dtype).name
+
+
+def _fmt(shape: Any) -> str:
+    return "(" + ", ".join("None" if d is None else str(d)
+                           for d in shape) + (",)" if len(shape) == 1
+                                              else ")")
+
+
+def _same_rank(B: Any, a: Any, b: Any) -> Any:
+    """Keras's squeeze_or_expand_to_same_rank: of two ranks one apart,
+    the rank-1 one gets a last axis, else the longer loses its last axis
+    of 1."""
+    if _rank(a) == _rank(b) + 1 and a.shape[-1] == 1:
+        return (a, B.expand_dims(b, -1)) if _rank(b) == 1 else \
+            (B.squeeze(a, -1), b)
+    if _rank(b) == _rank(a) + 1 and b.shape[-1] == 1:
+        return (B.expand_dims(a, -1), b) if _rank(a) == 1 else \
+            (a, B.squeeze(b, -1))
+    return a, b
+
+
+class Metric:
+    """A metric whose state lives on a ps: ``update_state`` (in a traced
+    step, or from the chief with numpy arrays), ``result()``,
+    ``reset_state()``."""
+
+    _state_shape: tuple = (2,)
+
+    def __init__(self, name: Optional[str] = None) -> None:
+        default = "".join("_" + c.lower() if c.isupper() else c
+                          for c in type(self).__name__).lstrip("_")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"name: expected a non-empty str, got {name!r}")
+        self.name = name or default
+        self.state = _State(f"metrics/{_unique(self.name)}",
+                            self._state_shape)
+
+    def _delta(self, B: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def update_state(self, *args: Any, **kwargs: Any) -> None:
+        """Adds a batch: in a traced step, of symbolic tensors (an
+        assign_add the worker does after the step); else of numpy arrays
+        (an assign_add from the chief, now)."""
+        from .function import _record_update, _tracing
+        what = f"{self.name}.update_state"
+        symbolic = [a for a in list(args) + list(kwargs.values())
+                    if isinstance(a, ops.Tensor)]
+        if _tracing() is not None and symbolic:
+            delta = _Ops.cast(self._delta(_Ops, *args, **kwargs), "float64")
+            _record_update(self.state, delta, what)
+            return
+        if symbolic:
+            raise ValueError(f"{what}: symbolic tensors outside a traced "
+                             f"step")
+        d = np.asarray(self._delta(_Numpy, *[
+            None if a is None else np.asarray(a) for a in args], **{
+            k: None if v is None else np.asarray(v)
+            for k, v in kwargs.items()}), np.float64)
+        t = _numpy_to_tensor(d.reshape(self._state_shape))
+        h = self.state._handle()
+        try:
+            rv = lib.pasco_variable_assign_add(h, t)
+        finally:
+            lib.pasco_tensor_release(t)
+        if rv != 0:
+            raise error_for(rv, f"{what}: " +
+                            lib.pasco_variable_error(h).decode())
+
+    def result(self) -> np.float64:
+        """The metric over everything added since the last reset."""
+        total, count = self.state.numpy()
+        return np.float64(total / count if count else 0.0)
+
+    def reset_state(self) -> None:
+        """Zeroes the state on the ps."""
+        self.state.assign(np.zeros(self._state_shape))
+
+    reset_states = reset_state  # TensorFlow 2's name
+
+    def __repr__(self) -> str:
+        return f"<pasco.metrics.{type(self).__name__} {self.name}>"
+
+
+def _weighted(B: Any, values: Any, sample_weight: Any, what: str) -> Any:
+    """Keras's reduce_to_samplewise_values with a mean, then Mean's
+    update: the [total, count] of a batch of values."""
+    values = B.cast(values, "float64")
+    if _rank(values) > 1:
+        values = B.mean(values, axis=tuple(range(1, _rank(values))))
+    if sample_weight is None:
+        if _rank(values) == 0:  # one value: one count
+            return B.stack([values, B.ones_like(values)])
+        return B.stack([B.sum(values), B.sum(B.ones_like(values))])
+    w = _per_example(B, sample_weight, values, what)
+    return B.stack([B.sum(values * w), B.sum(w)])
+
+
+def _per_example(B: Any, sample_weight: Any, values: Any, what: str) -> Any:
+    """sample_weight as one float64 weight per example of values."""
+    w = B.cast(sample_weight, "float64")
+    if _rank(w) == 2 and w.shape[-1] == 1:
+        w = B.squeeze(w, -1)
+    if _rank(w) != 1 or _rank(values) != 1:
+        raise ValueError(f"{what}: sample_weight: expected one weight per "
+                         f"example ([batch] or [batch, 1]), got shape "
+                         f"{_fmt(sample_weight.shape)} for values of shape "
+                         f"{_fmt(values.shape)}")
+    return w
+
+
+class Mean(Metric):
+    """Keras's Mean: the (weighted) mean of the values given."""
+
+    def _delta(self, B: Any, values: Any, sample_weight: Any = None) -> Any:
+        return _weighted(B, values, sample_weight, self.name)
+
+
+class Sum(Metric):
+    """Keras's Sum: the (weighted) sum of the values given."""
+
+    _state_shape = (1,)
+
+    def _delta(self, B: Any, values: Any, sample_weight: Any = None) -> Any:
+        values = B.cast(values, "float64")
+        if sample_weight is None:
+            return B.stack([B.sum(values)])
+        if _rank(values) > 1:  # Keras's: summed per example, then weighted
+            values = B.sum(values, axis=tuple(range(1, _rank(values))))
+        return B.stack([B.sum(values * _per_example(B, sample_weight,
+                                                    values, self.name))])
+
+    def result(self) -> np.float64:
+        return np.float64(self.state.numpy()[0])
+
+
+class _MeanOf(Metric):
+    """A MeanMetricWrapper: the mean of a per-example function."""
+
+    def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
+        raise NotImplementedError
+
+    def _delta(self, B: Any, y_true: Any, y_pred: Any,
+               sample_weight: Any = None) -> Any:
+        return _weighted(B, self._matches(B, y_true, y_pred), sample_weight,
+                         self.name)
+
+
+class Accuracy(_MeanOf):
+    """Keras's Accuracy: how often y_pred equals y_true (y_true cast to
+    y_pred's dtype)."""
+
+    def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
+        y_true, y_pred = _same_rank(B, B.cast(y_true, _dtype(y_pred)),
+                                    y_pred)
+        return B.equal(y_true, y_pred)
+
+
+class BinaryAccuracy(_MeanOf):
+    """Keras's BinaryAccuracy(threshold=0.5): how often y_pred >
+    threshold equals y_true."""
+
+    def __init__(self, name: Optional[str] = None,
+                 threshold: float = 0.5) -> None:
+        if isinstance(threshold, bool) or not isinstance(
+                threshold, (int, float)):
+            raise TypeError(f"threshold: expected a number, got "
+                            f"{threshold!r}")
+        self.threshold = float(threshold)
+        super().__init__(name)
+
+    def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
+        dtype = _dtype(y_pred)
+        y_true, y_pred = _same_rank(B, B.cast(y_true, dtype), y_pred)
+        return B.equal(y_true, B.cast(B.greater(y_pred, self.threshold),
+                                      dtype))
+
+
+class SparseCategoricalAccuracy(_MeanOf):
+    """Keras's SparseCategoricalAccuracy: how often the argmax of y_pred
+    [batch, classes] is the class id y_true ([batch] or [batch, 1]),
+    compared in y_pred's dtype."""
+
+    def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
+        dtype = _dtype(y_pred)
+        y_true = B.cast(y_true, dtype)
+        if _rank(y_true) == _rank(y_pred) and y_true.shape[-1] == 1:
+            y_true = B.squeeze(y_true, -1)
+        return B.equal(y_true, B.cast(B.argmax(y_pred, -1), dtype))
+
+
+class CategoricalAccuracy(_MeanOf):
+    """Keras's CategoricalAccuracy: how often the argmax of y_pred is
+    that of the one-hot y_true."""
+
+    def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
+        return B.equal(B.argmax(y_true, -1), B.argmax(y_pred, -1))
