@@ -529,11 +529,9 @@ def _signature(args: Sequence[Any]) -> tuple:
     sig: List[Any] = []
     for i, a in enumerate(args):
         if isinstance(a, PerWorkerIterator):
-            ds = a._dataset.dataset
-            sig.append(("iterator", json.dumps(ds.spec, sort_keys=True)
-                        if ds is not None else a._dataset.name))
+            sig.append(("iterator", a._dataset.name))  # its spec's JSON
         elif isinstance(a, Dataset):
-            sig.append(("iterator", json.dumps(a.spec, sort_keys=True)))
+            sig.append(("iterator", a.name(-1)))
         elif isinstance(a, Model):
             sig.append(("model", id(a), a.to_json()))
         elif isinstance(a, Variable):
@@ -713,12 +711,21 @@ class Function:
         t = self._trace(args)
         full: List[Any] = [t.bytes]
         for spec, v in zip(t.step.args, t.step.values):
-            if isinstance(v, Model):
+            if isinstance(v, Model) and not (v._native and v._built_json):
+                # built once (a parse-only native model has no variables)
                 v.build(t.step.datasets[0] if t.step.datasets else None)
             elif spec["kind"] == "global_step":
-                v = s.global_step_variable()
+                v = self._global_step(s)
             full.append(v)
         return t, full
+
+    def _global_step(self, s: Any) -> Any:
+        """s's global step variable, its handle made once (a round trip
+        to its ps) while s is open."""
+        v = getattr(self, "_gs", None)
+        if v is None or v._strategy is not s or not v._own:
+            v = self._gs = s.global_step_variable()
+        return v
 
 
 def function(fn: Optional[Callable[..., Any]] = None, *,
