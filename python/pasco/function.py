@@ -90,9 +90,7 @@ class _Step:
         self.var_of_tensor: Dict[int, str] = {}  # id(read tensor) -> name
         self.applies: List[Tuple[Any, List[Any], List[str], bool]] = []
         self.updates: List[Tuple[str, Any]] = []
-        self.tapes: List["GradientTape"] = []
         self.datasets: List[Dataset] = []
-        self.global_step_arg: Optional[int] = None
 
     # -- arguments --
 
@@ -129,9 +127,8 @@ class _Step:
         if v._model is not None:
             self.model_index(v._model)
         elif v.name not in self.var_keys:
-            k = self.add_arg({"kind": "variable", "shape": list(v.shape),
-                              "dtype": np.dtype(v._dtype).name}, v)
-            del k
+            self.add_arg({"kind": "variable", "shape": list(v.shape),
+                          "dtype": np.dtype(v._dtype).name}, v)
             self.var_args.append(v)
         self.var_keys[v.name] = v
         return v.name
@@ -677,8 +674,7 @@ class Function:
                         raise ValueError(f"{self.name}: a returned tensor "
                                          f"is of another trace")
                 if st.applies:
-                    st.global_step_arg = st.add_arg(
-                        {"kind": "global_step"}, None)
+                    st.add_arg({"kind": "global_step"}, None)
         finally:
             _current.pop()
         t = _Traced(st, outputs, build)
