@@ -673,3 +673,96 @@ Test(graph, sizes_from_a_config_are_bounded_and_counted)
 	pasco_model_free(dense);
 	pasco_model_free(fc);
 }
+
+/* The Custom layer fc of graph g (taken over). */
+static pasco_model *
+model_of_graph(cJSON *g)
+{
+	pasco_layer l;
+	cJSON      *c = cJSON_CreateObject();
+	char       *cfg;
+	cJSON_AddStringToObject(c, "name", "fc");
+	cJSON_AddItemToObject(
+	    c, "input_widths", cJSON_CreateIntArray((int[]){4}, 1));
+	cJSON_AddNumberToObject(c, "output_width", 3);
+	cJSON_AddItemToObject(c, "graph", g);
+	cfg = cJSON_PrintUnformatted(c);
+	cJSON_Delete(c);
+	MODEL_PASS(pasco_layer_graph(&l, cfg));
+	free(cfg);
+	return one_layer_model(l);
+}
+
+static cJSON *
+weight(cJSON *g, int k)
+{
+	return cJSON_GetArrayItem(cJSON_GetObjectItem(g, "weights"), k);
+}
+
+Test(graph, a_non_trainable_weight_is_read_but_never_differentiated)
+{
+	pasco_layer_reset_names();
+	cJSON *g = dense_json();
+	cJSON_ReplaceItemInObject(weight(g, 1), "trainable", cJSON_CreateFalse());
+	pasco_model    *fc = model_of_graph(g);
+	pasco_model    *dense = one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
+	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1);
+	pasco_tape_grad gd[2], gc[2];
+	pasco_loss      mse = {PASCO_LOSS_MSE, false};
+	double          ld = loss_and_grads(dense, mse, x, y, gd);
+	double          lc = loss_and_grads(fc, mse, x, y, gc);
+	cr_assert(ld == lc, "losses %.9g and %.9g", ld, lc);
+	assert_same_tensor(gd[0].dense, gc[0].dense, 0, "kernel's gradient");
+	cr_assert_not_null(gd[1].dense);
+	cr_assert_null(gc[1].dense, "no gradient reaches a non-trainable bias");
+	pasco_tape_grad_fini(gd, 2);
+	pasco_tape_grad_fini(gc, 2);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(dense);
+	pasco_model_free(fc);
+}
+
+Test(graph, regularizers_join_the_training_loss)
+{
+	pasco_layer_reset_names();
+	pasco_layer d  = pasco_layer_dense(3, PASCO_ACT_RELU);
+	d.kernel_l2    = 0.01;
+	cJSON *g2 = dense_json(), *g1 = dense_json(), *g0 = dense_json();
+	cJSON_ReplaceItemInObject(weight(g2, 0), "regularizer",
+	    cJSON_Parse("{\"class_name\": \"L2\", \"config\": {\"l2\": 0.01}}"));
+	cJSON_ReplaceItemInObject(weight(g1, 0), "regularizer",
+	    cJSON_Parse("{\"class_name\": \"L1\", \"config\": {\"l1\": 0.01}}"));
+	pasco_model    *dense = one_layer_model(d);
+	pasco_model    *l2 = model_of_graph(g2), *l1 = model_of_graph(g1);
+	pasco_model    *none = model_of_graph(g0);
+	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1), *k;
+	pasco_tape_grad gd[2], g[2];
+	pasco_loss      mse = {PASCO_LOSS_MSE, false};
+	double          ld = loss_and_grads(dense, mse, x, y, gd), sum = 0;
+	double          lr = loss_and_grads(l2, mse, x, y, g);
+	cr_assert(fabs(ld - lr) <= 1e-7 * ld, "L2: %.9g, Dense's %.9g", lr, ld);
+	assert_same_tensor(gd[0].dense, g[0].dense, 1e-7, "L2 kernel's");
+	pasco_tape_grad_fini(g, 2);
+	/* L1: 0.01 * sum(|kernel|) more than without */
+	double l0 = loss_and_grads(none, mse, x, y, g);
+	pasco_tape_grad_fini(g, 2);
+	double la = loss_and_grads(l1, mse, x, y, g);
+	pasco_tape_grad_fini(g, 2);
+	pasco_initializer in = pasco_model_variable_init(l1, 0);
+	PASCO_PASS(pasco_tensor_alloc(&k, PASCO_F32, 2, (int64_t[]){4, 3}));
+	PASCO_PASS(pasco_initializer_fill(&in, k, 2, k->shape, 0));
+	for (int64_t i = 0; i < 12; i++) {
+		sum += fabs(pasco_tensor_get(k, i));
+	}
+	cr_assert(fabs(la - l0 - 0.01 * sum) <= 1e-6,
+	    "L1: %.9g more, want %.9g", la - l0, 0.01 * sum);
+	pasco_tape_grad_fini(gd, 2);
+	pasco_tensor_release(k);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(dense);
+	pasco_model_free(l2);
+	pasco_model_free(l1);
+	pasco_model_free(none);
+}
