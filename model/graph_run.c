@@ -192,8 +192,8 @@ pasci_graph_run(const pasci_graph *g, pasco_tape *tp, const char *at,
 		return false;
 	}
 	for (size_t i = 0; i < g->nnodes; i++) {
-		if (!run_node(
-		        g, tp, i, at, inputs, weights, hook, values, in) ||
+		if (!run_node(g, tp, i, at, inputs, weights, hook, values,
+		        in) ||
 		    !check_value(tp, &g->nodes[i], &values[i], at, i)) {
 			return false;
 		}
