@@ -12,8 +12,12 @@
  * global_step. Then each apply is one mixed apply, each update an
  * assign_add, and the outputs come back as a LIST of tensors. Every error
  * fails the call naming the step, and the node and its op where there is
- * one. Run by the worker's handler threads, each call with its own tape,
- * model copies and bindings; the parsed step is shared, read-only.
+ * one. A model called more than once in a step reads its variables at its
+ * first call (an embedding's rows for that call's ids: a later call that
+ * looks up other ids fails naming them); every call shares those sources,
+ * so each variable has one gradient. Run by the worker's handler threads,
+ * each call with its own tape, model copies and bindings; the parsed step
+ * is shared, read-only.
  */
 #include "graph_step.h"
 
@@ -525,14 +529,15 @@ run_update(pasci_gstep_run *r, size_t u)
 	return rv;
 }
 
-/* The outputs, copied, as the call's LIST result. */
+/* The outputs, copied, as the call's LIST result (empty for a step that
+ * returns nothing). */
 static int
 return_outputs(pasci_gstep_run *r, const pasci_gval *outs)
 {
 	size_t        n     = r->s->noutputs;
 	pasco_value **items = calloc(n + 1, sizeof(*items));
-	pasco_value  *list;
-	bool          ok = items != NULL;
+	pasco_value  *list  = NULL;
+	bool          ok    = items != NULL;
 	for (size_t k = 0; ok && k < n; k++) {
 		const pasco_tensor *t = outs[k].node != NULL
 		                            ? pasco_tnode_value(outs[k].node)
@@ -543,8 +548,10 @@ return_outputs(pasci_gstep_run *r, const pasci_gval *outs)
 		         t->data, t->nbytes) == 0 &&
 		     (items[k] = pasco_value_tensor(c)) != NULL;
 	}
-	list = ok ? pasco_value_list_of(n, items) : NULL;
-	for (size_t k = 0; list == NULL && items != NULL && k < n; k++) {
+	if (ok) { /* list_of frees the items when it fails */
+		list = pasco_value_list_of(n, items);
+	}
+	for (size_t k = 0; !ok && items != NULL && k < n; k++) {
 		pasco_value_free(items[k]);
 	}
 	free(items);

@@ -758,6 +758,80 @@ Test(graph_step, the_end_of_the_data_is_out_of_range_naming_the_node)
 	stop();
 }
 
+/* A step that returns nothing (TensorFlow's eval step): an empty list. */
+static const char *NOTHING_STEP =
+    "{\"name\": \"nothing_step\", \"args\": [{\"kind\": \"iterator\"}],"
+    " \"graph\": {\"nodes\": [{\"op\": \"next\", \"arg\": 0, \"call\": 0,"
+    " \"path\": [1], \"shape\": [-1], \"dtype\": \"int64\"}],"
+    " \"outputs\": []}}";
+
+Test(graph_step, a_step_that_returns_nothing_gives_an_empty_list)
+{
+	pasco_arg                  args[2];
+	pasco_tensor              *json;
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	pasco_remote_value        *r;
+	const pasco_value         *v;
+	start_here();
+	PASCO_PASS(
+	    pasco_per_worker_dataset_create(&ds, K.c, "graph_step_here"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	args[0] = json_arg(NOTHING_STEP, &json);
+	args[1] = pasco_arg_iterator(it);
+	PASCO_PASS(pasco_schedule(K.c, "pasco.graph_step", args, 2, &r));
+	cr_assert_eq(pasco_remote_value_fetch(r, &v), 0, "%s",
+	    pasco_remote_value_error(r));
+	cr_assert_eq(pasco_value_kind_of(v), PASCO_VALUE_LIST);
+	cr_assert_eq(pasco_value_size(v), 0);
+	pasco_remote_value_free(r);
+	pasco_tensor_release(json);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	stop();
+}
+
+/* The keys model called on two batches in one step: its table's rows
+ * are read for the first call's keys only. */
+static const char *TWICE_STEP =
+    "{\"name\": \"twice_step\","
+    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"}],"
+    " \"graph\": {\"nodes\": ["
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [0],"
+    "   \"shape\": [-1, 3], \"dtype\": \"int64\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [0],"
+    "   \"shape\": [-1, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 1, \"path\": [0],"
+    "   \"shape\": [-1, 3], \"dtype\": \"int64\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [2],"
+    "   \"shape\": [-1, 1], \"dtype\": \"float32\"}],"
+    " \"outputs\": [1, 3]}}";
+
+Test(graph_step, a_model_called_twice_reads_its_rows_for_the_first_call)
+{
+	pasco_arg                  args[8];
+	size_t                     n = 0;
+	pasco_tensor              *json;
+	pasco_per_worker_dataset  *ds;
+	pasco_per_worker_iterator *it;
+	pasco_model               *m;
+	start_here();
+	m = keys_model();
+	PASCO_PASS(
+	    pasco_per_worker_dataset_create(&ds, K.c, "graph_step_here_keys"));
+	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
+	args[n++] = json_arg(TWICE_STEP, &json);
+	args[n++] = pasco_arg_iterator(it);
+	PASCO_PASS(pasco_model_args(m, args, 8, &n));
+	expect_failure(args, n, PASCO_EINVAL, "twice_step: nodes[3] (model)",
+	    "is not among the", NULL);
+	pasco_tensor_release(json);
+	pasco_per_worker_iterator_free(it);
+	pasco_per_worker_dataset_free(ds);
+	pasco_model_free(m);
+	stop();
+}
+
 /* In this process, no cluster: the step's JSON read once and kept by its
  * bytes, and what is wrong with one named. */
 Test(graph_step, a_steps_json_is_parsed_once_and_kept_by_its_bytes)
