@@ -51,7 +51,8 @@ pasci_loss_graph_read(
 	lg->refs = 1;
 	snprintf(lg->name, sizeof(lg->name), "%s", name);
 	pasci_fmt(where, sizeof(where), "%s: %s", at, name);
-	rv = pasci_graph_parse(cJSON_GetObjectItemCaseSensitive(config, "graph"),
+	rv = pasci_graph_parse(
+	    cJSON_GetObjectItemCaseSensitive(config, "graph"),
 	    PASCI_GRAPH_LOSS, where, &lg->graph);
 	if (rv == 0 && (pasci_graph_num_inputs(lg->graph) != 2 ||
 	                   pasci_graph_num_outputs(lg->graph) != 1)) {
@@ -123,12 +124,13 @@ pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg)
 }
 
 bool
-pasci_loss_graph_write(cJSON *parent, const char *key,
-    const pasci_loss_graph *lg)
+pasci_loss_graph_write(
+    cJSON *parent, const char *key, const pasci_loss_graph *lg)
 {
 	cJSON *c = pasci_json_class(parent, key, "Graph");
 	return c != NULL && cJSON_AddStringToObject(c, "name", lg->name) &&
-	       cJSON_AddItemToObject(c, "graph", pasci_graph_to_json(lg->graph));
+	       cJSON_AddItemToObject(
+	           c, "graph", pasci_graph_to_json(lg->graph));
 }
 
 /* y as the traced y_true: its dtype, and [batch] and [batch, 1] (or any
@@ -177,7 +179,7 @@ pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
     const pasco_tensor *y, pasco_tnode *pred)
 {
 	pasco_tensor       *made;
-	const pasco_tensor *t = as_traced(tp, lg->graph, y, &made);
+	const pasco_tensor *t     = as_traced(tp, lg->graph, y, &made);
 	pasci_gval          in[2] = {{0}}, out;
 	bool                ok;
 	if (t == NULL) {
@@ -190,7 +192,8 @@ pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
 	}
 	in[1].node = pred;
 	ok         = (in[0].node != NULL || in[0].ints != NULL) &&
-	     pasci_graph_run(lg->graph, tp, lg->name, in, NULL, NULL, NULL, &out);
+	     pasci_graph_run(
+	         lg->graph, tp, lg->name, in, NULL, NULL, NULL, &out);
 	pasco_tensor_release(made);
 	if (!ok) {
 		return NULL;

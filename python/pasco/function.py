@@ -90,9 +90,7 @@ class _Step:
         self.var_of_tensor: Dict[int, str] = {}  # id(read tensor) -> name
         self.applies: List[Tuple[Any, List[Any], List[str], bool]] = []
         self.updates: List[Tuple[str, Any]] = []
-        self.tapes: List["GradientTape"] = []
         self.datasets: List[Dataset] = []
-        self.global_step_arg: Optional[int] = None
 
     # -- arguments --
 
@@ -129,9 +127,8 @@ class _Step:
         if v._model is not None:
             self.model_index(v._model)
         elif v.name not in self.var_keys:
-            k = self.add_arg({"kind": "variable", "shape": list(v.shape),
-                              "dtype": np.dtype(v._dtype).name}, v)
-            del k
+            self.add_arg({"kind": "variable", "shape": list(v.shape),
+                          "dtype": np.dtype(v._dtype).name}, v)
             self.var_args.append(v)
         self.var_keys[v.name] = v
         return v.name
@@ -529,11 +526,9 @@ def _signature(args: Sequence[Any]) -> tuple:
     sig: List[Any] = []
     for i, a in enumerate(args):
         if isinstance(a, PerWorkerIterator):
-            ds = a._dataset.dataset
-            sig.append(("iterator", json.dumps(ds.spec, sort_keys=True)
-                        if ds is not None else a._dataset.name))
+            sig.append(("iterator", a._dataset.name))  # its spec's JSON
         elif isinstance(a, Dataset):
-            sig.append(("iterator", json.dumps(a.spec, sort_keys=True)))
+            sig.append(("iterator", a.name(-1)))
         elif isinstance(a, Model):
             sig.append(("model", id(a), a.to_json()))
         elif isinstance(a, Variable):
@@ -679,8 +674,7 @@ class Function:
                         raise ValueError(f"{self.name}: a returned tensor "
                                          f"is of another trace")
                 if st.applies:
-                    st.global_step_arg = st.add_arg(
-                        {"kind": "global_step"}, None)
+                    st.add_arg({"kind": "global_step"}, None)
         finally:
             _current.pop()
         t = _Traced(st, outputs, build)
@@ -713,12 +707,21 @@ class Function:
         t = self._trace(args)
         full: List[Any] = [t.bytes]
         for spec, v in zip(t.step.args, t.step.values):
-            if isinstance(v, Model):
+            if isinstance(v, Model) and not (v._native and v._built_json):
+                # built once (a parse-only native model has no variables)
                 v.build(t.step.datasets[0] if t.step.datasets else None)
             elif spec["kind"] == "global_step":
-                v = s.global_step_variable()
+                v = self._global_step(s)
             full.append(v)
         return t, full
+
+    def _global_step(self, s: Any) -> Any:
+        """s's global step variable, its handle made once (a round trip
+        to its ps) while s is open."""
+        v = getattr(self, "_gs", None)
+        if v is None or v._strategy is not s or not v._own:
+            v = self._gs = s.global_step_variable()
+        return v
 
 
 def function(fn: Optional[Callable[..., Any]] = None, *,

@@ -27,8 +27,8 @@ example by example. ``sample_weight``: one weight per example ([batch] or
 [batch, 1]).
 
 The state is a float64 variable ``metrics/<name>`` ([total, count]; Sum:
-[total]) made on the strategy's ps (``pasco.get_strategy()``) on first
-use and set to zeros then, so a metric object starts from zero as
+[total]) made on the ps of the strategy whose scope the metric is made in
+(else ``pasco.get_strategy()``'s) on first use and set to zeros then, so a metric object starts from zero as
 Keras's does. Outside a traced step, ``update_state`` takes numpy arrays
 and adds their counts from the chief.
 """
@@ -68,16 +68,22 @@ class _State(Variable):
     or an update from the chief."""
 
     def __init__(self, name: str, shape: tuple) -> None:
+        from .cluster import get_strategy
         self._model, self._index, self._strategy = None, -1, None
         self._own, self._dtype = c_void_p(), np.float64
         self.name, self.shape = name, shape
+        try:  # the strategy of the scope it is made in, else the latest's
+            self._home: Any = get_strategy()
+        except RuntimeError:
+            self._home = None  # none yet: the one there is at first use
 
     def _handle(self) -> int:
         if self._own and self._strategy is not None and \
                 self._strategy._strategy:
             return self._own.value
         from .cluster import get_strategy
-        s = get_strategy()
+        s = self._home if self._home is not None and \
+            self._home._strategy else get_strategy()
         s._check_open()
         t = _numpy_to_tensor(np.zeros(self.shape, np.float64))
         h = c_void_p()

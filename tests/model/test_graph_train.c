@@ -102,7 +102,8 @@ dense_layer(void)
 	char *s = malloc(4096);
 	cr_assert_not_null(s);
 	snprintf(s, 4096,
-	    "{\"name\": \"fc\", \"class\": \"MyDense\", \"input_widths\": [%d],"
+	    "{\"name\": \"fc\", \"class\": \"MyDense\", \"input_widths\": "
+	    "[%d],"
 	    " \"output_width\": %d, \"graph\": {"
 	    "\"inputs\": [{\"shape\": [-1, %d], \"dtype\": \"float32\"}],"
 	    "\"weights\": ["
@@ -154,16 +155,17 @@ static pasco_model *
 model_on(pasco_layer first, const char *loss, const char *loss_graph)
 {
 	pasco_model *m;
-	pasco_layer  l[] = {first, pasco_layer_dense(MD_CLASSES,
-	                               PASCO_ACT_SOFTMAX)};
-	int          rv  = pasco_model_sequential(&m, MD_FEATURES, 2, l, 42);
+	pasco_layer  l[] = {
+	     first, pasco_layer_dense(MD_CLASSES, PASCO_ACT_SOFTMAX)};
+	int rv = pasco_model_sequential(&m, MD_FEATURES, 2, l, 42);
 	pasco_layer_release(&l[0]);
 	cr_assert_eq(rv, 0, "%s", pasco_model_last_error());
-	rv = pasco_model_compile(m, &(pasco_compile_options){.loss = loss,
-	                                .loss_graph = loss_graph,
-	                                .optimizer  = pasco_sgd(0.1, 0, false),
-	                                .metrics = (const char *[]){"accuracy"},
-	                                .nmetrics = 1});
+	rv =
+	    pasco_model_compile(m, &(pasco_compile_options){.loss = loss,
+	                               .loss_graph                = loss_graph,
+	                               .optimizer = pasco_sgd(0.1, 0, false),
+	                               .metrics = (const char *[]){"accuracy"},
+	                               .nmetrics = 1});
 	cr_assert_eq(rv, 0, "compile: %s", pasco_model_last_error());
 	return m;
 }
@@ -179,7 +181,8 @@ train(pasco_model *m, double *losses)
 	                  .steps_per_epoch                = 20,
 	                  .window                         = 1},
 	              &h);
-	cr_assert_eq(rv, 0, "fit of %s: %s", pasco_model_layer(m, 0)->name, pasco_model_last_error());
+	cr_assert_eq(rv, 0, "fit of %s: %s", pasco_model_layer(m, 0)->name,
+	    pasco_model_last_error());
 	cr_assert_eq(h.count, EPOCHS);
 	for (int e = 0; e < EPOCHS; e++) {
 		cr_assert(pasco_logs_get(&h.epochs[e], "loss", &losses[e]));
@@ -210,14 +213,14 @@ Test(graph_train, custom_layers_and_losses_train_as_their_builtin_twins)
 	train(a, builtin);
 	cr_assert_lt(builtin[EPOCHS - 1], builtin[0], "it learns");
 
-	cr_assert_eq(pasco_layer_graph(&fc, cfg), 0, "%s",
-	    pasco_model_last_error());
+	cr_assert_eq(
+	    pasco_layer_graph(&fc, cfg), 0, "%s", pasco_model_last_error());
 	pasco_model *b = model_on(fc, NULL, scce_graph);
 	train(b, graph);
 	same_curve(builtin, graph, "a graph layer and a graph loss");
 
-	cr_assert_eq(pasco_layer_function(&c, "test_c_dense",
-	                 "{\"units\": 8}", 1, (int64_t[]){MD_FEATURES}),
+	cr_assert_eq(pasco_layer_function(&c, "test_c_dense", "{\"units\": 8}",
+	                 1, (int64_t[]){MD_FEATURES}),
 	    0, "%s", pasco_model_last_error());
 	pasco_model *d = model_on(c, "sparse_categorical_crossentropy", NULL);
 	train(d, cfn);

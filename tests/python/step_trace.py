@@ -4,15 +4,20 @@ docs/GRAPHS.md ("A traced step") for the TensorFlow tutorial's step, the
 retrace rules, the trace-time errors word for word, and the metric
 objects' arithmetic against Keras's documented examples.
 
-Usage: step_trace.py LIBPASCO SOURCE_ROOT
+Usage: step_trace.py LIBPASCO SOURCE_ROOT [SANITIZE]
 (the library only parses the model's config to learn its variables and
 output width; nothing is created on a ps). Prints "step_trace: OK" or
-the failures, exit 1."""
+the failures, exit 1; 77 (skipped) without numpy or in a sanitized
+build (python3 cannot load a libpasco built with -fsanitize)."""
 
 import os
 import sys
 
 lib, root = sys.argv[1:3]
+if len(sys.argv) > 3 and sys.argv[3] != "none":
+    print(f"SKIP: this build uses -fsanitize={sys.argv[3]}: python3 cannot "
+          f"load its libpasco")
+    sys.exit(77)
 os.environ["PASCO_LIBRARY"] = lib
 sys.path.insert(0, os.path.join(root, "python"))
 

@@ -12,7 +12,8 @@ metrics (2 workers): metric objects updated by a traced step on both
   CategoricalAccuracy, Mean of the loss, Sum of the labels) hold on the
   ps exactly the counts numpy computes from the same batches (each step
   returns its labels and predictions: a dict, fetched as numpy);
-  reset_state() zeroes them; a tensor argument of a new shape traces
+  reset_state() zeroes them; an update from the chief with numpy arrays
+  adds Keras's counts; a tensor argument of a new shape traces
   again and both traces run; trace-time errors (control flow on a
   value, apply_gradients of gradients and variables in different
   orders, a gradient of a variable the loss does not use: None, and
@@ -178,6 +179,13 @@ def metrics(strategy, coordinator, d):
             rb[0].tolist() != [[3, 3], [3, 3]] or rb[1] != 4:
         return fail(f"retrace on a new shape: {ra}, {rb}, "
                     f"{scale.traces} traces")
+
+    chief_side = pasco.metrics.BinaryAccuracy()  # numpy counts, from here
+    chief_side.update_state([[1], [1], [0], [0]], [[0.98], [1], [0], [0.6]])
+    chief_side.update_state([1, 0], [[0.2], [0.1]], sample_weight=[2, 1])
+    if chief_side.state.numpy().tolist() != [4, 7]:
+        return fail(f"BinaryAccuracy updated from the chief holds "
+                    f"{chief_side.state.numpy()}, Keras's counts are [4, 7]")
 
     @pasco.function
     def nothing(iterator):  # TensorFlow's eval step returns None
