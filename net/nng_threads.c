@@ -20,7 +20,6 @@
  */
 #include "nng_threads.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -50,36 +49,6 @@ pasci_nng_threads_for(int n)
 	    .poller   = 1,
 	    .resolver = NNG_SIZED_AT_RUN_TIME ? 1 : 4,
 	};
-}
-
-/* Threads of this process whose name starts with prefix. */
-static int
-threads_named(const char *prefix)
-{
-	DIR           *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int            n = 0;
-	if (d == NULL) {
-		return -1;
-	}
-	while ((e = readdir(d)) != NULL) {
-		char  path[300], name[32] = {0};
-		FILE *f;
-		if (e->d_name[0] == '.') {
-			continue;
-		}
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-		    e->d_name);
-		if ((f = fopen(path, "r")) != NULL) {
-			if (fgets(name, sizeof(name), f) != NULL &&
-			    strncmp(name, prefix, strlen(prefix)) == 0) {
-				n++;
-			}
-			fclose(f);
-		}
-	}
-	closedir(d);
-	return n;
 }
 
 /* Starts nng: a socket opened and closed. */
@@ -266,29 +235,10 @@ nng_size_and_start(int n, char *err, size_t errlen)
 int
 pasci_nng_threads_set(int n, char *err, size_t errlen)
 {
-	pasci_nng_threads want = pasci_nng_threads_for(n);
-	int               had, rv;
-
 	if (n < 1 || n > 64) {
 		pasci_fmt(err, errlen,
 		    "nng's thread count %d is out of range (1 to 64)", n);
 		return PASCO_EINVAL;
 	}
-	if ((had = threads_named("nng:task")) != 0) {
-		pasci_fmt(err, errlen,
-		    "nng was started before its threads were sized: it keeps "
-		    "its %d task threads",
-		    had);
-		return PASCO_EPRECONDITION;
-	}
-	if ((rv = nng_size_and_start(n, err, errlen)) != 0) {
-		return rv;
-	}
-	if ((had = threads_named("nng:task")) != want.task) {
-		pasci_fmt(err, errlen,
-		    "nng %s started %d task threads, not the %d asked for",
-		    nng_version(), had, want.task);
-		return PASCO_EUNAVAILABLE;
-	}
-	return PASCO_OK;
+	return nng_size_and_start(n, err, errlen);
 }

@@ -29,11 +29,11 @@ pasci_nng_threads pasci_nng_threads_for(int n);
  * returns. With nng 1.7 and later through nng_init_set_parameter; with
  * 1.5 and 1.6, which size them from the core count alone, by answering
  * nng's own question for the core count with n while it starts.
- * PASCO_EINVAL: n out of range. PASCO_EPRECONDITION: nng was started
- * before (it keeps the pools it has). PASCO_EUNAVAILABLE: the installed
- * nng cannot be sized (linked statically, or not as expected): it sized
- * its pools itself. The reason is in err. Not thread-safe: call it
- * first, from the main thread, before anything in the process uses nng. */
+ * PASCO_EINVAL: n out of range. PASCO_EUNAVAILABLE: the installed nng
+ * cannot be sized (linked statically, or not as expected) or started: it
+ * sizes its pools itself. The reason is in err. Not thread-safe: call it
+ * first, from the main thread, before anything in the process uses nng
+ * (one that did keeps the pools nng started with). */
 int pasci_nng_threads_set(int n, char *err, size_t errlen);
 
 #endif

@@ -185,11 +185,13 @@ check_pools(const char **env, int nng, int ps_handlers, int w_handlers,
 			cr_assert_fail("the %s did not serve", kinds[i]);
 		}
 		/* threads name themselves once running: up to 3 s for the
-		 * pool's to be named and nothing else to share the program's
+		 * pools' to be named and nothing else to share the program's
 		 * name (an OpenBLAS pool would, for good) */
 		for (double end = pasco_test_now() + 3;;) {
 			c = census_of(t[i].pid, names[i]);
-			if ((c.handlers == handlers[i] && c.main == 1) ||
+			if ((c.handlers == handlers[i] && c.main == 1 &&
+			        c.nng_task == want.task &&
+			        c.nng_expire == want.expire) ||
 			    pasco_test_now() > end) {
 				break;
 			}
