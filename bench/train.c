@@ -16,12 +16,12 @@
  * SGD).
  *
  *     pasco launch --ps 1 --workers 4 -- build/bench/train [--steps N]
- *         [--window W] [--ps P]
+ *         [--window W] [--ps P] [--model mlp|softmax]
  *
  * N steps per figure (default 2000), best of 2. W: the coordinator's
  * window, closures in flight per worker (default 0: its own, 4). P: every
  * variable split over the first P ps tasks, fixed shards (default 1: all
- * on ps 0; at most the launch's ps count).
+ * on ps 0; at most the launch's ps count). --model: that model only.
  */
 #include "train.h"
 
@@ -54,14 +54,15 @@ machine_ticks(void)
 }
 
 typedef struct options {
-	long     steps;
-	uint32_t window;
-	size_t   ps;
+	long        steps;
+	uint32_t    window;
+	size_t      ps;
+	const char *model; /* "mlp", "softmax" or NULL: both */
 } options;
 
 static const char usage[] =
     "usage: pasco launch --ps N --workers M -- train [--steps N] "
-    "[--window W] [--ps P]\n";
+    "[--window W] [--ps P] [--model mlp|softmax]\n";
 
 /* A positive number from the option's argument, at most max; -1 with the
  * reason on stderr otherwise. */
@@ -84,6 +85,7 @@ parse(int argc, char **argv, size_t nps, options *o)
 {
 	static const struct option longs[] = {{"steps", 1, NULL, 's'},
 	    {"window", 1, NULL, 'w'}, {"ps", 1, NULL, 'p'},
+	    {"model", 1, NULL, 'm'},
 	    {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	long v = 0;
 	int  c;
@@ -101,6 +103,17 @@ parse(int argc, char **argv, size_t nps, options *o)
 		case 'p':
 			v     = positive("ps", optarg, (long) nps);
 			o->ps = (size_t) v;
+			break;
+		case 'm':
+			if (strcmp(optarg, "mlp") != 0 &&
+			    strcmp(optarg, "softmax") != 0) {
+				fprintf(stderr,
+				    "train: --model '%s' is not mlp or "
+				    "softmax\n%s",
+				    optarg, usage);
+				return 2;
+			}
+			o->model = optarg;
 			break;
 		case 'h':
 			printf("%s", usage);
@@ -190,9 +203,14 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	    BATCH, LR, o.ps, o.window ? o.window : 4,
 	    o.window ? "" : " (the default)", o.steps, TRAIN_REPEATS);
 	for (size_t k = 0; k < sizeof(MODELS) / sizeof(MODELS[0]); k++) {
-		const model *m       = &MODELS[k];
-		double       ceiling = in_process(m->nvars, o.steps);
+		const model *m = &MODELS[k];
+		double       ceiling;
 		char         label[128];
+		if (o.model != NULL &&
+		    strncmp(m->step, o.model, strlen(o.model)) != 0) {
+			continue;
+		}
+		ceiling = in_process(m->nvars, o.steps);
 		printf("%-40s %10.0f steps/s %10.0f examples/s\n", m->name,
 		    ceiling, ceiling * BATCH);
 		snprintf(label, sizeof(label), "%s, in one process", m->name);

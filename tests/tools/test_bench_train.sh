@@ -2,7 +2,8 @@
 # bench/train's options (issue 35): --window and --ps reach the run (the
 # header names them; each figure says how busy the machine was, from
 # /proc/stat), and a ps count past the launch's or a window of 0 is refused
-# naming it (status 2). A launch of 2 ps and 2 workers on loopback, 20 steps.
+# naming it (status 2); --model trains one model. Launches on loopback, 20
+# steps a figure.
 # usage: test_bench_train.sh PASCO TRAIN
 set -u
 PASCO=$1 TRAIN=$2
@@ -34,5 +35,20 @@ for bad in "--ps 3" "--window 0" "--steps x"; do
 		fail "$bad: status $st: $(cat "$out")"
 	fi
 done
+timeout 60 "$PASCO" launch --ps 1 --workers 1 -- "$TRAIN" --steps 20 \
+	--model softmax > "$out" 2>&1
+if grep -q "softmax 784-10, 1 worker" "$out" && ! grep -q MLP "$out"; then
+	ok "--model softmax trains softmax alone"
+else
+	fail "--model softmax: $(cat "$out")"
+fi
+timeout 60 "$PASCO" launch --ps 1 --workers 1 -- "$TRAIN" --model cnn \
+	> "$out" 2>&1
+st=$?
+if [ "$st" -eq 2 ] && grep -q -- "--model 'cnn' is not mlp or softmax" "$out"; then
+	ok "--model cnn is refused naming it"
+else
+	fail "--model cnn: status $st: $(cat "$out")"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
