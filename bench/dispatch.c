@@ -1,15 +1,15 @@
 /*
  * Dispatch benchmark: no-op closures through schedule + join, per second,
- * with 1, 2, 4 and 8 workers (up to the launch's): window 1 and the default window (4) with
- * automatic batching off (one closure per message), the defaults (window 4,
- * closures batched when the window is full), and 16 calls packed per
- * closure (pasco_schedule_with, repeat), beside the
- * baseline measured in the same run: raw nng req/rep round trips per
- * second from this (chief) process to as many echo processes as workers,
- * 1 request in flight to each (synchronous) or 4 (pipelined), over
- * loopback TCP. Each closure figure also gives the chief's CPU time
- * (every thread) and context switches per closure: its completion and
- * refill path should cost the same whatever the worker count.
+ * with 1, 2, 4 and 8 workers (up to the launch's): window 1 and the default
+ * window (4) with automatic batching off (one closure per message), the
+ * defaults (window 4, closures batched when the window is full), and 16 calls
+ * packed per closure (pasco_schedule_with, repeat), beside the baseline
+ * measured in the same run: raw nng req/rep round trips per second from this
+ * (chief) process to as many echo processes as workers, 1 request in flight to
+ * each (synchronous) or 4 (pipelined), over loopback TCP. Each closure figure
+ * also gives the chief's CPU time (every thread) and context switches per
+ * closure: its completion and refill path should cost the same whatever the
+ * worker count.
  *
  *     pasco launch --ps 1 --workers 4 -- build/bench/dispatch [--n N]
  *
@@ -46,8 +46,7 @@ row(const char *what, double ours, double base, const char *base_name,
 	char label[160];
 	printf("%-46s %10.0f /s  %.2fx %s  chief %.1f us, %.1f switches "
 	       "per closure\n",
-	    what, ours, ours / base, base_name, cost->cpu_us,
-	    cost->switches);
+	    what, ours, ours / base, base_name, cost->cpu_us, cost->switches);
 	bench_json("dispatch", what, ours, "ops/s", base);
 	snprintf(label, sizeof(label), "%s, chief CPU per closure", what);
 	bench_json("dispatch", label, cost->cpu_us, "us", 0);
@@ -58,10 +57,10 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 {
 	static const size_t sizes[] = {1, 2, 4, 8};
 	long                n       = 20000;
-	char   urls[8][64], what[96], sync_name[32], pipe_name[32];
-	pid_t  echo[8];
-	size_t nw = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
-	double raw_sync[4], raw_pipe[4];
+	char          urls[8][64], what[96], sync_name[32], pipe_name[32];
+	pid_t         echo[8];
+	size_t        nw = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	double        raw_sync[4], raw_pipe[4];
 	dispatch_cost cost[4];
 
 	for (int i = 1; i + 1 < argc; i++) {
@@ -108,15 +107,15 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		waitpid(echo[p], NULL, 0);
 	}
 	for (size_t k = 0; k < 4 && sizes[k] <= nw; k++) {
-		size_t w  = sizes[k];
+		size_t w = sizes[k];
 		double w1 =
 		    pasco_dispatch_costed(cluster, w, 1, 1, 1, n, &cost[0]);
 		double w4 =
 		    pasco_dispatch_costed(cluster, w, 0, 1, 1, n, &cost[1]);
 		double wd =
 		    pasco_dispatch_costed(cluster, w, 0, 0, 1, n, &cost[2]);
-		double pk = pasco_dispatch_costed(
-		    cluster, w, 0, 0, PACK, n, &cost[3]);
+		double pk =
+		    pasco_dispatch_costed(cluster, w, 0, 0, PACK, n, &cost[3]);
 		if (w1 <= 0 || w4 <= 0 || wd <= 0 || pk <= 0) {
 			fprintf(stderr, "dispatch: a measurement failed\n");
 			return 1;

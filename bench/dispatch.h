@@ -98,9 +98,8 @@ typedef struct dispatch_cost {
 /* No-op closures per second through schedule + join; cost (NULL: not
  * wanted) gets the chief's cost per closure in the best run. */
 static double
-pasco_dispatch_costed(const pasco_cluster *c, size_t workers,
-    uint32_t window, uint32_t max_batch, uint32_t repeat, long n,
-    dispatch_cost *cost)
+pasco_dispatch_costed(const pasco_cluster *c, size_t workers, uint32_t window,
+    uint32_t max_batch, uint32_t repeat, long n, dispatch_cost *cost)
 {
 	pasco_schedule_options    so  = {.repeat = repeat};
 	pasco_cluster            *sub = bench_sub_cluster(c, workers);

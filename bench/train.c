@@ -72,8 +72,9 @@ positive(const char *name, const char *arg, long max)
 	char *end;
 	long  v = strtol(arg, &end, 10);
 	if (*arg == 0 || *end != 0 || v < 1 || v > max) {
-		fprintf(stderr, "train: --%s '%s' is not a number from 1 to %ld\n%s",
-		    name, arg, max, usage);
+		fprintf(stderr,
+		    "train: --%s '%s' is not a number from 1 to %ld\n%s", name,
+		    arg, max, usage);
 		return -1;
 	}
 	return v;
@@ -85,10 +86,10 @@ parse(int argc, char **argv, size_t nps, options *o)
 {
 	static const struct option longs[] = {{"steps", 1, NULL, 's'},
 	    {"window", 1, NULL, 'w'}, {"ps", 1, NULL, 'p'},
-	    {"model", 1, NULL, 'm'},
-	    {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
-	long v = 0;
-	int  c;
+	    {"model", 1, NULL, 'm'}, {"help", 0, NULL, 'h'},
+	    {NULL, 0, NULL, 0}};
+	long                       v       = 0;
+	int                        c;
 	*o = (options){.steps = 2000, .window = 0, .ps = 1};
 	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
 		switch (c) {
@@ -142,7 +143,7 @@ figure(const pasco_cluster *cluster, const model *m, const options *o,
 	pasco_coordinator_options co = {.window = o->window};
 	train_session             ts;
 	double                    best = -1;
-	cpu_ticks                 a = machine_ticks(), b;
+	cpu_ticks                 a    = machine_ticks(), b;
 	char                      label[160];
 
 	if (train_session_init_with(&ts, cluster, m, o->ps, workers, &co) ==

@@ -94,9 +94,9 @@ pop_locked(closure **head, closure **tail)
 static void
 refresh_locked(closure_queue *q, size_t w)
 {
-	queue_worker *qw   = &q->workers[w];
-	bool          open = qw->up && qw->inflight < q->window &&
-	            qw->benched_until_ms == 0;
+	queue_worker *qw = &q->workers[w];
+	bool          open =
+	    qw->up && qw->inflight < q->window && qw->benched_until_ms == 0;
 	bool idle = open && qw->asleep && qw->tagged_head == NULL &&
 	            !qw->tagged_inflight;
 	if (open != qw->open) {
@@ -104,8 +104,8 @@ refresh_locked(closure_queue *q, size_t w)
 		qw->open = open;
 	}
 	if (idle && !qw->idle) { /* to the tail */
-		qw->idle_prev = q->idle_tail;
-		qw->idle_next = NULL;
+		qw->idle_prev                           = q->idle_tail;
+		qw->idle_next                           = NULL;
 		*(q->idle_tail != NULL ? &q->idle_tail->idle_next
 		                       : &q->idle_head) = qw;
 		q->idle_tail                            = qw;
@@ -295,7 +295,7 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 		return NULL;
 	}
 	if (qw->tagged_head != NULL && !qw->tagged_inflight) {
-		closure *c          = pop_locked(&qw->tagged_head, &qw->tagged_tail);
+		closure *c = pop_locked(&qw->tagged_head, &qw->tagged_tail);
 		qw->tagged_inflight = true;
 		*tagged             = true;
 		refresh_locked(q, w);
@@ -561,8 +561,7 @@ pasci_queue_other_can_run(closure_queue *q, size_t w)
 	bool any = false;
 	pthread_mutex_lock(&q->mu);
 	for (size_t v = 0; v < q->nworkers && !any; v++) {
-		any = v != w && q->workers[v].up &&
-		      !benched_locked(q, v);
+		any = v != w && q->workers[v].up && !benched_locked(q, v);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return any;
@@ -686,9 +685,9 @@ pasci_queue_describe(closure_queue *q, char *buf, size_t len)
 		    "; worker %zu %s, %u in "
 		    "flight",
 		    w,
-		    !q->workers[w].up                ? "down"
+		    !q->workers[w].up      ? "down"
 		    : benched_locked(q, w) ? "benched"
-		                                     : "up",
+		                           : "up",
 		    q->workers[w].inflight);
 	}
 	pthread_mutex_unlock(&q->mu);

@@ -20,8 +20,8 @@
  */
 #include "nng_threads.h"
 
-#include <errno.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -58,7 +58,8 @@ nng_start(char *err, size_t errlen)
 	nng_socket s;
 	int        rv = nng_req0_open(&s);
 	if (rv != 0) {
-		pasci_fmt(err, errlen, "cannot start nng: %s", nng_strerror(rv));
+		pasci_fmt(
+		    err, errlen, "cannot start nng: %s", nng_strerror(rv));
 		return PASCO_EUNAVAILABLE;
 	}
 	nng_close(s);
@@ -114,7 +115,7 @@ static void **
 sysconf_slot(const struct link_map *m)
 {
 	const ElfW(Sym) *syms = NULL;
-	const char      *strs = NULL;
+	const char *strs      = NULL;
 	const ElfW(Rela) *rel = NULL;
 	size_t relsz = 0, pltrel = 0;
 
@@ -167,7 +168,7 @@ relro_check(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t         lo = f->base + p->p_vaddr;
+		uintptr_t lo        = f->base + p->p_vaddr;
 		if (p->p_type == PT_GNU_RELRO && f->addr >= lo &&
 		    f->addr < lo + p->p_memsz) {
 			f->in = true;
@@ -181,9 +182,9 @@ relro_check(struct dl_phdr_info *info, size_t size, void *arg)
 static bool
 slot_write(const struct link_map *m, void **slot, void *v)
 {
-	long       page = sysconf(_SC_PAGESIZE);
-	void      *base = (void *) ((uintptr_t) slot & ~((uintptr_t) page - 1));
-	relro_find f    = {m->l_addr, (uintptr_t) slot, false};
+	long  page   = sysconf(_SC_PAGESIZE);
+	void *base   = (void *) ((uintptr_t) slot & ~((uintptr_t) page - 1));
+	relro_find f = {m->l_addr, (uintptr_t) slot, false};
 	dl_iterate_phdr(relro_check, &f);
 	if (mprotect(base, (size_t) page, PROT_READ | PROT_WRITE) != 0) {
 		return false;

@@ -59,8 +59,10 @@ blas_pin(int argc, char **argv, char **envp)
 	blas_pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
 }
 
-__attribute__((section(".preinit_array"), used)) static void (
-    *const blas_pin_entry)(int, char **, char **) = blas_pin;
+typedef void (*preinit_fn)(int, char **, char **);
+
+__attribute__((section(".preinit_array"),
+    used)) static const preinit_fn blas_pin_entry = blas_pin;
 
 __attribute__((constructor)) static void
 blas_unpin(void)

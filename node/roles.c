@@ -73,8 +73,8 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 	s->role = role;
 	rv      = role == PASCO_ROLE_PS
 	              ? pasci_ps_server_start(&s->ps, listen, handlers, key)
-	              : pasci_worker_server_start(&s->worker, cluster, index,
-	                    listen, handlers, key);
+	              : pasci_worker_server_start(
+	                    &s->worker, cluster, index, listen, handlers, key);
 	if (rv != 0) {
 		free(s);
 		return rv;

@@ -48,9 +48,10 @@ int
 pasci_threads_setup(char *err, size_t errlen)
 {
 	char why[512];
-	int  nng = env_count("PASCO_NNG_THREADS", PASCI_NNG_THREADS_DEFAULT,
-	     64, err, errlen);
-	if (nng < 0 || pasci_threads_handlers(PASCO_ROLE_PS, err, errlen) < 0 ||
+	int  nng = env_count(
+	     "PASCO_NNG_THREADS", PASCI_NNG_THREADS_DEFAULT, 64, err, errlen);
+	if (nng < 0 ||
+	    pasci_threads_handlers(PASCO_ROLE_PS, err, errlen) < 0 ||
 	    pasci_threads_handlers(PASCO_ROLE_WORKER, err, errlen) < 0) {
 		return -1;
 	}

@@ -44,8 +44,8 @@
 int pasci_threads_handlers(pasco_role role, char *err, size_t errlen);
 
 /* Sizes nng's pools from PASCO_NNG_THREADS (or the default) and starts
- * nng, checks the handler pools' variables, and keeps OpenBLAS to one thread unless
- * OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS says
+ * nng, checks the handler pools' variables, and keeps OpenBLAS to one thread
+ * unless OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS says
  * otherwise. -1 with the reason in err when a value is malformed; a
  * failure to size nng is logged (it then sizes its pools itself) and not
  * an error. Call first, from the main thread, before any other thread

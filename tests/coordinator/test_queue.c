@@ -478,7 +478,8 @@ closure_cost(size_t workers, int rounds)
 	setup(workers, 1, 1 << 20);
 	for (size_t w = 1; w < workers; w++) {
 		PASCO_PASS(pasci_queue_put(&q, make(NULL), msg, sizeof(msg)));
-		cr_assert_not_null(held[w] = pasci_queue_try_get(&q, w, &tagged));
+		cr_assert_not_null(
+		    held[w] = pasci_queue_try_get(&q, w, &tagged));
 	}
 	for (int r = 0; r < 3; r++) {
 		double t0 = thread_cpu_s();
@@ -486,8 +487,10 @@ closure_cost(size_t workers, int rounds)
 			closure *c;
 			PASCO_PASS(
 			    pasci_queue_put(&q, make(NULL), msg, sizeof(msg)));
-			cr_assert_not_null(c = pasci_queue_try_get(&q, 0, &tagged));
-			cr_assert_eq(pasci_queue_take_riders(&q, 0, riders, 8), 0);
+			cr_assert_not_null(
+			    c = pasci_queue_try_get(&q, 0, &tagged));
+			cr_assert_eq(
+			    pasci_queue_take_riders(&q, 0, riders, 8), 0);
 			pasci_closure_free(c);
 			pasci_queue_mark_finished(&q, 0);
 		}

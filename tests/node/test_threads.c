@@ -80,7 +80,8 @@ task_wait_serving(task *t)
 		if (poll(&p, 1, 100) <= 0) {
 			continue;
 		}
-		if ((n = read(t->log, buf + len, sizeof(buf) - 1 - len)) <= 0) {
+		if ((n = read(t->log, buf + len, sizeof(buf) - 1 - len)) <=
+		    0) {
 			break;
 		}
 		len += (size_t) n;
@@ -130,8 +131,8 @@ census_of(pid_t pid, const char *handlers)
 		if (fgets(name, sizeof(name), f) != NULL) {
 			c.total++;
 			c.main += strcmp(name, main_name) == 0;
-			c.handlers += strncmp(name, handlers,
-			                  strlen(handlers)) == 0;
+			c.handlers +=
+			    strncmp(name, handlers, strlen(handlers)) == 0;
 			c.nng_task += strcmp(name, "nng:task\n") == 0;
 			c.nng_expire += strcmp(name, "nng:aio:expire\n") == 0;
 		}
@@ -164,14 +165,14 @@ has_loaded(pid_t pid, const char *path)
  * worker, and no OpenBLAS pool (the program's name on its first thread
  * only). Returns each one's total in totals. */
 static void
-check_pools(const char **env, int nng, int ps_handlers, int w_handlers,
-    int totals[2])
+check_pools(
+    const char **env, int nng, int ps_handlers, int w_handlers, int totals[2])
 {
-	const char       *kinds[2]    = {"ps", "worker"};
-	const char       *names[2]    = {"pasco-ps", "pasco-worker"};
-	int               handlers[2] = {ps_handlers, w_handlers};
-	int               ps_port = test_free_port(), w_port = test_free_port();
-	pasci_nng_threads want        = pasci_nng_threads_for(nng);
+	const char *kinds[2]    = {"ps", "worker"};
+	const char *names[2]    = {"pasco-ps", "pasco-worker"};
+	int         handlers[2] = {ps_handlers, w_handlers};
+	int         ps_port = test_free_port(), w_port = test_free_port();
+	pasci_nng_threads want = pasci_nng_threads_for(nng);
 	task              t[2];
 
 	for (int i = 0; i < 2; i++) {
@@ -205,8 +206,9 @@ check_pools(const char **env, int nng, int ps_handlers, int w_handlers,
 				    e[1]);
 			}
 		}
-		cr_expect_eq(c.handlers, handlers[i], "%s: %d handlers, not %d",
-		    kinds[i], c.handlers, handlers[i]);
+		cr_expect_eq(c.handlers, handlers[i],
+		    "%s: %d handlers, not %d", kinds[i], c.handlers,
+		    handlers[i]);
 		cr_expect_eq(c.nng_task, want.task,
 		    "%s: %d nng task threads, not %d", kinds[i], c.nng_task,
 		    want.task);
@@ -240,10 +242,10 @@ fake_cpus_library(void)
 
 Test(threads, a_ps_and_a_worker_run_the_documented_pools_whatever_the_cores)
 {
-	const char *lib     = fake_cpus_library();
-	const char *fake[]  = {"LD_PRELOAD", lib, "PASCO_FAKE_CPUS", "16",
-	     NULL};
-	int         here[2] = {0}, on16[2] = {0};
+	const char *lib    = fake_cpus_library();
+	const char *fake[] = {
+	    "LD_PRELOAD", lib, "PASCO_FAKE_CPUS", "16", NULL};
+	int here[2] = {0}, on16[2] = {0};
 
 	check_pools(NULL, PASCI_NNG_THREADS_DEFAULT, PASCI_PS_THREADS_DEFAULT,
 	    PASCI_WORKER_THREADS_DEFAULT, here);
@@ -274,7 +276,8 @@ Test(threads, a_malformed_count_stops_the_task_naming_it)
 	int         status;
 	task        t;
 	if (program == NULL) {
-		cr_skip_test("PASCO_TASK_PROGRAM is not set (run through meson)");
+		cr_skip_test(
+		    "PASCO_TASK_PROGRAM is not set (run through meson)");
 	}
 	t = task_start("worker", test_free_port(), test_free_port(), env);
 	for (double end = pasco_test_now() + 5;
@@ -290,7 +293,7 @@ Test(threads, a_malformed_count_stops_the_task_naming_it)
 	buf[n > 0 ? n : 0] = 0;
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2,
 	    "status %d: %s", status, buf);
-	cr_assert(strstr(buf, "PASCO_PS_THREADS='0x' is not a thread count") !=
-	              NULL,
+	cr_assert(
+	    strstr(buf, "PASCO_PS_THREADS='0x' is not a thread count") != NULL,
 	    "%s", buf);
 }
