@@ -227,16 +227,16 @@ check_pools(
 static const char *
 fake_cpus_library(void)
 {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	cr_skip_test("a sanitizer's runtime must be the first library: "
+	             "nothing can be preloaded before it");
+#endif
 	const char *lib = getenv("PASCO_FAKE_CPUS_LIB");
 	if (getenv("PASCO_TASK_PROGRAM") == NULL || lib == NULL) {
 		cr_skip_test("PASCO_TASK_PROGRAM or PASCO_FAKE_CPUS_LIB is "
 		             "not set (run through meson)");
 	}
 	cr_assert_eq(access(lib, R_OK), 0, "%s: %s", lib, strerror(errno));
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	cr_skip_test("a sanitizer's runtime must be the first library: "
-	             "nothing can be preloaded before it");
-#endif
 	return lib;
 }
 
