@@ -1,13 +1,15 @@
 /*
  * Dispatch benchmark: no-op closures through schedule + join, per second,
- * with 1, 2 and 4 workers: window 1 and the default window (4) with
- * automatic batching off (one closure per message), the defaults (window 4,
- * closures batched when the window is full), and 16 calls packed per
- * closure (pasco_schedule_with, repeat), beside the
- * baseline measured in the same run: raw nng req/rep round trips per
- * second from this (chief) process to as many echo processes as workers,
- * 1 request in flight to each (synchronous) or 4 (pipelined), over
- * loopback TCP.
+ * with 1, 2, 4 and 8 workers (up to the launch's): window 1 and the default
+ * window (4) with automatic batching off (one closure per message), the
+ * defaults (window 4, closures batched when the window is full), and 16 calls
+ * packed per closure (pasco_schedule_with, repeat), beside the baseline
+ * measured in the same run: raw nng req/rep round trips per second from this
+ * (chief) process to as many echo processes as workers, 1 request in flight to
+ * each (synchronous) or 4 (pipelined), over loopback TCP. Each closure figure
+ * also gives the chief's CPU time (every thread) and context switches per
+ * closure: its completion and refill path should cost the same whatever the
+ * worker count.
  *
  *     pasco launch --ps 1 --workers 4 -- build/bench/dispatch [--n N]
  *
@@ -35,31 +37,38 @@
 #define WINDOW 4 /* the coordinator's default window */
 #define PACK 16  /* calls per packed closure */
 
-/* One row: a Pasco figure beside its raw baseline. */
+/* One row: a Pasco figure beside its raw baseline, and what the chief
+ * spent per closure. */
 static void
-row(const char *what, double ours, double base, const char *base_name)
+row(const char *what, double ours, double base, const char *base_name,
+    const dispatch_cost *cost)
 {
-	printf(
-	    "%-46s %10.0f /s  %.2fx %s\n", what, ours, ours / base, base_name);
+	char label[160];
+	printf("%-46s %10.0f /s  %.2fx %s  chief %.1f us, %.1f switches "
+	       "per closure\n",
+	    what, ours, ours / base, base_name, cost->cpu_us, cost->switches);
 	bench_json("dispatch", what, ours, "ops/s", base);
+	snprintf(label, sizeof(label), "%s, chief CPU per closure", what);
+	bench_json("dispatch", label, cost->cpu_us, "us", 0);
 }
 
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
-	static const size_t sizes[] = {1, 2, 4};
+	static const size_t sizes[] = {1, 2, 4, 8};
 	long                n       = 20000;
-	char   urls[4][64], what[96], sync_name[32], pipe_name[32];
-	pid_t  echo[4];
-	size_t nw = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
-	double raw_sync[3], raw_pipe[3];
+	char          urls[8][64], what[96], sync_name[32], pipe_name[32];
+	pid_t         echo[8];
+	size_t        nw = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
+	double        raw_sync[4], raw_pipe[4];
+	dispatch_cost cost[4];
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--n") == 0) {
 			n = atol(argv[i + 1]);
 		}
 	}
-	nw = nw > 4 ? 4 : nw;
+	nw = nw > 8 ? 8 : nw;
 	for (size_t p = 0; p < nw; p++) {
 		snprintf(urls[p], sizeof(urls[p]), "tcp://127.0.0.1:%d",
 		    bench_free_port());
@@ -70,7 +79,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	       "%d, loopback TCP; raw = nng req/rep to as many echo "
 	       "processes as workers\n",
 	    n, DISPATCH_REPEATS);
-	for (size_t k = 0; k < 3 && sizes[k] <= nw; k++) {
+	for (size_t k = 0; k < 4 && sizes[k] <= nw; k++) {
 		raw_sync[k] = raw_nng(urls, (int) sizes[k], n, 1);
 		raw_pipe[k] = raw_nng(urls, (int) sizes[k], n, WINDOW);
 		if (raw_sync[k] <= 0 || raw_pipe[k] <= 0) {
@@ -97,12 +106,16 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		kill(echo[p], SIGTERM);
 		waitpid(echo[p], NULL, 0);
 	}
-	for (size_t k = 0; k < 3 && sizes[k] <= nw; k++) {
-		size_t w  = sizes[k];
-		double w1 = pasco_dispatch(cluster, w, 1, 1, 1, n);
-		double w4 = pasco_dispatch(cluster, w, 0, 1, 1, n);
-		double wd = pasco_dispatch(cluster, w, 0, 0, 1, n);
-		double pk = pasco_dispatch(cluster, w, 0, 0, PACK, n);
+	for (size_t k = 0; k < 4 && sizes[k] <= nw; k++) {
+		size_t w = sizes[k];
+		double w1 =
+		    pasco_dispatch_costed(cluster, w, 1, 1, 1, n, &cost[0]);
+		double w4 =
+		    pasco_dispatch_costed(cluster, w, 0, 1, 1, n, &cost[1]);
+		double wd =
+		    pasco_dispatch_costed(cluster, w, 0, 0, 1, n, &cost[2]);
+		double pk =
+		    pasco_dispatch_costed(cluster, w, 0, 0, PACK, n, &cost[3]);
 		if (w1 <= 0 || w4 <= 0 || wd <= 0 || pk <= 0) {
 			fprintf(stderr, "dispatch: a measurement failed\n");
 			return 1;
@@ -113,19 +126,19 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		snprintf(what, sizeof(what),
 		    "closures, %zu worker%s, window 1, unbatched", w,
 		    w > 1 ? "s" : "");
-		row(what, w1, raw_sync[k], sync_name);
+		row(what, w1, raw_sync[k], sync_name, &cost[0]);
 		snprintf(what, sizeof(what),
 		    "closures, %zu worker%s, window %d, unbatched", w,
 		    w > 1 ? "s" : "", WINDOW);
-		row(what, w4, raw_pipe[k], pipe_name);
+		row(what, w4, raw_pipe[k], pipe_name, &cost[1]);
 		snprintf(what, sizeof(what),
 		    "closures, %zu worker%s, defaults (batching)", w,
 		    w > 1 ? "s" : "");
-		row(what, wd, raw_pipe[k], pipe_name);
+		row(what, wd, raw_pipe[k], pipe_name, &cost[2]);
 		snprintf(what, sizeof(what),
 		    "calls, %zu worker%s, window %d, packed %d", w,
 		    w > 1 ? "s" : "", WINDOW, PACK);
-		row(what, pk, raw_pipe[k], pipe_name);
+		row(what, pk, raw_pipe[k], pipe_name, &cost[3]);
 	}
 	return 0;
 }

@@ -221,9 +221,23 @@ typedef struct train_session {
  * split in `ps` shards (fixed shards; 1: not split, every variable on ps
  * 0), and a coordinator over the first `workers` workers. 0, or -1;
  * train_session_fini frees ts either way. */
-static int
+static int train_session_init_with(train_session *ts, const pasco_cluster *c,
+    const model *m, size_t ps, size_t workers,
+    const pasco_coordinator_options *opts);
+
+static inline int
 train_session_init(train_session *ts, const pasco_cluster *c, const model *m,
     size_t ps, size_t workers)
+{
+	return train_session_init_with(ts, c, m, ps, workers, NULL);
+}
+
+/* train_session_init with the coordinator's options opts (NULL: its
+ * defaults). */
+static int
+train_session_init_with(train_session *ts, const pasco_cluster *c,
+    const model *m, size_t ps, size_t workers,
+    const pasco_coordinator_options *opts)
 {
 	static int        round;
 	pasco_partitioner part = pasco_fixed_shards_partitioner((int64_t) ps);
@@ -246,7 +260,7 @@ train_session_init(train_session *ts, const pasco_cluster *c, const model *m,
 		}
 		ts->args[i] = pasco_arg_variable(ts->v[i]);
 	}
-	return pasco_coordinator_create(&ts->coord, ts->s, NULL) == 0 ? 0 : -1;
+	return pasco_coordinator_create(&ts->coord, ts->s, opts) == 0 ? 0 : -1;
 }
 
 /* Schedules `steps` steps and waits for them: steps/s, or -1 (the

@@ -89,11 +89,49 @@ pop_locked(closure **head, closure **tail)
 	return c;
 }
 
+/* Marks worker w open and idle, or not, from its state now (see
+ * queue_worker): after every change of that state. */
+static void
+refresh_locked(closure_queue *q, size_t w)
+{
+	queue_worker *qw = &q->workers[w];
+	bool          open =
+	    qw->up && qw->inflight < q->window && qw->benched_until_ms == 0;
+	bool idle = open && qw->asleep && qw->tagged_head == NULL &&
+	            !qw->tagged_inflight;
+	if (open != qw->open) {
+		q->nopen = open ? q->nopen + 1 : q->nopen - 1;
+		qw->open = open;
+	}
+	if (idle && !qw->idle) { /* to the tail */
+		qw->idle_prev                           = q->idle_tail;
+		qw->idle_next                           = NULL;
+		*(q->idle_tail != NULL ? &q->idle_tail->idle_next
+		                       : &q->idle_head) = qw;
+		q->idle_tail                            = qw;
+	} else if (!idle && qw->idle) {
+		*(qw->idle_prev != NULL ? &qw->idle_prev->idle_next
+		                        : &q->idle_head) = qw->idle_next;
+		*(qw->idle_next != NULL ? &qw->idle_next->idle_prev
+		                        : &q->idle_tail) = qw->idle_prev;
+	}
+	qw->idle = idle;
+}
+
+static void
+refresh_all_locked(closure_queue *q)
+{
+	for (size_t w = 0; w < q->nworkers; w++) {
+		refresh_locked(q, w);
+	}
+}
+
 static void
 wake_locked(closure_queue *q, size_t w)
 {
 	if (q->workers[w].asleep) {
 		q->workers[w].asleep = false;
+		refresh_locked(q, w);
 		pthread_cond_signal(&q->workers[w].cv);
 	}
 }
@@ -106,17 +144,14 @@ wake_all_locked(closure_queue *q)
 	}
 }
 
-/* A global closure was queued: wakes one sleeping dispatcher whose worker
- * may take it, starting after the last one woken so the work spreads. If
- * none sleeps, a busy dispatcher takes it when it asks next. */
-static ssize_t idle_worker_locked(closure_queue *q);
-
+/* A global closure was queued: wakes the dispatcher asleep longest among
+ * those whose worker may take it, so the work spreads. If none sleeps, a
+ * busy dispatcher takes it when it asks next. */
 static void
 wake_one_locked(closure_queue *q)
 {
-	ssize_t w = idle_worker_locked(q);
-	if (w >= 0) {
-		wake_locked(q, (size_t) w);
+	if (q->idle_head != NULL) {
+		wake_locked(q, (size_t) (q->idle_head - q->workers));
 	}
 }
 
@@ -176,31 +211,15 @@ deadline_ts(struct timespec *ts, int64_t ms)
 /* Whether w is benched now (pasci_queue_bench); an expired bench is
  * lifted here. */
 static bool
-benched_locked(queue_worker *qw)
+benched_locked(closure_queue *q, size_t w)
 {
+	queue_worker *qw = &q->workers[w];
 	if (qw->benched_until_ms != 0 &&
 	    pasci_now_ms() >= qw->benched_until_ms) {
 		qw->benched_until_ms = 0;
+		refresh_locked(q, w);
 	}
 	return qw->benched_until_ms != 0;
-}
-
-/* A worker whose dispatcher sleeps and could take a global closure now,
- * after the last one chosen (so the work spreads); -1 if none. */
-static ssize_t
-idle_worker_locked(closure_queue *q)
-{
-	for (size_t i = 0; i < q->nworkers; i++) {
-		size_t        w  = (q->next_wake + i) % q->nworkers;
-		queue_worker *qw = &q->workers[w];
-		if (qw->asleep && qw->up && qw->inflight < q->window &&
-		    qw->tagged_head == NULL && !qw->tagged_inflight &&
-		    !benched_locked(qw)) {
-			q->next_wake = w + 1;
-			return (ssize_t) w;
-		}
-	}
-	return -1;
 }
 
 int
@@ -246,6 +265,7 @@ pasci_queue_put_tagged(closure_queue *q, closure *c, size_t w)
 		return;
 	}
 	push_locked(&q->workers[w].tagged_head, &q->workers[w].tagged_tail, c);
+	refresh_locked(q, w);
 	wake_locked(q, w);
 	pthread_mutex_unlock(&q->mu);
 }
@@ -275,16 +295,19 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 		return NULL;
 	}
 	if (qw->tagged_head != NULL && !qw->tagged_inflight) {
+		closure *c = pop_locked(&qw->tagged_head, &qw->tagged_tail);
 		qw->tagged_inflight = true;
 		*tagged             = true;
-		return pop_locked(&qw->tagged_head, &qw->tagged_tail);
+		refresh_locked(q, w);
+		return c;
 	}
 	/* Unlike TensorFlow, no global closure starts while an error is
 	 * pending: they would be cancelled at the next API call anyway. */
 	if (q->head != NULL && qw->inflight < q->window && q->error == 0 &&
 	    !q->paused && qw->tagged_head == NULL && !qw->tagged_inflight &&
-	    !benched_locked(qw)) {
+	    !benched_locked(q, w)) {
 		qw->inflight++;
+		refresh_locked(q, w);
 		*tagged = false;
 		pthread_cond_signal(&q->free_slot);
 		return pop_global_locked(q);
@@ -293,18 +316,12 @@ take_locked(closure_queue *q, size_t w, bool *tagged)
 }
 
 /* Could a worker other than w take a global closure now, or once its
- * resource operations are done? */
+ * resource operations are done? (A bench that has expired counts once a
+ * call on its worker lifts it: its dispatcher's own wait ends then.) */
 static bool
 other_has_room_locked(closure_queue *q, size_t w)
 {
-	for (size_t v = 0; v < q->nworkers; v++) {
-		queue_worker *o = &q->workers[v];
-		if (v != w && o->up && o->inflight < q->window &&
-		    !benched_locked(o)) {
-			return true;
-		}
-	}
-	return false;
+	return q->nopen > (q->workers[w].open ? 1u : 0u);
 }
 
 size_t
@@ -315,7 +332,7 @@ pasci_queue_take_riders(closure_queue *q, size_t w, closure **out, size_t max)
 	pthread_mutex_lock(&q->mu);
 	if (qw->up && q->error == 0 && !q->stopped && !q->paused &&
 	    qw->tagged_head == NULL && !qw->tagged_inflight &&
-	    !benched_locked(qw) && qw->inflight >= q->window &&
+	    !benched_locked(q, w) && qw->inflight >= q->window &&
 	    !other_has_room_locked(q, w)) {
 		while (n < max && q->head != NULL && q->head->small) {
 			out[n++] = pop_global_locked(q);
@@ -346,6 +363,7 @@ pasci_queue_get(closure_queue *q, size_t w, bool *tagged)
 	pthread_mutex_lock(&q->mu);
 	while (!q->stopped && (c = take_locked(q, w, tagged)) == NULL) {
 		q->workers[w].asleep = true;
+		refresh_locked(q, w);
 		if (q->workers[w].benched_until_ms != 0) {
 			/* nothing wakes it when its bench ends */
 			struct timespec ts;
@@ -357,6 +375,7 @@ pasci_queue_get(closure_queue *q, size_t w, bool *tagged)
 		}
 	}
 	q->workers[w].asleep = false;
+	refresh_locked(q, w);
 	pthread_mutex_unlock(&q->mu);
 	return c;
 }
@@ -370,6 +389,7 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 	PASCO_ASSERT(q->inflight > 0 && *count > 0);
 	q->inflight--;
 	(*count)--;
+	refresh_locked(q, w);
 	pthread_cond_broadcast(&q->settled);
 	/* its window has room again: its dispatcher wakes if there is
 	 * something to take (a put wakes it otherwise) */
@@ -499,6 +519,7 @@ pasci_queue_set_window(closure_queue *q, uint32_t window)
 	pthread_mutex_lock(&q->mu);
 	old       = q->window;
 	q->window = window;
+	refresh_all_locked(q);
 	wake_all_locked(q);
 	pthread_mutex_unlock(&q->mu);
 	return old;
@@ -509,6 +530,7 @@ pasci_queue_tagged_done(closure_queue *q, size_t w)
 {
 	pthread_mutex_lock(&q->mu);
 	q->workers[w].tagged_inflight = false;
+	refresh_locked(q, w);
 	wake_locked(q, w);
 	pthread_cond_broadcast(&q->settled);
 	pthread_mutex_unlock(&q->mu);
@@ -519,10 +541,11 @@ pasci_queue_bench(closure_queue *q, size_t w, int64_t until_ms)
 {
 	bool was;
 	pthread_mutex_lock(&q->mu);
-	was = benched_locked(&q->workers[w]);
+	was = benched_locked(q, w);
 	if (until_ms == 0 || until_ms > q->workers[w].benched_until_ms) {
 		q->workers[w].benched_until_ms = until_ms; /* never shorter */
 	}
+	refresh_locked(q, w);
 	if (until_ms == 0) {
 		wake_locked(q, w);
 	} else if (q->head != NULL) {
@@ -538,8 +561,7 @@ pasci_queue_other_can_run(closure_queue *q, size_t w)
 	bool any = false;
 	pthread_mutex_lock(&q->mu);
 	for (size_t v = 0; v < q->nworkers && !any; v++) {
-		any = v != w && q->workers[v].up &&
-		      !benched_locked(&q->workers[v]);
+		any = v != w && q->workers[v].up && !benched_locked(q, v);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return any;
@@ -555,6 +577,7 @@ pasci_queue_set_worker_up(closure_queue *q, size_t w, bool up)
 	if (up) {
 		q->workers[w].benched_until_ms = 0; /* a new connection */
 	}
+	refresh_locked(q, w);
 	for (size_t k = 0; k < q->nworkers; k++) {
 		any = any || q->workers[k].up;
 	}
@@ -617,6 +640,7 @@ pasci_queue_stop(closure_queue *q, void (*nudge)(void *), void *arg)
 	for (size_t w = 0; w < q->nworkers; w++) {
 		closure *t                = q->workers[w].tagged_head;
 		q->workers[w].tagged_head = q->workers[w].tagged_tail = NULL;
+		refresh_locked(q, w);
 		while (t != NULL) {
 			closure *next = t->next;
 			t->next       = cancelled;
@@ -661,9 +685,9 @@ pasci_queue_describe(closure_queue *q, char *buf, size_t len)
 		    "; worker %zu %s, %u in "
 		    "flight",
 		    w,
-		    !q->workers[w].up                ? "down"
-		    : benched_locked(&q->workers[w]) ? "benched"
-		                                     : "up",
+		    !q->workers[w].up      ? "down"
+		    : benched_locked(q, w) ? "benched"
+		                           : "up",
 		    q->workers[w].inflight);
 	}
 	pthread_mutex_unlock(&q->mu);

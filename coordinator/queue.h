@@ -36,6 +36,15 @@ typedef struct queue_worker {
 	/* Until then (pasci_now_ms), no global closure: its link failed
 	 * (pasci_queue_bench). 0: not benched. */
 	int64_t benched_until_ms;
+	/* Derived from the fields above, after each change of them or of the
+	 * window, so that a put and a refill do constant work whatever the
+	 * worker count (scanning every worker per closure made the chief's
+	 * CPU per closure grow with the workers): open (up, not benched,
+	 * room in its window; counted in the queue's nopen) and idle (open,
+	 * its dispatcher asleep, no resource operation queued or
+	 * outstanding; in the queue's idle list, longest asleep first). */
+	bool                 open, idle;
+	struct queue_worker *idle_prev, *idle_next;
 } queue_worker;
 
 /* What the queue has seen, for pasco_coordinator_metrics: global closures
@@ -67,7 +76,8 @@ typedef struct closure_queue {
 	int           error; /* first error, 0 if none */
 	char          error_msg[1024];
 	int           error_source; /* the task that raised it, or -1 */
-	size_t        next_wake;    /* where the search for a sleeper starts */
+	size_t        nopen;        /* workers marked open */
+	queue_worker *idle_head, *idle_tail; /* workers marked idle */
 	bool          paused; /* a ps is being recovered: no global closure */
 	queue_stats   stats;  /* len and inflight unused: see the fields */
 	/* Called (without the lock) when an error is raised while closures

@@ -3,7 +3,6 @@
  * pasco_server_start (a ps or worker server inside this process). Part of
  * the library, above the roles: it is the one place that knows them all.
  */
-#include <cblas.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -19,23 +18,10 @@
 #include "pasco/server.h"
 #include "ps_server.h"
 #include "registry.h"
+#include "threads.h"
 #include "tls.h"
 #include "util.h"
 #include "worker_server.h"
-
-/* Handler threads of a ps: at least 8, and one per core on bigger
- * machines, so as many clients as cores are served at once (a handler
- * spends most of a request copying or applying under a shard's lock, not
- * waiting). A worker's run closures, which mostly wait on ps calls. */
-#define PS_THREADS_MIN 8
-#define WORKER_THREADS 16
-
-static int
-ps_threads(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > PS_THREADS_MIN ? (int) (n > 64 ? 64 : n) : PS_THREADS_MIN;
-}
 
 struct pasco_server {
 	pasco_role     role;
@@ -50,8 +36,8 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 	pasco_server    *s;
 	const char      *url;
 	const pasci_key *key;
-	char             listen[320];
-	int              rv;
+	char             listen[320], err[256];
+	int              rv, handlers;
 
 	*out = NULL;
 	if ((role != PASCO_ROLE_PS && role != PASCO_ROLE_WORKER) ||
@@ -71,6 +57,11 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 		    pasco_role_name(role), index, url);
 		return PASCO_EINVAL;
 	}
+	if ((handlers = pasci_threads_handlers(role, err, sizeof(err))) < 0) {
+		pasci_log(PASCI_LOG_ERROR, "%s %d: %s", pasco_role_name(role),
+		    index, err);
+		return PASCO_EINVAL;
+	}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		return PASCO_ENOMEM;
 	}
@@ -81,9 +72,9 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 	}
 	s->role = role;
 	rv      = role == PASCO_ROLE_PS
-	              ? pasci_ps_server_start(&s->ps, listen, ps_threads(), key)
-	              : pasci_worker_server_start(&s->worker, cluster, index,
-	                    listen, WORKER_THREADS, key);
+	              ? pasci_ps_server_start(&s->ps, listen, handlers, key)
+	              : pasci_worker_server_start(
+	                    &s->worker, cluster, index, listen, handlers, key);
 	if (rv != 0) {
 		free(s);
 		return rv;
@@ -199,16 +190,20 @@ take_option(int *argc, char **argv, const char *name)
 	return NULL;
 }
 
-/* --bind-address, --checkpoint-root, --key-file, --chief-timeout and
- * --tls-cert, --tls-key, --tls-ca (or PASCO_BIND_ADDRESS,
- * PASCO_CHECKPOINT_DIR, PASCO_KEY_FILE, PASCO_CHIEF_TIMEOUT and
- * PASCO_TLS_CERT, ...; an option sets its variable): -1 when malformed,
- * with the reason on stderr. */
+/* --bind-address, --checkpoint-root, --key-file, --chief-timeout,
+ * --tls-cert, --tls-key, --tls-ca and --nng-threads, --ps-threads,
+ * --worker-threads (or PASCO_BIND_ADDRESS, PASCO_CHECKPOINT_DIR,
+ * PASCO_KEY_FILE, PASCO_CHIEF_TIMEOUT, PASCO_TLS_CERT, ...,
+ * PASCO_NNG_THREADS, ...; an option sets its variable): -1 when
+ * malformed, with the reason on stderr. */
 static int64_t
 task_options(int *argc, char **argv)
 {
-	static const char *tls[][2] = {{"--tls-cert", "PASCO_TLS_CERT"},
-	    {"--tls-key", "PASCO_TLS_KEY"}, {"--tls-ca", "PASCO_TLS_CA"}};
+	static const char *byvar[][2] = {{"--tls-cert", "PASCO_TLS_CERT"},
+	    {"--tls-key", "PASCO_TLS_KEY"}, {"--tls-ca", "PASCO_TLS_CA"},
+	    {"--nng-threads", "PASCO_NNG_THREADS"},
+	    {"--ps-threads", "PASCO_PS_THREADS"},
+	    {"--worker-threads", "PASCO_WORKER_THREADS"}};
 	const char        *bind = take_option(argc, argv, "--bind-address");
 	const char        *root = take_option(argc, argv, "--checkpoint-root");
 	const char        *keyfile = take_option(argc, argv, "--key-file");
@@ -221,10 +216,10 @@ task_options(int *argc, char **argv)
 	if (bind != NULL) {
 		setenv("PASCO_BIND_ADDRESS", bind, 1);
 	}
-	for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++) {
-		const char *path = take_option(argc, argv, tls[i][0]);
+	for (size_t i = 0; i < sizeof(byvar) / sizeof(byvar[0]); i++) {
+		const char *path = take_option(argc, argv, byvar[i][0]);
 		if (path != NULL) {
-			setenv(tls[i][1], path, 1);
+			setenv(byvar[i][1], path, 1);
 		}
 	}
 	if (root != NULL) {
@@ -315,12 +310,12 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 		pasci_log_set_task(
 		    role == PASCO_ROLE_EVALUATOR ? "evaluator" : "chief");
 	}
-	/* Each process runs several closures or requests at once on a few
-	 * cores: OpenBLAS's own threads (which spin while they wait) only
-	 * fight them. One thread per call unless the user chose otherwise. */
-	if (getenv("OPENBLAS_NUM_THREADS") == NULL &&
-	    getenv("OMP_NUM_THREADS") == NULL) {
-		openblas_set_num_threads(1);
+	/* every pool sized from the configuration (threads.h), before any
+	 * thread starts */
+	if (pasci_threads_setup(err, sizeof(err)) != 0) {
+		fprintf(stderr, "pasco: %s\n", err);
+		pasco_cluster_free(cluster);
+		return 2;
 	}
 	/* Tensors and messages of hundreds of KB to a few MB come and go
 	 * every step: keep them in the heap for reuse instead of mapping

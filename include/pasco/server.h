@@ -52,9 +52,16 @@
  * are refused (README "Embeddings of any size"). These
  * options are taken out of argv before the chief function sees it.
  * `pasco launch` starts every
- * role of a local cluster this way. Unless OPENBLAS_NUM_THREADS or
- * OMP_NUM_THREADS is set, it sets OpenBLAS to one thread per call: a
- * worker already runs several closures at once.
+ * role of a local cluster this way. A process's threads follow its role
+ * and these settings, not the core count: --nng-threads N or
+ * PASCO_NNG_THREADS (nng's 2N task and N expire threads; 2), --ps-threads
+ * N or PASCO_PS_THREADS (a ps's request handlers; 8), --worker-threads N
+ * or PASCO_WORKER_THREADS (a worker's; 16), each 1 to 256 (nng's to 64;
+ * another value exits 2, naming it); unless OPENBLAS_NUM_THREADS,
+ * GOTO_NUM_THREADS or OMP_NUM_THREADS is set, OpenBLAS runs one thread per
+ * call and no pool, as a worker already runs several closures at once
+ * (README "Threads"). pasco_server_start sizes its handlers from the same
+ * variables.
  *
  * pasco_server_start runs a ps or worker server inside the current process
  * (threads, no signals), which in-process tests and embedders use; it

@@ -1,0 +1,60 @@
+/*
+ * How many threads each of a process's pools runs: chosen by the role and
+ * the configuration (a flag, or the environment), never by the machine's
+ * core count. The pools and their defaults:
+ *
+ * - nng's (PASCO_NNG_THREADS, --nng-threads; default 2, every role): 2n
+ *   task threads and n expire threads (net/nng_threads.h). Task threads run
+ *   completion callbacks, which never block: 4 keep a ps, a worker and a
+ *   chief of a few workers busy. A chief with many workers on many cores
+ *   may want more: its closures complete and refill on these threads.
+ * - a ps's request handlers (PASCO_PS_THREADS, --ps-threads; default 8):
+ *   requests handled at once. A handler computes (copies, applies under a
+ *   shard's lock) more than it waits, so this is the pool that may scale
+ *   with the cores given to one ps: raise it when one ps serves many
+ *   workers on a big host.
+ * - a worker's handlers (PASCO_WORKER_THREADS, --worker-threads; default
+ *   16): closures and requests run at once. They mostly wait on ps calls;
+ *   16 runs every closure of a chief's window (4 by default) and its
+ *   resource operations with room to spare.
+ * - OpenBLAS's (OPENBLAS_NUM_THREADS, as OpenBLAS reads it; default 1, no
+ *   pool): every process runs several closures or requests at once, and
+ *   OpenBLAS's own threads spin while they wait.
+ *
+ * Other threads are per connection (an RPC client's timer, a bulk
+ * connection's reader) or fixed (the bulk listener, the chief's
+ * dispatchers: one per worker).
+ */
+#ifndef PASCI_THREADS_H
+#define PASCI_THREADS_H
+
+#include <stddef.h>
+
+#include "pasco/cluster.h"
+
+#define PASCI_NNG_THREADS_DEFAULT 2
+#define PASCI_PS_THREADS_DEFAULT 8
+#define PASCI_WORKER_THREADS_DEFAULT 16
+#define PASCI_THREADS_MAX 256
+
+/* The size of role's handler pool (a ps or a worker): its variable
+ * (PASCO_PS_THREADS or PASCO_WORKER_THREADS) or its default. -1 when the
+ * variable is not a number from 1 to PASCI_THREADS_MAX, with the reason in
+ * err. Thread-safe. */
+int pasci_threads_handlers(pasco_role role, char *err, size_t errlen);
+
+/* Sizes nng's pools from PASCO_NNG_THREADS (or the default) and starts
+ * nng, checks the handler pools' variables, and keeps OpenBLAS to one thread
+ * unless OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS says
+ * otherwise. -1 with the reason in err when a value is malformed; a
+ * failure to size nng is logged (it then sizes its pools itself) and not
+ * an error. Call first, from the main thread, before any other thread
+ * starts. Not thread-safe. */
+int pasci_threads_setup(char *err, size_t errlen);
+
+/* Keeps OpenBLAS to one thread unless the environment chose a count
+ * (node/blas_early.c in the static library, node/blas_late.c in the
+ * shared one). Not thread-safe: call from the main thread. */
+void pasci_blas_one_thread(void);
+
+#endif
