@@ -789,3 +789,26 @@ Test(graph, regularizers_join_the_training_loss)
 	pasco_model_free(l1);
 	pasco_model_free(none);
 }
+
+/* A worker's cache keeps a model parsed from its config and hands each
+ * step a clone: the clone shares the parsed graph (no parse per step) and
+ * outlives the model it was cloned from. */
+Test(graph, a_clone_shares_the_parsed_graph_and_outlives_its_model)
+{
+	pasco_layer_reset_names();
+	pasco_model  *m = custom_model(true), *copy;
+	pasco_tensor *x = batch(2, 4, 1);
+	pasco_tape   *tp;
+	pasco_tnode  *nodes[2];
+	PASCO_PASS(pasci_model_clone(m, &copy));
+	cr_assert_not_null(copy->layers[0].custom);
+	cr_assert_eq(copy->layers[0].custom, m->layers[0].custom);
+	pasco_model_free(m);
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	watch_initial(copy, tp, nodes);
+	cr_assert_not_null(pasco_model_call_with(copy, tp, &x, nodes), "%s",
+	    pasco_tape_message(tp));
+	pasco_tape_free(tp);
+	pasco_tensor_release(x);
+	pasco_model_free(copy);
+}
