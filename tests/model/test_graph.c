@@ -812,3 +812,48 @@ Test(graph, a_clone_shares_the_parsed_graph_and_outlives_its_model)
 	pasco_tensor_release(x);
 	pasco_model_free(copy);
 }
+
+/* y_true traced as int64 class ids, the batch's labels given as floats
+ * [batch, 1] or [batch] (a CSV's): cast to the traced dtype and shape, the loss is
+ * the one of the integer labels. */
+Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
+{
+	static const char *const scce =
+	    "{\"name\": \"my_scce\", \"graph\": {"
+	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
+	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
+	    "\"nodes\": ["
+	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
+	    "\"int64\"},"
+	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], \"dtype\": "
+	    "\"float32\"},"
+	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
+	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
+	    "\"outputs\": [2]}}";
+	pasco_layer_reset_names();
+	pasco_model    *m = custom_model(false);
+	pasco_tensor   *x = batch(4, 4, 2), *yi, *yf, *y1;
+	pasco_tape_grad g[2];
+	pasco_loss      graph = {PASCO_LOSS_GRAPH, false};
+	MODEL_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss_graph = scce}));
+	PASCO_PASS(pasco_tensor_from(&yi, PASCO_I64, 1, (int64_t[]){4},
+	    (int64_t[]){0, 2, 1, 2}, 4 * sizeof(int64_t)));
+	PASCO_PASS(pasco_tensor_from(&yf, PASCO_F32, 2, (int64_t[]){4, 1},
+	    (float[]){0, 2, 1, 2}, 4 * sizeof(float)));
+	PASCO_PASS(pasco_tensor_from(&y1, PASCO_F32, 1, (int64_t[]){4},
+	    (float[]){0, 2, 1, 2}, 4 * sizeof(float)));
+	double a = loss_and_grads(m, graph, x, yi, g);
+	pasco_tape_grad_fini(g, 2);
+	double b = loss_and_grads(m, graph, x, yf, g);
+	pasco_tape_grad_fini(g, 2);
+	double c = loss_and_grads(m, graph, x, y1, g);
+	pasco_tape_grad_fini(g, 2);
+	cr_assert(a > 0 && a == b && a == c,
+	    "int labels %.9g, float labels [4, 1] %.9g and [4] %.9g", a, b, c);
+	pasco_tensor_release(y1);
+	pasco_tensor_release(x);
+	pasco_tensor_release(yi);
+	pasco_tensor_release(yf);
+	pasco_model_free(m);
+}
