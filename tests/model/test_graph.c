@@ -857,3 +857,50 @@ Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
 	pasco_tensor_release(yf);
 	pasco_model_free(m);
 }
+
+/* Several threads clone one model with a graph layer, run it and free
+ * their clone at once (the worker's steps): the definition's reference
+ * count is atomic (run under -Db_sanitize=thread too). */
+typedef struct clone_run {
+	const pasco_model *m;
+	int                ok;
+} clone_run;
+
+static void *
+clone_and_run(void *arg)
+{
+	clone_run    *r = arg;
+	pasco_tensor *x = batch(3, 4, 1);
+	for (int k = 0; k < 50; k++) {
+		pasco_model *copy;
+		pasco_tape  *tp;
+		pasco_tnode *nodes[2];
+		if (pasci_model_clone(r->m, &copy) != 0 ||
+		    pasco_tape_alloc(&tp, k % 2 == 0, 1) != 0) {
+			break;
+		}
+		watch_initial(copy, tp, nodes);
+		r->ok += pasco_model_call_with(copy, tp, &x, nodes) != NULL;
+		pasco_tape_free(tp);
+		pasco_model_free(copy);
+	}
+	pasco_tensor_release(x);
+	return NULL;
+}
+
+Test(graph, threads_clone_run_and_free_one_models_graph_at_once)
+{
+	pasco_layer_reset_names();
+	pasco_model *m = custom_model(true);
+	pthread_t    t[4];
+	clone_run    r[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (clone_run){m, 0};
+		cr_assert_eq(pthread_create(&t[i], NULL, clone_and_run, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(r[i].ok, 50, "thread %d ran %d of 50", i, r[i].ok);
+	}
+	pasco_model_free(m);
+}
