@@ -181,14 +181,17 @@ pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
 	pasco_tensor       *made;
 	const pasco_tensor *t     = as_traced(tp, lg->graph, y, &made);
 	pasci_gval          in[2] = {{0}}, out;
+	int32_t             rank;
+	const int64_t      *shape;
+	pasco_dtype         dt = pasci_graph_input(lg->graph, 0, &rank, &shape);
 	bool                ok;
 	if (t == NULL) {
 		return NULL;
 	}
-	if (t->dtype == PASCO_F32 || t->dtype == PASCO_F64) {
+	if (dt == PASCO_F32 || dt == PASCO_F64) {
 		in[0].node = pasco_tape_constant(tp, t);
 	} else {
-		in[0].ints = t;
+		in[0].ints = t; /* of any dtype: the runner converts it */
 	}
 	in[1].node = pred;
 	ok         = (in[0].node != NULL || in[0].ints != NULL) &&

@@ -363,6 +363,11 @@ def_read(const cJSON *c, pasco_custom **out, const char *at)
 	    (rv = read_widths(c, d, at)) != 0) {
 		goto fail;
 	}
+	if (cls != NULL && strlen(cls) >= sizeof(d->cls)) {
+		rv = pasci_model_fail(PASCO_EINVAL,
+		    "%s: class is longer than %zu bytes", at, sizeof(d->cls) - 1);
+		goto fail;
+	}
 	width = d->output_width;
 	rv    = graph != NULL
 	            ? def_graph(d, graph,

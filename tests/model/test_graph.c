@@ -789,3 +789,118 @@ Test(graph, regularizers_join_the_training_loss)
 	pasco_model_free(l1);
 	pasco_model_free(none);
 }
+
+/* A worker's cache keeps a model parsed from its config and hands each
+ * step a clone: the clone shares the parsed graph (no parse per step) and
+ * outlives the model it was cloned from. */
+Test(graph, a_clone_shares_the_parsed_graph_and_outlives_its_model)
+{
+	pasco_layer_reset_names();
+	pasco_model  *m = custom_model(true), *copy;
+	pasco_tensor *x = batch(2, 4, 1);
+	pasco_tape   *tp;
+	pasco_tnode  *nodes[2];
+	PASCO_PASS(pasci_model_clone(m, &copy));
+	cr_assert_not_null(copy->layers[0].custom);
+	cr_assert_eq(copy->layers[0].custom, m->layers[0].custom);
+	pasco_model_free(m);
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	watch_initial(copy, tp, nodes);
+	cr_assert_not_null(pasco_model_call_with(copy, tp, &x, nodes), "%s",
+	    pasco_tape_message(tp));
+	pasco_tape_free(tp);
+	pasco_tensor_release(x);
+	pasco_model_free(copy);
+}
+
+/* y_true traced as int64 class ids, the batch's labels given as floats
+ * [batch, 1] or [batch] (a CSV's): cast to the traced dtype and shape, the loss is
+ * the one of the integer labels. */
+Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
+{
+	static const char *const scce =
+	    "{\"name\": \"my_scce\", \"graph\": {"
+	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
+	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
+	    "\"nodes\": ["
+	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
+	    "\"int64\"},"
+	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], \"dtype\": "
+	    "\"float32\"},"
+	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
+	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
+	    "\"outputs\": [2]}}";
+	pasco_layer_reset_names();
+	pasco_model    *m = custom_model(false);
+	pasco_tensor   *x = batch(4, 4, 2), *yi, *yf, *y1;
+	pasco_tape_grad g[2];
+	pasco_loss      graph = {PASCO_LOSS_GRAPH, false};
+	MODEL_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss_graph = scce}));
+	PASCO_PASS(pasco_tensor_from(&yi, PASCO_I64, 1, (int64_t[]){4},
+	    (int64_t[]){0, 2, 1, 2}, 4 * sizeof(int64_t)));
+	PASCO_PASS(pasco_tensor_from(&yf, PASCO_F32, 2, (int64_t[]){4, 1},
+	    (float[]){0, 2, 1, 2}, 4 * sizeof(float)));
+	PASCO_PASS(pasco_tensor_from(&y1, PASCO_F32, 1, (int64_t[]){4},
+	    (float[]){0, 2, 1, 2}, 4 * sizeof(float)));
+	double a = loss_and_grads(m, graph, x, yi, g);
+	pasco_tape_grad_fini(g, 2);
+	double b = loss_and_grads(m, graph, x, yf, g);
+	pasco_tape_grad_fini(g, 2);
+	double c = loss_and_grads(m, graph, x, y1, g);
+	pasco_tape_grad_fini(g, 2);
+	cr_assert(a > 0 && a == b && a == c,
+	    "int labels %.9g, float labels [4, 1] %.9g and [4] %.9g", a, b, c);
+	pasco_tensor_release(y1);
+	pasco_tensor_release(x);
+	pasco_tensor_release(yi);
+	pasco_tensor_release(yf);
+	pasco_model_free(m);
+}
+
+/* Several threads clone one model with a graph layer, run it and free
+ * their clone at once (the worker's steps): the definition's reference
+ * count is atomic (run under -Db_sanitize=thread too). */
+typedef struct clone_run {
+	const pasco_model *m;
+	int                ok;
+} clone_run;
+
+static void *
+clone_and_run(void *arg)
+{
+	clone_run    *r = arg;
+	pasco_tensor *x = batch(3, 4, 1);
+	for (int k = 0; k < 50; k++) {
+		pasco_model *copy;
+		pasco_tape  *tp;
+		pasco_tnode *nodes[2];
+		if (pasci_model_clone(r->m, &copy) != 0 ||
+		    pasco_tape_alloc(&tp, k % 2 == 0, 1) != 0) {
+			break;
+		}
+		watch_initial(copy, tp, nodes);
+		r->ok += pasco_model_call_with(copy, tp, &x, nodes) != NULL;
+		pasco_tape_free(tp);
+		pasco_model_free(copy);
+	}
+	pasco_tensor_release(x);
+	return NULL;
+}
+
+Test(graph, threads_clone_run_and_free_one_models_graph_at_once)
+{
+	pasco_layer_reset_names();
+	pasco_model *m = custom_model(true);
+	pthread_t    t[4];
+	clone_run    r[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (clone_run){m, 0};
+		cr_assert_eq(pthread_create(&t[i], NULL, clone_and_run, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(r[i].ok, 50, "thread %d ran %d of 50", i, r[i].ok);
+	}
+	pasco_model_free(m);
+}

@@ -231,3 +231,41 @@ Test(graph_train, custom_layers_and_losses_train_as_their_builtin_twins)
 	free(cfg);
 	stop();
 }
+
+/* A graph whose trace does not match the data fails the step on the
+ * worker, which goes on serving; the chief gets the node's message. */
+Test(graph_train, a_graph_that_does_not_match_the_data_fails_fit_naming_it)
+{
+	char       *cfg = dense_layer(), *at;
+	pasco_layer fc;
+	double      losses[EPOCHS];
+	/* matmul traced [-1, 5]: its value is [32, 8] */
+	at = strstr(cfg, "\"op\": \"matmul\"");
+	cr_assert_not_null(at);
+	at = strstr(at, "\"shape\": [-1, 8]");
+	cr_assert_not_null(at);
+	at[14] = '5';
+	start();
+	cr_assert_eq(pasco_layer_graph(&fc, cfg), 0, "%s",
+	    pasco_model_last_error());
+	pasco_model *m = model_on(fc, "sparse_categorical_crossentropy", NULL);
+	int          rv = pasco_model_fit(K.c, m,
+	             &(pasco_model_fit_options){.dataset = "md_train",
+	                 .epochs                         = 1,
+	                 .steps_per_epoch                = 2,
+	                 .window                         = 1},
+	             NULL);
+	cr_assert_neq(rv, 0);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "fc: nodes[3] (matmul): the value is f32[32, 8]; traced "
+	              "f32[-1, 5]") != NULL,
+	    "%s", pasco_model_last_error());
+	pasco_model_free(m);
+	/* the worker serves on: the twin model trains */
+	m = model_on(pasco_layer_dense(UNITS, PASCO_ACT_RELU),
+	    "sparse_categorical_crossentropy", NULL);
+	train(m, losses);
+	pasco_model_free(m);
+	free(cfg);
+	stop();
+}
