@@ -114,7 +114,8 @@ check_loss(const pasco_model *m, const pasco_loss *loss)
 	pasco_act act = output_act(m);
 	if ((loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
 	        loss->kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY) &&
-	    !loss->from_logits && act != PASCO_ACT_SOFTMAX) {
+	    !loss->from_logits && act != PASCO_ACT_SOFTMAX &&
+	    m->layers[m->nlayers - 1].kind != PASCO_LAYER_CUSTOM) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "compile: %s: the output of '%s' (activation %s) is "
 		    "neither logits (from_logits) nor softmax probabilities",
@@ -283,7 +284,7 @@ pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt)
 	const cJSON          *c, *it;
 	const char           *at = "compile_config: optimizer";
 	const char           *classes[PASCI_OPT_KINDS] = {NULL};
-	int         kind;
+	int                   kind;
 	const pasci_opt_desc *d;
 	if (o == NULL) {
 		*opt = pasci_opt_desc_of(PASCO_OPT_RMSPROP)->defaults;
@@ -327,7 +328,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
-	const cJSON *lg   = NULL;
+	const cJSON *lg = NULL;
 	const char  *names[PASCI_MAX_METRICS];
 	pasco_compile_options o  = {0};
 	bool                  gs = true;

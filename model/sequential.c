@@ -114,9 +114,9 @@ check_inputs(
  * and *act that activation (linear when the last layer has none). given
  * (may be NULL): feature inputs already on the tape (pasci_model_forward). */
 static pasco_tnode *
-forward(const pasco_model *m, pasco_tape *tp, const pasco_tensor *const *inputs,
-    pasco_tnode *const *given, pasco_tnode *const *nodes, pasco_tnode **pre,
-    pasco_act *act)
+forward(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, pasco_tnode *const *given,
+    pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
 {
 	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
 	*pre = NULL;
@@ -298,7 +298,17 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		break;
 	case PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
 	case PASCO_LOSS_CATEGORICAL_CROSSENTROPY:
-		if (!loss.from_logits && act != PASCO_ACT_SOFTMAX) {
+		if (!loss.from_logits && act != PASCO_ACT_SOFTMAX &&
+		    last->kind == PASCO_LAYER_CUSTOM) {
+			/* a custom layer's probabilities: Keras's own logits,
+			 * log(clip(p / sum p)) */
+			int32_t      last_axis = -1;
+			pasco_tnode *sum       = pasco_t_reduce_sum_axes(
+			          tp, out, 1, &last_axis, true);
+			pasco_tnode *p = pasco_t_div(tp, out, sum);
+			pre            = pasco_t_log(
+			               tp, pasco_t_clip(tp, p, 1e-7, 1 - 1e-7));
+		} else if (!loss.from_logits && act != PASCO_ACT_SOFTMAX) {
 			return pasci_tape_fail(tp, PASCO_EINVAL,
 			    "%s: the output of '%s' (activation %s) is "
 			    "neither logits (from_logits) nor softmax "

@@ -387,6 +387,52 @@ Test(graph, a_custom_layer_written_as_a_graph_is_denses_outputs_and_grads)
 	pasco_model_free(fc);
 }
 
+/* A Custom layer ending in softmax gives probabilities with no
+ * activation the model can see: sparse_categorical_crossentropy takes
+ * Keras's own logits of them, log(clip(p / sum p)), where a built-in
+ * Dense(3, softmax) goes through its logits: the same loss and
+ * gradients to rounding, and compile accepts both. */
+Test(graph, a_custom_layers_probabilities_take_sparse_crossentropy)
+{
+	pasco_layer_reset_names();
+	pasco_model *dense =
+	    one_layer_model(pasco_layer_dense(3, PASCO_ACT_SOFTMAX));
+	char  *text = custom_config(false);
+	cJSON *c    = cJSON_Parse(text), *g, *n;
+	cr_assert_not_null(c);
+	free(text);
+	g = cJSON_GetObjectItem(c, "graph");
+	n = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "nodes"), 5);
+	cJSON_ReplaceItemInObject(n, "op", cJSON_CreateString("softmax"));
+	char       *cfg = cJSON_PrintUnformatted(c);
+	pasco_layer l;
+	MODEL_PASS(pasco_layer_graph(&l, cfg));
+	pasco_model    *fc = one_layer_model(l);
+	pasco_tensor   *x  = batch(5, 4, 2), *y;
+	pasco_tape_grad gd[2], gc[2];
+	pasco_loss sce = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
+	PASCO_PASS(pasco_tensor_from(&y, PASCO_I64, 1, (int64_t[]){5},
+	    (int64_t[]){0, 2, 1, 1, 0}, 5 * sizeof(int64_t)));
+	MODEL_PASS(pasco_model_compile(fc,
+	    &(pasco_compile_options){.loss = "sparse_categorical_crossentropy",
+	        .optimizer                 = pasco_sgd(0.1, 0, false)}));
+	double ld = loss_and_grads(dense, sce, x, y, gd);
+	double lc = loss_and_grads(fc, sce, x, y, gc);
+	cr_assert(ld > 0 && fabs(ld - lc) <= 1e-6 * ld, "losses %.9g and %.9g",
+	    ld, lc);
+	assert_same_tensor(
+	    gd[0].dense, gc[0].dense, 1e-6, "kernel's gradient");
+	assert_same_tensor(gd[1].dense, gc[1].dense, 1e-6, "bias's gradient");
+	pasco_tape_grad_fini(gd, 2);
+	pasco_tape_grad_fini(gc, 2);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(dense);
+	pasco_model_free(fc);
+	free(cfg);
+	cJSON_Delete(c);
+}
+
 /* mean(square(y_true - y_pred)) over every axis (per_example: over the
  * last, then averaged by the runner). */
 static char *
@@ -814,8 +860,8 @@ Test(graph, a_clone_shares_the_parsed_graph_and_outlives_its_model)
 }
 
 /* y_true traced as int64 class ids, the batch's labels given as floats
- * [batch, 1] or [batch] (a CSV's): cast to the traced dtype and shape, the loss is
- * the one of the integer labels. */
+ * [batch, 1] or [batch] (a CSV's): cast to the traced dtype and shape, the
+ * loss is the one of the integer labels. */
 Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
 {
 	static const char *const scce =
@@ -825,7 +871,8 @@ Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
 	    "\"nodes\": ["
 	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
 	    "\"int64\"},"
-	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], \"dtype\": "
+	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], "
+	    "\"dtype\": "
 	    "\"float32\"},"
 	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
 	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
@@ -896,11 +943,13 @@ Test(graph, threads_clone_run_and_free_one_models_graph_at_once)
 	clone_run    r[4];
 	for (int i = 0; i < 4; i++) {
 		r[i] = (clone_run){m, 0};
-		cr_assert_eq(pthread_create(&t[i], NULL, clone_and_run, &r[i]), 0);
+		cr_assert_eq(
+		    pthread_create(&t[i], NULL, clone_and_run, &r[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(t[i], NULL);
-		cr_assert_eq(r[i].ok, 50, "thread %d ran %d of 50", i, r[i].ok);
+		cr_assert_eq(
+		    r[i].ok, 50, "thread %d ran %d of 50", i, r[i].ok);
 	}
 	pasco_model_free(m);
 }
