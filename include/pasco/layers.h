@@ -99,6 +99,7 @@
 #include "dataset.h"
 #include "error.h"
 #include "initializer.h"
+#include "layer_kinds.h"
 #include "ops.h"
 #include "optimizer.h"
 #include "partitioner.h"
@@ -108,17 +109,18 @@
 
 typedef struct pasco_strategy pasco_strategy; /* coordinator.h */
 
+/* PASCO_LAYER_DENSE = 1, PASCO_LAYER_EMBEDDING, PASCO_LAYER_DROPOUT,
+ * PASCO_LAYER_ACTIVATION, PASCO_LAYER_CONCATENATE,
+ * PASCO_LAYER_NORMALIZATION, PASCO_LAYER_CUSTOM (graph.h): one per line
+ * of layer_kinds.h, in its order. */
+#define PASCO_LAYER_ENUM_(name, file) PASCO_LAYER_##name,
 typedef enum pasco_layer_kind {
-	PASCO_LAYER_DENSE         = 1,
-	PASCO_LAYER_EMBEDDING     = 2,
-	PASCO_LAYER_DROPOUT       = 3,
-	PASCO_LAYER_ACTIVATION    = 4,
-	PASCO_LAYER_CONCATENATE   = 5,
-	PASCO_LAYER_NORMALIZATION = 6,
-	PASCO_LAYER_CUSTOM        = 7, /* graph.h */
-	/* Not a kind: one past the last (a new kind goes before it). */
+	PASCO_LAYER_NO_KIND = 0, /* a pasco_layer not made by a constructor */
+	PASCO_LAYER_KIND_LIST(PASCO_LAYER_ENUM_)
+	/* Not a kind: one past the last. */
 	PASCO_LAYER_KIND_COUNT
 } pasco_layer_kind;
+#undef PASCO_LAYER_ENUM_
 
 /* Keras's activations (ops.h's pasco_activation values, and more). */
 typedef enum pasco_act {

@@ -1,30 +1,25 @@
 /*
- * The table of layer kinds (layer_desc.h): one row per pasco_layer_kind,
- * its length checked against PASCO_LAYER_KIND_COUNT, so a kind added to
- * the public enum without its row does not compile. Constant: any thread.
+ * The table of layer kinds (layer_desc.h): one row per line of
+ * include/pasco/layer_kinds.h, which also makes the public enum, so the
+ * two cannot differ; a line whose descriptor no file defines fails the
+ * link. Its length is checked against PASCO_LAYER_KIND_COUNT. Constant:
+ * any thread.
  */
 #include "layer_desc.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* Each defined in its file, model/layers/<kind>.c. */
-extern const pasci_layer_desc pasci_layer_dense_desc;
-extern const pasci_layer_desc pasci_layer_embedding_desc;
-extern const pasci_layer_desc pasci_layer_dropout_desc;
-extern const pasci_layer_desc pasci_layer_activation_desc;
-extern const pasci_layer_desc pasci_layer_concatenate_desc;
-extern const pasci_layer_desc pasci_layer_normalization_desc;
-extern const pasci_layer_desc pasci_layer_custom_desc;
+/* Each defined in its file, model/layers/<file>.c. */
+#define DECLARE(name, file)                                                   \
+	extern const pasci_layer_desc pasci_layer_##file##_desc;
+PASCO_LAYER_KIND_LIST(DECLARE)
+#undef DECLARE
 
 static const pasci_layer_desc *const table[] = {
-    [PASCO_LAYER_DENSE]         = &pasci_layer_dense_desc,
-    [PASCO_LAYER_EMBEDDING]     = &pasci_layer_embedding_desc,
-    [PASCO_LAYER_DROPOUT]       = &pasci_layer_dropout_desc,
-    [PASCO_LAYER_ACTIVATION]    = &pasci_layer_activation_desc,
-    [PASCO_LAYER_CONCATENATE]   = &pasci_layer_concatenate_desc,
-    [PASCO_LAYER_NORMALIZATION] = &pasci_layer_normalization_desc,
-    [PASCO_LAYER_CUSTOM]        = &pasci_layer_custom_desc,
+#define ROW(name, file) [PASCO_LAYER_##name] = &pasci_layer_##file##_desc,
+    PASCO_LAYER_KIND_LIST(ROW)
+#undef ROW
 };
 
 _Static_assert(sizeof(table) / sizeof(table[0]) == PASCI_LAYER_KINDS,

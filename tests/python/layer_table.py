@@ -94,10 +94,31 @@ def check_kind(mod, kind, problems):
                             f"{json.dumps(c)}")
 
 
+def unlisted_files(root):
+    """The files of model/layers/ that hold a kind's descriptor but have no
+    line in include/pasco/layer_kinds.h: the build would not compile
+    them, and the kind would be missing without a word."""
+    import os
+    import re
+    with open(os.path.join(root, "include/pasco/layer_kinds.h")) as f:
+        listed = set(re.findall(r"PASCO_LAYER_KIND\(\s*\w+\s*,\s*(\w+)\s*\)",
+                                f.read()))
+    d = os.path.join(root, "model/layers")
+    return sorted(f for f in os.listdir(d)
+                  if f.endswith(".c") and f != "table.c" and
+                  f[:-2] not in listed)
+
+
 def main(program, root):
+    unlisted = unlisted_files(root)
+    for f in unlisted:
+        print(f"layer_table: model/layers/{f} has no line in "
+              f"include/pasco/layer_kinds.h, so it is not built "
+              f"(PASCO_LAYER_KIND(NAME, {f[:-2]}))")
     mod = kind_table.load_module(root, "layers.py")
-    return kind_table.run("layer_table", program, mod, mod.Layer,
-                          "model/layers/table.c", check_kind)
+    rv = kind_table.run("layer_table", program, mod, mod.Layer,
+                        "model/layers/table.c", check_kind)
+    return rv or (1 if unlisted else 0)
 
 
 if __name__ == "__main__":
