@@ -45,6 +45,7 @@ ValueError or TypeError naming the argument, raised before any C call.
 """
 
 from . import callbacks, data, errors, layers, optimizers
+from . import losses, ops, regularizers  # custom layers and losses (issue 32)
 from ._lib import library_path
 from .cluster import Cluster, ParameterServerStrategy, get_strategy, main
 from .coordinator import (ClusterCoordinator, PerWorkerDataset,
@@ -64,6 +65,7 @@ __all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
            "PerWorkerIterator",
            "Sequential", "Model", "Variable", "layers", "data",
            "optimizers", "callbacks", "errors", "PascoError",
+           "ops", "losses", "regularizers",
            "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
            "UnavailableError", "CancelledError", "DeadlineExceededError",
            "OutOfRangeError", "FailedPreconditionError", "library_path"] + [

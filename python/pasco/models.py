@@ -20,7 +20,8 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _lib, callbacks as _callbacks, optimizers as _optimizers
+from . import _lib, callbacks as _callbacks, losses as _losses
+from . import optimizers as _optimizers
 from ._lib import lib
 from .cluster import ParameterServerStrategy, get_strategy
 from .data import Dataset
@@ -254,6 +255,8 @@ class Model:
         self.seed = seed
         self.optimizer: Optional[_optimizers.Optimizer] = None
         self.compiled_loss: Optional[str] = None
+        self._loss_fn: Optional[Any] = None  # your own loss, traced
+        self._output_width = 0
         self.compile_config: Optional[dict] = None
         self.stop_training = False
         self._native = c_void_p()
@@ -302,10 +305,18 @@ class Model:
 
     def _model_config(self, data: Optional[Dataset]) -> dict:
         ins = [i.get_config() for i in self._inputs]
-        layers = [{"class_name": t.source.class_name,
-                   "config": t.source.get_config(),
-                   "inbound_nodes": [u.name for u in t.inbound]}
-                  for t in self._nodes]
+        # each tensor's (width, dtype): a custom layer is traced on them
+        spec: Dict[int, tuple] = {id(i): (i.width, i.dtype)
+                                  for i in self._inputs}
+        layers = []
+        for t in self._nodes:
+            j, width = t.source._json_layer(
+                [spec[id(u)][0] for u in t.inbound],
+                [spec[id(u)][1] for u in t.inbound])
+            j["inbound_nodes"] = [u.name for u in t.inbound]
+            layers.append(j)
+            spec[id(t)] = (width, "float32")
+        self._output_width = spec[id(self._nodes[-1])][0]
         return {"class_name": "Functional",
                 "config": {"name": self.name or "model", "seed": self.seed,
                            "inputs": ins, "layers": layers}}
@@ -316,7 +327,23 @@ class Model:
         c = self._model_config(data)
         if self.compile_config is not None:
             c["compile_config"] = self.compile_config
+            if self._loss_fn is not None:
+                c["compile_config"] = {**self.compile_config,
+                                       "loss": self._traced_loss(data)}
         return c
+
+    def _traced_loss(self, data: Optional[Dataset]) -> dict:
+        """The compile config's loss graph: the loss function traced on
+        y_true of the dataset's targets (int64 class ids or float32
+        values [batch], as its label_type says; float32 [batch, width]
+        without a dataset) and y_pred the model's output."""
+        width = self._output_width
+        y_true: tuple = ("float32", (None, width))
+        if data is not None and data.spec.get("label") is not None:
+            y_true = ("float32" if data.spec.get("label_type") == "float"
+                      else "int64", (None,))
+        return _losses.trace(self._loss_fn, y_true,
+                             ("float32", (None, width)))
 
     def to_json(self, data: Optional[Dataset] = None) -> str:
         return json.dumps(self.get_config(data))
@@ -324,20 +351,31 @@ class Model:
     # ---- compile and build ------------------------------------------------
 
     def compile(self, optimizer: Union[str, _optimizers.Optimizer] = "rmsprop",
-                loss: Optional[str] = None,
+                loss: Optional[_losses.LossLike] = None,
                 metrics: Optional[Sequence[str]] = None,
                 from_logits: bool = False) -> None:
         """Keras's compile: optimizer (a name or pasco.optimizers.*), loss
         ("mse", "binary_crossentropy", "sparse_categorical_crossentropy",
-        "categorical_crossentropy"), metrics ("accuracy", "auc",
-        "precision", "recall", "mae", "mse", ...: at most 8)."""
+        "categorical_crossentropy", a pasco.losses function or object,
+        or your own: a function of pasco.ops (y_true, y_pred) or a
+        pasco.losses.Loss subclass, traced when the model is built: see
+        pasco.losses), metrics ("accuracy", "auc", "precision",
+        "recall", "mae", "mse", ...: at most 8)."""
         opt = _optimizers.get(optimizer)
         if loss is None:
             raise ValueError("loss: required (e.g. "
                              "'sparse_categorical_crossentropy')")
-        if not isinstance(loss, str) or loss not in _LOSSES:
+        loss_fn = None
+        if not isinstance(loss, str) and callable(loss):
+            known = _losses.builtin(loss)
+            if known is None:
+                loss_fn, loss = loss, _losses.loss_name(loss)
+            else:
+                loss, from_logits = known[0], from_logits or known[1]
+        elif not isinstance(loss, str) or loss not in _LOSSES:
             raise ValueError(f"loss: expected one of {', '.join(_LOSSES)}, "
-                             f"got {loss!r}")
+                             f"a pasco.losses.Loss or a function of "
+                             f"pasco.ops (y_true, y_pred), got {loss!r}")
         metrics = list(metrics or [])
         if len(metrics) > 8 or not all(isinstance(m, str) and m
                                        for m in metrics):
@@ -349,6 +387,7 @@ class Model:
                                  f"{', '.join(_METRICS)}, got {m!r}")
         self.optimizer = opt
         self.compiled_loss = loss
+        self._loss_fn = loss_fn
         self.compile_config = {"loss": loss, "from_logits": bool(from_logits),
                                "optimizer": opt.get_config(),
                                "metrics": metrics}
@@ -655,7 +694,10 @@ class Sequential(Model):
             raise ValueError("layers: a Sequential model needs at least one "
                              "layer")
         first = self.layers[0]
-        ids = isinstance(first, Embedding)
+        # ids: an Embedding's, or a custom layer's after an integer Input
+        ids = isinstance(first, Embedding) or (
+            first._is_custom() and self._input is not None and
+            self._input.ids)
         name, width = "input", None
         if self._input is not None:
             name, width = self._input.name, self._input.width
@@ -694,7 +736,14 @@ class Sequential(Model):
                              "pasco.Input(shape=(width,)), give the first "
                              "layer input_shape=(width,), or fit first")
         self._inferred = (name, width)
-        layers = [l.to_json_layer() for l in self.layers]
+        layers = []
+        w, dtype = width, (self._input.dtype if self._input is not None
+                           and ids else "int64" if ids else "float32")
+        for layer in self.layers:
+            j, w = layer._json_layer([w], [dtype])
+            layers.append(j)
+            dtype = "float32"
+        self._output_width = w
         return {"class_name": "Sequential",
                 "config": {"name": self.name or "sequential",
                            "seed": self.seed,
