@@ -50,6 +50,7 @@
 #include "pasco/evaluator.h"
 #include "pasco/fit.h"
 #include "pasco/function.h"
+#include "pasco/graph.h"
 #include "pasco/hash.h"
 #include "pasco/initializer.h"
 #include "pasco/layers.h"

@@ -50,17 +50,21 @@ output_act(const pasco_model *m)
 
 /* Keras's resolution of "accuracy" (compile_utils.get_metric_function):
  * binary for an output of width 1, sparse categorical when the labels
- * are class ids (this loss), categorical otherwise. */
+ * are class ids (this loss, or a loss graph's y_true as traced: Keras
+ * looks at its shape), categorical otherwise. */
 static int
-resolve_metric(const pasco_model *m, const pasco_loss *loss, const char *name,
+resolve_metric(const pasco_model *m, const pasci_compile *c, const char *name,
     pasci_metric_kind *kind)
 {
-	int64_t width = pasco_model_output_width(m);
+	int64_t width  = pasco_model_output_width(m);
+	bool    sparse = c->loss.kind ==
+	                  PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
+	              (c->loss_graph != NULL &&
+	                  pasci_loss_graph_sparse_labels(c->loss_graph));
 	if (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0) {
 		*kind =
 		    width == 1 ? PASCI_METRIC_BINARY_ACCURACY
-		    : loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
-		        ? PASCI_METRIC_SPARSE_CAT_ACCURACY
+		    : sparse   ? PASCI_METRIC_SPARSE_CAT_ACCURACY
 		        : PASCI_METRIC_CATEGORICAL_ACCURACY;
 		return PASCO_OK;
 	}
@@ -123,28 +127,87 @@ check_loss(const pasco_model *m, const pasco_loss *loss)
 	return PASCO_OK;
 }
 
-int
-pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
+static int compile_rest(
+    pasco_model *m, const pasco_compile_options *o, pasci_compile *c);
+
+/* The loss: a graph's (config lg, or o->loss_graph's JSON) or a name's. */
+static int
+compile_loss(const pasco_model *m, const pasco_compile_options *o,
+    const cJSON *lg, pasci_compile *c)
+{
+	cJSON *parsed = NULL;
+	int    rv;
+	if (lg == NULL && o->loss_graph != NULL &&
+	    (lg = parsed = cJSON_Parse(o->loss_graph)) == NULL) {
+		return pasci_model_fail(
+		    PASCO_EINVAL, "compile: loss_graph is not JSON");
+	}
+	if (lg != NULL) {
+		rv = pasci_loss_graph_read(lg, &c->loss_graph, "compile: loss");
+		cJSON_Delete(parsed);
+		if (rv == 0) {
+			c->loss = (pasco_loss){PASCO_LOSS_GRAPH, false};
+			snprintf(c->loss_name, sizeof(c->loss_name), "%s",
+			    pasci_loss_graph_name(c->loss_graph));
+		}
+		return rv;
+	}
+	if (o->loss == NULL) {
+		return pasci_model_fail(
+		    PASCO_EINVAL, "compile: needs a loss (or a loss_graph)");
+	}
+	if ((rv = pasco_loss_from_name(o->loss, o->from_logits, &c->loss)) !=
+	        0 ||
+	    (rv = check_loss(m, &c->loss)) != 0) {
+		return rv;
+	}
+	snprintf(c->loss_name, sizeof(c->loss_name), "%s", o->loss);
+	return PASCO_OK;
+}
+
+/* pasco_model_compile with lg, a compile config's Graph loss, if any. */
+static int
+compile_with(pasco_model *m, const pasco_compile_options *o, const cJSON *lg)
 {
 	pasci_compile c = {.compiled = true};
 	int           rv;
 
-	if (m == NULL || o == NULL || o->loss == NULL) {
+	if (m == NULL || o == NULL) {
 		return pasci_model_fail(
 		    PASCO_EINVAL, "compile: needs a model and a loss");
 	}
-	if ((rv = pasco_loss_from_name(o->loss, o->from_logits, &c.loss)) !=
-	        0 ||
-	    (rv = check_loss(m, &c.loss)) != 0) {
+	if ((rv = compile_loss(m, o, lg, &c)) != 0) {
 		return rv;
 	}
-	snprintf(c.loss_name, sizeof(c.loss_name), "%s", o->loss);
-	c.opt            = o->optimizer.kind == 0
+	rv = compile_rest(m, o, &c);
+	if (rv != 0) {
+		pasci_loss_graph_release(c.loss_graph);
+		return rv;
+	}
+	pasci_loss_graph_release(m->compile.loss_graph);
+	m->compile = c;
+	pasco_tensor_release(m->config); /* the config changed */
+	m->config = NULL;
+	return PASCO_OK;
+}
+
+int
+pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
+{
+	return compile_with(m, o, NULL);
+}
+
+/* The optimizer and metrics into c. */
+static int
+compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
+{
+	int rv;
+	c->opt            = o->optimizer.kind == 0
 	                       ? pasci_opt_desc_of(PASCO_OPT_RMSPROP)->defaults
 	                       : o->optimizer;
-	c.opt.iterations = NULL;
-	c.global_step    = !o->no_global_step;
-	if ((rv = check_optimizer(&c.opt)) != 0) {
+	c->opt.iterations = NULL;
+	c->global_step    = !o->no_global_step;
+	if ((rv = check_optimizer(&c->opt)) != 0) {
 		return rv;
 	}
 	if (o->nmetrics > PASCI_MAX_METRICS ||
@@ -156,21 +219,18 @@ pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
 		const char *name = o->metrics[k] != NULL ? o->metrics[k] : "";
 		if (strlen(name) >= PASCI_METRIC_NAME_MAX ||
 		    (rv = resolve_metric(
-		         m, &c.loss, name, &c.metric_kinds[k])) != 0) {
+		         m, c, name, &c->metric_kinds[k])) != 0) {
 			return rv != 0 ? rv
 			               : pasci_model_fail(PASCO_EINVAL,
 			                     "compile: metric name too long");
 		}
-		snprintf(c.metric_names[k], PASCI_METRIC_NAME_MAX, "%s", name);
-		c.metric_off[k] = c.state_len;
-		c.state_len += c.metric_kinds[k] == PASCI_METRIC_AUC
+		snprintf(c->metric_names[k], PASCI_METRIC_NAME_MAX, "%s", name);
+		c->metric_off[k] = c->state_len;
+		c->state_len += c->metric_kinds[k] == PASCI_METRIC_AUC
 		                   ? 4 * PASCO_AUC_THRESHOLDS
 		                   : 2;
 	}
-	c.nmetrics = o->nmetrics;
-	m->compile = c;
-	pasco_tensor_release(m->config); /* the config changed */
-	m->config = NULL;
+	c->nmetrics = o->nmetrics;
 	return PASCO_OK;
 }
 
@@ -200,7 +260,10 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 		return true;
 	}
 	ok = (cc = cJSON_AddObjectToObject(root, "compile_config")) != NULL &&
-	     cJSON_AddStringToObject(cc, "loss", c->loss_name) != NULL &&
+	     (c->loss_graph != NULL
+	             ? pasci_loss_graph_write(cc, "loss", c->loss_graph)
+	             : cJSON_AddStringToObject(cc, "loss", c->loss_name) !=
+	                   NULL) &&
 	     cJSON_AddBoolToObject(cc, "from_logits", c->loss.from_logits) &&
 	     (oc = pasci_json_class(cc, "optimizer",
 	          pasci_opt_desc_of((int) c->opt.kind)->keras)) != NULL &&
@@ -263,6 +326,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
+	const cJSON *lg = NULL;
 	const char  *names[PASCI_MAX_METRICS];
 	pasco_compile_options o  = {0};
 	bool                  gs = true;
@@ -277,7 +341,16 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	        &o.optimizer) != 0) {
 		return PASCO_EINVAL;
 	}
-	if (!cJSON_IsString(loss) || (ms != NULL && !cJSON_IsArray(ms)) ||
+	if (cJSON_IsObject(loss)) {
+		static const char *const classes[] = {NULL, "Graph"};
+		int                      kind;
+		if (pasci_json_read_class(loss, classes, 2, &kind, &lg,
+		        "compile_config: loss") != 0) {
+			return PASCO_EINVAL;
+		}
+	}
+	if ((lg == NULL && !cJSON_IsString(loss)) ||
+	    (ms != NULL && !cJSON_IsArray(ms)) ||
 	    cJSON_GetArraySize(ms) > PASCI_MAX_METRICS) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: needs a loss name and at most %d metric names", at,
@@ -291,10 +364,10 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 		}
 		names[o.nmetrics++] = it->valuestring;
 	}
-	o.loss           = loss->valuestring;
+	o.loss           = lg == NULL ? loss->valuestring : NULL;
 	o.metrics        = names;
 	o.no_global_step = !gs;
-	return pasco_model_compile(m, &o);
+	return compile_with(m, &o, lg);
 }
 
 /* The probability (or value) j of row i of pred, through the output's

@@ -464,6 +464,9 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 	}
 done:
 	pasci_names_fini(&names);
+	for (size_t k = 0; layers != NULL && k < n; k++) {
+		pasco_layer_release(&layers[k]); /* the model holds its own */
+	}
 	free(parts);
 	free(layers);
 	free(ins);

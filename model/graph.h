@@ -62,6 +62,11 @@ pasco_dtype pasci_graph_input(
     const pasci_graph *g, size_t k, int32_t *rank, const int64_t **shape);
 const pasci_graph_weight *pasci_graph_weight_at(const pasci_graph *g, size_t k);
 
+/* Output k's node index; node i's static dtype, rank and shape. */
+size_t      pasci_graph_output(const pasci_graph *g, size_t k);
+pasco_dtype pasci_graph_node_spec(
+    const pasci_graph *g, size_t i, int32_t *rank, const int64_t **shape);
+
 /* Node i's op name and its JSON (the graph keeps a copy: a step's runner
  * reads its step-only nodes' attributes there). */
 const char  *pasci_graph_node_op(const pasci_graph *g, size_t i);

@@ -2,6 +2,7 @@
  * model's shapes and variables, and binding it to variable handles. */
 #include "layer_desc.h"
 #include "layers_impl.h"
+#include "model_impl.h"
 #include "names.h"
 #include "util.h"
 
@@ -131,14 +132,21 @@ void
 pasci_model_add_var(pasco_model *m, size_t layer, const char *what,
     int32_t rank, int64_t d0, int64_t d1, pasco_initializer init)
 {
+	pasci_model_add_var_shape(
+	    m, layer, what, rank, (const int64_t[]){d0, d1}, init);
+}
+
+void
+pasci_model_add_var_shape(pasco_model *m, size_t layer, const char *what,
+    int32_t rank, const int64_t *shape, pasco_initializer init)
+{
 	pasci_model_var *v = &m->vars[m->nvars];
-	/* m->vars holds PASCI_LAYER_MAX_VARS per layer */
-	PASCO_ASSERT(m->nvars - m->first_var[layer] < PASCI_LAYER_MAX_VARS);
+	/* m->vars holds each layer's max_vars */
+	PASCO_ASSERT(m->nvars < m->capvars && rank <= PASCO_MAX_RANK);
 	snprintf(
 	    v->name, sizeof(v->name), "%s/%s", m->layers[layer].name, what);
-	v->rank     = rank;
-	v->shape[0] = d0;
-	v->shape[1] = d1;
+	v->rank = rank;
+	memcpy(v->shape, shape, (size_t) rank * sizeof(*shape));
 	if (init.seed == 0 && init.kind != PASCO_INIT_ZEROS &&
 	    init.kind != PASCO_INIT_ONES && init.kind != PASCO_INIT_CONSTANT) {
 		init.seed = m->seed * 1000 + m->nvars + 1;
@@ -191,6 +199,12 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: an %s is called on one model input of ids", l->name,
 		    d->class_name);
+	}
+	if (d->any_inputs) {
+		return l->ninputs >= 1 ? PASCO_OK
+		                       : pasci_model_fail(PASCO_EINVAL,
+		                             "%s: takes 1 to %d inputs", l->name,
+		                             PASCO_LAYER_MAX_INPUTS);
 	}
 	if (!d->ids && nids > 0) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -248,6 +262,29 @@ build(pasco_model *m)
 	return rv;
 }
 
+/* The most variables layers[0..n) add (each kind's max_vars). */
+static size_t
+max_vars(size_t n, const pasco_layer *layers)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		const pasci_layer_desc *d = pasci_layer_desc_of(layers[i].kind);
+		total += d != NULL && d->max_vars != NULL ? d->max_vars(&layers[i])
+		                                          : PASCI_LAYER_MAX_VARS;
+	}
+	return total + 1;
+}
+
+void
+pasco_layer_release(pasco_layer *l)
+{
+	const pasci_layer_desc *d =
+	    l != NULL ? pasci_layer_desc_of(l->kind) : NULL;
+	if (d != NULL && d->release != NULL) {
+		d->release(l);
+	}
+}
+
 static int
 model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
     size_t n, const pasco_layer *layers, uint64_t seed)
@@ -276,19 +313,27 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 		}
 	}
 	m = calloc(1, sizeof(*m));
+	if (m != NULL) {
+		m->capvars = max_vars(n, layers);
+	}
 	if (m == NULL || (m->layers = calloc(n, sizeof(*layers))) == NULL ||
 	    (m->inputs = calloc(ninputs, sizeof(*m->inputs))) == NULL ||
 	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
 	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
 	    (m->parts = calloc(n, sizeof(*m->parts))) == NULL ||
-	    (m->vars = calloc(PASCI_LAYER_MAX_VARS * n, sizeof(*m->vars))) ==
+	    (m->vars = calloc(m->capvars, sizeof(*m->vars))) ==
 	        NULL ||
 	    (m->norm = calloc(n, sizeof(*m->norm))) == NULL) {
 		pasco_model_free(m);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	memcpy(m->layers, layers, n * sizeof(*layers));
+	m->nlayers = n;
 	for (size_t i = 0; i < n; i++) {
+		const pasci_layer_desc *d = pasci_layer_desc_of(layers[i].kind);
+		if (d != NULL && d->hold != NULL) {
+			d->hold(&m->layers[i]);
+		}
 		if (layers[i].partitioner != NULL) {
 			m->parts[i]              = *layers[i].partitioner;
 			m->layers[i].partitioner = &m->parts[i];
@@ -296,7 +341,6 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 			m->layers[i].partitioner = NULL;
 		}
 	}
-	m->nlayers = n;
 	m->ninputs = ninputs;
 	m->seed    = seed;
 	for (size_t k = 0; k < ninputs; k++) {
@@ -365,7 +409,11 @@ pasco_model_free(pasco_model *m)
 	for (size_t k = 0; m->owns && k < m->nvars; k++) {
 		pasco_variable_free(m->vars[k].handle);
 	}
+	for (size_t i = 0; m->layers != NULL && i < m->nlayers; i++) {
+		pasco_layer_release(&m->layers[i]);
+	}
 	pasco_tensor_release(m->config);
+	pasci_loss_graph_release(m->compile.loss_graph);
 	pasci_model_norm_free(m);
 	free(m->vars);
 	free(m->parts);
@@ -532,6 +580,7 @@ pasci_model_clone(const pasco_model *m, pasco_model **out)
 	if (rv == 0) {
 		(*out)->functional = m->functional;
 		(*out)->compile    = m->compile;
+		pasci_loss_graph_hold(m->compile.loss_graph);
 		memcpy((*out)->name, m->name, sizeof(m->name));
 	}
 	return rv;
@@ -542,9 +591,9 @@ pasci_model_bytes(const pasco_model *m)
 {
 	size_t per_layer = sizeof(*m->layers) + sizeof(*m->out_width) +
 	                   sizeof(*m->first_var) + sizeof(*m->parts) +
-	                   sizeof(*m->norm) +
-	                   PASCI_LAYER_MAX_VARS * sizeof(*m->vars);
+	                   sizeof(*m->norm);
 	return sizeof(*m) + m->nlayers * per_layer +
+	       m->capvars * sizeof(*m->vars) +
 	       m->ninputs * sizeof(*m->inputs);
 }
 

@@ -11,7 +11,7 @@
 typedef struct pasci_model_var {
 	char              name[PASCO_LAYER_NAME_MAX + 16];
 	int32_t           rank;
-	int64_t           shape[2];
+	int64_t           shape[PASCO_MAX_RANK];
 	pasco_initializer init;
 	size_t            layer; /* the layer it belongs to */
 	pasco_variable   *handle;
@@ -41,10 +41,15 @@ typedef enum pasci_metric_kind {
 /* What pasco_model_compile keeps: the loss, the optimizer (iterations
  * unset: the step sets the global step it is given), the metrics with
  * their kinds and where their counts sit in the state vector. */
+typedef struct pasci_loss_graph pasci_loss_graph; /* model/loss_graph.c */
+
 typedef struct pasci_compile {
 	bool            compiled;
 	char            loss_name[48];
 	pasco_loss      loss;
+	/* loss.kind PASCO_LOSS_GRAPH: the loss's graph, a reference held by
+	 * the model (released by pasco_model_free, held by a clone) */
+	pasci_loss_graph *loss_graph;
 	pasco_optimizer opt;
 	bool            global_step; /* iterations = the global step */
 	size_t          nmetrics;
@@ -71,6 +76,7 @@ struct pasco_model {
 	pasco_tensor      *config; /* the JSON as u8, for pasco_model_args */
 	uint64_t           seed;
 	size_t             ninputs, nlayers, nvars;
+	size_t             capvars; /* vars' length (the layers' max_vars) */
 	pasci_model_input *inputs;
 	pasco_layer       *layers;    /* inputs resolved: ninputs >= 1 */
 	int64_t           *out_width; /* per layer */

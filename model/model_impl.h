@@ -47,6 +47,25 @@ bool pasci_opt_config_write(cJSON *config, const pasco_optimizer *opt);
 int  pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt);
 int  pasci_compile_from_json(const cJSON *root, pasco_model *m);
 
+/* A compile config's loss of class Graph (its "config": name, graph)
+ * parsed into *out, holding one reference. PASCO_EINVAL naming at and
+ * what was wrong; PASCO_ENOMEM. */
+int pasci_loss_graph_read(
+    const cJSON *config, pasci_loss_graph **out, const char *at);
+pasci_loss_graph *pasci_loss_graph_hold(pasci_loss_graph *lg);
+void              pasci_loss_graph_release(pasci_loss_graph *lg);
+const char       *pasci_loss_graph_name(const pasci_loss_graph *lg);
+/* Whether its y_true, as traced, holds class ids: integers, or a rank
+ * below y_pred's (Keras's test for sparse labels). */
+bool pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg);
+/* {"class_name": "Graph", "config": {"name", "graph"}} under key. */
+bool pasci_loss_graph_write(
+    cJSON *parent, const char *key, const pasci_loss_graph *lg);
+/* The loss of pred against targets y on tp (a scalar node), or NULL with
+ * the tape's error set. */
+pasco_tnode *pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
+    const pasco_tensor *y, pasco_tnode *pred);
+
 /* Adds a batch's metric counts (output `pred` against targets y) into
  * state (m->compile.state_len numbers). PASCO_EINVAL with a message
  * naming the metric and shapes when y does not fit. */

@@ -1,6 +1,8 @@
 /*
  * Dense ops on the tape: matmul (cblas, f32 or f64), elementwise add /
- * sub / mul with broadcasting of trailing dimensions, scale, bias_add,
+ * sub / mul (here when one shape is the other's trailing dimensions, a
+ * row added to a matrix as bias_add; numpy's other broadcasts in
+ * model/ops_bcast.c), scale, bias_add,
  * reshape, concat and reductions; each with its backward. Each op checks
  * its inputs and reports a mismatch on the tape, naming the op, the
  * shapes and the dtypes.
@@ -8,12 +10,10 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "tape_impl.h"
+#include "tape_ops_impl.h"
 
-/* c = beta c + op(a) op(b), row-major, m x n, inner k, with beta 0 or 1
- * (0: c, of cbytes, is written whole, even when k is 0). */
-static void
-gemm(pasco_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+void
+pasci_gemm(pasco_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
     const void *a, int64_t lda, const void *b, int64_t ldb, double beta,
     void *c, int64_t ldc, size_t cbytes)
 {
@@ -48,18 +48,18 @@ matmul_backward(pasco_tape *tp, pasco_tnode *n)
 	void        *da  = pasci_tape_grad_out(tp, a, &fa);
 	void        *db  = pasci_tape_grad_out(tp, b, &fb);
 	if (da != NULL && !ta) { /* dA += dC op(B)^T */
-		gemm(dt, false, !tb, m, k, cols, n->grad, cols, b->value.data,
-		    ldb, !fa, da, k, a->value.nbytes);
+		pasci_gemm(dt, false, !tb, m, k, cols, n->grad, cols,
+		    b->value.data, ldb, !fa, da, k, a->value.nbytes);
 	} else if (da != NULL) { /* dA += op(B) dC^T */
-		gemm(dt, tb, true, k, m, cols, b->value.data, ldb, n->grad,
-		    cols, !fa, da, m, a->value.nbytes);
+		pasci_gemm(dt, tb, true, k, m, cols, b->value.data, ldb,
+		    n->grad, cols, !fa, da, m, a->value.nbytes);
 	}
 	if (db != NULL && !tb) { /* dB += op(A)^T dC */
-		gemm(dt, !ta, false, k, cols, m, a->value.data, lda, n->grad,
-		    cols, !fb, db, cols, b->value.nbytes);
+		pasci_gemm(dt, !ta, false, k, cols, m, a->value.data, lda,
+		    n->grad, cols, !fb, db, cols, b->value.nbytes);
 	} else if (db != NULL) { /* dB += dC^T op(A) */
-		gemm(dt, true, ta, cols, k, m, n->grad, cols, a->value.data,
-		    lda, !fb, db, k, b->value.nbytes);
+		pasci_gemm(dt, true, ta, cols, k, m, n->grad, cols,
+		    a->value.data, lda, !fb, db, k, b->value.nbytes);
 	}
 }
 
@@ -75,10 +75,13 @@ pasco_t_matmul(
 	    !pasci_tape_same_dtype(tp, "matmul", a, b)) {
 		return NULL;
 	}
+	if (a->value.rank == 3 && b->value.rank == 3) {
+		return pasci_t_batch_matmul(tp, a, b, ta, tb);
+	}
 	if (a->value.rank != 2 || b->value.rank != 2) {
 		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "matmul: %s x %s: both must have rank 2", PASCI_SPEC(a),
-		    PASCI_SPEC(b));
+		    "matmul: %s x %s: both must have rank 2 (or both 3)",
+		    PASCI_SPEC(a), PASCI_SPEC(b));
 	}
 	m    = ta ? a->value.shape[1] : a->value.shape[0];
 	k    = ta ? a->value.shape[0] : a->value.shape[1];
@@ -98,7 +101,7 @@ pasco_t_matmul(
 	}
 	n->flag[0] = ta;
 	n->flag[1] = tb;
-	gemm(n->value.dtype, ta, tb, m, cols, k, a->value.data,
+	pasci_gemm(n->value.dtype, ta, tb, m, cols, k, a->value.data,
 	    a->value.shape[1], b->value.data, b->value.shape[1], 0,
 	    n->value.data, cols, n->value.nbytes);
 	return n;
@@ -106,7 +109,8 @@ pasco_t_matmul(
 
 /* ---- elementwise, with broadcasting ---- */
 
-enum { EW_ADD, EW_SUB, EW_MUL };
+/* numbered as their pasci_bc_kind, which the general case takes */
+enum { EW_ADD = PASCI_BC_ADD, EW_SUB = PASCI_BC_SUB, EW_MUL = PASCI_BC_MUL };
 
 /* x's shape is the trailing dimensions of big's. */
 static bool
@@ -121,6 +125,14 @@ is_suffix(const pasco_tensor *x, const pasco_tensor *big)
 		}
 	}
 	return true;
+}
+
+/* row is [n] and x [..., n] with more than one row: bias_add's case. */
+static bool
+is_row_of(const pasco_tnode *row, const pasco_tnode *x)
+{
+	return row->value.rank == 1 && x->value.rank >= 2 &&
+	       x->value.shape[x->value.rank - 1] == row->value.shape[0];
 }
 
 /* d[i % cd] += g[i] * (o[i % co], or 1 when o is NULL) * sign: the
@@ -190,10 +202,13 @@ elementwise(pasco_tape *tp, int kind, pasco_tnode *a, pasco_tnode *b)
 	big = a->value.rank >= b->value.rank ? a : b;
 	if (!is_suffix(&a->value, &big->value) ||
 	    !is_suffix(&b->value, &big->value)) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "%s: %s and %s: shapes do not broadcast (one must be the "
-		    "trailing dimensions of the other)",
-		    name, PASCI_SPEC(a), PASCI_SPEC(b));
+		return pasci_t_broadcast(tp, (pasci_bc_kind) kind, a, b);
+	}
+	if (kind == EW_ADD && is_row_of(b, a)) {
+		return pasco_t_bias_add(tp, a, b); /* a Dense's x W + b */
+	}
+	if (kind == EW_ADD && is_row_of(a, b)) {
+		return pasco_t_bias_add(tp, b, a);
 	}
 	dt = a->value.dtype;
 	n  = pasci_tape_node_raw(tp, &ew_ops[kind], dt, big->value.rank,

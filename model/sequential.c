@@ -3,6 +3,7 @@
  * mixed apply). */
 #include "layer_desc.h"
 #include "layers_impl.h"
+#include "model_impl.h"
 #include "tape_impl.h"
 #include "variable_impl.h"
 
@@ -56,6 +57,9 @@ gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
 		size_t  k = (size_t) (-1 - (int64_t) r);
 		if (r >= 0) {
 			in[j] = outs[r];
+		} else if (m->inputs[k].ids) {
+			in[j] = NULL; /* an any_inputs kind's: call reads it */
+			continue;
 		} else {
 			if (feats[k] == NULL) {
 				feats[k] = pasco_tape_constant(tp, inputs[k]);
@@ -257,6 +261,14 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
 	switch (loss.kind) {
+	case PASCO_LOSS_GRAPH:
+		if (m->compile.loss_graph == NULL) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "loss: the model has no loss graph "
+			    "(pasco_compile_options.loss_graph)");
+		}
+		l = pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
+		break;
 	case PASCO_LOSS_MSE:
 		l = pasco_t_mse(tp, out, y);
 		break;
@@ -296,6 +308,12 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		    "loss: unknown kind %d", (int) loss.kind);
 	}
 	for (size_t i = 0; i < m->nlayers && l != NULL; i++) {
+		const pasci_layer_desc *d = pasci_layer_desc_of(m->layers[i].kind);
+		pasci_layer_call c = {.m = m, .tp = tp, .i = i, .inputs = inputs,
+		    .nodes = nodes};
+		if (d->penalty != NULL) {
+			l = d->penalty(&c, l);
+		}
 		if (m->layers[i].kind == PASCO_LAYER_DENSE &&
 		    m->layers[i].kernel_l2 > 0) {
 			l = pasco_t_add(tp, l,

@@ -40,7 +40,7 @@ struct pasco_tape {
 	bool            training;
 	uint64_t        seed;
 	int             err;
-	char            msg[512];
+	char            msg[PASCI_TAPE_MSG_MAX];
 	pasci_tape_step step; /* the train step's global step */
 };
 

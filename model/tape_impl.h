@@ -91,6 +91,10 @@ void *pasci_tape_mem(pasco_tape *tp, size_t bytes);
 /* pasci_tape_mem without the zero-fill, for what the caller writes whole. */
 void *pasci_tape_mem_raw(pasco_tape *tp, size_t bytes);
 
+/* The capacity of a tape's message (pasco_tape_message), '\0' included:
+ * model/graph.c puts the node an op failed at before the op's message. */
+#define PASCI_TAPE_MSG_MAX 512
+
 /* Sets the tape's error (first one sticks) with a printf message; returns
  * NULL so an op can `return pasci_tape_fail(...)`. */
 pasco_tnode *pasci_tape_fail(pasco_tape *tp, int err, const char *fmt, ...)

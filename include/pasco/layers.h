@@ -55,6 +55,7 @@
  *     training flag is Keras's training argument).
  *   Activation: activation.
  *   Concatenate: its inputs along the last axis (functional models).
+ *   Custom: an op graph or a registered C function (graph.h).
  *   Normalization: Keras's (2.x) keras.layers.Normalization(axis=-1):
  *     (x - mean) / max(sqrt(variance), 1e-7) per feature (the last axis),
  *     mean and variance adapted from data by pasco_model_adapt. Variables
@@ -114,6 +115,7 @@ typedef enum pasco_layer_kind {
 	PASCO_LAYER_ACTIVATION    = 4,
 	PASCO_LAYER_CONCATENATE   = 5,
 	PASCO_LAYER_NORMALIZATION = 6,
+	PASCO_LAYER_CUSTOM        = 7, /* graph.h */
 	/* Not a kind: one past the last (a new kind goes before it). */
 	PASCO_LAYER_KIND_COUNT
 } pasco_layer_kind;
@@ -133,6 +135,8 @@ typedef enum pasco_act {
 /* In pasco_layer.inputs: the model's input k (else a layer's index). */
 #define PASCO_MODEL_INPUT(k) (-1 - (int32_t) (k))
 
+typedef struct pasco_custom pasco_custom; /* graph.h */
+
 typedef struct pasco_layer {
 	pasco_layer_kind kind;
 	char             name[PASCO_LAYER_NAME_MAX];
@@ -151,6 +155,10 @@ typedef struct pasco_layer {
 	pasco_dynamic_options    dynamic_options; /* but dim, initializer */
 	/* Dropout */
 	double rate;
+	/* Custom (graph.h): its definition, a reference held by each model
+	 * and by the description pasco_layer_graph or pasco_layer_function
+	 * made (pasco_layer_release drops it). */
+	pasco_custom *custom;
 	/* What the layer is called on (pasco_model_functional): ninputs
 	 * entries, each an earlier layer's index or PASCO_MODEL_INPUT(k);
 	 * ninputs 0: the previous layer's output (the first layer: input
@@ -308,6 +316,10 @@ typedef enum pasco_loss_kind {
 	PASCO_LOSS_BINARY_CROSSENTROPY             = 2,
 	PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 3,
 	PASCO_LOSS_CATEGORICAL_CROSSENTROPY        = 4, /* one-hot labels */
+	/* the model's compiled loss graph (pasco_compile_options.loss_graph):
+	 * for pasco_model_loss and pasco_model_train_step on a model
+	 * compiled with one */
+	PASCO_LOSS_GRAPH = 5,
 } pasco_loss_kind;
 
 /* A Keras loss, reduced by the mean over the batch. from_logits: the

@@ -112,6 +112,16 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  * given. The compile config travels with the model's config. */
 typedef struct pasco_compile_options {
 	const char        *loss;
+	/* A custom loss (docs/GRAPHS.md, "A custom loss"), used instead of
+	 * loss when not NULL: the JSON text of {"name": ..., "graph": {...}},
+	 * a loss op graph of inputs y_true (the targets, cast to its traced
+	 * dtype) and y_pred (the model's output) whose output is the loss, a
+	 * scalar, or per-example losses [batch] averaged. Parsed and checked
+	 * here (PASCO_EINVAL naming the node and what was wrong); the compile
+	 * config writes it as {"class_name": "Graph", "config": {...}} and
+	 * the workers run it in fit's and evaluate's steps. from_logits does
+	 * not apply. */
+	const char        *loss_graph;
 	bool               from_logits;
 	pasco_optimizer    optimizer;
 	const char *const *metrics;

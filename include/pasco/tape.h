@@ -44,9 +44,12 @@
  * every later op on the tape does nothing and returns NULL (a NULL input
  * is accepted for that reason), so a step checks once, at the end.
  *
- * Broadcasting. add, sub and mul take two tensors of one shape, or one
- * whose shape is the trailing dimensions of the other's (a row [n]
- * against [batch, n]; a scalar against anything): the smaller repeats.
+ * Broadcasting. add, sub, mul, div, maximum, minimum, where and the
+ * comparisons broadcast as numpy does: shapes aligned from the right, a
+ * dimension of 1 (or a missing one) repeats ([b, 1] against [b, n], a
+ * row [n] against [b, n], a scalar against anything); the gradient of a
+ * repeated input is summed over its repeats. A row added to a matrix
+ * costs what bias_add does.
  *
  * A tape is used by one thread. Not thread-safe: call from the owning
  * thread.
@@ -113,8 +116,8 @@ pasco_tnode *pasco_tape_watch_keys(
  * not hold or release it). NULL for NULL. */
 const pasco_tensor *pasco_tnode_value(const pasco_tnode *n);
 
-/* Linear algebra and arithmetic. matmul: rank 2, op(a) op(b), op
- * transposing when asked. add, sub, mul: elementwise with broadcasting
+/* Linear algebra and arithmetic. matmul: rank 2 (or 3, below), op(a)
+ * op(b), op transposing when asked. add, sub, mul: elementwise with broadcasting
  * (above). scale: a * s. bias_add: x [..., n] + bias [n]. */
 pasco_tnode *pasco_t_matmul(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b,
     bool transpose_a, bool transpose_b);
@@ -242,5 +245,114 @@ int pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars);
  * PASCO_EINVAL. On failure the tape's error is set and returned. Blocks. */
 int pasco_tape_apply(pasco_tape *tp, pasco_tnode *loss, size_t n,
     const pasco_tape_var *vars, const pasco_optimizer *opt);
+
+/* ---- more ops (docs/GRAPHS.md's table), each numpy's or Keras's ---- */
+
+/* Elementwise with broadcasting (above): a / b, and the larger (smaller)
+ * of a and b, whose gradient goes to that input, to a on ties. */
+pasco_tnode *pasco_t_div(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_maximum(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_minimum(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+
+/* Comparisons with broadcasting: 1 where a > b (>=, <, <=, ==, !=) and 0
+ * elsewhere, of a's dtype; no gradient flows through them. */
+pasco_tnode *pasco_t_greater(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_greater_equal(
+    pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_less(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_less_equal(
+    pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_equal(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_not_equal(
+    pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+
+/* x where cond is nonzero, else y, the three broadcast together. cond:
+ * any dtype (a node's value, pasco_tnode_value, or integers), only read
+ * during the call; the gradient goes to x where cond is true, to y
+ * elsewhere. */
+pasco_tnode *pasco_t_where(pasco_tape *tp, const pasco_tensor *cond,
+    pasco_tnode *x, pasco_tnode *y);
+
+/* Elementwise: e^x, ln x, sqrt x, x^2, |x| (gradient 0 at 0), -x. */
+pasco_tnode *pasco_t_exp(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_log(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_sqrt(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_square(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_abs(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_negative(pasco_tape *tp, pasco_tnode *x);
+
+/* x clipped to [min, max] (min <= max), Keras's clip: the gradient passes
+ * where min <= x <= max and is 0 outside. */
+pasco_tnode *pasco_t_clip(
+    pasco_tape *tp, pasco_tnode *x, double min, double max);
+
+/* Reductions over axes[0..naxes) (negative from the end, each once;
+ * axes NULL: every axis), the reduced axes kept as 1 with keepdims.
+ * reduce_max's gradient goes to the first maximum in row-major order. A
+ * mean or a maximum of no elements is an error. */
+pasco_tnode *pasco_t_reduce_sum_axes(pasco_tape *tp, pasco_tnode *x,
+    size_t naxes, const int32_t *axes, bool keepdims);
+pasco_tnode *pasco_t_reduce_mean_axes(pasco_tape *tp, pasco_tnode *x,
+    size_t naxes, const int32_t *axes, bool keepdims);
+pasco_tnode *pasco_t_reduce_max(pasco_tape *tp, pasco_tnode *x,
+    size_t naxes, const int32_t *axes, bool keepdims);
+
+/* The index of the first maximum along axis: an i64 tensor of x's shape
+ * without that axis, owned by the tape (valid until it is freed; do not
+ * release it). NULL on error. */
+const pasco_tensor *pasco_t_argmax(
+    pasco_tape *tp, pasco_tnode *x, int32_t axis);
+
+/* softmax and log_softmax over axis (negative from the end). */
+pasco_tnode *pasco_t_softmax_axis(
+    pasco_tape *tp, pasco_tnode *x, int32_t axis);
+pasco_tnode *pasco_t_log_softmax(
+    pasco_tape *tp, pasco_tnode *x, int32_t axis);
+
+/* x / sqrt(max(sum(x^2 along axis), epsilon)), TensorFlow's. */
+pasco_tnode *pasco_t_l2_normalize(
+    pasco_tape *tp, pasco_tnode *x, int32_t axis, double epsilon);
+
+/* Shapes. transpose: out.shape[d] = x.shape[perm[d]] (perm NULL: the
+ * axes reversed). expand_dims: a dimension of 1 inserted at axis (in
+ * [-rank - 1, rank]). squeeze: axis, of size 1, removed. slice: size[d]
+ * elements from begin[d] in each dimension (-1: to the end). */
+pasco_tnode *pasco_t_transpose(
+    pasco_tape *tp, pasco_tnode *x, const int32_t *perm);
+pasco_tnode *pasco_t_expand_dims(
+    pasco_tape *tp, pasco_tnode *x, int32_t axis);
+pasco_tnode *pasco_t_squeeze(pasco_tape *tp, pasco_tnode *x, int32_t axis);
+pasco_tnode *pasco_t_slice(pasco_tape *tp, pasco_tnode *x,
+    const int64_t *begin, const int64_t *size);
+
+/* params' slices along axis picked by indices (i32 or i64, any shape,
+ * each in [0, params.shape[axis])): the shape params.shape[:axis] +
+ * indices.shape + params.shape[axis+1:], TensorFlow's gather. The
+ * gradient scatter-adds (a repeated index gets the sum). indices is only
+ * read during the call. */
+pasco_tnode *pasco_t_gather(pasco_tape *tp, pasco_tnode *params,
+    const pasco_tensor *indices, int32_t axis);
+
+/* indices (i32 or i64, any shape) as one-hot rows of depth: a node of
+ * dtype (f32 or f64) of shape indices.shape + [depth], an index outside
+ * [0, depth) giving a row of zeros, as TensorFlow's. Not differentiated;
+ * indices is only read during the call. */
+pasco_tnode *pasco_t_one_hot(pasco_tape *tp, const pasco_tensor *indices,
+    int64_t depth, pasco_dtype dtype);
+
+/* matmul (above) also takes two rank 3 inputs: [batch, m, k] x [batch,
+ * k, n], batch dimensions equal, transposes on the last two axes.
+ * dot: numpy's for ranks 1 and 2 ([n].[n] a scalar, [m,n].[n] [m],
+ * [n].[n,k] [k], [m,n].[n,k] [m,k]). batch_dot: Keras's, x and y of rank 2
+ * or 3 with one batch, contracting axis_x of x with axis_y of y (each
+ * past the batch); [b,n].[b,n] on [1, 1] gives [b, 1]. */
+pasco_tnode *pasco_t_dot(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);
+pasco_tnode *pasco_t_batch_dot(pasco_tape *tp, pasco_tnode *x,
+    pasco_tnode *y, int32_t axis_x, int32_t axis_y);
+
+/* stop_gradient: x's value, with no gradient flowing back to x. cast:
+ * x's value as dtype (f32 or f64), the gradient cast back. */
+pasco_tnode *pasco_t_stop_gradient(pasco_tape *tp, pasco_tnode *x);
+pasco_tnode *pasco_t_cast(pasco_tape *tp, pasco_tnode *x, pasco_dtype dtype);
 
 #endif

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "layers_impl.h"
+#include "pasco/graph.h"
 
 /* The length of every table indexed by kind (kind 0 is none). */
 #define PASCI_LAYER_KINDS PASCO_LAYER_KIND_COUNT
@@ -61,6 +62,9 @@ typedef struct pasci_layer_desc {
 	 * PASCO_LAYER_MAX_INPUTS), else on one. */
 	bool ids;
 	int  min_inputs;
+	/* Called on 1 to PASCO_LAYER_MAX_INPUTS inputs, of features or ids
+	 * alike (Custom): an ids input's node is NULL in call's in. */
+	bool any_inputs;
 	/* Keras's defaults into l (kind set, the rest zero); NULL: none. */
 	void (*defaults)(pasco_layer *l);
 	/* Checks l's options against its inputs' widths[0..l->ninputs);
@@ -68,12 +72,22 @@ typedef struct pasci_layer_desc {
 	 * with pasci_model_fail naming the layer. */
 	int (*check)(
 	    const pasco_layer *l, const int64_t *widths, int64_t *out);
+	/* The most variables layer l adds; NULL: PASCI_LAYER_MAX_VARS. */
+	size_t (*max_vars)(const pasco_layer *l);
 	/* Adds layer i's variables (pasci_model_add_var), its input being
 	 * widths[0] wide; NULL: none. */
 	void (*variables)(pasco_model *m, size_t i, const int64_t *widths);
 	/* The forward pass of layer c->i: its output node, or NULL with the
 	 * tape's error set. */
 	pasco_tnode *(*call)(pasci_layer_call *c);
+	/* Its regularizers' terms of layer c->i added to loss (its
+	 * variables' nodes in c->nodes); NULL: none (Dense's kernel_l2 is
+	 * sequential.c's). */
+	pasco_tnode *(*penalty)(pasci_layer_call *c, pasco_tnode *loss);
+	/* A model's copy of l takes a reference to what l holds (hold),
+	 * and drops it (release); NULL: l holds nothing. */
+	void (*hold)(pasco_layer *l);
+	void (*release)(pasco_layer *l);
 	/* Its config fields but "name" into c; false without memory. */
 	bool (*write)(cJSON *c, const pasco_layer *l);
 	/* Its options from config c (keys checked already), over its
@@ -98,6 +112,10 @@ pasco_layer pasci_layer_named(pasco_layer l);
  * an initializer of seed 0 gets the model's (layers.h, "Seeds"). */
 void pasci_model_add_var(pasco_model *m, size_t i, const char *what,
     int32_t rank, int64_t d0, int64_t d1, pasco_initializer init);
+
+/* The same of any rank (up to PASCO_MAX_RANK). */
+void pasci_model_add_var_shape(pasco_model *m, size_t i, const char *what,
+    int32_t rank, const int64_t *shape, pasco_initializer init);
 
 /* The node of layer i's variable j, or NULL with the tape's error set
  * when the caller gave none. */

@@ -15,6 +15,7 @@ extern const pasci_layer_desc pasci_layer_dropout_desc;
 extern const pasci_layer_desc pasci_layer_activation_desc;
 extern const pasci_layer_desc pasci_layer_concatenate_desc;
 extern const pasci_layer_desc pasci_layer_normalization_desc;
+extern const pasci_layer_desc pasci_layer_custom_desc;
 
 static const pasci_layer_desc *const table[] = {
     [PASCO_LAYER_DENSE]         = &pasci_layer_dense_desc,
@@ -23,6 +24,7 @@ static const pasci_layer_desc *const table[] = {
     [PASCO_LAYER_ACTIVATION]    = &pasci_layer_activation_desc,
     [PASCO_LAYER_CONCATENATE]   = &pasci_layer_concatenate_desc,
     [PASCO_LAYER_NORMALIZATION] = &pasci_layer_normalization_desc,
+    [PASCO_LAYER_CUSTOM]        = &pasci_layer_custom_desc,
 };
 
 _Static_assert(sizeof(table) / sizeof(table[0]) == PASCI_LAYER_KINDS,

@@ -26,7 +26,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["Layer", "Dense", "Embedding", "Dropout", "Activation",
-           "Concatenate", "Normalization", "Input", "KerasTensor"]
+           "Concatenate", "Normalization", "Input", "KerasTensor", "Custom"]
 
 _ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh", "softmax")
 _INITIALIZERS = {"zeros": "Zeros", "ones": "Ones", "uniform": "RandomUniform",
@@ -500,6 +500,34 @@ class Activation(Layer):
 
     def _config(self) -> Dict[str, Any]:
         return {"activation": self.activation}
+
+
+class Custom(Layer):
+    """A "Custom" layer as a model's config holds it (docs/GRAPHS.md): an
+    op graph (graph, and inference_graph when not training) or a C layer
+    function registered by that name on every worker (include/pasco/
+    graph.h), with input_widths and output_width. A pasco.layers.Layer
+    subclass traced with pasco.ops writes this config itself."""
+
+    class_name = "Custom"
+    _config_args = {"layer_class": "class"}
+
+    def __init__(self, layer_class: Optional[str] = None,
+                 input_widths: Optional[List[int]] = None,
+                 output_width: Optional[int] = None,
+                 graph: Optional[dict] = None,
+                 inference_graph: Optional[dict] = None,
+                 function: Optional[str] = None,
+                 options: Optional[dict] = None,
+                 name: Optional[str] = None) -> None:
+        super().__init__(name=name)
+        self._fields = {"class": layer_class, "input_widths": input_widths,
+                        "output_width": output_width, "graph": graph,
+                        "inference_graph": inference_graph,
+                        "function": function, "options": options}
+
+    def _config(self) -> Dict[str, Any]:
+        return {k: v for k, v in self._fields.items() if v is not None}
 
 
 class Concatenate(Layer):
