@@ -29,8 +29,8 @@ class Cross(pasco.layers.Layer):
 
 def make():
     ins = zoo.click_inputs()
-    x0 = pasco.layers.Concatenate()(zoo.field_embeddings(ins, 8) +
-                                    [ins["dense"]])
+    fields = pasco.layers.Concatenate()(zoo.field_embeddings(ins, 8))
+    x0 = pasco.layers.Concatenate()([fields, ins["dense"]])
     x = Cross(name="cross_1")([x0, x0])
     x = Cross(name="cross_2")([x0, x])
     deep = pasco.layers.Dense(64, activation="relu", name="deep_1")(x0)

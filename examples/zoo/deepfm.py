@@ -29,7 +29,8 @@ def make():
     ins = zoo.click_inputs()
     emb = zoo.field_embeddings(ins, 8)
     fm = FactorizationMachine(name="fm")(emb)
-    x = pasco.layers.Concatenate()(emb + [ins["dense"]])
+    x = pasco.layers.Concatenate()([pasco.layers.Concatenate()(emb),
+                                    ins["dense"]])
     x = pasco.layers.Dense(64, activation="relu", name="deep_1")(x)
     x = pasco.layers.Dense(32, activation="relu", name="deep_2")(x)
     deep = pasco.layers.Dense(1, name="deep_out")(x)

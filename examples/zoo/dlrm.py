@@ -1,7 +1,7 @@
 """DLRM on the click data: a bottom MLP on the dense features (3 -> 16
 -> 8), the dot interaction of its output with the 8 field embeddings (a
-dynamic Embedding of 8 per hashed string field) as a custom layer
-(stacked into [batch, 9, 8], a batched matmul with its own transpose,
+dynamic Embedding of 8 per hashed string field, concatenated) as a
+custom layer (stacked into [batch, 9, 8], a batched matmul with its own transpose,
 the 36 pairs above the diagonal, concatenated after the bottom MLP's
 output), and a top MLP (44 -> 32 -> 1, sigmoid). Run on every task:
     pasco launch --ps 2 --workers 2 -- python3 examples/zoo/dlrm.py DIR
@@ -15,18 +15,21 @@ from pasco import ops
 
 
 class DotInteraction(pasco.layers.Layer):
-    """[bottom, e_1 .. e_n] ([batch, k] each) -> [bottom, <a, b> for each
-    pair of them]: [batch, k + (n+1) n / 2]."""
+    """[bottom [batch, k], the n field embeddings concatenated [batch,
+    n k]] -> [bottom, <a, b> for each pair of the n + 1 vectors]:
+    [batch, k + (n + 1) n / 2]."""
 
     def call(self, inputs, training=False):
-        n = len(inputs)
-        z = ops.concatenate([ops.expand_dims(x, 1) for x in inputs],
-                            axis=1)
+        bottom, fields = inputs
+        k = bottom.shape[1]
+        n = 1 + fields.shape[1] // k
+        z = ops.concatenate([ops.expand_dims(bottom, 1),
+                             ops.reshape(fields, (-1, n - 1, k))], axis=1)
         g = ops.reshape(ops.matmul(z, ops.transpose(z, (0, 2, 1))),
                         (-1, n * n))
         i, j = np.triu_indices(n, 1)
         upper = ops.take(g, (i * n + j).astype(np.int64), axis=1)
-        return ops.concatenate([inputs[0], upper], axis=1)
+        return ops.concatenate([bottom, upper], axis=1)
 
 
 def make():
@@ -34,8 +37,8 @@ def make():
     b = pasco.layers.Dense(16, activation="relu",
                            name="bottom_1")(ins["dense"])
     b = pasco.layers.Dense(8, activation="relu", name="bottom_2")(b)
-    x = DotInteraction(name="interaction")(
-        [b] + zoo.field_embeddings(ins, 8))
+    fields = pasco.layers.Concatenate()(zoo.field_embeddings(ins, 8))
+    x = DotInteraction(name="interaction")([b, fields])
     x = pasco.layers.Dense(32, activation="relu", name="top_1")(x)
     out = pasco.layers.Dense(1, activation="sigmoid", name="out")(x)
     inputs = [ins[f"f{i}"] for i in range(zoo.FIELDS)] + [ins["dense"]]

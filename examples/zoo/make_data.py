@@ -35,7 +35,7 @@ import sys
 import numpy as np
 
 FIELDS = 8
-VOCAB = (40, 60, 100, 150, 200, 300, 500, 1000)
+VOCAB = (8, 12, 16, 24, 32, 48, 64, 100)
 HIDDEN = 4
 DENSE = 3
 

@@ -3,7 +3,7 @@ suites python and zoo):
     zoo_torch.py PASCO_EXE LIBPASCO SOURCE_ROOT [SANITIZE] [MODEL...]
 MODEL: linear, deepfm, dcn_v2, dlrm, two_tower (default: all).
 
-Data: examples/zoo/make_data.py's (12,000 rows here). For each model:
+Data: examples/zoo/make_data.py's (30,000 rows here). For each model:
 1. `pasco launch --ps 2 --workers 1 -- python3 examples/zoo/M.py DIR
    --check FILE`: the first 20 steps of SGD on one worker, one at a time,
    the files in order; FILE has the initial weights (read from the ps)
@@ -67,6 +67,7 @@ if sanitize != "none":
 need_torch()
 sys.path.insert(0, os.path.join(root, "tests", "python"))
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 import zoo_models  # noqa: E402
 
@@ -75,16 +76,18 @@ sys.path[:0] = [os.path.join(root, "python"),
                 os.path.join(root, "examples", "zoo")]
 import zoo  # noqa: E402
 
+torch.set_num_threads(1)  # the cluster's processes share the cores
+
 MARK = f"pasco-zoo-{os.getpid()}-{time.monotonic_ns()}"
 env = dict(os.environ, PYTHONPATH=os.path.join(root, "python"),
            PASCO_LIBRARY=libpasco, PYTHONUNBUFFERED="1",
            PASCO_TEST_MARK=MARK)
-ROWS = 12000
+ROWS = 30000
 CHECK_STEPS, CHECK_BATCH, CHECK_LR = 20, 64, 0.1
 # per model: epochs, steps per epoch, batch, Adam's rate
-TRAIN = {"linear": (2, 60, 256, 1e-2), "deepfm": (2, 60, 256, 5e-3),
-         "dcn_v2": (2, 60, 256, 5e-3), "dlrm": (2, 60, 256, 5e-3),
-         "two_tower": (2, 60, 128, 5e-3)}
+TRAIN = {"linear": (4, 500, 256, 2e-3), "deepfm": (4, 500, 256, 2e-3),
+         "dcn_v2": (4, 500, 256, 2e-3), "dlrm": (4, 500, 256, 2e-3),
+         "two_tower": (4, 500, 128, 2e-3)}
 failures = []
 
 
