@@ -19,8 +19,7 @@ def make():
 
 
 def chief(cluster):
-    return zoo.run(cluster, __doc__, make, zoo.click_data, zoo.auc_score,
-                   lr=1e-2)
+    return zoo.run(cluster, __doc__, make, zoo.click_data, zoo.auc_score)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def clicks(rows: int, seed: int = 32) -> dict:
     return {"cat": cat, "dense": dense, "label": label, "p": p}
 
 
-def pairs(rows: int, users: int = 600, items: int = 300,
+def pairs(rows: int, users: int = 200, items: int = 100,
           seed: int = 33) -> dict:
     """The interactions: user, user_group, item, item_category strings
     [rows] each; a user's item is drawn from a softmax of the hidden dot
@@ -147,7 +147,7 @@ def pairs(rows: int, users: int = 600, items: int = 300,
     uvec = gvec[ucat] + rng.normal(0, 0.7, (users, 8))
     ivec = cvec[icat] + rng.normal(0, 0.7, (items, 8))
     u = _zipf(rng, users, rows)
-    logits = uvec[u] @ ivec.T * 0.8
+    logits = uvec[u] @ ivec.T * 3.0
     logits -= logits.max(1, keepdims=True)
     prob = np.exp(logits)
     prob /= prob.sum(1, keepdims=True)

@@ -110,7 +110,7 @@ class Dense(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x @ self.kernel + self.bias
-        return {"linear": y, "relu": torch.relu(y),
+        return {"linear": y, "relu": torch.relu(y), "tanh": torch.tanh(y),
                 "sigmoid": torch.sigmoid(y)}[self.act]
 
 
@@ -181,7 +181,7 @@ class DCNv2(ClickModel):
 class DLRM(ClickModel):
     def __init__(self, tables: Tables, w: Dict[str, np.ndarray]) -> None:
         super().__init__(tables)
-        self.bottom = mlp(w, [("bottom_1", "relu"), ("bottom_2", "relu")])
+        self.bottom = mlp(w, [("bottom_1", "relu"), ("bottom_2", "linear")])
         self.top = mlp(w, [("top_1", "relu"), ("out", "sigmoid")])
 
     def forward(self, rows: np.ndarray, dense: torch.Tensor) -> torch.Tensor:

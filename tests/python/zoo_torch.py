@@ -13,10 +13,15 @@ Data: examples/zoo/make_data.py's (30,000 rows here). For each model:
    how), steps the same batches, and each loss must equal pasco's to f32
    rounding (relative 2e-5, after 20 steps of updates).
 2. `pasco launch --ps 2 --workers 2 -- python3 examples/zoo/M.py DIR
-   --save FILE`: fit with Adam on 2 workers (asynchronous), predict the
-   evaluation rows, AUC (recall@10 for two_tower) on the chief; the
-   PyTorch twin trains as many steps of the same batch size with Adam
-   from the same initial weights: the scores must be within 0.01.
+   --save FILE`: fit with Adam on 2 workers (asynchronous, shuffled),
+   predict the evaluation rows, AUC (recall@10 for two_tower) on the
+   chief; the PyTorch twin trains as many steps of the same batch size
+   with Adam from the same initial weights, three times (three batch
+   orders): the score must be within 0.01 of their range. One PyTorch
+   run is not the reference: from one initial state, the batch order
+   alone moves these small models between plateaus (DLRM: AUC 0.916,
+   0.931, 0.918; two-tower: recall@10 0.944, 0.987, 0.978), and the
+   2-worker run is one more order.
 And the click data are what the zoo is for: DeepFM's AUC beats the
 linear model's by at least 0.02 (its label is mostly field interactions).
 
@@ -87,7 +92,8 @@ CHECK_STEPS, CHECK_BATCH, CHECK_LR = 20, 64, 0.1
 # per model: epochs, steps per epoch, batch, Adam's rate
 TRAIN = {"linear": (4, 500, 256, 2e-3), "deepfm": (4, 500, 256, 2e-3),
          "dcn_v2": (4, 500, 256, 2e-3), "dlrm": (4, 500, 256, 2e-3),
-         "two_tower": (4, 500, 128, 2e-3)}
+         "two_tower": (8, 500, 128, 2e-3)}
+SEEDS = (0, 1, 2)
 failures = []
 
 
@@ -150,6 +156,20 @@ def check_losses(model, d, hasher):
                         f"or do not fall ({ours[0]:.6f} -> {ours[-1]:.6f})")
 
 
+def torch_score(model, d, saved, hasher, seed):
+    """(name, value): the PyTorch twin's score after training as the 2-worker
+    run did, from its initial weights, on the batch order of seed."""
+    epochs, steps, batch, lr = TRAIN[model]
+    twin = zoo_models.Setup(model, d, saved, hasher)
+    twin.train(epochs * steps, batch, lr, seed)
+    pred = twin.predict()
+    if twin.kind == "clicks":
+        return "auc", zoo.auc(twin.y[twin.train_rows:], pred[:, 0])
+    half = pred.shape[1] // 2
+    return "recall@10", zoo.recall_at_k(pred[:, :half], pred[:, half:],
+                                        twin.items[twin.train_rows:], 10)
+
+
 def compare_training(model, d, hasher):
     epochs, steps, batch, lr = TRAIN[model]
     out = os.path.join(d, f"{model}-fit.npz")
@@ -158,22 +178,15 @@ def compare_training(model, d, hasher):
               str(lr)) is None:
         return None
     saved = np.load(out)
-    twin = zoo_models.Setup(model, d, saved, hasher)
-    twin.train(epochs * steps, batch, lr)
-    pred = twin.predict()
-    if twin.kind == "clicks":
-        name, theirs = "auc", zoo.auc(twin.y[twin.train_rows:], pred[:, 0])
-    else:
-        half = pred.shape[1] // 2
-        items = twin.items[twin.train_rows:]
-        name, theirs = "recall@10", zoo.recall_at_k(
-            pred[:, :half], pred[:, half:], items, 10)
-    ours = float(saved["score"])
+    theirs = [torch_score(model, d, saved, hasher, seed) for seed in SEEDS]
+    name, ours = theirs[0][0], float(saved["score"])
+    lo, hi = min(t for _, t in theirs), max(t for _, t in theirs)
     print(f"{model}: {name}: pasco {ours:.4f} (2 workers), torch "
-          f"{theirs:.4f}", flush=True)
-    if not abs(ours - theirs) <= 0.01:
+          f"{', '.join(f'{t:.4f}' for _, t in theirs)} (batch orders "
+          f"{SEEDS})", flush=True)
+    if not lo - 0.01 <= ours <= hi + 0.01:
         failures.append(f"{model}: {name} {ours:.4f} is not within 0.01 of "
-                        f"PyTorch's {theirs:.4f}")
+                        f"PyTorch's {lo:.4f} .. {hi:.4f}")
     return ours
 
 
