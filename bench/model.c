@@ -286,6 +286,7 @@ kind_batch(bench_kind k, pasco_tensor *const **x, const pasco_tensor **y,
 typedef struct run_result {
 	double rate;   /* steps/s */
 	double cpu_us; /* CPU per step */
+	double loss;   /* the first step's loss (in one process) */
 } run_result;
 
 /* CPU seconds of the calling thread (with one OpenBLAS thread, all the
@@ -354,7 +355,7 @@ distinct(const pasco_tensor *ids)
  * distinct ids (uids, urows), other tables whole. */
 static int
 tape_pass(const pasco_model *m, pasco_tensor **p, bench_kind kind,
-    pasco_tensor *uids, pasco_tensor *urows)
+    pasco_tensor *uids, pasco_tensor *urows, double *loss_value)
 {
 	pasco_tape         *tp;
 	pasco_tnode        *nodes[MAX_VARS], *l;
@@ -379,6 +380,7 @@ tape_pass(const pasco_model *m, pasco_tensor **p, bench_kind kind,
 	l  = pasco_model_loss(m, tp, x, y, loss, nodes);
 	rv = pasco_tape_gradient(tp, l, n, nodes, g);
 	if (rv == 0) {
+		*loss_value = pasco_tensor_get(pasco_tnode_value(l), 0);
 		pasco_tape_grad_fini(g, n);
 	} else {
 		fprintf(stderr, "model: %s\n", pasco_tape_message(tp));
@@ -398,7 +400,7 @@ pass_rate(const bench_model *bm, const variant *v, long steps)
 	pasco_tensor *uids = NULL, *urows = NULL;
 	double        loss, start, cpu;
 	int           rv = m == NULL ? PASCO_EINVAL : 0;
-	run_result    r  = {-1, -1};
+	run_result    r  = {-1, -1, 0};
 	if (rv != 0) {
 		fprintf(stderr, "model: %s: %s\n", v->label,
 		    custom_err[0] ? custom_err : pasco_model_last_error());
@@ -414,12 +416,13 @@ pass_rate(const bench_model *bm, const variant *v, long steps)
 	cpu   = thread_cpu();
 	for (long s = 0; s < steps && rv == 0; s++) {
 		if (v->make != NULL) {
-			rv = tape_pass(m, p, bm->kind, uids, urows);
+			rv = tape_pass(m, p, bm->kind, uids, urows, &loss);
 		} else if (bm->kind == K_TUTORIAL) {
 			rv = tutorial_gradients(p, rows, tut_in.y, g, &loss);
 		} else {
 			rv = gradients(4, p, mlp_in.x, mlp_in.y, g, &loss);
 		}
+		r.loss = s == 0 ? loss : r.loss;
 		release_all(g, 4);
 	}
 	if (rv == 0) {
@@ -456,7 +459,7 @@ static run_result
 timed_steps(pasco_coordinator *coord, const char *fn, const pasco_arg *args,
     size_t nargs, long steps)
 {
-	run_result r  = {-1, -1};
+	run_result r  = {-1, -1, 0};
 	double     c0 = worker_cpu(coord), start = bench_now(), c1;
 	for (long i = 0; i < steps; i++) {
 		if (pasco_schedule(coord, fn, args, nargs, NULL) != 0) {
@@ -501,6 +504,7 @@ keep_best(run_result *best, run_result r)
 {
 	best->rate   = r.rate > best->rate ? r.rate : best->rate;
 	best->cpu_us = r.cpu_us < best->cpu_us ? r.cpu_us : best->cpu_us;
+	best->loss   = r.loss;
 }
 
 /* The table lines and JSON figures of one comparison: steps/s, and CPU
@@ -541,7 +545,8 @@ report(const bench_model *bm, const char *where, const char *whose,
 static int
 in_process_figures(const bench_model *bm, long steps)
 {
-	run_result best[3] = {{0, INFINITY}, {0, INFINITY}, {0, INFINITY}};
+	run_result best[3] = {
+	    {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
 	for (int r = 0; r < TRAIN_REPEATS; r++) {
 		for (size_t i = 0; i < bm->nvariants; i++) {
 			run_result x = pass_rate(bm, &bm->v[i], steps);
@@ -554,6 +559,14 @@ in_process_figures(const bench_model *bm, long steps)
 		}
 	}
 	report(bm, "forward + backward", "CPU", best);
+	/* the variants compute one model: the same loss from the same
+	 * starting values (the hand-written tutorial's, of the logits, too) */
+	printf("  %-26s loss     %s %8.6f", "the first step's", bm->v[0].label,
+	    best[0].loss);
+	for (size_t i = 1; i < bm->nvariants; i++) {
+		printf("  %s %8.6f", bm->v[i].label, best[i].loss);
+	}
+	printf("\n");
 	return 0;
 }
 
@@ -594,7 +607,8 @@ distributed_figures(pasco_coordinator *coord, pasco_strategy *s,
 	pasco_variable *hv[MAX_VARS] = {0};
 	pasco_arg       a[3][MAX_VARS];
 	size_t          n[3]    = {0};
-	run_result      best[3] = {{0, INFINITY}, {0, INFINITY}, {0, INFINITY}};
+	run_result      best[3] = {
+	         {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
 	int             rv      = 0;
 	for (size_t i = 0; i < bm->nvariants && rv == 0; i++) {
 		rv = variant_args(s, bm, &bm->v[i], &m[i], hv, a[i], &n[i]);
