@@ -43,7 +43,7 @@ def make():
 
 def chief(cluster):
     return zoo.run(cluster, __doc__, make, zoo.pair_data, zoo.recall_score,
-                   epochs=8, batch=128, lr=5e-3)
+                   epochs=8, batch=128)
 
 
 if __name__ == "__main__":
