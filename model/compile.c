@@ -56,16 +56,15 @@ static int
 resolve_metric(const pasco_model *m, const pasci_compile *c, const char *name,
     pasci_metric_kind *kind)
 {
-	int64_t width  = pasco_model_output_width(m);
-	bool    sparse = c->loss.kind ==
-	                  PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
-	              (c->loss_graph != NULL &&
-	                  pasci_loss_graph_sparse_labels(c->loss_graph));
+	int64_t width = pasco_model_output_width(m);
+	bool    sparse =
+	    c->loss.kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
+	    (c->loss_graph != NULL &&
+	        pasci_loss_graph_sparse_labels(c->loss_graph));
 	if (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0) {
-		*kind =
-		    width == 1 ? PASCI_METRIC_BINARY_ACCURACY
-		    : sparse   ? PASCI_METRIC_SPARSE_CAT_ACCURACY
-		        : PASCI_METRIC_CATEGORICAL_ACCURACY;
+		*kind = width == 1 ? PASCI_METRIC_BINARY_ACCURACY
+		        : sparse   ? PASCI_METRIC_SPARSE_CAT_ACCURACY
+		                   : PASCI_METRIC_CATEGORICAL_ACCURACY;
 		return PASCO_OK;
 	}
 	for (size_t i = 0; i < COUNT(metric_names); i++) {
@@ -143,7 +142,8 @@ compile_loss(const pasco_model *m, const pasco_compile_options *o,
 		    PASCO_EINVAL, "compile: loss_graph is not JSON");
 	}
 	if (lg != NULL) {
-		rv = pasci_loss_graph_read(lg, &c->loss_graph, "compile: loss");
+		rv =
+		    pasci_loss_graph_read(lg, &c->loss_graph, "compile: loss");
 		cJSON_Delete(parsed);
 		if (rv == 0) {
 			c->loss = (pasco_loss){PASCO_LOSS_GRAPH, false};
@@ -203,8 +203,8 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 {
 	int rv;
 	c->opt            = o->optimizer.kind == 0
-	                       ? pasci_opt_desc_of(PASCO_OPT_RMSPROP)->defaults
-	                       : o->optimizer;
+	                        ? pasci_opt_desc_of(PASCO_OPT_RMSPROP)->defaults
+	                        : o->optimizer;
 	c->opt.iterations = NULL;
 	c->global_step    = !o->no_global_step;
 	if ((rv = check_optimizer(&c->opt)) != 0) {
@@ -218,17 +218,18 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 	for (size_t k = 0; k < o->nmetrics; k++) {
 		const char *name = o->metrics[k] != NULL ? o->metrics[k] : "";
 		if (strlen(name) >= PASCI_METRIC_NAME_MAX ||
-		    (rv = resolve_metric(
-		         m, c, name, &c->metric_kinds[k])) != 0) {
+		    (rv = resolve_metric(m, c, name, &c->metric_kinds[k])) !=
+		        0) {
 			return rv != 0 ? rv
 			               : pasci_model_fail(PASCO_EINVAL,
 			                     "compile: metric name too long");
 		}
-		snprintf(c->metric_names[k], PASCI_METRIC_NAME_MAX, "%s", name);
+		snprintf(
+		    c->metric_names[k], PASCI_METRIC_NAME_MAX, "%s", name);
 		c->metric_off[k] = c->state_len;
 		c->state_len += c->metric_kinds[k] == PASCI_METRIC_AUC
-		                   ? 4 * PASCO_AUC_THRESHOLDS
-		                   : 2;
+		                    ? 4 * PASCO_AUC_THRESHOLDS
+		                    : 2;
 	}
 	c->nmetrics = o->nmetrics;
 	return PASCO_OK;
@@ -326,7 +327,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
-	const cJSON *lg = NULL;
+	const cJSON *lg   = NULL;
 	const char  *names[PASCI_MAX_METRICS];
 	pasco_compile_options o  = {0};
 	bool                  gs = true;

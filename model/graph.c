@@ -35,6 +35,11 @@ static const struct {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The most elements of a constant node (2^24): a graph is read from a
+ * config a worker is sent, and a shape alone must not make it allocate
+ * without bound. */
+#define MAX_CONSTANT (1 << 24)
+
 /* ---- shapes and dtypes ---- */
 
 const char *
@@ -61,7 +66,8 @@ read_dtype(const cJSON *o, pasco_dtype *d, const char *at)
 	    PASCO_F32, PASCO_F64, PASCO_I32, PASCO_I64};
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, "dtype");
 	for (size_t k = 0; cJSON_IsString(it) && k < COUNT(all); k++) {
-		if (strcmp(it->valuestring, pasci_graph_dtype_name(all[k])) == 0) {
+		if (strcmp(it->valuestring, pasci_graph_dtype_name(all[k])) ==
+		    0) {
 			*d = all[k];
 			return PASCO_OK;
 		}
@@ -176,15 +182,15 @@ read_regularizer(const cJSON *w, pasci_graph_weight *out, const char *at)
 		return PASCO_OK;
 	}
 	pasci_fmt(where, sizeof(where), "%s: regularizer", at);
-	if (pasci_json_read_class(o, classes, COUNT(classes), &kind, &c,
-	        where) != 0 ||
-	    pasci_json_check_keys(c, keys + (kind == 2),
-	        kind == 3 ? 2 : 1, where) != 0) {
+	if (pasci_json_read_class(
+	        o, classes, COUNT(classes), &kind, &c, where) != 0 ||
+	    pasci_json_check_keys(
+	        c, keys + (kind == 2), kind == 3 ? 2 : 1, where) != 0) {
 		return PASCO_EINVAL;
 	}
 	return pasci_json_number(c, "l1", &out->l1, false, 0, where) != 0 ||
-	               pasci_json_number(c, "l2", &out->l2, false, 0,
-	                   where) != 0
+	               pasci_json_number(c, "l2", &out->l2, false, 0, where) !=
+	                   0
 	           ? PASCO_EINVAL
 	           : PASCO_OK;
 }
@@ -284,8 +290,8 @@ read_weights(pasci_graph *g, const cJSON *l, const char *at)
 /* Fills a constant of the node's spec from value: a number (every
  * element) or nested lists of the node's shape. */
 static int
-fill_constant(const cJSON *v, pasco_tensor *t, int32_t d, int64_t *at_el,
-    const char *at)
+fill_constant(
+    const cJSON *v, pasco_tensor *t, int32_t d, int64_t *at_el, const char *at)
 {
 	const cJSON *it;
 	if (cJSON_IsNumber(v) && d == t->rank) {
@@ -310,17 +316,25 @@ fill_constant(const cJSON *v, pasco_tensor *t, int32_t d, int64_t *at_el,
 static int
 read_constant(const cJSON *node, graph_node *n, const char *at)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(node, "value");
-	int64_t      el = 0;
+	const cJSON *v  = cJSON_GetObjectItemCaseSensitive(node, "value");
+	int64_t      el = 0, count = 1;
 	for (int32_t d = 0; d < n->a.rank; d++) {
 		if (n->a.shape[d] < 0) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: a constant's shape %s must be known", at,
 			    PASCI_SHAPE(n->a.rank, n->a.shape));
 		}
+		count = n->a.shape[d] > MAX_CONSTANT ? MAX_CONSTANT + 1
+		                                     : count * n->a.shape[d];
+		count = count > MAX_CONSTANT ? MAX_CONSTANT + 1 : count;
 	}
-	if (pasco_tensor_alloc(&n->constant, n->a.dtype, n->a.rank,
-	        n->a.shape) != 0) {
+	if (count > MAX_CONSTANT) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a constant of shape %s: at most %d elements", at,
+		    PASCI_SHAPE(n->a.rank, n->a.shape), MAX_CONSTANT);
+	}
+	if (pasco_tensor_alloc(
+	        &n->constant, n->a.dtype, n->a.rank, n->a.shape) != 0) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	if (cJSON_IsNumber(v)) {
@@ -374,8 +388,8 @@ check_leaf_spec(const graph_node *n, pasco_dtype d, int32_t rank,
 
 /* Which op node names: the table's, a leaf or a step-only op. */
 static int
-resolve_op(const pasci_graph *g, graph_node *n, const char *at,
-    int *min_in, int *max_in)
+resolve_op(const pasci_graph *g, graph_node *n, const char *at, int *min_in,
+    int *max_in)
 {
 	static const char *const leaves[] = {"input", "weight", "constant"};
 	*min_in = *max_in = 0;
@@ -499,7 +513,8 @@ read_node(pasci_graph *g, const cJSON *node, size_t i, const char *at0)
 	n->json = node;
 	if (!cJSON_IsObject(node) || !cJSON_IsString(op)) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: nodes[%zu]: not an object with a string 'op'", at0, i);
+		    "%s: nodes[%zu]: not an object with a string 'op'", at0,
+		    i);
 	}
 	n->name = op->valuestring;
 	pasci_fmt(at, sizeof(at), "%s: nodes[%zu] (%s)", at0, i, n->name);
@@ -590,6 +605,25 @@ read_outputs(pasci_graph *g, const cJSON *l, const char *at)
 	return rv;
 }
 
+/* The memory of a cJSON tree: its items and strings. */
+static size_t
+json_bytes(const cJSON *o)
+{
+	size_t n = sizeof(*o) + (o->string ? strlen(o->string) + 1 : 0) +
+	           (o->valuestring ? strlen(o->valuestring) + 1 : 0);
+	const cJSON *it;
+	for (it = o->child; it != NULL; it = it->next) {
+		n += json_bytes(it);
+	}
+	return n;
+}
+
+size_t
+pasci_graph_bytes(const pasci_graph *g)
+{
+	return g->bytes;
+}
+
 int
 pasci_graph_parse(const cJSON *json, pasci_graph_kind kind, const char *at,
     pasci_graph **out)
@@ -618,6 +652,16 @@ pasci_graph_parse(const cJSON *json, pasci_graph_kind kind, const char *at,
 		return rv;
 	}
 #undef ITEM
+	g->bytes = sizeof(*g) + json_bytes(g->json) +
+	           g->ninputs * sizeof(*g->inputs) +
+	           g->nweights * sizeof(*g->weights) +
+	           g->nnodes * sizeof(*g->nodes) + g->nins * sizeof(*g->ins) +
+	           g->noutputs * sizeof(*g->outputs);
+	for (size_t i = 0; i < g->nnodes; i++) {
+		g->bytes += g->nodes[i].constant != NULL
+		                ? g->nodes[i].constant->nbytes
+		                : 0;
+	}
 	*out = g;
 	return PASCO_OK;
 }
@@ -696,7 +740,6 @@ pasci_graph_node_json(const pasci_graph *g, size_t i)
 {
 	return i < g->nnodes ? g->nodes[i].json : NULL;
 }
-
 
 size_t
 pasci_graph_output(const pasci_graph *g, size_t k)

@@ -52,6 +52,9 @@ cJSON *pasci_graph_to_json(const pasci_graph *g);
 
 void pasci_graph_free(pasci_graph *g);
 
+/* The memory g holds, about (a model cache's bound counts it). */
+size_t pasci_graph_bytes(const pasci_graph *g);
+
 size_t pasci_graph_num_inputs(const pasci_graph *g);
 size_t pasci_graph_num_weights(const pasci_graph *g);
 size_t pasci_graph_num_nodes(const pasci_graph *g);

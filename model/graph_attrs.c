@@ -16,6 +16,20 @@ attr_missing(const char *at, const char *key)
 	    PASCO_EINVAL, "%s: missing attribute '%s'", at, key);
 }
 
+/* Integers (axes, sizes, depths) fit an int32: a larger one is refused,
+ * never truncated into another axis, and a product of a few of them
+ * cannot overflow. */
+#define ATTR_INT_MAX 2147483647.0
+
+static int
+out_of_range(const char *at, const char *key, double v)
+{
+	return pasci_model_fail(PASCO_EINVAL,
+	    "%s: attribute '%s' holds %.17g: integers must be within "
+	    "[-2^31 + 1, 2^31 - 1]",
+	    at, key, v);
+}
+
 /* An integer attribute; absent: *v kept unless required. */
 static int
 attr_int(const cJSON *node, const char *key, bool required, int64_t *v,
@@ -25,10 +39,12 @@ attr_int(const cJSON *node, const char *key, bool required, int64_t *v,
 	if (it == NULL) {
 		return required ? attr_missing(at, key) : PASCO_OK;
 	}
-	if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) ||
-	    fabs(it->valuedouble) > 9007199254740992.0) {
+	if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble)) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: attribute '%s' must be an integer", at, key);
+	}
+	if (fabs(it->valuedouble) > ATTR_INT_MAX) {
+		return out_of_range(at, key, it->valuedouble);
 	}
 	*v = (int64_t) it->valuedouble;
 	return PASCO_OK;
@@ -81,11 +97,13 @@ attr_list(const cJSON *node, const char *key, bool required, int64_t *v,
 	cJSON_ArrayForEach(e, it)
 	{
 		if (!cJSON_IsNumber(e) ||
-		    e->valuedouble != floor(e->valuedouble) ||
-		    fabs(e->valuedouble) > 1e15) {
+		    e->valuedouble != floor(e->valuedouble)) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: attribute '%s' must be a list of integers",
 			    at, key);
+		}
+		if (fabs(e->valuedouble) > ATTR_INT_MAX) {
+			return out_of_range(at, key, e->valuedouble);
 		}
 		v[(*n)++] = (int64_t) e->valuedouble;
 	}
@@ -158,7 +176,17 @@ int
 pasci_graph_parse_reshape(
     const cJSON *node, pasci_graph_attrs *a, const char *at)
 {
-	return attr_list(node, "shape", true, a->list, &a->nlist, at);
+	int    rv    = attr_list(node, "shape", true, a->list, &a->nlist, at);
+	double count = 1;
+	for (size_t k = 0; rv == PASCO_OK && k < a->nlist; k++) {
+		count *= a->list[k] > 0 ? (double) a->list[k] : 1;
+	}
+	if (rv == PASCO_OK && count > 0x1p62) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: attribute 'shape' holds %.3g elements: too many", at,
+		    count);
+	}
+	return rv;
 }
 
 /* perm; absent: the axes reversed (a->all). */

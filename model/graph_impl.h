@@ -21,7 +21,7 @@ typedef struct graph_node {
 	node_kind             kind;
 	const pasci_graph_op *op; /* NODE_OP */
 	const char           *name;
-	const cJSON          *json; /* in the graph's copy */
+	const cJSON          *json;          /* in the graph's copy */
 	size_t                nin, first_in; /* g->ins[first_in..+nin) */
 	int64_t               index;         /* input's or weight's */
 	pasco_tensor         *constant;
@@ -43,6 +43,7 @@ struct pasci_graph {
 	graph_node         *nodes;
 	size_t             *ins, *outputs;
 	size_t              max_in; /* the most inputs of one node */
+	size_t              bytes;  /* what it holds (pasci_graph_bytes) */
 };
 
 /* "float32", ... as graphs name dtypes. */

@@ -463,9 +463,10 @@ run_arange_like(RUN_ARGS)
 static pasco_tnode *
 logits_of(pasco_tnode *p, const char *op)
 {
+	/* softmax over the last axis: ops_act.c's (i[1] 0) or an inner
+	 * size of 1 (ops_math.c's) */
 	if (p != NULL && p->op != NULL && strcmp(p->op->name, op) == 0 &&
-	    p->nin == 1 &&
-	    (op[0] != 's' || strcmp(op, "softmax") != 0 || p->i[1] <= 1)) {
+	    p->nin == 1 && (strcmp(op, "softmax") != 0 || p->i[1] <= 1)) {
 		return p->in[0];
 	}
 	return NULL;

@@ -46,8 +46,8 @@ check_value(pasco_tape *tp, const graph_node *n, const pasci_gval *v,
 {
 	const pasco_tensor *t  = gval_value(v);
 	bool                ok = t != NULL && t->dtype == n->a.dtype &&
-	         t->rank == n->a.rank &&
-	         (v->node != NULL) == is_float(n->a.dtype);
+	          t->rank == n->a.rank &&
+	          (v->node != NULL) == is_float(n->a.dtype);
 	for (int32_t d = 0; ok && d < t->rank; d++) {
 		ok = n->a.shape[d] < 0 || n->a.shape[d] == t->shape[d];
 	}
@@ -99,14 +99,15 @@ run_input(pasco_tape *tp, const pasci_graph *g, const graph_node *n,
 		    at, (long long) n->index);
 		return false;
 	}
-	if (t->dtype == in->dtype && (given->node != NULL) == is_float(t->dtype)) {
+	if (t->dtype == in->dtype &&
+	    (given->node != NULL) == is_float(t->dtype)) {
 		*out = *given;
 		return true;
 	}
 	if (given->node != NULL) {
 		pasci_tape_fail(tp, PASCO_EINVAL,
-		    "%s: input %lld is %s; traced %s", at, (long long) n->index,
-		    SPEC(t->dtype, t->rank, t->shape),
+		    "%s: input %lld is %s; traced %s", at,
+		    (long long) n->index, SPEC(t->dtype, t->rank, t->shape),
 		    SPEC(in->dtype, in->rank, in->shape));
 		return false;
 	}
@@ -130,8 +131,8 @@ run_weight(pasco_tape *tp, const pasci_graph *g, const graph_node *n,
 		out->node = w;
 		return true;
 	}
-	return convert(tp, pasco_tnode_value(w), pasco_tnode_value(w)->dtype,
-	    out);
+	return convert(
+	    tp, pasco_tnode_value(w), pasco_tnode_value(w)->dtype, out);
 }
 
 static bool

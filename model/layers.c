@@ -203,8 +203,8 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
 	if (d->any_inputs) {
 		return l->ninputs >= 1 ? PASCO_OK
 		                       : pasci_model_fail(PASCO_EINVAL,
-		                             "%s: takes 1 to %d inputs", l->name,
-		                             PASCO_LAYER_MAX_INPUTS);
+		                             "%s: takes 1 to %d inputs",
+		                             l->name, PASCO_LAYER_MAX_INPUTS);
 	}
 	if (!d->ids && nids > 0) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -268,9 +268,11 @@ max_vars(size_t n, const pasco_layer *layers)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
-		const pasci_layer_desc *d = pasci_layer_desc_of(layers[i].kind);
-		total += d != NULL && d->max_vars != NULL ? d->max_vars(&layers[i])
-		                                          : PASCI_LAYER_MAX_VARS;
+		const pasci_layer_desc *d =
+		    pasci_layer_desc_of(layers[i].kind);
+		total += d != NULL && d->max_vars != NULL
+		             ? d->max_vars(&layers[i])
+		             : PASCI_LAYER_MAX_VARS;
 	}
 	return total + 1;
 }
@@ -321,8 +323,7 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
 	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
 	    (m->parts = calloc(n, sizeof(*m->parts))) == NULL ||
-	    (m->vars = calloc(m->capvars, sizeof(*m->vars))) ==
-	        NULL ||
+	    (m->vars = calloc(m->capvars, sizeof(*m->vars))) == NULL ||
 	    (m->norm = calloc(n, sizeof(*m->norm))) == NULL) {
 		pasco_model_free(m);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
@@ -330,7 +331,8 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	memcpy(m->layers, layers, n * sizeof(*layers));
 	m->nlayers = n;
 	for (size_t i = 0; i < n; i++) {
-		const pasci_layer_desc *d = pasci_layer_desc_of(layers[i].kind);
+		const pasci_layer_desc *d =
+		    pasci_layer_desc_of(layers[i].kind);
 		if (d != NULL && d->hold != NULL) {
 			d->hold(&m->layers[i]);
 		}
@@ -592,9 +594,16 @@ pasci_model_bytes(const pasco_model *m)
 	size_t per_layer = sizeof(*m->layers) + sizeof(*m->out_width) +
 	                   sizeof(*m->first_var) + sizeof(*m->parts) +
 	                   sizeof(*m->norm);
+	size_t held = pasci_loss_graph_bytes(m->compile.loss_graph);
+	for (size_t i = 0; i < m->nlayers; i++) {
+		const pasci_layer_desc *d =
+		    pasci_layer_desc_of(m->layers[i].kind);
+		held += d != NULL && d->bytes != NULL ? d->bytes(&m->layers[i])
+		                                      : 0;
+	}
 	return sizeof(*m) + m->nlayers * per_layer +
 	       m->capvars * sizeof(*m->vars) +
-	       m->ninputs * sizeof(*m->inputs);
+	       m->ninputs * sizeof(*m->inputs) + held;
 }
 
 void

@@ -51,7 +51,8 @@ pasci_loss_graph_read(
 	lg->refs = 1;
 	snprintf(lg->name, sizeof(lg->name), "%s", name);
 	pasci_fmt(where, sizeof(where), "%s: %s", at, name);
-	rv = pasci_graph_parse(cJSON_GetObjectItemCaseSensitive(config, "graph"),
+	rv = pasci_graph_parse(
+	    cJSON_GetObjectItemCaseSensitive(config, "graph"),
 	    PASCI_GRAPH_LOSS, where, &lg->graph);
 	if (rv == 0 && (pasci_graph_num_inputs(lg->graph) != 2 ||
 	                   pasci_graph_num_outputs(lg->graph) != 1)) {
@@ -100,6 +101,12 @@ pasci_loss_graph_release(pasci_loss_graph *lg)
 	free(lg);
 }
 
+size_t
+pasci_loss_graph_bytes(const pasci_loss_graph *lg)
+{
+	return lg != NULL ? sizeof(*lg) + pasci_graph_bytes(lg->graph) : 0;
+}
+
 const char *
 pasci_loss_graph_name(const pasci_loss_graph *lg)
 {
@@ -117,12 +124,13 @@ pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg)
 }
 
 bool
-pasci_loss_graph_write(cJSON *parent, const char *key,
-    const pasci_loss_graph *lg)
+pasci_loss_graph_write(
+    cJSON *parent, const char *key, const pasci_loss_graph *lg)
 {
 	cJSON *c = pasci_json_class(parent, key, "Graph");
 	return c != NULL && cJSON_AddStringToObject(c, "name", lg->name) &&
-	       cJSON_AddItemToObject(c, "graph", pasci_graph_to_json(lg->graph));
+	       cJSON_AddItemToObject(
+	           c, "graph", pasci_graph_to_json(lg->graph));
 }
 
 /* y as the traced y_true: its dtype, and [batch] and [batch, 1] (or any
@@ -171,20 +179,24 @@ pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
     const pasco_tensor *y, pasco_tnode *pred)
 {
 	pasco_tensor       *made;
-	const pasco_tensor *t = as_traced(tp, lg->graph, y, &made);
+	const pasco_tensor *t     = as_traced(tp, lg->graph, y, &made);
 	pasci_gval          in[2] = {{0}}, out;
+	int32_t             rank;
+	const int64_t      *shape;
+	pasco_dtype         dt = pasci_graph_input(lg->graph, 0, &rank, &shape);
 	bool                ok;
 	if (t == NULL) {
 		return NULL;
 	}
-	if (t->dtype == PASCO_F32 || t->dtype == PASCO_F64) {
+	if (dt == PASCO_F32 || dt == PASCO_F64) {
 		in[0].node = pasco_tape_constant(tp, t);
 	} else {
-		in[0].ints = t;
+		in[0].ints = t; /* of any dtype: the runner converts it */
 	}
 	in[1].node = pred;
 	ok         = (in[0].node != NULL || in[0].ints != NULL) &&
-	     pasci_graph_run(lg->graph, tp, lg->name, in, NULL, NULL, NULL, &out);
+	     pasci_graph_run(
+	         lg->graph, tp, lg->name, in, NULL, NULL, NULL, &out);
 	pasco_tensor_release(made);
 	if (!ok) {
 		return NULL;

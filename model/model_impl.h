@@ -55,6 +55,8 @@ int pasci_loss_graph_read(
 pasci_loss_graph *pasci_loss_graph_hold(pasci_loss_graph *lg);
 void              pasci_loss_graph_release(pasci_loss_graph *lg);
 const char       *pasci_loss_graph_name(const pasci_loss_graph *lg);
+/* Its memory, about; 0 for NULL. */
+size_t pasci_loss_graph_bytes(const pasci_loss_graph *lg);
 /* Whether its y_true, as traced, holds class ids: integers, or a rank
  * below y_pred's (Keras's test for sparse labels). */
 bool pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg);

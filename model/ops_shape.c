@@ -142,6 +142,10 @@ pasco_t_slice(
 	if (!pasci_tape_check(tp, "slice", 1, &x)) {
 		return NULL;
 	}
+	if (x->value.rank > 0 && (begin == NULL || size == NULL)) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "slice: %s: begin or size is NULL", PASCI_SPEC(x));
+	}
 	strides_of(&x->value, st);
 	for (int32_t d = 0; d < x->value.rank; d++) {
 		int64_t dim = x->value.shape[d], b = begin[d];

@@ -308,9 +308,13 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		    "loss: unknown kind %d", (int) loss.kind);
 	}
 	for (size_t i = 0; i < m->nlayers && l != NULL; i++) {
-		const pasci_layer_desc *d = pasci_layer_desc_of(m->layers[i].kind);
-		pasci_layer_call c = {.m = m, .tp = tp, .i = i, .inputs = inputs,
-		    .nodes = nodes};
+		const pasci_layer_desc *d =
+		    pasci_layer_desc_of(m->layers[i].kind);
+		pasci_layer_call c = {.m = m,
+		    .tp                  = tp,
+		    .i                   = i,
+		    .inputs              = inputs,
+		    .nodes               = nodes};
 		if (d->penalty != NULL) {
 			l = d->penalty(&c, l);
 		}

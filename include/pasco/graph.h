@@ -137,7 +137,7 @@ int pasco_layer_function(pasco_layer *out, const char *name,
  * registered function ("function", "options"). The graph is parsed and
  * checked once, here, and shared by every model made from the layer
  * (and their copies on a worker). Its name is the config's, else
- * automatic. Ownership and errors as pasco_layer_function. */
+ * automatic. Ownership and errors as pasco_layer_function. Thread-safe. */
 int pasco_layer_graph(pasco_layer *out, const char *config);
 
 /* Releases what l holds (a Custom layer's definition; other kinds hold

@@ -117,8 +117,8 @@ pasco_tnode *pasco_tape_watch_keys(
 const pasco_tensor *pasco_tnode_value(const pasco_tnode *n);
 
 /* Linear algebra and arithmetic. matmul: rank 2 (or 3, below), op(a)
- * op(b), op transposing when asked. add, sub, mul: elementwise with broadcasting
- * (above). scale: a * s. bias_add: x [..., n] + bias [n]. */
+ * op(b), op transposing when asked. add, sub, mul: elementwise with
+ * broadcasting (above). scale: a * s. bias_add: x [..., n] + bias [n]. */
 pasco_tnode *pasco_t_matmul(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b,
     bool transpose_a, bool transpose_b);
 pasco_tnode *pasco_t_add(pasco_tape *tp, pasco_tnode *a, pasco_tnode *b);

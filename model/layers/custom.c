@@ -20,18 +20,18 @@
 #include <string.h>
 
 struct pasco_custom {
-	int32_t              refs; /* atomic */
-	char                 cls[64];
-	size_t               ninputs;
-	int64_t              widths[PASCO_LAYER_MAX_INPUTS];
-	int64_t              output_width;
-	pasci_graph         *graph, *inference; /* a graph's */
+	int32_t               refs; /* atomic */
+	char                  cls[64];
+	size_t                ninputs;
+	int64_t               widths[PASCO_LAYER_MAX_INPUTS];
+	int64_t               output_width;
+	pasci_graph          *graph, *inference; /* a graph's */
 	const pasco_layer_fn *fn;                /* or a function's */
-	char                 fn_name[64];
-	cJSON               *options;
-	char                *options_text;
-	size_t               nweights;
-	pasco_layer_weight  *weights;
+	char                  fn_name[64];
+	cJSON                *options;
+	char                 *options_text;
+	size_t                nweights;
+	pasco_layer_weight   *weights;
 };
 
 /* ---- the registry of C layers ---- */
@@ -168,8 +168,8 @@ fn_weights(pasco_custom *d, const char *at)
 
 /* A function's layer: name registered, options an object. */
 static int
-def_function(pasco_custom *d, const char *name, const cJSON *options,
-    const char *at)
+def_function(
+    pasco_custom *d, const char *name, const cJSON *options, const char *at)
 {
 	if ((d->fn = fn_named(name)) == NULL) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -179,11 +179,11 @@ def_function(pasco_custom *d, const char *name, const cJSON *options,
 	}
 	snprintf(d->fn_name, sizeof(d->fn_name), "%s", name);
 	if (options != NULL && !cJSON_IsObject(options)) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: options must be a JSON object", at);
+		return pasci_model_fail(
+		    PASCO_EINVAL, "%s: options must be a JSON object", at);
 	}
 	d->options = options != NULL ? cJSON_Duplicate(options, true)
-	                              : cJSON_CreateObject();
+	                             : cJSON_CreateObject();
 	if (d->options == NULL ||
 	    (d->options_text = cJSON_PrintUnformatted(d->options)) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
@@ -263,15 +263,15 @@ def_graph(pasco_custom *d, const cJSON *graph, const cJSON *inference,
 	char where[200];
 	int  rv;
 	pasci_fmt(where, sizeof(where), "%s: graph", at);
-	if ((rv = pasci_graph_parse(graph, PASCI_GRAPH_LAYER, where,
-	         &d->graph)) != 0 ||
+	if ((rv = pasci_graph_parse(
+	         graph, PASCI_GRAPH_LAYER, where, &d->graph)) != 0 ||
 	    (rv = check_graph(d, d->graph, NULL, where)) != 0) {
 		return rv;
 	}
 	pasci_fmt(where, sizeof(where), "%s: inference_graph", at);
 	if (inference != NULL &&
-	    ((rv = pasci_graph_parse(inference, PASCI_GRAPH_LAYER, where,
-	          &d->inference)) != 0 ||
+	    ((rv = pasci_graph_parse(
+	          inference, PASCI_GRAPH_LAYER, where, &d->inference)) != 0 ||
 	        (rv = check_graph(d, d->inference, d->graph, where)) != 0)) {
 		return rv;
 	}
@@ -281,8 +281,9 @@ def_graph(pasco_custom *d, const cJSON *graph, const cJSON *inference,
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	for (size_t k = 0; k < d->nweights; k++) {
-		const pasci_graph_weight *w = pasci_graph_weight_at(d->graph, k);
-		pasco_layer_weight       *o = &d->weights[k];
+		const pasci_graph_weight *w =
+		    pasci_graph_weight_at(d->graph, k);
+		pasco_layer_weight *o = &d->weights[k];
 		snprintf(o->name, sizeof(o->name), "%s", w->name);
 		o->rank = w->rank;
 		memcpy(o->shape, w->shape, sizeof(o->shape));
@@ -310,7 +311,8 @@ read_widths(const cJSON *c, pasco_custom *d, const char *at)
 	}
 	cJSON_ArrayForEach(it, l)
 	{
-		if (!cJSON_IsNumber(it) || it->valuedouble < 1 ||
+		if (!cJSON_IsNumber(it) || !(it->valuedouble >= 1) ||
+		    it->valuedouble > 9007199254740992.0 ||
 		    it->valuedouble != (double) (int64_t) it->valuedouble) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: input_widths[%zu] must be a positive integer",
@@ -346,7 +348,8 @@ def_read(const cJSON *c, pasco_custom **out, const char *at)
 	if (graph == NULL && fn == NULL) {
 		return PASCO_OK;
 	}
-	if ((graph != NULL) == (fn != NULL) || (fn != NULL && !cJSON_IsString(fn))) {
+	if ((graph != NULL) == (fn != NULL) ||
+	    (fn != NULL && !cJSON_IsString(fn))) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: a Custom layer has a graph or a function (a "
 		    "registered name), not both",
@@ -358,6 +361,11 @@ def_read(const cJSON *c, pasco_custom **out, const char *at)
 	d->refs = 1;
 	if ((rv = pasci_json_string(c, "class", &cls, at)) != 0 ||
 	    (rv = read_widths(c, d, at)) != 0) {
+		goto fail;
+	}
+	if (cls != NULL && strlen(cls) >= sizeof(d->cls)) {
+		rv = pasci_model_fail(PASCO_EINVAL,
+		    "%s: class is longer than %zu bytes", at, sizeof(d->cls) - 1);
 		goto fail;
 	}
 	width = d->output_width;
@@ -378,7 +386,9 @@ def_read(const cJSON *c, pasco_custom **out, const char *at)
 		goto fail;
 	}
 	snprintf(d->cls, sizeof(d->cls), "%s",
-	    cls != NULL ? cls : fn != NULL ? fn->valuestring : "Custom");
+	    cls != NULL  ? cls
+	    : fn != NULL ? fn->valuestring
+	                 : "Custom");
 	*out = d;
 	return PASCO_OK;
 fail:
@@ -422,7 +432,7 @@ pasco_layer_function(pasco_layer *out, const char *name, const char *options,
 		def_free(d);
 		return rv;
 	}
-	*out        = pasci_layer_named(pasci_layer_defaults(PASCO_LAYER_CUSTOM));
+	*out = pasci_layer_named(pasci_layer_defaults(PASCO_LAYER_CUSTOM));
 	out->custom = d;
 	return PASCO_OK;
 }
@@ -431,11 +441,11 @@ int
 pasco_layer_graph(pasco_layer *out, const char *config)
 {
 	const pasci_layer_desc *desc = pasci_layer_desc_of(PASCO_LAYER_CUSTOM);
-	cJSON                  *c    = config != NULL ? cJSON_Parse(config) : NULL;
-	const char             *name = NULL;
-	size_t                  nkeys = 0;
-	pasco_layer             l = pasci_layer_defaults(PASCO_LAYER_CUSTOM);
-	int                     rv;
+	cJSON      *c     = config != NULL ? cJSON_Parse(config) : NULL;
+	const char *name  = NULL;
+	size_t      nkeys = 0;
+	pasco_layer l     = pasci_layer_defaults(PASCO_LAYER_CUSTOM);
+	int         rv;
 	while (nkeys < PASCI_LAYER_MAX_KEYS && desc->keys[nkeys] != NULL) {
 		nkeys++;
 	}
@@ -443,7 +453,8 @@ pasco_layer_graph(pasco_layer *out, const char *config)
 		return pasci_model_fail(
 		    PASCO_EINVAL, "pasco_layer_graph: the config is not JSON");
 	}
-	if ((rv = pasci_json_check_keys(c, desc->keys, nkeys, "Custom")) != 0 ||
+	if ((rv = pasci_json_check_keys(c, desc->keys, nkeys, "Custom")) !=
+	        0 ||
 	    (rv = pasci_json_string(c, "name", &name, "Custom")) != 0 ||
 	    (rv = def_read(c, &l.custom, name != NULL ? name : "Custom")) !=
 	        0) {
@@ -455,6 +466,14 @@ pasco_layer_graph(pasco_layer *out, const char *config)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "pasco_layer_graph: the config has neither a graph nor a "
 		    "function");
+	}
+	if (name != NULL && strlen(name) >= sizeof(l.name)) {
+		custom_release(&l);
+		cJSON_Delete(c);
+		return pasci_model_fail(PASCO_EINVAL,
+		    "pasco_layer_graph: name '%.40s...' is longer than %zu "
+		    "bytes",
+		    name, sizeof(l.name) - 1);
 	}
 	if (name != NULL && name[0] != 0) {
 		snprintf(l.name, sizeof(l.name), "%s", name);
@@ -497,6 +516,19 @@ custom_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 }
 
 static size_t
+custom_bytes(const pasco_layer *l)
+{
+	const pasco_custom *d = l->custom;
+	if (d == NULL) {
+		return 0;
+	}
+	return sizeof(*d) + d->nweights * sizeof(*d->weights) +
+	       (d->graph ? pasci_graph_bytes(d->graph) : 0) +
+	       (d->inference ? pasci_graph_bytes(d->inference) : 0) +
+	       (d->options_text ? 3 * strlen(d->options_text) : 0);
+}
+
+static size_t
 custom_max_vars(const pasco_layer *l)
 {
 	return l->custom != NULL ? l->custom->nweights : 0;
@@ -509,7 +541,8 @@ custom_variables(pasco_model *m, size_t i, const int64_t *widths)
 	(void) widths;
 	for (size_t k = 0; k < d->nweights; k++) {
 		pasci_model_add_var_shape(m, i, d->weights[k].name,
-		    d->weights[k].rank, d->weights[k].shape, d->weights[k].init);
+		    d->weights[k].rank, d->weights[k].shape,
+		    d->weights[k].init);
 	}
 }
 
@@ -529,15 +562,15 @@ frozen(pasco_tape *tp, pasco_tnode *x)
 
 /* The function's output, checked: float [batch, output_width]. */
 static pasco_tnode *
-fn_call(pasci_layer_call *c, const pasco_tensor *const *ids,
-    pasco_tnode **w)
+fn_call(pasci_layer_call *c, const pasco_tensor *const *ids, pasco_tnode **w)
 {
 	const pasco_layer  *l = &c->m->layers[c->i];
 	const pasco_custom *d = l->custom;
 	const pasco_tensor *v;
 	pasco_tnode        *h;
 	for (size_t k = 0; k < d->nweights; k++) {
-		if (!d->weights[k].trainable && (w[k] = frozen(c->tp, w[k])) == NULL) {
+		if (!d->weights[k].trainable &&
+		    (w[k] = frozen(c->tp, w[k])) == NULL) {
 			return NULL;
 		}
 	}
@@ -561,8 +594,8 @@ fn_call(pasci_layer_call *c, const pasco_tensor *const *ids,
 static pasco_tnode *
 custom_call(pasci_layer_call *c)
 {
-	const pasco_layer  *l = &c->m->layers[c->i];
-	const pasco_custom *d = l->custom;
+	const pasco_layer  *l                           = &c->m->layers[c->i];
+	const pasco_custom *d                           = l->custom;
 	const pasco_tensor *ids[PASCO_LAYER_MAX_INPUTS] = {0};
 	pasci_gval          in[PASCO_LAYER_MAX_INPUTS]  = {0}, out;
 	pasco_tnode       **w =
@@ -608,14 +641,16 @@ custom_penalty(pasci_layer_call *c, pasco_tnode *loss)
 			return NULL;
 		}
 		if (wt->l2 > 0) {
-			loss = pasco_t_add(c->tp, loss, pasco_t_l2(c->tp, w, wt->l2));
+			loss = pasco_t_add(
+			    c->tp, loss, pasco_t_l2(c->tp, w, wt->l2));
 		}
 		if (wt->l1 > 0) {
 			abs  = pasco_t_add(c->tp, pasco_t_relu(c->tp, w),
 			     pasco_t_relu(c->tp, pasco_t_scale(c->tp, w, -1)));
 			loss = pasco_t_add(c->tp, loss,
 			    pasco_t_scale(c->tp,
-			        pasco_t_reduce_sum(c->tp, abs, PASCO_T_ALL_AXES),
+			        pasco_t_reduce_sum(
+			            c->tp, abs, PASCO_T_ALL_AXES),
 			        wt->l1));
 		}
 	}
@@ -644,7 +679,8 @@ custom_write(cJSON *c, const pasco_layer *l)
 		       cJSON_AddItemToObject(
 		           c, "options", cJSON_Duplicate(d->options, true));
 	}
-	ok = ok && cJSON_AddItemToObject(c, "graph", pasci_graph_to_json(d->graph));
+	ok = ok &&
+	     cJSON_AddItemToObject(c, "graph", pasci_graph_to_json(d->graph));
 	if (ok && d->inference != NULL) {
 		ok = cJSON_AddItemToObject(
 		    c, "inference_graph", pasci_graph_to_json(d->inference));
@@ -665,8 +701,8 @@ const pasci_layer_desc pasci_layer_custom_desc = {
     .kind       = PASCO_LAYER_CUSTOM,
     .class_name = "Custom",
     .prefix     = "custom",
-    .keys = {"name", "class", "input_widths", "output_width", "graph",
-        "inference_graph", "function", "options"},
+    .keys       = {"name", "class", "input_widths", "output_width", "graph",
+              "inference_graph", "function", "options"},
     .min_inputs = 1,
     .any_inputs = true,
     .check      = custom_check,
@@ -676,6 +712,7 @@ const pasci_layer_desc pasci_layer_custom_desc = {
     .penalty    = custom_penalty,
     .hold       = custom_hold,
     .release    = custom_release,
+    .bytes      = custom_bytes,
     .write      = custom_write,
     .read       = custom_read,
 };

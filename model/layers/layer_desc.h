@@ -88,6 +88,9 @@ typedef struct pasci_layer_desc {
 	 * and drops it (release); NULL: l holds nothing. */
 	void (*hold)(pasco_layer *l);
 	void (*release)(pasco_layer *l);
+	/* The memory what l holds takes (a model cache's bound counts
+	 * it); NULL: none. */
+	size_t (*bytes)(const pasco_layer *l);
 	/* Its config fields but "name" into c; false without memory. */
 	bool (*write)(cJSON *c, const pasco_layer *l);
 	/* Its options from config c (keys checked already), over its

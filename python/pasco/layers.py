@@ -212,9 +212,9 @@ class Layer:
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"name: expected a non-empty string, got "
                              f"{name!r}")
-        if dtype not in (None, "float32", "float64"):
-            raise ValueError(f"dtype: expected 'float32' or 'float64' (the "
-                             f"weights' default), got {dtype!r}")
+        if dtype not in (None, "float32"):
+            raise ValueError(f"dtype: expected 'float32' (a model's "
+                             f"variables are float32), got {dtype!r}")
         self.name = name or _auto_name(_snake(self.class_name or
                                               type(self).__name__))
         self.input_shape = input_shape
@@ -253,8 +253,8 @@ class Layer:
         built-in layers take; regularizer: None, a pasco.regularizers
         object (L1, L2, L1L2) or its {"class_name": "L2", "config":
         {"l2": 0.01}} dict, its penalty added to the training loss;
-        trainable False: read, never trained. dtype: the layer's dtype
-        (float32) by default."""
+        trainable False: read, never trained. dtype: float32 (a model's
+        variables are)."""
         from .ops import Weight
 
         if shape is None and isinstance(name, (tuple, list)):
@@ -275,9 +275,10 @@ class Layer:
             raise ValueError(f"{where}({name!r}): shape must be positive "
                              f"sizes, got {shape!r}")
         dtype = dtype or self.dtype
-        if dtype not in ("float32", "float64"):
-            raise ValueError(f"{where}({name!r}): dtype must be 'float32' or "
-                             f"'float64', got {dtype!r}")
+        if dtype != "float32":
+            raise ValueError(f"{where}({name!r}): dtype must be 'float32' "
+                             f"(a model's variables are float32), got "
+                             f"{dtype!r}")
         init = _initializer(f"{where}({name!r}): initializer",
                             "glorot_uniform" if initializer is None
                             else initializer)
@@ -528,6 +529,12 @@ class Custom(Layer):
 
     def _config(self) -> Dict[str, Any]:
         return {k: v for k, v in self._fields.items() if v is not None}
+
+    def _output_width(self, widths: List[int]) -> int:
+        if self._fields["output_width"] is None:
+            raise ValueError(f"{self.name}: output_width: required in a "
+                             f"model (the width of the layer's output)")
+        return int(self._fields["output_width"])
 
 
 class Concatenate(Layer):

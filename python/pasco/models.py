@@ -56,7 +56,7 @@ def _tensor_to_numpy(t: Any) -> np.ndarray:
 
 
 def _numpy_to_tensor(a: np.ndarray) -> Any:
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a, order="C")  # a scalar stays rank 0
     code = _CODES.get(a.dtype)
     if code is None:
         raise TypeError(f"dtype {a.dtype} is not one of float32, float64, "
@@ -366,6 +366,9 @@ class Model:
             raise ValueError("loss: required (e.g. "
                              "'sparse_categorical_crossentropy')")
         loss_fn = None
+        if isinstance(loss, type):
+            raise TypeError(f"loss: got the class {loss.__name__}; give an "
+                            f"instance ({loss.__name__}())")
         if not isinstance(loss, str) and callable(loss):
             known = _losses.builtin(loss)
             if known is None:

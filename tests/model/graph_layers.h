@@ -14,8 +14,7 @@
 
 static inline int
 gl_dense_vars(const char *options, size_t n, const int64_t *widths,
-    pasco_layer_weight *w, size_t *nw, int64_t *out, char *err,
-    size_t errlen)
+    pasco_layer_weight *w, size_t *nw, int64_t *out, char *err, size_t errlen)
 {
 	const char *u     = strstr(options, "\"units\":");
 	int64_t     units = u != NULL ? atoll(u + 8) : 0;
@@ -40,9 +39,9 @@ gl_dense_call(pasco_tape *tp, const char *options, size_t n,
 	(void) options;
 	(void) n;
 	(void) ids;
-	return pasco_t_relu(tp,
-	    pasco_t_bias_add(tp, pasco_t_matmul(tp, x[0], w[0], false, false),
-	        w[1]));
+	return pasco_t_relu(
+	    tp, pasco_t_bias_add(
+	            tp, pasco_t_matmul(tp, x[0], w[0], false, false), w[1]));
 }
 
 static const pasco_layer_fn gl_dense = {gl_dense_vars, gl_dense_call};

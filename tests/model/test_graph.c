@@ -73,8 +73,8 @@ Test(graph, a_layers_graph_is_read_and_written_back)
 	cr_assert_eq(pasci_graph_num_nodes(p), 6);
 	cr_assert_eq(pasci_graph_num_outputs(p), 1);
 	cr_assert_str_eq(pasci_graph_weight_at(p, 1)->name, "bias");
-	cr_assert_eq(pasci_graph_weight_at(p, 0)->init.kind,
-	    PASCO_INIT_GLOROT_UNIFORM);
+	cr_assert_eq(
+	    pasci_graph_weight_at(p, 0)->init.kind, PASCO_INIT_GLOROT_UNIFORM);
 	cr_assert_str_eq(pasci_graph_node_op(p, 3), "matmul");
 	cJSON *back = pasci_graph_to_json(p);
 	cr_assert(cJSON_Compare(back, g, true));
@@ -86,8 +86,10 @@ Test(graph, a_layers_graph_is_read_and_written_back)
 Test(graph, an_unknown_op_is_named)
 {
 	cJSON *g = dense_json();
-	cJSON_ReplaceItemInObject(node(g, 5), "op", cJSON_CreateString("relux"));
-	refused(g, PASCI_GRAPH_LAYER, "fc: nodes[5] (relux): unknown op 'relux'");
+	cJSON_ReplaceItemInObject(
+	    node(g, 5), "op", cJSON_CreateString("relux"));
+	refused(
+	    g, PASCI_GRAPH_LAYER, "fc: nodes[5] (relux): unknown op 'relux'");
 }
 
 Test(graph, a_ref_to_a_later_node_is_refused)
@@ -141,7 +143,8 @@ Test(graph, weights_and_step_ops_belong_to_their_kinds)
 	refused(dense_json(), PASCI_GRAPH_LOSS,
 	    "fc: weights: only a layer's graph has weights");
 	cJSON *g = dense_json();
-	cJSON_ReplaceItemInObject(node(g, 5), "op", cJSON_CreateString("read"));
+	cJSON_ReplaceItemInObject(
+	    node(g, 5), "op", cJSON_CreateString("read"));
 	refused(g, PASCI_GRAPH_LAYER,
 	    "fc: nodes[5] (read): 'read' is a step's op");
 }
@@ -185,8 +188,8 @@ Test(graph, a_run_checks_each_node_against_its_traced_shape)
 				s += pasco_tensor_get(x, r * 4 + j) *
 				     pasco_tensor_get(k, j * 3 + c);
 			}
-			cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(y),
-			                       r * 3 + c),
+			cr_assert_float_eq(
+			    pasco_tensor_get(pasco_tnode_value(y), r * 3 + c),
 			    fmax(s, 0), 1e-6);
 		}
 	}
@@ -224,8 +227,8 @@ Test(graph, an_ops_failure_names_the_node)
 	PASCO_PASS(pasco_tensor_alloc(&b, PASCO_F32, 1, (int64_t[]){3}));
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
 	cr_assert_null(run_dense(tp, p, x, k, b));
-	cr_assert(strncmp(pasco_tape_message(tp), "fc: nodes[3] (matmul): ",
-	              23) == 0 &&
+	cr_assert(strncmp(pasco_tape_message(tp),
+	              "fc: nodes[3] (matmul): ", 23) == 0 &&
 	              strstr(pasco_tape_message(tp), "f32[2,4]") != NULL,
 	    "%s", pasco_tape_message(tp));
 	pasco_tape_free(tp);
@@ -239,7 +242,7 @@ Test(graph, an_ops_failure_names_the_node)
 /* ---- custom layers and losses in models ---- */
 
 /* expr is PASCO_OK; else the model's last error is shown. */
-#define MODEL_PASS(expr)                                                     \
+#define MODEL_PASS(expr)                                                      \
 	do {                                                                  \
 		int rv_ = (expr);                                             \
 		cr_assert(rv_ == PASCO_OK, "%s: %s", #expr,                   \
@@ -340,14 +343,14 @@ loss_and_grads(const pasco_model *m, pasco_loss loss, const pasco_tensor *x,
 }
 
 static void
-assert_same_tensor(const pasco_tensor *a, const pasco_tensor *b, double tol,
-    const char *what)
+assert_same_tensor(
+    const pasco_tensor *a, const pasco_tensor *b, double tol, const char *what)
 {
 	cr_assert(a != NULL && b != NULL && pasco_tensor_same_spec(a, b),
 	    "%s: specs differ", what);
 	for (int64_t i = 0; i < a->count; i++) {
-		cr_assert(fabs(pasco_tensor_get(a, i) - pasco_tensor_get(b, i)) <=
-		              tol,
+		cr_assert(fabs(pasco_tensor_get(a, i) -
+		               pasco_tensor_get(b, i)) <= tol,
 		    "%s[%lld]: %.9g and %.9g", what, (long long) i,
 		    pasco_tensor_get(a, i), pasco_tensor_get(b, i));
 	}
@@ -356,9 +359,10 @@ assert_same_tensor(const pasco_tensor *a, const pasco_tensor *b, double tol,
 Test(graph, a_custom_layer_written_as_a_graph_is_denses_outputs_and_grads)
 {
 	pasco_layer_reset_names();
-	pasco_model *dense = one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
-	pasco_model *fc    = custom_model(false);
-	pasco_tensor *x = batch(5, 4, 2), *y = batch(5, 3, 1);
+	pasco_model *dense =
+	    one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
+	pasco_model    *fc = custom_model(false);
+	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1);
 	pasco_tape_grad gd[2], gc[2];
 	pasco_loss      mse = {PASCO_LOSS_MSE, false};
 	cr_assert_eq(pasco_model_num_variables(fc), 2);
@@ -413,17 +417,18 @@ Test(graph, a_loss_graph_of_the_mean_squared_error_is_mse)
 {
 	pasco_layer_reset_names();
 	for (int per_example = 0; per_example < 2; per_example++) {
-		pasco_model  *m = custom_model(false);
-		pasco_tensor *x = batch(6, 4, 2), *y = batch(6, 3, 1);
-		char         *lg = mse_graph(per_example);
-		pasco_tape_grad g1[2], g2[2];
+		pasco_model          *m = custom_model(false);
+		pasco_tensor         *x = batch(6, 4, 2), *y = batch(6, 3, 1);
+		char                 *lg = mse_graph(per_example);
+		pasco_tape_grad       g1[2], g2[2];
 		pasco_compile_options o = {.loss_graph = lg};
 		MODEL_PASS(pasco_model_compile(m, &o));
-		double a = loss_and_grads(m, (pasco_loss){PASCO_LOSS_MSE, false},
-		    x, y, g1);
+		double a = loss_and_grads(
+		    m, (pasco_loss){PASCO_LOSS_MSE, false}, x, y, g1);
 		double b = loss_and_grads(
 		    m, (pasco_loss){PASCO_LOSS_GRAPH, false}, x, y, g2);
-		cr_assert(fabs(a - b) <= 1e-7 * a, "mse %.9g, graph %.9g", a, b);
+		cr_assert(
+		    fabs(a - b) <= 1e-7 * a, "mse %.9g, graph %.9g", a, b);
 		/* f32 rounding: the kernel sums its terms in another order */
 		assert_same_tensor(g1[0].dense, g2[0].dense, 1e-6, "kernel");
 		assert_same_tensor(g1[1].dense, g2[1].dense, 1e-6, "bias");
@@ -439,16 +444,19 @@ Test(graph, a_loss_graph_of_the_mean_squared_error_is_mse)
 Test(graph, a_model_with_a_custom_layer_and_loss_round_trips_through_json)
 {
 	pasco_layer_reset_names();
-	pasco_model          *m = custom_model(true), *back;
-	char                 *lg = mse_graph(true), *one, *two;
+	pasco_model          *m         = custom_model(true), *back;
+	char                 *lg        = mse_graph(true), *one, *two;
 	const char           *metrics[] = {"mae"};
-	pasco_compile_options o = {.loss_graph = lg,
-	    .optimizer = pasco_sgd(0.1, 0, false), .metrics = metrics, .nmetrics = 1};
+	pasco_compile_options o         = {.loss_graph = lg,
+	            .optimizer                         = pasco_sgd(0.1, 0, false),
+	            .metrics                           = metrics,
+	            .nmetrics                          = 1};
 	MODEL_PASS(pasco_model_compile(m, &o));
 	PASCO_PASS(pasco_model_to_json(m, &one));
-	cr_assert(strstr(one, "\"class_name\":\"Custom\"") != NULL &&
-	              strstr(one, "\"inference_graph\"") != NULL &&
-	              strstr(one, "\"loss\":{\"class_name\":\"Graph\"") != NULL,
+	cr_assert(
+	    strstr(one, "\"class_name\":\"Custom\"") != NULL &&
+	        strstr(one, "\"inference_graph\"") != NULL &&
+	        strstr(one, "\"loss\":{\"class_name\":\"Graph\"") != NULL,
 	    "%s", one);
 	MODEL_PASS(pasco_model_from_json(one, &back));
 	PASCO_PASS(pasco_model_to_json(back, &two));
@@ -464,8 +472,8 @@ Test(graph, a_model_with_a_custom_layer_and_loss_round_trips_through_json)
 Test(graph, the_inference_graph_runs_when_not_training)
 {
 	pasco_layer_reset_names();
-	pasco_model  *m = custom_model(true);
-	pasco_tensor *x = batch(5, 4, 2);
+	pasco_model  *m      = custom_model(true);
+	pasco_tensor *x      = batch(5, 4, 2);
 	double        neg[2] = {0, 0};
 	for (int training = 0; training < 2; training++) {
 		pasco_tape  *tp;
@@ -501,15 +509,15 @@ Test(graph, a_c_layer_registered_by_name_runs_and_round_trips)
 	PASCO_PASS(gl_register());
 	PASCO_PASS(gl_register());
 	PASCO_FAIL(pasco_layer_register("test_c_dense", &other), PASCO_EEXIST);
-	PASCO_FAIL(pasco_layer_function(&l, "no_such_layer", NULL, 1,
-	               (int64_t[]){4}),
+	PASCO_FAIL(
+	    pasco_layer_function(&l, "no_such_layer", NULL, 1, (int64_t[]){4}),
 	    PASCO_EINVAL);
-	cr_assert(strstr(pasco_model_last_error(),
-	              "no layer function 'no_such_layer' is registered") !=
-	              NULL,
+	cr_assert(
+	    strstr(pasco_model_last_error(),
+	        "no layer function 'no_such_layer' is registered") != NULL,
 	    "%s", pasco_model_last_error());
-	PASCO_FAIL(pasco_layer_function(
-	               &l, "test_c_dense", "{}", 1, (int64_t[]){4}),
+	PASCO_FAIL(
+	    pasco_layer_function(&l, "test_c_dense", "{}", 1, (int64_t[]){4}),
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(),
 	              "layer function 'test_c_dense': one input") != NULL,
@@ -546,13 +554,14 @@ Test(graph, a_c_layer_registered_by_name_runs_and_round_trips)
 Test(graph, a_config_naming_an_unregistered_function_is_refused)
 {
 	pasco_layer l;
-	PASCO_FAIL(pasco_layer_graph(&l,
-	               "{\"name\": \"c\", \"input_widths\": [4], "
-	               "\"output_width\": 3, \"function\": \"nobody_has_it\"}"),
+	PASCO_FAIL(
+	    pasco_layer_graph(&l,
+	        "{\"name\": \"c\", \"input_widths\": [4], "
+	        "\"output_width\": 3, \"function\": \"nobody_has_it\"}"),
 	    PASCO_EINVAL);
-	cr_assert(strstr(pasco_model_last_error(),
-	              "c: no layer function 'nobody_has_it' is registered") !=
-	              NULL,
+	cr_assert(
+	    strstr(pasco_model_last_error(),
+	        "c: no layer function 'nobody_has_it' is registered") != NULL,
 	    "%s", pasco_model_last_error());
 }
 
@@ -568,11 +577,13 @@ Test(graph, an_ids_input_reaches_the_graph_as_integers)
 	    "  \"dtype\": \"float32\", \"initializer\": {\"class_name\": "
 	    "\"Ones\", \"config\": {}}, \"regularizer\": null, \"trainable\": "
 	    "true}],"
-	    " \"nodes\": [{\"op\": \"input\", \"index\": 0, \"shape\": [-1, 2],"
+	    " \"nodes\": [{\"op\": \"input\", \"index\": 0, \"shape\": [-1, "
+	    "2],"
 	    "  \"dtype\": \"int64\"},"
 	    "  {\"op\": \"cast\", \"in\": [0], \"shape\": [-1, 2], \"dtype\": "
 	    "\"float32\"},"
-	    "  {\"op\": \"weight\", \"index\": 0, \"shape\": [2, 3], \"dtype\": "
+	    "  {\"op\": \"weight\", \"index\": 0, \"shape\": [2, 3], "
+	    "\"dtype\": "
 	    "\"float32\"},"
 	    "  {\"op\": \"matmul\", \"in\": [1, 2], \"transpose_a\": false,"
 	    "   \"transpose_b\": false, \"shape\": [-1, 3], \"dtype\": "
@@ -599,5 +610,297 @@ Test(graph, an_ids_input_reaches_the_graph_as_integers)
 	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(y), 5), 7, 0);
 	pasco_tape_free(tp);
 	pasco_tensor_release(ids);
+	pasco_model_free(m);
+}
+
+/* Keras resolves "accuracy" from y_true's shape: a loss graph whose
+ * y_true is class ids (int64 [batch]) gets sparse categorical accuracy,
+ * here and in the model a worker reads from the config. */
+Test(graph, accuracy_with_a_loss_graph_of_class_ids_is_sparse)
+{
+	static const char *const scce =
+	    "{\"name\": \"my_scce\", \"graph\": {"
+	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
+	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
+	    "\"nodes\": ["
+	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
+	    "\"int64\"},"
+	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], "
+	    "\"dtype\": "
+	    "\"float32\"},"
+	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
+	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
+	    "\"outputs\": [2]}}";
+	pasco_layer_reset_names();
+	pasco_model *m = custom_model(false), *back;
+	char        *json;
+	MODEL_PASS(
+	    pasco_model_compile(m, &(pasco_compile_options){.loss_graph = scce,
+	                               .metrics = (const char *[]){"accuracy"},
+	                               .nmetrics = 1}));
+	cr_assert_eq(
+	    m->compile.metric_kinds[0], PASCI_METRIC_SPARSE_CAT_ACCURACY);
+	PASCO_PASS(pasco_model_to_json(m, &json));
+	MODEL_PASS(pasco_model_from_json(json, &back));
+	cr_assert_eq(
+	    back->compile.metric_kinds[0], PASCI_METRIC_SPARSE_CAT_ACCURACY);
+	free(json);
+	pasco_model_free(back);
+	pasco_model_free(m);
+}
+
+/* What a worker is sent must not make it allocate without bound, nor
+ * go uncounted by its model cache. */
+Test(graph, sizes_from_a_config_are_bounded_and_counted)
+{
+	cJSON *g = dense_json(), *c;
+	cJSON_ReplaceItemInObject(
+	    node(g, 2), "op", cJSON_CreateString("constant"));
+	cJSON_DeleteItemFromObject(node(g, 2), "index");
+	cJSON_AddNumberToObject(node(g, 2), "value", 1);
+	cJSON_ReplaceItemInObject(node(g, 2), "shape",
+	    cJSON_CreateIntArray((int[]){1 << 13, 1 << 13}, 2));
+	refused(g, PASCI_GRAPH_LAYER,
+	    "fc: nodes[2] (constant): a constant of shape [8192, 8192]: at "
+	    "most 16777216 elements");
+
+	char       *cfg = custom_config(false);
+	pasco_layer l;
+	c = cJSON_Parse(cfg);
+	cJSON_ReplaceItemInObject(
+	    c, "input_widths", cJSON_CreateDoubleArray((double[]){1e300}, 1));
+	char *bad = cJSON_PrintUnformatted(c);
+	PASCO_FAIL(pasco_layer_graph(&l, bad), PASCO_EINVAL);
+	cr_assert(
+	    strstr(pasco_model_last_error(),
+	        "fc: input_widths[0] must be a positive integer") != NULL,
+	    "%s", pasco_model_last_error());
+	free(bad);
+	cJSON_Delete(c);
+
+	pasco_layer_reset_names();
+	pasco_model *dense =
+	    one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
+	pasco_model *fc = custom_model(true);
+	cr_assert_geq(pasci_model_bytes(fc),
+	    pasci_model_bytes(dense) + 2 * strlen(cfg),
+	    "a Custom layer's graphs are counted: %zu bytes, Dense's %zu",
+	    pasci_model_bytes(fc), pasci_model_bytes(dense));
+	free(cfg);
+	pasco_model_free(dense);
+	pasco_model_free(fc);
+}
+
+/* The Custom layer fc of graph g (taken over). */
+static pasco_model *
+model_of_graph(cJSON *g)
+{
+	pasco_layer l;
+	cJSON      *c = cJSON_CreateObject();
+	char       *cfg;
+	cJSON_AddStringToObject(c, "name", "fc");
+	cJSON_AddItemToObject(
+	    c, "input_widths", cJSON_CreateIntArray((int[]){4}, 1));
+	cJSON_AddNumberToObject(c, "output_width", 3);
+	cJSON_AddItemToObject(c, "graph", g);
+	cfg = cJSON_PrintUnformatted(c);
+	cJSON_Delete(c);
+	MODEL_PASS(pasco_layer_graph(&l, cfg));
+	free(cfg);
+	return one_layer_model(l);
+}
+
+static cJSON *
+weight(cJSON *g, int k)
+{
+	return cJSON_GetArrayItem(cJSON_GetObjectItem(g, "weights"), k);
+}
+
+Test(graph, a_non_trainable_weight_is_read_but_never_differentiated)
+{
+	pasco_layer_reset_names();
+	cJSON *g = dense_json();
+	cJSON_ReplaceItemInObject(
+	    weight(g, 1), "trainable", cJSON_CreateFalse());
+	pasco_model *fc = model_of_graph(g);
+	pasco_model *dense =
+	    one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
+	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1);
+	pasco_tape_grad gd[2], gc[2];
+	pasco_loss      mse = {PASCO_LOSS_MSE, false};
+	double          ld  = loss_and_grads(dense, mse, x, y, gd);
+	double          lc  = loss_and_grads(fc, mse, x, y, gc);
+	cr_assert(ld == lc, "losses %.9g and %.9g", ld, lc);
+	assert_same_tensor(gd[0].dense, gc[0].dense, 0, "kernel's gradient");
+	cr_assert_not_null(gd[1].dense);
+	cr_assert_null(
+	    gc[1].dense, "no gradient reaches a non-trainable bias");
+	pasco_tape_grad_fini(gd, 2);
+	pasco_tape_grad_fini(gc, 2);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(dense);
+	pasco_model_free(fc);
+}
+
+Test(graph, regularizers_join_the_training_loss)
+{
+	pasco_layer_reset_names();
+	pasco_layer d = pasco_layer_dense(3, PASCO_ACT_RELU);
+	d.kernel_l2   = 0.01;
+	cJSON *g2 = dense_json(), *g1 = dense_json(), *g0 = dense_json();
+	cJSON_ReplaceItemInObject(weight(g2, 0), "regularizer",
+	    cJSON_Parse(
+	        "{\"class_name\": \"L2\", \"config\": {\"l2\": 0.01}}"));
+	cJSON_ReplaceItemInObject(weight(g1, 0), "regularizer",
+	    cJSON_Parse(
+	        "{\"class_name\": \"L1\", \"config\": {\"l1\": 0.01}}"));
+	pasco_model    *dense = one_layer_model(d);
+	pasco_model    *l2 = model_of_graph(g2), *l1 = model_of_graph(g1);
+	pasco_model    *none = model_of_graph(g0);
+	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1), *k;
+	pasco_tape_grad gd[2], g[2];
+	pasco_loss      mse = {PASCO_LOSS_MSE, false};
+	double          ld = loss_and_grads(dense, mse, x, y, gd), sum = 0;
+	double          lr = loss_and_grads(l2, mse, x, y, g);
+	cr_assert(
+	    fabs(ld - lr) <= 1e-7 * ld, "L2: %.9g, Dense's %.9g", lr, ld);
+	assert_same_tensor(gd[0].dense, g[0].dense, 1e-7, "L2 kernel's");
+	pasco_tape_grad_fini(g, 2);
+	/* L1: 0.01 * sum(|kernel|) more than without */
+	double l0 = loss_and_grads(none, mse, x, y, g);
+	pasco_tape_grad_fini(g, 2);
+	double la = loss_and_grads(l1, mse, x, y, g);
+	pasco_tape_grad_fini(g, 2);
+	pasco_initializer in = pasco_model_variable_init(l1, 0);
+	PASCO_PASS(pasco_tensor_alloc(&k, PASCO_F32, 2, (int64_t[]){4, 3}));
+	PASCO_PASS(pasco_initializer_fill(&in, k, 2, k->shape, 0));
+	for (int64_t i = 0; i < 12; i++) {
+		sum += fabs(pasco_tensor_get(k, i));
+	}
+	cr_assert(fabs(la - l0 - 0.01 * sum) <= 1e-6,
+	    "L1: %.9g more, want %.9g", la - l0, 0.01 * sum);
+	pasco_tape_grad_fini(gd, 2);
+	pasco_tensor_release(k);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(dense);
+	pasco_model_free(l2);
+	pasco_model_free(l1);
+	pasco_model_free(none);
+}
+
+/* A worker's cache keeps a model parsed from its config and hands each
+ * step a clone: the clone shares the parsed graph (no parse per step) and
+ * outlives the model it was cloned from. */
+Test(graph, a_clone_shares_the_parsed_graph_and_outlives_its_model)
+{
+	pasco_layer_reset_names();
+	pasco_model  *m = custom_model(true), *copy;
+	pasco_tensor *x = batch(2, 4, 1);
+	pasco_tape   *tp;
+	pasco_tnode  *nodes[2];
+	PASCO_PASS(pasci_model_clone(m, &copy));
+	cr_assert_not_null(copy->layers[0].custom);
+	cr_assert_eq(copy->layers[0].custom, m->layers[0].custom);
+	pasco_model_free(m);
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	watch_initial(copy, tp, nodes);
+	cr_assert_not_null(pasco_model_call_with(copy, tp, &x, nodes), "%s",
+	    pasco_tape_message(tp));
+	pasco_tape_free(tp);
+	pasco_tensor_release(x);
+	pasco_model_free(copy);
+}
+
+/* y_true traced as int64 class ids, the batch's labels given as floats
+ * [batch, 1] or [batch] (a CSV's): cast to the traced dtype and shape, the loss is
+ * the one of the integer labels. */
+Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
+{
+	static const char *const scce =
+	    "{\"name\": \"my_scce\", \"graph\": {"
+	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
+	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
+	    "\"nodes\": ["
+	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
+	    "\"int64\"},"
+	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], \"dtype\": "
+	    "\"float32\"},"
+	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
+	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
+	    "\"outputs\": [2]}}";
+	pasco_layer_reset_names();
+	pasco_model    *m = custom_model(false);
+	pasco_tensor   *x = batch(4, 4, 2), *yi, *yf, *y1;
+	pasco_tape_grad g[2];
+	pasco_loss      graph = {PASCO_LOSS_GRAPH, false};
+	MODEL_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss_graph = scce}));
+	PASCO_PASS(pasco_tensor_from(&yi, PASCO_I64, 1, (int64_t[]){4},
+	    (int64_t[]){0, 2, 1, 2}, 4 * sizeof(int64_t)));
+	PASCO_PASS(pasco_tensor_from(&yf, PASCO_F32, 2, (int64_t[]){4, 1},
+	    (float[]){0, 2, 1, 2}, 4 * sizeof(float)));
+	PASCO_PASS(pasco_tensor_from(&y1, PASCO_F32, 1, (int64_t[]){4},
+	    (float[]){0, 2, 1, 2}, 4 * sizeof(float)));
+	double a = loss_and_grads(m, graph, x, yi, g);
+	pasco_tape_grad_fini(g, 2);
+	double b = loss_and_grads(m, graph, x, yf, g);
+	pasco_tape_grad_fini(g, 2);
+	double c = loss_and_grads(m, graph, x, y1, g);
+	pasco_tape_grad_fini(g, 2);
+	cr_assert(a > 0 && a == b && a == c,
+	    "int labels %.9g, float labels [4, 1] %.9g and [4] %.9g", a, b, c);
+	pasco_tensor_release(y1);
+	pasco_tensor_release(x);
+	pasco_tensor_release(yi);
+	pasco_tensor_release(yf);
+	pasco_model_free(m);
+}
+
+/* Several threads clone one model with a graph layer, run it and free
+ * their clone at once (the worker's steps): the definition's reference
+ * count is atomic (run under -Db_sanitize=thread too). */
+typedef struct clone_run {
+	const pasco_model *m;
+	int                ok;
+} clone_run;
+
+static void *
+clone_and_run(void *arg)
+{
+	clone_run    *r = arg;
+	pasco_tensor *x = batch(3, 4, 1);
+	for (int k = 0; k < 50; k++) {
+		pasco_model *copy;
+		pasco_tape  *tp;
+		pasco_tnode *nodes[2];
+		if (pasci_model_clone(r->m, &copy) != 0 ||
+		    pasco_tape_alloc(&tp, k % 2 == 0, 1) != 0) {
+			break;
+		}
+		watch_initial(copy, tp, nodes);
+		r->ok += pasco_model_call_with(copy, tp, &x, nodes) != NULL;
+		pasco_tape_free(tp);
+		pasco_model_free(copy);
+	}
+	pasco_tensor_release(x);
+	return NULL;
+}
+
+Test(graph, threads_clone_run_and_free_one_models_graph_at_once)
+{
+	pasco_layer_reset_names();
+	pasco_model *m = custom_model(true);
+	pthread_t    t[4];
+	clone_run    r[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (clone_run){m, 0};
+		cr_assert_eq(pthread_create(&t[i], NULL, clone_and_run, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(r[i].ok, 50, "thread %d ran %d of 50", i, r[i].ok);
+	}
 	pasco_model_free(m);
 }

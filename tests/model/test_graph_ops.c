@@ -210,6 +210,13 @@ Test(graph_ops, a_bad_attribute_is_refused_naming_it)
 	        "nodes[4] (sparse_categorical_crossentropy): attribute "
 	        "'from_logits' must be true or false"},
 	    {"argmax", "{}", "nodes[4] (argmax): missing attribute 'axis'"},
+	    {"expand_dims", "{\"axis\": 4294967297}",
+	        "nodes[4] (expand_dims): attribute 'axis' holds 4294967297: "
+	        "integers must be within [-2^31 + 1, 2^31 - 1]"},
+	    {"reshape", "{\"shape\": [2147483647, 2147483647, 2147483647]}",
+	        "nodes[4] (reshape): attribute 'shape' holds 9.9e+27 "
+	        "elements: "
+	        "too many"},
 	    {"gather", "{\"axis\": 0.5}",
 	        "nodes[4] (gather): attribute 'axis' must be an integer"},
 	};
@@ -580,4 +587,61 @@ Test(graph_ops, integers_convert_as_numpy_promotes)
 	pasco_tape_free(tp);
 	pasco_tensor_release(x);
 	pasco_tensor_release(ix);
+}
+
+/* Keras's cross-entropies of a softmax or sigmoid output go through its
+ * logits: no clipping at 1e-7, so a confident wrong prediction costs its
+ * full logit (40), not -log(1e-7) = 16.1. Any other probabilities are
+ * clipped. */
+Test(graph_ops, cross_entropies_of_softmax_and_sigmoid_outputs_use_logits)
+{
+	const pasci_graph_op *sce =
+	    pasci_graph_op_named("sparse_categorical_crossentropy");
+	const pasci_graph_op *bce =
+	    pasci_graph_op_named("binary_crossentropy");
+	pasco_tape       *tp;
+	pasco_tensor     *z  = rnd(PASCO_F64, 2, (int64_t[]){1, 2}, 1, 0, 0);
+	pasco_tensor     *y  = ids_of(1, (int64_t[]){1}, (int64_t[]){1});
+	pasco_tensor     *y0 = rnd(PASCO_F64, 1, (int64_t[]){1}, 1, 0, 0);
+	pasci_graph_attrs a  = {.dtype = PASCO_F64};
+	pasci_gval        out;
+	pasco_tnode      *zn, *p;
+	pasco_tensor_set(z, 0, 40);
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	zn = pasco_tape_constant(tp, z);
+	p  = pasco_t_softmax(tp, zn);
+	cr_assert(sce->run(
+	    tp, 2, (pasci_gval[]){{.ints = y}, {.node = p}}, &a, &out));
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(out.node), 0), 40, 1e-9);
+	p = pasco_t_softmax_axis(tp, zn, -1);
+	cr_assert(sce->run(
+	    tp, 2, (pasci_gval[]){{.ints = y}, {.node = p}}, &a, &out));
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(out.node), 0), 40, 1e-9);
+	p = pasco_t_add(tp, p, pasco_t_scale(tp, p, 0)); /* not a softmax */
+	cr_assert(sce->run(
+	    tp, 2, (pasci_gval[]){{.ints = y}, {.node = p}}, &a, &out));
+	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(out.node), 0),
+	    -log(1e-7), 1e-6);
+	p = pasco_t_sigmoid(tp, pasco_t_reshape(tp, zn, 1, (int64_t[]){2}));
+	cr_assert(bce->run(tp, 2,
+	    (pasci_gval[]){{.node = pasco_tape_constant(tp, y0)},
+	        {.node =
+	                pasco_t_slice(tp, p, (int64_t[]){0}, (int64_t[]){1})}},
+	    &a, &out));
+	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(out.node), 0),
+	    -log(1e-7), 1e-6, "a slice of a sigmoid is clipped");
+	cr_assert(bce->run(tp, 2,
+	    (pasci_gval[]){{.node = pasco_tape_constant(tp, y0)},
+	        {.node = pasco_t_sigmoid(
+	             tp, pasco_t_slice(
+	                     tp, zn, (int64_t[]){0, 0}, (int64_t[]){1, 1}))}},
+	    &a, &out));
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(out.node), 0), 40, 1e-9);
+	pasco_tape_free(tp);
+	pasco_tensor_release(z);
+	pasco_tensor_release(y);
+	pasco_tensor_release(y0);
 }

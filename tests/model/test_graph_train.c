@@ -102,7 +102,8 @@ dense_layer(void)
 	char *s = malloc(4096);
 	cr_assert_not_null(s);
 	snprintf(s, 4096,
-	    "{\"name\": \"fc\", \"class\": \"MyDense\", \"input_widths\": [%d],"
+	    "{\"name\": \"fc\", \"class\": \"MyDense\", \"input_widths\": "
+	    "[%d],"
 	    " \"output_width\": %d, \"graph\": {"
 	    "\"inputs\": [{\"shape\": [-1, %d], \"dtype\": \"float32\"}],"
 	    "\"weights\": ["
@@ -154,16 +155,17 @@ static pasco_model *
 model_on(pasco_layer first, const char *loss, const char *loss_graph)
 {
 	pasco_model *m;
-	pasco_layer  l[] = {first, pasco_layer_dense(MD_CLASSES,
-	                               PASCO_ACT_SOFTMAX)};
-	int          rv  = pasco_model_sequential(&m, MD_FEATURES, 2, l, 42);
+	pasco_layer  l[] = {
+	     first, pasco_layer_dense(MD_CLASSES, PASCO_ACT_SOFTMAX)};
+	int rv = pasco_model_sequential(&m, MD_FEATURES, 2, l, 42);
 	pasco_layer_release(&l[0]);
 	cr_assert_eq(rv, 0, "%s", pasco_model_last_error());
-	rv = pasco_model_compile(m, &(pasco_compile_options){.loss = loss,
-	                                .loss_graph = loss_graph,
-	                                .optimizer  = pasco_sgd(0.1, 0, false),
-	                                .metrics = (const char *[]){"accuracy"},
-	                                .nmetrics = 1});
+	rv =
+	    pasco_model_compile(m, &(pasco_compile_options){.loss = loss,
+	                               .loss_graph                = loss_graph,
+	                               .optimizer = pasco_sgd(0.1, 0, false),
+	                               .metrics = (const char *[]){"accuracy"},
+	                               .nmetrics = 1});
 	cr_assert_eq(rv, 0, "compile: %s", pasco_model_last_error());
 	return m;
 }
@@ -179,7 +181,8 @@ train(pasco_model *m, double *losses)
 	                  .steps_per_epoch                = 20,
 	                  .window                         = 1},
 	              &h);
-	cr_assert_eq(rv, 0, "fit: %s", pasco_model_last_error());
+	cr_assert_eq(rv, 0, "fit of %s: %s", pasco_model_layer(m, 0)->name,
+	    pasco_model_last_error());
 	cr_assert_eq(h.count, EPOCHS);
 	for (int e = 0; e < EPOCHS; e++) {
 		cr_assert(pasco_logs_get(&h.epochs[e], "loss", &losses[e]));
@@ -210,14 +213,14 @@ Test(graph_train, custom_layers_and_losses_train_as_their_builtin_twins)
 	train(a, builtin);
 	cr_assert_lt(builtin[EPOCHS - 1], builtin[0], "it learns");
 
-	cr_assert_eq(pasco_layer_graph(&fc, cfg), 0, "%s",
-	    pasco_model_last_error());
+	cr_assert_eq(
+	    pasco_layer_graph(&fc, cfg), 0, "%s", pasco_model_last_error());
 	pasco_model *b = model_on(fc, NULL, scce_graph);
 	train(b, graph);
 	same_curve(builtin, graph, "a graph layer and a graph loss");
 
-	cr_assert_eq(pasco_layer_function(&c, "test_c_dense",
-	                 "{\"units\": 8}", 1, (int64_t[]){MD_FEATURES}),
+	cr_assert_eq(pasco_layer_function(&c, "test_c_dense", "{\"units\": 8}",
+	                 1, (int64_t[]){MD_FEATURES}),
 	    0, "%s", pasco_model_last_error());
 	pasco_model *d = model_on(c, "sparse_categorical_crossentropy", NULL);
 	train(d, cfn);
@@ -225,6 +228,44 @@ Test(graph_train, custom_layers_and_losses_train_as_their_builtin_twins)
 	pasco_model_free(a);
 	pasco_model_free(b);
 	pasco_model_free(d);
+	free(cfg);
+	stop();
+}
+
+/* A graph whose trace does not match the data fails the step on the
+ * worker, which goes on serving; the chief gets the node's message. */
+Test(graph_train, a_graph_that_does_not_match_the_data_fails_fit_naming_it)
+{
+	char       *cfg = dense_layer(), *at;
+	pasco_layer fc;
+	double      losses[EPOCHS];
+	/* matmul traced [-1, 5]: its value is [32, 8] */
+	at = strstr(cfg, "\"op\": \"matmul\"");
+	cr_assert_not_null(at);
+	at = strstr(at, "\"shape\": [-1, 8]");
+	cr_assert_not_null(at);
+	at[14] = '5';
+	start();
+	cr_assert_eq(pasco_layer_graph(&fc, cfg), 0, "%s",
+	    pasco_model_last_error());
+	pasco_model *m = model_on(fc, "sparse_categorical_crossentropy", NULL);
+	int          rv = pasco_model_fit(K.c, m,
+	             &(pasco_model_fit_options){.dataset = "md_train",
+	                 .epochs                         = 1,
+	                 .steps_per_epoch                = 2,
+	                 .window                         = 1},
+	             NULL);
+	cr_assert_neq(rv, 0);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "fc: nodes[3] (matmul): the value is f32[32, 8]; traced "
+	              "f32[-1, 5]") != NULL,
+	    "%s", pasco_model_last_error());
+	pasco_model_free(m);
+	/* the worker serves on: the twin model trains */
+	m = model_on(pasco_layer_dense(UNITS, PASCO_ACT_RELU),
+	    "sparse_categorical_crossentropy", NULL);
+	train(m, losses);
+	pasco_model_free(m);
 	free(cfg);
 	stop();
 }

@@ -279,13 +279,15 @@ Test(tape_ops_more, broadcasting_gradients_match_finite_differences)
 	    {"sub [b,n] - [b,1]", o_sub, 2, {2, 2}, {{4, 3}, {4, 1}}, 0, 0},
 	    {"sub [1,n] - [b,1]", o_sub, 2, {2, 2}, {{1, 3}, {4, 1}}, 0, 0},
 	    {"mul [b,1] * [1,n]", o_mul, 2, {2, 2}, {{4, 1}, {1, 3}}, 0, 0},
-	    {"mul [2,1,3] * [4,1]", o_mul, 2, {3, 2}, {{2, 1, 3}, {4, 1}}, 0, 0},
+	    {"mul [2,1,3] * [4,1]", o_mul, 2, {3, 2}, {{2, 1, 3}, {4, 1}}, 0,
+	        0},
 	    {"div [b,n] / [b,1]", o_div, 2, {2, 2}, {{4, 3}, {4, 1}}, 0.5, 2},
 	    {"div [n] / [b,n]", o_div, 2, {1, 2}, {{3}, {4, 3}}, 0.5, 2},
 	    {"div scalar / [b,n]", o_div, 2, {0, 2}, {{0}, {2, 3}}, 0.5, 2},
 	    {"maximum [b,n], [n]", o_max, 2, {2, 1}, {{4, 3}, {3}}, 0, 0},
 	    {"maximum [b,1], [b,n]", o_max, 2, {2, 2}, {{4, 1}, {4, 3}}, 0, 0},
-	    {"minimum [2,1,3], [4,1]", o_min, 2, {3, 2}, {{2, 1, 3}, {4, 1}}, 0, 0},
+	    {"minimum [2,1,3], [4,1]", o_min, 2, {3, 2}, {{2, 1, 3}, {4, 1}},
+	        0, 0},
 	    {"minimum scalar, [b,n]", o_min, 2, {0, 2}, {{0}, {2, 3}}, 0, 0},
 	};
 	run_cases(cs, sizeof(cs) / sizeof(cs[0]));
@@ -324,7 +326,8 @@ OP(o_cast, pasco_t_cast(tp, s[0], PASCO_F64))
 Test(tape_ops_more, unary_and_reduction_gradients_match_finite_differences)
 {
 	const fd_case cs[] = {
-	    {"where [4,1] ? [4,3] : [3]", o_where, 2, {2, 1}, {{4, 3}, {3}}, 0, 0},
+	    {"where [4,1] ? [4,3] : [3]", o_where, 2, {2, 1}, {{4, 3}, {3}}, 0,
+	        0},
 	    {"exp", o_exp, 1, {2}, {{3, 4}}, 0, 0},
 	    {"log", o_log, 1, {2}, {{3, 4}}, 0.5, 2},
 	    {"sqrt", o_sqrt, 1, {2}, {{3, 4}}, 0.5, 2},
@@ -332,10 +335,13 @@ Test(tape_ops_more, unary_and_reduction_gradients_match_finite_differences)
 	    {"abs", o_abs, 1, {2}, {{3, 4}}, 0, 0},
 	    {"negative", o_neg, 1, {2}, {{3, 4}}, 0, 0},
 	    {"clip [-0.4, 0.3]", o_clip, 1, {2}, {{3, 4}}, 0, 0},
-	    {"reduce_sum axes {0, 2} keepdims", o_sum02, 1, {3}, {{2, 3, 4}}, 0, 0},
+	    {"reduce_sum axes {0, 2} keepdims", o_sum02, 1, {3}, {{2, 3, 4}},
+	        0, 0},
 	    {"reduce_mean axis 1", o_mean1, 1, {3}, {{2, 3, 4}}, 0, 0},
-	    {"reduce_mean every axis keepdims", o_mean_all, 1, {2}, {{3, 4}}, 0, 0},
-	    {"reduce_max axis -1 keepdims", o_max_last, 1, {3}, {{2, 3, 4}}, 0, 0},
+	    {"reduce_mean every axis keepdims", o_mean_all, 1, {2}, {{3, 4}},
+	        0, 0},
+	    {"reduce_max axis -1 keepdims", o_max_last, 1, {3}, {{2, 3, 4}}, 0,
+	        0},
 	    {"reduce_max axes {0, 1}", o_max_01, 1, {3}, {{2, 3, 4}}, 0, 0},
 	    {"reduce_max every axis", o_max_all, 1, {2}, {{3, 4}}, 0, 0},
 	    {"softmax axis 0", o_smax0, 1, {3}, {{3, 2, 2}}, 0, 0},
@@ -392,15 +398,18 @@ Test(tape_ops_more, shape_and_product_gradients_match_finite_differences)
 	    {"gather axis 0, repeated", o_gather, 1, {2}, {{5, 3}}, 0, 0},
 	    {"gather axis 1", o_gather1, 1, {3}, {{2, 4, 3}}, 0, 0},
 	    {"matmul rank 3", o_bmm, 2, {3, 3}, {{2, 3, 4}, {2, 4, 5}}, 0, 0},
-	    {"matmul rank 3 a^T", o_bmm_ta, 2, {3, 3}, {{2, 4, 3}, {2, 4, 5}}, 0, 0},
-	    {"matmul rank 3 b^T", o_bmm_tb, 2, {3, 3}, {{2, 3, 4}, {2, 5, 4}}, 0, 0},
+	    {"matmul rank 3 a^T", o_bmm_ta, 2, {3, 3}, {{2, 4, 3}, {2, 4, 5}},
+	        0, 0},
+	    {"matmul rank 3 b^T", o_bmm_tb, 2, {3, 3}, {{2, 3, 4}, {2, 5, 4}},
+	        0, 0},
 	    {"matmul rank 3 a^T b^T", o_bmm_tab, 2, {3, 3},
 	        {{2, 4, 3}, {2, 5, 4}}, 0, 0},
 	    {"dot [n].[n]", o_dot, 2, {1, 1}, {{4}, {4}}, 0, 0},
 	    {"dot [m,n].[n]", o_dot, 2, {2, 1}, {{3, 4}, {4}}, 0, 0},
 	    {"dot [n].[n,k]", o_dot, 2, {1, 2}, {{4}, {4, 2}}, 0, 0},
 	    {"dot [m,n].[n,k]", o_dot, 2, {2, 2}, {{3, 4}, {4, 2}}, 0, 0},
-	    {"batch_dot [b,n].[b,n]", o_bdot11, 2, {2, 2}, {{3, 4}, {3, 4}}, 0, 0},
+	    {"batch_dot [b,n].[b,n]", o_bdot11, 2, {2, 2}, {{3, 4}, {3, 4}}, 0,
+	        0},
 	    {"batch_dot [b,n,m].[b,m,k] (2, 1)", o_bdot21, 2, {3, 3},
 	        {{3, 2, 4}, {3, 4, 5}}, 0, 0},
 	    {"batch_dot [b,m,n].[b,k,m] (1, 2)", o_bdot12, 2, {3, 3},
@@ -609,6 +618,9 @@ bad(pasco_tape *tp, int k)
 	case 14:
 		n = pasco_t_expand_dims(tp, Z(2, 3), 3);
 		break;
+	case 16:
+		n = pasco_t_slice(tp, Z(2, 3), NULL, NULL);
+		break;
 	default:
 		n = pasco_t_clip(tp, Z(2), 1, 0);
 		break;
@@ -641,6 +653,7 @@ Test(tape_ops_more, bad_shapes_fail_with_messages_that_name_them)
 	    "expand_dims: f32[2,3]: axis 3 is outside [-3, 2] (or the rank "
 	    "would pass 8)",
 	    "clip: f32[2]: min 1 is above max 0",
+	    "slice: f32[2,3]: begin or size is NULL",
 	};
 	for (int k = 0; k < (int) (sizeof(want) / sizeof(want[0])); k++) {
 		pasco_tape *tp;

@@ -2,10 +2,13 @@
 chief and trained by C workers (issue 32): one worker, fit's window 1
 and unshuffled data, so each run's steps are one sequence:
 
-1. a Dense written with ops (MyDense) trains exactly as the built-in
-   Dense from the same initial weights: the same loss each epoch and the
-   same final weights (to float32 rounding);
-2. a custom loss equal to mse gives mse's loss curve;
+1. a Dense written with ops (MyDense, its kernel with an L2
+   regularizer) trains exactly as the built-in Dense from the same
+   initial weights: the same loss each epoch and the same final weights
+   (to float32 rounding);
+2. a custom loss equal to mse gives mse's loss curve; a layer of two
+   inputs, features and ids (an embedding's mean by ops.take), trains as
+   Embedding, Concatenate and Dense do;
 3. a model with a custom FactorizationMachine layer learns the pairwise
    interactions a linear model cannot: its loss ends lower;
 4. a trace-time error (a shape mismatch in a layer's call) is raised by
@@ -30,13 +33,16 @@ RTOL = 2e-5
 class MyDense(pasco.layers.Layer):
     """Dense written with ops: activation(inputs @ w + b)."""
 
-    def __init__(self, units, activation=None, **kwargs):
+    def __init__(self, units, activation=None, kernel_regularizer=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.units, self.activation = units, activation
+        self.kernel_regularizer = kernel_regularizer
 
     def build(self, input_shape):
         self.w = self.add_weight(name="w", shape=(input_shape[-1],
-                                                  self.units))
+                                                  self.units),
+                                 regularizer=self.kernel_regularizer)
         self.b = self.add_weight(name="b", shape=(self.units,),
                                  initializer="zeros")
 
@@ -64,6 +70,24 @@ class FactorizationMachine(pasco.layers.Layer):
         xv = ops.matmul(inputs, self.v)
         return 0.5 * ops.sum(ops.square(xv) - ops.matmul(
             ops.square(inputs), ops.square(self.v)), axis=1, keepdims=True)
+
+
+class DenseOfPair(pasco.layers.Layer):
+    """Two inputs, features [batch, 3] and ids [batch, 2]: the ids' mean
+    embedding joined to the features, then a dense layer, as Embedding,
+    Concatenate and Dense compute it."""
+
+    def build(self, input_shape):
+        (_, width), _ = input_shape
+        self.table = self.add_weight(name="table", shape=(10, 4),
+                                     initializer="uniform")
+        self.w = self.add_weight(name="w", shape=(width + 4, 1))
+        self.b = self.add_weight(name="b", shape=(1,), initializer="zeros")
+
+    def call(self, inputs):
+        x, ids = inputs
+        e = ops.mean(ops.take(self.table, ids, axis=0), axis=1)
+        return ops.sigmoid(ops.concatenate([x, e], axis=1) @ self.w + self.b)
 
 
 class Mismatched(pasco.layers.Layer):
@@ -97,6 +121,8 @@ def same_weights(what, a, b):
 
 
 def fit(model, data, epochs=3, steps=40):
+    # each run from global step 0: Adam's bias correction counts it
+    pasco.get_strategy().global_step_variable().assign(0)
     return model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=0)
 
 
@@ -113,11 +139,14 @@ def dense_against_builtin(d):
     opt = pasco.optimizers.Adam(1e-3)
     builtin = pasco.Sequential([pasco.layers.Dense(16, activation="relu"),
                                 pasco.layers.Dense(10,
-                                                   activation="softmax")])
-    mine = pasco.Sequential([MyDense(16, activation="relu"),
-                             MyDense(10, activation="softmax")])
+                                                   kernel_regularizer=0.01)])
+    mine = pasco.Sequential([MyDense(16, activation="relu"), MyDense(
+        10, kernel_regularizer=pasco.regularizers.L2(0.01))])
     for m in (builtin, mine):
-        m.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+        # logits: the library refuses probabilities it cannot see are a
+        # softmax's (a custom layer's output)
+        m.compile(optimizer=opt, loss="sparse_categorical_crossentropy",
+                  from_logits=True)
         m.build(train)
     names = [v.name for v in mine.variables]
     if names != ["my_dense/w", "my_dense/b", "my_dense_1/w",
@@ -172,6 +201,40 @@ def fm_learns_interactions(d):
                         f"the linear model's {losses[0][-1]} - 0.1")
 
 
+def two_inputs_against_builtin(d):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1024, 3)).astype(np.float32)
+    ids = rng.integers(0, 10, size=(1024, 2))
+    y = ((x[:, 0] + (ids[:, 0] % 3) - 1) > 0).astype(np.float32)
+    pasco.data.write_tfrecord(f"{d}/pair.tfrecord",
+                              {"x": x, "ids": ids, "y": y})
+    train = pasco.data.tfrecord(
+        f"{d}/pair.tfrecord", label="y", label_type="float", batch_size=32,
+        features={"x": pasco.data.Feature("float", 3),
+                  "ids": pasco.data.Feature("int64", 2)})
+    models = []
+    for mine in (False, True):
+        xi = pasco.Input(shape=(3,), name="x")
+        ii = pasco.Input(shape=(2,), name="ids", dtype="int64")
+        if mine:
+            out = DenseOfPair()([xi, ii])
+        else:
+            e = pasco.layers.Embedding(10, 4, combiner="mean")(ii)
+            out = pasco.layers.Dense(1, activation="sigmoid")(
+                pasco.layers.Concatenate()([xi, e]))
+        m = pasco.Model(inputs=[xi, ii], outputs=out)
+        m.compile(optimizer=pasco.optimizers.SGD(0.1),
+                  loss="binary_crossentropy")
+        m.build(train)
+        models.append(m)
+    # the built-in's variables: embeddings, kernel, bias; DenseOfPair's
+    # in add_weight's order: table, w, b
+    models[1].set_weights(models[0].get_weights())
+    same_curve("DenseOfPair against Embedding + Dense",
+               fit(models[0], train), fit(models[1], train))
+    same_weights("DenseOfPair against Embedding + Dense", *models)
+
+
 def error_before_scheduling(d, strategy):
     train = pasco.data.csv(f"{d}/train.csv", label="label", batch_size=32)
     before = strategy.global_step()
@@ -209,6 +272,7 @@ def chief(cluster):
         error_before_scheduling(d, strategy)
         dense_against_builtin(d)
         loss_against_mse(d)
+        two_inputs_against_builtin(d)
         fm_learns_interactions(d)
     for p in problems:
         print(f"custom_layer: FAILED: {p}", flush=True)

@@ -3,7 +3,8 @@ dtype each op infers, numpy's broadcasting, the trace-time errors word
 for word (a shape mismatch names the layer, the op and the shapes;
 control flow on a value names ops.where), the op names against
 docs/GRAPHS.md's table, the JSON a custom layer and a custom loss give,
-and the README's custom-layer block run as written.
+and the README's custom-layer block and docs/GRAPHS.md's "From Python"
+example run as written.
 
 Usage: ops_trace.py SOURCE_ROOT [SANITIZE] (PYTHONPATH=python,
 PASCO_LIBRARY set). Exit 77 (skipped) without numpy or in a sanitized
@@ -241,6 +242,9 @@ def errors():
     raises(ValueError, "loss 'bad_loss': ops.subtract: shapes (None, 2) "
            "and (None, 3) cannot be broadcast (axis -1: 2 against 3)",
            seq.get_config)
+    raises(TypeError, "loss: got the class MeanSquaredError; give an "
+           "instance (MeanSquaredError())", seq.compile, "sgd",
+           pasco.losses.MeanSquaredError)
     layer = Mismatched(name="twice")
     layer.add_weight(name="w", shape=(2,))
     raises(ValueError, "twice: add_weight: the layer has a weight 'w' "
@@ -412,8 +416,29 @@ def readme_block():
           config["compile_config"]["loss"]["class_name"], "Graph")
 
 
+def graphs_md_example():
+    """docs/GRAPHS.md's "From Python" example (the API the tracer gives)
+    traces: a FactorizationMachine in a functional model, a loss
+    function."""
+    with open(os.path.join(root, "docs", "GRAPHS.md")) as f:
+        text = f.read()
+    part = text.split("## From Python", 1)[1]
+    block = part.split("```python\n", 1)[1].split("\n```\n", 1)[0]
+    scope = {"__name__": "graphs_md"}
+    exec(compile(block, "docs/GRAPHS.md", "exec"), scope)
+    config = scope["model"].get_config()
+    fm = config["config"]["layers"][0]
+    check("GRAPHS.md's FactorizationMachine",
+          (fm["class_name"], fm["config"]["class"],
+           fm["config"]["input_widths"], fm["config"]["output_width"],
+           [w["shape"] for w in fm["config"]["graph"]["weights"]]),
+          ("Custom", "FactorizationMachine", [16], 1, [[16, 8]]))
+    check("GRAPHS.md's loss", config["compile_config"]["loss"]["config"][
+        "name"], "focal")
+
+
 for fn in (each_op, broadcasting, errors, custom_json, custom_loss_json,
-           readme_block):
+           readme_block, graphs_md_example):
     try:
         fn()
     except Exception as e:  # one part's crash is reported, not fatal

@@ -10,9 +10,7 @@ examples/embedding_classifier.c's, to accuracy 1.0), custom_loop
 its losses, global step and errors), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
 (examples/mlp_csv.py, every task started by hand with its TF_CONFIG, no
-launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
-custom_layer (layers and losses of pasco.ops on 1 worker: the curves of
-their built-in equivalents, a trace-time error before any step). Every task carries a PASCO_TEST_MARK of this run;
+launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -74,10 +72,11 @@ def kill_leftovers():
     return left
 
 
-def launch(script, *args, timeout=150, launch_args=(), workers=2):
+def launch(script, *args, timeout=150, launch_args=(), workers=2,
+           path=None):
     cmd = [pasco, "launch", *launch_args, "--ps", "2", "--workers",
-           str(workers),
-           "--", sys.executable, os.path.join(here, script), *args]
+           str(workers), "--", sys.executable,
+           path or os.path.join(here, script), *args]
     print("+", " ".join(cmd), flush=True)
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
@@ -162,6 +161,12 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         subprocess.run([make_table, d], check=True)
         p = launch("adapt.py", d)
         ok = p.returncode == 0 and "adapt: OK" in p.stdout
+    elif case == "custom_layer":
+        # layers and losses of pasco.ops on 1 worker: the curves of their
+        # built-in equivalents, a trace-time error before any step
+        subprocess.run([make_table, d], check=True)
+        p = launch("custom_layer.py", d, workers=1)
+        ok = p.returncode == 0 and "custom_layer: OK" in p.stdout
     elif case == "tf_config":
         subprocess.run([make_table, d], check=True)
         env["PASCO_CHECKPOINT_DIR"] = d  # the ps write mlp_csv's checkpoints
@@ -176,10 +181,6 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               f"{ {k: v[0] for k, v in out.items()} }, val_accuracy {acc}, "
               f"checkpoints {sorted(os.listdir(d))}", flush=True)
         p = subprocess.CompletedProcess([], chief_status, text)
-    elif case == "custom_layer":
-        subprocess.run([make_table, d], check=True)
-        p = launch("custom_layer.py", d, workers=1)
-        ok = p.returncode == 0 and "custom_layer: OK" in p.stdout
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout
