@@ -23,8 +23,6 @@ from typing import Dict, List
 import numpy as np
 import torch
 
-M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
 
 def _mix64(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
