@@ -1,15 +1,21 @@
 /*
  * The model API against hand-written steps: steps/s and CPU per step of
- * two models, each written twice, trained in the same run on the same
- * cluster (issue 20: the layers and the tape should cost no more CPU per
- * step than the hand-written step; goal: ratio >= 0.95).
+ * three models, each written two or three ways, trained in the same run
+ * on the same cluster (issue 20: the layers and the tape should cost no
+ * more CPU per step than the hand-written step; issue 32: custom layers,
+ * op graphs run by the graph runner, no more than built-in layers or
+ * hand-written C; goal: ratio >= 0.95).
  *
  *   tutorial  examples/embedding_classifier's model: Embedding(8, 16384,
  *             mean of 3 ids) -> Dense(1, sigmoid) with l2 1e-4 on the
  *             kernel, binary cross-entropy (of the logits), RMSprop 0.1,
- *             batch 32;
+ *             batch 32: hand-written, layers;
  *   mlp       bench/train's MLP 784-256-10 (ReLU, softmax cross-entropy),
- *             SGD 0.05, its synthetic batch of 64.
+ *             SGD 0.05, its synthetic batch of 64: hand-written, layers,
+ *             and its Dense layers as op-graph layers (model_custom.h);
+ *   deepfm    a DeepFM whose factorization-machine interaction is a C
+ *             layer written by hand on the tape, or an op-graph layer
+ *             (model_custom.h).
  *
  * Hand-written: the kernels of ops.h as the examples and bench/train call
  * them, every variable read in one round trip and every gradient applied
@@ -18,14 +24,14 @@
  * bound in every step as a worker's step function does. Both start from
  * the same values (the layers' initializers) on the same batches.
  *
- * Figures (best of 2, hand and layers alternating):
+ * Figures (best of 2, the variants alternating):
  *   - in one process, no network: the forward and backward pass only
  *     (the tape against the kernels), steps/s;
  *   - through the coordinator on the launch's ps and its first worker:
  *     steps/s, and the worker process's CPU per step (the difference of
  *     its CLOCK_PROCESS_CPUTIME_ID, asked of it before and after).
- * The ratio of each layers figure is hand CPU / layers CPU (or layers
- * steps/s / hand steps/s): 1 is the same cost, above 1 cheaper.
+ * The ratio of each figure is the first variant's CPU / the variant's
+ * (or its steps/s / the first's): 1 is the same cost, above 1 cheaper.
  *
  *     pasco launch --ps 2 --workers 1 -- build/bench/model [--steps N]
  */
@@ -221,11 +227,66 @@ PASCO_FUNCTION(process_cpu)
 	return PASCO_OK;
 }
 
+#include "model_custom.h"
+
+/* ---- the models and their variants ---- */
+
+typedef enum bench_kind { K_TUTORIAL, K_MLP, K_DEEPFM } bench_kind;
+
+/* One way of writing a model: make NULL is the hand-written kernels. */
+typedef struct variant {
+	const char *label;
+	pasco_model *(*make)(void);
+	const char *step; /* its step function on a worker */
+} variant;
+
+typedef struct bench_model {
+	const char *name;
+	bench_kind  kind;
+	size_t      nvariants; /* the first is the others' reference */
+	variant     v[3];
+} bench_model;
+
+static const bench_model BENCH_MODELS[] = {
+    {"tutorial (embedding 8x16384 + dense 1)", K_TUTORIAL, 2,
+        {{"hand", NULL, "tutorial_hand"},
+            {"layers", tutorial_model, "tutorial_layers"}}},
+    {"MLP 784-256-10", K_MLP, 3,
+        {{"hand", NULL, "mlp_step"}, {"layers", mlp_model, "mlp_layers"},
+            {"graph", mlp_graph_model, "mlp_graph"}}},
+    {"DeepFM 8 fields x 8, FM as a layer", K_DEEPFM, 2,
+        {{"C layer", deepfm_c_model, "deepfm_c"},
+            {"graph", deepfm_graph_model, "deepfm_graph"}}},
+};
+
+/* The model's batch, labels and loss. */
+static void
+kind_batch(bench_kind k, pasco_tensor *const **x, const pasco_tensor **y,
+    pasco_loss *loss)
+{
+	static pasco_tensor *one[1];
+	pthread_once(&inputs_once, inputs_init);
+	pthread_once(&fm_once, fm_batch_init);
+	*loss = (pasco_loss){k == K_MLP
+	                         ? PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
+	                         : PASCO_LOSS_BINARY_CROSSENTROPY,
+	    false};
+	if (k == K_DEEPFM) {
+		*x = fm_ids;
+		*y = fm_labels;
+		return;
+	}
+	one[0] = k == K_MLP ? mlp_in.x : tut_in.x;
+	*x     = one;
+	*y     = k == K_MLP ? mlp_in.y : tut_in.y;
+}
+
 /* ---- in one process: the forward and backward pass only ---- */
 
 typedef struct run_result {
 	double rate;   /* steps/s */
 	double cpu_us; /* CPU per step */
+	double loss;   /* the first step's loss (in one process) */
 } run_result;
 
 /* CPU seconds of the calling thread (with one OpenBLAS thread, all the
@@ -237,6 +298,8 @@ thread_cpu(void)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
+
+#define MAX_VARS 32
 
 /* The model's variables as local tensors, from its initializers. */
 static void
@@ -288,51 +351,63 @@ distinct(const pasco_tensor *ids)
 }
 
 /* One forward and backward pass on a tape, the sources as a step's read
- * leaves them: watched whole, or (table) the rows of the distinct ids. */
+ * leaves them: watched whole, the tutorial's table as the rows of the
+ * distinct ids (uids, urows), other tables whole. */
 static int
-tape_pass(const pasco_model *m, pasco_tensor **p, const inputs *in,
-    pasco_loss loss, pasco_tensor *uids, pasco_tensor *urows)
+tape_pass(const pasco_model *m, pasco_tensor **p, bench_kind kind,
+    pasco_tensor *uids, pasco_tensor *urows, double *loss_value)
 {
-	pasco_tape     *tp;
-	pasco_tnode    *nodes[4], *l;
-	pasco_tape_grad g[4];
-	size_t          n = pasco_model_num_variables(m);
-	int             rv;
+	pasco_tape         *tp;
+	pasco_tnode        *nodes[MAX_VARS], *l;
+	pasco_tape_grad     g[MAX_VARS];
+	pasco_tensor *const *x;
+	const pasco_tensor *y;
+	pasco_loss          loss;
+	size_t              n = pasco_model_num_variables(m);
+	int                 rv;
+	kind_batch(kind, &x, &y, &loss);
 	if ((rv = pasco_tape_alloc(&tp, true, 1)) != 0) {
 		return rv;
 	}
 	for (size_t k = 0; k < n; k++) {
-		nodes[k] = k == 0 && uids != NULL
-		               ? pasco_tape_watch_rows(tp, uids, urows)
-		               : pasco_tape_watch(tp, p[k]);
+		bool table = strstr(pasco_model_variable_name(m, k),
+		                 "/embeddings") != NULL;
+		nodes[k]   = table && uids != NULL
+		                 ? pasco_tape_watch_rows(tp, uids, urows)
+		             : table ? pasco_tape_watch_table(tp, p[k])
+		                     : pasco_tape_watch(tp, p[k]);
 	}
-	l = pasco_model_loss(
-	    m, tp, (pasco_tensor *[]){in->x}, in->y, loss, nodes);
+	l  = pasco_model_loss(m, tp, x, y, loss, nodes);
 	rv = pasco_tape_gradient(tp, l, n, nodes, g);
 	if (rv == 0) {
+		*loss_value = pasco_tensor_get(pasco_tnode_value(l), 0);
 		pasco_tape_grad_fini(g, n);
+	} else {
+		fprintf(stderr, "model: %s\n", pasco_tape_message(tp));
 	}
 	pasco_tape_free(tp);
 	return rv;
 }
 
-/* Steps/s and CPU per step of the hand-written (layers false) or the
- * tape's pass; rate -1 on failure. */
+/* Steps/s and CPU per step of variant v's pass; rate -1 on failure. */
 static run_result
-pass_rate(bool tutorial, bool layers, long steps)
+pass_rate(const bench_model *bm, const variant *v, long steps)
 {
-	pasco_model  *m    = tutorial ? tutorial_model() : mlp_model();
-	pasco_tensor *p[4] = {0}, *g[4] = {0}, *rows = NULL, *uids = NULL;
-	pasco_tensor *urows = NULL;
+	pasco_model  *m = v->make != NULL ? v->make()
+	                  : bm->kind == K_TUTORIAL ? tutorial_model()
+	                                           : mlp_model();
+	pasco_tensor *p[MAX_VARS] = {0}, *g[4] = {0}, *rows = NULL;
+	pasco_tensor *uids = NULL, *urows = NULL;
 	double        loss, start, cpu;
-	int           rv   = 0;
-	run_result    r    = {-1, -1};
-	pasco_loss    kind = {tutorial
-	                          ? PASCO_LOSS_BINARY_CROSSENTROPY
-	                          : PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-	    false};
+	int           rv = m == NULL ? PASCO_EINVAL : 0;
+	run_result    r  = {-1, -1, 0};
+	if (rv != 0) {
+		fprintf(stderr, "model: %s: %s\n", v->label,
+		    custom_err[0] ? custom_err : pasco_model_last_error());
+		return r;
+	}
 	local_params(m, p);
-	if (tutorial) {
+	if (bm->kind == K_TUTORIAL) {
 		rows  = local_gather(p[0], tut_in.x);
 		uids  = distinct(tut_in.x);
 		urows = local_gather(p[0], uids);
@@ -340,21 +415,21 @@ pass_rate(bool tutorial, bool layers, long steps)
 	start = bench_now();
 	cpu   = thread_cpu();
 	for (long s = 0; s < steps && rv == 0; s++) {
-		if (layers) {
-			rv = tape_pass(m, p, tutorial ? &tut_in : &mlp_in,
-			    kind, uids, urows);
-		} else if (tutorial) {
+		if (v->make != NULL) {
+			rv = tape_pass(m, p, bm->kind, uids, urows, &loss);
+		} else if (bm->kind == K_TUTORIAL) {
 			rv = tutorial_gradients(p, rows, tut_in.y, g, &loss);
 		} else {
 			rv = gradients(4, p, mlp_in.x, mlp_in.y, g, &loss);
 		}
+		r.loss = s == 0 ? loss : r.loss;
 		release_all(g, 4);
 	}
 	if (rv == 0) {
 		r.rate   = (double) steps / (bench_now() - start);
 		r.cpu_us = (thread_cpu() - cpu) / (double) steps * 1e6;
 	}
-	release_all(p, 4);
+	release_all(p, MAX_VARS);
 	pasco_tensor *tmp[] = {rows, uids, urows};
 	release_all(tmp, 3);
 	pasco_model_free(m);
@@ -384,7 +459,7 @@ static run_result
 timed_steps(pasco_coordinator *coord, const char *fn, const pasco_arg *args,
     size_t nargs, long steps)
 {
-	run_result r  = {-1, -1};
+	run_result r  = {-1, -1, 0};
 	double     c0 = worker_cpu(coord), start = bench_now(), c1;
 	for (long i = 0; i < steps; i++) {
 		if (pasco_schedule(coord, fn, args, nargs, NULL) != 0) {
@@ -403,18 +478,6 @@ timed_steps(pasco_coordinator *coord, const char *fn, const pasco_arg *args,
 	}
 	return r;
 }
-
-typedef struct bench_model {
-	const char *name;
-	bool        tutorial;
-	const char *hand, *layers; /* their step functions */
-} bench_model;
-
-static const bench_model BENCH_MODELS[] = {
-    {"tutorial (embedding 8x16384 + dense 1)", true, "tutorial_hand",
-        "tutorial_layers"},
-    {"MLP 784-256-10", false, "mlp_step", "mlp_layers"},
-};
 
 /* The hand-written step's variables: the model's shapes and initializers
  * (the same starting values), under other names. */
@@ -441,87 +504,134 @@ keep_best(run_result *best, run_result r)
 {
 	best->rate   = r.rate > best->rate ? r.rate : best->rate;
 	best->cpu_us = r.cpu_us < best->cpu_us ? r.cpu_us : best->cpu_us;
+	best->loss   = r.loss;
 }
 
 /* The table lines and JSON figures of one comparison: steps/s, and CPU
- * per step as steps per CPU second, so that every ratio is the layers'
- * speed against the hand-written step's (above 1: faster). */
+ * per step as steps per CPU second, so that every ratio is a variant's
+ * speed against the first variant's (above 1: faster). */
 static void
-report(const char *model, const char *where, const char *whose,
+report(const bench_model *bm, const char *where, const char *whose,
     const run_result *best)
 {
 	char label[200];
-	printf("  %-26s steps/s  hand %8.1f  layers %8.1f  %.2fx\n", where,
-	    best[0].rate, best[1].rate, best[1].rate / best[0].rate);
-	printf("  %-26s us/step  hand %8.1f  layers %8.1f  %.2fx\n", whose,
-	    best[0].cpu_us, best[1].cpu_us, best[0].cpu_us / best[1].cpu_us);
-	snprintf(label, sizeof(label), "%s, layers, %s", model, where);
-	bench_json("model", label, best[1].rate, "steps/s", best[0].rate);
-	snprintf(
-	    label, sizeof(label), "%s, layers, %s, %s", model, where, whose);
-	bench_json("model", label, 1e6 / best[1].cpu_us, "steps/CPU s",
-	    1e6 / best[0].cpu_us);
+	printf("  %-26s steps/s  %s %8.1f", where, bm->v[0].label,
+	    best[0].rate);
+	for (size_t i = 1; i < bm->nvariants; i++) {
+		printf("  %s %8.1f %.2fx", bm->v[i].label, best[i].rate,
+		    best[i].rate / best[0].rate);
+	}
+	printf("\n  %-26s us/step  %s %8.1f", whose, bm->v[0].label,
+	    best[0].cpu_us);
+	for (size_t i = 1; i < bm->nvariants; i++) {
+		printf("  %s %8.1f %.2fx", bm->v[i].label, best[i].cpu_us,
+		    best[0].cpu_us / best[i].cpu_us);
+	}
+	printf("\n");
+	for (size_t i = 1; i < bm->nvariants; i++) {
+		snprintf(label, sizeof(label), "%s, %s, %s", bm->name,
+		    bm->v[i].label, where);
+		bench_json("model", label, best[i].rate, "steps/s",
+		    best[0].rate);
+		snprintf(label, sizeof(label), "%s, %s, %s, %s", bm->name,
+		    bm->v[i].label, where, whose);
+		bench_json("model", label, 1e6 / best[i].cpu_us, "steps/CPU s",
+		    1e6 / best[0].cpu_us);
+	}
 }
 
-/* The in-process figures of model bm: hand and layers alternating, best
- * of TRAIN_REPEATS each. */
+/* The in-process figures of model bm: its variants alternating, best of
+ * TRAIN_REPEATS each. */
 static int
-in_process_pair(const bench_model *bm, long steps)
+in_process_figures(const bench_model *bm, long steps)
 {
-	run_result best[2] = {{0, INFINITY}, {0, INFINITY}};
+	run_result best[3] = {
+	    {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
 	for (int r = 0; r < TRAIN_REPEATS; r++) {
-		for (int layers = 0; layers < 2; layers++) {
-			run_result x = pass_rate(bm->tutorial, layers, steps);
+		for (size_t i = 0; i < bm->nvariants; i++) {
+			run_result x = pass_rate(bm, &bm->v[i], steps);
 			if (x.rate < 0) {
-				fprintf(stderr, "model: %s: the pass failed\n",
-				    bm->name);
+				fprintf(stderr, "model: %s, %s: the pass failed\n",
+				    bm->name, bm->v[i].label);
 				return 1;
 			}
-			keep_best(&best[layers], x);
+			keep_best(&best[i], x);
 		}
 	}
-	report(bm->name, "forward + backward", "CPU", best);
+	report(bm, "forward + backward", "CPU", best);
+	/* the variants compute one model: the same loss from the same
+	 * starting values (the hand-written tutorial's, of the logits, too) */
+	printf("  %-26s loss     %s %8.6f", "the first step's", bm->v[0].label,
+	    best[0].loss);
+	for (size_t i = 1; i < bm->nvariants; i++) {
+		printf("  %s %8.6f", bm->v[i].label, best[i].loss);
+	}
+	printf("\n");
 	return 0;
 }
 
-/* The distributed figures of model bm: hand and layers alternating, best
- * of TRAIN_REPEATS each, after a warm-up of each. */
+/* Variant v's step arguments in a (its model's variables, created; the
+ * hand-written step's: variables of the layers' model's shapes). */
 static int
-distributed_pair(pasco_coordinator *coord, pasco_strategy *s,
+variant_args(pasco_strategy *s, const bench_model *bm, const variant *v,
+    pasco_model **m, pasco_variable **hv, pasco_arg *a, size_t *n)
+{
+	int rv;
+	*m = v->make != NULL ? v->make() : bm->v[1].make();
+	if (*m == NULL) {
+		fprintf(stderr, "model: %s, %s: %s\n", bm->name, v->label,
+		    custom_err[0] ? custom_err : pasco_model_last_error());
+		return PASCO_EINVAL;
+	}
+	*n = pasco_model_num_variables(*m);
+	rv = v->make != NULL ? pasco_model_create_variables(*m, s)
+	                     : hand_variables(s, *m, hv);
+	if (rv != 0) {
+		fprintf(stderr, "model: %s, %s: %s\n", bm->name, v->label,
+		    pasco_model_last_error());
+	}
+	for (size_t k = 0; k < *n && rv == 0; k++) {
+		a[k] = pasco_arg_variable(
+		    v->make != NULL ? pasco_model_variable(*m, k) : hv[k]);
+	}
+	return rv;
+}
+
+/* The distributed figures of model bm: its variants alternating, best of
+ * TRAIN_REPEATS each, after a warm-up of each. */
+static int
+distributed_figures(pasco_coordinator *coord, pasco_strategy *s,
     const bench_model *bm, long steps)
 {
-	pasco_model    *m     = bm->tutorial ? tutorial_model() : mlp_model();
-	pasco_variable *hv[4] = {0};
-	pasco_arg       ha[4], la[4];
-	run_result      best[2] = {{0, INFINITY}, {0, INFINITY}};
-	size_t          n       = m != NULL ? pasco_model_num_variables(m) : 0;
-	int             rv      = m == NULL ? PASCO_EINVAL : PASCO_OK;
-	if (rv == 0 && ((rv = pasco_model_create_variables(m, s)) != 0 ||
-	                   (rv = hand_variables(s, m, hv)) != 0)) {
-		fprintf(stderr, "model: %s\n", pasco_model_last_error());
-	}
-	for (size_t k = 0; k < n; k++) {
-		ha[k] = pasco_arg_variable(hv[k]);
-		la[k] = pasco_arg_variable(pasco_model_variable(m, k));
+	pasco_model    *m[3]      = {0};
+	pasco_variable *hv[MAX_VARS] = {0};
+	pasco_arg       a[3][MAX_VARS];
+	size_t          n[3]    = {0};
+	run_result      best[3] = {
+	         {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
+	int             rv      = 0;
+	for (size_t i = 0; i < bm->nvariants && rv == 0; i++) {
+		rv = variant_args(s, bm, &bm->v[i], &m[i], hv, a[i], &n[i]);
 	}
 	for (int r = -1; r < TRAIN_REPEATS && rv == 0; r++) {
-		for (int layers = 0; layers < 2 && rv == 0; layers++) {
-			run_result x = timed_steps(coord,
-			    layers ? bm->layers : bm->hand, layers ? la : ha,
-			    n, r < 0 ? steps / 10 + 1 : steps);
+		for (size_t i = 0; i < bm->nvariants && rv == 0; i++) {
+			run_result x = timed_steps(coord, bm->v[i].step, a[i],
+			    n[i], r < 0 ? steps / 10 + 1 : steps);
 			rv = x.rate < 0 || x.cpu_us < 0 ? PASCO_EINVAL : 0;
 			if (r >= 0) {
-				keep_best(&best[layers], x);
+				keep_best(&best[i], x);
 			}
 		}
 	}
 	if (rv == 0) {
-		report(bm->name, "1 worker", "worker CPU", best);
+		report(bm, "1 worker", "worker CPU", best);
 	}
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < MAX_VARS; k++) {
 		pasco_variable_free(hv[k]);
 	}
-	pasco_model_free(m);
+	for (size_t i = 0; i < 3; i++) {
+		pasco_model_free(m[i]);
+	}
 	return rv;
 }
 
@@ -543,11 +653,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	pthread_once(&inputs_once, inputs_init);
 	openblas_set_num_threads(1);
 	printf("model benchmark: the layers + tape against the hand-written "
-	       "step, %ld steps per figure, best of %d\n",
+	       "step, and custom layers (op graphs) against both, %ld steps "
+	       "per figure, best of %d\n",
 	    steps, TRAIN_REPEATS);
 	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
 		printf("%s, in one process\n", BENCH_MODELS[k].name);
-		rv = in_process_pair(&BENCH_MODELS[k], steps);
+		rv = in_process_figures(&BENCH_MODELS[k], steps);
 	}
 	if (rv != 0 || sub == NULL ||
 	    pasco_strategy_create(&s, sub, NULL) != 0 ||
@@ -556,7 +667,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	}
 	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
 		printf("%s, through the coordinator\n", BENCH_MODELS[k].name);
-		rv = distributed_pair(coord, s, &BENCH_MODELS[k], steps);
+		rv = distributed_figures(coord, s, &BENCH_MODELS[k], steps);
 	}
 	pasco_coordinator_destroy(coord);
 	pasco_strategy_destroy(s);
