@@ -9,6 +9,7 @@
  */
 #include "graph_layers.h"
 #include "helpers.h"
+#include "node_spawn.h"
 #include "model_data.h"
 
 #include <math.h>
@@ -37,27 +38,7 @@ static cluster K;
 static pid_t
 spawn(const char *role)
 {
-	char        config[400];
-	const char *node  = getenv("PASCO_GRAPH_NODE");
-	pid_t       chief = getpid(), pid;
-	if (node == NULL) {
-		cr_skip_test(
-		    "PASCO_GRAPH_NODE is not set (run through meson)");
-	}
-	snprintf(config, sizeof(config),
-	    "{%s, \"task\": {\"type\": \"%s\", \"index\": 0}}", K.spec, role);
-	if ((pid = fork()) == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != chief) {
-			_exit(127);
-		}
-		setenv("TF_CONFIG", config, 1);
-		setenv("PASCO_LOG", "0", 1);
-		execl(node, node, (char *) NULL);
-		_exit(127);
-	}
-	cr_assert_gt(pid, 0);
-	return pid;
+	return test_spawn_node("PASCO_GRAPH_NODE", K.spec, role, 0, NULL);
 }
 
 static void

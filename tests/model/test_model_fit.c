@@ -8,6 +8,7 @@
  */
 #include "events_reader.h"
 #include "helpers.h"
+#include "node_spawn.h"
 #include "model_data.h"
 
 #include <math.h>
@@ -33,31 +34,7 @@ static cluster K;
 static pid_t
 spawn(const char *role, int index, const char *root)
 {
-	char        config[700];
-	const char *node  = getenv("PASCO_MODEL_NODE");
-	pid_t       chief = getpid(), pid;
-	if (node == NULL) {
-		cr_skip_test(
-		    "PASCO_MODEL_NODE is not set (run through meson)");
-	}
-	snprintf(config, sizeof(config),
-	    "{%s, \"task\": {\"type\": \"%s\", \"index\": %d}}", K.spec, role,
-	    index);
-	if ((pid = fork()) == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != chief) {
-			_exit(127);
-		}
-		setenv("TF_CONFIG", config, 1);
-		setenv("PASCO_LOG", "0", 1);
-		if (root != NULL) { /* where a ps may write checkpoints */
-			setenv("PASCO_CHECKPOINT_DIR", root, 1);
-		}
-		execl(node, node, (char *) NULL);
-		_exit(127);
-	}
-	cr_assert_gt(pid, 0);
-	return pid;
+	return test_spawn_node("PASCO_MODEL_NODE", K.spec, role, index, root);
 }
 
 /* 2 ps, 2 workers, and this process's strategy and coordinator; root

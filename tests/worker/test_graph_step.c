@@ -14,6 +14,7 @@
  */
 #include "graph_step.h"
 #include "helpers.h"
+#include "node_spawn.h"
 #include "model/model_data.h"
 
 #include <math.h>
@@ -43,28 +44,7 @@ static cluster K;
 static pid_t
 spawn(const char *role, int index)
 {
-	char        config[700];
-	const char *node  = getenv("PASCO_MODEL_NODE");
-	pid_t       chief = getpid(), pid;
-	if (node == NULL) {
-		cr_skip_test(
-		    "PASCO_MODEL_NODE is not set (run through meson)");
-	}
-	snprintf(config, sizeof(config),
-	    "{%s, \"task\": {\"type\": \"%s\", \"index\": %d}}", K.spec, role,
-	    index);
-	if ((pid = fork()) == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != chief) {
-			_exit(127);
-		}
-		setenv("TF_CONFIG", config, 1);
-		setenv("PASCO_LOG", "0", 1);
-		execl(node, node, (char *) NULL);
-		_exit(127);
-	}
-	cr_assert_gt(pid, 0);
-	return pid;
+	return test_spawn_node("PASCO_MODEL_NODE", K.spec, role, index, NULL);
 }
 
 /* 2 ps and one worker (one data stream: md_train's seed 1000), and this
