@@ -78,7 +78,7 @@ dtype_field(const cJSON *o, pasco_dtype *dt, const char *where)
 		pasco_dtype dt;
 	} names[] = {{"float32", PASCO_F32}, {"float64", PASCO_F64},
 	    {"int32", PASCO_I32}, {"int64", PASCO_I64}};
-	const char *s;
+	const char *s = NULL; /* stays NULL when "dtype" is missing */
 	if (pasci_json_string(o, "dtype", &s, where) != 0) {
 		return PASCO_EINVAL;
 	}

@@ -904,6 +904,10 @@ Test(graph_step, a_bad_step_is_refused_naming_what_is_wrong)
 	    "\"applies\"", "\"apply\"", "the step: unknown field 'apply'");
 	expect_refused("\"name\": \"train_step\",",
 	    "\"name\": \"train_step\",,", "does not parse");
+	/* fuzz/regressions/graph_step/variable_arg_without_dtype: the
+	 * missing dtype was read from an uninitialized pointer */
+	expect_refused("{\"kind\": \"iterator\"}", "{\"kind\": \"variable\"}",
+	    "train_step: args[0]: dtype '(missing)' is not float32");
 }
 
 /* A step of n tensor args, n constants and a gradient of each (every one
