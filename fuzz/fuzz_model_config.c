@@ -5,12 +5,14 @@
  * write back (pasco_model_to_json) to JSON that parses again to the same
  * bytes; and a forward pass on a tape, training and not, of a zero batch
  * of the model's input widths with zero variables must not crash (its
- * errors are fine, but must say what was wrong). A refusal must say why.
+ * errors are fine, but must say what was wrong; tapes are bounded to 1 GiB,
+ * below fuzz/run's malloc limit). A refusal must say why.
  */
 #include "fuzz_util.h"
 #include "layers_impl.h"
 #include "pasco/model.h"
 #include "pasco/tape.h"
+#include "tape_impl.h"
 
 /* The forward pass skips models whose zero inputs and variables together
  * would pass this many elements (the bound is on the fuzzer's memory; a
@@ -89,6 +91,11 @@ fuzz_model_config_one(const uint8_t *data, size_t size)
 {
 	pasco_model *m = NULL, *back = NULL;
 	char        *text = malloc(size + 1), *one = NULL, *two = NULL;
+	static bool bounded;
+	if (!bounded) { /* below libFuzzer's -malloc_limit_mb (fuzz/run) */
+		bounded = true;
+		pasci_tape_set_max_bytes((size_t) 1 << 30);
+	}
 	if (text == NULL) {
 		return 0;
 	}
