@@ -83,8 +83,8 @@ fuzz_graph_step_one(const uint8_t *data, size_t size)
 		const pasci_gstep *again = NULL;
 		FUZZ_CHECK(s != NULL && s->graph != NULL);
 		/* kept by its bytes: the same step again */
-		FUZZ_CHECK(pasci_gstep_get(data, size, &again) == 0 &&
-		           again == s);
+		FUZZ_CHECK(
+		    pasci_gstep_get(data, size, &again) == 0 && again == s);
 		pasci_gstep_release(again);
 		pasci_gstep_release(s);
 	}

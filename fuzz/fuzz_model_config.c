@@ -38,9 +38,9 @@ elems(int32_t rank, const int64_t *shape)
 static void
 forward(const pasco_model *m, bool training)
 {
-	size_t         ni = pasco_model_num_inputs(m);
-	size_t         nv = pasco_model_num_variables(m);
-	pasco_tensor **in = calloc(ni > 0 ? ni : 1, sizeof(*in));
+	size_t         ni    = pasco_model_num_inputs(m);
+	size_t         nv    = pasco_model_num_variables(m);
+	pasco_tensor **in    = calloc(ni > 0 ? ni : 1, sizeof(*in));
 	pasco_tnode  **nodes = calloc(nv > 0 ? nv : 1, sizeof(*nodes));
 	pasco_tape    *tp    = NULL;
 	int64_t        total = 0;
@@ -67,10 +67,10 @@ forward(const pasco_model *m, bool training)
 		    pasco_tensor_alloc(&t, PASCO_F32, r, shape) != 0) {
 			goto done;
 		}
-		nodes[k] = m->layers[m->vars[k].layer].kind ==
-		                       PASCO_LAYER_EMBEDDING
-		               ? pasco_tape_watch_table(tp, t)
-		               : pasco_tape_watch(tp, t);
+		nodes[k] =
+		    m->layers[m->vars[k].layer].kind == PASCO_LAYER_EMBEDDING
+		        ? pasco_tape_watch_table(tp, t)
+		        : pasco_tape_watch(tp, t);
 		pasco_tensor_release(t);
 	}
 	if (pasco_model_call_with(m, tp, in, nodes) == NULL) {
@@ -91,7 +91,7 @@ fuzz_model_config_one(const uint8_t *data, size_t size)
 {
 	pasco_model *m = NULL, *back = NULL;
 	char        *text = malloc(size + 1), *one = NULL, *two = NULL;
-	static bool bounded;
+	static bool  bounded;
 	if (!bounded) { /* below libFuzzer's -malloc_limit_mb (fuzz/run) */
 		bounded = true;
 		pasci_tape_set_max_bytes((size_t) 1 << 30);

@@ -252,7 +252,8 @@ read_weight(const cJSON *w, pasci_graph_weight *out, const char *at)
 	if (count > MAX_WEIGHT) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: shape %s holds more than %lld elements", at,
-		    PASCI_SHAPE(out->rank, out->shape), (long long) MAX_WEIGHT);
+		    PASCI_SHAPE(out->rank, out->shape),
+		    (long long) MAX_WEIGHT);
 	}
 	return PASCO_OK;
 }

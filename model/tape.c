@@ -209,7 +209,7 @@ pasci_tape_fail(pasco_tape *tp, int err, const char *fmt, ...)
 void *
 pasci_tape_mem_raw(pasco_tape *tp, size_t bytes)
 {
-	arena_block *b = tp->blocks;
+	arena_block *b   = tp->blocks;
 	size_t       max = atomic_load(&max_bytes);
 	void        *p;
 	if (bytes > max || tp->bytes + ((bytes + 15) & ~(size_t) 15) > max) {
@@ -319,8 +319,8 @@ pasci_tape_node_raw(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
 	for (int32_t d = 0; over && d < rank; d++) {
 		over = shape[d] != 0; /* a 0 dimension: no elements */
 	}
-	if (over || (uint64_t) count > atomic_load(&max_bytes) /
-	                                   pasco_dtype_size(dtype)) {
+	if (over || (uint64_t) count >
+	                atomic_load(&max_bytes) / pasco_dtype_size(dtype)) {
 		char s[96];
 		return pasci_tape_fail(tp, PASCO_ENOMEM,
 		    "%s: a value of %s is past the tape's bound of %zu bytes",

@@ -76,8 +76,8 @@ dtype_field(const cJSON *o, pasco_dtype *dt, const char *where)
 	static const struct {
 		const char *name;
 		pasco_dtype dt;
-	} names[] = {{"float32", PASCO_F32}, {"float64", PASCO_F64},
-	    {"int32", PASCO_I32}, {"int64", PASCO_I64}};
+	} names[]     = {{"float32", PASCO_F32}, {"float64", PASCO_F64},
+	        {"int32", PASCO_I32}, {"int64", PASCO_I64}};
 	const char *s = NULL; /* stays NULL when "dtype" is missing */
 	if (pasci_json_string(o, "dtype", &s, where) != 0) {
 		return PASCO_EINVAL;
@@ -312,7 +312,8 @@ parse_nodes_with(pasci_gstep *s, int64_t *first, int *training)
 		}
 		pasci_gstep_node *n = &s->nodes[i];
 		if (n->op == PASCI_GSTEP_OP_GRADIENT) {
-			n->target = in->child->valueint; /* < i: the reader's */
+			n->target =
+			    in->child->valueint; /* < i: the reader's */
 			if (first[n->target] < 0) {
 				first[n->target] = (int64_t) i;
 			}

@@ -994,11 +994,12 @@ Test(graph, huge_shapes_are_refused_with_a_message_not_allocated)
 	g = dense_json();
 	for (int k = 1; k < 3; k++) {
 		cJSON *n = node(g, k);
-		cJSON_ReplaceItemInObject(n, "op", cJSON_CreateString("constant"));
+		cJSON_ReplaceItemInObject(
+		    n, "op", cJSON_CreateString("constant"));
 		cJSON_DeleteItemFromObject(n, "index");
 		cJSON_AddNumberToObject(n, "value", 0);
-		cJSON_ReplaceItemInObject(n, "shape",
-		    cJSON_CreateIntArray((int[]){4096, 4096}, 2));
+		cJSON_ReplaceItemInObject(
+		    n, "shape", cJSON_CreateIntArray((int[]){4096, 4096}, 2));
 	}
 	refused(g, PASCI_GRAPH_LAYER,
 	    "fc: nodes[2] (constant): a constant of shape [4096, 4096]: the "

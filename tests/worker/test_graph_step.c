@@ -916,17 +916,18 @@ static char *
 wide_step(int n)
 {
 	size_t cap = (size_t) n * 200 + 256, len = 0;
-	char  *j   = malloc(cap);
+	char  *j = malloc(cap);
 	cr_assert_not_null(j);
-	len += (size_t) snprintf(j + len, cap - len,
-	    "{\"name\": \"wide\", \"args\": [");
+	len += (size_t) snprintf(
+	    j + len, cap - len, "{\"name\": \"wide\", \"args\": [");
 	for (int k = 0; k < n; k++) {
 		len += (size_t) snprintf(j + len, cap - len,
 		    "%s{\"kind\": \"tensor\", \"dtype\": \"float32\", "
 		    "\"shape\": []}",
 		    k > 0 ? "," : "");
 	}
-	len += (size_t) snprintf(j + len, cap - len, "], \"graph\": {\"nodes\": [");
+	len += (size_t) snprintf(
+	    j + len, cap - len, "], \"graph\": {\"nodes\": [");
 	for (int k = 0; k < n; k++) {
 		len += (size_t) snprintf(j + len, cap - len,
 		    "{\"op\": \"constant\", \"value\": %d, \"shape\": [], "
