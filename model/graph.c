@@ -15,6 +15,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,11 @@ static const struct {
 /* The most elements of a layer's weight (2^31: 8 GiB of f32, read whole
  * each step): a config's weight of shape [1e9, 1e9] is refused. */
 #define MAX_WEIGHT ((int64_t) 1 << 31)
+
+/* The most constant elements of all graphs alive in the process (2^26):
+ * counted by read_constant, given back by pasci_graph_free. */
+#define MAX_LIVE_CONSTANTS ((int64_t) 1 << 26)
+static _Atomic int64_t live_constants;
 
 /* ---- shapes and dtypes ---- */
 
@@ -356,6 +362,15 @@ read_constant(pasci_graph *g, const cJSON *node, graph_node *n, const char *at)
 		    "hold %lld elements, at most %d in all",
 		    at, PASCI_SHAPE(n->a.rank, n->a.shape),
 		    (long long) (g->constants + count), MAX_CONSTANT);
+	}
+	if (atomic_fetch_add(&live_constants, count) + count >
+	    MAX_LIVE_CONSTANTS) {
+		atomic_fetch_sub(&live_constants, count);
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a constant of shape %s: the process's op graphs "
+		    "would hold more than %lld constant elements in all",
+		    at, PASCI_SHAPE(n->a.rank, n->a.shape),
+		    (long long) MAX_LIVE_CONSTANTS);
 	}
 	g->constants += count;
 	if (pasco_tensor_alloc(
@@ -707,6 +722,7 @@ pasci_graph_free(pasci_graph *g)
 	for (size_t i = 0; g->nodes != NULL && i < g->nnodes; i++) {
 		pasco_tensor_release(g->nodes[i].constant);
 	}
+	atomic_fetch_sub(&live_constants, g->constants);
 	cJSON_Delete(g->json);
 	free(g->inputs);
 	free(g->weights);

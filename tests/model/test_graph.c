@@ -1032,3 +1032,37 @@ Test(graph, huge_shapes_are_refused_with_a_message_not_allocated)
 	    "%s", msg);
 	pasco_tensor_release(ids);
 }
+
+/* A graph of one constant [4096, 4096] (2^24 elements, its bound). */
+static int
+parse_big_constant(pasci_graph **out)
+{
+	cJSON *g =
+	    cJSON_Parse("{\"nodes\": [{\"op\": \"constant\", \"value\": 0,"
+	                " \"shape\": [4096, 4096], \"dtype\": \"float32\"}],"
+	                " \"outputs\": [0]}");
+	int rv = pasci_graph_parse(g, PASCI_GRAPH_LAYER, "fc", out);
+	cJSON_Delete(g);
+	return rv;
+}
+
+/* Many layers' graphs, each at its bound: 2^26 constant elements in all
+ * in the process, given back when a graph is freed. */
+Test(graph, the_process_graphs_constants_are_bounded_in_all)
+{
+	pasci_graph *g[5];
+	for (int k = 0; k < 4; k++) {
+		MODEL_PASS(parse_big_constant(&g[k]));
+	}
+	PASCO_FAIL(parse_big_constant(&g[4]), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "fc: nodes[0] (constant): a constant of shape [4096, "
+	              "4096]: the process's op graphs would hold more than "
+	              "67108864 constant elements in all") != NULL,
+	    "%s", pasco_model_last_error());
+	pasci_graph_free(g[0]);
+	MODEL_PASS(parse_big_constant(&g[4]));
+	for (int k = 1; k < 5; k++) {
+		pasci_graph_free(g[k]);
+	}
+}
