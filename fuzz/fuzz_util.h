@@ -29,6 +29,8 @@ int fuzz_csv_one(const uint8_t *data, size_t size);
 int fuzz_cluster_one(const uint8_t *data, size_t size);
 int fuzz_safetensors_one(const uint8_t *data, size_t size);
 int fuzz_bulk_frame_one(const uint8_t *data, size_t size);
+int fuzz_model_config_one(const uint8_t *data, size_t size);
+int fuzz_graph_step_one(const uint8_t *data, size_t size);
 
 /* A broken invariant is a finding: abort so libFuzzer saves the input. */
 #define FUZZ_CHECK(cond)                                                      \

@@ -459,8 +459,10 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 		snprintf((*out)->inputs[0].name,
 		    sizeof((*out)->inputs[0].name), "%s", ins[0].name);
 	}
-	if (rv == 0 && name != NULL) {
-		rv = pasco_model_set_name(*out, name);
+	if (rv == 0 && name != NULL &&
+	    (rv = pasco_model_set_name(*out, name)) != 0) {
+		pasco_model_free(*out); /* *out NULL on failure */
+		*out = NULL;
 	}
 done:
 	pasci_names_fini(&names);

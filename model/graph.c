@@ -15,6 +15,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,15 @@ static const struct {
  * config a worker is sent, and a shape alone must not make it allocate
  * without bound. */
 #define MAX_CONSTANT (1 << 24)
+
+/* The most elements of a layer's weight (2^31: 8 GiB of f32, read whole
+ * each step): a config's weight of shape [1e9, 1e9] is refused. */
+#define MAX_WEIGHT ((int64_t) 1 << 31)
+
+/* The most constant elements of all graphs alive in the process (2^26):
+ * counted by read_constant, given back by pasci_graph_free. */
+#define MAX_LIVE_CONSTANTS ((int64_t) 1 << 26)
+static _Atomic int64_t live_constants;
 
 /* ---- shapes and dtypes ---- */
 
@@ -233,12 +243,23 @@ read_weight(const cJSON *w, pasci_graph_weight *out, const char *at)
 		    "f32)",
 		    at);
 	}
+	int64_t count = 1;
 	for (int32_t d = 0; d < out->rank; d++) {
 		if (out->shape[d] < 1) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: shape %s must be known and positive", at,
 			    PASCI_SHAPE(out->rank, out->shape));
 		}
+		/* each dimension is below 2^53 and count at most 2^31 */
+		count = out->shape[d] > MAX_WEIGHT ? MAX_WEIGHT + 1
+		                                   : count * out->shape[d];
+		count = count > MAX_WEIGHT ? MAX_WEIGHT + 1 : count;
+	}
+	if (count > MAX_WEIGHT) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: shape %s holds more than %lld elements", at,
+		    PASCI_SHAPE(out->rank, out->shape),
+		    (long long) MAX_WEIGHT);
 	}
 	return PASCO_OK;
 }
@@ -314,7 +335,7 @@ fill_constant(
 }
 
 static int
-read_constant(const cJSON *node, graph_node *n, const char *at)
+read_constant(pasci_graph *g, const cJSON *node, graph_node *n, const char *at)
 {
 	const cJSON *v  = cJSON_GetObjectItemCaseSensitive(node, "value");
 	int64_t      el = 0, count = 1;
@@ -333,6 +354,25 @@ read_constant(const cJSON *node, graph_node *n, const char *at)
 		    "%s: a constant of shape %s: at most %d elements", at,
 		    PASCI_SHAPE(n->a.rank, n->a.shape), MAX_CONSTANT);
 	}
+	/* and in all: a scalar fills a constant, so a short config of many
+	 * constants must not allocate 2^24 elements each */
+	if (count > MAX_CONSTANT - g->constants) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a constant of shape %s: the graph's constants would "
+		    "hold %lld elements, at most %d in all",
+		    at, PASCI_SHAPE(n->a.rank, n->a.shape),
+		    (long long) (g->constants + count), MAX_CONSTANT);
+	}
+	if (atomic_fetch_add(&live_constants, count) + count >
+	    MAX_LIVE_CONSTANTS) {
+		atomic_fetch_sub(&live_constants, count);
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a constant of shape %s: the process's op graphs "
+		    "would hold more than %lld constant elements in all",
+		    at, PASCI_SHAPE(n->a.rank, n->a.shape),
+		    (long long) MAX_LIVE_CONSTANTS);
+	}
+	g->constants += count;
 	if (pasco_tensor_alloc(
 	        &n->constant, n->a.dtype, n->a.rank, n->a.shape) != 0) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
@@ -539,7 +579,7 @@ read_node(pasci_graph *g, const cJSON *node, size_t i, const char *at0)
 		                 g->weights[n->index].rank,
 		                 g->weights[n->index].shape, "weight", at);
 	case NODE_CONSTANT:
-		return read_constant(node, n, at);
+		return read_constant(g, node, n, at);
 	case NODE_OP:
 		return n->op->parse != NULL ? n->op->parse(node, &n->a, at)
 		                            : PASCO_OK;
@@ -682,6 +722,7 @@ pasci_graph_free(pasci_graph *g)
 	for (size_t i = 0; g->nodes != NULL && i < g->nnodes; i++) {
 		pasco_tensor_release(g->nodes[i].constant);
 	}
+	atomic_fetch_sub(&live_constants, g->constants);
 	cJSON_Delete(g->json);
 	free(g->inputs);
 	free(g->weights);

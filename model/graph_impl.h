@@ -42,8 +42,9 @@ struct pasci_graph {
 	pasci_graph_weight *weights;
 	graph_node         *nodes;
 	size_t             *ins, *outputs;
-	size_t              max_in; /* the most inputs of one node */
-	size_t              bytes;  /* what it holds (pasci_graph_bytes) */
+	size_t              max_in;    /* the most inputs of one node */
+	size_t              bytes;     /* what it holds (pasci_graph_bytes) */
+	int64_t             constants; /* elements of every constant */
 };
 
 /* "float32", ... as graphs name dtypes. */

@@ -15,6 +15,7 @@
  * so from its second step on a tape costs no malloc and no page faults.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,23 @@ struct pasco_tape {
 	bool            training;
 	uint64_t        seed;
 	int             err;
+	size_t          bytes; /* the arena's, asked for in all */
 	char            msg[PASCI_TAPE_MSG_MAX];
 	pasci_tape_step step; /* the train step's global step */
 };
 
 static const pasci_tape_op leaf_op = {.name = "leaf", .backward = NULL};
+
+/* The most bytes one tape's values and nodes take in all (an op graph
+ * from a stranger's config must not make a worker allocate without
+ * bound: one_hot of a huge depth, a broadcast of [n, 1] against [1, n]). */
+static _Atomic size_t max_bytes = PASCI_TAPE_MAX_BYTES;
+
+size_t
+pasci_tape_set_max_bytes(size_t bytes)
+{
+	return atomic_exchange(&max_bytes, bytes);
+}
 
 /* ---- the arena and its per-thread cache of blocks ---- */
 
@@ -196,9 +209,18 @@ pasci_tape_fail(pasco_tape *tp, int err, const char *fmt, ...)
 void *
 pasci_tape_mem_raw(pasco_tape *tp, size_t bytes)
 {
-	arena_block *b = tp->blocks;
+	arena_block *b   = tp->blocks;
+	size_t       max = atomic_load(&max_bytes);
 	void        *p;
+	if (bytes > max || tp->bytes + ((bytes + 15) & ~(size_t) 15) > max) {
+		pasci_tape_fail(tp, PASCO_ENOMEM,
+		    "tape: %zu bytes more, past the tape's bound of %zu bytes "
+		    "(%zu taken)",
+		    bytes, max, tp->bytes);
+		return NULL;
+	}
 	bytes = (bytes + 15) & ~(size_t) 15;
+	tp->bytes += bytes;
 	if (b == NULL || b->size - b->used < bytes) {
 		bool big = bytes > ARENA_BLOCK;
 		if ((b = block_take(big ? bytes : ARENA_BLOCK)) == NULL) {
@@ -285,12 +307,26 @@ pasci_tape_node_raw(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
 {
 	pasco_tnode *n     = pasci_tape_mem(tp, sizeof(*n));
 	int64_t      count = 1;
+	bool         over  = false;
 	if (n == NULL) {
 		return NULL;
 	}
 	for (int32_t d = 0; d < rank; d++) {
 		n->value.shape[d] = shape[d];
-		count *= shape[d];
+		over |= shape[d] > 0 && count > INT64_MAX / shape[d];
+		count = over ? 1 : count * shape[d];
+	}
+	for (int32_t d = 0; over && d < rank; d++) {
+		over = shape[d] != 0; /* a 0 dimension: no elements */
+	}
+	if (over || (uint64_t) count >
+	                atomic_load(&max_bytes) / pasco_dtype_size(dtype)) {
+		char s[96];
+		return pasci_tape_fail(tp, PASCO_ENOMEM,
+		    "%s: a value of %s is past the tape's bound of %zu bytes",
+		    op->name,
+		    pasco_tensor_spec_string(dtype, rank, shape, s, sizeof(s)),
+		    atomic_load(&max_bytes));
 	}
 	n->value.dtype  = dtype;
 	n->value.rank   = rank;

@@ -76,9 +76,9 @@ dtype_field(const cJSON *o, pasco_dtype *dt, const char *where)
 	static const struct {
 		const char *name;
 		pasco_dtype dt;
-	} names[] = {{"float32", PASCO_F32}, {"float64", PASCO_F64},
-	    {"int32", PASCO_I32}, {"int64", PASCO_I64}};
-	const char *s;
+	} names[]     = {{"float32", PASCO_F32}, {"float64", PASCO_F64},
+	        {"int32", PASCO_I32}, {"int64", PASCO_I64}};
+	const char *s = NULL; /* stays NULL when "dtype" is missing */
 	if (pasci_json_string(o, "dtype", &s, where) != 0) {
 		return PASCO_EINVAL;
 	}
@@ -148,7 +148,9 @@ parse_arg(const cJSON *o, pasci_gstep_arg *a, const char *where)
 static int
 parse_args(pasci_gstep *s, const cJSON *args)
 {
-	char where[192];
+	char         where[192];
+	const cJSON *it;
+	size_t       i = 0;
 	if (!cJSON_IsArray(args)) {
 		return pasci_model_fail(
 		    PASCO_EINVAL, "%s: args must be a list", s->name);
@@ -157,10 +159,12 @@ parse_args(pasci_gstep *s, const cJSON *args)
 	if ((s->args = calloc(s->nargs + 1, sizeof(*s->args))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < s->nargs; i++) {
+	/* walked once: cJSON_GetArrayItem(i) walks from the first each
+	 * time, quadratic in a step of many args */
+	cJSON_ArrayForEach(it, args)
+	{
 		snprintf(where, sizeof(where), "%s: args[%zu]", s->name, i);
-		if (parse_arg(cJSON_GetArrayItem(args, (int) i), &s->args[i],
-		        where) != 0) {
+		if (parse_arg(it, &s->args[i], where) != 0) {
 			return PASCO_EINVAL;
 		}
 		if (s->args[i].kind == PASCI_GSTEP_GLOBAL_STEP &&
@@ -174,6 +178,7 @@ parse_args(pasci_gstep *s, const cJSON *args)
 		                         ? (int64_t) i
 		                         : s->global_step_arg;
 		s->nvar_args += s->args[i].kind == PASCI_GSTEP_VARIABLE;
+		i++;
 	}
 	return PASCO_OK;
 }
@@ -279,17 +284,12 @@ parse_step_node(pasci_gstep *s, size_t i, const char *op, const cJSON *o,
 	}
 }
 
-/* The step-only nodes' attributes, each gradient's leader (the first
- * gradient of its target) and who uses each node. */
+/* parse_nodes's walk; first[t]: the first gradient node of target t
+ * (-1: none yet), so that a step of many gradients reads in linear time. */
 static int
-parse_nodes(pasci_gstep *s)
+parse_nodes_with(pasci_gstep *s, int64_t *first, int *training)
 {
 	char where[256];
-	int  training = -1;
-	s->nnodes     = pasci_graph_num_nodes(s->graph);
-	if ((s->nodes = calloc(s->nnodes + 1, sizeof(*s->nodes))) == NULL) {
-		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < s->nnodes; i++) {
 		const cJSON *o  = pasci_graph_node_json(s->graph, i);
 		const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "in");
@@ -312,29 +312,48 @@ parse_nodes(pasci_gstep *s)
 		}
 		pasci_gstep_node *n = &s->nodes[i];
 		if (n->op == PASCI_GSTEP_OP_GRADIENT) {
-			n->target = cJSON_GetArrayItem(in, 0)->valueint;
-			n->leader = i;
-			for (size_t j = 0; j < i && n->leader == i; j++) {
-				if (s->nodes[j].op ==
-				        PASCI_GSTEP_OP_GRADIENT &&
-				    s->nodes[j].target == n->target) {
-					n->leader = j;
-				}
+			n->target =
+			    in->child->valueint; /* < i: the reader's */
+			if (first[n->target] < 0) {
+				first[n->target] = (int64_t) i;
 			}
+			n->leader = (size_t) first[n->target];
 		}
-		if (n->op == PASCI_GSTEP_OP_MODEL && training >= 0 &&
-		    training != (int) n->training) {
+		if (n->op == PASCI_GSTEP_OP_MODEL && *training >= 0 &&
+		    *training != (int) n->training) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: training %s, and an earlier model call's is "
 			    "%s: a step's tape is training or not",
 			    where, n->training ? "true" : "false",
-			    training ? "true" : "false");
+			    *training ? "true" : "false");
 		}
-		training = n->op == PASCI_GSTEP_OP_MODEL ? (int) n->training
-		                                         : training;
+		*training = n->op == PASCI_GSTEP_OP_MODEL ? (int) n->training
+		                                          : *training;
 	}
-	s->training = training == 1;
 	return PASCO_OK;
+}
+
+/* The step-only nodes' attributes, each gradient's leader (the first
+ * gradient of its target) and who uses each node. */
+static int
+parse_nodes(pasci_gstep *s)
+{
+	int      training = -1, rv;
+	int64_t *first;
+	s->nnodes = pasci_graph_num_nodes(s->graph);
+	s->nodes  = calloc(s->nnodes + 1, sizeof(*s->nodes));
+	first     = malloc((s->nnodes + 1) * sizeof(*first));
+	if (s->nodes == NULL || first == NULL) {
+		free(first);
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s->nnodes; i++) {
+		first[i] = -1;
+	}
+	rv = parse_nodes_with(s, first, &training);
+	free(first);
+	s->training = training == 1;
+	return rv;
 }
 
 static int
@@ -402,7 +421,9 @@ parse_effects(pasci_gstep *s, const cJSON *root)
 {
 	const cJSON *ap = cJSON_GetObjectItemCaseSensitive(root, "applies");
 	const cJSON *up = cJSON_GetObjectItemCaseSensitive(root, "updates");
+	const cJSON *it;
 	char         where[192];
+	size_t       i;
 	if ((ap != NULL && !cJSON_IsArray(ap)) ||
 	    (up != NULL && !cJSON_IsArray(up))) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -415,17 +436,19 @@ parse_effects(pasci_gstep *s, const cJSON *root)
 	if (s->applies == NULL || s->updates == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < s->napplies; i++) {
+	i = 0;
+	cJSON_ArrayForEach(it, ap)
+	{
 		snprintf(where, sizeof(where), "%s: applies[%zu]", s->name, i);
-		if (parse_apply(s, cJSON_GetArrayItem(ap, (int) i),
-		        &s->applies[i], where) != 0) {
+		if (parse_apply(s, it, &s->applies[i++], where) != 0) {
 			return PASCO_EINVAL;
 		}
 	}
-	for (size_t i = 0; i < s->nupdates; i++) {
+	i = 0;
+	cJSON_ArrayForEach(it, up)
+	{
 		snprintf(where, sizeof(where), "%s: updates[%zu]", s->name, i);
-		if (parse_update(s, cJSON_GetArrayItem(up, (int) i),
-		        &s->updates[i], where) != 0) {
+		if (parse_update(s, it, &s->updates[i++], where) != 0) {
 			return PASCO_EINVAL;
 		}
 	}

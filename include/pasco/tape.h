@@ -42,7 +42,10 @@
  * pasco_tape_message a message naming the op, the shapes and the dtypes
  * ("matmul: f32[32,64] x f32[10,64]: inner dimensions 64 and 10 differ");
  * every later op on the tape does nothing and returns NULL (a NULL input
- * is accepted for that reason), so a step checks once, at the end.
+ * is accepted for that reason), so a step checks once, at the end. A
+ * tape's values take at most 16 GiB in all: an op past it fails with
+ * PASCO_ENOMEM naming the op, its shape and the bound (a traced graph
+ * from a stranger cannot make a worker allocate without bound).
  *
  * Broadcasting. add, sub, mul, div, maximum, minimum, where and the
  * comparisons broadcast as numpy does: shapes aligned from the right, a

@@ -110,6 +110,16 @@ Test(regressions, bulk_frame_inputs_replay_cleanly)
 	replay("bulk_frame", fuzz_bulk_frame_one);
 }
 
+Test(regressions, model_config_inputs_replay_cleanly)
+{
+	replay("model_config", fuzz_model_config_one);
+}
+
+Test(regressions, graph_step_inputs_replay_cleanly)
+{
+	replay("graph_step", fuzz_graph_step_one);
+}
+
 /* The seeds are valid inputs: they must replay cleanly too. */
 Test(regressions, seed_corpora_replay_cleanly)
 {
@@ -122,7 +132,9 @@ Test(regressions, seed_corpora_replay_cleanly)
 	    {"tfrecord", fuzz_tfrecord_one}, {"example", fuzz_example_one},
 	    {"csv", fuzz_csv_one}, {"cluster", fuzz_cluster_one},
 	    {"safetensors", fuzz_safetensors_one},
-	    {"bulk_frame", fuzz_bulk_frame_one}};
+	    {"bulk_frame", fuzz_bulk_frame_one},
+	    {"model_config", fuzz_model_config_one},
+	    {"graph_step", fuzz_graph_step_one}};
 	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
 		char dir[64];
 		snprintf(dir, sizeof(dir), "../corpus/%s", targets[i].name);

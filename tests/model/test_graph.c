@@ -953,3 +953,116 @@ Test(graph, threads_clone_run_and_free_one_models_graph_at_once)
 	}
 	pasco_model_free(m);
 }
+
+/* ---- what a stranger's graph may not make a worker allocate ---- */
+
+/* graph JSON text g of a layer, read and run on a training tape with the
+ * int64 input ids (NULL: none): NULL with the tape's message in msg. */
+static bool
+run_text(const char *text, const pasco_tensor *ids, char *msg, size_t len)
+{
+	cJSON       *g = cJSON_Parse(text);
+	pasci_graph *p;
+	pasco_tape  *tp;
+	pasci_gval   in = {NULL, ids}, out;
+	bool         ok;
+	cr_assert_not_null(g);
+	MODEL_PASS(pasci_graph_parse(g, PASCI_GRAPH_LAYER, "fc", &p));
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	ok = pasci_graph_run(p, tp, "fc", &in, NULL, NULL, NULL, &out);
+	snprintf(msg, len, "%s", pasco_tape_message(tp));
+	pasco_tape_free(tp);
+	pasci_graph_free(p);
+	cJSON_Delete(g);
+	return ok;
+}
+
+Test(graph, huge_shapes_are_refused_with_a_message_not_allocated)
+{
+	char          msg[512];
+	pasco_tensor *ids;
+	/* a weight of [1e9, 1e9] */
+	cJSON *g = dense_json();
+	cJSON_ReplaceItemInObject(weight(g, 0), "shape",
+	    cJSON_CreateDoubleArray((double[]){1e9, 1e9}, 2));
+	cJSON_ReplaceItemInObject(node(g, 1), "shape",
+	    cJSON_CreateDoubleArray((double[]){1e9, 1e9}, 2));
+	refused(g, PASCI_GRAPH_LAYER,
+	    "fc: weights[0]: shape [1000000000, 1000000000] holds more than "
+	    "2147483648 elements");
+	/* constants of 2^24 elements each, filled by a number */
+	g = dense_json();
+	for (int k = 1; k < 3; k++) {
+		cJSON *n = node(g, k);
+		cJSON_ReplaceItemInObject(
+		    n, "op", cJSON_CreateString("constant"));
+		cJSON_DeleteItemFromObject(n, "index");
+		cJSON_AddNumberToObject(n, "value", 0);
+		cJSON_ReplaceItemInObject(
+		    n, "shape", cJSON_CreateIntArray((int[]){4096, 4096}, 2));
+	}
+	refused(g, PASCI_GRAPH_LAYER,
+	    "fc: nodes[2] (constant): a constant of shape [4096, 4096]: the "
+	    "graph's constants would hold 33554432 elements, at most 16777216 "
+	    "in all");
+	/* one_hot of depth 2^31 - 1 on 3 ids: 24 GiB */
+	PASCO_PASS(pasco_tensor_alloc(&ids, PASCO_I64, 1, (int64_t[]){3}));
+	cr_assert(!run_text(
+	    "{\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"}],"
+	    " \"nodes\": [{\"op\": \"input\", \"index\": 0, \"shape\": [-1],"
+	    "  \"dtype\": \"int64\"}, {\"op\": \"one_hot\", \"in\": [0],"
+	    "  \"depth\": 2147483647, \"shape\": [-1, 2147483647],"
+	    "  \"dtype\": \"float32\"}], \"outputs\": [1]}",
+	    ids, msg, sizeof(msg)));
+	cr_assert(strstr(msg, "one_hot: a value of f32[3,2147483647] is past "
+	                      "the tape's bound of 17179869184 bytes") != NULL,
+	    "%s", msg);
+	/* [2^23, 1] + [1, 2^23]: 2^46 elements */
+	cr_assert(!run_text(
+	    "{\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"}],"
+	    " \"nodes\": [{\"op\": \"constant\", \"value\": 1,"
+	    "  \"shape\": [8388608, 1], \"dtype\": \"float32\"},"
+	    " {\"op\": \"constant\", \"value\": 2, \"shape\": [1, 8388608],"
+	    "  \"dtype\": \"float32\"}, {\"op\": \"add\", \"in\": [0, 1],"
+	    "  \"shape\": [8388608, 8388608], \"dtype\": \"float32\"}],"
+	    " \"outputs\": [2]}",
+	    ids, msg, sizeof(msg)));
+	cr_assert(strstr(msg, "a value of f32[8388608,8388608] is past the "
+	                      "tape's bound") != NULL,
+	    "%s", msg);
+	pasco_tensor_release(ids);
+}
+
+/* A graph of one constant [4096, 4096] (2^24 elements, its bound). */
+static int
+parse_big_constant(pasci_graph **out)
+{
+	cJSON *g =
+	    cJSON_Parse("{\"nodes\": [{\"op\": \"constant\", \"value\": 0,"
+	                " \"shape\": [4096, 4096], \"dtype\": \"float32\"}],"
+	                " \"outputs\": [0]}");
+	int rv = pasci_graph_parse(g, PASCI_GRAPH_LAYER, "fc", out);
+	cJSON_Delete(g);
+	return rv;
+}
+
+/* Many layers' graphs, each at its bound: 2^26 constant elements in all
+ * in the process, given back when a graph is freed. */
+Test(graph, the_process_graphs_constants_are_bounded_in_all)
+{
+	pasci_graph *g[5];
+	for (int k = 0; k < 4; k++) {
+		MODEL_PASS(parse_big_constant(&g[k]));
+	}
+	PASCO_FAIL(parse_big_constant(&g[4]), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "fc: nodes[0] (constant): a constant of shape [4096, "
+	              "4096]: the process's op graphs would hold more than "
+	              "67108864 constant elements in all") != NULL,
+	    "%s", pasco_model_last_error());
+	pasci_graph_free(g[0]);
+	MODEL_PASS(parse_big_constant(&g[4]));
+	for (int k = 1; k < 5; k++) {
+		pasci_graph_free(g[k]);
+	}
+}

@@ -232,6 +232,14 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 	refused("{\"class_name\":\"Sequential\",\"config\":{\"inputs\":[],"
 	        "\"layers\":[]}}",
 	    "inputs must be a non-empty list");
+	/* fuzz/regressions/model_config/model_name_too_long_left_the_model:
+	 * the model was made, then its name refused, and handed out */
+	refused("{\"class_name\":\"Sequential\",\"config\":{\"name\":\""
+	        "a_model_name_longer_than_sixty_three_bytes_which_is_the_cap_"
+	        "of_a_name\",\"inputs\":[{\"name\":\"x\",\"width\":4}],"
+	        "\"layers\":[{\"class_name\":\"Dense\",\"config\":{"
+	        "\"units\":2}}]}}",
+	    "a model's name is 1 to 63 bytes");
 }
 
 /* A functional config of n layers d0..d(n-1) on input x, each on the one

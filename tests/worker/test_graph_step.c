@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 TestSuite(graph_step, .timeout = 120);
@@ -883,4 +884,63 @@ Test(graph_step, a_bad_step_is_refused_naming_what_is_wrong)
 	    "\"applies\"", "\"apply\"", "the step: unknown field 'apply'");
 	expect_refused("\"name\": \"train_step\",",
 	    "\"name\": \"train_step\",,", "does not parse");
+	/* fuzz/regressions/graph_step/variable_arg_without_dtype: the
+	 * missing dtype was read from an uninitialized pointer */
+	expect_refused("{\"kind\": \"iterator\"}", "{\"kind\": \"variable\"}",
+	    "train_step: args[0]: dtype '(missing)' is not float32");
+}
+
+/* A step of n tensor args, n constants and a gradient of each (every one
+ * of another target): the JSON into a malloc'd string. */
+static char *
+wide_step(int n)
+{
+	size_t cap = (size_t) n * 200 + 256, len = 0;
+	char  *j = malloc(cap);
+	cr_assert_not_null(j);
+	len += (size_t) snprintf(
+	    j + len, cap - len, "{\"name\": \"wide\", \"args\": [");
+	for (int k = 0; k < n; k++) {
+		len += (size_t) snprintf(j + len, cap - len,
+		    "%s{\"kind\": \"tensor\", \"dtype\": \"float32\", "
+		    "\"shape\": []}",
+		    k > 0 ? "," : "");
+	}
+	len += (size_t) snprintf(
+	    j + len, cap - len, "], \"graph\": {\"nodes\": [");
+	for (int k = 0; k < n; k++) {
+		len += (size_t) snprintf(j + len, cap - len,
+		    "{\"op\": \"constant\", \"value\": %d, \"shape\": [], "
+		    "\"dtype\": \"float32\"},",
+		    k);
+	}
+	for (int k = 0; k < n; k++) {
+		len += (size_t) snprintf(j + len, cap - len,
+		    "%s{\"op\": \"gradient\", \"var\": 0, \"in\": [%d], "
+		    "\"shape\": [], \"dtype\": \"float32\"}",
+		    k > 0 ? "," : "", k);
+	}
+	snprintf(j + len, cap - len, "], \"outputs\": [0]}}");
+	return j;
+}
+
+/* A stranger's step of 100,000 args and 100,000 gradients of distinct
+ * targets: read in linear time (the args were found by index from the
+ * list's start, and each gradient's leader by a scan of every earlier
+ * node: together 25 s and more of CPU before). */
+Test(graph_step, a_step_of_many_args_and_gradients_reads_in_linear_time)
+{
+	char              *json = wide_step(100000);
+	const pasci_gstep *s;
+	clock_t            t0 = clock();
+	double             cpu;
+	pasci_gstep_cache_reset();
+	PASCO_PASS(pasci_gstep_get(json, strlen(json), &s));
+	cpu = (double) (clock() - t0) / CLOCKS_PER_SEC;
+	cr_assert_eq(s->nargs, 100000);
+	cr_assert_eq(s->nodes[100000 + 7].leader, 100000 + 7);
+	cr_assert_lt(cpu, 8.0, "%.1f s of CPU to read the step", cpu);
+	pasci_gstep_release(s);
+	pasci_gstep_cache_reset();
+	free(json);
 }
