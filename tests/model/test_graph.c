@@ -659,24 +659,27 @@ Test(graph, an_ids_input_reaches_the_graph_as_integers)
 	pasco_model_free(m);
 }
 
+/* A loss graph of class ids (int64 [batch]) against logits [batch, 3]:
+ * sparse_categorical_crossentropy from logits. */
+static const char *const scce =
+    "{\"name\": \"my_scce\", \"graph\": {"
+    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
+    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
+    "\"nodes\": ["
+    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
+    "\"int64\"},"
+    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], "
+    "\"dtype\": "
+    "\"float32\"},"
+    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
+    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
+    "\"outputs\": [2]}}";
+
 /* Keras resolves "accuracy" from y_true's shape: a loss graph whose
  * y_true is class ids (int64 [batch]) gets sparse categorical accuracy,
  * here and in the model a worker reads from the config. */
 Test(graph, accuracy_with_a_loss_graph_of_class_ids_is_sparse)
 {
-	static const char *const scce =
-	    "{\"name\": \"my_scce\", \"graph\": {"
-	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
-	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
-	    "\"nodes\": ["
-	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
-	    "\"int64\"},"
-	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], "
-	    "\"dtype\": "
-	    "\"float32\"},"
-	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
-	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
-	    "\"outputs\": [2]}}";
 	pasco_layer_reset_names();
 	pasco_model *m = custom_model(false), *back;
 	char        *json;
@@ -864,19 +867,6 @@ Test(graph, a_clone_shares_the_parsed_graph_and_outlives_its_model)
  * loss is the one of the integer labels. */
 Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
 {
-	static const char *const scce =
-	    "{\"name\": \"my_scce\", \"graph\": {"
-	    "\"inputs\": [{\"shape\": [-1], \"dtype\": \"int64\"},"
-	    "            {\"shape\": [-1, 3], \"dtype\": \"float32\"}],"
-	    "\"nodes\": ["
-	    " {\"op\": \"input\", \"index\": 0, \"shape\": [-1], \"dtype\": "
-	    "\"int64\"},"
-	    " {\"op\": \"input\", \"index\": 1, \"shape\": [-1, 3], "
-	    "\"dtype\": "
-	    "\"float32\"},"
-	    " {\"op\": \"sparse_categorical_crossentropy\", \"in\": [0, 1],"
-	    "  \"from_logits\": true, \"shape\": [], \"dtype\": \"float32\"}],"
-	    "\"outputs\": [2]}}";
 	pasco_layer_reset_names();
 	pasco_model    *m = custom_model(false);
 	pasco_tensor   *x = batch(4, 4, 2), *yi, *yf, *y1;
