@@ -12,10 +12,11 @@
  * global_step. Then each apply is one mixed apply, each update an
  * assign_add, and the outputs come back as a LIST of tensors. Every error
  * fails the call naming the step, and the node and its op where there is
- * one. A model called more than once in a step reads its variables at its
- * first call (an embedding's rows for that call's ids: a later call that
- * looks up other ids fails naming them); every call shares those sources,
- * so each variable has one gradient. Run by the worker's handler threads,
+ * one. A model called more than once in a step reads its dense variables
+ * at its first call, and every call shares those sources; each call reads
+ * an embedding table's rows for its own ids (another source of the same
+ * table), and the table's gradient joins every source's rows (the ps sums
+ * repeated ids), so each variable has one gradient. Run by the worker's handler threads,
  * each call with its own tape, model copies and bindings; the parsed step
  * is shared, read-only.
  */
@@ -159,9 +160,27 @@ read_vars(pasci_gstep_run *r, size_t n, const size_t *want,
 		return false;
 	}
 	for (size_t k = 0; k < n; k++) {
-		r->src[want[k]] = tv[k].node;
+		pasci_gstep_src *m;
+		if (r->src[want[k]] == NULL) {
+			r->src[want[k]] = tv[k].node;
+			continue;
+		}
+		if ((m = pasci_tape_mem(r->tp, sizeof(*m))) == NULL) {
+			return false;
+		}
+		*m                = (pasci_gstep_src){tv[k].node,
+		                   r->more[want[k]]};
+		r->more[want[k]] = m;
+		r->nmore++;
 	}
 	return true;
+}
+
+/* Variable v's newest source: a table's rows for the latest call. */
+static pasco_tnode *
+newest(const pasci_gstep_run *r, size_t v)
+{
+	return r->more[v] != NULL ? r->more[v]->node : r->src[v];
 }
 
 /* The variables of every read node, together, before the graph. */
@@ -213,8 +232,10 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 		                              : in[k].ints;
 		feats[k] = in[k].node;
 	}
-	for (size_t k = 0; k < m->nvars; k++) { /* one read: those not yet */
-		if (r->src[v0 + k] == NULL) {
+	/* one read: the dense variables not read yet, every table's rows
+	 * for this call's ids */
+	for (size_t k = 0; k < m->nvars; k++) {
+		if (r->src[v0 + k] == NULL || r->sparse[v0 + k]) {
 			ids[nw] =
 			    r->sparse[v0 + k]
 			        ? ts[pasci_layer_input_of(m, m->vars[k].layer)]
@@ -227,7 +248,7 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 		    pasco_tape_message(r->tp));
 	}
 	for (size_t k = 0; k < m->nvars; k++) {
-		nodes[k] = r->src[v0 + k];
+		nodes[k] = newest(r, v0 + k);
 	}
 	if ((out->node = pasci_model_forward(m, r->tp, ts, feats, nodes)) ==
 	    NULL) {
@@ -243,18 +264,62 @@ held(pasco_tensor *t)
 	return t != NULL ? pasco_tensor_hold(t) : NULL;
 }
 
+/* A sparse gradient g extended by h's ids and rows: the same table's,
+ * read again by a later call of its model. The ps sums repeated ids
+ * (client/variable_sparse.c), so the rows need not be merged here. h's
+ * tensors are released. */
+static int
+sparse_join(pasco_tape_grad *g, pasco_tape_grad *h)
+{
+	pasco_tensor *ids, *rows;
+	int64_t       n = 0, width;
+	if (h->ids == NULL) {
+		return PASCO_OK;
+	}
+	if (g->ids == NULL) {
+		pasco_tape_grad_fini(g, 1);
+		*g = *h;
+		*h = (pasco_tape_grad){0};
+		return PASCO_OK;
+	}
+	n     = g->ids->count + h->ids->count;
+	width = g->rows->count / (g->ids->count > 0 ? g->ids->count : 1);
+	if (pasco_tensor_alloc(&ids, PASCO_I64, 1, (int64_t[]){n}) != 0) {
+		return PASCO_ENOMEM;
+	}
+	if (pasco_tensor_alloc(&rows, g->rows->dtype, 2,
+	        (int64_t[]){n, width}) != 0) {
+		pasco_tensor_release(ids);
+		return PASCO_ENOMEM;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		const pasco_tensor *t = i < g->ids->count ? g->ids : h->ids;
+		int64_t             j = i < g->ids->count ? i : i - g->ids->count;
+		((int64_t *) ids->data)[i] = t->dtype == PASCO_I32
+		                                 ? ((const int32_t *) t->data)[j]
+		                                 : ((const int64_t *) t->data)[j];
+	}
+	memcpy(rows->data, g->rows->data, g->rows->nbytes);
+	memcpy((char *) rows->data + g->rows->nbytes, h->rows->data,
+	    h->rows->nbytes);
+	pasco_tape_grad_fini(g, 1);
+	pasco_tape_grad_fini(h, 1);
+	*g = (pasco_tape_grad){.ids = ids, .rows = rows};
+	return PASCO_OK;
+}
+
 /* Every gradient of the target of leader: one pasco_tape_gradient for
- * all the variables asked of it (each once). */
+ * all the variables asked of it (each once, a table with each of its
+ * sources: at[] of a later source is SIZE_MAX, joined to the first's). */
 static bool
 gradients_of(pasci_gstep_run *r, size_t leader, const pasci_gval *target)
 {
-	const pasci_gstep *s  = r->s;
-	size_t             nn = 0;
-	pasco_tnode      **src =
-	    pasci_tape_mem(r->tp, (s->nnodes + 1) * sizeof(*src));
-	size_t *at = pasci_tape_mem(r->tp, (s->nnodes + 1) * sizeof(*at));
-	pasco_tape_grad *g = calloc(s->nnodes + 1, sizeof(*g));
-	bool             ok;
+	const pasci_gstep *s   = r->s;
+	size_t             nn  = 0, cap = s->nnodes + r->nmore + 1;
+	pasco_tnode      **src = pasci_tape_mem(r->tp, cap * sizeof(*src));
+	size_t            *at  = pasci_tape_mem(r->tp, cap * sizeof(*at));
+	pasco_tape_grad   *g   = calloc(cap, sizeof(*g));
+	bool               ok;
 	if (src == NULL || at == NULL || g == NULL) {
 		free(g);
 		return node_fail(
@@ -279,27 +344,43 @@ gradients_of(pasci_gstep_run *r, size_t leader, const pasci_gval *target)
 		if (!r->no_grad[j] && k == nn) {
 			src[nn]  = r->src[n->var];
 			at[nn++] = j;
+			for (pasci_gstep_src *m = r->more[n->var]; m != NULL;
+			     m                  = m->next) {
+				src[nn]  = m->node;
+				at[nn++] = SIZE_MAX;
+			}
 		}
 	}
 	ok = nn == 0 ||
 	     pasco_tape_gradient(r->tp, target->node, nn, src, g) == 0;
-	for (size_t k = 0; k < nn; k++) {
-		r->grads[at[k]]   = g[k]; /* the run releases them */
-		r->no_grad[at[k]] = g[k].dense == NULL && g[k].ids == NULL;
+	for (size_t k = 0; ok && k < nn; k++) {
+		size_t first = k;
+		while (k + 1 < nn && at[k + 1] == SIZE_MAX) {
+			if (sparse_join(&g[first], &g[++k]) != 0) {
+				pasco_tape_grad_fini(g, nn);
+				free(g);
+				return node_fail(r, leader, PASCO_ENOMEM, "%s",
+				    "out of memory");
+			}
+		}
+		r->grads[at[first]] = g[first]; /* the run releases them */
+		r->no_grad[at[first]] =
+		    g[first].dense == NULL && g[first].ids == NULL;
 	}
 	for (size_t j = leader; ok && j < s->nnodes; j++) {
 		size_t k = 0; /* a variable asked twice: the first's, held */
 		while (k < nn &&
-		       (at[k] == j || r->src[s->nodes[j].var] != src[k])) {
+		       (at[k] == j || at[k] == SIZE_MAX ||
+		           r->src[s->nodes[j].var] != src[k])) {
 			k++;
 		}
 		if (s->nodes[j].op == PASCI_GSTEP_OP_GRADIENT &&
 		    s->nodes[j].leader == leader && k < nn && !r->no_grad[j] &&
 		    r->grads[j].dense == NULL && r->grads[j].ids == NULL) {
 			r->grads[j] =
-			    (pasco_tape_grad){.dense = held(g[k].dense),
-			        .ids                 = held(g[k].ids),
-			        .rows                = held(g[k].rows)};
+			    (pasco_tape_grad){.dense = held(r->grads[at[k]].dense),
+			        .ids                 = held(r->grads[at[k]].ids),
+			        .rows                = held(r->grads[at[k]].rows)};
 			r->no_grad[j] = r->no_grad[at[k]];
 		}
 	}
@@ -615,6 +696,7 @@ run_fini(pasci_gstep_run *r)
 	free(r->vars);
 	free(r->sparse);
 	free(r->src);
+	free(r->more);
 	free(r->grads);
 	free(r->no_grad);
 	free(r->values);

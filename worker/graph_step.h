@@ -117,6 +117,12 @@ typedef struct pasci_gstep_elem {
 	pasco_value *v;
 } pasci_gstep_elem;
 
+/* A source read after a variable's first (graph_step.c). */
+typedef struct pasci_gstep_src {
+	pasco_tnode            *node;
+	struct pasci_gstep_src *next;
+} pasci_gstep_src;
+
 /* One call's binding and state (graph_step.c; bound by
  * graph_step_bind.c); every array is the call's own. */
 typedef struct pasci_gstep_run {
@@ -134,6 +140,10 @@ typedef struct pasci_gstep_run {
 	pasco_variable **vars;
 	bool            *sparse; /* an embedding table, read by rows */
 	pasco_tnode    **src;    /* its watched node, once read */
+	/* an embedding table's rows read again by a later call of its
+	 * model (that call's ids), newest first; tape memory */
+	struct pasci_gstep_src **more;
+	size_t                   nmore;
 	/* per node */
 	pasco_tape_grad  *grads; /* gradient nodes: their variable's */
 	bool             *no_grad;

@@ -185,7 +185,9 @@ bind_vars(pasci_gstep_run *r)
 	r->vars   = calloc(n + 1, sizeof(*r->vars));
 	r->sparse = calloc(n + 1, sizeof(*r->sparse));
 	r->src    = calloc(n + 1, sizeof(*r->src));
-	if (r->vars == NULL || r->sparse == NULL || r->src == NULL) {
+	r->more   = calloc(n + 1, sizeof(*r->more));
+	if (r->vars == NULL || r->sparse == NULL || r->src == NULL ||
+	    r->more == NULL) {
 		return pasco_call_fail(r->call, PASCO_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < s->nargs; i++) {

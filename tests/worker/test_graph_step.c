@@ -772,45 +772,144 @@ Test(graph_step, a_step_that_returns_nothing_gives_an_empty_list)
 	stop();
 }
 
-/* The keys model called on two batches in one step: its table's rows
- * are read for the first call's keys only. */
+/* The keys model called on two batches in one step (each of a call of
+ * the iterator), the sum of their losses trained: each call looks up
+ * its own words, so the table's rows are read for each call's keys and
+ * its gradient joins both reads'. */
 static const char *TWICE_STEP =
     "{\"name\": \"twice_step\","
-    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"}],"
+    " \"args\": [{\"kind\": \"iterator\"}, {\"kind\": \"model\"},"
+    "            {\"kind\": \"global_step\"}],"
     " \"graph\": {\"nodes\": ["
     "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [0],"
     "   \"shape\": [-1, 3], \"dtype\": \"int64\"},"
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 0, \"path\": [1],"
+    "   \"shape\": [-1], \"dtype\": \"float32\"},"
     "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [0],"
     "   \"shape\": [-1, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"binary_crossentropy\", \"from_logits\": true,"
+    "   \"in\": [1, 2], \"shape\": [], \"dtype\": \"float32\"},"
     "  {\"op\": \"next\", \"arg\": 0, \"call\": 1, \"path\": [0],"
     "   \"shape\": [-1, 3], \"dtype\": \"int64\"},"
-    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [2],"
-    "   \"shape\": [-1, 1], \"dtype\": \"float32\"}],"
-    " \"outputs\": [1, 3]}}";
+    "  {\"op\": \"next\", \"arg\": 0, \"call\": 1, \"path\": [1],"
+    "   \"shape\": [-1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"model\", \"arg\": 1, \"training\": true, \"in\": [4],"
+    "   \"shape\": [-1, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"binary_crossentropy\", \"from_logits\": true,"
+    "   \"in\": [5, 6], \"shape\": [], \"dtype\": \"float32\"},"
+    "  {\"op\": \"add\", \"in\": [3, 7], \"shape\": [],"
+    "   \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 0, \"in\": [8],"
+    "   \"shape\": [-1, 8], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 1, \"in\": [8],"
+    "   \"shape\": [8, 1], \"dtype\": \"float32\"},"
+    "  {\"op\": \"gradient\", \"var\": 2, \"in\": [8],"
+    "   \"shape\": [1], \"dtype\": \"float32\"}],"
+    "  \"outputs\": [8]},"
+    " \"applies\": [{\"optimizer\": {\"class_name\": \"SGD\","
+    "   \"config\": {\"learning_rate\": 0.5}},"
+    "   \"grads\": [9, 10, 11], \"vars\": [0, 1, 2],"
+    "   \"global_step\": true}]}";
 
-Test(graph_step, a_model_called_twice_reads_its_rows_for_the_first_call)
+/* The same by hand on the chief, step k of graph_step_here_keys' stream:
+ * one read of the table's rows for both batches' keys, the model called
+ * on each, the sum of the losses applied. */
+static double
+twice_by_hand(pasco_model *m, int k)
 {
-	pasco_arg                  args[8];
-	size_t                     n = 0;
-	pasco_tensor              *json;
-	pasco_per_worker_dataset  *ds;
-	pasco_per_worker_iterator *it;
-	pasco_model               *m;
+	pasco_value        *b[2];
+	const pasco_tensor *x[2], *y[2];
+	pasco_tensor       *keys;
+	pasco_tape         *tp;
+	pasco_tape_var      vars[3];
+	pasco_tnode        *nodes[3], *loss[2], *sum;
+	pasco_loss          bce = {PASCO_LOSS_BINARY_CROSSENTROPY, true};
+	pasco_optimizer     opt = pasco_sgd(0.5, 0, false);
+	double              value;
+	for (int c = 0; c < 2; c++) {
+		b[c] = md_keys_batch(
+		    1000, (uint64_t) (2 * k + c) * MD_BATCH, 1, MD_BATCH, false);
+		cr_assert_not_null(b[c]);
+		x[c] = pasco_value_as_tensor(pasco_value_item(b[c], 0));
+		y[c] = pasco_value_as_tensor(pasco_value_item(b[c], 1));
+	}
+	PASCO_PASS(pasco_tensor_alloc(
+	    &keys, PASCO_I64, 1, (int64_t[]){x[0]->count + x[1]->count}));
+	memcpy(keys->data, x[0]->data, x[0]->nbytes);
+	memcpy((char *) keys->data + x[0]->nbytes, x[1]->data, x[1]->nbytes);
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	for (size_t v = 0; v < 3; v++) {
+		vars[v] = (pasco_tape_var){
+		    .var = pasco_model_variable(m, v), .ids = v == 0 ? keys : NULL};
+	}
+	PASCO_PASS(pasco_tape_read(tp, 3, vars));
+	for (size_t v = 0; v < 3; v++) {
+		nodes[v] = vars[v].node;
+	}
+	for (int c = 0; c < 2; c++) {
+		loss[c] = pasco_model_loss(m, tp, (const pasco_tensor *[]){x[c]},
+		    y[c], bce, nodes);
+	}
+	sum = pasco_t_add(tp, loss[0], loss[1]);
+	cr_assert_not_null(sum, "%s", pasco_tape_message(tp));
+	value = pasco_tensor_get(pasco_tnode_value(sum), 0);
+	PASCO_PASS(pasco_tape_apply(tp, sum, 3, vars, &opt));
+	pasco_tape_free(tp);
+	pasco_tensor_release(keys);
+	pasco_value_free(b[0]);
+	pasco_value_free(b[1]);
+	return value;
+}
+
+/* The rows of the first STEPS steps' keys, then the Dense's weights. */
+static void
+twice_weights(pasco_model *m, double *w, size_t *n)
+{
+	pasco_value  *b = md_keys_batch(1000, 0, 1, 2 * STEPS * MD_BATCH, false);
+	pasco_tensor *rows;
+	*n = 0;
+	PASCO_PASS(pasco_variable_gather(pasco_model_variable(m, 0),
+	    pasco_value_as_tensor(pasco_value_item(b, 0)), &rows));
+	for (int64_t i = 0; i < rows->count; i++) {
+		w[(*n)++] = pasco_tensor_get(rows, i);
+	}
+	pasco_tensor_release(rows);
+	dense_weights(m, w + *n);
+	*n += 9;
+	pasco_value_free(b);
+}
+
+Test(graph_step, a_model_called_twice_reads_each_calls_rows)
+{
+	enum { NW = 2 * STEPS * MD_BATCH * MD_KEYS * 8 + 9 };
+	static double wa[NW], wb[NW];
+	double        traced[STEPS], hand[STEPS];
+	size_t        na, nb;
+	pasco_model  *m;
 	start_here();
 	m = keys_model();
-	PASCO_PASS(
-	    pasco_per_worker_dataset_create(&ds, K.c, "graph_step_here_keys"));
-	PASCO_PASS(pasco_per_worker_iterator_create(&it, ds));
-	args[n++] = json_arg(TWICE_STEP, &json);
-	args[n++] = pasco_arg_iterator(it);
-	PASCO_PASS(pasco_model_args(m, args, 8, &n));
-	expect_failure(args, n, PASCO_EINVAL, "twice_step: nodes[3] (model)",
-	    "is not among the", NULL);
-	pasco_tensor_release(json);
-	pasco_per_worker_iterator_free(it);
-	pasco_per_worker_dataset_free(ds);
+	train(m, "graph_step_here_keys", TWICE_STEP, traced);
+	twice_weights(m, wa, &na);
 	pasco_model_free(m);
 	stop();
+	start_here();
+	m = keys_model();
+	for (int k = 0; k < STEPS; k++) {
+		hand[k] = twice_by_hand(m, k);
+	}
+	twice_weights(m, wb, &nb);
+	pasco_model_free(m);
+	stop();
+	cr_assert_neq(hand[STEPS - 1], hand[0], "it trains");
+	for (int k = 0; k < STEPS; k++) {
+		cr_assert_float_eq(traced[k], hand[k], 1e-6 * fabs(hand[k]),
+		    "step %d: loss %.9g, by hand %.9g", k, traced[k], hand[k]);
+	}
+	cr_assert_eq(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		cr_assert_float_eq(wa[i], wb[i], 1e-6 * (fabs(wb[i]) + 1e-3),
+		    "weight %zu: %.9g, by hand %.9g", i, wa[i], wb[i]);
+	}
 }
 
 /* In this process, no cluster: the step's JSON read once and kept by its
