@@ -156,6 +156,52 @@ pasci_model_add_var_shape(pasco_model *m, size_t layer, const char *what,
 	m->nvars++;
 }
 
+/* The most elements of a variable read whole each step (2^31: 8 GiB of
+ * f32), and of an embedding table, read by rows (2^40): a config's
+ * Dense(9e15) is refused before anything is allocated or sized in bytes. */
+#define MAX_DENSE_ELEMENTS ((int64_t) 1 << 31)
+#define MAX_TABLE_ELEMENTS ((int64_t) 1 << 40)
+
+/* Layer i's output width and the element counts of its variables
+ * within their bounds. */
+static int
+check_sizes(const pasco_model *m, size_t i)
+{
+	const pasco_layer *l     = &m->layers[i];
+	bool               table = pasci_layer_desc_of(l->kind)->ids;
+	int64_t            most  = table ? MAX_TABLE_ELEMENTS : MAX_DENSE_ELEMENTS;
+	if (m->out_width[i] > MAX_DENSE_ELEMENTS) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: its output is %lld wide; the most is 2^31",
+		    l->name, (long long) m->out_width[i]);
+	}
+	for (size_t k = m->first_var[i]; k < m->nvars; k++) {
+		const pasci_model_var *v = &m->vars[k];
+		int64_t                n = 1;
+		char                   shape[96];
+		size_t                 at = 0;
+		for (int32_t d = 0; d < v->rank; d++) {
+			at += (size_t) snprintf(shape + at, sizeof(shape) - at,
+			    "%s%lld", d > 0 ? ", " : "", (long long) v->shape[d]);
+			at = at < sizeof(shape) ? at : sizeof(shape) - 1;
+			if (v->shape[d] > 0) {
+				n = v->shape[d] > most / n ? most + 1
+				                           : n * v->shape[d];
+			}
+		}
+		if (n > most) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: its variable '%s' of shape [%s] has more "
+			    "elements than the most a%s may have (2^%d)",
+			    l->name, v->name, shape,
+			    table ? "n embedding table"
+			          : " variable read whole each step",
+			    table ? 40 : 31);
+		}
+	}
+	return PASCO_OK;
+}
+
 /* Resolves layer i's inputs (ninputs 0: the previous layer's output, or
  * input 0) and checks them: earlier layers or model inputs, ids for an
  * Embedding only. widths[j] gets input j's width. */
@@ -247,7 +293,7 @@ build_layer(pasco_model *m, size_t i, pasci_names *names)
 	if (pasci_layer_desc_of(l->kind)->variables != NULL) {
 		pasci_layer_desc_of(l->kind)->variables(m, i, widths);
 	}
-	return PASCO_OK;
+	return check_sizes(m, i);
 }
 
 static int

@@ -193,7 +193,12 @@ typedef struct pasco_model pasco_model;
 
 /* The most layers, and the most inputs, a model may have: a model (or a
  * config, pasco_model_from_json) of more is PASCO_EINVAL naming the cap.
- * Building, copying and reading a model take time linear in its layers. */
+ * Building, copying and reading a model take time linear in its layers.
+ * Sizes are bounded too, before anything is allocated: a layer's output
+ * is at most 2^31 wide, a variable read whole each step (a Dense's
+ * kernel) has at most 2^31 elements, an embedding table at most 2^40;
+ * past them the model is PASCO_EINVAL naming the layer, the variable and
+ * its shape. */
 #define PASCO_MODEL_MAX_LAYERS 32768
 
 /* A Sequential model of layers[0..n) (copied), each on the previous

@@ -242,6 +242,39 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 	    "a model's name is 1 to 63 bytes");
 }
 
+#define IDS_SEQ(layers)                                                       \
+	"{\"class_name\":\"Sequential\",\"config\":{\"inputs\":[{\"name\":"   \
+	"\"x\",\"width\":4,\"ids\":true}],\"layers\":[" layers "]}}"
+
+/* A variable's element count is bounded before anything is allocated or
+ * sized in bytes: 2^31 for one read whole each step, 2^40 for an
+ * embedding table (read by rows); a layer's output width 2^31. Dense(9e15)
+ * and Embedding(9e15, 64) were read before. */
+Test(model_config, sizes_past_the_bounds_are_refused_naming_the_variable)
+{
+	pasco_model *m;
+	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
+	            "\"units\":9000000000000000}}"),
+	    "d: its output is 9000000000000000 wide; the most is 2^31");
+	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
+	            "\"units\":1000000000}}"),
+	    "d: its variable 'd/kernel' of shape [4, 1000000000] has more "
+	    "elements than the most a variable read whole each step may "
+	    "have (2^31)");
+	refused(IDS_SEQ("{\"class_name\":\"Embedding\",\"config\":{\"name\":"
+	                "\"e\",\"input_dim\":9000000000000000,"
+	                "\"output_dim\":64}}"),
+	    "e: its variable 'e/embeddings' of shape [9000000000000000, 64] "
+	    "has more elements than the most an embedding table may have "
+	    "(2^40)");
+	/* a large table within the bound is a model (not created here) */
+	PASCO_PASS(pasco_model_from_json(
+	    IDS_SEQ("{\"class_name\":\"Embedding\",\"config\":{\"name\":\"e\","
+	            "\"input_dim\":1000000000,\"output_dim\":64}}"),
+	    &m));
+	pasco_model_free(m);
+}
+
 /* A functional config of n layers d0..d(n-1) on input x, each on the one
  * before (Dense(2), or Activation(relu) every other one, so half have
  * variables); the last is named `last`. The caller frees it. */
