@@ -223,21 +223,29 @@ pasci_thread_name(const char *name)
 static size_t         max_message_bytes;
 static pthread_once_t max_message_once = PTHREAD_ONCE_INIT;
 
+long long
+pasci_env_number(const char *name, long long lo, long long hi, long long dflt,
+    const char *unit)
+{
+	const char *v   = getenv(name);
+	char       *end = NULL;
+	long long   n   = v != NULL && *v != 0 ? strtoll(v, &end, 10) : dflt;
+	if (v != NULL && *v != 0 && (*end != 0 || n < lo || n > hi)) {
+		pasci_log(PASCI_LOG_WARN,
+		    "%s='%s' is not a number of %s (%lld to %lld); using %lld",
+		    name, v, unit, lo, hi, dflt);
+		n = dflt;
+	}
+	return n;
+}
+
 static void
 read_max_message(void)
 {
-	const char *v   = getenv("PASCO_MAX_MESSAGE_MB");
-	char       *end = NULL;
-	long long   mb  = v != NULL && *v != 0 ? strtoll(v, &end, 10) : -1;
-	if (v != NULL && *v != 0 && (*end != 0 || mb < 1 || mb > (1 << 20))) {
-		pasci_log(PASCI_LOG_WARN,
-		    "PASCO_MAX_MESSAGE_MB='%s' is not a number of megabytes "
-		    "(1 to 1048576); using %d",
-		    v, DEFAULT_MAX_MESSAGE_MB);
-		mb = -1;
-	}
-	max_message_bytes = (size_t) (mb > 0 ? mb : DEFAULT_MAX_MESSAGE_MB)
-	                    << 20;
+	max_message_bytes =
+	    (size_t) pasci_env_number("PASCO_MAX_MESSAGE_MB", 1, 1 << 20,
+	        DEFAULT_MAX_MESSAGE_MB, "megabytes")
+	    << 20;
 }
 
 size_t

@@ -73,6 +73,13 @@ char *pasci_error_fmt(char *buf, size_t len, const char *fmt, ...)
 
 char *pasci_strdup(const char *s);
 
+/* The number in environment variable name, read now: dflt when it is
+ * unset or empty; dflt too, with a warning naming the variable, the value
+ * and the range, when it is no integer in [lo, hi] (unit: what it counts,
+ * for the warning: "megabytes"). Thread-safe. */
+long long pasci_env_number(const char *name, long long lo, long long hi,
+    long long dflt, const char *unit);
+
 /* The largest message a process accepts, nng or bulk, in bytes: 256 MB,
  * or PASCO_MAX_MESSAGE_MB (read once). A peer declaring more is refused
  * before anything is allocated for it. */

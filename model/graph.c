@@ -36,19 +36,9 @@ static const struct {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The most elements of a constant node (2^24): a graph is read from a
- * config a worker is sent, and a shape alone must not make it allocate
- * without bound. */
-#define MAX_CONSTANT (1 << 24)
-
 /* The most elements of a layer's weight (2^31: 8 GiB of f32, read whole
  * each step): a config's weight of shape [1e9, 1e9] is refused. */
 #define MAX_WEIGHT ((int64_t) 1 << 31)
-
-/* The most constant elements of all graphs alive in the process (2^26):
- * counted by read_constant, given back by pasci_graph_free. */
-#define MAX_LIVE_CONSTANTS ((int64_t) 1 << 26)
-static _Atomic int64_t live_constants;
 
 /* ---- shapes and dtypes ---- */
 
@@ -308,88 +298,6 @@ read_weights(pasci_graph *g, const cJSON *l, const char *at)
 
 /* ---- nodes ---- */
 
-/* Fills a constant of the node's spec from value: a number (every
- * element) or nested lists of the node's shape. */
-static int
-fill_constant(
-    const cJSON *v, pasco_tensor *t, int32_t d, int64_t *at_el, const char *at)
-{
-	const cJSON *it;
-	if (cJSON_IsNumber(v) && d == t->rank) {
-		pasco_tensor_set(t, (*at_el)++, v->valuedouble);
-		return PASCO_OK;
-	}
-	if (!cJSON_IsArray(v) || d == t->rank ||
-	    cJSON_GetArraySize(v) != t->shape[d]) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: value does not match shape %s", at,
-		    PASCI_SHAPE(t->rank, t->shape));
-	}
-	cJSON_ArrayForEach(it, v)
-	{
-		if (fill_constant(it, t, d + 1, at_el, at) != 0) {
-			return PASCO_EINVAL;
-		}
-	}
-	return PASCO_OK;
-}
-
-static int
-read_constant(pasci_graph *g, const cJSON *node, graph_node *n, const char *at)
-{
-	const cJSON *v  = cJSON_GetObjectItemCaseSensitive(node, "value");
-	int64_t      el = 0, count = 1;
-	for (int32_t d = 0; d < n->a.rank; d++) {
-		if (n->a.shape[d] < 0) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: a constant's shape %s must be known", at,
-			    PASCI_SHAPE(n->a.rank, n->a.shape));
-		}
-		count = n->a.shape[d] > MAX_CONSTANT ? MAX_CONSTANT + 1
-		                                     : count * n->a.shape[d];
-		count = count > MAX_CONSTANT ? MAX_CONSTANT + 1 : count;
-	}
-	if (count > MAX_CONSTANT) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: a constant of shape %s: at most %d elements", at,
-		    PASCI_SHAPE(n->a.rank, n->a.shape), MAX_CONSTANT);
-	}
-	/* and in all: a scalar fills a constant, so a short config of many
-	 * constants must not allocate 2^24 elements each */
-	if (count > MAX_CONSTANT - g->constants) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: a constant of shape %s: the graph's constants would "
-		    "hold %lld elements, at most %d in all",
-		    at, PASCI_SHAPE(n->a.rank, n->a.shape),
-		    (long long) (g->constants + count), MAX_CONSTANT);
-	}
-	if (atomic_fetch_add(&live_constants, count) + count >
-	    MAX_LIVE_CONSTANTS) {
-		atomic_fetch_sub(&live_constants, count);
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: a constant of shape %s: the process's op graphs "
-		    "would hold more than %lld constant elements in all",
-		    at, PASCI_SHAPE(n->a.rank, n->a.shape),
-		    (long long) MAX_LIVE_CONSTANTS);
-	}
-	g->constants += count;
-	if (pasco_tensor_alloc(
-	        &n->constant, n->a.dtype, n->a.rank, n->a.shape) != 0) {
-		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
-	}
-	if (cJSON_IsNumber(v)) {
-		for (int64_t k = 0; k < n->constant->count; k++) {
-			pasco_tensor_set(n->constant, k, v->valuedouble);
-		}
-		return PASCO_OK;
-	}
-	if (v == NULL) {
-		return pasci_model_fail(
-		    PASCO_EINVAL, "%s: missing attribute 'value'", at);
-	}
-	return fill_constant(v, n->constant, 0, &el, at);
-}
-
 /* A leaf's index into a list of count (its static spec against the
  * list's entry is checked by the caller). */
 static int
@@ -579,7 +487,7 @@ read_node(pasci_graph *g, const cJSON *node, size_t i, const char *at0)
 		                 g->weights[n->index].rank,
 		                 g->weights[n->index].shape, "weight", at);
 	case NODE_CONSTANT:
-		return read_constant(g, node, n, at);
+		return pasci_graph_read_constant(g, node, n, at);
 	case NODE_OP:
 		return n->op->parse != NULL ? n->op->parse(node, &n->a, at)
 		                            : PASCO_OK;
@@ -722,7 +630,7 @@ pasci_graph_free(pasci_graph *g)
 	for (size_t i = 0; g->nodes != NULL && i < g->nnodes; i++) {
 		pasco_tensor_release(g->nodes[i].constant);
 	}
-	atomic_fetch_sub(&live_constants, g->constants);
+	pasci_graph_constants_given_back(g->constants);
 	cJSON_Delete(g->json);
 	free(g->inputs);
 	free(g->weights);

@@ -47,6 +47,15 @@ struct pasci_graph {
 	int64_t             constants; /* elements of every constant */
 };
 
+/* Node n's constant (n->a its spec) from node's "value" into
+ * n->constant, counted in g->constants and in the process's
+ * (model/graph_const.c). PASCO_EINVAL naming at and the bound past one. */
+int pasci_graph_read_constant(
+    pasci_graph *g, const cJSON *node, graph_node *n, const char *at);
+
+/* g's constants' count given back to the process's (pasci_graph_free). */
+void pasci_graph_constants_given_back(int64_t count);
+
 /* "float32", ... as graphs name dtypes. */
 const char *pasci_graph_dtype_name(pasco_dtype d);
 

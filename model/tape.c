@@ -22,6 +22,7 @@
 
 #include "tape_impl.h"
 #include "tensor_impl.h"
+#include "util.h"
 
 #define ARENA_BLOCK (64 * 1024)
 #define CACHE_MAX ((size_t) 64 << 20)
@@ -50,13 +51,34 @@ static const pasci_tape_op leaf_op = {.name = "leaf", .backward = NULL};
 
 /* The most bytes one tape's values and nodes take in all (an op graph
  * from a stranger's config must not make a worker allocate without
- * bound: one_hot of a huge depth, a broadcast of [n, 1] against [1, n]). */
-static _Atomic size_t max_bytes = PASCI_TAPE_MAX_BYTES;
+ * bound: one_hot of a huge depth, a broadcast of [n, 1] against [1, n]):
+ * PASCO_MAX_TAPE_MB, read at the first use; 0 until then. */
+static _Atomic size_t max_bytes;
+
+static size_t
+tape_max(void)
+{
+	size_t m = atomic_load_explicit(&max_bytes, memory_order_relaxed);
+	if (m == 0) {
+		size_t zero = 0;
+		m           = (size_t) pasci_env_number("PASCO_MAX_TAPE_MB", 1,
+		                  (long long) 1 << 30,
+		                  (long long) (PASCI_TAPE_MAX_BYTES >> 20), "megabytes")
+		    << 20;
+		/* a bound set meanwhile (a test's) stays */
+		if (!atomic_compare_exchange_strong(&max_bytes, &zero, m)) {
+			m = zero;
+		}
+	}
+	return m;
+}
 
 size_t
 pasci_tape_set_max_bytes(size_t bytes)
 {
-	return atomic_exchange(&max_bytes, bytes);
+	size_t old = tape_max();
+	atomic_store(&max_bytes, bytes);
+	return old;
 }
 
 /* ---- the arena and its per-thread cache of blocks ---- */
@@ -210,12 +232,12 @@ void *
 pasci_tape_mem_raw(pasco_tape *tp, size_t bytes)
 {
 	arena_block *b   = tp->blocks;
-	size_t       max = atomic_load(&max_bytes);
+	size_t       max = tape_max();
 	void        *p;
 	if (bytes > max || tp->bytes + ((bytes + 15) & ~(size_t) 15) > max) {
 		pasci_tape_fail(tp, PASCO_ENOMEM,
 		    "tape: %zu bytes more, past the tape's bound of %zu bytes "
-		    "(%zu taken)",
+		    "(%zu taken; PASCO_MAX_TAPE_MB sets it)",
 		    bytes, max, tp->bytes);
 		return NULL;
 	}
@@ -319,14 +341,14 @@ pasci_tape_node_raw(pasco_tape *tp, const pasci_tape_op *op, pasco_dtype dtype,
 	for (int32_t d = 0; over && d < rank; d++) {
 		over = shape[d] != 0; /* a 0 dimension: no elements */
 	}
-	if (over || (uint64_t) count >
-	                atomic_load(&max_bytes) / pasco_dtype_size(dtype)) {
+	if (over || (uint64_t) count > tape_max() / pasco_dtype_size(dtype)) {
 		char s[96];
 		return pasci_tape_fail(tp, PASCO_ENOMEM,
-		    "%s: a value of %s is past the tape's bound of %zu bytes",
+		    "%s: a value of %s is past the tape's bound of %zu bytes "
+		    "(PASCO_MAX_TAPE_MB sets it)",
 		    op->name,
 		    pasco_tensor_spec_string(dtype, rank, shape, s, sizeof(s)),
-		    atomic_load(&max_bytes));
+		    tape_max());
 	}
 	n->value.dtype  = dtype;
 	n->value.rank   = rank;

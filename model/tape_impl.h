@@ -94,8 +94,9 @@ void *pasci_tape_mem_raw(pasco_tape *tp, size_t bytes);
 /* The most bytes a tape's arena gives out in all (values, nodes): past
  * it an op fails with PASCO_ENOMEM naming the op, its dtype and shape and
  * the bound, as a node of a count past int64 does. The default, 16 GiB,
- * bounds what one step's graph may take; set returns the old bound (for
- * tests and fuzz targets). Thread-safe. */
+ * bounds what one step's graph may take; PASCO_MAX_TAPE_MB (megabytes,
+ * read at the first use) sets it for the process; set returns the old
+ * bound (for tests and fuzz targets). Thread-safe. */
 #define PASCI_TAPE_MAX_BYTES ((size_t) 16 << 30)
 size_t pasci_tape_set_max_bytes(size_t bytes);
 

@@ -1056,3 +1056,58 @@ Test(graph, the_process_graphs_constants_are_bounded_in_all)
 		pasci_graph_free(g[k]);
 	}
 }
+
+/* PASCO_MAX_GRAPH_CONSTANTS sets the process's bound (read at the first
+ * constant; criterion runs each test in its own process): 2^25 lets two
+ * of the graphs above in and refuses the third, naming the variable. */
+Test(graph, the_process_constants_bound_is_set_by_its_variable)
+{
+	pasci_graph *g[2];
+	setenv("PASCO_MAX_GRAPH_CONSTANTS", "33554432", 1);
+	MODEL_PASS(parse_big_constant(&g[0]));
+	MODEL_PASS(parse_big_constant(&g[1]));
+	PASCO_FAIL(parse_big_constant(&(pasci_graph *){NULL}), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "would hold more than 33554432 constant elements in "
+	              "all (PASCO_MAX_GRAPH_CONSTANTS sets it)") != NULL,
+	    "%s", pasco_model_last_error());
+	pasci_graph_free(g[0]);
+	pasci_graph_free(g[1]);
+}
+
+/* PASCO_MAX_TAPE_MB sets a tape's bound (read at the first use): at 1 MB
+ * a value of 2^19 f32 (2 MB) is refused naming the op and the variable;
+ * unset, the same value is made. */
+static pasco_tnode *
+two_megabytes(pasco_tape *tp)
+{
+	pasco_tensor *t;
+	pasco_tnode  *n;
+	PASCO_PASS(pasco_tensor_alloc(&t, PASCO_F32, 1, (int64_t[]){1 << 19}));
+	n = pasco_t_exp(tp, pasco_tape_constant(tp, t));
+	pasco_tensor_release(t);
+	return n;
+}
+
+Test(graph, a_tapes_bound_is_set_by_its_variable)
+{
+	pasco_tape *tp;
+	setenv("PASCO_MAX_TAPE_MB", "1", 1);
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	cr_assert_null(two_megabytes(tp));
+	cr_assert_eq(pasco_tape_error(tp), PASCO_ENOMEM);
+	cr_assert(strstr(pasco_tape_message(tp),
+	              "PASCO_MAX_TAPE_MB sets it") != NULL,
+	    "%s", pasco_tape_message(tp));
+	pasco_tape_free(tp);
+}
+
+Test(graph, a_tapes_bound_is_16_gib_by_default)
+{
+	pasco_tape *tp;
+	unsetenv("PASCO_MAX_TAPE_MB");
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	cr_assert_not_null(two_megabytes(tp), "%s", pasco_tape_message(tp));
+	cr_assert_eq(pasci_tape_set_max_bytes(1 << 20), (size_t) 16 << 30);
+	pasco_tape_free(tp);
+}
