@@ -24,7 +24,8 @@
  * bound in every step as a worker's step function does. Both start from
  * the same values (the layers' initializers) on the same batches.
  *
- * Figures (best of 2, the variants alternating):
+ * Figures (best of --rounds, 2 by default, the variants alternating in
+ * each round):
  *   - in one process, no network: the forward and backward pass only
  *     (the tape against the kernels), steps/s;
  *   - through the coordinator on the launch's ps and its first worker:
@@ -32,8 +33,12 @@
  *     its CLOCK_PROCESS_CPUTIME_ID, asked of it before and after).
  * The ratio of each figure is the first variant's CPU / the variant's
  * (or its steps/s / the first's): 1 is the same cost, above 1 cheaper.
+ * Besides the best of each, the median over the rounds of each round's
+ * own ratio (the variants of one round run back to back, so load that
+ * comes and goes on a shared machine moves both): the quieter figure.
  *
  *     pasco launch --ps 2 --workers 1 -- build/bench/model [--steps N]
+ *         [--rounds R]
  */
 #include <math.h>
 
@@ -357,14 +362,14 @@ static int
 tape_pass(const pasco_model *m, pasco_tensor **p, bench_kind kind,
     pasco_tensor *uids, pasco_tensor *urows, double *loss_value)
 {
-	pasco_tape         *tp;
-	pasco_tnode        *nodes[MAX_VARS], *l;
-	pasco_tape_grad     g[MAX_VARS];
+	pasco_tape          *tp;
+	pasco_tnode         *nodes[MAX_VARS], *l;
+	pasco_tape_grad      g[MAX_VARS];
 	pasco_tensor *const *x;
-	const pasco_tensor *y;
-	pasco_loss          loss;
-	size_t              n = pasco_model_num_variables(m);
-	int                 rv;
+	const pasco_tensor  *y;
+	pasco_loss           loss;
+	size_t               n = pasco_model_num_variables(m);
+	int                  rv;
 	kind_batch(kind, &x, &y, &loss);
 	if ((rv = pasco_tape_alloc(&tp, true, 1)) != 0) {
 		return rv;
@@ -393,9 +398,9 @@ tape_pass(const pasco_model *m, pasco_tensor **p, bench_kind kind,
 static run_result
 pass_rate(const bench_model *bm, const variant *v, long steps)
 {
-	pasco_model  *m = v->make != NULL ? v->make()
-	                  : bm->kind == K_TUTORIAL ? tutorial_model()
-	                                           : mlp_model();
+	pasco_model  *m           = v->make != NULL          ? v->make()
+	                            : bm->kind == K_TUTORIAL ? tutorial_model()
+	                                                     : mlp_model();
 	pasco_tensor *p[MAX_VARS] = {0}, *g[4] = {0}, *rows = NULL;
 	pasco_tensor *uids = NULL, *urows = NULL;
 	double        loss, start, cpu;
@@ -498,6 +503,50 @@ hand_variables(pasco_strategy *s, const pasco_model *m, pasco_variable **v)
 	return rv;
 }
 
+/* Rounds of each figure (--rounds), at most MAX_ROUNDS. */
+#define MAX_ROUNDS 64
+static int rounds = TRAIN_REPEATS;
+
+static int
+by_value(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+	return (x > y) - (x < y);
+}
+
+/* The median of each round's ratio of variant i to variant 0 (rate: its
+ * steps/s over the first's; else the first's CPU over its). */
+static double
+paired_median(run_result (*rr)[3], size_t i, bool rate)
+{
+	double q[MAX_ROUNDS];
+	for (int r = 0; r < rounds; r++) {
+		q[r] = rate ? rr[r][i].rate / rr[r][0].rate
+		            : rr[r][0].cpu_us / rr[r][i].cpu_us;
+	}
+	qsort(q, (size_t) rounds, sizeof(*q), by_value);
+	return rounds % 2 ? q[rounds / 2]
+	                  : (q[rounds / 2 - 1] + q[rounds / 2]) / 2;
+}
+
+/* The paired medians' line of a comparison. */
+static void
+report_paired(const bench_model *bm, run_result (*rr)[3], bool cpu_only)
+{
+	printf("  %-26s", "median of paired rounds");
+	for (size_t i = 1; i < bm->nvariants; i++) {
+		if (cpu_only) {
+			printf("  %s CPU %.2fx", bm->v[i].label,
+			    paired_median(rr, i, false));
+		} else {
+			printf("  %s steps/s %.2fx CPU %.2fx", bm->v[i].label,
+			    paired_median(rr, i, true),
+			    paired_median(rr, i, false));
+		}
+	}
+	printf("  (%d rounds)\n", rounds);
+}
+
 /* Keeps the best of r in best (the highest rate, the lowest CPU). */
 static void
 keep_best(run_result *best, run_result r)
@@ -515,8 +564,8 @@ report(const bench_model *bm, const char *where, const char *whose,
     const run_result *best)
 {
 	char label[200];
-	printf("  %-26s steps/s  %s %8.1f", where, bm->v[0].label,
-	    best[0].rate);
+	printf(
+	    "  %-26s steps/s  %s %8.1f", where, bm->v[0].label, best[0].rate);
 	for (size_t i = 1; i < bm->nvariants; i++) {
 		printf("  %s %8.1f %.2fx", bm->v[i].label, best[i].rate,
 		    best[i].rate / best[0].rate);
@@ -531,8 +580,8 @@ report(const bench_model *bm, const char *where, const char *whose,
 	for (size_t i = 1; i < bm->nvariants; i++) {
 		snprintf(label, sizeof(label), "%s, %s, %s", bm->name,
 		    bm->v[i].label, where);
-		bench_json("model", label, best[i].rate, "steps/s",
-		    best[0].rate);
+		bench_json(
+		    "model", label, best[i].rate, "steps/s", best[0].rate);
 		snprintf(label, sizeof(label), "%s, %s, %s, %s", bm->name,
 		    bm->v[i].label, where, whose);
 		bench_json("model", label, 1e6 / best[i].cpu_us, "steps/CPU s",
@@ -541,24 +590,28 @@ report(const bench_model *bm, const char *where, const char *whose,
 }
 
 /* The in-process figures of model bm: its variants alternating, best of
- * TRAIN_REPEATS each. */
+ * rounds each. */
 static int
 in_process_figures(const bench_model *bm, long steps)
 {
-	run_result best[3] = {
-	    {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
-	for (int r = 0; r < TRAIN_REPEATS; r++) {
+	static run_result rr[MAX_ROUNDS][3];
+	run_result        best[3] = {
+	           {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
+	for (int r = 0; r < rounds; r++) {
 		for (size_t i = 0; i < bm->nvariants; i++) {
 			run_result x = pass_rate(bm, &bm->v[i], steps);
 			if (x.rate < 0) {
-				fprintf(stderr, "model: %s, %s: the pass failed\n",
+				fprintf(stderr,
+				    "model: %s, %s: the pass failed\n",
 				    bm->name, bm->v[i].label);
 				return 1;
 			}
 			keep_best(&best[i], x);
+			rr[r][i] = x;
 		}
 	}
 	report(bm, "forward + backward", "CPU", best);
+	report_paired(bm, rr, true);
 	/* the variants compute one model: the same loss from the same
 	 * starting values (the hand-written tutorial's, of the logits, too) */
 	printf("  %-26s loss     %s %8.6f", "the first step's", bm->v[0].label,
@@ -598,33 +651,36 @@ variant_args(pasco_strategy *s, const bench_model *bm, const variant *v,
 }
 
 /* The distributed figures of model bm: its variants alternating, best of
- * TRAIN_REPEATS each, after a warm-up of each. */
+ * rounds each, after a warm-up of each. */
 static int
 distributed_figures(pasco_coordinator *coord, pasco_strategy *s,
     const bench_model *bm, long steps)
 {
-	pasco_model    *m[3]      = {0};
+	pasco_model    *m[3]         = {0};
 	pasco_variable *hv[MAX_VARS] = {0};
 	pasco_arg       a[3][MAX_VARS];
 	size_t          n[3]    = {0};
 	run_result      best[3] = {
 	         {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
-	int             rv      = 0;
+	static run_result rr[MAX_ROUNDS][3];
+	int               rv = 0;
 	for (size_t i = 0; i < bm->nvariants && rv == 0; i++) {
 		rv = variant_args(s, bm, &bm->v[i], &m[i], hv, a[i], &n[i]);
 	}
-	for (int r = -1; r < TRAIN_REPEATS && rv == 0; r++) {
+	for (int r = -1; r < rounds && rv == 0; r++) {
 		for (size_t i = 0; i < bm->nvariants && rv == 0; i++) {
 			run_result x = timed_steps(coord, bm->v[i].step, a[i],
 			    n[i], r < 0 ? steps / 10 + 1 : steps);
 			rv = x.rate < 0 || x.cpu_us < 0 ? PASCO_EINVAL : 0;
 			if (r >= 0) {
 				keep_best(&best[i], x);
+				rr[r][i] = x;
 			}
 		}
 	}
 	if (rv == 0) {
 		report(bm, "1 worker", "worker CPU", best);
+		report_paired(bm, rr, false);
 	}
 	for (size_t k = 0; k < MAX_VARS; k++) {
 		pasco_variable_free(hv[k]);
@@ -648,14 +704,22 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--steps") == 0) {
 			steps = atol(argv[i + 1]);
+		} else if (strcmp(argv[i], "--rounds") == 0) {
+			rounds = atoi(argv[i + 1]);
 		}
+	}
+	if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1) {
+		fprintf(stderr,
+		    "model: --rounds must be 1 to %d and --steps >= 1\n",
+		    MAX_ROUNDS);
+		return 2;
 	}
 	pthread_once(&inputs_once, inputs_init);
 	openblas_set_num_threads(1);
 	printf("model benchmark: the layers + tape against the hand-written "
 	       "step, and custom layers (op graphs) against both, %ld steps "
 	       "per figure, best of %d\n",
-	    steps, TRAIN_REPEATS);
+	    steps, rounds);
 	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
 		printf("%s, in one process\n", BENCH_MODELS[k].name);
 		rv = in_process_figures(&BENCH_MODELS[k], steps);
