@@ -134,7 +134,9 @@ pasci_eshape_count(const pasci_eshape *s)
 {
 	int64_t n = 1;
 	for (int32_t i = 0; i < s->rank; i++) {
-		n *= s->dim[i];
+		if (s->dim[i] < 0 || __builtin_mul_overflow(n, s->dim[i], &n)) {
+			return INT64_MAX;
+		}
 	}
 	return n;
 }
@@ -173,6 +175,12 @@ check_layer(const pasco_layer *l, const int64_t *widths,
 			return rv;
 		}
 		*out = pasci_eshape_count(shape);
+		if (*out > PASCI_ESHAPE_MAX_COUNT) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: its output would be %s per example; at most "
+			    "2^31 values",
+			    l->name, PASCI_ESHAPE(shape));
+		}
 	} else if (!d->keeps_shape) {
 		*shape = (pasci_eshape){1, {*out}};
 	}

@@ -21,6 +21,8 @@ typedef struct pasci_model_var {
  * ([batch, width]) to PASCI_ESHAPE_MAX (an Embedding's sequence (L, dim),
  * a Reshape's target); the layer's width (out_width) is the product. */
 #define PASCI_ESHAPE_MAX 3
+/* The most values per example a layer with a shape hook may give. */
+#define PASCI_ESHAPE_MAX_COUNT ((int64_t) 1 << 31)
 typedef struct pasci_eshape {
 	int32_t rank;
 	int64_t dim[PASCI_ESHAPE_MAX];
@@ -143,7 +145,8 @@ const char *pasci_shape_str(
 const char *pasci_eshape_str(const pasci_eshape *s, char *buf, size_t len);
 #define PASCI_ESHAPE(s) pasci_eshape_str((s), (char[96]){0}, 96)
 
-/* The product of s's dimensions. */
+/* The product of s's dimensions; INT64_MAX past it (or a negative
+ * dimension). */
 int64_t pasci_eshape_count(const pasci_eshape *s);
 
 #endif

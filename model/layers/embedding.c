@@ -1,10 +1,10 @@
 /*
  * Keras's Embedding: rows of ids [batch, k] combined (mean or sum) into
  * [batch, output_dim], or Keras's own sequence [batch, k, output_dim]
- * (combiner none), id 0 masked with mask_zero; variable <name>/embeddings [input_dim, output_dim]
- * (a dynamic table of 64-bit keys [0, output_dim] when dynamic), with its
- * own partitioner if given. Its descriptor (layer_desc.h). Stateless:
- * any thread.
+ * (combiner none), id 0 masked with mask_zero; variable <name>/embeddings
+ * [input_dim, output_dim] (a dynamic table of 64-bit keys [0, output_dim] when
+ * dynamic), with its own partitioner if given. Its descriptor (layer_desc.h).
+ * Stateless: any thread.
  */
 #include "layer_desc.h"
 #include "model_impl.h"
@@ -92,7 +92,8 @@ embedding_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: mask_zero masks the steps of a sequence; its "
 		    "combiner must be none (Python: None), not %s",
-		    l->name, l->combiner == PASCO_COMBINE_SUM ? "sum" : "mean");
+		    l->name,
+		    l->combiner == PASCO_COMBINE_SUM ? "sum" : "mean");
 	}
 	*out = l->output_dim;
 	return PASCO_OK;
@@ -120,22 +121,24 @@ sequence_call(pasci_layer_call *c, pasco_tnode *table, const pasco_tensor *ids)
 	pasco_tnode       *rows;
 	flat.rank     = 1;
 	flat.shape[0] = ids->count;
-	rows = pasco_t_embedding_lookup(c->tp, table, &flat, PASCO_COMBINE_SUM);
+	rows =
+	    pasco_t_embedding_lookup(c->tp, table, &flat, PASCO_COMBINE_SUM);
 	if (l->mask_zero && rows != NULL) {
 		pasco_tensor *mask;
-		if (pasco_tensor_alloc(&mask, pasco_tnode_value(rows)->dtype, 2,
-		        (int64_t[]){batch, steps}) != 0) {
-			return pasci_tape_fail(c->tp, PASCO_ENOMEM,
-			    "%s: out of memory", l->name);
+		if (pasco_tensor_alloc(&mask, pasco_tnode_value(rows)->dtype,
+		        2, (int64_t[]){batch, steps}) != 0) {
+			return pasci_tape_fail(
+			    c->tp, PASCO_ENOMEM, "%s: out of memory", l->name);
 		}
 		for (int64_t k = 0; k < ids->count; k++) {
-			pasco_tensor_set(mask, k, pasco_tensor_get(ids, k) != 0);
+			pasco_tensor_set(
+			    mask, k, pasco_tensor_get(ids, k) != 0);
 		}
 		c->mask = pasco_tape_constant(c->tp, mask);
 		pasco_tensor_release(mask);
 	}
-	return pasco_t_reshape(c->tp, rows, 3,
-	    (int64_t[]){batch, steps, l->output_dim});
+	return pasco_t_reshape(
+	    c->tp, rows, 3, (int64_t[]){batch, steps, l->output_dim});
 }
 
 static pasco_tnode *
@@ -224,9 +227,9 @@ embedding_write(cJSON *c, const pasco_layer *l)
 	       (l->combiner == PASCO_COMBINE_NONE
 	               ? cJSON_AddNullToObject(c, "combiner") != NULL
 	               : cJSON_AddStringToObject(c, "combiner",
-	                     l->combiner == PASCO_COMBINE_SUM ? "sum"
-	                                                      : "mean") !=
-	                     NULL) &&
+	                     l->combiner == PASCO_COMBINE_SUM
+	                         ? "sum"
+	                         : "mean") != NULL) &&
 	       cJSON_AddBoolToObject(c, "mask_zero", l->mask_zero) &&
 	       pasci_json_write_init(
 	           c, "embeddings_initializer", &l->embeddings_initializer) &&
@@ -348,8 +351,7 @@ const pasci_layer_desc pasci_layer_embedding_desc = {
     .class_name = "Embedding",
     .prefix     = "embedding",
     .keys       = {"name", "input_dim", "output_dim", "combiner",
-              "embeddings_initializer", "partitioner", "dynamic",
-              "mask_zero"},
+              "embeddings_initializer", "partitioner", "dynamic", "mask_zero"},
     .args       = {"input_dim", "output_dim"},
     .ids        = true,
     .min_inputs = 1,

@@ -133,8 +133,9 @@ reshape_shape(const pasco_layer *l, const pasci_eshape *in, pasci_eshape *out)
 		out->dim[k] = l->target_shape[k];
 		if (l->target_shape[k] == -1) {
 			free = k;
-		} else if (known <= count) {
-			known *= l->target_shape[k];
+		} else if (known <= count && __builtin_mul_overflow(known,
+		                                 l->target_shape[k], &known)) {
+			known = INT64_MAX; /* more than any count */
 		}
 	}
 	if (free >= 0 && known <= count && count % known == 0) {

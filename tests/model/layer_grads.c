@@ -39,8 +39,8 @@ read_all(FILE *f)
 }
 
 static pasco_tensor *
-tensor_of(const cJSON *o, pasco_dtype dtype, int32_t rank,
-    const int64_t *shape)
+tensor_of(
+    const cJSON *o, pasco_dtype dtype, int32_t rank, const int64_t *shape)
 {
 	pasco_tensor *t;
 	const cJSON  *v;
@@ -106,20 +106,21 @@ dense_grad(const pasco_tape_grad *g, const pasci_model_var *v)
 static int
 run(const cJSON *req, cJSON *out)
 {
-	char         *cfg = cJSON_PrintUnformatted(
-            cJSON_GetObjectItemCaseSensitive(req, "config"));
+	char *cfg = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItemCaseSensitive(req, "config"));
 	const cJSON  *ins = cJSON_GetObjectItemCaseSensitive(req, "inputs");
 	const cJSON  *vs  = cJSON_GetObjectItemCaseSensitive(req, "variables");
 	const cJSON  *it;
 	pasco_model  *m;
 	pasco_tape   *tp;
-	pasco_tensor *in[16] = {0}, *up;
+	pasco_tensor *in[16]    = {0}, *up;
 	pasco_tnode  *feats[16] = {0}, **nodes, *y, *loss;
 	size_t        n = 0, nsrc = 0;
 	int           rv = pasco_model_from_json(cfg, &m);
 	free(cfg);
 	if (rv != 0) {
-		cJSON_AddStringToObject(out, "error", pasco_model_last_error());
+		cJSON_AddStringToObject(
+		    out, "error", pasco_model_last_error());
 		return 0;
 	}
 	pasco_tape_alloc(&tp,
@@ -128,13 +129,13 @@ run(const cJSON *req, cJSON *out)
 	        ->valuedouble);
 	cJSON_ArrayForEach(it, ins)
 	{
-		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
-		int64_t      shape[8];
-		int32_t      rank = 0;
-		bool         ids  = strcmp(cJSON_GetObjectItemCaseSensitive(
-                                      it, "dtype")
-                                      ->valuestring,
-                                  "i64") == 0;
+		const cJSON *sh =
+		    cJSON_GetObjectItemCaseSensitive(it, "shape");
+		int64_t shape[8];
+		int32_t rank = 0;
+		bool ids = strcmp(cJSON_GetObjectItemCaseSensitive(it, "dtype")
+		                      ->valuestring,
+		               "i64") == 0;
 		const cJSON *d;
 		cJSON_ArrayForEach(d, sh)
 		{
@@ -153,14 +154,13 @@ run(const cJSON *req, cJSON *out)
 	for (size_t k = 0; k < m->nvars; k++) {
 		pasci_model_var *v = &m->vars[k];
 		pasco_tensor    *t = tensor_of(cJSON_GetArrayItem(vs, (int) k),
-                    PASCO_F32, v->rank, v->shape);
+		       PASCO_F32, v->rank, v->shape);
 		if (t == NULL) {
 			return 2;
 		}
-		nodes[k] =
-		    pasci_layer_desc_of(m->layers[v->layer].kind)->ids
-		        ? pasco_tape_watch_table(tp, t)
-		        : pasco_tape_watch(tp, t);
+		nodes[k] = pasci_layer_desc_of(m->layers[v->layer].kind)->ids
+		               ? pasco_tape_watch_table(tp, t)
+		               : pasco_tape_watch(tp, t);
 		pasco_tensor_release(t);
 		src[nsrc++] = nodes[k];
 	}
@@ -171,8 +171,9 @@ run(const cJSON *req, cJSON *out)
 	    m, tp, (const pasco_tensor *const *) in, feats, nodes);
 	if (y != NULL) {
 		const pasco_tensor *yv = pasco_tnode_value(y);
-		up = tensor_of(cJSON_GetObjectItemCaseSensitive(req, "upstream"),
-		    PASCO_F32, yv->rank, yv->shape);
+		up                     = tensor_of(
+		                        cJSON_GetObjectItemCaseSensitive(req, "upstream"),
+		                        PASCO_F32, yv->rank, yv->shape);
 		if (up == NULL) {
 			return 2;
 		}
@@ -205,10 +206,10 @@ run(const cJSON *req, cJSON *out)
 				    gv, dense_grad(&grads[at], &m->vars[k]));
 			}
 			for (size_t k = 0; k < n; k++) {
-				cJSON_AddItemToArray(gi,
-				    feats[k] == NULL ? cJSON_CreateNull()
-				                     : dense_grad(&grads[at++],
-				                           NULL));
+				cJSON_AddItemToArray(
+				    gi, feats[k] == NULL
+				            ? cJSON_CreateNull()
+				            : dense_grad(&grads[at++], NULL));
 			}
 			cJSON_AddItemToObject(out, "variables", gv);
 			cJSON_AddItemToObject(out, "inputs", gi);

@@ -29,8 +29,8 @@ assert_shape(const pasco_model *m, size_t i, int32_t rank, int64_t d0,
 {
 	const int64_t *dims;
 	int64_t        want[3] = {d0, d1, d2};
-	cr_assert_eq(pasco_model_layer_shape(m, i, &dims), rank,
-	    "layer %zu's rank", i);
+	cr_assert_eq(
+	    pasco_model_layer_shape(m, i, &dims), rank, "layer %zu's rank", i);
 	for (int32_t k = 0; k < rank; k++) {
 		cr_assert_eq(dims[k], want[k], "layer %zu, dimension %d: %lld",
 		    i, (int) k, (long long) dims[k]);
@@ -41,19 +41,21 @@ Test(merge_layers, each_layer_has_its_keras_shape_per_example)
 {
 	pasco_model_input in[] = {{"ids", 5, true}, {"f", 12, false}};
 	pasco_layer       l[]  = {
-            pasco_layer_on(pasco_layer_embedding_sequence(9, 4, true), 1,
-                (int32_t[]){IN(0)}),                                    /* 0 */
-            pasco_layer_on(pasco_layer_dropout(0.5), 1, (int32_t[]){0}),  /* 1 */
-            pasco_layer_on(pasco_layer_global_average_pooling1d(), 1,
-                (int32_t[]){1}),                                        /* 2 */
-            pasco_layer_on(pasco_layer_flatten(), 1, (int32_t[]){0}),     /* 3 */
-            pasco_layer_on(pasco_layer_reshape(2, (int64_t[]){-1, 4}), 1,
-                (int32_t[]){IN(1)}),                                    /* 4 */
-            pasco_layer_on(pasco_layer_add(), 2, (int32_t[]){0, 0}),      /* 5 */
-            pasco_layer_on(pasco_layer_flatten(), 1, (int32_t[]){4}),     /* 6 */
-            pasco_layer_on(pasco_layer_dense(4, PASCO_ACT_LINEAR), 1,
-                (int32_t[]){6}),                                        /* 7 */
-            pasco_layer_on(pasco_layer_dot(1, true), 2, (int32_t[]){2, 7}), /* 8 */
+	           pasco_layer_on(pasco_layer_embedding_sequence(9, 4, true), 1,
+	               (int32_t[]){IN(0)}), /* 0 */
+	           pasco_layer_on(
+	               pasco_layer_dropout(0.5), 1, (int32_t[]){0}), /* 1 */
+	           pasco_layer_on(pasco_layer_global_average_pooling1d(), 1,
+	               (int32_t[]){1}), /* 2 */
+	           pasco_layer_on(pasco_layer_flatten(), 1, (int32_t[]){0}), /* 3 */
+	           pasco_layer_on(pasco_layer_reshape(2, (int64_t[]){-1, 4}), 1,
+	               (int32_t[]){IN(1)}), /* 4 */
+	           pasco_layer_on(pasco_layer_add(), 2, (int32_t[]){0, 0}), /* 5 */
+	           pasco_layer_on(pasco_layer_flatten(), 1, (int32_t[]){4}), /* 6 */
+	           pasco_layer_on(pasco_layer_dense(4, PASCO_ACT_LINEAR), 1,
+	               (int32_t[]){6}), /* 7 */
+	           pasco_layer_on(
+	               pasco_layer_dot(1, true), 2, (int32_t[]){2, 7}), /* 8 */
         };
 	pasco_model *m;
 	cr_assert_eq(make(&m, 2, in, 9, l), 0, "%s", pasco_model_last_error());
@@ -90,22 +92,37 @@ Test(merge_layers, a_reshape_of_another_size_names_the_layer_and_both_shapes)
 {
 	pasco_layer r = pasco_layer_reshape(2, (int64_t[]){5, -1});
 	snprintf(r.name, sizeof(r.name), "to_grid");
-	assert_refused(12, 1, &r, 3,
-	    (const char *[]){"to_grid", "(12,)", "[5, -1]"});
+	assert_refused(
+	    12, 1, &r, 3, (const char *[]){"to_grid", "(12,)", "[5, -1]"});
 	r = pasco_layer_reshape(2, (int64_t[]){-1, -1});
-	assert_refused(12, 1, &r, 2,
-	    (const char *[]){"one at most -1", "[-1, -1]"});
+	assert_refused(
+	    12, 1, &r, 2, (const char *[]){"one at most -1", "[-1, -1]"});
+	/* sizes whose product passes int64: refused, not overflowed */
+	r = pasco_layer_reshape(3, (int64_t[]){4096, (int64_t) 1 << 53, -1});
+	assert_refused(4096, 1, &r, 1, (const char *[]){"cannot reshape"});
+}
+
+Test(merge_layers, a_sequence_past_2_to_the_31_values_is_refused)
+{
+	pasco_model_input in[] = {{"ids", (int64_t) 1 << 20, true}};
+	pasco_layer       e =
+	    pasco_layer_embedding_sequence(9, (int64_t) 1 << 40, false);
+	pasco_model *m;
+	cr_assert_eq(make(&m, 1, in, 1, &e), PASCO_EINVAL);
+	cr_assert(
+	    strstr(pasco_model_last_error(), "at most 2^31 values") != NULL,
+	    "%s", pasco_model_last_error());
 }
 
 Test(merge_layers, merges_of_other_shapes_name_the_layer_and_both_shapes)
 {
 	pasco_model_input in[] = {{"a", 3, false}, {"b", 4, false}};
-	pasco_layer add = pasco_layer_on(pasco_layer_add(), 2,
-	    (int32_t[]){IN(0), IN(1)});
-	pasco_layer dot = pasco_layer_on(pasco_layer_dot(1, false), 2,
-	    (int32_t[]){IN(0), IN(1)});
-	pasco_layer one = pasco_layer_on(pasco_layer_multiply(), 1,
-	    (int32_t[]){IN(0)});
+	pasco_layer       add =
+	    pasco_layer_on(pasco_layer_add(), 2, (int32_t[]){IN(0), IN(1)});
+	pasco_layer dot = pasco_layer_on(
+	    pasco_layer_dot(1, false), 2, (int32_t[]){IN(0), IN(1)});
+	pasco_layer one =
+	    pasco_layer_on(pasco_layer_multiply(), 1, (int32_t[]){IN(0)});
 	pasco_model *m;
 	snprintf(add.name, sizeof(add.name), "sum_ab");
 	cr_assert_eq(make(&m, 2, in, 1, &add), PASCO_EINVAL);
@@ -129,10 +146,9 @@ Test(merge_layers, merges_of_other_shapes_name_the_layer_and_both_shapes)
 Test(merge_layers, a_sequence_is_refused_by_a_dense_naming_a_flatten)
 {
 	pasco_model_input in[] = {{"ids", 5, true}};
-	pasco_layer       l[]  = {
-            pasco_layer_embedding_sequence(9, 4, false),
-            pasco_layer_dense(2, PASCO_ACT_LINEAR)};
-	pasco_model *m;
+	pasco_layer       l[]  = {pasco_layer_embedding_sequence(9, 4, false),
+	           pasco_layer_dense(2, PASCO_ACT_LINEAR)};
+	pasco_model      *m;
 	snprintf(l[1].name, sizeof(l[1].name), "head");
 	cr_assert_eq(make(&m, 1, in, 2, l), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(),
@@ -144,10 +160,10 @@ Test(merge_layers, a_sequence_is_refused_by_a_dense_naming_a_flatten)
 Test(merge_layers, bad_options_are_refused_naming_the_layer)
 {
 	pasco_layer pool = pasco_layer_global_average_pooling1d();
-	assert_refused(6, 1, &pool, 2,
-	    (const char *[]){pool.name, "(6,) per example"});
-	pasco_layer d = pasco_layer_dropout(0.5);
-	d.noise_rank  = 2;
+	assert_refused(
+	    6, 1, &pool, 2, (const char *[]){pool.name, "(6,) per example"});
+	pasco_layer d    = pasco_layer_dropout(0.5);
+	d.noise_rank     = 2;
 	d.noise_shape[0] = -1;
 	d.noise_shape[1] = 3;
 	assert_refused(6, 1, &d, 2, (const char *[]){d.name, "noise_shape"});
@@ -156,8 +172,8 @@ Test(merge_layers, bad_options_are_refused_naming_the_layer)
 	pasco_model      *m;
 	e.mask_zero = true; /* with combiner mean */
 	cr_assert_eq(make(&m, 1, in, 1, &e), PASCO_EINVAL);
-	cr_assert(strstr(pasco_model_last_error(), "combiner must be none") !=
-	              NULL,
+	cr_assert(
+	    strstr(pasco_model_last_error(), "combiner must be none") != NULL,
 	    "%s", pasco_model_last_error());
 }
 
@@ -165,19 +181,19 @@ Test(merge_layers, every_new_kinds_config_reads_back_as_written)
 {
 	pasco_model_input in[] = {{"ids", 5, true}, {"f", 12, false}};
 	pasco_layer       l[]  = {
-            pasco_layer_on(pasco_layer_embedding_sequence(9, 4, true), 1,
-                (int32_t[]){IN(0)}),
-            pasco_layer_on(pasco_layer_dropout(0.25), 1, (int32_t[]){0}),
-            pasco_layer_on(pasco_layer_multiply(), 2, (int32_t[]){0, 1}),
-            pasco_layer_on(pasco_layer_average(), 2, (int32_t[]){0, 2}),
-            pasco_layer_on(pasco_layer_global_average_pooling1d(), 1,
-                (int32_t[]){3}),
-            pasco_layer_on(pasco_layer_reshape(2, (int64_t[]){4, 3}), 1,
-                (int32_t[]){IN(1)}),
-            pasco_layer_on(pasco_layer_flatten(), 1, (int32_t[]){5}),
-            pasco_layer_on(pasco_layer_dense(4, PASCO_ACT_LINEAR), 1,
-                (int32_t[]){6}),
-            pasco_layer_on(pasco_layer_dot(-1, true), 2, (int32_t[]){4, 7}),
+	           pasco_layer_on(pasco_layer_embedding_sequence(9, 4, true), 1,
+	               (int32_t[]){IN(0)}),
+	           pasco_layer_on(pasco_layer_dropout(0.25), 1, (int32_t[]){0}),
+	           pasco_layer_on(pasco_layer_multiply(), 2, (int32_t[]){0, 1}),
+	           pasco_layer_on(pasco_layer_average(), 2, (int32_t[]){0, 2}),
+	           pasco_layer_on(
+	               pasco_layer_global_average_pooling1d(), 1, (int32_t[]){3}),
+	           pasco_layer_on(pasco_layer_reshape(2, (int64_t[]){4, 3}), 1,
+	               (int32_t[]){IN(1)}),
+	           pasco_layer_on(pasco_layer_flatten(), 1, (int32_t[]){5}),
+	           pasco_layer_on(
+	               pasco_layer_dense(4, PASCO_ACT_LINEAR), 1, (int32_t[]){6}),
+	           pasco_layer_on(pasco_layer_dot(-1, true), 2, (int32_t[]){4, 7}),
         };
 	pasco_model *m, *back;
 	char        *one, *two;
@@ -195,11 +211,11 @@ Test(merge_layers, every_new_kinds_config_reads_back_as_written)
 	    pasco_model_last_error());
 	PASCO_PASS(pasco_model_to_json(back, &two));
 	cr_assert_str_eq(one, two);
-	for (const char *const *s = (const char *const[]){
-	         "\"combiner\":null", "\"mask_zero\":true",
-	         "\"noise_shape\":[null,1,4]", "\"seed\":12",
-	         "\"target_shape\":[4,3]", "\"data_format\":\"channels_first\"",
-	         "\"axes\":-1", "\"normalize\":true", "\"keepdims\":false",
+	for (const char *const *s = (const char *const[]){"\"combiner\":null",
+	         "\"mask_zero\":true", "\"noise_shape\":[null,1,4]",
+	         "\"seed\":12", "\"target_shape\":[4,3]",
+	         "\"data_format\":\"channels_first\"", "\"axes\":-1",
+	         "\"normalize\":true", "\"keepdims\":false",
 	         "\"class_name\":\"GlobalAveragePooling1D\"", NULL};
 	     *s != NULL; s++) {
 		cr_assert(strstr(one, *s) != NULL, "%s lacks %s", one, *s);
