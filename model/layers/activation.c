@@ -49,15 +49,15 @@ activation_read(
 }
 
 const pasci_layer_desc pasci_layer_activation_desc = {
-    .kind        = PASCO_LAYER_ACTIVATION,
-    .class_name  = "Activation",
-    .prefix      = "activation",
-    .keys        = {"name", "activation"},
-    .args        = {"activation"},
-    .min_inputs  = 1,
+    .kind       = PASCO_LAYER_ACTIVATION,
+    .class_name = "Activation",
+    .prefix     = "activation",
+    .keys       = {"name", "activation"},
+    .args       = {"activation"},
+    .min_inputs = 1,
     .keeps_shape = true,
-    .check       = activation_check,
-    .call        = activation_call,
-    .write       = activation_write,
-    .read        = activation_read,
+    .check      = activation_check,
+    .call       = activation_call,
+    .write      = activation_write,
+    .read       = activation_read,
 };

@@ -365,8 +365,7 @@ def_read(const cJSON *c, pasco_custom **out, const char *at)
 	}
 	if (cls != NULL && strlen(cls) >= sizeof(d->cls)) {
 		rv = pasci_model_fail(PASCO_EINVAL,
-		    "%s: class is longer than %zu bytes", at,
-		    sizeof(d->cls) - 1);
+		    "%s: class is longer than %zu bytes", at, sizeof(d->cls) - 1);
 		goto fail;
 	}
 	width = d->output_width;
