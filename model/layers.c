@@ -141,6 +141,14 @@ pasci_eshape_count(const pasci_eshape *s)
 	return n;
 }
 
+pasci_eshape
+pasci_layer_in_shape(const pasco_model *m, size_t i, size_t j)
+{
+	int32_t r = m->layers[i].inputs[j];
+	return r >= 0 ? m->out_shape[r]
+	              : (pasci_eshape){1, {m->inputs[-1 - (int64_t) r].width}};
+}
+
 /* Checks l's options against its inputs' widths and per-example shapes;
  * sets *out and *shape. */
 static int

@@ -143,6 +143,10 @@ void pasci_model_add_var_shape(pasco_model *m, size_t i, const char *what,
 pasco_tnode *pasci_layer_var_node(const pasco_model *m, pasco_tape *tp,
     size_t i, size_t j, pasco_tnode *const *nodes);
 
+/* The per-example shape of layer i's input j (an earlier layer's
+ * output, or a model input's (width)). */
+pasci_eshape pasci_layer_in_shape(const pasco_model *m, size_t i, size_t j);
+
 /* The model input that layer i (called on ids) is called on. */
 size_t pasci_layer_input_of(const pasco_model *m, size_t i);
 

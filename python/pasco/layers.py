@@ -429,6 +429,10 @@ class Dense(Layer):
     def _output_width(self, widths: List[int]) -> int:
         return self.units
 
+    def _output_shape(self, shapes: List[Tuple[int, ...]]
+                      ) -> Tuple[int, ...]:
+        return shapes[0][:-1] + (self.units,)  # Keras's: the last axis
+
 
 class Embedding(Layer):
     """Embedding(input_dim, output_dim, combiner="mean",

@@ -143,18 +143,33 @@ Test(merge_layers, merges_of_other_shapes_name_the_layer_and_both_shapes)
 	    "%s", pasco_model_last_error());
 }
 
-Test(merge_layers, a_sequence_is_refused_by_a_dense_naming_a_flatten)
+Test(merge_layers, a_sequence_is_refused_by_a_concatenate_naming_a_flatten)
 {
 	pasco_model_input in[] = {{"ids", 5, true}};
 	pasco_layer       l[]  = {pasco_layer_embedding_sequence(9, 4, false),
-	           pasco_layer_dense(2, PASCO_ACT_LINEAR)};
+	           pasco_layer_on(pasco_layer_concatenate(), 2, (int32_t[]){0, 0})};
 	pasco_model      *m;
-	snprintf(l[1].name, sizeof(l[1].name), "head");
+	snprintf(l[1].name, sizeof(l[1].name), "both");
 	cr_assert_eq(make(&m, 1, in, 2, l), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(),
-	              "head: a Dense takes [batch, width] inputs; input 0 is "
-	              "(5, 4) per example (put a Flatten") != NULL,
+	              "both: a Concatenate takes [batch, width] inputs; input "
+	              "0 is (5, 4) per example (put a Flatten") != NULL,
 	    "%s", pasco_model_last_error());
+}
+
+Test(merge_layers, a_dense_on_a_sequence_works_on_its_last_axis)
+{
+	pasco_model_input in[] = {{"ids", 5, true}};
+	pasco_layer       l[]  = {pasco_layer_embedding_sequence(9, 4, true),
+	           pasco_layer_dense(3, PASCO_ACT_RELU)};
+	pasco_model      *m;
+	const int64_t    *shape;
+	cr_assert_eq(make(&m, 1, in, 2, l), 0, "%s", pasco_model_last_error());
+	assert_shape(m, 1, 2, 5, 3, 0);
+	cr_assert_eq(pasco_model_variable_shape(m, 1, &shape), 2);
+	cr_assert(shape[0] == 4 && shape[1] == 3, "kernel [%lld, %lld]",
+	    (long long) shape[0], (long long) shape[1]);
+	pasco_model_free(m);
 }
 
 Test(merge_layers, bad_options_are_refused_naming_the_layer)

@@ -273,6 +273,17 @@ def models():
           lambda xs, ws: dense(np.tanh(xs[0]) * 2.0 + xs[1] ** 2, ws[0],
                                ws[1]))
     n += 1
+    # 10. Dense on a sequence (Keras's last axis) keeps its mask
+    ids = pasco.Input(shape=(5,), dtype="int64", name="ids")
+    h = L.Dense(2, activation="tanh")(L.Embedding(7, 3,
+                                                  mask_zero=True)(ids))
+    out = L.GlobalAveragePooling1D()(h)
+    x = ids_of((B, 5), 7)
+    check("dense on a masked sequence + gap1d", [ids], out, [x],
+          [table(7, 3), rng.normal(size=(3, 2)), rng.normal(size=2)],
+          lambda xs, ws: gap1d(dense(embed(ws[0], xs[0]), ws[1], ws[2],
+                                     "tanh"), xs[0] != 0))
+    n += 1
     # 9. Dropout off (inference) keeps a sequence and its mask
     ids = pasco.Input(shape=(5,), dtype="int64", name="ids")
     e = L.Embedding(7, 3, mask_zero=True)(ids)
