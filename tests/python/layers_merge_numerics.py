@@ -336,8 +336,63 @@ def dropout_checks():
                         f"0.5")
 
 
+def errors():
+    """Bad shapes are ValueErrors naming the layer and the shapes, raised
+    when the model's config is made, before anything runs; and the C
+    library's own check of a config says the same."""
+    cases = []
+    f = pasco.Input(shape=(12,), name="f")
+    cases.append(("Reshape", [f], L.Reshape((5, -1), name="grid")(f),
+                  ["grid", "(12,)", "(5, -1)"]))
+    a, b = pasco.Input(shape=(3,), name="a"), pasco.Input(shape=(4,),
+                                                          name="b")
+    cases.append(("Add", [a, b], L.Add(name="ab")([a, b]),
+                  ["ab", "(3,) and (4,)", "one shape"]))
+    ids = pasco.Input(shape=(5,), dtype="int64", name="ids")
+    seq = L.Embedding(9, 4, combiner=None)(ids)
+    cases.append(("Lambda", [ids], L.Lambda(lambda t: t, name="lam")(seq),
+                  ["lam", "(5, 4)", "Flatten"]))
+    cases.append(("Concatenate", [ids],
+                  L.Concatenate(name="cat")([seq, seq]),
+                  ["cat", "(5, 4)", "Flatten"]))
+    cases.append(("GlobalAveragePooling1D", [f],
+                  L.GlobalAveragePooling1D(name="pool")(f),
+                  ["pool", "(12,)", "sequence"]))
+    for what, ins, out, words in cases:
+        try:
+            config_of(ins, out)
+            failures.append(f"{what}: a bad shape was accepted")
+        except ValueError as e:
+            if not all(w in str(e) for w in words):
+                failures.append(f"{what}: {e!r} does not say {words}")
+    # the C library's check of a config, as a worker reads it
+    config = config_of([f], L.Reshape((3, 4), name="grid")(f))
+    config["config"]["layers"][0]["config"]["target_shape"] = [5, -1]
+    got = run_c(config, [np.zeros((2, 12), np.float32)], [],
+                np.zeros((2, 5, 2)))
+    if "grid" not in got.get("error", "") or "(12,)" not in got["error"]:
+        failures.append(f"C Reshape: {got.get('error')!r}")
+    for bad, word in (({"rate": 0.5, "noise_shape": "x"}, "noise_shape"),
+                      ({"rate": 0.5, "seed": -2}, "seed")):
+        config = config_of([f], L.Dropout(0.5, name="drop")(f))
+        config["config"]["layers"][0]["config"].update(bad)
+        got = run_c(config, [np.zeros((2, 12), np.float32)], [],
+                    np.zeros((2, 12)))
+        if word not in got.get("error", "") or "drop" not in got["error"]:
+            failures.append(f"C Dropout {bad}: {got.get('error')!r}")
+    for bad in ({"axes": 2}, {"axes": [1, 2, 3]}, {"axes": "x"}):
+        a2 = pasco.Input(shape=(3,), name="a2")
+        config = config_of([a, a2], L.Dot(1, name="dot")([a, a2]))
+        config["config"]["layers"][0]["config"].update(bad)
+        got = run_c(config, [np.zeros((2, 3), np.float32)] * 2, [],
+                    np.zeros((2, 1)))
+        if "axes" not in got.get("error", "") or "dot" not in got["error"]:
+            failures.append(f"C Dot {bad}: {got.get('error')!r}")
+
+
 n = models()
 dropout_checks()
+errors()
 for msg in failures:
     print("layers_merge_numerics:", msg)
 if failures:
