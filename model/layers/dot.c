@@ -65,7 +65,9 @@ dot_call(pasci_layer_call *c)
 		x = pasco_t_l2_normalize(c->tp, x, 1, DOT_EPSILON2);
 		y = pasco_t_l2_normalize(c->tp, y, 1, DOT_EPSILON2);
 	}
-	return pasco_t_batch_dot(c->tp, x, y, 1, 1);
+	/* sum(x * y) over axis 1, kept: [batch, 1] (of any batch, 0 too) */
+	return pasco_t_reduce_sum_axes(
+	    c->tp, pasco_t_mul(c->tp, x, y), 1, (int32_t[]){1}, true);
 }
 
 static bool

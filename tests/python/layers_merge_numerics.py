@@ -141,6 +141,14 @@ def check(name, inputs, output, xs, ws, reference, training=False):
                         f"{want.shape}: max |diff| "
                         f"{np.max(np.abs(y - want)) if y.shape == want.shape else 'n/a'}")
         return None
+    # a batch of 0 (a worker may get one): values and gradients, no crash
+    try:
+        zero = run_c(config, [x[:0] for x in xs], ws,
+                     np.zeros((0,) + want.shape[1:]), training)
+        if "error" in zero or zero["shape"][:1] != [0]:
+            failures.append(f"{name}: a batch of 0: {zero}")
+    except RuntimeError as e:
+        failures.append(f"{name}: a batch of 0: {e}")
     nf = len(ws)
     params = [w.astype(np.float64) for w in ws] + \
         [x.astype(np.float64) for x in xs if x.dtype.kind == "f"]
