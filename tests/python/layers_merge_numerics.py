@@ -42,11 +42,11 @@ def gap1d(x, mask=None, channels_first=False, keepdims=False):
     axis = 2 if channels_first else 1
     if mask is None:
         return x.mean(axis=axis, keepdims=keepdims)
-    m = mask.astype(np.float64)
-    m = m[:, None, :] if channels_first else m[:, :, None]
-    count = m.sum(axis=axis, keepdims=keepdims)
-    # Keras: sum / count; a sequence of padding only gives zeros here
-    return (x * m).sum(axis=axis, keepdims=keepdims) / np.maximum(count, 1)
+    m = mask[:, None, :] if channels_first else mask[:, :, None]
+    # numpy's masked mean (Keras's sum / count over the kept steps); a
+    # sequence of padding only gives zeros here (Keras: 0 / 0)
+    masked = np.ma.masked_array(x, mask=np.broadcast_to(~m, x.shape))
+    return masked.mean(axis=axis, keepdims=keepdims).filled(0.0)
 
 
 def dense(x, k, b, act=None):
