@@ -167,7 +167,7 @@ typedef struct pasco_layer {
 	 * and by the description pasco_layer_graph or pasco_layer_function
 	 * made (pasco_layer_release drops it). */
 	pasco_custom *custom;
-	/* Issue 33's shape and merge layers (their paragraph above) */
+	/* Issue 33's shape and merge layers (their paragraph at the end) */
 	bool    mask_zero;          /* Embedding (a sequence's) */
 	int32_t noise_rank;         /* Dropout: 0 = noise_shape None */
 	int64_t noise_shape[PASCO_LAYER_MAX_SHAPE + 1]; /* -1 = None */
