@@ -134,7 +134,8 @@ pasci_eshape_count(const pasci_eshape *s)
 {
 	int64_t n = 1;
 	for (int32_t i = 0; i < s->rank; i++) {
-		if (s->dim[i] < 0 || __builtin_mul_overflow(n, s->dim[i], &n)) {
+		if (s->dim[i] < 0 ||
+		    __builtin_mul_overflow(n, s->dim[i], &n)) {
 			return INT64_MAX;
 		}
 	}
@@ -157,15 +158,14 @@ check_layer(const pasco_layer *l, const int64_t *widths,
 {
 	const pasci_layer_desc *d = pasci_layer_desc_of(l->kind);
 	int                     rv;
-	*out                      = widths[0];
-	*shape                    = shapes[0];
+	*out   = widths[0];
+	*shape = shapes[0];
 	if (d == NULL) {
 		return pasci_model_fail(PASCO_EINVAL, "%s: unknown kind %d",
 		    l->name, (int) l->kind);
 	}
-	for (size_t j = 0; d->shape == NULL && !d->keeps_shape &&
-	                   j < l->ninputs;
-	     j++) {
+	for (size_t j = 0;
+	     d->shape == NULL && !d->keeps_shape && j < l->ninputs; j++) {
 		if (shapes[j].rank != 1) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: a %s takes [batch, width] inputs; input %zu "
@@ -227,8 +227,7 @@ pasci_model_add_var_shape(pasco_model *m, size_t layer, const char *what,
  * input 0) and checks them: earlier layers or model inputs, ids for an
  * Embedding only. widths[j] gets input j's width. */
 static int
-resolve_inputs(
-    pasco_model *m, size_t i, int64_t *widths, pasci_eshape *shapes)
+resolve_inputs(pasco_model *m, size_t i, int64_t *widths, pasci_eshape *shapes)
 {
 	/* no kind's: checked as one input of features, then refused by
 	 * check_layer */
@@ -261,8 +260,8 @@ resolve_inputs(
 			    l->name, j, k, m->ninputs);
 		}
 		widths[j] = r >= 0 ? m->out_width[r] : m->inputs[k].width;
-		shapes[j] = r >= 0 ? m->out_shape[r]
-		                   : (pasci_eshape){1, {widths[j]}};
+		shapes[j] =
+		    r >= 0 ? m->out_shape[r] : (pasci_eshape){1, {widths[j]}};
 		nids += r < 0 && m->inputs[k].ids;
 	}
 	if (d->ids && (l->ninputs != 1 || nids != 1)) {
@@ -677,9 +676,8 @@ size_t
 pasci_model_bytes(const pasco_model *m)
 {
 	size_t per_layer = sizeof(*m->layers) + sizeof(*m->out_width) +
-	                   sizeof(*m->out_shape) +
-	                   sizeof(*m->first_var) + sizeof(*m->parts) +
-	                   sizeof(*m->norm);
+	                   sizeof(*m->out_shape) + sizeof(*m->first_var) +
+	                   sizeof(*m->parts) + sizeof(*m->norm);
 	size_t held = pasci_loss_graph_bytes(m->compile.loss_graph);
 	for (size_t i = 0; i < m->nlayers; i++) {
 		const pasci_layer_desc *d =

@@ -165,7 +165,7 @@ forward(const pasco_model *m, pasco_tape *tp,
 		if ((outs[i] = h) == NULL) {
 			return NULL;
 		}
-		masks[i] = c.mask != NULL ? c.mask
+		masks[i] = c.mask != NULL   ? c.mask
 		           : d->keeps_shape ? in_mask[0]
 		                            : NULL;
 	}

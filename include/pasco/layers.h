@@ -168,16 +168,16 @@ typedef struct pasco_layer {
 	 * made (pasco_layer_release drops it). */
 	pasco_custom *custom;
 	/* Issue 33's shape and merge layers (their paragraph at the end) */
-	bool    mask_zero;          /* Embedding (a sequence's) */
-	int32_t noise_rank;         /* Dropout: 0 = noise_shape None */
+	bool    mask_zero;  /* Embedding (a sequence's) */
+	int32_t noise_rank; /* Dropout: 0 = noise_shape None */
 	int64_t noise_shape[PASCO_LAYER_MAX_SHAPE + 1]; /* -1 = None */
-	int64_t dropout_seed;       /* Dropout: -1 = seed None */
-	int32_t target_rank;        /* Reshape */
+	int64_t dropout_seed; /* Dropout: -1 = seed None */
+	int32_t target_rank;  /* Reshape */
 	int64_t target_shape[PASCO_LAYER_MAX_SHAPE];
-	int32_t dot_axes[2];        /* Dot: 1 or -1 each */
-	bool    normalize;          /* Dot */
-	bool    channels_first;     /* Flatten, GlobalAveragePooling1D */
-	bool    keepdims;           /* GlobalAveragePooling1D */
+	int32_t dot_axes[2];    /* Dot: 1 or -1 each */
+	bool    normalize;      /* Dot */
+	bool    channels_first; /* Flatten, GlobalAveragePooling1D */
+	bool    keepdims;       /* GlobalAveragePooling1D */
 	/* What the layer is called on (pasco_model_functional): ninputs
 	 * entries, each an earlier layer's index or PASCO_MODEL_INPUT(k);
 	 * ninputs 0: the previous layer's output (the first layer: input
