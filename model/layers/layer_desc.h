@@ -74,7 +74,8 @@ typedef struct pasci_layer_desc {
 	/* Keras's defaults into l (kind set, the rest zero); NULL: none. */
 	void (*defaults)(pasco_layer *l);
 	/* Checks l's options against its inputs' widths[0..l->ninputs);
-	 * *out (preset to widths[0]) gets its output's width. PASCO_EINVAL
+	 * *out (preset to widths[0]) gets its output's width (for a kind
+	 * with a shape hook, below, the product of its shape instead). PASCO_EINVAL
 	 * with pasci_model_fail naming the layer. */
 	int (*check)(
 	    const pasco_layer *l, const int64_t *widths, int64_t *out);
