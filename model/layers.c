@@ -115,17 +115,84 @@ pasco_layer_on(pasco_layer l, size_t n, const int32_t *inputs)
 	return l;
 }
 
-/* Checks l's options against its inputs' widths; sets *out. */
+const char *
+pasci_eshape_str(const pasci_eshape *s, char *buf, size_t len)
+{
+	size_t at = (size_t) snprintf(buf, len, "(");
+	for (int32_t i = 0; i < s->rank && at < len; i++) {
+		at += (size_t) snprintf(buf + at, len - at, "%s%lld",
+		    i > 0 ? ", " : "", (long long) s->dim[i]);
+	}
+	if (at < len) {
+		snprintf(buf + at, len - at, s->rank == 1 ? ",)" : ")");
+	}
+	return buf;
+}
+
+int64_t
+pasci_eshape_count(const pasci_eshape *s)
+{
+	int64_t n = 1;
+	for (int32_t i = 0; i < s->rank; i++) {
+		if (s->dim[i] < 0 ||
+		    __builtin_mul_overflow(n, s->dim[i], &n)) {
+			return INT64_MAX;
+		}
+	}
+	return n;
+}
+
+pasci_eshape
+pasci_layer_in_shape(const pasco_model *m, size_t i, size_t j)
+{
+	int32_t r = m->layers[i].inputs[j];
+	return r >= 0 ? m->out_shape[r]
+	              : (pasci_eshape){1, {m->inputs[-1 - (int64_t) r].width}};
+}
+
+/* Checks l's options against its inputs' widths and per-example shapes;
+ * sets *out and *shape. */
 static int
-check_layer(const pasco_layer *l, const int64_t *widths, int64_t *out)
+check_layer(const pasco_layer *l, const int64_t *widths,
+    const pasci_eshape *shapes, int64_t *out, pasci_eshape *shape)
 {
 	const pasci_layer_desc *d = pasci_layer_desc_of(l->kind);
-	*out                      = widths[0];
+	int                     rv;
+	*out   = widths[0];
+	*shape = shapes[0];
 	if (d == NULL) {
 		return pasci_model_fail(PASCO_EINVAL, "%s: unknown kind %d",
 		    l->name, (int) l->kind);
 	}
-	return d->check(l, widths, out);
+	for (size_t j = 0;
+	     d->shape == NULL && !d->keeps_shape && j < l->ninputs; j++) {
+		if (shapes[j].rank != 1) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: a %s takes [batch, width] inputs; input %zu "
+			    "is %s per example (put a Flatten or a "
+			    "GlobalAveragePooling1D before it)",
+			    l->name, d->class_name, j,
+			    PASCI_ESHAPE(&shapes[j]));
+		}
+	}
+	if ((rv = d->check(l, widths, out)) != 0) {
+		return rv;
+	}
+	if (d->shape != NULL) {
+		if ((rv = d->shape(l, shapes, shape)) != 0) {
+			return rv;
+		}
+		*out = pasci_eshape_count(shape);
+		if (*out > PASCI_ESHAPE_MAX_COUNT) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: its output would be %s per example; at most "
+			    "2^31 values",
+			    l->name, PASCI_ESHAPE(shape));
+		}
+	} else if (!d->keeps_shape) {
+		*shape = (pasci_eshape){1, {*out}};
+	}
+	return PASCO_OK;
 }
 
 void
@@ -206,7 +273,7 @@ check_sizes(const pasco_model *m, size_t i)
  * input 0) and checks them: earlier layers or model inputs, ids for an
  * Embedding only. widths[j] gets input j's width. */
 static int
-resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
+resolve_inputs(pasco_model *m, size_t i, int64_t *widths, pasci_eshape *shapes)
 {
 	/* no kind's: checked as one input of features, then refused by
 	 * check_layer */
@@ -239,6 +306,8 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
 			    l->name, j, k, m->ninputs);
 		}
 		widths[j] = r >= 0 ? m->out_width[r] : m->inputs[k].width;
+		shapes[j] =
+		    r >= 0 ? m->out_shape[r] : (pasci_eshape){1, {widths[j]}};
 		nids += r < 0 && m->inputs[k].ids;
 	}
 	if (d->ids && (l->ninputs != 1 || nids != 1)) {
@@ -274,6 +343,7 @@ static int
 build_layer(pasco_model *m, size_t i, pasci_names *names)
 {
 	int64_t      widths[PASCO_LAYER_MAX_INPUTS];
+	pasci_eshape shapes[PASCO_LAYER_MAX_INPUTS];
 	pasco_layer *l = &m->layers[i];
 	int32_t      j;
 	int          rv;
@@ -286,8 +356,9 @@ build_layer(pasco_model *m, size_t i, pasci_names *names)
 		    l->name);
 	}
 	m->first_var[i] = m->nvars;
-	if ((rv = resolve_inputs(m, i, widths)) != 0 ||
-	    (rv = check_layer(l, widths, &m->out_width[i])) != 0) {
+	if ((rv = resolve_inputs(m, i, widths, shapes)) != 0 ||
+	    (rv = check_layer(l, widths, shapes, &m->out_width[i],
+	         &m->out_shape[i])) != 0) {
 		return rv;
 	}
 	if (pasci_layer_desc_of(l->kind)->variables != NULL) {
@@ -367,6 +438,7 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 	if (m == NULL || (m->layers = calloc(n, sizeof(*layers))) == NULL ||
 	    (m->inputs = calloc(ninputs, sizeof(*m->inputs))) == NULL ||
 	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
+	    (m->out_shape = calloc(n, sizeof(*m->out_shape))) == NULL ||
 	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
 	    (m->parts = calloc(n, sizeof(*m->parts))) == NULL ||
 	    (m->vars = calloc(m->capvars, sizeof(*m->vars))) == NULL ||
@@ -467,6 +539,7 @@ pasco_model_free(pasco_model *m)
 	free(m->parts);
 	free(m->first_var);
 	free(m->out_width);
+	free(m->out_shape);
 	free(m->inputs);
 	free(m->layers);
 	free(m);
@@ -494,6 +567,17 @@ int64_t
 pasco_model_output_width(const pasco_model *m)
 {
 	return m->out_width[m->nlayers - 1];
+}
+
+int32_t
+pasco_model_layer_shape(const pasco_model *m, size_t i, const int64_t **dims)
+{
+	if (i >= m->nlayers) {
+		*dims = NULL;
+		return 0;
+	}
+	*dims = m->out_shape[i].dim;
+	return m->out_shape[i].rank;
 }
 
 size_t
@@ -638,8 +722,8 @@ size_t
 pasci_model_bytes(const pasco_model *m)
 {
 	size_t per_layer = sizeof(*m->layers) + sizeof(*m->out_width) +
-	                   sizeof(*m->first_var) + sizeof(*m->parts) +
-	                   sizeof(*m->norm);
+	                   sizeof(*m->out_shape) + sizeof(*m->first_var) +
+	                   sizeof(*m->parts) + sizeof(*m->norm);
 	size_t held = pasci_loss_graph_bytes(m->compile.loss_graph);
 	for (size_t i = 0; i < m->nlayers; i++) {
 		const pasci_layer_desc *d =

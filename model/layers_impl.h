@@ -17,6 +17,17 @@ typedef struct pasci_model_var {
 	pasco_variable   *handle;
 } pasci_model_var;
 
+/* A layer output's shape per example (the batch left out): rank 1
+ * ([batch, width]) to PASCI_ESHAPE_MAX (an Embedding's sequence (L, dim),
+ * a Reshape's target); the layer's width (out_width) is the product. */
+#define PASCI_ESHAPE_MAX 3
+/* The most values per example a layer with a shape hook may give. */
+#define PASCI_ESHAPE_MAX_COUNT ((int64_t) 1 << 31)
+typedef struct pasci_eshape {
+	int32_t rank;
+	int64_t dim[PASCI_ESHAPE_MAX];
+} pasci_eshape;
+
 typedef struct pasci_model_input {
 	char    name[PASCO_LAYER_NAME_MAX];
 	int64_t width;
@@ -80,6 +91,7 @@ struct pasco_model {
 	pasci_model_input *inputs;
 	pasco_layer       *layers;    /* inputs resolved: ninputs >= 1 */
 	int64_t           *out_width; /* per layer */
+	pasci_eshape      *out_shape; /* per layer, per example */
 	size_t            *first_var; /* per layer: its first variable */
 	pasci_model_var   *vars;
 	bool               owns; /* handles made by create_variables */
@@ -128,5 +140,13 @@ int pasci_model_fail(int err, const char *fmt, ...)
 const char *pasci_shape_str(
     int32_t rank, const int64_t *shape, char *buf, size_t len);
 #define PASCI_SHAPE(r, s) pasci_shape_str((r), (s), (char[96]){0}, 96)
+
+/* "(10, 8)": a per-example shape, Keras's way. */
+const char *pasci_eshape_str(const pasci_eshape *s, char *buf, size_t len);
+#define PASCI_ESHAPE(s) pasci_eshape_str((s), (char[96]){0}, 96)
+
+/* The product of s's dimensions; INT64_MAX past it (or a negative
+ * dimension). */
+int64_t pasci_eshape_count(const pasci_eshape *s);
 
 #endif

@@ -119,6 +119,7 @@ forward(const pasco_model *m, pasco_tape *tp,
     pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
 {
 	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
+	pasco_tnode **masks, *in_mask[PASCO_LAYER_MAX_INPUTS];
 	*pre = NULL;
 	*act = PASCO_ACT_LINEAR;
 	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK) {
@@ -129,11 +130,13 @@ forward(const pasco_model *m, pasco_tape *tp,
 	}
 	outs  = pasci_tape_mem(tp, m->nlayers * sizeof(*outs));
 	feats = pasci_tape_mem(tp, m->ninputs * sizeof(*feats));
+	masks = pasci_tape_mem(tp, m->nlayers * sizeof(*masks));
 	for (size_t k = 0; given != NULL && feats != NULL && k < m->ninputs;
 	     k++) {
 		feats[k] = given[k];
 	}
-	for (size_t i = 0; outs != NULL && feats != NULL && i < m->nlayers;
+	for (size_t i = 0;
+	     outs != NULL && feats != NULL && masks != NULL && i < m->nlayers;
 	     i++) {
 		const pasci_layer_desc *d =
 		    pasci_layer_desc_of(m->layers[i].kind);
@@ -146,10 +149,15 @@ forward(const pasco_model *m, pasco_tape *tp,
 		    .inputs              = inputs,
 		    .nodes               = nodes,
 		    .pre                 = *pre,
-		    .act                 = PASCO_ACT_LINEAR};
+		    .act                 = PASCO_ACT_LINEAR,
+		    .in_mask             = in_mask};
 		if (!d->ids &&
 		    !gather_inputs(m, tp, i, inputs, outs, feats, in)) {
 			return NULL;
+		}
+		for (size_t j = 0; j < m->layers[i].ninputs; j++) {
+			int32_t r  = m->layers[i].inputs[j];
+			in_mask[j] = r >= 0 ? masks[r] : NULL;
 		}
 		h    = d->call(&c);
 		*pre = c.pre;
@@ -157,6 +165,9 @@ forward(const pasco_model *m, pasco_tape *tp,
 		if ((outs[i] = h) == NULL) {
 			return NULL;
 		}
+		masks[i] = c.mask != NULL   ? c.mask
+		           : d->keeps_shape ? in_mask[0]
+		                            : NULL;
 	}
 	return h;
 }

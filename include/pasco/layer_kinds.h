@@ -17,6 +17,13 @@
 	PASCO_LAYER_KIND(ACTIVATION, activation)                              \
 	PASCO_LAYER_KIND(CONCATENATE, concatenate)                            \
 	PASCO_LAYER_KIND(NORMALIZATION, normalization)                        \
-	PASCO_LAYER_KIND(CUSTOM, custom)
+	PASCO_LAYER_KIND(CUSTOM, custom)                                      \
+	PASCO_LAYER_KIND(FLATTEN, flatten)                                    \
+	PASCO_LAYER_KIND(RESHAPE, reshape)                                    \
+	PASCO_LAYER_KIND(ADD, add)                                            \
+	PASCO_LAYER_KIND(MULTIPLY, multiply)                                  \
+	PASCO_LAYER_KIND(AVERAGE, average)                                    \
+	PASCO_LAYER_KIND(DOT, dot)                                            \
+	PASCO_LAYER_KIND(GLOBAL_AVERAGE_POOLING1D, global_average_pooling1d)
 
 #endif

@@ -111,8 +111,8 @@ typedef struct pasco_strategy pasco_strategy; /* coordinator.h */
 
 /* PASCO_LAYER_DENSE = 1, PASCO_LAYER_EMBEDDING, PASCO_LAYER_DROPOUT,
  * PASCO_LAYER_ACTIVATION, PASCO_LAYER_CONCATENATE,
- * PASCO_LAYER_NORMALIZATION, PASCO_LAYER_CUSTOM (graph.h): one per line
- * of layer_kinds.h, in its order. */
+ * PASCO_LAYER_NORMALIZATION, PASCO_LAYER_CUSTOM (graph.h), ...: one per
+ * line of layer_kinds.h, in its order. */
 #define PASCO_LAYER_ENUM_(name, file) PASCO_LAYER_##name,
 typedef enum pasco_layer_kind {
 	PASCO_LAYER_NO_KIND = 0, /* a pasco_layer not made by a constructor */
@@ -132,6 +132,12 @@ typedef enum pasco_act {
 } pasco_act;
 
 #define PASCO_LAYER_NAME_MAX 64
+/* The most dimensions per example (the batch left out) of a layer's
+ * output: Embedding's sequence (steps, dim), a Reshape's target. */
+#define PASCO_LAYER_MAX_SHAPE 3
+/* Embedding's combiner for Keras's own output, the sequence [batch,
+ * steps, output_dim] (pasco_layer_embedding_sequence). */
+#define PASCO_COMBINE_NONE ((pasco_combiner) 0)
 #define PASCO_LAYER_MAX_INPUTS 8
 
 /* In pasco_layer.inputs: the model's input k (else a layer's index). */
@@ -161,6 +167,17 @@ typedef struct pasco_layer {
 	 * and by the description pasco_layer_graph or pasco_layer_function
 	 * made (pasco_layer_release drops it). */
 	pasco_custom *custom;
+	/* Issue 33's shape and merge layers (their paragraph at the end) */
+	bool    mask_zero;  /* Embedding (a sequence's) */
+	int32_t noise_rank; /* Dropout: 0 = noise_shape None */
+	int64_t noise_shape[PASCO_LAYER_MAX_SHAPE + 1]; /* -1 = None */
+	int64_t dropout_seed; /* Dropout: -1 = seed None */
+	int32_t target_rank;  /* Reshape */
+	int64_t target_shape[PASCO_LAYER_MAX_SHAPE];
+	int32_t dot_axes[2];    /* Dot: 1 or -1 each */
+	bool    normalize;      /* Dot */
+	bool    channels_first; /* Flatten, GlobalAveragePooling1D */
+	bool    keepdims;       /* GlobalAveragePooling1D */
 	/* What the layer is called on (pasco_model_functional): ninputs
 	 * entries, each an earlier layer's index or PASCO_MODEL_INPUT(k);
 	 * ninputs 0: the previous layer's output (the first layer: input
@@ -362,5 +379,62 @@ pasco_tnode *pasco_model_loss(const pasco_model *m, pasco_tape *tp,
 int pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
     pasco_tensor_array inputs, const pasco_tensor *y, pasco_loss loss,
     const pasco_optimizer *opt, double *loss_value);
+
+/* ---- Issue 33: shapes, merges, masks (Keras 3's) ----
+ *
+ * Per-example shapes. A layer's output is [batch, ...] with up to
+ * PASCO_LAYER_MAX_SHAPE dimensions per example; its width
+ * (pasco_model_output_width) is their product. Model inputs are [batch,
+ * width]. Dense, Concatenate, Normalization and Custom take [batch, width]
+ * inputs only: on a sequence they are refused, naming the layer, the
+ * shape and a Flatten (a Custom layer's equivalent of Keras's Lambda,
+ * pasco_layer_graph or pasco_layer_function in graph.h, too). Dropout and
+ * Activation keep any shape, and a mask.
+ *   Embedding, sequence (pasco_layer_embedding_sequence, or combiner
+ *     PASCO_COMBINE_NONE; Python's combiner=None or mask_zero=True): its
+ *     ids [batch, steps] give Keras's [batch, steps, output_dim], one row
+ *     per id (a negative id: zeros). mask_zero: id 0 is padding, masked:
+ *     the mask [batch, steps] passes through Dropout, Activation and the
+ *     merge layers and makes GlobalAveragePooling1D average over the
+ *     kept steps. mask_zero needs the sequence (PASCO_EINVAL).
+ *   Dropout: noise_shape (noise_rank dimensions, the batch's first, -1
+ *     for None: the input's; each else 1 or the input's), Keras's: one
+ *     draw per element of noise_shape, broadcast over the dimensions of
+ *     1; dropout_seed >= 0 mixes the layer's seed into the tape's (a
+ *     seeded layer draws its own masks, the same for one tape seed).
+ *   Flatten: (d0, d1, ...) -> (d0 * d1 * ...,); channels_first (Keras's
+ *     data_format="channels_first") moves the first axis last first.
+ *   Reshape: target_shape (target_rank dimensions, one may be -1,
+ *     inferred), of the input's element count (else PASCO_EINVAL naming
+ *     the layer and both shapes).
+ *   Add, Multiply, Average: 2 or more inputs of one shape (else
+ *     PASCO_EINVAL naming the layer and the shapes); their sum, product,
+ *     mean. With masks as Keras's merges (Multiply counts a masked step
+ *     as 1; the output's mask is the OR when every input has one).
+ *   Dot: two inputs [batch, d], axes 1 or -1 (Keras's axes), giving
+ *     [batch, 1]: the dot product of each pair of rows; normalize: each
+ *     row l2-normalized first, x / sqrt(max(sum x^2, 1e-14)) (Keras's
+ *     normalize, epsilon 1e-7 squared).
+ *   GlobalAveragePooling1D: (steps, d) -> (d,) (keepdims: (1, d)), the
+ *     mean over the steps; channels_first: (d, steps). With a mask, the
+ *     mean over the kept steps; a sequence with none kept gives zeros
+ *     (Keras's 0/0 would be NaN).
+ * Keras's Lambda is Python's (pasco.layers.Lambda, traced into a Custom
+ * layer); in C, pasco_layer_graph or pasco_layer_function (graph.h). */
+pasco_layer pasco_layer_embedding_sequence(
+    int64_t input_dim, int64_t output_dim, bool mask_zero);
+pasco_layer pasco_layer_flatten(void);
+pasco_layer pasco_layer_reshape(int32_t rank, const int64_t *target_shape);
+pasco_layer pasco_layer_add(void);
+pasco_layer pasco_layer_multiply(void);
+pasco_layer pasco_layer_average(void);
+pasco_layer pasco_layer_dot(int32_t axes, bool normalize);
+pasco_layer pasco_layer_global_average_pooling1d(void);
+
+/* Layer i's output shape per example: its rank (1 to
+ * PASCO_LAYER_MAX_SHAPE), *dims its dimensions (the model's memory);
+ * 0 and NULL for no layer i. */
+int32_t pasco_model_layer_shape(
+    const pasco_model *m, size_t i, const int64_t **dims);
 
 #endif

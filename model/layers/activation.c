@@ -55,6 +55,7 @@ const pasci_layer_desc pasci_layer_activation_desc = {
     .keys       = {"name", "activation"},
     .args       = {"activation"},
     .min_inputs = 1,
+    .keeps_shape = true,
     .check      = activation_check,
     .call       = activation_call,
     .write      = activation_write,

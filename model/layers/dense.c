@@ -1,7 +1,9 @@
 /*
- * Keras's Dense: activation(x @ kernel + bias), variables <name>/kernel
- * [in, units] and <name>/bias [units], an optional L2 on the kernel
- * (Keras's kernel_regularizer=l2(f)). Its descriptor (layer_desc.h).
+ * Keras's Dense: activation(x @ kernel + bias) on the last axis (a
+ * sequence [batch, steps, d] too, its mask kept), variables
+ * <name>/kernel [d, units] and <name>/bias [units], an optional L2 on
+ * the kernel (Keras's kernel_regularizer=l2(f)). Its descriptor
+ * (layer_desc.h).
  * Stateless: any thread.
  */
 #include "layer_desc.h"
@@ -11,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static void
 dense_defaults(pasco_layer *l)
@@ -51,12 +54,23 @@ dense_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 	return PASCO_OK;
 }
 
+/* Keras's: on the last axis, (..., d) -> (..., units). */
+static int
+dense_shape(const pasco_layer *l, const pasci_eshape *in, pasci_eshape *out)
+{
+	*out                    = in[0];
+	out->dim[out->rank - 1] = l->units;
+	return PASCO_OK;
+}
+
 static void
 dense_variables(pasco_model *m, size_t i, const int64_t *widths)
 {
-	const pasco_layer *l = &m->layers[i];
-	pasci_model_add_var(
-	    m, i, "kernel", 2, widths[0], l->units, l->kernel_initializer);
+	const pasco_layer *l  = &m->layers[i];
+	pasci_eshape       in = pasci_layer_in_shape(m, i, 0);
+	(void) widths;
+	pasci_model_add_var(m, i, "kernel", 2, in.dim[in.rank - 1], l->units,
+	    l->kernel_initializer);
 	if (l->use_bias) {
 		pasci_model_add_var(
 		    m, i, "bias", 1, l->units, 0, l->bias_initializer);
@@ -74,17 +88,29 @@ dense_call(pasci_layer_call *c)
 	if (x == NULL || k == NULL) {
 		return NULL;
 	}
-	if (x->rank != 2 || k->rank != 2 || x->shape[1] != k->shape[0]) {
+	if (x->rank < 2 || k->rank != 2 ||
+	    x->shape[x->rank - 1] != k->shape[0]) {
 		return pasci_tape_fail(c->tp, PASCO_EINVAL,
 		    "%s: input %s does not match kernel %s", l->name,
 		    PASCI_SHAPE(x->rank, x->shape),
 		    PASCI_SHAPE(k->rank, k->shape));
+	}
+	if (x->rank > 2) { /* a sequence: [batch * steps, d] and back */
+		h = pasco_t_reshape(
+		    c->tp, h, 2, (int64_t[]){-1, x->shape[x->rank - 1]});
 	}
 	h = pasco_t_matmul(c->tp, h, w, false, false);
 	if (l->use_bias) {
 		pasco_tnode *b =
 		    pasci_layer_var_node(c->m, c->tp, c->i, 1, c->nodes);
 		h = b == NULL ? NULL : pasco_t_bias_add(c->tp, h, b);
+	}
+	if (x->rank > 2) {
+		int64_t shape[PASCO_MAX_RANK];
+		memcpy(shape, x->shape, sizeof(shape));
+		shape[x->rank - 1] = l->units;
+		h                  = pasco_t_reshape(c->tp, h, x->rank, shape);
+		c->mask = c->in_mask[0]; /* Keras's supports_masking */
 	}
 	c->pre = h;
 	c->act = l->activation;
@@ -160,6 +186,7 @@ const pasci_layer_desc pasci_layer_dense_desc = {
     .min_inputs = 1,
     .defaults   = dense_defaults,
     .check      = dense_check,
+    .shape      = dense_shape,
     .variables  = dense_variables,
     .call       = dense_call,
     .write      = dense_write,

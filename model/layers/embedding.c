@@ -1,9 +1,10 @@
 /*
  * Keras's Embedding: rows of ids [batch, k] combined (mean or sum) into
- * [batch, output_dim], variable <name>/embeddings [input_dim, output_dim]
- * (a dynamic table of 64-bit keys [0, output_dim] when dynamic), with its
- * own partitioner if given. Its descriptor (layer_desc.h). Stateless:
- * any thread.
+ * [batch, output_dim], or Keras's own sequence [batch, k, output_dim]
+ * (combiner none), id 0 masked with mask_zero; variable <name>/embeddings
+ * [input_dim, output_dim] (a dynamic table of 64-bit keys [0, output_dim] when
+ * dynamic), with its own partitioner if given. Its descriptor (layer_desc.h).
+ * Stateless: any thread.
  */
 #include "layer_desc.h"
 #include "model_impl.h"
@@ -35,6 +36,16 @@ pasco_layer_embedding(int64_t input_dim, int64_t output_dim)
 	l.input_dim   = input_dim;
 	l.output_dim  = output_dim;
 	return pasci_layer_named(l);
+}
+
+pasco_layer
+pasco_layer_embedding_sequence(
+    int64_t input_dim, int64_t output_dim, bool mask_zero)
+{
+	pasco_layer l = pasco_layer_embedding(input_dim, output_dim);
+	l.combiner    = PASCO_COMBINE_NONE;
+	l.mask_zero   = mask_zero;
+	return l;
 }
 
 pasco_layer
@@ -72,9 +83,17 @@ embedding_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		    (long long) l->output_dim);
 	}
 	if (l->combiner != PASCO_COMBINE_SUM &&
-	    l->combiner != PASCO_COMBINE_MEAN) {
-		return pasci_model_fail(
-		    PASCO_EINVAL, "%s: combiner must be sum or mean", l->name);
+	    l->combiner != PASCO_COMBINE_MEAN &&
+	    l->combiner != PASCO_COMBINE_NONE) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: combiner must be sum, mean or none", l->name);
+	}
+	if (l->mask_zero && l->combiner != PASCO_COMBINE_NONE) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: mask_zero masks the steps of a sequence; its "
+		    "combiner must be none (Python: None), not %s",
+		    l->name,
+		    l->combiner == PASCO_COMBINE_SUM ? "sum" : "mean");
 	}
 	*out = l->output_dim;
 	return PASCO_OK;
@@ -90,15 +109,62 @@ embedding_variables(pasco_model *m, size_t i, const int64_t *widths)
 	    l->embeddings_initializer);
 }
 
+/* The sequence: ids [batch, steps] give one row each, [batch, steps,
+ * dim]; mask_zero: the mask (ids != 0) as c->mask. */
+static pasco_tnode *
+sequence_call(pasci_layer_call *c, pasco_tnode *table, const pasco_tensor *ids)
+{
+	const pasco_layer *l     = &c->m->layers[c->i];
+	pasco_tensor       flat  = *ids; /* a view: read during the call */
+	int64_t            steps = c->m->out_shape[c->i].dim[0];
+	int64_t            batch = ids->shape[0];
+	pasco_tnode       *rows;
+	flat.rank     = 1;
+	flat.shape[0] = ids->count;
+	rows =
+	    pasco_t_embedding_lookup(c->tp, table, &flat, PASCO_COMBINE_SUM);
+	if (l->mask_zero && rows != NULL) {
+		pasco_tensor *mask;
+		if (pasco_tensor_alloc(&mask, pasco_tnode_value(rows)->dtype,
+		        2, (int64_t[]){batch, steps}) != 0) {
+			return pasci_tape_fail(
+			    c->tp, PASCO_ENOMEM, "%s: out of memory", l->name);
+		}
+		for (int64_t k = 0; k < ids->count; k++) {
+			pasco_tensor_set(
+			    mask, k, pasco_tensor_get(ids, k) != 0);
+		}
+		c->mask = pasco_tape_constant(c->tp, mask);
+		pasco_tensor_release(mask);
+	}
+	return pasco_t_reshape(
+	    c->tp, rows, 3, (int64_t[]){batch, steps, l->output_dim});
+}
+
 static pasco_tnode *
 embedding_call(pasci_layer_call *c)
 {
 	pasco_tnode *table =
 	    pasci_layer_var_node(c->m, c->tp, c->i, 0, c->nodes);
+	const pasco_tensor *ids = c->inputs[pasci_layer_input_of(c->m, c->i)];
+	if (table != NULL &&
+	    c->m->layers[c->i].combiner == PASCO_COMBINE_NONE) {
+		return sequence_call(c, table, ids);
+	}
 	return table == NULL ? NULL
-	                     : pasco_t_embedding_lookup(c->tp, table,
-	                           c->inputs[pasci_layer_input_of(c->m, c->i)],
+	                     : pasco_t_embedding_lookup(c->tp, table, ids,
 	                           c->m->layers[c->i].combiner);
+}
+
+/* Combined: (output_dim,); the sequence: (steps, output_dim). */
+static int
+embedding_shape(
+    const pasco_layer *l, const pasci_eshape *in, pasci_eshape *out)
+{
+	*out = l->combiner == PASCO_COMBINE_NONE
+	           ? (pasci_eshape){2, {in[0].dim[0], l->output_dim}}
+	           : (pasci_eshape){1, {l->output_dim}};
+	return PASCO_OK;
 }
 
 static bool
@@ -158,8 +224,13 @@ embedding_write(cJSON *c, const pasco_layer *l)
 	return ok &&
 	       cJSON_AddNumberToObject(
 	           c, "output_dim", (double) l->output_dim) &&
-	       cJSON_AddStringToObject(c, "combiner",
-	           l->combiner == PASCO_COMBINE_SUM ? "sum" : "mean") &&
+	       (l->combiner == PASCO_COMBINE_NONE
+	               ? cJSON_AddNullToObject(c, "combiner") != NULL
+	               : cJSON_AddStringToObject(c, "combiner",
+	                     l->combiner == PASCO_COMBINE_SUM
+	                         ? "sum"
+	                         : "mean") != NULL) &&
+	       cJSON_AddBoolToObject(c, "mask_zero", l->mask_zero) &&
 	       pasci_json_write_init(
 	           c, "embeddings_initializer", &l->embeddings_initializer) &&
 	       write_partitioner(c, l->partitioner);
@@ -205,6 +276,10 @@ static int
 read_combiner(const cJSON *c, pasco_combiner *comb, const char *where)
 {
 	const char *name = NULL;
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, "combiner"))) {
+		*comb = PASCO_COMBINE_NONE; /* the sequence */
+		return PASCO_OK;
+	}
 	if (pasci_json_string(c, "combiner", &name, where) != 0) {
 		return PASCO_EINVAL;
 	}
@@ -261,6 +336,8 @@ embedding_read(
 	               pasci_json_int(
 	                   c, "output_dim", &l->output_dim, 1, at) != 0 ||
 	               read_combiner(c, &l->combiner, at) != 0 ||
+	               pasci_json_bool(c, "mask_zero", &l->mask_zero, at) !=
+	                   0 ||
 	               pasci_json_read_init(c, "embeddings_initializer",
 	                   &l->embeddings_initializer, at) != 0 ||
 	               read_partitioner(c, part, at) != 0 ||
@@ -274,12 +351,13 @@ const pasci_layer_desc pasci_layer_embedding_desc = {
     .class_name = "Embedding",
     .prefix     = "embedding",
     .keys       = {"name", "input_dim", "output_dim", "combiner",
-              "embeddings_initializer", "partitioner", "dynamic"},
+              "embeddings_initializer", "partitioner", "dynamic", "mask_zero"},
     .args       = {"input_dim", "output_dim"},
     .ids        = true,
     .min_inputs = 1,
     .defaults   = embedding_defaults,
     .check      = embedding_check,
+    .shape      = embedding_shape,
     .variables  = embedding_variables,
     .call       = embedding_call,
     .write      = embedding_write,

@@ -43,6 +43,12 @@ typedef struct pasci_layer_call {
 	 * unless set), for a loss that differentiates through logits. */
 	pasco_tnode *pre;
 	pasco_act    act;
+	/* Keras's masks (an Embedding's mask_zero): per input, NULL or an
+	 * f32 [batch, steps] constant, 1 at the steps kept; and the
+	 * output's, which call may set (else a keeps_shape kind passes its
+	 * first input's on, and the others drop it). */
+	pasco_tnode *const *in_mask;
+	pasco_tnode        *mask;
 } pasci_layer_call;
 
 /* A kind's descriptor, named pasci_layer_<prefix>_desc in its file and
@@ -68,10 +74,23 @@ typedef struct pasci_layer_desc {
 	/* Keras's defaults into l (kind set, the rest zero); NULL: none. */
 	void (*defaults)(pasco_layer *l);
 	/* Checks l's options against its inputs' widths[0..l->ninputs);
-	 * *out (preset to widths[0]) gets its output's width. PASCO_EINVAL
+	 * *out (preset to widths[0]) gets its output's width (for a kind
+	 * with a shape hook, below, the product of its shape instead). PASCO_EINVAL
 	 * with pasci_model_fail naming the layer. */
 	int (*check)(
 	    const pasco_layer *l, const int64_t *widths, int64_t *out);
+	/* Per-example shapes (layers_impl.h, pasci_eshape), after check:
+	 * the output's (*out, preset to in[0]) from the inputs'
+	 * in[0..l->ninputs); its width becomes the product. NULL: a kind
+	 * of [batch, width] inputs only (rank 1 each; another is refused
+	 * naming a Flatten), its output (check's width), unless
+	 * keeps_shape. PASCO_EINVAL with pasci_model_fail naming the layer
+	 * and the shapes. */
+	int (*shape)(const pasco_layer *l, const pasci_eshape *in,
+	    pasci_eshape *out);
+	/* Its output has its input's shape, any rank, and the input's mask
+	 * (Keras's supports_masking): Dropout, Activation. */
+	bool keeps_shape;
 	/* The most variables layer l adds; NULL: PASCI_LAYER_MAX_VARS. */
 	size_t (*max_vars)(const pasco_layer *l);
 	/* Adds layer i's variables (pasci_model_add_var), its input being
@@ -125,11 +144,42 @@ void pasci_model_add_var_shape(pasco_model *m, size_t i, const char *what,
 pasco_tnode *pasci_layer_var_node(const pasco_model *m, pasco_tape *tp,
     size_t i, size_t j, pasco_tnode *const *nodes);
 
+/* The per-example shape of layer i's input j (an earlier layer's
+ * output, or a model input's (width)). */
+pasci_eshape pasci_layer_in_shape(const pasco_model *m, size_t i, size_t j);
+
 /* The model input that layer i (called on ids) is called on. */
 size_t pasci_layer_input_of(const pasco_model *m, size_t i);
 
 /* activation a of x on tp (linear: x). */
 pasco_tnode *pasci_layer_activate(pasco_tape *tp, pasco_tnode *x, pasco_act a);
+
+/* The merge layers' shared parts (model/layers/add.c): every input of
+ * one per-example shape (else PASCO_EINVAL naming the layer and the two
+ * shapes); and the output's mask, Keras's: the OR of the inputs' masks
+ * when each has one, else none (NULL, also on the tape's error). */
+int pasci_merge_shape(
+    const pasco_layer *l, const pasci_eshape *in, pasci_eshape *out);
+pasco_tnode *pasci_merge_mask(pasci_layer_call *c);
+
+/* A mask's value [batch, steps] as a condition for x of rank 3 ([batch,
+ * steps, 1], for pasco_t_where's broadcasting) into view, sharing its
+ * data: valid while the tape is. */
+const pasco_tensor *pasci_mask_cond(
+    pasco_tnode *mask, int32_t rank, pasco_tensor *view);
+
+/* A config's list of dimensions under key (model/layers/reshape.c):
+ * absent or null: *rank 0; else 1 to max whole
+ * numbers >= -1, null read as -1 when null_ok (Keras's None). PASCO_EINVAL
+ * naming at and key. And the writer: -1 written as null when null_ok. */
+int  pasci_json_read_dims(const cJSON *c, const char *key, int32_t *rank,
+     int64_t *dims, int32_t max, bool null_ok, const char *at);
+bool pasci_json_write_dims(cJSON *c, const char *key, int32_t rank,
+    const int64_t *dims, bool null_ok);
+
+/* "data_format": "channels_last" (or null) or "channels_first". */
+int pasci_json_read_data_format(
+    const cJSON *c, bool *channels_first, const char *at);
 
 /* The config readers and writers the kinds share (model/config.c). */
 bool pasci_json_write_init(

@@ -321,13 +321,45 @@ class Layer:
     def _output_width(self, widths: List[int]) -> int:
         return widths[0]  # Dropout, Activation, Normalization
 
-    def _json_layer(self, widths: List[int], dtypes: List[str]
-                    ) -> Tuple[Dict[str, Any], int]:
+    # the output has the input's shape per example, any rank (Dropout)
+    _keeps_shape = False
+
+    def _output_shape(self, shapes: List[Tuple[int, ...]]
+                      ) -> Tuple[int, ...]:
+        """The output's shape per example from the inputs' (issue 33):
+        by default [batch, width] inputs only, giving _output_width's."""
+        if self._keeps_shape:
+            return shapes[0]
+        for j, s in enumerate(shapes):
+            if len(s) != 1:
+                kind = self.class_name or type(self).__name__
+                raise ValueError(f"{self.name}: a {kind} takes [batch, "
+                                 f"width] inputs; input {j} is {s} per "
+                                 f"example (put a Flatten or a "
+                                 f"GlobalAveragePooling1D before it)")
+        return (self._output_width([s[0] for s in shapes]),)
+
+    def _json_layer(self, widths: List[Any], dtypes: List[str]
+                    ) -> Tuple[Dict[str, Any], Any]:
         """The layer's JSON for inputs of these widths and dtypes, and its
-        output's width: a custom layer traced (training, then not)."""
+        output's width: a custom layer traced (training, then not). A
+        "width" is an int for [batch, width], or the shape per example
+        (a tuple) of a layer whose output has more dimensions."""
+        shapes = [tuple(w) if isinstance(w, (tuple, list)) else (w,)
+                  for w in widths]
         if not self._is_custom():
-            return self.to_json_layer(), self._output_width(widths)
+            out = self._output_shape(shapes)
+            return self.to_json_layer(), out[0] if len(out) == 1 else out
+        self._output_shape_of_custom(shapes)
         return _trace_custom(self, widths, dtypes)
+
+    def _output_shape_of_custom(self, shapes: List[Tuple[int, ...]]) -> None:
+        for j, s in enumerate(shapes):
+            if len(s) != 1:
+                raise ValueError(f"{self.name}: a custom layer (or a Lambda)"
+                                 f" takes [batch, width] inputs; input {j} "
+                                 f"is {s} per example (put a Flatten or a "
+                                 f"GlobalAveragePooling1D before it)")
 
     def __call__(self, inputs: Union[KerasTensor, Sequence[KerasTensor]]
                  ) -> KerasTensor:
@@ -397,12 +429,20 @@ class Dense(Layer):
     def _output_width(self, widths: List[int]) -> int:
         return self.units
 
+    def _output_shape(self, shapes: List[Tuple[int, ...]]
+                      ) -> Tuple[int, ...]:
+        return shapes[0][:-1] + (self.units,)  # Keras's: the last axis
+
 
 class Embedding(Layer):
     """Embedding(input_dim, output_dim, combiner="mean",
     embeddings_initializer="uniform", dynamic=False, num_shards=None,
-    name=None, input_length=None): rows of ids [batch, k] combined (mean
-    or sum) into [batch, output_dim]; -1 ids are padding.
+    name=None, input_length=None, mask_zero=False): rows of ids [batch,
+    k] combined (mean or sum) into [batch, output_dim]; -1 ids are
+    padding. combiner=None: Keras's own output, the sequence [batch, k,
+    output_dim] (for Flatten, Reshape, GlobalAveragePooling1D);
+    mask_zero=True: that sequence, id 0 being padding, masked (Keras's:
+    GlobalAveragePooling1D then averages the other steps only).
     dynamic=True (or a dict of min_count, evict_after, max_rows_per_ps,
     default_zeros): no input_dim, the ids are 64-bit keys (hashed strings)
     of a table that grows on the ps. num_shards splits the table over the
@@ -417,7 +457,8 @@ class Embedding(Layer):
                  dynamic: Union[bool, Dict[str, Any]] = False,
                  num_shards: Optional[int] = None,
                  name: Optional[str] = None,
-                 input_length: Optional[int] = None) -> None:
+                 input_length: Optional[int] = None,
+                 mask_zero: bool = False) -> None:
         if dynamic and output_dim is None and input_dim is not None:
             input_dim, output_dim = None, input_dim  # Embedding(16, dynamic=True)
         if output_dim is None:
@@ -442,10 +483,15 @@ class Embedding(Layer):
         else:
             self.dynamic = None
             self.input_dim = _positive("input_dim", input_dim)
-        if combiner not in ("mean", "sum"):
-            raise ValueError(f"combiner: expected 'mean' or 'sum', got "
-                             f"{combiner!r}")
-        self.combiner = combiner
+        if combiner not in ("mean", "sum", None):
+            raise ValueError(f"combiner: expected 'mean', 'sum' or None, "
+                             f"got {combiner!r}")
+        if mask_zero and combiner == "sum":
+            raise ValueError("mask_zero: masks the steps of Keras's "
+                             "sequence output; combiner='sum' combines "
+                             "them (leave combiner out)")
+        self.mask_zero = bool(mask_zero)
+        self.combiner = None if self.mask_zero else combiner
         self.embeddings_initializer = _initializer("embeddings_initializer",
                                                    embeddings_initializer)
         if num_shards is not None:
@@ -456,7 +502,8 @@ class Embedding(Layer):
 
     def _config(self) -> Dict[str, Any]:
         c: Dict[str, Any] = {"output_dim": self.output_dim,
-                             "combiner": self.combiner}
+                             "combiner": self.combiner,
+                             "mask_zero": self.mask_zero}
         if self.input_dim is not None:
             c["input_dim"] = self.input_dim
         if self.embeddings_initializer:
@@ -471,22 +518,51 @@ class Embedding(Layer):
     def _output_width(self, widths: List[int]) -> int:
         return self.output_dim
 
+    def _output_shape(self, shapes: List[Tuple[int, ...]]
+                      ) -> Tuple[int, ...]:
+        if self.combiner is None:  # Keras's sequence [batch, steps, dim]
+            return (shapes[0][0], self.output_dim)
+        return (self.output_dim,)
+
 
 class Dropout(Layer):
-    """Dropout(rate): zeroes a rate of its inputs in training only."""
+    """Dropout(rate, noise_shape=None, seed=None): zeroes a rate of its
+    inputs in training only (any shape; a mask passes). noise_shape:
+    Keras's, the batch's first, None for the input's size, 1 to share
+    one draw along that axis. seed: the layer draws its own masks from
+    it and the step's seed."""
 
     class_name = "Dropout"
+    _keeps_shape = True
 
-    def __init__(self, rate: float, name: Optional[str] = None) -> None:
+    def __init__(self, rate: float, noise_shape: Any = None,
+                 seed: Optional[int] = None,
+                 name: Optional[str] = None) -> None:
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
                 not 0 <= rate < 1:
             raise ValueError(f"rate: expected a number in [0, 1), got "
                              f"{rate!r}")
+        if noise_shape is not None and (
+                not isinstance(noise_shape, (tuple, list)) or
+                not 1 <= len(noise_shape) <= 4 or any(
+                    d is not None and (isinstance(d, bool) or
+                                       not isinstance(d, int) or d < 1)
+                    for d in noise_shape)):
+            raise ValueError(f"noise_shape: expected None or a tuple of "
+                             f"sizes and None, the batch's first, got "
+                             f"{noise_shape!r}")
+        if seed is not None and (isinstance(seed, bool) or
+                                 not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"seed: expected None or an integer >= 0, got "
+                             f"{seed!r}")
         self.rate = float(rate)
+        self.noise_shape = None if noise_shape is None else list(noise_shape)
+        self.seed = seed
         super().__init__(name)
 
     def _config(self) -> Dict[str, Any]:
-        return {"rate": self.rate}
+        return {"rate": self.rate, "noise_shape": self.noise_shape,
+                "seed": self.seed}
 
 
 class Activation(Layer):
@@ -494,6 +570,7 @@ class Activation(Layer):
     "softmax"."""
 
     class_name = "Activation"
+    _keeps_shape = True
 
     def __init__(self, activation: str, name: Optional[str] = None) -> None:
         self.activation = _activation("activation", activation)
@@ -668,3 +745,9 @@ def _trace_call(layer: Layer, shapes: List[Tuple[Any, int]],
                          f"{out.dtype}; a layer's output is [batch, width] "
                          f"of float32 (ops.reshape, ops.cast)")
     return g.to_json([out]), out.shape[1]
+
+
+# issue 33's shape and merge layers (python/pasco/_layers_merge.py)
+from ._layers_merge import *  # noqa: E402,F401,F403
+from ._layers_merge import __all__ as _merge_all  # noqa: E402
+__all__ += _merge_all

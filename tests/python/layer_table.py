@@ -10,8 +10,11 @@ Every C kind must have a class in pasco.layers (and every class a kind)
 with the same class name and automatic name, one constructor argument per
 config field (``_config_args`` names those called otherwise), required
 exactly where Keras requires them, and defaults that give the config the
-C library writes for its own defaults. Runs without numpy: layers.py is
-loaded alone.
+C library writes for its own defaults. A class serialized as another
+kind's config (Lambda: a Custom layer, traced) names that kind in
+``serialized_as`` and is checked as being that kind's. Runs without
+numpy: layers.py is loaded with the modules it imports, not the
+package.
 """
 import inspect
 import json
@@ -23,7 +26,7 @@ import kind_table
 PYTHON_ONLY = {"self", "name", "input_shape", "input_length"}
 # a value for each required field, to construct a layer
 EXAMPLES = {"units": 1, "input_dim": 1, "output_dim": 1, "rate": 0.5,
-            "activation": "relu"}
+            "activation": "relu", "target_shape": [1], "axes": 1}
 
 
 def same(py, c):
@@ -109,13 +112,26 @@ def unlisted_files(root):
                   f[:-2] not in listed)
 
 
+def load_layers(root):
+    """pasco.layers with the modules it imports (_layers_merge.py, ...)
+    but not the package's __init__ (numpy, the library): an empty
+    package 'pasco' over python/pasco."""
+    import importlib
+    import os
+    import types
+    pkg = types.ModuleType("pasco")
+    pkg.__path__ = [os.path.join(root, "python", "pasco")]
+    sys.modules["pasco"] = pkg
+    return importlib.import_module("pasco.layers")
+
+
 def main(program, root):
     unlisted = unlisted_files(root)
     for f in unlisted:
         print(f"layer_table: model/layers/{f} has no line in "
               f"include/pasco/layer_kinds.h, so it is not built "
               f"(PASCO_LAYER_KIND(NAME, {f[:-2]}))")
-    mod = kind_table.load_module(root, "layers.py")
+    mod = load_layers(root)
     rv = kind_table.run("layer_table", program, mod, mod.Layer,
                         "model/layers/table.c", check_kind)
     return rv or (1 if unlisted else 0)

@@ -11,7 +11,9 @@ its losses, global step and errors), traced_step (@pasco.function steps:
 model_train's losses and weights on 1 worker, metric objects over 2
 workers against numpy, retraces, trace-time errors), ps_tutorial
 (examples/ps_tutorial.py, TensorFlow's tutorial loop ported: 4 epochs,
-evaluation accuracy >= 0.9), adapt (Normalization.adapt of a
+evaluation accuracy >= 0.9), merge_layers (Embedding(mask_zero) over
+padded sequences, GlobalAveragePooling1D, Dense: accuracy >= 0.95, the
+loss numpy's masked one), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
 (examples/mlp_csv.py, every task started by hand with its TF_CONFIG, no
 launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints). Every task carries a PASCO_TEST_MARK of this run;
@@ -206,6 +208,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout
+    elif case == "merge_layers":
+        # Embedding(mask_zero) + GlobalAveragePooling1D + Dense (issue 33)
+        p = launch("merge_layers.py", d)
+        ok = p.returncode == 0 and "merge_layers: OK" in p.stdout
     else:
         sys.exit(f"unknown case {case}")
 left = kill_leftovers()

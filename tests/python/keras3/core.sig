@@ -1,7 +1,7 @@
 # Keras 3 (keras/src/layers, keras/src/optimizers, keras/src/regularizers):
 # the layers, optimizers and regularizers Pasco had before issue 33.
 layers.Dense(units, activation=None, use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros")
-layers.Dropout(rate)
+layers.Dropout(rate, noise_shape=None, seed=None)
 layers.Activation(activation)
 layers.Concatenate(axis=-1)
 optimizers.SGD(learning_rate=0.01, momentum=0.0, nesterov=False)
