@@ -286,7 +286,8 @@ bmm_backward(pasco_tape *tp, pasco_tnode *n)
 	int64_t      cols = n->value.shape[2];
 	int64_t      k    = ta ? a->value.shape[1] : a->value.shape[2];
 	int64_t      lda = a->value.shape[2], ldb = b->value.shape[2];
-	int64_t      sa = a->value.count / nb, sb = b->value.count / nb;
+	int64_t      sa = a->value.shape[1] * a->value.shape[2];
+	int64_t      sb = b->value.shape[1] * b->value.shape[2];
 	pasco_dtype  dt = n->value.dtype;
 	size_t       es = pasco_dtype_size(dt);
 	char        *da = pasci_tape_grad_out(tp, a, &fa);

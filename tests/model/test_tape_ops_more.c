@@ -665,3 +665,34 @@ Test(tape_ops_more, bad_shapes_fail_with_messages_that_name_them)
 		pasco_tape_free(tp);
 	}
 }
+
+/* A batch of 0 examples through batch_dot and a rank-3 matmul, forward
+ * and backward: empty values and gradients (the backward divided by the
+ * batch and stopped the process with SIGFPE). */
+Test(tape_ops_more, batch_products_of_an_empty_batch_have_empty_gradients)
+{
+	pasco_tape     *tp;
+	pasco_tensor   *xt, *yt;
+	pasco_tape_grad g[2];
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	PASCO_PASS(
+	    pasco_tensor_alloc(&xt, PASCO_F64, 3, (int64_t[]){0, 2, 3}));
+	PASCO_PASS(
+	    pasco_tensor_alloc(&yt, PASCO_F64, 3, (int64_t[]){0, 3, 4}));
+	pasco_tnode *x = pasco_tape_watch(tp, xt),
+	            *y = pasco_tape_watch(tp, yt);
+	pasco_tnode *p = pasco_t_matmul(tp, x, y, false, false);
+	pasco_tnode *d = pasco_t_batch_dot(tp, x, x, 2, 2);
+	pasco_tnode *loss =
+	    pasco_t_add(tp, pasco_t_reduce_sum(tp, p, PASCO_T_ALL_AXES),
+	        pasco_t_reduce_sum(tp, d, PASCO_T_ALL_AXES));
+	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
+	PASCO_PASS(
+	    pasco_tape_gradient(tp, loss, 2, (pasco_tnode *[]){x, y}, g));
+	cr_assert_eq(g[0].dense->count, 0);
+	cr_assert_eq(g[1].dense->count, 0);
+	pasco_tape_grad_fini(g, 2);
+	pasco_tensor_release(xt);
+	pasco_tensor_release(yt);
+	pasco_tape_free(tp);
+}
