@@ -394,27 +394,38 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
 }
 
 /* The mixed apply; with *pre, the step it was given (taken with the
- * step's reads), else one admitted here. */
+ * step's reads), else one admitted here. adds[0..nadd) get deltas added
+ * (VAR_ASSIGN_ADD) in the same requests, unstamped: not gradients, no
+ * BSP round averages or waits for them; a dropped step sends neither. */
 static int
 apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
     const pasco_tensor *const *ids, const pasco_tensor *const *grads,
-    const pasci_step *pre)
+    size_t nadd, pasco_variable *const *adds,
+    const pasco_tensor *const *deltas, const pasci_step *pre)
 {
-	shard_call **calls = calloc(n + 1, sizeof(*calls));
-	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
-	pasci_step   st    = {0};
+	shard_call     **calls = calloc(n + nadd + 1, sizeof(*calls));
+	pasco_variable **all   = calloc(n + nadd + 1, sizeof(*all));
+	int        rv = calls != NULL && all != NULL ? PASCO_OK : PASCO_ENOMEM;
+	pasci_step st = {0};
 	if (opt == NULL) {
 		free(calls);
+		free(all);
 		return n > 0 ? pasci_variable_fail(vars[0], PASCO_EINVAL,
 		                   "apply_gradients: no optimizer")
 		             : PASCO_EINVAL;
 	}
 	for (size_t k = 0; k < n && rv == 0; k++) {
-		rv = ids != NULL && ids[k] != NULL
-		         ? pasci_sparse_calls(vars[k], ids[k], grads[k], 0,
-		               opt, "apply_gradients", &calls[k])
-		         : update_calls(vars[k], PASCI_METHOD_VAR_APPLY, opt,
-		               grads[k], "apply_gradients", &calls[k]);
+		all[k] = vars[k];
+		rv     = ids != NULL && ids[k] != NULL
+		             ? pasci_sparse_calls(vars[k], ids[k], grads[k], 0,
+		                   opt, "apply_gradients", &calls[k])
+		             : update_calls(vars[k], PASCI_METHOD_VAR_APPLY, opt,
+		                   grads[k], "apply_gradients", &calls[k]);
+	}
+	for (size_t k = 0; k < nadd && rv == 0; k++) {
+		all[n + k] = adds[k];
+		rv = update_calls(adds[k], PASCI_METHOD_VAR_ASSIGN_ADD, NULL,
+		    deltas[k], "assign_add", &calls[n + k]);
 	}
 	/* every gradient checked: now the step (one per call, all vars) */
 	if (rv == 0 && n > 0 && pre != NULL) {
@@ -426,15 +437,16 @@ apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
 		for (size_t k = 0; k < n; k++) {
 			pasci_step_stamp(&st, vars[k], calls[k]);
 		}
-		rv = pasci_shard_calls_run_many(n, vars, calls);
+		rv = pasci_shard_calls_run_many(n + nadd, all, calls);
 	}
 	pasci_step_end(&st);
-	for (size_t k = 0; k < n && calls != NULL; k++) {
+	for (size_t k = 0; k < n + nadd && calls != NULL; k++) {
 		if (calls[k] != NULL) {
-			pasci_shard_calls_free(vars[k], calls[k]);
+			pasci_shard_calls_free(all[k], calls[k]);
 		}
 	}
 	free(calls);
+	free(all);
 	return rv;
 }
 
@@ -443,16 +455,18 @@ pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
     pasco_tensor_array grads)
 {
-	return apply_mixed(n, vars, opt, ids, grads.c, NULL);
+	return apply_mixed(n, vars, opt, ids, grads.c, 0, NULL, NULL, NULL);
 }
 
 int
-pasci_apply_gradients_mixed_at(size_t n, pasco_variable *const *vars,
+pasci_apply_mixed_adds(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    const pasco_tensor *const *grads, int64_t t)
+    const pasco_tensor *const *grads, size_t nadd, pasco_variable *const *adds,
+    const pasco_tensor *const *deltas, const int64_t *t)
 {
-	pasci_step pre = {.t = t};
-	return apply_mixed(n, vars, opt, ids, grads, &pre);
+	pasci_step pre = {.t = t != NULL ? *t : 0};
+	return apply_mixed(n, vars, opt, ids, grads, nadd, adds, deltas,
+	    t != NULL ? &pre : NULL);
 }
 
 const char *

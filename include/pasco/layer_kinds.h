@@ -17,6 +17,8 @@
 	PASCO_LAYER_KIND(ACTIVATION, activation)                              \
 	PASCO_LAYER_KIND(CONCATENATE, concatenate)                            \
 	PASCO_LAYER_KIND(NORMALIZATION, normalization)                        \
-	PASCO_LAYER_KIND(CUSTOM, custom)
+	PASCO_LAYER_KIND(CUSTOM, custom)                                      \
+	PASCO_LAYER_KIND(BATCH_NORMALIZATION, batch_norm)                     \
+	PASCO_LAYER_KIND(LAYER_NORMALIZATION, layer_norm)
 
 #endif

@@ -668,3 +668,9 @@ def _trace_call(layer: Layer, shapes: List[Tuple[Any, int]],
                          f"{out.dtype}; a layer's output is [batch, width] "
                          f"of float32 (ops.reshape, ops.cast)")
     return g.to_json([out]), out.shape[1]
+
+
+# BatchNormalization, LayerNormalization (issue 33): python/pasco/_layers_norm.py
+from ._layers_norm import *  # noqa: E402,F401,F403
+from ._layers_norm import __all__ as _norm_all  # noqa: E402
+__all__ += _norm_all
