@@ -7,7 +7,8 @@ one: 1 worker, batches in the file's order: after 10 steps the moving
 mean and variance on the ps equal Keras's recurrence in numpy
 (moving * momentum + batch * (1 - momentum), variance biased) over the
 same batches; predict normalizes by them (numpy's inference pass on the
-weights read back).
+weights read back); a @pasco.function step calling the model with
+training=True gives the same moving statistics.
 
 two: 2 workers. Every batch of the same rows (mean c, variance 0): after
 N steps Keras's recurrence gives moving_mean = c (1 - m^N) and
@@ -93,6 +94,41 @@ def one(strategy, d):
           flush=True)
     if pred.shape != want.shape or err > 1e-4 * max(1, np.abs(want).max()):
         return fail("predict does not normalize by the moving statistics")
+    return traced(strategy, d, want_mm, want_mv)
+
+
+def traced(strategy, d, want_mm, want_mv):
+    """The same 10 steps as a @pasco.function step calling the model with
+    training=True: the same moving statistics."""
+    coordinator = pasco.ClusterCoordinator(strategy)
+    bn = pasco.layers.BatchNormalization(momentum=0.9)
+    with strategy.scope():
+        model = pasco.Sequential([bn, pasco.layers.Dense(1)])
+    optimizer = pasco.optimizers.SGD(0.01)
+
+    @pasco.function
+    def train_step(iterator):
+        x, y = next(iterator)
+        with pasco.GradientTape() as tape:
+            pred = model(x, training=True)
+            loss = pasco.losses.mean_squared_error(y, pred)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    data = pasco.data.csv(f"{d}/one.csv", label="label", batch_size=B,
+                          label_type="float")
+    model.build(data)
+    it = iter(coordinator.create_per_worker_dataset(data))
+    for _ in range(10):
+        coordinator.schedule(train_step, args=(it,)).fetch()
+    mm, mv, _ = moving(model, bn)
+    print(f"one: a traced step's moving_mean {mm}, moving_variance {mv}",
+          flush=True)
+    if not (np.allclose(mm, want_mm, rtol=1e-5, atol=1e-5) and
+            np.allclose(mv, want_mv, rtol=1e-5, atol=1e-5)):
+        return fail("a traced step's moving statistics are not Keras's "
+                    "recurrence")
     return 0
 
 
