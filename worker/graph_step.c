@@ -23,8 +23,8 @@
 
 #include "layer_desc.h"
 #include "model_impl.h"
-#include "tape_impl.h"
 #include "pasco/hash.h"
+#include "tape_impl.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -536,8 +536,8 @@ run_update(pasci_gstep_run *r, size_t u)
 static int
 run_layer_updates(pasci_gstep_run *r)
 {
-	for (pasci_tape_update *u = pasci_tape_step_of(r->tp)->updates;
-	     u != NULL; u = u->next) {
+	const pasci_tape_update *u = pasci_tape_step_of(r->tp)->updates;
+	for (; u != NULL; u = u->next) {
 		size_t v = 0;
 		int    rv;
 		while (v < r->nvars && r->src[v] != u->var) {
@@ -545,14 +545,14 @@ run_layer_updates(pasci_gstep_run *r)
 		}
 		if (v == r->nvars) {
 			return pasco_call_fail(r->call, PASCO_EINVAL,
-			    "%s: a layer's update is of no variable of the step",
+			    "%s: a layer's update is of no step variable",
 			    r->s->name);
 		}
-		if ((rv = pasco_variable_assign_add(r->vars[v], u->delta)) !=
-		    0) {
+		rv = pasco_variable_assign_add(r->vars[v], u->delta);
+		if (rv != 0) {
 			return pasco_call_fail(r->call, rv,
-			    "%s: the update of '%s' (a layer's): %s", r->s->name,
-			    pasco_variable_name(r->vars[v]),
+			    "%s: the update of '%s' (a layer's): %s",
+			    r->s->name, pasco_variable_name(r->vars[v]),
 			    pasco_variable_error(r->vars[v]));
 		}
 	}
