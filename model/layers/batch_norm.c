@@ -140,10 +140,29 @@ pasci_norm_write(cJSON *c, const pasco_layer *l)
 	return ok;
 }
 
+/* "axis": absent, -1 or 1 (the last of [batch, width]), or a list of one
+ * of those (Keras's LayerNormalization writes [1] once built). */
+static int
+read_last_axis(const cJSON *c, const char *at)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(c, "axis");
+	if (cJSON_IsArray(a) && cJSON_GetArraySize(a) == 1) {
+		a = cJSON_GetArrayItem(a, 0);
+	}
+	if (a != NULL && !(cJSON_IsNumber(a) &&
+	                     (a->valuedouble == -1 || a->valuedouble == 1))) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: axis must be -1 or 1 (the last axis of [batch, "
+		    "width] inputs)",
+		    at);
+	}
+	return PASCO_OK;
+}
+
 int
 pasci_norm_read(const cJSON *c, pasco_layer *l, const char *at)
 {
-	if (pasci_json_read_axis(c, at) != 0 ||
+	if (read_last_axis(c, at) != 0 ||
 	    pasci_json_number(c, "epsilon", &l->epsilon, false, 0, at) != 0 ||
 	    pasci_json_bool(c, "center", &l->center, at) != 0 ||
 	    pasci_json_bool(c, "scale", &l->scale, at) != 0 ||

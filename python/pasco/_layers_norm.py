@@ -22,9 +22,11 @@ def _number(arg: str, v: Any, lo: float, hi: float = math.inf) -> float:
 
 
 def _last_axis(axis: Any) -> None:
-    if axis != -1 or isinstance(axis, bool):
-        raise ValueError(f"axis: only -1 (the last axis of [batch, width] "
-                         f"inputs), got {axis!r}")
+    one = axis[0] if isinstance(axis, (list, tuple)) and len(axis) == 1 \
+        else axis
+    if isinstance(one, bool) or one not in (-1, 1):
+        raise ValueError(f"axis: only -1 or 1 (the last axis of [batch, "
+                         f"width] inputs), got {axis!r}")
 
 
 def _none(**given: Any) -> None:

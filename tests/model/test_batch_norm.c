@@ -388,7 +388,8 @@ Test(batch_norm, bad_configs_name_the_field)
 	refused("momentum", "2", "momentum must be in [0, 1], got 2");
 	refused("momentum", "-1", "momentum must be a number >= 0");
 	refused("epsilon", "\"big\"", "epsilon must be a number >= 0");
-	refused("axis", "1", "axis must be -1");
+	refused("axis", "0", "axis must be -1 or 1");
+	refused("axis", "[1, 2]", "axis must be -1 or 1");
 	refused("beta_regularizer",
 	    "{\"class_name\": \"L2\", \"config\": {\"l2\": 0.1}}",
 	    "(bn): beta_regularizer must be null");

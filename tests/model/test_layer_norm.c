@@ -108,6 +108,16 @@ Test(layer_norm, its_config_round_trips_every_field)
 	PASCO_PASS(pasco_model_from_json(json, &back));
 	PASCO_PASS(pasco_model_to_json(back, &again));
 	cr_assert_str_eq(json, again);
+	/* Keras's built LayerNormalization writes axis [1] */
+	const char  *ax = strstr(json, "\"axis\":-1");
+	char         keras[4096];
+	pasco_model *k;
+	cr_assert_not_null(ax, "%s", json);
+	snprintf(keras, sizeof(keras), "%.*s\"axis\":[1]%s", (int) (ax - json),
+	    json, ax + 9);
+	PASCO_PASS(pasco_model_from_json(keras, &k));
+	cr_assert_eq(pasco_model_layer(k, 0)->epsilon, 1e-5);
+	pasco_model_free(k);
 	const pasco_layer *b = pasco_model_layer(back, 0);
 	cr_assert_eq(b->kind, PASCO_LAYER_LAYER_NORMALIZATION);
 	cr_assert_eq(b->epsilon, 1e-5);
@@ -129,7 +139,8 @@ Test(layer_norm, bad_configs_name_the_field)
 {
 	static const char *const cases[][2] = {
 	    {"\"epsilon\": -1", "epsilon must be a number >= 0"},
-	    {"\"axis\": 0", "axis must be -1"},
+	    {"\"axis\": 0", "axis must be -1 or 1"},
+	    {"\"axis\": [0]", "axis must be -1 or 1"},
 	    {"\"rms_scaling\": 1", "rms_scaling must be true or false"},
 	    {"\"beta_constraint\": {\"class_name\": \"NonNeg\"}",
 	        "(ln): beta_constraint must be null"},
