@@ -194,6 +194,31 @@ def accuracy_band(strategy, d):
     return 0
 
 
+def bad_arguments():
+    """Arguments Pasco does not take are ValueError naming them."""
+    L = pasco.layers
+    cases = [(lambda: L.BatchNormalization(axis=0), "axis"),
+             (lambda: L.BatchNormalization(momentum=1.5), "momentum"),
+             (lambda: L.BatchNormalization(epsilon=-1), "epsilon"),
+             (lambda: L.BatchNormalization(synchronized=True),
+              "synchronized"),
+             (lambda: L.BatchNormalization(
+                 gamma_regularizer=pasco.regularizers.L2(0.1)),
+              "gamma_regularizer"),
+             (lambda: L.LayerNormalization(beta_constraint="non_neg"),
+              "beta_constraint"),
+             (lambda: L.LayerNormalization(gamma_initializer="nope"),
+              "gamma_initializer")]
+    for make, word in cases:
+        try:
+            make()
+            return f"{word}: a bad value was accepted"
+        except ValueError as e:
+            if not str(e).startswith(word):
+                return f"{word}: the message does not name it: {e}"
+    return None
+
+
 def chief(cluster):
     if cluster is None or len(cluster.argv) != 3 or \
             cluster.argv[2] not in ("one", "two"):
@@ -201,6 +226,9 @@ def chief(cluster):
         return 2
     d, mode = cluster.argv[1], cluster.argv[2]
     os.makedirs(d, exist_ok=True)
+    bad = bad_arguments()
+    if bad:
+        return fail(bad)
     strategy = pasco.ParameterServerStrategy(cluster)
     if mode == "one":
         rv = one(strategy, d)
