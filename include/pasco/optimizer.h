@@ -73,16 +73,28 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "optimizer_kinds.h"
 #include "tensor.h"
 #include "variable.h"
 
+/* PASCO_OPT_SGD = 1, PASCO_OPT_ADAGRAD, PASCO_OPT_RMSPROP, PASCO_OPT_ADAM,
+ * PASCO_OPT_FTRL: one per line of optimizer_kinds.h, in its order (0 is
+ * no kind). The kinds are numbered by a helper enum so that the public one
+ * holds the kinds only: a switch over it that names every kind needs no
+ * default. */
+#define PASCO_OPT_ORDINAL_(name, file) PASCO_OPT_ORDINAL_##name##_,
+enum {
+	PASCO_OPT_ORDINAL_NONE_ = 0,
+	PASCO_OPTIMIZER_KIND_LIST(PASCO_OPT_ORDINAL_)
+	/* Not a kind: one past the last. */
+	PASCO_OPT_KIND_COUNT
+};
+#undef PASCO_OPT_ORDINAL_
+#define PASCO_OPT_ENUM_(name, file) PASCO_OPT_##name = PASCO_OPT_ORDINAL_##name##_,
 typedef enum pasco_optimizer_kind {
-	PASCO_OPT_SGD     = 1,
-	PASCO_OPT_ADAGRAD = 2,
-	PASCO_OPT_RMSPROP = 3,
-	PASCO_OPT_ADAM    = 4,
-	PASCO_OPT_FTRL    = 5,
+	PASCO_OPTIMIZER_KIND_LIST(PASCO_OPT_ENUM_)
 } pasco_optimizer_kind;
+#undef PASCO_OPT_ENUM_
 
 /* How applies through a global step combine (see above). */
 typedef enum pasco_consistency {
