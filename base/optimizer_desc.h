@@ -10,7 +10,7 @@
  * (base/optimizer_desc.c) is made from include/pasco/optimizer_kinds.h.
  * The ps (its slots, its checkpoint shards, its updates), the coordinator
  * (restoring slots from a manifest), the constructors
- * (client/optimizer_config.c) and the compile config (model/compile.c) all
+ * (in each kind's file) and the compile config (model/compile.c) all
  * read it, and every bound on the kinds comes from PASCI_OPT_KINDS: a
  * table indexed by kind that is not PASCI_OPT_KINDS long does not compile.
  *

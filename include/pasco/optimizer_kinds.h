@@ -17,6 +17,8 @@
 	PASCO_OPTIMIZER_KIND(ADAGRAD, adagrad)                                \
 	PASCO_OPTIMIZER_KIND(RMSPROP, rmsprop)                                \
 	PASCO_OPTIMIZER_KIND(ADAM, adam)                                      \
-	PASCO_OPTIMIZER_KIND(FTRL, ftrl)
+	PASCO_OPTIMIZER_KIND(FTRL, ftrl)                                      \
+	PASCO_OPTIMIZER_KIND(ADAMW, adamw)                                    \
+	PASCO_OPTIMIZER_KIND(NADAM, nadam)
 
 #endif

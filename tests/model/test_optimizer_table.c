@@ -49,7 +49,7 @@ Test(optimizer_table, every_kind_has_a_descriptor_of_its_own)
 {
 	cr_assert_null(pasci_opt_desc_of(0));
 	cr_assert_null(pasci_opt_desc_of(PASCI_OPT_KINDS));
-	cr_assert_null(pasci_opt_desc_of_class("Nadam"));
+	cr_assert_null(pasci_opt_desc_of_class("Lion"));
 	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
 		const pasci_opt_desc *d = pasci_opt_desc_of(k);
 		cr_assert_not_null(d, "kind %d has no row in the table", k);
@@ -160,10 +160,10 @@ Test(optimizer_table, a_field_or_class_of_no_optimizer_is_refused_naming_it)
 	cr_assert(
 	    strstr(pasco_model_last_error(), "SGD has no field 'beta_1'"),
 	    "%s", pasco_model_last_error());
-	bad = cJSON_Parse("{\"class_name\": \"Nadam\"}");
+	bad = cJSON_Parse("{\"class_name\": \"Lion\"}");
 	PASCO_FAIL(pasci_opt_config_read(bad, &o), PASCO_EINVAL);
 	cr_assert(
-	    strstr(pasco_model_last_error(), "unknown class_name 'Nadam'"),
+	    strstr(pasco_model_last_error(), "unknown class_name 'Lion'"),
 	    "%s", pasco_model_last_error());
 	cJSON_Delete(bad);
 }
