@@ -129,10 +129,10 @@ static void
 get_optimizer(pasco_optimizer *o, const Pasco__Wire__Optimizer *w)
 {
 	const pasci_opt_desc *d = pasci_opt_desc_of(w->kind);
-	*o = d != NULL ? d->defaults : (pasco_optimizer){0};
+	*o      = d != NULL ? d->defaults : (pasco_optimizer){0};
 	o->kind = (pasco_optimizer_kind) w->kind;
-	for (int i = 0; d != NULL && i < d->nfields && (size_t) i < w->n_params;
-	     i++) {
+	for (int i = 0;
+	     d != NULL && i < d->nfields && (size_t) i < w->n_params; i++) {
 		char *at = (char *) o + d->fields[i].off;
 		if (d->fields[i].is_bool) {
 			*(bool *) at = w->params[i] != 0;

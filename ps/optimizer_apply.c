@@ -84,7 +84,7 @@ pasci_slots_need(
 	}
 	for (int k = 0; k < d->nslots; k++) {
 		n += s->slot[k] == NULL && slot_used(d, o, k) ? value->nbytes
-		                                                : 0;
+		                                              : 0;
 	}
 	return n;
 }
@@ -136,9 +136,9 @@ f32_in_double(const pasci_opt_desc *d, const pasco_optimizer *o,
     const double *k, int nslots, const pasci_opt_rows *r)
 {
 	for (int64_t j = 0; j < r->nrows; j++) {
-		int64_t at = r->ids != NULL ? r->ids[j] * r->row_elems
-		                            : r->at + j * r->row_elems;
-		const float *g = r->g + j * r->row_elems;
+		int64_t      at = r->ids != NULL ? r->ids[j] * r->row_elems
+		                                 : r->at + j * r->row_elems;
+		const float *g  = r->g + j * r->row_elems;
 		for (int64_t i = at; i < at + r->row_elems; i++) {
 			double wi = r->w[i], sl[PASCI_OPT_MAX_SLOTS] = {0};
 			for (int q = 0; q < nslots; q++) {
@@ -220,7 +220,7 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
     const int64_t *ids, int64_t nrows, int64_t row_elems, int64_t at,
     const pasco_tensor *grad, int64_t from)
 {
-	const pasci_opt_desc *d                        = pasci_opt_desc_of((int) o->kind);
+	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
 	double                k[PASCI_OPT_MAX_SCALARS] = {0};
 	scalars_of(d, o, s, k);
 	if (value->dtype == PASCO_F32 && grad->dtype == PASCO_F32) {
@@ -231,7 +231,8 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 		    .row_elems         = row_elems,
 		    .at                = at};
 		for (int q = 0; q < s->nslots; q++) {
-			r.slot[q] = s->slot[q] != NULL ? s->slot[q]->data : NULL;
+			r.slot[q] =
+			    s->slot[q] != NULL ? s->slot[q]->data : NULL;
 		}
 		if (d->f32_rows != NULL) {
 			d->f32_rows(o, k, &r);
@@ -246,8 +247,8 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 			    ids[i + PREFETCH_AHEAD] * row_elems, row_elems);
 		}
 		apply_span(d, o, k, s, value,
-		    ids != NULL ? ids[i] * row_elems : at + i * row_elems, grad,
-		    from + i * row_elems, row_elems);
+		    ids != NULL ? ids[i] * row_elems : at + i * row_elems,
+		    grad, from + i * row_elems, row_elems);
 	}
 }
 
