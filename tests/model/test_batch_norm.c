@@ -192,14 +192,19 @@ trained_model(setup *st, double momentum)
 	return m;
 }
 
+/* global_clipnorm for train_on's SGD (0: none): set by a test before
+ * its steps. */
+static double clip;
+
 static void
 train_on(const pasco_model *m, pasco_tensor *x)
 {
 	pasco_tensor   *y;
 	pasco_tape     *tp;
-	pasco_optimizer sgd  = pasco_sgd(0.05, 0, false);
-	pasco_loss      loss = {PASCO_LOSS_MSE, false};
-	double          v;
+	pasco_optimizer sgd = pasco_sgd(0.05, 0, false);
+	sgd.global_clipnorm = clip;
+	pasco_loss loss     = {PASCO_LOSS_MSE, false};
+	double     v;
 	PASCO_PASS(pasco_tensor_alloc(&y, PASCO_F32, 2, (int64_t[]){SB, 1}));
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
 	int rv = pasco_model_train_step(m, tp, &x, y, loss, &sgd, &v);
@@ -223,13 +228,18 @@ read_named(const pasco_model *m, const char *name)
 	return NULL;
 }
 
-Test(batch_norm, moving_statistics_on_the_ps_follow_keras_recurrence)
+/* The recurrence after STEPS steps of shifting batches; with clipnorm
+ * set, through the clipping front end of the apply (the updates are
+ * not gradients: never clipped). */
+static void
+check_recurrence(double clipnorm)
 {
 	setup         st;
 	pasco_tensor *xs, *x, *mm0, *mv0, *ins[3], *mm, *mv, *gamma;
 	double        want[2 * W];
 	setup_start(&st, 2);
 	pasco_model *m = trained_model(&st, 0.9);
+	clip           = clipnorm;
 	mm0            = read_named(m, "batch_normalization/moving_mean");
 	mv0            = read_named(m, "batch_normalization/moving_variance");
 	xs = rnd(PASCO_F32, 3, (int64_t[]){STEPS, SB, W}, 21, -1, 1);
@@ -262,6 +272,16 @@ Test(batch_norm, moving_statistics_on_the_ps_follow_keras_recurrence)
 	pasco_tensor_release(xs);
 	pasco_model_free(m);
 	setup_stop(&st);
+}
+
+Test(batch_norm, moving_statistics_on_the_ps_follow_keras_recurrence)
+{
+	check_recurrence(0);
+}
+
+Test(batch_norm, moving_statistics_are_not_clipped_with_the_gradients)
+{
+	check_recurrence(1e-3);
 }
 
 /* Concurrent steps, as two workers take them: every batch the same, of
