@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clip.h"
+#include "optimizer_desc.h"
 #include "pasco/optimizer.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -393,28 +395,95 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
 	return pasco_variable_apply_gradients_mixed(n, vars, opt, NULL, grads);
 }
 
+/* A step's non-gradient updates (pasci_apply_mixed_adds): vars[k] gets
+ * deltas[k] added. */
+typedef struct apply_adds {
+	size_t                     n;
+	pasco_variable *const     *vars;
+	const pasco_tensor *const *deltas;
+} apply_adds;
+
+static int apply_clipped(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    const pasco_tensor *const *grads, const apply_adds *adds,
+    const pasci_step *pre);
+
 /* The mixed apply; with *pre, the step it was given (taken with the
- * step's reads), else one admitted here. */
+ * step's reads), else one admitted here. With clipping (opt's clipnorm,
+ * clipvalue or global_clipnorm), of the clipped gradients. adds (may be
+ * NULL) travel in the same requests (VAR_ASSIGN_ADD), unstamped: not
+ * gradients, no BSP round averages or waits for them, never clipped; a
+ * dropped step sends neither. */
 static int
 apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
     const pasco_tensor *const *ids, const pasco_tensor *const *grads,
+    const apply_adds *adds, const pasci_step *pre)
+{
+	pasco_tensor **made;
+	const char    *bad;
+	int            rv;
+	if (opt != NULL && (bad = pasci_opt_clip_error(opt)) != NULL) {
+		return n > 0 ? pasci_variable_fail(vars[0], PASCO_EINVAL,
+		                   "apply_gradients: %s", bad)
+		             : PASCO_EINVAL;
+	}
+	if (opt == NULL || !pasci_clip_wanted(opt)) {
+		return apply_clipped(n, vars, opt, ids, grads, adds, pre);
+	}
+	if ((made = calloc(2 * n + 1, sizeof(*made))) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	/* made[0..n): new ids, made[n..2n): new gradients (NULL: as given) */
+	rv = pasci_clip_gradients(n, opt, ids, grads, made, made + n);
+	if (rv == 0) {
+		const pasco_tensor **use = calloc(2 * n + 1, sizeof(*use));
+		for (size_t k = 0; use != NULL && k < n; k++) {
+			bool kept  = made[n + k] == NULL;
+			use[k]     = kept || made[k] == NULL
+			                 ? (ids != NULL ? ids[k] : NULL)
+			                 : made[k];
+			use[n + k] = kept ? grads[k] : made[n + k];
+		}
+		rv = use != NULL
+		         ? apply_clipped(n, vars, opt, use, use + n, adds, pre)
+		         : PASCO_ENOMEM;
+		free(use);
+		pasci_clip_release(n, made, made + n);
+	}
+	free(made);
+	return rv;
+}
+
+static int
+apply_clipped(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    const pasco_tensor *const *grads, const apply_adds *adds,
     const pasci_step *pre)
 {
-	shard_call **calls = calloc(n + 1, sizeof(*calls));
-	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
-	pasci_step   st    = {0};
+	size_t           nadd  = adds != NULL ? adds->n : 0;
+	shard_call     **calls = calloc(n + nadd + 1, sizeof(*calls));
+	pasco_variable **all   = calloc(n + nadd + 1, sizeof(*all));
+	int        rv = calls != NULL && all != NULL ? PASCO_OK : PASCO_ENOMEM;
+	pasci_step st = {0};
 	if (opt == NULL) {
 		free(calls);
+		free(all);
 		return n > 0 ? pasci_variable_fail(vars[0], PASCO_EINVAL,
 		                   "apply_gradients: no optimizer")
 		             : PASCO_EINVAL;
 	}
 	for (size_t k = 0; k < n && rv == 0; k++) {
-		rv = ids != NULL && ids[k] != NULL
-		         ? pasci_sparse_calls(vars[k], ids[k], grads[k], 0,
-		               opt, "apply_gradients", &calls[k])
-		         : update_calls(vars[k], PASCI_METHOD_VAR_APPLY, opt,
-		               grads[k], "apply_gradients", &calls[k]);
+		all[k] = vars[k];
+		rv     = ids != NULL && ids[k] != NULL
+		             ? pasci_sparse_calls(vars[k], ids[k], grads[k], 0,
+		                   opt, "apply_gradients", &calls[k])
+		             : update_calls(vars[k], PASCI_METHOD_VAR_APPLY, opt,
+		                   grads[k], "apply_gradients", &calls[k]);
+	}
+	for (size_t k = 0; k < nadd && rv == 0; k++) {
+		all[n + k] = adds->vars[k];
+		rv = update_calls(adds->vars[k], PASCI_METHOD_VAR_ASSIGN_ADD,
+		    NULL, adds->deltas[k], "assign_add", &calls[n + k]);
 	}
 	/* every gradient checked: now the step (one per call, all vars) */
 	if (rv == 0 && n > 0 && pre != NULL) {
@@ -426,15 +495,16 @@ apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
 		for (size_t k = 0; k < n; k++) {
 			pasci_step_stamp(&st, vars[k], calls[k]);
 		}
-		rv = pasci_shard_calls_run_many(n, vars, calls);
+		rv = pasci_shard_calls_run_many(n + nadd, all, calls);
 	}
 	pasci_step_end(&st);
-	for (size_t k = 0; k < n && calls != NULL; k++) {
+	for (size_t k = 0; k < n + nadd && calls != NULL; k++) {
 		if (calls[k] != NULL) {
-			pasci_shard_calls_free(vars[k], calls[k]);
+			pasci_shard_calls_free(all[k], calls[k]);
 		}
 	}
 	free(calls);
+	free(all);
 	return rv;
 }
 
@@ -443,16 +513,19 @@ pasco_variable_apply_gradients_mixed(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
     pasco_tensor_array grads)
 {
-	return apply_mixed(n, vars, opt, ids, grads.c, NULL);
+	return apply_mixed(n, vars, opt, ids, grads.c, NULL, NULL);
 }
 
 int
-pasci_apply_gradients_mixed_at(size_t n, pasco_variable *const *vars,
+pasci_apply_mixed_adds(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    const pasco_tensor *const *grads, int64_t t)
+    const pasco_tensor *const *grads, size_t nadd, pasco_variable *const *adds,
+    const pasco_tensor *const *deltas, const int64_t *t)
 {
-	pasci_step pre = {.t = t};
-	return apply_mixed(n, vars, opt, ids, grads, &pre);
+	apply_adds a   = {nadd, adds, deltas};
+	pasci_step pre = {.t = t != NULL ? *t : 0};
+	return apply_mixed(
+	    n, vars, opt, ids, grads, &a, t != NULL ? &pre : NULL);
 }
 
 const char *

@@ -168,17 +168,23 @@ int pasci_variable_read_mixed_find(size_t n, pasco_variable *const *vars,
 
 /* pasco_variable_read_mixed, and counter's fetch-add of 1 in the same
  * requests: *t gets the value after, the step of an apply made with
- * pasci_apply_gradients_mixed_at. PASCO_EINVAL unless
+ * pasci_apply_mixed_adds. PASCO_EINVAL unless
  * pasci_step_can_prefetch(counter). */
 int pasci_variable_read_mixed_step(size_t n, pasco_variable *const *vars,
     const pasco_tensor *const *ids, pasco_tensor **outs,
     pasco_variable *counter, int64_t *t);
 
-/* pasco_variable_apply_gradients_mixed with the step already taken (t,
- * from pasci_variable_read_mixed_step): no fetch-add before it. */
-int pasci_apply_gradients_mixed_at(size_t n, pasco_variable *const *vars,
+/* pasco_variable_apply_gradients_mixed, and adds[k] gets deltas[k]
+ * (whole, of its dtype and shape) added in the same requests: a step's
+ * non-gradient updates (BatchNormalization's moving statistics). The
+ * adds are not stamped with the step (under BSP no round averages or
+ * waits for them); a step dropped as stale sends nothing. t: the step
+ * already taken (pasci_variable_read_mixed_step: no fetch-add before
+ * it), or NULL: admitted here. A failure is recorded on its variable. */
+int pasci_apply_mixed_adds(size_t n, pasco_variable *const *vars,
     const pasco_optimizer *opt, const pasco_tensor *const *ids,
-    const pasco_tensor *const *grads, int64_t t);
+    const pasco_tensor *const *grads, size_t nadd, pasco_variable *const *adds,
+    const pasco_tensor *const *deltas, const int64_t *t);
 
 /* Admits one apply of opt through opt->iterations (nothing without it).
  * A failure is recorded on the counter and on v. */

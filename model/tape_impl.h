@@ -78,11 +78,33 @@ struct pasco_tnode {
  * fetch-add it with the variables and keep the step (taken, t), which
  * pasco_tape_apply then uses for an optimizer whose iterations it is. A
  * step that fails between them leaves that global step unused. */
+typedef struct pasci_tape_update pasci_tape_update;
 typedef struct pasci_tape_step {
 	pasco_variable *counter;
 	int64_t         t;
 	bool            taken;
+	/* the updates recorded (pasci_tape_add_update), latest first */
+	pasci_tape_update *updates;
 } pasci_tape_step;
+
+/* A non-gradient update that a layer's forward pass records on a
+ * training tape (BatchNormalization's moving statistics): delta added to
+ * the variable that the watched leaf var was read from. pasco_tape_apply
+ * sends each as an assign_add in the requests of the step's gradients.
+ * In the tape's arena. */
+struct pasci_tape_update {
+	pasci_tape_update  *next;
+	pasco_tnode        *var;
+	const pasco_tensor *delta; /* var's dtype and shape; the tape's */
+};
+
+/* Records that delta (of var's dtype and count; held by the tape until
+ * it is freed, as pasco_tape_constant holds it) is to be added to the
+ * variable of var, a leaf of pasco_tape_watch (pasco_tape_read's).
+ * PASCO_EINVAL on the tape (and false) for another node or a delta that
+ * does not fit. */
+bool pasci_tape_add_update(
+    pasco_tape *tp, pasco_tnode *var, const pasco_tensor *delta);
 
 pasci_tape_step *pasci_tape_step_of(pasco_tape *tp);
 

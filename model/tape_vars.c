@@ -138,7 +138,77 @@ pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars)
 	return pasco_tape_error(tp);
 }
 
-/* Sends the gradients present in g[0..n) in one mixed apply. */
+bool
+pasci_tape_add_update(
+    pasco_tape *tp, pasco_tnode *var, const pasco_tensor *delta)
+{
+	pasci_tape_update *u;
+	if (pasco_tape_error(tp) != PASCO_OK) {
+		return false;
+	}
+	if (var == NULL || var->leaf != PASCI_WATCHED || delta == NULL ||
+	    delta->dtype != var->value.dtype ||
+	    delta->count != var->value.count) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "update: %s is not a variable read whole, or delta %s "
+		    "does not fit it",
+		    var != NULL ? PASCI_SPEC(var) : "(null)",
+		    delta != NULL ? PASCI_TSPEC(delta) : "(null)");
+		return false;
+	}
+	/* a constant no op reads: the tape holds delta until it is freed
+	 * (the apply sends views of it) */
+	if (pasco_tape_constant(tp, delta) == NULL ||
+	    (u = pasci_tape_mem(tp, sizeof(*u))) == NULL) {
+		return false;
+	}
+	u->var                          = var;
+	u->delta                        = delta;
+	u->next                         = pasci_tape_step_of(tp)->updates;
+	pasci_tape_step_of(tp)->updates = u;
+	return true;
+}
+
+/* The recorded updates, each to the variable of vars[0..n) it was read
+ * from: *nadd of them into adds and deltas (the tape's arena). */
+static bool
+updates_of(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
+    pasco_variable ***adds, const pasco_tensor ***deltas, size_t *nadd)
+{
+	size_t m = 0;
+	*nadd    = 0;
+	for (pasci_tape_update *u = pasci_tape_step_of(tp)->updates; u != NULL;
+	     u                    = u->next) {
+		m++;
+	}
+	*adds   = pasci_tape_mem(tp, (m + 1) * sizeof(**adds));
+	*deltas = pasci_tape_mem(tp, (m + 1) * sizeof(**deltas));
+	if (*adds == NULL || *deltas == NULL) {
+		return false;
+	}
+	for (pasci_tape_update *u = pasci_tape_step_of(tp)->updates; u != NULL;
+	     u                    = u->next) {
+		size_t k = 0;
+		while (k < n && vars[k].node != u->var) {
+			k++;
+		}
+		if (k == n) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "apply: an update recorded in the forward pass (a "
+			    "BatchNormalization's moving statistics) is of a "
+			    "variable %s not among the %zu given",
+			    PASCI_SPEC(u->var), n);
+			return false;
+		}
+		(*adds)[*nadd]   = vars[k].var;
+		(*deltas)[*nadd] = u->delta;
+		(*nadd)++;
+	}
+	return true;
+}
+
+/* Sends the gradients present in g[0..n), and the tape's updates, in
+ * one mixed apply. */
 static int
 apply_present(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
     const pasco_tape_grad *g, const pasco_optimizer *opt)
@@ -146,10 +216,15 @@ apply_present(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
 	pasco_variable     **vs    = calloc(n + 1, sizeof(*vs));
 	const pasco_tensor **ids   = calloc(n + 1, sizeof(*ids));
 	const pasco_tensor **grads = calloc(n + 1, sizeof(*grads));
-	size_t               m     = 0;
-	int                  rv    = PASCO_OK;
+	pasco_variable     **adds;
+	const pasco_tensor **deltas;
+	size_t               m  = 0, nadd;
+	int                  rv = PASCO_OK;
 	if (vs == NULL || ids == NULL || grads == NULL) {
 		pasci_tape_fail(tp, PASCO_ENOMEM, "apply: out of memory");
+		goto out;
+	}
+	if (!updates_of(tp, n, vars, &adds, &deltas, &nadd)) {
 		goto out;
 	}
 	for (size_t k = 0; k < n; k++) {
@@ -165,15 +240,21 @@ apply_present(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
 		    "apply: the loss depends on none of the %zu variables", n);
 	} else {
 		pasci_tape_step *st = pasci_tape_step_of(tp);
-		rv = st->taken && opt != NULL && opt->iterations == st->counter
-		         ? pasci_apply_gradients_mixed_at(
-		               m, vs, opt, ids, grads, st->t)
-		         : pasco_variable_apply_gradients_mixed(
-		               m, vs, opt, ids, grads);
-		st->taken = false;
+		bool             at =
+		    st->taken && opt != NULL && opt->iterations == st->counter;
+		rv = pasci_apply_mixed_adds(m, vs, opt, ids, grads, nadd, adds,
+		    deltas, at ? &st->t : NULL);
+		st->taken   = false;
+		st->updates = NULL; /* sent once */
 		if (rv != PASCO_OK) {
+			pasco_variable *const *bad = vs;
+			size_t                 nb  = m;
+			if (var_message(m, vs)[0] == '\0') {
+				bad = adds;
+				nb  = nadd;
+			}
 			pasci_tape_fail(
-			    tp, rv, "apply: %s", var_message(m, vs));
+			    tp, rv, "apply: %s", var_message(nb, bad));
 		}
 	}
 out:

@@ -25,6 +25,7 @@
 #include "layer_desc.h"
 #include "model_impl.h"
 #include "pasco/hash.h"
+#include "tape_impl.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -610,6 +611,35 @@ run_update(pasci_gstep_run *r, size_t u)
 	return rv;
 }
 
+/* The updates its models' forward passes recorded on a training tape (a
+ * BatchNormalization's moving statistics, layers.h): each an assign_add
+ * of the step variable its watched node was read from. */
+static int
+run_layer_updates(pasci_gstep_run *r)
+{
+	const pasci_tape_update *u = pasci_tape_step_of(r->tp)->updates;
+	for (; u != NULL; u = u->next) {
+		size_t v = 0;
+		int    rv;
+		while (v < r->nvars && r->src[v] != u->var) {
+			v++;
+		}
+		if (v == r->nvars) {
+			return pasco_call_fail(r->call, PASCO_EINVAL,
+			    "%s: a layer's update is of no step variable",
+			    r->s->name);
+		}
+		rv = pasco_variable_assign_add(r->vars[v], u->delta);
+		if (rv != 0) {
+			return pasco_call_fail(r->call, rv,
+			    "%s: the update of '%s' (a layer's): %s",
+			    r->s->name, pasco_variable_name(r->vars[v]),
+			    pasco_variable_error(r->vars[v]));
+		}
+	}
+	return PASCO_OK;
+}
+
 /* The outputs, copied, as the call's LIST result (empty for a step that
  * returns nothing). */
 static int
@@ -733,6 +763,9 @@ run_step(pasci_gstep_run *r)
 	}
 	for (size_t u = 0; rv == 0 && u < r->s->nupdates; u++) {
 		rv = run_update(r, u);
+	}
+	if (rv == 0) {
+		rv = run_layer_updates(r);
 	}
 	if (rv == 0) {
 		rv = return_outputs(r, outs);

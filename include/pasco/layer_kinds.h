@@ -24,6 +24,8 @@
 	PASCO_LAYER_KIND(MULTIPLY, multiply)                                  \
 	PASCO_LAYER_KIND(AVERAGE, average)                                    \
 	PASCO_LAYER_KIND(DOT, dot)                                            \
-	PASCO_LAYER_KIND(GLOBAL_AVERAGE_POOLING1D, global_average_pooling1d)
+	PASCO_LAYER_KIND(GLOBAL_AVERAGE_POOLING1D, global_average_pooling1d) \
+	PASCO_LAYER_KIND(BATCH_NORMALIZATION, batch_norm)                     \
+	PASCO_LAYER_KIND(LAYER_NORMALIZATION, layer_norm)
 
 #endif

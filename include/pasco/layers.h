@@ -66,6 +66,32 @@
  *     adapted), created on the ps and saved with them but not among
  *     pasco_model_variable (a step never reads it; a worker binds only
  *     mean and variance).
+ *   BatchNormalization: Keras 3's keras.layers.BatchNormalization on
+ *     [batch, width] (axis -1): gamma * (x - mean) / sqrt(variance +
+ *     epsilon) + beta per feature. momentum (0.99), epsilon (1e-3), center
+ *     (beta; true), scale (gamma; true), beta_initializer (zeros),
+ *     gamma_initializer (ones), moving_mean_initializer (zeros),
+ *     moving_variance_initializer (ones). Variables <name>/gamma, /beta
+ *     (trainable), /moving_mean and /moving_variance [width]
+ *     (non-trainable: never differentiated). On a training tape mean and
+ *     variance are the batch's (variance biased) and the gradient goes
+ *     through them, and the layer records an update of each moving
+ *     statistic, moving += (batch - moving_read) * (1 - momentum),
+ *     computed against the value the step read: pasco_tape_apply sends
+ *     it as an assign_add in the requests of the step's gradients
+ *     (TensorFlow's assign_moving_average under its ParameterServer-
+ *     Strategy: every step's update is added once; two workers that read
+ *     the same value each add their own, so their updates overlap by
+ *     (1 - momentum)^2, as their gradients are stale). Otherwise
+ *     (evaluation, prediction) mean and variance are the moving ones.
+ *   LayerNormalization: Keras 3's keras.layers.LayerNormalization
+ *     (axis -1): gamma * (x - mean) / sqrt(variance + epsilon) + beta,
+ *     mean and variance over each example's features. epsilon (1e-3),
+ *     center, scale, beta_initializer, gamma_initializer as above;
+ *     rms_scaling (false): x / sqrt(variance + epsilon) * gamma, no beta
+ *     (Keras's, which takes the variance, not the mean square). Variables
+ *     <name>/gamma and /beta [width].
+ *   Their regularizers and constraints are None (Keras's defaults).
  *
  * Names. A layer gets its name when constructed, as Keras names it: the
  * kind in snake case, then _1, _2, ... for later layers of that kind in
@@ -184,6 +210,13 @@ typedef struct pasco_layer {
 	 * 0), as in a Sequential model. */
 	int32_t inputs[PASCO_LAYER_MAX_INPUTS];
 	size_t  ninputs;
+	/* BatchNormalization (momentum, the moving statistics' initializers)
+	 * and LayerNormalization (rms_scaling): epsilon, center (beta), scale
+	 * (gamma), beta_initializer, gamma_initializer */
+	double            momentum, epsilon;
+	bool              center, scale, rms_scaling;
+	pasco_initializer beta_initializer, gamma_initializer;
+	pasco_initializer moving_mean_initializer, moving_variance_initializer;
 } pasco_layer;
 
 /* Layers with Keras's defaults, each named as it is constructed. */
@@ -194,6 +227,8 @@ pasco_layer pasco_layer_dropout(double rate);
 pasco_layer pasco_layer_activation(pasco_act activation);
 pasco_layer pasco_layer_concatenate(void);
 pasco_layer pasco_layer_normalization(void);
+pasco_layer pasco_layer_batch_normalization(void);
+pasco_layer pasco_layer_layer_normalization(void);
 
 /* Sets l's inputs (pasco_model_functional) and returns it:
  * pasco_layer_on(pasco_layer_concatenate(), 2, (int32_t[]){0, 1}). */

@@ -19,6 +19,12 @@
  *            m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2);
  *            amsgrad: vh = max(vh, v), use vh;
  *            w -= alpha * m / (sqrt(v) + epsilon)
+ *   AdamW    decoupled weight decay, then Adam: w -= w * weight_decay * lr
+ *            (a sparse apply decays only its rows, as its moments)
+ *   Nadam    t as Adam's;  u(i) = beta_1 (1 - 0.5 * 0.96^i);
+ *            U(t) = u(1) ... u(t);  m, v as Adam's;
+ *            m^ = u(t+1) m / (1 - U(t) u(t+1)) + (1 - u(t)) g / (1 - U(t));
+ *            w -= lr * m^ / (sqrt(v / (1 - beta_2^t)) + epsilon)
  *   FTRL     l2' = l2 + beta / (2 lr);  gs = g + 2 * l2_shrinkage * w;
  *            n' = n + g^2;  z += gs - (n'^-p - n^-p) / lr * w
  *            (p = learning_rate_power);  q = n'^-p / lr + 2 l2';
@@ -73,16 +79,28 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "optimizer_kinds.h"
 #include "tensor.h"
 #include "variable.h"
 
+/* PASCO_OPT_SGD = 1, PASCO_OPT_ADAGRAD, PASCO_OPT_RMSPROP, PASCO_OPT_ADAM,
+ * PASCO_OPT_FTRL, PASCO_OPT_ADAMW, PASCO_OPT_NADAM: one per line of optimizer_kinds.h, in its order (0 is
+ * no kind). The kinds are numbered by a helper enum so that the public one
+ * holds the kinds only: a switch over it that names every kind needs no
+ * default. */
+#define PASCO_OPT_ORDINAL_(name, file) PASCO_OPT_ORDINAL_##name##_,
+enum {
+	PASCO_OPT_ORDINAL_NONE_ = 0,
+	PASCO_OPTIMIZER_KIND_LIST(PASCO_OPT_ORDINAL_)
+	/* Not a kind: one past the last. */
+	PASCO_OPT_KIND_COUNT
+};
+#undef PASCO_OPT_ORDINAL_
+#define PASCO_OPT_ENUM_(name, file) PASCO_OPT_##name = PASCO_OPT_ORDINAL_##name##_,
 typedef enum pasco_optimizer_kind {
-	PASCO_OPT_SGD     = 1,
-	PASCO_OPT_ADAGRAD = 2,
-	PASCO_OPT_RMSPROP = 3,
-	PASCO_OPT_ADAM    = 4,
-	PASCO_OPT_FTRL    = 5,
+	PASCO_OPTIMIZER_KIND_LIST(PASCO_OPT_ENUM_)
 } pasco_optimizer_kind;
+#undef PASCO_OPT_ENUM_
 
 /* How applies through a global step combine (see above). */
 typedef enum pasco_consistency {
@@ -91,9 +109,92 @@ typedef enum pasco_consistency {
 	PASCO_SSP = 2, /* stale synchronous: gradients > s steps old dropped */
 } pasco_consistency;
 
+/* Keras 3's learning-rate schedules (keras.optimizers.schedules), set as
+ * opt.schedule: the ps evaluates the schedule at each apply's step
+ * (Keras's optimizer.iterations: the global step before the apply, 0 for
+ * the first; without opt.iterations, the shard's count of earlier
+ * applies) and uses it as the learning rate, in place of
+ * opt.learning_rate. With p = step / decay_steps (floor(p) when
+ * staircase):
+ *
+ *   ExponentialDecay        lr0 * decay_rate^p
+ *   InverseTimeDecay        lr0 / (1 + decay_rate * p)
+ *   PolynomialDecay         (lr0 - end) * (1 - s / d)^power + end, with
+ *                           s = min(step, decay_steps), d = decay_steps;
+ *                           cycle: s = step, d = decay_steps *
+ *                           ceil(step / decay_steps) (1 at step 0)
+ *   CosineDecay             no warmup (warmup_target NAN, Keras's None):
+ *                           lr0 * ((1 - alpha) * c + alpha),
+ *                           c = 0.5 (1 + cos(pi * min(step, decay_steps) /
+ *                           decay_steps)); with warmup: before
+ *                           warmup_steps, lr0 + (warmup_target - lr0) *
+ *                           step / warmup_steps, then the decay from
+ *                           warmup_target over step - warmup_steps
+ *                           (step at most decay_steps + warmup_steps)
+ *   PiecewiseConstantDecay  values[0] while step <= boundaries[0],
+ *                           values[i] while step <= boundaries[i], then
+ *                           values[n] (Keras's sum of ranges)
+ */
+typedef enum pasco_lr_schedule_kind {
+	PASCO_LR_CONSTANT                 = 0, /* opt.learning_rate */
+	PASCO_LR_EXPONENTIAL_DECAY        = 1,
+	PASCO_LR_PIECEWISE_CONSTANT_DECAY = 2,
+	PASCO_LR_POLYNOMIAL_DECAY         = 3,
+	PASCO_LR_COSINE_DECAY             = 4,
+	PASCO_LR_INVERSE_TIME_DECAY       = 5,
+} pasco_lr_schedule_kind;
+
+/* The most boundaries of a PiecewiseConstantDecay. */
+#define PASCO_LR_MAX_BOUNDARIES 32
+
+typedef struct pasco_lr_schedule {
+	pasco_lr_schedule_kind kind;
+	double                 initial_learning_rate;
+	double                 decay_steps;
+	double                 decay_rate;  /* Exponential, InverseTime */
+	bool                   staircase;   /* Exponential, InverseTime */
+	double                 end_learning_rate; /* Polynomial */
+	double                 power;             /* Polynomial */
+	bool                   cycle;             /* Polynomial */
+	double                 alpha;             /* Cosine */
+	double                 warmup_target;     /* Cosine; NAN: none */
+	double                 warmup_steps;      /* Cosine */
+	int32_t                nboundaries;       /* Piecewise */
+	double                 boundaries[PASCO_LR_MAX_BOUNDARIES];
+	double                 values[PASCO_LR_MAX_BOUNDARIES + 1];
+} pasco_lr_schedule;
+
+/* Keras's constructors, with its defaults in the comments. */
+pasco_lr_schedule pasco_exponential_decay(double initial_learning_rate,
+    double decay_steps, double decay_rate, bool staircase /* false */);
+pasco_lr_schedule pasco_inverse_time_decay(double initial_learning_rate,
+    double decay_steps, double decay_rate, bool staircase /* false */);
+pasco_lr_schedule pasco_polynomial_decay(double initial_learning_rate,
+    double decay_steps, double end_learning_rate /* 0.0001 */,
+    double power /* 1.0 */, bool cycle /* false */);
+pasco_lr_schedule pasco_cosine_decay(double initial_learning_rate,
+    double decay_steps, double alpha /* 0.0 */,
+    double warmup_target /* NAN */, double warmup_steps /* 0 */);
+/* n boundaries (at most PASCO_LR_MAX_BOUNDARIES) and n + 1 values, copied;
+ * a schedule of more has nboundaries -1, which applies refuse. */
+pasco_lr_schedule pasco_piecewise_constant_decay(
+    int32_t n, const double *boundaries, const double *values);
+
+/* The learning rate of s at step (0, 1, ...); for PASCO_LR_CONSTANT,
+ * constant. Thread-safe. */
+double pasco_lr_schedule_at(
+    const pasco_lr_schedule *s, int64_t step, double constant);
+
+/* What is wrong with s (Keras's ValueErrors: decay_steps <= 0, boundaries
+ * and values of other lengths, ...), or NULL. Thread-safe. */
+const char *pasco_lr_schedule_error(const pasco_lr_schedule *s);
+
 typedef struct pasco_optimizer {
 	pasco_optimizer_kind kind;
 	double               learning_rate;
+	/* A learning-rate schedule (above); kind PASCO_LR_CONSTANT: none,
+	 * learning_rate is used. */
+	pasco_lr_schedule schedule;
 	double               momentum;       /* SGD, RMSprop */
 	bool                 nesterov;       /* SGD */
 	double               rho;            /* RMSprop */
@@ -104,6 +205,18 @@ typedef struct pasco_optimizer {
 	double               initial_accumulator_value;  /* Adagrad, FTRL */
 	double               learning_rate_power;        /* FTRL */
 	double               l1, l2, l2_shrinkage, beta; /* FTRL */
+	double               weight_decay;               /* AdamW */
+	/* Keras's gradient clipping, every optimizer; 0: none; at most one
+	 * of the three set. Applied where the gradients are sent
+	 * (pasco_variable_apply_gradients*, on the worker), to the whole
+	 * gradient of each variable before it is split into shards:
+	 * clipnorm scales each gradient to an L2 norm of at most clipnorm,
+	 * clipvalue clips each element to [-clipvalue, clipvalue],
+	 * global_clipnorm scales all the gradients of one apply call
+	 * (a model's train step: every variable's) by
+	 * min(1, global_clipnorm / their joint L2 norm). A sparse gradient's
+	 * rows are summed by id first (its dense gradient's norm). */
+	double clipnorm, clipvalue, global_clipnorm;
 	/* The global step (see above); NULL: each shard counts its own
 	 * applies and every gradient is applied at once. Borrowed. */
 	pasco_variable *iterations;
@@ -119,6 +232,10 @@ pasco_optimizer pasco_rmsprop(
     double learning_rate, double rho, double momentum, bool centered);
 pasco_optimizer pasco_adam(double learning_rate, bool amsgrad);
 pasco_optimizer pasco_ftrl(double learning_rate, double l1, double l2);
+/* Keras 3's AdamW (weight_decay 0.004) and Nadam (betas 0.9, 0.999). */
+pasco_optimizer pasco_adamw(
+    double learning_rate, double weight_decay, bool amsgrad);
+pasco_optimizer pasco_nadam(double learning_rate);
 
 /* Applies grad (v's dtype and shape; float variables only) with opt
  * (through opt->iterations when set: see above).

@@ -245,7 +245,12 @@ int pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars);
  * ids and rows, every request in flight together and, with
  * opt->iterations, one global step. A variable the loss does not depend
  * on is left out (Keras skips a None gradient); none at all is
- * PASCO_EINVAL. On failure the tape's error is set and returned. Blocks. */
+ * PASCO_EINVAL. The updates a training forward pass recorded (a
+ * BatchNormalization's moving statistics, layers.h) travel in the same
+ * requests, each an assign_add of its variable, which must be among
+ * vars; they are sent once (a second apply on the tape sends none), and
+ * not at all when the step is dropped as stale (SSP). On failure the
+ * tape's error is set and returned. Blocks. */
 int pasco_tape_apply(pasco_tape *tp, pasco_tnode *loss, size_t n,
     const pasco_tape_var *vars, const pasco_optimizer *opt);
 

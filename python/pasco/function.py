@@ -263,15 +263,19 @@ def _call_model(model: Any, inputs: Any, training: bool) -> Any:
 
 def _trainable_variables(model: Any) -> List[Any]:
     """Keras's model.trainable_variables: every variable but a
-    Normalization layer's mean and variance."""
-    from .layers import Normalization
+    Normalization layer's mean and variance and a BatchNormalization's
+    moving_mean and moving_variance."""
+    from .layers import BatchNormalization, Normalization
     st = _tracing()
     if st is not None:
         st.model_index(model)
         st.parsed(model)
     frozen = {l.name for l in model.layers if isinstance(l, Normalization)}
+    moving = {f"{l.name}/{s}" for l in model.layers
+              if isinstance(l, BatchNormalization)
+              for s in ("moving_mean", "moving_variance")}
     return [v for v in model.variables
-            if v.name.split("/")[0] not in frozen]
+            if v.name.split("/")[0] not in frozen and v.name not in moving]
 
 
 def _model_losses(model: Any) -> List[Any]:

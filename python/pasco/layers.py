@@ -751,3 +751,7 @@ def _trace_call(layer: Layer, shapes: List[Tuple[Any, int]],
 from ._layers_merge import *  # noqa: E402,F401,F403
 from ._layers_merge import __all__ as _merge_all  # noqa: E402
 __all__ += _merge_all
+# BatchNormalization, LayerNormalization (issue 33): python/pasco/_layers_norm.py
+from ._layers_norm import *  # noqa: E402,F401,F403
+from ._layers_norm import __all__ as _norm_all  # noqa: E402
+__all__ += _norm_all

@@ -645,7 +645,7 @@ class Model:
     @property
     def trainable_variables(self) -> List[Variable]:
         """Keras's: the variables a gradient may change (all but a
-        Normalization's)."""
+        Normalization's and a BatchNormalization's moving statistics)."""
         from .function import _trainable_variables
         return _trainable_variables(self)
 

@@ -8,11 +8,22 @@ import subprocess
 
 
 def load_module(root, filename):
-    """python/pasco/FILENAME alone (no numpy, no library)."""
-    path = os.path.join(root, "python", "pasco", filename)
+    """python/pasco/FILENAME without the package's __init__ (no numpy, no
+    library): as pasco.<name> of an empty package over python/pasco, so
+    that its relative imports (pasco.layers' of its kinds' modules)
+    load the files they name."""
+    import sys
+    import types
+    d = os.path.join(root, "python", "pasco")
+    if "pasco" not in sys.modules:
+        pkg = types.ModuleType("pasco")
+        pkg.__path__ = [d]
+        sys.modules["pasco"] = pkg
+    name = "pasco." + filename[:-3]
     spec = importlib.util.spec_from_file_location(
-        "pasco_" + filename[:-3], path)
+        name, os.path.join(d, filename))
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
 

@@ -212,6 +212,14 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         # Embedding(mask_zero) + GlobalAveragePooling1D + Dense (issue 33)
         p = launch("merge_layers.py", d)
         ok = p.returncode == 0 and "merge_layers: OK" in p.stdout
+    elif case == "batch_norm":
+        # BatchNormalization's moving statistics: Keras's recurrence on 1
+        # worker, every update counted once on 2, the accuracy band
+        p = launch("batch_norm.py", d, "one", workers=1)
+        ok = p.returncode == 0 and "batch_norm: OK one" in p.stdout
+        if ok:
+            p = launch("batch_norm.py", d, "two", timeout=240)
+            ok = p.returncode == 0 and "batch_norm: OK two" in p.stdout
     else:
         sys.exit(f"unknown case {case}")
 left = kill_leftovers()
