@@ -459,9 +459,14 @@ apply_f32(const pasco_optimizer *o, const opt_ops *ops, double alpha,
 	f32_args a                         = {.w = (float *) value->data + at,
 	                            .g           = (const float *) grad->data + from,
 	                            .n           = n};
+	/* the configuration says which slots an update uses, not their
+	 * presence: a restore sets every slot a checkpoint holds (Adam's
+	 * v_hat without amsgrad, a zero one), which must not turn
+	 * amsgrad (or RMSprop's centered) on */
 	for (int k = 0; k < s->nslots; k++) {
-		slot[k] = s->slot[k] != NULL ? (float *) s->slot[k]->data + at
-		                             : NULL;
+		slot[k] = s->slot[k] != NULL && slot_used(ops, o, k)
+		              ? (float *) s->slot[k]->data + at
+		              : NULL;
 	}
 	a.s0 = slot[0], a.s1 = slot[1], a.s2 = slot[2];
 	switch (o->kind) {

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _lib, callbacks as _callbacks, losses as _losses
+from . import _lib, _saving, callbacks as _callbacks, losses as _losses
 from . import optimizers as _optimizers
 from ._lib import lib
 from .cluster import ParameterServerStrategy, get_strategy
@@ -28,7 +28,7 @@ from .data import Dataset
 from .errors import InvalidArgumentError, check, error_for
 from .layers import Embedding, Input, KerasTensor, Layer, Normalization
 
-__all__ = ["Model", "Sequential", "Variable"]
+__all__ = ["Model", "Sequential", "Variable", "load_model"]
 
 _LOSSES = ("mse", "mean_squared_error", "binary_crossentropy",
            "sparse_categorical_crossentropy", "categorical_crossentropy")
@@ -674,6 +674,30 @@ class Model:
         for v, w in zip(vs, weights):
             v.assign(w)
 
+    # ---- saving (python/pasco/_saving.py) ------------------------------
+
+    def save(self, filepath: Any, overwrite: bool = True,
+             zipped: Optional[bool] = None, **kwargs: Any) -> None:
+        """Keras's save: one ``.keras`` zip (config.json with the compile
+        config, metadata.json, model.weights.safetensors: the variables,
+        optimizer slots and iterations), loadable by
+        pasco.models.load_model into a cluster of any ps count. The ps
+        tasks stage their shards beside the file: its directory must be
+        under their PASCO_CHECKPOINT_DIR."""
+        _saving.save_model(self, filepath, overwrite, zipped, **kwargs)
+
+    def save_weights(self, filepath: Any, overwrite: bool = True,
+                     max_shard_size: Optional[float] = None) -> None:
+        """Keras's save_weights, to a ``.weights.safetensors`` file (Keras
+        3 writes ``.weights.h5``): variables, slots and iterations."""
+        _saving.save_weights(self, filepath, overwrite, max_shard_size)
+
+    def load_weights(self, filepath: Any, skip_mismatch: bool = False,
+                     **kwargs: Any) -> None:
+        """Keras's load_weights from a ``.weights.safetensors`` or
+        ``.keras`` file."""
+        _saving.load_weights(self, filepath, skip_mismatch, **kwargs)
+
     def summary(self) -> str:
         """One line per variable; printed and returned."""
         lines = [f"Model {self.name or type(self).__name__.lower()}"]
@@ -775,3 +799,6 @@ class Sequential(Model):
                            "inputs": [{"name": name, "width": width,
                                        "ids": ids}],
                            "layers": layers}}
+
+
+load_model = _saving.load_model
