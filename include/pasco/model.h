@@ -349,4 +349,19 @@ int pasco_model_save(pasco_strategy *s, const pasco_model *m, const char *path);
  * *out is the caller's (pasco_model_free), NULL on failure. */
 int pasco_model_load(pasco_model **out, pasco_strategy *s, const char *path);
 
+/* Keras's model.summary() into *out (malloc'd text, the caller frees
+ * it): 'Model: "<name>"', the table of layers (Layer (type), Output
+ * Shape, Param #; a functional model also has its InputLayer rows and
+ * Connected to, "dense[0][0]"), the totals as Keras prints them ("Total
+ * params: 1,234 (4.82 KB)", trainable and non-trainable: a
+ * Normalization's mean, variance and count, and variables named
+ * .../moving_mean or .../moving_variance, take no gradient), then a line
+ * per variable: its name, its shape and where it lives: "ps 1", or each
+ * shard's rows and ps task ("part_0 rows [0, 10) on ps 0, part_1 rows
+ * [10, 20) on ps 1"), or "dynamic table, keys hashed over ps 0, 1" (a
+ * dynamic table's rows grow on the ps: they count for no parameters), or
+ * "not created yet". PASCO_EINVAL for a NULL model, PASCO_ENOMEM.
+ * Thread-safe against other readers of m. */
+int pasco_model_summary(const pasco_model *m, char **out);
+
 #endif

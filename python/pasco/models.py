@@ -698,14 +698,21 @@ class Model:
         ``.keras`` file."""
         _saving.load_weights(self, filepath, skip_mismatch, **kwargs)
 
-    def summary(self) -> str:
-        """One line per variable; printed and returned."""
-        lines = [f"Model {self.name or type(self).__name__.lower()}"]
-        for v in self.variables:
-            lines.append(f"  {v.name:32} {v.shape}")
-        text = "\n".join(lines)
-        print(text)
-        return text
+    def summary(self, line_length: Optional[int] = None,
+                positions: Optional[Sequence[float]] = None,
+                print_fn: Optional[Any] = None, expand_nested: bool = False,
+                show_trainable: bool = False,
+                layer_range: Optional[Sequence[str]] = None) -> None:
+        """Keras's summary (builds the model first): the table of layers,
+        output shapes and parameters, the trainable and non-trainable
+        totals, then each variable's shape and where it lives: its ps
+        task, or each shard's rows and ps ("part_0 rows [0, 10) on ps
+        0"), read from the strategy's placement. Each line goes to
+        print_fn (default print). line_length, positions, expand_nested,
+        show_trainable and layer_range are Keras's and change nothing
+        here (the table fits its widest cell)."""
+        from . import _summary
+        _summary.summary(self, print_fn)
 
 
 class Sequential(Model):

@@ -96,12 +96,53 @@ def expect_error(what, fn, text):
     raise AssertionError(f"{what}: no error")
 
 
+def check_summary(model):
+    """model.summary()'s text on 2 ps: Keras's table, the totals from the
+    variables' shapes (numpy), and where each variable lives."""
+    lines = []
+    model.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    print(text, flush=True)
+    total = sum(int(np.prod(v.shape)) for v in model.variables)
+    rows = {"x (InputLayer)": ("(None, 4)", "0", "-"),
+            "ids (InputLayer)": ("(None, 2)", "0", "-"),
+            "embedding (Embedding)": ("(None, 3)", "60", "ids[0][0]"),
+            "concatenate (Concatenate)": ("(None, 7)", "0",
+                                          "x[0][0], embedding[0][0]"),
+            "dense (Dense)": ("(None, 8)", "64", "concatenate[0][0]"),
+            "dense_1 (Dense)": ("(None, 2)", "18", "dense[0][0]")}
+    for name, cells in rows.items():
+        line = [ln for ln in lines if ln.startswith(f"│ {name} ")]
+        got = [c.strip() for c in line[0].split("│")[2:5]] if line else []
+        if got != list(cells):
+            raise AssertionError(f"summary: the row of {name} is {got}, "
+                                 f"expected {list(cells)}")
+    want = [lines[0] == 'Model: "model"',
+            "┃ Layer (type)" in lines[2] and "Output Shape" in lines[2]
+            and "Param #" in lines[2] and "Connected to" in lines[2],
+            f" Total params: {total} ({total * 4:.2f} B)" in lines,
+            f" Trainable params: {total} ({total * 4:.2f} B)" in lines,
+            " Non-trainable params: 0 (0.00 B)" in lines]
+    places = {"embedding/embeddings": "(20, 3)         part_0 rows [0, 10) "
+              "on ps 0, part_1 rows [10, 20) on ps 1",
+              "dense/kernel": "(7, 8)          ps 0",
+              "dense/bias": "(8,)            ps 1",
+              "dense_1/kernel": "(8, 2)          ps 0",
+              "dense_1/bias": "(2,)            ps 1"}
+    for name, where in places.items():
+        want.append(any(ln.split() == [name] + where.split()
+                        for ln in lines))
+    if not all(want) or total != 142:
+        raise AssertionError(f"summary: {want}, {total} parameters")
+
+
 def save_phase(d, strategy):
     write_data(d)
     train, ev = datasets(d)
     with strategy.scope():
         model = make_model()
     model.fit(train, epochs=2, steps_per_epoch=4, verbose=0, window=1)
+    check_summary(model)
     path = os.path.join(d, "model.keras")
     model.save(path)
     model.save_weights(os.path.join(d, "model.weights.safetensors"))
