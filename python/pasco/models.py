@@ -20,7 +20,8 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _lib, _saving, callbacks as _callbacks, losses as _losses
+from . import _lib, _numpy_data, _saving
+from . import callbacks as _callbacks, losses as _losses
 from . import optimizers as _optimizers
 from ._lib import lib
 from .cluster import ParameterServerStrategy, get_strategy
@@ -69,24 +70,6 @@ def _numpy_to_tensor(a: np.ndarray) -> Any:
     return out
 
 
-def _count_records(path: str, spec: dict) -> int:
-    """The examples in one file of a pasco.data spec: a CSV's rows under
-    its header, a TFRecord's records (walking the length framing)."""
-    if spec["format"] == "csv":
-        with open(path, newline="") as f:
-            return max(sum(1 for row in _csv.reader(f) if row) - 1, 0)
-    import gzip
-    n = 0
-    with (gzip.open(path, "rb") if spec.get("gzip") else
-          open(path, "rb")) as f:
-        while True:
-            head = f.read(12)
-            if len(head) < 12:
-                return n
-            f.seek(int.from_bytes(head[:8], "little") + 4, os.SEEK_CUR)
-            n += 1
-
-
 def _in_file_order(x: Any, parts: List[np.ndarray]) -> Optional[np.ndarray]:
     """predict's rows, one array per shard, put back in the files' order
     (Keras returns predictions in the dataset's order): for a pasco.data
@@ -111,7 +94,7 @@ def _in_file_order(x: Any, parts: List[np.ndarray]) -> Optional[np.ndarray]:
         for k in range(m):
             out[k::m] = parts[k]
         return out
-    counts = [_count_records(f, x.spec) for f in files]
+    counts = [_numpy_data.count_records(f, x.spec) for f in files]
     if any(sum(counts[j] for j in range(k, len(files), m)) != len(parts[k])
            for k in range(m)):
         return None
@@ -457,12 +440,18 @@ class Model:
 
     # ---- fit, evaluate, predict ----------------------------------------
 
-    def fit(self, x: DatasetLike, epochs: int = 1,
-            steps_per_epoch: Optional[int] = None,
-            validation_data: Optional[DatasetLike] = None,
+    def fit(self, x: Any = None, y: Any = None,
+            batch_size: Optional[int] = None, epochs: int = 1,
+            verbose: int = 1,
             callbacks: Optional[Sequence[_callbacks.Callback]] = None,
-            initial_epoch: int = 0, steps_per_execution: int = 1,
-            verbose: int = 1, validation_shards: int = 0,
+            validation_split: float = 0.0, validation_data: Any = None,
+            shuffle: bool = True, class_weight: Optional[dict] = None,
+            sample_weight: Any = None, initial_epoch: int = 0,
+            steps_per_epoch: Optional[int] = None,
+            validation_steps: Optional[int] = None,
+            validation_batch_size: Optional[int] = None,
+            validation_freq: int = 1, steps_per_execution: int = 1,
+            validation_shards: int = 0,
             window: int = 0) -> _callbacks.History:
         """Keras's fit under ParameterServerStrategy: ``steps_per_epoch``
         (required) steps an epoch on the workers' shares of ``x`` (a
@@ -471,8 +460,41 @@ class Model:
         once), ``callbacks`` at each epoch. ``window``: training steps in
         flight per worker; 0 means 1, TensorFlow's (a larger window is
         faster but its gradients are staler: the README's "fit's window"
-        table). Returns a History."""
+        table). Returns a History.
+
+        On numpy arrays (Keras's x and y: an array, or a dict or list of
+        them for named inputs), fit writes them as a dataset the workers
+        read (python/pasco/_numpy_data.py: a temporary directory they must
+        see, removed after): batch_size (None: 32), shuffle, an epoch of
+        ceil(examples / batch_size) steps unless steps_per_epoch says,
+        validation_split (the last fraction, before shuffling) or
+        validation_data as (x_val, y_val) arrays, evaluated exactly once
+        each epoch. class_weight and sample_weight are refused
+        (ValueError): the library's steps have no per-example weights
+        yet. validation_steps and validation_freq other than Keras's
+        defaults are refused too."""
         self._require_compiled("fit")
+        _numpy_data.no_weights(class_weight, sample_weight)
+        if validation_steps is not None or validation_freq != 1:
+            raise ValueError("validation_steps, validation_freq: Pasco "
+                             "validates on every example after every "
+                             "epoch; leave them None and 1")
+        if _numpy_data.is_arrays(x):
+            return _numpy_data.fit(
+                self, x, y, batch_size, validation_split, validation_data,
+                shuffle, validation_batch_size, epochs=epochs,
+                verbose=verbose, callbacks=callbacks,
+                initial_epoch=initial_epoch,
+                steps_per_epoch=steps_per_epoch,
+                steps_per_execution=steps_per_execution,
+                validation_shards=validation_shards, window=window)
+        for arg, v in (("y", y), ("batch_size", batch_size),
+                       ("validation_batch_size", validation_batch_size)):
+            if v is not None:
+                raise ValueError(f"{arg}: only with numpy arrays x (a "
+                                 f"dataset holds its targets and batches)")
+        if validation_split:
+            raise ValueError("validation_split: only with numpy arrays x")
         name = _dataset_name("x", x, -1)
         if steps_per_epoch is None:
             raise ValueError("steps_per_epoch: required under "
@@ -543,13 +565,31 @@ class Model:
         finally:
             lib.pasco_callbacks_free(clist)
 
-    def evaluate(self, x: DatasetLike, return_dict: bool = False,
+    def evaluate(self, x: Any = None, y: Any = None,
+                 batch_size: Optional[int] = None, verbose: int = 1,
+                 sample_weight: Any = None, steps: Optional[int] = None,
+                 callbacks: Optional[Sequence[Any]] = None,
+                 return_dict: bool = False,
                  shards: int = 0) -> Union[float, List[float],
                                            Dict[str, float]]:
         """Keras's evaluate, exactly once over ``x``'s shards (``shards``:
         0 means one per worker): the loss, or [loss, metrics...] when
-        compiled with metrics, or the dict of them with return_dict."""
+        compiled with metrics, or the dict of them with return_dict.
+        x may be numpy arrays with targets y (batch_size None: 32),
+        written for the workers as fit writes them: every example once.
+        steps (None: all of x), sample_weight and callbacks are refused
+        otherwise; verbose prints nothing."""
         self._require_compiled("evaluate")
+        _numpy_data.no_weights(None, sample_weight)
+        if steps is not None or callbacks:
+            raise ValueError("steps, callbacks: Pasco evaluates every "
+                             "example of x, without callbacks; leave them "
+                             "None")
+        if _numpy_data.is_arrays(x):
+            return _numpy_data.evaluate(self, x, y, batch_size, return_dict,
+                                        shards)
+        if y is not None or batch_size is not None:
+            raise ValueError("y, batch_size: only with numpy arrays x")
         name = _dataset_name("x", x, 1)
         if not isinstance(shards, int) or shards < 0:
             raise ValueError(f"shards: expected an integer >= 0, got "
@@ -568,9 +608,11 @@ class Model:
         vals = list(d.values())
         return vals[0] if len(vals) == 1 else vals
 
-    def predict(self, x: DatasetLike, dir: Optional[str] = None,
-                format: str = "csv", shards: int = 0
-                ) -> Union[np.ndarray, int]:
+    def predict(self, x: Any, batch_size: Optional[int] = None,
+                verbose: int = 1, steps: Optional[int] = None,
+                callbacks: Optional[Sequence[Any]] = None,
+                dir: Optional[str] = None, format: str = "csv",
+                shards: int = 0) -> Union[np.ndarray, int]:
         """Keras's predict, each example once: the workers write one file
         per shard into ``dir`` (default, for "csv" only: a temporary
         directory, removed once read, which only a one-host cluster
@@ -579,8 +621,22 @@ class Model:
         (no shuffle; each shard's rows put back where they came from), else
         shard after shard (a named factory's, a shuffled one's); "tfrecord":
         returns the number of examples (the files in ``dir`` are the
-        result: ``dir`` is required)."""
+        result: ``dir`` is required). x may be numpy arrays (batch_size
+        None: 32): the outputs come back in x's order, a row per example.
+        steps and callbacks are refused (every example is predicted);
+        verbose prints nothing."""
         self._require_compiled("predict")
+        if steps is not None or callbacks:
+            raise ValueError("steps, callbacks: Pasco predicts every "
+                             "example of x, without callbacks; leave them "
+                             "None")
+        if _numpy_data.is_arrays(x):
+            if dir is not None or format != "csv":
+                raise ValueError("dir, format: not with numpy arrays x "
+                                 "(the outputs come back as an array)")
+            return _numpy_data.predict(self, x, batch_size, shards)
+        if batch_size is not None:
+            raise ValueError("batch_size: only with numpy arrays x")
         name = _dataset_name("x", x, 1)
         if format not in ("csv", "tfrecord"):
             raise ValueError(f"format: expected 'csv' or 'tfrecord', got "

@@ -16,7 +16,9 @@ pasco.data dataset: numpy's mean and variance), tf_config
 (examples/mlp_csv.py, every task started by hand with its TF_CONFIG, no
 launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
 saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
-and 3 ps: the same predictions bit for bit, the same resumed losses). Every task carries a PASCO_TEST_MARK of this run;
+and 3 ps: the same predictions bit for bit, the same resumed losses),
+numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
+numpy arrays against numpy's loss and forward pass). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -217,6 +219,13 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
             p = launch("saving.py", d, phase, workers=1, ps=n)
             ok = ok and p.returncode == 0 and \
                 f"saving: OK {phase} on {n} ps" in p.stdout
+    elif case == "numpy_data":
+        # the chief writes the arrays under TMPDIR, which the workers
+        # (same host) read; the test checks that it ends empty
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("numpy_data.py", d)
+        ok = p.returncode == 0 and "numpy_data: OK" in p.stdout
     else:
         sys.exit(f"unknown case {case}")
 left = kill_leftovers()
