@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import data as _data
+from .data import Dataset
 
 Arrays = Any
 
@@ -294,3 +295,40 @@ def count_records(path: str, spec: dict) -> int:
                 return n
             f.seek(int.from_bytes(head[:8], "little") + 4, os.SEEK_CUR)
             n += 1
+
+
+def in_file_order(x: Any, parts: List[np.ndarray]) -> Optional[np.ndarray]:
+    """predict's rows, one array per shard, put back in the files' order
+    (Keras returns predictions in the dataset's order): for a pasco.data
+    dataset read in order (no shuffle), each shard's rows go back where
+    they came from: every m-th record when sharded by records, whole files
+    when sharded by files. None when the order cannot be known (a named
+    factory, a shuffle, one shard) or the counts do not add up (say,
+    drop_remainder): the rows then stay shard after shard."""
+    m = len(parts)
+    if not isinstance(x, Dataset) or m < 2 or x.spec.get("shuffle"):
+        return None
+    files = x.files()
+    shard = x.spec.get("shard", "auto")
+    total = sum(len(p) for p in parts)
+    if shard == "none":
+        return None
+    if shard == "records" or (shard == "auto" and len(files) < m):
+        if any(len(parts[k]) != (total - k + m - 1) // m
+               for k in range(m)):
+            return None
+        out = np.empty((total,) + parts[0].shape[1:], np.float32)
+        for k in range(m):
+            out[k::m] = parts[k]
+        return out
+    counts = [count_records(f, x.spec) for f in files]
+    if any(sum(counts[j] for j in range(k, len(files), m)) != len(parts[k])
+           for k in range(m)):
+        return None
+    taken = [0] * m
+    rows = []
+    for j, n in enumerate(counts):
+        k = j % m
+        rows.append(parts[k][taken[k]:taken[k] + n])
+        taken[k] += n
+    return np.concatenate(rows)

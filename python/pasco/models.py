@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import tempfile
-from ctypes import POINTER, c_int64, c_void_p
+from ctypes import c_int64, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -28,6 +28,7 @@ from .cluster import ParameterServerStrategy, get_strategy
 from .data import Dataset
 from .errors import InvalidArgumentError, check, error_for
 from .layers import Embedding, Input, KerasTensor, Layer, Normalization
+from ._variable import Variable, _numpy_to_tensor
 
 __all__ = ["Model", "Sequential", "Variable", "load_model"]
 
@@ -38,73 +39,12 @@ _METRICS = ("accuracy", "acc", "binary_accuracy",
             "sparse_categorical_accuracy", "categorical_accuracy", "auc",
             "precision", "recall", "mae", "mean_absolute_error", "mse",
             "mean_squared_error")
-_DTYPES = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.int64,
-           5: np.uint8}
-_CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
-
 DatasetLike = Union[Dataset, str]
 
 
 def _model_error(rv: int, what: str) -> Exception:
     msg = lib.pasco_model_last_error().decode()
     return error_for(rv, f"{what}: {msg}" if msg else what)
-
-
-def _tensor_to_numpy(t: Any) -> np.ndarray:
-    shape = tuple(t.shape[i] for i in range(t.rank))
-    raw = ctypes.string_at(t.data, t.nbytes) if t.nbytes else b""
-    return np.frombuffer(raw, dtype=_DTYPES[t.dtype]).reshape(shape).copy()
-
-
-def _numpy_to_tensor(a: np.ndarray) -> Any:
-    a = np.asarray(a, order="C")  # a scalar stays rank 0
-    code = _CODES.get(a.dtype)
-    if code is None:
-        raise TypeError(f"dtype {a.dtype} is not one of float32, float64, "
-                        f"int32, int64, uint8")
-    out = POINTER(_lib.Tensor)()
-    shape = (c_int64 * max(a.ndim, 1))(*a.shape)
-    check(lib.pasco_tensor_from(ctypes.byref(out), code, a.ndim, shape,
-                                a.ctypes.data_as(c_void_p), a.nbytes),
-          "making a tensor")
-    return out
-
-
-def _in_file_order(x: Any, parts: List[np.ndarray]) -> Optional[np.ndarray]:
-    """predict's rows, one array per shard, put back in the files' order
-    (Keras returns predictions in the dataset's order): for a pasco.data
-    dataset read in order (no shuffle), each shard's rows go back where
-    they came from: every m-th record when sharded by records, whole files
-    when sharded by files. None when the order cannot be known (a named
-    factory, a shuffle, one shard) or the counts do not add up (say,
-    drop_remainder): the rows then stay shard after shard."""
-    m = len(parts)
-    if not isinstance(x, Dataset) or m < 2 or x.spec.get("shuffle"):
-        return None
-    files = x.files()
-    shard = x.spec.get("shard", "auto")
-    total = sum(len(p) for p in parts)
-    if shard == "none":
-        return None
-    if shard == "records" or (shard == "auto" and len(files) < m):
-        if any(len(parts[k]) != (total - k + m - 1) // m
-               for k in range(m)):
-            return None
-        out = np.empty((total,) + parts[0].shape[1:], np.float32)
-        for k in range(m):
-            out[k::m] = parts[k]
-        return out
-    counts = [_numpy_data.count_records(f, x.spec) for f in files]
-    if any(sum(counts[j] for j in range(k, len(files), m)) != len(parts[k])
-           for k in range(m)):
-        return None
-    taken = [0] * m
-    rows = []
-    for j, n in enumerate(counts):
-        k = j % m
-        rows.append(parts[k][taken[k]:taken[k] + n])
-        taken[k] += n
-    return np.concatenate(rows)
 
 
 def _dataset_name(arg: str, d: Any, default_repeat: int) -> bytes:
@@ -141,85 +81,6 @@ def _adapt(native: c_void_p, k: int, layer: Normalization) -> None:
         return
     if rv != 0:
         raise _model_error(rv, f"{layer.name}: adapt")
-
-
-class Variable:
-    """A variable on the ps: one of a model's (``model.variables``, e.g.
-    "dense/kernel") or the global step (``strategy.global_step_variable()``):
-    ``name``, ``shape``, ``numpy()`` reads it, ``assign(value)`` writes it;
-    an argument of ``ClusterCoordinator.schedule``."""
-
-    def __init__(self, model: "Model", index: int) -> None:
-        self._model, self._index = model, index
-        self._own = c_void_p()
-        self._dtype = np.float32
-        self.name = lib.pasco_model_variable_name(model._native,
-                                                  index).decode()
-        sp = POINTER(c_int64)()
-        rank = lib.pasco_model_variable_shape(model._native, index,
-                                              ctypes.byref(sp))
-        self.shape = tuple(sp[i] for i in range(rank))
-
-    @classmethod
-    def _of_handle(cls, strategy: ParameterServerStrategy, handle: c_void_p,
-                   name: str, shape: tuple, dtype: str) -> "Variable":
-        v = cls.__new__(cls)
-        v._model, v._index, v._strategy = None, -1, strategy
-        v._own, v._dtype = handle, np.dtype(dtype).type
-        v.name, v.shape = name, shape
-        return v
-
-    def _handle(self) -> int:
-        if self._model is None:
-            if not self._own:
-                raise RuntimeError(f"{self.name}: its strategy is closed")
-            return self._own.value
-        h = lib.pasco_model_variable(self._model._native_checked(),
-                                     self._index)
-        if not h:
-            raise RuntimeError(f"{self.name}: the variable is not created "
-                               f"yet (fit the model, or call build())")
-        return h
-
-    def _release(self) -> None:
-        if self._own:
-            lib.pasco_variable_free(self._own)
-            self._own = c_void_p()
-
-    def __del__(self) -> None:
-        s = getattr(self, "_strategy", None)
-        if getattr(self, "_own", None) and s is not None and s._strategy:
-            self._release()
-
-    def numpy(self) -> np.ndarray:
-        h = self._handle()
-        t = POINTER(_lib.Tensor)()
-        rv = lib.pasco_variable_read(h, ctypes.byref(t))
-        if rv != 0:
-            raise error_for(rv, f"reading {self.name}: "
-                            + lib.pasco_variable_error(h).decode())
-        try:
-            return _tensor_to_numpy(t.contents)
-        finally:
-            lib.pasco_tensor_release(t)
-
-    def assign(self, value: Any) -> None:
-        h = self._handle()
-        a = np.asarray(value, dtype=self._dtype)
-        if a.shape != self.shape:
-            raise ValueError(f"value: {self.name} has shape {self.shape}, "
-                             f"got {a.shape}")
-        t = _numpy_to_tensor(a)
-        try:
-            rv = lib.pasco_variable_assign(h, t)
-            if rv != 0:
-                raise error_for(rv, f"assigning {self.name}: "
-                                + lib.pasco_variable_error(h).decode())
-        finally:
-            lib.pasco_tensor_release(t)
-
-    def __repr__(self) -> str:
-        return f"<pasco.Variable {self.name} shape={self.shape}>"
 
 
 class Model:
@@ -675,7 +536,7 @@ class Model:
         width = max((p.shape[1] for p in parts if p.size), default=0)
         parts = [p if p.size else np.zeros((0, width), np.float32)
                  for p in parts]
-        ordered = _in_file_order(x, parts)
+        ordered = _numpy_data.in_file_order(x, parts)
         if ordered is not None:
             return ordered
         return np.concatenate(parts) if parts else \
