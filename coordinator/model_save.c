@@ -297,8 +297,20 @@ merge_dynamic(pasci_ckpt *ck, cJSON *copy, merged *w, char *err, size_t len)
 	return PASCO_OK;
 }
 
-/* Whether the model has a variable of that name, or it is the global
- * step of a model that counts its steps by it. */
+/* Normalization layer i's count variable (Keras's count; not among the
+ * model's variables: no step reads it), or NULL. */
+static pasco_variable *
+norm_count(const pasco_model *m, size_t i)
+{
+	return m->layers[i].kind == PASCO_LAYER_NORMALIZATION &&
+	               m->norm != NULL
+	           ? m->norm[i].count_var
+	           : NULL;
+}
+
+/* Whether the model has a variable of that name (a Normalization's count
+ * too), or it is the global step of a model that counts its steps by
+ * it. */
 static bool
 wanted(const pasco_model *m, const char *name)
 {
@@ -310,6 +322,12 @@ wanted(const pasco_model *m, const char *name)
 	}
 	for (size_t k = 0; k < m->nvars; k++) {
 		if (strcmp(m->vars[k].name, name) == 0) {
+			return true;
+		}
+	}
+	for (size_t i = 0; i < m->nlayers; i++) {
+		pasco_variable *c = norm_count(m, i);
+		if (c != NULL && strcmp(pasco_variable_name(c), name) == 0) {
 			return true;
 		}
 	}
@@ -480,7 +498,8 @@ restore_file(pasco_strategy *s, pasco_model *m, pasci_safetensors *f,
 {
 	const char     *text = cJSON_GetStringValue(item(f->metadata, "manifest"));
 	pasci_ckpt     *ck   = calloc(1, sizeof(*ck));
-	pasco_variable *gs = NULL, **vars = calloc(m->nvars + 2, sizeof(*vars));
+	pasco_variable *gs   = NULL,
+	               **vars = calloc(m->nvars + m->nlayers + 2, sizeof(*vars));
 	char            err[1500] = "";
 	size_t          n = 0, count;
 	int             rv = PASCO_OK;
@@ -528,6 +547,11 @@ restore_file(pasco_strategy *s, pasco_model *m, pasci_safetensors *f,
 			goto out;
 		}
 		vars[n++] = m->vars[k].handle;
+	}
+	for (size_t i = 0; i < m->nlayers; i++) {
+		if (norm_count(m, i) != NULL) {
+			vars[n++] = norm_count(m, i);
+		}
 	}
 	if (wanted(m, GLOBAL_STEP)) {
 		if ((rv = pasco_strategy_global_step(s, &gs)) != 0) {

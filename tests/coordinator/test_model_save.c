@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers_impl.h"
+
 TestSuite(model_save, .timeout = 120);
 
 static const char *config =
@@ -234,5 +236,49 @@ Test(model_save, a_model_saved_on_2_ps_loads_on_3_and_trains_on_the_same,
 	release(end_a);
 	run_stop(&c);
 	run_stop(&b);
+	run_stop(&a);
+}
+
+/* A Normalization's adapted statistics and its count (a variable no step
+ * reads, outside the model's list) come back from a weights file. */
+Test(model_save, a_normalizations_statistics_and_count_are_saved,
+    .init = make_dir, .fini = remove_dir)
+{
+	static const char *seq =
+	    "{\"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", "
+	    "\"seed\": 1, \"inputs\": [{\"name\": \"x\", \"width\": 2, "
+	    "\"ids\": false}], \"layers\": [{\"class_name\": "
+	    "\"Normalization\", \"config\": {\"name\": \"normalization\"}}, "
+	    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"dense\", "
+	    "\"units\": 1}}]}}";
+	run           a;
+	char          weights[128];
+	pasco_tensor *data, *zero, *mean;
+	snprintf(weights, sizeof(weights), "%s/n.weights.safetensors", dir);
+	run_start(&a, 2);
+	PASCO_PASS(pasco_model_from_json(seq, &a.m));
+	PASCO_PASS(pasco_model_create_variables(a.m, a.s));
+	PASCO_PASS(pasco_tensor_from(&data, PASCO_F32, 2, (int64_t[]){4, 2},
+	    (float[]){1, 10, 2, 20, 3, 30, 4, 40}, 8 * sizeof(float)));
+	PASCO_PASS(pasco_model_adapt_tensor(a.m, 0, data));
+	PASCO_PASS(pasco_model_save_weights(a.s, a.m, weights));
+	pasco_variable *count = a.m->norm[0].count_var;
+	pasco_variable *mv    = pasco_model_variable(a.m, 0);
+	cr_assert_str_eq(pasco_variable_name(mv), "normalization/mean");
+	cr_assert_eq(test_read_scalar(count), 4);
+	PASCO_PASS(pasco_tensor_alloc(&zero, PASCO_I64, 0, NULL));
+	PASCO_PASS(pasco_variable_assign(count, zero));
+	pasco_tensor_release(zero);
+	PASCO_PASS(pasco_tensor_alloc(&zero, PASCO_F32, 1, (int64_t[]){2}));
+	PASCO_PASS(pasco_variable_assign(mv, zero));
+	pasco_tensor_release(zero);
+	PASCO_PASS(pasco_model_load_weights(a.s, a.m, weights));
+	cr_assert_eq(test_read_scalar(count), 4, "the count restored");
+	PASCO_PASS(pasco_variable_read(mv, &mean));
+	cr_assert(pasco_tensor_get(mean, 0) == 2.5 &&
+	              pasco_tensor_get(mean, 1) == 25,
+	    "mean %g %g", pasco_tensor_get(mean, 0), pasco_tensor_get(mean, 1));
+	pasco_tensor_release(mean);
+	pasco_tensor_release(data);
 	run_stop(&a);
 }
