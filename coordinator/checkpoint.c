@@ -422,8 +422,8 @@ save_attempt_run(void *arg, char *why, size_t len)
 /* A save into dir/ckpt-<step>; a staging one (pasci_checkpoint_stage)
  * neither prunes dir nor makes it the ps recovery directory. */
 static int
-checkpoint_save(pasco_strategy *s, const char *dir, int64_t step,
-    int32_t keep, bool staging)
+checkpoint_save(pasco_strategy *s, const char *dir, int64_t step, int32_t keep,
+    bool staging)
 {
 	char   ckdir[4096], abs_ckdir[PATH_MAX], path[4200], err[512];
 	char   run[32];

@@ -112,8 +112,8 @@ merged_copy(merged *w, const pasci_safetensors *f, const char *file,
 /* The whole tensor of manifest variable e (its value, or its slot
  * `slot`) from its shards, placed by their offsets. */
 static int
-assemble(pasci_ckpt *ck, const cJSON *e, const char *slot,
-    pasco_tensor **out, char *err, size_t len)
+assemble(pasci_ckpt *ck, const cJSON *e, const char *slot, pasco_tensor **out,
+    char *err, size_t len)
 {
 	int64_t      shape[8];
 	int32_t      rank = 0;
@@ -151,8 +151,8 @@ assemble(pasci_ckpt *ck, const cJSON *e, const char *slot,
 			rv = PASCO_EPROTO;
 			break;
 		}
-		if (*out == NULL &&
-		    (rv = pasco_tensor_alloc(out, t->dtype, rank, shape)) != 0) {
+		if (*out == NULL && (rv = pasco_tensor_alloc(
+		                         out, t->dtype, rank, shape)) != 0) {
 			break;
 		}
 		size_t at = (size_t) off * row * pasco_dtype_size(t->dtype);
@@ -187,10 +187,9 @@ common_slots(const cJSON *e)
 	{
 		const cJSON *sl = item(sh, "slots");
 		const char  *o  = cJSON_GetStringValue(item(sl, "optimizer"));
-		if (o == NULL ||
-		    (first != NULL &&
-		        strcmp(o, cJSON_GetStringValue(
-		                      item(first, "optimizer"))) != 0)) {
+		if (o == NULL || (first != NULL &&
+		                     strcmp(o, cJSON_GetStringValue(item(first,
+		                                   "optimizer"))) != 0)) {
 			return NULL;
 		}
 		first = first != NULL ? first : sl;
@@ -209,8 +208,8 @@ common_slots(const cJSON *e)
 /* A dense variable into w, whole: copy gets one shard in the merged
  * file. */
 static int
-merge_dense(pasci_ckpt *ck, const cJSON *e, cJSON *copy, merged *w,
-    char *err, size_t len)
+merge_dense(pasci_ckpt *ck, const cJSON *e, cJSON *copy, merged *w, char *err,
+    size_t len)
 {
 	const char   *var   = cJSON_GetStringValue(item(e, "name"));
 	cJSON        *slots = common_slots(e), *sh, *shards, *n;
@@ -227,8 +226,8 @@ merge_dense(pasci_ckpt *ck, const cJSON *e, cJSON *copy, merged *w,
 		}
 		pasci_fmt(tname, sizeof(tname), "%s/%s", var,
 		    cJSON_GetStringValue(n));
-		if ((rv = assemble(ck, e, cJSON_GetStringValue(n), &t, err,
-		         len)) == 0) {
+		if ((rv = assemble(
+		         ck, e, cJSON_GetStringValue(n), &t, err, len)) == 0) {
 			rv = merged_add(w, tname, t);
 		}
 	}
@@ -283,8 +282,9 @@ merge_dynamic(pasci_ckpt *ck, cJSON *copy, merged *w, char *err, size_t len)
 			    sn != NULL ? sn : "");
 			pasci_fmt(to, sizeof(to), "%s/%s", shard,
 			    sn != NULL ? sn : "");
-			rv = rv != 0 ? rv
-			             : merged_copy(w, f, file, from, to, err, len);
+			rv = rv != 0
+			         ? rv
+			         : merged_copy(w, f, file, from, to, err, len);
 		}
 		if (rv != 0) {
 			return rv;
@@ -339,7 +339,7 @@ wanted(const pasco_model *m, const char *name)
 static cJSON *
 merge(pasci_ckpt *ck, const pasco_model *m, merged *w, char *err, size_t len)
 {
-	cJSON       *out  = cJSON_CreateObject(), *vars, *file;
+	cJSON       *out = cJSON_CreateObject(), *vars, *file;
 	const cJSON *e;
 	int          rv   = PASCO_OK;
 	double       step = 0;
@@ -400,7 +400,8 @@ static int
 check_created(const pasco_model *m, const char *what)
 {
 	if (m == NULL) {
-		return pasci_model_fail(PASCO_EINVAL, "%s: needs a model", what);
+		return pasci_model_fail(
+		    PASCO_EINVAL, "%s: needs a model", what);
 	}
 	for (size_t k = 0; k < m->nvars; k++) {
 		if (m->vars[k].handle == NULL) {
@@ -423,7 +424,7 @@ write_weights(pasco_strategy *s, const pasco_model *m, const char *path,
 	char       *copy = pasci_strdup(path);
 	pasci_ckpt *ck   = calloc(1, sizeof(*ck));
 	merged      w    = {.crcs = cJSON_CreateObject()};
-	cJSON      *man = NULL, *meta;
+	cJSON      *man  = NULL, *meta;
 	int         rv;
 	if (copy == NULL || ck == NULL) {
 		free(copy);
@@ -448,10 +449,11 @@ write_weights(pasco_strategy *s, const pasco_model *m, const char *path,
 		goto out_stage;
 	}
 	pasci_fmt(ck_path, sizeof(ck_path), "%s/ckpt-0", stage);
-	if ((rv = pasci_ckpt_open(ck, ck_path, false, err, sizeof(err))) != 0 ||
+	if ((rv = pasci_ckpt_open(ck, ck_path, false, err, sizeof(err))) !=
+	        0 ||
 	    (man = merge(ck, m, &w, err, sizeof(err))) == NULL) {
-		rv = pasci_model_fail(rv != 0 ? rv : PASCO_EPROTO, "%s %s: %s",
-		    what, path, err);
+		rv = pasci_model_fail(
+		    rv != 0 ? rv : PASCO_EPROTO, "%s %s: %s", what, path, err);
 		goto out_ck;
 	}
 	meta = cJSON_CreateObject();
@@ -483,9 +485,10 @@ pasco_model_save_weights(
 {
 	int rv = check_created(m, "save_weights");
 	if (rv != 0 || s == NULL || path == NULL || *path == 0) {
-		return rv != 0 ? rv
-		               : pasci_model_fail(PASCO_EINVAL,
-		                     "save_weights: needs a strategy and a path");
+		return rv != 0
+		           ? rv
+		           : pasci_model_fail(PASCO_EINVAL,
+		                 "save_weights: needs a strategy and a path");
 	}
 	return write_weights(s, m, path, "save_weights");
 }
@@ -493,16 +496,16 @@ pasco_model_save_weights(
 /* Restores m's variables (and the global step) from the weights file f
  * (taken over: finished here), named what in messages. */
 static int
-restore_file(pasco_strategy *s, pasco_model *m, pasci_safetensors *f,
-    const char *what)
+restore_file(
+    pasco_strategy *s, pasco_model *m, pasci_safetensors *f, const char *what)
 {
-	const char     *text = cJSON_GetStringValue(item(f->metadata, "manifest"));
-	pasci_ckpt     *ck   = calloc(1, sizeof(*ck));
-	pasco_variable *gs   = NULL,
-	               **vars = calloc(m->nvars + m->nlayers + 2, sizeof(*vars));
+	const char *text = cJSON_GetStringValue(item(f->metadata, "manifest"));
+	pasci_ckpt *ck   = calloc(1, sizeof(*ck));
+	pasco_variable *gs = NULL, **vars = calloc(m->nvars + m->nlayers + 2,
+	                               sizeof(*vars));
 	char            err[1500] = "";
-	size_t          n = 0, count;
-	int             rv = PASCO_OK;
+	size_t          n         = 0, count;
+	int             rv        = PASCO_OK;
 	if (ck == NULL || vars == NULL) {
 		pasci_safetensors_fini(f);
 		free(ck);
@@ -511,8 +514,8 @@ restore_file(pasco_strategy *s, pasco_model *m, pasci_safetensors *f,
 	}
 	pasci_fmt(ck->path, sizeof(ck->path), "%s", what);
 	ck->m = text != NULL ? cJSON_Parse(text) : NULL;
-	if (ck->m == NULL || pasci_ckpt_format(ck->m, what, err, sizeof(err)) !=
-	                         2) {
+	if (ck->m == NULL ||
+	    pasci_ckpt_format(ck->m, what, err, sizeof(err)) != 2) {
 		rv = pasci_model_fail(PASCO_EPROTO,
 		    "%s is not a Pasco weights file (its safetensors metadata "
 		    "has no manifest of format " PASCI_CKPT_FORMAT ")%s%s",
@@ -535,9 +538,11 @@ restore_file(pasco_strategy *s, pasco_model *m, pasci_safetensors *f,
 		bool         found = false;
 		cJSON_ArrayForEach(e, item(ck->m, "variables"))
 		{
-			const char *name = cJSON_GetStringValue(item(e, "name"));
-			found = found || (name != NULL &&
-			                     strcmp(name, m->vars[k].name) == 0);
+			const char *name =
+			    cJSON_GetStringValue(item(e, "name"));
+			found =
+			    found || (name != NULL &&
+			                 strcmp(name, m->vars[k].name) == 0);
 		}
 		if (!found) {
 			rv = pasci_model_fail(PASCO_EINVAL,
@@ -591,7 +596,8 @@ keras_entry(const char *path, const char *name, void **out, size_t *len)
 	if (rv != 0) {
 		return pasci_model_fail(rv, "%s", err);
 	}
-	rv = pasci_zip_entry_read(buf, n, path, name, out, len, err, sizeof(err));
+	rv = pasci_zip_entry_read(
+	    buf, n, path, name, out, len, err, sizeof(err));
 	free(buf);
 	return rv != 0 ? pasci_model_fail(rv, "%s", err) : PASCO_OK;
 }
@@ -605,9 +611,10 @@ pasco_model_load_weights(pasco_strategy *s, pasco_model *m, const char *path)
 	char              err[1024];
 	int               rv = check_created(m, "load_weights");
 	if (rv != 0 || s == NULL || path == NULL) {
-		return rv != 0 ? rv
-		               : pasci_model_fail(PASCO_EINVAL,
-		                     "load_weights: needs a strategy and a path");
+		return rv != 0
+		           ? rv
+		           : pasci_model_fail(PASCO_EINVAL,
+		                 "load_weights: needs a strategy and a path");
 	}
 	if (ends_with(path, ".keras")) {
 		if ((rv = keras_entry(path, WEIGHTS, &buf, &len)) != 0) {
@@ -648,12 +655,13 @@ metadata_json(pasco_strategy *s, const pasco_model *m)
 int
 pasco_model_save(pasco_strategy *s, const pasco_model *m, const char *path)
 {
-	char *config = NULL, *meta = NULL, wpath[4200];
-	void *weights = NULL;
-	size_t wlen   = 0;
+	char  *config = NULL, *meta = NULL, wpath[4200];
+	void  *weights = NULL;
+	size_t wlen    = 0;
 	char   err[1024];
 	int    rv = check_created(m, "save");
-	if (rv == 0 && (s == NULL || path == NULL || !ends_with(path, ".keras"))) {
+	if (rv == 0 &&
+	    (s == NULL || path == NULL || !ends_with(path, ".keras"))) {
 		rv = pasci_model_fail(PASCO_EINVAL,
 		    "Invalid filepath extension for saving. Please add a "
 		    "`.keras` extension. Received: filepath=%s",
@@ -665,8 +673,8 @@ pasco_model_save(pasco_strategy *s, const pasco_model *m, const char *path)
 	pasci_fmt(wpath, sizeof(wpath), "%s.weights-XXXXXX", path);
 	int fd = mkstemp(wpath);
 	if (fd < 0) {
-		return pasci_model_fail(PASCO_EIO, "save %s: %s", path,
-		    strerror(errno));
+		return pasci_model_fail(
+		    PASCO_EIO, "save %s: %s", path, strerror(errno));
 	}
 	close(fd);
 	if ((rv = write_weights(s, m, wpath, "save")) == 0 &&
@@ -684,7 +692,8 @@ pasco_model_save(pasco_strategy *s, const pasco_model *m, const char *path)
 		pasci_zip_entry e[] = {{"metadata.json", meta, strlen(meta)},
 		    {"config.json", config, strlen(config)},
 		    {WEIGHTS, weights, wlen}};
-		if ((rv = pasci_zip_write(path, e, 3, err, sizeof(err))) != 0) {
+		if ((rv = pasci_zip_write(path, e, 3, err, sizeof(err))) !=
+		    0) {
 			pasci_model_fail(rv, "save: %s", err);
 		}
 	}

@@ -27,8 +27,8 @@ static void
 grouped(char *buf, size_t len, int64_t n)
 {
 	char   digits[32];
-	size_t nd = (size_t) snprintf(digits, sizeof(digits), "%lld",
-	                  (long long) n),
+	size_t nd = (size_t) snprintf(
+	           digits, sizeof(digits), "%lld", (long long) n),
 	       at = 0;
 	for (size_t i = 0; i < nd && at + 2 < len; i++) {
 		if (i > 0 && (nd - i) % 3 == 0) {
@@ -92,7 +92,7 @@ source_name(const pasco_model *m, int32_t src, char *buf, size_t len)
 static void
 connected_to(const pasco_model *m, size_t i, char *buf, size_t len)
 {
-	const pasco_layer *l = &m->layers[i];
+	const pasco_layer *l    = &m->layers[i];
 	size_t             used = 0;
 	buf[0]                  = 0;
 	for (size_t j = 0; j < l->ninputs && used < len; j++) {
@@ -112,7 +112,7 @@ connected_to(const pasco_model *m, size_t i, char *buf, size_t len)
 static size_t
 table_rows(const pasco_model *m, row *rows, int64_t counts[2])
 {
-	size_t n = 0;
+	size_t n  = 0;
 	counts[0] = counts[1] = 0;
 	for (size_t i = 0; m->functional && i < m->ninputs; i++, n++) {
 		pasci_fmt(rows[n].cell[0], 256, "%s (InputLayer)",
@@ -123,8 +123,10 @@ table_rows(const pasco_model *m, row *rows, int64_t counts[2])
 		pasci_fmt(rows[n].cell[3], 256, "-");
 	}
 	for (size_t i = 0; i < m->nlayers; i++, n++) {
-		const pasci_layer_desc *d = pasci_layer_desc_of(m->layers[i].kind);
-		size_t  end = i + 1 < m->nlayers ? m->first_var[i + 1] : m->nvars;
+		const pasci_layer_desc *d =
+		    pasci_layer_desc_of(m->layers[i].kind);
+		size_t end =
+		    i + 1 < m->nlayers ? m->first_var[i + 1] : m->nvars;
 		int64_t params = 0;
 		for (size_t k = m->first_var[i]; k < end; k++) {
 			params += elements(m, k);
@@ -287,7 +289,8 @@ pasco_model_summary(const pasco_model *m, char **out)
 	FILE   *f;
 	*out = NULL;
 	if (m == NULL) {
-		return pasci_model_fail(PASCO_EINVAL, "summary: needs a model");
+		return pasci_model_fail(
+		    PASCO_EINVAL, "summary: needs a model");
 	}
 	rows = calloc(m->ninputs + m->nlayers + 1, sizeof(*rows));
 	if (rows == NULL || (f = open_memstream(out, &len)) == NULL) {

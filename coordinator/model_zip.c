@@ -74,9 +74,9 @@ put_common(uint8_t *p, const pasci_zip_entry *e, uint32_t crc)
 {
 	uint32_t tm, date;
 	dos_now(&tm, &date);
-	put16(p, 20);     /* version needed: 2.0 */
-	put16(p + 2, 0);  /* flags */
-	put16(p + 4, 0);  /* method: stored */
+	put16(p, 20);    /* version needed: 2.0 */
+	put16(p + 2, 0); /* flags */
+	put16(p + 4, 0); /* method: stored */
 	put16(p + 6, tm);
 	put16(p + 8, date);
 	put32(p + 10, crc);
@@ -90,11 +90,11 @@ int
 pasci_zip_write(const char *path, const pasci_zip_entry *e, size_t n,
     char *err, size_t errlen)
 {
-	uint8_t      *heads = calloc(n + 1, LOCAL_LEN + CENTRAL_LEN);
-	struct iovec *iov   = calloc(3 * n + 2, sizeof(*iov));
+	uint8_t      *heads        = calloc(n + 1, LOCAL_LEN + CENTRAL_LEN);
+	struct iovec *iov          = calloc(3 * n + 2, sizeof(*iov));
 	uint8_t       end[END_LEN] = {0};
 	size_t        off = 0, cd_len = 0, k = 0;
-	int           rv  = PASCO_OK;
+	int           rv = PASCO_OK;
 	if (heads == NULL || iov == NULL) {
 		free(heads);
 		free(iov);
@@ -106,13 +106,14 @@ pasci_zip_write(const char *path, const pasci_zip_entry *e, size_t n,
 		uLong    crc = crc32(0L, Z_NULL, 0);
 		size_t   nl  = strlen(e[i].name);
 		for (size_t at = 0; at < e[i].len; at += 1u << 30) {
-			size_t part = e[i].len - at < (1u << 30) ? e[i].len - at
-			                                         : (1u << 30);
-			crc = crc32(crc, (const Bytef *) e[i].data + at,
-			    (uInt) part);
+			size_t part = e[i].len - at < (1u << 30)
+			                  ? e[i].len - at
+			                  : (1u << 30);
+			crc         = crc32(
+			            crc, (const Bytef *) e[i].data + at, (uInt) part);
 		}
-		if (e[i].len >= ZIP_MAX || off + LOCAL_LEN + nl + e[i].len >=
-		                               ZIP_MAX) {
+		if (e[i].len >= ZIP_MAX ||
+		    off + LOCAL_LEN + nl + e[i].len >= ZIP_MAX) {
 			pasci_fmt(err, errlen,
 			    "%s: entry %s (%zu bytes) takes the archive past "
 			    "the 4 GiB a zip without zip64 holds (save the "
@@ -126,7 +127,8 @@ pasci_zip_write(const char *path, const pasci_zip_entry *e, size_t n,
 		put32(cen, SIG_CENTRAL);
 		put16(cen + 4, 3u << 8 | 20); /* made by: Unix, 2.0 */
 		put_common(cen + 6, &e[i], (uint32_t) crc);
-		put32(cen + 38, 0100644u << 16); /* a regular file, rw-r--r-- */
+		put32(
+		    cen + 38, 0100644u << 16); /* a regular file, rw-r--r-- */
 		put32(cen + 42, (uint32_t) off);
 		iov[k++] = (struct iovec){loc, LOCAL_LEN};
 		iov[k++] = (struct iovec){(void *) e[i].name, nl};
@@ -140,7 +142,8 @@ pasci_zip_write(const char *path, const pasci_zip_entry *e, size_t n,
 		size_t   at = 0;
 		for (size_t i = 0; cd != NULL && i < n; i++) {
 			size_t nl = strlen(e[i].name);
-			memcpy(cd + at, heads + n * LOCAL_LEN + i * CENTRAL_LEN,
+			memcpy(cd + at,
+			    heads + n * LOCAL_LEN + i * CENTRAL_LEN,
 			    CENTRAL_LEN);
 			memcpy(cd + at + CENTRAL_LEN, e[i].name, nl);
 			at += CENTRAL_LEN + nl;
@@ -152,9 +155,9 @@ pasci_zip_write(const char *path, const pasci_zip_entry *e, size_t n,
 		put32(end + 16, (uint32_t) off);
 		iov[k++] = (struct iovec){cd, cd_len};
 		iov[k++] = (struct iovec){end, END_LEN};
-		rv = cd == NULL ? PASCO_ENOMEM
-		                : pasci_file_write(
-		                      path, iov, (int) k, 1, err, errlen);
+		rv       = cd == NULL ? PASCO_ENOMEM
+		                      : pasci_file_write(
+		                            path, iov, (int) k, 1, err, errlen);
 		free(cd);
 	}
 	free(heads);
@@ -166,8 +169,9 @@ static int
 damaged(char *err, size_t errlen, const char *what, const char *why,
     const char *name)
 {
-	pasci_fmt(err, errlen, "%s is damaged or not a zip Pasco reads: %s%s%s",
-	    what, why, name != NULL ? " " : "", name != NULL ? name : "");
+	pasci_fmt(err, errlen,
+	    "%s is damaged or not a zip Pasco reads: %s%s%s", what, why,
+	    name != NULL ? " " : "", name != NULL ? name : "");
 	return PASCO_EPROTO;
 }
 
@@ -201,14 +205,13 @@ inflate_raw(const uint8_t *in, size_t inlen, uint8_t *out, size_t outlen)
 	rv          = inflate(&z, Z_FINISH);
 	inflateEnd(&z);
 	return rv == Z_STREAM_END && z.total_out == outlen ? PASCO_OK
-	                                                    : PASCO_EPROTO;
+	                                                   : PASCO_EPROTO;
 }
 
 /* Copies (or inflates) the entry whose central header is at cen. */
 static int
-entry_bytes(const uint8_t *b, size_t len, const uint8_t *cen,
-    const char *what, const char *name, void **out, size_t *outlen,
-    char *err, size_t errlen)
+entry_bytes(const uint8_t *b, size_t len, const uint8_t *cen, const char *what,
+    const char *name, void **out, size_t *outlen, char *err, size_t errlen)
 {
 	uint32_t method = get16(cen + 10), crc = get32(cen + 16);
 	size_t   csize = get32(cen + 20), usize = get32(cen + 24);
@@ -231,7 +234,8 @@ entry_bytes(const uint8_t *b, size_t len, const uint8_t *cen,
 	        len ||
 	    (method == 0 && csize != usize)) {
 		return damaged(err, errlen, what,
-		    "an entry's local header or bytes lie past its end:", name);
+		    "an entry's local header or bytes lie past its end:",
+		    name);
 	}
 	if ((buf = malloc(usize + 1)) == NULL) {
 		return PASCO_ENOMEM;

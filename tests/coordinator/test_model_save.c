@@ -214,7 +214,8 @@ Test(model_save, a_model_saved_on_2_ps_loads_on_3_and_trains_on_the_same,
 	free(other);
 	PASCO_PASS(pasco_model_create_variables(c.m, c.s));
 	PASCO_FAIL(pasco_model_load_weights(c.s, c.m, weights), PASCO_EINVAL);
-	cr_assert(strstr(pasco_model_last_error(), "holds no variable dens2/kernel"),
+	cr_assert(
+	    strstr(pasco_model_last_error(), "holds no variable dens2/kernel"),
 	    "%s", pasco_model_last_error());
 	FILE *f = fopen(weights, "r+b");
 	cr_assert_not_null(f);
@@ -277,7 +278,8 @@ Test(model_save, a_normalizations_statistics_and_count_are_saved,
 	PASCO_PASS(pasco_variable_read(mv, &mean));
 	cr_assert(pasco_tensor_get(mean, 0) == 2.5 &&
 	              pasco_tensor_get(mean, 1) == 25,
-	    "mean %g %g", pasco_tensor_get(mean, 0), pasco_tensor_get(mean, 1));
+	    "mean %g %g", pasco_tensor_get(mean, 0),
+	    pasco_tensor_get(mean, 1));
 	pasco_tensor_release(mean);
 	pasco_tensor_release(data);
 	run_stop(&a);
