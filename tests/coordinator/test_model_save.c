@@ -284,3 +284,25 @@ Test(model_save, a_normalizations_statistics_and_count_are_saved,
 	pasco_tensor_release(data);
 	run_stop(&a);
 }
+
+/* ps tasks that may not write where the file goes: the save fails naming
+ * their checkpoint root, and leaves nothing beside the file. */
+Test(model_save, a_save_the_ps_may_not_stage_says_why_and_leaves_nothing,
+    .init = make_dir, .fini = remove_dir)
+{
+	run  a;
+	char weights[128], cmd[160];
+	unsetenv("PASCO_CHECKPOINT_DIR"); /* the ps started next: no root */
+	snprintf(weights, sizeof(weights), "%s/w.weights.safetensors", dir);
+	run_start(&a, 1);
+	PASCO_PASS(pasco_model_from_json(config, &a.m));
+	PASCO_PASS(pasco_model_create_variables(a.m, a.s));
+	cr_assert_neq(pasco_model_save_weights(a.s, a.m, weights), 0);
+	cr_assert(strstr(pasco_model_last_error(), "PASCO_CHECKPOINT_DIR") &&
+	              strstr(pasco_model_last_error(), dir),
+	    "%s", pasco_model_last_error());
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A %s)\"", dir);
+	cr_assert_eq(
+	    system(cmd), 0, "the staging directory is left in %s", dir);
+	run_stop(&a);
+}
