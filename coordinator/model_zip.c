@@ -237,6 +237,13 @@ entry_bytes(const uint8_t *b, size_t len, const uint8_t *cen, const char *what,
 		    "an entry's local header or bytes lie past its end:",
 		    name);
 	}
+	if (method == 8 && usize > csize * 1032 + 64) {
+		/* past deflate's best ratio: a header that lies */
+		return damaged(err, errlen, what,
+		    "an entry claims more bytes than its compressed ones can "
+		    "hold:",
+		    name);
+	}
 	if ((buf = malloc(usize + 1)) == NULL) {
 		return PASCO_ENOMEM;
 	}

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "layers_impl.h"
+#include "model_zip.h"
 
 TestSuite(model_save, .timeout = 120);
 
@@ -233,6 +235,21 @@ Test(model_save, a_model_saved_on_2_ps_loads_on_3_and_trains_on_the_same,
 	PASCO_FAIL(pasco_model_load(&none, c.s, "/tmp/m.h5"), PASCO_EINVAL);
 	cr_assert_null(none);
 
+	/* a .keras file cut anywhere is refused, never read past its end */
+	void  *whole;
+	size_t len;
+	char   cut[160], err[256];
+	snprintf(cut, sizeof(cut), "%s/cut.keras", dir);
+	PASCO_PASS(pasci_file_read(keras, &whole, &len, err, sizeof(err)));
+	for (size_t n = 0; n < len; n += 1 + n / 3) {
+		FILE *g = fopen(cut, "wb");
+		fwrite(whole, 1, n, g);
+		fclose(g);
+		cr_assert_neq(pasco_model_load_weights(a.s, a.m, cut), 0,
+		    "a cut at %zu of %zu bytes loaded", n, len);
+	}
+	free(whole);
+
 	release(saved);
 	release(end_a);
 	run_stop(&c);
@@ -305,4 +322,34 @@ Test(model_save, a_save_the_ps_may_not_stage_says_why_and_leaves_nothing,
 	cr_assert_eq(
 	    system(cmd), 0, "the staging directory is left in %s", dir);
 	run_stop(&a);
+}
+
+/* A deflated entry whose header claims more bytes than deflate can make
+ * of its compressed ones (4 GB of 20) is refused before anything is
+ * allocated for it. The archive is Python's zipfile's, patched. */
+Test(model_save, a_zip_entry_that_claims_too_many_bytes_is_refused,
+    .init = make_dir, .fini = remove_dir)
+{
+	char   cmd[1024], path[128], err[256];
+	void  *buf, *out;
+	size_t len, outlen;
+	snprintf(path, sizeof(path), "%s/lie.keras", dir);
+	snprintf(cmd, sizeof(cmd),
+	    "python3 -c \"import zipfile, struct\n"
+	    "z = zipfile.ZipFile('%s', 'w', zipfile.ZIP_DEFLATED)\n"
+	    "z.writestr('config.json', '{}' * 10)\n"
+	    "z.close()\n"
+	    "b = bytearray(open('%s', 'rb').read())\n"
+	    "c = b.rindex(b'PK\\\\x01\\\\x02')\n"
+	    "b[c + 24:c + 28] = struct.pack('<I', 0xF0000000)\n"
+	    "open('%s', 'wb').write(b)\"",
+	    path, path, path);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	PASCO_PASS(pasci_file_read(path, &buf, &len, err, sizeof(err)));
+	PASCO_FAIL(pasci_zip_entry_read(buf, len, path, "config.json", &out,
+	               &outlen, err, sizeof(err)),
+	    PASCO_EPROTO);
+	cr_assert(strstr(err, "claims more bytes"), "%s", err);
+	cr_assert_null(out);
+	free(buf);
 }
