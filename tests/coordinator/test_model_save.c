@@ -45,13 +45,25 @@ typedef struct run {
 	pasco_variable *gs;
 } run;
 
+/* A cluster of nps ps; shards > 0: a strategy that splits every
+ * variable in that many shards (an Embedding with its own partitioner
+ * keeps its own). */
+static void
+run_start_split(run *r, int nps, int shards)
+{
+	static pasco_partitioner p;
+	pasco_strategy_options   o = {.partitioner = shards > 0 ? &p : NULL};
+	p                          = pasco_fixed_shards_partitioner(shards);
+	test_cluster_start(&r->tc, nps, 1);
+	PASCO_PASS(pasco_strategy_create(&r->s, r->tc.cluster, &o));
+	r->m  = NULL;
+	r->gs = NULL;
+}
+
 static void
 run_start(run *r, int nps)
 {
-	test_cluster_start(&r->tc, nps, 1);
-	PASCO_PASS(pasco_strategy_create(&r->s, r->tc.cluster, NULL));
-	r->m  = NULL;
-	r->gs = NULL;
+	run_start_split(r, nps, 0);
 }
 
 static void
@@ -187,9 +199,14 @@ Test(model_save, a_model_saved_on_2_ps_loads_on_3_and_trains_on_the_same,
 	snapshot(&a, end_a);
 	cr_assert_eq(test_read_scalar(a.gs), 6);
 
-	/* load_model on 3 ps: the saved values, then the same 3 steps */
-	run_start(&b, 3);
+	/* load_model on 3 ps whose strategy splits the dense kernel in 3:
+	 * the saved values, then the same 3 steps */
+	run_start_split(&b, 3, 3);
 	PASCO_PASS(pasco_model_load(&b.m, b.s, keras));
+	cr_assert_eq(
+	    pasco_variable_num_shards(pasco_model_variable(b.m, 2)), 3);
+	cr_assert_eq(
+	    pasco_variable_num_shards(pasco_model_variable(a.m, 2)), 1);
 	PASCO_PASS(pasco_strategy_global_step(b.s, &b.gs));
 	cr_assert_eq(test_read_scalar(b.gs), 3, "the iterations restored");
 	snapshot(&b, got);
