@@ -29,10 +29,22 @@ pasci_optimizer_check(const pasco_optimizer *o, char *err, size_t errlen)
 {
 	const pasci_opt_desc *d   = pasci_opt_desc_of((int) o->kind);
 	const char           *bad = NULL;
+	pasco_optimizer       at0;
 	if (d == NULL) {
 		pasci_fmt(
 		    err, errlen, "unknown optimizer kind %d", (int) o->kind);
 		return PASCO_EINVAL;
+	}
+	if (o->schedule.kind != PASCO_LR_CONSTANT) {
+		if ((bad = pasco_lr_schedule_error(&o->schedule)) != NULL) {
+			pasci_fmt(err, errlen, "%s: learning_rate: %s",
+			    d->title, bad);
+			return PASCO_EINVAL;
+		}
+		at0 = *o; /* the rest checked at its first rate */
+		at0.learning_rate =
+		    pasco_lr_schedule_at(&o->schedule, 0, o->learning_rate);
+		o = &at0;
 	}
 	if (!(o->learning_rate >= 0) || !isfinite(o->learning_rate)) {
 		bad = "learning_rate must be a finite number >= 0";
@@ -222,6 +234,14 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 {
 	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
 	double                k[PASCI_OPT_MAX_SCALARS] = {0};
+	pasco_optimizer       at_step;
+	if (o->schedule.kind != PASCO_LR_CONSTANT) {
+		/* Keras's schedule(iterations): the step before this apply */
+		at_step               = *o;
+		at_step.learning_rate = pasco_lr_schedule_at(
+		    &o->schedule, s->step - 1, o->learning_rate);
+		o = &at_step;
+	}
 	scalars_of(d, o, s, k);
 	if (value->dtype == PASCO_F32 && grad->dtype == PASCO_F32) {
 		pasci_opt_rows r = {.w = value->data,

@@ -4,12 +4,25 @@
 "sgd", "adagrad", "rmsprop", "adam", "ftrl", "adamw", "nadam" (Keras's
 defaults).
 Each class's fields and defaults are the C library's optimizer table's
-(base/optimizer_desc.c): tests/python/optimizer_table.py checks them.
+(base/optimizers/): tests/python/optimizer_table.py checks them.
+
+``learning_rate`` may be a schedule of ``pasco.optimizers.schedules``
+(ExponentialDecay, PiecewiseConstantDecay, PolynomialDecay, CosineDecay,
+InverseTimeDecay), evaluated on the ps at each step's global step.
+``clipnorm``, ``clipvalue`` and ``global_clipnorm`` (at most one) clip the
+gradients on the worker before they are pushed: each variable's whole
+gradient, or all of a step's gradients together for global_clipnorm (a
+sparse gradient's rows summed by id first).
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Optional, Tuple, Union
+
+try:  # pasco.optimizers.schedules, as Keras's keras.optimizers.schedules
+    from . import schedules  # noqa: F401
+except ImportError:  # loaded alone, by tests/python/optimizer_table.py
+    schedules = None
 
 __all__ = ["Optimizer", "SGD", "Adagrad", "RMSprop", "Adam", "Ftrl", "AdamW",
            "Nadam", "get"]
@@ -24,12 +37,18 @@ class Optimizer:
                  clips: Tuple[Optional[float], ...] = (None, None, None),
                  **config: Any) -> None:
         """clips: (clipnorm, clipvalue, global_clipnorm), Keras's."""
-        if isinstance(learning_rate, bool) or not isinstance(
+        if hasattr(learning_rate, "_serialized"):  # a schedule
+            self.learning_rate = learning_rate
+            self.config: Dict[str, Any] = {
+                "learning_rate": learning_rate._serialized()}
+        elif isinstance(learning_rate, bool) or not isinstance(
                 learning_rate, (int, float)) or learning_rate <= 0:
-            raise ValueError(f"learning_rate: expected a number > 0, got "
+            raise ValueError(f"learning_rate: expected a number > 0 or a "
+                             f"pasco.optimizers.schedules schedule, got "
                              f"{learning_rate!r}")
-        self.learning_rate = float(learning_rate)
-        self.config: Dict[str, Any] = {"learning_rate": self.learning_rate}
+        else:
+            self.learning_rate = float(learning_rate)
+            self.config = {"learning_rate": self.learning_rate}
         for k, v in config.items():
             if isinstance(v, bool):
                 self.config[k] = v
