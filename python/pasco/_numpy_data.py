@@ -50,15 +50,23 @@ def is_arrays(x: Any) -> bool:
     return False
 
 
-def _input_names(model: Any) -> List[str]:
+def _inputs(model: Any) -> Dict[str, bool]:
+    """The model's inputs: name -> whether it takes ids (integers)."""
     if hasattr(model, "_inputs"):
-        return [i.name for i in model._inputs]
-    if getattr(model, "_input", None) is not None:
-        return [model._input.name]
+        return {i.name: i.ids for i in model._inputs}
     saved = getattr(model, "_saved", None)  # a loaded model's config
     if saved is not None:
-        return [i["name"] for i in saved["config"]["inputs"]]
-    return ["input"]
+        return {i["name"]: bool(i.get("ids")) for i in
+                saved["config"]["inputs"]}
+    if getattr(model, "_input", None) is not None:
+        return {model._input.name: model._input.ids}
+    from .layers import Embedding
+    layers = getattr(model, "layers", [])
+    return {"input": bool(layers) and isinstance(layers[0], Embedding)}
+
+
+def _input_names(model: Any) -> List[str]:
+    return list(_inputs(model))
 
 
 def _as_columns(model: Any, x: Arrays, what: str) -> Dict[str, np.ndarray]:
@@ -127,12 +135,17 @@ class Written:
     def __init__(self, model: Any, x: Arrays, y: Any, what: str) -> None:
         self.cols = _as_columns(model, x, what)
         self.n = next(iter(self.cols.values())).shape[0]
-        self.feats = {k: _data.Feature("int64" if np.issubdtype(
-            a.dtype, np.integer) else "float", a.shape[1])
-            for k, a in self.cols.items()}
-        columns: Dict[str, np.ndarray] = {
-            k: (a.astype(np.int64) if np.issubdtype(a.dtype, np.integer)
-                else a.astype(np.float32)) for k, a in self.cols.items()}
+        ids = _inputs(model)
+        columns: Dict[str, np.ndarray] = {}
+        for k, a in self.cols.items():  # as the model's input takes it
+            if ids.get(k) and not np.all(np.equal(np.mod(a, 1), 0)):
+                raise ValueError(f"{what}: input {k!r} takes ids; its "
+                                 f"array holds numbers that are not "
+                                 f"integers")
+            columns[k] = a.astype(np.int64 if ids.get(k) else np.float32)
+        self.feats = {k: _data.Feature("int64" if ids.get(k) else "float",
+                                       a.shape[1])
+                      for k, a in self.cols.items()}
         self.label_type = None
         if y is not None:
             labels = _as_labels(model, y, self.n, what)

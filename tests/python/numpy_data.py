@@ -112,6 +112,15 @@ def run(d, strategy):
         two = pasco.Model(inputs=[a, b], outputs=o)
     two.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
     feeds = {"a": x[:, :2], "b": x[:, 2]}
+    # integer arrays for a float input are its numbers, as Keras casts them
+    ints = np.round(x * 3).astype(np.int32)
+    got = two.predict({"a": ints[:, :2], "b": ints[:, 2]})
+    k, bias = two.get_weights()
+    z = ints.astype(np.float64) @ k + bias
+    want = np.exp(z - z.max(1, keepdims=True))
+    want /= want.sum(1, keepdims=True)
+    if np.abs(got - want).max() > 1e-5:
+        raise AssertionError("predict on integer arrays differs")
     got = two.predict(feeds)
     k, bias = two.get_weights()
     z = x.astype(np.float64) @ k + bias
