@@ -250,9 +250,14 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 		    .nrows             = nrows,
 		    .row_elems         = row_elems,
 		    .at                = at};
+		/* the configuration says which slots an update uses, not
+		 * their presence: a restore sets every slot a checkpoint
+		 * holds (Adam's v_hat without amsgrad, a zero one), which
+		 * must not turn amsgrad (or RMSprop's centered) on */
 		for (int q = 0; q < s->nslots; q++) {
-			r.slot[q] =
-			    s->slot[q] != NULL ? s->slot[q]->data : NULL;
+			r.slot[q] = s->slot[q] != NULL && slot_used(d, o, q)
+			                ? s->slot[q]->data
+			                : NULL;
 		}
 		if (d->f32_rows != NULL) {
 			d->f32_rows(o, k, &r);
