@@ -17,6 +17,12 @@
 	PASCO_LAYER_KIND(ACTIVATION, activation)                              \
 	PASCO_LAYER_KIND(CONCATENATE, concatenate)                            \
 	PASCO_LAYER_KIND(NORMALIZATION, normalization)                        \
-	PASCO_LAYER_KIND(CUSTOM, custom)
+	PASCO_LAYER_KIND(CUSTOM, custom)                                      \
+	PASCO_LAYER_KIND(HASHING, hashing)                                    \
+	PASCO_LAYER_KIND(STRING_LOOKUP, string_lookup)                        \
+	PASCO_LAYER_KIND(INTEGER_LOOKUP, integer_lookup)                      \
+	PASCO_LAYER_KIND(CATEGORY_ENCODING, category_encoding)                \
+	PASCO_LAYER_KIND(DISCRETIZATION, discretization)                      \
+	PASCO_LAYER_KIND(HASHED_CROSSING, hashed_crossing)
 
 #endif

@@ -29,7 +29,9 @@
 #define PASCI_LAYER_MAX_VARS 2
 
 /* The most config fields of a kind, "name" included. */
-#define PASCI_LAYER_MAX_KEYS 12
+#define PASCI_LAYER_MAX_KEYS 16
+
+struct pasci_prep_call; /* model/prep.h */
 
 /* A layer's call on the tape: what it is given and what it tells. */
 typedef struct pasci_layer_call {
@@ -97,6 +99,12 @@ typedef struct pasci_layer_desc {
 	 * defaults; a partitioner goes into part. PASCO_EINVAL naming at. */
 	int (*read)(const cJSON *c, pasco_layer *l, pasco_partitioner *part,
 	    const char *at);
+	/* Preprocessing kinds (model/prep.h): fills c->idx, one index per
+	 * element of its first input, from its inputs' tensors before the
+	 * step's reads; NULL: not one. prep_depth: the depth of its
+	 * non-int encodings. */
+	int (*prep)(struct pasci_prep_call *c);
+	int64_t (*prep_depth)(const pasco_layer *l);
 } pasci_layer_desc;
 
 /* The descriptor of kind, or NULL for a number that is no kind. */
