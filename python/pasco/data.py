@@ -34,18 +34,23 @@ _SHARDS = ("auto", "files", "records", "none")
 
 
 class Feature:
-    """A tf.train.Example feature read as a model input: ``type`` "float"
-    (features, f32 [batch, width]), "int64" (ids for an Embedding, padded
-    with -1 to width) or "hashed" (strings hashed into 64-bit keys, for a
-    dynamic Embedding; ``num_buckets`` > 0 folds them into buckets);
-    ``default`` for a missing float feature."""
+    """A tf.train.Example feature (or a csv column, width 1) read as a
+    model input: ``type`` "float" (features, f32 [batch, width]), "int64"
+    (ids for an Embedding, padded with -1 to width), "string" (strings as
+    their 64-bit fingerprints, for an Input of dtype "string": a
+    StringLookup's, a Hashing's) or "hashed" (strings hashed into 64-bit
+    keys, for a dynamic Embedding; ``num_buckets`` > 0 folds them into
+    buckets); ``default`` for a missing float feature."""
 
     def __init__(self, type: str = "float", width: int = 1,
                  default: Optional[float] = None,
                  num_buckets: int = 0) -> None:
-        if type not in ("float", "int64", "hashed"):
-            raise ValueError(f"type: expected 'float', 'int64' or 'hashed', "
-                             f"got {type!r}")
+        if type not in ("float", "int64", "hashed", "string"):
+            raise ValueError(f"type: expected 'float', 'int64', 'hashed' or "
+                             f"'string', got {type!r}")
+        if type == "string" and num_buckets:
+            raise ValueError("num_buckets: a 'string' feature is its "
+                             "fingerprint; num_buckets is for 'hashed'")
         _positive_int("width", width)
         if not isinstance(num_buckets, int) or num_buckets < 0:
             raise ValueError(f"num_buckets: expected an integer >= 0, got "
@@ -107,7 +112,7 @@ class Dataset:
         a tfrecord's features; for a csv, its one input, named after
         features_name or "input", whose width is the number of feature
         columns (read from the first file's header)."""
-        if self.spec["format"] == "tfrecord":
+        if self.spec["format"] == "tfrecord" or "features" in self.spec:
             return {n: {"width": f["width"], "ids": f["type"] != "float"}
                     for n, f in self.spec["features"].items()}
         cols = self.spec.get("columns")
@@ -175,17 +180,48 @@ def _common(batch_size: int, shuffle: Union[bool, int], seed: int,
             "drop_remainder": bool(drop_remainder), "prefetch": prefetch}
 
 
+def _features(features: Mapping[str, Union[str, Feature, dict]]
+              ) -> Dict[str, dict]:
+    if not isinstance(features, Mapping) or not features:
+        raise TypeError("features: expected a non-empty dict of feature "
+                        "name -> type or pasco.data.Feature")
+    feats: Dict[str, dict] = {}
+    for name, f in features.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"features: {name!r} is not a feature name")
+        if isinstance(f, str):
+            f = Feature(f)
+        elif isinstance(f, Mapping):
+            f = Feature(**f)
+        if not isinstance(f, Feature):
+            raise TypeError(f"features[{name!r}]: expected a type name or a "
+                            f"pasco.data.Feature, got {type(f).__name__}")
+        feats[name] = f.spec()
+    return feats
+
+
 def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
         shuffle: Union[bool, int] = 0, columns: Optional[Sequence[str]] = None,
         features_name: Optional[str] = None, label_type: Optional[str] = None,
         seed: int = 0, repeat: Optional[int] = None, shard: str = "auto",
-        drop_remainder: bool = False, prefetch: int = 0) -> Dataset:
+        drop_remainder: bool = False, prefetch: int = 0,
+        features: Optional[Mapping[str, Union[str, Feature, dict]]] = None
+        ) -> Dataset:
     """CSV files with a header (tf.data.experimental.make_csv_dataset):
     each batch is (x, y), x the f32 [batch, width] of the feature columns
     (``columns``, default every column but the label; the dict
     {features_name: x} when features_name is set), y the ``label`` column
     (int64 class ids, or float with label_type="float"). ``shuffle``: a
-    buffer size (True: 1000)."""
+    buffer size (True: 1000).
+
+    ``features`` (column name -> "float", "int64", "string", a
+    :class:`Feature` of width 1) reads each of those columns as its own
+    model input instead: x is the dict {column: [batch, 1]}, a "string"
+    column as its strings' fingerprints (for an Input of dtype "string"
+    and a StringLookup or Hashing layer)::
+
+        pasco.data.csv("t.csv", label="y",
+                       features={"city": "string", "age": "float"})"""
     if not isinstance(label, str) or not label:
         raise TypeError(f"label: expected a column name, got {label!r}")
     spec = {"format": "csv", "files": _patterns(files), "label": label}
@@ -203,6 +239,15 @@ def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
             raise ValueError(f"label_type: expected 'int64' or 'float', got "
                              f"{label_type!r}")
         spec["label_type"] = label_type
+    if features is not None:
+        if columns is not None or features_name is not None:
+            raise ValueError("features: name each input's column; columns "
+                             "and features_name are for one float x")
+        spec["features"] = _features(features)
+        bad = [n for n, f in spec["features"].items() if f["width"] != 1]
+        if bad:
+            raise ValueError(f"features[{bad[0]!r}]: a csv feature is one "
+                             f"column: width 1")
     spec.update(_common(batch_size, shuffle, seed, repeat, shard,
                         drop_remainder, prefetch))
     return Dataset(spec)

@@ -8,13 +8,16 @@ import subprocess
 
 
 def load_module(root, filename):
-    """python/pasco/FILENAME alone (no numpy, no library)."""
-    path = os.path.join(root, "python", "pasco", filename)
-    spec = importlib.util.spec_from_file_location(
-        "pasco_" + filename[:-3], path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """python/pasco/FILENAME alone (no numpy, no library): imported as
+    pasco.<name> from a bare package (pasco/__init__.py not run), so its
+    relative imports of other plain modules (layers.py's of
+    _layers_prep.py) work."""
+    import sys
+    import types
+    pkg = types.ModuleType("pasco")
+    pkg.__path__ = [os.path.join(root, "python", "pasco")]
+    sys.modules["pasco"] = pkg
+    return importlib.import_module("pasco." + filename[:-3])
 
 
 def run(what, program, mod, base, table_file, check_kind):
