@@ -248,8 +248,7 @@ class _Lookup(_Preprocessing):
                              f"larger than max_tokens {self.max_tokens}")
         self.vocabulary = vocab
 
-    def adapt(self, data: Any, batch_size: Optional[int] = None,
-              steps: Optional[int] = None) -> None:
+    def adapt(self, data: Any, steps: Optional[int] = None) -> None:
         """Keras's adapt, here on the chief: the vocabulary of data (a
         list or array of tokens, any shape; or a pasco.data csv dataset,
         whose column of this layer's input is read whole), most frequent
@@ -463,8 +462,7 @@ class Discretization(_Preprocessing):
         self.num_bins, self.epsilon = num_bins, float(epsilon)
         self.output_mode = _mode(n, output_mode)
 
-    def adapt(self, data: Any, batch_size: Optional[int] = None,
-              steps: Optional[int] = None) -> None:
+    def adapt(self, data: Any, steps: Optional[int] = None) -> None:
         """Keras's adapt, here on the chief: num_bins - 1 boundaries at
         the quantiles of data (an array-like, or a pasco.data csv
         dataset's column of this layer's input), within epsilon."""
