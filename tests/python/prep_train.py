@@ -1,0 +1,94 @@
+"""Issue 33's preprocessing layers on a launched cluster, strings read from
+CSV: a functional model of StringLookup -> Embedding (city, its
+vocabulary adapted on the chief from the CSV dataset), Hashing ->
+Embedding (color) and CategoryEncoding -> Dense (bucket), concatenated
+into an MLP, trained on C workers reading the string columns of
+DIR/train.csv as fingerprints, to a clear accuracy on a deterministic toy
+task (the label is the majority of three signals, one per column).
+Run on every task:
+    pasco launch --ps 2 --workers 2 -- python3 prep_train.py DIR"""
+
+import random
+
+import pasco
+
+CITIES = [f"city{k:02d}" for k in range(12)]
+COLORS = ["red", "green", "blue", "amber", "violet"]
+
+
+def label(city, color, bucket):
+    votes = (CITIES.index(city) % 2 == 0) + (color in ("red", "blue")) + \
+        (bucket >= 2)
+    return int(votes >= 2)
+
+
+def write(path, n, seed):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        f.write("city,color,bucket,label\n")
+        for _ in range(n):
+            c, k, b = rng.choice(CITIES), rng.choice(COLORS), rng.randrange(4)
+            f.write(f"{c},{k},{b},{label(c, k, b)}\n")
+
+
+def fail(msg):
+    print(f"prep_train: FAILED: {msg}", flush=True)
+    return 1
+
+
+def chief(cluster):
+    if cluster is None or len(cluster.argv) != 2:
+        print("usage: pasco launch ... -- python3 prep_train.py DIR")
+        return 2
+    d = cluster.argv[1]
+    write(f"{d}/train.csv", 4000, 1)
+    write(f"{d}/eval.csv", 1000, 2)
+    feats = {"city": "string", "color": pasco.data.Feature("string"),
+             "bucket": "int64"}
+    train = pasco.data.csv(f"{d}/train.csv", label="label", batch_size=32,
+                           shuffle=1000, features=feats)
+    val = pasco.data.csv(f"{d}/eval.csv", label="label", batch_size=250,
+                         features=feats)
+    strategy = pasco.ParameterServerStrategy(cluster)
+    L = pasco.layers
+    city = pasco.Input(shape=(1,), name="city", dtype="string")
+    color = pasco.Input(shape=(1,), name="color", dtype="string")
+    bucket = pasco.Input(shape=(1,), name="bucket", dtype="int64")
+    lookup = L.StringLookup()
+    ids = lookup(city)
+    lookup.adapt(pasco.data.csv(f"{d}/train.csv", label="label",
+                                features=feats))
+    if sorted(lookup.get_vocabulary()[1:]) != CITIES:
+        return fail(f"adapt's vocabulary {lookup.get_vocabulary()}")
+    with strategy.scope():
+        x = L.Concatenate()([
+            L.Embedding(lookup.vocabulary_size(), 8)(ids),
+            L.Embedding(64, 8)(L.Hashing(num_bins=64)(color)),
+            L.Dense(4)(L.CategoryEncoding(num_tokens=4,
+                                          output_mode="one_hot")(bucket))])
+        x = L.Dense(16, activation="relu")(x)
+        out = L.Dense(2, activation="softmax")(x)
+        model = pasco.Model(inputs=[city, color, bucket], outputs=out)
+    model.compile(optimizer=pasco.optimizers.Adam(1e-2),
+                  loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    cfg = model.get_config()["config"]
+    sl = [ly for ly in cfg["layers"] if ly["class_name"] == "StringLookup"]
+    if [i.get("dtype") for i in cfg["inputs"]] != ["string", "string", None] \
+            or sl[0]["config"]["vocabulary"] != lookup.vocabulary:
+        return fail(f"the config's inputs {cfg['inputs']} or vocabulary")
+    history = model.fit(train, epochs=4, steps_per_epoch=60,
+                        validation_data=val)
+    acc = history.history["val_accuracy"][-1]
+    print("history:", history.history, flush=True)
+    if acc < 0.95:
+        return fail(f"val_accuracy {acc} < 0.95")
+    ev = model.evaluate(val, return_dict=True)
+    if abs(ev["accuracy"] - acc) > 1e-9:
+        return fail(f"evaluate's accuracy {ev['accuracy']} is not {acc}")
+    print(f"prep_train: OK val_accuracy {acc:.4f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(pasco.main(chief))
