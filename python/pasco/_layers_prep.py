@@ -206,6 +206,55 @@ class _Lookup(_Preprocessing):
         if vocabulary is not None:
             self.set_vocabulary(vocabulary)
 
+    def __call__(self, inputs: Any) -> Any:
+        """On a model input or layer output: the layer in the model. On
+        values (a list or array of tokens, on the chief): Keras's eager
+        call, the indices as int64 of their shape (output_mode "int")."""
+        ins = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+        if ins and all(isinstance(t, KerasTensor) for t in ins):
+            return super().__call__(inputs)
+        return self._lookup_now(inputs)
+
+    def _lookup_now(self, data: Any) -> Any:
+        import numpy as np
+
+        n = self.name
+        if self.vocabulary is None:
+            raise ValueError(f"{n}: no vocabulary: give vocabulary (a list "
+                             f"or a file) or adapt the layer")
+        if self.output_mode != "int" or self.invert:
+            raise ValueError(f"{n}: called on values, the layer gives "
+                             f"indices (output_mode 'int', not inverted); "
+                             f"in a model it gives every mode")
+        index = {t: self._token_start() + i
+                 for i, t in enumerate(self.vocabulary)}
+        oov = int(self.mask_token is not None)
+
+        def one(v: Any) -> int:
+            v = v.decode() if isinstance(v, bytes) else v
+            v = str(v) if self._strings else int(v)
+            if self.mask_token is not None and v == self.mask_token:
+                return 0
+            if v in index:
+                return index[v]
+            if self.num_oov_indices == 0:
+                raise ValueError(f"{n}: {v!r} is not in the vocabulary and "
+                                 f"num_oov_indices is 0")
+            if self.num_oov_indices == 1:
+                return oov
+            if not self._strings:
+                return oov + v % self.num_oov_indices  # floormod
+            raise ValueError(f"{n}: {v!r} is out of the vocabulary and "
+                             f"has {self.num_oov_indices} OOV indices, "
+                             f"chosen by its fingerprint: look it up in a "
+                             f"model")
+
+        a = np.asarray(data, dtype=object)
+        out = np.zeros(a.shape, dtype=np.int64)
+        for i, v in np.ndenumerate(a):
+            out[i] = one(v)
+        return out
+
     def _token_start(self) -> int:
         mask = self.mask_token is not None and self.output_mode == "int"
         return int(mask) + self.num_oov_indices

@@ -311,11 +311,16 @@ def _field(number: int, payload: bytes) -> bytes:  # length-delimited
 
 
 def _example(row: Mapping[str, "tuple[str, list]"]) -> bytes:
-    """A tf.train.Example of {name: ("int64" | "float", values)}."""
+    """A tf.train.Example of {name: ("int64" | "float" | "bytes",
+    values)}."""
     import struct
     feats = b""
     for name, (kind, values) in row.items():
-        if kind == "int64":
+        if kind == "bytes":  # bytes_list: each value its own field
+            packed = b"".join(_field(1, v.encode() if isinstance(v, str)
+                                     else bytes(v)) for v in values)
+            feature = _field(1, packed)
+        elif kind == "int64":
             packed = b"".join(_varint(int(v)) for v in values)
             feature = _field(3, _field(1, packed))  # int64_list
         else:
@@ -328,8 +333,10 @@ def _example(row: Mapping[str, "tuple[str, list]"]) -> bytes:
 def write_tfrecord(path: str, columns: Mapping[str, object],
                    gzip: bool = False) -> int:
     """Writes one tf.train.Example per row of ``columns`` (name -> an array
-    of rows: [n] or [n, width]; integer arrays become int64 features, the
-    others float) into the TFRecord file ``path`` (through the library's
+    of rows: [n] or [n, width]; integer arrays become int64 features,
+    arrays of strings bytes features (read back as Feature("string"), or
+    "hashed"), the others float) into the TFRecord file ``path`` (through
+    the library's
     writer: the file appears whole when done). Returns n. Read it back
     with :func:`tfrecord`."""
     import ctypes
@@ -355,7 +362,8 @@ def write_tfrecord(path: str, columns: Mapping[str, object],
             raise ValueError(f"columns[{name!r}]: {arr.shape[0]} rows, "
                              f"the others have {n}")
         n = arr.shape[0]
-        kind = "int64" if np.issubdtype(arr.dtype, np.integer) else "float"
+        kind = ("int64" if np.issubdtype(arr.dtype, np.integer) else
+                "bytes" if arr.dtype.kind in "USO" else "float")
         cols[name] = (kind, arr.tolist())
     w = ctypes.c_void_p()
     opener = (lib.pasco_tfrecord_writer_open_gzip if gzip
