@@ -191,6 +191,16 @@ def string_lookups(r, L):
                 "config"] != {**lk.get_config()}:
             r.fails.append(f"StringLookup({kw}): config read back as "
                            f"{got['config']['config']['layers'][0]}")
+    # called on values (Keras's eager call, on the chief)
+    for kw in ({}, {"mask_token": ""}):
+        lk = L.StringLookup(vocabulary=vocab, **kw)
+        got = {"shape": [4, 2], "data": lk(x).reshape(-1).tolist()}
+        r.check(f"StringLookup({kw}) on values", got,
+                lookup_ref(x, vocab, kw.get("mask_token")))
+    il = L.IntegerLookup(vocabulary=[10, 20], num_oov_indices=3)
+    got = {"shape": [1, 4], "data": il([[10, 7, -5, 20]]).reshape(-1).tolist()}
+    r.check("IntegerLookup on values", got,
+            lookup_ref([[10, 7, -5, 20]], [10, 20], None, 3, strings=False))
     # one_hot: one value per example
     s = L.Input(shape=(1,), name="s", dtype="string")
     got = r.run([(L.StringLookup(vocabulary=vocab, output_mode="one_hot"),
