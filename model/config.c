@@ -395,7 +395,7 @@ read_string_inputs(const cJSON *c, pasco_model *m)
 	size_t       k = 0;
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "inputs"))
 	{
-		const cJSON *d    = cJSON_GetObjectItemCaseSensitive(it, "dtype");
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(it, "dtype");
 		bool         know = false;
 		for (size_t j = 0; cJSON_IsString(d) && j < 4; j++) {
 			know = know || strcmp(d->valuestring, dtypes[j]) == 0;

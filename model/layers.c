@@ -169,7 +169,7 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths)
 	pasco_layer                  *l    = &m->layers[i];
 	const pasci_layer_desc       *d    = pasci_layer_desc_of(l->kind);
 	size_t                        nids = 0, nprep = 0;
-	d                                  = d != NULL ? d : &none;
+	d = d != NULL ? d : &none;
 	if (l->ninputs == 0) {
 		l->ninputs   = 1;
 		l->inputs[0] = i == 0 ? PASCO_MODEL_INPUT(0) : (int32_t) i - 1;

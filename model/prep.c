@@ -197,8 +197,8 @@ index_vocab(pasco_prep *p, const char *at)
 		int64_t j = pasci_prep_find(p, p->vocab_key[k]);
 		char    a[96], b[96];
 		if (j >= 0) {
-			bool same = !p->strings ||
-			            strcmp(p->vocab_str[j], p->vocab_str[k]) == 0;
+			bool same = !p->strings || strcmp(p->vocab_str[j],
+			                               p->vocab_str[k]) == 0;
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: vocabulary: %s at index %zu %s %s at index "
 			    "%lld%s",
@@ -231,14 +231,16 @@ check_special(const pasco_prep *p, const char *at)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: vocabulary holds the mask token %s at index %lld: "
 		    "leave the mask and OOV tokens out of the vocabulary",
-		    at, token_text(p, (size_t) j, a, sizeof(a)), (long long) j);
+		    at, token_text(p, (size_t) j, a, sizeof(a)),
+		    (long long) j);
 	}
 	j = p->invert ? pasci_prep_find(p, p->oov_key) : -1;
 	if (j >= 0) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: vocabulary holds the OOV token %s at index %lld: "
 		    "leave the mask and OOV tokens out of the vocabulary",
-		    at, token_text(p, (size_t) j, a, sizeof(a)), (long long) j);
+		    at, token_text(p, (size_t) j, a, sizeof(a)),
+		    (long long) j);
 	}
 	return PASCO_OK;
 }
@@ -279,7 +281,7 @@ pasci_prep_set_vocab(pasco_prep *p, size_t n, const char *const *tokens,
 int
 pasci_prep_vocab_file(pasco_prep *p, const char *path, const char *at)
 {
-	FILE    *f = fopen(path, "r");
+	FILE    *f    = fopen(path, "r");
 	char    *line = NULL, **toks = NULL;
 	int64_t *vals = NULL;
 	size_t   cap = 0, n = 0, room = 0;
@@ -295,12 +297,12 @@ pasci_prep_vocab_file(pasco_prep *p, const char *path, const char *at)
 			line[--len] = 0;
 		}
 		if (n == room) {
-			room = room ? 2 * room : 64;
+			room       = room ? 2 * room : 64;
 			char   **t = realloc(toks, room * sizeof(*toks));
-			int64_t *v = t ? realloc(vals, room * sizeof(*vals))
-			               : NULL;
-			toks       = t ? t : toks;
-			vals       = v ? v : vals;
+			int64_t *v =
+			    t ? realloc(vals, room * sizeof(*vals)) : NULL;
+			toks = t ? t : toks;
+			vals = v ? v : vals;
 			if (t == NULL || v == NULL) {
 				rv = pasci_model_fail(
 				    PASCO_ENOMEM, "out of memory");
@@ -378,10 +380,10 @@ pasci_prep_int_at(const pasco_tensor *t, int64_t i)
 	}
 	double v = pasci_prep_num_at(t, i);
 	/* Keras casts floats to int64: toward zero, bounded here */
-	return isnan(v)          ? 0
-	       : v >= 0x1p63     ? INT64_MAX
-	       : v <= -0x1p63    ? INT64_MIN
-	                         : (int64_t) v;
+	return isnan(v)       ? 0
+	       : v >= 0x1p63  ? INT64_MAX
+	       : v <= -0x1p63 ? INT64_MIN
+	                      : (int64_t) v;
 }
 
 int64_t
@@ -392,8 +394,8 @@ pasci_prep_key_at(const pasco_tensor *t, bool strings, int64_t i)
 	if (strings) {
 		return ((const int64_t *) t->data)[i];
 	}
-	n = snprintf(text, sizeof(text), "%lld",
-	    (long long) pasci_prep_int_at(t, i));
+	n = snprintf(
+	    text, sizeof(text), "%lld", (long long) pasci_prep_int_at(t, i));
 	return pasco_hash_key(text, (size_t) n);
 }
 
@@ -443,7 +445,8 @@ pasci_prep_resolve(const pasco_model *m, size_t i)
 			    "other preprocessing layers, whose values are "
 			    "known before the step reads its variables",
 			    l->name, j, m->layers[r].name,
-			    pasci_layer_desc_of(m->layers[r].kind)->class_name);
+			    pasci_layer_desc_of(m->layers[r].kind)
+			        ->class_name);
 		}
 		if (r >= 0 && !pasci_prep_gives_ids(m, (size_t) r)) {
 			return pasci_model_fail(PASCO_EINVAL,
@@ -461,8 +464,9 @@ input_tensor(const pasco_model *m, const pasco_tensor *const *ext, size_t i,
     size_t j, bool *strings)
 {
 	int32_t r = m->layers[i].inputs[j];
-	size_t  k = r < 0 ? (size_t) (-1 - (int64_t) r) : m->ninputs + (size_t) r;
-	*strings  = r < 0 && m->inputs[k].strings;
+	size_t  k =
+            r < 0 ? (size_t) (-1 - (int64_t) r) : m->ninputs + (size_t) r;
+	*strings = r < 0 && m->inputs[k].strings;
 	return ext[k];
 }
 
@@ -473,8 +477,8 @@ check_shape(pasco_tape *tp, const pasco_layer *l, size_t j,
 {
 	bool ok = t->dtype == PASCO_F32 || t->dtype == PASCO_F64 ||
 	          t->dtype == PASCO_I32 || t->dtype == PASCO_I64;
-	ok      = ok && ((t->rank == 1 && width == 1) ||
-                        (t->rank == 2 && t->shape[1] == width));
+	ok = ok && ((t->rank == 1 && width == 1) ||
+	               (t->rank == 2 && t->shape[1] == width));
 	if (!ok) {
 		pasci_tape_fail(tp, PASCO_EINVAL,
 		    "%s: input %zu is %s%s; expected [batch, %lld] of numbers "
@@ -487,7 +491,8 @@ check_shape(pasco_tape *tp, const pasco_layer *l, size_t j,
 
 /* A tensor of dtype and shape in the arena. */
 static pasco_tensor *
-arena_tensor(pasco_tape *tp, pasco_dtype dt, int32_t rank, const int64_t *shape)
+arena_tensor(
+    pasco_tape *tp, pasco_dtype dt, int32_t rank, const int64_t *shape)
 {
 	pasco_tensor *t = pasci_tape_mem(tp, sizeof(*t));
 	if (t == NULL) {
@@ -533,27 +538,32 @@ encode(pasco_tape *tp, const pasco_layer *l, const pasco_tensor *x,
 			    (long long) idx[e], (long long) depth);
 			return NULL;
 		}
-		row[idx[e]] = p->mode == PASCO_OUTPUT_COUNT ? row[idx[e]] + 1 : 1;
+		row[idx[e]] =
+		    p->mode == PASCO_OUTPUT_COUNT ? row[idx[e]] + 1 : 1;
 	}
 	return t;
 }
 
 /* Layer i's output into ext[ninputs + i]. */
 static bool
-prep_layer(const pasco_model *m, pasco_tape *tp, const pasco_tensor **ext,
-    size_t i)
+prep_layer(
+    const pasco_model *m, pasco_tape *tp, const pasco_tensor **ext, size_t i)
 {
 	const pasco_layer      *l = &m->layers[i];
 	const pasci_layer_desc *d = pasci_layer_desc_of(l->kind);
 	const pasco_tensor     *in[PASCO_LAYER_MAX_INPUTS];
 	bool                    strings[PASCO_LAYER_MAX_INPUTS];
-	pasci_prep_call         c = {.l = l, .p = pasci_prep_of(l), .in = in,
-	            .strings = strings, .n = l->ninputs};
+	pasci_prep_call         c = {.l = l,
+	            .p                  = pasci_prep_of(l),
+	            .in                 = in,
+	            .strings            = strings,
+	            .n                  = l->ninputs};
 	for (size_t j = 0; j < l->ninputs; j++) {
 		in[j] = input_tensor(m, ext, i, j, &strings[j]);
-		if (!check_shape(tp, l, j, in[j], m->layers[i].inputs[j] < 0
-		                     ? m->inputs[-1 - m->layers[i].inputs[j]].width
-		                     : m->out_width[m->layers[i].inputs[j]])) {
+		if (!check_shape(tp, l, j, in[j],
+		        m->layers[i].inputs[j] < 0
+		            ? m->inputs[-1 - m->layers[i].inputs[j]].width
+		            : m->out_width[m->layers[i].inputs[j]])) {
 			return false;
 		}
 		if (j > 0 && (in[j]->rank != in[0]->rank ||
@@ -617,8 +627,8 @@ pasco_tnode *
 pasci_prep_layer_call(pasci_layer_call *c)
 {
 	static const pasci_tape_op op = {"preprocessing", prep_backward};
-	const pasco_tensor *t = c->inputs[c->m->ninputs + c->i];
-	pasco_tnode        *n;
+	const pasco_tensor        *t  = c->inputs[c->m->ninputs + c->i];
+	pasco_tnode               *n;
 	if (t == NULL) {
 		return pasci_tape_fail(c->tp, PASCO_EINVAL,
 		    "%s: its output was not computed before the step",
@@ -636,8 +646,7 @@ int
 pasco_model_set_string_input(pasco_model *m, size_t k)
 {
 	if (m == NULL || k >= m->ninputs || !m->inputs[k].ids) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "input %zu: %s", k,
+		return pasci_model_fail(PASCO_EINVAL, "input %zu: %s", k,
 		    m == NULL || k >= m->ninputs
 		        ? "no such model input"
 		        : "an input of features cannot hold strings (strings "

@@ -144,7 +144,7 @@ int  pasci_prep_read_mode(const cJSON *c, pasco_prep *p, const char *at);
 int pasci_prep_read_default(
     const cJSON *c, const char *key, const char *dflt, const char *at);
 /* A field that is null, absent, or an integer (into *v, *has). */
-int pasci_prep_read_opt_int(const cJSON *c, const char *key, bool *has,
-    int64_t *v, const char *at);
+int pasci_prep_read_opt_int(
+    const cJSON *c, const char *key, bool *has, int64_t *v, const char *at);
 
 #endif

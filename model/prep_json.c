@@ -28,7 +28,8 @@ pasci_prep_read_mode(const cJSON *c, pasco_prep *p, const char *at)
 	for (int k = 0; cJSON_IsString(it) && k <= PASCO_OUTPUT_COUNT; k++) {
 		if (strcmp(it->valuestring, pasco_output_mode_name(k)) == 0) {
 			p->mode = (pasco_output_mode) k;
-			return pasci_prep_read_default(c, "sparse", "false", at);
+			return pasci_prep_read_default(
+			    c, "sparse", "false", at);
 		}
 	}
 	return pasci_model_fail(PASCO_EINVAL,
@@ -57,7 +58,7 @@ pasci_prep_read_default(
 		char *got = cJSON_PrintUnformatted(it);
 		int   rv  = pasci_model_fail(PASCO_EINVAL,
 		       "%s: %s must be %s (Pasco supports only Keras's default), "
-		       "got %.60s",
+		          "got %.60s",
 		       at, key, dflt, got != NULL ? got : "another value");
 		cJSON_free(got);
 		return rv;
@@ -66,8 +67,8 @@ pasci_prep_read_default(
 }
 
 int
-pasci_prep_read_opt_int(const cJSON *c, const char *key, bool *has,
-    int64_t *v, const char *at)
+pasci_prep_read_opt_int(
+    const cJSON *c, const char *key, bool *has, int64_t *v, const char *at)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
 	if (it == NULL || cJSON_IsNull(it)) {

@@ -93,7 +93,8 @@ invert_one(const pasco_prep *p, int64_t v)
 	if (p->has_mask && v == 0) {
 		return p->mask_key;
 	}
-	return t >= 0 && t < (int64_t) p->nvocab ? p->vocab_key[t] : p->oov_key;
+	return t >= 0 && t < (int64_t) p->nvocab ? p->vocab_key[t]
+	                                         : p->oov_key;
 }
 
 /* The OOV index of key, or -1 with the message set (no OOV index). */
@@ -123,8 +124,8 @@ oov_index(pasci_prep_call *c, int64_t key)
 int
 pasci_lookup_prep(pasci_prep_call *c)
 {
-	const pasco_prep   *p = c->p;
-	const pasco_tensor *x = c->in[0];
+	const pasco_prep   *p  = c->p;
+	const pasco_tensor *x  = c->in[0];
 	int64_t             t0 = pasci_prep_token_start(p);
 	if (p->strings != c->strings[0] && !p->invert) {
 		snprintf(c->err, sizeof(c->err),
@@ -156,11 +157,11 @@ pasci_lookup_write(cJSON *c, const pasco_layer *l)
 	const pasco_prep *p = pasci_prep_of(l);
 	cJSON            *v = NULL;
 	bool              ok;
-	ok = (p->max_tokens > 0 ? cJSON_AddNumberToObject(c, "max_tokens",
-	                              (double) p->max_tokens)
-	                        : cJSON_AddNullToObject(c, "max_tokens")) &&
-	     cJSON_AddNumberToObject(
-	         c, "num_oov_indices", (double) p->num_oov);
+	ok =
+	    (p->max_tokens > 0 ? cJSON_AddNumberToObject(
+	                             c, "max_tokens", (double) p->max_tokens)
+	                       : cJSON_AddNullToObject(c, "max_tokens")) &&
+	    cJSON_AddNumberToObject(c, "num_oov_indices", (double) p->num_oov);
 	if (ok && p->has_vocab) {
 		v = p->strings ? cJSON_CreateStringArray(
 		                     (const char *const *) p->vocab_str,
@@ -209,10 +210,11 @@ read_vocab(const cJSON *c, pasco_prep *p, const char *at)
 		if (rv != 0) {
 			break;
 		}
-		bool ok = p->strings ? cJSON_IsString(it)
-		                     : cJSON_IsNumber(it) &&
-		                           it->valuedouble ==
-		                               (double) (int64_t) it->valuedouble;
+		bool ok = p->strings
+		              ? cJSON_IsString(it)
+		              : cJSON_IsNumber(it) &&
+		                    it->valuedouble ==
+		                        (double) (int64_t) it->valuedouble;
 		if (!ok) {
 			rv = pasci_model_fail(PASCO_EINVAL,
 			    "%s: vocabulary[%zu] is not %s", at, k,
@@ -241,8 +243,8 @@ pasci_lookup_read(const cJSON *c, pasco_layer *l, const char *at)
 	if (p == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	if (pasci_prep_read_opt_int(c, "max_tokens", &has_max, &p->max_tokens,
-	        at) != 0 ||
+	if (pasci_prep_read_opt_int(
+	        c, "max_tokens", &has_max, &p->max_tokens, at) != 0 ||
 	    pasci_json_int(c, "num_oov_indices", &p->num_oov, 0, at) != 0 ||
 	    pasci_json_bool(c, "invert", &p->invert, at) != 0 ||
 	    pasci_json_bool(c, "pad_to_max_tokens", &p->pad, at) != 0 ||
@@ -273,12 +275,12 @@ pasci_lookup_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p,
 {
 	const char *at = kind == PASCO_LAYER_STRING_LOOKUP ? "StringLookup"
 	                                                   : "IntegerLookup";
-	int rv = PASCO_OK;
-	p->max_tokens = o->max_tokens;
-	p->num_oov    = o->num_oov_indices;
-	p->invert     = o->invert;
-	p->pad        = o->pad_to_max_tokens;
-	p->mode       = o->output_mode;
+	int         rv = PASCO_OK;
+	p->max_tokens  = o->max_tokens;
+	p->num_oov     = o->num_oov_indices;
+	p->invert      = o->invert;
+	p->pad         = o->pad_to_max_tokens;
+	p->mode        = o->output_mode;
 	if (n > 0 && tokens == NULL && values == NULL) {
 		rv = pasci_model_fail(PASCO_EINVAL,
 		    "%s: a vocabulary of %zu tokens given as NULL", at, n);
@@ -299,7 +301,6 @@ pasci_lookup_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p,
 pasco_lookup_options
 pasco_lookup_defaults(void)
 {
-	return (pasco_lookup_options){.num_oov_indices = 1,
-	    .oov_token                                 = "[UNK]",
-	    .oov_value                                 = -1};
+	return (pasco_lookup_options){
+	    .num_oov_indices = 1, .oov_token = "[UNK]", .oov_value = -1};
 }

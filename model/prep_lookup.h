@@ -8,8 +8,8 @@
 
 #include "prep.h"
 
-int     pasci_lookup_check(const pasco_layer *l, const int64_t *widths,
-        int64_t *out);
+int pasci_lookup_check(
+    const pasco_layer *l, const int64_t *widths, int64_t *out);
 int     pasci_lookup_prep(pasci_prep_call *c);
 int64_t pasci_lookup_depth(const pasco_layer *l);
 

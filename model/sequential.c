@@ -102,9 +102,8 @@ check_inputs(
 		}
 		size_t              k     = pasci_layer_input_of(m, i);
 		const pasco_tensor *ids   = inputs[k];
-		int64_t             width = k < m->ninputs
-		                                ? m->inputs[k].width
-		                                : m->out_width[k - m->ninputs];
+		int64_t             width = k < m->ninputs ? m->inputs[k].width
+		                                           : m->out_width[k - m->ninputs];
 		bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
 		ok      = ok && ((ids->rank == 1 && width == 1) ||
                                (ids->rank == 2 && ids->shape[1] == width));

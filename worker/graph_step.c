@@ -222,10 +222,9 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 	}
 	for (size_t k = 0; k < m->nvars; k++) { /* one read: those not yet */
 		if (r->src[v0 + k] == NULL) {
-			ids[nw] =
-			    r->sparse[v0 + k]
-			        ? ext[pasci_layer_input_of(m, m->vars[k].layer)]
-			        : NULL;
+			ids[nw] = r->sparse[v0 + k] ? ext[pasci_layer_input_of(
+			                                  m, m->vars[k].layer)]
+			                            : NULL;
 			want[nw++] = v0 + k;
 		}
 	}

@@ -432,8 +432,8 @@ typedef struct pasco_hashing_options {
 	pasco_output_mode output_mode;
 } pasco_hashing_options;
 
-int pasco_layer_hashing(pasco_layer *out, int64_t num_bins,
-    const pasco_hashing_options *opts);
+int pasco_layer_hashing(
+    pasco_layer *out, int64_t num_bins, const pasco_hashing_options *opts);
 
 /* StringLookup's and IntegerLookup's options; pasco_lookup_defaults gives
  * Keras's (max_tokens none, one OOV index, no mask, OOV token "[UNK]" /

@@ -23,9 +23,9 @@
 
 /* What the map keeps: the feature columns, in order, and the label. */
 typedef struct csv_pick {
-	size_t  n;
-	char  **names;
-	char   *label;
+	size_t n;
+	char **names;
+	char  *label;
 } csv_pick;
 
 static void
@@ -56,17 +56,16 @@ pick_map(void *arg, const pasco_value *e, pasco_value **out)
 		    pasco_value_as_tensor(pasco_value_get(e, p->names[k]));
 		pasco_tensor *r = NULL;
 		keys[k]         = p->names[k];
-		rv = t == NULL ? PASCO_EINVAL
-		               : pasco_tensor_from(&r, t->dtype, 1,
-		                     (int64_t[]){1}, t->data, t->nbytes);
+		rv              = t == NULL ? PASCO_EINVAL
+		                            : pasco_tensor_from(&r, t->dtype, 1,
+		                                  (int64_t[]){1}, t->data, t->nbytes);
 		if (rv == 0 && (items[k] = pasco_value_tensor(r)) == NULL) {
 			rv = PASCO_ENOMEM;
 		}
 	}
-	if (rv == 0 &&
-	    ((x = pasci_value_dict_of(p->n, keys, items)) == NULL ||
-	        (y = pasco_value_clone(pasco_value_get(e, p->label))) ==
-	            NULL)) {
+	if (rv == 0 && ((x = pasci_value_dict_of(p->n, keys, items)) == NULL ||
+	                   (y = pasco_value_clone(
+	                        pasco_value_get(e, p->label))) == NULL)) {
 		rv = PASCO_ENOMEM;
 	}
 	if (rv != 0 && x == NULL) {
@@ -139,13 +138,13 @@ type_columns(pasco_csv_column *cols, size_t n, const pasci_csv_features *o)
 	ssize_t l = column_of(cols, n, o->label);
 	if (l < 0) {
 		return pasco_dataset_fail(PASCO_EINVAL,
-		    "files dataset: label '%s' is not a column of %s", o->label,
-		    o->files[0]);
+		    "files dataset: label '%s' is not a column of %s",
+		    o->label, o->files[0]);
 	}
 	cols[l].type = o->label_type;
 	for (size_t j = 0; j < o->ninputs; j++) {
 		const pasco_example_input *in = &o->inputs[j];
-		ssize_t k = column_of(cols, n, in->name);
+		ssize_t                    k  = column_of(cols, n, in->name);
 		if (k < 0 || k == l || in->width != 1) {
 			return pasco_dataset_fail(PASCO_EINVAL,
 			    "files dataset: features.%s: %s", in->name,
@@ -167,8 +166,8 @@ make_pick(const pasci_csv_features *o, csv_pick **out)
 	csv_pick *p = calloc(1, sizeof(*p));
 	int       rv;
 	*out = p;
-	if (p == NULL || (p->names = calloc(o->ninputs + 1, sizeof(char *))) ==
-	                     NULL ||
+	if (p == NULL ||
+	    (p->names = calloc(o->ninputs + 1, sizeof(char *))) == NULL ||
 	    (p->label = pasci_strdup(o->label)) == NULL) {
 		return PASCO_ENOMEM;
 	}
@@ -183,8 +182,7 @@ make_pick(const pasci_csv_features *o, csv_pick **out)
 }
 
 int
-pasci_csv_features_dataset(
-    pasco_dataset **out, const pasci_csv_features *o)
+pasci_csv_features_dataset(pasco_dataset **out, const pasci_csv_features *o)
 {
 	pasco_csv_column *cols = NULL;
 	csv_pick         *pick = NULL;
@@ -208,7 +206,8 @@ pasci_csv_features_dataset(
 		pick_free(pick);
 	}
 	if (rv == 0) {
-		rv = pasco_dataset_map_with(out, *out, pick_map, pick, pick_free);
+		rv = pasco_dataset_map_with(
+		    out, *out, pick_map, pick, pick_free);
 	}
 	for (size_t k = 0; cols != NULL && k < n; k++) {
 		free((char *) cols[k].name);

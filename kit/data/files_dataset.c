@@ -200,7 +200,8 @@ read_features(const cJSON *features, files_spec *spec)
 	/* "string": a string's fingerprint, HASHED with full keys */
 	static const char *const types[] = {[PASCO_FEATURE_INT64] = "int64",
 	    [PASCO_FEATURE_FLOAT]                                 = "float",
-	    [PASCO_FEATURE_HASHED] = "hashed", [5] = "string"};
+	    [PASCO_FEATURE_HASHED]                                = "hashed",
+	    [5]                                                   = "string"};
 	const cJSON             *it;
 	if (!cJSON_IsObject(features) || cJSON_GetArraySize(features) == 0) {
 		return pasco_dataset_fail(PASCO_EINVAL,
@@ -236,7 +237,8 @@ read_features(const cJSON *features, files_spec *spec)
 		if (type == 5 && in->num_buckets != 0) {
 			return pasco_dataset_fail(PASCO_EINVAL,
 			    "files dataset: features.%s: a \"string\" feature "
-			    "is its fingerprint; num_buckets is for \"hashed\"",
+			    "is its fingerprint; num_buckets is for "
+			    "\"hashed\"",
 			    it->string);
 		}
 		in->type = type == 5 ? PASCO_FEATURE_HASHED

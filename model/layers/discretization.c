@@ -75,8 +75,8 @@ discretization_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		    "example, got width %lld (use \"multi_hot\")",
 		    l->name, (long long) widths[0]);
 	}
-	*out = p->mode == PASCO_OUTPUT_INT ? widths[0]
-	                                   : (int64_t) p->nbounds + 1;
+	*out =
+	    p->mode == PASCO_OUTPUT_INT ? widths[0] : (int64_t) p->nbounds + 1;
 	return PASCO_OK;
 }
 
@@ -115,9 +115,9 @@ static bool
 discretization_write(cJSON *c, const pasco_layer *l)
 {
 	const pasco_prep *p = pasci_prep_of(l);
-	cJSON *b = p->has_bounds ? cJSON_CreateDoubleArray(p->bounds,
-	                               (int) p->nbounds)
-	                         : cJSON_CreateNull();
+	cJSON            *b = p->has_bounds
+	                          ? cJSON_CreateDoubleArray(p->bounds, (int) p->nbounds)
+	                          : cJSON_CreateNull();
 	return b != NULL && cJSON_AddItemToObject(c, "bin_boundaries", b) &&
 	       (p->num_bins > 0 ? cJSON_AddNumberToObject(
 	                              c, "num_bins", (double) p->num_bins)
@@ -141,8 +141,8 @@ discretization_read(
 	if ((p = l->prep = pasci_prep_alloc(l->kind)) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	if (pasci_prep_read_opt_int(c, "num_bins", &has_bins, &p->num_bins,
-	        at) != 0 ||
+	if (pasci_prep_read_opt_int(
+	        c, "num_bins", &has_bins, &p->num_bins, at) != 0 ||
 	    pasci_json_number(c, "epsilon", &p->epsilon, false, 0, at) != 0 ||
 	    pasci_prep_read_mode(c, p, at) != 0) {
 		return PASCO_EINVAL;
@@ -152,7 +152,8 @@ discretization_read(
 	}
 	if (!cJSON_IsArray(b)) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: bin_boundaries must be null or a list of numbers", at);
+		    "%s: bin_boundaries must be null or a list of numbers",
+		    at);
 	}
 	if ((v = calloc((size_t) cJSON_GetArraySize(b) + 1, sizeof(*v))) ==
 	    NULL) {
@@ -176,9 +177,9 @@ const pasci_layer_desc pasci_layer_discretization_desc = {
     .kind       = PASCO_LAYER_DISCRETIZATION,
     .class_name = "Discretization",
     .prefix     = "discretization",
-    .keys       = {"name", "bin_boundaries", "num_bins", "epsilon",
-              "output_mode", "sparse"},
-    .args       = {"bin_boundaries"},
+    .keys = {"name", "bin_boundaries", "num_bins", "epsilon", "output_mode",
+        "sparse"},
+    .args = {"bin_boundaries"},
     .min_inputs = 1,
     .check      = discretization_check,
     .call       = pasci_prep_layer_call,

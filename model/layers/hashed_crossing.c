@@ -63,11 +63,12 @@ static int
 hashed_crossing_prep(pasci_prep_call *c)
 {
 	for (int64_t e = 0; e < c->in[0]->count; e++) {
-		int64_t       k[2] = {pasci_prep_key_at(c->in[0], c->strings[0], e),
-		          pasci_prep_key_at(c->in[1], c->strings[1], e)};
+		int64_t k[2] = {pasci_prep_key_at(c->in[0], c->strings[0], e),
+		    pasci_prep_key_at(c->in[1], c->strings[1], e)};
 		unsigned char b[16];
 		for (int j = 0; j < 16; j++) {
-			b[j] = (unsigned char) ((uint64_t) k[j / 8] >> (8 * (j % 8)));
+			b[j] = (unsigned char) ((uint64_t) k[j / 8] >>
+			                        (8 * (j % 8)));
 		}
 		c->idx[e] = (int64_t) (pasco_hash64(b, 16, 0) %
 		                       (uint64_t) c->p->num_bins);

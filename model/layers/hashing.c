@@ -32,7 +32,7 @@ pasco_layer_hashing(
 			p->mask_is_str = true;
 			p->mask_str    = pasci_strdup(o->mask_string);
 			p->mask_key    = pasco_hash_key(
-                            o->mask_string, strlen(o->mask_string));
+			       o->mask_string, strlen(o->mask_string));
 		}
 	}
 	if (p->mask_is_str && p->mask_str == NULL) {
@@ -82,8 +82,9 @@ hashing_prep(pasci_prep_call *c)
 		if (mask && raw == p->mask_key) {
 			c->idx[e] = 0;
 		} else {
-			c->idx[e] = mask ? 1 + pasci_prep_hash_bin(p, key, bins - 1)
-			                 : pasci_prep_hash_bin(p, key, bins);
+			c->idx[e] =
+			    mask ? 1 + pasci_prep_hash_bin(p, key, bins - 1)
+			         : pasci_prep_hash_bin(p, key, bins);
 		}
 	}
 	return PASCO_OK;
@@ -103,7 +104,8 @@ hashing_write(cJSON *c, const pasco_layer *l)
 	if (!p->has_mask) {
 		ok = ok && cJSON_AddNullToObject(c, "mask_value");
 	} else if (p->mask_is_str) {
-		ok = ok && cJSON_AddStringToObject(c, "mask_value", p->mask_str);
+		ok = ok &&
+		     cJSON_AddStringToObject(c, "mask_value", p->mask_str);
 	} else {
 		ok = ok && cJSON_AddNumberToObject(
 		               c, "mask_value", (double) p->mask_key);
@@ -130,9 +132,10 @@ hashing_read(
 		return PASCO_EINVAL;
 	}
 	if (cJSON_IsString(m)) {
-		p->has_mask    = p->mask_is_str = true;
-		p->mask_str    = pasci_strdup(m->valuestring);
-		p->mask_key    = pasco_hash_key(m->valuestring, strlen(m->valuestring));
+		p->has_mask = p->mask_is_str = true;
+		p->mask_str                  = pasci_strdup(m->valuestring);
+		p->mask_key =
+		    pasco_hash_key(m->valuestring, strlen(m->valuestring));
 		if (p->mask_str == NULL) {
 			return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 		}
@@ -156,8 +159,8 @@ const pasci_layer_desc pasci_layer_hashing_desc = {
     .kind       = PASCO_LAYER_HASHING,
     .class_name = "Hashing",
     .prefix     = "hashing",
-    .keys = {"name", "num_bins", "mask_value", "salt", "output_mode",
-        "sparse"},
+    .keys       = {"name", "num_bins", "mask_value", "salt", "output_mode",
+              "sparse"},
     .args       = {"num_bins"},
     .min_inputs = 1,
     .check      = hashing_check,

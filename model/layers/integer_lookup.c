@@ -16,7 +16,8 @@ int
 pasco_layer_integer_lookup(pasco_layer *out, size_t n,
     const int64_t *vocabulary, const pasco_lookup_options *opts)
 {
-	pasco_lookup_options o = opts != NULL ? *opts : pasco_lookup_defaults();
+	pasco_lookup_options o =
+	    opts != NULL ? *opts : pasco_lookup_defaults();
 	pasco_prep *p = pasci_prep_alloc(PASCO_LAYER_INTEGER_LOOKUP);
 	if (p == NULL) {
 		memset(out, 0, sizeof(*out));
@@ -69,10 +70,9 @@ const pasci_layer_desc pasci_layer_integer_lookup_desc = {
     .kind       = PASCO_LAYER_INTEGER_LOOKUP,
     .class_name = "IntegerLookup",
     .prefix     = "integer_lookup",
-    .keys = {"name", "max_tokens", "num_oov_indices", "mask_token",
-        "oov_token", "vocabulary", "vocabulary_dtype", "idf_weights",
-        "invert", "output_mode", "sparse", "pad_to_max_tokens",
-        "oov_method", "salt"},
+    .keys       = {"name", "max_tokens", "num_oov_indices", "mask_token",
+              "oov_token", "vocabulary", "vocabulary_dtype", "idf_weights", "invert",
+              "output_mode", "sparse", "pad_to_max_tokens", "oov_method", "salt"},
     .min_inputs = 1,
     .check      = pasci_lookup_check,
     .call       = pasci_prep_layer_call,

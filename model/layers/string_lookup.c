@@ -39,7 +39,8 @@ int
 pasco_layer_string_lookup(pasco_layer *out, size_t n,
     const char *const *vocabulary, const pasco_lookup_options *opts)
 {
-	pasco_lookup_options o = opts != NULL ? *opts : pasco_lookup_defaults();
+	pasco_lookup_options o =
+	    opts != NULL ? *opts : pasco_lookup_defaults();
 	pasco_prep *p = pasci_prep_alloc(PASCO_LAYER_STRING_LOOKUP);
 	if (p == NULL) {
 		memset(out, 0, sizeof(*out));
@@ -62,8 +63,8 @@ string_lookup_write(cJSON *c, const pasco_layer *l)
 	return (p->has_mask
 	               ? cJSON_AddStringToObject(c, "mask_token", p->mask_str)
 	               : cJSON_AddNullToObject(c, "mask_token")) &&
-	       cJSON_AddStringToObject(
-	           c, "oov_token", p->oov_str != NULL ? p->oov_str : "[UNK]") &&
+	       cJSON_AddStringToObject(c, "oov_token",
+	           p->oov_str != NULL ? p->oov_str : "[UNK]") &&
 	       pasci_lookup_write(c, l) &&
 	       cJSON_AddStringToObject(c, "encoding", "utf-8");
 }
@@ -99,9 +100,9 @@ const pasci_layer_desc pasci_layer_string_lookup_desc = {
     .kind       = PASCO_LAYER_STRING_LOOKUP,
     .class_name = "StringLookup",
     .prefix     = "string_lookup",
-    .keys = {"name", "max_tokens", "num_oov_indices", "mask_token",
-        "oov_token", "vocabulary", "idf_weights", "invert", "output_mode",
-        "pad_to_max_tokens", "sparse", "encoding", "salt"},
+    .keys       = {"name", "max_tokens", "num_oov_indices", "mask_token",
+              "oov_token", "vocabulary", "idf_weights", "invert", "output_mode",
+              "pad_to_max_tokens", "sparse", "encoding", "salt"},
     .min_inputs = 1,
     .check      = pasci_lookup_check,
     .call       = pasci_prep_layer_call,

@@ -33,16 +33,19 @@ fail(const char *msg)
 static pasco_tensor *
 read_input(const cJSON *in)
 {
-	const cJSON *dt = cJSON_GetObjectItem(in, "dtype");
-	const cJSON *sh = cJSON_GetObjectItem(in, "shape"), *it;
-	const cJSON *d  = cJSON_GetObjectItem(in, "data");
-	int64_t      shape[8];
-	int32_t      rank = 0;
-	pasco_dtype  t    = PASCO_I64;
+	const cJSON  *dt = cJSON_GetObjectItem(in, "dtype");
+	const cJSON  *sh = cJSON_GetObjectItem(in, "shape"), *it;
+	const cJSON  *d  = cJSON_GetObjectItem(in, "data");
+	int64_t       shape[8];
+	int32_t       rank = 0;
+	pasco_dtype   t    = PASCO_I64;
 	pasco_tensor *x;
-	int64_t       k = 0;
+	int64_t       k    = 0;
 	const char   *name = dt->valuestring;
-	cJSON_ArrayForEach(it, sh) { shape[rank++] = (int64_t) it->valuedouble; }
+	cJSON_ArrayForEach(it, sh)
+	{
+		shape[rank++] = (int64_t) it->valuedouble;
+	}
 	t = strcmp(name, "f32") == 0   ? PASCO_F32
 	    : strcmp(name, "f64") == 0 ? PASCO_F64
 	    : strcmp(name, "i32") == 0 ? PASCO_I32
@@ -72,16 +75,16 @@ read_input(const cJSON *in)
 int
 main(void)
 {
-	static char   buf[1 << 22];
-	size_t        n  = fread(buf, 1, sizeof(buf) - 1, stdin);
-	cJSON        *j  = (buf[n] = 0, cJSON_Parse(buf));
-	char         *cfg = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "config"));
+	static char buf[1 << 22];
+	size_t      n = fread(buf, 1, sizeof(buf) - 1, stdin);
+	cJSON      *j = (buf[n] = 0, cJSON_Parse(buf));
+	char *cfg = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "config"));
 	pasco_model  *m;
 	pasco_tape   *tp;
 	pasco_tensor *ins[8] = {0};
 	size_t        nin    = 0;
 	const cJSON  *it;
-	char *back = NULL;
+	char         *back = NULL;
 	if (pasco_model_from_json(cfg, &m) != 0) {
 		return fail(pasco_model_last_error());
 	}
@@ -99,11 +102,12 @@ main(void)
 	} else {
 		const pasco_tensor *v = pasco_tnode_value(out);
 		cJSON              *o = cJSON_CreateObject();
-		cJSON *s = cJSON_AddArrayToObject(o, "shape");
-		cJSON *d = cJSON_AddArrayToObject(o, "data");
+		cJSON              *s = cJSON_AddArrayToObject(o, "shape");
+		cJSON              *d = cJSON_AddArrayToObject(o, "data");
 		cJSON_AddItemToObject(o, "config", cJSON_Parse(back));
 		for (int32_t r = 0; r < v->rank; r++) {
-			cJSON_AddItemToArray(s, cJSON_CreateNumber((double) v->shape[r]));
+			cJSON_AddItemToArray(
+			    s, cJSON_CreateNumber((double) v->shape[r]));
 		}
 		for (int64_t k = 0; k < v->count; k++) {
 			cJSON_AddItemToArray(d,

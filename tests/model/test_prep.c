@@ -43,7 +43,7 @@ Test(prep, a_string_lookup_feeds_an_embedding_the_keras_indices)
 	PASCO_PASS(pasco_layer_string_lookup(&l[0], 3, vocab, &o));
 	cr_assert_str_eq(l[0].name, "string_lookup");
 	l[1] = pasco_layer_on(pasco_layer_embedding(5, 2), 1, (int32_t[]){0});
-	l[1].combiner = PASCO_COMBINE_SUM;
+	l[1].combiner        = PASCO_COMBINE_SUM;
 	pasco_model_input in = {"city", 1, true};
 	PASCO_PASS(pasco_model_functional(&m, 1, &in, 2, l, 1));
 	pasco_layer_release(&l[0]);
@@ -51,9 +51,10 @@ Test(prep, a_string_lookup_feeds_an_embedding_the_keras_indices)
 	cr_assert_eq(pasco_model_output_width(m), 2);
 
 	/* row r of the table is (r, 10 r): the output names the index */
-	pasco_tensor *table, *x = strings(4, (const char *[]){
-	                                          "oslo", "", "lima", "paris"});
-	PASCO_PASS(pasco_tensor_alloc(&table, PASCO_F32, 2, (int64_t[]){5, 2}));
+	pasco_tensor *table,
+	    *x = strings(4, (const char *[]){"oslo", "", "lima", "paris"});
+	PASCO_PASS(
+	    pasco_tensor_alloc(&table, PASCO_F32, 2, (int64_t[]){5, 2}));
 	for (int r = 0; r < 5; r++) {
 		((float *) table->data)[2 * r]     = (float) r;
 		((float *) table->data)[2 * r + 1] = 10.0f * (float) r;
@@ -63,10 +64,11 @@ Test(prep, a_string_lookup_feeds_an_embedding_the_keras_indices)
 	pasco_tnode *out     = pasco_model_call_with(m, tp, &x, nodes);
 	cr_assert_not_null(out, "%s", pasco_tape_message(tp));
 	/* mask 0, OOV 1, then paris 2, rome 3, oslo 4 */
-	const float *v    = pasco_tnode_value(out)->data;
+	const float *v      = pasco_tnode_value(out)->data;
 	const float  want[] = {4, 40, 0, 0, 1, 10, 2, 20};
 	for (int k = 0; k < 8; k++) {
-		cr_assert_float_eq(v[k], want[k], 0, "element %d: %g", k, v[k]);
+		cr_assert_float_eq(
+		    v[k], want[k], 0, "element %d: %g", k, v[k]);
 	}
 	pasco_tape_free(tp);
 	pasco_tensor_release(x);
@@ -79,8 +81,8 @@ Test(prep, a_lookup_on_numbers_and_a_feature_input_of_strings_are_refused)
 	pasco_layer  l;
 	pasco_model *m;
 	pasco_tape  *tp;
-	PASCO_PASS(pasco_layer_string_lookup(
-	    &l, 1, (const char *[]){"a"}, NULL));
+	PASCO_PASS(
+	    pasco_layer_string_lookup(&l, 1, (const char *[]){"a"}, NULL));
 	snprintf(l.name, sizeof(l.name), "words");
 	pasco_model_input in = {"x", 1, true};
 	PASCO_PASS(pasco_model_functional(&m, 1, &in, 1, &l, 1));
@@ -124,8 +126,8 @@ Test(prep, bad_options_name_the_layer_and_the_value)
 	cr_assert(strstr(pasco_model_last_error(), "category_encoding"), "%s",
 	    pasco_model_last_error());
 	o.max_tokens = 3;
-	PASCO_FAIL(pasco_layer_integer_lookup(
-	               &l, 3, (const int64_t[]){4, 5, 6}, &o),
+	PASCO_FAIL(
+	    pasco_layer_integer_lookup(&l, 3, (const int64_t[]){4, 5, 6}, &o),
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "larger than max_tokens 3"),
 	    "%s", pasco_model_last_error());
@@ -134,7 +136,7 @@ Test(prep, bad_options_name_the_layer_and_the_value)
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "ascending"), "%s",
 	    pasco_model_last_error());
-	o            = pasco_lookup_defaults();
+	o                 = pasco_lookup_defaults();
 	o.vocabulary_file = "/nonexistent/vocab.txt";
 	PASCO_FAIL(pasco_layer_string_lookup(&l, 0, NULL, &o), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "/nonexistent/vocab.txt"),
@@ -191,9 +193,9 @@ Test(prep, a_csv_read_by_feature_gives_each_column_its_input)
 	    file);
 	PASCO_PASS(pasci_files_dataset(spec, &ctx, &ds));
 	PASCO_PASS(pasco_dataset_next(ds, &e));
-	const pasco_value  *x    = pasco_value_item(e, 0);
-	const pasco_tensor *city = pasco_value_as_tensor(
-	    pasco_value_get(x, "city"));
+	const pasco_value  *x = pasco_value_item(e, 0);
+	const pasco_tensor *city =
+	    pasco_value_as_tensor(pasco_value_get(x, "city"));
 	const pasco_tensor *age =
 	    pasco_value_as_tensor(pasco_value_get(x, "age"));
 	const pasco_tensor *y = pasco_value_as_tensor(pasco_value_item(e, 1));
