@@ -27,7 +27,6 @@ config, which the workers receive.
 
 from __future__ import annotations
 
-import csv as _csv
 import os
 from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -64,31 +63,25 @@ def _int_or_none(layer: str, arg: str, v: Any) -> Optional[int]:
 
 def _values(layer: str, data: Any, input_name: Optional[str]) -> List[Any]:
     """The values adapt reads: an array-like (any shape, flattened), or a
-    pasco.data csv dataset read here whole: its column of the layer's
-    input's name, or its one feature column."""
-    from .data import Dataset
+    pasco.data dataset (csv or tfrecord) read here whole: its column or
+    feature of the layer's input's name, or its one feature."""
+    from .data import Dataset, read_column
 
     if isinstance(data, Dataset):
-        spec = data.spec
-        if spec["format"] != "csv":
-            raise ValueError(f"{layer}: adapt reads csv datasets here on "
-                             f"the chief; pass a tfrecord's values as a list "
-                             f"or an array")
-        feats = list((spec.get("features") or {}).keys())
+        feats = list((data.spec.get("features") or {}).keys())
         col = input_name if input_name is not None else (
             feats[0] if len(feats) == 1 else None)
         if col is None:
             raise ValueError(f"{layer}: adapt: call the layer on its input "
                              f"first (its name is the column to read), or "
                              f"give a dataset of one feature")
-        out: List[Any] = []
-        for path in data.files():
-            with open(path, newline="") as f:
-                for row in _csv.DictReader(f):
-                    if col not in row:
-                        raise ValueError(f"{layer}: adapt: {path} has no "
-                                         f"column {col!r}")
-                    out.append(row[col])
+        try:
+            out = read_column(data, col)
+        except ValueError as e:
+            raise ValueError(f"{layer}: adapt: {e}") from None
+        if not out:
+            raise ValueError(f"{layer}: adapt: no values of {col!r} in "
+                             f"{data.spec['files']}")
         return out
     import numpy as np
 

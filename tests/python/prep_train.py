@@ -86,6 +86,27 @@ def chief(cluster):
     ev = model.evaluate(val, return_dict=True)
     if abs(ev["accuracy"] - acc) > 1e-9:
         return fail(f"evaluate's accuracy {ev['accuracy']} is not {acc}")
+    # adapt from a TFRecord file's string and int64 features (read here)
+    import numpy as np
+    rng = random.Random(4)
+    words = [rng.choice(["b", "a", "c"]) for _ in range(50)]
+    nums = [rng.choice([7, 8]) for _ in range(50)]
+    pasco.data.write_tfrecord(f"{d}/w.tfrecord", {
+        "word": np.array(words), "num": np.array(nums)})
+    tfr = pasco.data.tfrecord(f"{d}/w.tfrecord", {
+        "word": pasco.data.Feature("string"), "num": "int64"})
+    sl, il = L.StringLookup(), L.IntegerLookup()
+    sl(pasco.Input(shape=(1,), name="word", dtype="string"))
+    il(pasco.Input(shape=(1,), name="num", dtype="int64"))
+    sl.adapt(tfr)
+    il.adapt(tfr)
+    want_s = sorted(set(words), key=lambda w: (words.count(w), w),
+                    reverse=True)
+    want_i = sorted(set(nums), key=lambda v: (nums.count(v), v),
+                    reverse=True)
+    if sl.vocabulary != want_s or il.vocabulary != want_i:
+        return fail(f"tfrecord adapt: {sl.vocabulary} {il.vocabulary}, "
+                    f"want {want_s} {want_i}")
     print(f"prep_train: OK val_accuracy {acc:.4f}", flush=True)
     return 0
 
