@@ -177,12 +177,12 @@ class _Lookup(_Preprocessing):
                              f"got {num_oov_indices!r}")
         self.num_oov_indices = num_oov_indices
         kind = str if self._strings else int
+        what = "a string" if self._strings else "an integer"
         for arg, v in (("mask_token", mask_token), ("oov_token", oov_token)):
             if v is not None and (isinstance(v, bool) or
                                   not isinstance(v, kind)):
-                raise ValueError(f"{n}: {arg}: expected None or "
-                                 f"{'a string' if self._strings else 'an integer'}"
-                                 f", got {v!r}")
+                raise ValueError(f"{n}: {arg}: expected None or {what}, "
+                                 f"got {v!r}")
         self.mask_token, self.oov_token = mask_token, oov_token
         _only_default(n, "idf_weights", idf_weights, None)
         _only_default(n, "sparse", sparse, False)
@@ -267,10 +267,11 @@ class _Lookup(_Preprocessing):
             vocabulary = vocabulary.tolist()
         vocab = list(vocabulary)
         kind = str if self._strings else int
+        what = "a string" if self._strings else "an integer"
         for i, t in enumerate(vocab):
             if isinstance(t, bool) or not isinstance(t, kind):
                 raise ValueError(f"{n}: vocabulary[{i}] is {t!r}, not "
-                                 f"{'a string' if self._strings else 'an integer'}")
+                                 f"{what}")
         seen: Dict[Any, int] = {}
         for i, t in enumerate(vocab):
             if t in seen:

@@ -435,7 +435,8 @@ def _feature_values(feature: bytes) -> list:
                 data = bytes(v)  # type: ignore
                 out.extend(struct.unpack(f"<{len(data) // 4}f", data))
             elif wt == 0:
-                out.append(v - (1 << 64) if v >= 1 << 63 else v)  # type: ignore
+                v = int(v)  # type: ignore[call-overload]
+                out.append(v - (1 << 64) if v >= 1 << 63 else v)
             else:
                 j = 0
                 while j < len(v):  # type: ignore

@@ -172,7 +172,8 @@ class Runner:
 def string_lookups(r, L):
     x = [["a", "zz"], ["c", "b"], ["", "a"], ["q", ""]]
     vocab = ["a", "b", "c"]
-    for kw in ({}, {"mask_token": ""}, {"mask_token": "", "num_oov_indices": 3},
+    for kw in ({}, {"mask_token": ""},
+               {"mask_token": "", "num_oov_indices": 3},
                {"num_oov_indices": 2}, {"output_mode": "multi_hot"},
                {"mask_token": "", "output_mode": "count"},
                {"num_oov_indices": 2, "output_mode": "multi_hot",
@@ -212,7 +213,6 @@ def integer_lookups(r, L):
     x = [[10, 7], [0, 30], [-5, 20]]
     vocab = [10, 20, 30]
     for kw in ({}, {"mask_token": 0}, {"mask_token": 0, "num_oov_indices": 3},
-               {"num_oov_indices": 0, "mask_token": 0} if False else
                {"output_mode": "count", "mask_token": 0}):
         i = L.Input(shape=(2,), name="i", dtype="int64")
         lk = L.IntegerLookup(vocabulary=vocab, **kw)
@@ -366,7 +366,8 @@ def errors(r, L):
     h["config"]["num_bins"] = 0
     config_error(h, "num_bins < 1", "hh", "num_bins")
     for make, words in (
-            (lambda: L.Hashing(num_bins=0, name="h0"), ("h0", "num_bins", "0")),
+            (lambda: L.Hashing(num_bins=0, name="h0"),
+             ("h0", "num_bins", "0")),
             (lambda: L.StringLookup(vocabulary=["x", "x"], name="sl"),
              ("sl", "'x'", "index 1")),
             (lambda: L.StringLookup(output_mode="tf_idf", name="tf"),
