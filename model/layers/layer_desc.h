@@ -24,11 +24,13 @@
 /* The length of every table indexed by kind (kind 0 is none). */
 #define PASCI_LAYER_KINDS PASCO_LAYER_KIND_COUNT
 
-/* The most variables a layer has (a Dense: kernel and bias): the model
- * keeps this many per layer, and pasci_model_add_var aborts past it. */
+/* The most variables a layer has unless its kind says (max_vars; a
+ * Dense: kernel and bias): the model keeps this many per layer, and
+ * pasci_model_add_var aborts past it. */
 #define PASCI_LAYER_MAX_VARS 2
 
-/* The most config fields of a kind, "name" included. */
+/* The most config fields of a kind, "name" included (BatchNormalization
+ * has 15). */
 #define PASCI_LAYER_MAX_KEYS 16
 
 struct pasci_prep_call; /* model/prep.h */

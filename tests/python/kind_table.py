@@ -8,16 +8,24 @@ import subprocess
 
 
 def load_module(root, filename):
-    """python/pasco/FILENAME alone (no numpy, no library): imported as
-    pasco.<name> from a bare package (pasco/__init__.py not run), so its
-    relative imports of other plain modules (layers.py's of
-    _layers_prep.py) work."""
+    """python/pasco/FILENAME without the package's __init__ (no numpy, no
+    library): as pasco.<name> of an empty package over python/pasco, so
+    that its relative imports (pasco.layers' of its kinds' modules)
+    load the files they name."""
     import sys
     import types
-    pkg = types.ModuleType("pasco")
-    pkg.__path__ = [os.path.join(root, "python", "pasco")]
-    sys.modules["pasco"] = pkg
-    return importlib.import_module("pasco." + filename[:-3])
+    d = os.path.join(root, "python", "pasco")
+    if "pasco" not in sys.modules:
+        pkg = types.ModuleType("pasco")
+        pkg.__path__ = [d]
+        sys.modules["pasco"] = pkg
+    name = "pasco." + filename[:-3]
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(d, filename))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def run(what, program, mod, base, table_file, check_kind):
