@@ -33,8 +33,6 @@
  * has 15). */
 #define PASCI_LAYER_MAX_KEYS 16
 
-struct pasci_prep_call; /* model/prep.h */
-
 /* A layer's call on the tape: what it is given and what it tells. */
 typedef struct pasci_layer_call {
 	const pasco_model   *m;
@@ -48,6 +46,8 @@ typedef struct pasci_layer_call {
 	pasco_tnode *pre;
 	pasco_act    act;
 } pasci_layer_call;
+
+struct pasci_prep_call; /* model/prep.h */
 
 /* A kind's descriptor, named pasci_layer_<prefix>_desc in its file and
  * listed in model/layers/table.c. Its functions take no lock and do not
