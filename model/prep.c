@@ -489,10 +489,12 @@ check_shape(pasco_tape *tp, const pasco_layer *l, size_t j,
 	return ok;
 }
 
-/* A tensor of dtype and shape in the arena. */
+/* A tensor of dtype and shape in the arena; a count past 2^40 elements
+ * (a depth of 2^53 from a stranger's config) fails naming the layer
+ * before anything is asked of the arena, which bounds the rest. */
 static pasco_tensor *
-arena_tensor(
-    pasco_tape *tp, pasco_dtype dt, int32_t rank, const int64_t *shape)
+arena_tensor(pasco_tape *tp, const pasco_layer *l, pasco_dtype dt,
+    int32_t rank, const int64_t *shape)
 {
 	pasco_tensor *t = pasci_tape_mem(tp, sizeof(*t));
 	if (t == NULL) {
@@ -503,6 +505,14 @@ arena_tensor(
 	t->count = 1;
 	for (int32_t k = 0; k < rank; k++) {
 		t->shape[k] = shape[k];
+		if (shape[k] > 0 &&
+		    t->count > ((int64_t) 1 << 40) / shape[k]) {
+			pasci_tape_fail(tp, PASCO_ENOMEM,
+			    "%s: an output of %s elements is past the bound "
+			    "of 2^40",
+			    l->name, PASCI_SHAPE(rank, shape));
+			return NULL;
+		}
 		t->count *= shape[k];
 	}
 	t->nbytes = (size_t) t->count * pasco_dtype_size(dt);
@@ -520,13 +530,13 @@ encode(pasco_tape *tp, const pasco_layer *l, const pasco_tensor *x,
 	int64_t           w     = x->rank == 2 ? x->shape[1] : 1;
 	pasco_tensor     *t;
 	if (p->mode == PASCO_OUTPUT_INT) {
-		t = arena_tensor(tp, PASCO_I64, x->rank, x->shape);
+		t = arena_tensor(tp, l, PASCO_I64, x->rank, x->shape);
 		if (t != NULL) {
 			memcpy(t->data, idx, t->nbytes);
 		}
 		return t;
 	}
-	t = arena_tensor(tp, PASCO_F32, 2, (int64_t[]){batch, depth});
+	t = arena_tensor(tp, l, PASCO_F32, 2, (int64_t[]){batch, depth});
 	for (int64_t e = 0; t != NULL && e < batch * w; e++) {
 		float *row = (float *) t->data + (e / w) * depth;
 		if (idx[e] < 0) {

@@ -380,6 +380,15 @@ def errors(r, L):
         except ValueError as e:
             if not all(w in str(e) for w in words):
                 r.fails.append(f"{words[0]}: {e} does not name {words}")
+    # a depth of 2^53 over 2048 rows (2^64 elements) is refused, not
+    # allocated short and written past
+    big = L.StringLookup(vocabulary=["a"], max_tokens=2 ** 53, name="big",
+                         pad_to_max_tokens=True, output_mode="multi_hot")
+    try:
+        got = r.run([(big, ["s"])], [(s, "string", [["a"]] * 2048)])
+        r.error("a huge depth", got, "big", "2^40")
+    except subprocess.CalledProcessError as e:
+        r.fails.append(f"a huge depth: prep_run died ({e.returncode})")
     # a StringLookup on numbers is refused naming the layer
     i = L.Input(shape=(1,), name="i", dtype="int64")
     got = r.run([(L.StringLookup(vocabulary=["a"], name="sn"), ["i"])],
