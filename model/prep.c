@@ -576,6 +576,13 @@ prep_layer(
 		            : m->out_width[m->layers[i].inputs[j]])) {
 			return false;
 		}
+		if (strings[j] && in[j]->dtype != PASCO_I64) {
+			pasci_tape_fail(tp, PASCO_EINVAL,
+			    "%s: input %zu holds strings: expected their i64 "
+			    "fingerprints, got %s",
+			    l->name, j, pasco_dtype_name(in[j]->dtype));
+			return false;
+		}
 		if (j > 0 && (in[j]->rank != in[0]->rank ||
 		                 in[j]->shape[0] != in[0]->shape[0])) {
 			pasci_tape_fail(tp, PASCO_EINVAL,

@@ -389,6 +389,10 @@ def errors(r, L):
         r.error("a huge depth", got, "big", "2^40")
     except subprocess.CalledProcessError as e:
         r.fails.append(f"a huge depth: prep_run died ({e.returncode})")
+    # a string input fed i32 (not fingerprints) is refused, not read past
+    got = r.run([(L.Hashing(num_bins=3, name="h32"), ["s"])],
+                [(s, "i32", [[1], [2]])])
+    r.error("strings of i32", got, "h32", "fingerprints", "i32")
     # a StringLookup on numbers is refused naming the layer
     i = L.Input(shape=(1,), name="i", dtype="int64")
     got = r.run([(L.StringLookup(vocabulary=["a"], name="sn"), ["i"])],
