@@ -96,6 +96,7 @@ class _Preprocessing(Layer):
     reads that column of a csv dataset) and their output width."""
 
     _input_names: List[str] = []
+    _preprocessing = True  # a Sequential model of one is a chain
 
     def __call__(self, inputs: Any) -> KerasTensor:
         out = super().__call__(inputs)

@@ -86,6 +86,23 @@ def chief(cluster):
     ev = model.evaluate(val, return_dict=True)
     if abs(ev["accuracy"] - acc) > 1e-9:
         return fail(f"evaluate's accuracy {ev['accuracy']} is not {acc}")
+    # a Sequential model that starts with its string Input and lookup
+    with strategy.scope():
+        seq = pasco.Sequential([
+            pasco.Input(shape=(1,), name="city", dtype="string"),
+            L.StringLookup(vocabulary=CITIES),
+            L.Embedding(len(CITIES) + 1, 4), L.Dense(2, activation="softmax")])
+    seq.compile(optimizer=pasco.optimizers.Adam(1e-2),
+                loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    only = {"city": "string"}
+    h = seq.fit(pasco.data.csv(f"{d}/train.csv", label="label", shuffle=500,
+                               features=only), epochs=2, steps_per_epoch=40)
+    ev = seq.evaluate(pasco.data.csv(f"{d}/eval.csv", label="label",
+                                     batch_size=250, features=only),
+                      return_dict=True)
+    print(f"sequential: {h.history['accuracy']}, evaluate {ev}", flush=True)
+    if ev["accuracy"] < 0.7:  # the city alone gives 3/4 of the labels
+        return fail(f"the Sequential model's accuracy {ev['accuracy']}")
     # adapt from a TFRecord file's string and int64 features (read here)
     import numpy as np
     rng = random.Random(4)
