@@ -86,10 +86,17 @@ main(void)
 	const cJSON  *it;
 	char         *back = NULL;
 	if (pasco_model_from_json(cfg, &m) != 0) {
-		return fail(pasco_model_last_error());
+		fail(pasco_model_last_error());
+		free(cfg);
+		cJSON_Delete(j);
+		return 0;
 	}
 	if (pasco_model_to_json(m, &back) != 0) {
-		return fail(pasco_model_last_error());
+		fail(pasco_model_last_error());
+		pasco_model_free(m);
+		free(cfg);
+		cJSON_Delete(j);
+		return 0;
 	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "inputs"))
 	{
