@@ -142,6 +142,25 @@ pasci_prep_check_options(const pasco_layer *l)
 	return pasci_layer_desc_of(l->kind)->check(l, ones, &out);
 }
 
+int
+pasci_prep_check_mode(const pasco_layer *l, int64_t width)
+{
+	const pasco_prep *p = pasci_prep_of(l);
+	if (pasco_output_mode_name(p->mode) == NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: output_mode %d is none of int, one_hot, multi_hot, "
+		    "count",
+		    l->name, (int) p->mode);
+	}
+	if (p->mode == PASCO_OUTPUT_ONE_HOT && width != 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: output_mode \"one_hot\" takes one value per "
+		    "example, got width %lld (use \"multi_hot\")",
+		    l->name, (long long) width);
+	}
+	return PASCO_OK;
+}
+
 /* ---- the vocabulary ---------------------------------------------------- */
 
 static uint64_t

@@ -66,6 +66,10 @@ size_t pasci_prep_bytes(const pasco_layer *l);
  * (pasci_prep_check_options); *out set, or cleared and p dropped. */
 int pasci_prep_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p);
 
+/* output_mode known, and ONE_HOT on one value per example (width 1):
+ * PASCO_EINVAL naming the layer. */
+int pasci_prep_check_mode(const pasco_layer *l, int64_t width);
+
 /* The options' own checks (num_bins, modes, the vocabulary against
  * max_tokens): PASCO_EINVAL naming the layer. */
 int pasci_prep_check_options(const pasco_layer *l);

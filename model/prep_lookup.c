@@ -61,11 +61,8 @@ pasci_lookup_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 {
 	const pasco_prep *p = pasci_prep_of(l);
 	int               rv;
-	if (pasco_output_mode_name(p->mode) == NULL) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: output_mode %d is none of int, one_hot, multi_hot, "
-		    "count",
-		    l->name, (int) p->mode);
+	if (pasci_prep_check_mode(l, widths[0]) != 0) {
+		return PASCO_EINVAL;
 	}
 	if ((rv = check_counts(l, p)) != 0) {
 		return rv;
@@ -74,12 +71,6 @@ pasci_lookup_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: invert=True needs output_mode \"int\", got \"%s\"",
 		    l->name, pasco_output_mode_name(p->mode));
-	}
-	if (p->mode == PASCO_OUTPUT_ONE_HOT && widths[0] != 1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: output_mode \"one_hot\" takes one value per "
-		    "example, got width %lld (use \"multi_hot\")",
-		    l->name, (long long) widths[0]);
 	}
 	*out = p->mode == PASCO_OUTPUT_INT ? widths[0] : pasci_lookup_depth(l);
 	return PASCO_OK;

@@ -42,11 +42,8 @@ category_encoding_check(
 		    l->name,
 		    p->mode == PASCO_OUTPUT_INT ? "int" : "an unknown mode");
 	}
-	if (p->mode == PASCO_OUTPUT_ONE_HOT && widths[0] != 1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: output_mode \"one_hot\" takes one value per "
-		    "example, got width %lld (use \"multi_hot\")",
-		    l->name, (long long) widths[0]);
+	if (pasci_prep_check_mode(l, widths[0]) != 0) {
+		return PASCO_EINVAL;
 	}
 	*out = p->num_tokens;
 	return PASCO_OK;

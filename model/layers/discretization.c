@@ -63,17 +63,8 @@ discretization_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		    "the layer",
 		    l->name);
 	}
-	if (pasco_output_mode_name(p->mode) == NULL) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: output_mode %d is none of int, one_hot, multi_hot, "
-		    "count",
-		    l->name, (int) p->mode);
-	}
-	if (p->mode == PASCO_OUTPUT_ONE_HOT && widths[0] != 1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: output_mode \"one_hot\" takes one value per "
-		    "example, got width %lld (use \"multi_hot\")",
-		    l->name, (long long) widths[0]);
+	if (pasci_prep_check_mode(l, widths[0]) != 0) {
+		return PASCO_EINVAL;
 	}
 	*out =
 	    p->mode == PASCO_OUTPUT_INT ? widths[0] : (int64_t) p->nbounds + 1;
