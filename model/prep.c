@@ -119,6 +119,15 @@ pasci_prep_bytes(const pasco_layer *l)
 }
 
 int
+pasci_prep_drop(pasco_layer *out, pasco_prep *p, int rv)
+{
+	pasco_layer l = {.prep = p};
+	pasci_prep_release(&l);
+	memset(out, 0, sizeof(*out));
+	return rv;
+}
+
+int
 pasci_prep_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p)
 {
 	pasco_layer l = pasci_layer_named(pasci_layer_defaults(kind));

@@ -70,6 +70,9 @@ int pasci_prep_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p);
  * PASCO_EINVAL naming the layer. */
 int pasci_prep_check_mode(const pasco_layer *l, int64_t width);
 
+/* A constructor's failure: p dropped, *out cleared; returns rv. */
+int pasci_prep_drop(pasco_layer *out, pasco_prep *p, int rv);
+
 /* The options' own checks (num_bins, modes, the vocabulary against
  * max_tokens): PASCO_EINVAL naming the layer. */
 int pasci_prep_check_options(const pasco_layer *l);

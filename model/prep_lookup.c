@@ -281,10 +281,7 @@ pasci_lookup_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p,
 		rv = pasci_prep_set_vocab(p, n, tokens, values, at);
 	}
 	if (rv != 0) {
-		pasco_layer l = {.prep = p};
-		pasci_prep_release(&l);
-		memset(out, 0, sizeof(*out));
-		return rv;
+		return pasci_prep_drop(out, p, rv);
 	}
 	return pasci_prep_made(out, kind, p);
 }

@@ -45,10 +45,7 @@ pasco_layer_discretization(pasco_layer *out, size_t n,
 	}
 	p->mode = mode;
 	if ((rv = set_bounds(p, n, boundaries, "Discretization")) != 0) {
-		pasco_layer l = {.prep = p};
-		pasci_prep_release(&l);
-		memset(out, 0, sizeof(*out));
-		return rv;
+		return pasci_prep_drop(out, p, rv);
 	}
 	return pasci_prep_made(out, PASCO_LAYER_DISCRETIZATION, p);
 }

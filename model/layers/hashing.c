@@ -36,10 +36,8 @@ pasco_layer_hashing(
 		}
 	}
 	if (p->mask_is_str && p->mask_str == NULL) {
-		pasco_layer l = {.prep = p};
-		pasci_prep_release(&l);
-		memset(out, 0, sizeof(*out));
-		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+		return pasci_prep_drop(
+		    out, p, pasci_model_fail(PASCO_ENOMEM, "out of memory"));
 	}
 	return pasci_prep_made(out, PASCO_LAYER_HASHING, p);
 }

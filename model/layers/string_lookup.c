@@ -47,10 +47,7 @@ pasco_layer_string_lookup(pasco_layer *out, size_t n,
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	if (set_tokens(p, o.mask_token, o.oov_token) != 0) {
-		pasco_layer l = {.prep = p};
-		pasci_prep_release(&l);
-		memset(out, 0, sizeof(*out));
-		return PASCO_ENOMEM;
+		return pasci_prep_drop(out, p, PASCO_ENOMEM);
 	}
 	return pasci_lookup_made(
 	    out, PASCO_LAYER_STRING_LOOKUP, p, n, vocabulary, NULL, &o);
