@@ -17,7 +17,8 @@ pasco_layer_category_encoding(
 {
 	pasco_prep *p = pasci_prep_alloc(PASCO_LAYER_CATEGORY_ENCODING);
 	if (p == NULL) {
-		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+		return pasci_prep_drop(out, NULL,
+		    pasci_model_fail(PASCO_ENOMEM, "out of memory"));
 	}
 	p->num_tokens = num_tokens;
 	p->mode       = mode;

@@ -41,7 +41,8 @@ pasco_layer_discretization(pasco_layer *out, size_t n,
 	pasco_prep *p = pasci_prep_alloc(PASCO_LAYER_DISCRETIZATION);
 	int         rv;
 	if (p == NULL) {
-		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+		return pasci_prep_drop(out, NULL,
+		    pasci_model_fail(PASCO_ENOMEM, "out of memory"));
 	}
 	p->mode = mode;
 	if ((rv = set_bounds(p, n, boundaries, "Discretization")) != 0) {

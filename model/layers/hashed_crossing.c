@@ -17,7 +17,8 @@ pasco_layer_hashed_crossing(
 {
 	pasco_prep *p = pasci_prep_alloc(PASCO_LAYER_HASHED_CROSSING);
 	if (p == NULL) {
-		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+		return pasci_prep_drop(out, NULL,
+		    pasci_model_fail(PASCO_ENOMEM, "out of memory"));
 	}
 	p->num_bins = num_bins;
 	p->mode     = mode;

@@ -19,7 +19,8 @@ pasco_layer_hashing(
 {
 	pasco_prep *p = pasci_prep_alloc(PASCO_LAYER_HASHING);
 	if (p == NULL) {
-		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+		return pasci_prep_drop(out, NULL,
+		    pasci_model_fail(PASCO_ENOMEM, "out of memory"));
 	}
 	p->num_bins = num_bins;
 	if (o != NULL) {
