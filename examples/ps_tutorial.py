@@ -9,10 +9,12 @@ loop's eval_accuracy.
 
 The port changes imports and names, line for line where it can
 (``tf.`` -> ``pasco.``/``ops.``); what it cannot keep, and why:
-- StringLookup (a Keras preprocessing layer, not a pasco one): the
-  chief looks the words up in Python (the layers' same vocabularies and
-  ids) and writes the examples to TFRecord files that every worker reads
-  (pasco.data.tfrecord: workers run no Python);
+- the preprocessing stages are not mapped over a tf.data dataset (workers
+  run no Python): the examples go to TFRecord files that every worker
+  reads (pasco.data.tfrecord), the words as strings; the feature
+  StringLookup runs inside the model on the workers (the model's input
+  is the raw words, dtype "string"), the label StringLookup on the chief,
+  called on the labels as they are written;
 - tf.reduce_mean over the Embedding's rows is the Embedding's "mean"
   combiner;
 - the per-example BinaryCrossentropy and compute_average_loss are
@@ -50,12 +52,22 @@ def chief(cluster):
     ]
     label_vocab = ["yes", "no"]
 
-    def feature_preprocess_stage(words):  # StringLookup(mask_token=None)
-        return [1 + feature_vocab.index(w) if w in feature_vocab else 0
-                for w in words]
+    with strategy.scope():
+        feature_lookup_layer = pasco.layers.StringLookup(
+            vocabulary=feature_vocab,
+            mask_token=None)
+        label_lookup_layer = pasco.layers.StringLookup(
+            vocabulary=label_vocab,
+            num_oov_indices=0,
+            mask_token=None)
 
-    def label_preprocess_stage(label):  # StringLookup(num_oov_indices=0)
-        return [label_vocab.index(w) for w in label]
+        raw_feature_input = pasco.layers.Input(
+            shape=(3,),
+            dtype="string",
+            name="features")
+        feature_id_input = feature_lookup_layer(raw_feature_input)
+
+        label_preprocess_stage = label_lookup_layer  # on the chief
 
     def feature_and_label_gen(num_examples=200):
         examples = {"features": [], "label": []}
@@ -68,18 +80,17 @@ def chief(cluster):
 
     examples = feature_and_label_gen()
 
-    def write(name, examples):  # what from_tensor_slices(...).map(...) gives
+    def write(name, examples):  # the words; the labels looked up
         pasco.data.write_tfrecord(os.path.join(d, name), {
-            "features": [feature_preprocess_stage(f)
-                         for f in examples["features"]],
-            "label": [label_preprocess_stage(l) for l in examples["label"]]})
+            "features": examples["features"],
+            "label": label_preprocess_stage(examples["label"])})
         return os.path.join(d, name)
 
     train_file = write("train.tfrecord", examples)
 
     def dataset_fn(_):
         train_dataset = pasco.data.tfrecord(
-            train_file, {"features": pasco.data.Feature("int64", 3)},
+            train_file, {"features": pasco.data.Feature("string", 3)},
             label="label",
             shuffle=200, batch_size=32, repeat=-1, shard="none")
         return train_dataset
@@ -88,17 +99,15 @@ def chief(cluster):
     # servers in a round-robin fashion.
     with strategy.scope():
         # Create the model. The input needs to be compatible with Keras processing layers.
-        model_input = pasco.layers.Input(
-            shape=(3,), dtype="int64", name="features")
-
+        # (Its input is the words: the feature lookup runs in it.)
         emb_layer = pasco.layers.Embedding(
-            input_dim=len(feature_vocab) + 1, output_dim=16384, num_shards=2)
-        emb_output = emb_layer(model_input)  # combiner "mean": tf.reduce_mean(..., axis=1)
+            input_dim=len(feature_lookup_layer.get_vocabulary()), output_dim=16384, num_shards=2)
+        emb_output = emb_layer(feature_id_input)  # combiner "mean": tf.reduce_mean(..., axis=1)
         dense_output = pasco.layers.Dense(
             units=1, activation="sigmoid",
             kernel_regularizer=1e-4,
         )(emb_output)
-        model = pasco.Model(model_input, dense_output)
+        model = pasco.Model(raw_feature_input, dense_output)
 
         optimizer = pasco.optimizers.RMSprop(learning_rate=0.1)
         accuracy = pasco.metrics.Accuracy()
@@ -157,7 +166,7 @@ def chief(cluster):
     def eval_dataset_fn():
         return pasco.data.tfrecord(
             write("eval.tfrecord", feature_and_label_gen(num_examples=16)),
-            {"features": pasco.data.Feature("int64", 3)}, label="label",
+            {"features": pasco.data.Feature("string", 3)}, label="label",
             shuffle=16, repeat=-1, batch_size=8,
             shard="none")
 

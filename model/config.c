@@ -134,7 +134,9 @@ write_model(cJSON *root, const pasco_model *m)
 		     cJSON_AddStringToObject(o, "name", m->inputs[k].name) &&
 		     cJSON_AddNumberToObject(
 		         o, "width", (double) m->inputs[k].width) &&
-		     cJSON_AddBoolToObject(o, "ids", m->inputs[k].ids);
+		     cJSON_AddBoolToObject(o, "ids", m->inputs[k].ids) &&
+		     (!m->inputs[k].strings ||
+		         cJSON_AddStringToObject(o, "dtype", "string"));
 	}
 	ok = ok && (layers = cJSON_AddArrayToObject(c, "layers")) != NULL;
 	for (size_t i = 0; ok && i < m->nlayers; i++) {
@@ -342,7 +344,7 @@ read_layer(const cJSON *o, size_t i, pasco_layer *layers,
 static int
 read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
 {
-	static const char *const keys[] = {"name", "width", "ids"};
+	static const char *const keys[] = {"name", "width", "ids", "dtype"};
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "inputs"), *it;
 	size_t       k   = 0;
 	*n               = (size_t) cJSON_GetArraySize(arr);
@@ -366,7 +368,7 @@ read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
 		int64_t width = 0;
 		snprintf(at, sizeof(at), "inputs[%zu]", k);
 		(*out)[k].name = "";
-		if (pasci_json_check_keys(it, keys, 3, at) != 0 ||
+		if (pasci_json_check_keys(it, keys, 4, at) != 0 ||
 		    pasci_json_string(it, "name", &(*out)[k].name, at) != 0 ||
 		    pasci_json_int(it, "width", &width, 1, at) != 0 ||
 		    pasci_json_bool(it, "ids", &(*out)[k].ids, at) != 0) {
@@ -377,6 +379,43 @@ read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
 			    "%s: needs a name and a positive width", at);
 		}
 		(*out)[k++].width = width;
+	}
+	return PASCO_OK;
+}
+
+/* The inputs of config c whose "dtype" is "string" marked so in m
+ * (pasco_model_set_string_input); another dtype is Keras's name of a
+ * number type. */
+static int
+read_string_inputs(const cJSON *c, pasco_model *m)
+{
+	static const char *const dtypes[] = {
+	    "float32", "float64", "int32", "int64"};
+	const cJSON *it;
+	size_t       k = 0;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "inputs"))
+	{
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(it, "dtype");
+		bool         know = false;
+		for (size_t j = 0; cJSON_IsString(d) && j < 4; j++) {
+			know = know || strcmp(d->valuestring, dtypes[j]) == 0;
+		}
+		if (d != NULL && !know &&
+		    (!cJSON_IsString(d) || strcmp(d->valuestring, "string"))) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "inputs[%zu]: dtype must be \"string\", "
+			    "\"float32\", \"float64\", \"int32\" or "
+			    "\"int64\"",
+			    k);
+		}
+		if (d != NULL && !know &&
+		    pasco_model_set_string_input(m, k) != 0) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "inputs[%zu]: dtype \"string\" needs ids true (a "
+			    "string input holds fingerprints)",
+			    k);
+		}
+		k++;
 	}
 	return PASCO_OK;
 }
@@ -458,6 +497,10 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 		}
 		snprintf((*out)->inputs[0].name,
 		    sizeof((*out)->inputs[0].name), "%s", ins[0].name);
+	}
+	if (rv == 0 && (rv = read_string_inputs(c, *out)) != 0) {
+		pasco_model_free(*out);
+		*out = NULL;
 	}
 	if (rv == 0 && name != NULL &&
 	    (rv = pasco_model_set_name(*out, name)) != 0) {

@@ -4,6 +4,7 @@
 #include "layers_impl.h"
 #include "model_impl.h"
 #include "names.h"
+#include "prep.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -280,8 +281,8 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths, pasci_eshape *shapes)
 	static const pasci_layer_desc none = {.min_inputs = 1};
 	pasco_layer                  *l    = &m->layers[i];
 	const pasci_layer_desc       *d    = pasci_layer_desc_of(l->kind);
-	size_t                        nids = 0;
-	d                                  = d != NULL ? d : &none;
+	size_t                        nids = 0, nprep = 0;
+	d = d != NULL ? d : &none;
 	if (l->ninputs == 0) {
 		l->ninputs   = 1;
 		l->inputs[0] = i == 0 ? PASCO_MODEL_INPUT(0) : (int32_t) i - 1;
@@ -309,8 +310,12 @@ resolve_inputs(pasco_model *m, size_t i, int64_t *widths, pasci_eshape *shapes)
 		shapes[j] =
 		    r >= 0 ? m->out_shape[r] : (pasci_eshape){1, {widths[j]}};
 		nids += r < 0 && m->inputs[k].ids;
+		nprep += r >= 0 && pasci_prep_gives_ids(m, (size_t) r);
 	}
-	if (d->ids && (l->ninputs != 1 || nids != 1)) {
+	if (d->prep != NULL) { /* model/prep.c */
+		return pasci_prep_resolve(m, i);
+	}
+	if (d->ids && (l->ninputs != 1 || nids + nprep != 1)) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: an %s is called on one model input of ids", l->name,
 		    d->class_name);
@@ -714,6 +719,9 @@ pasci_model_clone(const pasco_model *m, pasco_model **out)
 		(*out)->compile    = m->compile;
 		pasci_loss_graph_hold(m->compile.loss_graph);
 		memcpy((*out)->name, m->name, sizeof(m->name));
+		for (size_t k = 0; k < m->ninputs; k++) {
+			(*out)->inputs[k].strings = m->inputs[k].strings;
+		}
 	}
 	return rv;
 }

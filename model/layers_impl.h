@@ -32,6 +32,7 @@ typedef struct pasci_model_input {
 	char    name[PASCO_LAYER_NAME_MAX];
 	int64_t width;
 	bool    ids;
+	bool    strings; /* fingerprints (pasco_model_set_string_input) */
 } pasci_model_input;
 
 /* Metric kinds of a compiled model ("accuracy" resolved). */

@@ -4,6 +4,7 @@
 #include "layer_desc.h"
 #include "layers_impl.h"
 #include "model_impl.h"
+#include "prep.h"
 #include "tape_impl.h"
 #include "variable_impl.h"
 
@@ -39,10 +40,13 @@ pasci_layer_var_node(const pasco_model *m, pasco_tape *tp, size_t i, size_t j,
 	return nodes[k];
 }
 
+/* A model input k, or a preprocessing layer r's output at ninputs + r in
+ * the inputs the forward pass gives (pasci_prep_inputs). */
 size_t
 pasci_layer_input_of(const pasco_model *m, size_t i)
 {
-	return (size_t) (-1 - (int64_t) m->layers[i].inputs[0]);
+	int32_t r = m->layers[i].inputs[0];
+	return r >= 0 ? m->ninputs + (size_t) r : (size_t) (-1 - (int64_t) r);
 }
 
 /* Layer i's input nodes into in; feature inputs made constants once. */
@@ -73,9 +77,11 @@ gather_inputs(const pasco_model *m, pasco_tape *tp, size_t i,
 	return true;
 }
 
-/* Every input present, and the ids of each Embedding of their dtype and
- * width. */
-static bool
+/* Every input present, the preprocessing layers' outputs after them
+ * (pasci_prep_inputs: the inputs the rest of the pass reads), and the ids
+ * of each Embedding of their dtype and width. NULL with the tape's error
+ * set. */
+static const pasco_tensor *const *
 check_inputs(
     const pasco_model *m, pasco_tape *tp, const pasco_tensor *const *inputs)
 {
@@ -84,8 +90,11 @@ check_inputs(
 			pasci_tape_fail(tp, PASCO_EINVAL,
 			    "input %zu ('%s') is missing", k,
 			    m->inputs[k].name);
-			return false;
+			return NULL;
 		}
+	}
+	if ((inputs = pasci_prep_inputs(m, tp, inputs)) == NULL) {
+		return NULL;
 	}
 	for (size_t i = 0; i < m->nlayers; i++) {
 		if (!pasci_layer_desc_of(m->layers[i].kind)->ids) {
@@ -93,7 +102,8 @@ check_inputs(
 		}
 		size_t              k     = pasci_layer_input_of(m, i);
 		const pasco_tensor *ids   = inputs[k];
-		int64_t             width = m->inputs[k].width;
+		int64_t             width = k < m->ninputs ? m->inputs[k].width
+		                                           : m->out_width[k - m->ninputs];
 		bool ok = ids->dtype == PASCO_I32 || ids->dtype == PASCO_I64;
 		ok      = ok && ((ids->rank == 1 && width == 1) ||
                                (ids->rank == 2 && ids->shape[1] == width));
@@ -104,10 +114,10 @@ check_inputs(
 			    m->layers[i].name, pasco_dtype_name(ids->dtype),
 			    PASCI_SHAPE(ids->rank, ids->shape),
 			    (long long) width);
-			return false;
+			return NULL;
 		}
 	}
-	return true;
+	return inputs;
 }
 
 /* The forward pass; *pre gets the last layer's input to its activation
@@ -125,7 +135,7 @@ forward(const pasco_model *m, pasco_tape *tp,
 	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK) {
 		return NULL;
 	}
-	if (!check_inputs(m, tp, inputs)) {
+	if ((inputs = check_inputs(m, tp, inputs)) == NULL) {
 		return NULL;
 	}
 	outs  = pasci_tape_mem(tp, m->nlayers * sizeof(*outs));
@@ -197,7 +207,7 @@ pasci_model_read(const pasco_model *m, pasco_tape *tp,
 {
 	pasco_tnode **nodes;
 	if (tp == NULL || pasco_tape_error(tp) != PASCO_OK ||
-	    !check_inputs(m, tp, inputs)) {
+	    (inputs = check_inputs(m, tp, inputs)) == NULL) {
 		return NULL;
 	}
 	for (size_t k = 0; k < m->nvars; k++) {

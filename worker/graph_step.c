@@ -26,6 +26,7 @@
 #include "model_impl.h"
 #include "pasco/hash.h"
 #include "tape_impl.h"
+#include "prep.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -233,14 +234,19 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 		                              : in[k].ints;
 		feats[k] = in[k].node;
 	}
+	/* ids after preprocessing layers (a lookup's) are theirs */
+	const pasco_tensor *const *ext = pasci_prep_inputs(m, r->tp, ts);
+	if (ext == NULL) {
+		return node_fail(r, i, pasco_tape_error(r->tp), "%s",
+		    pasco_tape_message(r->tp));
+	}
 	/* one read: the dense variables not read yet, every table's rows
 	 * for this call's ids */
 	for (size_t k = 0; k < m->nvars; k++) {
 		if (r->src[v0 + k] == NULL || r->sparse[v0 + k]) {
-			ids[nw] =
-			    r->sparse[v0 + k]
-			        ? ts[pasci_layer_input_of(m, m->vars[k].layer)]
-			        : NULL;
+			ids[nw] = r->sparse[v0 + k] ? ext[pasci_layer_input_of(
+			                                  m, m->vars[k].layer)]
+			                            : NULL;
 			want[nw++] = v0 + k;
 		}
 	}

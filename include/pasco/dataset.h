@@ -62,11 +62,16 @@ int pasco_dataset_fail(int err, const char *fmt, ...)
  *        are at least M files, else every M-th record),
  *    csv: "columns": [feature columns] (default: all but the label),
  *        "features_name": x as the DICT {name: x} (default: the tensor),
- *        read as pasco_dataset_make_csv reads them;
- *    tfrecord: "features": {name: {"type": "float" | "int64" | "hashed",
- *        "width": 1, "default": number, "num_buckets": 0}, ...}, in
- *        order, read as pasco_dataset_parse_example_inputs reads them
- *        (x a DICT by feature name), "gzip": false}.
+ *        read as pasco_dataset_make_csv reads them; or "features" (as
+ *        tfrecord's, each a column of width 1, no columns nor
+ *        features_name): x the DICT {column: [batch, 1]}, a "string"
+ *        column as its texts' fingerprints (pasco_hash_key, hash.h);
+ *    tfrecord: "features": {name: {"type": "float" | "int64" | "hashed" |
+ *        "string", "width": 1, "default": number, "num_buckets": 0},
+ *        ...}, in order, read as pasco_dataset_parse_example_inputs
+ *        reads them ("string": HASHED with full keys, a string's
+ *        fingerprint, what a model's string input holds, layers.h
+ *        "Preprocessing"; x a DICT by feature name), "gzip": false}.
  * Order: files, this worker's share, shuffle, repeat, parse and batch. A
  * bad spec is PASCO_EINVAL naming the field, a pattern matching no file
  * PASCO_ENOTFOUND naming it; both reach the coordinator as a factory's

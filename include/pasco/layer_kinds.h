@@ -26,6 +26,12 @@
 	PASCO_LAYER_KIND(DOT, dot)                                            \
 	PASCO_LAYER_KIND(GLOBAL_AVERAGE_POOLING1D, global_average_pooling1d) \
 	PASCO_LAYER_KIND(BATCH_NORMALIZATION, batch_norm)                     \
-	PASCO_LAYER_KIND(LAYER_NORMALIZATION, layer_norm)
+	PASCO_LAYER_KIND(LAYER_NORMALIZATION, layer_norm)                     \
+	PASCO_LAYER_KIND(HASHING, hashing)                                    \
+	PASCO_LAYER_KIND(STRING_LOOKUP, string_lookup)                        \
+	PASCO_LAYER_KIND(INTEGER_LOOKUP, integer_lookup)                      \
+	PASCO_LAYER_KIND(CATEGORY_ENCODING, category_encoding)                \
+	PASCO_LAYER_KIND(DISCRETIZATION, discretization)                      \
+	PASCO_LAYER_KIND(HASHED_CROSSING, hashed_crossing)
 
 #endif

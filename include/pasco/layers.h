@@ -170,6 +170,7 @@ typedef enum pasco_act {
 #define PASCO_MODEL_INPUT(k) (-1 - (int32_t) (k))
 
 typedef struct pasco_custom pasco_custom; /* graph.h */
+typedef struct pasco_prep   pasco_prep;   /* below, "Preprocessing" */
 
 typedef struct pasco_layer {
 	pasco_layer_kind kind;
@@ -217,6 +218,12 @@ typedef struct pasco_layer {
 	bool              center, scale, rms_scaling;
 	pasco_initializer beta_initializer, gamma_initializer;
 	pasco_initializer moving_mean_initializer, moving_variance_initializer;
+	/* Preprocessing layers (Hashing, StringLookup, IntegerLookup,
+	 * CategoryEncoding, Discretization, HashedCrossing): their options
+	 * and tables, a reference held by each model and by the description
+	 * the constructor made (pasco_layer_release drops it); NULL: the
+	 * kind's defaults. */
+	pasco_prep *prep;
 } pasco_layer;
 
 /* Layers with Keras's defaults, each named as it is constructed. */
@@ -471,5 +478,129 @@ pasco_layer pasco_layer_global_average_pooling1d(void);
  * 0 and NULL for no layer i. */
 int32_t pasco_model_layer_shape(
     const pasco_model *m, size_t i, const int64_t **dims);
+/*
+ * Preprocessing (issue 33): Keras 3's Hashing, StringLookup,
+ * IntegerLookup, CategoryEncoding, Discretization and HashedCrossing, run
+ * inside the model on the worker. Each is computed from its inputs'
+ * tensors before the step reads its variables (an Embedding after a
+ * lookup reads only the rows of the looked-up ids) and is not
+ * differentiated. A preprocessing layer is called on model inputs or on
+ * other preprocessing layers; in output_mode PASCO_OUTPUT_INT its output
+ * is ids (i64, its input's shape: for an Embedding, another
+ * preprocessing layer, or a feature layer, which reads them as f32), in
+ * the other modes features f32 [batch, depth].
+ *
+ * Strings are carried as their fingerprints: a string input
+ * (pasco_model_input.strings) holds pasco_hash_key of each string's
+ * bytes (hash.h), as a dataset's "string" feature reads it (CSV and
+ * TFRecord, dataset.h). StringLookup matches its vocabulary by
+ * fingerprint: a vocabulary of two tokens with one fingerprint (or one
+ * token twice) is refused when the layer is made, naming both, so each
+ * token gets exactly Keras's index. Hashing and HashedCrossing hash the
+ * fingerprints: deterministic and uniform, but not Keras's FarmHash bins.
+ *
+ * Index layout, as Keras's: in output_mode INT, the mask token's index 0
+ * when a mask is set, then num_oov_indices OOV indices, then the
+ * vocabulary in order; in the other modes no mask index (a masked input
+ * counts nowhere) and the depth is that of the layout (max_tokens with
+ * pad_to_max_tokens). An OOV token goes to OOV index
+ * (fingerprint as unsigned) % num_oov_indices (StringLookup) or
+ * floormod(value, num_oov_indices) (IntegerLookup); with no OOV index
+ * (0) it fails the step naming the layer and the value. invert maps
+ * indices back to the vocabulary (IntegerLookup: the values; StringLookup:
+ * the tokens' fingerprints), the mask index to the mask, others to the
+ * OOV token.
+ *
+ * Constructors: *out gets the layer (named as Keras names it) holding
+ * its tables; PASCO_EINVAL, with pasco_model_last_error naming the layer
+ * and the value, for a bad option (num_bins < 1, an unknown mode, a
+ * vocabulary with duplicates, larger than max_tokens or holding the mask
+ * or OOV token, an unreadable vocabulary file); PASCO_ENOMEM. The caller
+ * drops its reference with pasco_layer_release once the model is made.
+ * Thread-safe.
+ */
+typedef enum pasco_output_mode {
+	PASCO_OUTPUT_INT       = 0, /* Keras's "int": ids */
+	PASCO_OUTPUT_ONE_HOT   = 1,
+	PASCO_OUTPUT_MULTI_HOT = 2,
+	PASCO_OUTPUT_COUNT     = 3,
+} pasco_output_mode;
+
+/* "int", "one_hot", "multi_hot", "count"; NULL otherwise. */
+const char *pasco_output_mode_name(pasco_output_mode m);
+
+/* Keras's Hashing(num_bins, mask_value=None, salt=None, output_mode):
+ * a bin of [0, num_bins) for each value (strings by fingerprint,
+ * integers by their decimal text's fingerprint, floats cast to integers
+ * first, as Keras does), XXH64 of the fingerprint's 8 bytes seeded with
+ * salt when has_salt, else the fingerprint as unsigned, modulo the bins;
+ * with a mask (mask_string for a string input, else mask_value) the
+ * mask goes to bin 0 and the others to 1 + the hash modulo num_bins - 1. */
+typedef struct pasco_hashing_options {
+	bool              has_mask;
+	int64_t           mask_value;
+	const char       *mask_string;
+	bool              has_salt;
+	uint64_t          salt;
+	pasco_output_mode output_mode;
+} pasco_hashing_options;
+
+int pasco_layer_hashing(
+    pasco_layer *out, int64_t num_bins, const pasco_hashing_options *opts);
+
+/* StringLookup's and IntegerLookup's options; pasco_lookup_defaults gives
+ * Keras's (max_tokens none, one OOV index, no mask, OOV token "[UNK]" /
+ * -1, int output). max_tokens 0: no bound. vocabulary_file: one token per
+ * line (trailing empty lines dropped), read instead of the vocabulary
+ * given. */
+typedef struct pasco_lookup_options {
+	int64_t           max_tokens;
+	int64_t           num_oov_indices;
+	const char       *mask_token; /* StringLookup; NULL: none */
+	const char       *oov_token;
+	bool              has_mask; /* IntegerLookup */
+	int64_t           mask_value, oov_value;
+	bool              invert, pad_to_max_tokens;
+	pasco_output_mode output_mode;
+	const char       *vocabulary_file;
+} pasco_lookup_options;
+
+pasco_lookup_options pasco_lookup_defaults(void);
+
+/* vocabulary[0..n) (copied); opts NULL: the defaults. */
+int pasco_layer_string_lookup(pasco_layer *out, size_t n,
+    const char *const *vocabulary, const pasco_lookup_options *opts);
+int pasco_layer_integer_lookup(pasco_layer *out, size_t n,
+    const int64_t *vocabulary, const pasco_lookup_options *opts);
+
+/* Keras's CategoryEncoding(num_tokens, output_mode): integer inputs in
+ * [0, num_tokens) into f32 [batch, num_tokens]: ONE_HOT (one value per
+ * example), MULTI_HOT (default in Keras) or COUNT. A value outside
+ * fails the step naming the layer and the value. */
+int pasco_layer_category_encoding(
+    pasco_layer *out, int64_t num_tokens, pasco_output_mode mode);
+
+/* Keras's Discretization(bin_boundaries): the bin of each value, right-
+ * open ([b[i-1], b[i]) is bin i: numpy's digitize), boundaries[0..n)
+ * ascending (copied); Keras's adapt (num_bins, epsilon) is the Python
+ * layer's, which writes the boundaries it finds into the config. */
+int pasco_layer_discretization(pasco_layer *out, size_t n,
+    const double *boundaries, pasco_output_mode mode);
+
+/* Keras's HashedCrossing(num_bins, output_mode): its two inputs (strings
+ * or integers, one width) crossed element by element into a bin of
+ * [0, num_bins): XXH64 of the two keys (as Hashing takes them) modulo
+ * num_bins. INT or ONE_HOT. */
+int pasco_layer_hashed_crossing(
+    pasco_layer *out, int64_t num_bins, pasco_output_mode mode);
+
+/* Marks model input k (an ids input) as strings: each i64 is the
+ * fingerprint of a string, pasco_hash_key of its bytes (hash.h), as a
+ * dataset's "string" feature reads it; what StringLookup takes (and
+ * Hashing hashes as it is). Keras's Input(dtype="string"); in a config,
+ * the input's "dtype": "string". Call before the model is used.
+ * PASCO_EINVAL for k past the inputs or an input of features. Not
+ * thread-safe: call from the thread that made the model. */
+int pasco_model_set_string_input(pasco_model *m, size_t k);
 
 #endif

@@ -197,9 +197,11 @@ read_features(const cJSON *features, files_spec *spec)
 {
 	static const char *const keys[] = {
 	    "type", "width", "default", "num_buckets"};
+	/* "string": a string's fingerprint, HASHED with full keys */
 	static const char *const types[] = {[PASCO_FEATURE_INT64] = "int64",
 	    [PASCO_FEATURE_FLOAT]                                 = "float",
-	    [PASCO_FEATURE_HASHED]                                = "hashed"};
+	    [PASCO_FEATURE_HASHED]                                = "hashed",
+	    [5]                                                   = "string"};
 	const cJSON             *it;
 	if (!cJSON_IsObject(features) || cJSON_GetArraySize(features) == 0) {
 		return pasco_dataset_fail(PASCO_EINVAL,
@@ -224,14 +226,23 @@ read_features(const cJSON *features, files_spec *spec)
 			    it->string);
 		}
 		if ((rv = check_keys(it, keys, 4, it->string)) != 0 ||
-		    (rv = choice_field(it, "type", types, 5,
-		         "\"float\", \"int64\" or \"hashed\"", &type)) != 0 ||
+		    (rv = choice_field(it, "type", types, 6,
+		         "\"float\", \"int64\", \"hashed\" or \"string\"",
+		         &type)) != 0 ||
 		    (rv = int_field(it, "width", 1, &in->width)) != 0 ||
 		    (rv = int_field(it, "num_buckets", 0, &in->num_buckets)) !=
 		        0) {
 			return rv;
 		}
-		in->type = (pasco_feature_type) type;
+		if (type == 5 && in->num_buckets != 0) {
+			return pasco_dataset_fail(PASCO_EINVAL,
+			    "files dataset: features.%s: a \"string\" feature "
+			    "is its fingerprint; num_buckets is for "
+			    "\"hashed\"",
+			    it->string);
+		}
+		in->type = type == 5 ? PASCO_FEATURE_HASHED
+		                     : (pasco_feature_type) type;
 		d        = cJSON_GetObjectItemCaseSensitive(it, "default");
 		if (d != NULL && !cJSON_IsNull(d)) {
 			if (!cJSON_IsNumber(d)) {
@@ -332,11 +343,19 @@ read_spec(const cJSON *root, files_spec *spec)
 		return pasco_dataset_fail(PASCO_EINVAL,
 		    "files dataset: a csv dataset needs a label column");
 	}
-	if (spec->tfrecord &&
+	/* csv: features (optional) read each column as its own input */
+	if ((spec->tfrecord ||
+	        cJSON_GetObjectItemCaseSensitive(root, "features") != NULL) &&
 	    (rv = read_features(
 	         cJSON_GetObjectItemCaseSensitive(root, "features"), spec)) !=
 	        0) {
 		return rv;
+	}
+	if (!spec->tfrecord && spec->ninputs > 0 &&
+	    (spec->ncolumns > 0 || spec->features_name != NULL)) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "files dataset: a csv's features name its inputs; columns "
+		    "and features_name are for one f32 x");
 	}
 	return match_files(
 	    cJSON_GetObjectItemCaseSensitive(root, "files"), spec);
@@ -372,6 +391,23 @@ static int
 build_csv(const files_spec *spec, const pasco_dataset_context *ctx,
     bool by_records, pasco_dataset **out)
 {
+	if (spec->ninputs > 0) {
+		pasci_csv_features f = {
+		    .files          = (const char *const *) spec->files,
+		    .nfiles         = spec->nfiles,
+		    .inputs         = spec->inputs,
+		    .ninputs        = spec->ninputs,
+		    .label          = spec->label,
+		    .label_type     = spec->label_type,
+		    .num_shards     = by_records ? ctx->num_workers : 0,
+		    .shard_index    = by_records ? ctx->worker_index : 0,
+		    .shuffle        = spec->shuffle,
+		    .repeat         = spec->repeat,
+		    .batch_size     = spec->batch_size,
+		    .seed           = spec->seed,
+		    .drop_remainder = spec->drop_remainder};
+		return pasci_csv_features_dataset(out, &f);
+	}
 	pasco_csv_dataset_options o = {.label_name = spec->label,
 	    .label_type                            = spec->label_type,
 	    .select_columns      = spec->ncolumns ? spec->columns : NULL,

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "pasco/dataset.h"
+#include "pasco/example.h"
 
 #define PASCI_FILES_PREFIX PASCO_FILES_DATASET_PREFIX
 
@@ -23,5 +24,29 @@ bool pasci_files_dataset_name(const char *name);
  * on failure. Thread-safe. */
 int pasci_files_dataset(
     const char *spec, const pasco_dataset_context *ctx, pasco_dataset **out);
+
+/* A CSV files dataset read by feature (the spec's csv "features"): each
+ * input names one column (width 1; type FLOAT, INT64 or HASHED, a
+ * string's fingerprint), x the DICT {column: [1]}, y the label column
+ * (label_type), every line of files (this worker's share when num_shards
+ * > 1), shuffled, repeated (repeat 0 or 1: once; < 0: forever) and
+ * batched. Errors as pasco_dataset_csv's, and a feature or label that is
+ * no column of the first file's header, naming it. The options are
+ * copied. Thread-safe (kit/data/files_csv.c). */
+typedef struct pasci_csv_features {
+	const char *const         *files;
+	size_t                     nfiles;
+	const pasco_example_input *inputs;
+	size_t                     ninputs;
+	const char                *label;
+	pasco_feature_type         label_type;
+	int32_t                    num_shards, shard_index;
+	int64_t                    shuffle, repeat, batch_size;
+	uint64_t                   seed;
+	bool                       drop_remainder;
+} pasci_csv_features;
+
+int pasci_csv_features_dataset(
+    pasco_dataset **out, const pasci_csv_features *o);
 
 #endif

@@ -53,6 +53,8 @@ typedef struct pasci_layer_call {
 	pasco_tnode        *mask;
 } pasci_layer_call;
 
+struct pasci_prep_call; /* model/prep.h */
+
 /* A kind's descriptor, named pasci_layer_<prefix>_desc in its file and
  * listed in model/layers/table.c. Its functions take no lock and do not
  * block (call records ops on its tape); any thread. */
@@ -118,6 +120,12 @@ typedef struct pasci_layer_desc {
 	 * defaults; a partitioner goes into part. PASCO_EINVAL naming at. */
 	int (*read)(const cJSON *c, pasco_layer *l, pasco_partitioner *part,
 	    const char *at);
+	/* Preprocessing kinds (model/prep.h): fills c->idx, one index per
+	 * element of its first input, from its inputs' tensors before the
+	 * step's reads; NULL: not one. prep_depth: the depth of its
+	 * non-int encodings. */
+	int (*prep)(struct pasci_prep_call *c);
+	int64_t (*prep_depth)(const pasco_layer *l);
 } pasci_layer_desc;
 
 /* The descriptor of kind, or NULL for a number that is no kind. */

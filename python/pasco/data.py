@@ -34,18 +34,23 @@ _SHARDS = ("auto", "files", "records", "none")
 
 
 class Feature:
-    """A tf.train.Example feature read as a model input: ``type`` "float"
-    (features, f32 [batch, width]), "int64" (ids for an Embedding, padded
-    with -1 to width) or "hashed" (strings hashed into 64-bit keys, for a
-    dynamic Embedding; ``num_buckets`` > 0 folds them into buckets);
-    ``default`` for a missing float feature."""
+    """A tf.train.Example feature (or a csv column, width 1) read as a
+    model input: ``type`` "float" (features, f32 [batch, width]), "int64"
+    (ids for an Embedding, padded with -1 to width), "string" (strings as
+    their 64-bit fingerprints, for an Input of dtype "string": a
+    StringLookup's, a Hashing's) or "hashed" (strings hashed into 64-bit
+    keys, for a dynamic Embedding; ``num_buckets`` > 0 folds them into
+    buckets); ``default`` for a missing float feature."""
 
     def __init__(self, type: str = "float", width: int = 1,
                  default: Optional[float] = None,
                  num_buckets: int = 0) -> None:
-        if type not in ("float", "int64", "hashed"):
-            raise ValueError(f"type: expected 'float', 'int64' or 'hashed', "
-                             f"got {type!r}")
+        if type not in ("float", "int64", "hashed", "string"):
+            raise ValueError(f"type: expected 'float', 'int64', 'hashed' or "
+                             f"'string', got {type!r}")
+        if type == "string" and num_buckets:
+            raise ValueError("num_buckets: a 'string' feature is its "
+                             "fingerprint; num_buckets is for 'hashed'")
         _positive_int("width", width)
         if not isinstance(num_buckets, int) or num_buckets < 0:
             raise ValueError(f"num_buckets: expected an integer >= 0, got "
@@ -107,7 +112,7 @@ class Dataset:
         a tfrecord's features; for a csv, its one input, named after
         features_name or "input", whose width is the number of feature
         columns (read from the first file's header)."""
-        if self.spec["format"] == "tfrecord":
+        if self.spec["format"] == "tfrecord" or "features" in self.spec:
             return {n: {"width": f["width"], "ids": f["type"] != "float"}
                     for n, f in self.spec["features"].items()}
         cols = self.spec.get("columns")
@@ -175,17 +180,48 @@ def _common(batch_size: int, shuffle: Union[bool, int], seed: int,
             "drop_remainder": bool(drop_remainder), "prefetch": prefetch}
 
 
+def _features(features: Mapping[str, Union[str, Feature, dict]]
+              ) -> Dict[str, dict]:
+    if not isinstance(features, Mapping) or not features:
+        raise TypeError("features: expected a non-empty dict of feature "
+                        "name -> type or pasco.data.Feature")
+    feats: Dict[str, dict] = {}
+    for name, f in features.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"features: {name!r} is not a feature name")
+        if isinstance(f, str):
+            f = Feature(f)
+        elif isinstance(f, Mapping):
+            f = Feature(**f)
+        if not isinstance(f, Feature):
+            raise TypeError(f"features[{name!r}]: expected a type name or a "
+                            f"pasco.data.Feature, got {type(f).__name__}")
+        feats[name] = f.spec()
+    return feats
+
+
 def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
         shuffle: Union[bool, int] = 0, columns: Optional[Sequence[str]] = None,
         features_name: Optional[str] = None, label_type: Optional[str] = None,
         seed: int = 0, repeat: Optional[int] = None, shard: str = "auto",
-        drop_remainder: bool = False, prefetch: int = 0) -> Dataset:
+        drop_remainder: bool = False, prefetch: int = 0,
+        features: Optional[Mapping[str, Union[str, Feature, dict]]] = None
+        ) -> Dataset:
     """CSV files with a header (tf.data.experimental.make_csv_dataset):
     each batch is (x, y), x the f32 [batch, width] of the feature columns
     (``columns``, default every column but the label; the dict
     {features_name: x} when features_name is set), y the ``label`` column
     (int64 class ids, or float with label_type="float"). ``shuffle``: a
-    buffer size (True: 1000)."""
+    buffer size (True: 1000).
+
+    ``features`` (column name -> "float", "int64", "string", a
+    :class:`Feature` of width 1) reads each of those columns as its own
+    model input instead: x is the dict {column: [batch, 1]}, a "string"
+    column as its strings' fingerprints (for an Input of dtype "string"
+    and a StringLookup or Hashing layer)::
+
+        pasco.data.csv("t.csv", label="y",
+                       features={"city": "string", "age": "float"})"""
     if not isinstance(label, str) or not label:
         raise TypeError(f"label: expected a column name, got {label!r}")
     spec = {"format": "csv", "files": _patterns(files), "label": label}
@@ -203,6 +239,15 @@ def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
             raise ValueError(f"label_type: expected 'int64' or 'float', got "
                              f"{label_type!r}")
         spec["label_type"] = label_type
+    if features is not None:
+        if columns is not None or features_name is not None:
+            raise ValueError("features: name each input's column; columns "
+                             "and features_name are for one float x")
+        spec["features"] = _features(features)
+        bad = [n for n, f in spec["features"].items() if f["width"] != 1]
+        if bad:
+            raise ValueError(f"features[{bad[0]!r}]: a csv feature is one "
+                             f"column: width 1")
     spec.update(_common(batch_size, shuffle, seed, repeat, shard,
                         drop_remainder, prefetch))
     return Dataset(spec)
@@ -266,11 +311,16 @@ def _field(number: int, payload: bytes) -> bytes:  # length-delimited
 
 
 def _example(row: Mapping[str, "tuple[str, list]"]) -> bytes:
-    """A tf.train.Example of {name: ("int64" | "float", values)}."""
+    """A tf.train.Example of {name: ("int64" | "float" | "bytes",
+    values)}."""
     import struct
     feats = b""
     for name, (kind, values) in row.items():
-        if kind == "int64":
+        if kind == "bytes":  # bytes_list: each value its own field
+            packed = b"".join(_field(1, v.encode() if isinstance(v, str)
+                                     else bytes(v)) for v in values)
+            feature = _field(1, packed)
+        elif kind == "int64":
             packed = b"".join(_varint(int(v)) for v in values)
             feature = _field(3, _field(1, packed))  # int64_list
         else:
@@ -283,8 +333,10 @@ def _example(row: Mapping[str, "tuple[str, list]"]) -> bytes:
 def write_tfrecord(path: str, columns: Mapping[str, object],
                    gzip: bool = False) -> int:
     """Writes one tf.train.Example per row of ``columns`` (name -> an array
-    of rows: [n] or [n, width]; integer arrays become int64 features, the
-    others float) into the TFRecord file ``path`` (through the library's
+    of rows: [n] or [n, width]; integer arrays become int64 features,
+    arrays of strings bytes features (read back as Feature("string"), or
+    "hashed"), the others float) into the TFRecord file ``path`` (through
+    the library's
     writer: the file appears whole when done). Returns n. Read it back
     with :func:`tfrecord`."""
     import ctypes
@@ -310,7 +362,8 @@ def write_tfrecord(path: str, columns: Mapping[str, object],
             raise ValueError(f"columns[{name!r}]: {arr.shape[0]} rows, "
                              f"the others have {n}")
         n = arr.shape[0]
-        kind = "int64" if np.issubdtype(arr.dtype, np.integer) else "float"
+        kind = ("int64" if np.issubdtype(arr.dtype, np.integer) else
+                "bytes" if arr.dtype.kind in "USO" else "float")
         cols[name] = (kind, arr.tolist())
     w = ctypes.c_void_p()
     opener = (lib.pasco_tfrecord_writer_open_gzip if gzip
@@ -335,3 +388,89 @@ def write_tfrecord(path: str, columns: Mapping[str, object],
         raise error_for(rv, f"{path}: "
                         + lib.pasco_tfrecord_last_error().decode())
     return n or 0
+
+
+def _read_varint(b: bytes, i: int) -> "tuple[int, int]":
+    n = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if not c & 0x80:
+            return n, i
+
+
+def _fields(b: bytes) -> "list[tuple[int, int, object]]":
+    """The (number, wire type, value) of a protobuf message's fields:
+    varints as ints, length-delimited as bytes, fixed32 as 4 bytes."""
+    out, i = [], 0
+    while i < len(b):
+        key, i = _read_varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _read_varint(b, i)
+        elif wt == 2:
+            n, i = _read_varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        else:
+            raise ValueError(f"a tf.train.Example with wire type {wt}")
+        out.append((num, wt, v))
+    return out
+
+
+def _feature_values(feature: bytes) -> list:
+    """The values of a tf.train.Feature: strings, floats or int64s."""
+    import struct
+    out: list = []
+    for num, _, lst in _fields(feature):
+        for _, wt, v in _fields(lst):  # each list's field 1
+            if num == 1:
+                out.append(bytes(v).decode("utf-8"))  # type: ignore
+            elif num == 2:
+                data = bytes(v)  # type: ignore
+                out.extend(struct.unpack(f"<{len(data) // 4}f", data))
+            elif wt == 0:
+                v = int(v)  # type: ignore[call-overload]
+                out.append(v - (1 << 64) if v >= 1 << 63 else v)
+            else:
+                j = 0
+                while j < len(v):  # type: ignore
+                    n, j = _read_varint(v, j)  # type: ignore
+                    out.append(n - (1 << 64) if n >= 1 << 63 else n)
+    return out
+
+
+def read_column(dataset: "Dataset", name: str) -> list:
+    """Every value of feature (tfrecord) or column (csv) ``name`` of the
+    dataset's files, read here whole, in file order (strings as str):
+    what a preprocessing layer's adapt reads on the chief."""
+    import gzip as _gzip
+    import struct
+    out: list = []
+    for path in dataset.files():
+        if dataset.spec["format"] == "csv":
+            with open(path, newline="") as f:
+                for row in _csv.DictReader(f):
+                    if name not in row:
+                        raise ValueError(f"{path} has no column {name!r}")
+                    out.append(row[name])
+            continue
+        opener = _gzip.open if dataset.spec.get("gzip") else open
+        with opener(path, "rb") as f:
+            data = f.read()
+        i = 0
+        while i + 12 <= len(data):
+            (n,) = struct.unpack_from("<Q", data, i)
+            rec = data[i + 12:i + 12 + n]
+            i += 16 + n
+            for _, _, feats in _fields(rec):          # Example.features
+                for _, _, entry in _fields(feats):    # Features.feature
+                    kv = {k: v for k, _, v in _fields(entry)}
+                    if bytes(kv.get(1, b"")).decode() == name:
+                        out.extend(_feature_values(kv.get(2, b"")))
+    return out

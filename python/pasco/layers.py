@@ -129,8 +129,11 @@ class KerasTensor:
 
 class Input(KerasTensor):
     """A model input: ``shape=(width,)``; ``dtype`` "float32" for
-    features, "int32"/"int64" for ids (an Embedding's input). The name
-    matches a dataset's feature (tfrecord) or features_name (csv)."""
+    features, "int32"/"int64" for ids (an Embedding's input), "string"
+    for strings (their 64-bit fingerprints: a StringLookup's or a
+    Hashing's input; pasco.data.Feature("string")). The name matches a
+    dataset's feature (tfrecord, or csv with features) or features_name
+    (csv)."""
 
     def __init__(self, shape: Union[int, Tuple[int, ...]],
                  name: Optional[str] = None, dtype: str = "float32") -> None:
@@ -139,10 +142,10 @@ class Input(KerasTensor):
         if not isinstance(shape, (tuple, list)) or len(shape) != 1:
             raise ValueError(f"shape: expected (width,), got {shape!r}")
         self.width = _positive("shape", shape[0])
-        if dtype not in ("float32", "float64", "int32", "int64"):
-            raise ValueError(f"dtype: expected float32, float64, int32 or "
-                             f"int64, got {dtype!r}")
-        self.ids = dtype.startswith("int")
+        if dtype not in ("float32", "float64", "int32", "int64", "string"):
+            raise ValueError(f"dtype: expected float32, float64, int32, "
+                             f"int64 or string, got {dtype!r}")
+        self.ids = dtype.startswith("int") or dtype == "string"
         self.dtype = dtype
         self._name = name or _auto_name("input")
         super().__init__(self)
@@ -152,7 +155,10 @@ class Input(KerasTensor):
         return self._name
 
     def get_config(self) -> dict:
-        return {"name": self.name, "width": self.width, "ids": self.ids}
+        c = {"name": self.name, "width": self.width, "ids": self.ids}
+        if self.dtype == "string":
+            c["dtype"] = "string"
+        return c
 
 
 class Layer:
@@ -755,3 +761,7 @@ __all__ += _merge_all
 from ._layers_norm import *  # noqa: E402,F401,F403
 from ._layers_norm import __all__ as _norm_all  # noqa: E402
 __all__ += _norm_all
+# issue 33's preprocessing layers (python/pasco/_layers_prep.py)
+from ._layers_prep import *  # noqa: E402,F401,F403
+from ._layers_prep import __all__ as _prep_all  # noqa: E402
+__all__ += _prep_all

@@ -662,11 +662,38 @@ class Sequential(Model):
         self.layers.append(layer)
         self._built_json = None
 
+    def _chain_config(self) -> dict:
+        """A Sequential model whose first layer is a preprocessing layer
+        (StringLookup, Hashing, ...) as the functional config of its
+        chain: its input (pasco.Input, of the dtype the layer takes) may
+        hold strings or ids, which a Sequential config's cannot say."""
+        if self._input is None:
+            raise ValueError(f"{self.layers[0].name}: a Sequential model "
+                             f"that starts with a preprocessing layer "
+                             f"starts with pasco.Input(shape=(w,), "
+                             f"dtype=...) (\"string\" for a StringLookup)")
+        prev, w, dtype = self._input.name, self._input.width, \
+            self._input.dtype
+        layers = []
+        for layer in self.layers:
+            j, w = layer._json_layer([w], [dtype])
+            j["inbound_nodes"] = [prev]
+            layers.append(j)
+            prev, dtype = layer.name, "float32"
+        self._output_width = w
+        return {"class_name": "Functional",
+                "config": {"name": self.name or "sequential",
+                           "seed": self.seed,
+                           "inputs": [self._input.get_config()],
+                           "layers": layers}}
+
     def _model_config(self, data: Optional[Dataset]) -> dict:
         if not self.layers:
             raise ValueError("layers: a Sequential model needs at least one "
                              "layer")
         first = self.layers[0]
+        if getattr(first, "_preprocessing", False):
+            return self._chain_config()
         # ids: an Embedding's, or a custom layer's after an integer Input
         ids = isinstance(first, Embedding) or (
             first._is_custom() and self._input is not None and

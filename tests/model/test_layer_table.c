@@ -89,8 +89,10 @@ Test(layer_table, every_kinds_reader_reads_what_its_writer_writes)
 		char             *one  = written(d, &first);
 		cJSON            *c    = cJSON_Parse(one);
 		char             *two;
-		PASCO_PASS(d->read(c, &back, &part, d->class_name));
+		cr_assert_eq(d->read(c, &back, &part, d->class_name), 0,
+		    "%s: %s", d->class_name, pasco_model_last_error());
 		two = written(d, &back);
+		pasco_layer_release(&back);
 		cr_assert_str_eq(
 		    two, one, "%s: read back as %s", d->class_name, two);
 		cJSON_Delete(c);

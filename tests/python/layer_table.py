@@ -23,10 +23,11 @@ import sys
 import kind_table
 
 # Keras's own constructor arguments that are no config field
-PYTHON_ONLY = {"self", "name", "input_shape", "input_length"}
+PYTHON_ONLY = {"self", "name", "input_shape", "input_length", "dtype"}
 # a value for each required field, to construct a layer
 EXAMPLES = {"units": 1, "input_dim": 1, "output_dim": 1, "rate": 0.5,
-            "activation": "relu", "target_shape": [1], "axes": 1}
+            "activation": "relu", "target_shape": [1], "axes": 1,
+            "num_bins": 1, "num_tokens": 1, "bin_boundaries": [0.0]}
 
 
 def same(py, c):

@@ -209,6 +209,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               f"{acc}", flush=True)
         ok = (p.returncode == 0 and len(epochs) == 4 and acc != [] and
               acc[0] >= 0.9)
+    elif case == "prep":
+        # issue 33's preprocessing layers on string columns of a CSV
+        p = launch("prep_train.py", d)
+        ok = p.returncode == 0 and "prep_train: OK" in p.stdout
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout
