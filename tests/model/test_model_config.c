@@ -255,7 +255,8 @@ Test(model_config, sizes_past_the_bounds_are_refused_naming_the_variable)
 	pasco_model *m;
 	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
 	            "\"units\":9000000000000000}}"),
-	    "d: its output is 9000000000000000 wide; the most is 2^31");
+	    "d: its output would be (9000000000000000,) per example; at "
+	    "most 2^31 values");
 	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
 	            "\"units\":1000000000}}"),
 	    "d: its variable 'd/kernel' of shape [4, 1000000000] has more "
