@@ -1,0 +1,358 @@
+/*
+ * A compiled model's metrics over a batch, as counts that add up: one
+ * vector of f64 (m->compile.state_len), each metric's at its offset, so
+ * the sums of batches, shards and workers are the counts of all their
+ * examples and one result is computed from them on the chief. Keras 3's
+ * definitions (keras/src/metrics):
+ *   accuracies, mae, mse, rmse, binary crossentropy, top-k accuracies:
+ *     [sum of values, values counted] (rmse: sqrt of the mean);
+ *   precision: [true positives, false positives] per threshold; recall:
+ *     [true positives, false negatives] per threshold;
+ *   auc: [true positives, false positives, true negatives, false
+ *     negatives] per threshold (a prediction above the threshold, as a
+ *     float32, is positive; a label not 0 is positive).
+ * A metric given by name sees the output through the loss's sigmoid or
+ * softmax when the loss takes logits; a metric object sees the raw output
+ * (AUC and BinaryCrossentropy take their own from_logits). Stateless: any
+ * thread.
+ */
+#include "model_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KERAS_EPSILON 1e-7
+#define NEG_INF (-1e10) /* metrics_utils.NEG_INF: what top_k filters out */
+
+/* A batch's output and targets, and the metric they are counted for. */
+typedef struct batch {
+	const pasco_model       *m;
+	const pasci_metric_spec *s;
+	const pasco_tensor      *pred, *y;
+	int64_t                  n, w; /* rows, width */
+} batch;
+
+/* The value j of row i the metric sees: a name's through the loss's
+ * sigmoid or softmax when the loss takes logits, an object's raw. */
+static double
+value(const batch *b, int64_t i, int64_t j)
+{
+	double z = pasco_tensor_get(b->pred, i * b->w + j);
+	if (b->s->object || !b->m->compile.loss.from_logits) {
+		return z;
+	}
+	if (b->w == 1) {
+		return 1 / (1 + exp(-z));
+	}
+	double mx = -HUGE_VAL, sum = 0;
+	for (int64_t k = 0; k < b->w; k++) {
+		mx = fmax(mx, pasco_tensor_get(b->pred, i * b->w + k));
+	}
+	for (int64_t k = 0; k < b->w; k++) {
+		sum += exp(pasco_tensor_get(b->pred, i * b->w + k) - mx);
+	}
+	return exp(z - mx) / sum;
+}
+
+static double
+label(const batch *b, int64_t i, int64_t j)
+{
+	return pasco_tensor_get(b->y, i * b->w + j);
+}
+
+static int64_t
+argmax_row(const pasco_tensor *t, int64_t i, int64_t w)
+{
+	int64_t best = 0;
+	for (int64_t j = 1; j < w; j++) {
+		if (pasco_tensor_get(t, i * w + j) >
+		    pasco_tensor_get(t, i * w + best)) {
+			best = j;
+		}
+	}
+	return best;
+}
+
+/* Keras's in_top_k: class t of row i is in the top k when fewer than k
+ * classes score strictly more (ties at the boundary are in). */
+static bool
+in_top_k(const batch *b, int64_t i, int64_t t, int32_t k)
+{
+	int64_t above = 0;
+	double  at;
+	if (t < 0 || t >= b->w || isnan(at = value(b, i, t))) {
+		return false;
+	}
+	for (int64_t j = 0; j < b->w && above < k; j++) {
+		above += value(b, i, j) > at;
+	}
+	return above < k;
+}
+
+/* Keras's _filter_top_k on row i: value j kept when it is among the
+ * top_k (ties to the lower index, as top_k orders them), else NEG_INF. */
+static double
+top_k_value(const batch *b, int64_t i, int64_t j)
+{
+	double  v    = value(b, i, j);
+	int64_t rank = 0;
+	if (b->s->top_k == 0 || b->s->top_k >= b->w) {
+		return v;
+	}
+	for (int64_t q = 0; q < b->w && rank < b->s->top_k; q++) {
+		double u = value(b, i, q);
+		rank += u > v || (u == v && q < j);
+	}
+	return rank < b->s->top_k ? v : NEG_INF;
+}
+
+/* Threshold t of a precision, recall or AUC, as Keras compares it: a
+ * float32. */
+static double
+threshold(const pasci_metric_spec *s, pasci_metric_kind kind, int32_t t)
+{
+	double v;
+	if (kind != PASCI_METRIC_AUC) {
+		v = s->ngiven > 0 ? s->given[0] : s->top_k > 0 ? NEG_INF : 0.5;
+	} else if (t == 0) {
+		v = -KERAS_EPSILON;
+	} else if (t == s->nthresholds - 1) {
+		v = 1 + KERAS_EPSILON;
+	} else {
+		v = s->ngiven > 0 ? s->given[t - 1]
+		                  : (double) t / (s->nthresholds - 1);
+	}
+	return (float) v;
+}
+
+static void
+count_auc(const batch *b, double *s)
+{
+	int32_t T = b->s->nthresholds;
+	for (int64_t i = 0; i < b->n; i++) {
+		for (int64_t j = 0; j < b->w; j++) {
+			double p   = value(b, i, j);
+			bool   pos = label(b, i, j) != 0;
+			if (b->s->object && b->s->from_logits) {
+				p = 1 / (1 + exp(-p));
+			}
+			if (b->s->evenly) { /* Keras's evenly-spaced path */
+				p = fmin(fmax(p, 0), 1);
+			}
+			for (int32_t t = 0; t < T; t++) {
+				bool above = p > threshold(b->s, PASCI_METRIC_AUC, t);
+				int  row = above ? (pos ? 0 : 1) : (pos ? 3 : 2);
+				s[row * T + t] += 1;
+			}
+		}
+	}
+}
+
+/* Precision ([tp, fp]) or recall ([tp, fn]) of one threshold. */
+static void
+count_precision(const batch *b, pasci_metric_kind kind, double *s)
+{
+	double  thr = threshold(b->s, kind, 0);
+	int64_t j0 = b->s->class_id >= 0 ? b->s->class_id : 0;
+	int64_t j1 = b->s->class_id >= 0 ? j0 + 1 : b->w;
+	for (int64_t i = 0; i < b->n; i++) {
+		for (int64_t j = j0; j < j1; j++) {
+			bool above = top_k_value(b, i, j) > thr;
+			bool pos   = label(b, i, j) != 0;
+			s[0] += above && pos;
+			s[1] += kind == PASCI_METRIC_PRECISION ? above && !pos
+			                                       : !above && pos;
+		}
+	}
+}
+
+/* Keras's binary_crossentropy of one element (label smoothed). */
+static double
+bce(const pasci_metric_spec *s, double y, double p)
+{
+	y = y * (1 - s->label_smoothing) + 0.5 * s->label_smoothing;
+	if (s->from_logits) { /* -y log sigmoid(p) - (1-y) log sigmoid(-p) */
+		double softplus_neg = fmax(-p, 0) + log1p(exp(-fabs(p)));
+		return y * softplus_neg + (1 - y) * (softplus_neg + p);
+	}
+	p = fmin(fmax(p, KERAS_EPSILON), 1 - KERAS_EPSILON);
+	return -(y * log(p) + (1 - y) * log(1 - p));
+}
+
+/* [sum, count] of a per-element value (errors, crossentropy, binary
+ * accuracy): each row's elements weigh alike, so the mean over them is
+ * Keras's mean of per-example means. */
+static void
+count_elements(const batch *b, pasci_metric_kind kind, double *s)
+{
+	for (int64_t i = 0; i < b->n; i++) {
+		for (int64_t j = 0; j < b->w; j++) {
+			double p = value(b, i, j), t = label(b, i, j);
+			switch (kind) {
+			case PASCI_METRIC_BINARY_ACCURACY:
+				s[0] += b->s->object
+				            ? t == (p > b->s->threshold ? 1 : 0)
+				            : (p > 0.5) == (t > 0.5);
+				break;
+			case PASCI_METRIC_MAE:
+				s[0] += fabs(p - t);
+				break;
+			case PASCI_METRIC_BCE:
+				s[0] += bce(b->s, t, p);
+				break;
+			default: /* squared errors */
+				s[0] += (p - t) * (p - t);
+				break;
+			}
+			s[1] += 1;
+		}
+	}
+}
+
+/* [hits, rows] of the row-wise accuracies. */
+static void
+count_rows(const batch *b, pasci_metric_kind kind, double *s)
+{
+	for (int64_t i = 0; i < b->n; i++) {
+		int64_t t = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
+		                    kind == PASCI_METRIC_SPARSE_TOP_K
+		                ? (int64_t) pasco_tensor_get(b->y, i)
+		                : argmax_row(b->y, i, b->w);
+		if (kind == PASCI_METRIC_SPARSE_TOP_K && b->s->from_sorted_ids) {
+			bool hit = false;
+			for (int64_t j = 0; j < b->w && j < b->s->k; j++) {
+				hit = hit || pasco_tensor_get(b->pred,
+				                 i * b->w + j) == (double) t;
+			}
+			s[0] += hit;
+		} else if (kind == PASCI_METRIC_TOP_K ||
+		           kind == PASCI_METRIC_SPARSE_TOP_K) {
+			s[0] += in_top_k(b, i, t, b->s->k);
+		} else {
+			s[0] += argmax_row(b->pred, i, b->w) == t;
+		}
+		s[1] += 1;
+	}
+}
+
+static bool
+sparse_labels(pasci_metric_kind kind)
+{
+	return kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
+	       kind == PASCI_METRIC_SPARSE_TOP_K;
+}
+
+int
+pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
+    const pasco_tensor *y, double *state)
+{
+	const pasci_compile *c = &m->compile;
+	for (size_t k = 0; k < c->nmetrics; k++) {
+		pasci_metric_kind kind = c->metric_kinds[k];
+		double           *s    = state + c->metric_off[k];
+		int64_t want = sparse_labels(kind) && pred->rank == 2
+		                   ? pred->shape[0]
+		                   : pred->count;
+		if (pred->rank != 2 || y == NULL || y->count != want) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: targets %s%s do not fit the output %s (want "
+			    "%lld values)",
+			    c->metric_names[k],
+			    y != NULL ? pasco_dtype_name(y->dtype) : "none",
+			    y != NULL ? PASCI_SHAPE(y->rank, y->shape) : "",
+			    PASCI_SHAPE(pred->rank, pred->shape),
+			    (long long) want);
+		}
+		batch b = {m, &c->metric_specs[k], pred, y, pred->shape[0],
+		    pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
+		if (kind == PASCI_METRIC_AUC) {
+			count_auc(&b, s);
+		} else if (kind == PASCI_METRIC_PRECISION ||
+		           kind == PASCI_METRIC_RECALL) {
+			count_precision(&b, kind, s);
+		} else if (kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
+		           kind == PASCI_METRIC_CATEGORICAL_ACCURACY ||
+		           kind == PASCI_METRIC_TOP_K || sparse_labels(kind)) {
+			count_rows(&b, kind, s);
+		} else {
+			count_elements(&b, kind, s);
+		}
+	}
+	return PASCO_OK;
+}
+
+static double
+divide_no_nan(double a, double b)
+{
+	return b == 0 ? 0 : a / b;
+}
+
+/* Keras's interpolate_pr_auc (Davis & Goadrich): precision interpolated
+ * linearly in the predicted positives between thresholds. */
+static double
+pr_auc_interpolated(const double *s, int32_t T)
+{
+	const double *tp = s, *fp = s + T, *fn = s + 3 * T;
+	double        auc = 0;
+	for (int32_t t = 0; t + 1 < T; t++) {
+		double p0 = tp[t] + fp[t], p1 = tp[t + 1] + fp[t + 1];
+		double dtp   = tp[t] - tp[t + 1];
+		double slope = divide_no_nan(dtp, fmax(p0 - p1, 0));
+		double icept = tp[t + 1] - slope * p1;
+		double ratio =
+		    p0 > 0 && p1 > 0 ? divide_no_nan(p0, fmax(p1, 0)) : 1;
+		auc += divide_no_nan(slope * (dtp + icept * log(ratio)),
+		    fmax(tp[t + 1] + fn[t + 1], 0));
+	}
+	return auc;
+}
+
+/* Keras's AUC.result: a Riemann sum of the ROC (recall over the false
+ * positive rate) or PR (precision over recall) curve. */
+static double
+auc_result(const pasci_metric_spec *sp, const double *s)
+{
+	int32_t       T  = sp->nthresholds;
+	const double *tp = s, *fp = s + T, *tn = s + 2 * T, *fn = s + 3 * T;
+	double        auc = 0;
+	if (sp->curve == PASCI_AUC_PR &&
+	    sp->summation == PASCI_AUC_INTERPOLATION) {
+		return pr_auc_interpolated(s, T);
+	}
+	for (int32_t t = 0; t + 1 < T; t++) {
+		double x[2], y[2], h;
+		for (int q = 0; q < 2; q++) {
+			double recall =
+			    divide_no_nan(tp[t + q], tp[t + q] + fn[t + q]);
+			x[q] = sp->curve == PASCI_AUC_ROC
+			           ? divide_no_nan(fp[t + q], fp[t + q] + tn[t + q])
+			           : recall;
+			y[q] = sp->curve == PASCI_AUC_ROC
+			           ? recall
+			           : divide_no_nan(tp[t + q], tp[t + q] + fp[t + q]);
+		}
+		h = sp->summation == PASCI_AUC_INTERPOLATION ? (y[0] + y[1]) / 2
+		    : sp->summation == PASCI_AUC_MINORING    ? fmin(y[0], y[1])
+		                                             : fmax(y[0], y[1]);
+		auc += (x[0] - x[1]) * h;
+	}
+	return auc;
+}
+
+double
+pasci_metric_result(const pasco_model *m, size_t k, const double *state)
+{
+	const double *s = state + m->compile.metric_off[k];
+	switch (m->compile.metric_kinds[k]) {
+	case PASCI_METRIC_AUC:
+		return auc_result(&m->compile.metric_specs[k], s);
+	case PASCI_METRIC_PRECISION:
+	case PASCI_METRIC_RECALL:
+		return divide_no_nan(s[0], s[0] + s[1]);
+	case PASCI_METRIC_RMSE:
+		return s[1] > 0 ? sqrt(s[0] / s[1]) : NAN;
+	default:
+		return s[1] > 0 ? s[0] / s[1] : NAN;
+	}
+}
