@@ -176,7 +176,8 @@ bce(const pasci_metric_spec *s, double y, double p)
 		double softplus_neg = fmax(-p, 0) + log1p(exp(-fabs(p)));
 		return y * softplus_neg + (1 - y) * (softplus_neg + p);
 	}
-	p = fmin(fmax(p, KERAS_EPSILON), 1 - KERAS_EPSILON);
+	/* clipped as Keras clips, in float32 */
+	p = fmin(fmax(p, (float) KERAS_EPSILON), (float) (1 - KERAS_EPSILON));
 	return -(y * log(p) + (1 - y) * log(1 - p));
 }
 

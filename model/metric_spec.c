@@ -413,7 +413,7 @@ check_width(const pasco_model *m, pasci_metric_kind kind,
 static void
 unique_name(const pasci_compile *c, size_t k, char *name)
 {
-	char base[PASCI_METRIC_NAME_MAX];
+	char base[PASCI_METRIC_NAME_MAX], suffix[16];
 	snprintf(base, sizeof(base), "%s", name);
 	for (int n = 1;; n++) {
 		size_t j = 0;
@@ -423,8 +423,11 @@ unique_name(const pasci_compile *c, size_t k, char *name)
 		if (j == k) {
 			return;
 		}
-		/* 27 + "_" + an int's 11 fit the 40 bytes */
-		snprintf(name, PASCI_METRIC_NAME_MAX, "%.27s_%d", base, n);
+		/* the base cut where the suffix would not fit */
+		int room = PASCI_METRIC_NAME_MAX - 1 -
+		           snprintf(suffix, sizeof(suffix), "_%d", n);
+		snprintf(name, PASCI_METRIC_NAME_MAX, "%.*s%s", room, base,
+		    suffix);
 	}
 }
 

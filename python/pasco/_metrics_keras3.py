@@ -76,10 +76,11 @@ def _flat_weights(B: Any, sample_weight: Any, p: Any) -> Any:
     float64 column [elements, 1]; 1.0 without weights."""
     if sample_weight is None:
         return 1.0
-    w = B.cast(sample_weight, "float64")
+    w = B.cast(sample_weight, "float32")  # Keras: the variables' dtype
     if _rank(w) == 1 and _rank(p) > 1:
         w = B.reshape(w, (-1, 1))
-    return B.reshape(w * B.ones_like(B.cast(p, "float64")), (-1, 1))
+    return B.cast(B.reshape(w * B.ones_like(B.cast(p, "float32")),
+                            (-1, 1)), "float64")
 
 
 def _confusion(B: Any, y: Any, p: Any, thresholds: Any, w: Any) -> tuple:

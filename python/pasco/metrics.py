@@ -36,6 +36,7 @@ and adds their counts from the chief.
 from __future__ import annotations
 
 import ctypes
+import re
 from ctypes import POINTER, c_int, c_void_p
 from typing import Any, Dict, Optional
 
@@ -53,12 +54,20 @@ _lib._sig("pasco_variable_create", c_int, POINTER(c_void_p), c_void_p,
           ctypes.c_char_p, POINTER(_lib.Tensor))
 _lib._sig("pasco_variable_assign_add", c_int, c_void_p, POINTER(_lib.Tensor))
 
-_names: Dict[str, int] = {}
+_names: Dict[str, int] = {}  # the states' variable names
+_auto: Dict[str, int] = {}  # Keras's auto names (name=None)
 
 
-def _unique(name: str) -> str:
-    k = _names.get(name, 0)
-    _names[name] = k + 1
+def _snake(name: str) -> str:
+    """Keras's to_snake_case: AUC -> auc, TopKAccuracy -> top_k_accuracy."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _unique(name: str, taken: Optional[Dict[str, int]] = None) -> str:
+    taken = _names if taken is None else taken
+    k = taken.get(name, 0)
+    taken[name] = k + 1
     return name if k == 0 else f"{name}_{k}"
 
 
@@ -266,9 +275,7 @@ class Metric:
                              f"'float64' (the state is float64), got "
                              f"{dtype!r}")
         if name is None:  # Keras's auto_name: auc, auc_1, ...
-            name = _unique("".join("_" + c.lower() if c.isupper() else c
-                                   for c in type(self).__name__
-                                   ).lstrip("_"))
+            name = _unique(_snake(type(self).__name__), _auto)
         self.name, self.dtype = name, dtype
         self.state = _State(f"metrics/{_unique(self.name)}",
                             self._state_shape)

@@ -14,7 +14,9 @@ workers against numpy, retraces, trace-time errors), ps_tutorial
 evaluation accuracy >= 0.9), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
 (examples/mlp_csv.py, every task started by hand with its TF_CONFIG, no
-launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints). Every task carries a PASCO_TEST_MARK of this run;
+launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
+keras3_metrics (issue 33's metric objects in compile and in traced steps
+against numpy, tests/python/keras3_metrics.py). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -192,6 +194,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("traced_step.py", d, "metrics")
             ok = p.returncode == 0 and "traced_step: OK metrics" in p.stdout
+    elif case == "keras3_metrics":
+        subprocess.run([make_table, d], check=True)
+        p = launch("keras3_metrics.py", d, timeout=170)
+        ok = p.returncode == 0 and "keras3_metrics: OK" in p.stdout
     elif case == "ps_tutorial":
         p = launch("ps_tutorial.py", d,
                    path=os.path.join(root, "examples", "ps_tutorial.py"))
