@@ -362,6 +362,10 @@ read_object(const pasco_model *m, const cJSON *obj, pasci_metric_kind *kind,
 		return pasci_model_fail(
 		    PASCO_EINVAL, "%s: config must be an object", at);
 	}
+	if (cfg == NULL) { /* no config: the class's defaults */
+		static const cJSON empty = {.type = cJSON_Object};
+		cfg                      = &empty;
+	}
 	*kind = metric_classes[i].kind;
 	spec_defaults(*kind, s);
 	s->object = true;
