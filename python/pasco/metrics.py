@@ -31,6 +31,14 @@ The state is a float64 variable ``metrics/<name>`` ([total, count]; Sum:
 (else ``pasco.get_strategy()``'s) on first use and set to zeros then, so a metric object starts from zero as
 Keras's does. Outside a traced step, ``update_state`` takes numpy arrays
 and adds their counts from the chief.
+
+AUC, Precision, Recall, the top-k accuracies, MeanSquaredError,
+RootMeanSquaredError, MeanAbsoluteError and BinaryCrossentropy
+(python/pasco/_metrics_keras3.py) also go into ``model.compile(metrics=
+[...])``, as the accuracies do: there the library's steps count them in
+C from their Keras config (``get_config()``), logged under ``name``.
+``name=None`` (AUC, Precision, Recall) is Keras's automatic name: auc,
+auc_1, ... in the order they are made.
 """
 
 from __future__ import annotations
