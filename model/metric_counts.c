@@ -75,36 +75,56 @@ argmax_row(const pasco_tensor *t, int64_t i, int64_t w)
 }
 
 /* Keras's in_top_k: class t of row i is in the top k when fewer than k
- * classes score strictly more (ties at the boundary are in). */
+ * classes score strictly more (ties at the boundary are in). Ranked on
+ * the raw output: a name's softmax keeps the order. */
 static bool
 in_top_k(const batch *b, int64_t i, int64_t t, int32_t k)
 {
 	int64_t above = 0;
 	double  at;
-	if (t < 0 || t >= b->w || isnan(at = value(b, i, t))) {
+	if (t < 0 || t >= b->w || isnan(at = pasco_tensor_get(b->pred,
+	                                      i * b->w + t))) {
 		return false;
 	}
 	for (int64_t j = 0; j < b->w && above < k; j++) {
-		above += value(b, i, j) > at;
+		above += pasco_tensor_get(b->pred, i * b->w + j) > at;
 	}
 	return above < k;
 }
 
-/* Keras's _filter_top_k on row i: value j kept when it is among the
- * top_k (ties to the lower index, as top_k orders them), else NEG_INF. */
-static double
-top_k_value(const batch *b, int64_t i, int64_t j)
+typedef struct ranked {
+	double  v;
+	int64_t j;
+} ranked;
+
+/* Larger first; of equal values, the lower index first (top_k's order). */
+static int
+cmp_ranked(const void *a, const void *b)
 {
-	double  v    = value(b, i, j);
-	int64_t rank = 0;
-	if (b->s->top_k == 0 || b->s->top_k >= b->w) {
-		return v;
+	const ranked *x = a, *y = b;
+	if (x->v != y->v) {
+		return x->v > y->v ? -1 : 1;
 	}
-	for (int64_t q = 0; q < b->w && rank < b->s->top_k; q++) {
-		double u = value(b, i, q);
-		rank += u > v || (u == v && q < j);
+	return (x->j > y->j) - (x->j < y->j);
+}
+
+/* Keras's _filter_top_k on row i into out (width values): the top_k
+ * values kept, the rest NEG_INF. r: room for width entries. */
+static void
+top_k_row(const batch *b, int64_t i, ranked *r, double *out)
+{
+	int64_t k = b->s->top_k;
+	for (int64_t j = 0; j < b->w; j++) {
+		out[j] = value(b, i, j);
+		r[j]   = (ranked){isnan(out[j]) ? -HUGE_VAL : out[j], j};
 	}
-	return rank < b->s->top_k ? v : NEG_INF;
+	if (k == 0 || k >= b->w) {
+		return;
+	}
+	qsort(r, (size_t) b->w, sizeof(*r), cmp_ranked);
+	for (int64_t q = k; q < b->w; q++) {
+		out[r[q].j] = NEG_INF;
+	}
 }
 
 /* Threshold t of a precision, recall or AUC, as Keras compares it: a
@@ -126,10 +146,33 @@ threshold(const pasci_metric_spec *s, pasci_metric_kind kind, int32_t t)
 	return (float) v;
 }
 
-static void
+/* How many of AUC's thresholds (ascending) p is above. */
+static int32_t
+thresholds_below(const pasci_metric_spec *s, double p)
+{
+	int32_t lo = 0, hi = s->nthresholds; /* p > thr[t] for t < lo */
+	while (lo < hi) {
+		int32_t mid = lo + (hi - lo) / 2;
+		if (p > threshold(s, PASCI_METRIC_AUC, mid)) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+/* AUC's counts: each prediction into the bucket of how many thresholds
+ * it is above (O(log T)), then the counts at each threshold from the
+ * buckets' sums, as Keras's evenly-spaced path does. */
+static int
 count_auc(const batch *b, double *s)
 {
-	int32_t T = b->s->nthresholds;
+	int32_t T    = b->s->nthresholds;
+	double *hist = calloc(2 * ((size_t) T + 1), sizeof(double));
+	if (hist == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
 	for (int64_t i = 0; i < b->n; i++) {
 		for (int64_t j = 0; j < b->w; j++) {
 			double p   = value(b, i, j);
@@ -140,31 +183,53 @@ count_auc(const batch *b, double *s)
 			if (b->s->evenly) { /* Keras's evenly-spaced path */
 				p = fmin(fmax(p, 0), 1);
 			}
-			for (int32_t t = 0; t < T; t++) {
-				bool above = p > threshold(b->s, PASCI_METRIC_AUC, t);
-				int  row = above ? (pos ? 0 : 1) : (pos ? 3 : 2);
-				s[row * T + t] += 1;
-			}
+			hist[2 * thresholds_below(b->s, p) + !pos] += 1;
 		}
 	}
+	double above[2] = {0, 0}, all[2] = {0, 0};
+	for (int32_t c = 0; c <= T; c++) {
+		all[0] += hist[2 * c];
+		all[1] += hist[2 * c + 1];
+	}
+	for (int32_t t = T - 1; t >= 0; t--) { /* above t: buckets > t */
+		above[0] += hist[2 * (t + 1)];
+		above[1] += hist[2 * (t + 1) + 1];
+		s[t]         += above[0];          /* true positives */
+		s[T + t]     += above[1];          /* false positives */
+		s[2 * T + t] += all[1] - above[1]; /* true negatives */
+		s[3 * T + t] += all[0] - above[0]; /* false negatives */
+	}
+	free(hist);
+	return PASCO_OK;
 }
 
 /* Precision ([tp, fp]) or recall ([tp, fn]) of one threshold. */
-static void
+static int
 count_precision(const batch *b, pasci_metric_kind kind, double *s)
 {
 	double  thr = threshold(b->s, kind, 0);
-	int64_t j0 = b->s->class_id >= 0 ? b->s->class_id : 0;
-	int64_t j1 = b->s->class_id >= 0 ? j0 + 1 : b->w;
+	int64_t j0  = b->s->class_id >= 0 ? b->s->class_id : 0;
+	int64_t j1  = b->s->class_id >= 0 ? j0 + 1 : b->w;
+	ranked *r   = malloc((size_t) b->w * sizeof(*r));
+	double *row = malloc((size_t) b->w * sizeof(*row));
+	if (r == NULL || row == NULL) {
+		free(r);
+		free(row);
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
 	for (int64_t i = 0; i < b->n; i++) {
+		top_k_row(b, i, r, row);
 		for (int64_t j = j0; j < j1; j++) {
-			bool above = top_k_value(b, i, j) > thr;
+			bool above = row[j] > thr;
 			bool pos   = label(b, i, j) != 0;
 			s[0] += above && pos;
 			s[1] += kind == PASCI_METRIC_PRECISION ? above && !pos
 			                                       : !above && pos;
 		}
 	}
+	free(r);
+	free(row);
+	return PASCO_OK;
 }
 
 /* Keras's binary_crossentropy of one element (label smoothed). */
@@ -267,17 +332,23 @@ pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
 		}
 		batch b = {m, &c->metric_specs[k], pred, y, pred->shape[0],
 		    pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
-		if (kind == PASCI_METRIC_AUC) {
-			count_auc(&b, s);
+		int rv = PASCO_OK;
+		if (b.n == 0) {
+			continue;
+		} else if (kind == PASCI_METRIC_AUC) {
+			rv = count_auc(&b, s);
 		} else if (kind == PASCI_METRIC_PRECISION ||
 		           kind == PASCI_METRIC_RECALL) {
-			count_precision(&b, kind, s);
+			rv = count_precision(&b, kind, s);
 		} else if (kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
 		           kind == PASCI_METRIC_CATEGORICAL_ACCURACY ||
 		           kind == PASCI_METRIC_TOP_K || sparse_labels(kind)) {
 			count_rows(&b, kind, s);
 		} else {
 			count_elements(&b, kind, s);
+		}
+		if (rv != PASCO_OK) {
+			return rv;
 		}
 	}
 	return PASCO_OK;
