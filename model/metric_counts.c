@@ -82,8 +82,8 @@ in_top_k(const batch *b, int64_t i, int64_t t, int32_t k)
 {
 	int64_t above = 0;
 	double  at;
-	if (t < 0 || t >= b->w || isnan(at = pasco_tensor_get(b->pred,
-	                                      i * b->w + t))) {
+	if (t < 0 || t >= b->w ||
+	    isnan(at = pasco_tensor_get(b->pred, i * b->w + t))) {
 		return false;
 	}
 	for (int64_t j = 0; j < b->w && above < k; j++) {
@@ -194,8 +194,8 @@ count_auc(const batch *b, double *s)
 	for (int32_t t = T - 1; t >= 0; t--) { /* above t: buckets > t */
 		above[0] += hist[2 * (t + 1)];
 		above[1] += hist[2 * (t + 1) + 1];
-		s[t]         += above[0];          /* true positives */
-		s[T + t]     += above[1];          /* false positives */
+		s[t] += above[0];                  /* true positives */
+		s[T + t] += above[1];              /* false positives */
 		s[2 * T + t] += all[1] - above[1]; /* true negatives */
 		s[3 * T + t] += all[0] - above[0]; /* false negatives */
 	}
@@ -257,9 +257,10 @@ count_elements(const batch *b, pasci_metric_kind kind, double *s)
 			double p = value(b, i, j), t = label(b, i, j);
 			switch (kind) {
 			case PASCI_METRIC_BINARY_ACCURACY:
-				s[0] += b->s->object
-				            ? t == (p > b->s->threshold ? 1 : 0)
-				            : (p > 0.5) == (t > 0.5);
+				s[0] +=
+				    b->s->object
+				        ? t == (p > b->s->threshold ? 1 : 0)
+				        : (p > 0.5) == (t > 0.5);
 				break;
 			case PASCI_METRIC_MAE:
 				s[0] += fabs(p - t);
@@ -285,7 +286,8 @@ count_rows(const batch *b, pasci_metric_kind kind, double *s)
 		                    kind == PASCI_METRIC_SPARSE_TOP_K
 		                ? (int64_t) pasco_tensor_get(b->y, i)
 		                : argmax_row(b->y, i, b->w);
-		if (kind == PASCI_METRIC_SPARSE_TOP_K && b->s->from_sorted_ids) {
+		if (kind == PASCI_METRIC_SPARSE_TOP_K &&
+		    b->s->from_sorted_ids) {
 			bool hit = false;
 			for (int64_t j = 0; j < b->w && j < b->s->k; j++) {
 				hit = hit || pasco_tensor_get(b->pred,
@@ -317,9 +319,9 @@ pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
 	for (size_t k = 0; k < c->nmetrics; k++) {
 		pasci_metric_kind kind = c->metric_kinds[k];
 		double           *s    = state + c->metric_off[k];
-		int64_t want = sparse_labels(kind) && pred->rank == 2
-		                   ? pred->shape[0]
-		                   : pred->count;
+		int64_t           want = sparse_labels(kind) && pred->rank == 2
+		                             ? pred->shape[0]
+		                             : pred->count;
 		if (pred->rank != 2 || y == NULL || y->count != want) {
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: targets %s%s do not fit the output %s (want "
@@ -330,9 +332,9 @@ pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
 			    PASCI_SHAPE(pred->rank, pred->shape),
 			    (long long) want);
 		}
-		batch b = {m, &c->metric_specs[k], pred, y, pred->shape[0],
-		    pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
-		int rv = PASCO_OK;
+		batch b  = {m, &c->metric_specs[k], pred, y, pred->shape[0],
+                    pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
+		int   rv = PASCO_OK;
 		if (b.n == 0) {
 			continue;
 		} else if (kind == PASCI_METRIC_AUC) {
@@ -398,15 +400,18 @@ auc_result(const pasci_metric_spec *sp, const double *s)
 			double recall =
 			    divide_no_nan(tp[t + q], tp[t + q] + fn[t + q]);
 			x[q] = sp->curve == PASCI_AUC_ROC
-			           ? divide_no_nan(fp[t + q], fp[t + q] + tn[t + q])
+			           ? divide_no_nan(
+			                 fp[t + q], fp[t + q] + tn[t + q])
 			           : recall;
 			y[q] = sp->curve == PASCI_AUC_ROC
 			           ? recall
-			           : divide_no_nan(tp[t + q], tp[t + q] + fp[t + q]);
+			           : divide_no_nan(
+			                 tp[t + q], tp[t + q] + fp[t + q]);
 		}
-		h = sp->summation == PASCI_AUC_INTERPOLATION ? (y[0] + y[1]) / 2
-		    : sp->summation == PASCI_AUC_MINORING    ? fmin(y[0], y[1])
-		                                             : fmax(y[0], y[1]);
+		h = sp->summation == PASCI_AUC_INTERPOLATION
+		        ? (y[0] + y[1]) / 2
+		    : sp->summation == PASCI_AUC_MINORING ? fmin(y[0], y[1])
+		                                          : fmax(y[0], y[1]);
 		auc += (x[0] - x[1]) * h;
 	}
 	return auc;

@@ -72,10 +72,8 @@ static const struct {
 static void
 spec_defaults(pasci_metric_kind kind, pasci_metric_spec *s)
 {
-	*s = (pasci_metric_spec){.nthresholds = 1,
-	    .class_id                         = -1,
-	    .k                                = 5,
-	    .threshold                        = 0.5};
+	*s = (pasci_metric_spec){
+	    .nthresholds = 1, .class_id = -1, .k = 5, .threshold = 0.5};
 	if (kind == PASCI_METRIC_AUC) {
 		s->nthresholds = PASCO_AUC_THRESHOLDS;
 		s->evenly      = true;
@@ -155,17 +153,16 @@ read_thresholds(const cJSON *o, pasci_metric_spec *s, const char *at)
 		return PASCO_OK;
 	}
 	s->scalar_threshold = cJSON_IsNumber(t);
-	if (!s->scalar_threshold && (!cJSON_IsArray(t) ||
-	                                cJSON_GetArraySize(t) == 0 ||
-	                                cJSON_GetArraySize(t) >
-	                                    PASCI_METRIC_MAX_THRESHOLDS)) {
+	if (!s->scalar_threshold &&
+	    (!cJSON_IsArray(t) || cJSON_GetArraySize(t) == 0 ||
+	        cJSON_GetArraySize(t) > PASCI_METRIC_MAX_THRESHOLDS)) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: thresholds must be null, a number or a list of 1 to "
 		    "%d numbers",
 		    at, PASCI_METRIC_MAX_THRESHOLDS);
 	}
 	for (it = s->scalar_threshold ? t : t->child; it != NULL;
-	    it = s->scalar_threshold ? NULL : it->next) {
+	     it = s->scalar_threshold ? NULL : it->next) {
 		if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0) ||
 		    !(it->valuedouble <= 1)) {
 			return pasci_model_fail(PASCO_EINVAL,
@@ -191,8 +188,8 @@ evenly_spaced(const pasci_metric_spec *s)
 }
 
 static int
-read_choice(const cJSON *o, const char *key, const char *const *choices,
-    int n, int *out, const char *at)
+read_choice(const cJSON *o, const char *key, const char *const *choices, int n,
+    int *out, const char *at)
 {
 	const char *v = NULL;
 	if (pasci_json_string(o, key, &v, at) != 0) {
@@ -218,8 +215,8 @@ read_auc(const cJSON *o, pasci_metric_spec *s, const char *at)
 {
 	static const char *const curves[] = {"ROC", "PR"};
 	static const char *const sums[]   = {
-            "interpolation", "minoring", "majoring"};
-	int64_t n = s->nthresholds;
+	      "interpolation", "minoring", "majoring"};
+	int64_t n     = s->nthresholds;
 	int     curve = 0, sum = 0;
 	bool    multi = false;
 	if (pasci_json_int(o, "num_thresholds", &n, 2, at) != 0 ||
@@ -247,7 +244,8 @@ read_auc(const cJSON *o, pasci_metric_spec *s, const char *at)
 	s->summation   = (pasci_auc_summation) sum;
 	s->nthresholds = (int32_t) n;
 	if (s->ngiven > 0) { /* Keras: num_thresholds follows the list */
-		qsort(s->given, (size_t) s->ngiven, sizeof(double), cmp_double);
+		qsort(
+		    s->given, (size_t) s->ngiven, sizeof(double), cmp_double);
 		s->nthresholds = s->ngiven + 2;
 		s->evenly      = evenly_spaced(s);
 	}
@@ -257,8 +255,8 @@ read_auc(const cJSON *o, pasci_metric_spec *s, const char *at)
 /* Precision and Recall: thresholds (one, in compile: a log holds one
  * number), top_k, class_id (below the output's width). */
 static int
-read_precision(const pasco_model *m, const cJSON *o, pasci_metric_spec *s,
-    const char *at)
+read_precision(
+    const pasco_model *m, const cJSON *o, pasci_metric_spec *s, const char *at)
 {
 	int64_t top_k = 0, class_id = -1, width = pasco_model_output_width(m);
 	if (read_thresholds(o, s, at) != 0 ||
@@ -300,8 +298,8 @@ read_fields(const pasco_model *m, pasci_metric_kind kind, const cJSON *o,
 	case PASCI_METRIC_TOP_K:
 	case PASCI_METRIC_SPARSE_TOP_K:
 		if (pasci_json_int(o, "k", &k, 1, at) != 0 ||
-		    pasci_json_bool(o, "from_sorted_ids", &s->from_sorted_ids,
-		        at) != 0) {
+		    pasci_json_bool(
+		        o, "from_sorted_ids", &s->from_sorted_ids, at) != 0) {
 			return PASCO_EINVAL;
 		}
 		s->k = k > INT32_MAX ? INT32_MAX : (int32_t) k;
@@ -309,8 +307,8 @@ read_fields(const pasco_model *m, pasci_metric_kind kind, const cJSON *o,
 	case PASCI_METRIC_BCE:
 		if (pasci_json_bool(o, "from_logits", &s->from_logits, at) !=
 		        0 ||
-		    pasci_json_number(o, "label_smoothing", &s->label_smoothing,
-		        false, 0, at) != 0) {
+		    pasci_json_number(o, "label_smoothing",
+		        &s->label_smoothing, false, 0, at) != 0) {
 			return PASCO_EINVAL;
 		}
 		return s->label_smoothing <= 1
@@ -335,7 +333,7 @@ read_object(const pasco_model *m, const cJSON *obj, pasci_metric_kind *kind,
 	    "class_name", "config", "module", "registered_name"};
 	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(obj, "class_name");
 	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(obj, "config");
-	const char  *n   = NULL, *dtype = NULL;
+	const char  *n = NULL, *dtype = NULL;
 	const char  *keys[11] = {"name", "dtype"};
 	char         at[128];
 	size_t       i = 0, nkeys = 2;
@@ -350,7 +348,8 @@ read_object(const pasco_model *m, const cJSON *obj, pasci_metric_kind *kind,
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: unknown metric class '%s' (AUC, Precision, Recall, "
 		    "TopKCategoricalAccuracy, SparseTopKCategoricalAccuracy, "
-		    "MeanSquaredError, RootMeanSquaredError, MeanAbsoluteError, "
+		    "MeanSquaredError, RootMeanSquaredError, "
+		    "MeanAbsoluteError, "
 		    "BinaryCrossentropy, BinaryAccuracy, "
 		    "SparseCategoricalAccuracy, CategoricalAccuracy; Mean and "
 		    "Sum take values, not (y_true, y_pred): update them in a "
@@ -371,7 +370,7 @@ read_object(const pasco_model *m, const cJSON *obj, pasci_metric_kind *kind,
 	s->object = true;
 	snprintf(s->cls, sizeof(s->cls), "%s", metric_classes[i].cls);
 	for (const char *const *f = metric_classes[i].fields; *f != NULL;
-	    f++) {
+	     f++) {
 		keys[nkeys++] = *f;
 	}
 	if (pasci_json_check_keys(cfg, keys, nkeys, at) != 0 ||
@@ -430,14 +429,14 @@ unique_name(const pasci_compile *c, size_t k, char *name)
 		/* the base cut where the suffix would not fit */
 		int room = PASCI_METRIC_NAME_MAX - 1 -
 		           snprintf(suffix, sizeof(suffix), "_%d", n);
-		snprintf(name, PASCI_METRIC_NAME_MAX, "%.*s%s", room, base,
-		    suffix);
+		snprintf(
+		    name, PASCI_METRIC_NAME_MAX, "%.*s%s", room, base, suffix);
 	}
 }
 
 int
-pasci_metric_read(const pasco_model *m, pasci_compile *c, size_t k,
-    const char *text)
+pasci_metric_read(
+    const pasco_model *m, pasci_compile *c, size_t k, const char *text)
 {
 	pasci_metric_kind *kind = &c->metric_kinds[k];
 	pasci_metric_spec *s    = &c->metric_specs[k];
@@ -502,15 +501,17 @@ write_fields(cJSON *cfg, pasci_metric_kind kind, const pasci_metric_spec *s)
 {
 	static const char *const curves[] = {"ROC", "PR"};
 	static const char *const sums[]   = {
-            "interpolation", "minoring", "majoring"};
+	      "interpolation", "minoring", "majoring"};
 	switch (kind) {
 	case PASCI_METRIC_AUC:
 		return cJSON_AddNumberToObject(
 		           cfg, "num_thresholds", s->nthresholds) &&
-		       cJSON_AddStringToObject(cfg, "curve", curves[s->curve]) &&
+		       cJSON_AddStringToObject(
+		           cfg, "curve", curves[s->curve]) &&
 		       cJSON_AddStringToObject(
 		           cfg, "summation_method", sums[s->summation]) &&
-		       cJSON_AddBoolToObject(cfg, "from_logits", s->from_logits) &&
+		       cJSON_AddBoolToObject(
+		           cfg, "from_logits", s->from_logits) &&
 		       (s->ngiven == 0 || write_thresholds(cfg, s));
 	case PASCI_METRIC_PRECISION:
 	case PASCI_METRIC_RECALL:
@@ -530,12 +531,13 @@ write_fields(cJSON *cfg, pasci_metric_kind kind, const pasci_metric_spec *s)
 		       cJSON_AddBoolToObject(
 		           cfg, "from_sorted_ids", s->from_sorted_ids);
 	case PASCI_METRIC_BCE:
-		return cJSON_AddBoolToObject(cfg, "from_logits", s->from_logits) &&
+		return cJSON_AddBoolToObject(
+		           cfg, "from_logits", s->from_logits) &&
 		       cJSON_AddNumberToObject(
 		           cfg, "label_smoothing", s->label_smoothing);
 	case PASCI_METRIC_BINARY_ACCURACY:
-		return cJSON_AddNumberToObject(cfg, "threshold", s->threshold) !=
-		       NULL;
+		return cJSON_AddNumberToObject(
+		           cfg, "threshold", s->threshold) != NULL;
 	default:
 		return true;
 	}

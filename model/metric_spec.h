@@ -34,21 +34,21 @@ typedef struct pasci_metric_spec {
 	/* Given as a Keras object: computed on the model's raw output, as
 	 * Keras's object is (a name's metric sees the output through the
 	 * loss's sigmoid or softmax when the loss takes logits). */
-	bool    object;
-	char    as_given[40]; /* a name's text, written back as given */
-	char    cls[40];      /* an object's class_name */
-	bool    from_logits;  /* AUC, BinaryCrossentropy */
-	bool    evenly;       /* AUC: thresholds evenly spaced (clipped p) */
-	bool    from_sorted_ids;     /* SparseTopKCategoricalAccuracy */
-	bool    scalar_threshold;    /* Precision/Recall: a number given */
+	bool object;
+	char as_given[40];     /* a name's text, written back as given */
+	char cls[40];          /* an object's class_name */
+	bool from_logits;      /* AUC, BinaryCrossentropy */
+	bool evenly;           /* AUC: thresholds evenly spaced (clipped p) */
+	bool from_sorted_ids;  /* SparseTopKCategoricalAccuracy */
+	bool scalar_threshold; /* Precision/Recall: a number given */
 	pasci_auc_curve     curve;
 	pasci_auc_summation summation;
 	int32_t nthresholds; /* AUC: with the two ends; Precision/Recall: 1 */
 	int32_t ngiven;      /* thresholds given (0: Keras's default) */
 	double  given[PASCI_METRIC_MAX_THRESHOLDS]; /* sorted for AUC */
-	int32_t top_k;       /* Precision/Recall; 0: none */
-	int32_t class_id;    /* Precision/Recall; -1: none */
-	int32_t k;           /* the top-k accuracies */
+	int32_t top_k;    /* Precision/Recall; 0: none */
+	int32_t class_id; /* Precision/Recall; -1: none */
+	int32_t k;        /* the top-k accuracies */
 	double  label_smoothing;
 	double  threshold; /* BinaryAccuracy */
 } pasci_metric_spec;

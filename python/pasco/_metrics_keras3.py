@@ -28,9 +28,9 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from .metrics import (Metric, _MeanOf, _dtype, _rank, _same_rank, _weighted,
-                      BinaryAccuracy, CategoricalAccuracy,
-                      SparseCategoricalAccuracy)
+from .metrics import (Metric, _MeanOf, _dtype, _rank, _same_rank,
+                      Accuracy, BinaryAccuracy, CategoricalAccuracy, Mean,
+                      SparseCategoricalAccuracy, Sum)
 
 NEG_INF = -1e10  # Keras's metrics_utils.NEG_INF
 EPSILON = 1e-7  # Keras's backend.epsilon()
@@ -448,3 +448,25 @@ def compile_entry(m: Metric) -> Dict[str, Any]:
                          f"number: give one threshold ({len(m.thresholds)} "
                          f"given; a @pasco.function step takes several)")
     return {"class_name": type(m).__name__, "config": m.get_config()}
+
+
+def serialize(m: Metric) -> Dict[str, Any]:
+    """Keras's serialize: {"module", "class_name", "config",
+    "registered_name"} of a metric object."""
+    if not isinstance(m, Metric):
+        raise TypeError(f"serialize: expected a pasco.metrics object, got "
+                        f"{m!r}")
+    return {"module": "keras.metrics", "class_name": type(m).__name__,
+            "config": m.get_config(), "registered_name": None}
+
+
+def deserialize(config: Dict[str, Any]) -> Metric:
+    """Keras's deserialize: the metric object of {"class_name": ...,
+    "config": {...}} (as serialize, model.compile's config or Keras
+    write it)."""
+    classes = {c.__name__: c for c in _COMPILED + (Mean, Sum, Accuracy)}
+    cls = config.get("class_name") if isinstance(config, dict) else None
+    if cls not in classes:
+        raise ValueError(f"deserialize: unknown metric class {cls!r} "
+                         f"(expected one of {', '.join(sorted(classes))})")
+    return classes[cls].from_config(dict(config.get("config") or {}))

@@ -294,6 +294,11 @@ class Metric:
         {"class_name": ..., "config": ...}."""
         return {"name": self.name, "dtype": self.dtype}
 
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "Metric":
+        """Keras's from_config: the metric of get_config()'s arguments."""
+        return cls(**config)
+
     def _delta(self, B: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
@@ -480,11 +485,12 @@ class CategoricalAccuracy(_MeanOf):
         return B.equal(B.argmax(y_true, -1), B.argmax(y_pred, -1))
 
 
-from ._metrics_keras3 import (  # noqa: E402 (they build on the above)
+from ._metrics_keras3 import (  # noqa: E402,F401 (they build on the above)
     AUC, BinaryCrossentropy, MeanAbsoluteError, MeanSquaredError, Precision,
     Recall, RootMeanSquaredError, SparseTopKCategoricalAccuracy,
-    TopKCategoricalAccuracy, compile_entry)
+    TopKCategoricalAccuracy, compile_entry, deserialize, serialize)
 
 __all__ += ["AUC", "Precision", "Recall", "TopKCategoricalAccuracy",
             "SparseTopKCategoricalAccuracy", "MeanSquaredError",
-            "RootMeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy"]
+            "RootMeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy",
+            "serialize", "deserialize"]

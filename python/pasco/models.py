@@ -49,6 +49,8 @@ def _compile_metrics(metrics: Optional[Sequence[Any]]) -> list:
         raise ValueError(f"metrics: at most 8, got {len(metrics)}")
     out: list = []
     for m in metrics:
+        if isinstance(m, dict):  # serialized, as a saved config has it
+            m = _metrics.deserialize(m)
         if isinstance(m, _metrics.Metric):
             out.append(_metrics.compile_entry(m))
         elif isinstance(m, type) and issubclass(m, _metrics.Metric):

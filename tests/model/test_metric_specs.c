@@ -29,10 +29,9 @@ compiled(int64_t w, const char *loss, size_t n, const char *const *metrics)
 	pasco_model *m;
 	pasco_layer  l[] = {pasco_layer_dense(w, PASCO_ACT_LINEAR)};
 	PASCO_PASS(pasco_model_sequential(&m, 2, 1, l, 1));
-	MODEL_PASS(pasco_model_compile(m, &(pasco_compile_options){
-	                                      .loss     = loss,
-	                                      .metrics  = metrics,
-	                                      .nmetrics = n}));
+	MODEL_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){
+	           .loss = loss, .metrics = metrics, .nmetrics = n}));
 	return m;
 }
 
@@ -82,7 +81,7 @@ Test(metric_specs, keras_documented_values)
 	const char *wide[] = {
 	    "{\"class_name\": \"Precision\", \"config\": {\"top_k\": 2}}",
 	    "{\"class_name\": \"Precision\", \"config\": {\"top_k\": 4}}"};
-	m = compiled(4, "mse", 2, wide);
+	m                  = compiled(4, "mse", 2, wide);
 	pasco_tensor *ones = f32(1, 4, (float[]){1, 1, 1, 1});
 	pasco_tensor *y4   = f32(1, 4, (float[]){0, 0, 1, 1});
 	cr_assert_float_eq(result_of(m, 0, ones, y4), 0.0, 1e-12);
@@ -91,11 +90,12 @@ Test(metric_specs, keras_documented_values)
 
 	const char *cat[] = {"{\"class_name\": \"TopKCategoricalAccuracy\", "
 	                     "\"config\": {\"k\": 1}}",
-	    "{\"class_name\": \"TopKCategoricalAccuracy\", \"config\": {\"k\": "
+	    "{\"class_name\": \"TopKCategoricalAccuracy\", \"config\": "
+	    "{\"k\": "
 	    "2}}"};
-	m                   = compiled(3, "mse", 2, cat);
-	pasco_tensor *pc    = f32(2, 3, (float[]){0.1f, 0.9f, 0.8f, 0.05f,
-	                                0.95f, 0});
+	m                 = compiled(3, "mse", 2, cat);
+	pasco_tensor *pc =
+	    f32(2, 3, (float[]){0.1f, 0.9f, 0.8f, 0.05f, 0.95f, 0});
 	pasco_tensor *onehot = f32(2, 3, (float[]){0, 0, 1, 0, 1, 0});
 	cr_assert_float_eq(result_of(m, 0, pc, onehot), 0.5, 1e-12);
 	cr_assert_float_eq(result_of(m, 1, pc, onehot), 1.0, 1e-12);
@@ -127,8 +127,8 @@ Test(metric_specs, keras_documented_values)
 	cr_assert_float_eq(result_of(m, 2, pr, yr), 0.25, 1e-12);
 	cr_assert_float_eq(result_of(m, 3, pb, yr), 0.81492424, 1e-6);
 	pasco_model_free(m);
-	pasco_tensor *all[] = {y, p, p01, y011, ones, y4, pc, onehot, ids, sids,
-	    yr, pr, pb};
+	pasco_tensor *all[] = {
+	    y, p, p01, y011, ones, y4, pc, onehot, ids, sids, yr, pr, pb};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		pasco_tensor_release(all[i]);
 	}
@@ -136,15 +136,16 @@ Test(metric_specs, keras_documented_values)
 
 Test(metric_specs, names_are_keras_and_unique_and_round_trip)
 {
-	const char *ms[] = {"auc", "{\"class_name\": \"AUC\", \"config\": "
-	                           "{\"curve\": \"PR\", \"thresholds\": [0.7, "
-	                           "0.2], \"name\": \"auc\"}}",
-	    "{\"module\": \"keras.metrics\", \"class_name\": \"Precision\", "
-	    "\"config\": {\"name\": \"p\", \"dtype\": \"float32\", "
-	    "\"thresholds\": 0.3, \"top_k\": null, \"class_id\": null}, "
-	    "\"registered_name\": null}",
-	    "acc"};
-	pasco_model *m = compiled(1, "binary_crossentropy", 4, ms), *back;
+	const char  *ms[] = {"auc",
+	     "{\"class_name\": \"AUC\", \"config\": "
+	      "{\"curve\": \"PR\", \"thresholds\": [0.7, "
+	      "0.2], \"name\": \"auc\"}}",
+	     "{\"module\": \"keras.metrics\", \"class_name\": \"Precision\", "
+	      "\"config\": {\"name\": \"p\", \"dtype\": \"float32\", "
+	      "\"thresholds\": 0.3, \"top_k\": null, \"class_id\": null}, "
+	      "\"registered_name\": null}",
+	     "acc"};
+	pasco_model *m    = compiled(1, "binary_crossentropy", 4, ms), *back;
 	char        *json, *again;
 	cr_assert_str_eq(m->compile.metric_names[0], "auc");
 	cr_assert_str_eq(m->compile.metric_names[1], "auc_1");
@@ -173,10 +174,10 @@ refused(int64_t width, const char *metric, const char *says)
 	pasco_model *m;
 	pasco_layer  l[] = {pasco_layer_dense(width, PASCO_ACT_LINEAR)};
 	PASCO_PASS(pasco_model_sequential(&m, 2, 1, l, 1));
-	PASCO_FAIL(pasco_model_compile(m,
-	               &(pasco_compile_options){.loss = "mse",
-	                   .metrics = (const char *[]){metric},
-	                   .nmetrics                  = 1}),
+	PASCO_FAIL(
+	    pasco_model_compile(m, &(pasco_compile_options){.loss = "mse",
+	                               .metrics  = (const char *[]){metric},
+	                               .nmetrics = 1}),
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), says) != NULL,
 	    "%s: said '%s', not '%s'", metric, pasco_model_last_error(), says);
@@ -185,25 +186,31 @@ refused(int64_t width, const char *metric, const char *says)
 
 Test(metric_specs, bad_metrics_are_refused_naming_the_field)
 {
-	refused(1, "{\"class_name\": \"AUC\", \"config\": {\"curve\": \"XY\"}}",
+	refused(1,
+	    "{\"class_name\": \"AUC\", \"config\": {\"curve\": \"XY\"}}",
 	    "compile: metrics[0] (AUC): curve must be \"ROC\" or \"PR\", got "
 	    "\"XY\"");
 	refused(1,
-	    "{\"class_name\": \"AUC\", \"config\": {\"num_thresholds\": 5000}}",
+	    "{\"class_name\": \"AUC\", \"config\": {\"num_thresholds\": "
+	    "5000}}",
 	    "num_thresholds must be at most 2048");
-	refused(1, "{\"class_name\": \"AUC\", \"config\": {\"num_thresholds\": 1}}",
+	refused(1,
+	    "{\"class_name\": \"AUC\", \"config\": {\"num_thresholds\": 1}}",
 	    "num_thresholds must be an integer >= 2");
 	refused(1,
 	    "{\"class_name\": \"AUC\", \"config\": {\"summation_method\": 3}}",
 	    "summation_method must be a string");
-	refused(1, "{\"class_name\": \"AUC\", \"config\": {\"multi_label\": true}}",
+	refused(1,
+	    "{\"class_name\": \"AUC\", \"config\": {\"multi_label\": true}}",
 	    "multi_label, num_labels and label_weights are not supported");
 	refused(1,
-	    "{\"class_name\": \"Precision\", \"config\": {\"thresholds\": [0.1, "
+	    "{\"class_name\": \"Precision\", \"config\": {\"thresholds\": "
+	    "[0.1, "
 	    "0.5]}}",
 	    "give one threshold (2 given");
 	refused(1,
-	    "{\"class_name\": \"Precision\", \"config\": {\"thresholds\": 1.5}}",
+	    "{\"class_name\": \"Precision\", \"config\": {\"thresholds\": "
+	    "1.5}}",
 	    "thresholds must be numbers in [0, 1]");
 	refused(3,
 	    "{\"class_name\": \"Recall\", \"config\": {\"class_id\": 3}}",
@@ -219,7 +226,8 @@ Test(metric_specs, bad_metrics_are_refused_naming_the_field)
 	    "{\"label_smoothing\": 2}}",
 	    "label_smoothing must be in [0, 1]");
 	refused(1,
-	    "{\"class_name\": \"TopKCategoricalAccuracy\", \"config\": {\"k\": "
+	    "{\"class_name\": \"TopKCategoricalAccuracy\", \"config\": "
+	    "{\"k\": "
 	    "0}}",
 	    "k must be an integer >= 1");
 	refused(1, "{\"class_name\": \"AUC\", \"config\": [1]}",

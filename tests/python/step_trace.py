@@ -417,6 +417,15 @@ def keras3_examples():
     check(entry["class_name"] == "AUC" and entry["config"]["curve"] == "PR"
           and model.compile_config["metrics"][1] == "mae",
           f"compile's config: {model.compile_config['metrics']}")
+    # a saved compile config compiles again to the same entries
+    again = pasco.Sequential([pasco.layers.Dense(1)])
+    again.compile(loss="mse", metrics=model.compile_config["metrics"])
+    check(again.compile_config["metrics"] ==
+          model.compile_config["metrics"], f"recompiled: "
+          f"{again.compile_config['metrics']}")
+    back = M.deserialize(M.serialize(M.Precision(thresholds=0.3, top_k=2)))
+    check(isinstance(back, M.Precision) and back.thresholds == [0.3] and
+          back.top_k == 2, f"deserialize: {back.get_config()}")
 
 
 for t in (tutorial_step, retrace, errors, keras_examples, keras3_examples):
