@@ -240,3 +240,53 @@ Test(metric_specs, bad_metrics_are_refused_naming_the_field)
 	refused(3, "precision", "precision takes one probability per example");
 	refused(1, "top_5", "unknown metric 'top_5'");
 }
+
+/* A wide output: 64 rows of 4096 values j / 4096 (the last is the
+ * largest), the last class the label. AUC of 2048 thresholds and
+ * Precision's top_k count it in O(log T) per value and one sort per row
+ * (0.3 s for this test; O(T) per value and O(w^2) per row took 24 s). */
+Test(metric_specs, a_wide_output_counts_exactly)
+{
+	const int64_t n = 64, w = 4096;
+	const char   *ms[] = {"{\"class_name\": \"AUC\", \"config\": "
+	                        "{\"num_thresholds\": 2048}}",
+	      "{\"class_name\": \"Precision\", \"config\": {\"top_k\": 2}}",
+	      "{\"class_name\": \"Recall\", \"config\": {\"top_k\": 1}}"};
+	pasco_model  *m    = compiled(w, "mse", 3, ms);
+	float        *p    = malloc(sizeof(float) * n * w);
+	float        *y    = calloc((size_t) (n * w), sizeof(float));
+	for (int64_t i = 0; i < n; i++) {
+		for (int64_t j = 0; j < w; j++) {
+			p[i * w + j] = (float) j / (float) w;
+		}
+		y[i * w + w - 1] = 1;
+	}
+	pasco_tensor *pt = f32(n, w, p), *yt = f32(n, w, y);
+	double       *s = calloc(m->compile.state_len, sizeof(double));
+	MODEL_PASS(pasci_metric_counts(m, pt, yt, s));
+	/* the counts at each threshold as Keras defines them (a value above
+	 * the float32 threshold is positive), from one row times n */
+	for (int t = 0; t < 2048; t++) {
+		float  thr  = t == 0      ? -1e-7f
+		              : t == 2047 ? (float) (1 + 1e-7)
+		                          : (float) ((double) t / 2047);
+		double c[4] = {0};
+		for (int64_t j = 0; j < w; j++) {
+			bool above = p[j] > thr, pos = j == w - 1;
+			c[above ? (pos ? 0 : 1) : (pos ? 3 : 2)] += n;
+		}
+		for (int r = 0; r < 4; r++) {
+			cr_assert_eq(s[r * 2048 + t], c[r],
+			    "row %d threshold %d", r, t);
+		}
+	}
+	/* top 2 of a row: the label and one other; top 1: the label */
+	cr_assert_float_eq(pasci_metric_result(m, 1, s), 0.5, 1e-12);
+	cr_assert_float_eq(pasci_metric_result(m, 2, s), 1.0, 1e-12);
+	free(s);
+	free(p);
+	free(y);
+	pasco_tensor_release(pt);
+	pasco_tensor_release(yt);
+	pasco_model_free(m);
+}
