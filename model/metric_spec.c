@@ -273,7 +273,11 @@ read_precision(
 		    "takes several)",
 		    at, s->ngiven);
 	}
-	if (class_id >= width || top_k > INT32_MAX) {
+	if (top_k > INT32_MAX) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: top_k must be at most %d", at, INT32_MAX);
+	}
+	if (class_id >= width) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: class_id %lld is not below the output's width %lld",
 		    at, (long long) class_id, (long long) width);

@@ -217,6 +217,10 @@ Test(metric_specs, bad_metrics_are_refused_naming_the_field)
 	    "class_id 3 is not below the output's width 3");
 	refused(3, "{\"class_name\": \"Recall\", \"config\": {\"top_k\": 0}}",
 	    "top_k must be an integer >= 1");
+	refused(3,
+	    "{\"class_name\": \"Recall\", \"config\": {\"top_k\": "
+	    "3000000000}}",
+	    "top_k must be at most 2147483647");
 	refused(1, "{\"class_name\": \"Recall\", \"config\": {\"topk\": 1}}",
 	    "topk");
 	refused(1, "{\"class_name\": \"Mean\", \"config\": {}}",
