@@ -382,8 +382,34 @@ pr_auc_interpolated(const double *s, int32_t T)
 	return auc;
 }
 
+/* A point (x, y) of AUC's curve at one threshold: ROC (the false
+ * positive rate, recall), PR (recall, precision) or PRGAIN (recall gain,
+ * precision gain, as Keras's AUC.result computes them). */
+static void
+curve_point(pasci_auc_curve curve, double tp, double fp, double tn, double fn,
+    double *x, double *y)
+{
+	double scale, rgain, pgain;
+	switch (curve) {
+	case PASCI_AUC_ROC:
+		*x = divide_no_nan(fp, fp + tn);
+		*y = divide_no_nan(tp, tp + fn);
+		return;
+	case PASCI_AUC_PR:
+		*x = divide_no_nan(tp, tp + fn);
+		*y = divide_no_nan(tp, tp + fp);
+		return;
+	default:
+		scale = divide_no_nan(tp + fn, tn + fp);
+		rgain = tp == 0 ? 0 : 1 - scale * divide_no_nan(fn, tp);
+		pgain = tp == 0 ? 1 : 1 - scale * divide_no_nan(fp, tp);
+		*x    = fmax(rgain, 0);
+		*y    = pgain;
+	}
+}
+
 /* Keras's AUC.result: a Riemann sum of the ROC (recall over the false
- * positive rate) or PR (precision over recall) curve. */
+ * positive rate), PR (precision over recall) or PRGAIN curve. */
 static double
 auc_result(const pasci_metric_spec *sp, const double *s)
 {
@@ -397,16 +423,8 @@ auc_result(const pasci_metric_spec *sp, const double *s)
 	for (int32_t t = 0; t + 1 < T; t++) {
 		double x[2], y[2], h;
 		for (int q = 0; q < 2; q++) {
-			double recall =
-			    divide_no_nan(tp[t + q], tp[t + q] + fn[t + q]);
-			x[q] = sp->curve == PASCI_AUC_ROC
-			           ? divide_no_nan(
-			                 fp[t + q], fp[t + q] + tn[t + q])
-			           : recall;
-			y[q] = sp->curve == PASCI_AUC_ROC
-			           ? recall
-			           : divide_no_nan(
-			                 tp[t + q], tp[t + q] + fp[t + q]);
+			curve_point(sp->curve, tp[t + q], fp[t + q], tn[t + q],
+			    fn[t + q], &x[q], &y[q]);
 		}
 		h = sp->summation == PASCI_AUC_INTERPOLATION
 		        ? (y[0] + y[1]) / 2

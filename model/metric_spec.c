@@ -187,41 +187,47 @@ evenly_spaced(const pasci_metric_spec *s)
 	return true;
 }
 
+/* o[key], one of choices (Keras's from_str: each also spelled as alts
+ * spells it) into *out; what says what they are. */
 static int
-read_choice(const cJSON *o, const char *key, const char *const *choices, int n,
-    int *out, const char *at)
+read_choice(const cJSON *o, const char *key, const char *const *choices,
+    const char *const *alts, int n, int *out, const char *at)
 {
-	const char *v = NULL;
+	const char *v = NULL, *what = strcmp(key, "curve") == 0
+	                                  ? "\"ROC\", \"PR\" or \"PRGAIN\""
+	                                  : "\"interpolation\", \"minoring\" "
+	                                    "or \"majoring\"";
 	if (pasci_json_string(o, key, &v, at) != 0) {
 		return PASCO_EINVAL;
 	}
 	for (int i = 0; v != NULL && i < n; i++) {
-		if (strcmp(v, choices[i]) == 0) {
+		if (strcmp(v, choices[i]) == 0 || strcmp(v, alts[i]) == 0) {
 			*out = i;
 			return PASCO_OK;
 		}
 	}
-	return v == NULL ? PASCO_OK
-	                 : pasci_model_fail(PASCO_EINVAL,
-	                       "%s: %s must be %s, got \"%s\"", at, key,
-	                       n == 2 ? "\"ROC\" or \"PR\""
-	                              : "\"interpolation\", \"minoring\" "
-	                                "or \"majoring\"",
-	                       v);
+	return v == NULL
+	           ? PASCO_OK
+	           : pasci_model_fail(PASCO_EINVAL,
+	                 "%s: %s must be %s, got \"%s\"", at, key, what, v);
 }
 
 static int
 read_auc(const cJSON *o, pasci_metric_spec *s, const char *at)
 {
-	static const char *const curves[] = {"ROC", "PR"};
+	static const char *const curves[] = {"ROC", "PR", "PRGAIN"};
+	static const char *const lower[]  = {"roc", "pr", "prgain"};
 	static const char *const sums[]   = {
 	      "interpolation", "minoring", "majoring"};
+	static const char *const capital[] = {
+	    "Interpolation", "Minoring", "Majoring"};
 	int64_t n     = s->nthresholds;
 	int     curve = 0, sum = 0;
 	bool    multi = false;
 	if (pasci_json_int(o, "num_thresholds", &n, 2, at) != 0 ||
-	    read_choice(o, "curve", curves, 2, &curve, at) != 0 ||
-	    read_choice(o, "summation_method", sums, 3, &sum, at) != 0 ||
+	    read_choice(o, "curve", curves, lower, 3, &curve, at) != 0 ||
+	    read_choice(o, "summation_method", sums, capital, 3, &sum, at) !=
+	        0 ||
 	    pasci_json_bool(o, "multi_label", &multi, at) != 0 ||
 	    pasci_json_bool(o, "from_logits", &s->from_logits, at) != 0 ||
 	    read_thresholds(o, s, at) != 0) {
@@ -503,7 +509,7 @@ write_thresholds(cJSON *cfg, const pasci_metric_spec *s)
 static bool
 write_fields(cJSON *cfg, pasci_metric_kind kind, const pasci_metric_spec *s)
 {
-	static const char *const curves[] = {"ROC", "PR"};
+	static const char *const curves[] = {"ROC", "PR", "PRGAIN"};
 	static const char *const sums[]   = {
 	      "interpolation", "minoring", "majoring"};
 	switch (kind) {

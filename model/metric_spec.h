@@ -20,8 +20,9 @@
 #define PASCI_AUC_MAX_THRESHOLDS 2048
 
 typedef enum pasci_auc_curve {
-	PASCI_AUC_ROC = 0,
-	PASCI_AUC_PR  = 1,
+	PASCI_AUC_ROC    = 0,
+	PASCI_AUC_PR     = 1,
+	PASCI_AUC_PRGAIN = 2,
 } pasci_auc_curve;
 
 typedef enum pasci_auc_summation {

@@ -116,8 +116,8 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  *   {"class_name": "AUC", "config": {"name": "auc_1", "curve": "PR"}}
  * ("module" and "registered_name" beside them are read and ignored; a
  * field left out takes Keras's default): AUC (num_thresholds 200, at most
- * 2048; curve "ROC" | "PR"; summation_method "interpolation" |
- * "minoring" | "majoring"; thresholds: a list of at most 64 in [0, 1]
+ * 2048; curve "ROC" | "PR" | "PRGAIN" (or lower case); summation_method
+ * "interpolation" | "minoring" | "majoring"; thresholds: a list of at most 64 in [0, 1]
  * instead; from_logits false; multi_label must be false), Precision and
  * Recall (thresholds: null (0.5), or one number; top_k; class_id, below
  * the output's width; labels of the output's shape), TopKCategorical

@@ -101,7 +101,8 @@ def _divide_no_nan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 class AUC(Metric):
     """Keras's AUC: the area under the ROC curve (recall over the false
-    positive rate) or the PR curve (precision over recall), a Riemann sum
+    positive rate), the PR curve (precision over recall) or the PRGAIN
+    curve (precision gain over recall gain), a Riemann sum
     over num_thresholds thresholds: interpolation (PR: Davis and
     Goadrich's, as Keras's interpolate_pr_auc), minoring or majoring.
     thresholds: the inner ones, instead of num_thresholds evenly spaced.
@@ -116,13 +117,20 @@ class AUC(Metric):
                  multi_label: bool = False, num_labels: Optional[int] = None,
                  label_weights: Any = None,
                  from_logits: bool = False) -> None:
-        if curve not in ("ROC", "PR"):
-            raise ValueError(f"curve: expected 'ROC' or 'PR', got {curve!r}")
-        if summation_method not in ("interpolation", "minoring",
-                                    "majoring"):
+        # Keras's from_str spellings; get_config gives the first
+        curves = {"ROC": "ROC", "roc": "ROC", "PR": "PR", "pr": "PR",
+                  "PRGAIN": "PRGAIN", "prgain": "PRGAIN"}
+        sums = {m: m.lower() for m in ("interpolation", "Interpolation",
+                                       "minoring", "Minoring", "majoring",
+                                       "Majoring")}
+        if curve not in curves:
+            raise ValueError(f"curve: expected 'ROC', 'PR' or 'PRGAIN', got "
+                             f"{curve!r}")
+        if summation_method not in sums:
             raise ValueError(f"summation_method: expected 'interpolation', "
                              f"'minoring' or 'majoring', got "
                              f"{summation_method!r}")
+        curve, summation_method = curves[curve], sums[summation_method]
         if multi_label or num_labels is not None or \
                 label_weights is not None:
             raise ValueError("multi_label, num_labels, label_weights: only "
@@ -195,8 +203,13 @@ class AUC(Metric):
         recall = _divide_no_nan(tp, tp + fn)
         if self.curve == "ROC":
             x, y = _divide_no_nan(fp, fp + tn), recall
-        else:
+        elif self.curve == "PR":
             x, y = recall, _divide_no_nan(tp, tp + fp)
+        else:  # PRGAIN: recall gain, precision gain
+            scale = _divide_no_nan(tp + fn, tn + fp)
+            x = np.maximum(np.where(tp == 0, 0.0, 1 - scale *
+                                    _divide_no_nan(fn, tp)), 0)
+            y = np.where(tp == 0, 1.0, 1 - scale * _divide_no_nan(fp, tp))
         heights = {"interpolation": (y[:-1] + y[1:]) / 2,
                    "minoring": np.minimum(y[:-1], y[1:]),
                    "majoring": np.maximum(y[:-1], y[1:])}

@@ -138,7 +138,7 @@ Test(metric_specs, names_are_keras_and_unique_and_round_trip)
 {
 	const char  *ms[] = {"auc",
 	     "{\"class_name\": \"AUC\", \"config\": "
-	      "{\"curve\": \"PR\", \"thresholds\": [0.7, "
+	      "{\"curve\": \"pr\", \"thresholds\": [0.7, "
 	      "0.2], \"name\": \"auc\"}}",
 	     "{\"module\": \"keras.metrics\", \"class_name\": \"Precision\", "
 	      "\"config\": {\"name\": \"p\", \"dtype\": \"float32\", "
@@ -188,8 +188,8 @@ Test(metric_specs, bad_metrics_are_refused_naming_the_field)
 {
 	refused(1,
 	    "{\"class_name\": \"AUC\", \"config\": {\"curve\": \"XY\"}}",
-	    "compile: metrics[0] (AUC): curve must be \"ROC\" or \"PR\", got "
-	    "\"XY\"");
+	    "compile: metrics[0] (AUC): curve must be \"ROC\", \"PR\" or "
+	    "\"PRGAIN\", got \"XY\"");
 	refused(1,
 	    "{\"class_name\": \"AUC\", \"config\": {\"num_thresholds\": "
 	    "5000}}",

@@ -100,8 +100,15 @@ def auc(y, p, num_thresholds=200, curve="ROC", summation="interpolation",
                 total += slope * (dtp + icept * np.log(ratio)) / pos
         return total
     recall = nonan(tp, tp + fn)
-    x, h = (nonan(fp, fp + tn), recall) if curve == "ROC" else \
-        (recall, nonan(tp, tp + fp))
+    if curve == "PRGAIN":  # recall gain and precision gain
+        scale = nonan(tp + fn, tn + fp)
+        x = np.array([0.0 if a == 0 else max(0.0, 1 - s * b / a)
+                      for a, b, s in zip(tp, fn, scale)])
+        h = np.array([1.0 if a == 0 else 1 - s * b / a
+                      for a, b, s in zip(tp, fp, scale)])
+    else:
+        x, h = (nonan(fp, fp + tn), recall) if curve == "ROC" else \
+            (recall, nonan(tp, tp + fp))
     heights = {"interpolation": (h[:-1] + h[1:]) / 2,
                "minoring": np.minimum(h[:-1], h[1:]),
                "majoring": np.maximum(h[:-1], h[1:])}[summation]
@@ -205,14 +212,16 @@ def compile_part(d):
                       M.AUC(thresholds=[0.2, 0.5, 0.6], curve="PR",
                             summation_method="minoring"),
                       M.BinaryCrossentropy(label_smoothing=0.2, name="bce"),
-                      M.Precision(name="p5")])
+                      M.Precision(name="p5"),
+                      M.AUC(curve="prgain", name="gain")])
     ev = model.evaluate(val, return_dict=True, shards=2)
     want = {"mean_squared_error": np.mean((yb - p) ** 2),
             "mean_absolute_error": np.mean(abs(yb - p)),
             "auc_2": auc(yb, p, thresholds=[0.2, 0.5, 0.6], curve="PR",
                          summation="minoring"),
             "bce": bce(yb, p, label_smoothing=0.2),
-            "p5": precision_recall(yb, p)}
+            "p5": precision_recall(yb, p),
+            "gain": auc(yb, p, curve="PRGAIN")}
     for n, v in want.items():
         close(ev.get(n, np.nan), v, f"compile {n}")
 
@@ -248,6 +257,7 @@ def traced_part(strategy, coordinator, d):
         ms = {
             "auc": M.AUC(), "auc_pr": M.AUC(curve="PR"),
             "auc_w": M.AUC(num_thresholds=50, summation_method="minoring"),
+            "auc_gain": M.AUC(curve="PRGAIN", num_thresholds=20),
             "auc_logits": M.AUC(from_logits=True, curve="PR",
                                 thresholds=[0.1, 0.4, 0.5, 0.9]),
             "precision3": M.Precision(thresholds=[0.3, 0.5, 0.7]),
@@ -273,7 +283,8 @@ def traced_part(strategy, coordinator, d):
         q = B["cast"](B["cast"](pred * 40.0, "int64"), "float32")
         w = B["cast"](B["greater"](y, 4), "float32") + 0.5
         return {"auc": (yb, pb), "auc_pr": (yb, pb),
-                "auc_w": (yb, pb, w), "auc_logits": (yb, pb * 8.0 - 4.0),
+                "auc_w": (yb, pb, w), "auc_gain": (yb, pb),
+                "auc_logits": (yb, pb * 8.0 - 4.0),
                 "precision3": (yb, pb), "recall": (yb, pb),
                 "precision_top2": (onehot, q),
                 "recall_top3_class1": (onehot, q),
@@ -321,6 +332,7 @@ def traced_part(strategy, coordinator, d):
     want = {
         "auc": auc(yb, pb), "auc_pr": auc(yb, pb, curve="PR"),
         "auc_w": auc(yb, pb, 50, summation="minoring", w=v["auc_w"][2]),
+        "auc_gain": auc(yb, pb, 20, curve="PRGAIN"),
         "auc_logits": auc(yb, v["auc_logits"][1], curve="PR",
                           thresholds=[0.1, 0.4, 0.5, 0.9],
                           from_logits=True),
