@@ -168,8 +168,12 @@ thresholds_below(const pasci_metric_spec *s, double p)
 static int
 count_auc(const batch *b, double *s)
 {
-	int32_t T    = b->s->nthresholds;
-	double *hist = calloc(2 * ((size_t) T + 1), sizeof(double));
+	const pasci_metric_spec *sp = b->s;
+	int32_t                  T = sp->nthresholds, L = sp->nlabels;
+	size_t                   rows = (size_t) T * (size_t) L;
+	/* [bucket][positive, negative][label] */
+	double *hist =
+	    calloc(2 * ((size_t) T + 1) * (size_t) L, sizeof(double));
 	if (hist == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -177,27 +181,36 @@ count_auc(const batch *b, double *s)
 		for (int64_t j = 0; j < b->w; j++) {
 			double p   = value(b, i, j);
 			bool   pos = label(b, i, j) != 0;
-			if (b->s->object && b->s->from_logits) {
+			double w   = !sp->multi_label && sp->nweights > 0
+			                 ? sp->label_weights[j]
+			                 : 1;
+			if (sp->object && sp->from_logits) {
 				p = 1 / (1 + exp(-p));
 			}
-			if (b->s->evenly) { /* Keras's evenly-spaced path */
+			if (sp->evenly) { /* Keras's evenly-spaced path */
 				p = fmin(fmax(p, 0), 1);
 			}
-			hist[2 * thresholds_below(b->s, p) + !pos] += 1;
+			int64_t c = thresholds_below(sp, p);
+			hist[(2 * c + !pos) * L + (L > 1 ? j : 0)] += w;
 		}
 	}
-	double above[2] = {0, 0}, all[2] = {0, 0};
-	for (int32_t c = 0; c <= T; c++) {
-		all[0] += hist[2 * c];
-		all[1] += hist[2 * c + 1];
-	}
-	for (int32_t t = T - 1; t >= 0; t--) { /* above t: buckets > t */
-		above[0] += hist[2 * (t + 1)];
-		above[1] += hist[2 * (t + 1) + 1];
-		s[t] += above[0];                  /* true positives */
-		s[T + t] += above[1];              /* false positives */
-		s[2 * T + t] += all[1] - above[1]; /* true negatives */
-		s[3 * T + t] += all[0] - above[0]; /* false negatives */
+	for (int32_t l = 0; l < L; l++) {
+		double above[2] = {0, 0}, all[2] = {0, 0};
+		for (int32_t c = 0; c <= T; c++) {
+			all[0] += hist[2 * c * L + l];
+			all[1] += hist[(2 * c + 1) * L + l];
+		}
+		for (int32_t t = T - 1; t >= 0; t--) { /* buckets > t */
+			size_t at = (size_t) t * L + l;
+			above[0] += hist[2 * (t + 1) * L + l];
+			above[1] += hist[(2 * (t + 1) + 1) * L + l];
+			s[at] += above[0];        /* true positives */
+			s[rows + at] += above[1]; /* false positives */
+			s[2 * rows + at] +=
+			    all[1] - above[1]; /* true negatives */
+			s[3 * rows + at] +=
+			    all[0] - above[0]; /* false negatives */
+		}
 	}
 	free(hist);
 	return PASCO_OK;
@@ -365,19 +378,20 @@ divide_no_nan(double a, double b)
 /* Keras's interpolate_pr_auc (Davis & Goadrich): precision interpolated
  * linearly in the predicted positives between thresholds. */
 static double
-pr_auc_interpolated(const double *s, int32_t T)
+pr_auc_interpolated(const double *s, int32_t T, int32_t l, int32_t L)
 {
-	const double *tp = s, *fp = s + T, *fn = s + 3 * T;
+	const double *tp = s + l, *fp = tp + T * L, *fn = tp + 3 * T * L;
 	double        auc = 0;
 	for (int32_t t = 0; t + 1 < T; t++) {
-		double p0 = tp[t] + fp[t], p1 = tp[t + 1] + fp[t + 1];
-		double dtp   = tp[t] - tp[t + 1];
+		size_t a = (size_t) t * L, b = a + L;
+		double p0 = tp[a] + fp[a], p1 = tp[b] + fp[b];
+		double dtp   = tp[a] - tp[b];
 		double slope = divide_no_nan(dtp, fmax(p0 - p1, 0));
-		double icept = tp[t + 1] - slope * p1;
+		double icept = tp[b] - slope * p1;
 		double ratio =
 		    p0 > 0 && p1 > 0 ? divide_no_nan(p0, fmax(p1, 0)) : 1;
 		auc += divide_no_nan(slope * (dtp + icept * log(ratio)),
-		    fmax(tp[t + 1] + fn[t + 1], 0));
+		    fmax(tp[b] + fn[b], 0));
 	}
 	return auc;
 }
@@ -408,23 +422,26 @@ curve_point(pasci_auc_curve curve, double tp, double fp, double tn, double fn,
 	}
 }
 
-/* Keras's AUC.result: a Riemann sum of the ROC (recall over the false
- * positive rate), PR (precision over recall) or PRGAIN curve. */
+/* Label l's AUC (Keras's AUC.result): a Riemann sum of the ROC (recall over
+ * the false positive rate), PR (precision over recall) or PRGAIN curve. */
 static double
-auc_result(const pasci_metric_spec *sp, const double *s)
+auc_of_label(const pasci_metric_spec *sp, const double *s, int32_t l)
 {
-	int32_t       T  = sp->nthresholds;
-	const double *tp = s, *fp = s + T, *tn = s + 2 * T, *fn = s + 3 * T;
+	int32_t       T = sp->nthresholds, L = sp->nlabels;
+	size_t        rows = (size_t) T * L;
+	const double *tp = s + l, *fp = tp + rows, *tn = tp + 2 * rows;
+	const double *fn  = tp + 3 * rows;
 	double        auc = 0;
 	if (sp->curve == PASCI_AUC_PR &&
 	    sp->summation == PASCI_AUC_INTERPOLATION) {
-		return pr_auc_interpolated(s, T);
+		return pr_auc_interpolated(s, T, l, L);
 	}
 	for (int32_t t = 0; t + 1 < T; t++) {
 		double x[2], y[2], h;
 		for (int q = 0; q < 2; q++) {
-			curve_point(sp->curve, tp[t + q], fp[t + q], tn[t + q],
-			    fn[t + q], &x[q], &y[q]);
+			size_t at = (size_t) (t + q) * L;
+			curve_point(sp->curve, tp[at], fp[at], tn[at], fn[at],
+			    &x[q], &y[q]);
 		}
 		h = sp->summation == PASCI_AUC_INTERPOLATION
 		        ? (y[0] + y[1]) / 2
@@ -433,6 +450,23 @@ auc_result(const pasci_metric_spec *sp, const double *s)
 		auc += (x[0] - x[1]) * h;
 	}
 	return auc;
+}
+
+/* The AUC; multi_label: each label's, averaged (weighted by
+ * label_weights when given, as Keras's divide_no_nan of the sums). */
+static double
+auc_result(const pasci_metric_spec *sp, const double *s)
+{
+	double sum = 0, weights = 0;
+	if (!sp->multi_label) {
+		return auc_of_label(sp, s, 0);
+	}
+	for (int32_t l = 0; l < sp->nlabels; l++) {
+		double w = sp->nweights > 0 ? sp->label_weights[l] : 1;
+		sum += w * auc_of_label(sp, s, l);
+		weights += w;
+	}
+	return divide_no_nan(sum, weights);
 }
 
 double

@@ -72,8 +72,11 @@ static const struct {
 static void
 spec_defaults(pasci_metric_kind kind, pasci_metric_spec *s)
 {
-	*s = (pasci_metric_spec){
-	    .nthresholds = 1, .class_id = -1, .k = 5, .threshold = 0.5};
+	*s = (pasci_metric_spec){.nthresholds = 1,
+	    .nlabels                          = 1,
+	    .class_id                         = -1,
+	    .k                                = 5,
+	    .threshold                        = 0.5};
 	if (kind == PASCI_METRIC_AUC) {
 		s->nthresholds = PASCO_AUC_THRESHOLDS;
 		s->evenly      = true;
@@ -85,7 +88,7 @@ pasci_metric_state_len(pasci_metric_kind kind, const pasci_metric_spec *s)
 {
 	switch (kind) {
 	case PASCI_METRIC_AUC:
-		return 4 * (size_t) s->nthresholds;
+		return 4 * (size_t) s->nthresholds * (size_t) s->nlabels;
 	case PASCI_METRIC_PRECISION:
 	case PASCI_METRIC_RECALL:
 		return 2 * (size_t) s->nthresholds;
@@ -212,8 +215,51 @@ read_choice(const cJSON *o, const char *key, const char *const *choices,
 	                 "%s: %s must be %s, got \"%s\"", at, key, what, v);
 }
 
+/* AUC's multi_label, num_labels (the output's width) and label_weights
+ * (one per output column, >= 0). */
 static int
-read_auc(const cJSON *o, pasci_metric_spec *s, const char *at)
+read_labels(const pasco_model *m, const cJSON *o, bool multi,
+    pasci_metric_spec *s, const char *at)
+{
+	const cJSON *lw = cJSON_GetObjectItemCaseSensitive(o, "label_weights");
+	const cJSON *list  = cJSON_IsArray(lw) ? lw : NULL, *it;
+	int64_t      width = pasco_model_output_width(m), nl = 0;
+	if (!is_unset(o, "num_labels") &&
+	    pasci_json_int(o, "num_labels", &nl, 1, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (nl > 0 && (!multi || nl != width)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: num_labels %lld: %s", at, (long long) nl,
+		    multi ? "not the output's width"
+		          : "needed only when multi_label is true");
+	}
+	if (lw != NULL && !cJSON_IsNull(lw) &&
+	    (!cJSON_IsArray(lw) || cJSON_GetArraySize(lw) != width ||
+	        width > PASCI_METRIC_MAX_THRESHOLDS)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: label_weights must be null or a list of one weight "
+		    "per output column (%lld; at most %d)",
+		    at, (long long) width, PASCI_METRIC_MAX_THRESHOLDS);
+	}
+	cJSON_ArrayForEach(it, list)
+	{
+		if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0) ||
+		    !isfinite(it->valuedouble)) {
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: label_weights must be numbers >= 0", at);
+		}
+		s->label_weights[s->nweights++] = it->valuedouble;
+	}
+	s->multi_label = multi;
+	s->num_labels  = (int32_t) nl;
+	s->nlabels     = multi ? (int32_t) width : 1;
+	return PASCO_OK;
+}
+
+static int
+read_auc(
+    const pasco_model *m, const cJSON *o, pasci_metric_spec *s, const char *at)
 {
 	static const char *const curves[] = {"ROC", "PR", "PRGAIN"};
 	static const char *const lower[]  = {"roc", "pr", "prgain"};
@@ -233,13 +279,8 @@ read_auc(const cJSON *o, pasci_metric_spec *s, const char *at)
 	    read_thresholds(o, s, at) != 0) {
 		return PASCO_EINVAL;
 	}
-	if (multi || !is_unset(o, "num_labels") ||
-	    !is_unset(o, "label_weights")) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: multi_label, num_labels and label_weights are not "
-		    "supported (multi_label false: every output counts as one "
-		    "label)",
-		    at);
+	if (read_labels(m, o, multi, s, at) != 0) {
+		return PASCO_EINVAL;
 	}
 	if (n > PASCI_AUC_MAX_THRESHOLDS) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -254,6 +295,12 @@ read_auc(const cJSON *o, pasci_metric_spec *s, const char *at)
 		    s->given, (size_t) s->ngiven, sizeof(double), cmp_double);
 		s->nthresholds = s->ngiven + 2;
 		s->evenly      = evenly_spaced(s);
+	}
+	if (4 * (int64_t) s->nthresholds * s->nlabels > 65536) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: 4 x num_thresholds x labels = %lld counts; at most "
+		    "65536 (a step's counts)",
+		    at, 4 * (long long) s->nthresholds * s->nlabels);
 	}
 	return PASCO_OK;
 }
@@ -301,7 +348,7 @@ read_fields(const pasco_model *m, pasci_metric_kind kind, const cJSON *o,
 	int64_t k = s->k;
 	switch (kind) {
 	case PASCI_METRIC_AUC:
-		return read_auc(o, s, at);
+		return read_auc(m, o, s, at);
 	case PASCI_METRIC_PRECISION:
 	case PASCI_METRIC_RECALL:
 		return read_precision(m, o, s, at);
@@ -507,6 +554,31 @@ write_thresholds(cJSON *cfg, const pasci_metric_spec *s)
 }
 
 static bool
+write_labels(cJSON *cfg, const pasci_metric_spec *s)
+{
+	cJSON *list;
+	if (!cJSON_AddBoolToObject(cfg, "multi_label", s->multi_label) ||
+	    (s->num_labels > 0 ? !cJSON_AddNumberToObject(
+	                             cfg, "num_labels", s->num_labels)
+	                       : !cJSON_AddNullToObject(cfg, "num_labels"))) {
+		return false;
+	}
+	if (s->nweights == 0) {
+		return cJSON_AddNullToObject(cfg, "label_weights") != NULL;
+	}
+	if ((list = cJSON_AddArrayToObject(cfg, "label_weights")) == NULL) {
+		return false;
+	}
+	for (int32_t i = 0; i < s->nweights; i++) {
+		if (!cJSON_AddItemToArray(
+		        list, cJSON_CreateNumber(s->label_weights[i]))) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
 write_fields(cJSON *cfg, pasci_metric_kind kind, const pasci_metric_spec *s)
 {
 	static const char *const curves[] = {"ROC", "PR", "PRGAIN"};
@@ -522,6 +594,7 @@ write_fields(cJSON *cfg, pasci_metric_kind kind, const pasci_metric_spec *s)
 		           cfg, "summation_method", sums[s->summation]) &&
 		       cJSON_AddBoolToObject(
 		           cfg, "from_logits", s->from_logits) &&
+		       write_labels(cfg, s) &&
 		       (s->ngiven == 0 || write_thresholds(cfg, s));
 	case PASCI_METRIC_PRECISION:
 	case PASCI_METRIC_RECALL:

@@ -47,6 +47,13 @@ typedef struct pasci_metric_spec {
 	int32_t nthresholds; /* AUC: with the two ends; Precision/Recall: 1 */
 	int32_t ngiven;      /* thresholds given (0: Keras's default) */
 	double  given[PASCI_METRIC_MAX_THRESHOLDS]; /* sorted for AUC */
+	/* AUC's labels: multi_label, one AUC per output column (nlabels,
+	 * the output's width; else 1), averaged (weighted by label_weights
+	 * when given); without it, label_weights weigh each column's
+	 * counts. num_labels as given (0: null). */
+	bool    multi_label;
+	int32_t nlabels, num_labels, nweights;
+	double  label_weights[PASCI_METRIC_MAX_THRESHOLDS];
 	int32_t top_k;    /* Precision/Recall; 0: none */
 	int32_t class_id; /* Precision/Recall; -1: none */
 	int32_t k;        /* the top-k accuracies */

@@ -134,6 +134,38 @@ Test(metric_specs, keras_documented_values)
 	}
 }
 
+/* multi_label: one AUC per column, averaged or weighted by
+ * label_weights; without it, label_weights weigh each column's counts.
+ * Column 0 separates its labels (AUC 1), column 1 inverts them (0). */
+Test(metric_specs, auc_of_several_labels)
+{
+	const char *ms[] = {
+	    "{\"class_name\": \"AUC\", \"config\": {\"multi_label\": true}}",
+	    "{\"class_name\": \"AUC\", \"config\": {\"multi_label\": true, "
+	    "\"num_labels\": 2, \"label_weights\": [3, 1]}}",
+	    "{\"class_name\": \"AUC\", \"config\": {\"label_weights\": [1, "
+	    "0]}}"};
+	pasco_model  *m = compiled(2, "mse", 3, ms), *back;
+	pasco_tensor *y = f32(4, 2, (float[]){1, 1, 0, 0, 1, 0, 0, 0});
+	pasco_tensor *p = f32(
+	    4, 2, (float[]){0.9f, 0.1f, 0.2f, 0.8f, 0.6f, 0.3f, 0.1f, 0.7f});
+	char *json;
+	cr_assert_eq(m->compile.state_len, 2 * 1600 + 800);
+	cr_assert_float_eq(result_of(m, 0, p, y), 0.5, 1e-12);
+	cr_assert_float_eq(result_of(m, 1, p, y), 0.75, 1e-12);
+	cr_assert_float_eq(result_of(m, 2, p, y), 1.0, 1e-12);
+	PASCO_PASS(pasco_model_to_json(m, &json));
+	MODEL_PASS(pasco_model_from_json(json, &back));
+	cr_assert(back->compile.metric_specs[1].multi_label &&
+	          back->compile.metric_specs[1].label_weights[0] == 3 &&
+	          back->compile.metric_specs[2].nweights == 2);
+	free(json);
+	pasco_model_free(back);
+	pasco_model_free(m);
+	pasco_tensor_release(y);
+	pasco_tensor_release(p);
+}
+
 Test(metric_specs, names_are_keras_and_unique_and_round_trip)
 {
 	const char  *ms[] = {"auc",
@@ -200,9 +232,17 @@ Test(metric_specs, bad_metrics_are_refused_naming_the_field)
 	refused(1,
 	    "{\"class_name\": \"AUC\", \"config\": {\"summation_method\": 3}}",
 	    "summation_method must be a string");
-	refused(1,
-	    "{\"class_name\": \"AUC\", \"config\": {\"multi_label\": true}}",
-	    "multi_label, num_labels and label_weights are not supported");
+	refused(2,
+	    "{\"class_name\": \"AUC\", \"config\": {\"multi_label\": true, "
+	    "\"num_labels\": 3}}",
+	    "num_labels 3: not the output's width");
+	refused(2,
+	    "{\"class_name\": \"AUC\", \"config\": {\"num_labels\": 2}}",
+	    "num_labels 2: needed only when multi_label is true");
+	refused(2,
+	    "{\"class_name\": \"AUC\", \"config\": {\"label_weights\": [1]}}",
+	    "label_weights must be null or a list of one weight per output "
+	    "column (2;");
 	refused(1,
 	    "{\"class_name\": \"Precision\", \"config\": {\"thresholds\": "
 	    "[0.1, "
