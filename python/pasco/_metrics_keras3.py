@@ -71,16 +71,22 @@ def _evenly(thresholds: Sequence[float]) -> bool:
         atol=EPSILON))
 
 
-def _flat_weights(B: Any, sample_weight: Any, p: Any) -> Any:
-    """sample_weight ([batch] or [batch, 1]) per element of p, as a
-    float64 column [elements, 1]; 1.0 without weights."""
-    if sample_weight is None:
+def _flat_weights(B: Any, sample_weight: Any, p: Any,
+                  label_weights: Any = None) -> Any:
+    """sample_weight ([batch] or [batch, 1]) per element of p, times
+    label_weights (one per column of p) when given, as a float64 column
+    [elements, 1]; 1.0 without either."""
+    if sample_weight is None and label_weights is None:
         return 1.0
-    w = B.cast(sample_weight, "float32")  # Keras: the variables' dtype
-    if _rank(w) == 1 and _rank(p) > 1:
-        w = B.reshape(w, (-1, 1))
-    return B.cast(B.reshape(w * B.ones_like(B.cast(p, "float32")),
-                            (-1, 1)), "float64")
+    w = B.ones_like(B.cast(p, "float32"))
+    if sample_weight is not None:
+        sw = B.cast(sample_weight, "float32")  # Keras: the variables' dtype
+        if _rank(sw) == 1 and _rank(p) > 1:
+            sw = B.reshape(sw, (-1, 1))
+        w = w * sw
+    if label_weights is not None:
+        w = w * np.asarray(label_weights, np.float32)
+    return B.cast(B.reshape(w, (-1, 1)), "float64")
 
 
 def _confusion(B: Any, y: Any, p: Any, thresholds: Any, w: Any) -> tuple:
@@ -106,9 +112,11 @@ class AUC(Metric):
     over num_thresholds thresholds: interpolation (PR: Davis and
     Goadrich's, as Keras's interpolate_pr_auc), minoring or majoring.
     thresholds: the inner ones, instead of num_thresholds evenly spaced.
-    from_logits: y_pred goes through a sigmoid first. multi_label,
-    num_labels and label_weights: Keras's arguments; only multi_label
-    False (every output one label) is supported."""
+    from_logits: y_pred goes through a sigmoid first. multi_label: one
+    AUC per column of y_pred [batch, labels] (num_labels, or the first
+    update's width), averaged, weighted by label_weights when given;
+    without multi_label, every output counts as one label and
+    label_weights weigh each column's counts."""
 
     def __init__(self, num_thresholds: int = 200, curve: str = "ROC",
                  summation_method: str = "interpolation",
@@ -131,11 +139,16 @@ class AUC(Metric):
                              f"'minoring' or 'majoring', got "
                              f"{summation_method!r}")
         curve, summation_method = curves[curve], sums[summation_method]
-        if multi_label or num_labels is not None or \
-                label_weights is not None:
-            raise ValueError("multi_label, num_labels, label_weights: only "
-                             "multi_label=False is supported (each output "
-                             "counts as one label)")
+        if num_labels is not None and not multi_label:
+            raise ValueError("num_labels: needed only when multi_label is "
+                             "True")
+        num_labels = _int_or_none("num_labels", num_labels, 1)
+        if label_weights is not None:
+            label_weights = [_number("label_weights", w)
+                             for w in np.asarray(label_weights).ravel()]
+            if any(w < 0 for w in label_weights):
+                raise ValueError(f"label_weights: expected numbers >= 0, "
+                                 f"got {label_weights}")
         self._init_from_thresholds = thresholds is not None
         if thresholds is not None:
             inner = sorted(_thresholds(thresholds))
@@ -155,9 +168,12 @@ class AUC(Metric):
         self.num_thresholds = int(num_thresholds)
         self._thresholds = [0.0 - EPSILON] + inner + [1.0 + EPSILON]
         self.curve, self.summation_method = curve, summation_method
-        self.multi_label, self.num_labels = False, None
-        self.label_weights, self.from_logits = None, bool(from_logits)
-        self._state_shape = (4, self.num_thresholds)
+        self.multi_label, self.num_labels = bool(multi_label), num_labels
+        self.label_weights, self.from_logits = label_weights, \
+            bool(from_logits)
+        self._state_shape = (4, self.num_thresholds) + (
+            (num_labels or 1,) if self.multi_label else ())
+        self._built = not self.multi_label or num_labels is not None
         super().__init__(name, dtype)
 
     @property
@@ -170,8 +186,10 @@ class AUC(Metric):
                   "num_thresholds": self.num_thresholds,
                   "curve": self.curve,
                   "summation_method": self.summation_method,
-                  "multi_label": False, "num_labels": None,
-                  "label_weights": None, "from_logits": self.from_logits}
+                  "multi_label": self.multi_label,
+                  "num_labels": self.num_labels,
+                  "label_weights": self.label_weights,
+                  "from_logits": self.from_logits}
         if self._init_from_thresholds:
             config["thresholds"] = self._thresholds[1:-1]
         return config
@@ -184,11 +202,53 @@ class AUC(Metric):
             p = B.unary("sigmoid", p)
         if self._evenly:  # Keras's evenly-spaced path clips
             p = B.clip(p, 0.0, 1.0)
-        return B.stack(_confusion(B, y, p, self._thresholds,
-                                  _flat_weights(B, sample_weight, p)))
+        if self.multi_label:
+            return self._delta_by_label(B, y, p, sample_weight)
+        return B.stack(_confusion(B, y, p, self._thresholds, _flat_weights(
+            B, sample_weight, p, self.label_weights)))
+
+    def _delta_by_label(self, B: Any, y: Any, p: Any,
+                        sample_weight: Any) -> Any:
+        """[4, thresholds, labels]: the counts of each column."""
+        width = p.shape[-1] if _rank(p) == 2 else None
+        if width is None or (self.label_weights is not None and
+                             len(self.label_weights) != width):
+            raise ValueError(f"{self.name}: multi_label takes y_pred of "
+                             f"shape (batch, labels) with labels known "
+                             f"(and as many label_weights), got "
+                             f"{p.shape}")
+        if not self._built:  # Keras builds from the first y_pred
+            if self.state._own:
+                raise ValueError(f"{self.name}: built already")
+            self._state_shape = (4, self.num_thresholds, width)
+            self.state.shape, self._built = self._state_shape, True
+        elif self._state_shape[2] != width:
+            raise ValueError(f"{self.name}: {self._state_shape[2]} labels, "
+                             f"y_pred has {width}")
+        thr = np.asarray(self._thresholds, np.float32).reshape(1, -1, 1)
+        above = B.cast(B.greater(B.expand_dims(p, 1), thr), "float64")
+        pos = B.cast(B.not_equal(B.expand_dims(y, 1), 0), "float64")
+        w: Any = 1.0
+        if sample_weight is not None:
+            w = B.cast(B.reshape(B.cast(sample_weight, "float32"),
+                                 (-1, 1, 1)), "float64")
+        pw, nw = pos * w, (1.0 - pos) * w
+        return B.stack([B.sum(pw * above, 0), B.sum(nw * above, 0),
+                        B.sum(nw * (1.0 - above), 0),
+                        B.sum(pw * (1.0 - above), 0)])
 
     def result(self) -> np.float64:
-        tp, fp, tn, fn = self.state.numpy()
+        by_label = self._by_label(*self.state.numpy())
+        if not self.multi_label:
+            return np.float64(by_label)
+        if self.label_weights is None:
+            return np.float64(np.mean(by_label))
+        w = np.asarray(self.label_weights, np.float64)
+        return np.float64(_divide_no_nan(np.sum(by_label * w), np.sum(w)))
+
+    def _by_label(self, tp: np.ndarray, fp: np.ndarray, tn: np.ndarray,
+                  fn: np.ndarray) -> np.ndarray:
+        """The AUC of counts [thresholds] or [thresholds, labels]."""
         if self.curve == "PR" and self.summation_method == "interpolation":
             dtp = tp[:-1] - tp[1:]
             p = tp + fp
@@ -197,9 +257,9 @@ class AUC(Metric):
             both = (p[:-1] > 0) & (p[1:] > 0)
             ratio = np.where(both, _divide_no_nan(
                 p[:-1], np.maximum(p[1:], 0)), 1.0)
-            return np.float64(np.sum(_divide_no_nan(
+            return np.sum(_divide_no_nan(
                 slope * (dtp + intercept * np.log(ratio)),
-                np.maximum(tp[1:] + fn[1:], 0))))
+                np.maximum(tp[1:] + fn[1:], 0)), axis=0)
         recall = _divide_no_nan(tp, tp + fn)
         if self.curve == "ROC":
             x, y = _divide_no_nan(fp, fp + tn), recall
@@ -213,8 +273,8 @@ class AUC(Metric):
         heights = {"interpolation": (y[:-1] + y[1:]) / 2,
                    "minoring": np.minimum(y[:-1], y[1:]),
                    "majoring": np.maximum(y[:-1], y[1:])}
-        return np.float64(np.sum((x[:-1] - x[1:]) *
-                                 heights[self.summation_method]))
+        return np.sum((x[:-1] - x[1:]) * heights[self.summation_method],
+                      axis=0)
 
 
 class _PrecisionRecall(Metric):

@@ -32,6 +32,7 @@ from pasco import ops
 M = pasco.metrics
 F32 = np.float32
 STEPS = 12
+LW = [1.0, 0.5, 2.0, 0.0, 1.0, 1.0, 3.0, 0.25, 1.0, 1.0]  # label_weights
 failures = []
 
 
@@ -113,6 +114,22 @@ def auc(y, p, num_thresholds=200, curve="ROC", summation="interpolation",
                "minoring": np.minimum(h[:-1], h[1:]),
                "majoring": np.maximum(h[:-1], h[1:])}[summation]
     return float(np.sum((x[:-1] - x[1:]) * heights))
+
+
+def auc_labels(y, p, multi_label, label_weights=None, **kw):
+    """multi_label: each column's AUC, averaged (weighted by
+    label_weights); else every element one label, each column's counts
+    weighed by its label weight."""
+    y, p = np.asarray(y), np.asarray(p, F32)
+    if not multi_label:
+        w = None if label_weights is None else \
+            np.tile(np.asarray(label_weights, np.float64), len(y))
+        return auc(y.reshape(-1), p.reshape(-1), w=w, **kw)
+    by = np.array([auc(y[:, j], p[:, j], **kw) for j in range(y.shape[1])])
+    if label_weights is None:
+        return float(np.mean(by))
+    lw = np.asarray(label_weights, np.float64)
+    return float(np.sum(by * lw) / np.sum(lw))
 
 
 def top_k_filter(p, k):
@@ -213,7 +230,8 @@ def compile_part(d):
                             summation_method="minoring"),
                       M.BinaryCrossentropy(label_smoothing=0.2, name="bce"),
                       M.Precision(name="p5"),
-                      M.AUC(curve="prgain", name="gain")])
+                      M.AUC(curve="prgain", name="gain"),
+                      M.AUC(multi_label=True, name="auc_ml")])
     ev = model.evaluate(val, return_dict=True, shards=2)
     want = {"mean_squared_error": np.mean((yb - p) ** 2),
             "mean_absolute_error": np.mean(abs(yb - p)),
@@ -221,7 +239,8 @@ def compile_part(d):
                          summation="minoring"),
             "bce": bce(yb, p, label_smoothing=0.2),
             "p5": precision_recall(yb, p),
-            "gain": auc(yb, p, curve="PRGAIN")}
+            "gain": auc(yb, p, curve="PRGAIN"),
+            "auc_ml": auc_labels(yb[:, None], p[:, None], True)}
     for n, v in want.items():
         close(ev.get(n, np.nan), v, f"compile {n}")
 
@@ -258,6 +277,10 @@ def traced_part(strategy, coordinator, d):
             "auc": M.AUC(), "auc_pr": M.AUC(curve="PR"),
             "auc_w": M.AUC(num_thresholds=50, summation_method="minoring"),
             "auc_gain": M.AUC(curve="PRGAIN", num_thresholds=20),
+            "auc_multi": M.AUC(multi_label=True, num_thresholds=30),
+            "auc_multi_pr": M.AUC(multi_label=True, num_labels=10,
+                                  curve="PR", label_weights=LW),
+            "auc_label_weights": M.AUC(label_weights=LW),
             "auc_logits": M.AUC(from_logits=True, curve="PR",
                                 thresholds=[0.1, 0.4, 0.5, 0.9]),
             "precision3": M.Precision(thresholds=[0.3, 0.5, 0.7]),
@@ -284,6 +307,8 @@ def traced_part(strategy, coordinator, d):
         w = B["cast"](B["greater"](y, 4), "float32") + 0.5
         return {"auc": (yb, pb), "auc_pr": (yb, pb),
                 "auc_w": (yb, pb, w), "auc_gain": (yb, pb),
+                "auc_multi": (onehot, pred), "auc_multi_pr": (onehot, pred),
+                "auc_label_weights": (onehot, pred),
                 "auc_logits": (yb, pb * 8.0 - 4.0),
                 "precision3": (yb, pb), "recall": (yb, pb),
                 "precision_top2": (onehot, q),
@@ -324,6 +349,7 @@ def traced_part(strategy, coordinator, d):
            "clip": lambda a, lo, hi: np.clip(a, F32(lo), F32(hi))}
     v = views(npy, y, pred)
     yb, pb = v["auc"]
+    onehot = v["mse"][0]
     q = v["top3"][1]
     print(f"traced: {len(y)} examples, {int(np.sum(yb))} positive, "
           f"{len(np.unique(q))} distinct quantized values, "
@@ -333,6 +359,9 @@ def traced_part(strategy, coordinator, d):
         "auc": auc(yb, pb), "auc_pr": auc(yb, pb, curve="PR"),
         "auc_w": auc(yb, pb, 50, summation="minoring", w=v["auc_w"][2]),
         "auc_gain": auc(yb, pb, 20, curve="PRGAIN"),
+        "auc_multi": auc_labels(onehot, pred, True, num_thresholds=30),
+        "auc_multi_pr": auc_labels(onehot, pred, True, LW, curve="PR"),
+        "auc_label_weights": auc_labels(onehot, pred, False, LW),
         "auc_logits": auc(yb, v["auc_logits"][1], curve="PR",
                           thresholds=[0.1, 0.4, 0.5, 0.9],
                           from_logits=True),
@@ -356,8 +385,7 @@ def traced_part(strategy, coordinator, d):
               rtol=1e-5 if k.startswith("bce") else 1e-6)
     with strategy.scope():  # the same from the chief, in this process
         local = {k: type(m)(**{a: b for a, b in m.get_config().items()
-                               if a not in ("name", "num_labels",
-                                            "label_weights")})
+                               if a != "name"})
                  for k, m in ms.items()}
     for k, args in v.items():
         m = local[k]

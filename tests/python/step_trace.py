@@ -358,6 +358,8 @@ def keras3_examples():
     counts) on Keras 3's documented examples, their Keras names, and
     what compile refuses."""
     M = pasco.metrics
+    two_labels = ([[1, 1], [0, 0], [1, 0], [0, 0]],
+                  [[0.9, 0.1], [0.2, 0.8], [0.6, 0.3], [0.1, 0.7]])
 
     def result(m, *args, **kw):
         d = np.asarray(m._delta(_Numpy, *map(np.asarray, args), **{
@@ -393,6 +395,11 @@ def keras3_examples():
         (M.BinaryCrossentropy(), ([[0, 1], [0, 0]], [[0.6, 0.4],
                                                      [0.4, 0.6]]), {},
          0.81492424),
+        # one column separates its labels (AUC 1), the other inverts (0)
+        (M.AUC(multi_label=True), two_labels[:1] + two_labels[1:], {}, 0.5),
+        (M.AUC(multi_label=True, num_labels=2, label_weights=[3, 1]),
+         two_labels, {}, 0.75),
+        (M.AUC(label_weights=[1, 0]), two_labels, {}, 1.0),
     ]
     for m, args, kw, want in cases:
         got = result(m, *args, **kw)
@@ -401,7 +408,7 @@ def keras3_examples():
     names = [cases[0][0].name, cases[1][0].name, M.AUC().name,
              M.Recall(name="r").name, M.MeanSquaredError().name,
              M.MeanSquaredError().name]
-    check(names == ["auc", "auc_1", "auc_2", "r", "mean_squared_error",
+    check(names == ["auc", "auc_1", "auc_5", "r", "mean_squared_error",
                     "mean_squared_error"], f"Keras's names: {names}")
     model = pasco.Sequential([pasco.layers.Dense(1)])
     for bad, says in ((M.Mean(), "it takes values, not (y_true, y_pred)"),
