@@ -119,8 +119,8 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  * 2048; curve "ROC" | "PR" | "PRGAIN" (or lower case); summation_method
  * "interpolation" | "minoring" | "majoring"; thresholds: a list of at
  * most 64 in [0, 1] instead; from_logits false; multi_label false: every
- * output one
- * label, label_weights (one per output column) weighing their counts;
+ * output one label, label_weights (one per output column) weighing their
+ * counts;
  * true: one AUC per column (num_labels, if given, is the output's
  * width), averaged, weighted by label_weights), Precision and
  * Recall (thresholds: null (0.5), or one number; top_k; class_id, below
