@@ -120,9 +120,8 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  * "interpolation" | "minoring" | "majoring"; thresholds: a list of at
  * most 64 in [0, 1] instead; from_logits false; multi_label false: every
  * output one label, label_weights (one per output column) weighing their
- * counts;
- * true: one AUC per column (num_labels, if given, is the output's
- * width), averaged, weighted by label_weights), Precision and
+ * counts; true: one AUC per column (num_labels, if given, is the
+ * output's width), averaged, weighted by label_weights), Precision and
  * Recall (thresholds: null (0.5), or one number; top_k; class_id, below
  * the output's width; labels of the output's shape), TopKCategorical
  * Accuracy (k 5; one-hot labels), SparseTopKCategoricalAccuracy (k 5,
