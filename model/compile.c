@@ -1,14 +1,10 @@
 /*
  * compile (include/pasco/model.h): the loss by name, the optimizer, the
- * metrics by Keras's names ("accuracy" resolved from the loss and the
- * output's width), their counts and results, and the compile config as
- * JSON. Counts of every metric sit in one vector of f64 (accuracy:
- * correct, seen; mae and mse: error sum, seen; precision: true and false
- * positives; recall: true positives, false negatives; auc: metrics.h's
- * 4 x 200), so one assign_add adds a batch's and sums of them combine
- * batches, shards and workers. Stateless: any thread.
+ * metrics (read by model/metric_spec.c, by name or as Keras's objects;
+ * their counts, one vector of f64 that sums over batches, shards and
+ * workers, and results in model/metric_counts.c), and the compile config
+ * as JSON. Stateless: any thread.
  */
-#include "metrics_impl.h"
 #include "model_impl.h"
 #include "optimizer_desc.h"
 
@@ -20,22 +16,6 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const struct {
-	const char       *name;
-	pasci_metric_kind kind;
-} metric_names[] = {
-    {"binary_accuracy", PASCI_METRIC_BINARY_ACCURACY},
-    {"sparse_categorical_accuracy", PASCI_METRIC_SPARSE_CAT_ACCURACY},
-    {"categorical_accuracy", PASCI_METRIC_CATEGORICAL_ACCURACY},
-    {"auc", PASCI_METRIC_AUC},
-    {"mae", PASCI_METRIC_MAE},
-    {"mean_absolute_error", PASCI_METRIC_MAE},
-    {"mse", PASCI_METRIC_MSE},
-    {"mean_squared_error", PASCI_METRIC_MSE},
-    {"precision", PASCI_METRIC_PRECISION},
-    {"recall", PASCI_METRIC_RECALL},
-};
-
 /* The activation of the model's output (linear when its last layer has
  * none). */
 static pasco_act
@@ -46,50 +26,6 @@ output_act(const pasco_model *m)
 	               l->kind == PASCO_LAYER_ACTIVATION
 	           ? l->activation
 	           : PASCO_ACT_LINEAR;
-}
-
-/* Keras's resolution of "accuracy" (compile_utils.get_metric_function):
- * binary for an output of width 1, sparse categorical when the labels
- * are class ids (this loss, or a loss graph's y_true as traced: Keras
- * looks at its shape), categorical otherwise. */
-static int
-resolve_metric(const pasco_model *m, const pasci_compile *c, const char *name,
-    pasci_metric_kind *kind)
-{
-	int64_t width = pasco_model_output_width(m);
-	bool    sparse =
-	    c->loss.kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
-	    (c->loss_graph != NULL &&
-	        pasci_loss_graph_sparse_labels(c->loss_graph));
-	if (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0) {
-		*kind = width == 1 ? PASCI_METRIC_BINARY_ACCURACY
-		        : sparse   ? PASCI_METRIC_SPARSE_CAT_ACCURACY
-		                   : PASCI_METRIC_CATEGORICAL_ACCURACY;
-		return PASCO_OK;
-	}
-	for (size_t i = 0; i < COUNT(metric_names); i++) {
-		if (strcmp(name, metric_names[i].name) == 0) {
-			*kind = metric_names[i].kind;
-			break;
-		}
-		if (i + 1 == COUNT(metric_names)) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "compile: unknown metric '%s' (accuracy, "
-			    "binary_accuracy, sparse_categorical_accuracy, "
-			    "categorical_accuracy, auc, precision, recall, "
-			    "mae, mse)",
-			    name);
-		}
-	}
-	if ((*kind == PASCI_METRIC_AUC || *kind == PASCI_METRIC_PRECISION ||
-	        *kind == PASCI_METRIC_RECALL) &&
-	    width != 1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "compile: %s takes one probability per example; the "
-		    "output of '%s' has width %lld",
-		    name, m->layers[m->nlayers - 1].name, (long long) width);
-	}
-	return PASCO_OK;
 }
 
 static int
@@ -201,20 +137,12 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 		    "compile: at most %d metrics", PASCI_MAX_METRICS);
 	}
 	for (size_t k = 0; k < o->nmetrics; k++) {
-		const char *name = o->metrics[k] != NULL ? o->metrics[k] : "";
-		if (strlen(name) >= PASCI_METRIC_NAME_MAX ||
-		    (rv = resolve_metric(m, c, name, &c->metric_kinds[k])) !=
-		        0) {
-			return rv != 0 ? rv
-			               : pasci_model_fail(PASCO_EINVAL,
-			                     "compile: metric name too long");
+		if ((rv = pasci_metric_read(m, c, k, o->metrics[k])) != 0) {
+			return rv;
 		}
-		snprintf(
-		    c->metric_names[k], PASCI_METRIC_NAME_MAX, "%s", name);
 		c->metric_off[k] = c->state_len;
-		c->state_len += c->metric_kinds[k] == PASCI_METRIC_AUC
-		                    ? 4 * PASCO_AUC_THRESHOLDS
-		                    : 2;
+		c->state_len += pasci_metric_state_len(
+		    c->metric_kinds[k], &c->metric_specs[k]);
 	}
 	c->nmetrics = o->nmetrics;
 	return PASCO_OK;
@@ -240,8 +168,7 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	     pasci_opt_config_write(oc, &c->opt);
 	ok = ok && (metrics = cJSON_AddArrayToObject(cc, "metrics")) != NULL;
 	for (size_t k = 0; ok && k < c->nmetrics; k++) {
-		ok = cJSON_AddItemToArray(
-		    metrics, cJSON_CreateString(c->metric_names[k]));
+		ok = pasci_metric_write(metrics, c, k);
 	}
 	return ok && cJSON_AddBoolToObject(cc, "global_step", c->global_step);
 }
@@ -254,9 +181,11 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	const char  *at   = "compile_config";
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
-	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
+	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics");
 	const cJSON *lg = NULL;
 	const char  *names[PASCI_MAX_METRICS];
+	char        *owned[PASCI_MAX_METRICS] = {NULL};
+	int          rv;
 	pasco_compile_options o  = {0};
 	bool                  gs = true;
 	if (cc == NULL) {
@@ -285,147 +214,16 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 		    "%s: needs a loss name and at most %d metric names", at,
 		    PASCI_MAX_METRICS);
 	}
-	cJSON_ArrayForEach(it, ms)
-	{
-		if (!cJSON_IsString(it)) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: metrics[%zu] is not a name", at, o.nmetrics);
-		}
-		names[o.nmetrics++] = it->valuestring;
-	}
 	o.loss           = lg == NULL ? loss->valuestring : NULL;
 	o.metrics        = names;
 	o.no_global_step = !gs;
-	return compile_with(m, &o, lg);
-}
-
-/* The probability (or value) j of row i of pred, through the output's
- * sigmoid or softmax when the loss takes logits. */
-static double
-prob(const pasco_model *m, const pasco_tensor *pred, int64_t i, int64_t j)
-{
-	int64_t w = pred->count / pred->shape[0];
-	double  z = pasco_tensor_get(pred, i * w + j);
-	if (!m->compile.loss.from_logits) {
-		return z;
+	if ((rv = pasci_metric_texts(ms, names, owned, &o.nmetrics)) == 0) {
+		rv = compile_with(m, &o, lg);
 	}
-	if (w == 1) {
-		return 1 / (1 + exp(-z));
+	for (size_t k = 0; k < o.nmetrics; k++) {
+		free(owned[k]);
 	}
-	double mx = -HUGE_VAL, sum = 0;
-	for (int64_t k = 0; k < w; k++) {
-		mx = fmax(mx, pasco_tensor_get(pred, i * w + k));
-	}
-	for (int64_t k = 0; k < w; k++) {
-		sum += exp(pasco_tensor_get(pred, i * w + k) - mx);
-	}
-	return exp(z - mx) / sum;
-}
-
-static int64_t
-argmax_row(const pasco_tensor *t, int64_t i, int64_t w)
-{
-	int64_t best = 0;
-	for (int64_t j = 1; j < w; j++) {
-		if (pasco_tensor_get(t, i * w + j) >
-		    pasco_tensor_get(t, i * w + best)) {
-			best = j;
-		}
-	}
-	return best;
-}
-
-/* One metric's counts of a batch. */
-static void
-counts_of(const pasco_model *m, pasci_metric_kind kind,
-    const pasco_tensor *pred, const pasco_tensor *y, double *s)
-{
-	int64_t n = pred->shape[0], w = pred->count / n;
-	for (int64_t i = 0; i < n; i++) {
-		if (kind == PASCI_METRIC_SPARSE_CAT_ACCURACY) {
-			s[0] += argmax_row(pred, i, w) ==
-			        (int64_t) pasco_tensor_get(y, i);
-			s[1] += 1;
-			continue;
-		}
-		if (kind == PASCI_METRIC_CATEGORICAL_ACCURACY) {
-			s[0] += argmax_row(pred, i, w) == argmax_row(y, i, w);
-			s[1] += 1;
-			continue;
-		}
-		for (int64_t j = 0; j < w; j++) {
-			double p  = prob(m, pred, i, j);
-			double t  = pasco_tensor_get(y, i * w + j);
-			bool   yp = p > 0.5, yt = t > 0.5;
-			switch (kind) {
-			case PASCI_METRIC_BINARY_ACCURACY:
-				s[0] += yp == yt;
-				s[1] += 1;
-				break;
-			case PASCI_METRIC_MAE:
-				s[0] += fabs(p - t);
-				s[1] += 1;
-				break;
-			case PASCI_METRIC_MSE:
-				s[0] += (p - t) * (p - t);
-				s[1] += 1;
-				break;
-			case PASCI_METRIC_PRECISION:
-				s[0] += yp && yt;
-				s[1] += yp && !yt;
-				break;
-			case PASCI_METRIC_RECALL:
-				s[0] += yp && yt;
-				s[1] += !yp && yt;
-				break;
-			case PASCI_METRIC_AUC:
-				pasci_auc_add(s, p, yt);
-				break;
-			default:
-				break;
-			}
-		}
-	}
-}
-
-int
-pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
-    const pasco_tensor *y, double *state)
-{
-	const pasci_compile *c = &m->compile;
-	for (size_t k = 0; k < c->nmetrics; k++) {
-		pasci_metric_kind kind = c->metric_kinds[k];
-		int64_t want = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY
-		                   ? pred->shape[0]
-		                   : pred->count;
-		if (pred->rank != 2 || y == NULL || y->count != want) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: targets %s%s do not fit the output %s (want "
-			    "%lld values)",
-			    c->metric_names[k],
-			    y != NULL ? pasco_dtype_name(y->dtype) : "none",
-			    y != NULL ? PASCI_SHAPE(y->rank, y->shape) : "",
-			    PASCI_SHAPE(pred->rank, pred->shape),
-			    (long long) want);
-		}
-		counts_of(m, kind, pred, y, state + c->metric_off[k]);
-	}
-	return PASCO_OK;
-}
-
-double
-pasci_metric_result(const pasco_model *m, size_t k, const double *state)
-{
-	const double *s = state + m->compile.metric_off[k];
-	switch (m->compile.metric_kinds[k]) {
-	case PASCI_METRIC_AUC:
-		return pasci_auc_of(s);
-	case PASCI_METRIC_PRECISION:
-	case PASCI_METRIC_RECALL:
-		return s[0] + s[1] > 0 ? s[0] / (s[0] + s[1]) : 0;
-	default:
-		return s[1] > 0 ? s[0] / s[1] : NAN;
-	}
+	return rv;
 }
 
 size_t

@@ -6,6 +6,7 @@
 #ifndef PASCI_LAYERS_IMPL_H
 #define PASCI_LAYERS_IMPL_H
 
+#include "metric_spec.h"
 #include "pasco/layers.h"
 
 typedef struct pasci_model_var {
@@ -45,6 +46,10 @@ typedef enum pasci_metric_kind {
 	PASCI_METRIC_PRECISION            = 6,
 	PASCI_METRIC_RECALL               = 7,
 	PASCI_METRIC_MSE                  = 8,
+	PASCI_METRIC_RMSE                 = 9,
+	PASCI_METRIC_BCE                  = 10,
+	PASCI_METRIC_TOP_K                = 11,
+	PASCI_METRIC_SPARSE_TOP_K         = 12,
 } pasci_metric_kind;
 
 #define PASCI_MAX_METRICS 8
@@ -67,6 +72,7 @@ typedef struct pasci_compile {
 	size_t          nmetrics;
 	char            metric_names[PASCI_MAX_METRICS][PASCI_METRIC_NAME_MAX];
 	pasci_metric_kind metric_kinds[PASCI_MAX_METRICS];
+	pasci_metric_spec metric_specs[PASCI_MAX_METRICS]; /* their parameters */
 	size_t            metric_off[PASCI_MAX_METRICS];
 	size_t            state_len; /* counts of every metric together */
 } pasci_compile;

@@ -71,6 +71,24 @@ bool pasci_loss_graph_write(
 pasco_tnode *pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
     const pasco_tensor *y, pasco_tnode *pred);
 
+/* Metric k of c from text (o->metrics[k]: a name, or the JSON of a Keras
+ * metric object, {"class_name": ..., "config": {...}}): its kind, spec
+ * and unique log name into c. PASCO_EINVAL naming metrics[k] and the
+ * field. (model/metric_spec.c) */
+int pasci_metric_read(
+    const pasco_model *m, pasci_compile *c, size_t k, const char *text);
+/* The counts metric kind with spec s adds to the state vector. */
+size_t pasci_metric_state_len(
+    pasci_metric_kind kind, const pasci_metric_spec *s);
+/* Metric k of c appended to a compile config's "metrics" array as it was
+ * given (a name, or {"class_name", "config"}). False without memory. */
+bool pasci_metric_write(cJSON *metrics, const pasci_compile *c, size_t k);
+/* A compile config's "metrics" (names, or objects printed into owned[k],
+ * which the caller frees) into texts and *n. PASCO_EINVAL naming the
+ * entry that is neither. */
+int pasci_metric_texts(
+    const cJSON *ms, const char **texts, char **owned, size_t *n);
+
 /* Adds a batch's metric counts (output `pred` against targets y) into
  * state (m->compile.state_len numbers). PASCO_EINVAL with a message
  * naming the metric and shapes when y does not fit. */

@@ -5,6 +5,9 @@
  * rule). States are f64: MEAN and ACCURACY [2] (total, count); AUC
  * [4, 200] (true positives, false positives, true negatives, false
  * negatives per threshold).
+ * A compiled model's metrics take Keras 3's parameters instead (AUC's
+ * num_thresholds, curve and summation, Precision's thresholds, top_k and
+ * class_id, ...): pasco_compile_options.metrics in model.h.
  */
 #ifndef PASCO_METRICS_H
 #define PASCO_METRICS_H

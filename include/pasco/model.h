@@ -106,10 +106,37 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  * sparse_categorical_crossentropy loss; categorical accuracy otherwise),
  * "binary_accuracy", "sparse_categorical_accuracy",
  * "categorical_accuracy", "auc", "precision", "recall" (one probability
- * per example: an output of width 1), "mae", "mse". Binary metrics
- * threshold at 0.5; AUC has 200 thresholds (metrics.h); a from_logits
- * output goes through its sigmoid or softmax first. Logs name a metric as
- * given. The compile config travels with the model's config. */
+ * per example: an output of width 1), "mae", "mse",
+ * "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy"
+ * (k 5). Binary metrics threshold at 0.5; AUC has 200 thresholds
+ * (metrics.h); a from_logits output goes through its sigmoid or softmax
+ * first. Logs name a metric as given.
+ * A metric with parameters: an entry that starts with '{' is a Keras 3
+ * metric object as Keras serializes it, JSON text
+ *   {"class_name": "AUC", "config": {"name": "auc_1", "curve": "PR"}}
+ * ("module" and "registered_name" beside them are read and ignored; a
+ * field left out takes Keras's default): AUC (num_thresholds 200, at most
+ * 2048; curve "ROC" | "PR" | "PRGAIN" (or lower case); summation_method
+ * "interpolation" | "minoring" | "majoring"; thresholds: a list of at
+ * most 64 in [0, 1] instead; from_logits false; multi_label false: every
+ * output one label, label_weights (one per output column) weighing their
+ * counts; true: one AUC per column (num_labels, if given, is the
+ * output's width), averaged, weighted by label_weights), Precision and
+ * Recall (thresholds: null (0.5), or one number; top_k; class_id, below
+ * the output's width; labels of the output's shape), TopKCategorical
+ * Accuracy (k 5; one-hot labels), SparseTopKCategoricalAccuracy (k 5,
+ * from_sorted_ids false), MeanSquaredError, RootMeanSquaredError,
+ * MeanAbsoluteError, BinaryCrossentropy (from_logits false,
+ * label_smoothing 0), BinaryAccuracy (threshold 0.5),
+ * SparseCategoricalAccuracy, CategoricalAccuracy; "dtype" null or a
+ * name. An object's metric is computed on the raw output, as Keras's is,
+ * with Keras 3's definitions (a prediction above a threshold, compared in
+ * float32, is positive; a label not 0 is positive). It logs under its
+ * config's "name" (the class's snake-case name without one). A name
+ * that an earlier metric has gets _1, _2, ... (Keras's auc, auc_1). A
+ * bad field is PASCO_EINVAL naming "metrics[k] (Class): field". The
+ * compile config travels with the model's config, each metric as it was
+ * given. */
 typedef struct pasco_compile_options {
 	const char        *loss;
 	/* A custom loss (docs/GRAPHS.md, "A custom loss"), used instead of
@@ -124,7 +151,7 @@ typedef struct pasco_compile_options {
 	const char        *loss_graph;
 	bool               from_logits;
 	pasco_optimizer    optimizer;
-	const char *const *metrics;
+	const char *const *metrics;  /* names or metric objects' JSON */
 	size_t             nmetrics; /* at most 8 */
 	bool               no_global_step;
 } pasco_compile_options;

@@ -31,11 +31,20 @@ The state is a float64 variable ``metrics/<name>`` ([total, count]; Sum:
 (else ``pasco.get_strategy()``'s) on first use and set to zeros then, so a metric object starts from zero as
 Keras's does. Outside a traced step, ``update_state`` takes numpy arrays
 and adds their counts from the chief.
+
+AUC, Precision, Recall, the top-k accuracies, MeanSquaredError,
+RootMeanSquaredError, MeanAbsoluteError and BinaryCrossentropy
+(python/pasco/_metrics_keras3.py) also go into ``model.compile(metrics=
+[...])``, as the accuracies do: there the library's steps count them in
+C from their Keras config (``get_config()``), logged under ``name``.
+``name=None`` (AUC, Precision, Recall) is Keras's automatic name: auc,
+auc_1, ... in the order they are made.
 """
 
 from __future__ import annotations
 
 import ctypes
+import re
 from ctypes import POINTER, c_int, c_void_p
 from typing import Any, Dict, Optional
 
@@ -53,12 +62,20 @@ _lib._sig("pasco_variable_create", c_int, POINTER(c_void_p), c_void_p,
           ctypes.c_char_p, POINTER(_lib.Tensor))
 _lib._sig("pasco_variable_assign_add", c_int, c_void_p, POINTER(_lib.Tensor))
 
-_names: Dict[str, int] = {}
+_names: Dict[str, int] = {}  # the states' variable names
+_auto: Dict[str, int] = {}  # Keras's auto names (name=None)
 
 
-def _unique(name: str) -> str:
-    k = _names.get(name, 0)
-    _names[name] = k + 1
+def _snake(name: str) -> str:
+    """Keras's to_snake_case: AUC -> auc, TopKAccuracy -> top_k_accuracy."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _unique(name: str, taken: Optional[Dict[str, int]] = None) -> str:
+    taken = _names if taken is None else taken
+    k = taken.get(name, 0)
+    taken[name] = k + 1
     return name if k == 0 else f"{name}_{k}"
 
 
@@ -147,6 +164,44 @@ class _Numpy:
     def stack(xs: Any) -> np.ndarray:
         return np.asarray([np.asarray(x) for x in xs], np.float64)
 
+    @staticmethod
+    def not_equal(a: Any, b: Any) -> np.ndarray:
+        return (np.asarray(a) != np.asarray(b)).astype(np.float32)
+
+    @staticmethod
+    def less(a: Any, b: Any) -> np.ndarray:
+        return (np.asarray(a) < np.asarray(b)).astype(np.float32)
+
+    @staticmethod
+    def where(c: Any, a: Any, b: Any) -> np.ndarray:
+        a = np.asarray(a)
+        return np.where(np.asarray(c) != 0, a, np.asarray(b, a.dtype))
+
+    @staticmethod
+    def reshape(x: Any, shape: Any) -> np.ndarray:
+        return np.reshape(x, shape)
+
+    @staticmethod
+    def clip(x: Any, lo: float, hi: float) -> np.ndarray:
+        x = np.asarray(x)
+        return np.clip(x, x.dtype.type(lo), x.dtype.type(hi))
+
+    @staticmethod
+    def one_hot(x: Any, n: int) -> np.ndarray:
+        return np.eye(n, dtype=np.float32)[np.asarray(x, np.int64)]
+
+    @staticmethod
+    def unary(name: str, x: Any) -> np.ndarray:
+        x = np.asarray(x)
+        if name == "sigmoid":
+            return (1 / (1 + np.exp(-x))).astype(x.dtype)
+        return getattr(np, name)(x)
+
+    @staticmethod
+    def maximum(a: Any, b: Any) -> np.ndarray:
+        a = np.asarray(a)
+        return np.maximum(a, np.asarray(b, a.dtype))
+
 
 class _Ops:
     """The same on symbolic tensors, recording pasco.ops nodes."""
@@ -169,6 +224,18 @@ class _Ops:
     def stack(xs: Any) -> Any:
         return ops.concatenate([ops.expand_dims(ops.cast(x, "float64"), 0)
                                 for x in xs], axis=0)
+
+    not_equal = staticmethod(ops.not_equal)
+    less = staticmethod(ops.less)
+    where = staticmethod(ops.where)
+    reshape = staticmethod(ops.reshape)
+    clip = staticmethod(ops.clip)
+    one_hot = staticmethod(ops.one_hot)
+    maximum = staticmethod(ops.maximum)
+
+    @staticmethod
+    def unary(name: str, x: Any) -> Any:
+        return getattr(ops, name)(x)
 
 
 def _rank(x: Any) -> int:
@@ -207,14 +274,30 @@ class Metric:
 
     _state_shape: tuple = (2,)
 
-    def __init__(self, name: Optional[str] = None) -> None:
-        default = "".join("_" + c.lower() if c.isupper() else c
-                          for c in type(self).__name__).lstrip("_")
+    def __init__(self, name: Optional[str] = None,
+                 dtype: Optional[str] = None) -> None:
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"name: expected a non-empty str, got {name!r}")
-        self.name = name or default
+        if dtype not in (None, "float32", "float64"):
+            raise ValueError(f"dtype: expected None, 'float32' or "
+                             f"'float64' (the state is float64), got "
+                             f"{dtype!r}")
+        if name is None:  # Keras's auto_name: auc, auc_1, ...
+            name = _unique(_snake(type(self).__name__), _auto)
+        self.name, self.dtype = name, dtype
         self.state = _State(f"metrics/{_unique(self.name)}",
                             self._state_shape)
+
+    def get_config(self) -> Dict[str, Any]:
+        """Keras's config: name and dtype, then the metric's own
+        arguments; model.compile sends it to the workers as
+        {"class_name": ..., "config": ...}."""
+        return {"name": self.name, "dtype": self.dtype}
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "Metric":
+        """Keras's from_config: the metric of get_config()'s arguments."""
+        return cls(**config)
 
     def _delta(self, B: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
@@ -293,6 +376,10 @@ def _per_example(B: Any, sample_weight: Any, values: Any, what: str) -> Any:
 class Mean(Metric):
     """Keras's Mean: the (weighted) mean of the values given."""
 
+    def __init__(self, name: str = "mean",
+                 dtype: Optional[str] = None) -> None:
+        super().__init__(name, dtype)
+
     def _delta(self, B: Any, values: Any, sample_weight: Any = None) -> Any:
         return _weighted(B, values, sample_weight, self.name)
 
@@ -301,6 +388,10 @@ class Sum(Metric):
     """Keras's Sum: the (weighted) sum of the values given."""
 
     _state_shape = (1,)
+
+    def __init__(self, name: str = "sum",
+                 dtype: Optional[str] = None) -> None:
+        super().__init__(name, dtype)
 
     def _delta(self, B: Any, values: Any, sample_weight: Any = None) -> Any:
         values = B.cast(values, "float64")
@@ -331,6 +422,10 @@ class Accuracy(_MeanOf):
     """Keras's Accuracy: how often y_pred equals y_true (y_true cast to
     y_pred's dtype)."""
 
+    def __init__(self, name: str = "accuracy",
+                 dtype: Optional[str] = None) -> None:
+        super().__init__(name, dtype)
+
     def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
         y_true, y_pred = _same_rank(B, B.cast(y_true, _dtype(y_pred)),
                                     y_pred)
@@ -341,14 +436,18 @@ class BinaryAccuracy(_MeanOf):
     """Keras's BinaryAccuracy(threshold=0.5): how often y_pred >
     threshold equals y_true."""
 
-    def __init__(self, name: Optional[str] = None,
+    def __init__(self, name: str = "binary_accuracy",
+                 dtype: Optional[str] = None,
                  threshold: float = 0.5) -> None:
         if isinstance(threshold, bool) or not isinstance(
                 threshold, (int, float)):
             raise TypeError(f"threshold: expected a number, got "
                             f"{threshold!r}")
         self.threshold = float(threshold)
-        super().__init__(name)
+        super().__init__(name, dtype)
+
+    def get_config(self) -> Dict[str, Any]:
+        return {**super().get_config(), "threshold": self.threshold}
 
     def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
         dtype = _dtype(y_pred)
@@ -362,6 +461,10 @@ class SparseCategoricalAccuracy(_MeanOf):
     [batch, classes] is the class id y_true ([batch] or [batch, 1]),
     compared in y_pred's dtype."""
 
+    def __init__(self, name: str = "sparse_categorical_accuracy",
+                 dtype: Optional[str] = None) -> None:
+        super().__init__(name, dtype)
+
     def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
         dtype = _dtype(y_pred)
         y_true = B.cast(y_true, dtype)
@@ -374,5 +477,20 @@ class CategoricalAccuracy(_MeanOf):
     """Keras's CategoricalAccuracy: how often the argmax of y_pred is
     that of the one-hot y_true."""
 
+    def __init__(self, name: str = "categorical_accuracy",
+                 dtype: Optional[str] = None) -> None:
+        super().__init__(name, dtype)
+
     def _matches(self, B: Any, y_true: Any, y_pred: Any) -> Any:
         return B.equal(B.argmax(y_true, -1), B.argmax(y_pred, -1))
+
+
+from ._metrics_keras3 import (  # noqa: E402,F401 (they build on the above)
+    AUC, BinaryCrossentropy, MeanAbsoluteError, MeanSquaredError, Precision,
+    Recall, RootMeanSquaredError, SparseTopKCategoricalAccuracy,
+    TopKCategoricalAccuracy, compile_entry, deserialize, serialize)
+
+__all__ += ["AUC", "Precision", "Recall", "TopKCategoricalAccuracy",
+            "SparseTopKCategoricalAccuracy", "MeanSquaredError",
+            "RootMeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy",
+            "serialize", "deserialize"]

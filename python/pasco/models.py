@@ -38,7 +38,35 @@ _LOSSES = ("mse", "mean_squared_error", "binary_crossentropy",
 _METRICS = ("accuracy", "acc", "binary_accuracy",
             "sparse_categorical_accuracy", "categorical_accuracy", "auc",
             "precision", "recall", "mae", "mean_absolute_error", "mse",
-            "mean_squared_error")
+            "mean_squared_error", "top_k_categorical_accuracy",
+            "sparse_top_k_categorical_accuracy")
+
+
+def _compile_metrics(metrics: Optional[Sequence[Any]]) -> list:
+    """compile's metrics as its config carries them: names, and metric
+    objects as Keras serializes them (pasco.metrics)."""
+    from . import metrics as _metrics
+    metrics = list(metrics or [])
+    if len(metrics) > 8:
+        raise ValueError(f"metrics: at most 8, got {len(metrics)}")
+    out: list = []
+    for m in metrics:
+        if isinstance(m, dict):  # serialized, as a saved config has it
+            m = _metrics.deserialize(m)
+        if isinstance(m, _metrics.Metric):
+            out.append(_metrics.compile_entry(m))
+        elif isinstance(m, type) and issubclass(m, _metrics.Metric):
+            raise TypeError(f"metrics: got the class {m.__name__}; give an "
+                            f"instance ({m.__name__}())")
+        elif not isinstance(m, str) or m not in _METRICS:
+            raise ValueError(f"metrics: expected names from "
+                             f"{', '.join(_METRICS)} or pasco.metrics "
+                             f"objects, got {m!r}")
+        else:
+            out.append(m)
+    return out
+
+
 DatasetLike = Union[Dataset, str]
 
 
@@ -196,15 +224,17 @@ class Model:
 
     def compile(self, optimizer: Union[str, _optimizers.Optimizer] = "rmsprop",
                 loss: Optional[_losses.LossLike] = None,
-                metrics: Optional[Sequence[str]] = None,
+                metrics: Optional[Sequence[Any]] = None,
                 from_logits: bool = False) -> None:
         """Keras's compile: optimizer (a name or pasco.optimizers.*), loss
         ("mse", "binary_crossentropy", "sparse_categorical_crossentropy",
         "categorical_crossentropy", a pasco.losses function or object,
         or your own: a function of pasco.ops (y_true, y_pred) or a
         pasco.losses.Loss subclass, traced when the model is built: see
-        pasco.losses), metrics ("accuracy", "auc", "precision",
-        "recall", "mae", "mse", ...: at most 8)."""
+        pasco.losses), metrics (at most 8: names, "accuracy", "auc",
+        "precision", "recall", "mae", "mse", ..., or pasco.metrics
+        objects with their arguments, AUC(curve="PR"), Precision(
+        thresholds=0.3), ..., logged under their names)."""
         opt = _optimizers.get(optimizer)
         if loss is None:
             raise ValueError("loss: required (e.g. "
@@ -223,15 +253,7 @@ class Model:
             raise ValueError(f"loss: expected one of {', '.join(_LOSSES)}, "
                              f"a pasco.losses.Loss or a function of "
                              f"pasco.ops (y_true, y_pred), got {loss!r}")
-        metrics = list(metrics or [])
-        if len(metrics) > 8 or not all(isinstance(m, str) and m
-                                       for m in metrics):
-            raise ValueError(f"metrics: expected at most 8 metric names, got "
-                             f"{metrics!r}")
-        for m in metrics:
-            if m not in _METRICS:
-                raise ValueError(f"metrics: expected names from "
-                                 f"{', '.join(_METRICS)}, got {m!r}")
+        metrics = _compile_metrics(metrics)
         self.optimizer = opt
         self.compiled_loss = loss
         self._loss_fn = loss_fn

@@ -20,7 +20,9 @@ launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
 saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
 and 3 ps: the same predictions bit for bit, the same resumed losses),
 numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
-numpy arrays against numpy's loss and forward pass). Every task carries a PASCO_TEST_MARK of this run;
+numpy arrays against numpy's loss and forward pass),
+keras3_metrics (issue 33's metric objects in compile and in traced steps
+against numpy, tests/python/keras3_metrics.py). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -198,6 +200,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("traced_step.py", d, "metrics")
             ok = p.returncode == 0 and "traced_step: OK metrics" in p.stdout
+    elif case == "keras3_metrics":
+        subprocess.run([make_table, d], check=True)
+        p = launch("keras3_metrics.py", d, timeout=170)
+        ok = p.returncode == 0 and "keras3_metrics: OK" in p.stdout
     elif case == "ps_tutorial":
         p = launch("ps_tutorial.py", d,
                    path=os.path.join(root, "examples", "ps_tutorial.py"))

@@ -353,7 +353,89 @@ def keras_examples():
           f"state names {names}")
 
 
-for t in (tutorial_step, retrace, errors, keras_examples):
+def keras3_examples():
+    """Issue 33's metric objects (numpy side, their state the batch's
+    counts) on Keras 3's documented examples, their Keras names, and
+    what compile refuses."""
+    M = pasco.metrics
+    two_labels = ([[1, 1], [0, 0], [1, 0], [0, 0]],
+                  [[0.9, 0.1], [0.2, 0.8], [0.6, 0.3], [0.1, 0.7]])
+
+    def result(m, *args, **kw):
+        d = np.asarray(m._delta(_Numpy, *map(np.asarray, args), **{
+            k: np.asarray(v) for k, v in kw.items()}), np.float64)
+        m.state.numpy = lambda: d.reshape(m._state_shape)
+        return m.result()
+
+    cases = [
+        (M.AUC(num_thresholds=3), ([0, 0, 1, 1], [0, 0.5, 0.3, 0.9]), {},
+         0.75),
+        (M.AUC(num_thresholds=3), ([0, 0, 1, 1], [0, 0.5, 0.3, 0.9]),
+         {"sample_weight": [1, 0, 0, 1]}, 1.0),
+        (M.Precision(), ([0, 1, 1, 1], [1, 0, 1, 1]), {}, 2 / 3),
+        (M.Precision(), ([0, 1, 1, 1], [1, 0, 1, 1]),
+         {"sample_weight": [0, 0, 1, 0]}, 1.0),
+        (M.Precision(top_k=2), ([0, 0, 1, 1], [1, 1, 1, 1]), {}, 0.0),
+        (M.Precision(top_k=4), ([0, 0, 1, 1], [1, 1, 1, 1]), {}, 0.5),
+        (M.Recall(), ([0, 1, 1, 1], [1, 0, 1, 1]), {}, 2 / 3),
+        (M.TopKCategoricalAccuracy(k=1), ([[0, 0, 1], [0, 1, 0]],
+                                          [[0.1, 0.9, 0.8],
+                                           [0.05, 0.95, 0]]), {}, 0.5),
+        (M.SparseTopKCategoricalAccuracy(k=1), ([2, 1], [[0.1, 0.9, 0.8],
+                                                         [0.05, 0.95, 0]]),
+         {}, 0.5),
+        (M.SparseTopKCategoricalAccuracy(k=1, from_sorted_ids=True),
+         ([2, 1], [[1, 0, 3], [1, 2, 3]]), {}, 0.5),
+        (M.MeanSquaredError(), ([[0, 1], [0, 0]], [[1, 1], [0, 0]]), {},
+         0.25),
+        (M.RootMeanSquaredError(), ([[0, 1], [0, 0]], [[1, 1], [0, 0]]),
+         {}, 0.5),
+        (M.MeanAbsoluteError(), ([[0, 1], [0, 0]], [[1, 1], [0, 0]]), {},
+         0.25),
+        (M.BinaryCrossentropy(), ([[0, 1], [0, 0]], [[0.6, 0.4],
+                                                     [0.4, 0.6]]), {},
+         0.81492424),
+        # one column separates its labels (AUC 1), the other inverts (0)
+        (M.AUC(multi_label=True), two_labels[:1] + two_labels[1:], {}, 0.5),
+        (M.AUC(multi_label=True, num_labels=2, label_weights=[3, 1]),
+         two_labels, {}, 0.75),
+        (M.AUC(label_weights=[1, 0]), two_labels, {}, 1.0),
+    ]
+    for m, args, kw, want in cases:
+        got = result(m, *args, **kw)
+        check(abs(got - want) < 1e-6,
+              f"{type(m).__name__}{args} {kw}: {got}, Keras gives {want}")
+    names = [cases[0][0].name, cases[1][0].name, M.AUC().name,
+             M.Recall(name="r").name, M.MeanSquaredError().name,
+             M.MeanSquaredError().name]
+    check(names == ["auc", "auc_1", "auc_5", "r", "mean_squared_error",
+                    "mean_squared_error"], f"Keras's names: {names}")
+    model = pasco.Sequential([pasco.layers.Dense(1)])
+    for bad, says in ((M.Mean(), "it takes values, not (y_true, y_pred)"),
+                      (M.Precision(thresholds=[0.2, 0.4]),
+                       "give one threshold (2 given")):
+        try:
+            model.compile(loss="mse", metrics=[bad])
+            check(False, f"compile took {bad}")
+        except ValueError as e:
+            check(says in str(e), f"compile of {bad}: {e}")
+    model.compile(loss="mse", metrics=[M.AUC(curve="PR"), "mae"])
+    entry = model.compile_config["metrics"][0]
+    check(entry["class_name"] == "AUC" and entry["config"]["curve"] == "PR"
+          and model.compile_config["metrics"][1] == "mae",
+          f"compile's config: {model.compile_config['metrics']}")
+    # a saved compile config compiles again to the same entries
+    again = pasco.Sequential([pasco.layers.Dense(1)])
+    again.compile(loss="mse", metrics=model.compile_config["metrics"])
+    check(again.compile_config["metrics"] ==
+          model.compile_config["metrics"], f"recompiled: "
+          f"{again.compile_config['metrics']}")
+    back = M.deserialize(M.serialize(M.Precision(thresholds=0.3, top_k=2)))
+    check(isinstance(back, M.Precision) and back.thresholds == [0.3] and
+          back.top_k == 2, f"deserialize: {back.get_config()}")
+
+
+for t in (tutorial_step, retrace, errors, keras_examples, keras3_examples):
     t()
 if failures:
     print(f"step_trace: FAILED: {len(failures)} failures")
