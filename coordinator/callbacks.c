@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "callbacks_impl.h"
 #include "pasco/fit.h"
 #include "pasco/summary.h"
 #include "util.h"
@@ -205,7 +206,9 @@ pasco_callbacks_begin(pasco_callbacks *cbs, int32_t epochs,
 		    "epochs and the initial epoch >= 0",
 		    (long long) steps_per_epoch);
 	}
+	double lr = cbs->ctx.learning_rate; /* the loop's, set before */
 	memset(&cbs->ctx, 0, sizeof(cbs->ctx));
+	cbs->ctx.learning_rate   = lr;
 	cbs->ctx.epochs          = epochs;
 	cbs->ctx.steps_per_epoch = steps_per_epoch;
 	cbs->ctx.initial_epoch   = *initial_epoch;
@@ -269,6 +272,29 @@ pasco_callbacks_context(const pasco_callbacks *cbs)
 	return &cbs->ctx;
 }
 
+pasco_fit_context *
+pasci_callbacks_ctx(pasco_callbacks *cbs)
+{
+	return &cbs->ctx;
+}
+
+int
+pasco_fit_set_learning_rate(pasco_fit_context *ctx, double lr)
+{
+	if (!(ctx->learning_rate > 0)) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "set learning rate: this fit has no learning rate to set "
+		    "(a step function of your own: give pasco_fit_options "
+		    "learning_rate and set_learning_rate)");
+	}
+	if (!isfinite(lr) || !(lr > 0)) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "set learning rate: %g is not a finite number > 0", lr);
+	}
+	ctx->learning_rate = lr;
+	return PASCO_OK;
+}
+
 /* TensorBoard. */
 
 typedef struct tb_cb {
@@ -327,9 +353,14 @@ tb_epoch_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
 			rv = tb_scalar(t->train, name, ctx->epoch, v);
 		}
 	}
-	if (rv == PASCO_OK && t->learning_rate != 0) {
-		rv = tb_scalar(
-		    t->train, "learning_rate", ctx->epoch, t->learning_rate);
+	/* the rate the epoch used: its log when a callback put it there,
+	 * else the loop's (a callback may change it later), else the
+	 * option's */
+	double lr =
+	    ctx->learning_rate > 0 ? ctx->learning_rate : t->learning_rate;
+	if (rv == PASCO_OK && lr != 0 &&
+	    !pasco_logs_get(logs, "learning_rate", NULL)) {
+		rv = tb_scalar(t->train, "learning_rate", ctx->epoch, lr);
 	}
 	if (rv == PASCO_OK) {
 		rv = pasco_summary_flush(t->train);

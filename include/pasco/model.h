@@ -215,6 +215,10 @@ typedef struct pasco_model_fit_options {
 	 * coordinator's window is set to it for the fit, then set back);
 	 * 0 means PASCO_FIT_DEFAULT_WINDOW. */
 	uint32_t window;
+	/* With verbose, Keras's verbose: PASCO_PROGRESS_AUTO ("auto": the
+	 * progress bar on a terminal, a line per epoch elsewhere),
+	 * PASCO_PROGRESS_BAR (1) or PASCO_PROGRESS_LINES (2); fit.h. */
+	pasco_progress_style progress_style;
 } pasco_model_fit_options;
 
 int pasco_model_fit(pasco_coordinator *c, pasco_model *m,
