@@ -1,13 +1,16 @@
 /*
- * What an optimizer is, in one place: for each pasco_optimizer_kind, its
- * name in checkpoint manifests and pasco.optimizers.get ("adam"), its name
+ * What an optimizer is, in one file of its own, base/optimizers/<file>.c,
+ * holding its descriptor: for each pasco_optimizer_kind, its name in checkpoint manifests and pasco.optimizers.get ("adam"), its name
  * in messages ("Adam"), Keras's class name ("Adam"), its hyperparameters
  * by Keras's names (the compile config's fields), Keras's defaults (which
  * its constructor and a config that leaves a field out start from) and its
- * slots, by Keras's names, in the order the ps keeps them. The ps (its
- * slots, its checkpoint shards, its update table), the coordinator
+ * slots, by Keras's names, in the order the ps keeps them; and its update
+ * (hyperparameter check, slots' initial values, per-apply scalars, the
+ * update in double and its f32 kernel). The table of descriptors
+ * (base/optimizer_desc.c) is made from include/pasco/optimizer_kinds.h.
+ * The ps (its slots, its checkpoint shards, its updates), the coordinator
  * (restoring slots from a manifest), the constructors
- * (client/optimizer_config.c) and the compile config (model/compile.c) all
+ * (in each kind's file) and the compile config (model/compile.c) all
  * read it, and every bound on the kinds comes from PASCI_OPT_KINDS: a
  * table indexed by kind that is not PASCI_OPT_KINDS long does not compile.
  *
@@ -18,18 +21,34 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pasco/optimizer.h"
 
 /* One more than the last pasco_optimizer_kind: the length of every table
  * indexed by kind (kind 0 is "none"). */
-#define PASCI_OPT_KINDS (PASCO_OPT_FTRL + 1)
+#define PASCI_OPT_KINDS PASCO_OPT_KIND_COUNT
 
 /* The most slots an optimizer has. */
 #define PASCI_OPT_MAX_SLOTS 3
 
 /* The most hyperparameters (config fields) an optimizer has. */
 #define PASCI_OPT_MAX_FIELDS 8
+
+/* The most per-apply scalars (Adam's step size, ...) an optimizer has. */
+#define PASCI_OPT_MAX_SCALARS 6
+
+/* The f32 arrays of one apply, for an optimizer's f32 kernel: nrows rows
+ * of row_elems elements of w and of its slots, each updated from the next
+ * row of g. Row i is the element ids[i] * row_elems of w (a sparse apply)
+ * or, with ids NULL, at + i * row_elems (a dense span). */
+typedef struct pasci_opt_rows {
+	float         *w;
+	float         *slot[PASCI_OPT_MAX_SLOTS]; /* NULL: unused */
+	const float   *g;
+	const int64_t *ids;
+	int64_t        nrows, row_elems, at;
+} pasci_opt_rows;
 
 /* One hyperparameter: its key in Keras's optimizer config and where
  * pasco_optimizer keeps it (a double, or a bool when is_bool). */
@@ -54,6 +73,33 @@ typedef struct pasci_opt_desc {
 	pasci_opt_field fields[PASCI_OPT_MAX_FIELDS];
 	/* Keras's defaults for every field (iterations NULL) */
 	pasco_optimizer defaults;
+
+	/* The update, on the ps (ps/optimizer_apply.c calls these with the
+	 * shard's lock held; none blocks). o's learning_rate is the one of
+	 * this apply. */
+	/* Keras's ValueErrors for the hyperparameters beyond learning_rate,
+	 * epsilon and momentum: what is wrong, or NULL. NULL: none. */
+	const char *(*check)(const pasco_optimizer *o);
+	/* The initial value of slot k. */
+	double (*slot_init)(const pasco_optimizer *o, int k);
+	/* Whether the update reads slot k (an unused slot is never
+	 * allocated: it reads as 0); NULL: every slot is used. */
+	bool (*slot_used)(const pasco_optimizer *o, int k);
+	/* The per-apply scalars k[] at the apply's step t (1, 2, ...: the
+	 * global step, or the shard's count of applies); NULL: none. */
+	void (*scalars)(const pasco_optimizer *o, double t, double *k);
+	/* One element in double: w and its slots s[] from gradient g. */
+	void (*update)(const pasco_optimizer *o, const double *k, double *w,
+	    double g, double *s);
+	/* The f32 case in f32 arithmetic, as Keras updates float32
+	 * variables (base/optimizers/opt_kernel.h); NULL: update in double,
+	 * element by element, rounded to f32. */
+	void (*f32_rows)(const pasco_optimizer *o, const double *k,
+	    const pasci_opt_rows *r);
+	/* Tests: its public constructor at Keras's defaults (which must give
+	 * `defaults`), and a configuration whose update uses every slot. */
+	pasco_optimizer (*keras_default)(void);
+	pasco_optimizer (*every_slot)(void);
 } pasci_opt_desc;
 
 /* The descriptor of kind, or NULL for a number that is no optimizer's.

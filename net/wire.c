@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optimizer_desc.h"
 #include "tensor_impl.h"
 #include "util.h"
 #include "value_impl.h"
@@ -120,25 +121,25 @@ decode_tensors(pasci_wire_msg *m, const Pasco__Wire__Header *pb, uint8_t *body,
 	return rv;
 }
 
+/* The optimizer of w: its kind's defaults, then its hyperparameters in
+ * the descriptor's field order (one past the last sent keeps its default;
+ * params past the kind's fields are ignored). A kind of no optimizer's
+ * keeps its number, for the ps to refuse naming it. */
 static void
 get_optimizer(pasco_optimizer *o, const Pasco__Wire__Optimizer *w)
 {
-	*o = (pasco_optimizer){.kind   = (pasco_optimizer_kind) w->kind,
-	    .learning_rate             = w->learning_rate,
-	    .momentum                  = w->momentum,
-	    .nesterov                  = w->nesterov,
-	    .rho                       = w->rho,
-	    .centered                  = w->centered,
-	    .beta_1                    = w->beta_1,
-	    .beta_2                    = w->beta_2,
-	    .amsgrad                   = w->amsgrad,
-	    .epsilon                   = w->epsilon,
-	    .initial_accumulator_value = w->initial_accumulator_value,
-	    .learning_rate_power       = w->learning_rate_power,
-	    .l1                        = w->l1,
-	    .l2                        = w->l2,
-	    .l2_shrinkage              = w->l2_shrinkage,
-	    .beta                      = w->beta};
+	const pasci_opt_desc *d = pasci_opt_desc_of(w->kind);
+	*o = d != NULL ? d->defaults : (pasco_optimizer){0};
+	o->kind = (pasco_optimizer_kind) w->kind;
+	for (int i = 0; d != NULL && i < d->nfields && (size_t) i < w->n_params;
+	     i++) {
+		char *at = (char *) o + d->fields[i].off;
+		if (d->fields[i].is_bool) {
+			*(bool *) at = w->params[i] != 0;
+		} else {
+			*(double *) at = w->params[i];
+		}
+	}
 }
 
 static void

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optimizer_desc.h"
 #include "tensor_impl.h"
 #include "util.h"
 #include "value_impl.h"
@@ -320,6 +321,7 @@ pasci_wire_add_arg_resource(pasci_wire_builder *b, uint64_t resource)
 typedef struct pb_header {
 	Pasco__Wire__Header      h;
 	Pasco__Wire__Optimizer   opt;
+	double                   opt_params[PASCI_OPT_MAX_FIELDS];
 	Pasco__Wire__Initializer init;
 	Pasco__Wire__TensorMeta  spec;
 	Pasco__Wire__Sync        sync;
@@ -474,26 +476,22 @@ pb_nodes(pb_header *pb, const pasci_wire_builder *b, char **p)
 	pb->h.result   = ptrs;
 }
 
+/* o's hyperparameters, in its descriptor's field order, into params
+ * (PASCI_OPT_MAX_FIELDS long): the wire names no kind's fields. */
 static void
-pb_set_optimizer(Pasco__Wire__Optimizer *w, const pasco_optimizer *o)
+pb_set_optimizer(
+    Pasco__Wire__Optimizer *w, double *params, const pasco_optimizer *o)
 {
+	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
 	pasco__wire__optimizer__init(w);
-	w->kind                      = (int32_t) o->kind;
-	w->learning_rate             = o->learning_rate;
-	w->momentum                  = o->momentum;
-	w->nesterov                  = o->nesterov;
-	w->rho                       = o->rho;
-	w->centered                  = o->centered;
-	w->beta_1                    = o->beta_1;
-	w->beta_2                    = o->beta_2;
-	w->amsgrad                   = o->amsgrad;
-	w->epsilon                   = o->epsilon;
-	w->initial_accumulator_value = o->initial_accumulator_value;
-	w->learning_rate_power       = o->learning_rate_power;
-	w->l1                        = o->l1;
-	w->l2                        = o->l2;
-	w->l2_shrinkage              = o->l2_shrinkage;
-	w->beta                      = o->beta;
+	w->kind = (int32_t) o->kind;
+	for (int i = 0; d != NULL && i < d->nfields; i++) {
+		const char *at = (const char *) o + d->fields[i].off;
+		params[i]      = d->fields[i].is_bool ? *(const bool *) at
+		                                      : *(const double *) at;
+	}
+	w->n_params = d != NULL ? (size_t) d->nfields : 0;
+	w->params   = params;
 }
 
 static void
@@ -548,7 +546,7 @@ pb_fields(pb_header *pb, const pasci_wire_header *h)
 		w->dynamic                = &pb->dynamic;
 	}
 	if (h->opt != NULL) {
-		pb_set_optimizer(&pb->opt, h->opt);
+		pb_set_optimizer(&pb->opt, pb->opt_params, h->opt);
 		w->opt = &pb->opt;
 	}
 	if (h->sync != NULL) {

@@ -19,6 +19,12 @@
  *            m += (g - m)(1 - beta_1);  v += (g^2 - v)(1 - beta_2);
  *            amsgrad: vh = max(vh, v), use vh;
  *            w -= alpha * m / (sqrt(v) + epsilon)
+ *   AdamW    decoupled weight decay, then Adam: w -= w * weight_decay * lr
+ *            (a sparse apply decays only its rows, as its moments)
+ *   Nadam    t as Adam's;  u(i) = beta_1 (1 - 0.5 * 0.96^i);
+ *            U(t) = u(1) ... u(t);  m, v as Adam's;
+ *            m^ = u(t+1) m / (1 - U(t) u(t+1)) + (1 - u(t)) g / (1 - U(t));
+ *            w -= lr * m^ / (sqrt(v / (1 - beta_2^t)) + epsilon)
  *   FTRL     l2' = l2 + beta / (2 lr);  gs = g + 2 * l2_shrinkage * w;
  *            n' = n + g^2;  z += gs - (n'^-p - n^-p) / lr * w
  *            (p = learning_rate_power);  q = n'^-p / lr + 2 l2';
@@ -73,16 +79,28 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "optimizer_kinds.h"
 #include "tensor.h"
 #include "variable.h"
 
+/* PASCO_OPT_SGD = 1, PASCO_OPT_ADAGRAD, PASCO_OPT_RMSPROP, PASCO_OPT_ADAM,
+ * PASCO_OPT_FTRL, PASCO_OPT_ADAMW, PASCO_OPT_NADAM: one per line of optimizer_kinds.h, in its order (0 is
+ * no kind). The kinds are numbered by a helper enum so that the public one
+ * holds the kinds only: a switch over it that names every kind needs no
+ * default. */
+#define PASCO_OPT_ORDINAL_(name, file) PASCO_OPT_ORDINAL_##name##_,
+enum {
+	PASCO_OPT_ORDINAL_NONE_ = 0,
+	PASCO_OPTIMIZER_KIND_LIST(PASCO_OPT_ORDINAL_)
+	/* Not a kind: one past the last. */
+	PASCO_OPT_KIND_COUNT
+};
+#undef PASCO_OPT_ORDINAL_
+#define PASCO_OPT_ENUM_(name, file) PASCO_OPT_##name = PASCO_OPT_ORDINAL_##name##_,
 typedef enum pasco_optimizer_kind {
-	PASCO_OPT_SGD     = 1,
-	PASCO_OPT_ADAGRAD = 2,
-	PASCO_OPT_RMSPROP = 3,
-	PASCO_OPT_ADAM    = 4,
-	PASCO_OPT_FTRL    = 5,
+	PASCO_OPTIMIZER_KIND_LIST(PASCO_OPT_ENUM_)
 } pasco_optimizer_kind;
+#undef PASCO_OPT_ENUM_
 
 /* How applies through a global step combine (see above). */
 typedef enum pasco_consistency {
@@ -104,6 +122,18 @@ typedef struct pasco_optimizer {
 	double               initial_accumulator_value;  /* Adagrad, FTRL */
 	double               learning_rate_power;        /* FTRL */
 	double               l1, l2, l2_shrinkage, beta; /* FTRL */
+	double               weight_decay;               /* AdamW */
+	/* Keras's gradient clipping, every optimizer; 0: none; at most one
+	 * of the three set. Applied where the gradients are sent
+	 * (pasco_variable_apply_gradients*, on the worker), to the whole
+	 * gradient of each variable before it is split into shards:
+	 * clipnorm scales each gradient to an L2 norm of at most clipnorm,
+	 * clipvalue clips each element to [-clipvalue, clipvalue],
+	 * global_clipnorm scales all the gradients of one apply call
+	 * (a model's train step: every variable's) by
+	 * min(1, global_clipnorm / their joint L2 norm). A sparse gradient's
+	 * rows are summed by id first (its dense gradient's norm). */
+	double clipnorm, clipvalue, global_clipnorm;
 	/* The global step (see above); NULL: each shard counts its own
 	 * applies and every gradient is applied at once. Borrowed. */
 	pasco_variable *iterations;
@@ -119,6 +149,10 @@ pasco_optimizer pasco_rmsprop(
     double learning_rate, double rho, double momentum, bool centered);
 pasco_optimizer pasco_adam(double learning_rate, bool amsgrad);
 pasco_optimizer pasco_ftrl(double learning_rate, double l1, double l2);
+/* Keras 3's AdamW (weight_decay 0.004) and Nadam (betas 0.9, 0.999). */
+pasco_optimizer pasco_adamw(
+    double learning_rate, double weight_decay, bool amsgrad);
+pasco_optimizer pasco_nadam(double learning_rate);
 
 /* Applies grad (v's dtype and shape; float variables only) with opt
  * (through opt->iterations when set: see above).

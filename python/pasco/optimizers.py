@@ -1,7 +1,8 @@
 """Keras's optimizers by name and hyperparameters, applied on the ps.
 
 ``model.compile(optimizer=pasco.optimizers.Adam(0.01))``, or a name:
-"sgd", "adagrad", "rmsprop", "adam", "ftrl" (Keras's defaults).
+"sgd", "adagrad", "rmsprop", "adam", "ftrl", "adamw", "nadam" (Keras's
+defaults).
 Each class's fields and defaults are the C library's optimizer table's
 (base/optimizer_desc.c): tests/python/optimizer_table.py checks them.
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Tuple, Union
 
-__all__ = ["Optimizer", "SGD", "Adagrad", "RMSprop", "Adam", "Ftrl", "get"]
+__all__ = ["Optimizer", "SGD", "Adagrad", "RMSprop", "Adam", "Ftrl", "AdamW",
+           "Nadam", "get"]
 
 
 class Optimizer:
@@ -113,6 +115,32 @@ class Ftrl(Optimizer):
             l2_shrinkage_regularization_strength=(
                 l2_shrinkage_regularization_strength),
             beta=beta)
+
+
+class AdamW(Optimizer):
+    """Keras 3's AdamW: Adam with decoupled weight decay, each step
+    ``w -= w * weight_decay * learning_rate`` before Adam's update (on a
+    sparse apply, only the rows it updates)."""
+    class_name = "AdamW"
+
+    def __init__(self, learning_rate: float = 0.001,
+                 weight_decay: float = 0.004, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-7,
+                 amsgrad: bool = False) -> None:
+        super().__init__(learning_rate, weight_decay=weight_decay,
+                         beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+                         amsgrad=amsgrad)
+
+
+class Nadam(Optimizer):
+    """Keras 3's Nadam: Adam with Nesterov momentum and its momentum
+    schedule ``u_t = beta_1 * (1 - 0.5 * 0.96**t)``."""
+    class_name = "Nadam"
+
+    def __init__(self, learning_rate: float = 0.001, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-7) -> None:
+        super().__init__(learning_rate, beta_1=beta_1, beta_2=beta_2,
+                         epsilon=epsilon)
 
 
 # by Keras's lower-case names ("rmsprop"): every class of __all__

@@ -39,25 +39,14 @@ remove_dir(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
-/* A configuration of kind that uses every slot it has: the loop needs one
- * for each kind (kind 0 when there is none). */
+/* A configuration of kind that uses every slot it has, its descriptor's
+ * every_slot (kind 0 when there is none). */
 static pasco_optimizer
 config_of(int kind)
 {
-	switch (kind) {
-	case PASCO_OPT_SGD:
-		return pasco_sgd(0.05, 0.9, true);
-	case PASCO_OPT_ADAGRAD:
-		return pasco_adagrad(0.1);
-	case PASCO_OPT_RMSPROP:
-		return pasco_rmsprop(0.01, 0.9, 0.5, true);
-	case PASCO_OPT_ADAM:
-		return pasco_adam(0.05, true);
-	case PASCO_OPT_FTRL:
-		return pasco_ftrl(0.1, 0.001, 0.01);
-	default:
-		return (pasco_optimizer){.kind = 0};
-	}
+	const pasci_opt_desc *d = pasci_opt_desc_of(kind);
+	return d != NULL && d->every_slot != NULL ? d->every_slot()
+	                                          : (pasco_optimizer){.kind = 0};
 }
 
 /* The gradient of step t: different at every step and element, large
@@ -152,8 +141,8 @@ Test(checkpoint_optimizers, every_optimizer_resumes_where_it_stopped)
 		cr_assert_not_null(
 		    d, "optimizer kind %d has no descriptor", kind);
 		cr_assert_eq((int) o.kind, kind,
-		    "no test configuration for optimizer %s: add one to "
-		    "config_of",
+		    "no test configuration for optimizer %s: its "
+		    "descriptor's every_slot",
 		    d->name);
 		make_dir();
 		/* uninterrupted, in 3 shards over 2 ps, saved at SAVED_AT */

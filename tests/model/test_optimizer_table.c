@@ -49,7 +49,7 @@ Test(optimizer_table, every_kind_has_a_descriptor_of_its_own)
 {
 	cr_assert_null(pasci_opt_desc_of(0));
 	cr_assert_null(pasci_opt_desc_of(PASCI_OPT_KINDS));
-	cr_assert_null(pasci_opt_desc_of_class("Nadam"));
+	cr_assert_null(pasci_opt_desc_of_class("Lion"));
 	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
 		const pasci_opt_desc *d = pasci_opt_desc_of(k);
 		cr_assert_not_null(d, "kind %d has no row in the table", k);
@@ -97,22 +97,30 @@ Test(optimizer_table, a_config_naming_only_the_class_reads_its_defaults)
 
 Test(optimizer_table, the_constructors_start_from_the_tables_defaults)
 {
-	const pasco_optimizer made[] = {
-	    [PASCO_OPT_SGD]     = pasco_sgd(0.01, 0, false),
-	    [PASCO_OPT_ADAGRAD] = pasco_adagrad(0.001),
-	    [PASCO_OPT_RMSPROP] = pasco_rmsprop(0.001, 0.9, 0, false),
-	    [PASCO_OPT_ADAM]    = pasco_adam(0.001, false),
-	    [PASCO_OPT_FTRL]    = pasco_ftrl(0.001, 0, 0),
-	};
-	_Static_assert(sizeof(made) / sizeof(made[0]) == PASCI_OPT_KINDS,
-	    "a constructor call per kind");
 	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
 		const pasci_opt_desc *d       = pasci_opt_desc_of(k);
 		const char           *differs = "kind";
-		cr_assert(same_fields(d, &made[k], &d->defaults, &differs),
+		pasco_optimizer       made, every;
+		cr_assert(d->keras_default != NULL && d->every_slot != NULL,
+		    "%s: its descriptor has no keras_default or every_slot",
+		    d->keras);
+		made  = d->keras_default();
+		every = d->every_slot();
+		cr_assert(same_fields(d, &made, &d->defaults, &differs),
 		    "%s's constructor at Keras's arguments: its %s is not "
 		    "the table's default",
 		    d->keras, differs);
+		cr_assert_eq(every.kind, d->kind, "%s: every_slot is kind %d",
+		    d->keras, (int) every.kind);
+	}
+}
+
+Test(optimizer_table, every_kind_has_its_update)
+{
+	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
+		const pasci_opt_desc *d = pasci_opt_desc_of(k);
+		cr_assert(d->slot_init != NULL && d->update != NULL,
+		    "%s: its descriptor has no slot_init or update", d->keras);
 	}
 }
 
@@ -152,10 +160,10 @@ Test(optimizer_table, a_field_or_class_of_no_optimizer_is_refused_naming_it)
 	cr_assert(
 	    strstr(pasco_model_last_error(), "SGD has no field 'beta_1'"),
 	    "%s", pasco_model_last_error());
-	bad = cJSON_Parse("{\"class_name\": \"Nadam\"}");
+	bad = cJSON_Parse("{\"class_name\": \"Lion\"}");
 	PASCO_FAIL(pasci_opt_config_read(bad, &o), PASCO_EINVAL);
 	cr_assert(
-	    strstr(pasco_model_last_error(), "unknown class_name 'Nadam'"),
+	    strstr(pasco_model_last_error(), "unknown class_name 'Lion'"),
 	    "%s", pasco_model_last_error());
 	cJSON_Delete(bad);
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "optimizer_desc.h"
 #include "store.h"
 
 TestSuite(optimizer, .timeout = 20);
@@ -25,13 +26,15 @@ grad_at(int t, int i)
 typedef struct ref {
 	double w, s[3];
 	int    t;
+	double u_product; /* Nadam's, as Keras keeps it */
 } ref;
 
 static void
 ref_init(ref *r, const pasco_optimizer *o, double w)
 {
 	memset(r, 0, sizeof(*r));
-	r->w = w;
+	r->w         = w;
+	r->u_product = 1;
 	if (o->kind == PASCO_OPT_ADAGRAD || o->kind == PASCO_OPT_FTRL) {
 		r->s[0] = o->initial_accumulator_value;
 	}
@@ -83,6 +86,29 @@ ref_step(ref *r, const pasco_optimizer *o, double g)
 		r->s[2]   = vh;
 		r->w -= lr * sqrt(1 - b2t) / (1 - b1t) * m /
 		        (sqrt(o->amsgrad ? vh : v) + o->epsilon);
+		break;
+	}
+	case PASCO_OPT_ADAMW: { /* Keras 3: decay first, then Adam */
+		double b1t = pow(o->beta_1, r->t), b2t = pow(o->beta_2, r->t);
+		r->w      = r->w - r->w * o->weight_decay * lr;
+		r->s[0]   = o->beta_1 * r->s[0] + (1 - o->beta_1) * g;
+		r->s[1]   = o->beta_2 * r->s[1] + (1 - o->beta_2) * g * g;
+		r->s[2]   = fmax(r->s[2], r->s[1]);
+		r->w -= lr * sqrt(1 - b2t) / (1 - b1t) * r->s[0] /
+		        (sqrt(o->amsgrad ? r->s[2] : r->s[1]) + o->epsilon);
+		break;
+	}
+	case PASCO_OPT_NADAM: { /* Keras 3's nadam.py, step by step */
+		double u_t  = o->beta_1 * (1 - 0.5 * pow(0.96, r->t));
+		double u_t1 = o->beta_1 * (1 - 0.5 * pow(0.96, r->t + 1));
+		r->u_product *= u_t;
+		double u_prod1 = r->u_product * u_t1;
+		r->s[0]        = r->s[0] + (g - r->s[0]) * (1 - o->beta_1);
+		r->s[1]        = r->s[1] + (g * g - r->s[1]) * (1 - o->beta_2);
+		double m_hat   = u_t1 * r->s[0] / (1 - u_prod1) +
+		               (1 - u_t) * g / (1 - r->u_product);
+		double v_hat = r->s[1] / (1 - pow(o->beta_2, r->t));
+		r->w -= m_hat * lr / (sqrt(v_hat) + o->epsilon);
 		break;
 	}
 	case PASCO_OPT_FTRL: {
@@ -171,6 +197,88 @@ Test(optimizer, dense_updates_follow_the_keras_formulas)
 	check_dense(pasco_adam(0.01, true), "Adam amsgrad");
 	check_dense(pasco_ftrl(0.2, 0, 0), "FTRL");
 	check_dense(ftrl, "FTRL l1 l2 shrinkage beta");
+	check_dense(pasco_adamw(0.01, 0.004, false), "AdamW");
+	check_dense(pasco_adamw(0.05, 0.3, true), "AdamW amsgrad");
+	check_dense(pasco_nadam(0.01), "Nadam");
+	check_dense(pasco_nadam(0.2), "Nadam 0.2");
+}
+
+/* Applies the same gradients, dense and sparse (a duplicate id), to an f32
+ * and an f64 copy of a variable with each kind's configuration that uses
+ * every slot: the f32 kernels (f32 arithmetic) agree with the updates in
+ * double to f32 rounding, step after step. */
+Test(optimizer, every_kinds_f32_kernel_agrees_with_its_update_in_double)
+{
+	int64_t id_list[] = {2, 0, 2};
+	for (int kind = 1; kind < PASCI_OPT_KINDS; kind++) {
+		const pasci_opt_desc *d = pasci_opt_desc_of(kind);
+		pasco_optimizer       o = d->every_slot();
+		ps_store             *s;
+		pasco_tensor *w32, *w64, *g32, *g64, *ids, *r32, *r64, *a, *b;
+		char          err[256];
+		PASCO_PASS(pasci_store_create(&s));
+		PASCO_PASS(pasco_tensor_alloc(
+		    &w32, PASCO_F32, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(pasco_tensor_alloc(
+		    &w64, PASCO_F64, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(pasco_tensor_alloc(
+		    &g32, PASCO_F32, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(pasco_tensor_alloc(
+		    &g64, PASCO_F64, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(pasco_tensor_alloc(
+		    &r32, PASCO_F32, 2, (int64_t[]){3, 3}));
+		PASCO_PASS(pasco_tensor_alloc(
+		    &r64, PASCO_F64, 2, (int64_t[]){3, 3}));
+		PASCO_PASS(pasco_tensor_from(&ids, PASCO_I64, 1,
+		    (int64_t[]){3}, id_list, sizeof(id_list)));
+		for (int i = 0; i < 12; i++) {
+			pasco_tensor_set(w32, i, (float) (0.5 - 0.1 * i));
+			pasco_tensor_set(w64, i, (float) (0.5 - 0.1 * i));
+		}
+		PASCO_PASS(
+		    pasci_store_var_create(s, "a", w32, err, sizeof(err)));
+		PASCO_PASS(
+		    pasci_store_var_create(s, "b", w64, err, sizeof(err)));
+		for (int t = 1; t <= STEPS; t++) {
+			for (int i = 0; i < 12; i++) {
+				float x = (float) grad_at(t, i);
+				pasco_tensor_set(g32, i, x);
+				pasco_tensor_set(g64, i, x);
+			}
+			for (int i = 0; i < 9; i++) {
+				float x = (float) grad_at(t + 7, i);
+				pasco_tensor_set(r32, i, x);
+				pasco_tensor_set(r64, i, x);
+			}
+			PASCO_PASS(pasci_store_var_apply(
+			    s, "a", &o, g32, err, sizeof(err)));
+			PASCO_PASS(pasci_store_var_apply(
+			    s, "b", &o, g64, err, sizeof(err)));
+			PASCO_PASS(pasci_store_var_apply_sparse(
+			    s, "a", &o, ids, r32, err, sizeof(err)));
+			PASCO_PASS(pasci_store_var_apply_sparse(
+			    s, "b", &o, ids, r64, err, sizeof(err)));
+		}
+		a = read_var(s, "a");
+		b = read_var(s, "b");
+		for (int i = 0; i < 12; i++) {
+			double x = pasco_tensor_get(a, i);
+			double y = pasco_tensor_get(b, i);
+			cr_assert(fabs(x - y) <= 1e-5 * (1 + fabs(y)),
+			    "%s element %d: f32 %.9g, f64 %.9g", d->keras, i,
+			    x, y);
+		}
+		pasco_tensor_release(a);
+		pasco_tensor_release(b);
+		pasco_tensor_release(w32);
+		pasco_tensor_release(w64);
+		pasco_tensor_release(g32);
+		pasco_tensor_release(g64);
+		pasco_tensor_release(r32);
+		pasco_tensor_release(r64);
+		pasco_tensor_release(ids);
+		pasci_store_destroy(s);
+	}
 }
 
 /* Rows 1 and 3 of a 4x2 variable get STEPS sparse Adam updates (one with a
