@@ -447,6 +447,9 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 		}
 	}
 	free(counts);
+	if (rv == PASCO_OK) { /* the rate the callbacks left, kept */
+		rv = apply_learning_rate(o, ctx, &lr);
+	}
 	return rv == PASCO_OK ? pasco_callbacks_end(cbs, logs) : rv;
 }
 

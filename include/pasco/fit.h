@@ -370,7 +370,10 @@ typedef struct pasco_fit_options {
 	 * learning_rate; 0: none), and the hook that makes the steps
 	 * scheduled next use lr once a callback changed it
 	 * (pasco_fit_set_learning_rate): called before an epoch's steps are
-	 * scheduled when the rate differs from theirs. Both or neither. */
+	 * scheduled when the rate differs from theirs, and once more after
+	 * the last epoch (before the end callbacks), so the rate the
+	 * callbacks left is kept, as Keras's optimizer keeps it. Both or
+	 * neither. */
 	double learning_rate;
 	int (*set_learning_rate)(void *user, double lr);
 	/* The running logs of progress calls (ctx->batch_logs): the metrics

@@ -462,7 +462,7 @@ class Model:
             validation_data: Optional[DatasetLike] = None,
             callbacks: Optional[Sequence[_callbacks.Callback]] = None,
             initial_epoch: int = 0, steps_per_execution: int = 1,
-            verbose: int = 1, validation_shards: int = 0,
+            verbose: Union[int, str] = "auto", validation_shards: int = 0,
             window: int = 0) -> _callbacks.History:
         """Keras's fit under ParameterServerStrategy: ``steps_per_epoch``
         (required) steps an epoch on the workers' shares of ``x`` (a
@@ -471,8 +471,13 @@ class Model:
         once), ``callbacks`` at each epoch. ``window``: training steps in
         flight per worker; 0 means 1, TensorFlow's (a larger window is
         faster but its gradients are staler: the README's "fit's window"
-        table). Returns a History."""
+        table). ``verbose``: 0 silent, 1 Keras 3's progress bar, 2 a line
+        per epoch, "auto" (the default) the bar when stdout is a terminal
+        and a line per epoch otherwise (Keras 3's "auto" is always 1; a bar
+        redrawn with "\\r" only clutters a log file). Returns a History."""
         self._require_compiled("fit")
+        style = _callbacks._progress_style(verbose)
+        _callbacks._sync_learning_rate(self)  # a rate set since compile
         name = _dataset_name("x", x, -1)
         if steps_per_epoch is None:
             raise ValueError("steps_per_epoch: required under "
@@ -503,20 +508,27 @@ class Model:
         clist = c_void_p()
         check(lib.pasco_callbacks_create(ctypes.byref(clist)), "callbacks")
         watch = _callbacks._InterruptWatch()
+        rate = _callbacks._RateFollower()
         try:
             check(lib.pasco_callbacks_add(clist, watch.make()), "callbacks")
+            params = {"epochs": epochs, "steps": steps_per_epoch,
+                      "steps_per_execution": steps_per_execution,
+                      "verbose": verbose}
             for c in cbs:
                 c.set_model(self)
+                c.set_params(params)
                 check(lib.pasco_callbacks_add(clist, c._make(s, errors)),
                       f"adding {type(c).__name__}")
+            check(lib.pasco_callbacks_add(clist, rate.make()), "callbacks")
             o = _lib.FitOptions(dataset=name, epochs=epochs,
                                 steps_per_epoch=steps_per_epoch,
                                 initial_epoch=initial_epoch,
                                 steps_per_execution=steps_per_execution,
                                 validation_dataset=vname,
                                 validation_shards=validation_shards,
-                                callbacks=clist, verbose=bool(verbose),
-                                window=window)
+                                callbacks=clist, verbose=style >= 0,
+                                window=window,
+                                progress_style=max(style, 0))
             h = _lib.History()
             self.stop_training = False
             with watch:
@@ -533,6 +545,9 @@ class Model:
                 history.stopped_early = bool(h.stopped_early)
             finally:
                 lib.pasco_history_fini(ctypes.byref(h))
+            if rate.rate is not None:  # what the callbacks left, as Keras
+                _callbacks._keep_learning_rate(
+                    self, rate.rate, x if isinstance(x, Dataset) else None)
             if watch.interrupted:
                 raise KeyboardInterrupt
             if errors:
