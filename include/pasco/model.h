@@ -205,9 +205,10 @@ typedef struct pasco_model_fit_options {
 	 * where the last one ended. None there: a fresh start. With verbose,
 	 * says which it restored. */
 	bool resume;
-	/* Keras's verbose: a progress display (pasco_callback_progress: on
-	 * a terminal a line updated in place; elsewhere a line at each
-	 * epoch's end with its logs, val_ ones included); first, a line for
+	/* Keras's verbose: a progress display (pasco_callback_progress in
+	 * progress_style: on a terminal Keras 3's progress bar; elsewhere a
+	 * line at each epoch's end with its logs, val_ ones included);
+	 * first, a line for
 	 * each shard of a variable split over the ps ("embedding/embeddings/
 	 * part_1: rows [4, 8) on ps 1"). */
 	bool verbose;
