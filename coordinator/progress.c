@@ -106,7 +106,7 @@ format_duration(char *buf, size_t len, double s)
 }
 
 /* Keras's _estimate_step_duration: the first step's time is left out
- * once there are more. */
+ * once there are more (when it was seen alone: steps_per_execution 1). */
 static double
 bar_step_time(progress_cb *p, int64_t current, double now)
 {
@@ -117,7 +117,7 @@ bar_step_time(progress_cb *p, int64_t current, double now)
 	t = p->after_first > 0 && current > 1
 	        ? (now - p->after_first) / (double) (current - 1)
 	        : (now - p->epoch_start) / (double) current;
-	if (current == 1 || p->after_first == 0) {
+	if (current == 1) { /* Keras's: only a first closure of one step */
 		p->after_first = now;
 	}
 	return t;

@@ -94,7 +94,8 @@ typedef struct pasco_fit_context {
  * every update of those steps at that rate. PASCO_EINVAL, with a message,
  * for a rate that is not a finite number > 0, or a loop without a learning
  * rate (ctx->learning_rate 0: a step function of your own, unless
- * pasco_fit_options.learning_rate and set_learning_rate carry it). */
+ * pasco_fit_options.learning_rate and set_learning_rate carry it). Not
+ * thread-safe: call from a callback, on the loop's thread. */
 int pasco_fit_set_learning_rate(pasco_fit_context *ctx, double lr);
 
 /* A callback: any function pointer may be NULL. Each is called from the
