@@ -7,6 +7,7 @@
  */
 #include "optimizer_desc.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +16,8 @@
 #include "util.h"
 
 /* Each defined in its file, base/optimizers/<file>.c. */
-#define DECLARE(name, file) extern const pasci_opt_desc pasci_opt_##file##_desc;
+#define DECLARE(name, file)                                                   \
+	extern const pasci_opt_desc pasci_opt_##file##_desc;
 PASCO_OPTIMIZER_KIND_LIST(DECLARE)
 #undef DECLARE
 
@@ -60,6 +62,12 @@ pasci_opt_desc_of_class(const char *keras)
 	return NULL;
 }
 
+const pasci_opt_field pasci_opt_common_fields[PASCI_OPT_COMMON_FIELDS] = {
+    F("clipnorm", clipnorm),
+    F("clipvalue", clipvalue),
+    F("global_clipnorm", global_clipnorm),
+};
+
 const pasci_opt_field *
 pasci_opt_field_named(const pasci_opt_desc *d, const char *key)
 {
@@ -68,7 +76,30 @@ pasci_opt_field_named(const pasci_opt_desc *d, const char *key)
 			return &d->fields[k];
 		}
 	}
+	for (int k = 0; key != NULL && k < PASCI_OPT_COMMON_FIELDS; k++) {
+		if (strcmp(pasci_opt_common_fields[k].key, key) == 0) {
+			return &pasci_opt_common_fields[k];
+		}
+	}
 	return NULL;
+}
+
+const char *
+pasci_opt_clip_error(const pasco_optimizer *o)
+{
+	double c[] = {o->clipnorm, o->clipvalue, o->global_clipnorm};
+	int    set = 0;
+	for (int k = 0; k < 3; k++) {
+		if (!(c[k] >= 0) || !isfinite(c[k])) {
+			return "clipnorm, clipvalue and global_clipnorm must "
+			       "be "
+			       "finite numbers >= 0 (0: none)";
+		}
+		set += c[k] > 0;
+	}
+	return set > 1 ? "only one of clipnorm, clipvalue and global_clipnorm "
+	                 "can be set"
+	               : NULL;
 }
 
 int

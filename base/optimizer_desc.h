@@ -102,6 +102,18 @@ typedef struct pasci_opt_desc {
 	pasco_optimizer (*every_slot)(void);
 } pasci_opt_desc;
 
+/* The fields every optimizer's config has after its own, Keras's base
+ * optimizer's: clipnorm, clipvalue, global_clipnorm (0: none, written as
+ * null). They act where the gradients are sent (client/clip.c), not on
+ * the ps, so they are not among a descriptor's fields nor on the wire. */
+#define PASCI_OPT_COMMON_FIELDS 3
+extern const pasci_opt_field pasci_opt_common_fields[PASCI_OPT_COMMON_FIELDS];
+
+/* Keras's ValueErrors for the clipping fields of o (a negative or
+ * non-finite one, more than one set): what is wrong, or NULL.
+ * Thread-safe. */
+const char *pasci_opt_clip_error(const pasco_optimizer *o);
+
 /* The descriptor of kind, or NULL for a number that is no optimizer's.
  * Thread-safe. */
 const pasci_opt_desc *pasci_opt_desc_of(int kind);
@@ -113,7 +125,8 @@ const pasci_opt_desc *pasci_opt_desc_named(const char *name);
  * Thread-safe. */
 const pasci_opt_desc *pasci_opt_desc_of_class(const char *keras);
 
-/* d's field whose key is key, or NULL. Thread-safe. */
+/* d's field whose key is key (its own, then the common ones), or NULL.
+ * Thread-safe. */
 const pasci_opt_field *pasci_opt_field_named(
     const pasci_opt_desc *d, const char *key);
 

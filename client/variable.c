@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clip.h"
+#include "optimizer_desc.h"
 #include "pasco/optimizer.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -393,12 +395,57 @@ pasco_variable_apply_gradients(size_t n, pasco_variable *const *vars,
 	return pasco_variable_apply_gradients_mixed(n, vars, opt, NULL, grads);
 }
 
+static int apply_clipped(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    const pasco_tensor *const *grads, const pasci_step *pre);
+
 /* The mixed apply; with *pre, the step it was given (taken with the
- * step's reads), else one admitted here. */
+ * step's reads), else one admitted here. With clipping (opt's clipnorm,
+ * clipvalue or global_clipnorm), of the clipped gradients. */
 static int
 apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
     const pasco_tensor *const *ids, const pasco_tensor *const *grads,
     const pasci_step *pre)
+{
+	pasco_tensor **made;
+	const char    *bad;
+	int            rv;
+	if (opt != NULL && (bad = pasci_opt_clip_error(opt)) != NULL) {
+		return n > 0 ? pasci_variable_fail(vars[0], PASCO_EINVAL,
+		                   "apply_gradients: %s", bad)
+		             : PASCO_EINVAL;
+	}
+	if (opt == NULL || !pasci_clip_wanted(opt)) {
+		return apply_clipped(n, vars, opt, ids, grads, pre);
+	}
+	if ((made = calloc(2 * n + 1, sizeof(*made))) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	/* made[0..n): new ids, made[n..2n): new gradients (NULL: as given) */
+	rv = pasci_clip_gradients(n, opt, ids, grads, made, made + n);
+	if (rv == 0) {
+		const pasco_tensor **use = calloc(2 * n + 1, sizeof(*use));
+		for (size_t k = 0; use != NULL && k < n; k++) {
+			bool kept  = made[n + k] == NULL;
+			use[k]     = kept || made[k] == NULL
+			                 ? (ids != NULL ? ids[k] : NULL)
+			                 : made[k];
+			use[n + k] = kept ? grads[k] : made[n + k];
+		}
+		rv = use != NULL
+		         ? apply_clipped(n, vars, opt, use, use + n, pre)
+		         : PASCO_ENOMEM;
+		free(use);
+		pasci_clip_release(n, made, made + n);
+	}
+	free(made);
+	return rv;
+}
+
+static int
+apply_clipped(size_t n, pasco_variable *const *vars,
+    const pasco_optimizer *opt, const pasco_tensor *const *ids,
+    const pasco_tensor *const *grads, const pasci_step *pre)
 {
 	shard_call **calls = calloc(n + 1, sizeof(*calls));
 	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;

@@ -419,9 +419,11 @@ save_attempt_run(void *arg, char *why, size_t len)
 	return rv;
 }
 
-int
-pasco_checkpoint_save(
-    pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
+/* A save into dir/ckpt-<step>; a staging one (pasci_checkpoint_stage)
+ * neither prunes dir nor makes it the ps recovery directory. */
+static int
+checkpoint_save(pasco_strategy *s, const char *dir, int64_t step, int32_t keep,
+    bool staging)
 {
 	char   ckdir[4096], abs_ckdir[PATH_MAX], path[4200], err[512];
 	char   run[32];
@@ -433,7 +435,9 @@ pasco_checkpoint_save(
 
 	pasci_fmt(ckdir, sizeof(ckdir), "%s/ckpt-%lld", dir, (long long) step);
 	run_id(s, run, sizeof(run));
-	note_earlier_run(s, dir, step, keep, run);
+	if (!staging) {
+		note_earlier_run(s, dir, step, keep, run);
+	}
 	if ((rv = pasci_make_dirs(ckdir, err, sizeof(err))) != 0) {
 		fail(s, rv, "%s%s", err, "");
 		goto out;
@@ -478,9 +482,11 @@ pasco_checkpoint_save(
 		fail(s, rv, "%s%s", err, "");
 		goto out;
 	}
-	make_newest(dir, step, path);
-	prune(dir, keep);
-	pasci_recovery_note_save(s, dir);
+	if (!staging) {
+		make_newest(dir, step, path);
+		prune(dir, keep);
+		pasci_recovery_note_save(s, dir);
+	}
 out:
 	free(text);
 	cJSON_Delete(m);
@@ -488,6 +494,19 @@ out:
 	cJSON_Delete(files);
 	cJSON_Delete(tables);
 	return rv;
+}
+
+int
+pasco_checkpoint_save(
+    pasco_strategy *s, const char *dir, int64_t step, int32_t keep)
+{
+	return checkpoint_save(s, dir, step, keep, false);
+}
+
+int
+pasci_checkpoint_stage(pasco_strategy *s, const char *dir)
+{
+	return checkpoint_save(s, dir, 0, 0, true);
 }
 
 int

@@ -98,6 +98,12 @@ const pasci_safetensors *pasci_ckpt_file(
 int pasci_ckpt_verify_file(const cJSON *m, const char *dir, const char *name,
     const pasci_safetensors *f, size_t *count, char *err, size_t len);
 
+/* pasco_checkpoint_save of step 0 into dir/ckpt-0 for a saved model
+ * (model_save.c), which reads it back and removes it: dir is neither
+ * pruned nor made the strategy's ps recovery directory. Messages:
+ * pasco_strategy_error. Blocks. */
+int pasci_checkpoint_stage(pasco_strategy *s, const char *dir);
+
 /* Clones of the variables created through s (oldest first); free with
  * pasci_checkpoint_directory_free. */
 pasco_variable **pasci_checkpoint_directory(pasco_strategy *s, size_t *n);

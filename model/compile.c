@@ -93,22 +93,6 @@ resolve_metric(const pasco_model *m, const pasci_compile *c, const char *name,
 }
 
 static int
-check_optimizer(const pasco_optimizer *o)
-{
-	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
-	if (d == NULL) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "compile: unknown optimizer kind %d", (int) o->kind);
-	}
-	if (!(o->learning_rate > 0)) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "compile: %s: learning_rate must be > 0, got %g", d->keras,
-		    o->learning_rate);
-	}
-	return PASCO_OK;
-}
-
-static int
 check_loss(const pasco_model *m, const pasco_loss *loss)
 {
 	pasco_act act = output_act(m);
@@ -208,7 +192,7 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 	                        : o->optimizer;
 	c->opt.iterations = NULL;
 	c->global_step    = !o->no_global_step;
-	if ((rv = check_optimizer(&c->opt)) != 0) {
+	if ((rv = pasci_opt_compile_check(&c->opt)) != 0) {
 		return rv;
 	}
 	if (o->nmetrics > PASCI_MAX_METRICS ||
@@ -237,22 +221,6 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 }
 
 bool
-pasci_opt_config_write(cJSON *config, const pasco_optimizer *opt)
-{
-	const pasci_opt_desc *d  = pasci_opt_desc_of((int) opt->kind);
-	bool                  ok = d != NULL;
-	for (int i = 0; ok && i < d->nfields; i++) {
-		const pasci_opt_field *f  = &d->fields[i];
-		const char            *at = (const char *) opt + f->off;
-		ok = f->is_bool ? cJSON_AddBoolToObject(config, f->key,
-		                      *(const bool *) at) != NULL
-		                : cJSON_AddNumberToObject(config, f->key,
-		                      *(const double *) at) != NULL;
-	}
-	return ok;
-}
-
-bool
 pasci_compile_to_json(cJSON *root, const pasco_model *m)
 {
 	const pasci_compile *c = &m->compile;
@@ -276,47 +244,6 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 		    metrics, cJSON_CreateString(c->metric_names[k]));
 	}
 	return ok && cJSON_AddBoolToObject(cc, "global_step", c->global_step);
-}
-
-int
-pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt)
-{
-	const cJSON          *c, *it;
-	const char           *at = "compile_config: optimizer";
-	const char           *classes[PASCI_OPT_KINDS] = {NULL};
-	int                   kind;
-	const pasci_opt_desc *d;
-	if (o == NULL) {
-		*opt = pasci_opt_desc_of(PASCO_OPT_RMSPROP)->defaults;
-		return PASCO_OK;
-	}
-	for (int k = 1; k < PASCI_OPT_KINDS; k++) {
-		classes[k] = pasci_opt_desc_of(k)->keras;
-	}
-	if (pasci_json_read_class(
-	        o, classes, PASCI_OPT_KINDS, &kind, &c, at) != 0) {
-		return PASCO_EINVAL;
-	}
-	d    = pasci_opt_desc_of(kind);
-	*opt = d->defaults;
-	cJSON_ArrayForEach(it, c)
-	{
-		const pasci_opt_field *f =
-		    pasci_opt_field_named(d, it->string);
-		if (f == NULL) {
-			return pasci_model_fail(PASCO_EINVAL,
-			    "%s: %s has no field '%s'", at, d->keras,
-			    it->string);
-		}
-		char *field = (char *) opt + f->off;
-		if (f->is_bool
-		        ? pasci_json_bool(c, it->string, (bool *) field, at)
-		        : pasci_json_number(c, it->string, (double *) field,
-		              false, -HUGE_VAL, at)) {
-			return PASCO_EINVAL;
-		}
-	}
-	return PASCO_OK;
 }
 
 int

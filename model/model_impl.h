@@ -35,6 +35,9 @@ cJSON *pasci_json_class(cJSON *parent, const char *key, const char *cls);
 /* The compile config into root ("compile_config") when m is compiled;
  * false without memory. And back: m compiled from root's, if any. */
 bool pasci_compile_to_json(cJSON *root, const pasco_model *m);
+/* The optimizer's check at compile (kind, learning_rate, clipping):
+ * PASCO_EINVAL naming what is wrong (model/optimizer_config.c). */
+int pasci_opt_compile_check(const pasco_optimizer *o);
 /* Writes opt's hyperparameters, by Keras's names, into config (the
  * "config" of its compile config's optimizer). False when opt's kind is no
  * optimizer's or cJSON runs out of memory. */

@@ -7,11 +7,13 @@
  */
 #include "wire.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lr_schedule.h"
 #include "optimizer_desc.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -121,6 +123,34 @@ decode_tensors(pasci_wire_msg *m, const Pasco__Wire__Header *pb, uint8_t *body,
 	return rv;
 }
 
+/* The schedule of w into s; a count of boundaries or values that does
+ * not fit leaves nboundaries -1, which the ps refuses, naming it. */
+static void
+get_schedule(pasco_lr_schedule *s, const Pasco__Wire__LrSchedule *w)
+{
+	*s = (pasco_lr_schedule){
+	    .kind = (pasco_lr_schedule_kind) w->kind, .warmup_target = NAN};
+	for (size_t i = 0; i < PASCI_LR_WIRE_FIELDS && i < w->n_params; i++) {
+		char *at = (char *) s + pasci_lr_wire_fields[i].off;
+		if (pasci_lr_wire_fields[i].is_bool) {
+			*(bool *) at = w->params[i] != 0;
+		} else {
+			*(double *) at = w->params[i];
+		}
+	}
+	if (w->n_boundaries == 0 && w->n_values == 0) {
+		return;
+	}
+	if (w->n_boundaries > PASCO_LR_MAX_BOUNDARIES ||
+	    w->n_values != w->n_boundaries + 1) {
+		s->nboundaries = -1;
+		return;
+	}
+	s->nboundaries = (int32_t) w->n_boundaries;
+	memcpy(s->boundaries, w->boundaries, w->n_boundaries * sizeof(double));
+	memcpy(s->values, w->values, w->n_values * sizeof(double));
+}
+
 /* The optimizer of w: its kind's defaults, then its hyperparameters in
  * the descriptor's field order (one past the last sent keeps its default;
  * params past the kind's fields are ignored). A kind of no optimizer's
@@ -129,16 +159,19 @@ static void
 get_optimizer(pasco_optimizer *o, const Pasco__Wire__Optimizer *w)
 {
 	const pasci_opt_desc *d = pasci_opt_desc_of(w->kind);
-	*o = d != NULL ? d->defaults : (pasco_optimizer){0};
+	*o      = d != NULL ? d->defaults : (pasco_optimizer){0};
 	o->kind = (pasco_optimizer_kind) w->kind;
-	for (int i = 0; d != NULL && i < d->nfields && (size_t) i < w->n_params;
-	     i++) {
+	for (int i = 0;
+	     d != NULL && i < d->nfields && (size_t) i < w->n_params; i++) {
 		char *at = (char *) o + d->fields[i].off;
 		if (d->fields[i].is_bool) {
 			*(bool *) at = w->params[i] != 0;
 		} else {
 			*(double *) at = w->params[i];
 		}
+	}
+	if (w->schedule != NULL) {
+		get_schedule(&o->schedule, w->schedule);
 	}
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lr_schedule.h"
 #include "optimizer_desc.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -322,6 +323,8 @@ typedef struct pb_header {
 	Pasco__Wire__Header      h;
 	Pasco__Wire__Optimizer   opt;
 	double                   opt_params[PASCI_OPT_MAX_FIELDS];
+	Pasco__Wire__LrSchedule  sched;
+	double                   sched_params[PASCI_LR_WIRE_FIELDS];
 	Pasco__Wire__Initializer init;
 	Pasco__Wire__TensorMeta  spec;
 	Pasco__Wire__Sync        sync;
@@ -476,6 +479,35 @@ pb_nodes(pb_header *pb, const pasci_wire_builder *b, char **p)
 	pb->h.result   = ptrs;
 }
 
+/* o's schedule, if any, into w->schedule (with its storage in sched and
+ * sp, PASCI_LR_WIRE_FIELDS long; the boundaries and values are o's). */
+static void
+pb_set_schedule(Pasco__Wire__Optimizer *w, Pasco__Wire__LrSchedule *sched,
+    double *sp, const pasco_optimizer *o)
+{
+	const pasco_lr_schedule *s = &o->schedule;
+	if (s->kind == PASCO_LR_CONSTANT) {
+		return;
+	}
+	pasco__wire__lr_schedule__init(sched);
+	sched->kind = (int32_t) s->kind;
+	for (int i = 0; i < PASCI_LR_WIRE_FIELDS; i++) {
+		const char *at =
+		    (const char *) s + pasci_lr_wire_fields[i].off;
+		sp[i] = pasci_lr_wire_fields[i].is_bool ? *(const bool *) at
+		                                        : *(const double *) at;
+	}
+	sched->n_params = PASCI_LR_WIRE_FIELDS;
+	sched->params   = sp;
+	if (s->nboundaries > 0 && s->nboundaries <= PASCO_LR_MAX_BOUNDARIES) {
+		sched->n_boundaries = (size_t) s->nboundaries;
+		sched->boundaries   = (double *) s->boundaries;
+		sched->n_values     = (size_t) s->nboundaries + 1;
+		sched->values       = (double *) s->values;
+	}
+	w->schedule = sched;
+}
+
 /* o's hyperparameters, in its descriptor's field order, into params
  * (PASCI_OPT_MAX_FIELDS long): the wire names no kind's fields. */
 static void
@@ -547,6 +579,8 @@ pb_fields(pb_header *pb, const pasci_wire_header *h)
 	}
 	if (h->opt != NULL) {
 		pb_set_optimizer(&pb->opt, pb->opt_params, h->opt);
+		pb_set_schedule(
+		    &pb->opt, &pb->sched, pb->sched_params, h->opt);
 		w->opt = &pb->opt;
 	}
 	if (h->sync != NULL) {

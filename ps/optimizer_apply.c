@@ -29,10 +29,22 @@ pasci_optimizer_check(const pasco_optimizer *o, char *err, size_t errlen)
 {
 	const pasci_opt_desc *d   = pasci_opt_desc_of((int) o->kind);
 	const char           *bad = NULL;
+	pasco_optimizer       at0;
 	if (d == NULL) {
 		pasci_fmt(
 		    err, errlen, "unknown optimizer kind %d", (int) o->kind);
 		return PASCO_EINVAL;
+	}
+	if (o->schedule.kind != PASCO_LR_CONSTANT) {
+		if ((bad = pasco_lr_schedule_error(&o->schedule)) != NULL) {
+			pasci_fmt(err, errlen, "%s: learning_rate: %s",
+			    d->title, bad);
+			return PASCO_EINVAL;
+		}
+		at0 = *o; /* the rest checked at its first rate */
+		at0.learning_rate =
+		    pasco_lr_schedule_at(&o->schedule, 0, o->learning_rate);
+		o = &at0;
 	}
 	if (!(o->learning_rate >= 0) || !isfinite(o->learning_rate)) {
 		bad = "learning_rate must be a finite number >= 0";
@@ -84,7 +96,7 @@ pasci_slots_need(
 	}
 	for (int k = 0; k < d->nslots; k++) {
 		n += s->slot[k] == NULL && slot_used(d, o, k) ? value->nbytes
-		                                                : 0;
+		                                              : 0;
 	}
 	return n;
 }
@@ -136,9 +148,9 @@ f32_in_double(const pasci_opt_desc *d, const pasco_optimizer *o,
     const double *k, int nslots, const pasci_opt_rows *r)
 {
 	for (int64_t j = 0; j < r->nrows; j++) {
-		int64_t at = r->ids != NULL ? r->ids[j] * r->row_elems
-		                            : r->at + j * r->row_elems;
-		const float *g = r->g + j * r->row_elems;
+		int64_t      at = r->ids != NULL ? r->ids[j] * r->row_elems
+		                                 : r->at + j * r->row_elems;
+		const float *g  = r->g + j * r->row_elems;
 		for (int64_t i = at; i < at + r->row_elems; i++) {
 			double wi = r->w[i], sl[PASCI_OPT_MAX_SLOTS] = {0};
 			for (int q = 0; q < nslots; q++) {
@@ -220,8 +232,16 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
     const int64_t *ids, int64_t nrows, int64_t row_elems, int64_t at,
     const pasco_tensor *grad, int64_t from)
 {
-	const pasci_opt_desc *d                        = pasci_opt_desc_of((int) o->kind);
+	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
 	double                k[PASCI_OPT_MAX_SCALARS] = {0};
+	pasco_optimizer       at_step;
+	if (o->schedule.kind != PASCO_LR_CONSTANT) {
+		/* Keras's schedule(iterations): the step before this apply */
+		at_step               = *o;
+		at_step.learning_rate = pasco_lr_schedule_at(
+		    &o->schedule, s->step - 1, o->learning_rate);
+		o = &at_step;
+	}
 	scalars_of(d, o, s, k);
 	if (value->dtype == PASCO_F32 && grad->dtype == PASCO_F32) {
 		pasci_opt_rows r = {.w = value->data,
@@ -230,8 +250,14 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 		    .nrows             = nrows,
 		    .row_elems         = row_elems,
 		    .at                = at};
+		/* the configuration says which slots an update uses, not
+		 * their presence: a restore sets every slot a checkpoint
+		 * holds (Adam's v_hat without amsgrad, a zero one), which
+		 * must not turn amsgrad (or RMSprop's centered) on */
 		for (int q = 0; q < s->nslots; q++) {
-			r.slot[q] = s->slot[q] != NULL ? s->slot[q]->data : NULL;
+			r.slot[q] = s->slot[q] != NULL && slot_used(d, o, q)
+			                ? s->slot[q]->data
+			                : NULL;
 		}
 		if (d->f32_rows != NULL) {
 			d->f32_rows(o, k, &r);
@@ -246,8 +272,8 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 			    ids[i + PREFETCH_AHEAD] * row_elems, row_elems);
 		}
 		apply_span(d, o, k, s, value,
-		    ids != NULL ? ids[i] * row_elems : at + i * row_elems, grad,
-		    from + i * row_elems, row_elems);
+		    ids != NULL ? ids[i] * row_elems : at + i * row_elems,
+		    grad, from + i * row_elems, row_elems);
 	}
 }
 

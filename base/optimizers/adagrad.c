@@ -6,8 +6,8 @@
 #include "opt_kernel.h"
 
 static void
-adagrad_update(const pasco_optimizer *o, const double *k, double *w, double g,
-    double *s)
+adagrad_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	(void) k;
 	s[0] += g * g;
@@ -48,16 +48,16 @@ adagrad_every_slot(void)
 }
 
 const pasci_opt_desc pasci_opt_adagrad_desc = {
-    .kind     = PASCO_OPT_ADAGRAD,
-    .name     = "adagrad",
-    .title    = "Adagrad",
-    .keras    = "Adagrad",
+    .kind  = PASCO_OPT_ADAGRAD,
+    .name  = "adagrad",
+    .title = "Adagrad",
+    .keras = "Adagrad",
     SLOTS("accumulator"),
     FIELDS(LR, EPS, ACC),
-    .defaults = {.kind                 = PASCO_OPT_ADAGRAD,
-                 .learning_rate             = 0.001,
-                 .epsilon                   = 1e-7,
-                 .initial_accumulator_value = 0.1},
+    .defaults      = {.kind             = PASCO_OPT_ADAGRAD,
+             .learning_rate             = 0.001,
+             .epsilon                   = 1e-7,
+             .initial_accumulator_value = 0.1},
     .check         = adagrad_check,
     .slot_init     = pasci_opt_accumulator_init,
     .update        = adagrad_update,

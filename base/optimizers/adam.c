@@ -8,8 +8,8 @@
 #include "opt_kernel.h"
 
 static void
-adam_update(const pasco_optimizer *o, const double *k, double *w, double g,
-    double *s)
+adam_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	s[0] += (g - s[0]) * (1 - o->beta_1);
 	s[1] += (g * g - s[1]) * (1 - o->beta_2);
@@ -75,18 +75,18 @@ adam_every_slot(void)
 }
 
 const pasci_opt_desc pasci_opt_adam_desc = {
-    .kind     = PASCO_OPT_ADAM,
-    .name     = "adam",
-    .title    = "Adam",
-    .keras    = "Adam",
+    .kind  = PASCO_OPT_ADAM,
+    .name  = "adam",
+    .title = "Adam",
+    .keras = "Adam",
     SLOTS("m", "v", "vhat"),
-    FIELDS(LR, F("beta_1", beta_1), F("beta_2", beta_2),
-        F("amsgrad", amsgrad), EPS),
-    .defaults = {.kind     = PASCO_OPT_ADAM,
-                 .learning_rate = 0.001,
-                 .beta_1        = 0.9,
-                 .beta_2        = 0.999,
-                 .epsilon       = 1e-7},
+    FIELDS(LR, F("beta_1", beta_1), F("beta_2", beta_2), F("amsgrad", amsgrad),
+        EPS),
+    .defaults      = {.kind = PASCO_OPT_ADAM,
+             .learning_rate = 0.001,
+             .beta_1        = 0.9,
+             .beta_2        = 0.999,
+             .epsilon       = 1e-7},
     .check         = adam_check,
     .slot_init     = pasci_opt_zero_init,
     .slot_used     = adam_slot_used,

@@ -9,8 +9,8 @@
 #include "opt_kernel.h"
 
 static void
-adamw_update(const pasco_optimizer *o, const double *k, double *w, double g,
-    double *s)
+adamw_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	*w = *w - *w * o->weight_decay * o->learning_rate;
 	s[0] += (g - s[0]) * (1 - o->beta_1);
@@ -81,19 +81,19 @@ adamw_every_slot(void)
 }
 
 const pasci_opt_desc pasci_opt_adamw_desc = {
-    .kind     = PASCO_OPT_ADAMW,
-    .name     = "adamw",
-    .title    = "AdamW",
-    .keras    = "AdamW",
+    .kind  = PASCO_OPT_ADAMW,
+    .name  = "adamw",
+    .title = "AdamW",
+    .keras = "AdamW",
     SLOTS("m", "v", "vhat"),
     FIELDS(LR, F("weight_decay", weight_decay), F("beta_1", beta_1),
         F("beta_2", beta_2), F("amsgrad", amsgrad), EPS),
-    .defaults = {.kind     = PASCO_OPT_ADAMW,
-                 .learning_rate = 0.001,
-                 .weight_decay  = 0.004,
-                 .beta_1        = 0.9,
-                 .beta_2        = 0.999,
-                 .epsilon       = 1e-7},
+    .defaults      = {.kind = PASCO_OPT_ADAMW,
+             .learning_rate = 0.001,
+             .weight_decay  = 0.004,
+             .beta_1        = 0.9,
+             .beta_2        = 0.999,
+             .epsilon       = 1e-7},
     .check         = adamw_check,
     .slot_init     = pasci_opt_zero_init,
     .slot_used     = adamw_slot_used,

@@ -11,8 +11,8 @@
 #include "opt_kernel.h"
 
 static void
-ftrl_update(const pasco_optimizer *o, const double *k, double *w, double g,
-    double *s)
+ftrl_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	double p = o->learning_rate_power, lr = o->learning_rate;
 	double l2 = o->l2 + o->beta / (2 * lr);
@@ -52,20 +52,20 @@ ftrl_every_slot(void)
 }
 
 const pasci_opt_desc pasci_opt_ftrl_desc = {
-    .kind     = PASCO_OPT_FTRL,
-    .name     = "ftrl",
-    .title    = "FTRL",
-    .keras    = "Ftrl",
+    .kind  = PASCO_OPT_FTRL,
+    .name  = "ftrl",
+    .title = "FTRL",
+    .keras = "Ftrl",
     SLOTS("accumulator", "linear"),
     FIELDS(LR, ACC, F("learning_rate_power", learning_rate_power),
         F("l1_regularization_strength", l1),
         F("l2_regularization_strength", l2),
         F("l2_shrinkage_regularization_strength", l2_shrinkage),
         F("beta", beta)),
-    .defaults = {.kind                 = PASCO_OPT_FTRL,
-                 .learning_rate             = 0.001,
-                 .learning_rate_power       = -0.5,
-                 .initial_accumulator_value = 0.1},
+    .defaults      = {.kind             = PASCO_OPT_FTRL,
+             .learning_rate             = 0.001,
+             .learning_rate_power       = -0.5,
+             .initial_accumulator_value = 0.1},
     .check         = ftrl_check,
     .slot_init     = pasci_opt_accumulator_init,
     .update        = ftrl_update,

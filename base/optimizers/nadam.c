@@ -41,8 +41,8 @@ nadam_scalars(const pasco_optimizer *o, double t, double *k)
 }
 
 static void
-nadam_update(const pasco_optimizer *o, const double *k, double *w, double g,
-    double *s)
+nadam_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	double m_hat, v_hat;
 	s[0] += (g - s[0]) * (1 - o->beta_1);
@@ -93,17 +93,17 @@ nadam_every_slot(void)
 }
 
 const pasci_opt_desc pasci_opt_nadam_desc = {
-    .kind     = PASCO_OPT_NADAM,
-    .name     = "nadam",
-    .title    = "Nadam",
-    .keras    = "Nadam",
+    .kind  = PASCO_OPT_NADAM,
+    .name  = "nadam",
+    .title = "Nadam",
+    .keras = "Nadam",
     SLOTS("momentum", "velocity"),
     FIELDS(LR, F("beta_1", beta_1), F("beta_2", beta_2), EPS),
-    .defaults = {.kind     = PASCO_OPT_NADAM,
-                 .learning_rate = 0.001,
-                 .beta_1        = 0.9,
-                 .beta_2        = 0.999,
-                 .epsilon       = 1e-7},
+    .defaults      = {.kind = PASCO_OPT_NADAM,
+             .learning_rate = 0.001,
+             .beta_1        = 0.9,
+             .beta_2        = 0.999,
+             .epsilon       = 1e-7},
     .check         = nadam_check,
     .slot_init     = pasci_opt_zero_init,
     .scalars       = nadam_scalars,

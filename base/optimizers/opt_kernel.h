@@ -87,7 +87,7 @@ pasci_opt_row(const pasci_opt_rows *r, int64_t i)
 	int64_t at = r->ids != NULL ? r->ids[i] * r->row_elems
 	                            : r->at + i * r->row_elems;
 	return (pasci_opt_f32){.w = r->w + at,
-	    .g  = r->g + i * r->row_elems,
+	    .g                    = r->g + i * r->row_elems,
 	    .s0 = r->slot[0] != NULL ? r->slot[0] + at : NULL,
 	    .s1 = r->slot[1] != NULL ? r->slot[1] + at : NULL,
 	    .s2 = r->slot[2] != NULL ? r->slot[2] + at : NULL,
@@ -97,15 +97,15 @@ pasci_opt_row(const pasci_opt_rows *r, int64_t i)
 /* Defines `static void name(o, k, r)`, the descriptor's f32_rows: the
  * kernel `kernel(o, k, pasci_opt_f32)` over every row of r. */
 #define PASCI_OPT_F32_ROWS(name, kernel)                                      \
-	static void name(const pasco_optimizer *o, const double *k,          \
+	static void name(const pasco_optimizer *o, const double *k,           \
 	    const pasci_opt_rows *r)                                          \
 	{                                                                     \
 		for (int64_t i = 0; i < r->nrows; i++) {                      \
 			if (r->ids != NULL &&                                 \
 			    i + PASCI_OPT_PREFETCH_AHEAD < r->nrows) {        \
-				pasci_opt_prefetch_row(r,                     \
-				    r->ids[i + PASCI_OPT_PREFETCH_AHEAD] *    \
-				        r->row_elems);                        \
+				pasci_opt_prefetch_row(                       \
+				    r, r->ids[i + PASCI_OPT_PREFETCH_AHEAD] * \
+				           r->row_elems);                     \
 			}                                                     \
 			kernel(o, k, pasci_opt_row(r, i));                    \
 		}                                                             \

@@ -10,8 +10,8 @@
 #include "opt_kernel.h"
 
 static void
-rmsprop_update(const pasco_optimizer *o, const double *k, double *w, double g,
-    double *s)
+rmsprop_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	double d, inc;
 	(void) k;
@@ -79,17 +79,17 @@ rmsprop_every_slot(void)
 }
 
 const pasci_opt_desc pasci_opt_rmsprop_desc = {
-    .kind     = PASCO_OPT_RMSPROP,
-    .name     = "rmsprop",
-    .title    = "RMSprop",
-    .keras    = "RMSprop",
+    .kind  = PASCO_OPT_RMSPROP,
+    .name  = "rmsprop",
+    .title = "RMSprop",
+    .keras = "RMSprop",
     SLOTS("rms", "momentum", "mg"),
-    FIELDS(LR, F("momentum", momentum), F("rho", rho),
-        F("centered", centered), EPS),
-    .defaults = {.kind     = PASCO_OPT_RMSPROP,
-                 .learning_rate = 0.001,
-                 .rho           = 0.9,
-                 .epsilon       = 1e-7},
+    FIELDS(LR, F("momentum", momentum), F("rho", rho), F("centered", centered),
+        EPS),
+    .defaults      = {.kind = PASCO_OPT_RMSPROP,
+             .learning_rate = 0.001,
+             .rho           = 0.9,
+             .epsilon       = 1e-7},
     .slot_init     = pasci_opt_zero_init,
     .slot_used     = rmsprop_slot_used,
     .update        = rmsprop_update,

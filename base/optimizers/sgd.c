@@ -9,8 +9,8 @@
 #include "opt_kernel.h"
 
 static void
-sgd_update(const pasco_optimizer *o, const double *k, double *w, double g,
-    double *s)
+sgd_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	(void) k;
 	if (o->momentum == 0) {
@@ -66,13 +66,13 @@ sgd_every_slot(void)
 }
 
 const pasci_opt_desc pasci_opt_sgd_desc = {
-    .kind     = PASCO_OPT_SGD,
-    .name     = "sgd",
-    .title    = "SGD",
-    .keras    = "SGD",
+    .kind  = PASCO_OPT_SGD,
+    .name  = "sgd",
+    .title = "SGD",
+    .keras = "SGD",
     SLOTS("momentum"),
     FIELDS(LR, F("momentum", momentum), F("nesterov", nesterov)),
-    .defaults = {.kind = PASCO_OPT_SGD, .learning_rate = 0.01},
+    .defaults      = {.kind = PASCO_OPT_SGD, .learning_rate = 0.01},
     .slot_init     = pasci_opt_zero_init,
     .slot_used     = sgd_slot_used,
     .update        = sgd_update,

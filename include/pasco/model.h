@@ -290,4 +290,83 @@ int pasco_model_predict(pasco_coordinator *c, pasco_model *m,
 int pasco_model_evaluator_run(pasco_model *m, const char *dataset,
     const pasco_evaluator_options *o, int64_t *count, int64_t *last_step);
 
+/* Saving (Keras's model.save, load_model, save_weights, load_weights).
+ *
+ * A weights file is one safetensors file (readable by numpy, the
+ * safetensors package and every common framework) holding the model's
+ * variables whole by their names ("dense/kernel"; a partitioned one's
+ * shards put together), their optimizer slots by Keras's names
+ * ("dense/kernel/m", "dense/kernel/v": checkpoint.h lists them), the
+ * global step ("global_step": the optimizer's iterations), and each
+ * dynamic embedding table's keys, rows, slots and admission counts as its
+ * ps tasks held them ("<table>/ps_<k>/keys", ...), with the manifest of
+ * that layout in the file's metadata ("format": "pasco-weights-1",
+ * "manifest": the JSON of a one-file checkpoint, checkpoint_impl.h, with
+ * every tensor's CRC-32C). Keras 3 writes HDF5 (.weights.h5); Pasco writes
+ * safetensors because its checkpoints already are (base/safetensors.c,
+ * checked by CRC-32C), it needs no HDF5 library, and it is a flat header
+ * plus raw bytes that a reader can check before it trusts it.
+ *
+ * A .keras file is a zip (as Keras's) of config.json (pasco_model_to_json:
+ * the model's config with its compile_config), metadata.json
+ * ({"pasco_version", "date_saved" as Keras writes it, "weights",
+ * "ps_tasks" of the saving cluster, "variables"}) and
+ * model.weights.safetensors, stored uncompressed (no zip64: a model of
+ * 4 GiB or more is refused, naming the size; save its weights alone).
+ *
+ * Saving: every ps writes its shards and slots into a staging directory
+ * made beside path (".pasco-save-XXXXXX", removed after), which must be
+ * on storage the ps tasks reach and under their checkpoint root
+ * (PASCO_CHECKPOINT_DIR), as a checkpoint directory must; the chief reads
+ * it back, checks it and writes path (atomically: a temporary file
+ * renamed over it). Loading is done by the chief alone: the file is read
+ * and checked, then each variable is assigned as the strategy now places
+ * and partitions it and its slots set, whatever the ps count then and now
+ * (pasco_checkpoint_restore's rules; a dynamic table's rows go to the ps
+ * their key's hash picks). So a model loaded into another cluster predicts
+ * the same, bit for bit, and a fit after it continues where the saved one
+ * stopped (the same slots and optimizer iterations).
+ *
+ * Errors: PASCO_EINVAL (no variables created yet, a path of the wrong
+ * suffix, a file lacking one of the model's variables, a variable of
+ * another shape), PASCO_EPROTO (a damaged or foreign file: not a zip, a
+ * CRC that does not match, no manifest), PASCO_ENOTFOUND, PASCO_EIO, or a
+ * ps's error; the message, naming the file and what is wrong, is in
+ * pasco_model_last_error. All block; none is thread-safe against a fit of
+ * the same model. */
+
+/* The weights of m's variables (created through s) to path. */
+int pasco_model_save_weights(
+    pasco_strategy *s, const pasco_model *m, const char *path);
+
+/* Loads path (a weights file, or a .keras file's weights) into m's
+ * variables, created through s; the global step too when m counts its
+ * steps by it. Variables of the file that m lacks are left out. */
+int pasco_model_load_weights(pasco_strategy *s, pasco_model *m, const char *path);
+
+/* Saves m (compiled or not, its variables created through s) to path,
+ * which must end in ".keras" (PASCO_EINVAL: "Invalid filepath extension
+ * for saving. ..."). */
+int pasco_model_save(pasco_strategy *s, const pasco_model *m, const char *path);
+
+/* The model saved at path (a ".keras" file): made from its config
+ * (compiled when it was), its variables created through s and loaded.
+ * *out is the caller's (pasco_model_free), NULL on failure. */
+int pasco_model_load(pasco_model **out, pasco_strategy *s, const char *path);
+
+/* Keras's model.summary() into *out (malloc'd text, the caller frees
+ * it): 'Model: "<name>"', the table of layers (Layer (type), Output
+ * Shape, Param #; a functional model also has its InputLayer rows and
+ * Connected to, "dense[0][0]"), the totals as Keras prints them ("Total
+ * params: 1,234 (4.82 KB)", trainable and non-trainable: a
+ * Normalization's mean, variance and count, and variables named
+ * .../moving_mean or .../moving_variance, take no gradient), then a line
+ * per variable: its name, its shape and where it lives: "ps 1", or each
+ * shard's rows and ps task ("part_0 rows [0, 10) on ps 0, part_1 rows
+ * [10, 20) on ps 1"), or "dynamic table, keys hashed over ps 0, 1" (a
+ * dynamic table's rows grow on the ps: they count for no parameters), or
+ * "not created yet". PASCO_EINVAL for a NULL model, PASCO_ENOMEM.
+ * Thread-safe against other readers of m. */
+int pasco_model_summary(const pasco_model *m, char **out);
+
 #endif

@@ -109,9 +109,92 @@ typedef enum pasco_consistency {
 	PASCO_SSP = 2, /* stale synchronous: gradients > s steps old dropped */
 } pasco_consistency;
 
+/* Keras 3's learning-rate schedules (keras.optimizers.schedules), set as
+ * opt.schedule: the ps evaluates the schedule at each apply's step
+ * (Keras's optimizer.iterations: the global step before the apply, 0 for
+ * the first; without opt.iterations, the shard's count of earlier
+ * applies) and uses it as the learning rate, in place of
+ * opt.learning_rate. With p = step / decay_steps (floor(p) when
+ * staircase):
+ *
+ *   ExponentialDecay        lr0 * decay_rate^p
+ *   InverseTimeDecay        lr0 / (1 + decay_rate * p)
+ *   PolynomialDecay         (lr0 - end) * (1 - s / d)^power + end, with
+ *                           s = min(step, decay_steps), d = decay_steps;
+ *                           cycle: s = step, d = decay_steps *
+ *                           ceil(step / decay_steps) (1 at step 0)
+ *   CosineDecay             no warmup (warmup_target NAN, Keras's None):
+ *                           lr0 * ((1 - alpha) * c + alpha),
+ *                           c = 0.5 (1 + cos(pi * min(step, decay_steps) /
+ *                           decay_steps)); with warmup: before
+ *                           warmup_steps, lr0 + (warmup_target - lr0) *
+ *                           step / warmup_steps, then the decay from
+ *                           warmup_target over step - warmup_steps
+ *                           (step at most decay_steps + warmup_steps)
+ *   PiecewiseConstantDecay  values[0] while step <= boundaries[0],
+ *                           values[i] while step <= boundaries[i], then
+ *                           values[n] (Keras's sum of ranges)
+ */
+typedef enum pasco_lr_schedule_kind {
+	PASCO_LR_CONSTANT                 = 0, /* opt.learning_rate */
+	PASCO_LR_EXPONENTIAL_DECAY        = 1,
+	PASCO_LR_PIECEWISE_CONSTANT_DECAY = 2,
+	PASCO_LR_POLYNOMIAL_DECAY         = 3,
+	PASCO_LR_COSINE_DECAY             = 4,
+	PASCO_LR_INVERSE_TIME_DECAY       = 5,
+} pasco_lr_schedule_kind;
+
+/* The most boundaries of a PiecewiseConstantDecay. */
+#define PASCO_LR_MAX_BOUNDARIES 32
+
+typedef struct pasco_lr_schedule {
+	pasco_lr_schedule_kind kind;
+	double                 initial_learning_rate;
+	double                 decay_steps;
+	double                 decay_rate;  /* Exponential, InverseTime */
+	bool                   staircase;   /* Exponential, InverseTime */
+	double                 end_learning_rate; /* Polynomial */
+	double                 power;             /* Polynomial */
+	bool                   cycle;             /* Polynomial */
+	double                 alpha;             /* Cosine */
+	double                 warmup_target;     /* Cosine; NAN: none */
+	double                 warmup_steps;      /* Cosine */
+	int32_t                nboundaries;       /* Piecewise */
+	double                 boundaries[PASCO_LR_MAX_BOUNDARIES];
+	double                 values[PASCO_LR_MAX_BOUNDARIES + 1];
+} pasco_lr_schedule;
+
+/* Keras's constructors, with its defaults in the comments. */
+pasco_lr_schedule pasco_exponential_decay(double initial_learning_rate,
+    double decay_steps, double decay_rate, bool staircase /* false */);
+pasco_lr_schedule pasco_inverse_time_decay(double initial_learning_rate,
+    double decay_steps, double decay_rate, bool staircase /* false */);
+pasco_lr_schedule pasco_polynomial_decay(double initial_learning_rate,
+    double decay_steps, double end_learning_rate /* 0.0001 */,
+    double power /* 1.0 */, bool cycle /* false */);
+pasco_lr_schedule pasco_cosine_decay(double initial_learning_rate,
+    double decay_steps, double alpha /* 0.0 */,
+    double warmup_target /* NAN */, double warmup_steps /* 0 */);
+/* n boundaries (at most PASCO_LR_MAX_BOUNDARIES) and n + 1 values, copied;
+ * a schedule of more has nboundaries -1, which applies refuse. */
+pasco_lr_schedule pasco_piecewise_constant_decay(
+    int32_t n, const double *boundaries, const double *values);
+
+/* The learning rate of s at step (0, 1, ...); for PASCO_LR_CONSTANT,
+ * constant. Thread-safe. */
+double pasco_lr_schedule_at(
+    const pasco_lr_schedule *s, int64_t step, double constant);
+
+/* What is wrong with s (Keras's ValueErrors: decay_steps <= 0, boundaries
+ * and values of other lengths, ...), or NULL. Thread-safe. */
+const char *pasco_lr_schedule_error(const pasco_lr_schedule *s);
+
 typedef struct pasco_optimizer {
 	pasco_optimizer_kind kind;
 	double               learning_rate;
+	/* A learning-rate schedule (above); kind PASCO_LR_CONSTANT: none,
+	 * learning_rate is used. */
+	pasco_lr_schedule schedule;
 	double               momentum;       /* SGD, RMSprop */
 	bool                 nesterov;       /* SGD */
 	double               rho;            /* RMSprop */

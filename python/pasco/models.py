@@ -15,20 +15,22 @@ import json
 import os
 import shutil
 import tempfile
-from ctypes import POINTER, c_int64, c_void_p
+from ctypes import c_int64, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _lib, callbacks as _callbacks, losses as _losses
+from . import _lib, _numpy_data, _saving
+from . import callbacks as _callbacks, losses as _losses
 from . import optimizers as _optimizers
 from ._lib import lib
 from .cluster import ParameterServerStrategy, get_strategy
 from .data import Dataset
 from .errors import InvalidArgumentError, check, error_for
 from .layers import Embedding, Input, KerasTensor, Layer, Normalization
+from ._variable import Variable, _numpy_to_tensor
 
-__all__ = ["Model", "Sequential", "Variable"]
+__all__ = ["Model", "Sequential", "Variable", "load_model"]
 
 _LOSSES = ("mse", "mean_squared_error", "binary_crossentropy",
            "sparse_categorical_crossentropy", "categorical_crossentropy")
@@ -37,91 +39,12 @@ _METRICS = ("accuracy", "acc", "binary_accuracy",
             "sparse_categorical_accuracy", "categorical_accuracy", "auc",
             "precision", "recall", "mae", "mean_absolute_error", "mse",
             "mean_squared_error")
-_DTYPES = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.int64,
-           5: np.uint8}
-_CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
-
 DatasetLike = Union[Dataset, str]
 
 
 def _model_error(rv: int, what: str) -> Exception:
     msg = lib.pasco_model_last_error().decode()
     return error_for(rv, f"{what}: {msg}" if msg else what)
-
-
-def _tensor_to_numpy(t: Any) -> np.ndarray:
-    shape = tuple(t.shape[i] for i in range(t.rank))
-    raw = ctypes.string_at(t.data, t.nbytes) if t.nbytes else b""
-    return np.frombuffer(raw, dtype=_DTYPES[t.dtype]).reshape(shape).copy()
-
-
-def _numpy_to_tensor(a: np.ndarray) -> Any:
-    a = np.asarray(a, order="C")  # a scalar stays rank 0
-    code = _CODES.get(a.dtype)
-    if code is None:
-        raise TypeError(f"dtype {a.dtype} is not one of float32, float64, "
-                        f"int32, int64, uint8")
-    out = POINTER(_lib.Tensor)()
-    shape = (c_int64 * max(a.ndim, 1))(*a.shape)
-    check(lib.pasco_tensor_from(ctypes.byref(out), code, a.ndim, shape,
-                                a.ctypes.data_as(c_void_p), a.nbytes),
-          "making a tensor")
-    return out
-
-
-def _count_records(path: str, spec: dict) -> int:
-    """The examples in one file of a pasco.data spec: a CSV's rows under
-    its header, a TFRecord's records (walking the length framing)."""
-    if spec["format"] == "csv":
-        with open(path, newline="") as f:
-            return max(sum(1 for row in _csv.reader(f) if row) - 1, 0)
-    import gzip
-    n = 0
-    with (gzip.open(path, "rb") if spec.get("gzip") else
-          open(path, "rb")) as f:
-        while True:
-            head = f.read(12)
-            if len(head) < 12:
-                return n
-            f.seek(int.from_bytes(head[:8], "little") + 4, os.SEEK_CUR)
-            n += 1
-
-
-def _in_file_order(x: Any, parts: List[np.ndarray]) -> Optional[np.ndarray]:
-    """predict's rows, one array per shard, put back in the files' order
-    (Keras returns predictions in the dataset's order): for a pasco.data
-    dataset read in order (no shuffle), each shard's rows go back where
-    they came from: every m-th record when sharded by records, whole files
-    when sharded by files. None when the order cannot be known (a named
-    factory, a shuffle, one shard) or the counts do not add up (say,
-    drop_remainder): the rows then stay shard after shard."""
-    m = len(parts)
-    if not isinstance(x, Dataset) or m < 2 or x.spec.get("shuffle"):
-        return None
-    files = x.files()
-    shard = x.spec.get("shard", "auto")
-    total = sum(len(p) for p in parts)
-    if shard == "none":
-        return None
-    if shard == "records" or (shard == "auto" and len(files) < m):
-        if any(len(parts[k]) != (total - k + m - 1) // m
-               for k in range(m)):
-            return None
-        out = np.empty((total,) + parts[0].shape[1:], np.float32)
-        for k in range(m):
-            out[k::m] = parts[k]
-        return out
-    counts = [_count_records(f, x.spec) for f in files]
-    if any(sum(counts[j] for j in range(k, len(files), m)) != len(parts[k])
-           for k in range(m)):
-        return None
-    taken = [0] * m
-    rows = []
-    for j, n in enumerate(counts):
-        k = j % m
-        rows.append(parts[k][taken[k]:taken[k] + n])
-        taken[k] += n
-    return np.concatenate(rows)
 
 
 def _dataset_name(arg: str, d: Any, default_repeat: int) -> bytes:
@@ -158,85 +81,6 @@ def _adapt(native: c_void_p, k: int, layer: Normalization) -> None:
         return
     if rv != 0:
         raise _model_error(rv, f"{layer.name}: adapt")
-
-
-class Variable:
-    """A variable on the ps: one of a model's (``model.variables``, e.g.
-    "dense/kernel") or the global step (``strategy.global_step_variable()``):
-    ``name``, ``shape``, ``numpy()`` reads it, ``assign(value)`` writes it;
-    an argument of ``ClusterCoordinator.schedule``."""
-
-    def __init__(self, model: "Model", index: int) -> None:
-        self._model, self._index = model, index
-        self._own = c_void_p()
-        self._dtype = np.float32
-        self.name = lib.pasco_model_variable_name(model._native,
-                                                  index).decode()
-        sp = POINTER(c_int64)()
-        rank = lib.pasco_model_variable_shape(model._native, index,
-                                              ctypes.byref(sp))
-        self.shape = tuple(sp[i] for i in range(rank))
-
-    @classmethod
-    def _of_handle(cls, strategy: ParameterServerStrategy, handle: c_void_p,
-                   name: str, shape: tuple, dtype: str) -> "Variable":
-        v = cls.__new__(cls)
-        v._model, v._index, v._strategy = None, -1, strategy
-        v._own, v._dtype = handle, np.dtype(dtype).type
-        v.name, v.shape = name, shape
-        return v
-
-    def _handle(self) -> int:
-        if self._model is None:
-            if not self._own:
-                raise RuntimeError(f"{self.name}: its strategy is closed")
-            return self._own.value
-        h = lib.pasco_model_variable(self._model._native_checked(),
-                                     self._index)
-        if not h:
-            raise RuntimeError(f"{self.name}: the variable is not created "
-                               f"yet (fit the model, or call build())")
-        return h
-
-    def _release(self) -> None:
-        if self._own:
-            lib.pasco_variable_free(self._own)
-            self._own = c_void_p()
-
-    def __del__(self) -> None:
-        s = getattr(self, "_strategy", None)
-        if getattr(self, "_own", None) and s is not None and s._strategy:
-            self._release()
-
-    def numpy(self) -> np.ndarray:
-        h = self._handle()
-        t = POINTER(_lib.Tensor)()
-        rv = lib.pasco_variable_read(h, ctypes.byref(t))
-        if rv != 0:
-            raise error_for(rv, f"reading {self.name}: "
-                            + lib.pasco_variable_error(h).decode())
-        try:
-            return _tensor_to_numpy(t.contents)
-        finally:
-            lib.pasco_tensor_release(t)
-
-    def assign(self, value: Any) -> None:
-        h = self._handle()
-        a = np.asarray(value, dtype=self._dtype)
-        if a.shape != self.shape:
-            raise ValueError(f"value: {self.name} has shape {self.shape}, "
-                             f"got {a.shape}")
-        t = _numpy_to_tensor(a)
-        try:
-            rv = lib.pasco_variable_assign(h, t)
-            if rv != 0:
-                raise error_for(rv, f"assigning {self.name}: "
-                                + lib.pasco_variable_error(h).decode())
-        finally:
-            lib.pasco_tensor_release(t)
-
-    def __repr__(self) -> str:
-        return f"<pasco.Variable {self.name} shape={self.shape}>"
 
 
 class Model:
@@ -457,12 +301,18 @@ class Model:
 
     # ---- fit, evaluate, predict ----------------------------------------
 
-    def fit(self, x: DatasetLike, epochs: int = 1,
-            steps_per_epoch: Optional[int] = None,
-            validation_data: Optional[DatasetLike] = None,
+    def fit(self, x: Any = None, y: Any = None,
+            batch_size: Optional[int] = None, epochs: int = 1,
+            verbose: Union[int, str] = "auto",
             callbacks: Optional[Sequence[_callbacks.Callback]] = None,
-            initial_epoch: int = 0, steps_per_execution: int = 1,
-            verbose: Union[int, str] = "auto", validation_shards: int = 0,
+            validation_split: float = 0.0, validation_data: Any = None,
+            shuffle: bool = True, class_weight: Optional[dict] = None,
+            sample_weight: Any = None, initial_epoch: int = 0,
+            steps_per_epoch: Optional[int] = None,
+            validation_steps: Optional[int] = None,
+            validation_batch_size: Optional[int] = None,
+            validation_freq: int = 1, steps_per_execution: int = 1,
+            validation_shards: int = 0,
             window: int = 0) -> _callbacks.History:
         """Keras's fit under ParameterServerStrategy: ``steps_per_epoch``
         (required) steps an epoch on the workers' shares of ``x`` (a
@@ -474,10 +324,43 @@ class Model:
         table). ``verbose``: 0 silent, 1 Keras 3's progress bar, 2 a line
         per epoch, "auto" (the default) the bar when stdout is a terminal
         and a line per epoch otherwise (Keras 3's "auto" is always 1; a bar
-        redrawn with "\\r" only clutters a log file). Returns a History."""
+        redrawn with "\\r" only clutters a log file). Returns a History.
+
+        On numpy arrays (Keras's x and y: an array, or a dict or list of
+        them for named inputs), fit writes them as a dataset the workers
+        read (python/pasco/_numpy_data.py: a temporary directory they must
+        see, removed after): batch_size (None: 32), shuffle, an epoch of
+        ceil(examples / batch_size) steps unless steps_per_epoch says,
+        validation_split (the last fraction, before shuffling) or
+        validation_data as (x_val, y_val) arrays, evaluated exactly once
+        each epoch. class_weight and sample_weight are refused
+        (ValueError): the library's steps have no per-example weights
+        yet. validation_steps and validation_freq other than Keras's
+        defaults are refused too."""
         self._require_compiled("fit")
         style = _callbacks._progress_style(verbose)
         _callbacks._sync_learning_rate(self)  # a rate set since compile
+        _numpy_data.no_weights(class_weight, sample_weight)
+        if validation_steps is not None or validation_freq != 1:
+            raise ValueError("validation_steps, validation_freq: Pasco "
+                             "validates on every example after every "
+                             "epoch; leave them None and 1")
+        if _numpy_data.is_arrays(x):
+            return _numpy_data.fit(
+                self, x, y, batch_size, validation_split, validation_data,
+                shuffle, validation_batch_size, epochs=epochs,
+                verbose=verbose, callbacks=callbacks,
+                initial_epoch=initial_epoch,
+                steps_per_epoch=steps_per_epoch,
+                steps_per_execution=steps_per_execution,
+                validation_shards=validation_shards, window=window)
+        for arg, v in (("y", y), ("batch_size", batch_size),
+                       ("validation_batch_size", validation_batch_size)):
+            if v is not None:
+                raise ValueError(f"{arg}: only with numpy arrays x (a "
+                                 f"dataset holds its targets and batches)")
+        if validation_split:
+            raise ValueError("validation_split: only with numpy arrays x")
         name = _dataset_name("x", x, -1)
         if steps_per_epoch is None:
             raise ValueError("steps_per_epoch: required under "
@@ -558,13 +441,31 @@ class Model:
         finally:
             lib.pasco_callbacks_free(clist)
 
-    def evaluate(self, x: DatasetLike, return_dict: bool = False,
+    def evaluate(self, x: Any = None, y: Any = None,
+                 batch_size: Optional[int] = None, verbose: int = 1,
+                 sample_weight: Any = None, steps: Optional[int] = None,
+                 callbacks: Optional[Sequence[Any]] = None,
+                 return_dict: bool = False,
                  shards: int = 0) -> Union[float, List[float],
                                            Dict[str, float]]:
         """Keras's evaluate, exactly once over ``x``'s shards (``shards``:
         0 means one per worker): the loss, or [loss, metrics...] when
-        compiled with metrics, or the dict of them with return_dict."""
+        compiled with metrics, or the dict of them with return_dict.
+        x may be numpy arrays with targets y (batch_size None: 32),
+        written for the workers as fit writes them: every example once.
+        steps (None: all of x), sample_weight and callbacks are refused
+        otherwise; verbose prints nothing."""
         self._require_compiled("evaluate")
+        _numpy_data.no_weights(None, sample_weight)
+        if steps is not None or callbacks:
+            raise ValueError("steps, callbacks: Pasco evaluates every "
+                             "example of x, without callbacks; leave them "
+                             "None")
+        if _numpy_data.is_arrays(x):
+            return _numpy_data.evaluate(self, x, y, batch_size, return_dict,
+                                        shards)
+        if y is not None or batch_size is not None:
+            raise ValueError("y, batch_size: only with numpy arrays x")
         name = _dataset_name("x", x, 1)
         if not isinstance(shards, int) or shards < 0:
             raise ValueError(f"shards: expected an integer >= 0, got "
@@ -583,9 +484,11 @@ class Model:
         vals = list(d.values())
         return vals[0] if len(vals) == 1 else vals
 
-    def predict(self, x: DatasetLike, dir: Optional[str] = None,
-                format: str = "csv", shards: int = 0
-                ) -> Union[np.ndarray, int]:
+    def predict(self, x: Any, batch_size: Optional[int] = None,
+                verbose: int = 1, steps: Optional[int] = None,
+                callbacks: Optional[Sequence[Any]] = None,
+                dir: Optional[str] = None, format: str = "csv",
+                shards: int = 0) -> Union[np.ndarray, int]:
         """Keras's predict, each example once: the workers write one file
         per shard into ``dir`` (default, for "csv" only: a temporary
         directory, removed once read, which only a one-host cluster
@@ -594,8 +497,22 @@ class Model:
         (no shuffle; each shard's rows put back where they came from), else
         shard after shard (a named factory's, a shuffled one's); "tfrecord":
         returns the number of examples (the files in ``dir`` are the
-        result: ``dir`` is required)."""
+        result: ``dir`` is required). x may be numpy arrays (batch_size
+        None: 32): the outputs come back in x's order, a row per example.
+        steps and callbacks are refused (every example is predicted);
+        verbose prints nothing."""
         self._require_compiled("predict")
+        if steps is not None or callbacks:
+            raise ValueError("steps, callbacks: Pasco predicts every "
+                             "example of x, without callbacks; leave them "
+                             "None")
+        if _numpy_data.is_arrays(x):
+            if dir is not None or format != "csv":
+                raise ValueError("dir, format: not with numpy arrays x "
+                                 "(the outputs come back as an array)")
+            return _numpy_data.predict(self, x, batch_size, shards)
+        if batch_size is not None:
+            raise ValueError("batch_size: only with numpy arrays x")
         name = _dataset_name("x", x, 1)
         if format not in ("csv", "tfrecord"):
             raise ValueError(f"format: expected 'csv' or 'tfrecord', got "
@@ -634,7 +551,7 @@ class Model:
         width = max((p.shape[1] for p in parts if p.size), default=0)
         parts = [p if p.size else np.zeros((0, width), np.float32)
                  for p in parts]
-        ordered = _in_file_order(x, parts)
+        ordered = _numpy_data.in_file_order(x, parts)
         if ordered is not None:
             return ordered
         return np.concatenate(parts) if parts else \
@@ -689,14 +606,45 @@ class Model:
         for v, w in zip(vs, weights):
             v.assign(w)
 
-    def summary(self) -> str:
-        """One line per variable; printed and returned."""
-        lines = [f"Model {self.name or type(self).__name__.lower()}"]
-        for v in self.variables:
-            lines.append(f"  {v.name:32} {v.shape}")
-        text = "\n".join(lines)
-        print(text)
-        return text
+    # ---- saving (python/pasco/_saving.py) ------------------------------
+
+    def save(self, filepath: Any, overwrite: bool = True,
+             zipped: Optional[bool] = None, **kwargs: Any) -> None:
+        """Keras's save: one ``.keras`` zip (config.json with the compile
+        config, metadata.json, model.weights.safetensors: the variables,
+        optimizer slots and iterations), loadable by
+        pasco.models.load_model into a cluster of any ps count. The ps
+        tasks stage their shards beside the file: its directory must be
+        under their PASCO_CHECKPOINT_DIR."""
+        _saving.save_model(self, filepath, overwrite, zipped, **kwargs)
+
+    def save_weights(self, filepath: Any, overwrite: bool = True,
+                     max_shard_size: Optional[float] = None) -> None:
+        """Keras's save_weights, to a ``.weights.safetensors`` file (Keras
+        3 writes ``.weights.h5``): variables, slots and iterations."""
+        _saving.save_weights(self, filepath, overwrite, max_shard_size)
+
+    def load_weights(self, filepath: Any, skip_mismatch: bool = False,
+                     **kwargs: Any) -> None:
+        """Keras's load_weights from a ``.weights.safetensors`` or
+        ``.keras`` file."""
+        _saving.load_weights(self, filepath, skip_mismatch, **kwargs)
+
+    def summary(self, line_length: Optional[int] = None,
+                positions: Optional[Sequence[float]] = None,
+                print_fn: Optional[Any] = None, expand_nested: bool = False,
+                show_trainable: bool = False,
+                layer_range: Optional[Sequence[str]] = None) -> None:
+        """Keras's summary (builds the model first): the table of layers,
+        output shapes and parameters, the trainable and non-trainable
+        totals, then each variable's shape and where it lives: its ps
+        task, or each shard's rows and ps ("part_0 rows [0, 10) on ps
+        0"), read from the strategy's placement. Each line goes to
+        print_fn (default print). line_length, positions, expand_nested,
+        show_trainable and layer_range are Keras's and change nothing
+        here (the table fits its widest cell)."""
+        from . import _summary
+        _summary.summary(self, print_fn)
 
 
 class Sequential(Model):
@@ -790,3 +738,6 @@ class Sequential(Model):
                            "inputs": [{"name": name, "width": width,
                                        "ids": ids}],
                            "layers": layers}}
+
+
+load_model = _saving.load_model

@@ -4,12 +4,25 @@
 "sgd", "adagrad", "rmsprop", "adam", "ftrl", "adamw", "nadam" (Keras's
 defaults).
 Each class's fields and defaults are the C library's optimizer table's
-(base/optimizer_desc.c): tests/python/optimizer_table.py checks them.
+(base/optimizers/): tests/python/optimizer_table.py checks them.
+
+``learning_rate`` may be a schedule of ``pasco.optimizers.schedules``
+(ExponentialDecay, PiecewiseConstantDecay, PolynomialDecay, CosineDecay,
+InverseTimeDecay), evaluated on the ps at each step's global step.
+``clipnorm``, ``clipvalue`` and ``global_clipnorm`` (at most one) clip the
+gradients on the worker before they are pushed: each variable's whole
+gradient, or all of a step's gradients together for global_clipnorm (a
+sparse gradient's rows summed by id first).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Tuple, Union
+
+try:  # pasco.optimizers.schedules, as Keras's keras.optimizers.schedules
+    from . import schedules  # noqa: F401
+except ImportError:  # loaded alone, by tests/python/optimizer_table.py
+    schedules = None
 
 __all__ = ["Optimizer", "SGD", "Adagrad", "RMSprop", "Adam", "Ftrl", "AdamW",
            "Nadam", "get"]
@@ -20,13 +33,22 @@ class Optimizer:
 
     class_name = ""
 
-    def __init__(self, learning_rate: float, **config: Any) -> None:
-        if isinstance(learning_rate, bool) or not isinstance(
+    def __init__(self, learning_rate: float,
+                 clips: Tuple[Optional[float], ...] = (None, None, None),
+                 **config: Any) -> None:
+        """clips: (clipnorm, clipvalue, global_clipnorm), Keras's."""
+        if hasattr(learning_rate, "_serialized"):  # a schedule
+            self.learning_rate = learning_rate
+            self.config: Dict[str, Any] = {
+                "learning_rate": learning_rate._serialized()}
+        elif isinstance(learning_rate, bool) or not isinstance(
                 learning_rate, (int, float)) or learning_rate <= 0:
-            raise ValueError(f"learning_rate: expected a number > 0, got "
+            raise ValueError(f"learning_rate: expected a number > 0 or a "
+                             f"pasco.optimizers.schedules schedule, got "
                              f"{learning_rate!r}")
-        self.learning_rate = float(learning_rate)
-        self.config: Dict[str, Any] = {"learning_rate": self.learning_rate}
+        else:
+            self.learning_rate = float(learning_rate)
+            self.config = {"learning_rate": self.learning_rate}
         for k, v in config.items():
             if isinstance(v, bool):
                 self.config[k] = v
@@ -34,6 +56,21 @@ class Optimizer:
                 self.config[k] = float(v)
             else:
                 raise TypeError(f"{k}: expected a number, got {v!r}")
+        clipnorm, clipvalue, global_clipnorm = clips
+        clips = {"clipnorm": clipnorm, "clipvalue": clipvalue,
+                 "global_clipnorm": global_clipnorm}
+        for k, v in clips.items():
+            if v is not None and (isinstance(v, bool) or not isinstance(
+                    v, (int, float)) or not 0 <= v < float("inf")):
+                raise ValueError(f"{k}: expected None or a finite number "
+                                 f">= 0, got {v!r}")
+        if sum(v is not None for v in clips.values()) > 1:
+            raise ValueError(
+                "Only one of `clipnorm`, `clipvalue` and `global_clipnorm` "
+                f"can be set. Received: clipnorm={clipnorm}, "
+                f"clipvalue={clipvalue}, global_clipnorm={global_clipnorm}")
+        for k, v in clips.items():
+            self.config[k] = None if v is None else float(v)
 
     def get_config(self) -> dict:
         return {"class_name": self.class_name, "config": dict(self.config)}
@@ -60,8 +97,12 @@ class SGD(Optimizer):
     class_name = "SGD"
 
     def __init__(self, learning_rate: float = 0.01, momentum: float = 0.0,
-                 nesterov: bool = False) -> None:
-        super().__init__(learning_rate, momentum=momentum, nesterov=nesterov)
+                 nesterov: bool = False, clipnorm: Optional[float] = None,
+                 clipvalue: Optional[float] = None,
+                 global_clipnorm: Optional[float] = None) -> None:
+        super().__init__(learning_rate,
+                         (clipnorm, clipvalue, global_clipnorm),
+                         momentum=momentum, nesterov=nesterov)
 
 
 class Adagrad(Optimizer):
@@ -69,8 +110,11 @@ class Adagrad(Optimizer):
 
     def __init__(self, learning_rate: float = 0.001,
                  initial_accumulator_value: float = 0.1,
-                 epsilon: float = 1e-7) -> None:
+                 epsilon: float = 1e-7, clipnorm: Optional[float] = None,
+                 clipvalue: Optional[float] = None,
+                 global_clipnorm: Optional[float] = None) -> None:
         super().__init__(learning_rate,
+                         (clipnorm, clipvalue, global_clipnorm),
                          initial_accumulator_value=initial_accumulator_value,
                          epsilon=epsilon)
 
@@ -80,9 +124,13 @@ class RMSprop(Optimizer):
 
     def __init__(self, learning_rate: float = 0.001, rho: float = 0.9,
                  momentum: float = 0.0, epsilon: float = 1e-7,
-                 centered: bool = False) -> None:
-        super().__init__(learning_rate, rho=rho, momentum=momentum,
-                         epsilon=epsilon, centered=centered)
+                 centered: bool = False, clipnorm: Optional[float] = None,
+                 clipvalue: Optional[float] = None,
+                 global_clipnorm: Optional[float] = None) -> None:
+        super().__init__(learning_rate,
+                         (clipnorm, clipvalue, global_clipnorm),
+                         rho=rho, momentum=momentum, epsilon=epsilon,
+                         centered=centered)
 
 
 class Adam(Optimizer):
@@ -90,9 +138,13 @@ class Adam(Optimizer):
 
     def __init__(self, learning_rate: float = 0.001, beta_1: float = 0.9,
                  beta_2: float = 0.999, epsilon: float = 1e-7,
-                 amsgrad: bool = False) -> None:
-        super().__init__(learning_rate, beta_1=beta_1, beta_2=beta_2,
-                         epsilon=epsilon, amsgrad=amsgrad)
+                 amsgrad: bool = False, clipnorm: Optional[float] = None,
+                 clipvalue: Optional[float] = None,
+                 global_clipnorm: Optional[float] = None) -> None:
+        super().__init__(learning_rate,
+                         (clipnorm, clipvalue, global_clipnorm),
+                         beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+                         amsgrad=amsgrad)
 
 
 class Ftrl(Optimizer):
@@ -106,9 +158,12 @@ class Ftrl(Optimizer):
                  l1_regularization_strength: float = 0.0,
                  l2_regularization_strength: float = 0.0,
                  l2_shrinkage_regularization_strength: float = 0.0,
-                 beta: float = 0.0) -> None:
+                 beta: float = 0.0, clipnorm: Optional[float] = None,
+                 clipvalue: Optional[float] = None,
+                 global_clipnorm: Optional[float] = None) -> None:
         super().__init__(
-            learning_rate, learning_rate_power=learning_rate_power,
+            learning_rate, (clipnorm, clipvalue, global_clipnorm),
+            learning_rate_power=learning_rate_power,
             initial_accumulator_value=initial_accumulator_value,
             l1_regularization_strength=l1_regularization_strength,
             l2_regularization_strength=l2_regularization_strength,
@@ -126,10 +181,13 @@ class AdamW(Optimizer):
     def __init__(self, learning_rate: float = 0.001,
                  weight_decay: float = 0.004, beta_1: float = 0.9,
                  beta_2: float = 0.999, epsilon: float = 1e-7,
-                 amsgrad: bool = False) -> None:
-        super().__init__(learning_rate, weight_decay=weight_decay,
-                         beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
-                         amsgrad=amsgrad)
+                 amsgrad: bool = False, clipnorm: Optional[float] = None,
+                 clipvalue: Optional[float] = None,
+                 global_clipnorm: Optional[float] = None) -> None:
+        super().__init__(learning_rate,
+                         (clipnorm, clipvalue, global_clipnorm),
+                         weight_decay=weight_decay, beta_1=beta_1,
+                         beta_2=beta_2, epsilon=epsilon, amsgrad=amsgrad)
 
 
 class Nadam(Optimizer):
@@ -138,9 +196,13 @@ class Nadam(Optimizer):
     class_name = "Nadam"
 
     def __init__(self, learning_rate: float = 0.001, beta_1: float = 0.9,
-                 beta_2: float = 0.999, epsilon: float = 1e-7) -> None:
-        super().__init__(learning_rate, beta_1=beta_1, beta_2=beta_2,
-                         epsilon=epsilon)
+                 beta_2: float = 0.999, epsilon: float = 1e-7,
+                 clipnorm: Optional[float] = None,
+                 clipvalue: Optional[float] = None,
+                 global_clipnorm: Optional[float] = None) -> None:
+        super().__init__(learning_rate,
+                         (clipnorm, clipvalue, global_clipnorm),
+                         beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
 
 
 # by Keras's lower-case names ("rmsprop"): every class of __all__

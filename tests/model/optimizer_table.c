@@ -1,7 +1,8 @@
 /*
  * Prints the optimizer table (base/optimizer_desc.h) as JSON, for
  * tests/python/optimizer_table.py: per kind its name (pasco.optimizers.get
- * takes it), Keras's class name, its config fields in order, and the
+ * takes it), Keras's class name, its config fields in order (its own,
+ * then the common ones: clipnorm, clipvalue, global_clipnorm), and the
  * config the library writes for the kind's defaults (model/compile.c).
  */
 #include "kind_table.h"
@@ -21,9 +22,10 @@ kind_json(const pasci_opt_desc *d)
 		cJSON_Delete(o);
 		return NULL;
 	}
-	for (int k = 0; k < d->nfields; k++) {
-		cJSON_AddItemToArray(
-		    keys, cJSON_CreateString(d->fields[k].key));
+	/* every key the writer writes: the kind's fields, then the
+	 * common ones (clipnorm, ...) */
+	for (const cJSON *it = c->child; it != NULL; it = it->next) {
+		cJSON_AddItemToArray(keys, cJSON_CreateString(it->string));
 	}
 	cJSON_AddNumberToObject(o, "kind", d->kind);
 	cJSON_AddStringToObject(o, "name", d->name);

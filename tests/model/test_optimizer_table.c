@@ -8,6 +8,7 @@
 #include "model_impl.h"
 #include "optimizer_desc.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,8 +142,8 @@ Test(optimizer_table, each_kinds_reader_reads_back_what_its_writer_writes)
 			}
 		}
 		cr_assert(pasci_opt_config_write(c, &set), "%s", d->keras);
-		cr_assert_eq(
-		    cJSON_GetArraySize(c), d->nfields, "%s", d->keras);
+		cr_assert_eq(cJSON_GetArraySize(c),
+		    d->nfields + PASCI_OPT_COMMON_FIELDS, "%s", d->keras);
 		PASCO_PASS(read_class(d, c, &got));
 		cr_assert(same_fields(d, &got, &set, &differs),
 		    "%s: %s did not read back", d->keras, differs);
@@ -166,4 +167,89 @@ Test(optimizer_table, a_field_or_class_of_no_optimizer_is_refused_naming_it)
 	    strstr(pasco_model_last_error(), "unknown class_name 'Lion'"),
 	    "%s", pasco_model_last_error());
 	cJSON_Delete(bad);
+}
+
+/* A schedule is written as Keras serializes one, {"class_name":
+ * "CosineDecay", "config": {...}} in learning_rate's place (None as
+ * null), and read back the same; clipnorm and the others as null when
+ * not set. */
+Test(optimizer_table, a_schedule_and_the_clipping_fields_read_back)
+{
+	double            b[] = {10, 20}, v[] = {0.3, 0.2, 0.1};
+	pasco_lr_schedule s[]   = {pasco_cosine_decay(0.1, 20, 0.1, NAN, 0),
+	      pasco_cosine_decay(0.1, 20, 0.1, 0.5, 10),
+	      pasco_piecewise_constant_decay(2, b, v),
+	      pasco_exponential_decay(0.1, 7, 0.5, true),
+	      pasco_polynomial_decay(0.3, 9, 0.01, 2.0, true),
+	      pasco_inverse_time_decay(0.2, 5, 0.7, false)};
+	const char       *cls[] = {"CosineDecay", "CosineDecay",
+	          "PiecewiseConstantDecay", "ExponentialDecay", "PolynomialDecay",
+	          "InverseTimeDecay"};
+	for (size_t k = 0; k < sizeof(s) / sizeof(s[0]); k++) {
+		const pasci_opt_desc *d = pasci_opt_desc_of(PASCO_OPT_ADAMW);
+		pasco_optimizer set     = pasco_adamw(0.01, 0.004, false), got;
+		cJSON          *c       = cJSON_CreateObject();
+		const cJSON    *lr;
+		set.schedule = s[k];
+		set.clipnorm = k == 1 ? 2.5 : 0;
+		cr_assert(pasci_opt_config_write(c, &set));
+		lr = cJSON_GetObjectItemCaseSensitive(c, "learning_rate");
+		cr_assert_str_eq(
+		    cJSON_GetStringValue(
+		        cJSON_GetObjectItemCaseSensitive(lr, "class_name")),
+		    cls[k]);
+		cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
+		    c, k == 1 ? "clipvalue" : "clipnorm")));
+		if (k == 0) {
+			cr_assert(
+			    cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
+			        cJSON_GetObjectItemCaseSensitive(lr, "config"),
+			        "warmup_target")));
+		}
+		PASCO_PASS(read_class(d, c, &got));
+		cr_assert_eq(got.schedule.kind, s[k].kind);
+		cr_assert_eq(got.clipnorm, set.clipnorm);
+		for (int t = 0; t < 50; t += 3) {
+			cr_assert_eq(pasco_lr_schedule_at(&got.schedule, t, 0),
+			    pasco_lr_schedule_at(&s[k], t, 0), "%s at %d",
+			    cls[k], t);
+		}
+	}
+}
+
+Test(optimizer_table, a_bad_schedule_in_a_config_is_refused_naming_it)
+{
+	const pasci_opt_desc *d = pasci_opt_desc_of(PASCO_OPT_SGD);
+	pasco_optimizer       o;
+	const char           *bad[][2] = {
+	              {"{\"learning_rate\": {\"class_name\": \"StepDecay\", "
+	                         "\"config\": {}}}",
+	                  "got class_name 'StepDecay'"},
+	              {"{\"learning_rate\": {\"class_name\": \"ExponentialDecay\", "
+	                         "\"config\": {\"initial_learning_rate\": 0.1, \"decay_steps\": "
+	                         "0, \"decay_rate\": 0.5}}}",
+	                  "decay_steps must be > 0"},
+	              {"{\"learning_rate\": {\"class_name\": \"ExponentialDecay\", "
+	                         "\"config\": {\"decay_steps\": 3, \"cycle\": true}}}",
+	                  "ExponentialDecay has no field 'cycle'"},
+	              {"{\"learning_rate\": {\"class_name\": "
+	                         "\"PiecewiseConstantDecay\", \"config\": {\"boundaries\": [1, "
+	                         "2], \"values\": [1]}}}",
+	                  "values (one more)"},
+	              {"{\"clipnorm\": 1, \"clipvalue\": 2}", NULL},
+        };
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		int rv = read_class(d, cJSON_Parse(bad[k][0]), &o);
+		if (bad[k][1] == NULL) { /* read, refused at compile */
+			PASCO_PASS(rv);
+			PASCO_FAIL(pasci_opt_compile_check(&o), PASCO_EINVAL);
+			cr_assert(strstr(pasco_model_last_error(),
+			              "only one of clipnorm"),
+			    "%s", pasco_model_last_error());
+			continue;
+		}
+		PASCO_FAIL(rv, PASCO_EINVAL);
+		cr_assert(strstr(pasco_model_last_error(), bad[k][1]) != NULL,
+		    "%s: %s", bad[k][0], pasco_model_last_error());
+	}
 }

@@ -90,10 +90,10 @@ ref_step(ref *r, const pasco_optimizer *o, double g)
 	}
 	case PASCO_OPT_ADAMW: { /* Keras 3: decay first, then Adam */
 		double b1t = pow(o->beta_1, r->t), b2t = pow(o->beta_2, r->t);
-		r->w      = r->w - r->w * o->weight_decay * lr;
-		r->s[0]   = o->beta_1 * r->s[0] + (1 - o->beta_1) * g;
-		r->s[1]   = o->beta_2 * r->s[1] + (1 - o->beta_2) * g * g;
-		r->s[2]   = fmax(r->s[2], r->s[1]);
+		r->w    = r->w - r->w * o->weight_decay * lr;
+		r->s[0] = o->beta_1 * r->s[0] + (1 - o->beta_1) * g;
+		r->s[1] = o->beta_2 * r->s[1] + (1 - o->beta_2) * g * g;
+		r->s[2] = fmax(r->s[2], r->s[1]);
 		r->w -= lr * sqrt(1 - b2t) / (1 - b1t) * r->s[0] /
 		        (sqrt(o->amsgrad ? r->s[2] : r->s[1]) + o->epsilon);
 		break;
@@ -140,7 +140,8 @@ read_var(ps_store *s, const char *name)
 {
 	pasco_tensor *t;
 	char          err[256];
-	PASCO_PASS(pasci_store_var_with(s, name, copy_out, &t, err, sizeof(err)));
+	PASCO_PASS(
+	    pasci_store_var_with(s, name, copy_out, &t, err, sizeof(err)));
 	return t;
 }
 
@@ -165,7 +166,8 @@ check_dense(pasco_optimizer o, const char *what)
 			pasco_tensor_set(g, i, grad_at(t, i));
 			ref_step(&r[i], &o, grad_at(t, i));
 		}
-		int rv = pasci_store_var_apply(s, "w", &o, g, err, sizeof(err));
+		int rv =
+		    pasci_store_var_apply(s, "w", &o, g, err, sizeof(err));
 		cr_assert_eq(rv, PASCO_OK, "%s: %s", what, err);
 		now = read_var(s, "w");
 		for (int i = 0; i < N; i++) {
@@ -217,18 +219,18 @@ Test(optimizer, every_kinds_f32_kernel_agrees_with_its_update_in_double)
 		pasco_tensor *w32, *w64, *g32, *g64, *ids, *r32, *r64, *a, *b;
 		char          err[256];
 		PASCO_PASS(pasci_store_create(&s));
-		PASCO_PASS(pasco_tensor_alloc(
-		    &w32, PASCO_F32, 2, (int64_t[]){4, 3}));
-		PASCO_PASS(pasco_tensor_alloc(
-		    &w64, PASCO_F64, 2, (int64_t[]){4, 3}));
-		PASCO_PASS(pasco_tensor_alloc(
-		    &g32, PASCO_F32, 2, (int64_t[]){4, 3}));
-		PASCO_PASS(pasco_tensor_alloc(
-		    &g64, PASCO_F64, 2, (int64_t[]){4, 3}));
-		PASCO_PASS(pasco_tensor_alloc(
-		    &r32, PASCO_F32, 2, (int64_t[]){3, 3}));
-		PASCO_PASS(pasco_tensor_alloc(
-		    &r64, PASCO_F64, 2, (int64_t[]){3, 3}));
+		PASCO_PASS(
+		    pasco_tensor_alloc(&w32, PASCO_F32, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(
+		    pasco_tensor_alloc(&w64, PASCO_F64, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(
+		    pasco_tensor_alloc(&g32, PASCO_F32, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(
+		    pasco_tensor_alloc(&g64, PASCO_F64, 2, (int64_t[]){4, 3}));
+		PASCO_PASS(
+		    pasco_tensor_alloc(&r32, PASCO_F32, 2, (int64_t[]){3, 3}));
+		PASCO_PASS(
+		    pasco_tensor_alloc(&r64, PASCO_F64, 2, (int64_t[]){3, 3}));
 		PASCO_PASS(pasco_tensor_from(&ids, PASCO_I64, 1,
 		    (int64_t[]){3}, id_list, sizeof(id_list)));
 		for (int i = 0; i < 12; i++) {

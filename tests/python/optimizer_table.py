@@ -20,6 +20,8 @@ import kind_table
 
 
 def same(py, c):
+    if py is None or c is None:  # a common field not set (clipnorm)
+        return py is c
     if isinstance(py, bool) or isinstance(c, bool):
         return py is c
     if isinstance(py, (int, float)) and isinstance(c, (int, float)):

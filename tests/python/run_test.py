@@ -14,7 +14,11 @@ workers against numpy, retraces, trace-time errors), ps_tutorial
 evaluation accuracy >= 0.9), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
 (examples/mlp_csv.py, every task started by hand with its TF_CONFIG, no
-launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints). Every task carries a PASCO_TEST_MARK of this run;
+launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
+saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
+and 3 ps: the same predictions bit for bit, the same resumed losses),
+numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
+numpy arrays against numpy's loss and forward pass). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -77,8 +81,8 @@ def kill_leftovers():
 
 
 def launch(script, *args, timeout=150, launch_args=(), workers=2,
-           path=None):
-    cmd = [pasco, "launch", *launch_args, "--ps", "2", "--workers",
+           path=None, ps=2):
+    cmd = [pasco, "launch", *launch_args, "--ps", str(ps), "--workers",
            str(workers), "--", sys.executable,
            path or os.path.join(here, script), *args]
     print("+", " ".join(cmd), flush=True)
@@ -277,6 +281,22 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
     elif case == "tutorial":
         p = launch("tutorial.py", d)
         ok = p.returncode == 0 and "tutorial: OK" in p.stdout
+    elif case == "saving":
+        # saved on 2 ps, loaded on 1 and on 3 (the ps stage the weights
+        # beside the file: under their PASCO_CHECKPOINT_DIR)
+        env["PASCO_CHECKPOINT_DIR"] = d
+        ok = True
+        for phase, n in (("save", 2), ("load", 1), ("load", 3)):
+            p = launch("saving.py", d, phase, workers=1, ps=n)
+            ok = ok and p.returncode == 0 and \
+                f"saving: OK {phase} on {n} ps" in p.stdout
+    elif case == "numpy_data":
+        # the chief writes the arrays under TMPDIR, which the workers
+        # (same host) read; the test checks that it ends empty
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("numpy_data.py", d)
+        ok = p.returncode == 0 and "numpy_data: OK" in p.stdout
     elif case == "callbacks":
         # Keras's callbacks (tests/python/callbacks.py); verbose=2 under
         # the launcher's pipe: one line per epoch

@@ -1,0 +1,347 @@
+"""fit, evaluate and predict on numpy arrays (Keras's x and y).
+
+The arrays reach the workers as a dataset the library writes: one
+TFRecord file (pasco.data.write_tfrecord: a feature per model input, the
+targets as "label") in a temporary directory, read by every worker as its
+shard of the records (record k of m shards goes to shard k % m), and
+removed when the call returns. The workers must see that path: a launched
+cluster on one host shares it; on several hosts set TMPDIR (Python's
+tempfile) on the chief to a directory on storage every worker mounts at
+the same path.
+
+Each example counts once: evaluate and predict give each shard to one
+worker, exactly once; predict's rows come back in the arrays' order. fit
+streams each worker's share of the training examples, repeated (and
+shuffled by a buffer of all of them when shuffle=True); an epoch is
+ceil(examples / batch_size) steps, Keras's count, so each example is read
+once an epoch on average, and exactly once per epoch with one worker when
+batch_size divides the examples (a last partial batch runs on into the
+next pass, as a repeated tf.data stream does).
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import math
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import data as _data
+from .data import Dataset
+
+Arrays = Any
+
+
+def is_arrays(x: Any) -> bool:
+    """Whether x is Keras's array input (an array, or a list or dict of
+    them) rather than a pasco.data dataset or a factory's name."""
+    if isinstance(x, np.ndarray):
+        return True
+    if isinstance(x, dict):
+        return len(x) > 0 and all(isinstance(v, (np.ndarray, list))
+                                  for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return len(x) > 0 and all(isinstance(v, (np.ndarray, list))
+                                  or np.isscalar(v) for v in x)
+    return False
+
+
+def _inputs(model: Any) -> Dict[str, bool]:
+    """The model's inputs: name -> whether it takes ids (integers)."""
+    if hasattr(model, "_inputs"):
+        return {i.name: i.ids for i in model._inputs}
+    saved = getattr(model, "_saved", None)  # a loaded model's config
+    if saved is not None:
+        return {i["name"]: bool(i.get("ids")) for i in
+                saved["config"]["inputs"]}
+    if getattr(model, "_input", None) is not None:
+        return {model._input.name: model._input.ids}
+    from .layers import Embedding
+    layers = getattr(model, "layers", [])
+    return {"input": bool(layers) and isinstance(layers[0], Embedding)}
+
+
+def _input_names(model: Any) -> List[str]:
+    return list(_inputs(model))
+
+
+def _as_columns(model: Any, x: Arrays, what: str) -> Dict[str, np.ndarray]:
+    """The model's inputs by name, each [n, width]."""
+    names = _input_names(model)
+    if isinstance(x, dict):
+        if sorted(x) != sorted(names):
+            raise ValueError(f"{what}: the model's inputs are {names}; got "
+                             f"the keys {sorted(x)}")
+        cols = {n: x[n] for n in names}
+    elif isinstance(x, (list, tuple)) and len(names) > 1:
+        if len(x) != len(names):
+            raise ValueError(f"{what}: the model has {len(names)} inputs "
+                             f"({', '.join(names)}); got {len(x)} arrays")
+        cols = dict(zip(names, x))
+    elif len(names) == 1:
+        cols = {names[0]: x}
+    else:
+        raise ValueError(f"{what}: the model has {len(names)} inputs "
+                         f"({', '.join(names)}): give a dict or a list of "
+                         f"arrays")
+    out = {}
+    for n, a in cols.items():
+        a = np.asarray(a)
+        if a.ndim == 1:
+            a = a.reshape(-1, 1)
+        if a.ndim != 2 or a.shape[0] == 0:
+            raise ValueError(f"{what}: input {n!r} must be [examples] or "
+                             f"[examples, width] with examples > 0; got "
+                             f"shape {a.shape}")
+        if not (np.issubdtype(a.dtype, np.integer) or
+                np.issubdtype(a.dtype, np.floating)):
+            raise TypeError(f"{what}: input {n!r} has dtype {a.dtype}; "
+                            f"expected numbers")
+        out[n] = a
+    sizes = {a.shape[0] for a in out.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"{what}: the inputs have different numbers of "
+                         f"examples ({sorted(sizes)})")
+    return out
+
+
+def _as_labels(model: Any, y: Any, n: int, what: str) -> np.ndarray:
+    a = np.asarray(y)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a.reshape(-1)
+    if a.ndim != 1:
+        raise ValueError(f"{what}: targets must be [examples] or "
+                         f"[examples, 1] (class ids, 0/1 or values); got "
+                         f"shape {a.shape} (one-hot targets: give their "
+                         f"argmax with sparse_categorical_crossentropy)")
+    if a.shape[0] != n:
+        raise ValueError(f"{what}: {a.shape[0]} targets for {n} examples")
+    if str(model.compiled_loss or "").startswith("sparse"):
+        if not np.all(np.equal(np.mod(a, 1), 0)):
+            raise ValueError(f"{what}: sparse_categorical_crossentropy "
+                             f"needs integer class ids")
+        return a.astype(np.int64)
+    return a.astype(np.float32)
+
+
+class Written:
+    """Arrays written as a TFRecord file in a temporary directory (removed
+    by close)."""
+
+    def __init__(self, model: Any, x: Arrays, y: Any, what: str) -> None:
+        self.cols = _as_columns(model, x, what)
+        self.n = next(iter(self.cols.values())).shape[0]
+        ids = _inputs(model)
+        columns: Dict[str, np.ndarray] = {}
+        for k, a in self.cols.items():  # as the model's input takes it
+            if ids.get(k) and not np.all(np.equal(np.mod(a, 1), 0)):
+                raise ValueError(f"{what}: input {k!r} takes ids; its "
+                                 f"array holds numbers that are not "
+                                 f"integers")
+            columns[k] = a.astype(np.int64 if ids.get(k) else np.float32)
+        self.feats = {k: _data.Feature("int64" if ids.get(k) else "float",
+                                       a.shape[1])
+                      for k, a in self.cols.items()}
+        self.label_type = None
+        if y is not None:
+            labels = _as_labels(model, y, self.n, what)
+            self.label_type = "int64" if labels.dtype == np.int64 \
+                else "float"
+            columns["label"] = labels
+        self.dir = tempfile.mkdtemp(prefix="pasco-numpy-")
+        self.path = os.path.join(self.dir, "data.tfrecord")
+        try:
+            _data.write_tfrecord(self.path, columns)
+        except BaseException:
+            self.close()
+            raise
+
+    def dataset(self, batch_size: int, shuffle: bool = False,
+                seed: int = 0, repeat: Optional[int] = 1) -> _data.Dataset:
+        return _data.tfrecord(
+            self.path, self.feats,
+            label="label" if self.label_type else None,
+            label_type=self.label_type or "int64", batch_size=batch_size,
+            shuffle=self.n if shuffle else 0, seed=seed, repeat=repeat,
+            shard="records")
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "Written":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _batch(name: str, v: Optional[int]) -> int:
+    if v is None:
+        return 32
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{name}: expected an integer >= 1, got {v!r}")
+    return v
+
+
+def _split(x: Arrays, start: int, end: int) -> Arrays:
+    if isinstance(x, dict):
+        return {k: np.asarray(v)[start:end] for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and not isinstance(x, np.ndarray) \
+            and len(x) > 0 and not np.isscalar(x[0]):
+        return [np.asarray(v)[start:end] for v in x]
+    return np.asarray(x)[start:end]
+
+
+def _count(x: Arrays) -> int:
+    if isinstance(x, dict):
+        return len(np.asarray(next(iter(x.values()))))
+    if isinstance(x, (list, tuple)) and len(x) > 0 and \
+            not np.isscalar(x[0]) and np.asarray(x[0]).ndim >= 1 and \
+            not isinstance(x, np.ndarray):
+        return len(np.asarray(x[0]))
+    return len(np.asarray(x))
+
+
+def no_weights(class_weight: Any, sample_weight: Any) -> None:
+    for name, v in (("class_weight", class_weight),
+                    ("sample_weight", sample_weight)):
+        if v is not None:
+            raise ValueError(f"{name}: Pasco's train and evaluation steps "
+                             f"have no per-example weights yet; leave it "
+                             f"None")
+
+
+def validation_split_of(x: Arrays, y: Any, validation_split: float
+                        ) -> Tuple[Arrays, Any, Arrays, Any]:
+    """Keras's train_validation_split: the last fraction, before any
+    shuffling."""
+    if isinstance(validation_split, bool) or not isinstance(
+            validation_split, (int, float)) or \
+            not 0 <= validation_split < 1:
+        raise ValueError(f"validation_split: expected a number in [0, 1), "
+                         f"got {validation_split!r}")
+    n = _count(x)
+    split_at = int(math.floor(n * (1.0 - validation_split)))
+    if split_at == 0 or split_at == n:
+        raise ValueError(
+            f"Training data contains {n} samples, which is not sufficient "
+            f"to split it into a validation and training set as specified "
+            f"by `validation_split={validation_split}`. Either provide more "
+            f"data, or a different value for the `validation_split` "
+            f"argument.")
+    return (_split(x, 0, split_at), _split(y, 0, split_at),
+            _split(x, split_at, n), _split(y, split_at, n))
+
+
+def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
+        validation_split: float, validation_data: Any, shuffle: bool,
+        validation_batch_size: Optional[int], **fit_args: Any) -> Any:
+    """model.fit on arrays: the training arrays (and the validation ones)
+    written as datasets for the workers, fit on them, the files removed."""
+    if y is None:
+        raise ValueError("y: required with array inputs x (the targets)")
+    b = _batch("batch_size", batch_size)
+    vb = _batch("validation_batch_size", validation_batch_size or b)
+    vx = vy = None
+    if validation_data is not None:
+        if not isinstance(validation_data, (tuple, list)) or \
+                len(validation_data) not in (2, 3):
+            raise ValueError("validation_data: expected (x_val, y_val) "
+                             "arrays, or a pasco.data dataset")
+        vx, vy = validation_data[0], validation_data[1]
+        if len(validation_data) == 3:
+            no_weights(None, validation_data[2])
+    elif validation_split:
+        x, y, vx, vy = validation_split_of(x, y, validation_split)
+    s = model._strategy_checked()
+    with Written(model, x, y, "x") as train:
+        steps = fit_args.pop("steps_per_epoch", None) or \
+            max(1, math.ceil(train.n / b))
+        ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
+                           repeat=-1)
+        if vx is None:
+            return model.fit(ds, steps_per_epoch=steps, **fit_args)
+        with Written(model, vx, vy, "validation_data") as val:
+            fit_args.setdefault("validation_shards", 0)
+            if not fit_args["validation_shards"]:
+                fit_args["validation_shards"] = min(s.num_workers, val.n)
+            return model.fit(ds, steps_per_epoch=steps,
+                             validation_data=val.dataset(vb), **fit_args)
+
+
+def evaluate(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
+             return_dict: bool, shards: int) -> Any:
+    if y is None:
+        raise ValueError("y: required with array inputs x (the targets)")
+    s = model._strategy_checked()
+    with Written(model, x, y, "x") as w:
+        return model.evaluate(w.dataset(_batch("batch_size", batch_size)),
+                              return_dict=return_dict,
+                              shards=shards or min(s.num_workers, w.n))
+
+
+def predict(model: Any, x: Arrays, batch_size: Optional[int],
+            shards: int) -> np.ndarray:
+    s = model._strategy_checked()
+    with Written(model, x, None, "x") as w:
+        return model.predict(w.dataset(_batch("batch_size", batch_size)),
+                             shards=shards or min(s.num_workers, w.n))
+
+
+def count_records(path: str, spec: dict) -> int:
+    """The examples in one file of a pasco.data spec: a CSV's rows under
+    its header, a TFRecord's records (walking the length framing)."""
+    if spec["format"] == "csv":
+        with open(path, newline="") as f:
+            return max(sum(1 for row in _csv.reader(f) if row) - 1, 0)
+    import gzip
+    n = 0
+    with (gzip.open(path, "rb") if spec.get("gzip") else
+          open(path, "rb")) as f:
+        while True:
+            head = f.read(12)
+            if len(head) < 12:
+                return n
+            f.seek(int.from_bytes(head[:8], "little") + 4, os.SEEK_CUR)
+            n += 1
+
+
+def in_file_order(x: Any, parts: List[np.ndarray]) -> Optional[np.ndarray]:
+    """predict's rows, one array per shard, put back in the files' order
+    (Keras returns predictions in the dataset's order): for a pasco.data
+    dataset read in order (no shuffle), each shard's rows go back where
+    they came from: every m-th record when sharded by records, whole files
+    when sharded by files. None when the order cannot be known (a named
+    factory, a shuffle, one shard) or the counts do not add up (say,
+    drop_remainder): the rows then stay shard after shard."""
+    m = len(parts)
+    if not isinstance(x, Dataset) or m < 2 or x.spec.get("shuffle"):
+        return None
+    files = x.files()
+    shard = x.spec.get("shard", "auto")
+    total = sum(len(p) for p in parts)
+    if shard == "none":
+        return None
+    if shard == "records" or (shard == "auto" and len(files) < m):
+        if any(len(parts[k]) != (total - k + m - 1) // m
+               for k in range(m)):
+            return None
+        out = np.empty((total,) + parts[0].shape[1:], np.float32)
+        for k in range(m):
+            out[k::m] = parts[k]
+        return out
+    counts = [count_records(f, x.spec) for f in files]
+    if any(sum(counts[j] for j in range(k, len(files), m)) != len(parts[k])
+           for k in range(m)):
+        return None
+    taken = [0] * m
+    rows = []
+    for j, n in enumerate(counts):
+        k = j % m
+        rows.append(parts[k][taken[k]:taken[k] + n])
+        taken[k] += n
+    return np.concatenate(rows)
