@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_impl.h"
 #include "pasco/fit.h"
 #include "pasco/summary.h"
 #include "util.h"
@@ -274,6 +275,7 @@ pasco_callbacks_context(const pasco_callbacks *cbs)
 typedef struct tb_cb {
 	char                 *logdir;
 	double                learning_rate;
+	pasco_lr_schedule     schedule; /* kind 0: learning_rate */
 	pasco_summary_writer *train, *eval;
 } tb_cb;
 
@@ -327,9 +329,11 @@ tb_epoch_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
 			rv = tb_scalar(t->train, name, ctx->epoch, v);
 		}
 	}
-	if (rv == PASCO_OK && t->learning_rate != 0) {
-		rv = tb_scalar(
-		    t->train, "learning_rate", ctx->epoch, t->learning_rate);
+	if (rv == PASCO_OK &&
+	    (t->learning_rate != 0 || t->schedule.kind != PASCO_LR_CONSTANT)) {
+		rv = tb_scalar(t->train, "learning_rate", ctx->epoch,
+		    pasco_lr_schedule_at(
+		        &t->schedule, ctx->global_step, t->learning_rate));
 	}
 	if (rv == PASCO_OK) {
 		rv = pasco_summary_flush(t->train);
@@ -369,11 +373,18 @@ pasco_callback_tensorboard(
 		    PASCO_ENOMEM, "no memory for a callback");
 	}
 	t->learning_rate = o->learning_rate;
-	*out             = (pasco_callback){.name = "tensorboard",
-	                .begin                    = tb_begin,
-	                .epoch_end                = tb_epoch_end,
-	                .free                     = tb_free,
-	                .user                     = t};
+	if (o->learning_rate_schedule != NULL &&
+	    pasci_lr_schedule_from_json(
+	        o->learning_rate_schedule, &t->schedule) != PASCO_OK) {
+		tb_free(t);
+		return pasco_fit_fail(PASCO_EINVAL, "tensorboard callback: %s",
+		    pasco_model_last_error());
+	}
+	*out = (pasco_callback){.name = "tensorboard",
+	    .begin                    = tb_begin,
+	    .epoch_end                = tb_epoch_end,
+	    .free                     = tb_free,
+	    .user                     = t};
 	return PASCO_OK;
 }
 

@@ -398,11 +398,16 @@ shorthand_callbacks(const fit_run *r, pasco_callbacks **out)
 		    *out, cb);
 	}
 	if (rv == 0 && o->logdir != NULL) {
+		/* the schedule's JSON, read by the callback as it is made */
+		char *sched =
+		    pasci_lr_schedule_json(&r->m->compile.opt.schedule);
 		rv = add_callback(
 		    pasco_callback_tensorboard(&cb,
 		        &(pasco_tensorboard_options){.logdir = o->logdir,
-		            .learning_rate = r->m->compile.opt.learning_rate}),
+		            .learning_rate = r->m->compile.opt.learning_rate,
+		            .learning_rate_schedule = sched}),
 		    *out, cb);
+		free(sched);
 	}
 	if (rv == 0 && o->verbose) {
 		rv =
