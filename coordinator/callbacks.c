@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "callbacks_impl.h"
+#include "model_impl.h"
 #include "pasco/fit.h"
 #include "pasco/summary.h"
 #include "util.h"
@@ -300,6 +301,7 @@ pasco_fit_set_learning_rate(pasco_fit_context *ctx, double lr)
 typedef struct tb_cb {
 	char                 *logdir;
 	double                learning_rate;
+	pasco_lr_schedule     schedule; /* kind 0: learning_rate */
 	pasco_summary_writer *train, *eval;
 } tb_cb;
 
@@ -353,13 +355,17 @@ tb_epoch_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
 			rv = tb_scalar(t->train, name, ctx->epoch, v);
 		}
 	}
-	/* the rate the epoch used: its log when a callback put it there,
-	 * else the loop's (a callback may change it later), else the
-	 * option's */
+	/* a schedule's rate at the global step; else the rate the epoch
+	 * used: its log when a callback put it there (written above), else
+	 * the loop's (a callback may change it later), else the option's */
 	double lr =
 	    ctx->learning_rate > 0 ? ctx->learning_rate : t->learning_rate;
-	if (rv == PASCO_OK && lr != 0 &&
-	    !pasco_logs_get(logs, "learning_rate", NULL)) {
+	if (rv == PASCO_OK && t->schedule.kind != PASCO_LR_CONSTANT) {
+		rv = tb_scalar(t->train, "learning_rate", ctx->epoch,
+		    pasco_lr_schedule_at(
+		        &t->schedule, ctx->global_step, t->learning_rate));
+	} else if (rv == PASCO_OK && lr != 0 &&
+	           !pasco_logs_get(logs, "learning_rate", NULL)) {
 		rv = tb_scalar(t->train, "learning_rate", ctx->epoch, lr);
 	}
 	if (rv == PASCO_OK) {
@@ -400,11 +406,18 @@ pasco_callback_tensorboard(
 		    PASCO_ENOMEM, "no memory for a callback");
 	}
 	t->learning_rate = o->learning_rate;
-	*out             = (pasco_callback){.name = "tensorboard",
-	                .begin                    = tb_begin,
-	                .epoch_end                = tb_epoch_end,
-	                .free                     = tb_free,
-	                .user                     = t};
+	if (o->learning_rate_schedule != NULL &&
+	    pasci_lr_schedule_from_json(
+	        o->learning_rate_schedule, &t->schedule) != PASCO_OK) {
+		tb_free(t);
+		return pasco_fit_fail(PASCO_EINVAL, "tensorboard callback: %s",
+		    pasco_model_last_error());
+	}
+	*out = (pasco_callback){.name = "tensorboard",
+	    .begin                    = tb_begin,
+	    .epoch_end                = tb_epoch_end,
+	    .free                     = tb_free,
+	    .user                     = t};
 	return PASCO_OK;
 }
 

@@ -46,7 +46,8 @@ plateau_begin(void *user, pasco_fit_context *ctx)
 	if (!(ctx->learning_rate > 0)) {
 		return pasco_fit_fail(PASCO_EINVAL,
 		    "ReduceLROnPlateau: this fit has no learning rate to "
-		    "reduce");
+		    "reduce (the optimizer's is a schedule, which Keras does "
+		    "not reduce either, or the step function is your own)");
 	}
 	p->has_best            = false;
 	p->wait                = 0;
@@ -177,7 +178,8 @@ sched_begin(void *user, pasco_fit_context *ctx)
 	if (!(ctx->learning_rate > 0)) {
 		return pasco_fit_fail(PASCO_EINVAL,
 		    "LearningRateScheduler: this fit has no learning rate to "
-		    "set");
+		    "set (the optimizer's is a schedule, or the step function "
+		    "is your own)");
 	}
 	ctx->log_learning_rate = true;
 	return PASCO_OK;

@@ -461,11 +461,16 @@ shorthand_callbacks(const fit_run *r, pasco_callbacks **out)
 		    *out, cb);
 	}
 	if (rv == 0 && o->logdir != NULL) {
+		/* the schedule's JSON, read by the callback as it is made */
+		char *sched =
+		    pasci_lr_schedule_json(&r->m->compile.opt.schedule);
 		rv = add_callback(
 		    pasco_callback_tensorboard(&cb,
 		        &(pasco_tensorboard_options){.logdir = o->logdir,
-		            .learning_rate = r->m->compile.opt.learning_rate}),
+		            .learning_rate = r->m->compile.opt.learning_rate,
+		            .learning_rate_schedule = sched}),
 		    *out, cb);
+		free(sched);
 	}
 	if (rv == 0 && o->verbose) {
 		rv = add_callback(
@@ -626,6 +631,7 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 		pasco_callbacks_free(cbs);
 		return rv;
 	}
+	bool scheduled = r->m->compile.opt.schedule.kind != PASCO_LR_CONSTANT;
 	pasco_fit_options fo = {.epochs = o->epochs,
 	    .steps_per_epoch            = o->steps_per_epoch,
 	    .initial_epoch              = initial,
@@ -637,9 +643,11 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	    .ncounts                    = r->m->compile.state_len,
 	    .epoch_logs                 = fit_epoch_logs,
 	    .hooks_user                 = r,
-	    .learning_rate              = r->m->compile.opt.learning_rate,
-	    .set_learning_rate          = fit_set_learning_rate,
-	    .batch_logs                 = fit_batch_logs};
+	    /* a schedule's rate is the ps's, from the global step: not
+	     * settable, as Keras's is not */
+	    .learning_rate = scheduled ? 0 : r->m->compile.opt.learning_rate,
+	    .set_learning_rate = scheduled ? NULL : fit_set_learning_rate,
+	    .batch_logs        = fit_batch_logs};
 	/* fit's own window for its steps, the coordinator's set back after */
 	window = pasci_queue_set_window(
 	    &r->c->q, o->window > 0 ? o->window : PASCO_FIT_DEFAULT_WINDOW);

@@ -195,6 +195,12 @@ typedef struct pasco_tensorboard_options {
 	const char *logdir; /* event files in logdir/train and logdir/eval */
 	/* Written as epoch_learning_rate each epoch when not 0. */
 	double learning_rate;
+	/* A learning-rate schedule as Keras serializes one ({"class_name":
+	 * "ExponentialDecay", "config": {...}}, the compile config's form);
+	 * when set, epoch_learning_rate is its value at the global step at
+	 * the epoch's end (Keras's optimizer.learning_rate then). NULL:
+	 * learning_rate. Read by pasco_callback_tensorboard. */
+	const char *learning_rate_schedule;
 } pasco_tensorboard_options;
 
 /* TensorBoard: at each epoch's end, every log as the scalar

@@ -193,7 +193,7 @@ typedef struct pasco_model_fit_options {
 	 * checkpoint_keep (0 means 5; below 0, all); logdir: TensorBoard
 	 * event files in
 	 * logdir/train and logdir/eval, with the optimizer's learning rate as
-	 * epoch_learning_rate. */
+	 * epoch_learning_rate (a schedule's value at the epoch's end). */
 	const char *checkpoint_dir;
 	int32_t     checkpoint_keep;
 	const char *logdir;

@@ -135,7 +135,8 @@ class CheckpointCallbackOptions(Structure):
 
 
 class TensorBoardOptions(Structure):
-    _fields_ = [("logdir", c_char_p), ("learning_rate", c_double)]
+    _fields_ = [("logdir", c_char_p), ("learning_rate", c_double),
+                ("learning_rate_schedule", c_char_p)]
 
 
 class EarlyStoppingOptions(Structure):

@@ -29,6 +29,7 @@ finished so far), as Keras 3 calls them with ``steps_per_execution``.
 from __future__ import annotations
 
 import ctypes
+import json
 import numbers
 import os
 import signal
@@ -382,10 +383,13 @@ class TensorBoard(Callback):
     def _make(self, strategy: Any, errors: List[BaseException]
               ) -> _lib.Callback:
         self._path = self.log_dir.encode()
-        lr = 0.0
+        lr, self._schedule = 0.0, None
         if self.model is not None and self.model.optimizer is not None:
             lr = self.model.optimizer.learning_rate
-        o = _lib.TensorBoardOptions(self._path, lr)
+        if hasattr(lr, "_serialized"):  # a schedule: its value each epoch
+            self._schedule = json.dumps(lr._serialized()).encode()
+            lr = 0.0
+        o = _lib.TensorBoardOptions(self._path, lr, self._schedule)
         cb = _lib.Callback()
         check(lib.pasco_callback_tensorboard(ctypes.byref(cb),
                                              ctypes.byref(o)), "TensorBoard")

@@ -192,20 +192,29 @@ def lr_checks(strategy, d, train):
         raise AssertionError(f"batch calls with steps_per_execution 2: "
                              f"{calls}")
 
-    # a schedule refused with ReduceLROnPlateau, as Keras (TypeError)
-    class MySchedule:
-        def __call__(self, step):
-            return 0.1
-    model.optimizer.learning_rate = MySchedule()
-    try:
-        model.fit(train, epochs=1, steps_per_epoch=1, verbose=0,
-                  callbacks=[pasco.callbacks.ReduceLROnPlateau()])
-        raise AssertionError("a schedule with ReduceLROnPlateau ran")
-    except TypeError as e:
-        if "ReduceLROnPlateau" not in str(e) or "MySchedule" not in str(e):
-            raise AssertionError(f"the TypeError says {e}")
-        print("refused:", e, flush=True)
-    model.optimizer.learning_rate = 0.01
+    # a schedule refused with ReduceLROnPlateau or LearningRateScheduler,
+    # as Keras refuses them (TypeError naming both), before any step
+    with strategy.scope():
+        sm = pasco.Sequential([pasco.Input(shape=(2,)),
+                               pasco.layers.Dense(1)])
+    sm.compile(optimizer=pasco.optimizers.SGD(
+        pasco.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)),
+        loss="mse")
+    for cb in (pasco.callbacks.ReduceLROnPlateau(),
+               pasco.callbacks.LearningRateScheduler(lambda e, lr: lr)):
+        name = type(cb).__name__
+        try:
+            sm.fit(train, epochs=1, steps_per_epoch=1, verbose=0,
+                   callbacks=[cb])
+            raise AssertionError(f"a schedule with {name} ran")
+        except TypeError as e:
+            if name not in str(e) or "ExponentialDecay" not in str(e):
+                raise AssertionError(f"the TypeError says {e}")
+            print("refused:", e, flush=True)
+    # and the schedule alone trains, at its rate, with no learning_rate log
+    h = sm.fit(train, epochs=2, steps_per_epoch=1, verbose=0)
+    if "learning_rate" in h.history:
+        raise AssertionError(f"a schedule's fit logs {h.history}")
 
 
 def nan_check(strategy, d):

@@ -267,6 +267,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("traced_step.py", d, "metrics")
             ok = p.returncode == 0 and "traced_step: OK metrics" in p.stdout
+    elif case == "optimizer_numpy":
+        # issue 33's optimizers, clipping and schedules against numpy
+        p = launch("optimizer_numpy.py", workers=1)
+        ok = p.returncode == 0 and "optimizer_numpy: OK" in p.stdout
     elif case == "ps_tutorial":
         p = launch("ps_tutorial.py", d,
                    path=os.path.join(root, "examples", "ps_tutorial.py"))
