@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "callbacks_impl.h"
+#include "model_impl.h"
 #include "pasco/fit.h"
 #include "pasco/summary.h"
 #include "util.h"
@@ -205,7 +207,9 @@ pasco_callbacks_begin(pasco_callbacks *cbs, int32_t epochs,
 		    "epochs and the initial epoch >= 0",
 		    (long long) steps_per_epoch);
 	}
+	double lr = cbs->ctx.learning_rate; /* the loop's, set before */
 	memset(&cbs->ctx, 0, sizeof(cbs->ctx));
+	cbs->ctx.learning_rate   = lr;
 	cbs->ctx.epochs          = epochs;
 	cbs->ctx.steps_per_epoch = steps_per_epoch;
 	cbs->ctx.initial_epoch   = *initial_epoch;
@@ -269,11 +273,35 @@ pasco_callbacks_context(const pasco_callbacks *cbs)
 	return &cbs->ctx;
 }
 
+pasco_fit_context *
+pasci_callbacks_ctx(pasco_callbacks *cbs)
+{
+	return &cbs->ctx;
+}
+
+int
+pasco_fit_set_learning_rate(pasco_fit_context *ctx, double lr)
+{
+	if (!(ctx->learning_rate > 0)) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "set learning rate: this fit has no learning rate to set "
+		    "(a step function of your own: give pasco_fit_options "
+		    "learning_rate and set_learning_rate)");
+	}
+	if (!isfinite(lr) || !(lr > 0)) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "set learning rate: %g is not a finite number > 0", lr);
+	}
+	ctx->learning_rate = lr;
+	return PASCO_OK;
+}
+
 /* TensorBoard. */
 
 typedef struct tb_cb {
 	char                 *logdir;
 	double                learning_rate;
+	pasco_lr_schedule     schedule; /* kind 0: learning_rate */
 	pasco_summary_writer *train, *eval;
 } tb_cb;
 
@@ -327,9 +355,18 @@ tb_epoch_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
 			rv = tb_scalar(t->train, name, ctx->epoch, v);
 		}
 	}
-	if (rv == PASCO_OK && t->learning_rate != 0) {
-		rv = tb_scalar(
-		    t->train, "learning_rate", ctx->epoch, t->learning_rate);
+	/* a schedule's rate at the global step; else the rate the epoch
+	 * used: its log when a callback put it there (written above), else
+	 * the loop's (a callback may change it later), else the option's */
+	double lr =
+	    ctx->learning_rate > 0 ? ctx->learning_rate : t->learning_rate;
+	if (rv == PASCO_OK && t->schedule.kind != PASCO_LR_CONSTANT) {
+		rv = tb_scalar(t->train, "learning_rate", ctx->epoch,
+		    pasco_lr_schedule_at(
+		        &t->schedule, ctx->global_step, t->learning_rate));
+	} else if (rv == PASCO_OK && lr != 0 &&
+	           !pasco_logs_get(logs, "learning_rate", NULL)) {
+		rv = tb_scalar(t->train, "learning_rate", ctx->epoch, lr);
 	}
 	if (rv == PASCO_OK) {
 		rv = pasco_summary_flush(t->train);
@@ -369,11 +406,18 @@ pasco_callback_tensorboard(
 		    PASCO_ENOMEM, "no memory for a callback");
 	}
 	t->learning_rate = o->learning_rate;
-	*out             = (pasco_callback){.name = "tensorboard",
-	                .begin                    = tb_begin,
-	                .epoch_end                = tb_epoch_end,
-	                .free                     = tb_free,
-	                .user                     = t};
+	if (o->learning_rate_schedule != NULL &&
+	    pasci_lr_schedule_from_json(
+	        o->learning_rate_schedule, &t->schedule) != PASCO_OK) {
+		tb_free(t);
+		return pasco_fit_fail(PASCO_EINVAL, "tensorboard callback: %s",
+		    pasco_model_last_error());
+	}
+	*out = (pasco_callback){.name = "tensorboard",
+	    .begin                    = tb_begin,
+	    .epoch_end                = tb_epoch_end,
+	    .free                     = tb_free,
+	    .user                     = t};
 	return PASCO_OK;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "callbacks_impl.h"
 #include "coordinator_impl.h"
 #include "pasco/fit.h"
 #include "util.h"
@@ -107,6 +108,13 @@ check_options(const pasco_fit_options *o)
 		    "pasco_fit: up to %d counts, got %zu", MAX_COUNTS,
 		    o->ncounts);
 	}
+	if (!(o->learning_rate >= 0) || !isfinite(o->learning_rate) ||
+	    (o->learning_rate > 0) != (o->set_learning_rate != NULL)) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: learning_rate (%g) must be finite, > 0 with "
+		    "set_learning_rate and 0 without it",
+		    o->learning_rate);
+	}
 	if (o->validation_shards < 0) {
 		return pasco_fit_fail(PASCO_EINVAL,
 		    "pasco_fit: validation_shards must be >= 0, got %d",
@@ -185,14 +193,38 @@ closure_sums(const pasco_value *v, double *vals, size_t want, size_t ncounts,
 	return PASCO_OK;
 }
 
+/* The epoch's running logs after *steps steps (ctx->batch_logs of a
+ * progress call): the mean loss, then the metrics, means of the steps'
+ * or, with the batch_logs hook, from the counts' totals so far. */
+static int
+running_logs(const pasco_fit_options *o, const double *sums, int64_t steps,
+    pasco_logs *logs)
+{
+	int rv;
+	memset(logs, 0, sizeof(*logs));
+	rv = pasco_logs_set(logs, "loss", sums[0] / (double) steps);
+	if (rv == PASCO_OK && o->batch_logs != NULL) {
+		return o->batch_logs(
+		    o->hooks_user, sums + 1 + o->nmetrics, logs);
+	}
+	for (size_t k = 0; rv == PASCO_OK && k < o->nmetrics; k++) {
+		rv = pasco_logs_set(
+		    logs, o->metric_names[k], sums[1 + k] / (double) steps);
+	}
+	return rv;
+}
+
 /* Fetches the closures' results in order, adding them into sums (loss,
  * metrics, counts: want numbers) and their steps into *steps, reporting
- * progress (the mean loss so far) after each. vals: room for want. */
+ * progress (the mean loss so far, the running logs) after each. vals:
+ * room for want. */
 static int
 fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
     pasco_remote_value **rvs, int64_t n, pasco_callbacks *cbs, double *sums,
     double *vals, size_t want, int64_t *steps)
 {
+	pasco_fit_context *ctx = pasci_callbacks_ctx(cbs);
+	pasco_logs         running;
 	*steps = 0;
 	for (int64_t i = 0; i < n; i++) {
 		const pasco_value *v;
@@ -209,8 +241,15 @@ fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 			sums[m] += vals[m];
 		}
 		*steps += k;
-		if ((rv = pasco_callbacks_progress(cbs, *steps,
-		         sums[0] / (double) *steps)) != PASCO_OK) {
+		if ((rv = running_logs(o, sums, *steps, &running)) !=
+		    PASCO_OK) {
+			return rv;
+		}
+		ctx->batch_logs = &running;
+		rv              = pasco_callbacks_progress(
+		                 cbs, *steps, sums[0] / (double) *steps);
+		ctx->batch_logs = NULL;
+		if (rv != PASCO_OK) {
 			return rv;
 		}
 	}
@@ -343,18 +382,39 @@ history_add(pasco_history *h, const pasco_logs *logs)
 	return PASCO_OK;
 }
 
+/* The learning rate a callback set (ctx->learning_rate) sent with the
+ * steps scheduled next, when it is not the one they use (*lr). */
+static int
+apply_learning_rate(
+    const pasco_fit_options *o, const pasco_fit_context *ctx, double *lr)
+{
+	int rv;
+	if (o->set_learning_rate == NULL || ctx->learning_rate == *lr) {
+		return PASCO_OK;
+	}
+	if ((rv = o->set_learning_rate(o->hooks_user, ctx->learning_rate)) !=
+	    PASCO_OK) {
+		return rv;
+	}
+	*lr = ctx->learning_rate;
+	return PASCO_OK;
+}
+
 static int
 fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
     pasco_callbacks *cbs, pasco_history *h, pasco_logs *logs)
 {
-	int32_t epochs = o->epochs > 0 ? o->epochs : 1;
-	int32_t first  = o->initial_epoch;
-	double *counts = NULL;
-	int     rv;
+	int32_t            epochs = o->epochs > 0 ? o->epochs : 1;
+	int32_t            first  = o->initial_epoch;
+	double            *counts = NULL;
+	double             lr     = o->learning_rate; /* the steps' */
+	pasco_fit_context *ctx    = pasci_callbacks_ctx(cbs);
+	int                rv;
 	if (o->ncounts > 0 &&
 	    (counts = calloc(o->ncounts, sizeof(*counts))) == NULL) {
 		return pasco_fit_fail(PASCO_ENOMEM, "no memory for counts");
 	}
+	ctx->learning_rate = lr;
 	rv = pasco_callbacks_begin(cbs, epochs, o->steps_per_epoch, &first);
 	if (h != NULL) {
 		h->initial_epoch = first;
@@ -364,12 +424,16 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 		if ((rv = pasco_callbacks_epoch_begin(cbs, e)) != PASCO_OK ||
 		    (o->epoch_start != NULL &&
 		        (rv = o->epoch_start(o->hooks_user, e)) != PASCO_OK) ||
+		    (rv = apply_learning_rate(o, ctx, &lr)) != PASCO_OK ||
 		    (rv = train_epoch(c, o, cbs, logs, counts)) != PASCO_OK ||
 		    (o->epoch_logs != NULL &&
 		        (rv = o->epoch_logs(o->hooks_user, e, counts, logs)) !=
 		            PASCO_OK) ||
 		    (o->validation_function != NULL &&
 		        (rv = validate(c, o, logs)) != PASCO_OK) ||
+		    (ctx->log_learning_rate &&
+		        (rv = pasco_logs_set(logs, "learning_rate", lr)) !=
+		            PASCO_OK) ||
 		    (rv = history_add(h, logs)) != PASCO_OK ||
 		    (rv = pasco_callbacks_epoch_end(cbs, e, logs)) !=
 		        PASCO_OK) {
@@ -383,6 +447,9 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 		}
 	}
 	free(counts);
+	if (rv == PASCO_OK) { /* the rate the callbacks left, kept */
+		rv = apply_learning_rate(o, ctx, &lr);
+	}
 	return rv == PASCO_OK ? pasco_callbacks_end(cbs, logs) : rv;
 }
 

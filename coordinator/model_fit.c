@@ -9,6 +9,7 @@
  * ps, so a ps restored from a checkpoint cannot bring back counts of an
  * earlier point. Runs on the calling thread.
  */
+#include "callbacks_impl.h"
 #include "coordinator_impl.h"
 #include "model_impl.h"
 #include "pasco/checkpoint.h"
@@ -264,6 +265,8 @@ typedef struct fit_run {
 	pasco_coordinator             *c;
 	pasco_model                   *m;
 	const pasco_model_fit_options *o;
+	pasco_arg *args; /* the steps', the model's first */
+	size_t     cap;
 } fit_run;
 
 /* Each dynamic table's counts into logs ("<layer>/rows", "/created",
@@ -325,31 +328,91 @@ fit_epoch_logs(
 	               : PASCO_OK;
 }
 
+/* The running logs of a progress call: the metrics from the counts of
+ * the epoch's closures finished so far. */
+static int
+fit_batch_logs(void *user, const double *counts, pasco_logs *logs)
+{
+	fit_run *r  = user;
+	int      rv = set_logs(r->m, "", NULL, counts, logs);
+	return rv != 0 ? pasco_fit_fail(rv, "%s", pasco_model_last_error())
+	               : PASCO_OK;
+}
+
+/* A callback set the learning rate: the compiled optimizer's rate
+ * changes, and with it the config the steps get (args[0]), so the steps
+ * scheduled from now on apply their updates at lr (each worker parses the
+ * new config once: its model cache keys configs by their bytes). */
+static int
+fit_set_learning_rate(void *user, double lr)
+{
+	fit_run *r = user;
+	size_t   n = 0;
+	int      rv;
+	r->m->compile.opt.learning_rate = lr;
+	pasco_tensor_release(r->m->config); /* closures hold their own */
+	r->m->config = NULL;
+	if ((rv = pasco_model_args(r->m, r->args, r->cap, &n)) != 0) {
+		return pasco_fit_fail(rv,
+		    "setting the learning rate to %g: %s", lr,
+		    pasco_model_last_error());
+	}
+	pasci_log(PASCI_LOG_DEBUG, "fit: learning rate %g from now on", lr);
+	return PASCO_OK;
+}
+
 /* The user's own list run from the shorthands' list (after them): each
- * call forwarded, a stop it asks for passed back. */
+ * call forwarded, a stop it asks for and the learning rate it sets passed
+ * back. */
+static void
+user_in(const pasco_fit_context *ctx, pasco_callbacks *user)
+{
+	pasco_fit_context *in = pasci_callbacks_ctx(user);
+	in->learning_rate     = ctx->learning_rate;
+	in->batch_logs        = ctx->batch_logs;
+}
+
+static int
+user_out(int rv, pasco_fit_context *ctx, pasco_callbacks *user)
+{
+	pasco_fit_context *in = pasci_callbacks_ctx(user);
+	ctx->learning_rate    = in->learning_rate;
+	ctx->log_learning_rate |= in->log_learning_rate;
+	in->batch_logs = NULL;
+	return rv;
+}
+
 static int
 user_begin(void *user, pasco_fit_context *ctx)
 {
-	return pasco_callbacks_begin(
-	    user, ctx->epochs, ctx->steps_per_epoch, &ctx->initial_epoch);
+	user_in(ctx, user);
+	return user_out(pasco_callbacks_begin(user, ctx->epochs,
+	                    ctx->steps_per_epoch, &ctx->initial_epoch),
+	    ctx, user);
 }
 
 static int
 user_epoch_begin(void *user, pasco_fit_context *ctx)
 {
-	return pasco_callbacks_epoch_begin(user, ctx->epoch);
+	user_in(ctx, user);
+	return user_out(
+	    pasco_callbacks_epoch_begin(user, ctx->epoch), ctx, user);
 }
 
 static int
 user_progress(void *user, pasco_fit_context *ctx, double loss)
 {
-	return pasco_callbacks_progress(user, ctx->steps_done, loss);
+	user_in(ctx, user);
+	return user_out(
+	    pasco_callbacks_progress(user, ctx->steps_done, loss), ctx, user);
 }
 
 static int
 user_epoch_end(void *user, pasco_fit_context *ctx, const pasco_logs *logs)
 {
-	int rv = pasco_callbacks_epoch_end(user, ctx->epoch, logs);
+	user_in(ctx, user);
+	int rv = user_out(
+	    pasco_callbacks_epoch_end(user, ctx->epoch, logs), ctx, user);
 	if (rv == 0 && pasco_callbacks_stop_requested(user)) {
 		ctx->stop_training = true;
 		pasci_fmt(ctx->stop_reason, sizeof(ctx->stop_reason), "%s",
@@ -398,15 +461,22 @@ shorthand_callbacks(const fit_run *r, pasco_callbacks **out)
 		    *out, cb);
 	}
 	if (rv == 0 && o->logdir != NULL) {
+		/* the schedule's JSON, read by the callback as it is made */
+		char *sched =
+		    pasci_lr_schedule_json(&r->m->compile.opt.schedule);
 		rv = add_callback(
 		    pasco_callback_tensorboard(&cb,
 		        &(pasco_tensorboard_options){.logdir = o->logdir,
-		            .learning_rate = r->m->compile.opt.learning_rate}),
+		            .learning_rate = r->m->compile.opt.learning_rate,
+		            .learning_rate_schedule = sched}),
 		    *out, cb);
+		free(sched);
 	}
 	if (rv == 0 && o->verbose) {
-		rv =
-		    add_callback(pasco_callback_progress(&cb, NULL), *out, cb);
+		rv = add_callback(
+		    pasco_callback_progress(&cb,
+		        &(pasco_progress_options){.style = o->progress_style}),
+		    *out, cb);
 	}
 	if (rv == 0 && o->callbacks != NULL) {
 		rv = pasco_callbacks_add(*out,
@@ -561,6 +631,7 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 		pasco_callbacks_free(cbs);
 		return rv;
 	}
+	bool scheduled = r->m->compile.opt.schedule.kind != PASCO_LR_CONSTANT;
 	pasco_fit_options fo = {.epochs = o->epochs,
 	    .steps_per_epoch            = o->steps_per_epoch,
 	    .initial_epoch              = initial,
@@ -571,7 +642,12 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	    .callbacks                  = cbs != NULL ? cbs : o->callbacks,
 	    .ncounts                    = r->m->compile.state_len,
 	    .epoch_logs                 = fit_epoch_logs,
-	    .hooks_user                 = r};
+	    .hooks_user                 = r,
+	    /* a schedule's rate is the ps's, from the global step: not
+	     * settable, as Keras's is not */
+	    .learning_rate = scheduled ? 0 : r->m->compile.opt.learning_rate,
+	    .set_learning_rate = scheduled ? NULL : fit_set_learning_rate,
+	    .batch_logs        = fit_batch_logs};
 	/* fit's own window for its steps, the coordinator's set back after */
 	window = pasci_queue_set_window(
 	    &r->c->q, o->window > 0 ? o->window : PASCO_FIT_DEFAULT_WINDOW);
@@ -585,7 +661,7 @@ int
 pasco_model_fit(pasco_coordinator *c, pasco_model *m,
     const pasco_model_fit_options *o, pasco_history *history)
 {
-	fit_run                    r  = {c, m, o};
+	fit_run                    r  = {c, m, o, NULL, 0};
 	pasco_variable            *gs = NULL;
 	pasco_per_worker_dataset  *ds = NULL;
 	pasco_per_worker_iterator *it = NULL;
@@ -619,7 +695,9 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 		if (gs != NULL) {
 			args[n++] = pasco_arg_variable(gs);
 		}
-		rv = fit_schedule(&r, args, n, history);
+		r.args = args;
+		r.cap  = MAX_ARGS(m);
+		rv     = fit_schedule(&r, args, n, history);
 	}
 	pasco_per_worker_iterator_free(it);
 	pasco_per_worker_dataset_free(ds);

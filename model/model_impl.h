@@ -35,6 +35,12 @@ cJSON *pasci_json_class(cJSON *parent, const char *key, const char *cls);
 /* The compile config into root ("compile_config") when m is compiled;
  * false without memory. And back: m compiled from root's, if any. */
 bool pasci_compile_to_json(cJSON *root, const pasco_model *m);
+/* A learning-rate schedule from Keras's serialized form ({"class_name":
+ * "ExponentialDecay", "config": {...}}): PASCO_EINVAL naming what is wrong
+ * (pasco_model_last_error). And s in that form, a malloc'd string (NULL
+ * without memory or for no schedule). */
+int   pasci_lr_schedule_from_json(const char *text, pasco_lr_schedule *s);
+char *pasci_lr_schedule_json(const pasco_lr_schedule *s);
 /* The optimizer's check at compile (kind, learning_rate, clipping):
  * PASCO_EINVAL naming what is wrong (model/optimizer_config.c). */
 int pasci_opt_compile_check(const pasco_optimizer *o);

@@ -290,3 +290,32 @@ pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt)
 	}
 	return PASCO_OK;
 }
+
+int
+pasci_lr_schedule_from_json(const char *text, pasco_lr_schedule *s)
+{
+	cJSON *o = cJSON_Parse(text);
+	int    rv;
+	if (o == NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "learning_rate_schedule: not JSON: '%.60s'", text);
+	}
+	rv = read_schedule(o, s);
+	cJSON_Delete(o);
+	return rv;
+}
+
+char *
+pasci_lr_schedule_json(const pasco_lr_schedule *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	char  *text;
+	if (o == NULL || !write_schedule(o, s)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	text = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItemCaseSensitive(o, "learning_rate"));
+	cJSON_Delete(o);
+	return text;
+}

@@ -73,7 +73,30 @@ typedef struct pasco_fit_context {
 	 * epoch; stop_reason says why (shown by the progress display). */
 	bool stop_training;
 	char stop_reason[160];
+	/* The optimizer's learning rate that the steps scheduled next use,
+	 * when the loop has one (pasco_model_fit: the compiled optimizer's;
+	 * pasco_fit: pasco_fit_options.learning_rate), else 0. Read it here;
+	 * change it with pasco_fit_set_learning_rate. */
+	double learning_rate;
+	/* Set by a callback's begin (writable) to have "learning_rate" in
+	 * every epoch's logs (the rate that epoch's steps used), as Keras's
+	 * ReduceLROnPlateau and LearningRateScheduler put it there. */
+	bool log_learning_rate;
+	/* In progress calls only (else NULL; borrowed): the epoch's running
+	 * logs, "loss" and each metric over its steps finished so far. */
+	const pasco_logs *batch_logs;
 } pasco_fit_context;
+
+/* Sets the learning rate of the steps scheduled from now on: a callback's
+ * call (Keras's `model.optimizer.learning_rate = lr`). The fit loop sends
+ * it with the next epoch's steps (a change in epoch_begin applies to that
+ * epoch; one in progress or epoch_end to the next), and the ps applies
+ * every update of those steps at that rate. PASCO_EINVAL, with a message,
+ * for a rate that is not a finite number > 0, or a loop without a learning
+ * rate (ctx->learning_rate 0: a step function of your own, unless
+ * pasco_fit_options.learning_rate and set_learning_rate carry it). Not
+ * thread-safe: call from a callback, on the loop's thread. */
+int pasco_fit_set_learning_rate(pasco_fit_context *ctx, double lr);
 
 /* A callback: any function pointer may be NULL. Each is called from the
  * thread running the loop, in the order the callbacks were added; a
@@ -172,6 +195,12 @@ typedef struct pasco_tensorboard_options {
 	const char *logdir; /* event files in logdir/train and logdir/eval */
 	/* Written as epoch_learning_rate each epoch when not 0. */
 	double learning_rate;
+	/* A learning-rate schedule as Keras serializes one ({"class_name":
+	 * "ExponentialDecay", "config": {...}}, the compile config's form);
+	 * when set, epoch_learning_rate is its value at the global step at
+	 * the epoch's end (Keras's optimizer.learning_rate then). NULL:
+	 * learning_rate. Read by pasco_callback_tensorboard. */
+	const char *learning_rate_schedule;
 } pasco_tensorboard_options;
 
 /* TensorBoard: at each epoch's end, every log as the scalar
@@ -202,6 +231,20 @@ typedef struct pasco_early_stopping_options {
 int pasco_callback_early_stopping(
     pasco_callback *out, const pasco_early_stopping_options *o);
 
+/* What the progress display shows: Keras's verbose. */
+typedef enum pasco_progress_style {
+	/* verbose "auto": the bar on a terminal, else a line per epoch */
+	PASCO_PROGRESS_AUTO = 0,
+	/* verbose=1: Keras 3's progress bar, redrawn in place with "\r"
+	 * ("12/100 ━━━━━━━━━━━━━━━━━━━━ 3s 30ms/step - loss: 0.4123"), one
+	 * line per epoch when it ends, "Epoch 2/5" before each epoch */
+	PASCO_PROGRESS_BAR = 1,
+	/* verbose=2: plain lines, "Epoch 2/5: 20/20 steps in 52 ms, loss
+	 * 0.05, ..." at each epoch's end (and each interval_s of a longer
+	 * one) */
+	PASCO_PROGRESS_LINES = 2,
+} pasco_progress_style;
+
 typedef struct pasco_progress_options {
 	FILE *out; /* NULL: stdout */
 	/* Plain output (not a terminal): a line every interval_s seconds
@@ -209,14 +252,70 @@ typedef struct pasco_progress_options {
 	 * an epoch shorter than interval_s prints only its end line), and
 	 * one at its end; 0 means 10 s. Durations under a second are shown
 	 * in ms ("20/20 steps in 85 ms"). */
-	double interval_s;
+	double               interval_s;
+	pasco_progress_style style;
 } pasco_progress_options;
 
-/* A progress display: on a terminal, one line updated in place (epoch,
- * step, loss, steps/s, time left); elsewhere, periodic plain lines, and a
- * line at each epoch's end with its logs. o may be NULL. */
+/* A progress display in o->style (o may be NULL: AUTO). The bar, as
+ * Keras 3's Progbar: at most 20 redraws a second, the steps done and the
+ * epoch's, a bar of 20, the time left (ETA: "3s", "1:05", "1:02:03") and
+ * the time per step from the second step on, then the running loss and
+ * metrics ("- loss: 0.4123 - accuracy: 0.8812", 4 decimals, %.4e under
+ * 1e-3); the epoch's last line shows the time it took and every log,
+ * val_ ones included. Plain lines as documented at the style. */
 int pasco_callback_progress(
     pasco_callback *out, const pasco_progress_options *o);
+
+/* Keras's ReduceLROnPlateau: when `monitor` has not improved (by more
+ * than min_delta: below best - min_delta in min mode, above best +
+ * min_delta in max mode) for `patience` epochs in a row, the learning
+ * rate becomes max(lr * factor, min_lr) (pasco_fit_set_learning_rate: the
+ * next epoch's steps use it), unless it is at min_lr already; then
+ * `cooldown` epochs pass before epochs without improvement count again.
+ * Each epoch's logs get "learning_rate". An epoch whose logs lack the
+ * name is skipped with a warning. PASCO_EINVAL for factor >= 1 or not >
+ * 0, a negative patience, cooldown, min_delta or min_lr; the loop
+ * without a learning rate fails at begin. */
+typedef struct pasco_reduce_lr_options {
+	const char        *monitor; /* NULL: "val_loss" */
+	double             factor;  /* 0 means 0.1 */
+	int32_t            patience;
+	pasco_monitor_mode mode;
+	double             min_delta; /* Keras's 1e-4 is not implied */
+	int32_t            cooldown;
+	double             min_lr;
+	bool               verbose; /* a line on stdout at each reduction */
+} pasco_reduce_lr_options;
+
+int pasco_callback_reduce_lr_on_plateau(
+    pasco_callback *out, const pasco_reduce_lr_options *o);
+
+/* Keras's LearningRateScheduler: at each epoch's begin the learning rate
+ * becomes schedule(user, epoch, current rate) (a finite number > 0, else
+ * fit fails naming the epoch and the value); each epoch's logs get
+ * "learning_rate". verbose: a line on stdout at each epoch. user is not
+ * freed. */
+int pasco_callback_lr_scheduler(pasco_callback *out,
+    double (*schedule)(void *user, int32_t epoch, double lr), void *user,
+    bool verbose);
+
+/* Keras's CSVLogger: at begin, path is opened (truncated, or with append
+ * added to, its header kept when it has one); at each epoch's end a row:
+ * "epoch" then the logs by name in sorted order (with no val_ logs in the
+ * first epoch, the val_ form of each name too, "NA" when absent), numbers
+ * in Python's repr ("0.5", "1.0", "1e-05"); the header is written before
+ * the first row unless appending to a file that has one. separator: one
+ * character, NULL: ",". Copied. PASCO_EIO naming the path when it cannot
+ * be opened or written. */
+int pasco_callback_csv_logger(
+    pasco_callback *out, const char *path, const char *separator, bool append);
+
+/* Keras's TerminateOnNaN: when a step's loss (the epoch's running loss,
+ * seen as each closure's result comes back) is NaN or infinite, prints
+ * "Batch N: Invalid loss, terminating training" and stops training after
+ * the current epoch (under ParameterServerStrategy an epoch's steps are
+ * scheduled at its start), saying so in ctx->stop_reason. */
+int pasco_callback_terminate_on_nan(pasco_callback *out);
 
 /* The fit loop. */
 typedef struct pasco_fit_options {
@@ -274,6 +373,21 @@ typedef struct pasco_fit_options {
 	int (*epoch_logs)(
 	    void *user, int32_t epoch, const double *counts, pasco_logs *logs);
 	void *hooks_user;
+	/* The learning rate the steps use at the start (the context's
+	 * learning_rate; 0: none), and the hook that makes the steps
+	 * scheduled next use lr once a callback changed it
+	 * (pasco_fit_set_learning_rate): called before an epoch's steps are
+	 * scheduled when the rate differs from theirs, and once more after
+	 * the last epoch (before the end callbacks), so the rate the
+	 * callbacks left is kept, as Keras's optimizer keeps it. Both or
+	 * neither. */
+	double learning_rate;
+	int (*set_learning_rate)(void *user, double lr);
+	/* The running logs of progress calls (ctx->batch_logs): the metrics
+	 * from the totals of the counts of the epoch's closures finished so
+	 * far (ncounts of them), added after "loss". NULL: the metrics are
+	 * the means of the steps' metric values. */
+	int (*batch_logs)(void *user, const double *counts, pasco_logs *logs);
 } pasco_fit_options;
 
 /* Keras's History: the logs of each epoch this call ran. */

@@ -220,7 +220,7 @@ typedef struct pasco_model_fit_options {
 	 * checkpoint_keep (0 means 5; below 0, all); logdir: TensorBoard
 	 * event files in
 	 * logdir/train and logdir/eval, with the optimizer's learning rate as
-	 * epoch_learning_rate. */
+	 * epoch_learning_rate (a schedule's value at the epoch's end). */
 	const char *checkpoint_dir;
 	int32_t     checkpoint_keep;
 	const char *logdir;
@@ -232,9 +232,10 @@ typedef struct pasco_model_fit_options {
 	 * where the last one ended. None there: a fresh start. With verbose,
 	 * says which it restored. */
 	bool resume;
-	/* Keras's verbose: a progress display (pasco_callback_progress: on
-	 * a terminal a line updated in place; elsewhere a line at each
-	 * epoch's end with its logs, val_ ones included); first, a line for
+	/* Keras's verbose: a progress display (pasco_callback_progress in
+	 * progress_style: on a terminal Keras 3's progress bar; elsewhere a
+	 * line at each epoch's end with its logs, val_ ones included);
+	 * first, a line for
 	 * each shard of a variable split over the ps ("embedding/embeddings/
 	 * part_1: rows [4, 8) on ps 1"). */
 	bool verbose;
@@ -242,6 +243,10 @@ typedef struct pasco_model_fit_options {
 	 * coordinator's window is set to it for the fit, then set back);
 	 * 0 means PASCO_FIT_DEFAULT_WINDOW. */
 	uint32_t window;
+	/* With verbose, Keras's verbose: PASCO_PROGRESS_AUTO ("auto": the
+	 * progress bar on a terminal, a line per epoch elsewhere),
+	 * PASCO_PROGRESS_BAR (1) or PASCO_PROGRESS_LINES (2); fit.h. */
+	pasco_progress_style progress_style;
 } pasco_model_fit_options;
 
 int pasco_model_fit(pasco_coordinator *c, pasco_model *m,

@@ -85,7 +85,9 @@ class FitContext(Structure):  # pasco_fit_context (fit.h)
     _fields_ = [("epochs", c_int32), ("steps_per_epoch", c_int64),
                 ("initial_epoch", c_int32), ("epoch", c_int32),
                 ("steps_done", c_int64), ("global_step", c_int64),
-                ("stop_training", c_bool), ("stop_reason", c_char * 160)]
+                ("stop_training", c_bool), ("stop_reason", c_char * 160),
+                ("learning_rate", c_double), ("log_learning_rate", c_bool),
+                ("batch_logs", POINTER(Logs))]
 
 
 CB_CTX = CFUNCTYPE(c_int, c_void_p, POINTER(FitContext))
@@ -114,7 +116,8 @@ class FitOptions(Structure):  # pasco_model_fit_options (model.h)
                 ("validation_shards", c_int32), ("callbacks", c_void_p),
                 ("checkpoint_dir", c_char_p), ("checkpoint_keep", c_int32),
                 ("logdir", c_char_p), ("resume", c_bool),
-                ("verbose", c_bool), ("window", c_uint32)]
+                ("verbose", c_bool), ("window", c_uint32),
+                ("progress_style", c_int)]
 
 
 class EvaluateOptions(Structure):  # pasco_model_evaluate_options
@@ -132,12 +135,20 @@ class CheckpointCallbackOptions(Structure):
 
 
 class TensorBoardOptions(Structure):
-    _fields_ = [("logdir", c_char_p), ("learning_rate", c_double)]
+    _fields_ = [("logdir", c_char_p), ("learning_rate", c_double),
+                ("learning_rate_schedule", c_char_p)]
 
 
 class EarlyStoppingOptions(Structure):
     _fields_ = [("monitor", c_char_p), ("min_delta", c_double),
                 ("patience", c_int32), ("mode", c_int)]
+
+
+class ReduceLROptions(Structure):  # pasco_reduce_lr_options (fit.h)
+    _fields_ = [("monitor", c_char_p), ("factor", c_double),
+                ("patience", c_int32), ("mode", c_int),
+                ("min_delta", c_double), ("cooldown", c_int32),
+                ("min_lr", c_double), ("verbose", c_bool)]
 
 
 class Tensor(Structure):  # pasco_tensor (tensor.h): descriptor only
@@ -236,6 +247,12 @@ _sig("pasco_callback_tensorboard", c_int, POINTER(Callback),
      POINTER(TensorBoardOptions))
 _sig("pasco_callback_early_stopping", c_int, POINTER(Callback),
      POINTER(EarlyStoppingOptions))
+_sig("pasco_fit_set_learning_rate", c_int, POINTER(FitContext), c_double)
+_sig("pasco_callback_reduce_lr_on_plateau", c_int, POINTER(Callback),
+     POINTER(ReduceLROptions))
+_sig("pasco_callback_csv_logger", c_int, POINTER(Callback), c_char_p,
+     c_char_p, c_bool)
+_sig("pasco_callback_terminate_on_nan", c_int, POINTER(Callback))
 _sig("pasco_variable_read", c_int, P, POINTER(POINTER(Tensor)))
 _sig("pasco_variable_assign", c_int, P, POINTER(Tensor))
 _sig("pasco_variable_error", c_char_p, P)

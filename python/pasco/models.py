@@ -325,7 +325,7 @@ class Model:
 
     def fit(self, x: Any = None, y: Any = None,
             batch_size: Optional[int] = None, epochs: int = 1,
-            verbose: int = 1,
+            verbose: Union[int, str] = "auto",
             callbacks: Optional[Sequence[_callbacks.Callback]] = None,
             validation_split: float = 0.0, validation_data: Any = None,
             shuffle: bool = True, class_weight: Optional[dict] = None,
@@ -343,7 +343,10 @@ class Model:
         once), ``callbacks`` at each epoch. ``window``: training steps in
         flight per worker; 0 means 1, TensorFlow's (a larger window is
         faster but its gradients are staler: the README's "fit's window"
-        table). Returns a History.
+        table). ``verbose``: 0 silent, 1 Keras 3's progress bar, 2 a line
+        per epoch, "auto" (the default) the bar when stdout is a terminal
+        and a line per epoch otherwise (Keras 3's "auto" is always 1; a bar
+        redrawn with "\\r" only clutters a log file). Returns a History.
 
         On numpy arrays (Keras's x and y: an array, or a dict or list of
         them for named inputs), fit writes them as a dataset the workers
@@ -357,6 +360,8 @@ class Model:
         yet. validation_steps and validation_freq other than Keras's
         defaults are refused too."""
         self._require_compiled("fit")
+        style = _callbacks._progress_style(verbose)
+        _callbacks._sync_learning_rate(self)  # a rate set since compile
         _numpy_data.no_weights(class_weight, sample_weight)
         if validation_steps is not None or validation_freq != 1:
             raise ValueError("validation_steps, validation_freq: Pasco "
@@ -408,20 +413,27 @@ class Model:
         clist = c_void_p()
         check(lib.pasco_callbacks_create(ctypes.byref(clist)), "callbacks")
         watch = _callbacks._InterruptWatch()
+        rate = _callbacks._RateFollower()
         try:
             check(lib.pasco_callbacks_add(clist, watch.make()), "callbacks")
+            params = {"epochs": epochs, "steps": steps_per_epoch,
+                      "steps_per_execution": steps_per_execution,
+                      "verbose": verbose}
             for c in cbs:
                 c.set_model(self)
+                c.set_params(params)
                 check(lib.pasco_callbacks_add(clist, c._make(s, errors)),
                       f"adding {type(c).__name__}")
+            check(lib.pasco_callbacks_add(clist, rate.make()), "callbacks")
             o = _lib.FitOptions(dataset=name, epochs=epochs,
                                 steps_per_epoch=steps_per_epoch,
                                 initial_epoch=initial_epoch,
                                 steps_per_execution=steps_per_execution,
                                 validation_dataset=vname,
                                 validation_shards=validation_shards,
-                                callbacks=clist, verbose=bool(verbose),
-                                window=window)
+                                callbacks=clist, verbose=style >= 0,
+                                window=window,
+                                progress_style=max(style, 0))
             h = _lib.History()
             self.stop_training = False
             with watch:
@@ -438,6 +450,9 @@ class Model:
                 history.stopped_early = bool(h.stopped_early)
             finally:
                 lib.pasco_history_fini(ctypes.byref(h))
+            if rate.rate is not None:  # what the callbacks left, as Keras
+                _callbacks._keep_learning_rate(
+                    self, rate.rate, x if isinstance(x, Dataset) else None)
             if watch.interrupted:
                 raise KeyboardInterrupt
             if errors:

@@ -704,20 +704,27 @@ Test(fit, tensorboard_files_read_back, .init = fixture_start,
 	pasco_history_fini(&h);
 }
 
-/* Runs a 2-epoch fit with a progress display writing to f. */
+/* Runs a 2-epoch fit with a progress display in style writing to f. */
 static void
-fit_with_progress(FILE *f, double interval)
+fit_with_style(FILE *f, double interval, pasco_progress_style style)
 {
 	pasco_callbacks  *cbs;
 	pasco_callback    cb;
 	pasco_fit_options o = lr_options(2, 6, NULL);
 	PASCO_PASS(pasco_callbacks_create(&cbs));
-	PASCO_PASS(pasco_callback_progress(
-	    &cb, &(pasco_progress_options){.out = f, .interval_s = interval}));
+	PASCO_PASS(pasco_callback_progress(&cb,
+	    &(pasco_progress_options){
+	        .out = f, .interval_s = interval, .style = style}));
 	PASCO_PASS(pasco_callbacks_add(cbs, cb));
 	o.callbacks = cbs;
 	PASCO_PASS(pasco_fit(F.c, &o, NULL));
 	pasco_callbacks_free(cbs);
+}
+
+static void
+fit_with_progress(FILE *f, double interval)
+{
+	fit_with_style(f, interval, PASCO_PROGRESS_AUTO);
 }
 
 /* What a 2-epoch fit with a plain progress display at interval prints:
@@ -819,6 +826,26 @@ Test(fit, progress_says_a_finished_run_has_nothing_to_train,
 	pasco_history_fini(&h);
 }
 
+/* text without its ANSI escapes ("\x1b[1m"), in place */
+static void
+strip_escapes(char *text)
+{
+	char *w = text;
+	for (char *r = text; *r != 0; r++) {
+		if (*r == '\x1b') {
+			r += strcspn(r, "m");
+			continue;
+		}
+		*w++ = *r;
+	}
+	*w = 0;
+}
+
+/* On a terminal (and with style BAR anywhere): Keras 3's Progbar, an
+ * "Epoch i/n" line, the bar redrawn with \r (steps, 20 bars, the time
+ * left, the time per step, the running loss and metric), and a final
+ * line per epoch with every log; PASCO_PROGRESS_LINES on a terminal is
+ * the plain lines. */
 Test(fit, progress_updates_one_line_on_a_terminal, .init = fixture_start,
     .fini = fixture_stop)
 {
@@ -828,6 +855,7 @@ Test(fit, progress_updates_one_line_on_a_terminal, .init = fixture_start,
 	cr_assert(openpty(&master, &slave, NULL, NULL, NULL) == 0);
 	cr_assert((f = fdopen(slave, "w")) != NULL);
 	fit_with_progress(f, 0);
+	fit_with_style(f, 3600, PASCO_PROGRESS_LINES);
 	fclose(f);
 	fcntl(master, F_SETFL, O_NONBLOCK);
 	size_t  len = 0;
@@ -838,13 +866,65 @@ Test(fit, progress_updates_one_line_on_a_terminal, .init = fixture_start,
 	}
 	close(master);
 	text[len] = 0;
-	cr_assert(
-	    strstr(text, "\rEpoch 1/2  step 1/6  loss ") != NULL, "%s", text);
-	cr_assert(
-	    strstr(text, "\rEpoch 2/2  6/6 steps in ") != NULL, "%s", text);
-	cr_assert(strstr(text, "\033[K") != NULL);
-	cr_assert(
-	    strstr(text, "steps/s") != NULL && strstr(text, "left") != NULL);
+	cr_assert(strstr(text, "\x1b[32m") != NULL, "%s", text); /* green */
+	strip_escapes(text);
+	const char *bars = "━━━━━━━━━━━━━━━━━━━━";
+	char        want[256];
+	cr_assert(strncmp(text, "Epoch 1/2\r\n\r1/6 ", 16) == 0, "%s", text);
+	snprintf(want, sizeof(want), "\r1/6 %s ", bars);
+	const char *first = strstr(text, want);
+	cr_assert(first != NULL, "%s", text);
+	int    eta;
+	char   unit[8];
+	double v;
+	cr_assert(sscanf(first + strlen(want), "%ds %lf%2[mu]s/step - loss: ",
+	              &eta, &v, unit) == 3,
+	    "%s", first);
+	cr_assert(strstr(first, " - mae: ") != NULL, "%s", first);
+	snprintf(want, sizeof(want), "\r6/6 %s ", bars);
+	const char *last = strstr(text, "Epoch 2/2\r\n");
+	cr_assert(last != NULL && (last = strstr(last, want)) != NULL, "%s",
+	    text);
+	cr_assert(sscanf(last + strlen(want), "%ds %lf%2[mu]s/step - loss: ",
+	              &eta, &v, unit) == 3,
+	    "%s", last);
+	const char *end = strstr(last, "\r\n");
+	cr_assert(end != NULL);
+	const char *sps = strstr(last, "steps_per_second");
+	cr_assert(strstr(last, " - val_loss: ") < end &&
+	              strstr(last, " - val_mae: ") < end && sps > end,
+	    "%s", last);
+	/* the plain lines after it, on the same terminal */
+	cr_assert(strstr(last, "\r\nEpoch 1/2: 6/6 steps in ") != NULL &&
+	              strstr(last, "\r\nEpoch 2/2: 6/6 steps in ") != NULL,
+	    "%s", last);
+}
+
+/* Keras's verbose=1 asked for on a pipe: the bar, redrawn with \r. */
+Test(fit, progress_draws_the_bar_on_a_pipe_when_asked, .init = fixture_start,
+    .fini = fixture_stop)
+{
+	int   fds[2];
+	char  text[8192];
+	FILE *f;
+	cr_assert(pipe(fds) == 0);
+	cr_assert((f = fdopen(fds[1], "w")) != NULL);
+	fit_with_style(f, 0, PASCO_PROGRESS_BAR);
+	fclose(f);
+	ssize_t n = read(fds[0], text, sizeof(text) - 1);
+	close(fds[0]);
+	cr_assert(n > 0);
+	text[n] = 0;
+	strip_escapes(text);
+	cr_assert(strstr(text, "Epoch 2/2\n\r1/6 ━") != NULL, "%s", text);
+	cr_assert(strstr(text, "\r6/6 ━━━━━━━━━━━━━━━━━━━━ ") != NULL, "%s",
+	    text);
+	pasco_callback cb;
+	PASCO_FAIL(pasco_callback_progress(
+	               &cb, &(pasco_progress_options){.style = 3}),
+	    PASCO_EINVAL);
+	cr_assert(strstr(pasco_fit_error(), "style 3 is not"), "%s",
+	    pasco_fit_error());
 }
 
 /* The window the coordinator's queue has now. */

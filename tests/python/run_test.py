@@ -150,6 +150,77 @@ def by_hand(script, *args, timeout=150):
     return out
 
 
+def progress_bar(d):
+    """Keras's progress bar in a real terminal: the ps and workers of
+    callbacks.py's "bar" mode started here (TF_CONFIG), its chief in a
+    tmux session of its own; the screen is read (capture-pane) while it
+    runs, for a bar with its ETA and running loss, and at its end, for
+    each epoch's final line. Skips (77) without tmux."""
+    import json
+    import re
+    import shutil
+    if shutil.which("tmux") is None:
+        print("SKIP: tmux is not installed (apt-get install tmux); the "
+              "progress bar needs a terminal to be tested in")
+        sys.exit(77)
+    subprocess.run([sys.executable, os.path.join(here, "callbacks.py"), d,
+                    "data"], env=env, check=True)
+    hosts = [f"127.0.0.1:{p}" for p in free_ports(5)]
+    spec = {"chief": hosts[:1], "ps": hosts[1:3], "worker": hosts[3:5]}
+    script = os.path.join(here, "callbacks.py")
+    tasks = []
+    for role, i in (("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1)):
+        e = dict(env, TF_CONFIG=json.dumps(
+            {"cluster": spec, "task": {"type": role, "index": i}}))
+        tasks.append(subprocess.Popen([sys.executable, script, d, "bar"],
+                                      env=e, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+    sock = f"pasco-test-{os.getpid()}"
+    tmux = ["tmux", "-L", sock]
+    chief_env = dict(env, TF_CONFIG=json.dumps(
+        {"cluster": spec, "task": {"type": "chief", "index": 0}}),
+        LANG="C.UTF-8", LC_ALL="C.UTF-8")
+    cmd = (f"{sys.executable} {script} {d} bar; echo chief exit $?; "
+           f"sleep 120")
+    subprocess.run(tmux + ["-u", "new-session", "-d", "-x", "160", "-y", "40",
+                           cmd], env=chief_env, check=True)
+    # the bar's redraw mid-epoch: steps, 20 bars, ETA, time per step,
+    # running loss; the epoch's final line: its time, every log
+    mid = re.compile(r"^ *(\d+)/(\d+) ━{20} (\d+:)?\d+s (\d+)(ms|us)/"
+                     r"step - loss: \d+\.\d{4}(e[-+]\d+)? *$")
+    end = re.compile(r"^(\d+)/\1 ━{20} (\d+)s (\d+)(ms|s|us)/step - "
+                     r"loss: \S+ *$")
+    seen_mid, screen = None, ""
+    deadline = time.monotonic() + 150
+    while time.monotonic() < deadline:
+        screen = subprocess.run(tmux + ["capture-pane", "-p"], text=True,
+                                stdout=subprocess.PIPE).stdout
+        for line in screen.splitlines():
+            m = mid.match(line)
+            if m and int(m.group(1)) < int(m.group(2)) and \
+                    seen_mid is None:
+                seen_mid = line
+        if "chief exit" in screen:
+            break
+        time.sleep(0.02)
+    subprocess.run(tmux + ["kill-server"])
+    for t in tasks:
+        t.kill()
+        t.wait()
+    for _ in range(100):  # the session's processes end on its SIGHUP
+        if not marked():
+            break
+        time.sleep(0.05)
+    print(f"screen:\n{screen}\nseen mid-epoch: {seen_mid!r}", flush=True)
+    lines = screen.splitlines()
+    finals = [x for x in lines if end.match(x)]
+    ok = ("chief exit 0" in screen and "callbacks: OK bar" in screen and
+          seen_mid is not None and len(finals) == 3 and
+          lines.count("Epoch 1/2") == 1 and lines.count("Epoch 2/2") == 1
+          and "auto:" in lines and end.match(lines[lines.index("auto:") + 1]))
+    return subprocess.CompletedProcess([], 0 if ok else 1, screen)
+
+
 with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
     if case == "train_csv":
         subprocess.run([make_table, d], check=True)
@@ -204,6 +275,10 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         subprocess.run([make_table, d], check=True)
         p = launch("keras3_metrics.py", d, timeout=170)
         ok = p.returncode == 0 and "keras3_metrics: OK" in p.stdout
+    elif case == "optimizer_numpy":
+        # issue 33's optimizers, clipping and schedules against numpy
+        p = launch("optimizer_numpy.py", workers=1)
+        ok = p.returncode == 0 and "optimizer_numpy: OK" in p.stdout
     elif case == "ps_tutorial":
         p = launch("ps_tutorial.py", d,
                    path=os.path.join(root, "examples", "ps_tutorial.py"))
@@ -250,6 +325,20 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("numpy_data.py", d)
         ok = p.returncode == 0 and "numpy_data: OK" in p.stdout
+    elif case == "callbacks":
+        # Keras's callbacks (tests/python/callbacks.py); verbose=2 under
+        # the launcher's pipe: one line per epoch
+        subprocess.run([sys.executable, os.path.join(here, "callbacks.py"),
+                        d, "data"], env=env, check=True)
+        p = launch("callbacks.py", d, "lr")
+        lines = [x for x in p.stdout.splitlines()
+                 if x.startswith("[chief 0] Epoch ") and "/3: 5/5 steps in"
+                 in x]
+        ok = (p.returncode == 0 and "callbacks: OK lr" in p.stdout and
+              len(lines) == 3 and "\r" not in p.stdout)
+    elif case == "progress_bar":
+        p = progress_bar(d)
+        ok = p.returncode == 0
     else:
         sys.exit(f"unknown case {case}")
 left = kill_leftovers()
