@@ -330,7 +330,7 @@ pasco_model_set_learning_rate(pasco_model *m, double value)
 	if (m->compile.opt.schedule.kind != PASCO_LR_CONSTANT) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "set_learning_rate: the optimizer's learning rate is a "
-		    "%s schedule, hence not settable",
+		    "schedule (%s), hence not settable",
 		    pasci_lr_desc_of((int) m->compile.opt.schedule.kind)
 		        ->keras);
 	}

@@ -286,7 +286,7 @@ Test(optimizer_table, the_learning_rate_is_settable_unless_a_schedule)
 	    pasco_model_learning_rate(m, 20), 0.1 / 3, 1e-15, "at 20");
 	PASCO_FAIL(pasco_model_set_learning_rate(m, 0.1), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(),
-	              "InverseTimeDecay schedule, hence not settable") != NULL,
+	              "a schedule (InverseTimeDecay), hence not settable") != NULL,
 	    "%s", pasco_model_last_error());
 	pasco_model_free(m);
 }
