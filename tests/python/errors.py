@@ -55,8 +55,8 @@ def chief(cluster):
            shard="rows")
     expect(TypeError, ["features"], pasco.data.tfrecord, path, features=[])
     expect(ValueError, ["type"], pasco.data.Feature, "bytes")
-    expect(ValueError, ["optimizer", "'adamw'"], pasco.optimizers.get,
-           "adamw")
+    expect(ValueError, ["optimizer", "'lion'"], pasco.optimizers.get,
+           "lion")
     expect(ValueError, ["learning_rate"], pasco.optimizers.Adam, -1)
     expect(TypeError, ["chief_fn"], pasco.main, 3)
     strategy = pasco.ParameterServerStrategy(cluster)
