@@ -111,7 +111,7 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  * output goes through its sigmoid or softmax first. Logs name a metric as
  * given. The compile config travels with the model's config. */
 typedef struct pasco_compile_options {
-	const char *loss;
+	const char        *loss;
 	/* A custom loss (docs/GRAPHS.md, "A custom loss"), used instead of
 	 * loss when not NULL: the JSON text of {"name": ..., "graph": {...}},
 	 * a loss op graph of inputs y_true (the targets, cast to its traced
