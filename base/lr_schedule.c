@@ -152,14 +152,32 @@ pasco_lr_schedule_error(const pasco_lr_schedule *s)
 		return "unknown learning-rate schedule kind";
 	}
 	if (s->kind == PASCO_LR_PIECEWISE_CONSTANT_DECAY) {
-		return s->nboundaries < 1 ||
-		               s->nboundaries > PASCO_LR_MAX_BOUNDARIES
-		           ? "PiecewiseConstantDecay needs 1 to 32 boundaries "
-		             "and one value more"
-		           : NULL;
+		if (s->nboundaries < 1 ||
+		    s->nboundaries > PASCO_LR_MAX_BOUNDARIES) {
+			return "PiecewiseConstantDecay needs 1 to 32 "
+			       "boundaries "
+			       "and one value more";
+		}
+		for (int32_t i = 0; i <= s->nboundaries; i++) {
+			if (!isfinite(s->values[i]) ||
+			    (i < s->nboundaries && isnan(s->boundaries[i]))) {
+				return "PiecewiseConstantDecay's boundaries "
+				       "and "
+				       "values must be numbers";
+			}
+		}
+		return NULL;
 	}
 	if (!(s->decay_steps > 0) || !isfinite(s->decay_steps)) {
 		return "decay_steps must be > 0";
+	}
+	for (int i = 0; i < PASCI_LR_WIRE_FIELDS; i++) {
+		const pasci_lr_field *f = &pasci_lr_wire_fields[i];
+		double x = *(const double *) ((const char *) s + f->off);
+		if (!f->is_bool && !isfinite(x) &&
+		    !(f->nullable && isnan(x))) {
+			return "its numbers must be finite";
+		}
 	}
 	if (s->kind == PASCO_LR_COSINE_DECAY && !isnan(s->warmup_target) &&
 	    !(s->warmup_steps > 0)) {

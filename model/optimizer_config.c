@@ -319,3 +319,35 @@ pasci_lr_schedule_json(const pasco_lr_schedule *s)
 	cJSON_Delete(o);
 	return text;
 }
+
+int
+pasco_model_set_learning_rate(pasco_model *m, double value)
+{
+	if (m == NULL || !m->compile.compiled) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "set_learning_rate: the model is not compiled");
+	}
+	if (m->compile.opt.schedule.kind != PASCO_LR_CONSTANT) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "set_learning_rate: the optimizer's learning rate is a "
+		    "schedule (%s), hence not settable",
+		    pasci_lr_desc_of((int) m->compile.opt.schedule.kind)
+		        ->keras);
+	}
+	if (!(value > 0) || !isfinite(value)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "set_learning_rate: expected a finite number > 0, got %g",
+		    value);
+	}
+	m->compile.opt.learning_rate = value;
+	pasco_tensor_release(m->config); /* the next step sends the new one */
+	m->config = NULL;
+	return PASCO_OK;
+}
+
+double
+pasco_model_learning_rate(const pasco_model *m, int64_t global_step)
+{
+	return pasco_lr_schedule_at(&m->compile.opt.schedule, global_step,
+	    m->compile.opt.learning_rate);
+}

@@ -198,7 +198,7 @@ int pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
  * every process and run, so a key is always on the same ps; checkpoints
  * restore into another ps count by the same rule. Look rows up with
  * pasco_variable_gather (training: an unseen key gets a row) and update them
- * with pasco_variable_apply_gradient_sparse (any of the six optimizers; slots
+ * with pasco_variable_apply_gradient_sparse (any optimizer; slots
  * are made and dropped with each row; the global step drives Adam and
  * the table's clock); pasco_variable_set_find_only(v, true) makes lookups
  * insert nothing (evaluation, prediction). Reading, assigning or applying

@@ -158,6 +158,17 @@ typedef struct pasco_compile_options {
 
 int pasco_model_compile(pasco_model *m, const pasco_compile_options *o);
 
+/* Keras's optimizer.learning_rate = value, between epochs
+ * (ReduceLROnPlateau, LearningRateScheduler): the compiled optimizer's
+ * learning rate from the next step scheduled on. PASCO_EINVAL, naming
+ * why, when m is not compiled, value is not a finite number > 0, or the
+ * optimizer has a learning-rate schedule (as Keras refuses to set the rate
+ * of an optimizer made with one). Not thread-safe: call while no step of
+ * m is being scheduled. And the learning rate the next step uses
+ * (a schedule's value at global_step). */
+int    pasco_model_set_learning_rate(pasco_model *m, double value);
+double pasco_model_learning_rate(const pasco_model *m, int64_t global_step);
+
 /* Chief: appends the model's step arguments to args (up to cap): its
  * config as one u8 tensor (JSON, owned by the model: valid until it is
  * freed or changed) then its variable handles (pasco_model_create_variables

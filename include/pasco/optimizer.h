@@ -84,10 +84,10 @@
 #include "variable.h"
 
 /* PASCO_OPT_SGD = 1, PASCO_OPT_ADAGRAD, PASCO_OPT_RMSPROP, PASCO_OPT_ADAM,
- * PASCO_OPT_FTRL, PASCO_OPT_ADAMW, PASCO_OPT_NADAM: one per line of optimizer_kinds.h, in its order (0 is
- * no kind). The kinds are numbered by a helper enum so that the public one
- * holds the kinds only: a switch over it that names every kind needs no
- * default. */
+ * PASCO_OPT_FTRL, PASCO_OPT_ADAMW, PASCO_OPT_NADAM: one per line of
+ * optimizer_kinds.h, in its order (0 is no kind). The kinds are numbered by a
+ * helper enum so that the public one holds the kinds only: a switch over it
+ * that names every kind needs no default. */
 #define PASCO_OPT_ORDINAL_(name, file) PASCO_OPT_ORDINAL_##name##_,
 enum {
 	PASCO_OPT_ORDINAL_NONE_ = 0,
@@ -96,7 +96,8 @@ enum {
 	PASCO_OPT_KIND_COUNT
 };
 #undef PASCO_OPT_ORDINAL_
-#define PASCO_OPT_ENUM_(name, file) PASCO_OPT_##name = PASCO_OPT_ORDINAL_##name##_,
+#define PASCO_OPT_ENUM_(name, file)                                           \
+	PASCO_OPT_##name = PASCO_OPT_ORDINAL_##name##_,
 typedef enum pasco_optimizer_kind {
 	PASCO_OPTIMIZER_KIND_LIST(PASCO_OPT_ENUM_)
 } pasco_optimizer_kind;
@@ -151,8 +152,8 @@ typedef struct pasco_lr_schedule {
 	pasco_lr_schedule_kind kind;
 	double                 initial_learning_rate;
 	double                 decay_steps;
-	double                 decay_rate;  /* Exponential, InverseTime */
-	bool                   staircase;   /* Exponential, InverseTime */
+	double                 decay_rate; /* Exponential, InverseTime */
+	bool                   staircase;  /* Exponential, InverseTime */
 	double                 end_learning_rate; /* Polynomial */
 	double                 power;             /* Polynomial */
 	bool                   cycle;             /* Polynomial */
@@ -164,7 +165,7 @@ typedef struct pasco_lr_schedule {
 	double                 values[PASCO_LR_MAX_BOUNDARIES + 1];
 } pasco_lr_schedule;
 
-/* Keras's constructors, with its defaults in the comments. */
+/* Keras's constructors, with its defaults in the comments. Thread-safe. */
 pasco_lr_schedule pasco_exponential_decay(double initial_learning_rate,
     double decay_steps, double decay_rate, bool staircase /* false */);
 pasco_lr_schedule pasco_inverse_time_decay(double initial_learning_rate,
@@ -173,8 +174,8 @@ pasco_lr_schedule pasco_polynomial_decay(double initial_learning_rate,
     double decay_steps, double end_learning_rate /* 0.0001 */,
     double power /* 1.0 */, bool cycle /* false */);
 pasco_lr_schedule pasco_cosine_decay(double initial_learning_rate,
-    double decay_steps, double alpha /* 0.0 */,
-    double warmup_target /* NAN */, double warmup_steps /* 0 */);
+    double decay_steps, double alpha /* 0.0 */, double warmup_target /* NAN */,
+    double warmup_steps /* 0 */);
 /* n boundaries (at most PASCO_LR_MAX_BOUNDARIES) and n + 1 values, copied;
  * a schedule of more has nboundaries -1, which applies refuse. */
 pasco_lr_schedule pasco_piecewise_constant_decay(
@@ -195,17 +196,17 @@ typedef struct pasco_optimizer {
 	/* A learning-rate schedule (above); kind PASCO_LR_CONSTANT: none,
 	 * learning_rate is used. */
 	pasco_lr_schedule schedule;
-	double               momentum;       /* SGD, RMSprop */
-	bool                 nesterov;       /* SGD */
-	double               rho;            /* RMSprop */
-	bool                 centered;       /* RMSprop */
-	double               beta_1, beta_2; /* Adam */
-	bool                 amsgrad;        /* Adam */
-	double               epsilon;        /* Adagrad, RMSprop, Adam */
-	double               initial_accumulator_value;  /* Adagrad, FTRL */
-	double               learning_rate_power;        /* FTRL */
-	double               l1, l2, l2_shrinkage, beta; /* FTRL */
-	double               weight_decay;               /* AdamW */
+	double            momentum;       /* SGD, RMSprop */
+	bool              nesterov;       /* SGD */
+	double            rho;            /* RMSprop */
+	bool              centered;       /* RMSprop */
+	double            beta_1, beta_2; /* Adam */
+	bool              amsgrad;        /* Adam */
+	double            epsilon;        /* Adagrad, RMSprop, Adam */
+	double            initial_accumulator_value;  /* Adagrad, FTRL */
+	double            learning_rate_power;        /* FTRL */
+	double            l1, l2, l2_shrinkage, beta; /* FTRL */
+	double            weight_decay;               /* AdamW */
 	/* Keras's gradient clipping, every optimizer; 0: none; at most one
 	 * of the three set. Applied where the gradients are sent
 	 * (pasco_variable_apply_gradients*, on the worker), to the whole

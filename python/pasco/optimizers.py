@@ -38,17 +38,12 @@ class Optimizer:
                  **config: Any) -> None:
         """clips: (clipnorm, clipvalue, global_clipnorm), Keras's."""
         if hasattr(learning_rate, "_serialized"):  # a schedule
-            self.learning_rate = learning_rate
+            self._learning_rate = learning_rate
             self.config: Dict[str, Any] = {
                 "learning_rate": learning_rate._serialized()}
-        elif isinstance(learning_rate, bool) or not isinstance(
-                learning_rate, (int, float)) or learning_rate <= 0:
-            raise ValueError(f"learning_rate: expected a number > 0 or a "
-                             f"pasco.optimizers.schedules schedule, got "
-                             f"{learning_rate!r}")
         else:
-            self.learning_rate = float(learning_rate)
-            self.config = {"learning_rate": self.learning_rate}
+            self.config = {}
+            self.learning_rate = learning_rate
         for k, v in config.items():
             if isinstance(v, bool):
                 self.config[k] = v
@@ -71,6 +66,31 @@ class Optimizer:
                 f"clipvalue={clipvalue}, global_clipnorm={global_clipnorm}")
         for k, v in clips.items():
             self.config[k] = None if v is None else float(v)
+
+    @property
+    def learning_rate(self) -> Any:
+        """The learning rate: a number, or the schedule it was made
+        with."""
+        return self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value: float) -> None:
+        """Keras's ``optimizer.learning_rate = value``: the config's rate
+        (the library's pasco_model_set_learning_rate sets a compiled
+        model's). TypeError for an optimizer made with a schedule, as
+        Keras."""
+        if hasattr(getattr(self, "_learning_rate", None), "_serialized"):
+            raise TypeError(
+                "This optimizer was created with a `LearningRateSchedule` "
+                "object as its `learning_rate` constructor argument, hence "
+                "its learning rate is not settable.")
+        if isinstance(value, bool) or not isinstance(
+                value, (int, float)) or not 0 < value < float("inf"):
+            raise ValueError(f"learning_rate: expected a number > 0 or a "
+                             f"pasco.optimizers.schedules schedule, got "
+                             f"{value!r}")
+        self._learning_rate = float(value)
+        self.config["learning_rate"] = self._learning_rate
 
     def get_config(self) -> dict:
         return {"class_name": self.class_name, "config": dict(self.config)}

@@ -253,3 +253,40 @@ Test(optimizer_table, a_bad_schedule_in_a_config_is_refused_naming_it)
 		    "%s: %s", bad[k][0], pasco_model_last_error());
 	}
 }
+
+/* Keras's optimizer.learning_rate = x between epochs: the compiled
+ * optimizer's rate and the config the next step sends change; a model
+ * whose rate is a schedule refuses it, as Keras does. */
+Test(optimizer_table, the_learning_rate_is_settable_unless_a_schedule)
+{
+	pasco_layer  l[] = {pasco_layer_dense(2, PASCO_ACT_LINEAR)};
+	pasco_model *m;
+	char        *json;
+	PASCO_PASS(pasco_model_sequential(&m, 3, 1, l, 1));
+	PASCO_FAIL(pasco_model_set_learning_rate(m, 0.1), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(), "not compiled") != NULL);
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "mse",
+	           .optimizer = pasco_adamw(0.01, 0.004, false)}));
+	PASCO_PASS(pasco_model_set_learning_rate(m, 0.0025));
+	cr_assert_eq(pasco_model_learning_rate(m, 100), 0.0025);
+	PASCO_PASS(pasco_model_to_json(m, &json));
+	cr_assert(
+	    strstr(json, "\"learning_rate\":0.0025") != NULL, "%s", json);
+	free(json);
+	PASCO_FAIL(pasco_model_set_learning_rate(m, -1), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(), "> 0, got -1") != NULL,
+	    "%s", pasco_model_last_error());
+
+	pasco_optimizer o = pasco_adam(0.01, false);
+	o.schedule        = pasco_inverse_time_decay(0.1, 10, 1, false);
+	PASCO_PASS(pasco_model_compile(
+	    m, &(pasco_compile_options){.loss = "mse", .optimizer = o}));
+	cr_assert_float_eq(
+	    pasco_model_learning_rate(m, 20), 0.1 / 3, 1e-15, "at 20");
+	PASCO_FAIL(pasco_model_set_learning_rate(m, 0.1), PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(),
+	              "a schedule (InverseTimeDecay), hence not settable") != NULL,
+	    "%s", pasco_model_last_error());
+	pasco_model_free(m);
+}

@@ -148,6 +148,16 @@ Test(lr_schedule, a_bad_schedule_is_refused_naming_it)
 	PASCO_FAIL(pasci_store_var_apply(st, "w", &o, g, err, sizeof(err)),
 	    PASCO_EINVAL);
 	cr_assert(strstr(err, "decay_steps must be > 0") != NULL, "%s", err);
+	o.schedule            = pasco_exponential_decay(0.1, 3, 0.5, false);
+	o.schedule.decay_rate = INFINITY;
+	PASCO_FAIL(pasci_store_var_apply(st, "w", &o, g, err, sizeof(err)),
+	    PASCO_EINVAL);
+	cr_assert(strstr(err, "must be finite") != NULL, "%s", err);
+	o.schedule           = pasco_piecewise_constant_decay(2, b, v);
+	o.schedule.values[1] = NAN;
+	PASCO_FAIL(pasci_store_var_apply(st, "w", &o, g, err, sizeof(err)),
+	    PASCO_EINVAL);
+	cr_assert(strstr(err, "must be numbers") != NULL, "%s", err);
 	o.schedule = pasco_piecewise_constant_decay(40, b, v);
 	PASCO_FAIL(pasci_store_var_apply(st, "w", &o, g, err, sizeof(err)),
 	    PASCO_EINVAL);

@@ -4,9 +4,9 @@
 Usage: optimizer_table.py OPTIMIZER_TABLE_PROGRAM SOURCE_ROOT
 
 OPTIMIZER_TABLE_PROGRAM (tests/model/optimizer_table.c) prints the table
-(base/optimizer_desc.c): per kind its name, Keras's class name, its config
-fields and the config the library writes for the kind's defaults. Every C
-kind must have a class in pasco.optimizers (and every class a kind) with
+(base/optimizers/, one per line of include/pasco/optimizer_kinds.h): per
+kind its name, Keras's class name, its config fields and the config the
+library writes for the kind's defaults. Every C kind must have a class in pasco.optimizers (and every class a kind) with
 the same class name, in __all__, that get() returns for the kind's name,
 with one constructor argument per config field (in Keras's order, which
 is not the config's), whose defaults give the config the C library writes for its own defaults.
@@ -78,7 +78,7 @@ def check_kind(mod, kind, problems):
 def main(program, root):
     mod = kind_table.load_module(root, "optimizers.py")
     return kind_table.run("optimizer_table", program, mod, mod.Optimizer,
-                          "base/optimizer_desc.c", check_kind)
+                          "include/pasco/optimizer_kinds.h", check_kind)
 
 
 if __name__ == "__main__":
