@@ -16,17 +16,17 @@
  * at its first call, and every call shares those sources; each call reads
  * an embedding table's rows for its own ids (another source of the same
  * table), and the table's gradient joins every source's rows (the ps sums
- * repeated ids), so each variable has one gradient. Run by the worker's handler threads,
- * each call with its own tape, model copies and bindings; the parsed step
- * is shared, read-only.
+ * repeated ids), so each variable has one gradient. Run by the worker's
+ * handler threads, each call with its own tape, model copies and bindings; the
+ * parsed step is shared, read-only.
  */
 #include "graph_step.h"
 
 #include "layer_desc.h"
 #include "model_impl.h"
 #include "pasco/hash.h"
-#include "tape_impl.h"
 #include "prep.h"
+#include "tape_impl.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -37,8 +37,8 @@
 /* Fails node i of the run; false. pasci_graph_run puts the step's name,
  * the node's index and its op before the message. The tape keeps its
  * first error: a failure of the tape's own (a read) stays as it is. */
-static bool __attribute__((format(printf, 4, 5)))
-node_fail(pasci_gstep_run *r, size_t i, int err, const char *fmt, ...)
+bool
+pasci_gstep_fail(pasci_gstep_run *r, size_t i, int err, const char *fmt, ...)
 {
 	char    msg[768];
 	va_list ap;
@@ -58,9 +58,9 @@ tensor_value(
 {
 	pasco_dtype want = r->s->nodes[i].dtype;
 	if (t->dtype != want) {
-		return node_fail(r, i, PASCO_EINVAL, "got %s%s, traced as %s",
-		    pasco_dtype_name(t->dtype), PASCI_SHAPE(t->rank, t->shape),
-		    pasco_dtype_name(want));
+		return pasci_gstep_fail(r, i, PASCO_EINVAL,
+		    "got %s%s, traced as %s", pasco_dtype_name(t->dtype),
+		    PASCI_SHAPE(t->rank, t->shape), pasco_dtype_name(want));
 	}
 	if (t->dtype == PASCO_F32 || t->dtype == PASCO_F64) {
 		out->node = pasco_tape_constant(r->tp, t);
@@ -87,12 +87,13 @@ element_of(pasci_gstep_run *r, size_t i, const pasco_value **out)
 	*e = (pasci_gstep_elem){.arg = n->arg, .call = n->call};
 	if ((rv = pasco_dataset_next(r->its[n->arg], &e->v)) != 0) {
 		return rv == PASCO_EOUTOFRANGE
-		           ? node_fail(r, i, rv,
+		           ? pasci_gstep_fail(r, i, rv,
 		                 "the iterator args[%lld] ended at its call "
 		                 "%lld: the dataset is out of range (repeat "
 		                 "it)",
 		                 (long long) n->arg, (long long) n->call)
-		           : node_fail(r, i, rv, "the iterator args[%lld]: %s",
+		           : pasci_gstep_fail(r, i, rv,
+		                 "the iterator args[%lld]: %s",
 		                 (long long) n->arg,
 		                 pasco_dataset_last_error());
 	}
@@ -123,7 +124,7 @@ node_next(pasci_gstep_run *r, size_t i, pasci_gval *out)
 		}
 		if (c == NULL) {
 			char *p = cJSON_PrintUnformatted(it);
-			node_fail(r, i, PASCO_EINVAL,
+			pasci_gstep_fail(r, i, PASCO_EINVAL,
 			    "path[%zu] %s is not in the element (a %s of %zu)",
 			    depth, p != NULL ? p : "?",
 			    pasco_value_kind_of(v) == PASCO_VALUE_DICT ? "dict"
@@ -138,7 +139,7 @@ node_next(pasci_gstep_run *r, size_t i, pasci_gval *out)
 		depth++;
 	}
 	if (pasco_value_as_tensor(v) == NULL) {
-		return node_fail(r, i, PASCO_EINVAL, "%s",
+		return pasci_gstep_fail(r, i, PASCO_EINVAL, "%s",
 		    "the path leads to no tensor of the element");
 	}
 	return tensor_value(r, i, pasco_value_as_tensor(v), out);
@@ -170,8 +171,7 @@ read_vars(pasci_gstep_run *r, size_t n, const size_t *want,
 		if ((m = pasci_tape_mem(r->tp, sizeof(*m))) == NULL) {
 			return false;
 		}
-		*m                = (pasci_gstep_src){tv[k].node,
-		                   r->more[want[k]]};
+		*m = (pasci_gstep_src){tv[k].node, r->more[want[k]]};
 		r->more[want[k]] = m;
 		r->nmore++;
 	}
@@ -225,7 +225,7 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 		return false;
 	}
 	if (n != m->ninputs) {
-		return node_fail(r, i, PASCO_EINVAL,
+		return pasci_gstep_fail(r, i, PASCO_EINVAL,
 		    "the model '%s' takes %zu inputs, the node gives %zu",
 		    m->name, m->ninputs, n);
 	}
@@ -237,7 +237,7 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 	/* ids after preprocessing layers (a lookup's) are theirs */
 	const pasco_tensor *const *ext = pasci_prep_inputs(m, r->tp, ts);
 	if (ext == NULL) {
-		return node_fail(r, i, pasco_tape_error(r->tp), "%s",
+		return pasci_gstep_fail(r, i, pasco_tape_error(r->tp), "%s",
 		    pasco_tape_message(r->tp));
 	}
 	/* one read: the dense variables not read yet, every table's rows
@@ -251,7 +251,7 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 		}
 	}
 	if (!read_vars(r, nw, want, ids)) {
-		return node_fail(r, i, pasco_tape_error(r->tp), "%s",
+		return pasci_gstep_fail(r, i, pasco_tape_error(r->tp), "%s",
 		    pasco_tape_message(r->tp));
 	}
 	for (size_t k = 0; k < m->nvars; k++) {
@@ -259,169 +259,10 @@ node_model(pasci_gstep_run *r, size_t i, size_t n, const pasci_gval *in,
 	}
 	if ((out->node = pasci_model_forward(m, r->tp, ts, feats, nodes)) ==
 	    NULL) {
-		return node_fail(r, i, pasco_tape_error(r->tp), "%s",
+		return pasci_gstep_fail(r, i, pasco_tape_error(r->tp), "%s",
 		    pasco_tape_message(r->tp));
 	}
 	return true;
-}
-
-static pasco_tensor *
-held(pasco_tensor *t)
-{
-	return t != NULL ? pasco_tensor_hold(t) : NULL;
-}
-
-/* A sparse gradient g extended by h's ids and rows: the same table's,
- * read again by a later call of its model. The ps sums repeated ids
- * (client/variable_sparse.c), so the rows need not be merged here. h's
- * tensors are released. */
-static int
-sparse_join(pasco_tape_grad *g, pasco_tape_grad *h)
-{
-	pasco_tensor *ids, *rows;
-	int64_t       n = 0, width;
-	if (h->ids == NULL) {
-		return PASCO_OK;
-	}
-	if (g->ids == NULL) {
-		pasco_tape_grad_fini(g, 1);
-		*g = *h;
-		*h = (pasco_tape_grad){0};
-		return PASCO_OK;
-	}
-	n     = g->ids->count + h->ids->count;
-	width = g->rows->count / (g->ids->count > 0 ? g->ids->count : 1);
-	if (pasco_tensor_alloc(&ids, PASCO_I64, 1, (int64_t[]){n}) != 0) {
-		return PASCO_ENOMEM;
-	}
-	if (pasco_tensor_alloc(&rows, g->rows->dtype, 2,
-	        (int64_t[]){n, width}) != 0) {
-		pasco_tensor_release(ids);
-		return PASCO_ENOMEM;
-	}
-	for (int64_t i = 0; i < n; i++) {
-		const pasco_tensor *t = i < g->ids->count ? g->ids : h->ids;
-		int64_t             j = i < g->ids->count ? i : i - g->ids->count;
-		((int64_t *) ids->data)[i] = t->dtype == PASCO_I32
-		                                 ? ((const int32_t *) t->data)[j]
-		                                 : ((const int64_t *) t->data)[j];
-	}
-	memcpy(rows->data, g->rows->data, g->rows->nbytes);
-	memcpy((char *) rows->data + g->rows->nbytes, h->rows->data,
-	    h->rows->nbytes);
-	pasco_tape_grad_fini(g, 1);
-	pasco_tape_grad_fini(h, 1);
-	*g = (pasco_tape_grad){.ids = ids, .rows = rows};
-	return PASCO_OK;
-}
-
-/* Every gradient of the target of leader: one pasco_tape_gradient for
- * all the variables asked of it (each once, a table with each of its
- * sources: at[] of a later source is SIZE_MAX, joined to the first's). */
-static bool
-gradients_of(pasci_gstep_run *r, size_t leader, const pasci_gval *target)
-{
-	const pasci_gstep *s   = r->s;
-	size_t             nn  = 0, cap = s->nnodes + r->nmore + 1;
-	pasco_tnode      **src = pasci_tape_mem(r->tp, cap * sizeof(*src));
-	size_t            *at  = pasci_tape_mem(r->tp, cap * sizeof(*at));
-	pasco_tape_grad   *g   = calloc(cap, sizeof(*g));
-	bool               ok;
-	if (src == NULL || at == NULL || g == NULL) {
-		free(g);
-		return node_fail(
-		    r, leader, PASCO_ENOMEM, "%s", "out of memory");
-	}
-	if (target->node == NULL) {
-		free(g);
-		return node_fail(r, leader, PASCO_EINVAL,
-		    "its target nodes[%lld] is not a float value",
-		    (long long) s->nodes[leader].target);
-	}
-	for (size_t j = leader; j < s->nnodes; j++) {
-		const pasci_gstep_node *n = &s->nodes[j];
-		if (n->op != PASCI_GSTEP_OP_GRADIENT || n->leader != leader) {
-			continue;
-		}
-		size_t k = 0;
-		while (k < nn && r->src[n->var] != src[k]) {
-			k++;
-		}
-		r->no_grad[j] = r->src[n->var] == NULL; /* never read */
-		if (!r->no_grad[j] && k == nn) {
-			src[nn]  = r->src[n->var];
-			at[nn++] = j;
-			for (pasci_gstep_src *m = r->more[n->var]; m != NULL;
-			     m                  = m->next) {
-				src[nn]  = m->node;
-				at[nn++] = SIZE_MAX;
-			}
-		}
-	}
-	ok = nn == 0 ||
-	     pasco_tape_gradient(r->tp, target->node, nn, src, g) == 0;
-	for (size_t k = 0; ok && k < nn; k++) {
-		size_t first = k;
-		while (k + 1 < nn && at[k + 1] == SIZE_MAX) {
-			if (sparse_join(&g[first], &g[++k]) != 0) {
-				pasco_tape_grad_fini(g, nn);
-				free(g);
-				return node_fail(r, leader, PASCO_ENOMEM, "%s",
-				    "out of memory");
-			}
-		}
-		r->grads[at[first]] = g[first]; /* the run releases them */
-		r->no_grad[at[first]] =
-		    g[first].dense == NULL && g[first].ids == NULL;
-	}
-	for (size_t j = leader; ok && j < s->nnodes; j++) {
-		size_t k = 0; /* a variable asked twice: the first's, held */
-		while (k < nn &&
-		       (at[k] == j || at[k] == SIZE_MAX ||
-		           r->src[s->nodes[j].var] != src[k])) {
-			k++;
-		}
-		if (s->nodes[j].op == PASCI_GSTEP_OP_GRADIENT &&
-		    s->nodes[j].leader == leader && k < nn && !r->no_grad[j] &&
-		    r->grads[j].dense == NULL && r->grads[j].ids == NULL) {
-			r->grads[j] =
-			    (pasco_tape_grad){.dense = held(r->grads[at[k]].dense),
-			        .ids                 = held(r->grads[at[k]].ids),
-			        .rows                = held(r->grads[at[k]].rows)};
-			r->no_grad[j] = r->no_grad[at[k]];
-		}
-	}
-	free(g);
-	return ok ? true
-	          : node_fail(r, leader, pasco_tape_error(r->tp), "%s",
-	                pasco_tape_message(r->tp));
-}
-
-static bool
-node_gradient(
-    pasci_gstep_run *r, size_t i, const pasci_gval *in, pasci_gval *out)
-{
-	const pasci_gstep_node *n = &r->s->nodes[i];
-	pasco_variable         *v = r->vars[n->var];
-	pasco_tensor           *z;
-	if (n->leader == i && !gradients_of(r, i, &in[0])) {
-		return false;
-	}
-	if (r->sparse[n->var]) { /* only applies take it (check_bound) */
-		return true;
-	}
-	if (!r->no_grad[i]) {
-		out->node = pasco_tape_constant(r->tp, r->grads[i].dense);
-		return out->node != NULL;
-	}
-	/* TensorFlow's None: zeros here, and applies skip it */
-	if (pasco_tensor_alloc(&z, pasco_variable_dtype(v),
-	        pasco_variable_rank(v), pasco_variable_shape(v)) != 0) {
-		return node_fail(r, i, PASCO_ENOMEM, "%s", "out of memory");
-	}
-	out->node = pasco_tape_constant(r->tp, z);
-	pasco_tensor_release(z); /* the tape holds it */
-	return out->node != NULL;
 }
 
 static bool
@@ -434,7 +275,7 @@ node_global_step(pasci_gstep_run *r, size_t i, pasci_gval *out)
 		return false;
 	}
 	if ((rv = pasco_variable_fetch_add(r->global_step, 0, &v)) != 0) {
-		return node_fail(
+		return pasci_gstep_fail(
 		    r, i, rv, "%s", pasco_variable_error(r->global_step));
 	}
 	*(int64_t *) t->data = v;
@@ -459,11 +300,11 @@ gs_node(void *arg, pasco_tape *tp, size_t i, size_t n, const pasci_gval *in,
 		out->node = r->src[r->s->nodes[i].var];
 		return true;
 	case PASCI_GSTEP_OP_GRADIENT:
-		return node_gradient(r, i, in, out);
+		return pasci_gstep_gradient(r, i, in, out);
 	case PASCI_GSTEP_OP_GLOBAL_STEP:
 		return node_global_step(r, i, out);
 	default:
-		return node_fail(r, i, PASCO_EINVAL, "%s",
+		return pasci_gstep_fail(r, i, PASCO_EINVAL, "%s",
 		    "not a step-only op (the graph runner's)");
 	}
 }

@@ -160,6 +160,18 @@ typedef struct pasci_gstep_run {
  * arrays are allocated; the rest is allocated here. Blocks not. */
 int pasci_gstep_bind(pasci_gstep_run *r);
 
+/* Fails node i of the run; false. pasci_graph_run puts the step's name,
+ * the node's index and its op before the message. The tape keeps its
+ * first error: a failure of the tape's own (a read) stays as it is. */
+bool pasci_gstep_fail(pasci_gstep_run *r, size_t i, int err, const char *fmt,
+    ...) __attribute__((format(printf, 4, 5)));
+
+/* Gradient node i (graph_step_grad.c): its leader computes every
+ * gradient of its target; out gets a dense one as a constant node (zeros
+ * for TensorFlow's None), nothing for a sparse one. */
+bool pasci_gstep_gradient(
+    pasci_gstep_run *r, size_t i, const pasci_gval *in, pasci_gval *out);
+
 /* The step function "pasco.graph_step" (pasci_model_function_find). */
 int pasci_graph_step(pasco_call *call);
 
