@@ -37,8 +37,9 @@ Arguments (of ``schedule``, given to the function while it is traced):
 A model or a metric the function uses without taking it as an argument
 (TensorFlow's captures) is passed along by itself. The first schedule
 traces; later ones reuse the trace while the arguments' kinds, dtypes and
-shapes (and the iterator's element, the model) are the same, and trace
-again when one differs. A Python ``if`` on a tensor's value cannot be
+shapes (and the iterator's element, the model) are the same, each passing
+its own arguments (its iterator, its arrays' values), and trace again when
+one differs. A Python ``if`` on a tensor's value cannot be
 traced (TypeError: use ``ops.where``). The function returns a tensor, a
 tuple or list, or a dict of them, or None; ``RemoteValue.fetch()`` gives
 the same structure of numpy arrays.
@@ -81,6 +82,7 @@ class _Step:
         self.graph = ops.Graph(name)
         self.args: List[dict] = []      # the JSON's "args"
         self.values: List[Any] = []     # what schedule passes for each
+        self.arg_src: List[Optional[int]] = []  # its call argument
         self.models: List[Any] = []     # model arguments, in arg order
         self.model_arg: Dict[int, int] = {}   # id(model) -> arg index
         self.var_args: List[Any] = []   # Variable arguments, in arg order
@@ -94,16 +96,20 @@ class _Step:
 
     # -- arguments --
 
-    def add_arg(self, spec: dict, value: Any) -> int:
+    def add_arg(self, spec: dict, value: Any,
+                src: Optional[int] = None) -> int:
+        """A step argument; src: the index of the call's argument it
+        is (each schedule passes that call's), None for a capture."""
         self.args.append(spec)
         self.values.append(value)
+        self.arg_src.append(src)
         return len(self.args) - 1
 
-    def model_index(self, model: Any) -> int:
+    def model_index(self, model: Any, src: Optional[int] = None) -> int:
         """The arg index of model, passing it along when captured."""
         k = self.model_arg.get(id(model))
         if k is None:
-            k = self.add_arg({"kind": "model"}, model)
+            k = self.add_arg({"kind": "model"}, model, src)
             self.model_arg[id(model)] = k
             self.models.append(model)
         return k
@@ -557,18 +563,18 @@ def _traced_args(st: _Step, args: Sequence[Any]) -> List[Any]:
                     f"name ({a._dataset.name[:64]}): a traced step needs "
                     f"a pasco.data dataset, whose spec gives next()'s "
                     f"element")
-            k = st.add_arg({"kind": "iterator"}, a)
+            k = st.add_arg({"kind": "iterator"}, a, i)
             st.datasets.append(ds)
             out.append(_Iterator(st, k, ds))
         elif isinstance(a, Model):
-            st.model_index(a)
+            st.model_index(a, i)
             out.append(a)
         elif isinstance(a, Variable):
             out.append(st.read(a, f"args[{i}]"))
         else:
             v = _tensor_arg(i, a)
             k = st.add_arg({"kind": "tensor", "shape": list(v.shape),
-                            "dtype": v.dtype.name}, v)
+                            "dtype": v.dtype.name}, v, i)
             out.append(st.graph.node("arg", [], v.shape, v.dtype.name,
                                      arg=k))
     return out
@@ -710,7 +716,11 @@ class Function:
                                 f"dataset(ds))")
         t = self._trace(args)
         full: List[Any] = [t.bytes]
-        for spec, v in zip(t.step.args, t.step.values):
+        for spec, v, src in zip(t.step.args, t.step.values,
+                                t.step.arg_src):
+            if src is not None:  # this call's: a new iterator, new data
+                v = args[src] if spec["kind"] != "tensor" else \
+                    _tensor_arg(src, args[src])
             if isinstance(v, Model) and not (v._native and v._built_json):
                 # built once (a parse-only native model has no variables)
                 v.build(t.step.datasets[0] if t.step.datasets else None)

@@ -194,6 +194,16 @@ def retrace():
           f"tensor args {js['args']}")
     scale.trace(np.ones(3, np.float32), 5.0)
     check(scale.traces == 1, f"same shapes: {scale.traces} traces")
+    # each schedule passes its own call's values through the one trace
+    # (they were the first trace's: frozen)
+    coordinator = type("Coordinator", (), {"strategy": None})()
+    for x, k in ((np.zeros(3, np.float32), 2.0),
+                 (np.arange(3, dtype=np.float32), 7.0)):
+        _, full = scale._schedule_args(coordinator, (x, k))
+        check(len(full) == 3 and np.array_equal(full[1], x) and
+              full[2] == np.float32(k),
+              f"scheduled args {full[1:]} for {x}, {k}")
+    check(scale.traces == 1, f"scheduled: {scale.traces} traces")
     js4 = scale.trace(np.zeros(4, np.float32), 2.0)
     check(scale.traces == 2, f"a new shape: {scale.traces} traces")
     (_, x), = [(i, n) for i, n in nodes_of(js4, "arg") if n["arg"] == 0]
