@@ -22,11 +22,14 @@ and 3 ps: the same predictions bit for bit, the same resumed losses),
 numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
 numpy arrays against numpy's loss and forward pass),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
-against numpy, tests/python/keras3_metrics.py). Every task carries a PASCO_TEST_MARK of this run;
+against numpy, tests/python/keras3_metrics.py), keras_examples
+(examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
+scikit-learn's models on the same split; skipped without scikit-learn). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -279,6 +282,25 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         # issue 33's optimizers, clipping and schedules against numpy
         p = launch("optimizer_numpy.py", workers=1)
         ok = p.returncode == 0 and "optimizer_numpy: OK" in p.stdout
+    elif case == "keras_examples":
+        # examples/keras_digits.py and keras_breast_cancer.py (issue 33):
+        # numpy fit, BatchNormalization, a schedule, ReduceLROnPlateau;
+        # each within 0.03 of scikit-learn's model on the same split
+        try:
+            import sklearn  # noqa: F401
+        except ImportError:
+            print("SKIP: scikit-learn is not installed (apt-get install "
+                  "python3-sklearn); the examples load its data sets")
+            sys.exit(77)
+        ok = True
+        for name in ("keras_digits.py", "keras_breast_cancer.py"):
+            p = launch(name, path=os.path.join(root, "examples", name))
+            m = re.search(r"test accuracy ([0-9.]+), scikit-learn's \S+ "
+                          r"([0-9.]+)", p.stdout)
+            print(f"{name}: {m.group(0) if m else 'no accuracy line'}",
+                  flush=True)
+            ok = ok and p.returncode == 0 and m is not None and \
+                float(m.group(1)) >= float(m.group(2)) - 0.03
     elif case == "ps_tutorial":
         p = launch("ps_tutorial.py", d,
                    path=os.path.join(root, "examples", "ps_tutorial.py"))
