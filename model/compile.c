@@ -147,7 +147,8 @@ compile_loss(const pasco_model *m, const pasco_compile_options *o,
 		    pasci_loss_graph_read(lg, &c->loss_graph, "compile: loss");
 		cJSON_Delete(parsed);
 		if (rv == 0) {
-			c->loss = (pasco_loss){PASCO_LOSS_GRAPH, false};
+			c->loss = (pasco_loss){
+			    .kind = PASCO_LOSS_GRAPH, .from_logits = false};
 			snprintf(c->loss_name, sizeof(c->loss_name), "%s",
 			    pasci_loss_graph_name(c->loss_graph));
 		}
@@ -157,12 +158,17 @@ compile_loss(const pasco_model *m, const pasco_compile_options *o,
 		return pasci_model_fail(
 		    PASCO_EINVAL, "compile: needs a loss (or a loss_graph)");
 	}
-	if ((rv = pasco_loss_from_name(o->loss, o->from_logits, &c->loss)) !=
-	        0 ||
+	/* a Keras config's JSON ({"class_name": "Huber", ...}) or a name */
+	rv = o->loss[0] == '{'
+	         ? pasco_loss_from_config(o->loss, &c->loss)
+	         : pasco_loss_from_name(o->loss, o->from_logits, &c->loss);
+	if (rv != 0 || (rv = pasci_loss_check(&c->loss, "compile")) != 0 ||
 	    (rv = check_loss(m, &c->loss)) != 0) {
 		return rv;
 	}
-	snprintf(c->loss_name, sizeof(c->loss_name), "%s", o->loss);
+	/* a config is written back as one (loss_name stays empty) */
+	snprintf(c->loss_name, sizeof(c->loss_name), "%s",
+	    o->loss[0] == '{' ? "" : o->loss);
 	return PASCO_OK;
 }
 
@@ -264,6 +270,8 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	ok = (cc = cJSON_AddObjectToObject(root, "compile_config")) != NULL &&
 	     (c->loss_graph != NULL
 	             ? pasci_loss_graph_write(cc, "loss", c->loss_graph)
+	         : c->loss_name[0] == 0
+	             ? pasci_loss_config_write(cc, "loss", &c->loss)
 	             : cJSON_AddStringToObject(cc, "loss", c->loss_name) !=
 	                   NULL) &&
 	     cJSON_AddBoolToObject(cc, "from_logits", c->loss.from_logits) &&
@@ -328,10 +336,13 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics"), *it;
-	const cJSON *lg = NULL;
+	const cJSON *lg = NULL, *cls;
 	const char  *names[PASCI_MAX_METRICS];
-	pasco_compile_options o  = {0};
-	bool                  gs = true;
+	pasco_compile_options o         = {0};
+	bool                  gs        = true;
+	char                 *loss_text = NULL;
+	bool                  is_class; /* a Keras loss class's config */
+	int                   rv;
 	if (cc == NULL) {
 		return PASCO_OK;
 	}
@@ -343,7 +354,10 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	        &o.optimizer) != 0) {
 		return PASCO_EINVAL;
 	}
-	if (cJSON_IsObject(loss)) {
+	cls      = cJSON_GetObjectItemCaseSensitive(loss, "class_name");
+	is_class = cJSON_IsObject(loss) && cJSON_IsString(cls) &&
+	           strcmp(cls->valuestring, "Graph") != 0;
+	if (cJSON_IsObject(loss) && !is_class) {
 		static const char *const classes[] = {NULL, "Graph"};
 		int                      kind;
 		if (pasci_json_read_class(loss, classes, 2, &kind, &lg,
@@ -351,7 +365,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 			return PASCO_EINVAL;
 		}
 	}
-	if ((lg == NULL && !cJSON_IsString(loss)) ||
+	if ((lg == NULL && !is_class && !cJSON_IsString(loss)) ||
 	    (ms != NULL && !cJSON_IsArray(ms)) ||
 	    cJSON_GetArraySize(ms) > PASCI_MAX_METRICS) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -366,10 +380,18 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 		}
 		names[o.nmetrics++] = it->valuestring;
 	}
-	o.loss           = lg == NULL ? loss->valuestring : NULL;
+	/* a Keras loss class's config: its text, read by compile */
+	if (is_class && (loss_text = cJSON_PrintUnformatted(loss)) == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	o.loss           = lg != NULL          ? NULL
+	                   : loss_text != NULL ? loss_text
+	                                       : loss->valuestring;
 	o.metrics        = names;
 	o.no_global_step = !gs;
-	return compile_with(m, &o, lg);
+	rv               = compile_with(m, &o, lg);
+	free(loss_text);
+	return rv;
 }
 
 /* The probability (or value) j of row i of pred, through the output's

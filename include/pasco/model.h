@@ -96,8 +96,11 @@ int pasco_model_from_json(const char *json, pasco_model **out);
 
 /* compile. loss: Keras's name ("mse", "mean_squared_error",
  * "binary_crossentropy", "sparse_categorical_crossentropy" (class ids),
- * "categorical_crossentropy" (one-hot labels [batch, classes])) with
- * from_logits. optimizer: any kind (pasco_sgd, pasco_adagrad, ...; kind 0:
+ * "categorical_crossentropy" (one-hot labels [batch, classes]), "mae",
+ * "huber", ...: pasco_loss_from_name's, layers.h) with from_logits, or the
+ * JSON of a Keras loss class's config with its parameters ({"class_name":
+ * "Huber", "config": {"delta": 2.0}}: pasco_loss_from_config's), which the
+ * compile config keeps as such. optimizer: any kind (pasco_sgd, pasco_adagrad, ...; kind 0:
  * Keras's default, RMSprop(0.001)); its iterations field is ignored: with
  * no_global_step false the step applies through the strategy's global
  * step (one step per train step), else each shard counts its applies.

@@ -399,7 +399,7 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "unknown metric 'f1'"));
 	PASCO_FAIL(pasco_model_compile(
-	               reg, &(pasco_compile_options){.loss = "hinge"}),
+	               reg, &(pasco_compile_options){.loss = "categorical_hinge"}),
 	    PASCO_EINVAL);
 	pasco_model_free(reg);
 	pasco_model_free(b);
