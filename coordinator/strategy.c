@@ -8,6 +8,7 @@
  * directory and the attached coordinator; RPCs run without it.
  */
 #include <errno.h>
+#include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -743,12 +744,20 @@ pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
     const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_initializer *init, const pasco_partitioner *partitioner)
 {
-	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
-	    init->kind > PASCO_INIT_GLOROT_UNIFORM) {
+	double r = 1, c = rank > 0 ? (double) shape[rank - 1] : 0;
+	for (int32_t i = 0; i + 1 < rank; i++) {
+		r *= (double) shape[i];
+	}
+	if (!pasco_initializer_is_valid(init) ||
+	    (init->kind == PASCO_INIT_ORTHOGONAL &&
+	        (rank < 2 || fmax(r, c) * fmin(r, c) * fmin(r, c) >
+	                         PASCO_INIT_ORTHOGONAL_MAX))) {
 		*out = NULL;
 		pasci_error_fmt(s->error, sizeof(s->error),
-		    "'%s' needs a valid "
-		    "initializer",
+		    init != NULL && init->kind == PASCO_INIT_ORTHOGONAL
+		        ? "'%s': Orthogonal takes a shape of rank 2 or more "
+		          "whose [rows, columns] has max * min^2 at most 2^32"
+		        : "'%s' needs a valid initializer",
 		    name != NULL ? name : "");
 		return PASCO_EINVAL;
 	}

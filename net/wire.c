@@ -165,7 +165,10 @@ get_init(pasci_wire_init *in, const Pasco__Wire__Initializer *w)
 	         .minval                          = un ? w->a : 0,
 	         .maxval                          = un ? w->b : 0,
 	         .mean                            = un ? 0 : w->a,
-	         .stddev                          = un ? 0 : w->b};
+	         .stddev                          = un ? 0 : w->b,
+	         .scale                           = w->scale,
+	         .mode                            = (pasco_init_mode) w->mode,
+	         .distribution = (pasco_init_distribution) w->distribution};
 	in->full_rank = (int32_t) w->n_full_shape;
 	if (w->n_full_shape > 0) {
 		memcpy(in->full_shape, w->full_shape,

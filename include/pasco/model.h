@@ -83,7 +83,10 @@ int         pasco_model_set_name(pasco_model *m, const char *name);
  * Activation: activation; Concatenate: axis (-1). Initializers by Keras's
  * class names (Zeros, Ones, Constant {value}, RandomUniform {minval,
  * maxval, seed}, RandomNormal and TruncatedNormal {mean, stddev, seed},
- * GlorotUniform {seed}); seed 0 means the model's seed decides (layers.h).
+ * GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal,
+ * LecunUniform {seed}, VarianceScaling {scale, mode, distribution, seed},
+ * Orthogonal {gain, seed}: initializer.h); seed 0 means the model's seed
+ * decides (layers.h).
  * Seeds above 2^53 are written as strings. Deterministic: the same model
  * gives the same bytes. Thread-safe. */
 int pasco_model_to_json(const pasco_model *m, char **out);

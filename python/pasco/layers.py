@@ -25,15 +25,20 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+try:
+    from . import initializers as _initializers
+except ImportError:  # layers.py alone (tests/python/kind_table.py): by path
+    import importlib.util as _util
+    import os as _os
+    _spec = _util.spec_from_file_location("pasco_initializers", _os.path.join(
+        _os.path.dirname(_os.path.abspath(__file__)), "initializers.py"))
+    _initializers = _util.module_from_spec(_spec)  # type: ignore[arg-type]
+    _spec.loader.exec_module(_initializers)  # type: ignore[union-attr]
+
 __all__ = ["Layer", "Dense", "Embedding", "Dropout", "Activation",
            "Concatenate", "Normalization", "Input", "KerasTensor", "Custom"]
 
 _ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh", "softmax")
-_INITIALIZERS = {"zeros": "Zeros", "ones": "Ones", "uniform": "RandomUniform",
-                 "random_uniform": "RandomUniform",
-                 "random_normal": "RandomNormal",
-                 "truncated_normal": "TruncatedNormal",
-                 "glorot_uniform": "GlorotUniform"}
 _names: Dict[str, int] = {}
 
 
@@ -63,19 +68,21 @@ def _activation(arg: str, v: Optional[str]) -> str:
     return v
 
 
-def _initializer(arg: str, v: Union[str, dict, None]) -> Optional[dict]:
+def _initializer(arg: str, v: Any) -> Optional[dict]:
+    """None, a name ("he_normal"), a pasco.initializers object or a dict
+    {"class_name", "config"} (checked by the library), as a dict."""
     if v is None:
         return None
-    if isinstance(v, str):
-        if v not in _INITIALIZERS:
-            raise ValueError(f"{arg}: expected one of "
-                             f"{', '.join(_INITIALIZERS)} or a dict "
-                             f"{{'class_name', 'config'}}, got {v!r}")
-        return {"class_name": _INITIALIZERS[v], "config": {}}
     if isinstance(v, dict) and "class_name" in v:
         return {"class_name": v["class_name"],
                 "config": dict(v.get("config", {}))}
-    raise TypeError(f"{arg}: expected an initializer name or dict, got {v!r}")
+    if isinstance(v, (str, _initializers.Initializer)):
+        try:
+            return _initializers.get(v).to_dict()  # type: ignore[union-attr]
+        except ValueError as e:
+            raise ValueError(f"{arg}: {e}") from None
+    raise TypeError(f"{arg}: expected an initializer name, a "
+                    f"pasco.initializers object or a dict, got {v!r}")
 
 
 # Keras's regularizers: their factors and defaults

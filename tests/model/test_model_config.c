@@ -214,9 +214,9 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 	    "layers[0]: unknown class_name 'Conv2D'");
 	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
 	            "\"units\":2,\"kernel_initializer\":{\"class_name\":"
-	            "\"HeNormal\"}}}"),
+	            "\"Identity\"}}}"),
 	    "layers[0] (d): kernel_initializer: unknown class_name "
-	    "'HeNormal'");
+	    "'Identity'");
 	refused(SEQ("{\"class_name\":\"Dropout\",\"config\":{\"name\":\"p\","
 	            "\"rate\":1.5}}"),
 	    "p: rate must be in [0, 1)");
