@@ -126,4 +126,13 @@ bool pasci_loss_config_write(
 int  pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
      int64_t classes, pasco_tensor **out);
 
+/* A layer's constraint under key (model/constraint_config.c): null for
+ * none, else Keras's {"class_name": "MaxNorm", "config": {"max_value",
+ * "axis"}} or {"class_name": "NonNeg", "config": {}}; and back (absent or
+ * null: none; PASCO_EINVAL naming where and the field). */
+bool pasci_json_write_constraint(
+    cJSON *parent, const char *key, const pasco_constraint *c);
+int  pasci_json_read_constraint(const cJSON *parent, const char *key,
+     pasco_constraint *c, const char *where);
+
 #endif

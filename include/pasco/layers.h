@@ -28,10 +28,11 @@
  * the model is made. Variables are f32.
  *   Dense: units, activation (default linear), use_bias (true),
  *     kernel_initializer (glorot_uniform), bias_initializer (zeros),
- *     kernel_l2 (Keras's kernel_regularizer=l2(kernel_l2); 0: none).
+ *     kernel_l2 (Keras's kernel_regularizer=l2(kernel_l2); 0: none),
+ *     kernel_constraint and bias_constraint (none; constraint.h).
  *     Variables <name>/kernel [in, units] and <name>/bias [units].
  *   Embedding: input_dim, output_dim, embeddings_initializer (Keras's
- *     'uniform': U(-0.05, 0.05)), combiner (several ids per example,
+ *     'uniform': U(-0.05, 0.05)), embeddings_constraint (none), combiner (several ids per example,
  *     [batch, k], combined by mean (default) or sum into [batch,
  *     output_dim], as tf.nn.embedding_lookup_sparse; negative ids are
  *     padding), partitioner (NULL: the strategy's). Variable
@@ -96,6 +97,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "constraint.h"
 #include "dataset.h"
 #include "error.h"
 #include "initializer.h"
@@ -148,6 +150,11 @@ typedef struct pasco_layer {
 	bool              use_bias;
 	pasco_initializer kernel_initializer, bias_initializer;
 	double            kernel_l2;
+	/* Keras's kernel_constraint, bias_constraint (Dense) and
+	 * embeddings_constraint (Embedding, not dynamic): constraint.h,
+	 * applied by the ps after each update; kind 0: none */
+	pasco_constraint kernel_constraint, bias_constraint;
+	pasco_constraint embeddings_constraint;
 	/* Embedding */
 	int64_t                  input_dim, output_dim;
 	pasco_combiner           combiner;

@@ -57,9 +57,11 @@ dense_variables(pasco_model *m, size_t i, const int64_t *widths)
 	const pasco_layer *l = &m->layers[i];
 	pasci_model_add_var(
 	    m, i, "kernel", 2, widths[0], l->units, l->kernel_initializer);
+	m->vars[m->nvars - 1].constraint = l->kernel_constraint;
 	if (l->use_bias) {
 		pasci_model_add_var(
 		    m, i, "bias", 1, l->units, 0, l->bias_initializer);
+		m->vars[m->nvars - 1].constraint = l->bias_constraint;
 	}
 }
 
@@ -94,14 +96,18 @@ dense_call(pasci_layer_call *c)
 static bool
 dense_write(cJSON *c, const pasco_layer *l)
 {
-	bool ok =
-	    cJSON_AddNumberToObject(c, "units", (double) l->units) &&
-	    cJSON_AddStringToObject(
-	        c, "activation", pasco_act_name(l->activation)) &&
-	    cJSON_AddBoolToObject(c, "use_bias", l->use_bias) &&
-	    pasci_json_write_init(
-	        c, "kernel_initializer", &l->kernel_initializer) &&
-	    pasci_json_write_init(c, "bias_initializer", &l->bias_initializer);
+	bool ok = cJSON_AddNumberToObject(c, "units", (double) l->units) &&
+	          cJSON_AddStringToObject(
+	              c, "activation", pasco_act_name(l->activation)) &&
+	          cJSON_AddBoolToObject(c, "use_bias", l->use_bias) &&
+	          pasci_json_write_init(
+	              c, "kernel_initializer", &l->kernel_initializer) &&
+	          pasci_json_write_init(
+	              c, "bias_initializer", &l->bias_initializer) &&
+	          pasci_json_write_constraint(
+	              c, "kernel_constraint", &l->kernel_constraint) &&
+	          pasci_json_write_constraint(
+	              c, "bias_constraint", &l->bias_constraint);
 	if (ok && l->kernel_l2 > 0) {
 		cJSON *r = pasci_json_class(c, "kernel_regularizer", "L2");
 		ok       = r != NULL &&
@@ -145,7 +151,11 @@ dense_read(
 	                   &l->kernel_initializer, at) != 0 ||
 	               pasci_json_read_init(c, "bias_initializer",
 	                   &l->bias_initializer, at) != 0 ||
-	               read_l2(c, &l->kernel_l2, at) != 0
+	               read_l2(c, &l->kernel_l2, at) != 0 ||
+	               pasci_json_read_constraint(c, "kernel_constraint",
+	                   &l->kernel_constraint, at) != 0 ||
+	               pasci_json_read_constraint(
+	                   c, "bias_constraint", &l->bias_constraint, at) != 0
 	           ? PASCO_EINVAL
 	           : PASCO_OK;
 }
@@ -155,7 +165,8 @@ const pasci_layer_desc pasci_layer_dense_desc = {
     .class_name = "Dense",
     .prefix     = "dense",
     .keys = {"name", "units", "activation", "use_bias", "kernel_initializer",
-        "bias_initializer", "kernel_regularizer"},
+        "bias_initializer", "kernel_regularizer", "kernel_constraint",
+        "bias_constraint"},
     .args = {"units"},
     .min_inputs = 1,
     .defaults   = dense_defaults,

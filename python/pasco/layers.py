@@ -26,14 +26,20 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 try:
+    from . import constraints as _constraints
     from . import initializers as _initializers
 except ImportError:  # layers.py alone (tests/python/kind_table.py): by path
     import importlib.util as _util
     import os as _os
-    _spec = _util.spec_from_file_location("pasco_initializers", _os.path.join(
-        _os.path.dirname(_os.path.abspath(__file__)), "initializers.py"))
-    _initializers = _util.module_from_spec(_spec)  # type: ignore[arg-type]
-    _spec.loader.exec_module(_initializers)  # type: ignore[union-attr]
+
+    def _sibling(name: str) -> Any:
+        spec = _util.spec_from_file_location("pasco_" + name, _os.path.join(
+            _os.path.dirname(_os.path.abspath(__file__)), name + ".py"))
+        mod = _util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        return mod
+    _constraints = _sibling("constraints")
+    _initializers = _sibling("initializers")
 
 __all__ = ["Layer", "Dense", "Embedding", "Dropout", "Activation",
            "Concatenate", "Normalization", "Input", "KerasTensor", "Custom"]
@@ -83,6 +89,16 @@ def _initializer(arg: str, v: Any) -> Optional[dict]:
             raise ValueError(f"{arg}: {e}") from None
     raise TypeError(f"{arg}: expected an initializer name, a "
                     f"pasco.initializers object or a dict, got {v!r}")
+
+
+def _constraint(arg: str, v: Any) -> Optional[dict]:
+    """None, a pasco.constraints object, its name or its config dict, as
+    a dict."""
+    try:
+        c = _constraints.get(v)
+    except ValueError as e:
+        raise ValueError(f"{arg}: {e}") from None
+    return None if c is None else c.to_dict()
 
 
 # Keras's regularizers: their factors and defaults
@@ -359,8 +375,11 @@ class Dense(Layer):
     """Dense(units, activation=None, use_bias=True,
     kernel_initializer="glorot_uniform", bias_initializer="zeros",
     kernel_regularizer=None (an L2 factor, e.g. 1e-4), name=None,
-    input_shape=None): activation(x @ kernel + bias). Variables
-    <name>/kernel [in, units] and <name>/bias [units]."""
+    input_shape=None, kernel_constraint=None, bias_constraint=None):
+    activation(x @ kernel + bias). Variables <name>/kernel [in, units]
+    and <name>/bias [units]. Initializers: pasco.initializers objects or
+    names; constraints: pasco.constraints (applied by the ps after each
+    update)."""
 
     class_name = "Dense"
 
@@ -370,8 +389,14 @@ class Dense(Layer):
                  bias_initializer: Union[str, dict] = "zeros",
                  kernel_regularizer: Optional[float] = None,
                  name: Optional[str] = None,
-                 input_shape: Optional[Tuple[int, ...]] = None) -> None:
+                 input_shape: Optional[Tuple[int, ...]] = None,
+                 kernel_constraint: Any = None,
+                 bias_constraint: Any = None) -> None:
         self.units = _positive("units", units)
+        self.kernel_constraint = _constraint("kernel_constraint",
+                                             kernel_constraint)
+        self.bias_constraint = _constraint("bias_constraint",
+                                           bias_constraint)
         self.activation = _activation("activation", activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = _initializer("kernel_initializer",
@@ -399,6 +424,10 @@ class Dense(Layer):
             c["kernel_regularizer"] = {
                 "class_name": "L2",
                 "config": {"l2": float(self.kernel_regularizer)}}
+        if self.kernel_constraint:
+            c["kernel_constraint"] = self.kernel_constraint
+        if self.bias_constraint:
+            c["bias_constraint"] = self.bias_constraint
         return c
 
     def _output_width(self, widths: List[int]) -> int:
@@ -408,7 +437,8 @@ class Dense(Layer):
 class Embedding(Layer):
     """Embedding(input_dim, output_dim, combiner="mean",
     embeddings_initializer="uniform", dynamic=False, num_shards=None,
-    name=None, input_length=None): rows of ids [batch, k] combined (mean
+    name=None, input_length=None, embeddings_constraint=None): rows of
+    ids [batch, k] combined (mean
     or sum) into [batch, output_dim]; -1 ids are padding.
     dynamic=True (or a dict of min_count, evict_after, max_rows_per_ps,
     default_zeros): no input_dim, the ids are 64-bit keys (hashed strings)
@@ -424,7 +454,10 @@ class Embedding(Layer):
                  dynamic: Union[bool, Dict[str, Any]] = False,
                  num_shards: Optional[int] = None,
                  name: Optional[str] = None,
-                 input_length: Optional[int] = None) -> None:
+                 input_length: Optional[int] = None,
+                 embeddings_constraint: Any = None) -> None:
+        self.embeddings_constraint = _constraint("embeddings_constraint",
+                                                 embeddings_constraint)
         if dynamic and output_dim is None and input_dim is not None:
             input_dim, output_dim = None, input_dim  # Embedding(16, dynamic=True)
         if output_dim is None:
@@ -468,6 +501,8 @@ class Embedding(Layer):
             c["input_dim"] = self.input_dim
         if self.embeddings_initializer:
             c["embeddings_initializer"] = self.embeddings_initializer
+        if self.embeddings_constraint:
+            c["embeddings_constraint"] = self.embeddings_constraint
         if self.dynamic is not None:
             c["dynamic"] = self.dynamic
         if self.num_shards:
