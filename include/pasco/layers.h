@@ -28,7 +28,8 @@
  * the model is made. Variables are f32.
  *   Dense: units, activation (default linear), use_bias (true),
  *     kernel_initializer (glorot_uniform), bias_initializer (zeros),
- *     kernel_l2 (Keras's kernel_regularizer=l2(kernel_l2); 0: none),
+ *     kernel_l2 and kernel_l1 (Keras's kernel_regularizer=L1L2(kernel_l1,
+ *     kernel_l2); 0: none), bias_l1 and bias_l2 (bias_regularizer),
  *     kernel_constraint and bias_constraint (none; constraint.h).
  *     Variables <name>/kernel [in, units] and <name>/bias [units].
  *   Embedding: input_dim, output_dim, embeddings_initializer (Keras's
@@ -150,6 +151,9 @@ typedef struct pasco_layer {
 	bool              use_bias;
 	pasco_initializer kernel_initializer, bias_initializer;
 	double            kernel_l2;
+	/* Keras's kernel_regularizer's L1 and bias_regularizer's L1 and L2
+	 * factors (regularizers.L1, L2, L1L2; 0: none) */
+	double kernel_l1, bias_l1, bias_l2;
 	/* Keras's kernel_constraint, bias_constraint (Dense) and
 	 * embeddings_constraint (Embedding, not dynamic): constraint.h,
 	 * applied by the ps after each update; kind 0: none */

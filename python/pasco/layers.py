@@ -130,6 +130,29 @@ def _regularizer(arg: str, v: Any) -> Optional[dict]:
             "config": {k: float(config[k]) for k in keys}}
 
 
+def _dense_regularizer(arg: str, v: Any) -> Optional[dict]:
+    """A Dense's regularizer: None, a pasco.regularizers object, its dict,
+    Keras's names "l1", "l2", "l1_l2" (their defaults), or a number: an
+    L2 factor (Pasco's older form); a zero factor is none."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not v >= 0:
+            raise ValueError(f"{arg}: expected an L2 factor >= 0, got {v!r}")
+        v = {"class_name": "L2", "config": {"l2": float(v)}} if v else None
+    if isinstance(v, str):
+        names = {"l1": "L1", "l2": "L2", "l1_l2": "L1L2", "L1": "L1",
+                 "L2": "L2", "L1L2": "L1L2"}
+        if v not in names:
+            raise ValueError(f"{arg}: expected 'l1', 'l2', 'l1_l2', a "
+                             f"pasco.regularizers object or None, got {v!r}")
+        v = {"class_name": names[v], "config": {}}
+    r = _regularizer(arg, v)
+    if r is None or not any(r["config"].values()):
+        return None
+    # as the library writes it: the factors that are not 0
+    return {"class_name": r["class_name"],
+            "config": {k: f for k, f in r["config"].items() if f}}
+
+
 def _positive(arg: str, v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise ValueError(f"{arg}: expected a positive integer, got {v!r}")
@@ -374,8 +397,9 @@ class Layer:
 class Dense(Layer):
     """Dense(units, activation=None, use_bias=True,
     kernel_initializer="glorot_uniform", bias_initializer="zeros",
-    kernel_regularizer=None (an L2 factor, e.g. 1e-4), name=None,
-    input_shape=None, kernel_constraint=None, bias_constraint=None):
+    kernel_regularizer=None (pasco.regularizers.L1, L2, L1L2, "l1", "l2",
+    "l1_l2", or a number: an L2 factor), name=None, input_shape=None,
+    kernel_constraint=None, bias_constraint=None, bias_regularizer=None:
     activation(x @ kernel + bias). Variables <name>/kernel [in, units]
     and <name>/bias [units]. Initializers: pasco.initializers objects or
     names; constraints: pasco.constraints (applied by the ps after each
@@ -387,11 +411,12 @@ class Dense(Layer):
                  use_bias: bool = True,
                  kernel_initializer: Union[str, dict] = "glorot_uniform",
                  bias_initializer: Union[str, dict] = "zeros",
-                 kernel_regularizer: Optional[float] = None,
+                 kernel_regularizer: Any = None,
                  name: Optional[str] = None,
                  input_shape: Optional[Tuple[int, ...]] = None,
                  kernel_constraint: Any = None,
-                 bias_constraint: Any = None) -> None:
+                 bias_constraint: Any = None,
+                 bias_regularizer: Any = None) -> None:
         self.units = _positive("units", units)
         self.kernel_constraint = _constraint("kernel_constraint",
                                              kernel_constraint)
@@ -403,13 +428,10 @@ class Dense(Layer):
                                                kernel_initializer)
         self.bias_initializer = _initializer("bias_initializer",
                                              bias_initializer)
-        if kernel_regularizer is not None and (
-                isinstance(kernel_regularizer, bool) or
-                not isinstance(kernel_regularizer, (int, float)) or
-                kernel_regularizer < 0):
-            raise ValueError(f"kernel_regularizer: expected an L2 factor >= "
-                             f"0, got {kernel_regularizer!r}")
-        self.kernel_regularizer = kernel_regularizer
+        self.kernel_regularizer = _dense_regularizer("kernel_regularizer",
+                                                     kernel_regularizer)
+        self.bias_regularizer = _dense_regularizer("bias_regularizer",
+                                                   bias_regularizer)
         super().__init__(name, input_shape)
 
     def _config(self) -> Dict[str, Any]:
@@ -421,9 +443,9 @@ class Dense(Layer):
         if self.bias_initializer:
             c["bias_initializer"] = self.bias_initializer
         if self.kernel_regularizer:
-            c["kernel_regularizer"] = {
-                "class_name": "L2",
-                "config": {"l2": float(self.kernel_regularizer)}}
+            c["kernel_regularizer"] = self.kernel_regularizer
+        if self.bias_regularizer:
+            c["bias_regularizer"] = self.bias_regularizer
         if self.kernel_constraint:
             c["kernel_constraint"] = self.kernel_constraint
         if self.bias_constraint:

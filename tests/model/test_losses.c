@@ -174,3 +174,79 @@ Test(losses, a_models_loss_smooths_labels_through_the_sigmoids_logits)
 	pasco_tensor_release(y);
 	pasco_model_free(m);
 }
+
+/* Keras's layer.losses of a Dense's regularizers: the kernel's L1 and
+ * L2, the bias's L1 and L2, added to the loss with their gradients
+ * (l1 sign(w) + 2 l2 w), and the config as Keras's L1 / L2 / L1L2. */
+Test(losses, dense_regularizers_add_keras_penalties_and_round_trip)
+{
+	pasco_model    *m, *back;
+	pasco_layer     l[] = {pasco_layer_dense(2, PASCO_ACT_LINEAR)};
+	pasco_tensor   *w, *b, *x, *y;
+	pasco_tape     *tp;
+	pasco_tnode    *loss, *nodes[2];
+	pasco_tape_grad g[2];
+	float ws[] = {0.5f, -0.25f, 0.125f, 1, -2, 0.75f}, bs[] = {0.2f, -0.3f};
+	float xs[] = {1, 2, -1, 0.5f, 0, 3}, ys[] = {1, 0, -1, 2};
+	double want = 0, gb[2] = {0};
+	char  *json, *json2;
+	l[0].kernel_l1 = 0.1;
+	l[0].kernel_l2 = 0.2;
+	l[0].bias_l1   = 0.3;
+	l[0].bias_l2   = 0.4;
+	PASCO_PASS(pasco_model_sequential(&m, 3, 1, l, 42));
+	PASCO_PASS(pasco_tensor_from(
+	    &w, PASCO_F32, 2, (int64_t[]){3, 2}, ws, sizeof(ws)));
+	PASCO_PASS(pasco_tensor_from(
+	    &b, PASCO_F32, 1, (int64_t[]){2}, bs, sizeof(bs)));
+	PASCO_PASS(pasco_tensor_from(
+	    &x, PASCO_F32, 2, (int64_t[]){2, 3}, xs, sizeof(xs)));
+	PASCO_PASS(pasco_tensor_from(
+	    &y, PASCO_F32, 2, (int64_t[]){2, 2}, ys, sizeof(ys)));
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	nodes[0] = pasco_tape_watch(tp, w);
+	nodes[1] = pasco_tape_watch(tp, b);
+	loss     = pasco_model_loss(m, tp, &x, y,
+	        (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
+	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
+	PASCO_PASS(pasco_tape_gradient(tp, loss, 2, nodes, g));
+	for (int r = 0; r < 2; r++) {
+		for (int j = 0; j < 2; j++) {
+			double o = bs[j];
+			for (int k = 0; k < 3; k++) {
+				o += (double) xs[r * 3 + k] * ws[k * 2 + j];
+			}
+			want += (o - ys[r * 2 + j]) * (o - ys[r * 2 + j]) / 4;
+			gb[j] += 2 * (o - ys[r * 2 + j]) / 4;
+		}
+	}
+	for (int k = 0; k < 6; k++) {
+		want += 0.1 * fabs(ws[k]) + 0.2 * ws[k] * ws[k];
+	}
+	for (int j = 0; j < 2; j++) {
+		want += 0.3 * fabs(bs[j]) + 0.4 * bs[j] * bs[j];
+		gb[j] += 0.3 * (bs[j] > 0 ? 1 : -1) + 0.8 * bs[j];
+		cr_assert_float_eq(
+		    pasco_tensor_get(g[1].dense, j), gb[j], 1e-5, "bias %d", j);
+	}
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(loss), 0), want, 1e-5);
+	PASCO_PASS(pasco_model_to_json(m, &json));
+	cr_assert(strstr(json,
+	              "\"kernel_regularizer\":{\"class_name\":\"L1L2\","
+	              "\"config\":{\"l1\":0.1,\"l2\":0.2}}"),
+	    "%s", json);
+	MODEL_PASS(pasco_model_from_json(json, &back));
+	PASCO_PASS(pasco_model_to_json(back, &json2));
+	cr_assert_str_eq(json, json2);
+	pasco_tape_grad_fini(g, 2);
+	pasco_tape_free(tp);
+	free(json);
+	free(json2);
+	pasco_model_free(back);
+	pasco_model_free(m);
+	pasco_tensor_release(w);
+	pasco_tensor_release(b);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+}

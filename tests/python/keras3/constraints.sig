@@ -5,3 +5,6 @@ constraints.NonNeg()
 constraints.get(identifier)
 layers.Dense(units, *, kernel_constraint=None, bias_constraint=None)
 layers.Embedding(*, embeddings_constraint=None)  # input_dim: optional in Pasco (dynamic tables)
+# Keras's regularizer arguments of Dense (regularizers.L1, L2, L1L2 or
+# "l1", "l2", "l1_l2"; activity_regularizer is not taken)
+layers.Dense(units, *, kernel_regularizer=None, bias_regularizer=None)
