@@ -1,7 +1,20 @@
 """Losses: Keras's built-in ones, and your own written with pasco.ops.
 
-The built-in losses are functions and classes, usable in ``compile``
-(where they run as the library's own loss, like their names)::
+The built-in losses are Keras 3's functions and classes with its
+arguments and defaults: mean_squared_error, mean_absolute_error,
+mean_absolute_percentage_error, huber (delta), log_cosh, hinge,
+squared_hinge, kl_divergence, poisson, cosine_similarity (axis -1),
+binary_crossentropy and categorical_crossentropy (from_logits,
+label_smoothing), binary_focal_crossentropy (apply_class_balancing,
+alpha, gamma, from_logits, label_smoothing),
+sparse_categorical_crossentropy (from_logits), the aliases mse, mae,
+mape, logcosh, kld, bce, and the classes (Huber(delta=1.0), ...). The
+functions give one loss per example, as Keras's (the first four
+crossentropies and mean_squared_error: the batch's mean). They are usable
+in ``compile`` (where they run as the library's own loss, like their
+names: an object's parameters travel as its Keras config, {"class_name":
+"Huber", "config": {"delta": 2.0}}; reduction is "sum_over_batch_size";
+sample weights are not taken)::
 
     model.compile(optimizer="adam",
                   loss=pasco.losses.SparseCategoricalCrossentropy(

@@ -186,8 +186,9 @@ Test(losses, dense_regularizers_add_keras_penalties_and_round_trip)
 	pasco_tape     *tp;
 	pasco_tnode    *loss, *nodes[2];
 	pasco_tape_grad g[2];
-	float ws[] = {0.5f, -0.25f, 0.125f, 1, -2, 0.75f}, bs[] = {0.2f, -0.3f};
-	float xs[] = {1, 2, -1, 0.5f, 0, 3}, ys[] = {1, 0, -1, 2};
+	float           ws[] = {0.5f, -0.25f, 0.125f, 1, -2, 0.75f},
+	      bs[]           = {0.2f, -0.3f};
+	float  xs[] = {1, 2, -1, 0.5f, 0, 3}, ys[] = {1, 0, -1, 2};
 	double want = 0, gb[2] = {0};
 	char  *json, *json2;
 	l[0].kernel_l1 = 0.1;
@@ -206,8 +207,8 @@ Test(losses, dense_regularizers_add_keras_penalties_and_round_trip)
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
 	nodes[0] = pasco_tape_watch(tp, w);
 	nodes[1] = pasco_tape_watch(tp, b);
-	loss     = pasco_model_loss(m, tp, &x, y,
-	        (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
+	loss     = pasco_model_loss(
+	        m, tp, &x, y, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
 	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
 	PASCO_PASS(pasco_tape_gradient(tp, loss, 2, nodes, g));
 	for (int r = 0; r < 2; r++) {
@@ -226,15 +227,15 @@ Test(losses, dense_regularizers_add_keras_penalties_and_round_trip)
 	for (int j = 0; j < 2; j++) {
 		want += 0.3 * fabs(bs[j]) + 0.4 * bs[j] * bs[j];
 		gb[j] += 0.3 * (bs[j] > 0 ? 1 : -1) + 0.8 * bs[j];
-		cr_assert_float_eq(
-		    pasco_tensor_get(g[1].dense, j), gb[j], 1e-5, "bias %d", j);
+		cr_assert_float_eq(pasco_tensor_get(g[1].dense, j), gb[j],
+		    1e-5, "bias %d", j);
 	}
 	cr_assert_float_eq(
 	    pasco_tensor_get(pasco_tnode_value(loss), 0), want, 1e-5);
 	PASCO_PASS(pasco_model_to_json(m, &json));
-	cr_assert(strstr(json,
-	              "\"kernel_regularizer\":{\"class_name\":\"L1L2\","
-	              "\"config\":{\"l1\":0.1,\"l2\":0.2}}"),
+	cr_assert(
+	    strstr(json, "\"kernel_regularizer\":{\"class_name\":\"L1L2\","
+	                 "\"config\":{\"l1\":0.1,\"l2\":0.2}}"),
 	    "%s", json);
 	MODEL_PASS(pasco_model_from_json(json, &back));
 	PASCO_PASS(pasco_model_to_json(back, &json2));
