@@ -95,9 +95,9 @@ def chief(cluster):
         if not np.allclose(got[name], v, rtol=1e-5, atol=1e-6):
             return fail(f"{name} after one step: {got[name].ravel()[:6]}, "
                         f"numpy's {v.ravel()[:6]}")
+    norms = np.sqrt((got["dense/kernel"].astype(np.float64) ** 2).sum(0))
     print(f"one step: every variable is numpy's projection of the SGD "
-          f"update (kernel column norms {np.sqrt((got['dense/kernel'] ** 2).sum(0))})",
-          flush=True)
+          f"update (kernel column norms {norms})", flush=True)
 
     model.fit(data, epochs=1, steps_per_epoch=20, verbose=0)
     got = {v.name: v.numpy() for v in model.variables}
