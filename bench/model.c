@@ -207,14 +207,14 @@ layers_step(pasco_call *call, pasco_model *(*make)(void), size_t nvars,
 PASCO_FUNCTION(tutorial_layers)
 {
 	return layers_step(call, tutorial_model, 3, &tut_in,
-	    (pasco_loss){PASCO_LOSS_BINARY_CROSSENTROPY, false},
+	    (pasco_loss){.kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = false},
 	    pasco_rmsprop(0.1, 0.9, 0, false));
 }
 
 PASCO_FUNCTION(mlp_layers)
 {
 	return layers_step(call, mlp_model, 4, &mlp_in,
-	    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false},
+	    (pasco_loss){.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = false},
 	    pasco_sgd(LR, 0, false));
 }
 
@@ -272,10 +272,9 @@ kind_batch(bench_kind k, pasco_tensor *const **x, const pasco_tensor **y,
 	static pasco_tensor *one[1];
 	pthread_once(&inputs_once, inputs_init);
 	pthread_once(&fm_once, fm_batch_init);
-	*loss = (pasco_loss){k == K_MLP
-	                         ? PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
-	                         : PASCO_LOSS_BINARY_CROSSENTROPY,
-	    false};
+	*loss = (pasco_loss){.kind = k == K_MLP
+	                                 ? PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
+	                                 : PASCO_LOSS_BINARY_CROSSENTROPY};
 	if (k == K_DEEPFM) {
 		*x = fm_ids;
 		*y = fm_labels;

@@ -352,7 +352,7 @@ PASCO_FUNCTION(mlp_graph)
 	pthread_once(&inputs_once, inputs_init);
 	return custom_step(call, mlp_graph_model(),
 	    (pasco_tensor *[]){mlp_in.x}, mlp_in.y,
-	    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false},
+	    (pasco_loss){.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = false},
 	    pasco_sgd(LR, 0, false));
 }
 
@@ -360,7 +360,7 @@ PASCO_FUNCTION(deepfm_graph)
 {
 	pthread_once(&fm_once, fm_batch_init);
 	return custom_step(call, deepfm_graph_model(), fm_ids, fm_labels,
-	    (pasco_loss){PASCO_LOSS_BINARY_CROSSENTROPY, false},
+	    (pasco_loss){.kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = false},
 	    pasco_sgd(FM_LR, 0, false));
 }
 
@@ -368,7 +368,7 @@ PASCO_FUNCTION(deepfm_c)
 {
 	pthread_once(&fm_once, fm_batch_init);
 	return custom_step(call, deepfm_c_model(), fm_ids, fm_labels,
-	    (pasco_loss){PASCO_LOSS_BINARY_CROSSENTROPY, false},
+	    (pasco_loss){.kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = false},
 	    pasco_sgd(FM_LR, 0, false));
 }
 

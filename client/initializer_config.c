@@ -57,3 +57,57 @@ pasco_init_glorot_uniform(uint64_t seed)
 	return (pasco_initializer){
 	    .kind = PASCO_INIT_GLOROT_UNIFORM, .seed = seed};
 }
+
+pasco_initializer
+pasco_init_variance_scaling(double scale, pasco_init_mode mode,
+    pasco_init_distribution distribution, uint64_t seed)
+{
+	return (pasco_initializer){.kind = PASCO_INIT_VARIANCE_SCALING,
+	    .scale                       = scale,
+	    .mode                        = mode,
+	    .distribution                = distribution,
+	    .seed                        = seed};
+}
+
+static pasco_initializer
+named(pasco_init_kind kind, uint64_t seed)
+{
+	return (pasco_initializer){.kind = kind, .seed = seed};
+}
+
+pasco_initializer
+pasco_init_glorot_normal(uint64_t seed)
+{
+	return named(PASCO_INIT_GLOROT_NORMAL, seed);
+}
+
+pasco_initializer
+pasco_init_he_normal(uint64_t seed)
+{
+	return named(PASCO_INIT_HE_NORMAL, seed);
+}
+
+pasco_initializer
+pasco_init_he_uniform(uint64_t seed)
+{
+	return named(PASCO_INIT_HE_UNIFORM, seed);
+}
+
+pasco_initializer
+pasco_init_lecun_normal(uint64_t seed)
+{
+	return named(PASCO_INIT_LECUN_NORMAL, seed);
+}
+
+pasco_initializer
+pasco_init_lecun_uniform(uint64_t seed)
+{
+	return named(PASCO_INIT_LECUN_UNIFORM, seed);
+}
+
+pasco_initializer
+pasco_init_orthogonal(double gain, uint64_t seed)
+{
+	return (pasco_initializer){
+	    .kind = PASCO_INIT_ORTHOGONAL, .scale = gain, .seed = seed};
+}

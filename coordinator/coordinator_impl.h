@@ -278,4 +278,16 @@ pasci_link_verdict pasci_link_fault_on_failure(pasco_coordinator *c, size_t w,
  * and its function has not returned a big result before. */
 bool pasci_dispatch_may_ride(pasco_coordinator *c, const closure *cl);
 
+/* The checks of a create from an initializer (coordinator/
+ * variable_checks.c): init valid (an Orthogonal's shape of rank 2 or more
+ * and within PASCO_INIT_ORTHOGONAL_MAX), constraint NULL or valid for
+ * rank; PASCO_EINVAL with s->error naming the variable and what is
+ * wrong. And whether constraint reduces over the first axis (a MaxNorm
+ * of axis 0, or of a rank-1 variable), which a split variable cannot. */
+int  pasci_variable_create_check(pasco_strategy *s, const char *name,
+     int32_t rank, const int64_t *shape, const pasco_initializer *init,
+     const pasco_constraint *constraint);
+bool pasci_constraint_needs_whole(
+    const pasco_constraint *constraint, int32_t rank);
+
 #endif

@@ -53,11 +53,12 @@ pasco_model_create_variables(pasco_model *m, pasco_strategy *s)
 			rv = pasco_dynamic_variable_create(
 			    &made[k], s, mv->name, &o);
 		} else {
-			rv = pasco_variable_create_partitioned(&made[k], s,
+			rv = pasco_variable_create_constrained(&made[k], s,
 			    mv->name, PASCO_F32, mv->rank, mv->shape,
 			    &mv->init,
 			    l->kind == PASCO_LAYER_EMBEDDING ? l->partitioner
-			                                     : NULL);
+			                                     : NULL,
+			    &mv->constraint);
 		}
 		if (rv != 0) {
 			pasci_model_fail(

@@ -625,7 +625,8 @@ pasci_strategy_remember(pasco_strategy *s, const pasco_variable *v)
 /* Fills the VAR_CREATE of each shard: a slice of value, or init. */
 static int
 fill_creates(pasco_variable *v, shard_call *calls, const pasco_tensor *value,
-    const pasco_initializer *init, pasci_wire_init *inits,
+    const pasco_initializer *init, const pasco_constraint *constraint,
+    pasci_wire_init *inits,
     pasci_wire_spec *specs, int64_t (*shapes)[PASCO_MAX_RANK])
 {
 	size_t row = pasci_variable_row_bytes(v);
@@ -649,7 +650,10 @@ fill_creates(pasco_variable *v, shard_call *calls, const pasco_tensor *value,
 			pasco_tensor_release(part);
 			continue;
 		}
-		inits[i].init      = *init;
+		inits[i].init       = *init;
+		inits[i].constraint = constraint != NULL
+		                          ? *constraint
+		                          : (pasco_constraint){0};
 		inits[i].full_rank = v->rank;
 		memcpy(inits[i].full_shape, v->shape, sizeof(v->shape));
 		inits[i].row_offset = v->shards[i].offset;
@@ -666,7 +670,8 @@ static int
 variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
     pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_tensor *value, const pasco_initializer *init,
-    const pasco_partitioner *part)
+    const pasco_partitioner *part,
+    const pasco_constraint *constraint)
 {
 	pasci_wire_init *inits           = NULL;
 	pasci_wire_spec *specs           = NULL;
@@ -695,14 +700,24 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 		*out = NULL;
 		return rv;
 	}
+	if (pasci_constraint_needs_whole(constraint, rank) &&
+	    (*out)->nshards > 1) {
+		pasci_error_fmt(s->error, sizeof(s->error),
+		    "'%s': MaxNorm over axis 0 needs the whole variable on one "
+		    "ps; it is split in %d shards",
+		    name, (int) (*out)->nshards);
+		pasco_variable_free(*out);
+		*out = NULL;
+		return PASCO_EINVAL;
+	}
 	calls  = pasci_shard_calls_new(*out, PASCI_METHOD_VAR_CREATE);
 	inits  = calloc((size_t) (*out)->nshards, sizeof(*inits));
 	specs  = calloc((size_t) (*out)->nshards, sizeof(*specs));
 	shapes = calloc((size_t) (*out)->nshards, sizeof(*shapes));
 	rv     = calls && inits && specs && shapes ? PASCO_OK : PASCO_ENOMEM;
 	if (rv == 0) {
-		rv = fill_creates(
-		    *out, calls, value, init, inits, specs, shapes);
+		rv = fill_creates(*out, calls, value, init, constraint, inits,
+		    specs, shapes);
 	}
 	if (rv == 0 && (rv = pasci_shard_calls_run(*out, calls)) != 0) {
 		pthread_mutex_lock(&s->mu);
@@ -735,7 +750,7 @@ pasco_variable_create(pasco_variable **out, pasco_strategy *s,
 	}
 	return variable_create(out, s, name, initial_value->dtype,
 	    initial_value->rank, initial_value->shape, initial_value, NULL,
-	    NULL);
+	    NULL, NULL);
 }
 
 int
@@ -743,17 +758,23 @@ pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
     const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_initializer *init, const pasco_partitioner *partitioner)
 {
-	if (init == NULL || init->kind < PASCO_INIT_ZEROS ||
-	    init->kind > PASCO_INIT_GLOROT_UNIFORM) {
+	return pasco_variable_create_constrained(
+	    out, s, name, dtype, rank, shape, init, partitioner, NULL);
+}
+
+int
+pasco_variable_create_constrained(pasco_variable **out, pasco_strategy *s,
+    const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
+    const pasco_initializer *init, const pasco_partitioner *partitioner,
+    const pasco_constraint *constraint)
+{
+	if (pasci_variable_create_check(
+	        s, name, rank, shape, init, constraint) != 0) {
 		*out = NULL;
-		pasci_error_fmt(s->error, sizeof(s->error),
-		    "'%s' needs a valid "
-		    "initializer",
-		    name != NULL ? name : "");
 		return PASCO_EINVAL;
 	}
-	return variable_create(
-	    out, s, name, dtype, rank, shape, NULL, init, partitioner);
+	return variable_create(out, s, name, dtype, rank, shape, NULL, init,
+	    partitioner, constraint);
 }
 
 int

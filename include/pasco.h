@@ -43,6 +43,7 @@
 
 #include "pasco/checkpoint.h"
 #include "pasco/cluster.h"
+#include "pasco/constraint.h"
 #include "pasco/coordinator.h"
 #include "pasco/dataset.h"
 #include "pasco/example.h"

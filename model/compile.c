@@ -67,7 +67,8 @@ compile_loss(const pasco_model *m, const pasco_compile_options *o,
 		    pasci_loss_graph_read(lg, &c->loss_graph, "compile: loss");
 		cJSON_Delete(parsed);
 		if (rv == 0) {
-			c->loss = (pasco_loss){PASCO_LOSS_GRAPH, false};
+			c->loss = (pasco_loss){
+			    .kind = PASCO_LOSS_GRAPH, .from_logits = false};
 			snprintf(c->loss_name, sizeof(c->loss_name), "%s",
 			    pasci_loss_graph_name(c->loss_graph));
 		}
@@ -77,12 +78,17 @@ compile_loss(const pasco_model *m, const pasco_compile_options *o,
 		return pasci_model_fail(
 		    PASCO_EINVAL, "compile: needs a loss (or a loss_graph)");
 	}
-	if ((rv = pasco_loss_from_name(o->loss, o->from_logits, &c->loss)) !=
-	        0 ||
+	/* a Keras config's JSON ({"class_name": "Huber", ...}) or a name */
+	rv = o->loss[0] == '{'
+	         ? pasco_loss_from_config(o->loss, &c->loss)
+	         : pasco_loss_from_name(o->loss, o->from_logits, &c->loss);
+	if (rv != 0 || (rv = pasci_loss_check(&c->loss, "compile")) != 0 ||
 	    (rv = check_loss(m, &c->loss)) != 0) {
 		return rv;
 	}
-	snprintf(c->loss_name, sizeof(c->loss_name), "%s", o->loss);
+	/* a config is written back as one (loss_name stays empty) */
+	snprintf(c->loss_name, sizeof(c->loss_name), "%s",
+	    o->loss[0] == '{' ? "" : o->loss);
 	return PASCO_OK;
 }
 
@@ -160,6 +166,8 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	ok = (cc = cJSON_AddObjectToObject(root, "compile_config")) != NULL &&
 	     (c->loss_graph != NULL
 	             ? pasci_loss_graph_write(cc, "loss", c->loss_graph)
+	         : c->loss_name[0] == 0
+	             ? pasci_loss_config_write(cc, "loss", &c->loss)
 	             : cJSON_AddStringToObject(cc, "loss", c->loss_name) !=
 	                   NULL) &&
 	     cJSON_AddBoolToObject(cc, "from_logits", c->loss.from_logits) &&
@@ -182,12 +190,14 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics");
-	const cJSON *lg = NULL;
+	const cJSON *lg = NULL, *cls;
 	const char  *names[PASCI_MAX_METRICS];
 	char        *owned[PASCI_MAX_METRICS] = {NULL};
-	int          rv;
-	pasco_compile_options o  = {0};
-	bool                  gs = true;
+	pasco_compile_options o         = {0};
+	bool                  gs        = true;
+	char                 *loss_text = NULL;
+	bool                  is_class; /* a Keras loss class's config */
+	int                   rv;
 	if (cc == NULL) {
 		return PASCO_OK;
 	}
@@ -199,7 +209,10 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	        &o.optimizer) != 0) {
 		return PASCO_EINVAL;
 	}
-	if (cJSON_IsObject(loss)) {
+	cls      = cJSON_GetObjectItemCaseSensitive(loss, "class_name");
+	is_class = cJSON_IsObject(loss) && cJSON_IsString(cls) &&
+	           strcmp(cls->valuestring, "Graph") != 0;
+	if (cJSON_IsObject(loss) && !is_class) {
 		static const char *const classes[] = {NULL, "Graph"};
 		int                      kind;
 		if (pasci_json_read_class(loss, classes, 2, &kind, &lg,
@@ -207,14 +220,20 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 			return PASCO_EINVAL;
 		}
 	}
-	if ((lg == NULL && !cJSON_IsString(loss)) ||
+	if ((lg == NULL && !is_class && !cJSON_IsString(loss)) ||
 	    (ms != NULL && !cJSON_IsArray(ms)) ||
 	    cJSON_GetArraySize(ms) > PASCI_MAX_METRICS) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: needs a loss name and at most %d metric names", at,
 		    PASCI_MAX_METRICS);
 	}
-	o.loss           = lg == NULL ? loss->valuestring : NULL;
+	/* a Keras loss class's config: its text, read by compile */
+	if (is_class && (loss_text = cJSON_PrintUnformatted(loss)) == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	o.loss           = lg != NULL          ? NULL
+	                   : loss_text != NULL ? loss_text
+	                                       : loss->valuestring;
 	o.metrics        = names;
 	o.no_global_step = !gs;
 	if ((rv = pasci_metric_texts(ms, names, owned, &o.nmetrics)) == 0) {
@@ -223,6 +242,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	for (size_t k = 0; k < o.nmetrics; k++) {
 		free(owned[k]);
 	}
+	free(loss_text);
 	return rv;
 }
 

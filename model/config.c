@@ -24,7 +24,23 @@ static const char *const init_classes[] = {[PASCO_INIT_ZEROS] = "Zeros",
     [PASCO_INIT_UNIFORM]          = "RandomUniform",
     [PASCO_INIT_NORMAL]           = "RandomNormal",
     [PASCO_INIT_TRUNCATED_NORMAL] = "TruncatedNormal",
-    [PASCO_INIT_GLOROT_UNIFORM]   = "GlorotUniform"};
+    [PASCO_INIT_GLOROT_UNIFORM]   = "GlorotUniform",
+    [PASCO_INIT_GLOROT_NORMAL]    = "GlorotNormal",
+    [PASCO_INIT_HE_NORMAL]        = "HeNormal",
+    [PASCO_INIT_HE_UNIFORM]       = "HeUniform",
+    [PASCO_INIT_LECUN_NORMAL]     = "LecunNormal",
+    [PASCO_INIT_LECUN_UNIFORM]    = "LecunUniform",
+    [PASCO_INIT_VARIANCE_SCALING] = "VarianceScaling",
+    [PASCO_INIT_ORTHOGONAL]       = "Orthogonal"};
+
+/* VarianceScaling's modes and distributions by Keras's names. */
+static const char *const init_modes[] = {[PASCO_FAN_IN] = "fan_in",
+    [PASCO_FAN_OUT]                                     = "fan_out",
+    [PASCO_FAN_AVG]                                     = "fan_avg"};
+static const char *const init_dists[] = {
+    [PASCO_DIST_TRUNCATED_NORMAL]   = "truncated_normal",
+    [PASCO_DIST_UNTRUNCATED_NORMAL] = "untruncated_normal",
+    [PASCO_DIST_UNIFORM]            = "uniform"};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -75,6 +91,17 @@ pasci_json_write_init(
 	case PASCO_INIT_TRUNCATED_NORMAL:
 		ok = ok && cJSON_AddNumberToObject(c, "mean", in->mean) &&
 		     cJSON_AddNumberToObject(c, "stddev", in->stddev);
+		break;
+	case PASCO_INIT_VARIANCE_SCALING:
+		ok =
+		    ok && pasco_initializer_is_valid(in) &&
+		    cJSON_AddNumberToObject(c, "scale", in->scale) &&
+		    cJSON_AddStringToObject(c, "mode", init_modes[in->mode]) &&
+		    cJSON_AddStringToObject(
+		        c, "distribution", init_dists[in->distribution]);
+		break;
+	case PASCO_INIT_ORTHOGONAL:
+		ok = ok && cJSON_AddNumberToObject(c, "gain", in->scale);
 		break;
 	default:
 		break;
@@ -173,19 +200,90 @@ init_defaults(pasco_init_kind kind)
 		return pasco_init_normal(0, 0.05, 0);
 	case PASCO_INIT_TRUNCATED_NORMAL:
 		return pasco_init_truncated_normal(0, 0.05, 0);
-	case PASCO_INIT_GLOROT_UNIFORM:
-		return pasco_init_glorot_uniform(0);
-	default:
+	case PASCO_INIT_ZEROS:
 		return pasco_init_zeros();
+	case PASCO_INIT_VARIANCE_SCALING:
+		return pasco_init_variance_scaling(
+		    1, PASCO_FAN_IN, PASCO_DIST_TRUNCATED_NORMAL, 0);
+	case PASCO_INIT_ORTHOGONAL:
+		return pasco_init_orthogonal(1, 0);
+	default: /* Glorot, He, Lecun: a seed only */
+		return (pasco_initializer){.kind = kind};
 	}
+}
+
+/* A name among names[0..n), by Keras's name in c[key] (absent: *v
+ * stays). */
+static int
+read_named(const cJSON *c, const char *key, const char *const *names, size_t n,
+    int *v, const char *at)
+{
+	const char *s = NULL;
+	if (pasci_json_string(c, key, &s, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (s != NULL && strcmp(key, "distribution") == 0 &&
+	    strcmp(s, "normal") == 0) {
+		s = "truncated_normal"; /* Keras's alias */
+	}
+	for (size_t k = 0; s != NULL && k < n; k++) {
+		if (strcmp(s, names[k]) == 0) {
+			*v = (int) k;
+			return PASCO_OK;
+		}
+	}
+	return s == NULL ? PASCO_OK
+	                 : pasci_model_fail(PASCO_EINVAL,
+	                       "%s: %s '%s' is none of %s, %s, %s", at, key, s,
+	                       names[0], names[1], names[2]);
+}
+
+/* Keras's input_axes and output_axes: null (the fans of the shape) is
+ * the only value taken. */
+static int
+axes_set(const cJSON *c, const char *at)
+{
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(c, "input_axes");
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(c, "output_axes");
+	if ((i != NULL && !cJSON_IsNull(i)) ||
+	    (o != NULL && !cJSON_IsNull(o))) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: input_axes and output_axes: only null (the fans of "
+		    "the shape) is taken",
+		    at);
+	}
+	return PASCO_OK;
+}
+
+/* VarianceScaling's and Orthogonal's fields into in. */
+static int
+read_init_scaling(const cJSON *c, pasco_initializer *in, const char *at)
+{
+	int mode = (int) in->mode, dist = (int) in->distribution;
+	if (pasci_json_number(c, "scale", &in->scale, false, 0, at) != 0 ||
+	    pasci_json_number(c, "gain", &in->scale, false, -HUGE_VAL, at) !=
+	        0 ||
+	    read_named(c, "mode", init_modes, 3, &mode, at) != 0 ||
+	    read_named(c, "distribution", init_dists, 3, &dist, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	in->mode         = (pasco_init_mode) mode;
+	in->distribution = (pasco_init_distribution) dist;
+	if (in->kind == PASCO_INIT_VARIANCE_SCALING && !(in->scale > 0)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: VarianceScaling: scale must be > 0, got %g", at,
+		    in->scale);
+	}
+	return PASCO_OK;
 }
 
 int
 pasci_json_read_init(const cJSON *parent, const char *key,
     pasco_initializer *in, const char *where)
 {
-	static const char *const keys[] = {
-	    "value", "minval", "maxval", "mean", "stddev", "seed"};
+	static const char *const keys[] = {"value", "minval", "maxval", "mean",
+	    "stddev", "seed", "scale", "mode", "distribution", "gain",
+	    "input_axes", "output_axes"};
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, key), *c;
 	char         at[160];
 	int          kind;
@@ -209,7 +307,8 @@ pasci_json_read_init(const cJSON *parent, const char *key,
 	                   c, "mean", &in->mean, false, -HUGE_VAL, at) ||
 	               pasci_json_number(
 	                   c, "stddev", &in->stddev, false, 0, at) ||
-	               pasci_json_seed(c, &in->seed, at)
+	               pasci_json_seed(c, &in->seed, at) ||
+	               read_init_scaling(c, in, at) || axes_set(c, at)
 	           ? PASCO_EINVAL
 	           : PASCO_OK;
 }

@@ -14,7 +14,8 @@ typedef struct pasci_model_var {
 	int32_t           rank;
 	int64_t           shape[PASCO_MAX_RANK];
 	pasco_initializer init;
-	size_t            layer; /* the layer it belongs to */
+	pasco_constraint  constraint; /* the layer's for it; kind 0: none */
+	size_t            layer;      /* the layer it belongs to */
 	pasco_variable   *handle;
 } pasci_model_var;
 

@@ -137,4 +137,29 @@ int pasci_model_element(const pasco_model *m, const pasco_value *e,
 int64_t pasci_model_batch_size(
     const pasco_model *m, const pasco_tensor *const *in);
 
+/* Keras's losses as data (model/losses.c). pasci_loss_check: l's
+ * parameters as Keras takes them (PASCO_EINVAL naming at and the field).
+ * pasci_loss_config_read: a name (a string) or a class's config
+ * ({"class_name", "config"}) into l with Keras's defaults for what it does
+ * not give. pasci_loss_config_write: {"class_name", "config"} under key,
+ * every argument of the class; false without memory.
+ * pasci_loss_smooth_labels: *out the labels smoothed as l's
+ * label_smoothing says (f64, owned by the caller), or NULL when l has
+ * none. */
+int  pasci_loss_check(const pasco_loss *l, const char *at);
+int  pasci_loss_config_read(const cJSON *o, pasco_loss *l, const char *at);
+bool pasci_loss_config_write(
+    cJSON *parent, const char *key, const pasco_loss *l);
+int  pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
+     int64_t classes, pasco_tensor **out);
+
+/* A layer's constraint under key (model/constraint_config.c): null for
+ * none, else Keras's {"class_name": "MaxNorm", "config": {"max_value",
+ * "axis"}} or {"class_name": "NonNeg", "config": {}}; and back (absent or
+ * null: none; PASCO_EINVAL naming where and the field). */
+bool pasci_json_write_constraint(
+    cJSON *parent, const char *key, const pasco_constraint *c);
+int  pasci_json_read_constraint(const cJSON *parent, const char *key,
+     pasco_constraint *c, const char *where);
+
 #endif

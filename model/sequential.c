@@ -245,33 +245,6 @@ pasco_model_call(const pasco_model *m, pasco_tape *tp,
 	                     : pasco_model_call_with(m, tp, inputs, nodes);
 }
 
-int
-pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out)
-{
-	static const struct {
-		const char     *name;
-		pasco_loss_kind kind;
-	} names[] = {
-	    {"mse", PASCO_LOSS_MSE},
-	    {"mean_squared_error", PASCO_LOSS_MSE},
-	    {"binary_crossentropy", PASCO_LOSS_BINARY_CROSSENTROPY},
-	    {"sparse_categorical_crossentropy",
-	        PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY},
-	    {"categorical_crossentropy", PASCO_LOSS_CATEGORICAL_CROSSENTROPY},
-	};
-	for (size_t i = 0; name != NULL && i < sizeof(names) / sizeof(*names);
-	     i++) {
-		if (strcmp(name, names[i].name) == 0) {
-			*out = (pasco_loss){names[i].kind, from_logits};
-			return PASCO_OK;
-		}
-	}
-	return pasci_model_fail(PASCO_EINVAL,
-	    "unknown loss '%s' (mse, mean_squared_error, binary_crossentropy, "
-	    "sparse_categorical_crossentropy, categorical_crossentropy)",
-	    name != NULL ? name : "(null)");
-}
-
 pasco_tnode *
 pasco_model_loss(const pasco_model *m, pasco_tape *tp,
     pasco_tensor_array inputs, const pasco_tensor *y, pasco_loss loss,
@@ -281,14 +254,55 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp,
 	return pasci_model_loss_out(m, tp, inputs.c, y, loss, nodes, &out);
 }
 
+/* The loss node of output out (pre: before its activation act) against
+ * y: as Keras, a sigmoid's or softmax's output is differentiated through
+ * its logits. */
+static pasco_tnode *
+loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
+    const pasco_tensor *y, pasco_tnode *out, pasco_tnode *pre, pasco_act act)
+{
+	const pasco_layer *last   = &m->layers[m->nlayers - 1];
+	pasco_loss         logits = *loss;
+	bool               categorical =
+	    loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
+	    loss->kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY;
+	logits.from_logits = true;
+	if (loss->kind == PASCO_LOSS_GRAPH) {
+		if (m->compile.loss_graph == NULL) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "loss: the model has no loss graph "
+			    "(pasco_compile_options.loss_graph)");
+		}
+		return pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
+	}
+	if (!loss->from_logits &&
+	    ((loss->kind == PASCO_LOSS_BINARY_CROSSENTROPY &&
+	         act == PASCO_ACT_SIGMOID) ||
+	        (categorical && act == PASCO_ACT_SOFTMAX))) {
+		return pasco_t_loss(tp, &logits, pre, y);
+	}
+	if (categorical && !loss->from_logits &&
+	    last->kind != PASCO_LAYER_CUSTOM) {
+		/* a custom layer's probabilities go through Keras's own
+		 * logits, log(clip(p / sum p)); another's are refused */
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: the output of '%s' (activation %s) is neither logits "
+		    "(from_logits) nor softmax probabilities",
+		    loss->kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY
+		        ? "categorical_crossentropy"
+		        : "sparse_categorical_crossentropy",
+		    last->name, pasco_act_name(act));
+	}
+	return pasco_t_loss(tp, loss, out, y);
+}
+
 pasco_tnode *
 pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes, pasco_tnode **output)
 {
-	pasco_tnode       *pre, *out, *l = NULL;
-	pasco_act          act;
-	const pasco_layer *last = &m->layers[m->nlayers - 1];
+	pasco_tnode *pre, *out, *l = NULL;
+	pasco_act    act;
 
 	out = *output = forward(m, tp, inputs, NULL, nodes, &pre, &act);
 	if (out == NULL) {
@@ -297,63 +311,7 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 	if (y == NULL) {
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
-	switch (loss.kind) {
-	case PASCO_LOSS_GRAPH:
-		if (m->compile.loss_graph == NULL) {
-			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "loss: the model has no loss graph "
-			    "(pasco_compile_options.loss_graph)");
-		}
-		l = pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
-		break;
-	case PASCO_LOSS_MSE:
-		l = pasco_t_mse(tp, out, y);
-		break;
-	case PASCO_LOSS_BINARY_CROSSENTROPY:
-		if (loss.from_logits || act == PASCO_ACT_SIGMOID) {
-			l = pasco_t_binary_crossentropy_logits(
-			    tp, loss.from_logits ? out : pre, y);
-		} else {
-			l = pasco_t_binary_crossentropy(tp, out, y);
-		}
-		break;
-	case PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
-	case PASCO_LOSS_CATEGORICAL_CROSSENTROPY:
-		if (!loss.from_logits && act != PASCO_ACT_SOFTMAX &&
-		    last->kind == PASCO_LAYER_CUSTOM) {
-			/* a custom layer's probabilities: Keras's own logits,
-			 * log(clip(p / sum p)) */
-			int32_t      last_axis = -1;
-			pasco_tnode *sum       = pasco_t_reduce_sum_axes(
-			          tp, out, 1, &last_axis, true);
-			pasco_tnode *p = pasco_t_div(tp, out, sum);
-			pre            = pasco_t_log(
-			               tp, pasco_t_clip(tp, p, 1e-7, 1 - 1e-7));
-		} else if (!loss.from_logits && act != PASCO_ACT_SOFTMAX) {
-			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "%s: the output of '%s' (activation %s) is "
-			    "neither logits (from_logits) nor softmax "
-			    "probabilities",
-			    loss.kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY
-			        ? "categorical_crossentropy"
-			        : "sparse_categorical_crossentropy",
-			    last->name, pasco_act_name(act));
-		}
-		if (loss.kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY &&
-		    y->dtype != PASCO_F32 && y->dtype != PASCO_F64) {
-			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "categorical_crossentropy: labels must be one-hot "
-			    "f32 or f64 [batch, classes], got %s (class ids "
-			    "take sparse_categorical_crossentropy)",
-			    pasco_dtype_name(y->dtype));
-		}
-		l = pasco_t_softmax_crossentropy(
-		    tp, loss.from_logits ? out : pre, y);
-		break;
-	default:
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: unknown kind %d", (int) loss.kind);
-	}
+	l = loss_node(m, tp, &loss, y, out, pre, act);
 	for (size_t i = 0; i < m->nlayers && l != NULL; i++) {
 		const pasci_layer_desc *d =
 		    pasci_layer_desc_of(m->layers[i].kind);

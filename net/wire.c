@@ -193,13 +193,20 @@ get_init(pasci_wire_init *in, const Pasco__Wire__Initializer *w)
 	if (w->n_full_shape > PASCO_MAX_RANK) {
 		return false;
 	}
-	in->init      = (pasco_initializer){.kind = (pasco_init_kind) w->kind,
-	         .seed                            = w->seed,
-	         .value                           = w->value,
-	         .minval                          = un ? w->a : 0,
-	         .maxval                          = un ? w->b : 0,
-	         .mean                            = un ? 0 : w->a,
-	         .stddev                          = un ? 0 : w->b};
+	in->init = (pasco_initializer){.kind = (pasco_init_kind) w->kind,
+	    .seed                            = w->seed,
+	    .value                           = w->value,
+	    .minval                          = un ? w->a : 0,
+	    .maxval                          = un ? w->b : 0,
+	    .mean                            = un ? 0 : w->a,
+	    .stddev                          = un ? 0 : w->b,
+	    .scale                           = w->scale,
+	    .mode                            = (pasco_init_mode) w->mode,
+	    .distribution = (pasco_init_distribution) w->distribution};
+	in->constraint =
+	    (pasco_constraint){.kind = (pasco_constraint_kind) w->constraint,
+	        .max_value           = w->max_value,
+	        .axis                = w->axis};
 	in->full_rank = (int32_t) w->n_full_shape;
 	if (w->n_full_shape > 0) {
 		memcpy(in->full_shape, w->full_shape,

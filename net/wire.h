@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pasco/constraint.h"
 #include "pasco/initializer.h"
 #include "pasco/optimizer.h"
 #include "pasco/tensor.h"
@@ -128,6 +129,7 @@ typedef struct pasci_wire_arg {
  * full_shape initialised by init. */
 typedef struct pasci_wire_init {
 	pasco_initializer init;
+	pasco_constraint  constraint; /* applied after each update */
 	int32_t           full_rank;
 	int64_t           full_shape[PASCO_MAX_RANK];
 	int64_t           row_offset;

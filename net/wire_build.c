@@ -540,6 +540,12 @@ pb_set_init(Pasco__Wire__Initializer *w, const pasci_wire_init *in)
 	w->n_full_shape = (size_t) in->full_rank;
 	w->full_shape   = (int64_t *) in->full_shape;
 	w->row_offset   = in->row_offset;
+	w->scale        = i->scale;
+	w->mode         = (int32_t) i->mode;
+	w->distribution = (int32_t) i->distribution;
+	w->constraint   = (int32_t) in->constraint.kind;
+	w->max_value    = in->constraint.max_value;
+	w->axis         = in->constraint.axis;
 }
 
 /* The scalar and optional fields of the header. */

@@ -144,8 +144,8 @@ create_from_init(ps_server *ps, const pasci_wire_msg *req, size_t nbytes,
 		    "does not fit the shard",
 		    req->hdr->name, (int) w->init.kind);
 	} else { /* the charge is the variable's now, or given back */
-		rv = pasci_store_var_adopt_charged(
-		    ps->store, req->hdr->name, t, err, errlen);
+		rv = pasci_store_var_adopt_constrained(ps->store,
+		    req->hdr->name, t, &w->constraint, err, errlen);
 		pasco_tensor_release(t);
 		return rv;
 	}

@@ -261,6 +261,21 @@ pasci_store_var_adopt_charged(ps_store *s, const char *name,
 }
 
 int
+pasci_store_var_adopt_constrained(ps_store *s, const char *name,
+    pasco_tensor *init, const pasco_constraint *c, char *err, size_t errlen)
+{
+	int     rv = var_create(s, name, init, true, true, err, errlen);
+	ps_var *v  = rv == 0 ? pasci_store_find(s, name, err, errlen) : NULL;
+	if (v != NULL &&
+	    v->value == init) { /* this create's, not an old one */
+		pthread_mutex_lock(&v->mu);
+		v->constraint = *c;
+		pthread_mutex_unlock(&v->mu);
+	}
+	return rv;
+}
+
+int
 pasci_store_var_with(ps_store *s, const char              *name,
     int (*fn)(void *arg, const pasco_tensor *value), void *arg, char *err,
     size_t errlen)

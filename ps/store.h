@@ -18,6 +18,7 @@
 
 #include "budget.h"
 #include "optimizer_apply.h"
+#include "pasco/constraint.h"
 #include "pasco/optimizer.h"
 #include "pasco/tensor.h"
 #include "wire.h"
@@ -60,6 +61,12 @@ int pasci_store_var_adopt(ps_store *s, const char *name, pasco_tensor *init,
  * (the name exists, or out of memory). */
 int pasci_store_var_adopt_charged(ps_store *s, const char *name,
     pasco_tensor *init, char *err, size_t errlen);
+
+/* pasci_store_var_adopt_charged, the variable made (not one that
+ * existed) given the constraint c, applied after each of its optimizer
+ * updates (its create from an initializer). */
+int pasci_store_var_adopt_constrained(ps_store *s, const char *name,
+    pasco_tensor *init, const pasco_constraint *c, char *err, size_t errlen);
 
 /* Whether name exists (*exists), before a create spends memory on it:
  * PASCO_OK when it does not, or does with this spec (a create would change

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constraint_impl.h"
 #include "optimizer_apply.h"
 #include "store_impl.h"
 #include "util.h"
@@ -66,10 +67,12 @@ apply_locked(ps_store *s, ps_var *v, const pasco_optimizer *opt, int64_t step,
 	if (ids == NULL) {
 		pasci_optimizer_apply(
 		    opt, &v->slots, v->value, 0, grad, 0, grad->count);
-		return PASCO_OK;
+	} else {
+		pasci_optimizer_apply_rows(opt, &v->slots, v->value, ids->data,
+		    ids->count, row_elems, grad);
 	}
-	pasci_optimizer_apply_rows(
-	    opt, &v->slots, v->value, ids->data, ids->count, row_elems, grad);
+	/* Keras's constraint, on the whole variable after its update */
+	pasci_constraint_apply(&v->constraint, v->value);
 	return PASCO_OK;
 }
 

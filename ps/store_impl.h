@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "budget.h"
+#include "pasco/constraint.h"
 #include "store.h"
 #include "sync.h"
 
@@ -21,10 +22,12 @@ typedef struct ps_var {
 	pthread_mutex_t mu;
 	/* The pointer and the tensor's dtype and shape are immutable; its
 	 * data is protected by mu. */
-	pasco_tensor  *value;
-	ps_slots       slots; /* protected by mu */
-	ps_accum       accum; /* BSP round; protected by mu */
-	struct ps_var *next;  /* bucket chain; protected by the table lock */
+	pasco_tensor *value;
+	ps_slots      slots; /* protected by mu */
+	ps_accum      accum; /* BSP round; protected by mu */
+	/* applied after each optimizer update; set by the create (mu) */
+	pasco_constraint constraint;
+	struct ps_var   *next; /* bucket chain; protected by the table lock */
 } ps_var;
 
 struct ps_store {

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "constraint.h"
 #include "error.h"
 #include "initializer.h"
 #include "optimizer.h"
@@ -188,6 +189,15 @@ int pasco_variable_create_init(pasco_variable **out, pasco_strategy *s,
 int pasco_variable_create_partitioned(pasco_variable **out, pasco_strategy *s,
     const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_initializer *init, const pasco_partitioner *partitioner);
+
+/* The same, given Keras's constraint (constraint.h; NULL: none), which
+ * the ps applies after each optimizer update of the variable. PASCO_EINVAL
+ * for a bad constraint, or a MaxNorm over axis 0 of a variable split in
+ * shards. */
+int pasco_variable_create_constrained(pasco_variable **out, pasco_strategy *s,
+    const char *name, pasco_dtype dtype, int32_t rank, const int64_t *shape,
+    const pasco_initializer *init, const pasco_partitioner *partitioner,
+    const pasco_constraint *constraint);
 
 /* A dynamic embedding table (pasco_dynamic_options: variable.h): rows of
  * dim floats keyed by any 64-bit key

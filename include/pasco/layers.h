@@ -17,7 +17,7 @@
  *     // look variables up by name: the handles come as arguments.
  *     pasco_tape *tp;
  *     pasco_tape_alloc(&tp, true, step);        // training: dropout on
- *     pasco_loss loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY};
+ *     pasco_loss loss = {.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY};
  *     double value;
  *     if (pasco_model_train_step(m, tp, &x, y, loss, &opt, &value))
  *             fprintf(stderr, "%s\n", pasco_tape_message(tp));
@@ -28,10 +28,12 @@
  * the model is made. Variables are f32.
  *   Dense: units, activation (default linear), use_bias (true),
  *     kernel_initializer (glorot_uniform), bias_initializer (zeros),
- *     kernel_l2 (Keras's kernel_regularizer=l2(kernel_l2); 0: none).
+ *     kernel_l2 and kernel_l1 (Keras's kernel_regularizer=L1L2(kernel_l1,
+ *     kernel_l2); 0: none), bias_l1 and bias_l2 (bias_regularizer),
+ *     kernel_constraint and bias_constraint (none; constraint.h).
  *     Variables <name>/kernel [in, units] and <name>/bias [units].
  *   Embedding: input_dim, output_dim, embeddings_initializer (Keras's
- *     'uniform': U(-0.05, 0.05)), combiner (several ids per example,
+ *     'uniform': U(-0.05, 0.05)), embeddings_constraint (none), combiner (several ids per example,
  *     [batch, k], combined by mean (default) or sum into [batch,
  *     output_dim], as tf.nn.embedding_lookup_sparse; negative ids are
  *     padding), partitioner (NULL: the strategy's). Variable
@@ -122,6 +124,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "constraint.h"
 #include "dataset.h"
 #include "error.h"
 #include "initializer.h"
@@ -181,6 +184,14 @@ typedef struct pasco_layer {
 	bool              use_bias;
 	pasco_initializer kernel_initializer, bias_initializer;
 	double            kernel_l2;
+	/* Keras's kernel_regularizer's L1 and bias_regularizer's L1 and L2
+	 * factors (regularizers.L1, L2, L1L2; 0: none) */
+	double kernel_l1, bias_l1, bias_l2;
+	/* Keras's kernel_constraint, bias_constraint (Dense) and
+	 * embeddings_constraint (Embedding, not dynamic): constraint.h,
+	 * applied by the ps after each update; kind 0: none */
+	pasco_constraint kernel_constraint, bias_constraint;
+	pasco_constraint embeddings_constraint;
 	/* Embedding */
 	int64_t                  input_dim, output_dim;
 	pasco_combiner           combiner;
@@ -386,23 +397,83 @@ typedef enum pasco_loss_kind {
 	 * for pasco_model_loss and pasco_model_train_step on a model
 	 * compiled with one */
 	PASCO_LOSS_GRAPH = 5,
+	/* Keras 3's (keras/src/losses/losses.py), each the mean over the
+	 * last axis, then over the batch ("sum_over_batch_size"), unless
+	 * said: */
+	PASCO_LOSS_MAE  = 6, /* |y - p| */
+	PASCO_LOSS_MAPE = 7, /* 100 |y - p| / max(|y|, 1e-7) */
+	/* e = p - y: 0.5 e^2 where |e| <= delta, else delta |e| - 0.5 delta^2 */
+	PASCO_LOSS_HUBER    = 8,
+	PASCO_LOSS_LOG_COSH = 9, /* log(cosh(p - y)) */
+	/* max(1 - y p, 0) (squared), labels 0/1 taken as -1/1 when every
+	 * label is 0 or 1 */
+	PASCO_LOSS_HINGE         = 10,
+	PASCO_LOSS_SQUARED_HINGE = 11,
+	/* y log(y / p), y and p clipped to [1e-7, 1]: summed over the last
+	 * axis */
+	PASCO_LOSS_KL_DIVERGENCE = 12,
+	PASCO_LOSS_POISSON       = 13, /* p - y log(p + 1e-7) */
+	/* -sum(l2_normalize(y) * l2_normalize(p)) over the last axis (axis -1
+	 * only), x / sqrt(max(sum x^2, 1e-14)) */
+	PASCO_LOSS_COSINE_SIMILARITY = 14,
+	/* (1 - p_t)^gamma bce, p_t = y p + (1 - y)(1 - p), times y alpha +
+	 * (1 - y)(1 - alpha) with apply_class_balancing; p the sigmoid of
+	 * the output with from_logits, clipped to [1e-7, 1 - 1e-7] in bce */
+	PASCO_LOSS_BINARY_FOCAL_CROSSENTROPY = 15,
 } pasco_loss_kind;
 
 /* A Keras loss, reduced by the mean over the batch. from_logits: the
  * output is logits. Without it, as Keras does, a last layer with sigmoid
  * (binary) or softmax (categorical) activation is differentiated through
  * its logits; the categorical crossentropies need logits or a softmax
- * output. */
+ * output. The parameters are Keras's; pasco_loss_from_name and
+ * pasco_loss_from_config give Keras's defaults, which a struct filled by
+ * hand must give too (a Huber of delta 0 is refused). */
 typedef struct pasco_loss {
 	pasco_loss_kind kind;
-	bool            from_logits;
+	bool            from_logits; /* binary, categorical, focal */
+	double          delta;       /* Huber: 1.0, > 0 */
+	/* binary, categorical and binary focal crossentropy: 0, in [0, 1]:
+	 * y (1 - s) + s / 2 (binary), y (1 - s) + s / classes */
+	double label_smoothing;
+	/* binary focal crossentropy: 0.25, 2.0 (>= 0) and false */
+	double  alpha, gamma;
+	bool    apply_class_balancing;
+	int32_t axis; /* -1: the last (the only one taken) */
 } pasco_loss;
 
-/* Keras's names: "mse" or "mean_squared_error", "binary_crossentropy",
+/* Keras's names and aliases: "mse" or "mean_squared_error", "mae" or
+ * "mean_absolute_error", "mape" or "mean_absolute_percentage_error",
+ * "huber" (delta 1), "log_cosh" or "logcosh", "hinge", "squared_hinge",
+ * "kl_divergence" or "kld", "poisson", "cosine_similarity",
+ * "binary_crossentropy" or "bce", "binary_focal_crossentropy",
  * "sparse_categorical_crossentropy" (labels: class ids),
- * "categorical_crossentropy" (labels: one-hot [batch, classes]).
- * PASCO_EINVAL for another. */
+ * "categorical_crossentropy" (labels: one-hot [batch, classes]), with
+ * Keras's defaults. PASCO_EINVAL for another. Thread-safe. */
 int pasco_loss_from_name(const char *name, bool from_logits, pasco_loss *out);
+
+/* A loss from the JSON of Keras's config of a loss object,
+ * {"class_name": "Huber", "config": {"delta": 2.0}}: its class name
+ * (MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError,
+ * Huber, LogCosh, Hinge, SquaredHinge, KLDivergence, Poisson,
+ * CosineSimilarity, BinaryCrossentropy, BinaryFocalCrossentropy,
+ * CategoricalCrossentropy, SparseCategoricalCrossentropy) or a name as
+ * pasco_loss_from_name takes, and the class's arguments (Keras's name,
+ * reduction "sum_over_batch_size" and dtype null or "float32" are taken
+ * and ignored); the ones not given keep Keras's defaults. PASCO_EINVAL
+ * naming the class or the field (pasco_model_last_error). Thread-safe. */
+int pasco_loss_from_config(const char *json, pasco_loss *out);
+
+/* Keras's loss function of (labels, pred) on tp, for every kind but
+ * PASCO_LOSS_GRAPH: a scalar, whose gradient reaches pred (f32 or f64).
+ * pred is the model's output: probabilities, or logits with from_logits
+ * (the categorical ones: [batch, classes]; probabilities go through
+ * log(clip(p / sum p)), as Keras's); labels as pasco_model_loss takes
+ * them, read during the call only, label-smoothed as loss says. NULL
+ * with the tape's error set for bad parameters or labels that do not
+ * fit. */
+pasco_tnode *pasco_t_loss(pasco_tape *tp, const pasco_loss *loss,
+    pasco_tnode *pred, const pasco_tensor *labels);
 
 /* The loss of the model on (inputs, y) on tp, Dense kernel_l2 terms added
  * (Keras's model.losses): y is the target (mse: f32/f64 of the output's

@@ -83,7 +83,10 @@ int         pasco_model_set_name(pasco_model *m, const char *name);
  * Activation: activation; Concatenate: axis (-1). Initializers by Keras's
  * class names (Zeros, Ones, Constant {value}, RandomUniform {minval,
  * maxval, seed}, RandomNormal and TruncatedNormal {mean, stddev, seed},
- * GlorotUniform {seed}); seed 0 means the model's seed decides (layers.h).
+ * GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal,
+ * LecunUniform {seed}, VarianceScaling {scale, mode, distribution, seed},
+ * Orthogonal {gain, seed}: initializer.h); seed 0 means the model's seed
+ * decides (layers.h).
  * Seeds above 2^53 are written as strings. Deterministic: the same model
  * gives the same bytes. Thread-safe. */
 int pasco_model_to_json(const pasco_model *m, char **out);
@@ -96,8 +99,11 @@ int pasco_model_from_json(const char *json, pasco_model **out);
 
 /* compile. loss: Keras's name ("mse", "mean_squared_error",
  * "binary_crossentropy", "sparse_categorical_crossentropy" (class ids),
- * "categorical_crossentropy" (one-hot labels [batch, classes])) with
- * from_logits. optimizer: any kind (pasco_sgd, pasco_adagrad, ...; kind 0:
+ * "categorical_crossentropy" (one-hot labels [batch, classes]), "mae",
+ * "huber", ...: pasco_loss_from_name's, layers.h) with from_logits, or the
+ * JSON of a Keras loss class's config with its parameters ({"class_name":
+ * "Huber", "config": {"delta": 2.0}}: pasco_loss_from_config's), which the
+ * compile config keeps as such. optimizer: any kind (pasco_sgd, pasco_adagrad, ...; kind 0:
  * Keras's default, RMSprop(0.001)); its iterations field is ignored: with
  * no_global_step false the step applies through the strategy's global
  * step (one step per train step), else each shard counts its applies.

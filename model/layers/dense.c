@@ -45,10 +45,13 @@ dense_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: unknown activation %d", l->name, (int) l->activation);
 	}
-	if (l->kernel_l2 < 0) {
+	if (!(l->kernel_l2 >= 0) || !(l->kernel_l1 >= 0) ||
+	    !(l->bias_l1 >= 0) || !(l->bias_l2 >= 0)) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: kernel_l2 must be >= 0, got %g", l->name,
-		    l->kernel_l2);
+		    "%s: the regularizers' factors must be >= 0, got kernel "
+		    "l1 %g, l2 %g, bias l1 %g, l2 %g",
+		    l->name, l->kernel_l1, l->kernel_l2, l->bias_l1,
+		    l->bias_l2);
 	}
 	*out = l->units;
 	return PASCO_OK;
@@ -71,9 +74,11 @@ dense_variables(pasco_model *m, size_t i, const int64_t *widths)
 	(void) widths;
 	pasci_model_add_var(m, i, "kernel", 2, in.dim[in.rank - 1], l->units,
 	    l->kernel_initializer);
+	m->vars[m->nvars - 1].constraint = l->kernel_constraint;
 	if (l->use_bias) {
 		pasci_model_add_var(
 		    m, i, "bias", 1, l->units, 0, l->bias_initializer);
+		m->vars[m->nvars - 1].constraint = l->bias_constraint;
 	}
 }
 
@@ -117,43 +122,70 @@ dense_call(pasci_layer_call *c)
 	return pasci_layer_activate(c->tp, h, l->activation);
 }
 
+/* A regularizer as Keras writes it: null, L1, L2 or L1L2. */
+static bool
+write_reg(cJSON *c, const char *key, double l1, double l2)
+{
+	cJSON *r;
+	if (l1 == 0 && l2 == 0) {
+		return cJSON_AddNullToObject(c, key) != NULL;
+	}
+	r = pasci_json_class(c, key, l1 == 0 ? "L2" : l2 == 0 ? "L1" : "L1L2");
+	return r != NULL &&
+	       (l1 == 0 || cJSON_AddNumberToObject(r, "l1", l1) != NULL) &&
+	       (l2 == 0 || cJSON_AddNumberToObject(r, "l2", l2) != NULL);
+}
+
 static bool
 dense_write(cJSON *c, const pasco_layer *l)
 {
-	bool ok =
-	    cJSON_AddNumberToObject(c, "units", (double) l->units) &&
-	    cJSON_AddStringToObject(
-	        c, "activation", pasco_act_name(l->activation)) &&
-	    cJSON_AddBoolToObject(c, "use_bias", l->use_bias) &&
-	    pasci_json_write_init(
-	        c, "kernel_initializer", &l->kernel_initializer) &&
-	    pasci_json_write_init(c, "bias_initializer", &l->bias_initializer);
-	if (ok && l->kernel_l2 > 0) {
-		cJSON *r = pasci_json_class(c, "kernel_regularizer", "L2");
-		ok       = r != NULL &&
-		     cJSON_AddNumberToObject(r, "l2", l->kernel_l2);
-	} else if (ok) {
-		ok = cJSON_AddNullToObject(c, "kernel_regularizer");
-	}
-	return ok;
+	bool ok = cJSON_AddNumberToObject(c, "units", (double) l->units) &&
+	          cJSON_AddStringToObject(
+	              c, "activation", pasco_act_name(l->activation)) &&
+	          cJSON_AddBoolToObject(c, "use_bias", l->use_bias) &&
+	          pasci_json_write_init(
+	              c, "kernel_initializer", &l->kernel_initializer) &&
+	          pasci_json_write_init(
+	              c, "bias_initializer", &l->bias_initializer) &&
+	          pasci_json_write_constraint(
+	              c, "kernel_constraint", &l->kernel_constraint) &&
+	          pasci_json_write_constraint(
+	              c, "bias_constraint", &l->bias_constraint);
+	return ok &&
+	       write_reg(
+	           c, "kernel_regularizer", l->kernel_l1, l->kernel_l2) &&
+	       write_reg(c, "bias_regularizer", l->bias_l1, l->bias_l2);
 }
 
+/* Keras's L1, L2 or L1L2 under key into *l1, *l2 (absent or null:
+ * none). */
 static int
-read_l2(const cJSON *c, double *l2, const char *where)
+read_reg(
+    const cJSON *c, const char *key, double *l1, double *l2, const char *where)
 {
-	static const char *const names[] = {NULL, "L2"};
-	static const char *const keys[]  = {"l2"};
-	const cJSON             *o =
-	    cJSON_GetObjectItemCaseSensitive(c, "kernel_regularizer");
-	const cJSON *rc;
-	char         at[160];
-	int          kind;
+	static const char *const names[] = {NULL, "L1", "L2", "L1L2"};
+	static const char *const keys[]  = {"l1", "l2"};
+	const cJSON             *o = cJSON_GetObjectItemCaseSensitive(c, key);
+	const cJSON             *rc;
+	char                     at[160];
+	int                      kind;
 	if (o == NULL || cJSON_IsNull(o)) {
 		return PASCO_OK;
 	}
-	pasci_fmt(at, sizeof(at), "%s: kernel_regularizer", where);
-	return pasci_json_read_class(o, names, 2, &kind, &rc, at) != 0 ||
-	               pasci_json_check_keys(rc, keys, 1, at) != 0 ||
+	pasci_fmt(at, sizeof(at), "%s: %s", where, key);
+	if (pasci_json_read_class(o, names, 4, &kind, &rc, at) != 0 ||
+	    pasci_json_check_keys(rc, keys, 2, at) != 0) {
+		return PASCO_EINVAL;
+	}
+	/* Keras's defaults: L1(0.01), L2(0.01), L1L2(0, 0) */
+	*l1 = kind == 1 ? 0.01 : 0;
+	*l2 = kind == 2 ? 0.01 : 0;
+	if ((kind == 2 && cJSON_GetObjectItemCaseSensitive(rc, "l1")) ||
+	    (kind == 1 && cJSON_GetObjectItemCaseSensitive(rc, "l2"))) {
+		return pasci_model_fail(PASCO_EINVAL, "%s: %s takes %s only",
+		    at, names[kind], kind == 1 ? "l1" : "l2");
+	}
+	return pasci_json_number(rc, "l1", l1, false, 0, at) != 0 ||
 	               pasci_json_number(rc, "l2", l2, false, 0, at) != 0
 	           ? PASCO_EINVAL
 	           : PASCO_OK;
@@ -171,9 +203,52 @@ dense_read(
 	                   &l->kernel_initializer, at) != 0 ||
 	               pasci_json_read_init(c, "bias_initializer",
 	                   &l->bias_initializer, at) != 0 ||
-	               read_l2(c, &l->kernel_l2, at) != 0
+	               read_reg(c, "kernel_regularizer", &l->kernel_l1,
+	                   &l->kernel_l2, at) != 0 ||
+	               read_reg(c, "bias_regularizer", &l->bias_l1,
+	                   &l->bias_l2, at) != 0 ||
+	               pasci_json_read_constraint(c, "kernel_constraint",
+	                   &l->kernel_constraint, at) != 0 ||
+	               pasci_json_read_constraint(
+	                   c, "bias_constraint", &l->bias_constraint, at) != 0
 	           ? PASCO_EINVAL
 	           : PASCO_OK;
+}
+
+/* l * sum(|w|), a scalar node. */
+static pasco_tnode *
+l1_term(pasco_tape *tp, pasco_tnode *w, double l)
+{
+	return pasco_t_scale(tp,
+	    pasco_t_reduce_sum(tp, pasco_t_abs(tp, w), PASCO_T_ALL_AXES), l);
+}
+
+/* Keras's layer.losses of its regularizers but the kernel's L2
+ * (sequential.c's): the kernel's L1, the bias's L1 and L2. */
+static pasco_tnode *
+dense_penalty(pasci_layer_call *c, pasco_tnode *loss)
+{
+	const pasco_layer *l = &c->m->layers[c->i];
+	pasco_tnode       *k, *b = NULL;
+	if (l->kernel_l1 == 0 && l->bias_l1 == 0 && l->bias_l2 == 0) {
+		return loss;
+	}
+	k = pasci_layer_var_node(c->m, c->tp, c->i, 0, c->nodes);
+	if (l->use_bias) {
+		b = pasci_layer_var_node(c->m, c->tp, c->i, 1, c->nodes);
+	}
+	if (l->kernel_l1 > 0) {
+		loss =
+		    pasco_t_add(c->tp, loss, l1_term(c->tp, k, l->kernel_l1));
+	}
+	if (b != NULL && l->bias_l1 > 0) {
+		loss = pasco_t_add(c->tp, loss, l1_term(c->tp, b, l->bias_l1));
+	}
+	if (b != NULL && l->bias_l2 > 0) {
+		loss =
+		    pasco_t_add(c->tp, loss, pasco_t_l2(c->tp, b, l->bias_l2));
+	}
+	return loss;
 }
 
 const pasci_layer_desc pasci_layer_dense_desc = {
@@ -181,7 +256,8 @@ const pasci_layer_desc pasci_layer_dense_desc = {
     .class_name = "Dense",
     .prefix     = "dense",
     .keys = {"name", "units", "activation", "use_bias", "kernel_initializer",
-        "bias_initializer", "kernel_regularizer"},
+        "bias_initializer", "kernel_regularizer", "kernel_constraint",
+        "bias_constraint", "bias_regularizer"},
     .args = {"units"},
     .min_inputs = 1,
     .defaults   = dense_defaults,
@@ -189,6 +265,7 @@ const pasci_layer_desc pasci_layer_dense_desc = {
     .shape      = dense_shape,
     .variables  = dense_variables,
     .call       = dense_call,
+    .penalty    = dense_penalty,
     .write      = dense_write,
     .read       = dense_read,
 };

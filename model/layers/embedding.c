@@ -82,6 +82,11 @@ embedding_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 		    l->name, (long long) l->input_dim,
 		    (long long) l->output_dim);
 	}
+	if (l->dynamic && l->embeddings_constraint.kind != 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: a dynamic Embedding takes no embeddings_constraint",
+		    l->name);
+	}
 	if (l->combiner != PASCO_COMBINE_SUM &&
 	    l->combiner != PASCO_COMBINE_MEAN &&
 	    l->combiner != PASCO_COMBINE_NONE) {
@@ -107,6 +112,7 @@ embedding_variables(pasco_model *m, size_t i, const int64_t *widths)
 	pasci_model_add_var(m, i, "embeddings", 2,
 	    l->dynamic ? 0 : l->input_dim, l->output_dim,
 	    l->embeddings_initializer);
+	m->vars[m->nvars - 1].constraint = l->embeddings_constraint;
 }
 
 /* The sequence: ids [batch, steps] give one row each, [batch, steps,
@@ -233,6 +239,8 @@ embedding_write(cJSON *c, const pasco_layer *l)
 	       cJSON_AddBoolToObject(c, "mask_zero", l->mask_zero) &&
 	       pasci_json_write_init(
 	           c, "embeddings_initializer", &l->embeddings_initializer) &&
+	       pasci_json_write_constraint(
+	           c, "embeddings_constraint", &l->embeddings_constraint) &&
 	       write_partitioner(c, l->partitioner);
 }
 
@@ -340,6 +348,8 @@ embedding_read(
 	                   0 ||
 	               pasci_json_read_init(c, "embeddings_initializer",
 	                   &l->embeddings_initializer, at) != 0 ||
+	               pasci_json_read_constraint(c, "embeddings_constraint",
+	                   &l->embeddings_constraint, at) != 0 ||
 	               read_partitioner(c, part, at) != 0 ||
 	               read_dynamic(c, l, at) != 0
 	           ? PASCO_EINVAL
@@ -351,7 +361,8 @@ const pasci_layer_desc pasci_layer_embedding_desc = {
     .class_name = "Embedding",
     .prefix     = "embedding",
     .keys       = {"name", "input_dim", "output_dim", "combiner",
-              "embeddings_initializer", "partitioner", "dynamic", "mask_zero"},
+              "embeddings_initializer", "partitioner", "dynamic", "mask_zero",
+              "embeddings_constraint"},
     .args       = {"input_dim", "output_dim"},
     .ids        = true,
     .min_inputs = 1,

@@ -286,7 +286,7 @@ def _trainable_variables(model: Any) -> List[Any]:
 
 def _model_losses(model: Any) -> List[Any]:
     """Keras's model.losses in a trace: each regularizer's penalty (a
-    Dense's kernel_regularizer, l2 * sum(square(kernel)); a custom
+    Dense's kernel_regularizer and bias_regularizer, L1, L2 or L1L2; a custom
     layer's weight regularizers, L1, L2 or L1L2), its variable read in
     the step."""
     from .layers import Dense
@@ -295,9 +295,10 @@ def _model_losses(model: Any) -> List[Any]:
     by_name = {v.name: v for v in st.parsed(model).variables}
     regs = []
     for layer in model.layers:
-        if isinstance(layer, Dense) and layer.kernel_regularizer:
-            regs.append((f"{layer.name}/kernel",
-                         {"l2": float(layer.kernel_regularizer)}))
+        if isinstance(layer, Dense):  # its regularizers' config dicts
+            regs.extend((f"{layer.name}/{w}", r["config"]) for w, r in (
+                ("kernel", layer.kernel_regularizer),
+                ("bias", layer.bias_regularizer)) if r)
         elif layer._is_custom():
             regs.extend((w.path, w.regularizer["config"])
                         for w in layer.weights if w.regularizer)

@@ -25,15 +25,26 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+try:
+    from . import constraints as _constraints
+    from . import initializers as _initializers
+except ImportError:  # layers.py alone (tests/python/kind_table.py): by path
+    import importlib.util as _util
+    import os as _os
+
+    def _sibling(name: str) -> Any:
+        spec = _util.spec_from_file_location("pasco_" + name, _os.path.join(
+            _os.path.dirname(_os.path.abspath(__file__)), name + ".py"))
+        mod = _util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        return mod
+    _constraints = _sibling("constraints")
+    _initializers = _sibling("initializers")
+
 __all__ = ["Layer", "Dense", "Embedding", "Dropout", "Activation",
            "Concatenate", "Normalization", "Input", "KerasTensor", "Custom"]
 
 _ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh", "softmax")
-_INITIALIZERS = {"zeros": "Zeros", "ones": "Ones", "uniform": "RandomUniform",
-                 "random_uniform": "RandomUniform",
-                 "random_normal": "RandomNormal",
-                 "truncated_normal": "TruncatedNormal",
-                 "glorot_uniform": "GlorotUniform"}
 _names: Dict[str, int] = {}
 
 
@@ -63,19 +74,31 @@ def _activation(arg: str, v: Optional[str]) -> str:
     return v
 
 
-def _initializer(arg: str, v: Union[str, dict, None]) -> Optional[dict]:
+def _initializer(arg: str, v: Any) -> Optional[dict]:
+    """None, a name ("he_normal"), a pasco.initializers object or a dict
+    {"class_name", "config"} (checked by the library), as a dict."""
     if v is None:
         return None
-    if isinstance(v, str):
-        if v not in _INITIALIZERS:
-            raise ValueError(f"{arg}: expected one of "
-                             f"{', '.join(_INITIALIZERS)} or a dict "
-                             f"{{'class_name', 'config'}}, got {v!r}")
-        return {"class_name": _INITIALIZERS[v], "config": {}}
     if isinstance(v, dict) and "class_name" in v:
         return {"class_name": v["class_name"],
                 "config": dict(v.get("config", {}))}
-    raise TypeError(f"{arg}: expected an initializer name or dict, got {v!r}")
+    if isinstance(v, (str, _initializers.Initializer)):
+        try:
+            return _initializers.get(v).to_dict()  # type: ignore[union-attr]
+        except ValueError as e:
+            raise ValueError(f"{arg}: {e}") from None
+    raise TypeError(f"{arg}: expected an initializer name, a "
+                    f"pasco.initializers object or a dict, got {v!r}")
+
+
+def _constraint(arg: str, v: Any) -> Optional[dict]:
+    """None, a pasco.constraints object, its name or its config dict, as
+    a dict."""
+    try:
+        c = _constraints.get(v)
+    except ValueError as e:
+        raise ValueError(f"{arg}: {e}") from None
+    return None if c is None else c.to_dict()
 
 
 # Keras's regularizers: their factors and defaults
@@ -105,6 +128,29 @@ def _regularizer(arg: str, v: Any) -> Optional[dict]:
                          f"{v!r}")
     return {"class_name": v["class_name"],
             "config": {k: float(config[k]) for k in keys}}
+
+
+def _dense_regularizer(arg: str, v: Any) -> Optional[dict]:
+    """A Dense's regularizer: None, a pasco.regularizers object, its dict,
+    Keras's names "l1", "l2", "l1_l2" (their defaults), or a number: an
+    L2 factor (Pasco's older form); a zero factor is none."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not v >= 0:
+            raise ValueError(f"{arg}: expected an L2 factor >= 0, got {v!r}")
+        v = {"class_name": "L2", "config": {"l2": float(v)}} if v else None
+    if isinstance(v, str):
+        names = {"l1": "L1", "l2": "L2", "l1_l2": "L1L2", "L1": "L1",
+                 "L2": "L2", "L1L2": "L1L2"}
+        if v not in names:
+            raise ValueError(f"{arg}: expected 'l1', 'l2', 'l1_l2', a "
+                             f"pasco.regularizers object or None, got {v!r}")
+        v = {"class_name": names[v], "config": {}}
+    r = _regularizer(arg, v)
+    if r is None or not any(r["config"].values()):
+        return None
+    # as the library writes it: the factors that are not 0
+    return {"class_name": r["class_name"],
+            "config": {k: f for k, f in r["config"].items() if f}}
 
 
 def _positive(arg: str, v: Any) -> int:
@@ -389,9 +435,13 @@ class Layer:
 class Dense(Layer):
     """Dense(units, activation=None, use_bias=True,
     kernel_initializer="glorot_uniform", bias_initializer="zeros",
-    kernel_regularizer=None (an L2 factor, e.g. 1e-4), name=None,
-    input_shape=None): activation(x @ kernel + bias). Variables
-    <name>/kernel [in, units] and <name>/bias [units]."""
+    kernel_regularizer=None (pasco.regularizers.L1, L2, L1L2, "l1", "l2",
+    "l1_l2", or a number: an L2 factor), name=None, input_shape=None,
+    kernel_constraint=None, bias_constraint=None, bias_regularizer=None:
+    activation(x @ kernel + bias). Variables <name>/kernel [in, units]
+    and <name>/bias [units]. Initializers: pasco.initializers objects or
+    names; constraints: pasco.constraints (applied by the ps after each
+    update)."""
 
     class_name = "Dense"
 
@@ -399,23 +449,27 @@ class Dense(Layer):
                  use_bias: bool = True,
                  kernel_initializer: Union[str, dict] = "glorot_uniform",
                  bias_initializer: Union[str, dict] = "zeros",
-                 kernel_regularizer: Optional[float] = None,
+                 kernel_regularizer: Any = None,
                  name: Optional[str] = None,
-                 input_shape: Optional[Tuple[int, ...]] = None) -> None:
+                 input_shape: Optional[Tuple[int, ...]] = None,
+                 kernel_constraint: Any = None,
+                 bias_constraint: Any = None,
+                 bias_regularizer: Any = None) -> None:
         self.units = _positive("units", units)
+        self.kernel_constraint = _constraint("kernel_constraint",
+                                             kernel_constraint)
+        self.bias_constraint = _constraint("bias_constraint",
+                                           bias_constraint)
         self.activation = _activation("activation", activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = _initializer("kernel_initializer",
                                                kernel_initializer)
         self.bias_initializer = _initializer("bias_initializer",
                                              bias_initializer)
-        if kernel_regularizer is not None and (
-                isinstance(kernel_regularizer, bool) or
-                not isinstance(kernel_regularizer, (int, float)) or
-                kernel_regularizer < 0):
-            raise ValueError(f"kernel_regularizer: expected an L2 factor >= "
-                             f"0, got {kernel_regularizer!r}")
-        self.kernel_regularizer = kernel_regularizer
+        self.kernel_regularizer = _dense_regularizer("kernel_regularizer",
+                                                     kernel_regularizer)
+        self.bias_regularizer = _dense_regularizer("bias_regularizer",
+                                                   bias_regularizer)
         super().__init__(name, input_shape)
 
     def _config(self) -> Dict[str, Any]:
@@ -427,9 +481,13 @@ class Dense(Layer):
         if self.bias_initializer:
             c["bias_initializer"] = self.bias_initializer
         if self.kernel_regularizer:
-            c["kernel_regularizer"] = {
-                "class_name": "L2",
-                "config": {"l2": float(self.kernel_regularizer)}}
+            c["kernel_regularizer"] = self.kernel_regularizer
+        if self.bias_regularizer:
+            c["bias_regularizer"] = self.bias_regularizer
+        if self.kernel_constraint:
+            c["kernel_constraint"] = self.kernel_constraint
+        if self.bias_constraint:
+            c["bias_constraint"] = self.bias_constraint
         return c
 
     def _output_width(self, widths: List[int]) -> int:
@@ -443,12 +501,13 @@ class Dense(Layer):
 class Embedding(Layer):
     """Embedding(input_dim, output_dim, combiner="mean",
     embeddings_initializer="uniform", dynamic=False, num_shards=None,
-    name=None, input_length=None, mask_zero=False): rows of ids [batch,
-    k] combined (mean or sum) into [batch, output_dim]; -1 ids are
-    padding. combiner=None: Keras's own output, the sequence [batch, k,
-    output_dim] (for Flatten, Reshape, GlobalAveragePooling1D);
-    mask_zero=True: that sequence, id 0 being padding, masked (Keras's:
-    GlobalAveragePooling1D then averages the other steps only).
+    name=None, input_length=None, mask_zero=False,
+    embeddings_constraint=None): rows of ids [batch, k] combined (mean or
+    sum) into [batch, output_dim]; -1 ids are padding. combiner=None:
+    Keras's own output, the sequence [batch, k, output_dim] (for Flatten,
+    Reshape, GlobalAveragePooling1D); mask_zero=True: that sequence, id 0
+    being padding, masked (Keras's: GlobalAveragePooling1D then averages
+    the other steps only).
     dynamic=True (or a dict of min_count, evict_after, max_rows_per_ps,
     default_zeros): no input_dim, the ids are 64-bit keys (hashed strings)
     of a table that grows on the ps. num_shards splits the table over the
@@ -464,7 +523,10 @@ class Embedding(Layer):
                  num_shards: Optional[int] = None,
                  name: Optional[str] = None,
                  input_length: Optional[int] = None,
-                 mask_zero: bool = False) -> None:
+                 mask_zero: bool = False,
+                 embeddings_constraint: Any = None) -> None:
+        self.embeddings_constraint = _constraint("embeddings_constraint",
+                                                 embeddings_constraint)
         if dynamic and output_dim is None and input_dim is not None:
             input_dim, output_dim = None, input_dim  # Embedding(16, dynamic=True)
         if output_dim is None:
@@ -514,6 +576,8 @@ class Embedding(Layer):
             c["input_dim"] = self.input_dim
         if self.embeddings_initializer:
             c["embeddings_initializer"] = self.embeddings_initializer
+        if self.embeddings_constraint:
+            c["embeddings_constraint"] = self.embeddings_constraint
         if self.dynamic is not None:
             c["dynamic"] = self.dynamic
         if self.num_shards:

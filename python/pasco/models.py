@@ -32,8 +32,7 @@ from ._variable import Variable, _numpy_to_tensor
 
 __all__ = ["Model", "Sequential", "Variable", "load_model"]
 
-_LOSSES = ("mse", "mean_squared_error", "binary_crossentropy",
-           "sparse_categorical_crossentropy", "categorical_crossentropy")
+_LOSSES = _losses.NAMES  # model/losses.c's names
 # model/compile.c's metric names (its metric_names and "accuracy"/"acc")
 _METRICS = ("accuracy", "acc", "binary_accuracy",
             "sparse_categorical_accuracy", "categorical_accuracy", "auc",
@@ -126,7 +125,7 @@ class Model:
         self.name = name
         self.seed = seed
         self.optimizer: Optional[_optimizers.Optimizer] = None
-        self.compiled_loss: Optional[str] = None
+        self.compiled_loss: Optional[Union[str, dict]] = None
         self._loss_fn: Optional[Any] = None  # your own loss, traced
         self._output_width = 0
         self.compile_config: Optional[dict] = None
@@ -227,8 +226,10 @@ class Model:
                 metrics: Optional[Sequence[Any]] = None,
                 from_logits: bool = False) -> None:
         """Keras's compile: optimizer (a name or pasco.optimizers.*), loss
-        ("mse", "binary_crossentropy", "sparse_categorical_crossentropy",
-        "categorical_crossentropy", a pasco.losses function or object,
+        (a name of pasco.losses.NAMES: "mse", "mae", "huber",
+        "binary_crossentropy", "sparse_categorical_crossentropy", ...; a
+        pasco.losses function or object, pasco.losses.Huber(2.0), or its
+        config dict {"class_name": "Huber", "config": {"delta": 2.0}},
         or your own: a function of pasco.ops (y_true, y_pred) or a
         pasco.losses.Loss subclass, traced when the model is built: see
         pasco.losses), metrics (at most 8: names, "accuracy", "auc",
@@ -249,6 +250,9 @@ class Model:
                 loss_fn, loss = loss, _losses.loss_name(loss)
             else:
                 loss, from_logits = known[0], from_logits or known[1]
+        elif isinstance(loss, dict) and loss.get("class_name") in \
+                _losses.__all__:  # a Keras config: the object it makes
+            loss, from_logits = _losses.builtin(_losses.get(loss))
         elif not isinstance(loss, str) or loss not in _LOSSES:
             raise ValueError(f"loss: expected one of {', '.join(_LOSSES)}, "
                              f"a pasco.losses.Loss or a function of "

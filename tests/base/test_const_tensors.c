@@ -37,7 +37,7 @@ Test(const_tensors, a_values_tensor_goes_into_the_model_calls_as_it_is)
 	pasco_value *v = pasco_value_tensor(filled(2, (int64_t[]){4, 3}));
 	pasco_value *t = pasco_value_tensor(filled(2, (int64_t[]){4, 2}));
 	pasco_tnode *nodes[2], *out, *out_nc, *loss;
-	pasco_loss   mse = {PASCO_LOSS_MSE, false};
+	pasco_loss   mse = {.kind = PASCO_LOSS_MSE, .from_logits = false};
 	PASCO_PASS(pasco_model_sequential(&m, 3, 1, l, 1));
 	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
 

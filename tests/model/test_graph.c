@@ -364,7 +364,7 @@ Test(graph, a_custom_layer_written_as_a_graph_is_denses_outputs_and_grads)
 	pasco_model    *fc = custom_model(false);
 	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1);
 	pasco_tape_grad gd[2], gc[2];
-	pasco_loss      mse = {PASCO_LOSS_MSE, false};
+	pasco_loss      mse = {.kind = PASCO_LOSS_MSE, .from_logits = false};
 	cr_assert_eq(pasco_model_num_variables(fc), 2);
 	cr_assert_str_eq(pasco_model_variable_name(fc, 0), "fc/kernel");
 	cr_assert_str_eq(pasco_model_variable_name(fc, 1), "fc/bias");
@@ -410,7 +410,8 @@ Test(graph, a_custom_layers_probabilities_take_sparse_crossentropy)
 	pasco_model    *fc = one_layer_model(l);
 	pasco_tensor   *x  = batch(5, 4, 2), *y;
 	pasco_tape_grad gd[2], gc[2];
-	pasco_loss sce = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
+	pasco_loss sce = {.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+	    .from_logits        = false};
 	PASCO_PASS(pasco_tensor_from(&y, PASCO_I64, 1, (int64_t[]){5},
 	    (int64_t[]){0, 2, 1, 1, 0}, 5 * sizeof(int64_t)));
 	MODEL_PASS(pasco_model_compile(fc,
@@ -469,10 +470,13 @@ Test(graph, a_loss_graph_of_the_mean_squared_error_is_mse)
 		pasco_tape_grad       g1[2], g2[2];
 		pasco_compile_options o = {.loss_graph = lg};
 		MODEL_PASS(pasco_model_compile(m, &o));
-		double a = loss_and_grads(
-		    m, (pasco_loss){PASCO_LOSS_MSE, false}, x, y, g1);
-		double b = loss_and_grads(
-		    m, (pasco_loss){PASCO_LOSS_GRAPH, false}, x, y, g2);
+		double a = loss_and_grads(m,
+		    (pasco_loss){.kind = PASCO_LOSS_MSE, .from_logits = false},
+		    x, y, g1);
+		double b = loss_and_grads(m,
+		    (pasco_loss){
+		        .kind = PASCO_LOSS_GRAPH, .from_logits = false},
+		    x, y, g2);
 		cr_assert(
 		    fabs(a - b) <= 1e-7 * a, "mse %.9g, graph %.9g", a, b);
 		/* f32 rounding: the kernel sums its terms in another order */
@@ -549,8 +553,8 @@ Test(graph, a_c_layer_registered_by_name_runs_and_round_trips)
 	pasco_model                *dense, *fc, *back;
 	pasco_tensor               *x = batch(5, 4, 2), *y = batch(5, 3, 1);
 	pasco_tape_grad             gd[2], gc[2];
-	pasco_loss                  mse = {PASCO_LOSS_MSE, false};
-	char                       *one, *two;
+	pasco_loss mse = {.kind = PASCO_LOSS_MSE, .from_logits = false};
+	char      *one, *two;
 	pasco_layer_reset_names();
 	PASCO_PASS(gl_register());
 	PASCO_PASS(gl_register());
@@ -776,7 +780,7 @@ Test(graph, a_non_trainable_weight_is_read_but_never_differentiated)
 	    one_layer_model(pasco_layer_dense(3, PASCO_ACT_RELU));
 	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1);
 	pasco_tape_grad gd[2], gc[2];
-	pasco_loss      mse = {PASCO_LOSS_MSE, false};
+	pasco_loss      mse = {.kind = PASCO_LOSS_MSE, .from_logits = false};
 	double          ld  = loss_and_grads(dense, mse, x, y, gd);
 	double          lc  = loss_and_grads(fc, mse, x, y, gc);
 	cr_assert(ld == lc, "losses %.9g and %.9g", ld, lc);
@@ -809,7 +813,7 @@ Test(graph, regularizers_join_the_training_loss)
 	pasco_model    *none = model_of_graph(g0);
 	pasco_tensor   *x = batch(5, 4, 2), *y = batch(5, 3, 1), *k;
 	pasco_tape_grad gd[2], g[2];
-	pasco_loss      mse = {PASCO_LOSS_MSE, false};
+	pasco_loss      mse = {.kind = PASCO_LOSS_MSE, .from_logits = false};
 	double          ld = loss_and_grads(dense, mse, x, y, gd), sum = 0;
 	double          lr = loss_and_grads(l2, mse, x, y, g);
 	cr_assert(
@@ -871,7 +875,7 @@ Test(graph, a_loss_graphs_targets_are_cast_to_the_traced_dtype_and_shape)
 	pasco_model    *m = custom_model(false);
 	pasco_tensor   *x = batch(4, 4, 2), *yi, *yf, *y1;
 	pasco_tape_grad g[2];
-	pasco_loss      graph = {PASCO_LOSS_GRAPH, false};
+	pasco_loss graph = {.kind = PASCO_LOSS_GRAPH, .from_logits = false};
 	MODEL_PASS(pasco_model_compile(
 	    m, &(pasco_compile_options){.loss_graph = scce}));
 	PASCO_PASS(pasco_tensor_from(&yi, PASCO_I64, 1, (int64_t[]){4},

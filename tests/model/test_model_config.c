@@ -214,9 +214,9 @@ Test(model_config, bad_configs_name_the_layer_and_the_field)
 	    "layers[0]: unknown class_name 'Conv2D'");
 	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
 	            "\"units\":2,\"kernel_initializer\":{\"class_name\":"
-	            "\"HeNormal\"}}}"),
+	            "\"Identity\"}}}"),
 	    "layers[0] (d): kernel_initializer: unknown class_name "
-	    "'HeNormal'");
+	    "'Identity'");
 	refused(SEQ("{\"class_name\":\"Dropout\",\"config\":{\"name\":\"p\","
 	            "\"rate\":1.5}}"),
 	    "p: rate must be in [0, 1)");
@@ -433,7 +433,7 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "unknown metric 'f1'"));
 	PASCO_FAIL(pasco_model_compile(
-	               reg, &(pasco_compile_options){.loss = "hinge"}),
+	               reg, &(pasco_compile_options){.loss = "categorical_hinge"}),
 	    PASCO_EINVAL);
 	pasco_model_free(reg);
 	pasco_model_free(b);

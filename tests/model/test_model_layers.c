@@ -104,8 +104,10 @@ Test(model_layers, bad_options_name_the_layer)
 	cr_assert_str_eq(pasco_model_last_error(),
 	    "dropout: rate must be in [0, 1), got 1");
 	pasco_loss loss;
-	PASCO_FAIL(pasco_loss_from_name("hinge", false, &loss), PASCO_EINVAL);
-	cr_assert(strstr(pasco_model_last_error(), "unknown loss 'hinge'"));
+	PASCO_FAIL(pasco_loss_from_name("categorical_hinge", false, &loss),
+	    PASCO_EINVAL);
+	cr_assert(strstr(
+	    pasco_model_last_error(), "unknown loss 'categorical_hinge'"));
 	PASCO_PASS(pasco_loss_from_name(
 	    "sparse_categorical_crossentropy", true, &loss));
 	cr_assert_eq(loss.kind, PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY);
@@ -197,7 +199,8 @@ Test(model_layers, forward_errors_name_the_layer_and_the_shapes)
 	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
 	n[0] = pasco_tape_watch(tp, w);
 	cr_assert_null(pasco_model_loss(m, tp, &x64, labels,
-	    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false},
+	    (pasco_loss){.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+	        .from_logits   = false},
 	    n));
 	cr_assert_str_eq(pasco_tape_message(tp),
 	    "sparse_categorical_crossentropy: the output of 'dense_1' "
@@ -445,9 +448,9 @@ Test(model_layers, losses_are_the_kit_losses_of_the_output)
 	pasco_tensor *y;
 	PASCO_PASS(pasco_tensor_from(&y, PASCO_F32, 2, (int64_t[]){6, 1},
 	    (float[]){0, 1, 1, 0, 1, 0}, 6 * sizeof(float)));
-	pasco_loss kinds[] = {{PASCO_LOSS_MSE, false},
-	    {PASCO_LOSS_BINARY_CROSSENTROPY, false},
-	    {PASCO_LOSS_BINARY_CROSSENTROPY, true}};
+	pasco_loss kinds[] = {{.kind = PASCO_LOSS_MSE, .from_logits = false},
+	    {.kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = false},
+	    {.kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = true}};
 	for (int k = 0; k < 3; k++) {
 		PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
 		pasco_tnode *n[] = {
@@ -499,7 +502,8 @@ Test(model_layers,
 	PASCO_PASS(pasco_tensor_alloc(&b, PASCO_F32, 1, (int64_t[]){1}));
 	PASCO_PASS(pasco_tensor_from(&y, PASCO_F32, 2, (int64_t[]){8, 1},
 	    (float[]){0, 1, 1, 0, 1, 0, 0, 1}, 8 * sizeof(float)));
-	pasco_loss bce = {PASCO_LOSS_BINARY_CROSSENTROPY, false};
+	pasco_loss bce = {
+	    .kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = false};
 	for (int c = 0; c < 2; c++) {
 		double          s = c == 0 ? 0.75 : 0.25, want = 0;
 		int             kept = 0;
@@ -592,7 +596,8 @@ PASCO_FUNCTION(layers_train)
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
 	pasco_tensor *in[] = {(pasco_tensor *) ids};
 	rv                 = pasco_model_train_step(m, tp, in, labels,
-	                    (pasco_loss){PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, true},
+	                    (pasco_loss){.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+	                        .from_logits   = true},
 	                    &opt, &loss);
 	if (rv != 0) {
 		rv = pasco_call_fail(call, rv, "%s", pasco_tape_message(tp));
@@ -762,8 +767,9 @@ Test(model_layers, a_functional_model_concatenates_features_and_embeddings)
 		double      v;
 		PASCO_PASS(pasco_tape_alloc(&tp, true, (uint64_t) step));
 		int rv = pasco_model_train_step(m, tp, in, y,
-		    (pasco_loss){PASCO_LOSS_BINARY_CROSSENTROPY, false}, &opt,
-		    &v);
+		    (pasco_loss){.kind = PASCO_LOSS_BINARY_CROSSENTROPY,
+		        .from_logits   = false},
+		    &opt, &v);
 		cr_assert_eq(rv, 0, "%s", pasco_tape_message(tp));
 		first = step == 0 ? v : first;
 		last  = v;

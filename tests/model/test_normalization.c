@@ -233,7 +233,7 @@ Test(normalization, training_never_changes_the_statistics)
 	pasco_variable *gs, *count;
 	pasco_optimizer opt = pasco_adam(0.05, false);
 	pasco_tensor   *x, *y, *before[2];
-	pasco_loss loss  = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
+	pasco_loss loss  = {.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = false};
 	double     first = 0, last = 0;
 	int64_t    yv[64];
 	setup_start(&st, 2);
@@ -390,7 +390,7 @@ Test(normalization, a_csv_table_feeds_the_model_with_no_map_function)
 	pasco_model    *m;
 	pasco_dataset  *ds;
 	pasco_optimizer opt = pasco_adam(0.01, false);
-	pasco_loss  loss = {PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, false};
+	pasco_loss  loss = {.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = false};
 	const char *files[1]        = {train};
 	pasco_csv_dataset_options o = {
 	    .label_name = "label", .batch_size = 64, .num_epochs = 1};

@@ -65,8 +65,8 @@ def chief(cluster):
         model = pasco.Sequential([L.Dense(4, activation="relu"),
                                   L.Dense(2, activation="softmax")])
     expect(RuntimeError, ["compile"], model.fit, data, steps_per_epoch=1)
-    expect(ValueError, ["loss", "'hinge'"], model.compile, "adam",
-           loss="hinge")
+    expect(ValueError, ["loss", "'categorical_hinge'"], model.compile, "adam",
+           loss="categorical_hinge")
     expect(ValueError, ["metrics"], model.compile, "adam",
            loss="mse", metrics=[1])
     expect(ValueError, ["metrics", "'acuracy'", "accuracy, acc"],

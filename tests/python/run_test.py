@@ -247,6 +247,11 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         subprocess.run([make_table, d], check=True)
         p = launch("adapt.py", d)
         ok = p.returncode == 0 and "adapt: OK" in p.stdout
+    elif case == "constraints":
+        # MaxNorm and NonNeg applied by the ps, a Huber loss object on
+        # the worker: numpy's projection of the update (issue 33)
+        p = launch("constraints_cluster.py", d, workers=1)
+        ok = p.returncode == 0 and "constraints: OK" in p.stdout
     elif case == "custom_layer":
         # layers and losses of pasco.ops on 1 worker: the curves of their
         # built-in equivalents, a trace-time error before any step
