@@ -203,7 +203,7 @@ train_on(const pasco_model *m, pasco_tensor *x)
 	pasco_tape     *tp;
 	pasco_optimizer sgd = pasco_sgd(0.05, 0, false);
 	sgd.global_clipnorm = clip;
-	pasco_loss loss     = {PASCO_LOSS_MSE, false};
+	pasco_loss loss     = {.kind = PASCO_LOSS_MSE, .from_logits = false};
 	double     v;
 	PASCO_PASS(pasco_tensor_alloc(&y, PASCO_F32, 2, (int64_t[]){SB, 1}));
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));

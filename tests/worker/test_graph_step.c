@@ -14,8 +14,8 @@
  */
 #include "graph_step.h"
 #include "helpers.h"
-#include "node_spawn.h"
 #include "model/model_data.h"
+#include "node_spawn.h"
 
 #include <math.h>
 #include <signal.h>
@@ -823,12 +823,13 @@ twice_by_hand(pasco_model *m, int k)
 	pasco_tape         *tp;
 	pasco_tape_var      vars[3];
 	pasco_tnode        *nodes[3], *loss[2], *sum;
-	pasco_loss          bce = {PASCO_LOSS_BINARY_CROSSENTROPY, true};
-	pasco_optimizer     opt = pasco_sgd(0.5, 0, false);
-	double              value;
+	pasco_loss          bce = {
+	             .kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = true};
+	pasco_optimizer opt = pasco_sgd(0.5, 0, false);
+	double          value;
 	for (int c = 0; c < 2; c++) {
-		b[c] = md_keys_batch(
-		    1000, (uint64_t) (2 * k + c) * MD_BATCH, 1, MD_BATCH, false);
+		b[c] = md_keys_batch(1000, (uint64_t) (2 * k + c) * MD_BATCH,
+		    1, MD_BATCH, false);
 		cr_assert_not_null(b[c]);
 		x[c] = pasco_value_as_tensor(pasco_value_item(b[c], 0));
 		y[c] = pasco_value_as_tensor(pasco_value_item(b[c], 1));
@@ -839,16 +840,16 @@ twice_by_hand(pasco_model *m, int k)
 	memcpy((char *) keys->data + x[0]->nbytes, x[1]->data, x[1]->nbytes);
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
 	for (size_t v = 0; v < 3; v++) {
-		vars[v] = (pasco_tape_var){
-		    .var = pasco_model_variable(m, v), .ids = v == 0 ? keys : NULL};
+		vars[v] = (pasco_tape_var){.var = pasco_model_variable(m, v),
+		    .ids                        = v == 0 ? keys : NULL};
 	}
 	PASCO_PASS(pasco_tape_read(tp, 3, vars));
 	for (size_t v = 0; v < 3; v++) {
 		nodes[v] = vars[v].node;
 	}
 	for (int c = 0; c < 2; c++) {
-		loss[c] = pasco_model_loss(m, tp, (const pasco_tensor *[]){x[c]},
-		    y[c], bce, nodes);
+		loss[c] = pasco_model_loss(
+		    m, tp, (const pasco_tensor *[]){x[c]}, y[c], bce, nodes);
 	}
 	sum = pasco_t_add(tp, loss[0], loss[1]);
 	cr_assert_not_null(sum, "%s", pasco_tape_message(tp));
@@ -865,7 +866,8 @@ twice_by_hand(pasco_model *m, int k)
 static void
 twice_weights(pasco_model *m, double *w, size_t *n)
 {
-	pasco_value  *b = md_keys_batch(1000, 0, 1, 2 * STEPS * MD_BATCH, false);
+	pasco_value *b =
+	    md_keys_batch(1000, 0, 1, 2 * STEPS * MD_BATCH, false);
 	pasco_tensor *rows;
 	*n = 0;
 	PASCO_PASS(pasco_variable_gather(pasco_model_variable(m, 0),
