@@ -81,16 +81,16 @@ add_call(pasci_layer_call *c)
 	return h;
 }
 
-static bool
-add_write(cJSON *c, const pasco_layer *l)
+bool
+pasci_layer_no_fields_write(cJSON *c, const pasco_layer *l)
 {
 	(void) c;
 	(void) l;
 	return true;
 }
 
-static int
-add_read(
+int
+pasci_layer_no_fields_read(
     const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
 {
 	(void) c;
@@ -109,6 +109,6 @@ const pasci_layer_desc pasci_layer_add_desc = {
     .check      = add_check,
     .shape      = pasci_merge_shape,
     .call       = add_call,
-    .write      = add_write,
-    .read       = add_read,
+    .write      = pasci_layer_no_fields_write,
+    .read       = pasci_layer_no_fields_read,
 };

@@ -35,25 +35,6 @@ average_call(pasci_layer_call *c)
 	                 : pasco_t_scale(c->tp, h, 1.0 / (double) l->ninputs);
 }
 
-static bool
-average_write(cJSON *c, const pasco_layer *l)
-{
-	(void) c;
-	(void) l;
-	return true;
-}
-
-static int
-average_read(
-    const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
-{
-	(void) c;
-	(void) l;
-	(void) part;
-	(void) at;
-	return PASCO_OK;
-}
-
 const pasci_layer_desc pasci_layer_average_desc = {
     .kind       = PASCO_LAYER_AVERAGE,
     .class_name = "Average",
@@ -63,6 +44,6 @@ const pasci_layer_desc pasci_layer_average_desc = {
     .check      = average_check,
     .shape      = pasci_merge_shape,
     .call       = average_call,
-    .write      = average_write,
-    .read       = average_read,
+    .write      = pasci_layer_no_fields_write,
+    .read       = pasci_layer_no_fields_read,
 };

@@ -172,6 +172,12 @@ int pasci_merge_shape(
     const pasco_layer *l, const pasci_eshape *in, pasci_eshape *out);
 pasco_tnode *pasci_merge_mask(pasci_layer_call *c);
 
+/* The writer and reader of a kind with no config fields but "name" (the
+ * merge layers'): nothing to write or read. */
+bool pasci_layer_no_fields_write(cJSON *c, const pasco_layer *l);
+int  pasci_layer_no_fields_read(
+     const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at);
+
 /* A mask's value [batch, steps] as a condition for x of rank 3 ([batch,
  * steps, 1], for pasco_t_where's broadcasting) into view, sharing its
  * data: valid while the tape is. */

@@ -57,25 +57,6 @@ multiply_call(pasci_layer_call *c)
 	return h == NULL ? NULL : masked(c->tp, h, c->mask, 0);
 }
 
-static bool
-multiply_write(cJSON *c, const pasco_layer *l)
-{
-	(void) c;
-	(void) l;
-	return true;
-}
-
-static int
-multiply_read(
-    const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
-{
-	(void) c;
-	(void) l;
-	(void) part;
-	(void) at;
-	return PASCO_OK;
-}
-
 const pasci_layer_desc pasci_layer_multiply_desc = {
     .kind       = PASCO_LAYER_MULTIPLY,
     .class_name = "Multiply",
@@ -85,6 +66,6 @@ const pasci_layer_desc pasci_layer_multiply_desc = {
     .check      = multiply_check,
     .shape      = pasci_merge_shape,
     .call       = multiply_call,
-    .write      = multiply_write,
-    .read       = multiply_read,
+    .write      = pasci_layer_no_fields_write,
+    .read       = pasci_layer_no_fields_read,
 };
