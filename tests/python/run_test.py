@@ -158,13 +158,21 @@ def progress_bar(d):
     callbacks.py's "bar" mode started here (TF_CONFIG), its chief in a
     tmux session of its own; the screen is read (capture-pane) while it
     runs, for a bar with its ETA and running loss, and at its end, for
-    each epoch's final line. Skips (77) without tmux."""
+    each epoch's final line. Installs tmux when missing (as root), else
+    skips (77), saying why."""
     import json
     import re
     import shutil
+    if shutil.which("tmux") is None and os.geteuid() == 0:
+        print("progress_bar: installing tmux (apt-get)", flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "tmux"],
+                       env={**os.environ,
+                            "DEBIAN_FRONTEND": "noninteractive"},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if shutil.which("tmux") is None:
-        print("SKIP: tmux is not installed (apt-get install tmux); the "
-              "progress bar needs a terminal to be tested in")
+        print("SKIP: tmux is not installed and could not be (apt-get "
+              "install tmux, as root); the progress bar needs a terminal "
+              "to be tested in")
         sys.exit(77)
     subprocess.run([sys.executable, os.path.join(here, "callbacks.py"), d,
                     "data"], env=env, check=True)
