@@ -207,14 +207,16 @@ layers_step(pasco_call *call, pasco_model *(*make)(void), size_t nvars,
 PASCO_FUNCTION(tutorial_layers)
 {
 	return layers_step(call, tutorial_model, 3, &tut_in,
-	    (pasco_loss){.kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = false},
+	    (pasco_loss){
+	        .kind = PASCO_LOSS_BINARY_CROSSENTROPY, .from_logits = false},
 	    pasco_rmsprop(0.1, 0.9, 0, false));
 }
 
 PASCO_FUNCTION(mlp_layers)
 {
 	return layers_step(call, mlp_model, 4, &mlp_in,
-	    (pasco_loss){.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = false},
+	    (pasco_loss){.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+	        .from_logits   = false},
 	    pasco_sgd(LR, 0, false));
 }
 
@@ -272,9 +274,9 @@ kind_batch(bench_kind k, pasco_tensor *const **x, const pasco_tensor **y,
 	static pasco_tensor *one[1];
 	pthread_once(&inputs_once, inputs_init);
 	pthread_once(&fm_once, fm_batch_init);
-	*loss = (pasco_loss){.kind = k == K_MLP
-	                                 ? PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
-	                                 : PASCO_LOSS_BINARY_CROSSENTROPY};
+	*loss = (pasco_loss){
+	    .kind = k == K_MLP ? PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY
+	                       : PASCO_LOSS_BINARY_CROSSENTROPY};
 	if (k == K_DEEPFM) {
 		*x = fm_ids;
 		*y = fm_labels;
@@ -513,34 +515,41 @@ by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The median of each round's ratio of variant i to variant 0 (rate: its
- * steps/s over the first's; else the first's CPU over its). */
+/* The median of each round's ratio of variant i to variant b (rate: its
+ * steps/s over b's; else b's CPU over its). */
 static double
-paired_median(run_result (*rr)[3], size_t i, bool rate)
+paired_median(run_result (*rr)[3], size_t i, size_t b, bool rate)
 {
 	double q[MAX_ROUNDS];
 	for (int r = 0; r < rounds; r++) {
-		q[r] = rate ? rr[r][i].rate / rr[r][0].rate
-		            : rr[r][0].cpu_us / rr[r][i].cpu_us;
+		q[r] = rate ? rr[r][i].rate / rr[r][b].rate
+		            : rr[r][b].cpu_us / rr[r][i].cpu_us;
 	}
 	qsort(q, (size_t) rounds, sizeof(*q), by_value);
 	return rounds % 2 ? q[rounds / 2]
 	                  : (q[rounds / 2 - 1] + q[rounds / 2]) / 2;
 }
 
-/* The paired medians' line of a comparison. */
+/* The paired medians' line of a comparison: each variant against the
+ * first, and the third (graph layers) against the second (built-in
+ * layers) too. */
 static void
 report_paired(const bench_model *bm, run_result (*rr)[3], bool cpu_only)
 {
 	printf("  %-26s", "median of paired rounds");
-	for (size_t i = 1; i < bm->nvariants; i++) {
+	for (size_t k = 1; k < bm->nvariants + (bm->nvariants == 3); k++) {
+		size_t i = k < bm->nvariants ? k : 2,
+		       b = k < bm->nvariants ? 0 : 1;
+		char label[64];
+		snprintf(label, sizeof(label), "%s%s%s", bm->v[i].label,
+		    b > 0 ? "/" : "", b > 0 ? bm->v[b].label : "");
 		if (cpu_only) {
-			printf("  %s CPU %.2fx", bm->v[i].label,
-			    paired_median(rr, i, false));
+			printf("  %s CPU %.2fx", label,
+			    paired_median(rr, i, b, false));
 		} else {
-			printf("  %s steps/s %.2fx CPU %.2fx", bm->v[i].label,
-			    paired_median(rr, i, true),
-			    paired_median(rr, i, false));
+			printf("  %s steps/s %.2fx CPU %.2fx", label,
+			    paired_median(rr, i, b, true),
+			    paired_median(rr, i, b, false));
 		}
 	}
 	printf("  (%d rounds)\n", rounds);
