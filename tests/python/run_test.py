@@ -153,7 +153,7 @@ def by_hand(script, *args, timeout=150):
     return out
 
 
-def progress_bar(d):
+def progress_bar_once(d):
     """Keras's progress bar in a real terminal: the ps and workers of
     callbacks.py's "bar" mode started here (TF_CONFIG), its chief in a
     tmux session of its own; the screen is read (capture-pane) while it
@@ -183,11 +183,13 @@ def progress_bar(d):
     for role, i in (("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1)):
         e = dict(env, TF_CONFIG=json.dumps(
             {"cluster": spec, "task": {"type": role, "index": i}}))
+        log = open(os.path.join(d, f"{role}{i}.log"), "w")
         tasks.append(subprocess.Popen([sys.executable, script, d, "bar"],
-                                      env=e, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-    sock = f"pasco-test-{os.getpid()}"
-    tmux = ["tmux", "-L", sock]
+                                      env=e, stdout=log,
+                                      stderr=subprocess.STDOUT))
+        log.close()
+    # the server's socket in the test's directory: nothing left in /tmp
+    tmux = ["tmux", "-S", os.path.join(d, "tmux.sock")]
     chief_env = dict(env, TF_CONFIG=json.dumps(
         {"cluster": spec, "task": {"type": "chief", "index": 0}}),
         LANG="C.UTF-8", LC_ALL="C.UTF-8")
@@ -215,9 +217,17 @@ def progress_bar(d):
             break
         time.sleep(0.02)
     subprocess.run(tmux + ["kill-server"])
+    # a task that ended before the chief did (its output, to say why)
+    dead = [(k, t.returncode) for k, t in enumerate(tasks)
+            if t.poll() is not None]
     for t in tasks:
         t.kill()
         t.wait()
+    for k, rc in dead:
+        role, i = (("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1))[k]
+        with open(os.path.join(d, f"{role}{i}.log")) as f:
+            print(f"{role} {i} ended early (status {rc}):\n{f.read()}",
+                  flush=True)
     for _ in range(100):  # the session's processes end on its SIGHUP
         if not marked():
             break
@@ -229,7 +239,18 @@ def progress_bar(d):
           seen_mid is not None and len(finals) == 3 and
           lines.count("Epoch 1/2") == 1 and lines.count("Epoch 2/2") == 1
           and "auto:" in lines and end.match(lines[lines.index("auto:") + 1]))
-    return subprocess.CompletedProcess([], 0 if ok else 1, screen)
+    return subprocess.CompletedProcess([], 0 if ok else 1, screen), dead
+
+
+def progress_bar(d):
+    """progress_bar_once, again once when a task of its cluster ended
+    before its chief did: the ports are chosen free before the tasks bind
+    them, and another process (a task's bulk port) may take one between."""
+    p, dead = progress_bar_once(d)
+    if p.returncode != 0 and dead:
+        print("progress_bar: a task ended early; once more", flush=True)
+        p, dead = progress_bar_once(d)
+    return p
 
 
 with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
