@@ -7,8 +7,8 @@
  */
 #include "opt_kernel.h"
 
-static void
-adam_update(
+void
+pasci_opt_adam_update(
     const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	s[0] += (g - s[0]) * (1 - o->beta_1);
@@ -19,8 +19,8 @@ adam_update(
 	*w -= k[0] * s[0] / (sqrt(o->amsgrad ? s[2] : s[1]) + o->epsilon);
 }
 
-static const char *
-adam_check(const pasco_optimizer *o)
+const char *
+pasci_opt_adam_check(const pasco_optimizer *o)
 {
 	return o->beta_1 < 0 || o->beta_1 >= 1 || o->beta_2 < 0 ||
 	               o->beta_2 >= 1
@@ -29,15 +29,15 @@ adam_check(const pasco_optimizer *o)
 }
 
 /* As Keras: no v_hat without amsgrad. */
-static bool
-adam_slot_used(const pasco_optimizer *o, int k)
+bool
+pasci_opt_adam_slot_used(const pasco_optimizer *o, int k)
 {
 	return k < 2 || o->amsgrad;
 }
 
 /* Adam's step size at step t. */
-static void
-adam_scalars(const pasco_optimizer *o, double t, double *k)
+void
+pasci_opt_adam_scalars(const pasco_optimizer *o, double t, double *k)
 {
 	k[0] = o->learning_rate * sqrt(1 - pow(o->beta_2, t)) /
 	       (1 - pow(o->beta_1, t));
@@ -87,11 +87,11 @@ const pasci_opt_desc pasci_opt_adam_desc = {
              .beta_1        = 0.9,
              .beta_2        = 0.999,
              .epsilon       = 1e-7},
-    .check         = adam_check,
+    .check         = pasci_opt_adam_check,
     .slot_init     = pasci_opt_zero_init,
-    .slot_used     = adam_slot_used,
-    .scalars       = adam_scalars,
-    .update        = adam_update,
+    .slot_used     = pasci_opt_adam_slot_used,
+    .scalars       = pasci_opt_adam_scalars,
+    .update        = pasci_opt_adam_update,
     .f32_rows      = adam_rows,
     .keras_default = adam_keras_default,
     .every_slot    = adam_every_slot,

@@ -13,40 +13,23 @@ adamw_update(
     const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
 	*w = *w - *w * o->weight_decay * o->learning_rate;
-	s[0] += (g - s[0]) * (1 - o->beta_1);
-	s[1] += (g * g - s[1]) * (1 - o->beta_2);
-	if (o->amsgrad) {
-		s[2] = fmax(s[2], s[1]);
-	}
-	*w -= k[0] * s[0] / (sqrt(o->amsgrad ? s[2] : s[1]) + o->epsilon);
+	pasci_opt_adam_update(o, k, w, g, s);
 }
 
 static const char *
 adamw_check(const pasco_optimizer *o)
 {
-	if (o->beta_1 < 0 || o->beta_1 >= 1 || o->beta_2 < 0 ||
-	    o->beta_2 >= 1) {
-		return "beta_1 and beta_2 must be in [0, 1)";
+	const char *bad = pasci_opt_adam_check(o);
+	if (bad != NULL) {
+		return bad;
 	}
 	return !(o->weight_decay >= 0) || !isfinite(o->weight_decay)
 	           ? "weight_decay must be a finite number >= 0"
 	           : NULL;
 }
 
-static bool
-adamw_slot_used(const pasco_optimizer *o, int k)
-{
-	return k < 2 || o->amsgrad;
-}
-
-/* Adam's step size at step t. */
-static void
-adamw_scalars(const pasco_optimizer *o, double t, double *k)
-{
-	k[0] = o->learning_rate * sqrt(1 - pow(o->beta_2, t)) /
-	       (1 - pow(o->beta_1, t));
-}
-
+/* The f32 kernel stays Adam's loop with the decay fused in: one pass
+ * over the rows (the ps's apply is a hot path). */
 PASCI_F32_KERNEL void
 adamw_f32(const pasco_optimizer *o, const double *k, pasci_opt_f32 a)
 {
@@ -96,8 +79,8 @@ const pasci_opt_desc pasci_opt_adamw_desc = {
              .epsilon       = 1e-7},
     .check         = adamw_check,
     .slot_init     = pasci_opt_zero_init,
-    .slot_used     = adamw_slot_used,
-    .scalars       = adamw_scalars,
+    .slot_used     = pasci_opt_adam_slot_used,
+    .scalars       = pasci_opt_adam_scalars,
     .update        = adamw_update,
     .f32_rows      = adamw_rows,
     .keras_default = adamw_keras_default,

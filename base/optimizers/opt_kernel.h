@@ -116,4 +116,13 @@ double pasci_opt_zero_init(const pasco_optimizer *o, int k);
 /* Slot 0 at initial_accumulator_value, the others at 0 (Adagrad, FTRL). */
 double pasci_opt_accumulator_init(const pasco_optimizer *o, int k);
 
+/* Adam's parts that AdamW shares (base/optimizers/adam.c): one element's
+ * update in double, the check of beta_1 and beta_2, which slots a
+ * configuration uses (no v_hat without amsgrad), the step size at t. */
+void pasci_opt_adam_update(
+    const pasco_optimizer *o, const double *k, double *w, double g, double *s);
+const char *pasci_opt_adam_check(const pasco_optimizer *o);
+bool        pasci_opt_adam_slot_used(const pasco_optimizer *o, int k);
+void pasci_opt_adam_scalars(const pasco_optimizer *o, double t, double *k);
+
 #endif
