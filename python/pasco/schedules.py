@@ -57,56 +57,58 @@ class LearningRateSchedule:
         return f"pasco.optimizers.schedules.{type(self).__name__}({args})"
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _RateDecay(LearningRateSchedule):
+    """What ExponentialDecay and InverseTimeDecay share: their arguments,
+    their config and the progress ``step / decay_steps`` (floored when
+    ``staircase``)."""
+
+    def _init(self, initial_learning_rate: float, decay_steps: float,
+              decay_rate: float, staircase: bool, name: str) -> None:
+        self.initial_learning_rate = _number("initial_learning_rate",
+                                             initial_learning_rate)
+        self.decay_steps = _positive_steps(decay_steps)
+        self.decay_rate = _number("decay_rate", decay_rate)
+        self.staircase, self.name = bool(staircase), name
+
+    def _progress(self, step: int) -> float:
+        p = step / self.decay_steps
+        return math.floor(p) if self.staircase else p
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps,
+                "decay_rate": self.decay_rate, "staircase": self.staircase,
+                "name": self.name}
+
+
+class ExponentialDecay(_RateDecay):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)``
     (the exponent floored when ``staircase``)."""
 
     def __init__(self, initial_learning_rate: float, decay_steps: float,
                  decay_rate: float, staircase: bool = False,
                  name: str = "ExponentialDecay") -> None:
-        self.initial_learning_rate = _number("initial_learning_rate",
-                                             initial_learning_rate)
-        self.decay_steps = _positive_steps(decay_steps)
-        self.decay_rate = _number("decay_rate", decay_rate)
-        self.staircase, self.name = bool(staircase), name
+        self._init(initial_learning_rate, decay_steps, decay_rate,
+                   staircase, name)
 
     def __call__(self, step: int) -> float:
-        p = step / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate * self.decay_rate ** p
-
-    def get_config(self) -> Dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase,
-                "name": self.name}
+        return self.initial_learning_rate * \
+            self.decay_rate ** self._progress(step)
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_RateDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``
     (the ratio floored when ``staircase``)."""
 
     def __init__(self, initial_learning_rate: float, decay_steps: float,
                  decay_rate: float, staircase: bool = False,
                  name: str = "InverseTimeDecay") -> None:
-        self.initial_learning_rate = _number("initial_learning_rate",
-                                             initial_learning_rate)
-        self.decay_steps = _positive_steps(decay_steps)
-        self.decay_rate = _number("decay_rate", decay_rate)
-        self.staircase, self.name = bool(staircase), name
+        self._init(initial_learning_rate, decay_steps, decay_rate,
+                   staircase, name)
 
     def __call__(self, step: int) -> float:
-        p = step / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate / (1 + self.decay_rate * p)
-
-    def get_config(self) -> Dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase,
-                "name": self.name}
+        return self.initial_learning_rate / \
+            (1 + self.decay_rate * self._progress(step))
 
 
 class PolynomialDecay(LearningRateSchedule):
