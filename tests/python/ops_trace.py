@@ -3,7 +3,7 @@ dtype each op infers, numpy's broadcasting, the trace-time errors word
 for word (a shape mismatch names the layer, the op and the shapes;
 control flow on a value names ops.where), the op names against
 docs/GRAPHS.md's table, the JSON a custom layer and a custom loss give,
-and the README's custom-layer block and docs/GRAPHS.md's "From Python"
+and docs/python.md's custom-layer block and docs/GRAPHS.md's "From Python"
 example run as written.
 
 Usage: ops_trace.py SOURCE_ROOT [SANITIZE] (PYTHONPATH=python,
@@ -396,23 +396,24 @@ def custom_loss_json():
 
 
 def readme_block():
-    """The README's block after '<!-- ops_trace.py runs this block -->',
-    run as written: it prints the start of the model's JSON."""
-    with open(os.path.join(root, "README.md")) as f:
+    """docs/python.md's block after '<!-- ops_trace.py runs this block -->'
+    (the README's until the manual moved to docs/), run as written: it
+    prints the start of the model's JSON."""
+    with open(os.path.join(root, "docs", "python.md")) as f:
         text = f.read()
     marker = "<!-- ops_trace.py runs this block -->\n```python\n"
     if marker not in text:
-        failures.append("README.md has no block after '<!-- ops_trace.py "
+        failures.append("docs/python.md has no block after '<!-- ops_trace.py "
                         "runs this block -->'")
         return
     block = text.split(marker, 1)[1].split("\n```\n", 1)[0]
     out = io.StringIO()
     with redirect_stdout(out):
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(block, "docs/python.md", "exec"), {"__name__": "readme"})
     config = json.loads(out.getvalue())
     kinds = [layer["class_name"] for layer in config["config"]["layers"]]
-    check("the README block's layers", kinds, ["Custom", "Dense"])
-    check("the README block's loss",
+    check("docs/python.md's block's layers", kinds, ["Custom", "Dense"])
+    check("docs/python.md's block's loss",
           config["compile_config"]["loss"]["class_name"], "Graph")
 
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `meson install` into a temporary root, then what a user does with it: the
 # README's programs (examples/mlp_csv.c, a model fit on make_table's data,
-# and examples/counter.c) each built by the README's own cc lines
+# and examples/counter.c of docs/lowlevel.md) each built by the cc lines of
+# docs/guide.md ("Building your own program")
 # (pkg-config alone) against the installed shared library, then against the
 # installed static archive (`pkg-config --static`), all run by the
 # installed `pasco launch`. Nothing of the build tree is on any path (the
@@ -84,11 +85,11 @@ run_mlp_csv() { # name, binary: fit on make_table's data, accuracy >= 0.9
 		fail "$1 did not end with val_accuracy >= 0.9"
 	fi
 }
-# The README's cc lines ("Building your own program", after its readme-install
-# marker), as written, in order, on prog.c: the shared program, then the
+# The manual's cc lines (docs/guide.md, "Building your own program", after
+# its readme-install marker), as written, in order, on prog.c: the shared program, then the
 # static one, each its own file (the second line once overwrote, or on a
 # failed link deleted, the first's program).
-readme="$(dirname "$mlp_source")/../README.md"
+readme="$(dirname "$mlp_source")/../docs/guide.md"
 lines=$(awk '/<!-- readme-install/ { found = 1; next }
      found && /^```sh$/ { inside = 1; next }
      inside && /^```$/ { exit }
@@ -96,7 +97,7 @@ lines=$(awk '/<!-- readme-install/ { found = 1; next }
 	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep '^cc ' |
 	sed 's/[[:space:]]\{1,\}#[^#]*$//')
 if [ "$(echo "$lines" | grep -c '^cc ')" -ne 2 ]; then
-	fail "want 2 cc lines (shared, static) after the README's readme-install marker, found: $lines"
+	fail "want 2 cc lines (shared, static) after docs/guide.md's readme-install marker, found: $lines"
 	finish
 fi
 # Each program in its own directory, as prog.c, through the two lines.
