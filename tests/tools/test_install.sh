@@ -47,6 +47,28 @@ for f in "$libdir/libpasco.a" "$libdir/libpasco.so" "$libdir/libpasco.so.0" \
 		fail "${f#"$tmp/root"} is not installed"
 	fi
 done
+# Every man page of the source's man/ lands in share/man/manN, as
+# `man pasco-launch` finds it after an install (mandir: the prefix's).
+prefix=$(dirname "$(dirname "$bin")")
+srcman="$(dirname "$mlp_source")/../man"
+npages=0
+for page in "$srcman"/*.[1-9]; do
+	[ -f "$page" ] || continue
+	npages=$((npages + 1))
+	name=${page##*/} section=${page##*.}
+	if [ -f "$prefix/share/man/man$section/$name" ]; then
+		ok "man page installed: ${prefix#"$tmp/root"}/share/man/man$section/$name"
+	else
+		fail "man/$name is not installed in ${prefix#"$tmp/root"}/share/man/man$section"
+	fi
+done
+[ "$npages" -gt 0 ] || fail "no man page in $srcman"
+if command -v man > /dev/null 2>&1 && [ -f "$prefix/share/man/man1/pasco-launch.1" ]; then
+	MANPATH="$prefix/share/man" MANWIDTH=80 man pasco-launch 2> /dev/null |
+		grep -q -- '--checkpoint-root' &&
+		ok "man pasco-launch (MANPATH the installed share/man) shows the page" ||
+		fail "man pasco-launch, MANPATH=$prefix/share/man, does not show the installed page"
+fi
 if [ "$(head -c 8 "$libdir/libpasco.a")" = '!<arch>' ]; then
 	ok "libpasco.a is a whole archive"
 else
