@@ -8,7 +8,8 @@
 # examples/mlp_csv.py trained through the venv's `pasco` console script from
 # a folder outside the checkout, the venv not activated, with no PYTHONPATH
 # or LD_LIBRARY_PATH. Then `pip install CHECKOUT` into another fresh venv,
-# trained through `python -m pasco`.
+# and docs/install.md's newcomer steps: its make_data.py writes the data and
+# mlp_csv.py trains through `python -m pasco`.
 # The wheel's meson build folder is kept in BUILD_DIR/wheel-build (and the
 # venv that builds it in BUILD_DIR/wheel-venv), so a second run compiles
 # only what changed; a first run compiles the library (about a minute on
@@ -160,11 +161,23 @@ if "$tmp/venv2/bin/pip" install --no-build-isolation \
 	--config-settings builddir="$build/wheel-build" "$src" \
 	> "$tmp/install2.log" 2>&1; then
 	ok "pip install --no-build-isolation $src into a fresh venv"
-	mkdir "$tmp/data2"
-	"$make_table" "$tmp/data2" > "$tmp/table.log" 2>&1 || fail "make_table"
-	cd "$tmp/away" || exit 1
-	train "python -m pasco after pip install of the checkout" "$tmp/data2" \
-		"$tmp/venv2/bin/python" -m pasco
+	# its data from docs/install.md's make_data.py, as a newcomer makes them
+	mkdir "$tmp/run"
+	awk '/<!-- install-data/ { found = 1; next }
+	     found && /^```python$/ { inside = 1; next }
+	     inside && /^```$/ { exit }
+	     inside { print }' "$src/docs/install.md" > "$tmp/run/make_data.py"
+	cp "$src/examples/mlp_csv.py" "$tmp/run/"
+	cd "$tmp/run" || exit 1
+	if [ -s make_data.py ] && "$tmp/venv2/bin/python" make_data.py > "$tmp/data.log" 2>&1 &&
+		[ -s data/train.csv ] && [ -s data/eval.csv ]; then
+		ok "docs/install.md's make_data.py wrote data/train.csv and data/eval.csv"
+		train "python -m pasco after pip install of the checkout" data \
+			"$tmp/venv2/bin/python" -m pasco
+	else
+		cat "$tmp/data.log"
+		fail "docs/install.md's make_data.py (after its install-data marker) did not write data/"
+	fi
 else
 	tail -40 "$tmp/install2.log"
 	fail "pip install --no-build-isolation $src"
