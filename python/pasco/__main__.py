@@ -56,7 +56,8 @@ def command_path() -> str:
     for path in _candidates():
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
-        tried.append(f"{path} ({'not executable' if os.path.exists(path) else 'no such file'})")
+        why = "not executable" if os.path.exists(path) else "no such file"
+        tried.append(f"{path} ({why})")
     raise FileNotFoundError(
         "pasco: cannot find the pasco program; tried " + "; ".join(tried)
         + ". Set PASCO_COMMAND to its path (a build folder's pasco, or the "
