@@ -6,14 +6,18 @@
 # libgfortran-12-dev: OpenBLAS's pkg-config file names -lgfortran for a
 # static link (`pkg-config --static --libs pasco`, the README's static
 # build and the `install` test). python3-numpy: the model tests' independent
-# references (Normalization against numpy). python3-torch, for the benchmarks'
+# references (Normalization against numpy). python3-mesonpy and python3-venv:
+# the pip wheel's test (tests/tools/test_wheel.sh) builds the wheel offline
+# with meson-python and installs it into a fresh venv (docs/install.md).
+# python3-torch, for the benchmarks'
 # PyTorch peer, is not installed here: `bench/run --peers` installs it
 # when it runs. The `slurm` and `hosts` suites install what they need
 # themselves (README, "Tests").
 set -eu
 pkgs="build-essential meson ninja-build pkg-config cmake protobuf-c-compiler
 libprotobuf-c-dev libnng-dev liburing-dev libcriterion-dev libcjson-dev
-libopenblas-dev libgfortran-12-dev zlib1g-dev python3 python3-numpy"
+libopenblas-dev libgfortran-12-dev zlib1g-dev python3 python3-numpy
+python3-mesonpy python3-venv"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

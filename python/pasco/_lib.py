@@ -3,11 +3,14 @@
 Where libpasco is looked for, first found wins:
 
 1. ``PASCO_LIBRARY``: the path of the shared library (``.../libpasco.so``);
-2. a development checkout: ``build/libpasco.so`` next to this package's
-   ``python/`` folder (``PASCO_BUILD_DIR`` names another build folder);
-3. the library directory the package was installed with (``meson install``
+2. ``PASCO_BUILD_DIR``'s ``libpasco.so``, when that names a build folder;
+3. ``libpasco.so`` inside this package (a pip install: the wheel ships it
+   there, see docs/install.md);
+4. a development checkout: ``build/libpasco.so`` next to this package's
+   ``python/`` folder;
+5. the library directory the package was installed with (``meson install``
    writes it into ``_install.py``);
-4. the system's loader: ``libpasco.so.0`` (``LD_LIBRARY_PATH``, ldconfig).
+6. the system's loader: ``libpasco.so.0`` (``LD_LIBRARY_PATH``, ldconfig).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def _candidates() -> List[str]:
     build = os.environ.get("PASCO_BUILD_DIR")
     if build:
         out.append(str(Path(build) / "libpasco.so"))
+    out.append(str(here / "libpasco.so"))
     out.append(str(here.parent.parent / "build" / "libpasco.so"))
     try:
         from . import _install  # type: ignore[attr-defined]
