@@ -144,6 +144,7 @@ typedef struct pasci_bulk_pending {
 	pasci_rpc_client *client;
 	int               fd; /* its socket's */
 	int64_t           deadline;
+	int64_t           start_ns; /* sent at (pasci_now_ns), for metrics */
 } pasci_bulk_pending;
 
 int pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
