@@ -15,7 +15,6 @@
 #include "bulk.h"
 #include "checkpoint_shard.h"
 #include "fileio.h"
-#include "metrics_registry.h"
 #include "pasco/initializer.h"
 #include "ps_dynamic.h"
 #include "store.h"
@@ -542,8 +541,6 @@ multi_part(ps_server *ps, const pasci_wire_msg *req, size_t k,
 	} else {
 		reply = ps_handle(ps, &part);
 	}
-	pasci_metric_count(
-	    PASCI_MF_PARTS, part.hdr ? (int) part.hdr->method : -1);
 	pasci_wire_msg_fini(&part);
 	if (rv == PASCO_EOUTOFRANGE ||
 	    (reply != NULL && nng_msg_len(reply) > *room)) {

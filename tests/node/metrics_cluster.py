@@ -158,7 +158,8 @@ def direct_checks(addrs):
     ps = texts["ps:0"]
     methods = set(re.findall(r'pasco_requests_total\{[^}]*method="(\w+)"',
                              ps))
-    if total(ps, "pasco_requests_total") <= 0 or not methods:
+    if total(ps, "pasco_requests_total") <= 0 or not methods or \
+            total(ps, "pasco_request_parts_total") <= 0:
         fail("the ps's requests by method are not counted")
     if total(ps, "pasco_received_bytes_total") <= 0 or \
             total(ps, "pasco_sent_bytes_total") <= 0:
