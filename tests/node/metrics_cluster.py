@@ -8,7 +8,9 @@ CASE prometheus: every task's text is read directly (HELP and TYPE, the
 task label, counters growing: the chief's steps, the workers' closures,
 the ps's requests by method, the request latency histograms), crafted
 requests (garbage, a 20 KB head, a half request held open) leave every
-task serving and training; then a real Prometheus server (Debian's
+task serving and training, and worker 1 SIGKILLed (pasco launch
+--restart starts it again) is counted by the chief as a loss and a
+recovery while steps go on; then a real Prometheus server (Debian's
 prometheus, installed with apt-get when missing and the test runs as
 root, else the test skips with 77, saying why) scrapes the tasks every
 second from a generated config, with its storage in the test's
@@ -104,7 +106,8 @@ def start_cluster(d):
     subprocess.run([make_table, d], check=True, stdout=subprocess.DEVNULL)
     mfile = os.path.join(d, "metrics.txt")
     log = open(os.path.join(d, "launch.log"), "w")
-    p = subprocess.Popen([pasco, "launch", "--metrics-file", mfile, "--ps",
+    p = subprocess.Popen([pasco, "launch", "--restart", "--metrics-file",
+                          mfile, "--ps",
                           "1", "--workers", "2", "--", train, d, "2000"],
                          stdout=log, stderr=subprocess.STDOUT,
                          start_new_session=True)
@@ -196,6 +199,45 @@ def crafted(addrs):
         s.close()
     print("crafted requests: every task still serves and trains",
           flush=True)
+
+
+def pid_of(port):
+    """The task process started with PASCO_METRICS_PORT=port."""
+    want = f"PASCO_METRICS_PORT={port}".encode()
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                if p.isdigit() and want in f.read().split(b"\0"):
+                    return int(p)
+        except OSError:
+            pass
+    return None
+
+
+def worker_recovery(addrs):
+    """Worker 1 SIGKILLed, restarted by pasco launch --restart: the
+    chief counts a loss and a recovery, and the new worker serves."""
+    pid = pid_of(addrs["worker:1"].rsplit(":", 1)[1])
+    if pid is None:
+        fail("worker 1's process not found")
+    os.kill(pid, signal.SIGKILL)
+
+    def counted():
+        text = scrape(addrs["chief:0"])
+        return text and total(text, "pasco_worker_losses_total") >= 1 and \
+            total(text, "pasco_worker_recoveries_total") >= 1 and text
+    text = wait_for("the chief counting worker 1's loss and return",
+                    counted, 60)
+    wait_for("the restarted worker 1 serving /metrics", lambda: (
+        lambda t: t and total(t, "pasco_worker_closures_total") > 0)(
+        scrape(addrs["worker:1"])), 60)
+    s0 = steps(addrs)
+    wait_for("steps going on after worker 1's return",
+             lambda: steps(addrs) > s0, 30)
+    print(f"worker 1 killed and back: losses "
+          f"{total(text, 'pasco_worker_losses_total')}, recoveries "
+          f"{total(text, 'pasco_worker_recoveries_total')}, retried "
+          f"{total(text, 'pasco_closures_retried_total')}", flush=True)
 
 
 def have_prometheus():
@@ -357,6 +399,7 @@ with tempfile.TemporaryDirectory(prefix="pasco-metrics-") as d:
         if case == "prometheus":
             direct_checks(addrs)
             crafted(addrs)
+            worker_recovery(addrs)
             prometheus(d, addrs)
         elif case == "top":
             top(d, mfile)
