@@ -410,6 +410,13 @@ with tempfile.TemporaryDirectory(prefix="pasco-metrics-") as d:
         status = e.code
     finally:
         stop_all()
+        with open(os.path.join(d, "launch.log")) as f:
+            log = f.read()
+        for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                    "runtime error:", "ThreadSanitizer"):
+            if bad in log and status in (0, 77):
+                print(f"FAIL: a task's output has '{bad}'")
+                status = 1
         if status not in (0, 77):
             with open(os.path.join(d, "launch.log")) as f:
                 print("launch output (last 40 lines):\n" +
