@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "dyn_table.h"
 #include "metrics_http.h"
 #include "metrics_registry.h"
 #include "util.h"
@@ -323,4 +324,26 @@ Test(metrics_http, the_task_port_comes_from_the_environment)
 	pasci_metrics_http_stop(h);
 	unsetenv("PASCO_METRICS_PORT");
 	pasco_cluster_free(c);
+}
+
+/* pasco_dynamic_table_rows follows a ps's rows: made, evicted at the cap,
+ * and gone with their table. */
+Test(metrics_http, the_dynamic_rows_gauge_follows_the_tables)
+{
+	pasci_dyn_config c = {.dim = 4,
+	    .init                  = pasco_init_uniform(-0.05, 0.05, 7),
+	    .max_rows              = 3};
+	pasci_dyn_set   *set;
+	char             err[256] = "";
+	float            row[4];
+	uint64_t         before = pasci_metric_get(PASCI_M_DYN_ROWS);
+	PASCO_PASS(pasci_dyn_set_create(&set));
+	PASCO_PASS(pasci_dyn_add(set, "emb", &c, err, sizeof(err)));
+	for (int64_t k = 1; k <= 5; k++) {
+		PASCO_PASS(pasci_dyn_lookup(pasci_dyn_find(set, "emb"), &k, 1,
+		    true, row, err, sizeof(err)));
+	}
+	cr_assert_eq(pasci_metric_get(PASCI_M_DYN_ROWS), before + 3);
+	pasci_dyn_set_destroy(set);
+	cr_assert_eq(pasci_metric_get(PASCI_M_DYN_ROWS), before);
 }
