@@ -402,8 +402,47 @@ run_live(target *ts, int n, double interval)
 	}
 }
 
-int
-pasco_top(int argc, char **argv)
+/* One frame after two scrapes an interval apart: 0 when a task
+ * answered, 1 when none did. */
+static int
+run_once(target *ts, int n, double interval)
+{
+	int up = 0;
+	for (int round = 0; round < 2 && !stop; round++) {
+		double next = now_s() + interval;
+		for (int i = 0; i < n; i++) {
+			scrape(&ts[i]);
+		}
+		while (round == 0 && !stop && now_s() < next) {
+			usleep(10000);
+		}
+	}
+	draw(ts, n, interval, false);
+	for (int i = 0; i < n; i++) {
+		up += ts[i].up;
+	}
+	return up > 0 ? 0 : 1;
+}
+
+/* The targets of --tf-config PORT: -1 (usage) or 2 (TF_CONFIG) on error. */
+static int
+tf_config_option(const char *arg, target *ts, int *n)
+{
+	char *end;
+	long  port = strtol(arg, &end, 10);
+	if (*end != 0 || port < 1 || port > 65535) {
+		return tool_usage_error("pasco top",
+		    "--tf-config '%s': give the tasks' metrics port", arg);
+	}
+	return from_tf_config((int) port, ts, n) != 0 ? 2 : 0;
+}
+
+/* The options into *once, *interval and ts[0..*n); -1 when done (the
+ * targets follow at optind), else the exit status to return (0 after
+ * --help). */
+static int
+parse_options(
+    int argc, char **argv, bool *once, double *interval, target *ts, int *n)
 {
 	static const struct option options[] = {
 	    {"once", no_argument, NULL, 'o'},
@@ -411,25 +450,19 @@ pasco_top(int argc, char **argv)
 	    {"file", required_argument, NULL, 'f'},
 	    {"tf-config", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-	static target    ts[MAX_TARGETS];
-	struct sigaction sa       = {.sa_handler = on_signal};
-	double           interval = 1;
-	bool             once     = false;
-	char            *end;
-	int              n = 0, opt, up = 0;
-	long             port;
-
+	char *end;
+	int   opt, rv;
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+:", options, NULL)) != -1) {
 		switch (opt) {
 		case 'o':
-			once = true;
+			*once = true;
 			break;
 		case 'i':
-			interval = strtod(optarg, &end);
+			*interval = strtod(optarg, &end);
 			if (*end != 0 ||
-			    !(interval >= 0.2 && interval <= 3600)) {
+			    !(*interval >= 0.2 && *interval <= 3600)) {
 				return tool_usage_error("pasco top",
 				    "--interval '%s': give seconds from 0.2 "
 				    "to 3600",
@@ -437,20 +470,13 @@ pasco_top(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			if (read_file(optarg, ts, &n) != 0) {
+			if (read_file(optarg, ts, n) != 0) {
 				return 2;
 			}
 			break;
 		case 't':
-			port = strtol(optarg, &end, 10);
-			if (*end != 0 || port < 1 || port > 65535) {
-				return tool_usage_error("pasco top",
-				    "--tf-config '%s': give the tasks' "
-				    "metrics port",
-				    optarg);
-			}
-			if (from_tf_config((int) port, ts, &n) != 0) {
-				return 2;
+			if ((rv = tf_config_option(optarg, ts, n)) != 0) {
+				return rv;
 			}
 			break;
 		case 'h':
@@ -463,6 +489,21 @@ pasco_top(int argc, char **argv)
 			return tool_usage_error("pasco top",
 			    "unknown option '%s'", argv[optind - 1]);
 		}
+	}
+	return -1;
+}
+
+int
+pasco_top(int argc, char **argv)
+{
+	static target    ts[MAX_TARGETS];
+	struct sigaction sa       = {.sa_handler = on_signal};
+	double           interval = 1;
+	bool             once     = false;
+	int              n        = 0, rv;
+
+	if ((rv = parse_options(argc, argv, &once, &interval, ts, &n)) >= 0) {
+		return rv;
 	}
 	for (; optind < argc && n < MAX_TARGETS; optind++, n++) {
 		if (strchr(argv[optind], ':') == NULL) {
@@ -478,22 +519,9 @@ pasco_top(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (!once) {
-		run_live(ts, n, interval);
-		return 0;
+	if (once) {
+		return run_once(ts, n, interval);
 	}
-	for (int round = 0; round < 2 && !stop; round++) {
-		double next = now_s() + interval;
-		for (int i = 0; i < n; i++) {
-			scrape(&ts[i]);
-		}
-		while (round == 0 && !stop && now_s() < next) {
-			usleep(10000);
-		}
-	}
-	draw(ts, n, interval, false);
-	for (int i = 0; i < n; i++) {
-		up += ts[i].up;
-	}
-	return up > 0 ? 0 : 1;
+	run_live(ts, n, interval);
+	return 0;
 }
