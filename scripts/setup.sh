@@ -13,9 +13,9 @@
 set -eu
 pkgs="build-essential meson ninja-build pkg-config cmake protobuf-c-compiler
 libprotobuf-c-dev libnng-dev liburing-dev libcriterion-dev libcjson-dev
-libopenblas-dev libgfortran-12-dev zlib1g-dev python3 python3-numpy
-prometheus"
+libopenblas-dev libgfortran-12-dev zlib1g-dev python3 python3-numpy"
 missing=""
+pkgs="$pkgs prometheus" # the real Prometheus of test metrics_prometheus
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"
