@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coordinator_impl.h"
+#include "prom_source.h"
 #include "util.h"
 #include "variable_impl.h"
 
@@ -116,6 +117,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 		pasco_coordinator_destroy(c);
 		return PASCO_ENOMEM;
 	}
+	(void) pasci_metrics_source_attach(c, pasci_prom_coordinator_read);
 	*out = c;
 	return PASCO_OK;
 }
@@ -130,6 +132,7 @@ pasco_coordinator_destroy(pasco_coordinator *c)
 	c->s->coord = NULL; /* no more connection callbacks */
 	pthread_mutex_unlock(&c->s->mu);
 	pasci_dispatch_stop(c);
+	pasci_metrics_source_detach(c);
 	pasci_metrics_log(c, PASCI_LOG_INFO, "at shutdown");
 	pasci_counter_release(c->fetches);
 	/* Iterators the user did not free: nothing else refers to them. */

@@ -25,6 +25,7 @@
 
 #include "bulk.h"
 #include "coordinator_impl.h"
+#include "metrics_registry.h"
 #include "recovery.h"
 #include "util.h"
 #include "variable_impl.h"
@@ -109,6 +110,7 @@ pasci_coordinator_worker_state(
 {
 	if (!up) {
 		pasci_log(PASCI_LOG_WARN, "worker %zu is unavailable", w);
+		pasci_metric_add(PASCI_M_WORKER_LOSSES, 1);
 		pthread_mutex_lock(&c->mu);
 		c->linked[w] = false;
 		pthread_mutex_unlock(&c->mu);
@@ -124,6 +126,7 @@ pasci_coordinator_worker_state(
 	}
 	pasci_log(PASCI_LOG_INFO, "worker %zu is up (incarnation %016llx)", w,
 	    (unsigned long long) incarnation);
+	pasci_metric_worker_back();
 	/* Release what was freed while it was away, and rebuild its
 	 * iterators first: tagged closures are queued before the worker is
 	 * marked up, so none of its training closures can overtake them. */

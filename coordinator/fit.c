@@ -20,6 +20,7 @@
 
 #include "callbacks_impl.h"
 #include "coordinator_impl.h"
+#include "metrics_registry.h"
 #include "pasco/fit.h"
 #include "util.h"
 
@@ -241,6 +242,7 @@ fetch_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 			sums[m] += vals[m];
 		}
 		*steps += k;
+		pasci_metric_add(PASCI_M_STEPS, (uint64_t) k);
 		if ((rv = running_logs(o, sums, *steps, &running)) !=
 		    PASCO_OK) {
 			return rv;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "checkpoint_impl.h"
+#include "metrics_registry.h"
 #include "util.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
@@ -270,6 +271,7 @@ restore_ps(pasco_strategy *s, size_t ps)
 		r->since_ms[ps] = pasci_now_ms() + RESTORE_RETRY_MS;
 	} else if (rv == 0) {
 		r->recoveries++;
+		pasci_metric_add(PASCI_M_PS_RECOVERIES, 1);
 		r->last_step = ck.step;
 		r->state[ps] = PS_OK;
 		pasci_log(PASCI_LOG_WARN,

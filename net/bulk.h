@@ -141,6 +141,7 @@ int pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
 typedef struct pasci_bulk_pending {
 	void             *server; /* private: the pool held */
 	void             *link;   /* private: the connection */
+	int64_t           start_ns; /* private: begun at, for metrics */
 	pasci_rpc_client *client;
 	int               fd; /* its socket's */
 	int64_t           deadline;

@@ -36,6 +36,7 @@
 
 #include "address.h"
 #include "bulk_frame.h"
+#include "metrics_registry.h"
 #include "resolve.h"
 #include "util.h"
 
@@ -460,7 +461,8 @@ begin(pasci_rpc_client *c, const request *r, uint64_t want, int64_t timeout_ms,
 	int            rv;
 
 	memset(p, 0, sizeof(*p));
-	p->fd = -1;
+	p->fd       = -1;
+	p->start_ns = pasci_now_ns();
 	if ((rv = pasci_rpc_client_peer(c, &peer)) != 0) {
 		pasci_fmt(detail, len, "not connected to %s", peer.url);
 		return rv;
@@ -549,6 +551,7 @@ pasci_bulk_finish(
 	if (rv != 0) {
 		return rv;
 	}
+	pasci_metric_observe_since(PASCI_MH_REQUEST, p->start_ns);
 	if (reply->hdr->stale_incarnation) {
 		pasci_fmt(detail, len, "%s restarted: %s",
 		    pasci_rpc_client_url(p->client), reply->hdr->error);

@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "bufcache.h"
 #include "bulk_shm.h"
+#include "metrics_registry.h"
 #include "util.h"
 
 #define SHM_BIT (1ull << 63) /* a length word's: the body is by region */
@@ -250,6 +251,7 @@ static int
 send_frame(pasci_bulk_link *l, struct iovec *iov, size_t n, uint64_t total,
     uint8_t word[8], int64_t deadline_ms)
 {
+	pasci_metric_add(PASCI_M_SENT_BYTES, total + 8);
 	if (l->local && total >= PASCI_BULK_SHM_MIN &&
 	    (l->tx != NULL || pasci_bulk_region_new(&l->tx_fd, &l->tx) == 0)) {
 		return send_by_region(l, iov, n, total, deadline_ms);
@@ -522,6 +524,7 @@ pasci_bulk_recv_frame(pasci_bulk_link *l, pasci_wire_msg *m,
 		                          : "connection lost mid-frame");
 		return rv;
 	}
+	pasci_metric_add(PASCI_M_RECEIVED_BYTES, n + 8);
 	return pasci_wire_decode_owned(
 	    m, body, n, cached ? pasci_bufcache_free : free, detail, len);
 }

@@ -55,6 +55,7 @@
 #include "bufcache.h"
 #include "bulk_frame.h"
 #include "conns.h"
+#include "metrics_registry.h"
 #include "resolve.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -134,7 +135,9 @@ answer(pasci_bulk_server *s, pasci_bulk_link *l, const pasci_wire_msg *req)
 	pasci_wire_builder b;
 	nng_msg           *msg;
 	int                rv;
+	int64_t            t0 = pasci_now_ns();
 
+	pasci_metric_count(PASCI_MF_REQUESTS, (int) req->hdr->method);
 	if (req->incarnation != 0 && req->incarnation != s->incarnation) {
 		/* no memory for the refusal: drop the connection instead */
 		msg = pasci_wire_stale_reply(req->incarnation, s->incarnation);
@@ -156,6 +159,7 @@ answer(pasci_bulk_server *s, pasci_bulk_link *l, const pasci_wire_msg *req)
 		    l, &b, s->incarnation, deadline_of(s));
 	}
 	pasci_wire_builder_fini(&b);
+	pasci_metric_observe_since(PASCI_MH_HANDLING, t0);
 	return rv;
 }
 

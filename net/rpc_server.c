@@ -34,6 +34,7 @@
 #include "bulk.h"
 #include "chief.h"
 #include "conns.h"
+#include "metrics_registry.h"
 #include "sock_close.h"
 #include "tls.h"
 #include "util.h"
@@ -143,6 +144,7 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 	 * heartbeat every second would keep its tasks from ever being quiet */
 	int64_t now      = pasci_now_ms();
 	bool    small_in = in && nng_msg_len(msg) <= 256;
+	pasci_metric_add(PASCI_M_RECEIVED_BYTES, nng_msg_len(msg));
 	if (!small_in) {
 		__atomic_store_n(&s->last_message_ms, now, __ATOMIC_RELAXED);
 	}
@@ -171,6 +173,7 @@ server_answer(pasci_rpc_server *s, nng_msg *msg, bool *close_pipe)
 	}
 	if (in) {
 		__atomic_store_n(&s->last_request_ms, now, __ATOMIC_RELAXED);
+		pasci_metric_count(PASCI_MF_REQUESTS, (int) req.hdr->method);
 	}
 	if (small_in && req.hdr->method != PASCI_METHOD_HELLO) {
 		__atomic_store_n(&s->last_message_ms, now, __ATOMIC_RELAXED);
@@ -221,6 +224,7 @@ server_main(void *arg)
 			           */
 		}
 		pasci_wire_set_incarnation(reply, s->incarnation);
+		pasci_metric_add(PASCI_M_SENT_BYTES, nng_msg_len(reply));
 		nng_aio_set_msg(t->aio, reply);
 		nng_ctx_send(t->ctx, t->aio);
 		nng_aio_wait(t->aio);

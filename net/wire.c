@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lr_schedule.h"
+#include "metrics_registry.h"
 #include "optimizer_desc.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -581,6 +582,8 @@ pasci_wire_msg_part(const pasci_wire_msg *m, size_t k, pasci_wire_msg *out,
 		out->tensors[out->ntensors++] =
 		    pasco_tensor_hold(m->tensors[first + i]);
 	}
+	pasci_metric_count(
+	    PASCI_MF_PARTS, rv == 0 ? (int) out->hdr->method : -1);
 	if (rv != 0) {
 		pasci_wire_msg_fini(out);
 	}

@@ -15,6 +15,7 @@
 #include "address.h"
 #include "key.h"
 #include "lifecycle.h"
+#include "metrics_http.h"
 #include "pasco/server.h"
 #include "ps_server.h"
 #include "registry.h"
@@ -192,9 +193,9 @@ take_option(int *argc, char **argv, const char *name)
 
 /* --bind-address, --checkpoint-root, --key-file, --chief-timeout,
  * --tls-cert, --tls-key, --tls-ca and --nng-threads, --ps-threads,
- * --worker-threads (or PASCO_BIND_ADDRESS, PASCO_CHECKPOINT_DIR,
- * PASCO_KEY_FILE, PASCO_CHIEF_TIMEOUT, PASCO_TLS_CERT, ...,
- * PASCO_NNG_THREADS, ...; an option sets its variable): -1 when
+ * --worker-threads, --metrics-port, --metrics-addr (or PASCO_BIND_ADDRESS,
+ * PASCO_CHECKPOINT_DIR, PASCO_KEY_FILE, PASCO_CHIEF_TIMEOUT, PASCO_TLS_CERT,
+ * ..., PASCO_NNG_THREADS, ...; an option sets its variable): -1 when
  * malformed, with the reason on stderr. */
 static int64_t
 task_options(int *argc, char **argv)
@@ -203,7 +204,9 @@ task_options(int *argc, char **argv)
 	    {"--tls-key", "PASCO_TLS_KEY"}, {"--tls-ca", "PASCO_TLS_CA"},
 	    {"--nng-threads", "PASCO_NNG_THREADS"},
 	    {"--ps-threads", "PASCO_PS_THREADS"},
-	    {"--worker-threads", "PASCO_WORKER_THREADS"}};
+	    {"--worker-threads", "PASCO_WORKER_THREADS"},
+	    {"--metrics-port", "PASCO_METRICS_PORT"},
+	    {"--metrics-addr", "PASCO_METRICS_ADDR"}};
 	const char        *bind = take_option(argc, argv, "--bind-address");
 	const char        *root = take_option(argc, argv, "--checkpoint-root");
 	const char        *keyfile = take_option(argc, argv, "--key-file");
@@ -284,7 +287,8 @@ line_buffer_stdout(void)
 int
 pasco_main(int argc, char **argv, pasco_chief_fn chief)
 {
-	pasco_cluster *cluster;
+	pasci_metrics_http *metrics = NULL;
+	pasco_cluster      *cluster;
 	char           err[512];
 	int64_t        chief_timeout_s;
 	pasco_role     role;
@@ -344,6 +348,14 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 		pasco_cluster_free(cluster);
 		return 1;
 	}
+	/* its thread blocks all signals: serve's sigwait gets them */
+	if (pasci_metrics_serve_task(&metrics, cluster, err, sizeof(err)) !=
+	    0) {
+		fprintf(stderr, "pasco: %s\n", err);
+		pasco_cluster_free(cluster);
+		pasci_program_args_clear();
+		return 2;
+	}
 	switch (role) {
 	case PASCO_ROLE_PS:
 	case PASCO_ROLE_WORKER:
@@ -371,6 +383,7 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 		}
 		break;
 	}
+	pasci_metrics_http_stop(metrics);
 	pasco_cluster_free(cluster);
 	pasci_program_args_clear();
 	return rv;

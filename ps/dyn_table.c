@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics_registry.h"
 #include "pasco/hash.h"
 #include "util.h"
 
@@ -236,6 +237,7 @@ row_free(pasci_dyn_table *t, uint32_t r)
 	LINK(t, r, next) = t->free_head;
 	t->free_head     = r;
 	t->st.rows--;
+	pasci_metric_sub(PASCI_M_DYN_ROWS, 1);
 }
 
 /* Drops the rows unseen for more than evict_after steps. */
@@ -370,6 +372,7 @@ pasci_dyn_row_make(
 	lru_push(t, r);
 	LINK(t, r, last) = t->st.step;
 	t->st.rows++;
+	pasci_metric_add(PASCI_M_DYN_ROWS, 1);
 	t->st.created++;
 	*out = r;
 	return PASCO_OK;
@@ -499,6 +502,7 @@ pasci_dyn_table_empty(pasci_dyn_table *t)
 	t->opt                           = (pasco_optimizer){0};
 	t->nslots                        = 0;
 	t->applies                       = 0;
+	pasci_metric_sub(PASCI_M_DYN_ROWS, (uint64_t) t->st.rows);
 	memset(&t->st, 0, sizeof(t->st));
 	memset(t->slot_init, 0, sizeof(t->slot_init));
 }

@@ -7,6 +7,7 @@
  * after the chief), or the launcher is interrupted, every task is stopped
  * (SIGTERM, then SIGKILL after a grace period); tasks also get SIGKILL if the
  * launcher itself dies (PR_SET_PDEATHSIG), so nothing is left behind.
+ * With --metrics-port, each task gets PASCO_METRICS_PORT of its own.
  * Single-threaded: one poll loop over the tasks' output pipes and a self-pipe
  * for signals.
  *
@@ -47,6 +48,7 @@ typedef struct task {
 	int         status; /* wait status, valid once pid == 0 */
 	bool        failed; /* exited non-zero or killed, not yet restarted */
 	int         restarts; /* times --restart started it again */
+	int         metrics_port; /* PASCO_METRICS_PORT, 0: none */
 	char        line[65536];
 	size_t      len;
 } task;
@@ -92,7 +94,7 @@ ephemeral_low(void)
 static int
 free_ports(int *ports, int n)
 {
-	int      fds[MAX_TASKS], got = 0, low = ephemeral_low();
+	int      fds[2 * MAX_TASKS], got = 0, low = ephemeral_low();
 	unsigned seed =
 	    (unsigned) getpid() * 2654435761u ^ (unsigned) now_ms();
 	int span = low > 20000 ? low - 10000 : 0;
@@ -176,6 +178,11 @@ spawn(task *t, const char *cluster, char **argv)
 		close(fds[0]);
 		close(fds[1]);
 		setenv("TF_CONFIG", config, 1);
+		if (t->metrics_port > 0) {
+			char port[16];
+			snprintf(port, sizeof(port), "%d", t->metrics_port);
+			setenv("PASCO_METRICS_PORT", port, 1);
+		}
 		/* pasco_main then flushes stdout at each newline, so lines
 		 * to stdout and stderr reach the pipe in the order written */
 		setenv("PASCO_LINE_BUFFERED", "1", 1);
@@ -371,6 +378,16 @@ static const char usage_text[] =
     "                 they write wherever this user may, as the cluster\n"
     "                 has a key of its own, unless PASCO_KEY_FILE is set\n"
     "                 (then without it they refuse to)\n"
+    "  --metrics-port BASE\n"
+    "                 every task serves Prometheus metrics at\n"
+    "                 http://127.0.0.1:PORT/metrics, PORT = BASE + i for\n"
+    "                 its place i in the order ps 0.., workers 0..,\n"
+    "                 evaluator, chief; BASE 0: free ports. Each task's\n"
+    "                 address is printed ([launch] metrics ...)\n"
+    "  --metrics-file PATH\n"
+    "                 also write them to PATH, one task a line\n"
+    "                 (\"ps 0 127.0.0.1:PORT\"), for pasco top --file PATH\n"
+    "                 (implies --metrics-port 0 unless it is given)\n"
     "  --help         print this and exit\n"
     "  --version      print the version and exit\n"
     "  Unless PASCO_KEY_FILE is set, the cluster gets a fresh key (32\n"
@@ -527,6 +544,64 @@ make_key(char *path, size_t len)
 	return setenv("PASCO_KEY_FILE", path, 1);
 }
 
+/* A port number for --metrics-port: -1 with the option named on stderr. */
+static int
+parse_port(const char *s, int *out)
+{
+	char *end;
+	long  v;
+	errno = 0;
+	v     = strtol(s, &end, 10);
+	if (*s == 0 || *end != 0 || errno != 0 || v < 0 || v > 65535) {
+		tool_usage_error("pasco launch",
+		    "--metrics-port '%s': give a port from 0 to 65535 "
+		    "(0: free ports)",
+		    s);
+		return -1;
+	}
+	*out = (int) v;
+	return 0;
+}
+
+/* Gives each task its metrics port (BASE + its place, or free[k] when
+ * base is 0), prints the addresses and writes them to file (when not
+ * NULL). -1 with the reason on stderr. */
+static int
+metrics_ports(task *tasks, int n, int base, const int *free, const char *file)
+{
+	FILE *f = NULL;
+	if (base > 0 && base + n - 1 > 65535) {
+		fprintf(stderr,
+		    "pasco launch: --metrics-port %d: the %d tasks' ports "
+		    "would "
+		    "pass 65535\n",
+		    base, n);
+		return -1;
+	}
+	if (file != NULL && (f = fopen(file, "w")) == NULL) {
+		fprintf(stderr, "pasco launch: --metrics-file %s: %s\n", file,
+		    strerror(errno));
+		return -1;
+	}
+	for (int k = 0; k < n; k++) {
+		tasks[k].metrics_port = base > 0 ? base + k : free[k];
+		fprintf(stderr,
+		    "[launch] metrics of %s %d at "
+		    "http://127.0.0.1:%d/metrics\n",
+		    tasks[k].role, tasks[k].index, tasks[k].metrics_port);
+		if (f != NULL) {
+			fprintf(f, "%s %d 127.0.0.1:%d\n", tasks[k].role,
+			    tasks[k].index, tasks[k].metrics_port);
+		}
+	}
+	if (f != NULL && fclose(f) != 0) {
+		fprintf(stderr, "pasco launch: --metrics-file %s: %s\n", file,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int
 pasco_launch(int argc, char **argv)
 {
@@ -536,11 +611,14 @@ pasco_launch(int argc, char **argv)
 	    {"evaluator", no_argument, NULL, 'e'},
 	    {"restart", no_argument, NULL, 'r'},
 	    {"checkpoint-root", required_argument, NULL, 'c'},
+	    {"metrics-port", required_argument, NULL, 'm'},
+	    {"metrics-file", required_argument, NULL, 'M'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
 	int   nps = 1, nworkers = 2, nevaluators = 0, n, opt, caught = 0;
-	int   ports[MAX_TASKS], status;
+	int         ports[2 * MAX_TASKS], status, metrics_base = -1;
 	bool  restart        = false;
+	const char *metrics_file   = NULL;
 	char  cluster[12288] = "\"cluster\":{";
 	char  key_path[4096];
 	task *tasks;
@@ -568,6 +646,14 @@ pasco_launch(int argc, char **argv)
 		case 'c': /* the tasks inherit it */
 			setenv("PASCO_CHECKPOINT_DIR", optarg, 1);
 			break;
+		case 'm':
+			if (parse_port(optarg, &metrics_base) != 0) {
+				return 2;
+			}
+			break;
+		case 'M':
+			metrics_file = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -588,8 +674,13 @@ pasco_launch(int argc, char **argv)
 	}
 	argv += optind;
 	n = nps + nworkers + nevaluators + 1;
+	if (metrics_file != NULL && metrics_base < 0) {
+		metrics_base = 0;
+	}
+	/* free metrics ports chosen with the cluster's, so all differ */
 	if ((tasks = calloc((size_t) n, sizeof(*tasks))) == NULL ||
-	    free_ports(ports, n) != 0 || install_signals() != 0) {
+	    free_ports(ports, metrics_base == 0 ? 2 * n : n) != 0 ||
+	    install_signals() != 0) {
 		fprintf(stderr, "pasco launch: %s\n", strerror(errno));
 		free(tasks);
 		return 1;
@@ -628,6 +719,14 @@ pasco_launch(int argc, char **argv)
 		                 : k < nps + nworkers ? k - nps
 		                                      : 0;
 		tasks[k].out   = -1;
+	}
+	if (metrics_base >= 0 && metrics_ports(tasks, n, metrics_base,
+	                             ports + n, metrics_file) != 0) {
+		if (key_path[0] != 0) {
+			unlink(key_path);
+		}
+		free(tasks);
+		return 1;
 	}
 	if (start_all(tasks, n, cluster, argv) != 0) {
 		if (key_path[0] != 0) {

@@ -3,6 +3,7 @@
  *   pasco launch [OPTIONS] -- PROGRAM [ARGS...]
  *   pasco slurm [--ps N] [--port-base P] -- PROGRAM [ARGS...]
  *   pasco checkpoint inspect [--allow-format-1] DIR
+ *   pasco top [--once] (--file PATH | --tf-config PORT | HOST:PORT...)
  *   pasco version
  * Options before the subcommand: --help, --version. An unknown option or
  * subcommand is named on stderr, with a hint to --help, and exits 2.
@@ -15,6 +16,7 @@
 
 #include "launch.h"
 #include "slurm.h"
+#include "top.h"
 
 static const char usage_text[] =
     "usage: pasco [--help] [--version] COMMAND ...\n"
@@ -31,6 +33,11 @@ static const char usage_text[] =
     "         (DIR: a ckpt-<step> directory, or a directory of them; a\n"
     "         format 1 checkpoint, without checksums, exits 1 unless\n"
     "         --allow-format-1)\n"
+    "  top [--once] [--interval S] (--file PATH | --tf-config PORT |\n"
+    "      HOST:PORT...)\n"
+    "         a live view of a running cluster from its tasks' metrics\n"
+    "         endpoints (--metrics-port), one line per task, like top\n"
+    "         (pasco top --help)\n"
     "  version\n"
     "         print the version\n";
 
@@ -84,6 +91,9 @@ main(int argc, char **argv)
 	argv += optind;
 	if (strcmp(argv[0], "launch") == 0) {
 		return pasco_launch(argc, argv);
+	}
+	if (strcmp(argv[0], "top") == 0) {
+		return pasco_top(argc, argv);
 	}
 	if (strcmp(argv[0], "slurm") == 0) {
 		return pasco_slurm(argc, argv);

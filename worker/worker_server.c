@@ -17,6 +17,7 @@
 #include "bulk.h"
 #include "call.h"
 #include "dataset_impl.h"
+#include "metrics_registry.h"
 #include "ops_impl.h"
 #include "pasco/server.h"
 #include "registry.h"
@@ -185,6 +186,7 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 	nng_msg       *reply;
 	int            rv;
 
+	pasci_metric_add(PASCI_M_WORKER_CLOSURES, 1);
 	if (fn == NULL) {
 		char names[512];
 		*status = PASCO_ENOTFOUND;

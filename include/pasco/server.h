@@ -61,7 +61,11 @@
  * GOTO_NUM_THREADS or OMP_NUM_THREADS is set, OpenBLAS runs one thread per
  * call and no pool, as a worker already runs several closures at once
  * (README "Threads"). pasco_server_start sizes its handlers from the same
- * variables.
+ * variables. --metrics-port N or PASCO_METRICS_PORT (off by default; 0:
+ * a free port, printed) makes any role serve its live metrics in
+ * Prometheus's text format at http://ADDR:N/metrics, ADDR being where the
+ * task listens, or --metrics-addr / PASCO_METRICS_ADDR; no key guards it
+ * (docs/metrics.md: the series, the security note, `pasco top`).
  *
  * pasco_server_start runs a ps or worker server inside the current process
  * (threads, no signals), which in-process tests and embedders use; it
