@@ -229,6 +229,16 @@ typedef struct pasco_layer {
 	bool              center, scale, rms_scaling;
 	pasco_initializer beta_initializer, gamma_initializer;
 	pasco_initializer moving_mean_initializer, moving_variance_initializer;
+	/* Both: Keras's gamma_regularizer and beta_regularizer (L1 and L2
+	 * factors; 0: none), gamma_constraint and beta_constraint (kind 0:
+	 * none) */
+	double           gamma_l1, gamma_l2, beta_l1, beta_l2;
+	pasco_constraint gamma_constraint, beta_constraint;
+	/* BatchNormalization: Keras's axis (-1 the last; counted with the
+	 * batch axis, so 1 is the first per-example axis; never 0) and
+	 * Keras's trainable=False (frozen: inference mode in every step) */
+	int32_t bn_axis;
+	bool    frozen;
 	/* Preprocessing layers (Hashing, StringLookup, IntegerLookup,
 	 * CategoryEncoding, Discretization, HashedCrossing): their options
 	 * and tables, a reference held by each model and by the description
@@ -595,9 +605,12 @@ typedef enum pasco_output_mode {
 	PASCO_OUTPUT_ONE_HOT   = 1,
 	PASCO_OUTPUT_MULTI_HOT = 2,
 	PASCO_OUTPUT_COUNT     = 3,
+	/* StringLookup and IntegerLookup only: COUNT times each index's
+	 * inverse document frequency (pasco_lookup_options.idf_weights) */
+	PASCO_OUTPUT_TF_IDF = 4,
 } pasco_output_mode;
 
-/* "int", "one_hot", "multi_hot", "count"; NULL otherwise. */
+/* "int", "one_hot", "multi_hot", "count", "tf_idf"; NULL otherwise. */
 const char *pasco_output_mode_name(pasco_output_mode m);
 
 /* Keras's Hashing(num_bins, mask_value=None, salt=None, output_mode):
@@ -634,6 +647,13 @@ typedef struct pasco_lookup_options {
 	bool              invert, pad_to_max_tokens;
 	pasco_output_mode output_mode;
 	const char       *vocabulary_file;
+	/* Keras's idf_weights, for output_mode TF_IDF (required there, NULL
+	 * otherwise): one weight per vocabulary token, in its order (copied;
+	 * Python's adapt computes Keras's log(1 + documents / (1 +
+	 * documents holding the token))). The OOV indices get their mean,
+	 * the padding to max_tokens 0, as Keras's. */
+	const double *idf_weights;
+	size_t        num_idf_weights;
 } pasco_lookup_options;
 
 pasco_lookup_options pasco_lookup_defaults(void);

@@ -122,9 +122,8 @@ dense_call(pasci_layer_call *c)
 	return pasci_layer_activate(c->tp, h, l->activation);
 }
 
-/* A regularizer as Keras writes it: null, L1, L2 or L1L2. */
-static bool
-write_reg(cJSON *c, const char *key, double l1, double l2)
+bool
+pasci_json_write_reg(cJSON *c, const char *key, double l1, double l2)
 {
 	cJSON *r;
 	if (l1 == 0 && l2 == 0) {
@@ -152,15 +151,14 @@ dense_write(cJSON *c, const pasco_layer *l)
 	          pasci_json_write_constraint(
 	              c, "bias_constraint", &l->bias_constraint);
 	return ok &&
-	       write_reg(
+	       pasci_json_write_reg(
 	           c, "kernel_regularizer", l->kernel_l1, l->kernel_l2) &&
-	       write_reg(c, "bias_regularizer", l->bias_l1, l->bias_l2);
+	       pasci_json_write_reg(
+	           c, "bias_regularizer", l->bias_l1, l->bias_l2);
 }
 
-/* Keras's L1, L2 or L1L2 under key into *l1, *l2 (absent or null:
- * none). */
-static int
-read_reg(
+int
+pasci_json_read_reg(
     const cJSON *c, const char *key, double *l1, double *l2, const char *where)
 {
 	static const char *const names[] = {NULL, "L1", "L2", "L1L2"};
@@ -203,9 +201,9 @@ dense_read(
 	                   &l->kernel_initializer, at) != 0 ||
 	               pasci_json_read_init(c, "bias_initializer",
 	                   &l->bias_initializer, at) != 0 ||
-	               read_reg(c, "kernel_regularizer", &l->kernel_l1,
-	                   &l->kernel_l2, at) != 0 ||
-	               read_reg(c, "bias_regularizer", &l->bias_l1,
+	               pasci_json_read_reg(c, "kernel_regularizer",
+	                   &l->kernel_l1, &l->kernel_l2, at) != 0 ||
+	               pasci_json_read_reg(c, "bias_regularizer", &l->bias_l1,
 	                   &l->bias_l2, at) != 0 ||
 	               pasci_json_read_constraint(c, "kernel_constraint",
 	                   &l->kernel_constraint, at) != 0 ||
@@ -215,12 +213,21 @@ dense_read(
 	           : PASCO_OK;
 }
 
-/* l * sum(|w|), a scalar node. */
-static pasco_tnode *
-l1_term(pasco_tape *tp, pasco_tnode *w, double l)
+pasco_tnode *
+pasci_layer_reg_term(
+    pasco_tape *tp, pasco_tnode *loss, pasco_tnode *w, double l1, double l2)
 {
-	return pasco_t_scale(tp,
-	    pasco_t_reduce_sum(tp, pasco_t_abs(tp, w), PASCO_T_ALL_AXES), l);
+	if (w != NULL && l1 > 0) {
+		loss = pasco_t_add(tp, loss,
+		    pasco_t_scale(tp,
+		        pasco_t_reduce_sum(
+		            tp, pasco_t_abs(tp, w), PASCO_T_ALL_AXES),
+		        l1));
+	}
+	if (w != NULL && l2 > 0) {
+		loss = pasco_t_add(tp, loss, pasco_t_l2(tp, w, l2));
+	}
+	return loss;
 }
 
 /* Keras's layer.losses of its regularizers but the kernel's L2
@@ -237,18 +244,8 @@ dense_penalty(pasci_layer_call *c, pasco_tnode *loss)
 	if (l->use_bias) {
 		b = pasci_layer_var_node(c->m, c->tp, c->i, 1, c->nodes);
 	}
-	if (l->kernel_l1 > 0) {
-		loss =
-		    pasco_t_add(c->tp, loss, l1_term(c->tp, k, l->kernel_l1));
-	}
-	if (b != NULL && l->bias_l1 > 0) {
-		loss = pasco_t_add(c->tp, loss, l1_term(c->tp, b, l->bias_l1));
-	}
-	if (b != NULL && l->bias_l2 > 0) {
-		loss =
-		    pasco_t_add(c->tp, loss, pasco_t_l2(c->tp, b, l->bias_l2));
-	}
-	return loss;
+	loss = pasci_layer_reg_term(c->tp, loss, k, l->kernel_l1, 0);
+	return pasci_layer_reg_term(c->tp, loss, b, l->bias_l1, l->bias_l2);
 }
 
 const pasci_layer_desc pasci_layer_dense_desc = {

@@ -30,8 +30,8 @@
 #define PASCI_LAYER_MAX_VARS 2
 
 /* The most config fields of a kind, "name" included (BatchNormalization
- * has 15). */
-#define PASCI_LAYER_MAX_KEYS 16
+ * has 16). */
+#define PASCI_LAYER_MAX_KEYS 18
 
 /* A layer's call on the tape: what it is given and what it tells. */
 typedef struct pasci_layer_call {
@@ -192,6 +192,16 @@ int  pasci_json_read_dims(const cJSON *c, const char *key, int32_t *rank,
      int64_t *dims, int32_t max, bool null_ok, const char *at);
 bool pasci_json_write_dims(cJSON *c, const char *key, int32_t rank,
     const int64_t *dims, bool null_ok);
+
+/* Keras's regularizers (model/layers/dense.c): L1, L2 or L1L2 under
+ * key into *l1, *l2 (absent or null: none; PASCO_EINVAL naming where and
+ * key); the writer (null when both are 0); and their term added to loss:
+ * l1 * sum|w| + l2 * sum w^2 (w NULL or both 0: loss as it is). */
+int  pasci_json_read_reg(const cJSON *c, const char *key, double *l1,
+     double *l2, const char *where);
+bool pasci_json_write_reg(cJSON *c, const char *key, double l1, double l2);
+pasco_tnode *pasci_layer_reg_term(
+    pasco_tape *tp, pasco_tnode *loss, pasco_tnode *w, double l1, double l2);
 
 /* "data_format": "channels_last" (or null) or "channels_first". */
 int pasci_json_read_data_format(
