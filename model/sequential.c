@@ -122,11 +122,14 @@ check_inputs(
 
 /* The forward pass; *pre gets the last layer's input to its activation
  * and *act that activation (linear when the last layer has none). given
- * (may be NULL): feature inputs already on the tape (pasci_model_forward). */
+ * (may be NULL): feature inputs already on the tape (pasci_model_forward).
+ * added (may be NULL): the sum of what the layers add to the loss
+ * (Keras's add_loss, activity_regularizer), or NULL for none. */
 static pasco_tnode *
 forward(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, pasco_tnode *const *given,
-    pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
+    pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act,
+    pasco_tnode **added)
 {
 	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
 	pasco_tnode **masks, *in_mask[PASCO_LAYER_MAX_INPUTS];
@@ -175,6 +178,15 @@ forward(const pasco_model *m, pasco_tape *tp,
 		if ((outs[i] = h) == NULL) {
 			return NULL;
 		}
+		if (added != NULL) {
+			if (c.loss != NULL) {
+				*added = *added == NULL
+				             ? c.loss
+				             : pasco_t_add(tp, *added, c.loss);
+			}
+			*added = pasci_layer_activity_term(
+			    tp, *added, &m->layers[i], h);
+		}
 		masks[i] = c.mask != NULL   ? c.mask
 		           : d->keeps_shape ? in_mask[0]
 		                            : NULL;
@@ -188,7 +200,7 @@ pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
 {
 	pasco_tnode *pre;
 	pasco_act    act;
-	return forward(m, tp, inputs.c, NULL, nodes, &pre, &act);
+	return forward(m, tp, inputs.c, NULL, nodes, &pre, &act, NULL);
 }
 
 pasco_tnode *
@@ -198,7 +210,7 @@ pasci_model_forward(const pasco_model *m, pasco_tape *tp,
 {
 	pasco_tnode *pre;
 	pasco_act    act;
-	return forward(m, tp, inputs, feats, nodes, &pre, &act);
+	return forward(m, tp, inputs, feats, nodes, &pre, &act, NULL);
 }
 
 pasco_tnode **
@@ -301,10 +313,11 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
     pasco_tnode *const *nodes, pasco_tnode **output)
 {
-	pasco_tnode *pre, *out, *l = NULL;
+	pasco_tnode *pre, *out, *l = NULL, *added = NULL;
 	pasco_act    act;
 
-	out = *output = forward(m, tp, inputs, NULL, nodes, &pre, &act);
+	out = *output =
+	    forward(m, tp, inputs, NULL, nodes, &pre, &act, &added);
 	if (out == NULL) {
 		return NULL;
 	}
@@ -312,6 +325,9 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
 	l = loss_node(m, tp, &loss, y, out, pre, act);
+	if (l != NULL && added != NULL) {
+		l = pasco_t_add(tp, l, added);
+	}
 	for (size_t i = 0; i < m->nlayers && l != NULL; i++) {
 		const pasci_layer_desc *d =
 		    pasci_layer_desc_of(m->layers[i].kind);

@@ -93,7 +93,30 @@
  *     rms_scaling (false): x / sqrt(variance + epsilon) * gamma, no beta
  *     (Keras's, which takes the variance, not the mean square). Variables
  *     <name>/gamma and /beta [width].
- *   Their regularizers and constraints are None (Keras's defaults).
+ *   Both take Keras's gamma_regularizer and beta_regularizer (gamma_l1,
+ *     gamma_l2, beta_l1, beta_l2) and gamma_constraint, beta_constraint.
+ *     BatchNormalization's bn_axis (-1) is Keras's axis: one feature axis
+ *     of an input of any rank, counted with the batch's (1: the first per
+ *     example; -2: the one before the last), the statistics over every
+ *     other axis, its variables [size of that axis]; frozen is Keras's
+ *     trainable=False: every step runs it in inference mode (the moving
+ *     statistics, never updated) and gamma and beta enter as constants
+ *     (no gradient, no regularization). A masked input (mask_zero) is
+ *     refused in training (Keras's masked moments are not implemented).
+ *
+ * Regularizers. Keras 3's layer.losses are added to the loss of
+ * pasco_model_loss and pasco_model_train_step: Dense's kernel and bias
+ * regularizers, the normalization layers' gamma and beta ones (each
+ * l1 * sum|w| + l2 * sum w^2 over the whole variable, as Keras's), and
+ * activity_l1 / activity_l2 of a Dense or an Embedding (Keras's
+ * activity_regularizer: of the layer's output, divided by the batch
+ * size, as Keras 3 does). An Embedding's embeddings_l1 / embeddings_l2
+ * (Keras's embeddings_regularizer) apply to the distinct rows the step
+ * looks up, each once (ids of the step's batch; padding ids left out),
+ * not to the whole table as Keras does: a step reads only those rows, and
+ * the whole table of a ps-partitioned or dynamic embedding would cost a
+ * read of every shard per step. So an L2 here decays a row only in the
+ * steps that use it.
  *
  * Names. A layer gets its name when constructed, as Keras names it: the
  * kind in snake case, then _1, _2, ... for later layers of that kind in
@@ -192,6 +215,12 @@ typedef struct pasco_layer {
 	 * applied by the ps after each update; kind 0: none */
 	pasco_constraint kernel_constraint, bias_constraint;
 	pasco_constraint embeddings_constraint;
+	/* Keras's activity_regularizer (Dense, Embedding; 0: none): l1 *
+	 * sum|y| + l2 * sum y^2 of the layer's output y, divided by the
+	 * batch size, added to the loss (Keras 3's layer.losses); and
+	 * Embedding's embeddings_regularizer, on the rows a step looks up
+	 * (not Keras's whole table: "Regularizers" below) */
+	double activity_l1, activity_l2, embeddings_l1, embeddings_l2;
 	/* Embedding */
 	int64_t                  input_dim, output_dim;
 	pasco_combiner           combiner;

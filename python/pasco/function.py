@@ -298,6 +298,13 @@ def _model_losses(model: Any) -> List[Any]:
     by_name = {v.name: v for v in st.parsed(model).variables}
     regs = []
     for layer in model.layers:
+        for arg in ("activity_regularizer", "embeddings_regularizer"):
+            if getattr(layer, arg, None):
+                raise ValueError(
+                    f"{layer.name}: its {arg} is added to the loss by "
+                    f"fit and evaluate, but is not in a traced step's "
+                    f"model.losses (it needs the layer's output or the "
+                    f"rows looked up)")
         if isinstance(layer, Dense):  # its regularizers' config dicts
             regs.extend((f"{layer.name}/{w}", r["config"]) for w, r in (
                 ("kernel", layer.kernel_regularizer),
