@@ -263,7 +263,12 @@ def _call_model(model: Any, inputs: Any, training: bool) -> Any:
                             f"a symbolic tensor (of next(iterator)), got "
                             f"{type(t).__name__}")
     width = int(lib.pasco_model_output_width(model._native))
-    return st.graph.node("model", ins, (None, width), "float32", arg=k,
+    shape = getattr(model, "_output_width", None)
+    # a sequence output: [batch, steps, dim], as the worker's model gives it
+    out = (None,) + tuple(int(d) for d in shape) \
+        if isinstance(shape, (tuple, list)) and len(shape) > 1 \
+        else (None, width)
+    return st.graph.node("model", ins, out, "float32", arg=k,
                          training=training)
 
 

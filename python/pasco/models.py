@@ -209,12 +209,14 @@ class Model:
         values [batch], as its label_type says; float32 [batch, width]
         without a dataset) and y_pred the model's output."""
         width = self._output_width
-        y_true: tuple = ("float32", (None, width))
+        # a sequence output: y_pred [batch, steps, dim] as it is
+        out = (None,) + tuple(width) if isinstance(width, (tuple, list)) \
+            else (None, width)
+        y_true: tuple = ("float32", out)
         if data is not None and data.spec.get("label") is not None:
             y_true = ("float32" if data.spec.get("label_type") == "float"
                       else "int64", (None,))
-        return _losses.trace(self._loss_fn, y_true,
-                             ("float32", (None, width)))
+        return _losses.trace(self._loss_fn, y_true, ("float32", out))
 
     def to_json(self, data: Optional[Dataset] = None) -> str:
         return json.dumps(self.get_config(data))
@@ -578,10 +580,20 @@ class Model:
         parts = [p if p.size else np.zeros((0, width), np.float32)
                  for p in parts]
         ordered = _numpy_data.in_file_order(x, parts)
-        if ordered is not None:
-            return ordered
-        return np.concatenate(parts) if parts else \
-            np.zeros((0, width), np.float32)
+        if ordered is None:
+            ordered = np.concatenate(parts) if parts else \
+                np.zeros((0, width), np.float32)
+        return self._output_rows(ordered)
+
+    def _output_rows(self, flat: np.ndarray) -> np.ndarray:
+        """predict's rows [examples, width] in the output's own shape
+        per example, as Keras returns them: a sequence output (an
+        Embedding's sequence through per-step layers) [examples, steps,
+        dim], not flattened."""
+        shape = self._output_width
+        if not isinstance(shape, (tuple, list)) or len(shape) < 2:
+            return flat
+        return flat.reshape((flat.shape[0],) + tuple(int(d) for d in shape))
 
     # ---- variables -------------------------------------------------------
 

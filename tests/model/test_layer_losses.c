@@ -222,3 +222,177 @@ Test(layer_losses, a_kind_without_them_refuses_them_naming_the_layer)
 	    "%s", pasco_model_last_error());
 	cr_assert_null(m);
 }
+
+/* ---- a sequence output (Keras's per-step losses averaged) ---- */
+
+#define SB 3 /* examples */
+#define ST 4 /* steps */
+#define SV 6 /* vocabulary */
+#define SE 2 /* embedding dim */
+#define SD 3 /* units per step */
+
+static const int64_t seq_ids[SB * ST] = {
+    1, 2, 3, 0, 5, 5, 4, 1, 2, 0, 0, 3};
+
+/* Embedding (the sequence) then Dense(SD, act) per step, its variables
+ * watched (table, kernel, bias). */
+static pasco_model *
+sequence_model(pasco_act act, pasco_tape *tp, pasco_tensor **v,
+    pasco_tnode **nodes)
+{
+	pasco_layer  l[] = {pasco_layer_embedding_sequence(SV, SE, false),
+            pasco_layer_dense(SD, act)};
+	pasco_model *m;
+	PASCO_PASS(pasco_model_sequential(&m, ST, 2, l, 1));
+	v[0]     = rnd(PASCO_F64, 2, (int64_t[]){SV, SE}, 7, -1, 1);
+	v[1]     = rnd(PASCO_F64, 2, (int64_t[]){SE, SD}, 8, -1, 1);
+	v[2]     = rnd(PASCO_F64, 1, (int64_t[]){SD}, 9, -1, 1);
+	nodes[0] = pasco_tape_watch_table(tp, v[0]);
+	nodes[1] = pasco_tape_watch(tp, v[1]);
+	nodes[2] = pasco_tape_watch(tp, v[2]);
+	return m;
+}
+
+/* The Dense's pre-activation at example b, step t, unit j. */
+static double
+seq_logit(pasco_tensor *const *v, int b, int t, int j)
+{
+	double z   = pasco_tensor_get(v[2], j);
+	int64_t id = seq_ids[b * ST + t];
+	for (int k = 0; k < SE; k++) {
+		z += pasco_tensor_get(v[0], id * SE + k) *
+		     pasco_tensor_get(v[1], k * SD + j);
+	}
+	return z;
+}
+
+Test(layer_losses, sparse_crossentropy_of_a_sequence_averages_every_step)
+{
+	pasco_tape     *tp;
+	pasco_tensor   *v[3], *x = ids_of(2, (int64_t[]){SB, ST}, seq_ids), *y;
+	pasco_tnode    *nodes[3], *loss;
+	pasco_tape_grad g[3];
+	double          want = 0, db[SD] = {0};
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	pasco_model *m = sequence_model(PASCO_ACT_SOFTMAX, tp, v, nodes);
+	PASCO_PASS(pasco_tensor_alloc(&y, PASCO_I32, 2, (int64_t[]){SB, ST}));
+	for (int i = 0; i < SB * ST; i++) {
+		pasco_tensor_set(y, i, (i * 2 + 1) % SD);
+	}
+	loss = pasco_model_loss(m, tp, &x, y,
+	    (pasco_loss){.kind = PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY},
+	    nodes);
+	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
+	PASCO_PASS(pasco_tape_gradient(tp, loss, 3, nodes, g));
+	/* Keras: the per-step crossentropy [batch, steps], averaged */
+	for (int b = 0; b < SB; b++) {
+		for (int t = 0; t < ST; t++) {
+			double z[SD], s = 0;
+			int    c = (int) pasco_tensor_get(y, b * ST + t);
+			for (int j = 0; j < SD; j++) {
+				s += exp(z[j] = seq_logit(v, b, t, j));
+			}
+			want += (log(s) - z[c]) / (SB * ST);
+			for (int j = 0; j < SD; j++) {
+				db[j] += (exp(z[j]) / s - (j == c)) / (SB * ST);
+			}
+		}
+	}
+	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(loss), 0), want,
+	    1e-12);
+	for (int j = 0; j < SD; j++) {
+		cr_assert_float_eq(
+		    pasco_tensor_get(g[2].dense, j), db[j], 1e-12, "dbias %d", j);
+	}
+	pasco_tape_grad_fini(g, 3);
+	pasco_tape_free(tp);
+	for (int k = 0; k < 3; k++) {
+		pasco_tensor_release(v[k]);
+	}
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(m);
+}
+
+Test(layer_losses, mse_of_a_sequence_and_mismatched_labels)
+{
+	pasco_tape   *tp;
+	pasco_tensor *v[3], *x = ids_of(2, (int64_t[]){SB, ST}, seq_ids), *y;
+	pasco_tensor *bad;
+	pasco_tnode  *nodes[3], *loss;
+	double        want = 0;
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	pasco_model *m = sequence_model(PASCO_ACT_LINEAR, tp, v, nodes);
+	y = rnd(PASCO_F64, 3, (int64_t[]){SB, ST, SD}, 10, -1, 1);
+	loss = pasco_model_loss(
+	    m, tp, &x, y, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
+	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
+	for (int b = 0; b < SB; b++) {
+		for (int t = 0; t < ST; t++) {
+			for (int j = 0; j < SD; j++) {
+				double e = seq_logit(v, b, t, j) -
+				           pasco_tensor_get(
+				               y, (b * ST + t) * SD + j);
+				want += e * e / (SB * ST * SD);
+			}
+		}
+	}
+	cr_assert_float_eq(pasco_tnode_value(loss) != NULL
+	                       ? pasco_tensor_get(pasco_tnode_value(loss), 0)
+	                       : NAN,
+	    want, 1e-12);
+	pasco_tape_free(tp);
+	/* labels of another shape are refused naming both */
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	for (int k = 0; k < 3; k++) {
+		pasco_tensor_release(v[k]);
+	}
+	pasco_model_free(m);
+	m   = sequence_model(PASCO_ACT_LINEAR, tp, v, nodes);
+	bad = rnd(PASCO_F64, 2, (int64_t[]){SB, ST}, 10, -1, 1);
+	cr_assert_null(pasco_model_loss(
+	    m, tp, &x, bad, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes));
+	cr_assert_str_eq(pasco_tape_message(tp),
+	    "loss: labels [3, 4] do not match the sequence output [3, 4, 3] "
+	    "([batch, steps, dim] targets)");
+	pasco_tape_free(tp);
+	for (int k = 0; k < 3; k++) {
+		pasco_tensor_release(v[k]);
+	}
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_tensor_release(bad);
+	pasco_model_free(m);
+}
+
+Test(layer_losses, a_masked_sequence_output_is_refused_in_a_loss)
+{
+	pasco_layer   l[] = {pasco_layer_embedding_sequence(SV, SE, true),
+            pasco_layer_dense(SD, PASCO_ACT_LINEAR)};
+	pasco_model  *m;
+	pasco_tape   *tp;
+	pasco_tensor *v[3], *x = ids_of(2, (int64_t[]){SB, ST}, seq_ids), *y;
+	pasco_tnode  *nodes[3];
+	snprintf(l[1].name, sizeof(l[1].name), "per_step");
+	PASCO_PASS(pasco_model_sequential(&m, ST, 2, l, 1));
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	v[0]     = rnd(PASCO_F64, 2, (int64_t[]){SV, SE}, 7, -1, 1);
+	v[1]     = rnd(PASCO_F64, 2, (int64_t[]){SE, SD}, 8, -1, 1);
+	v[2]     = rnd(PASCO_F64, 1, (int64_t[]){SD}, 9, -1, 1);
+	nodes[0] = pasco_tape_watch_table(tp, v[0]);
+	nodes[1] = pasco_tape_watch(tp, v[1]);
+	nodes[2] = pasco_tape_watch(tp, v[2]);
+	y        = rnd(PASCO_F64, 3, (int64_t[]){SB, ST, SD}, 10, -1, 1);
+	cr_assert_null(pasco_model_loss(
+	    m, tp, &x, y, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes));
+	cr_assert(strstr(pasco_tape_message(tp),
+	              "the sequence output of 'per_step' is masked"),
+	    "%s", pasco_tape_message(tp));
+	pasco_tape_free(tp);
+	for (int k = 0; k < 3; k++) {
+		pasco_tensor_release(v[k]);
+	}
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(m);
+}
