@@ -20,16 +20,15 @@ struct pasco_metric {
 };
 
 int
-pasco_metric_create(pasco_metric **out, const char *spec, int64_t width,
-    const char *loss)
+pasco_metric_create(
+    pasco_metric **out, const char *spec, int64_t width, const char *loss)
 {
-	pasco_layer  l = pasci_layer_defaults(PASCO_LAYER_ACTIVATION);
+	pasco_layer   l = pasci_layer_defaults(PASCO_LAYER_ACTIVATION);
 	pasco_metric *mt;
 	int           rv;
 	*out = NULL;
 	if (spec == NULL || width < 1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "metric: %s",
+		return pasci_model_fail(PASCO_EINVAL, "metric: %s",
 		    spec == NULL ? "no spec (a name or a metric object's JSON)"
 		                 : "width must be >= 1 (the predictions' "
 		                   "columns)");
@@ -86,7 +85,8 @@ pasco_metric_add(pasco_variable *state, const pasco_metric *mt,
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: predictions %s are not [batch, %lld]",
 		    pasco_metric_name(mt),
-		    pred != NULL ? PASCI_SHAPE(pred->rank, pred->shape) : "NULL",
+		    pred != NULL ? PASCI_SHAPE(pred->rank, pred->shape)
+		                 : "NULL",
 		    (long long) w);
 	}
 	view          = *pred; /* [batch] of width 1 as [batch, 1] */
@@ -105,8 +105,7 @@ pasco_metric_add(pasco_variable *state, const pasco_metric *mt,
 }
 
 int
-pasco_metric_value(
-    pasco_variable *state, const pasco_metric *mt, double *out)
+pasco_metric_value(pasco_variable *state, const pasco_metric *mt, double *out)
 {
 	pasco_tensor *t;
 	int           rv;
@@ -119,7 +118,8 @@ pasco_metric_value(
 		rv = pasci_model_fail(PASCO_EINVAL,
 		    "%s: its state is f64 [%zu], the variable is %s%s",
 		    pasco_metric_name(mt), mt->m->compile.state_len,
-		    pasco_dtype_name(t->dtype), PASCI_SHAPE(t->rank, t->shape));
+		    pasco_dtype_name(t->dtype),
+		    PASCI_SHAPE(t->rank, t->shape));
 	} else {
 		*out = pasci_metric_result(mt->m, 0, t->data);
 	}

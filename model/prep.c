@@ -103,7 +103,7 @@ pasci_prep_set_idf(pasco_prep *p, size_t n, const double *w)
 double
 pasci_prep_idf_at(const pasco_prep *p, int64_t k)
 {
-	int64_t t = k - pasci_prep_token_start(p);
+	int64_t t   = k - pasci_prep_token_start(p);
 	double  sum = 0;
 	if (t >= 0) {
 		return t < (int64_t) p->nidf ? p->idf[t] : 0;
@@ -621,12 +621,12 @@ encode(pasco_tape *tp, const pasco_layer *l, const pasco_tensor *x,
 		                  ? row[idx[e]] + 1
 		                  : 1;
 	}
-	for (int64_t k = 0; t != NULL && p->mode == PASCO_OUTPUT_TF_IDF &&
-	                    k < t->count;
+	for (int64_t k = 0;
+	     t != NULL && p->mode == PASCO_OUTPUT_TF_IDF && k < t->count;
 	     k++) { /* Keras's: the counts times the index's idf weight */
 		float *v = (float *) t->data + k;
-		*v       = *v != 0 ? (float) (*v * pasci_prep_idf_at(p, k % depth))
-		                   : 0;
+		*v = *v != 0 ? (float) (*v * pasci_prep_idf_at(p, k % depth))
+		             : 0;
 	}
 	return t;
 }

@@ -185,8 +185,7 @@ pasci_lookup_write(cJSON *c, const pasco_layer *l)
 	} else if (ok) {
 		ok = cJSON_AddNullToObject(c, "idf_weights") != NULL;
 	}
-	return ok &&
-	       cJSON_AddBoolToObject(c, "invert", p->invert) &&
+	return ok && cJSON_AddBoolToObject(c, "invert", p->invert) &&
 	       pasci_prep_write_mode(c, p) &&
 	       cJSON_AddBoolToObject(c, "pad_to_max_tokens", p->pad) &&
 	       cJSON_AddNullToObject(c, "salt");
@@ -291,8 +290,7 @@ pasci_lookup_read(const cJSON *c, pasco_layer *l, const char *at)
 	    pasci_json_int(c, "num_oov_indices", &p->num_oov, 0, at) != 0 ||
 	    pasci_json_bool(c, "invert", &p->invert, at) != 0 ||
 	    pasci_json_bool(c, "pad_to_max_tokens", &p->pad, at) != 0 ||
-	    pasci_prep_read_mode(c, p, at) != 0 ||
-	    read_idf(c, p, at) != 0 ||
+	    pasci_prep_read_mode(c, p, at) != 0 || read_idf(c, p, at) != 0 ||
 	    pasci_prep_read_default(c, "salt", "null", at) != 0) {
 		return PASCO_EINVAL;
 	}
@@ -325,8 +323,8 @@ pasci_lookup_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p,
 	p->pad         = o->pad_to_max_tokens;
 	p->mode        = o->output_mode;
 	if (o->idf_weights != NULL &&
-	    (rv = pasci_prep_set_idf(
-	         p, o->num_idf_weights, o->idf_weights)) != 0) {
+	    (rv = pasci_prep_set_idf(p, o->num_idf_weights, o->idf_weights)) !=
+	        0) {
 		return pasci_prep_drop(out, p, rv);
 	}
 	if (n > 0 && tokens == NULL && values == NULL) {

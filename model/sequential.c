@@ -303,12 +303,12 @@ flat_sequence(pasco_tape *tp, const pasco_loss *loss, pasco_tnode **out,
 		           : "[batch, steps, dim] targets");
 		return false;
 	}
-	*view       = **y;
-	view->rank  = sparse ? 1 : 2;
+	*view          = **y;
+	view->rank     = sparse ? 1 : 2;
 	view->shape[0] = rows;
 	view->shape[1] = d;
 	*y             = view;
-	*out = pasco_t_reshape(tp, *out, 2, (int64_t[]){rows, d});
+	*out           = pasco_t_reshape(tp, *out, 2, (int64_t[]){rows, d});
 	if (pre != NULL && *pre != NULL) {
 		*pre = pasco_t_reshape(tp, *pre, 2, (int64_t[]){rows, d});
 	}
@@ -339,7 +339,7 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	}
 	if (!flat_sequence(tp, loss, &out,
 	        act == PASCO_ACT_SIGMOID || act == PASCO_ACT_SOFTMAX ? &pre
-	                                                              : NULL,
+	                                                             : NULL,
 	        &y, &view)) {
 		return NULL;
 	}

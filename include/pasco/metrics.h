@@ -78,8 +78,8 @@ typedef struct pasco_metric pasco_metric;
  * name; NULL: "mse"). *out NULL on failure: PASCO_EINVAL with
  * pasco_model_last_error naming the field, PASCO_ENOMEM. Free with
  * pasco_metric_destroy (NULL is a no-op). Thread-safe. */
-int  pasco_metric_create(pasco_metric **out, const char *spec, int64_t width,
-     const char *loss);
+int pasco_metric_create(
+    pasco_metric **out, const char *spec, int64_t width, const char *loss);
 void pasco_metric_destroy(pasco_metric *mt);
 
 /* Its name as Keras logs it ("auc", "precision", ...). Thread-safe. */
@@ -100,7 +100,7 @@ int pasco_metric_add(pasco_variable *state, const pasco_metric *mt,
  * added: NaN for a mean, 0 where Keras divides with divide_no_nan).
  * PASCO_EINVAL for a state of another dtype or length. Blocks.
  * Thread-safe. */
-int pasco_metric_value(pasco_variable *state, const pasco_metric *mt,
-    double *out);
+int pasco_metric_value(
+    pasco_variable *state, const pasco_metric *mt, double *out);
 
 #endif

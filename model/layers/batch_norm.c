@@ -121,8 +121,8 @@ pasci_norm_check(const pasco_layer *l)
 		    "%s: epsilon must be a number >= 0, got %g", l->name,
 		    l->epsilon);
 	}
-	if (!(l->gamma_l1 >= 0) || !(l->gamma_l2 >= 0) ||
-	    !(l->beta_l1 >= 0) || !(l->beta_l2 >= 0)) {
+	if (!(l->gamma_l1 >= 0) || !(l->gamma_l2 >= 0) || !(l->beta_l1 >= 0) ||
+	    !(l->beta_l2 >= 0)) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: the regularizers' factors must be >= 0, got gamma "
 		    "l1 %g, l2 %g, beta l1 %g, l2 %g",
@@ -188,7 +188,8 @@ int
 pasci_norm_read(const cJSON *c, pasco_layer *l, int32_t *axis, const char *at)
 {
 	int32_t last = -1;
-	return read_axis(c, axis != NULL ? axis : &last, axis == NULL, at) != 0 ||
+	return read_axis(c, axis != NULL ? axis : &last, axis == NULL, at) !=
+	                   0 ||
 	               pasci_json_number(
 	                   c, "epsilon", &l->epsilon, false, 0, at) != 0 ||
 	               pasci_json_bool(c, "center", &l->center, at) != 0 ||
@@ -217,10 +218,12 @@ pasci_norm_penalty(
 	pasco_tnode       *gamma, *beta;
 	if ((l->gamma_l1 == 0 && l->gamma_l2 == 0 && l->beta_l1 == 0 &&
 	        l->beta_l2 == 0) ||
-	    pasci_norm_affine_nodes(c, has_gamma, has_beta, &gamma, &beta) < 0) {
+	    pasci_norm_affine_nodes(c, has_gamma, has_beta, &gamma, &beta) <
+	        0) {
 		return pasco_tape_error(c->tp) == PASCO_OK ? loss : NULL;
 	}
-	loss = pasci_layer_reg_term(c->tp, loss, gamma, l->gamma_l1, l->gamma_l2);
+	loss =
+	    pasci_layer_reg_term(c->tp, loss, gamma, l->gamma_l1, l->gamma_l2);
 	return pasci_layer_reg_term(c->tp, loss, beta, l->beta_l1, l->beta_l2);
 }
 
@@ -259,7 +262,7 @@ batch_norm_shape(
     const pasco_layer *l, const pasci_eshape *in, pasci_eshape *out)
 {
 	int32_t rank = in[0].rank + 1, a = bn_axis(l, rank);
-	*out         = in[0];
+	*out = in[0];
 	if (a < 1 || a >= rank) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: axis %d is out of range for its input (batch, %s "
@@ -285,11 +288,13 @@ batch_norm_variables(pasco_model *m, size_t i, const int64_t *widths)
 	int64_t            n  = in.dim[bn_axis(l, in.rank + 1) - 1];
 	(void) widths;
 	if (l->scale) {
-		pasci_model_add_var(m, i, "gamma", 1, n, 0, l->gamma_initializer);
+		pasci_model_add_var(
+		    m, i, "gamma", 1, n, 0, l->gamma_initializer);
 		m->vars[m->nvars - 1].constraint = l->gamma_constraint;
 	}
 	if (l->center) {
-		pasci_model_add_var(m, i, "beta", 1, n, 0, l->beta_initializer);
+		pasci_model_add_var(
+		    m, i, "beta", 1, n, 0, l->beta_initializer);
 		m->vars[m->nvars - 1].constraint = l->beta_constraint;
 	}
 	pasci_model_add_var(
@@ -405,8 +410,8 @@ static bool
 bn_affine(pasci_layer_call *c, int32_t rank, const int64_t *shape,
     pasco_tnode **gamma, pasco_tnode **beta)
 {
-	const pasco_layer *l  = &c->m->layers[c->i];
-	pasco_dtype        dt = pasco_tnode_value(c->in[0])->dtype;
+	const pasco_layer *l    = &c->m->layers[c->i];
+	pasco_dtype        dt   = pasco_tnode_value(c->in[0])->dtype;
 	pasco_tnode      **v[2] = {gamma, beta};
 	for (int k = 0; k < 2; k++) {
 		if (*v[k] == NULL) {
@@ -452,7 +457,8 @@ batch_norm_call(pasci_layer_call *c)
 		if (c->mask != NULL) {
 			return pasci_tape_fail(c->tp, PASCO_EINVAL,
 			    "%s: a masked input's batch statistics (Keras's "
-			    "masked moments) are not supported: drop mask_zero "
+			    "masked moments) are not supported: drop "
+			    "mask_zero "
 			    "or normalize after a pooling layer",
 			    l->name);
 		}

@@ -225,7 +225,8 @@ pasci_layer_reg_term(
 	pasco_tnode *t[2] = {NULL, NULL};
 	if (w != NULL && l1 > 0) {
 		t[0] = pasco_t_scale(tp,
-		    pasco_t_reduce_sum(tp, pasco_t_abs(tp, w), PASCO_T_ALL_AXES),
+		    pasco_t_reduce_sum(
+		        tp, pasco_t_abs(tp, w), PASCO_T_ALL_AXES),
 		    l1);
 	}
 	if (w != NULL && l2 > 0) {
@@ -233,7 +234,8 @@ pasci_layer_reg_term(
 	}
 	for (int k = 0; k < 2; k++) {
 		if (t[k] != NULL) {
-			loss = loss == NULL ? t[k] : pasco_t_add(tp, loss, t[k]);
+			loss =
+			    loss == NULL ? t[k] : pasco_t_add(tp, loss, t[k]);
 		}
 	}
 	return loss;
@@ -256,7 +258,8 @@ pasci_layer_activity_term(
 	}
 	if (l->activity_l1 > 0) {
 		t = pasco_t_scale(tp,
-		    pasco_t_reduce_sum(tp, pasco_t_abs(tp, y), PASCO_T_ALL_AXES),
+		    pasco_t_reduce_sum(
+		        tp, pasco_t_abs(tp, y), PASCO_T_ALL_AXES),
 		    l->activity_l1 / batch);
 	}
 	if (l->activity_l2 > 0) {
@@ -264,7 +267,7 @@ pasci_layer_activity_term(
 		    pasco_t_reduce_sum(
 		        tp, pasco_t_square(tp, y), PASCO_T_ALL_AXES),
 		    l->activity_l2 / batch);
-		t = t == NULL ? u : pasco_t_add(tp, t, u);
+		t              = t == NULL ? u : pasco_t_add(tp, t, u);
 	}
 	return acc == NULL ? t : pasco_t_add(tp, acc, t);
 }
@@ -272,8 +275,8 @@ pasci_layer_activity_term(
 int
 pasci_layer_check_activity(const pasco_layer *l)
 {
-	bool takes = l->kind == PASCO_LAYER_DENSE ||
-	             l->kind == PASCO_LAYER_EMBEDDING;
+	bool takes =
+	    l->kind == PASCO_LAYER_DENSE || l->kind == PASCO_LAYER_EMBEDDING;
 	if (!(l->activity_l1 >= 0) || !(l->activity_l2 >= 0) ||
 	    !(l->embeddings_l1 >= 0) || !(l->embeddings_l2 >= 0)) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -291,7 +294,8 @@ pasci_layer_check_activity(const pasco_layer *l)
 	if (l->kind != PASCO_LAYER_EMBEDDING &&
 	    (l->embeddings_l1 != 0 || l->embeddings_l2 != 0)) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: an embeddings_regularizer is an Embedding's", l->name);
+		    "%s: an embeddings_regularizer is an Embedding's",
+		    l->name);
 	}
 	return PASCO_OK;
 }

@@ -170,7 +170,8 @@ rows_penalty(pasci_layer_call *c, pasco_tnode *table, const pasco_tensor *ids)
 		return true;
 	}
 	if (pasco_tensor_alloc(&u, PASCO_I64, 1, &ids->count) != 0) {
-		pasci_tape_fail(c->tp, PASCO_ENOMEM, "%s: out of memory", l->name);
+		pasci_tape_fail(
+		    c->tp, PASCO_ENOMEM, "%s: out of memory", l->name);
 		return false;
 	}
 	for (int64_t k = 0; k < ids->count; k++) {
@@ -192,9 +193,10 @@ rows_penalty(pasci_layer_call *c, pasco_tnode *table, const pasco_tensor *ids)
 	if (d > 0) {
 		pasco_tnode *rows = pasco_t_embedding_lookup(
 		    c->tp, table, u, PASCO_COMBINE_SUM);
-		c->loss = rows == NULL ? NULL
-		                       : pasci_layer_reg_term(c->tp, NULL, rows,
-		                             l->embeddings_l1, l->embeddings_l2);
+		c->loss = rows == NULL
+		              ? NULL
+		              : pasci_layer_reg_term(c->tp, NULL, rows,
+		                    l->embeddings_l1, l->embeddings_l2);
 	}
 	pasco_tensor_release(u);
 	return pasco_tape_error(c->tp) == PASCO_OK;

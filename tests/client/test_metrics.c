@@ -107,26 +107,27 @@ Test(metrics, objects_take_keras_parameters_and_accumulate_on_the_ps)
 	                            "\"config\": {\"thresholds\": 0.3}}",
 	    1, NULL);
 	pasco_metric *roc  = object("auc", 1, NULL);
-	pasco_metric *rmse = object("{\"class_name\": \"RootMeanSquaredError\", "
-	                            "\"config\": {}}",
-	    1, NULL);
-	pasco_metric *top2 = object("{\"class_name\": "
-	                            "\"SparseTopKCategoricalAccuracy\", "
-	                            "\"config\": {\"k\": 2}}",
-	    3, NULL);
-	pasco_variable *sp = object_state("prec", prec),
-	               *sa = object_state("roc", roc),
-	               *sr = object_state("rmse", rmse),
-	               *st = object_state("top2", top2);
-	pasco_tensor *p1 = f32s((float[]){0.1f, 0.4f}, 2),
-	             *y1 = f32s((float[]){0, 0}, 2);
-	pasco_tensor *p2 = f32s((float[]){0.35f, 0.8f}, 2),
-	             *y2 = f32s((float[]){1, 1}, 2);
+	pasco_metric *rmse =
+	    object("{\"class_name\": \"RootMeanSquaredError\", "
+	           "\"config\": {}}",
+	        1, NULL);
+	pasco_metric   *top2 = object("{\"class_name\": "
+	                                "\"SparseTopKCategoricalAccuracy\", "
+	                                "\"config\": {\"k\": 2}}",
+	      3, NULL);
+	pasco_variable *sp   = object_state("prec", prec),
+	               *sa   = object_state("roc", roc),
+	               *sr   = object_state("rmse", rmse),
+	               *st   = object_state("top2", top2);
+	pasco_tensor *p1     = f32s((float[]){0.1f, 0.4f}, 2),
+	             *y1     = f32s((float[]){0, 0}, 2);
+	pasco_tensor *p2     = f32s((float[]){0.35f, 0.8f}, 2),
+	             *y2     = f32s((float[]){1, 1}, 2);
 	pasco_tensor *p3, *y3;
 	double        r;
 	cr_assert_str_eq(pasco_metric_name(prec), "precision");
-	cr_assert_str_eq(pasco_metric_name(top2),
-	    "sparse_top_k_categorical_accuracy");
+	cr_assert_str_eq(
+	    pasco_metric_name(top2), "sparse_top_k_categorical_accuracy");
 	/* two updates, as two workers' batches */
 	PASCO_PASS(pasco_metric_add(sp, prec, p1, y1));
 	PASCO_PASS(pasco_metric_add(sp, prec, p2, y2));
@@ -140,11 +141,11 @@ Test(metrics, objects_take_keras_parameters_and_accumulate_on_the_ps)
 	PASCO_PASS(pasco_metric_add(sr, rmse, p1, y1));
 	PASCO_PASS(pasco_metric_add(sr, rmse, p2, y2));
 	PASCO_PASS(pasco_metric_value(sr, rmse, &r));
-	cr_assert_float_eq(r,
-	    sqrt((0.01 + 0.16 + 0.65 * 0.65 + 0.04) / 4), 1e-6);
+	cr_assert_float_eq(
+	    r, sqrt((0.01 + 0.16 + 0.65 * 0.65 + 0.04) / 4), 1e-6);
 	/* [2, 3] scores, class ids: row 0's 2nd best is class 2 (in), row
 	 * 1's true class 0 is its worst (out) */
-	p3 = f32s((float[]){0.5f, 0.1f, 0.4f, 0.1f, 0.5f, 0.4f}, 6);
+	p3           = f32s((float[]){0.5f, 0.1f, 0.4f, 0.1f, 0.5f, 0.4f}, 6);
 	p3->rank     = 2;
 	p3->shape[0] = 2;
 	p3->shape[1] = 3;

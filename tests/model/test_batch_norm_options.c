@@ -17,8 +17,7 @@ static pasco_model *
 channels_model(pasco_layer l)
 {
 	pasco_model *m;
-	pasco_layer  ls[] = {
-            pasco_layer_reshape(2, (int64_t[]){C, T}), l};
+	pasco_layer  ls[] = {pasco_layer_reshape(2, (int64_t[]){C, T}), l};
 	PASCO_PASS(pasco_model_sequential(&m, C * T, 2, ls, 3));
 	return m;
 }
@@ -84,7 +83,8 @@ check_channels(pasco_layer l, bool training, const char *numpy_args)
 		near_all("moving_variance's update", uv->delta,
 		    want + 2 * B * C * T + 3 * C, C, 1e-12);
 	} else {
-		cr_assert_eq(updates_on(tp), 0, "a frozen layer updates nothing");
+		cr_assert_eq(
+		    updates_on(tp), 0, "a frozen layer updates nothing");
 	}
 	pasco_tape_grad_fini(g, 3);
 	pasco_tape_free(tp);
@@ -108,9 +108,10 @@ Test(batch_norm_options, a_negative_axis_counts_from_the_last)
 	l.bn_axis     = -2;
 	l.momentum    = 0.9;
 	check_channels(l, true, "5,3,4 1 0.001 0.9 1");
-	l.bn_axis = -1; /* the steps' axis: T features */
+	l.bn_axis      = -1; /* the steps' axis: T features */
 	pasco_model *m = channels_model(l);
-	cr_assert_eq(pasco_model_variable_shape(m, 0, &(const int64_t *){0}), 1);
+	cr_assert_eq(
+	    pasco_model_variable_shape(m, 0, &(const int64_t *){0}), 1);
 	const int64_t *shape;
 	pasco_model_variable_shape(m, 0, &shape);
 	cr_assert_eq(shape[0], T, "axis -1 of [B, C, T]: %d features", T);
@@ -131,11 +132,11 @@ Test(batch_norm_options, trainable_false_gives_gamma_and_beta_no_gradient)
 {
 	pasco_layer l = pasco_layer_batch_normalization();
 	l.frozen      = true;
-	pasco_model  *m;
-	pasco_tensor *x = rnd(PASCO_F64, 2, (int64_t[]){B, C}, 5, -1, 1);
-	pasco_tensor *v[4];
-	pasco_tnode  *nodes[5], *y, *loss;
-	pasco_tape   *tp;
+	pasco_model    *m;
+	pasco_tensor   *x = rnd(PASCO_F64, 2, (int64_t[]){B, C}, 5, -1, 1);
+	pasco_tensor   *v[4];
+	pasco_tnode    *nodes[5], *y, *loss;
+	pasco_tape     *tp;
 	pasco_tape_grad g[4];
 	PASCO_PASS(pasco_model_sequential(&m, C, 1, &l, 3));
 	stats(v, C);
@@ -177,10 +178,10 @@ penalty_of(bool frozen, pasco_tape_grad *g, pasco_tensor **v)
 	    m, tp, &x, y, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
 	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
 	plain = pasco_t_loss(tp, &(pasco_loss){.kind = PASCO_LOSS_MSE},
-	    pasci_model_forward(m, tp, (const pasco_tensor *[]){x}, NULL,
-	        nodes),
+	    pasci_model_forward(
+	        m, tp, (const pasco_tensor *[]){x}, NULL, nodes),
 	    y);
-	out = pasco_tensor_get(pasco_tnode_value(loss), 0) -
+	out   = pasco_tensor_get(pasco_tnode_value(loss), 0) -
 	      pasco_tensor_get(pasco_tnode_value(plain), 0);
 	if (g != NULL) {
 		pasco_tape_grad gp[2];
@@ -209,12 +210,14 @@ Test(batch_norm_options, regularizers_add_keras_penalties_unless_frozen)
 	double          want = 0;
 	stats(v, C);
 	for (int j = 0; j < C; j++) {
-		double ga = pasco_tensor_get(v[0], j), be = pasco_tensor_get(v[1], j);
+		double ga = pasco_tensor_get(v[0], j),
+		       be = pasco_tensor_get(v[1], j);
 		want += 0.1 * fabs(ga) + 0.2 * ga * ga + 0.3 * be * be;
 	}
 	cr_assert_float_eq(penalty_of(false, g, v), want, 1e-12);
 	for (int j = 0; j < C; j++) {
-		double ga = pasco_tensor_get(v[0], j), be = pasco_tensor_get(v[1], j);
+		double ga = pasco_tensor_get(v[0], j),
+		       be = pasco_tensor_get(v[1], j);
 		cr_assert_float_eq(pasco_tensor_get(g[0].dense, j),
 		    0.1 * (ga > 0 ? 1 : -1) + 0.4 * ga, 1e-12, "dgamma %d", j);
 		cr_assert_float_eq(pasco_tensor_get(g[1].dense, j), 0.6 * be,
@@ -307,8 +310,8 @@ Test(batch_norm_options, bad_axes_and_options_are_refused_naming_them)
 	PASCO_FAIL(pasco_model_sequential(&m, 4, 1, &l, 1), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "axis 0 is the batch's"),
 	    "%s", pasco_model_last_error());
-	l.bn_axis   = -1;
-	l.beta_l1   = -1;
+	l.bn_axis = -1;
+	l.beta_l1 = -1;
 	PASCO_FAIL(pasco_model_sequential(&m, 4, 1, &l, 1), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(),
 	              "the regularizers' factors must be >= 0"),

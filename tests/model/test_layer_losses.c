@@ -31,18 +31,18 @@ added_loss(const pasco_model *m, pasco_tape *tp, const pasco_tensor *x,
 
 Test(layer_losses, dense_activity_regularizer_is_keras_divided_by_the_batch)
 {
-	pasco_layer   l = pasco_layer_dense(2, PASCO_ACT_TANH);
-	pasco_model  *m;
-	pasco_tensor *w = rnd(PASCO_F64, 2, (int64_t[]){3, 2}, 1, -1, 1);
-	pasco_tensor *b = rnd(PASCO_F64, 1, (int64_t[]){2}, 2, -1, 1);
-	pasco_tensor *x = rnd(PASCO_F64, 2, (int64_t[]){4, 3}, 3, -2, 2);
-	pasco_tensor *y = rnd(PASCO_F64, 2, (int64_t[]){4, 2}, 4, -1, 1);
-	pasco_tnode  *nodes[2];
-	pasco_tape   *tp;
+	pasco_layer     l = pasco_layer_dense(2, PASCO_ACT_TANH);
+	pasco_model    *m;
+	pasco_tensor   *w = rnd(PASCO_F64, 2, (int64_t[]){3, 2}, 1, -1, 1);
+	pasco_tensor   *b = rnd(PASCO_F64, 1, (int64_t[]){2}, 2, -1, 1);
+	pasco_tensor   *x = rnd(PASCO_F64, 2, (int64_t[]){4, 3}, 3, -2, 2);
+	pasco_tensor   *y = rnd(PASCO_F64, 2, (int64_t[]){4, 2}, 4, -1, 1);
+	pasco_tnode    *nodes[2];
+	pasco_tape     *tp;
 	pasco_tape_grad g[2];
 	double          want = 0, db[2] = {0};
-	l.activity_l1        = 0.3;
-	l.activity_l2        = 0.7;
+	l.activity_l1 = 0.3;
+	l.activity_l2 = 0.7;
 	PASCO_PASS(pasco_model_sequential(&m, 3, 1, &l, 1));
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
 	nodes[0]   = pasco_tape_watch(tp, w);
@@ -62,11 +62,11 @@ Test(layer_losses, dense_activity_regularizer_is_keras_divided_by_the_batch)
 			         (1 - o * o) / 4;
 		}
 	}
-	cr_assert_float_eq(got, want, 1e-12, "activity term %.15g, want %.15g",
-	    got, want);
+	cr_assert_float_eq(
+	    got, want, 1e-12, "activity term %.15g, want %.15g", got, want);
 	for (int j = 0; j < 2; j++) {
-		cr_assert_float_eq(pasco_tensor_get(g[1].dense, j), db[j], 1e-12,
-		    "d/dbias %d", j);
+		cr_assert_float_eq(pasco_tensor_get(g[1].dense, j), db[j],
+		    1e-12, "d/dbias %d", j);
 	}
 	pasco_tape_grad_fini(g, 2);
 	pasco_tape_free(tp);
@@ -83,13 +83,13 @@ static const int64_t ids_v[] = {1, 2, 2, -1, 5, 5};
 
 Test(layer_losses, embeddings_regularizer_takes_each_looked_up_row_once)
 {
-	pasco_layer   l = pasco_layer_embedding(8, 3);
-	pasco_model  *m;
-	pasco_tensor *t = rnd(PASCO_F64, 2, (int64_t[]){8, 3}, 5, -1, 1);
-	pasco_tensor *x = ids_of(2, (int64_t[]){3, 2}, ids_v);
-	pasco_tensor *y = rnd(PASCO_F64, 2, (int64_t[]){3, 3}, 6, -1, 1);
-	pasco_tnode  *nodes[1];
-	pasco_tape   *tp;
+	pasco_layer     l = pasco_layer_embedding(8, 3);
+	pasco_model    *m;
+	pasco_tensor   *t = rnd(PASCO_F64, 2, (int64_t[]){8, 3}, 5, -1, 1);
+	pasco_tensor   *x = ids_of(2, (int64_t[]){3, 2}, ids_v);
+	pasco_tensor   *y = rnd(PASCO_F64, 2, (int64_t[]){3, 3}, 6, -1, 1);
+	pasco_tnode    *nodes[1];
+	pasco_tape     *tp;
 	pasco_tape_grad g[1];
 	const int64_t   rows[] = {1, 2, 5};
 	double          want   = 0;
@@ -105,15 +105,16 @@ Test(layer_losses, embeddings_regularizer_takes_each_looked_up_row_once)
 			want += 0.2 * fabs(v) + 0.5 * v * v;
 		}
 	}
-	cr_assert_float_eq(got, want, 1e-12, "rows' term %.15g, want %.15g",
-	    got, want);
+	cr_assert_float_eq(
+	    got, want, 1e-12, "rows' term %.15g, want %.15g", got, want);
 	/* the gradient reaches rows 1, 2, 5 only, once each */
 	cr_assert_eq(g[0].ids->count, 3);
 	for (int r = 0; r < 3; r++) {
 		cr_assert_eq(pasco_tensor_get(g[0].ids, r), rows[r]);
 		for (int j = 0; j < 3; j++) {
 			double v = pasco_tensor_get(t, rows[r] * 3 + j);
-			cr_assert_float_eq(pasco_tensor_get(g[0].rows, r * 3 + j),
+			cr_assert_float_eq(
+			    pasco_tensor_get(g[0].rows, r * 3 + j),
 			    0.2 * (v > 0 ? 1 : -1) + v, 1e-12, "row %lld",
 			    (long long) rows[r]);
 		}
@@ -128,13 +129,13 @@ Test(layer_losses, embeddings_regularizer_takes_each_looked_up_row_once)
 
 Test(layer_losses, embedding_activity_regularizer_takes_its_output)
 {
-	pasco_layer   l = pasco_layer_embedding(8, 3);
-	pasco_model  *m;
-	pasco_tensor *t = rnd(PASCO_F64, 2, (int64_t[]){8, 3}, 5, -1, 1);
-	pasco_tensor *x = ids_of(2, (int64_t[]){3, 2}, ids_v);
-	pasco_tensor *y = rnd(PASCO_F64, 2, (int64_t[]){3, 3}, 6, -1, 1);
-	pasco_tnode  *nodes[1];
-	pasco_tape   *tp;
+	pasco_layer     l = pasco_layer_embedding(8, 3);
+	pasco_model    *m;
+	pasco_tensor   *t = rnd(PASCO_F64, 2, (int64_t[]){8, 3}, 5, -1, 1);
+	pasco_tensor   *x = ids_of(2, (int64_t[]){3, 2}, ids_v);
+	pasco_tensor   *y = rnd(PASCO_F64, 2, (int64_t[]){3, 3}, 6, -1, 1);
+	pasco_tnode    *nodes[1];
+	pasco_tape     *tp;
 	pasco_tape_grad g[1];
 	double          want = 0;
 	l.activity_l2        = 0.25;
@@ -155,8 +156,8 @@ Test(layer_losses, embedding_activity_regularizer_takes_its_output)
 			want += 0.25 * (s / n) * (s / n) / 3;
 		}
 	}
-	cr_assert_float_eq(got, want, 1e-12, "activity %.15g, want %.15g", got,
-	    want);
+	cr_assert_float_eq(
+	    got, want, 1e-12, "activity %.15g, want %.15g", got, want);
 	pasco_tape_grad_fini(g, 1);
 	pasco_tape_free(tp);
 	pasco_model_free(m);
@@ -169,15 +170,15 @@ Test(layer_losses, regularizers_round_trip_as_keras_writes_them)
 {
 	pasco_model_input in[] = {{"ids", 2, true}};
 	pasco_layer       l[]  = {pasco_layer_embedding(8, 3),
-               pasco_layer_dense(2, PASCO_ACT_LINEAR)};
+	           pasco_layer_dense(2, PASCO_ACT_LINEAR)};
 	pasco_model      *m, *back;
 	char             *json, *again;
-	l[0].inputs[0]         = PASCO_MODEL_INPUT(0);
-	l[0].ninputs           = 1;
-	l[0].embeddings_l2     = 0.5;
-	l[0].activity_l1       = 0.25;
-	l[1].activity_l1       = 0.125;
-	l[1].activity_l2       = 2;
+	l[0].inputs[0]     = PASCO_MODEL_INPUT(0);
+	l[0].ninputs       = 1;
+	l[0].embeddings_l2 = 0.5;
+	l[0].activity_l1   = 0.25;
+	l[1].activity_l1   = 0.125;
+	l[1].activity_l2   = 2;
 	PASCO_PASS(pasco_model_functional(&m, 1, in, 2, l, 1));
 	PASCO_PASS(pasco_model_to_json(m, &json));
 	cr_assert(strstr(json, "\"embeddings_regularizer\":{\"class_name\":"
@@ -199,9 +200,9 @@ Test(layer_losses, regularizers_round_trip_as_keras_writes_them)
 
 Test(layer_losses, a_kind_without_them_refuses_them_naming_the_layer)
 {
-	pasco_layer  l[] = {pasco_layer_dense(2, PASCO_ACT_LINEAR),
-            pasco_layer_dropout(0.1)};
-	pasco_model *m   = NULL;
+	pasco_layer l[] = {
+	    pasco_layer_dense(2, PASCO_ACT_LINEAR), pasco_layer_dropout(0.1)};
+	pasco_model *m = NULL;
 	snprintf(l[1].name, sizeof(l[1].name), "drop");
 	l[1].activity_l2 = 0.1;
 	PASCO_FAIL(pasco_model_sequential(&m, 3, 2, l, 1), PASCO_EINVAL);
@@ -231,17 +232,16 @@ Test(layer_losses, a_kind_without_them_refuses_them_naming_the_layer)
 #define SE 2 /* embedding dim */
 #define SD 3 /* units per step */
 
-static const int64_t seq_ids[SB * ST] = {
-    1, 2, 3, 0, 5, 5, 4, 1, 2, 0, 0, 3};
+static const int64_t seq_ids[SB * ST] = {1, 2, 3, 0, 5, 5, 4, 1, 2, 0, 0, 3};
 
 /* Embedding (the sequence) then Dense(SD, act) per step, its variables
  * watched (table, kernel, bias). */
 static pasco_model *
-sequence_model(pasco_act act, pasco_tape *tp, pasco_tensor **v,
-    pasco_tnode **nodes)
+sequence_model(
+    pasco_act act, pasco_tape *tp, pasco_tensor **v, pasco_tnode **nodes)
 {
 	pasco_layer  l[] = {pasco_layer_embedding_sequence(SV, SE, false),
-            pasco_layer_dense(SD, act)};
+	     pasco_layer_dense(SD, act)};
 	pasco_model *m;
 	PASCO_PASS(pasco_model_sequential(&m, ST, 2, l, 1));
 	v[0]     = rnd(PASCO_F64, 2, (int64_t[]){SV, SE}, 7, -1, 1);
@@ -257,7 +257,7 @@ sequence_model(pasco_act act, pasco_tape *tp, pasco_tensor **v,
 static double
 seq_logit(pasco_tensor *const *v, int b, int t, int j)
 {
-	double z   = pasco_tensor_get(v[2], j);
+	double  z  = pasco_tensor_get(v[2], j);
 	int64_t id = seq_ids[b * ST + t];
 	for (int k = 0; k < SE; k++) {
 		z += pasco_tensor_get(v[0], id * SE + k) *
@@ -294,15 +294,16 @@ Test(layer_losses, sparse_crossentropy_of_a_sequence_averages_every_step)
 			}
 			want += (log(s) - z[c]) / (SB * ST);
 			for (int j = 0; j < SD; j++) {
-				db[j] += (exp(z[j]) / s - (j == c)) / (SB * ST);
+				db[j] +=
+				    (exp(z[j]) / s - (j == c)) / (SB * ST);
 			}
 		}
 	}
-	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(loss), 0), want,
-	    1e-12);
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(loss), 0), want, 1e-12);
 	for (int j = 0; j < SD; j++) {
-		cr_assert_float_eq(
-		    pasco_tensor_get(g[2].dense, j), db[j], 1e-12, "dbias %d", j);
+		cr_assert_float_eq(pasco_tensor_get(g[2].dense, j), db[j],
+		    1e-12, "dbias %d", j);
 	}
 	pasco_tape_grad_fini(g, 3);
 	pasco_tape_free(tp);
@@ -323,16 +324,16 @@ Test(layer_losses, mse_of_a_sequence_and_mismatched_labels)
 	double        want = 0;
 	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
 	pasco_model *m = sequence_model(PASCO_ACT_LINEAR, tp, v, nodes);
-	y = rnd(PASCO_F64, 3, (int64_t[]){SB, ST, SD}, 10, -1, 1);
-	loss = pasco_model_loss(
-	    m, tp, &x, y, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
+	y              = rnd(PASCO_F64, 3, (int64_t[]){SB, ST, SD}, 10, -1, 1);
+	loss           = pasco_model_loss(
+	              m, tp, &x, y, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
 	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
 	for (int b = 0; b < SB; b++) {
 		for (int t = 0; t < ST; t++) {
 			for (int j = 0; j < SD; j++) {
-				double e = seq_logit(v, b, t, j) -
-				           pasco_tensor_get(
-				               y, (b * ST + t) * SD + j);
+				double e =
+				    seq_logit(v, b, t, j) -
+				    pasco_tensor_get(y, (b * ST + t) * SD + j);
 				want += e * e / (SB * ST * SD);
 			}
 		}
@@ -368,7 +369,7 @@ Test(layer_losses, mse_of_a_sequence_and_mismatched_labels)
 Test(layer_losses, a_masked_sequence_output_is_refused_in_a_loss)
 {
 	pasco_layer   l[] = {pasco_layer_embedding_sequence(SV, SE, true),
-            pasco_layer_dense(SD, PASCO_ACT_LINEAR)};
+	      pasco_layer_dense(SD, PASCO_ACT_LINEAR)};
 	pasco_model  *m;
 	pasco_tape   *tp;
 	pasco_tensor *v[3], *x = ids_of(2, (int64_t[]){SB, ST}, seq_ids), *y;
