@@ -287,12 +287,15 @@ flat_sequence(pasco_tape *tp, const pasco_loss *loss, pasco_tnode **out,
     pasco_tnode **pre, const pasco_tensor **y, pasco_tensor *view)
 {
 	const pasco_tensor *o = pasco_tnode_value(*out);
-	int64_t             d = o->shape[o->rank - 1], rows = o->count / d;
 	bool sparse = loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
-	if (loss->kind == PASCO_LOSS_GRAPH || o->rank < 3) {
+	int64_t d, rows;
+	if (loss->kind == PASCO_LOSS_GRAPH || o->rank < 3 ||
+	    o->shape[o->rank - 1] < 1) {
 		return true; /* a traced loss takes the sequence as it is */
 	}
-	if ((*y)->count != (sparse ? rows : o->count) ||
+	d    = o->shape[o->rank - 1];
+	rows = o->count / d;
+	if ((*y)->rank < 1 || (*y)->count != (sparse ? rows : o->count) ||
 	    (*y)->shape[0] != o->shape[0]) {
 		pasci_tape_fail(tp, PASCO_EINVAL,
 		    "loss: labels %s do not match the sequence output %s "
