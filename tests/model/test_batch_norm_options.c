@@ -317,3 +317,44 @@ Test(batch_norm_options, bad_axes_and_options_are_refused_naming_them)
 	              "the regularizers' factors must be >= 0"),
 	    "%s", pasco_model_last_error());
 }
+
+/* LayerNormalization takes the same regularizers (and constraints): its
+ * gamma's L1 and beta's L2 enter the loss. */
+Test(batch_norm_options, layer_normalization_regularizers_enter_the_loss)
+{
+	pasco_layer l      = pasco_layer_layer_normalization();
+	l.gamma_l1         = 0.25;
+	l.beta_l2          = 0.5;
+	l.gamma_constraint = pasco_constraint_non_neg();
+	pasco_model  *m;
+	pasco_tensor *x = rnd(PASCO_F64, 2, (int64_t[]){B, C}, 5, -1, 1);
+	pasco_tensor *y = rnd(PASCO_F64, 2, (int64_t[]){B, C}, 6, -1, 1);
+	pasco_tensor *v[4];
+	pasco_tnode  *nodes[2], *loss, *plain;
+	pasco_tape   *tp;
+	double        want = 0;
+	PASCO_PASS(pasco_model_sequential(&m, C, 1, &l, 3));
+	cr_assert_eq(m->vars[0].constraint.kind, PASCO_CONSTRAINT_NON_NEG);
+	stats(v, C);
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	nodes[0] = pasco_tape_watch(tp, v[0]);
+	nodes[1] = pasco_tape_watch(tp, v[1]);
+	loss     = pasco_model_loss(
+	        m, tp, &x, y, (pasco_loss){.kind = PASCO_LOSS_MSE}, nodes);
+	cr_assert_not_null(loss, "%s", pasco_tape_message(tp));
+	plain = pasco_t_loss(tp, &(pasco_loss){.kind = PASCO_LOSS_MSE},
+	    pasco_model_call_with(m, tp, &x, nodes), y);
+	for (int j = 0; j < C; j++) {
+		double ga = pasco_tensor_get(v[0], j),
+		       be = pasco_tensor_get(v[1], j);
+		want += 0.25 * fabs(ga) + 0.5 * be * be;
+	}
+	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(loss), 0) -
+	                       pasco_tensor_get(pasco_tnode_value(plain), 0),
+	    want, 1e-12);
+	pasco_tape_free(tp);
+	release_all(v, 4);
+	pasco_tensor_release(x);
+	pasco_tensor_release(y);
+	pasco_model_free(m);
+}
