@@ -270,9 +270,9 @@ class _Lookup(_Preprocessing):
         'tf_idf' only, where it is required): one number per token."""
         n = self.name
         if (idf_weights is None) != (self.output_mode != "tf_idf"):
-            raise ValueError(f"{n}: idf_weights must be given with output_mode "
-                             f"'tf_idf', and only then (output_mode is "
-                             f"{self.output_mode!r})")
+            raise ValueError(f"{n}: idf_weights must be given with "
+                             f"output_mode 'tf_idf', and only then "
+                             f"(output_mode is {self.output_mode!r})")
         if isinstance(vocabulary, (str, os.PathLike)):
             with open(vocabulary, encoding="utf-8") as f:
                 lines = f.read().splitlines()

@@ -520,11 +520,11 @@ class Model:
         """Keras's predict, each example once: the workers write one file
         per shard into ``dir`` (default, for "csv" only: a temporary
         directory, removed once read, which only a one-host cluster
-        shares). format "csv": returns the outputs, an array [examples,
-        width], in the files' order for a pasco.data dataset read in order
-        (no shuffle; each shard's rows put back where they came from), else
-        shard after shard (a named factory's, a shuffled one's); "tfrecord":
-        returns the number of examples (the files in ``dir`` are the
+        shares). format "csv": returns the outputs, [examples, width] (a
+        sequence's [examples, steps, dim]), in the files' order for a
+        pasco.data dataset read in order (no shuffle; each shard's rows put
+        back), else shard after shard (a factory's, a shuffled one's);
+        "tfrecord": the number of examples (the files in ``dir`` are the
         result: ``dir`` is required). x may be numpy arrays (batch_size
         None: 32): the outputs come back in x's order, a row per example.
         steps and callbacks are refused (every example is predicted);
@@ -583,17 +583,9 @@ class Model:
         if ordered is None:
             ordered = np.concatenate(parts) if parts else \
                 np.zeros((0, width), np.float32)
-        return self._output_rows(ordered)
-
-    def _output_rows(self, flat: np.ndarray) -> np.ndarray:
-        """predict's rows [examples, width] in the output's own shape
-        per example, as Keras returns them: a sequence output (an
-        Embedding's sequence through per-step layers) [examples, steps,
-        dim], not flattened."""
-        shape = self._output_width
-        if not isinstance(shape, (tuple, list)) or len(shape) < 2:
-            return flat
-        return flat.reshape((flat.shape[0],) + tuple(int(d) for d in shape))
+        shape = self._output_width  # a sequence's: [examples, steps, dim]
+        return ordered.reshape((len(ordered),) + tuple(shape)) \
+            if isinstance(shape, (tuple, list)) else ordered
 
     # ---- variables -------------------------------------------------------
 
