@@ -55,7 +55,7 @@ batch_counts(pasco_metric_kind kind, const pasco_tensor *pred,
 	for (int64_t i = 0; i < pred->count; i++) {
 		double p = pasco_tensor_get(pred, i);
 		bool   y = labels != NULL && pasco_tensor_get(labels, i) > 0.5;
-		if (kind == PASCO_METRIC_MEAN) {
+		if (kind == PASCO_METRIC_MEAN || kind == PASCO_METRIC_SUM) {
 			d[0] += p;
 			d[1] += 1;
 		} else if (kind == PASCO_METRIC_ACCURACY) {
@@ -77,8 +77,8 @@ pasco_metric_update(pasco_variable *state, pasco_metric_kind kind,
 	int           rv;
 
 	if (pred == NULL || kind < PASCO_METRIC_MEAN ||
-	    kind > PASCO_METRIC_AUC ||
-	    (kind != PASCO_METRIC_MEAN &&
+	    kind > PASCO_METRIC_SUM ||
+	    (kind != PASCO_METRIC_MEAN && kind != PASCO_METRIC_SUM &&
 	        (labels == NULL || labels->count != pred->count))) {
 		return PASCO_EINVAL;
 	}
@@ -124,6 +124,8 @@ pasco_metric_result(pasco_variable *state, pasco_metric_kind kind, double *out)
 		rv = PASCO_EINVAL;
 	} else if (kind == PASCO_METRIC_AUC) {
 		*out = pasci_auc_of(t->data);
+	} else if (kind == PASCO_METRIC_SUM) {
+		*out = ((double *) t->data)[0]; /* Keras's Sum: 0 when empty */
 	} else if (((double *) t->data)[1] > 0) {
 		*out = ((double *) t->data)[0] / ((double *) t->data)[1];
 	}

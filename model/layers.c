@@ -176,7 +176,8 @@ check_layer(const pasco_layer *l, const int64_t *widths,
 			    PASCI_ESHAPE(&shapes[j]));
 		}
 	}
-	if ((rv = d->check(l, widths, out)) != 0) {
+	if ((rv = d->check(l, widths, out)) != 0 ||
+	    (rv = pasci_layer_check_activity(l)) != 0) {
 		return rv;
 	}
 	if (d->shape != NULL) {

@@ -30,8 +30,8 @@ const char *
 pasco_output_mode_name(pasco_output_mode m)
 {
 	static const char *const names[] = {
-	    "int", "one_hot", "multi_hot", "count"};
-	return (unsigned) m <= PASCO_OUTPUT_COUNT ? names[m] : NULL;
+	    "int", "one_hot", "multi_hot", "count", "tf_idf"};
+	return (unsigned) m <= PASCO_OUTPUT_TF_IDF ? names[m] : NULL;
 }
 
 pasco_prep *
@@ -80,7 +80,38 @@ prep_free(pasco_prep *p)
 	free(p->mask_str);
 	free(p->oov_str);
 	free(p->bounds);
+	free(p->idf);
 	free(p);
+}
+
+int
+pasci_prep_set_idf(pasco_prep *p, size_t n, const double *w)
+{
+	double *c = NULL;
+	if (w != NULL && (c = malloc((n + 1) * sizeof(*c))) == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	if (c != NULL) {
+		memcpy(c, w, n * sizeof(*c));
+	}
+	free(p->idf);
+	p->idf  = c;
+	p->nidf = c != NULL ? n : 0;
+	return PASCO_OK;
+}
+
+double
+pasci_prep_idf_at(const pasco_prep *p, int64_t k)
+{
+	int64_t t   = k - pasci_prep_token_start(p);
+	double  sum = 0;
+	if (t >= 0) {
+		return t < (int64_t) p->nidf ? p->idf[t] : 0;
+	}
+	for (size_t j = 0; j < p->nidf; j++) { /* Keras's np.average */
+		sum += p->idf[j];
+	}
+	return p->nidf > 0 ? sum / (double) p->nidf : 0;
 }
 
 void
@@ -111,7 +142,8 @@ pasci_prep_bytes(const pasco_layer *l)
 		return 0;
 	}
 	n = sizeof(*p) + p->nvocab * sizeof(int64_t) +
-	    p->cap * sizeof(int64_t) + p->nbounds * sizeof(double);
+	    p->cap * sizeof(int64_t) + p->nbounds * sizeof(double) +
+	    p->nidf * sizeof(double);
 	for (size_t k = 0; p->vocab_str != NULL && k < p->nvocab; k++) {
 		n += sizeof(char *) + strlen(p->vocab_str[k]) + 1;
 	}
@@ -158,8 +190,16 @@ pasci_prep_check_mode(const pasco_layer *l, int64_t width)
 	if (pasco_output_mode_name(p->mode) == NULL) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: output_mode %d is none of int, one_hot, multi_hot, "
-		    "count",
+		    "count, tf_idf",
 		    l->name, (int) p->mode);
+	}
+	if (p->mode == PASCO_OUTPUT_TF_IDF &&
+	    l->kind != PASCO_LAYER_STRING_LOOKUP &&
+	    l->kind != PASCO_LAYER_INTEGER_LOOKUP) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: output_mode \"tf_idf\" is a StringLookup's or an "
+		    "IntegerLookup's (use \"count\")",
+		    l->name);
 	}
 	if (p->mode == PASCO_OUTPUT_ONE_HOT && width != 1) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -576,8 +616,17 @@ encode(pasco_tape *tp, const pasco_layer *l, const pasco_tensor *x,
 			    (long long) idx[e], (long long) depth);
 			return NULL;
 		}
-		row[idx[e]] =
-		    p->mode == PASCO_OUTPUT_COUNT ? row[idx[e]] + 1 : 1;
+		row[idx[e]] = p->mode == PASCO_OUTPUT_COUNT ||
+		                      p->mode == PASCO_OUTPUT_TF_IDF
+		                  ? row[idx[e]] + 1
+		                  : 1;
+	}
+	for (int64_t k = 0;
+	     t != NULL && p->mode == PASCO_OUTPUT_TF_IDF && k < t->count;
+	     k++) { /* Keras's: the counts times the index's idf weight */
+		float *v = (float *) t->data + k;
+		*v = *v != 0 ? (float) (*v * pasci_prep_idf_at(p, k % depth))
+		             : 0;
 	}
 	return t;
 }

@@ -41,6 +41,8 @@ struct pasco_prep {
 	int64_t *vocab_key; /* fingerprints or values, in order */
 	size_t   cap;       /* slots: a power of two >= 2 nvocab */
 	int64_t *slots;     /* vocabulary index + 1 of a key; 0: empty */
+	double  *idf;       /* idf_weights[nidf] (tf_idf), in vocab order */
+	size_t   nidf;      /* 0 with idf NULL: none given */
 	/* CategoryEncoding */
 	int64_t num_tokens;
 	/* Discretization */
@@ -94,6 +96,14 @@ int64_t pasci_prep_find(const pasco_prep *p, int64_t key);
  * depth of its encodings (non-int modes). */
 int64_t pasci_prep_oov_start(const pasco_prep *p);
 int64_t pasci_prep_token_start(const pasco_prep *p);
+
+/* The tf_idf weight of index k of a lookup (layers.h, idf_weights):
+ * the mean of the weights for an OOV index, 0 past the vocabulary. */
+double pasci_prep_idf_at(const pasco_prep *p, int64_t k);
+
+/* p's idf weights: w[0..n) copied (replacing any), or none (w NULL).
+ * PASCO_ENOMEM. */
+int pasci_prep_set_idf(pasco_prep *p, size_t n, const double *w);
 
 /* The bin of key among bins (Hashing's rule, layers.h). */
 int64_t pasci_prep_hash_bin(const pasco_prep *p, int64_t key, int64_t bins);

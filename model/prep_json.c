@@ -25,16 +25,18 @@ pasci_prep_read_mode(const cJSON *c, pasco_prep *p, const char *at)
 	if (it == NULL || cJSON_IsNull(it)) {
 		return pasci_prep_read_default(c, "sparse", "false", at);
 	}
-	for (int k = 0; cJSON_IsString(it) && k <= PASCO_OUTPUT_COUNT; k++) {
-		if (strcmp(it->valuestring, pasco_output_mode_name(k)) == 0) {
+	for (int k = 0; cJSON_IsString(it) && k <= PASCO_OUTPUT_TF_IDF; k++) {
+		if (strcmp(it->valuestring, pasco_output_mode_name(k)) == 0 ||
+		    (k == PASCO_OUTPUT_TF_IDF &&
+		        strcmp(it->valuestring, "tf-idf") == 0)) {
 			p->mode = (pasco_output_mode) k;
 			return pasci_prep_read_default(
 			    c, "sparse", "false", at);
 		}
 	}
 	return pasci_model_fail(PASCO_EINVAL,
-	    "%s: output_mode must be \"int\", \"one_hot\", \"multi_hot\" or "
-	    "\"count\", got %s",
+	    "%s: output_mode must be \"int\", \"one_hot\", \"multi_hot\", "
+	    "\"count\" or \"tf_idf\", got %s",
 	    at,
 	    cJSON_IsString(it) ? it->valuestring
 	                       : "a value that is no string");

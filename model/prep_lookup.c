@@ -67,6 +67,18 @@ pasci_lookup_check(const pasco_layer *l, const int64_t *widths, int64_t *out)
 	if ((rv = check_counts(l, p)) != 0) {
 		return rv;
 	}
+	if (p->mode == PASCO_OUTPUT_TF_IDF && p->nidf != p->nvocab) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: output_mode \"tf_idf\" needs idf_weights, one per "
+		    "vocabulary token (%zu), got %zu (adapt computes them)",
+		    l->name, p->nvocab, p->nidf);
+	}
+	if (p->mode != PASCO_OUTPUT_TF_IDF && p->idf != NULL) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: idf_weights are only for output_mode \"tf_idf\", "
+		    "got \"%s\"",
+		    l->name, pasco_output_mode_name(p->mode));
+	}
 	if (p->invert && p->mode != PASCO_OUTPUT_INT) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: invert=True needs output_mode \"int\", got \"%s\"",
@@ -167,11 +179,50 @@ pasci_lookup_write(cJSON *c, const pasco_layer *l)
 	} else if (ok) {
 		ok = cJSON_AddNullToObject(c, "vocabulary") != NULL;
 	}
-	return ok && cJSON_AddNullToObject(c, "idf_weights") &&
-	       cJSON_AddBoolToObject(c, "invert", p->invert) &&
+	if (ok && p->idf != NULL) {
+		v  = cJSON_CreateDoubleArray(p->idf, (int) p->nidf);
+		ok = v != NULL && cJSON_AddItemToObject(c, "idf_weights", v);
+	} else if (ok) {
+		ok = cJSON_AddNullToObject(c, "idf_weights") != NULL;
+	}
+	return ok && cJSON_AddBoolToObject(c, "invert", p->invert) &&
 	       pasci_prep_write_mode(c, p) &&
 	       cJSON_AddBoolToObject(c, "pad_to_max_tokens", p->pad) &&
 	       cJSON_AddNullToObject(c, "salt");
+}
+
+/* "idf_weights": null or a list of numbers. */
+static int
+read_idf(const cJSON *c, pasco_prep *p, const char *at)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, "idf_weights");
+	const cJSON *it;
+	double      *w;
+	size_t       k = 0;
+	int          rv;
+	if (v == NULL || cJSON_IsNull(v)) {
+		return PASCO_OK;
+	}
+	if (!cJSON_IsArray(v)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: idf_weights must be null or a list of numbers", at);
+	}
+	w = calloc((size_t) cJSON_GetArraySize(v) + 1, sizeof(*w));
+	if (w == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(it, v)
+	{
+		if (!cJSON_IsNumber(it)) {
+			free(w);
+			return pasci_model_fail(PASCO_EINVAL,
+			    "%s: idf_weights[%zu] is not a number", at, k);
+		}
+		w[k++] = it->valuedouble;
+	}
+	rv = pasci_prep_set_idf(p, k, w);
+	free(w);
+	return rv;
 }
 
 /* "vocabulary": null, a list of tokens (strings or integers), or a file
@@ -239,8 +290,7 @@ pasci_lookup_read(const cJSON *c, pasco_layer *l, const char *at)
 	    pasci_json_int(c, "num_oov_indices", &p->num_oov, 0, at) != 0 ||
 	    pasci_json_bool(c, "invert", &p->invert, at) != 0 ||
 	    pasci_json_bool(c, "pad_to_max_tokens", &p->pad, at) != 0 ||
-	    pasci_prep_read_mode(c, p, at) != 0 ||
-	    pasci_prep_read_default(c, "idf_weights", "null", at) != 0 ||
+	    pasci_prep_read_mode(c, p, at) != 0 || read_idf(c, p, at) != 0 ||
 	    pasci_prep_read_default(c, "salt", "null", at) != 0) {
 		return PASCO_EINVAL;
 	}
@@ -272,6 +322,11 @@ pasci_lookup_made(pasco_layer *out, pasco_layer_kind kind, pasco_prep *p,
 	p->invert      = o->invert;
 	p->pad         = o->pad_to_max_tokens;
 	p->mode        = o->output_mode;
+	if (o->idf_weights != NULL &&
+	    (rv = pasci_prep_set_idf(p, o->num_idf_weights, o->idf_weights)) !=
+	        0) {
+		return pasci_prep_drop(out, p, rv);
+	}
 	if (n > 0 && tokens == NULL && values == NULL) {
 		rv = pasci_model_fail(PASCO_EINVAL,
 		    "%s: a vocabulary of %zu tokens given as NULL", at, n);

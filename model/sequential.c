@@ -122,11 +122,19 @@ check_inputs(
 
 /* The forward pass; *pre gets the last layer's input to its activation
  * and *act that activation (linear when the last layer has none). given
- * (may be NULL): feature inputs already on the tape (pasci_model_forward). */
+ * (may be NULL): feature inputs already on the tape (pasci_model_forward).
+ * added (may be NULL): the sum of what the layers add to the loss
+ * (Keras's add_loss, activity_regularizer), or NULL for none; and the
+ * output's mask, or NULL. */
+typedef struct fwd_losses {
+	pasco_tnode *added, *mask;
+} fwd_losses;
+
 static pasco_tnode *
 forward(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, pasco_tnode *const *given,
-    pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act)
+    pasco_tnode *const *nodes, pasco_tnode **pre, pasco_act *act,
+    fwd_losses *added)
 {
 	pasco_tnode **outs, **feats, *in[PASCO_LAYER_MAX_INPUTS], *h = NULL;
 	pasco_tnode **masks, *in_mask[PASCO_LAYER_MAX_INPUTS];
@@ -175,9 +183,21 @@ forward(const pasco_model *m, pasco_tape *tp,
 		if ((outs[i] = h) == NULL) {
 			return NULL;
 		}
+		if (added != NULL) {
+			pasco_tnode *a = added->added;
+			if (c.loss != NULL) {
+				a = a == NULL ? c.loss
+				              : pasco_t_add(tp, a, c.loss);
+			}
+			added->added =
+			    pasci_layer_activity_term(tp, a, &m->layers[i], h);
+		}
 		masks[i] = c.mask != NULL   ? c.mask
 		           : d->keeps_shape ? in_mask[0]
 		                            : NULL;
+		if (added != NULL) {
+			added->mask = masks[i];
+		}
 	}
 	return h;
 }
@@ -188,7 +208,7 @@ pasco_model_call_with(const pasco_model *m, pasco_tape *tp,
 {
 	pasco_tnode *pre;
 	pasco_act    act;
-	return forward(m, tp, inputs.c, NULL, nodes, &pre, &act);
+	return forward(m, tp, inputs.c, NULL, nodes, &pre, &act, NULL);
 }
 
 pasco_tnode *
@@ -198,7 +218,7 @@ pasci_model_forward(const pasco_model *m, pasco_tape *tp,
 {
 	pasco_tnode *pre;
 	pasco_act    act;
-	return forward(m, tp, inputs, feats, nodes, &pre, &act);
+	return forward(m, tp, inputs, feats, nodes, &pre, &act, NULL);
 }
 
 pasco_tnode **
@@ -254,6 +274,50 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp,
 	return pasci_model_loss_out(m, tp, inputs.c, y, loss, nodes, &out);
 }
 
+/* A sequence output [batch, steps, ..., dim] and its labels as rows
+ * [batch * steps..., dim] and their labels (view, sharing y's data):
+ * Keras's loss of a sequence, the per-step losses averaged over the steps
+ * and then the batch, is their mean over every step, the loss of the
+ * rows. Labels: class ids [batch, steps] (sparse categorical), else
+ * [batch, steps, dim] (or [batch, steps] of dim 1). pre (NULL: not
+ * used) is reshaped the same. false with the tape's error set naming both
+ * shapes. */
+static bool
+flat_sequence(pasco_tape *tp, const pasco_loss *loss, pasco_tnode **out,
+    pasco_tnode **pre, const pasco_tensor **y, pasco_tensor *view)
+{
+	const pasco_tensor *o = pasco_tnode_value(*out);
+	bool sparse = loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+	int64_t d, rows;
+	if (loss->kind == PASCO_LOSS_GRAPH || o->rank < 3 ||
+	    o->shape[o->rank - 1] < 1) {
+		return true; /* a traced loss takes the sequence as it is */
+	}
+	d    = o->shape[o->rank - 1];
+	rows = o->count / d;
+	if ((*y)->rank < 1 || (*y)->count != (sparse ? rows : o->count) ||
+	    (*y)->shape[0] != o->shape[0]) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: labels %s do not match the sequence output %s "
+		    "(%s)",
+		    PASCI_SHAPE((*y)->rank, (*y)->shape),
+		    PASCI_SHAPE(o->rank, o->shape),
+		    sparse ? "class ids [batch, steps]"
+		           : "[batch, steps, dim] targets");
+		return false;
+	}
+	*view          = **y;
+	view->rank     = sparse ? 1 : 2;
+	view->shape[0] = rows;
+	view->shape[1] = d;
+	*y             = view;
+	*out           = pasco_t_reshape(tp, *out, 2, (int64_t[]){rows, d});
+	if (pre != NULL && *pre != NULL) {
+		*pre = pasco_t_reshape(tp, *pre, 2, (int64_t[]){rows, d});
+	}
+	return *out != NULL;
+}
+
 /* The loss node of output out (pre: before its activation act) against
  * y: as Keras, a sigmoid's or softmax's output is differentiated through
  * its logits. */
@@ -263,6 +327,7 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 {
 	const pasco_layer *last   = &m->layers[m->nlayers - 1];
 	pasco_loss         logits = *loss;
+	pasco_tensor       view;
 	bool               categorical =
 	    loss->kind == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY ||
 	    loss->kind == PASCO_LOSS_CATEGORICAL_CROSSENTROPY;
@@ -274,6 +339,12 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 			    "(pasco_compile_options.loss_graph)");
 		}
 		return pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
+	}
+	if (!flat_sequence(tp, loss, &out,
+	        act == PASCO_ACT_SIGMOID || act == PASCO_ACT_SOFTMAX ? &pre
+	                                                             : NULL,
+	        &y, &view)) {
+		return NULL;
 	}
 	if (!loss->from_logits &&
 	    ((loss->kind == PASCO_LOSS_BINARY_CROSSENTROPY &&
@@ -302,16 +373,28 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     pasco_tnode *const *nodes, pasco_tnode **output)
 {
 	pasco_tnode *pre, *out, *l = NULL;
+	fwd_losses   added = {NULL, NULL};
 	pasco_act    act;
 
-	out = *output = forward(m, tp, inputs, NULL, nodes, &pre, &act);
+	out = *output =
+	    forward(m, tp, inputs, NULL, nodes, &pre, &act, &added);
 	if (out == NULL) {
 		return NULL;
 	}
 	if (y == NULL) {
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
+	if (added.mask != NULL && pasco_tnode_value(out)->rank > 2) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: the sequence output of '%s' is masked (mask_zero): "
+		    "Keras's masked loss is not supported; pool the sequence "
+		    "or drop mask_zero",
+		    m->layers[m->nlayers - 1].name);
+	}
 	l = loss_node(m, tp, &loss, y, out, pre, act);
+	if (l != NULL && added.added != NULL) {
+		l = pasco_t_add(tp, l, added.added);
+	}
 	for (size_t i = 0; i < m->nlayers && l != NULL; i++) {
 		const pasci_layer_desc *d =
 		    pasci_layer_desc_of(m->layers[i].kind);

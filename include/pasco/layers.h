@@ -93,7 +93,30 @@
  *     rms_scaling (false): x / sqrt(variance + epsilon) * gamma, no beta
  *     (Keras's, which takes the variance, not the mean square). Variables
  *     <name>/gamma and /beta [width].
- *   Their regularizers and constraints are None (Keras's defaults).
+ *   Both take Keras's gamma_regularizer and beta_regularizer (gamma_l1,
+ *     gamma_l2, beta_l1, beta_l2) and gamma_constraint, beta_constraint.
+ *     BatchNormalization's bn_axis (-1) is Keras's axis: one feature axis
+ *     of an input of any rank, counted with the batch's (1: the first per
+ *     example; -2: the one before the last), the statistics over every
+ *     other axis, its variables [size of that axis]; frozen is Keras's
+ *     trainable=False: every step runs it in inference mode (the moving
+ *     statistics, never updated) and gamma and beta enter as constants
+ *     (no gradient, no regularization). A masked input (mask_zero) is
+ *     refused in training (Keras's masked moments are not implemented).
+ *
+ * Regularizers. Keras 3's layer.losses are added to the loss of
+ * pasco_model_loss and pasco_model_train_step: Dense's kernel and bias
+ * regularizers, the normalization layers' gamma and beta ones (each
+ * l1 * sum|w| + l2 * sum w^2 over the whole variable, as Keras's), and
+ * activity_l1 / activity_l2 of a Dense or an Embedding (Keras's
+ * activity_regularizer: of the layer's output, divided by the batch
+ * size, as Keras 3 does). An Embedding's embeddings_l1 / embeddings_l2
+ * (Keras's embeddings_regularizer) apply to the distinct rows the step
+ * looks up, each once (ids of the step's batch; padding ids left out),
+ * not to the whole table as Keras does: a step reads only those rows, and
+ * the whole table of a ps-partitioned or dynamic embedding would cost a
+ * read of every shard per step. So an L2 here decays a row only in the
+ * steps that use it.
  *
  * Names. A layer gets its name when constructed, as Keras names it: the
  * kind in snake case, then _1, _2, ... for later layers of that kind in
@@ -192,6 +215,12 @@ typedef struct pasco_layer {
 	 * applied by the ps after each update; kind 0: none */
 	pasco_constraint kernel_constraint, bias_constraint;
 	pasco_constraint embeddings_constraint;
+	/* Keras's activity_regularizer (Dense, Embedding; 0: none): l1 *
+	 * sum|y| + l2 * sum y^2 of the layer's output y, divided by the
+	 * batch size, added to the loss (Keras 3's layer.losses); and
+	 * Embedding's embeddings_regularizer, on the rows a step looks up
+	 * (not Keras's whole table: "Regularizers" below) */
+	double activity_l1, activity_l2, embeddings_l1, embeddings_l2;
 	/* Embedding */
 	int64_t                  input_dim, output_dim;
 	pasco_combiner           combiner;
@@ -229,6 +258,16 @@ typedef struct pasco_layer {
 	bool              center, scale, rms_scaling;
 	pasco_initializer beta_initializer, gamma_initializer;
 	pasco_initializer moving_mean_initializer, moving_variance_initializer;
+	/* Both: Keras's gamma_regularizer and beta_regularizer (L1 and L2
+	 * factors; 0: none), gamma_constraint and beta_constraint (kind 0:
+	 * none) */
+	double           gamma_l1, gamma_l2, beta_l1, beta_l2;
+	pasco_constraint gamma_constraint, beta_constraint;
+	/* BatchNormalization: Keras's axis (-1 the last; counted with the
+	 * batch axis, so 1 is the first per-example axis; never 0) and
+	 * Keras's trainable=False (frozen: inference mode in every step) */
+	int32_t bn_axis;
+	bool    frozen;
 	/* Preprocessing layers (Hashing, StringLookup, IntegerLookup,
 	 * CategoryEncoding, Discretization, HashedCrossing): their options
 	 * and tables, a reference held by each model and by the description
@@ -595,9 +634,12 @@ typedef enum pasco_output_mode {
 	PASCO_OUTPUT_ONE_HOT   = 1,
 	PASCO_OUTPUT_MULTI_HOT = 2,
 	PASCO_OUTPUT_COUNT     = 3,
+	/* StringLookup and IntegerLookup only: COUNT times each index's
+	 * inverse document frequency (pasco_lookup_options.idf_weights) */
+	PASCO_OUTPUT_TF_IDF = 4,
 } pasco_output_mode;
 
-/* "int", "one_hot", "multi_hot", "count"; NULL otherwise. */
+/* "int", "one_hot", "multi_hot", "count", "tf_idf"; NULL otherwise. */
 const char *pasco_output_mode_name(pasco_output_mode m);
 
 /* Keras's Hashing(num_bins, mask_value=None, salt=None, output_mode):
@@ -634,6 +676,13 @@ typedef struct pasco_lookup_options {
 	bool              invert, pad_to_max_tokens;
 	pasco_output_mode output_mode;
 	const char       *vocabulary_file;
+	/* Keras's idf_weights, for output_mode TF_IDF (required there, NULL
+	 * otherwise): one weight per vocabulary token, in its order (copied;
+	 * Python's adapt computes Keras's log(1 + documents / (1 +
+	 * documents holding the token))). The OOV indices get their mean,
+	 * the padding to max_tokens 0, as Keras's. */
+	const double *idf_weights;
+	size_t        num_idf_weights;
 } pasco_lookup_options;
 
 pasco_lookup_options pasco_lookup_defaults(void);

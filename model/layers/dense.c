@@ -3,7 +3,8 @@
  * sequence [batch, steps, d] too, its mask kept), variables
  * <name>/kernel [d, units] and <name>/bias [units], an optional L2 on
  * the kernel (Keras's kernel_regularizer=l2(f)). Its descriptor
- * (layer_desc.h).
+ * (layer_desc.h), and the regularizers' shared parts (layer_desc.h):
+ * Keras's L1/L2/L1L2 configs, their terms, activity_regularizer's.
  * Stateless: any thread.
  */
 #include "layer_desc.h"
@@ -122,9 +123,8 @@ dense_call(pasci_layer_call *c)
 	return pasci_layer_activate(c->tp, h, l->activation);
 }
 
-/* A regularizer as Keras writes it: null, L1, L2 or L1L2. */
-static bool
-write_reg(cJSON *c, const char *key, double l1, double l2)
+bool
+pasci_json_write_reg(cJSON *c, const char *key, double l1, double l2)
 {
 	cJSON *r;
 	if (l1 == 0 && l2 == 0) {
@@ -150,17 +150,18 @@ dense_write(cJSON *c, const pasco_layer *l)
 	          pasci_json_write_constraint(
 	              c, "kernel_constraint", &l->kernel_constraint) &&
 	          pasci_json_write_constraint(
-	              c, "bias_constraint", &l->bias_constraint);
+	              c, "bias_constraint", &l->bias_constraint) &&
+	          pasci_json_write_reg(c, "activity_regularizer",
+	              l->activity_l1, l->activity_l2);
 	return ok &&
-	       write_reg(
+	       pasci_json_write_reg(
 	           c, "kernel_regularizer", l->kernel_l1, l->kernel_l2) &&
-	       write_reg(c, "bias_regularizer", l->bias_l1, l->bias_l2);
+	       pasci_json_write_reg(
+	           c, "bias_regularizer", l->bias_l1, l->bias_l2);
 }
 
-/* Keras's L1, L2 or L1L2 under key into *l1, *l2 (absent or null:
- * none). */
-static int
-read_reg(
+int
+pasci_json_read_reg(
     const cJSON *c, const char *key, double *l1, double *l2, const char *where)
 {
 	static const char *const names[] = {NULL, "L1", "L2", "L1L2"};
@@ -203,10 +204,12 @@ dense_read(
 	                   &l->kernel_initializer, at) != 0 ||
 	               pasci_json_read_init(c, "bias_initializer",
 	                   &l->bias_initializer, at) != 0 ||
-	               read_reg(c, "kernel_regularizer", &l->kernel_l1,
-	                   &l->kernel_l2, at) != 0 ||
-	               read_reg(c, "bias_regularizer", &l->bias_l1,
+	               pasci_json_read_reg(c, "kernel_regularizer",
+	                   &l->kernel_l1, &l->kernel_l2, at) != 0 ||
+	               pasci_json_read_reg(c, "bias_regularizer", &l->bias_l1,
 	                   &l->bias_l2, at) != 0 ||
+	               pasci_json_read_reg(c, "activity_regularizer",
+	                   &l->activity_l1, &l->activity_l2, at) != 0 ||
 	               pasci_json_read_constraint(c, "kernel_constraint",
 	                   &l->kernel_constraint, at) != 0 ||
 	               pasci_json_read_constraint(
@@ -215,12 +218,86 @@ dense_read(
 	           : PASCO_OK;
 }
 
-/* l * sum(|w|), a scalar node. */
-static pasco_tnode *
-l1_term(pasco_tape *tp, pasco_tnode *w, double l)
+pasco_tnode *
+pasci_layer_reg_term(
+    pasco_tape *tp, pasco_tnode *loss, pasco_tnode *w, double l1, double l2)
 {
-	return pasco_t_scale(tp,
-	    pasco_t_reduce_sum(tp, pasco_t_abs(tp, w), PASCO_T_ALL_AXES), l);
+	pasco_tnode *t[2] = {NULL, NULL};
+	if (w != NULL && l1 > 0) {
+		t[0] = pasco_t_scale(tp,
+		    pasco_t_reduce_sum(
+		        tp, pasco_t_abs(tp, w), PASCO_T_ALL_AXES),
+		    l1);
+	}
+	if (w != NULL && l2 > 0) {
+		t[1] = pasco_t_l2(tp, w, l2);
+	}
+	for (int k = 0; k < 2; k++) {
+		if (t[k] != NULL) {
+			loss =
+			    loss == NULL ? t[k] : pasco_t_add(tp, loss, t[k]);
+		}
+	}
+	return loss;
+}
+
+pasco_tnode *
+pasci_layer_activity_term(
+    pasco_tape *tp, pasco_tnode *acc, const pasco_layer *l, pasco_tnode *y)
+{
+	const pasco_tensor *v = pasco_tnode_value(y);
+	double              batch;
+	pasco_tnode        *t = NULL;
+	if (v == NULL || (l->activity_l1 == 0 && l->activity_l2 == 0)) {
+		return acc;
+	}
+	/* Keras 3: divide_no_nan(loss, batch size) */
+	batch = v->rank > 0 && v->shape[0] > 0 ? (double) v->shape[0] : 0;
+	if (batch == 0) {
+		return acc;
+	}
+	if (l->activity_l1 > 0) {
+		t = pasco_t_scale(tp,
+		    pasco_t_reduce_sum(
+		        tp, pasco_t_abs(tp, y), PASCO_T_ALL_AXES),
+		    l->activity_l1 / batch);
+	}
+	if (l->activity_l2 > 0) {
+		pasco_tnode *u = pasco_t_scale(tp,
+		    pasco_t_reduce_sum(
+		        tp, pasco_t_square(tp, y), PASCO_T_ALL_AXES),
+		    l->activity_l2 / batch);
+		t              = t == NULL ? u : pasco_t_add(tp, t, u);
+	}
+	return acc == NULL ? t : pasco_t_add(tp, acc, t);
+}
+
+int
+pasci_layer_check_activity(const pasco_layer *l)
+{
+	bool takes =
+	    l->kind == PASCO_LAYER_DENSE || l->kind == PASCO_LAYER_EMBEDDING;
+	if (!(l->activity_l1 >= 0) || !(l->activity_l2 >= 0) ||
+	    !(l->embeddings_l1 >= 0) || !(l->embeddings_l2 >= 0)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: the regularizers' factors must be >= 0, got activity "
+		    "l1 %g, l2 %g, embeddings l1 %g, l2 %g",
+		    l->name, l->activity_l1, l->activity_l2, l->embeddings_l1,
+		    l->embeddings_l2);
+	}
+	if (!takes && (l->activity_l1 != 0 || l->activity_l2 != 0)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: an activity_regularizer is taken by Dense and "
+		    "Embedding layers only",
+		    l->name);
+	}
+	if (l->kind != PASCO_LAYER_EMBEDDING &&
+	    (l->embeddings_l1 != 0 || l->embeddings_l2 != 0)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: an embeddings_regularizer is an Embedding's",
+		    l->name);
+	}
+	return PASCO_OK;
 }
 
 /* Keras's layer.losses of its regularizers but the kernel's L2
@@ -237,18 +314,8 @@ dense_penalty(pasci_layer_call *c, pasco_tnode *loss)
 	if (l->use_bias) {
 		b = pasci_layer_var_node(c->m, c->tp, c->i, 1, c->nodes);
 	}
-	if (l->kernel_l1 > 0) {
-		loss =
-		    pasco_t_add(c->tp, loss, l1_term(c->tp, k, l->kernel_l1));
-	}
-	if (b != NULL && l->bias_l1 > 0) {
-		loss = pasco_t_add(c->tp, loss, l1_term(c->tp, b, l->bias_l1));
-	}
-	if (b != NULL && l->bias_l2 > 0) {
-		loss =
-		    pasco_t_add(c->tp, loss, pasco_t_l2(c->tp, b, l->bias_l2));
-	}
-	return loss;
+	loss = pasci_layer_reg_term(c->tp, loss, k, l->kernel_l1, 0);
+	return pasci_layer_reg_term(c->tp, loss, b, l->bias_l1, l->bias_l2);
 }
 
 const pasci_layer_desc pasci_layer_dense_desc = {
@@ -257,7 +324,7 @@ const pasci_layer_desc pasci_layer_dense_desc = {
     .prefix     = "dense",
     .keys = {"name", "units", "activation", "use_bias", "kernel_initializer",
         "bias_initializer", "kernel_regularizer", "kernel_constraint",
-        "bias_constraint", "bias_regularizer"},
+        "bias_constraint", "bias_regularizer", "activity_regularizer"},
     .args = {"units"},
     .min_inputs = 1,
     .defaults   = dense_defaults,

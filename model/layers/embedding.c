@@ -3,7 +3,9 @@
  * [batch, output_dim], or Keras's own sequence [batch, k, output_dim]
  * (combiner none), id 0 masked with mask_zero; variable <name>/embeddings
  * [input_dim, output_dim] (a dynamic table of 64-bit keys [0, output_dim] when
- * dynamic), with its own partitioner if given. Its descriptor (layer_desc.h).
+ * dynamic), with its own partitioner if given; its embeddings_regularizer
+ * on the distinct rows a step looks up (layers.h, "Regularizers"). Its
+ * descriptor (layer_desc.h).
  * Stateless: any thread.
  */
 #include "layer_desc.h"
@@ -12,6 +14,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const part_classes[] = {
@@ -147,19 +150,72 @@ sequence_call(pasci_layer_call *c, pasco_tnode *table, const pasco_tensor *ids)
 	    c->tp, rows, 3, (int64_t[]){batch, steps, l->output_dim});
 }
 
+static int
+cmp_id(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+	return (x > y) - (x < y);
+}
+
+/* embeddings_regularizer's term on the distinct rows of ids (padding
+ * left out: negative ids, a dynamic table's -1), each once, into
+ * c->loss; none when there are no rows. */
+static bool
+rows_penalty(pasci_layer_call *c, pasco_tnode *table, const pasco_tensor *ids)
+{
+	const pasco_layer *l = &c->m->layers[c->i];
+	pasco_tensor      *u;
+	int64_t            n = 0;
+	if (l->embeddings_l1 == 0 && l->embeddings_l2 == 0) {
+		return true;
+	}
+	if (pasco_tensor_alloc(&u, PASCO_I64, 1, &ids->count) != 0) {
+		pasci_tape_fail(
+		    c->tp, PASCO_ENOMEM, "%s: out of memory", l->name);
+		return false;
+	}
+	for (int64_t k = 0; k < ids->count; k++) {
+		int64_t id = (int64_t) pasco_tensor_get(ids, k);
+		if (l->dynamic ? id != -1 : id >= 0) {
+			((int64_t *) u->data)[n++] = id;
+		}
+	}
+	qsort(u->data, (size_t) n, sizeof(int64_t), cmp_id);
+	int64_t d = 0;
+	for (int64_t k = 0; k < n; k++) {
+		int64_t *v = u->data;
+		if (k == 0 || v[k] != v[d - 1]) {
+			v[d++] = v[k];
+		}
+	}
+	u->shape[0] = u->count = d;
+	u->nbytes              = (size_t) d * sizeof(int64_t);
+	if (d > 0) {
+		pasco_tnode *rows = pasco_t_embedding_lookup(
+		    c->tp, table, u, PASCO_COMBINE_SUM);
+		c->loss = rows == NULL
+		              ? NULL
+		              : pasci_layer_reg_term(c->tp, NULL, rows,
+		                    l->embeddings_l1, l->embeddings_l2);
+	}
+	pasco_tensor_release(u);
+	return pasco_tape_error(c->tp) == PASCO_OK;
+}
+
 static pasco_tnode *
 embedding_call(pasci_layer_call *c)
 {
 	pasco_tnode *table =
 	    pasci_layer_var_node(c->m, c->tp, c->i, 0, c->nodes);
 	const pasco_tensor *ids = c->inputs[pasci_layer_input_of(c->m, c->i)];
-	if (table != NULL &&
-	    c->m->layers[c->i].combiner == PASCO_COMBINE_NONE) {
+	if (table == NULL || !rows_penalty(c, table, ids)) {
+		return NULL;
+	}
+	if (c->m->layers[c->i].combiner == PASCO_COMBINE_NONE) {
 		return sequence_call(c, table, ids);
 	}
-	return table == NULL ? NULL
-	                     : pasco_t_embedding_lookup(c->tp, table, ids,
-	                           c->m->layers[c->i].combiner);
+	return pasco_t_embedding_lookup(
+	    c->tp, table, ids, c->m->layers[c->i].combiner);
 }
 
 /* Combined: (output_dim,); the sequence: (steps, output_dim). */
@@ -241,6 +297,10 @@ embedding_write(cJSON *c, const pasco_layer *l)
 	           c, "embeddings_initializer", &l->embeddings_initializer) &&
 	       pasci_json_write_constraint(
 	           c, "embeddings_constraint", &l->embeddings_constraint) &&
+	       pasci_json_write_reg(c, "embeddings_regularizer",
+	           l->embeddings_l1, l->embeddings_l2) &&
+	       pasci_json_write_reg(c, "activity_regularizer", l->activity_l1,
+	           l->activity_l2) &&
 	       write_partitioner(c, l->partitioner);
 }
 
@@ -350,6 +410,10 @@ embedding_read(
 	                   &l->embeddings_initializer, at) != 0 ||
 	               pasci_json_read_constraint(c, "embeddings_constraint",
 	                   &l->embeddings_constraint, at) != 0 ||
+	               pasci_json_read_reg(c, "embeddings_regularizer",
+	                   &l->embeddings_l1, &l->embeddings_l2, at) != 0 ||
+	               pasci_json_read_reg(c, "activity_regularizer",
+	                   &l->activity_l1, &l->activity_l2, at) != 0 ||
 	               read_partitioner(c, part, at) != 0 ||
 	               read_dynamic(c, l, at) != 0
 	           ? PASCO_EINVAL
@@ -362,7 +426,8 @@ const pasci_layer_desc pasci_layer_embedding_desc = {
     .prefix     = "embedding",
     .keys       = {"name", "input_dim", "output_dim", "combiner",
               "embeddings_initializer", "partitioner", "dynamic", "mask_zero",
-              "embeddings_constraint"},
+              "embeddings_constraint", "embeddings_regularizer",
+              "activity_regularizer"},
     .args       = {"input_dim", "output_dim"},
     .ids        = true,
     .min_inputs = 1,

@@ -30,8 +30,8 @@
 #define PASCI_LAYER_MAX_VARS 2
 
 /* The most config fields of a kind, "name" included (BatchNormalization
- * has 15). */
-#define PASCI_LAYER_MAX_KEYS 16
+ * has 16). */
+#define PASCI_LAYER_MAX_KEYS 18
 
 /* A layer's call on the tape: what it is given and what it tells. */
 typedef struct pasci_layer_call {
@@ -51,6 +51,9 @@ typedef struct pasci_layer_call {
 	 * first input's on, and the others drop it). */
 	pasco_tnode *const *in_mask;
 	pasco_tnode        *mask;
+	/* Out: a scalar the layer adds to the loss (Keras's add_loss in
+	 * call: an Embedding's embeddings_regularizer), or NULL. */
+	pasco_tnode *loss;
 } pasci_layer_call;
 
 struct pasci_prep_call; /* model/prep.h */
@@ -192,6 +195,28 @@ int  pasci_json_read_dims(const cJSON *c, const char *key, int32_t *rank,
      int64_t *dims, int32_t max, bool null_ok, const char *at);
 bool pasci_json_write_dims(cJSON *c, const char *key, int32_t rank,
     const int64_t *dims, bool null_ok);
+
+/* Keras's regularizers (model/layers/dense.c): L1, L2 or L1L2 under
+ * key into *l1, *l2 (absent or null: none; PASCO_EINVAL naming where and
+ * key); the writer (null when both are 0); and their term added to loss:
+ * l1 * sum|w| + l2 * sum w^2 (w NULL or both 0: loss as it is; loss
+ * NULL: the term alone). */
+int  pasci_json_read_reg(const cJSON *c, const char *key, double *l1,
+     double *l2, const char *where);
+bool pasci_json_write_reg(cJSON *c, const char *key, double l1, double l2);
+pasco_tnode *pasci_layer_reg_term(
+    pasco_tape *tp, pasco_tnode *loss, pasco_tnode *w, double l1, double l2);
+
+/* Keras's activity_regularizer of layer l's output y, (l1 sum|y| + l2
+ * sum y^2) / batch, added to acc (NULL: none yet); acc itself when l has
+ * none (model/layers/dense.c). */
+pasco_tnode *pasci_layer_activity_term(
+    pasco_tape *tp, pasco_tnode *acc, const pasco_layer *l, pasco_tnode *y);
+
+/* The factors' check every kind with an activity_regularizer shares:
+ * PASCO_EINVAL naming the layer for a negative one, or for one set on a
+ * kind that does not take it (any but Dense and Embedding). */
+int pasci_layer_check_activity(const pasco_layer *l);
 
 /* "data_format": "channels_last" (or null) or "channels_first". */
 int pasci_json_read_data_format(

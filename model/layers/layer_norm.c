@@ -4,7 +4,8 @@
  * example's features, made of tape ops (the gradient goes through them);
  * with rms_scaling, Keras's x / sqrt(variance + epsilon) * gamma, no
  * beta. Variables <name>/gamma (scale or rms_scaling) and <name>/beta
- * (center without rms_scaling) [width]. Its descriptor (layer_desc.h);
+ * (center without rms_scaling) [width], their regularizers and
+ * constraints as BatchNormalization's. Its descriptor (layer_desc.h);
  * the normalization it shares with BatchNormalization is layer_norms.h's.
  * Stateless: any thread.
  */
@@ -56,11 +57,20 @@ layer_norm_variables(pasco_model *m, size_t i, const int64_t *widths)
 	if (has_gamma(l)) {
 		pasci_model_add_var(
 		    m, i, "gamma", 1, widths[0], 0, l->gamma_initializer);
+		m->vars[m->nvars - 1].constraint = l->gamma_constraint;
 	}
 	if (has_beta(l)) {
 		pasci_model_add_var(
 		    m, i, "beta", 1, widths[0], 0, l->beta_initializer);
+		m->vars[m->nvars - 1].constraint = l->beta_constraint;
 	}
+}
+
+static pasco_tnode *
+layer_norm_penalty(pasci_layer_call *c, pasco_tnode *loss)
+{
+	const pasco_layer *l = &c->m->layers[c->i];
+	return pasci_norm_penalty(c, has_gamma(l), has_beta(l), loss);
 }
 
 static pasco_tnode *
@@ -82,7 +92,7 @@ layer_norm_call(pasci_layer_call *c)
 static bool
 layer_norm_write(cJSON *c, const pasco_layer *l)
 {
-	return pasci_norm_write(c, l) &&
+	return pasci_norm_write(c, l, -1) &&
 	       cJSON_AddBoolToObject(c, "rms_scaling", l->rms_scaling);
 }
 
@@ -91,7 +101,7 @@ layer_norm_read(
     const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
 {
 	(void) part;
-	return pasci_norm_read(c, l, at) != 0 ||
+	return pasci_norm_read(c, l, NULL, at) != 0 ||
 	               pasci_json_bool(
 	                   c, "rms_scaling", &l->rms_scaling, at) != 0
 	           ? PASCO_EINVAL
@@ -110,6 +120,7 @@ const pasci_layer_desc pasci_layer_layer_norm_desc = {
     .check      = layer_norm_check,
     .variables  = layer_norm_variables,
     .call       = layer_norm_call,
+    .penalty    = layer_norm_penalty,
     .write      = layer_norm_write,
     .read       = layer_norm_read,
 };

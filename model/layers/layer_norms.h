@@ -34,10 +34,17 @@ pasco_tnode *pasci_norm_finish(pasco_tape *tp, pasco_tnode *num,
 /* Checks l's epsilon: a number >= 0. PASCO_EINVAL naming the layer. */
 int pasci_norm_check(const pasco_layer *l);
 
-/* The fields both write and read: axis (-1), epsilon, center, scale,
- * beta_initializer, gamma_initializer, and the regularizers and
- * constraints of beta and gamma (null: the only value taken). */
-bool pasci_norm_write(cJSON *c, const pasco_layer *l);
-int  pasci_norm_read(const cJSON *c, pasco_layer *l, const char *at);
+/* The fields both write and read: axis (given to the writer; the
+ * reader's into *axis, or -1 or 1 only when axis is NULL), epsilon,
+ * center, scale, beta_initializer, gamma_initializer, and the
+ * regularizers (L1, L2, L1L2) and constraints of beta and gamma. */
+bool pasci_norm_write(cJSON *c, const pasco_layer *l, int32_t axis);
+int  pasci_norm_read(
+     const cJSON *c, pasco_layer *l, int32_t *axis, const char *at);
+
+/* Layer c->i's gamma and beta regularizers' terms added to loss (the
+ * nodes as pasci_norm_affine_nodes finds them). */
+pasco_tnode *pasci_norm_penalty(
+    pasci_layer_call *c, bool has_gamma, bool has_beta, pasco_tnode *loss);
 
 #endif

@@ -1,14 +1,15 @@
 """Keras 3's BatchNormalization and LayerNormalization (issue 33), as
 data: each mirrors its row of the C layer table
 (model/layers/batch_norm.c, layer_norm.c) and is re-exported by
-pasco.layers. Inputs are [batch, width]; axis is the last (-1)."""
+pasco.layers. LayerNormalization's inputs are [batch, width] (axis -1);
+BatchNormalization takes any rank and one axis."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .layers import Layer, _initializer
+from .layers import Layer, _constraint, _initializer, _regularizer
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
 
@@ -29,12 +30,25 @@ def _last_axis(axis: Any) -> None:
                          f"width] inputs), got {axis!r}")
 
 
-def _none(**given: Any) -> None:
-    for arg, v in given.items():
-        if v is not None:
-            raise ValueError(f"{arg}: only None (a regularizer or "
-                             f"constraint on gamma and beta is not "
-                             f"supported), got {v!r}")
+def _axis(axis: Any) -> int:
+    """BatchNormalization's: one integer, not 0 (the batch axis)."""
+    one = axis[0] if isinstance(axis, (list, tuple)) and len(axis) == 1 \
+        else axis
+    if isinstance(one, bool) or not isinstance(one, int) or one == 0:
+        raise ValueError(f"axis: expected one integer, not 0 (the batch "
+                         f"axis): -1 (the last) or 1 ... rank - 1, got "
+                         f"{axis!r} (Keras 3's BatchNormalization takes "
+                         f"one axis)")
+    return one
+
+
+def _factors(reg: Optional[dict]) -> Optional[dict]:
+    """A regularizer's dict as the library writes it: None when its
+    factors are all 0, else only the factors that are not."""
+    if reg is None or not any(reg["config"].values()):
+        return None
+    return {"class_name": reg["class_name"],
+            "config": {k: f for k, f in reg["config"].items() if f}}
 
 
 class _Norm(Layer):
@@ -42,7 +56,9 @@ class _Norm(Layer):
 
     def _affine(self, epsilon: Any, center: Any, scale: Any,
                 beta_initializer: Union[str, dict],
-                gamma_initializer: Union[str, dict]) -> None:
+                gamma_initializer: Union[str, dict], beta_regularizer: Any,
+                gamma_regularizer: Any, beta_constraint: Any,
+                gamma_constraint: Any) -> None:
         self.epsilon = _number("epsilon", epsilon, 0.0)
         self.center = bool(center)
         self.scale = bool(scale)
@@ -50,22 +66,37 @@ class _Norm(Layer):
                                              beta_initializer)
         self.gamma_initializer = _initializer("gamma_initializer",
                                               gamma_initializer)
+        self.beta_regularizer = _factors(
+            _regularizer("beta_regularizer", beta_regularizer))
+        self.gamma_regularizer = _factors(
+            _regularizer("gamma_regularizer", gamma_regularizer))
+        self.beta_constraint = _constraint("beta_constraint",
+                                           beta_constraint)
+        self.gamma_constraint = _constraint("gamma_constraint",
+                                            gamma_constraint)
 
-    def _affine_config(self) -> Dict[str, Any]:
-        return {"axis": -1, "epsilon": self.epsilon, "center": self.center,
+    def _affine_config(self, axis: int = -1) -> Dict[str, Any]:
+        return {"axis": axis, "epsilon": self.epsilon, "center": self.center,
                 "scale": self.scale,
                 "beta_initializer": self.beta_initializer,
                 "gamma_initializer": self.gamma_initializer,
-                "beta_regularizer": None, "gamma_regularizer": None,
-                "beta_constraint": None, "gamma_constraint": None}
+                "beta_regularizer": self.beta_regularizer,
+                "gamma_regularizer": self.gamma_regularizer,
+                "beta_constraint": self.beta_constraint,
+                "gamma_constraint": self.gamma_constraint}
 
 
 class BatchNormalization(_Norm):
     """BatchNormalization(axis=-1, momentum=0.99, epsilon=0.001,
     center=True, scale=True, beta_initializer="zeros",
     gamma_initializer="ones", moving_mean_initializer="zeros",
-    moving_variance_initializer="ones", ...): Keras 3's, on [batch,
-    width]. In training (fit's steps) each feature is normalized by the
+    moving_variance_initializer="ones", beta_regularizer=None,
+    gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
+    synchronized=False, trainable=True): Keras 3's. axis: the features'
+    axis, one integer counted with the batch's (-1 the last; 1 the
+    first per example, e.g. channels first on [batch, C, H, W]); the
+    statistics are over every other axis. In training (fit's steps)
+    each feature is normalized by the
     batch's mean and (biased) variance, then scaled by gamma and shifted
     by beta (trainable, variables <name>/gamma and <name>/beta); each
     step also moves the non-trainable <name>/moving_mean and
@@ -74,8 +105,15 @@ class BatchNormalization(_Norm):
     with its gradients against the value it read (as TensorFlow's
     ParameterServerStrategy does: with several workers, two steps that
     read the same value both count). evaluate and predict normalize by
-    the moving statistics. Regularizers and constraints: None only;
-    synchronized: False only (each worker's batch is its own)."""
+    the moving statistics. Regularizers: pasco.regularizers L1, L2,
+    L1L2 (or their dicts), their penalty added to the loss (Keras's
+    model.losses); constraints: pasco.constraints, applied by the ps
+    after each update. trainable=False freezes the layer as Keras 3
+    does: every step runs it in inference mode (the moving statistics,
+    never updated) and gamma and beta are neither trained nor
+    regularized. synchronized: False only (each worker's batch is its
+    own). A masked input (Embedding mask_zero) is refused in training:
+    Keras's masked moments are not implemented."""
 
     class_name = "BatchNormalization"
 
@@ -89,31 +127,41 @@ class BatchNormalization(_Norm):
                  beta_regularizer: Any = None, gamma_regularizer: Any = None,
                  beta_constraint: Any = None, gamma_constraint: Any = None,
                  synchronized: bool = False, name: Optional[str] = None,
-                 input_shape: Optional[Tuple[int, ...]] = None) -> None:
-        _last_axis(axis)
-        _none(beta_regularizer=beta_regularizer,
-              gamma_regularizer=gamma_regularizer,
-              beta_constraint=beta_constraint,
-              gamma_constraint=gamma_constraint)
+                 input_shape: Optional[Tuple[int, ...]] = None,
+                 trainable: bool = True) -> None:
+        self.axis = _axis(axis)
         if synchronized is not False:
             raise ValueError(f"synchronized: only False (each worker "
                              f"normalizes by its own batch), got "
                              f"{synchronized!r}")
         self.momentum = _number("momentum", momentum, 0.0, 1.0)
         self._affine(epsilon, center, scale, beta_initializer,
-                     gamma_initializer)
+                     gamma_initializer, beta_regularizer, gamma_regularizer,
+                     beta_constraint, gamma_constraint)
         self.moving_mean_initializer = _initializer(
             "moving_mean_initializer", moving_mean_initializer)
         self.moving_variance_initializer = _initializer(
             "moving_variance_initializer", moving_variance_initializer)
-        super().__init__(name, input_shape)
+        super().__init__(name, input_shape, trainable=trainable)
 
     def _config(self) -> Dict[str, Any]:
-        return {**self._affine_config(), "momentum": self.momentum,
-                "moving_mean_initializer": self.moving_mean_initializer,
-                "moving_variance_initializer":
-                    self.moving_variance_initializer,
-                "synchronized": False}
+        c = {**self._affine_config(self.axis), "momentum": self.momentum,
+             "moving_mean_initializer": self.moving_mean_initializer,
+             "moving_variance_initializer": self.moving_variance_initializer,
+             "synchronized": False}
+        if not self.trainable:
+            c["trainable"] = False
+        return c
+
+    def _output_shape(self, shapes: List[Tuple[int, ...]]
+                      ) -> Tuple[int, ...]:
+        rank = len(shapes[0]) + 1
+        if not -rank < self.axis < rank:
+            raise ValueError(f"{self.name}: axis {self.axis} is out of "
+                             f"range for its input {shapes[0]} per "
+                             f"example: give -{rank - 1} ... -1 or 1 ... "
+                             f"{rank - 1}")
+        return shapes[0]
 
 
 class LayerNormalization(_Norm):
@@ -123,8 +171,9 @@ class LayerNormalization(_Norm):
     example normalized by the mean and (biased) variance of its own
     features, then gamma * x + beta (variables <name>/gamma and
     <name>/beta). rms_scaling=True: x / sqrt(variance + epsilon) * gamma
-    without centering or beta, as Keras computes it. Regularizers and
-    constraints: None only."""
+    without centering or beta, as Keras computes it. Regularizers
+    (pasco.regularizers) and constraints (pasco.constraints) as
+    BatchNormalization's."""
 
     class_name = "LayerNormalization"
 
@@ -138,12 +187,9 @@ class LayerNormalization(_Norm):
                  name: Optional[str] = None,
                  input_shape: Optional[Tuple[int, ...]] = None) -> None:
         _last_axis(axis)
-        _none(beta_regularizer=beta_regularizer,
-              gamma_regularizer=gamma_regularizer,
-              beta_constraint=beta_constraint,
-              gamma_constraint=gamma_constraint)
         self._affine(epsilon, center, scale, beta_initializer,
-                     gamma_initializer)
+                     gamma_initializer, beta_regularizer, gamma_regularizer,
+                     beta_constraint, gamma_constraint)
         self.rms_scaling = bool(rms_scaling)
         super().__init__(name, input_shape)
 

@@ -185,11 +185,20 @@ class _Lookup(_Preprocessing):
                 raise ValueError(f"{n}: {arg}: expected None or {what}, "
                                  f"got {v!r}")
         self.mask_token, self.oov_token = mask_token, oov_token
-        _only_default(n, "idf_weights", idf_weights, None)
         _only_default(n, "sparse", sparse, False)
         _only_default(n, "salt", salt, None)
         self.invert = bool(invert)
-        self.output_mode = _mode(n, output_mode)
+        self.output_mode = _mode(
+            n, "tf_idf" if output_mode == "tf-idf" else output_mode,
+            _MODES + ("tf_idf",))
+        if idf_weights is not None and self.output_mode != "tf_idf":
+            raise ValueError(f"{n}: idf_weights are only for output_mode "
+                             f"'tf_idf', got {self.output_mode!r}")
+        if vocabulary is not None and self.output_mode == "tf_idf" and \
+                idf_weights is None:
+            raise ValueError(f"{n}: output_mode 'tf_idf' with a vocabulary "
+                             f"needs idf_weights, one per token (or adapt "
+                             f"the layer)")
         if self.invert and self.output_mode != "int":
             raise ValueError(f"{n}: invert=True needs output_mode 'int', got "
                              f"{self.output_mode!r}")
@@ -197,8 +206,9 @@ class _Lookup(_Preprocessing):
         if self.pad_to_max_tokens and self.max_tokens is None:
             raise ValueError(f"{n}: pad_to_max_tokens needs max_tokens")
         self.vocabulary: Optional[List[Any]] = None
+        self.idf_weights: Optional[List[float]] = None
         if vocabulary is not None:
-            self.set_vocabulary(vocabulary)
+            self.set_vocabulary(vocabulary, idf_weights)
 
     def __call__(self, inputs: Any) -> Any:
         """On a model input or layer output: the layer in the model. On
@@ -253,11 +263,16 @@ class _Lookup(_Preprocessing):
         mask = self.mask_token is not None and self.output_mode == "int"
         return int(mask) + self.num_oov_indices
 
-    def set_vocabulary(self, vocabulary: Any) -> None:
+    def set_vocabulary(self, vocabulary: Any, idf_weights: Any = None) -> None:
         """Keras's set_vocabulary: a list of tokens, or a file path (one
         token per line), read here; no duplicates, no mask or OOV token,
-        at most max_tokens indices in all."""
+        at most max_tokens indices in all. idf_weights (output_mode
+        'tf_idf' only, where it is required): one number per token."""
         n = self.name
+        if (idf_weights is None) != (self.output_mode != "tf_idf"):
+            raise ValueError(f"{n}: idf_weights must be given with "
+                             f"output_mode 'tf_idf', and only then "
+                             f"(output_mode is {self.output_mode!r})")
         if isinstance(vocabulary, (str, os.PathLike)):
             with open(vocabulary, encoding="utf-8") as f:
                 lines = f.read().splitlines()
@@ -290,6 +305,17 @@ class _Lookup(_Preprocessing):
             raise ValueError(f"{n}: a vocabulary of {len(vocab)} tokens and "
                              f"{self._token_start()} special indices is "
                              f"larger than max_tokens {self.max_tokens}")
+        if idf_weights is not None:
+            if hasattr(idf_weights, "tolist"):
+                idf_weights = idf_weights.tolist()
+            idf = list(idf_weights)
+            if len(idf) != len(vocab) or any(
+                    isinstance(w, bool) or not isinstance(w, (int, float))
+                    for w in idf):
+                raise ValueError(f"{n}: idf_weights must be {len(vocab)} "
+                                 f"numbers, one per vocabulary token, got "
+                                 f"{idf_weights!r}")
+            self.idf_weights = [float(w) for w in idf]
         self.vocabulary = vocab
 
     def adapt(self, data: Any, steps: Optional[int] = None) -> None:
@@ -297,22 +323,55 @@ class _Lookup(_Preprocessing):
         list or array of tokens, any shape; or a pasco.data csv dataset,
         whose column of this layer's input is read whole), most frequent
         first, ties by the token, descending (Keras's order), without the
-        mask and OOV tokens, cut to max_tokens."""
-        values = _values(self.name, data, (self._input_names or [None])[0])
-        if not self._strings:
-            values = [int(v) for v in values]
-        else:
-            values = [v.decode() if isinstance(v, bytes) else str(v)
-                      for v in values]
-        counts = Counter(values)
+        mask and OOV tokens, cut to max_tokens. In output_mode 'tf_idf'
+        it also computes Keras's idf weights: log(1 + documents / (1 +
+        the documents holding the token)), a document being a row of a
+        2-D array, the whole of a 1-D one, or one value of a csv
+        column."""
+        docs = self._documents(data)
+
+        def token(v: Any) -> Any:
+            if not self._strings:
+                return int(v)
+            return v.decode() if isinstance(v, bytes) else str(v)
+
+        docs = [[token(v) for v in d] for d in docs]
+        counts = Counter(v for d in docs for v in d)
         for t in (self.mask_token, self.oov_token):
             counts.pop(t, None)
         order = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]),
                        reverse=True)
         if self.max_tokens is not None:
             order = order[:max(self.max_tokens - self._token_start(), 0)]
+        vocab = [t for t, _ in order]
+        idf = None
+        if self.output_mode == "tf_idf":
+            import math
+            df = Counter(v for d in docs for v in set(d))
+            idf = [math.log(1 + len(docs) / (1 + df[t])) for t in vocab]
         self.vocabulary = None
-        self.set_vocabulary([t for t, _ in order])
+        self.set_vocabulary(vocab, idf)
+
+    def _documents(self, data: Any) -> List[List[Any]]:
+        """adapt's data as documents (tf_idf counts in how many each
+        token is): a csv column's values one each, an array's rows."""
+        from .data import Dataset
+        name = (self._input_names or [None])[0]
+        if isinstance(data, Dataset):
+            if self.output_mode == "tf_idf" and \
+                    data.spec.get("format") != "csv":
+                raise ValueError(f"{self.name}: adapt in output_mode "
+                                 f"'tf_idf' reads documents from a csv "
+                                 f"column or an array, not a "
+                                 f"{data.spec.get('format')} dataset")
+            return [[v] for v in _values(self.name, data, name)]
+        import numpy as np
+        a = np.asarray(data, dtype=object)
+        values = _values(self.name, data, name)
+        if a.ndim <= 1:
+            return [values]  # Keras's: a 1-D tensor is one document
+        per = len(values) // a.shape[0]
+        return [values[i * per:(i + 1) * per] for i in range(a.shape[0])]
 
     def vocabulary_size(self) -> int:
         """The indices in all, mask and OOV included."""
@@ -342,7 +401,8 @@ class _Lookup(_Preprocessing):
         return {"max_tokens": self.max_tokens,
                 "num_oov_indices": self.num_oov_indices,
                 "mask_token": self.mask_token, "oov_token": self.oov_token,
-                "vocabulary": self.vocabulary, "idf_weights": None,
+                "vocabulary": self.vocabulary,
+                "idf_weights": self.idf_weights,
                 "invert": self.invert, "output_mode": self.output_mode,
                 "pad_to_max_tokens": self.pad_to_max_tokens,
                 "sparse": False, "salt": None}
@@ -357,9 +417,12 @@ class StringLookup(_Lookup):
     OOV index fingerprint % num_oov_indices (not Keras's FarmHash bucket
     when there are several). Its input is a string input (dtype
     "string"). invert=True maps indices back to the tokens' fingerprints.
-    output_mode "one_hot", "multi_hot", "count": float32 [batch,
-    vocabulary_size()]. idf_weights, sparse and a salt are not supported;
-    encoding is "utf-8"."""
+    output_mode "one_hot", "multi_hot", "count", "tf_idf": float32
+    [batch, vocabulary_size()]; "tf_idf" is "count" times each index's
+    idf weight (idf_weights, one per vocabulary token, required with a
+    vocabulary, computed by adapt as Keras's log(1 + documents / (1 +
+    documents holding the token)); the OOV indices get their mean).
+    sparse and a salt are not supported; encoding is "utf-8"."""
 
     class_name = "StringLookup"
     _strings = True
@@ -386,7 +449,8 @@ class IntegerLookup(_Lookup):
     oov_token=-1, vocabulary=None, vocabulary_dtype="int64", ...):
     integers to Keras's indices (the layout of StringLookup); an OOV value
     goes to OOV index value floormod num_oov_indices (Keras's "floormod").
-    invert=True maps indices back to the values."""
+    invert=True maps indices back to the values. output_mode and
+    idf_weights as StringLookup's."""
 
     class_name = "IntegerLookup"
     _strings = False

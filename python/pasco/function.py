@@ -263,20 +263,27 @@ def _call_model(model: Any, inputs: Any, training: bool) -> Any:
                             f"a symbolic tensor (of next(iterator)), got "
                             f"{type(t).__name__}")
     width = int(lib.pasco_model_output_width(model._native))
-    return st.graph.node("model", ins, (None, width), "float32", arg=k,
+    shape = getattr(model, "_output_width", None)
+    # a sequence output: [batch, steps, dim], as the worker's model gives it
+    out = (None,) + tuple(int(d) for d in shape) \
+        if isinstance(shape, (tuple, list)) and len(shape) > 1 \
+        else (None, width)
+    return st.graph.node("model", ins, out, "float32", arg=k,
                          training=training)
 
 
 def _trainable_variables(model: Any) -> List[Any]:
     """Keras's model.trainable_variables: every variable but a
-    Normalization layer's mean and variance and a BatchNormalization's
-    moving_mean and moving_variance."""
+    Normalization layer's mean and variance, a BatchNormalization's
+    moving_mean and moving_variance, and a frozen (trainable=False)
+    BatchNormalization's gamma and beta."""
     from .layers import BatchNormalization, Normalization
     st = _tracing()
     if st is not None:
         st.model_index(model)
         st.parsed(model)
-    frozen = {l.name for l in model.layers if isinstance(l, Normalization)}
+    frozen = {l.name for l in model.layers if isinstance(l, Normalization)
+              or (isinstance(l, BatchNormalization) and not l.trainable)}
     moving = {f"{l.name}/{s}" for l in model.layers
               if isinstance(l, BatchNormalization)
               for s in ("moving_mean", "moving_variance")}
@@ -287,23 +294,38 @@ def _trainable_variables(model: Any) -> List[Any]:
 def _model_losses(model: Any) -> List[Any]:
     """Keras's model.losses in a trace: each regularizer's penalty (a
     Dense's kernel_regularizer and bias_regularizer, L1, L2 or L1L2; a custom
-    layer's weight regularizers, L1, L2 or L1L2), its variable read in
-    the step."""
-    from .layers import Dense
+    layer's weight regularizers, L1, L2 or L1L2; a BatchNormalization's
+    (trainable) or a LayerNormalization's gamma_regularizer and
+    beta_regularizer), its variable read in the step."""
+    from .layers import BatchNormalization, Dense, LayerNormalization
     st = _step(f"{model.name or 'model'}.losses")
     st.model_index(model)
     by_name = {v.name: v for v in st.parsed(model).variables}
     regs = []
     for layer in model.layers:
+        for arg in ("activity_regularizer", "embeddings_regularizer"):
+            if getattr(layer, arg, None):
+                raise ValueError(
+                    f"{layer.name}: its {arg} is added to the loss by "
+                    f"fit and evaluate, but is not in a traced step's "
+                    f"model.losses (it needs the layer's output or the "
+                    f"rows looked up)")
         if isinstance(layer, Dense):  # its regularizers' config dicts
             regs.extend((f"{layer.name}/{w}", r["config"]) for w, r in (
                 ("kernel", layer.kernel_regularizer),
                 ("bias", layer.bias_regularizer)) if r)
+        elif isinstance(layer, (BatchNormalization, LayerNormalization)) \
+                and layer.trainable:
+            regs.extend((f"{layer.name}/{w}", r["config"]) for w, r in (
+                ("gamma", layer.gamma_regularizer),
+                ("beta", layer.beta_regularizer)) if r)
         elif layer._is_custom():
             regs.extend((w.path, w.regularizer["config"])
                         for w in layer.weights if w.regularizer)
     out = []
     for name, factors in regs:
+        if name not in by_name:  # no bias, beta or gamma: no penalty
+            continue
         w = st.read(by_name[name], f"{name}: its regularizer")
         terms = [ops.multiply(float(factors[k]), ops.sum(f(w)))
                  for k, f in (("l1", ops.abs), ("l2", ops.square))

@@ -441,7 +441,10 @@ class Dense(Layer):
     activation(x @ kernel + bias). Variables <name>/kernel [in, units]
     and <name>/bias [units]. Initializers: pasco.initializers objects or
     names; constraints: pasco.constraints (applied by the ps after each
-    update)."""
+    update). activity_regularizer (pasco.regularizers, or Keras's names):
+    of the layer's output, divided by the batch size, added to the loss
+    as Keras 3 does (fit and evaluate; not a traced step's
+    model.losses)."""
 
     class_name = "Dense"
 
@@ -454,8 +457,11 @@ class Dense(Layer):
                  input_shape: Optional[Tuple[int, ...]] = None,
                  kernel_constraint: Any = None,
                  bias_constraint: Any = None,
-                 bias_regularizer: Any = None) -> None:
+                 bias_regularizer: Any = None,
+                 activity_regularizer: Any = None) -> None:
         self.units = _positive("units", units)
+        self.activity_regularizer = _dense_regularizer(
+            "activity_regularizer", activity_regularizer)
         self.kernel_constraint = _constraint("kernel_constraint",
                                              kernel_constraint)
         self.bias_constraint = _constraint("bias_constraint",
@@ -488,6 +494,8 @@ class Dense(Layer):
             c["kernel_constraint"] = self.kernel_constraint
         if self.bias_constraint:
             c["bias_constraint"] = self.bias_constraint
+        if self.activity_regularizer:
+            c["activity_regularizer"] = self.activity_regularizer
         return c
 
     def _output_width(self, widths: List[int]) -> int:
@@ -511,7 +519,14 @@ class Embedding(Layer):
     dynamic=True (or a dict of min_count, evict_after, max_rows_per_ps,
     default_zeros): no input_dim, the ids are 64-bit keys (hashed strings)
     of a table that grows on the ps. num_shards splits the table over the
-    ps tasks (a FixedShardsPartitioner)."""
+    ps tasks (a FixedShardsPartitioner).
+    embeddings_regularizer (pasco.regularizers L1, L2, L1L2, or Keras's
+    names): applied to the distinct rows each step looks up, once each,
+    not to the whole table as Keras does (a step reads only those rows;
+    the whole of a ps-partitioned table would be read every step): an L2
+    decays a row only in the steps that use it. activity_regularizer: of
+    the output, divided by the batch size (Keras 3's). Both are added to
+    the loss in fit and evaluate (not to a traced step's model.losses)."""
 
     class_name = "Embedding"
     _config_args = {"num_shards": "partitioner"}
@@ -524,9 +539,15 @@ class Embedding(Layer):
                  name: Optional[str] = None,
                  input_length: Optional[int] = None,
                  mask_zero: bool = False,
-                 embeddings_constraint: Any = None) -> None:
+                 embeddings_constraint: Any = None,
+                 embeddings_regularizer: Any = None,
+                 activity_regularizer: Any = None) -> None:
         self.embeddings_constraint = _constraint("embeddings_constraint",
                                                  embeddings_constraint)
+        self.embeddings_regularizer = _dense_regularizer(
+            "embeddings_regularizer", embeddings_regularizer)
+        self.activity_regularizer = _dense_regularizer(
+            "activity_regularizer", activity_regularizer)
         if dynamic and output_dim is None and input_dim is not None:
             input_dim, output_dim = None, input_dim  # Embedding(16, dynamic=True)
         if output_dim is None:
@@ -578,6 +599,10 @@ class Embedding(Layer):
             c["embeddings_initializer"] = self.embeddings_initializer
         if self.embeddings_constraint:
             c["embeddings_constraint"] = self.embeddings_constraint
+        if self.embeddings_regularizer:
+            c["embeddings_regularizer"] = self.embeddings_regularizer
+        if self.activity_regularizer:
+            c["activity_regularizer"] = self.activity_regularizer
         if self.dynamic is not None:
             c["dynamic"] = self.dynamic
         if self.num_shards:

@@ -209,12 +209,14 @@ class Model:
         values [batch], as its label_type says; float32 [batch, width]
         without a dataset) and y_pred the model's output."""
         width = self._output_width
-        y_true: tuple = ("float32", (None, width))
+        # a sequence output: y_pred [batch, steps, dim] as it is
+        out = (None,) + tuple(width) if isinstance(width, (tuple, list)) \
+            else (None, width)
+        y_true: tuple = ("float32", out)
         if data is not None and data.spec.get("label") is not None:
             y_true = ("float32" if data.spec.get("label_type") == "float"
                       else "int64", (None,))
-        return _losses.trace(self._loss_fn, y_true,
-                             ("float32", (None, width)))
+        return _losses.trace(self._loss_fn, y_true, ("float32", out))
 
     def to_json(self, data: Optional[Dataset] = None) -> str:
         return json.dumps(self.get_config(data))
@@ -518,11 +520,11 @@ class Model:
         """Keras's predict, each example once: the workers write one file
         per shard into ``dir`` (default, for "csv" only: a temporary
         directory, removed once read, which only a one-host cluster
-        shares). format "csv": returns the outputs, an array [examples,
-        width], in the files' order for a pasco.data dataset read in order
-        (no shuffle; each shard's rows put back where they came from), else
-        shard after shard (a named factory's, a shuffled one's); "tfrecord":
-        returns the number of examples (the files in ``dir`` are the
+        shares). format "csv": returns the outputs, [examples, width] (a
+        sequence's [examples, steps, dim]), in the files' order for a
+        pasco.data dataset read in order (no shuffle; each shard's rows put
+        back), else shard after shard (a factory's, a shuffled one's);
+        "tfrecord": the number of examples (the files in ``dir`` are the
         result: ``dir`` is required). x may be numpy arrays (batch_size
         None: 32): the outputs come back in x's order, a row per example.
         steps and callbacks are refused (every example is predicted);
@@ -578,10 +580,12 @@ class Model:
         parts = [p if p.size else np.zeros((0, width), np.float32)
                  for p in parts]
         ordered = _numpy_data.in_file_order(x, parts)
-        if ordered is not None:
-            return ordered
-        return np.concatenate(parts) if parts else \
-            np.zeros((0, width), np.float32)
+        if ordered is None:
+            ordered = np.concatenate(parts) if parts else \
+                np.zeros((0, width), np.float32)
+        shape = self._output_width  # a sequence's: [examples, steps, dim]
+        return ordered.reshape((len(ordered),) + tuple(shape)) \
+            if isinstance(shape, (tuple, list)) else ordered
 
     # ---- variables -------------------------------------------------------
 

@@ -15,6 +15,11 @@ printed as numbers separated by spaces.
       (mean - mm) * (1 - momentum) and (var - mv) * (1 - momentum)
   bn_infer B W EPS            x gamma beta mm mv r: y, dx, dgamma, dbeta
   ln B W EPS CENTER SCALE RMS x gamma beta r: y, dx, dgamma, dbeta
+  bn_nd SHAPE AXIS EPS MOMENTUM TRAIN   x[SHAPE] (comma-separated dims,
+      the batch's first), gamma[n] beta[n] mm[n] mv[n] r[SHAPE], n the
+      size of axis AXIS: Keras's BatchNormalization along that axis, in
+      training (TRAIN 1: the statistics over every other axis) or not:
+      y, dx, dgamma, dbeta, then in training the two updates as bn_train
   bn_moving N B W MOMENTUM    N batches x[N,B,W], mm[W], mv[W]: the
       moving mean and variance after Keras's N updates
       (moving * momentum + batch * (1 - momentum), variance biased)
@@ -39,8 +44,10 @@ def normalize(x, mean, var, gamma, beta, eps):
 
 
 def centered_backward(x, xhat, inv, r, gamma, axis):
-    """d sum(y r) / dx when mean and variance are x's own over axis."""
-    n = x.shape[axis]
+    """d sum(y r) / dx when mean and variance are x's own over axis (an
+    axis or a tuple of them)."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    n = int(np.prod([x.shape[a] for a in axes]))
     g = r * gamma
     return inv / n * (n * g - g.sum(axis, keepdims=True) -
                       xhat * (g * xhat).sum(axis, keepdims=True))
@@ -84,6 +91,28 @@ def ln(a, b, w, eps, center, scale, rms):
     return [y, dx, (r * xhat).sum(0), r.sum(0)]
 
 
+def bn_nd(a, shape, axis, eps, momentum, train):
+    n = shape[axis]
+    x, gamma, beta, mm, mv, r = take(a, shape, n, n, n, n, shape)
+    axes = tuple(d for d in range(len(shape)) if d != axis)
+    bshape = [1] * len(shape)
+    bshape[axis] = n
+    g, b = gamma.reshape(bshape), beta.reshape(bshape)
+    if not train:
+        m, v = mm.reshape(bshape), mv.reshape(bshape)
+        inv = 1.0 / np.sqrt(v + eps)
+        y = normalize(x, m, v, g, b, eps)
+        return [y, r * g * inv, (r * (x - m) * inv).sum(axes), r.sum(axes)]
+    mean, var = moments(x, axes)
+    y = normalize(x, mean, var, g, b, eps)
+    inv = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mean) * inv
+    dx = centered_backward(x, xhat, inv, r, g, axes)
+    return [y, dx, (r * xhat).sum(axes), r.sum(axes),
+            (mean.ravel() - mm) * (1 - momentum),
+            (var.ravel() - mv) * (1 - momentum)]
+
+
 def bn_moving(a, n, b, w, momentum):
     xs, mm, mv = take(a, (n, b, w), w, w)
     for x in xs:
@@ -116,6 +145,11 @@ def main():
     elif mode == "ln":
         out = ln(a, int(args[0]), int(args[1]), float(args[2]),
                  *(v == "1" for v in args[3:6]))
+    elif mode == "bn_nd":
+        shape = tuple(int(d) for d in args[0].split(","))
+        axis = int(args[1]) % len(shape)
+        out = bn_nd(a, shape, axis, float(args[2]), float(args[3]),
+                    args[4] == "1")
     elif mode == "bn_moving":
         out = bn_moving(a, int(args[0]), int(args[1]), int(args[2]),
                         float(args[3]))

@@ -408,13 +408,13 @@ Test(batch_norm, bad_configs_name_the_field)
 	refused("momentum", "2", "momentum must be in [0, 1], got 2");
 	refused("momentum", "-1", "momentum must be a number >= 0");
 	refused("epsilon", "\"big\"", "epsilon must be a number >= 0");
-	refused("axis", "0", "axis must be -1 or 1");
-	refused("axis", "[1, 2]", "axis must be -1 or 1");
+	refused("axis", "0", "axis must be one integer, not 0");
+	refused("axis", "[1, 2]", "a list of several axes is not supported");
 	refused("beta_regularizer",
-	    "{\"class_name\": \"L2\", \"config\": {\"l2\": 0.1}}",
-	    "(bn): beta_regularizer must be null");
-	refused("gamma_constraint", "{\"class_name\": \"NonNeg\"}",
-	    "gamma_constraint must be null");
+	    "{\"class_name\": \"L2\", \"config\": {\"l3\": 0.1}}",
+	    "(bn): beta_regularizer");
+	refused("gamma_constraint", "{\"class_name\": \"UnitNorm\"}",
+	    "gamma_constraint");
 	refused("synchronized", "true", "synchronized must be false");
 	refused("renorm", "true", "renorm");
 }
@@ -434,7 +434,8 @@ Test(batch_norm, an_input_of_another_width_is_refused_naming_the_layer)
 	}
 	cr_assert_null(pasco_model_call_with(m, tp, &x, nodes));
 	cr_assert_str_eq(pasco_tape_message(tp),
-	    "batch_normalization: input [6, 5] is not [batch, 4]");
+	    "batch_normalization: input [6, 5] has not 4 features along axis "
+	    "-1");
 	pasco_tape_free(tp);
 	for (int k = 0; k < 4; k++) {
 		pasco_tensor_release(v[k]);

@@ -142,8 +142,11 @@ Test(layer_norm, bad_configs_name_the_field)
 	    {"\"axis\": 0", "axis must be -1 or 1"},
 	    {"\"axis\": [0]", "axis must be -1 or 1"},
 	    {"\"rms_scaling\": 1", "rms_scaling must be true or false"},
-	    {"\"beta_constraint\": {\"class_name\": \"NonNeg\"}",
-	        "(ln): beta_constraint must be null"},
+	    {"\"beta_constraint\": {\"class_name\": \"UnitNorm\"}",
+	        "(ln): beta_constraint"},
+	    {"\"gamma_regularizer\": {\"class_name\": \"L2\", "
+	     "\"config\": {\"l1\": 1}}",
+	        "(ln): gamma_regularizer: L2 takes l2 only"},
 	    {"\"momentum\": 0.9", "momentum"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

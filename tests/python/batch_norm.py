@@ -202,10 +202,10 @@ def bad_arguments():
              (lambda: L.BatchNormalization(epsilon=-1), "epsilon"),
              (lambda: L.BatchNormalization(synchronized=True),
               "synchronized"),
-             (lambda: L.BatchNormalization(
-                 gamma_regularizer=pasco.regularizers.L2(0.1)),
+             (lambda: L.BatchNormalization(axis=[1, 2]), "axis"),
+             (lambda: L.BatchNormalization(gamma_regularizer="l3"),
               "gamma_regularizer"),
-             (lambda: L.LayerNormalization(beta_constraint="non_neg"),
+             (lambda: L.LayerNormalization(beta_constraint="nope"),
               "beta_constraint"),
              (lambda: L.LayerNormalization(gamma_initializer="nope"),
               "gamma_initializer")]

@@ -11,6 +11,7 @@ there), and compares the output with the reference: StringLookup's and
 IntegerLookup's index layout (mask, OOV indices, vocabulary), OOV
 buckets, invert, the one_hot / multi_hot / count encodings, Hashing and
 HashedCrossing (XXH64 written here from its specification), CategoryEncoding,
+tf_idf (adapt's idf weights and count * idf, Keras's index_lookup.py),
 Discretization's right-open bins and adapt's quantiles within epsilon,
 adapt's vocabulary order (Keras's lexsort), config round trips, and the
 errors (unknown output_mode, duplicates, num_bins < 1) naming the layer
@@ -346,6 +347,70 @@ def adapt_order(r, L):
         r.fails.append(f"IntegerLookup.adapt: {il.get_vocabulary()}")
 
 
+def idf_ref(docs, max_tokens=None, start=1):
+    """Keras's adapt in tf_idf (index_lookup.py, finalize_state): the
+    vocabulary by np.lexsort((tokens, counts))[::-1], and each token's
+    log(1 + num_documents / (1 + document_frequency))."""
+    toks, counts = np.unique(np.asarray(docs).reshape(-1),
+                             return_counts=True)
+    order = toks[np.lexsort((toks, counts))[::-1]]
+    if max_tokens is not None:
+        order = order[:max_tokens - start]
+    df = np.array([sum(t in row for row in docs) for t in order])
+    return order.tolist(), np.log(1 + len(docs) / (1 + df))
+
+
+def tf_idf(r, L):
+    """tf_idf: count * idf, the OOV indices' weight the idf weights'
+    mean, padding's 0; a mask dropped (Keras's encode, then multiply)."""
+    docs = [["a", "b", "a"], ["b", "c", "c"], ["a", "a", "d"],
+            ["e", "b", "b"], ["a", "f", "b"]]
+    x = [["a", "zz", "b"], ["c", "c", "q"], ["", "d", "a"]]
+    for kw in ({}, {"num_oov_indices": 2}, {"mask_token": ""},
+               {"max_tokens": 9, "pad_to_max_tokens": True},
+               {"max_tokens": 4}):
+        L.reset_names()
+        s = L.Input(shape=(3,), name="s", dtype="string")
+        lk = L.StringLookup(output_mode="tf_idf", **kw)
+        lk.adapt(np.array(docs))
+        n_oov = kw.get("num_oov_indices", 1)
+        vocab, idf = idf_ref(docs, kw.get("max_tokens"), n_oov)
+        if lk.vocabulary != vocab or not np.allclose(lk.idf_weights, idf,
+                                                     rtol=1e-15):
+            r.fails.append(f"StringLookup.adapt tf_idf({kw}): "
+                           f"{lk.vocabulary} {lk.idf_weights}, want "
+                           f"{vocab} {idf.tolist()}")
+        got = r.run([(lk, ["s"])], [(s, "string", x)])
+        counts = lookup_ref(x, vocab, kw.get("mask_token"), n_oov, "count")
+        weights = np.concatenate([[idf.mean()] * n_oov, idf])
+        depth = kw.get("max_tokens") if kw.get("pad_to_max_tokens") else \
+            len(weights)
+        weights = np.pad(weights, (0, depth - len(weights)))
+        counts = np.pad(counts, ((0, 0), (0, depth - counts.shape[1])))
+        want = counts * weights
+        if "error" in got:
+            r.fails.append(f"StringLookup tf_idf({kw}): {got['error']}")
+            continue
+        a = np.asarray(got["data"]).reshape(got["shape"])
+        if a.shape != want.shape or not np.allclose(a, want, rtol=1e-6):
+            r.fails.append(f"StringLookup tf_idf({kw}): got {a.tolist()}, "
+                           f"want {want.tolist()}")
+        if got["config"]["config"]["layers"][0]["config"] != \
+                lk.get_config():
+            r.fails.append(f"StringLookup tf_idf({kw}): config read back "
+                           f"as {got['config']['config']['layers'][0]}")
+    # IntegerLookup with idf_weights given, "tf-idf" spelled as Keras
+    # also takes it
+    i = L.Input(shape=(2,), name="i", dtype="int64")
+    il = L.IntegerLookup(vocabulary=[10, 20], idf_weights=[0.5, 2.0],
+                         output_mode="tf-idf")
+    got = r.run([(il, ["i"])], [(i, "i64", [[10, 20], [20, 7]])])
+    if "error" in got or not np.allclose(
+            np.asarray(got["data"]).reshape(2, 3),
+            [[0, 0.5, 2.0], [1.25, 0, 2.0]]):
+        r.fails.append(f"IntegerLookup tf-idf: {got}")
+
+
 def errors(r, L):
     s = L.Input(shape=(1,), name="s", dtype="string")
     base = {"class_name": "Functional", "config": {
@@ -359,6 +424,15 @@ def errors(r, L):
     lk = L.StringLookup(vocabulary=["a", "b"], name="look").to_json_layer()
     lk["config"]["output_mode"] = "bogus"
     config_error(lk, "unknown output_mode", "look", "bogus")
+    lk["config"]["output_mode"] = "tf_idf"
+    config_error(lk, "tf_idf without idf_weights", "look", "idf_weights",
+                 "one per vocabulary token (2), got 0")
+    lk["config"]["idf_weights"] = [1.0, "x"]
+    config_error(lk, "idf_weights not numbers", "look", "idf_weights[1]")
+    lk["config"]["output_mode"] = "count"
+    lk["config"]["idf_weights"] = [1.0, 2.0]
+    config_error(lk, "idf_weights in count", "look", "only for output_mode")
+    lk["config"]["idf_weights"] = None
     lk["config"]["output_mode"] = "int"
     lk["config"]["vocabulary"] = ["a", "b", "a"]
     config_error(lk, "duplicates", "look", "'a'", "index 2", "index 0")
@@ -370,8 +444,17 @@ def errors(r, L):
              ("h0", "num_bins", "0")),
             (lambda: L.StringLookup(vocabulary=["x", "x"], name="sl"),
              ("sl", "'x'", "index 1")),
-            (lambda: L.StringLookup(output_mode="tf_idf", name="tf"),
-             ("tf", "tf_idf")),
+            (lambda: L.StringLookup(vocabulary=["a"], output_mode="tf_idf",
+                                    name="tf"),
+             ("tf", "tf_idf", "idf_weights")),
+            (lambda: L.StringLookup(vocabulary=["a"], idf_weights=[1.0],
+                                    name="ti"),
+             ("ti", "idf_weights", "'int'")),
+            (lambda: L.StringLookup(vocabulary=["a", "b"], idf_weights=[1],
+                                    output_mode="tf_idf", name="tw"),
+             ("tw", "idf_weights must be 2 numbers")),
+            (lambda: L.Hashing(num_bins=3, output_mode="tf_idf", name="ht"),
+             ("ht", "output_mode", "tf_idf")),
             (lambda: L.CategoryEncoding(num_tokens=0, name="ce"),
              ("ce", "num_tokens", "0"))):
         try:
@@ -410,7 +493,7 @@ def main(program, root):
         return 1
     r = Runner(program, L)
     for case in (string_lookups, integer_lookups, hashing, encodings,
-                 discretization, adapt_order, errors):
+                 discretization, adapt_order, tf_idf, errors):
         L.reset_names()
         case(r, L)
     for f in r.fails:

@@ -20,7 +20,10 @@ launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
 saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
 and 3 ps: the same predictions bit for bit, the same resumed losses),
 numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
-numpy arrays against numpy's loss and forward pass),
+numpy arrays against numpy's loss and forward pass), keras_extras
+(tests/python/keras_extras.py: BatchNormalization's axis and
+trainable=False, activity and embeddings regularizers, a sequence's
+predict, against numpy),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
 against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
@@ -381,6 +384,13 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("numpy_data.py", d)
         ok = p.returncode == 0 and "numpy_data: OK" in p.stdout
+    elif case == "keras_extras":
+        # BatchNormalization's axis and trainable=False, the regularizers
+        # of layers' outputs and looked-up rows, a sequence's predict
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("keras_extras.py", d, workers=1)
+        ok = p.returncode == 0 and "keras_extras: OK" in p.stdout
     elif case == "callbacks":
         # Keras's callbacks (tests/python/callbacks.py); verbose=2 under
         # the launcher's pipe: one line per epoch

@@ -9,3 +9,5 @@ layers.HashedCrossing(num_bins, output_mode="int", sparse=False, name=None, dtyp
 layers.StringLookup.adapt(data, steps=None)
 layers.IntegerLookup.adapt(data, steps=None)
 layers.Discretization.adapt(data, steps=None)
+layers.StringLookup.set_vocabulary(vocabulary, idf_weights=None)
+layers.IntegerLookup.set_vocabulary(vocabulary, idf_weights=None)
