@@ -84,7 +84,7 @@ typedef struct shard_call {
 	bool lost; /* err is the transport's: the ps never answered */
 } shard_call;
 
-/* A cut link, seen from a worker (README, "Failures"): the ps that a
+/* A cut link, seen from a worker (docs/guide.md, "When processes fail"): the ps that a
  * variable request made on this thread could not reach since the last
  * take, or -1; *err says how: PASCO_ETIMEDOUT, no answer within its
  * deadline (or no connection made in that time), or PASCO_EUNAVAILABLE,

@@ -4,7 +4,7 @@
 # installs; with npm present, also the npm package of one cross-check test
 # (skipped without it). A no-op when everything is already there.
 # libgfortran-12-dev: OpenBLAS's pkg-config file names -lgfortran for a
-# static link (`pkg-config --static --libs pasco`, the README's static
+# static link (`pkg-config --static --libs pasco`, docs/guide.md's static
 # build and the `install` test). python3-numpy: the model tests' independent
 # references (Normalization against numpy). python3-mesonpy and python3-venv:
 # the pip wheel's test (tests/tools/test_wheel.sh) builds the wheel offline
@@ -12,7 +12,7 @@
 # python3-torch, for the benchmarks'
 # PyTorch peer, is not installed here: `bench/run --peers` installs it
 # when it runs. The `slurm` and `hosts` suites install what they need
-# themselves (README, "Tests").
+# themselves (docs/contributing.md, "Tests").
 set -eu
 pkgs="build-essential meson ninja-build pkg-config cmake protobuf-c-compiler
 libprotobuf-c-dev libnng-dev liburing-dev libcriterion-dev libcjson-dev

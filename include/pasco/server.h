@@ -28,8 +28,8 @@
  * (a loopback address stays loopback); --bind-address ADDR or
  * PASCO_BIND_ADDRESS picks one interface. On tcp it also listens on a bulk
  * port the system picks (variable requests to a ps, the chief's closures
- * to a worker; PASCO_BULK_PORT and PASCO_WORKER_BULK_PORT fix them, README
- * "Ports"). --key-file PATH or
+ * to a worker; PASCO_BULK_PORT and PASCO_WORKER_BULK_PORT fix them:
+ * docs/deploy.md, "Ports"). --key-file PATH or
  * PASCO_KEY_FILE names the cluster key: a file of at least 16 random bytes,
  * readable by its owner only (a task refuses another, naming the path),
  * that every task of the cluster shares; then every connection to a ps or
@@ -40,7 +40,7 @@
  * tls+tcp:// addresses, --tls-cert, --tls-key and --tls-ca FILE (or
  * PASCO_TLS_CERT, PASCO_TLS_KEY and PASCO_TLS_CA) give this process's
  * certificate, its key and the CA its peers' certificates must chain to
- * (PEM; mutual TLS, README "TLS"). --checkpoint-root DIR (or
+ * (PEM; mutual TLS, docs/security.md "TLS"). --checkpoint-root DIR (or
  * PASCO_CHECKPOINT_DIR) is where a ps may write checkpoints.
  * PASCO_MAX_VARIABLE_MB (1024) bounds one variable (one shard) on a ps:
  * a create of a bigger one is refused with PASCO_EINVAL, naming the limit,
@@ -49,7 +49,7 @@
  * machine's or its cgroup's memory) bounds everything a ps holds
  * (variables, optimizer slots, dynamic tables): a create past it is
  * refused with PASCO_ENOMEM, naming it, and new rows of a dynamic table
- * are refused (README "Embeddings of any size"). These
+ * are refused (docs/lowlevel.md "Embeddings of any size"). These
  * options are taken out of argv before the chief function sees it.
  * `pasco launch` starts every
  * role of a local cluster this way. A process's threads follow its role
@@ -60,7 +60,7 @@
  * another value exits 2, naming it); unless OPENBLAS_NUM_THREADS,
  * GOTO_NUM_THREADS or OMP_NUM_THREADS is set, OpenBLAS runs one thread per
  * call and no pool, as a worker already runs several closures at once
- * (README "Threads"). pasco_server_start sizes its handlers from the same
+ * (docs/deploy.md "Threads"). pasco_server_start sizes its handlers from the same
  * variables. --metrics-port N or PASCO_METRICS_PORT (off by default; 0:
  * a free port, printed) makes any role serve its live metrics in
  * Prometheus's text format at http://ADDR:N/metrics, ADDR being where the
