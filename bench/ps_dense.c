@@ -6,8 +6,8 @@
  * nng request/reply moving the same bytes between the same processes
  * kinds in the same run (a reply of that size for pull, a request of that
  * size acknowledged empty for push). The ps is on this host, so Pasco's
- * calls take a local link (shared memory, docs/deploy.md "Ports"); each figure is
- * measured again over TCP (PASCO_BULK_LOCAL=0 in this process: what a
+ * calls take a local link (shared memory, docs/deploy.md "Ports"); each figure
+ * is measured again over TCP (PASCO_BULK_LOCAL=0 in this process: what a
  * client on another host gets), in the same run.
  *
  *     pasco launch --ps 1 --workers 1 -- build/bench/ps_dense [--quick]

@@ -84,9 +84,9 @@ typedef struct shard_call {
 	bool lost; /* err is the transport's: the ps never answered */
 } shard_call;
 
-/* A cut link, seen from a worker (docs/guide.md, "When processes fail"): the ps that a
- * variable request made on this thread could not reach since the last
- * take, or -1; *err says how: PASCO_ETIMEDOUT, no answer within its
+/* A cut link, seen from a worker (docs/guide.md, "When processes fail"): the
+ * ps that a variable request made on this thread could not reach since the
+ * last take, or -1; *err says how: PASCO_ETIMEDOUT, no answer within its
  * deadline (or no connection made in that time), or PASCO_EUNAVAILABLE,
  * its connection lost; why gets the transport's detail. Clears it. A ps
  * that answered with an error is not such a failure. Thread-local. */

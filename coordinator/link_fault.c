@@ -1,5 +1,6 @@
 /*
- * Failed links, as the dispatch engine meets them (docs/guide.md, "When processes fail").
+ * Failed links, as the dispatch engine meets them (docs/guide.md, "When
+ * processes fail").
  *
  * A closure sent to a worker whose connection is gone fails at once; it
  * goes back to the queue, and the worker takes no global closure for a

@@ -210,7 +210,8 @@ worker_run(worker_server *w, const pasci_wire_msg *req, int *status)
 	if (rv != 0 &&
 	    (lost = pasci_ps_unreachable_take(&how, why, sizeof(why))) >= 0) {
 		/* the link's failure, or the ps's; not the function's: the
-		 * coordinator decides which (docs/guide.md, "When processes fail") */
+		 * coordinator decides which (docs/guide.md, "When processes
+		 * fail") */
 		pasci_log(PASCI_LOG_WARN,
 		    PASCI_PS_UNREACHABLE_FMT ": %s (closure '%s')", lost,
 		    w->env.index, why, req->hdr->name);

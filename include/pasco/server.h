@@ -60,8 +60,8 @@
  * another value exits 2, naming it); unless OPENBLAS_NUM_THREADS,
  * GOTO_NUM_THREADS or OMP_NUM_THREADS is set, OpenBLAS runs one thread per
  * call and no pool, as a worker already runs several closures at once
- * (docs/deploy.md "Threads"). pasco_server_start sizes its handlers from the same
- * variables. --metrics-port N or PASCO_METRICS_PORT (off by default; 0:
+ * (docs/deploy.md "Threads"). pasco_server_start sizes its handlers from the
+ * same variables. --metrics-port N or PASCO_METRICS_PORT (off by default; 0:
  * a free port, printed) makes any role serve its live metrics in
  * Prometheus's text format at http://ADDR:N/metrics, ADDR being where the
  * task listens, or --metrics-addr / PASCO_METRICS_ADDR; no key guards it
