@@ -251,7 +251,8 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp,
     pasco_tnode *const *nodes)
 {
 	pasco_tnode *out;
-	return pasci_model_loss_out(m, tp, inputs.c, y, loss, nodes, &out);
+	return pasci_model_loss_out(
+	    m, tp, inputs.c, y, NULL, loss, nodes, &out);
 }
 
 /* The loss node of output out (pre: before its activation act) against
@@ -259,7 +260,8 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp,
  * its logits. */
 static pasco_tnode *
 loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
-    const pasco_tensor *y, pasco_tnode *out, pasco_tnode *pre, pasco_act act)
+    const pasco_tensor *y, const pasco_tensor *sw, pasco_tnode *out,
+    pasco_tnode *pre, pasco_act act)
 {
 	const pasco_layer *last   = &m->layers[m->nlayers - 1];
 	pasco_loss         logits = *loss;
@@ -273,13 +275,20 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 			    "loss: the model has no loss graph "
 			    "(pasco_compile_options.loss_graph)");
 		}
+		if (sw != NULL) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "loss '%s': a custom (graph) loss takes no sample "
+			    "weights; leave sample_weight and class_weight "
+			    "out, or weigh the examples in the loss",
+			    pasci_loss_graph_name(m->compile.loss_graph));
+		}
 		return pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
 	}
 	if (!loss->from_logits &&
 	    ((loss->kind == PASCO_LOSS_BINARY_CROSSENTROPY &&
 	         act == PASCO_ACT_SIGMOID) ||
 	        (categorical && act == PASCO_ACT_SOFTMAX))) {
-		return pasco_t_loss(tp, &logits, pre, y);
+		return pasco_t_loss_weighted(tp, &logits, pre, y, sw);
 	}
 	if (categorical && !loss->from_logits &&
 	    last->kind != PASCO_LAYER_CUSTOM) {
@@ -293,13 +302,14 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 		        : "sparse_categorical_crossentropy",
 		    last->name, pasco_act_name(act));
 	}
-	return pasco_t_loss(tp, loss, out, y);
+	return pasco_t_loss_weighted(tp, loss, out, y, sw);
 }
 
 pasco_tnode *
 pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
-    pasco_tnode *const *nodes, pasco_tnode **output)
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output)
 {
 	pasco_tnode *pre, *out, *l = NULL;
 	pasco_act    act;
@@ -311,7 +321,7 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 	if (y == NULL) {
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
-	l = loss_node(m, tp, &loss, y, out, pre, act);
+	l = loss_node(m, tp, &loss, y, sw, out, pre, act);
 	for (size_t i = 0; i < m->nlayers && l != NULL; i++) {
 		const pasci_layer_desc *d =
 		    pasci_layer_desc_of(m->layers[i].kind);

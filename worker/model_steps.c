@@ -100,7 +100,7 @@ train_once(pasco_call *call, const pasco_model *m, size_t k,
     const pasco_optimizer *opt, double *loss, double *counts)
 {
 	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
-	const pasco_tensor *y;
+	const pasco_tensor *y, *sw;
 	pasco_dataset      *it;
 	pasco_value        *e = NULL;
 	pasco_tape         *tp;
@@ -116,10 +116,10 @@ train_once(pasco_call *call, const pasco_model *m, size_t k,
 		    rv == PASCO_EOUTOFRANGE ? "the dataset ended (repeat it)"
 		                            : pasco_dataset_last_error());
 	} else if (rv == 0 &&
-	           (rv = pasci_model_element(m, e, true, in, &y)) != 0) {
+	           (rv = pasci_model_element(m, e, true, in, &y, &sw)) != 0) {
 		pasco_call_fail(call, rv, "%s", pasco_model_last_error());
-	} else if (rv == 0 && (rv = pasci_model_train_batch(
-	                           m, tp, in, y, opt, loss, counts)) != 0) {
+	} else if (rv == 0 && (rv = pasci_model_train_batch(m, tp, in, y, sw,
+	                           opt, loss, counts)) != 0) {
 		pasco_call_fail(call, rv, "%s", pasco_tape_message(tp));
 	}
 	pasco_tape_free(tp);
@@ -222,17 +222,19 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 	return PASCO_OK;
 }
 
-/* Runs fn on every batch of the shard's dataset: fn gets the inputs and
- * targets of each, on a tape of its own (not training). */
+/* Runs fn on every batch of the shard's dataset: fn gets the inputs,
+ * targets and sample weights (NULL: none) of each, on a tape of its own
+ * (not training). */
 typedef int (*batch_fn)(void *arg, const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *in, const pasco_tensor *y);
+    const pasco_tensor *const *in, const pasco_tensor *y,
+    const pasco_tensor *sw);
 
 static int
 each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
     batch_fn fn, void *arg)
 {
 	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
-	const pasco_tensor *y;
+	const pasco_tensor *y, *sw;
 	pasco_dataset      *ds = NULL;
 	pasco_value        *e  = NULL;
 	pasco_tape         *tp;
@@ -249,12 +251,12 @@ each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
 		} else if (pasco_call_is_cancelled(call)) {
 			rv = pasco_call_fail(
 			    call, PASCO_ECANCELLED, "cancelled");
-		} else if ((rv = pasci_model_element(m, e, need_y, in, &y)) !=
-		           0) {
+		} else if ((rv = pasci_model_element(
+		                m, e, need_y, in, &y, &sw)) != 0) {
 			pasco_call_fail(
 			    call, rv, "%s", pasco_model_last_error());
 		} else if ((rv = pasco_tape_alloc(&tp, false, 0)) == 0) {
-			if ((rv = fn(arg, m, tp, in, y)) != 0) {
+			if ((rv = fn(arg, m, tp, in, y, sw)) != 0) {
 				pasco_call_fail(call, rv, "%s",
 				    pasco_tape_message(tp)[0]
 				        ? pasco_tape_message(tp)
@@ -278,9 +280,10 @@ each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
 
 static int
 eval_batch(void *arg, const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *in, const pasco_tensor *y)
+    const pasco_tensor *const *in, const pasco_tensor *y,
+    const pasco_tensor *sw)
 {
-	return pasci_model_eval_batch(m, tp, in, y, arg);
+	return pasci_model_eval_batch(m, tp, in, y, sw, arg);
 }
 
 static int
@@ -361,7 +364,8 @@ tfrecord_rows(predict_out *o, const pasco_tensor *t, int64_t n, int64_t w)
 
 static int
 predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *in, const pasco_tensor *y)
+    const pasco_tensor *const *in, const pasco_tensor *y,
+    const pasco_tensor *sw)
 {
 	predict_out        *o    = arg;
 	pasco_tape_var     *vars = calloc(m->nvars + 1, sizeof(*vars));
@@ -369,6 +373,7 @@ predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
 	const pasco_tensor *t    = out != NULL ? pasco_tnode_value(out) : NULL;
 	int                 rv;
 	(void) y;
+	(void) sw;
 	free(vars);
 	if (t == NULL) {
 		return pasco_tape_error(tp) != 0 ? pasco_tape_error(tp)
