@@ -13,8 +13,7 @@
 #include <string.h>
 
 static int
-input_tensor(
-    const pasco_model *m, size_t k, const pasco_value *v,
+input_tensor(const pasco_model *m, size_t k, const pasco_value *v,
     const pasco_tensor **out)
 {
 	const pasco_tensor *t = pasco_value_as_tensor(v);
@@ -53,11 +52,11 @@ pasci_model_element(const pasco_model *m, const pasco_value *e, bool need_y,
     const pasco_tensor **inputs, const pasco_tensor **y,
     const pasco_tensor **sw)
 {
-	const pasco_value *x = e;
+	const pasco_value  *x = e;
 	const pasco_tensor *ignored;
-	*y                   = NULL;
-	sw                   = sw != NULL ? sw : &ignored;
-	*sw                  = NULL;
+	*y  = NULL;
+	sw  = sw != NULL ? sw : &ignored;
+	*sw = NULL;
 	if (pasco_value_kind_of(e) == PASCO_VALUE_LIST) {
 		if (pasco_value_size(e) < 1 || pasco_value_size(e) > 3) {
 			return pasci_model_fail(PASCO_EINVAL,

@@ -190,8 +190,9 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 			ok = (weighted = cJSON_AddArrayToObject(
 			          cc, "weighted_metrics")) != NULL;
 		}
-		ok = ok && pasci_metric_write(
-		               c->metric_weighted[k] ? weighted : metrics, c, k);
+		ok = ok &&
+		     pasci_metric_write(
+		         c->metric_weighted[k] ? weighted : metrics, c, k);
 	}
 	return ok && cJSON_AddBoolToObject(cc, "global_step", c->global_step);
 }
@@ -201,18 +202,18 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 {
 	static const char *const keys[] = {"loss", "from_logits", "optimizer",
 	    "metrics", "weighted_metrics", "global_step"};
-	const char  *at   = "compile_config";
+	const char              *at     = "compile_config";
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
-	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics");
+	const cJSON *ms   = cJSON_GetObjectItemCaseSensitive(cc, "metrics");
 	const cJSON *ws =
 	    cJSON_GetObjectItemCaseSensitive(cc, "weighted_metrics");
-	const cJSON *lg = NULL, *cls;
-	const char  *names[2 * PASCI_MAX_METRICS];
-	char        *owned[2 * PASCI_MAX_METRICS] = {NULL};
-	pasco_compile_options o         = {0};
-	bool                  gs        = true;
-	char                 *loss_text = NULL;
+	const cJSON          *lg = NULL, *cls;
+	const char           *names[2 * PASCI_MAX_METRICS];
+	char                 *owned[2 * PASCI_MAX_METRICS] = {NULL};
+	pasco_compile_options o                            = {0};
+	bool                  gs                           = true;
+	char                 *loss_text                    = NULL;
 	bool                  is_class; /* a Keras loss class's config */
 	int                   rv;
 	if (cc == NULL) {
@@ -251,9 +252,9 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	if (is_class && (loss_text = cJSON_PrintUnformatted(loss)) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	o.loss           = lg != NULL          ? NULL
-	                   : loss_text != NULL ? loss_text
-	                                       : loss->valuestring;
+	o.loss             = lg != NULL          ? NULL
+	                     : loss_text != NULL ? loss_text
+	                                         : loss->valuestring;
 	o.metrics          = names;
 	o.weighted_metrics = names + PASCI_MAX_METRICS;
 	o.no_global_step   = !gs;

@@ -34,7 +34,7 @@ typedef struct batch {
 	const pasco_model       *m;
 	const pasci_metric_spec *s;
 	const pasco_tensor      *pred, *y;
-	const pasco_tensor      *sw; /* sample weights; NULL: each 1 */
+	const pasco_tensor      *sw;   /* sample weights; NULL: each 1 */
 	int64_t                  n, w; /* rows, width */
 } batch;
 
@@ -311,12 +311,12 @@ static void
 count_rows(const batch *b, pasci_metric_kind kind, double *s)
 {
 	for (int64_t i = 0; i < b->n; i++) {
-		int64_t t = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
-		                    kind == PASCI_METRIC_SPARSE_TOP_K
-		                ? (int64_t) pasco_tensor_get(b->y, i)
-		                : argmax_row(b->y, i, b->w);
-		double w   = weight(b, i);
-		bool   hit = false;
+		int64_t t   = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
+                                    kind == PASCI_METRIC_SPARSE_TOP_K
+		                  ? (int64_t) pasco_tensor_get(b->y, i)
+		                  : argmax_row(b->y, i, b->w);
+		double  w   = weight(b, i);
+		bool    hit = false;
 		if (kind == PASCI_METRIC_SPARSE_TOP_K &&
 		    b->s->from_sorted_ids) {
 			for (int64_t j = 0; j < b->w && j < b->s->k; j++) {
@@ -359,7 +359,8 @@ pasci_metric_counts_weighted(const pasco_model *m, const pasco_tensor *pred,
 		return pasci_model_fail(PASCO_EINVAL,
 		    "metrics: sample weights %s%s against the output %s: want "
 		    "one number per example",
-		    pasco_dtype_name(sw->dtype), PASCI_SHAPE(sw->rank, sw->shape),
+		    pasco_dtype_name(sw->dtype),
+		    PASCI_SHAPE(sw->rank, sw->shape),
 		    PASCI_SHAPE(pred->rank, pred->shape));
 	}
 	for (size_t k = 0; k < c->nmetrics; k++) {
@@ -379,8 +380,8 @@ pasci_metric_counts_weighted(const pasco_model *m, const pasco_tensor *pred,
 			    (long long) want);
 		}
 		batch b  = {m, &c->metric_specs[k], pred, y,
-                     c->metric_weighted[k] ? sw : NULL, pred->shape[0],
-                     pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
+                    c->metric_weighted[k] ? sw : NULL, pred->shape[0],
+                    pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
 		int   rv = PASCO_OK;
 		if (b.n == 0) {
 			continue;

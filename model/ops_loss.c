@@ -134,8 +134,8 @@ elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels,
 	if ((n = pasci_tape_node_raw(tp, &elem_ops[kind], x->value.dtype, 0,
 	         NULL, 1, &x)) == NULL ||
 	    (y = pasci_tape_mem_raw(tp, (size_t) x->value.count *
-	                                    (w != NULL ? 2 : 1) * sizeof(*y))) ==
-	        NULL) {
+	                                    (w != NULL ? 2 : 1) *
+	                                    sizeof(*y))) == NULL) {
 		return NULL;
 	}
 	for (int64_t i = 0; i < x->value.count; i++) {
@@ -205,11 +205,10 @@ sce_backward(pasco_tape *tp, pasco_tnode *n)
 	int64_t       b = x->value.shape[0], c = x->value.shape[1];
 	const double *p = n->aux;
 	double        g = pasci_ld(n->value.dtype, n->grad, 0) / (double) b;
-	const double *w = n->f == 0 ? p + (n->ids == NULL ? 2 * b * c + b
-	                                                  : b * c)
-	                            : NULL;
-	bool          fresh;
-	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
+	const double *w =
+	    n->f == 0 ? p + (n->ids == NULL ? 2 * b * c + b : b * c) : NULL;
+	bool  fresh;
+	void *dx = pasci_tape_grad_out(tp, x, &fresh);
 	if (dx == NULL) {
 		return;
 	}
@@ -299,8 +298,7 @@ pasci_t_softmax_crossentropy_w(pasco_tape *tp, pasco_tnode *x,
 	len   = (dense ? 2 * b * c + b : b * c) + (w != NULL ? b : 0);
 	if ((n = pasci_tape_node_raw(
 	         tp, &sce_op, x->value.dtype, 0, NULL, 1, &x)) == NULL ||
-	    (p = pasci_tape_mem_raw(tp, (size_t) len * sizeof(*p))) ==
-	        NULL ||
+	    (p = pasci_tape_mem_raw(tp, (size_t) len * sizeof(*p))) == NULL ||
 	    (!dense && (n->ids = pasci_tape_mem_raw(
 	                    tp, (size_t) b * sizeof(int64_t))) == NULL)) {
 		return NULL;

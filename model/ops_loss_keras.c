@@ -359,8 +359,8 @@ pasco_t_loss_weighted(pasco_tape *tp, const pasco_loss *loss,
 		return pasci_tape_fail(
 		    tp, PASCO_ENOMEM, "loss: out of memory");
 	}
-	l = loss_of(tp, loss, pred, smooth != NULL ? smooth : labels,
-	    sample_weight);
+	l = loss_of(
+	    tp, loss, pred, smooth != NULL ? smooth : labels, sample_weight);
 	pasco_tensor_release(smooth);
 	return l;
 }

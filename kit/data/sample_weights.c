@@ -42,7 +42,7 @@ read_classes(const cJSON *cw, pasci_weights *w)
 	int64_t      max = -1;
 	cJSON_ArrayForEach(it, cw)
 	{
-		char   *end;
+		char     *end;
 		long long c = strtoll(it->string, &end, 10);
 		if (end == it->string || *end != 0 || c < 0 ||
 		    c > CLASS_WEIGHT_MAX_CLASS || !cJSON_IsNumber(it) ||
@@ -73,8 +73,10 @@ read_classes(const cJSON *cw, pasci_weights *w)
 int
 pasci_weights_read(const cJSON *spec, pasci_weights **out)
 {
-	const cJSON *sw = cJSON_GetObjectItemCaseSensitive(spec, "sample_weight");
-	const cJSON *cw = cJSON_GetObjectItemCaseSensitive(spec, "class_weight");
+	const cJSON *sw =
+	    cJSON_GetObjectItemCaseSensitive(spec, "sample_weight");
+	const cJSON *cw =
+	    cJSON_GetObjectItemCaseSensitive(spec, "class_weight");
 	pasci_weights *w;
 	int            rv = PASCO_OK;
 	*out              = NULL;
@@ -131,7 +133,8 @@ class_of(const pasco_tensor *y, int64_t i, int64_t width)
 
 /* class_weight's weights of the labels y, f32 [batch]. */
 static int
-class_weights(const pasci_weights *w, const pasco_tensor *y, pasco_tensor **out)
+class_weights(
+    const pasci_weights *w, const pasco_tensor *y, pasco_tensor **out)
 {
 	int64_t n     = y->rank > 0 ? y->shape[0] : 1;
 	int64_t width = n > 0 ? y->count / n : 1;
@@ -142,7 +145,7 @@ class_weights(const pasci_weights *w, const pasco_tensor *y, pasco_tensor **out)
 	d = (*out)->data;
 	for (int64_t i = 0; i < n; i++) {
 		int64_t c = class_of(y, i, width);
-		d[i]      = c >= 0 && c < w->nclasses ? (float) w->classes[c] : 1;
+		d[i] = c >= 0 && c < w->nclasses ? (float) w->classes[c] : 1;
 	}
 	return PASCO_OK;
 }
@@ -210,8 +213,9 @@ weights_map(void *arg, const pasco_value *e, pasco_value **out)
 	}
 	*out = pasco_value_list(3, rest,
 	    pasco_value_clone(pasco_value_item(e, 1)), pasco_value_tensor(t));
-	return *out != NULL ? PASCO_OK
-	                    : pasco_dataset_fail(PASCO_ENOMEM, "out of memory");
+	return *out != NULL
+	           ? PASCO_OK
+	           : pasco_dataset_fail(PASCO_ENOMEM, "out of memory");
 }
 
 static void
