@@ -9,6 +9,11 @@ cluster on one host shares it; on several hosts set TMPDIR (Python's
 tempfile) on the chief to a directory on storage every worker mounts at
 the same path.
 
+Sample weights (fit's and evaluate's sample_weight, fit's class_weight
+turned into them as Keras's class_weight_to_sample_weights does) are
+written beside the inputs as the feature SAMPLE_WEIGHT, which the spec's
+"sample_weight" moves out of x into each element's third item.
+
 Each example counts once: evaluate and predict give each shard to one
 worker, exactly once; predict's rows come back in the arrays' order. fit
 streams each worker's share of the training examples, repeated (and
@@ -34,6 +39,8 @@ from . import data as _data
 from .data import Dataset
 
 Arrays = Any
+
+SAMPLE_WEIGHT = "_pasco_sample_weight"  # the weights' feature in the file
 
 
 def is_arrays(x: Any) -> bool:
@@ -128,11 +135,78 @@ def _as_labels(model: Any, y: Any, n: int, what: str) -> np.ndarray:
     return a.astype(np.float32)
 
 
+def class_weights(class_weight: Any) -> Dict[int, float]:
+    """Keras's check of class_weight: a mapping of integer class ids to
+    weights."""
+    if not hasattr(class_weight, "items") or \
+            not hasattr(class_weight, "get"):
+        raise ValueError(f"`class_weight` must be a dict-like mapping of "
+                         f"class indices to weights. Received: "
+                         f"class_weight={class_weight} of type "
+                         f"{type(class_weight)}.")
+    out = {}
+    for key, val in class_weight.items():
+        try:
+            k = int(key)
+        except (TypeError, ValueError):
+            raise ValueError(f"`class_weight` must be a dictionary with "
+                             f"integer keys representing class indices. "
+                             f"Received an invalid key: {key!r} of type "
+                             f"{type(key)}.")
+        if k < 0:
+            raise ValueError(f"class_weight: class id {key!r} is negative")
+        out[k] = float(val)
+    return out
+
+
+def class_weight_to_sample_weights(y: Any, class_weight: Any) -> np.ndarray:
+    """Keras's data_adapter_utils.class_weight_to_sample_weights: each
+    example's weight is its class's (the label rounded, or a one-hot
+    row's argmax), 1.0 for a class not named."""
+    cw = class_weights(class_weight)
+    a = np.asarray(y)
+    if a.ndim > 1:
+        a = np.argmax(a, axis=-1) if a.shape[-1] != 1 else \
+            np.squeeze(a, axis=-1)
+    a = np.round(a).astype(np.int64)
+    return np.array([cw.get(int(c), 1.0) for c in a], np.float32)
+
+
+def _as_weights(sample_weight: Any, n: int, what: str) -> np.ndarray:
+    a = np.asarray(sample_weight)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a.reshape(-1)
+    if a.ndim != 1 or a.shape[0] != n or not (
+            np.issubdtype(a.dtype, np.integer) or
+            np.issubdtype(a.dtype, np.floating)):
+        raise ValueError(f"{what}: sample_weight must be one number per "
+                         f"example ([{n}] or [{n}, 1]); got shape "
+                         f"{a.shape}, dtype {a.dtype}")
+    return a.astype(np.float32)
+
+
+def with_class_weight(x: Any, class_weight: Any) -> Any:
+    """A pasco.data dataset whose elements carry class_weight's weights
+    of their labels (its spec's "class_weight", built by the workers)."""
+    if not isinstance(x, Dataset):
+        raise ValueError("class_weight: only with numpy arrays x or a "
+                         "pasco.data dataset (a factory's dataset would "
+                         "yield (x, y, sample_weight) itself)")
+    if x.spec.get("label") is None:
+        raise ValueError("class_weight: the dataset has no label")
+    if x.spec.get("sample_weight") is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` "
+                         "at the same time.")
+    return Dataset({**x.spec, "class_weight": {
+        str(k): v for k, v in class_weights(class_weight).items()}})
+
+
 class Written:
     """Arrays written as a TFRecord file in a temporary directory (removed
-    by close)."""
+    by close), with each example's weight when sample_weight is given."""
 
-    def __init__(self, model: Any, x: Arrays, y: Any, what: str) -> None:
+    def __init__(self, model: Any, x: Arrays, y: Any, what: str,
+                 sample_weight: Any = None) -> None:
         self.cols = _as_columns(model, x, what)
         self.n = next(iter(self.cols.values())).shape[0]
         ids = _inputs(model)
@@ -152,6 +226,13 @@ class Written:
             self.label_type = "int64" if labels.dtype == np.int64 \
                 else "float"
             columns["label"] = labels
+        self.weighted = sample_weight is not None
+        if self.weighted:
+            if SAMPLE_WEIGHT in columns:
+                raise ValueError(f"{what}: an input is named "
+                                 f"{SAMPLE_WEIGHT!r}, the weights' name")
+            columns[SAMPLE_WEIGHT] = _as_weights(sample_weight, self.n, what)
+            self.feats[SAMPLE_WEIGHT] = _data.Feature("float", 1)
         self.dir = tempfile.mkdtemp(prefix="pasco-numpy-")
         self.path = os.path.join(self.dir, "data.tfrecord")
         try:
@@ -162,12 +243,15 @@ class Written:
 
     def dataset(self, batch_size: int, shuffle: bool = False,
                 seed: int = 0, repeat: Optional[int] = 1) -> _data.Dataset:
-        return _data.tfrecord(
+        ds = _data.tfrecord(
             self.path, self.feats,
             label="label" if self.label_type else None,
             label_type=self.label_type or "int64", batch_size=batch_size,
             shuffle=self.n if shuffle else 0, seed=seed, repeat=repeat,
             shard="records")
+        if self.weighted:
+            ds.spec["sample_weight"] = SAMPLE_WEIGHT
+        return ds
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -206,15 +290,6 @@ def _count(x: Arrays) -> int:
     return len(np.asarray(x))
 
 
-def no_weights(class_weight: Any, sample_weight: Any) -> None:
-    for name, v in (("class_weight", class_weight),
-                    ("sample_weight", sample_weight)):
-        if v is not None:
-            raise ValueError(f"{name}: Pasco's train and evaluation steps "
-                             f"have no per-example weights yet; leave it "
-                             f"None")
-
-
 def validation_split_of(x: Arrays, y: Any, validation_split: float
                         ) -> Tuple[Arrays, Any, Arrays, Any]:
     """Keras's train_validation_split: the last fraction, before any
@@ -239,33 +314,42 @@ def validation_split_of(x: Arrays, y: Any, validation_split: float
 
 def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
         validation_split: float, validation_data: Any, shuffle: bool,
-        validation_batch_size: Optional[int], **fit_args: Any) -> Any:
+        validation_batch_size: Optional[int], weights: Tuple[Any, Any],
+        **fit_args: Any) -> Any:
     """model.fit on arrays: the training arrays (and the validation ones)
-    written as datasets for the workers, fit on them, the files removed."""
+    written as datasets for the workers, fit on them, the files removed.
+    weights: (sample_weight, class_weight), at most one given."""
     if y is None:
         raise ValueError("y: required with array inputs x (the targets)")
     b = _batch("batch_size", batch_size)
     vb = _batch("validation_batch_size", validation_batch_size or b)
-    vx = vy = None
+    sw, cw = weights
+    vx = vy = vsw = None
     if validation_data is not None:
         if not isinstance(validation_data, (tuple, list)) or \
                 len(validation_data) not in (2, 3):
-            raise ValueError("validation_data: expected (x_val, y_val) "
-                             "arrays, or a pasco.data dataset")
+            raise ValueError("validation_data: expected (x_val, y_val) or "
+                             "(x_val, y_val, val_sample_weight) arrays, or "
+                             "a pasco.data dataset")
         vx, vy = validation_data[0], validation_data[1]
         if len(validation_data) == 3:
-            no_weights(None, validation_data[2])
+            vsw = validation_data[2]
     elif validation_split:
+        if sw is not None:  # Keras splits the weights with the arrays
+            sw = np.asarray(sw)
+            _, sw, _, vsw = validation_split_of(sw, sw, validation_split)
         x, y, vx, vy = validation_split_of(x, y, validation_split)
+    if cw is not None:  # the training examples only, as Keras's adapter
+        sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
-    with Written(model, x, y, "x") as train:
+    with Written(model, x, y, "x", sw) as train:
         steps = fit_args.pop("steps_per_epoch", None) or \
             max(1, math.ceil(train.n / b))
         ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
                            repeat=-1)
         if vx is None:
             return model.fit(ds, steps_per_epoch=steps, **fit_args)
-        with Written(model, vx, vy, "validation_data") as val:
+        with Written(model, vx, vy, "validation_data", vsw) as val:
             fit_args.setdefault("validation_shards", 0)
             if not fit_args["validation_shards"]:
                 fit_args["validation_shards"] = min(s.num_workers, val.n)
@@ -274,11 +358,12 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
 
 
 def evaluate(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
-             return_dict: bool, shards: int) -> Any:
+             return_dict: bool, shards: int, sample_weight: Any = None
+             ) -> Any:
     if y is None:
         raise ValueError("y: required with array inputs x (the targets)")
     s = model._strategy_checked()
-    with Written(model, x, y, "x") as w:
+    with Written(model, x, y, "x", sample_weight) as w:
         return model.evaluate(w.dataset(_batch("batch_size", batch_size)),
                               return_dict=return_dict,
                               shards=shards or min(s.num_workers, w.n))

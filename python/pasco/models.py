@@ -41,13 +41,14 @@ _METRICS = ("accuracy", "acc", "binary_accuracy",
             "sparse_top_k_categorical_accuracy")
 
 
-def _compile_metrics(metrics: Optional[Sequence[Any]]) -> list:
+def _compile_metrics(metrics: Optional[Sequence[Any]],
+                     arg: str = "metrics") -> list:
     """compile's metrics as its config carries them: names, and metric
     objects as Keras serializes them (pasco.metrics)."""
     from . import metrics as _metrics
     metrics = list(metrics or [])
     if len(metrics) > 8:
-        raise ValueError(f"metrics: at most 8, got {len(metrics)}")
+        raise ValueError(f"{arg}: at most 8, got {len(metrics)}")
     out: list = []
     for m in metrics:
         if isinstance(m, dict):  # serialized, as a saved config has it
@@ -224,6 +225,7 @@ class Model:
     def compile(self, optimizer: Union[str, _optimizers.Optimizer] = "rmsprop",
                 loss: Optional[_losses.LossLike] = None,
                 metrics: Optional[Sequence[Any]] = None,
+                weighted_metrics: Optional[Sequence[Any]] = None,
                 from_logits: bool = False) -> None:
         """Keras's compile: optimizer (a name or pasco.optimizers.*), loss
         (a name of pasco.losses.NAMES: "mse", "mae", "huber",
@@ -235,7 +237,12 @@ class Model:
         pasco.losses), metrics (at most 8: names, "accuracy", "auc",
         "precision", "recall", "mae", "mse", ..., or pasco.metrics
         objects with their arguments, AUC(curve="PR"), Precision(
-        thresholds=0.3), ..., logged under their names)."""
+        thresholds=0.3), ..., logged under their names), weighted_metrics
+        (Keras 3's: metrics as those, counted with fit's and evaluate's
+        sample_weight or class_weight, each example's value times its
+        weight; ``metrics`` count every example once; at most 8 of both
+        together; one whose name a metric has logs as weighted_<name>).
+        The loss is weighted by them too (docs/sample-weights.md)."""
         opt = _optimizers.get(optimizer)
         if loss is None:
             raise ValueError("loss: required (e.g. "
@@ -258,12 +265,19 @@ class Model:
                              f"a pasco.losses.Loss or a function of "
                              f"pasco.ops (y_true, y_pred), got {loss!r}")
         metrics = _compile_metrics(metrics)
+        weighted = _compile_metrics(weighted_metrics, "weighted_metrics")
+        if len(metrics) + len(weighted) > 8:
+            raise ValueError(f"metrics, weighted_metrics: at most 8 "
+                             f"together, got {len(metrics)} and "
+                             f"{len(weighted)}")
         self.optimizer = opt
         self.compiled_loss = loss
         self._loss_fn = loss_fn
         self.compile_config = {"loss": loss, "from_logits": bool(from_logits),
                                "optimizer": opt.get_config(),
                                "metrics": metrics}
+        if weighted:
+            self.compile_config["weighted_metrics"] = weighted
         self._built_json = None  # rebuilt (same variables) at next use
 
     def _strategy_checked(self) -> ParameterServerStrategy:
@@ -358,15 +372,24 @@ class Model:
         see, removed after): batch_size (None: 32), shuffle, an epoch of
         ceil(examples / batch_size) steps unless steps_per_epoch says,
         validation_split (the last fraction, before shuffling) or
-        validation_data as (x_val, y_val) arrays, evaluated exactly once
-        each epoch. class_weight and sample_weight are refused
-        (ValueError): the library's steps have no per-example weights
-        yet. validation_steps and validation_freq other than Keras's
-        defaults are refused too."""
+        validation_data as (x_val, y_val) or (x_val, y_val, val_sample_
+        weight) arrays, evaluated exactly once each epoch.
+        sample_weight (one number per example of the arrays x) or
+        class_weight ({class id: weight}, Keras's: each example weighs
+        its label's class's, an integer label or a one-hot row's argmax;
+        1 for a class not named; not both, as Keras) weigh each example's
+        loss, sum_i(w_i * loss_i) / batch_size, and compile's
+        weighted_metrics; on a pasco.data dataset, class_weight applies
+        to its labels, and sample weights come from the dataset
+        (pasco.data.tfrecord / csv's spec "sample_weight": a feature's
+        name): docs/sample-weights.md. validation_steps and
+        validation_freq other than Keras's defaults are refused."""
         self._require_compiled("fit")
         style = _callbacks._progress_style(verbose)
         _callbacks._sync_learning_rate(self)  # a rate set since compile
-        _numpy_data.no_weights(class_weight, sample_weight)
+        if sample_weight is not None and class_weight is not None:
+            raise ValueError("You cannot `class_weight` and `sample_weight` "
+                             "at the same time.")
         if validation_steps is not None or validation_freq != 1:
             raise ValueError("validation_steps, validation_freq: Pasco "
                              "validates on every example after every "
@@ -374,7 +397,8 @@ class Model:
         if _numpy_data.is_arrays(x):
             return _numpy_data.fit(
                 self, x, y, batch_size, validation_split, validation_data,
-                shuffle, validation_batch_size, epochs=epochs,
+                shuffle, validation_batch_size,
+                weights=(sample_weight, class_weight), epochs=epochs,
                 verbose=verbose, callbacks=callbacks,
                 initial_epoch=initial_epoch,
                 steps_per_epoch=steps_per_epoch,
@@ -387,6 +411,12 @@ class Model:
                                  f"dataset holds its targets and batches)")
         if validation_split:
             raise ValueError("validation_split: only with numpy arrays x")
+        if sample_weight is not None:
+            raise ValueError("sample_weight: only with numpy arrays x (a "
+                             "dataset yields its weights: its spec's "
+                             "\"sample_weight\" feature)")
+        if class_weight is not None:
+            x = _numpy_data.with_class_weight(x, class_weight)
         name = _dataset_name("x", x, -1)
         if steps_per_epoch is None:
             raise ValueError("steps_per_epoch: required under "
@@ -478,20 +508,24 @@ class Model:
         0 means one per worker): the loss, or [loss, metrics...] when
         compiled with metrics, or the dict of them with return_dict.
         x may be numpy arrays with targets y (batch_size None: 32),
-        written for the workers as fit writes them: every example once.
-        steps (None: all of x), sample_weight and callbacks are refused
-        otherwise; verbose prints nothing."""
+        written for the workers as fit writes them: every example once,
+        each weighted by sample_weight when given (one number per example:
+        the loss's sum_i(w_i * loss_i) / batch_size and compile's
+        weighted_metrics, as fit's). steps (None: all of x) and callbacks
+        are refused; verbose prints nothing."""
         self._require_compiled("evaluate")
-        _numpy_data.no_weights(None, sample_weight)
         if steps is not None or callbacks:
             raise ValueError("steps, callbacks: Pasco evaluates every "
                              "example of x, without callbacks; leave them "
                              "None")
         if _numpy_data.is_arrays(x):
             return _numpy_data.evaluate(self, x, y, batch_size, return_dict,
-                                        shards)
-        if y is not None or batch_size is not None:
-            raise ValueError("y, batch_size: only with numpy arrays x")
+                                        shards, sample_weight)
+        if y is not None or batch_size is not None or \
+                sample_weight is not None:
+            raise ValueError("y, batch_size, sample_weight: only with "
+                             "numpy arrays x (a dataset yields its "
+                             "weights: its spec's \"sample_weight\")")
         name = _dataset_name("x", x, 1)
         if not isinstance(shards, int) or shards < 0:
             raise ValueError(f"shards: expected an integer >= 0, got "

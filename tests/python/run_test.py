@@ -21,6 +21,8 @@ saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
 and 3 ps: the same predictions bit for bit, the same resumed losses),
 numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
 numpy arrays against numpy's loss and forward pass),
+sample_weights (tests/python/sample_weights.py: sample_weight,
+class_weight and weighted_metrics against numpy, 3 workers),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
 against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
@@ -381,6 +383,13 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("numpy_data.py", d)
         ok = p.returncode == 0 and "numpy_data: OK" in p.stdout
+    elif case == "sample_weights":
+        # tests/python/sample_weights.py: the weighted loss, steps and
+        # metrics against numpy, on 3 workers
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("sample_weights.py", d, workers=3)
+        ok = p.returncode == 0 and "sample_weights: OK" in p.stdout
     elif case == "callbacks":
         # Keras's callbacks (tests/python/callbacks.py); verbose=2 under
         # the launcher's pipe: one line per epoch
