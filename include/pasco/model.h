@@ -299,6 +299,23 @@ typedef struct pasco_model_fit_options {
 	 * progress bar on a terminal, a line per epoch elsewhere),
 	 * PASCO_PROGRESS_BAR (1) or PASCO_PROGRESS_LINES (2); fit.h. */
 	pasco_progress_style progress_style;
+	/* Exact epochs (Python's fit on numpy arrays,
+	 * docs/sample-weights.md): when not NULL, each training step reads
+	 * the one batch named for it instead of the next batch of its
+	 * worker's `dataset` (which is then not read): step_dataset writes
+	 * into name (len bytes, NUL-terminated) the dataset factory name of
+	 * step `step` (from 0) of `epoch`, whose first element is that
+	 * step's batch; the step function pasco.model_train_batch, on
+	 * whichever worker runs it (and again on another after a lost
+	 * worker), builds that dataset (worker_index 0 of 1) and trains on
+	 * its first element. Names that partition the examples among an
+	 * epoch's steps so give each example exactly once per epoch,
+	 * whatever the worker count. Called on fit's thread before each
+	 * step is scheduled; a non-OK return ends fit with that error.
+	 * steps_per_execution must be 1 (PASCO_EINVAL). */
+	int (*step_dataset)(
+	    void *user, int32_t epoch, int64_t step, char *name, size_t len);
+	void *step_user;
 } pasco_model_fit_options;
 
 int pasco_model_fit(pasco_coordinator *c, pasco_model *m,

@@ -15,13 +15,17 @@ written beside the inputs as the feature SAMPLE_WEIGHT, which the spec's
 "sample_weight" moves out of x into each element's third item.
 
 Each example counts once: evaluate and predict give each shard to one
-worker, exactly once; predict's rows come back in the arrays' order. fit
-streams each worker's share of the training examples, repeated (and
-shuffled by a buffer of all of them when shuffle=True); an epoch is
-ceil(examples / batch_size) steps, Keras's count, so each example is read
-once an epoch on average, and exactly once per epoch with one worker when
-batch_size divides the examples (a last partial batch runs on into the
-next pass, as a repeated tf.data stream does).
+worker, exactly once; predict's rows come back in the arrays' order. fit's
+epoch is ceil(examples / batch_size) steps, Keras's count, and each step
+trains on the batch the chief names for it (Batches: epoch e's batches
+written as one small file each, the examples in that epoch's order, a
+permutation drawn from the seed and e when shuffle=True, else the arrays'
+order; pasco_model_fit_options.step_dataset names step k's file), so each
+example is read exactly once per epoch whatever the worker count, and a
+step run again on another worker reads the same batch. Only an explicit
+steps_per_epoch other than that count, or steps_per_execution > 1,
+streams each worker's share of the examples instead (repeated; each
+example once per epoch on average).
 """
 
 from __future__ import annotations
@@ -220,6 +224,7 @@ class Written:
         self.feats = {k: _data.Feature("int64" if ids.get(k) else "float",
                                        a.shape[1])
                       for k, a in self.cols.items()}
+        self.columns = columns  # as written: Batches rewrites them
         self.label_type = None
         if y is not None:
             labels = _as_labels(model, y, self.n, what)
@@ -253,6 +258,15 @@ class Written:
             ds.spec["sample_weight"] = SAMPLE_WEIGHT
         return ds
 
+    def spec_of(self, files: str, batch_size: int) -> _data.Dataset:
+        ds = _data.tfrecord(
+            files, self.feats, label="label" if self.label_type else None,
+            label_type=self.label_type or "int64", batch_size=batch_size,
+            repeat=1, shard="none")
+        if self.weighted:
+            ds.spec["sample_weight"] = SAMPLE_WEIGHT
+        return ds
+
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -261,6 +275,48 @@ class Written:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class Batches:
+    """Exact epochs: epoch e's step k reads the file of its batch, the
+    examples perm_e[k * b:(k + 1) * b] (perm_e a permutation drawn from
+    the seed and e with shuffle, else the arrays' order), written when
+    the chief names the epoch's first step; the previous epoch's files,
+    whose steps have all returned by then, are removed."""
+
+    def __init__(self, data: Written, batch_size: int, shuffle: bool,
+                 seed: int) -> None:
+        self.data, self.b, self.shuffle, self.seed = \
+            data, batch_size, shuffle, seed
+        self.steps = max(1, math.ceil(data.n / batch_size))
+        self.epoch: Optional[int] = None
+
+    def _write(self, epoch: int) -> None:
+        d = os.path.join(self.data.dir, f"epoch-{epoch}")
+        order = np.arange(self.data.n)
+        if self.shuffle:
+            order = np.random.default_rng([self.seed, epoch]).permutation(
+                self.data.n)
+        os.makedirs(d, exist_ok=True)
+        for k in range(self.steps):
+            rows = order[k * self.b:(k + 1) * self.b]
+            _data.write_tfrecord(
+                os.path.join(d, f"batch-{k}.tfrecord"),
+                {c: a[rows] for c, a in self.data.columns.items()})
+
+    def name(self, epoch: int, step: int) -> str:
+        """The dataset name of epoch's step (its batch, one element)."""
+        e = epoch if self.shuffle else 0  # one order: written once
+        if e != self.epoch:
+            if self.epoch is not None:
+                shutil.rmtree(os.path.join(self.data.dir,
+                                           f"epoch-{self.epoch}"),
+                              ignore_errors=True)
+            self._write(e)
+            self.epoch = e
+        path = os.path.join(self.data.dir, f"epoch-{e}",
+                            f"batch-{step}.tfrecord")
+        return self.data.spec_of(path, self.b).name(1)
 
 
 def _batch(name: str, v: Optional[int]) -> int:
@@ -343,18 +399,26 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
         sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
     with Written(model, x, y, "x", sw) as train:
-        steps = fit_args.pop("steps_per_epoch", None) or \
-            max(1, math.ceil(train.n / b))
+        exact = Batches(train, b, bool(shuffle), model.seed)
+        steps = fit_args.pop("steps_per_epoch", None) or exact.steps
         ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
                            repeat=-1)
-        if vx is None:
-            return model.fit(ds, steps_per_epoch=steps, **fit_args)
-        with Written(model, vx, vy, "validation_data", vsw) as val:
-            fit_args.setdefault("validation_shards", 0)
-            if not fit_args["validation_shards"]:
-                fit_args["validation_shards"] = min(s.num_workers, val.n)
-            return model.fit(ds, steps_per_epoch=steps,
-                             validation_data=val.dataset(vb), **fit_args)
+        if steps == exact.steps and \
+                fit_args.get("steps_per_execution", 1) == 1:
+            model._step_dataset = exact.name
+        try:
+            if vx is None:
+                return model.fit(ds, steps_per_epoch=steps, **fit_args)
+            with Written(model, vx, vy, "validation_data", vsw) as val:
+                fit_args.setdefault("validation_shards", 0)
+                if not fit_args["validation_shards"]:
+                    fit_args["validation_shards"] = min(s.num_workers,
+                                                        val.n)
+                return model.fit(ds, steps_per_epoch=steps,
+                                 validation_data=val.dataset(vb),
+                                 **fit_args)
+        finally:
+            model._step_dataset = None
 
 
 def evaluate(model: Any, x: Arrays, y: Any, batch_size: Optional[int],

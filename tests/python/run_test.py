@@ -23,6 +23,8 @@ numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
 numpy arrays against numpy's loss and forward pass),
 sample_weights (tests/python/sample_weights.py: sample_weight,
 class_weight and weighted_metrics against numpy, 3 workers),
+exact_epochs (tests/python/exact_epochs.py: fit on numpy arrays reads
+each example once per epoch on 3 workers),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
 against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
@@ -390,6 +392,13 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("sample_weights.py", d, workers=3)
         ok = p.returncode == 0 and "sample_weights: OK" in p.stdout
+    elif case == "exact_epochs":
+        # tests/python/exact_epochs.py: each example once per epoch on 3
+        # workers
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("exact_epochs.py", d, workers=3)
+        ok = p.returncode == 0 and "exact_epochs: OK" in p.stdout
     elif case == "callbacks":
         # Keras's callbacks (tests/python/callbacks.py); verbose=2 under
         # the launcher's pipe: one line per epoch
