@@ -120,7 +120,8 @@ check_options(const pasco_fit_options *o)
 		return pasco_fit_fail(PASCO_EINVAL,
 		    "pasco_fit: closure_tensor needs steps_per_execution 1 "
 		    "(got %u) and closure_arg below nargs (%zu of %zu)",
-		    (unsigned) o->steps_per_execution, o->closure_arg, o->nargs);
+		    (unsigned) o->steps_per_execution, o->closure_arg,
+		    o->nargs);
 	}
 	if (o->validation_shards < 0) {
 		return pasco_fit_fail(PASCO_EINVAL,
@@ -180,10 +181,9 @@ static int
 schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
     int32_t epoch, pasco_remote_value **rvs, int64_t nclosures, int64_t *n)
 {
-	pasco_arg *args = o->closure_tensor != NULL
-	                      ? calloc(o->nargs, sizeof(*args))
-	                      : NULL;
-	int        rv   = PASCO_OK;
+	pasco_arg *args =
+	    o->closure_tensor != NULL ? calloc(o->nargs, sizeof(*args)) : NULL;
+	int rv = PASCO_OK;
 	if (o->closure_tensor != NULL && args == NULL) {
 		return pasco_fit_fail(PASCO_ENOMEM, "out of memory");
 	}

@@ -622,8 +622,8 @@ fit_closure_tensor(void *user, int32_t epoch, int64_t k, pasco_tensor **out)
 	char     name[PASCI_STEP_NAME_MAX];
 	int      rv;
 	name[0] = 0;
-	if ((rv = r->o->step_dataset(r->o->step_user, epoch, k, name,
-	         sizeof(name))) != 0) {
+	if ((rv = r->o->step_dataset(
+	         r->o->step_user, epoch, k, name, sizeof(name))) != 0) {
 		return pasco_fit_fail(rv,
 		    "fit: step_dataset failed for step %lld of epoch %d",
 		    (long long) k, (int) epoch);
@@ -677,8 +677,8 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	    .set_learning_rate = scheduled ? NULL : fit_set_learning_rate,
 	    .batch_logs        = fit_batch_logs,
 	    .closure_arg       = pasco_model_num_args(r->m),
-	    .closure_tensor = o->step_dataset != NULL ? fit_closure_tensor
-	                                              : NULL};
+	    .closure_tensor =
+	        o->step_dataset != NULL ? fit_closure_tensor : NULL};
 	/* fit's own window for its steps, the coordinator's set back after */
 	window = pasci_queue_set_window(
 	    &r->c->q, o->window > 0 ? o->window : PASCO_FIT_DEFAULT_WINDOW);
@@ -711,6 +711,12 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	    (o->validation_dataset != NULL &&
 	        (rv = check_validation(c, o)) != 0)) {
 		return rv;
+	}
+	if (o->step_dataset != NULL && o->steps_per_execution > 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "fit: step_dataset names one batch per step: "
+		    "steps_per_execution must be 1, got %u",
+		    (unsigned) o->steps_per_execution);
 	}
 	if (m->compile.global_step &&
 	    (rv = pasco_strategy_global_step(c->s, &gs)) != 0) {

@@ -101,8 +101,7 @@ step_seed(const pasco_model *m, pasco_call *call)
 
 /* The dataset named at argument k (a u8 string), built whole (worker 0
  * of 1) into *ds, the caller's. */
-static int
-named_dataset(pasco_call *call, size_t k, pasco_dataset **ds);
+static int named_dataset(pasco_call *call, size_t k, pasco_dataset **ds);
 
 /* One training step of model m on the next batch of the iterator at
  * argument k (named: of the dataset named there); *loss and counts (may
@@ -112,11 +111,11 @@ train_once(pasco_call *call, const pasco_model *m, size_t k, bool named,
     const pasco_optimizer *opt, double *loss, double *counts)
 {
 	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
-	const pasco_tensor *y, *sw;
-	pasco_dataset      *it = NULL;
-	pasco_value        *e  = NULL;
-	pasco_tape         *tp;
-	int                 rv;
+	const pasco_tensor  *y, *sw;
+	pasco_dataset       *it = NULL;
+	pasco_value         *e  = NULL;
+	pasco_tape          *tp;
+	int                  rv;
 
 	if (in == NULL || pasco_tape_alloc(&tp, true, step_seed(m, call))) {
 		free(in);
@@ -268,8 +267,9 @@ named_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 	pasco_dataset_context ctx = {.worker_index = 0, .num_workers = 1};
 	ctx.argv                  = pasco_program_args(&ctx.argc);
 	if ((rv = pasci_dataset_build(name, &ctx, ds)) != 0) {
-		return pasco_call_fail(call, rv, "the step's dataset '%.96s%s': %s",
-		    name, strlen(name) > 96 ? "..." : "",
+		return pasco_call_fail(call, rv,
+		    "the step's dataset '%.96s%s': %s", name,
+		    strlen(name) > 96 ? "..." : "",
 		    pasco_dataset_last_error());
 	}
 	return PASCO_OK;
@@ -287,12 +287,12 @@ each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
     batch_fn fn, void *arg)
 {
 	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
-	const pasco_tensor *y, *sw;
-	pasco_dataset      *ds = NULL;
-	pasco_value        *e  = NULL;
-	pasco_tape         *tp;
-	bool                from_data = false;
-	int                 rv;
+	const pasco_tensor  *y, *sw;
+	pasco_dataset       *ds = NULL;
+	pasco_value         *e  = NULL;
+	pasco_tape          *tp;
+	bool                 from_data = false;
+	int                  rv;
 
 	if (in == NULL) {
 		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
