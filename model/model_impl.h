@@ -53,8 +53,8 @@ bool pasci_opt_config_write(cJSON *config, const pasco_optimizer *opt);
  * fields given; o NULL is RMSprop's defaults. PASCO_EINVAL, naming the
  * class or the field, for a class that is no optimizer's, a field that
  * is not the optimizer's, or a value of the wrong type. */
-int pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt);
-int pasci_compile_from_json(const cJSON *root, pasco_model *m);
+int  pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt);
+int  pasci_compile_from_json(const cJSON *root, pasco_model *m);
 
 /* A compile config's loss of class Graph (its "config": name, graph)
  * parsed into *out, holding one reference. PASCO_EINVAL naming at and
@@ -180,8 +180,8 @@ int  pasci_loss_check(const pasco_loss *l, const char *at);
 int  pasci_loss_config_read(const cJSON *o, pasco_loss *l, const char *at);
 bool pasci_loss_config_write(
     cJSON *parent, const char *key, const pasco_loss *l);
-int pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
-    int64_t classes, pasco_tensor **out);
+int  pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
+     int64_t classes, pasco_tensor **out);
 
 /* A layer's constraint under key (model/constraint_config.c): null for
  * none, else Keras's {"class_name": "MaxNorm", "config": {"max_value",
@@ -189,7 +189,7 @@ int pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
  * null: none; PASCO_EINVAL naming where and the field). */
 bool pasci_json_write_constraint(
     cJSON *parent, const char *key, const pasco_constraint *c);
-int pasci_json_read_constraint(const cJSON *parent, const char *key,
-    pasco_constraint *c, const char *where);
+int  pasci_json_read_constraint(const cJSON *parent, const char *key,
+     pasco_constraint *c, const char *where);
 
 #endif

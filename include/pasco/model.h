@@ -118,10 +118,10 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  * "huber", ...: pasco_loss_from_name's, layers.h) with from_logits, or the
  * JSON of a Keras loss class's config with its parameters ({"class_name":
  * "Huber", "config": {"delta": 2.0}}: pasco_loss_from_config's), which the
- * compile config keeps as such. optimizer: any kind (pasco_sgd, pasco_adagrad,
- * ...; kind 0: Keras's default, RMSprop(0.001)); its iterations field is
- * ignored: with no_global_step false the step applies through the strategy's
- * global step (one step per train step), else each shard counts its applies.
+ * compile config keeps as such. optimizer: any kind (pasco_sgd, pasco_adagrad, ...; kind 0:
+ * Keras's default, RMSprop(0.001)); its iterations field is ignored: with
+ * no_global_step false the step applies through the strategy's global
+ * step (one step per train step), else each shard counts its applies.
  * metrics: Keras's names: "accuracy" (or "acc": binary accuracy for an
  * output of width 1; sparse categorical accuracy with the
  * sparse_categorical_crossentropy loss; categorical accuracy otherwise),
@@ -159,7 +159,7 @@ int pasco_model_from_json(const char *json, pasco_model **out);
  * compile config travels with the model's config, each metric as it was
  * given. */
 typedef struct pasco_compile_options {
-	const char *loss;
+	const char        *loss;
 	/* A custom loss (docs/GRAPHS.md, "A custom loss"), used instead of
 	 * loss when not NULL: the JSON text of {"name": ..., "graph": {...}},
 	 * a loss op graph of inputs y_true (the targets, cast to its traced
@@ -438,14 +438,12 @@ int pasco_model_save_weights(
 /* Loads path (a weights file, or a .keras file's weights) into m's
  * variables, created through s; the global step too when m counts its
  * steps by it. Variables of the file that m lacks are left out. */
-int pasco_model_load_weights(
-    pasco_strategy *s, pasco_model *m, const char *path);
+int pasco_model_load_weights(pasco_strategy *s, pasco_model *m, const char *path);
 
 /* Saves m (compiled or not, its variables created through s) to path,
  * which must end in ".keras" (PASCO_EINVAL: "Invalid filepath extension
  * for saving. ..."). */
-int pasco_model_save(
-    pasco_strategy *s, const pasco_model *m, const char *path);
+int pasco_model_save(pasco_strategy *s, const pasco_model *m, const char *path);
 
 /* The model saved at path (a ".keras" file): made from its config
  * (compiled when it was), its variables created through s and loaded.
