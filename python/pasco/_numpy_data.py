@@ -31,6 +31,7 @@ example once per epoch on average).
 from __future__ import annotations
 
 import csv as _csv
+import ctypes
 import math
 import os
 import shutil
@@ -39,6 +40,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import _lib
 from . import data as _data
 from .data import Dataset
 
@@ -317,6 +319,26 @@ class Batches:
         path = os.path.join(self.data.dir, f"epoch-{e}",
                             f"batch-{step}.tfrecord")
         return self.data.spec_of(path, self.b).name(1)
+
+
+def step_dataset_cb(name_of: Any, errors: List[BaseException]) -> Any:
+    """pasco_model_fit_options.step_dataset over name_of(epoch, step)
+    (the numpy fit's exact epochs, _numpy_data.Batches); None without."""
+    if name_of is None:
+        return None
+
+    def cb(user: Any, epoch: int, step: int, buf: Any, n: int) -> int:
+        try:
+            name = name_of(epoch, step).encode()
+            if len(name) >= n:
+                raise ValueError(f"fit: step {step}'s dataset name is "
+                                 f"{len(name)} bytes; at most {n - 1}")
+            ctypes.memmove(buf, name + b"\0", len(name) + 1)
+            return 0
+        except BaseException as e:  # raised after fit returns
+            errors.append(e)
+            return 1  # PASCO_EINVAL
+    return _lib.STEP_DATASET(cb)
 
 
 def _batch(name: str, v: Optional[int]) -> int:

@@ -70,26 +70,6 @@ def _compile_metrics(metrics: Optional[Sequence[Any]],
 DatasetLike = Union[Dataset, str]
 
 
-def _step_dataset_cb(name_of: Any, errors: List[BaseException]) -> Any:
-    """pasco_model_fit_options.step_dataset over name_of(epoch, step)
-    (the numpy fit's exact epochs, _numpy_data.Batches); None without."""
-    if name_of is None:
-        return None
-
-    def cb(user: Any, epoch: int, step: int, buf: Any, n: int) -> int:
-        try:
-            name = name_of(epoch, step).encode()
-            if len(name) >= n:
-                raise ValueError(f"fit: step {step}'s dataset name is "
-                                 f"{len(name)} bytes; at most {n - 1}")
-            ctypes.memmove(buf, name + b"\0", len(name) + 1)
-            return 0
-        except BaseException as e:  # raised after fit returns
-            errors.append(e)
-            return 1  # PASCO_EINVAL
-    return _lib.STEP_DATASET(cb)
-
-
 def _model_error(rv: int, what: str) -> Exception:
     msg = lib.pasco_model_last_error().decode()
     return error_for(rv, f"{what}: {msg}" if msg else what)
@@ -479,8 +459,8 @@ class Model:
                 check(lib.pasco_callbacks_add(clist, c._make(s, errors)),
                       f"adding {type(c).__name__}")
             check(lib.pasco_callbacks_add(clist, rate.make()), "callbacks")
-            step_cb = _step_dataset_cb(getattr(self, "_step_dataset", None),
-                                       errors)
+            step_cb = _numpy_data.step_dataset_cb(
+                getattr(self, "_step_dataset", None), errors)
             o = _lib.FitOptions(dataset=name, epochs=epochs,
                                 steps_per_epoch=steps_per_epoch,
                                 initial_epoch=initial_epoch,
