@@ -7,8 +7,10 @@ Keras 3's definitions:
   (keras.losses.Loss's "sum_over_batch_size": not divided by the weights'
   sum), l_i the sparse categorical cross-entropy of example i; metrics=
   ["accuracy"] is every example's hit once, weighted_metrics=["accuracy",
-  AUC-free Mean-style ones] sum(w_i * hit_i) / sum(w_i), logged as
-  "weighted_accuracy" (Keras's name for a taken one);
+  ...] sum(w_i * hit_i) / sum(w_i), logged as "weighted_accuracy"
+  (Keras's name for a taken one); a binary model's weighted bce loss and
+  weighted_metrics AUC (its confusion counts weighted), precision and mse
+  beside the unweighted "auc";
 - fit(x, y, sample_weight=w), one SGD step over the whole batch: the
   kernel and bias move by -lr times numpy's gradient of the weighted loss,
   sum_i w_i (p_i - onehot_i) x_i / n, and the epoch's loss is the weighted
@@ -73,6 +75,49 @@ def refused(what, fn, text):
         print(f"{what}: {e}", flush=True)
         return
     raise AssertionError(f"{what}: no error")
+
+
+def roc_auc(y, p, w, n=200):
+    """Keras's AUC (ROC, interpolation, n thresholds as float32, a
+    prediction above one positive), each example's counts times w."""
+    t = np.array([-1e-7] + [j / (n - 1) for j in range(1, n - 1)] +
+                 [1 + 1e-7], np.float32).astype(np.float64)
+    pos = (y != 0).astype(np.float64) * w
+    neg = (y == 0).astype(np.float64) * w
+    above = p[None, :] > t[:, None]
+    tp, fp = above @ pos, above @ neg
+    tpr = tp / pos.sum()
+    fpr = fp / neg.sum()
+    return float(np.sum((fpr[:-1] - fpr[1:]) * (tpr[:-1] + tpr[1:]) / 2))
+
+
+def binary_weighted_metrics(strategy, x, w):
+    """A binary model's weighted loss and weighted AUC, precision and mse
+    against numpy, from the outputs predict returns (the ones evaluate
+    counted)."""
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.float32)
+    with strategy.scope():
+        model = pasco.Sequential([pasco.Input(shape=(4,)),
+                                  pasco.layers.Dense(1,
+                                                     activation="sigmoid")])
+    model.compile(optimizer="sgd", loss="binary_crossentropy",
+                  metrics=["auc"],
+                  weighted_metrics=["auc", "precision", "mse"])
+    ev = model.evaluate(x, y, batch_size=9, sample_weight=w,
+                        return_dict=True)
+    p = model.predict(x).reshape(-1).astype(np.float64)
+    z = np.log(p) - np.log1p(-p)  # the logits, as the loss takes them
+    bce = np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))
+    above = p > np.float32(0.5)
+    want = {"loss": np.sum(w * bce) / len(y),
+            "auc": roc_auc(y, p, np.ones(len(y))),
+            "weighted_auc": roc_auc(y, p, w),
+            "precision": np.sum(w * above * y) / np.sum(w * above),
+            "mse": np.sum(w * (p - y) ** 2) / np.sum(w)}
+    if sorted(ev) != sorted(want):
+        raise AssertionError(f"evaluate's logs {sorted(ev)}")
+    for k, v in want.items():
+        close(ev[k], v, f"binary {k}", tol=1e-5)
 
 
 def one_step(model, lr, x, y, w, fit, shares=None):
@@ -168,6 +213,8 @@ def run(d, strategy):
           "val_loss (weighted)")
     close(h.history["val_weighted_accuracy"][-1],
           np.sum(w[32:] * hit) / np.sum(w[32:]), "val_weighted_accuracy")
+
+    binary_weighted_metrics(strategy, x, w)
 
     refused("both weights",
             lambda: model.fit(x, y, sample_weight=w, class_weight=cw),
