@@ -370,7 +370,10 @@ class Model:
         them for named inputs), fit writes them as a dataset the workers
         read (python/pasco/_numpy_data.py: a temporary directory they must
         see, removed after): batch_size (None: 32), shuffle, an epoch of
-        ceil(examples / batch_size) steps unless steps_per_epoch says,
+        ceil(examples / batch_size) steps, each step the batch the chief
+        names for it, so every example once per epoch whatever the worker
+        count (a steps_per_epoch other than that, or steps_per_execution
+        > 1: each worker streams its share, once per epoch on average),
         validation_split (the last fraction, before shuffling) or
         validation_data as (x_val, y_val) or (x_val, y_val, val_sample_
         weight) arrays, evaluated exactly once each epoch.
