@@ -36,7 +36,6 @@ import math
 import os
 import shutil
 import tempfile
-import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -284,20 +283,28 @@ class Batches:
     """Exact epochs: epoch e's step k reads the file of its batch, the
     examples perm_e[k * b:(k + 1) * b] (perm_e a permutation drawn from
     the seed and e with shuffle, else the arrays' order). Epoch e's files
-    are written by the time the chief names its first step, and epoch
-    e + 1's meanwhile on a thread, while e trains (shuffle: each epoch has
-    its own; without, one set serves every epoch); the previous epoch's,
-    whose steps have all returned by then, are removed. close() waits
-    for that thread."""
+    are written when the chief names its first step, each the framed
+    records of its examples copied from the arrays' file (TFRecord records
+    are self-contained: no example is encoded again); the previous
+    epoch's, whose steps have all returned by then, are removed. Without
+    shuffle one set serves every epoch."""
 
     def __init__(self, data: Written, batch_size: int, shuffle: bool,
-                 seed: int, epochs: int) -> None:
+                 seed: int) -> None:
         self.data, self.b, self.shuffle, self.seed = \
             data, batch_size, shuffle, seed
-        self.epochs = epochs
         self.steps = max(1, math.ceil(data.n / batch_size))
         self.epoch: Optional[int] = None
-        self.ahead: Optional[Tuple[int, threading.Thread, list]] = None
+        with open(data.path, "rb") as f:
+            self.bytes = f.read()
+        starts, at = [], 0
+        while at < len(self.bytes):  # length (8), its CRC (4), data, CRC
+            starts.append(at)
+            at += 16 + int.from_bytes(self.bytes[at:at + 8], "little")
+        if len(starts) != data.n or at != len(self.bytes):
+            raise RuntimeError(f"{data.path}: {len(starts)} records framed "
+                               f"for {data.n} examples")
+        self.starts = starts + [at]
 
     def _write(self, epoch: int) -> None:
         d = os.path.join(self.data.dir, f"epoch-{epoch}")
@@ -306,58 +313,25 @@ class Batches:
             order = np.random.default_rng([self.seed, epoch]).permutation(
                 self.data.n)
         os.makedirs(d, exist_ok=True)
+        s, raw = self.starts, self.bytes
         for k in range(self.steps):
             rows = order[k * self.b:(k + 1) * self.b]
-            _data.write_tfrecord(
-                os.path.join(d, f"batch-{k}.tfrecord"),
-                {c: a[rows] for c, a in self.data.columns.items()})
-
-    def _wait(self) -> Optional[int]:
-        """Waits for the epoch written ahead; returns it (None: none)."""
-        if self.ahead is None:
-            return None
-        e, t, err = self.ahead
-        self.ahead = None
-        t.join()
-        if err:
-            raise err[0]
-        return e
-
-    def _write_ahead(self, epoch: int) -> None:
-        err: list = []
-
-        def run() -> None:
-            try:
-                self._write(epoch)
-            except BaseException as e:  # raised by _wait
-                err.append(e)
-        t = threading.Thread(target=run, name="pasco-epoch-files",
-                             daemon=True)
-        t.start()
-        self.ahead = (epoch, t, err)
+            with open(os.path.join(d, f"batch-{k}.tfrecord"), "wb") as f:
+                f.write(b"".join(raw[s[i]:s[i + 1]] for i in rows))
 
     def name(self, epoch: int, step: int) -> str:
         """The dataset name of epoch's step (its batch, one element)."""
         e = epoch if self.shuffle else 0  # one order: written once
         if e != self.epoch:
-            if self._wait() != e:
-                self._write(e)
             if self.epoch is not None:
                 shutil.rmtree(os.path.join(self.data.dir,
                                            f"epoch-{self.epoch}"),
                               ignore_errors=True)
+            self._write(e)
             self.epoch = e
-            if self.shuffle and e + 1 < self.epochs:
-                self._write_ahead(e + 1)
         path = os.path.join(self.data.dir, f"epoch-{e}",
                             f"batch-{step}.tfrecord")
         return self.data.spec_of(path, self.b).name(1)
-
-    def close(self) -> None:
-        try:
-            self._wait()
-        except BaseException:
-            pass  # fit is over: its files go with the directory
 
 
 def step_dataset_cb(name_of: Any, errors: List[BaseException]) -> Any:
@@ -460,8 +434,7 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
         sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
     with Written(model, x, y, "x", sw) as train:
-        exact = Batches(train, b, bool(shuffle), model.seed,
-                        fit_args.get("epochs", 1))
+        exact = Batches(train, b, bool(shuffle), model.seed)
         steps = fit_args.pop("steps_per_epoch", None) or exact.steps
         ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
                            repeat=-1)
@@ -481,7 +454,6 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
                                  **fit_args)
         finally:
             model._step_dataset = None
-            exact.close()
 
 
 def evaluate(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
