@@ -11,7 +11,11 @@ its losses, global step and errors), traced_step (@pasco.function steps:
 model_train's losses and weights on 1 worker, metric objects over 2
 workers against numpy, retraces, trace-time errors), ps_tutorial
 (examples/ps_tutorial.py, TensorFlow's tutorial loop ported: 4 epochs,
-evaluation accuracy >= 0.9), merge_layers (Embedding(mask_zero) over
+evaluation accuracy >= 0.9), sample_weights
+(tests/python/sample_weights.py: sample_weight, class_weight and
+weighted_metrics against numpy, 3 workers), exact_epochs
+(tests/python/exact_epochs.py: fit on numpy arrays reads each example
+once per epoch on 3 workers), merge_layers (Embedding(mask_zero) over
 padded sequences, GlobalAveragePooling1D, Dense: accuracy >= 0.95, the
 loss numpy's masked one), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
@@ -21,10 +25,6 @@ saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
 and 3 ps: the same predictions bit for bit, the same resumed losses),
 numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
 numpy arrays against numpy's loss and forward pass),
-sample_weights (tests/python/sample_weights.py: sample_weight,
-class_weight and weighted_metrics against numpy, 3 workers),
-exact_epochs (tests/python/exact_epochs.py: fit on numpy arrays reads
-each example once per epoch on 3 workers),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
 against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
@@ -369,6 +369,20 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("batch_norm.py", d, "two", timeout=240)
             ok = p.returncode == 0 and "batch_norm: OK two" in p.stdout
+    elif case == "sample_weights":
+        # tests/python/sample_weights.py: the weighted loss, steps and
+        # metrics against numpy, on 3 workers
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("sample_weights.py", d, workers=3)
+        ok = p.returncode == 0 and "sample_weights: OK" in p.stdout
+    elif case == "exact_epochs":
+        # tests/python/exact_epochs.py: each example once per epoch on 3
+        # workers
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("exact_epochs.py", d, workers=3)
+        ok = p.returncode == 0 and "exact_epochs: OK" in p.stdout
     elif case == "saving":
         # saved on 2 ps, loaded on 1 and on 3 (the ps stage the weights
         # beside the file: under their PASCO_CHECKPOINT_DIR)
@@ -385,20 +399,6 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("numpy_data.py", d)
         ok = p.returncode == 0 and "numpy_data: OK" in p.stdout
-    elif case == "sample_weights":
-        # tests/python/sample_weights.py: the weighted loss, steps and
-        # metrics against numpy, on 3 workers
-        os.mkdir(os.path.join(d, "tmp"))
-        env["TMPDIR"] = os.path.join(d, "tmp")
-        p = launch("sample_weights.py", d, workers=3)
-        ok = p.returncode == 0 and "sample_weights: OK" in p.stdout
-    elif case == "exact_epochs":
-        # tests/python/exact_epochs.py: each example once per epoch on 3
-        # workers
-        os.mkdir(os.path.join(d, "tmp"))
-        env["TMPDIR"] = os.path.join(d, "tmp")
-        p = launch("exact_epochs.py", d, workers=3)
-        ok = p.returncode == 0 and "exact_epochs: OK" in p.stdout
     elif case == "callbacks":
         # Keras's callbacks (tests/python/callbacks.py); verbose=2 under
         # the launcher's pipe: one line per epoch
