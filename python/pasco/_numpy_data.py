@@ -191,9 +191,20 @@ def _as_weights(sample_weight: Any, n: int, what: str) -> np.ndarray:
     return a.astype(np.float32)
 
 
-def with_class_weight(x: Any, class_weight: Any) -> Any:
-    """A pasco.data dataset whose elements carry class_weight's weights
-    of their labels (its spec's "class_weight", built by the workers)."""
+def with_weights(x: Any, sample_weight: Any, class_weight: Any) -> Any:
+    """fit's dataset x given sample_weight or class_weight: a pasco.data
+    dataset whose elements carry class_weight's weights of their labels
+    (its spec's "class_weight", applied by the workers); a dataset yields
+    its own sample weights (pasco.data's sample_weight=feature)."""
+    if sample_weight is not None and class_weight is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` "
+                         "at the same time.")
+    if sample_weight is not None:
+        raise ValueError("sample_weight: only with numpy arrays x (a "
+                         "dataset yields its weights: pasco.data's "
+                         "sample_weight=feature)")
+    if class_weight is None:
+        return x
     if not isinstance(x, Dataset):
         raise ValueError("class_weight: only with numpy arrays x or a "
                          "pasco.data dataset (a factory's dataset would "
@@ -415,6 +426,9 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
     b = _batch("batch_size", batch_size)
     vb = _batch("validation_batch_size", validation_batch_size or b)
     sw, cw = weights
+    if sw is not None and cw is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` "
+                         "at the same time.")
     vx = vy = vsw = None
     if validation_data is not None:
         if not isinstance(validation_data, (tuple, list)) or \

@@ -28,45 +28,12 @@ from .cluster import ParameterServerStrategy, get_strategy
 from .data import Dataset
 from .errors import InvalidArgumentError, check, error_for
 from .layers import Embedding, Input, KerasTensor, Layer, Normalization
+from ._compile import compile_metrics as _compile_metrics
 from ._variable import Variable, _numpy_to_tensor
 
 __all__ = ["Model", "Sequential", "Variable", "load_model"]
 
 _LOSSES = _losses.NAMES  # model/losses.c's names
-# model/compile.c's metric names (its metric_names and "accuracy"/"acc")
-_METRICS = ("accuracy", "acc", "binary_accuracy",
-            "sparse_categorical_accuracy", "categorical_accuracy", "auc",
-            "precision", "recall", "mae", "mean_absolute_error", "mse",
-            "mean_squared_error", "top_k_categorical_accuracy",
-            "sparse_top_k_categorical_accuracy")
-
-
-def _compile_metrics(metrics: Optional[Sequence[Any]],
-                     arg: str = "metrics") -> list:
-    """compile's metrics as its config carries them: names, and metric
-    objects as Keras serializes them (pasco.metrics)."""
-    from . import metrics as _metrics
-    metrics = list(metrics or [])
-    if len(metrics) > 8:
-        raise ValueError(f"{arg}: at most 8, got {len(metrics)}")
-    out: list = []
-    for m in metrics:
-        if isinstance(m, dict):  # serialized, as a saved config has it
-            m = _metrics.deserialize(m)
-        if isinstance(m, _metrics.Metric):
-            out.append(_metrics.compile_entry(m))
-        elif isinstance(m, type) and issubclass(m, _metrics.Metric):
-            raise TypeError(f"metrics: got the class {m.__name__}; give an "
-                            f"instance ({m.__name__}())")
-        elif not isinstance(m, str) or m not in _METRICS:
-            raise ValueError(f"metrics: expected names from "
-                             f"{', '.join(_METRICS)} or pasco.metrics "
-                             f"objects, got {m!r}")
-        else:
-            out.append(m)
-    return out
-
-
 DatasetLike = Union[Dataset, str]
 
 
@@ -238,11 +205,8 @@ class Model:
         "precision", "recall", "mae", "mse", ..., or pasco.metrics
         objects with their arguments, AUC(curve="PR"), Precision(
         thresholds=0.3), ..., logged under their names), weighted_metrics
-        (Keras 3's: metrics as those, counted with fit's and evaluate's
-        sample_weight or class_weight, each example's value times its
-        weight; ``metrics`` count every example once; at most 8 of both
-        together; one whose name a metric has logs as weighted_<name>).
-        The loss is weighted by them too (docs/sample-weights.md)."""
+        (Keras 3's: counted with the sample weights, docs/sample-weights.md;
+        logged as weighted_<name> when a metric has the name)."""
         opt = _optimizers.get(optimizer)
         if loss is None:
             raise ValueError("loss: required (e.g. "
@@ -265,19 +229,16 @@ class Model:
                              f"a pasco.losses.Loss or a function of "
                              f"pasco.ops (y_true, y_pred), got {loss!r}")
         metrics = _compile_metrics(metrics)
-        weighted = _compile_metrics(weighted_metrics, "weighted_metrics")
-        if len(metrics) + len(weighted) > 8:
-            raise ValueError(f"metrics, weighted_metrics: at most 8 "
-                             f"together, got {len(metrics)} and "
-                             f"{len(weighted)}")
+        weighted = _compile_metrics(weighted_metrics, "weighted_metrics",
+                                    len(metrics))
         self.optimizer = opt
         self.compiled_loss = loss
         self._loss_fn = loss_fn
         self.compile_config = {"loss": loss, "from_logits": bool(from_logits),
                                "optimizer": opt.get_config(),
-                               "metrics": metrics}
-        if weighted:
-            self.compile_config["weighted_metrics"] = weighted
+                               "metrics": metrics,
+                               **({"weighted_metrics": weighted}
+                                  if weighted else {})}
         self._built_json = None  # rebuilt (same variables) at next use
 
     def _strategy_checked(self) -> ParameterServerStrategy:
@@ -370,29 +331,16 @@ class Model:
         them for named inputs), fit writes them as a dataset the workers
         read (python/pasco/_numpy_data.py: a temporary directory they must
         see, removed after): batch_size (None: 32), shuffle, an epoch of
-        ceil(examples / batch_size) steps, each step the batch the chief
-        names for it, so every example once per epoch whatever the worker
-        count (a steps_per_epoch other than that, or steps_per_execution
-        > 1: each worker streams its share, once per epoch on average),
-        validation_split (the last fraction, before shuffling) or
-        validation_data as (x_val, y_val) or (x_val, y_val, val_sample_
-        weight) arrays, evaluated exactly once each epoch.
-        sample_weight (one number per example of the arrays x) or
-        class_weight ({class id: weight}, Keras's: each example weighs
-        its label's class's, an integer label or a one-hot row's argmax;
-        1 for a class not named; not both, as Keras) weigh each example's
-        loss, sum_i(w_i * loss_i) / batch_size, and compile's
-        weighted_metrics; on a pasco.data dataset, class_weight applies
-        to its labels, and sample weights come from the dataset
-        (pasco.data.tfrecord / csv's spec "sample_weight": a feature's
-        name): docs/sample-weights.md. validation_steps and
+        ceil(examples / batch_size) steps, each example once per epoch
+        whatever the worker count, validation_split (the last fraction,
+        before shuffling) or validation_data as (x_val, y_val[, weights])
+        arrays, evaluated exactly once each epoch. sample_weight (arrays
+        only) and class_weight weigh the loss and weighted_metrics, as
+        Keras's: docs/sample-weights.md. validation_steps and
         validation_freq other than Keras's defaults are refused."""
         self._require_compiled("fit")
         style = _callbacks._progress_style(verbose)
         _callbacks._sync_learning_rate(self)  # a rate set since compile
-        if sample_weight is not None and class_weight is not None:
-            raise ValueError("You cannot `class_weight` and `sample_weight` "
-                             "at the same time.")
         if validation_steps is not None or validation_freq != 1:
             raise ValueError("validation_steps, validation_freq: Pasco "
                              "validates on every example after every "
@@ -414,12 +362,7 @@ class Model:
                                  f"dataset holds its targets and batches)")
         if validation_split:
             raise ValueError("validation_split: only with numpy arrays x")
-        if sample_weight is not None:
-            raise ValueError("sample_weight: only with numpy arrays x (a "
-                             "dataset yields its weights: its spec's "
-                             "\"sample_weight\" feature)")
-        if class_weight is not None:
-            x = _numpy_data.with_class_weight(x, class_weight)
+        x = _numpy_data.with_weights(x, sample_weight, class_weight)
         name = _dataset_name("x", x, -1)
         if steps_per_epoch is None:
             raise ValueError("steps_per_epoch: required under "
@@ -516,10 +459,8 @@ class Model:
         compiled with metrics, or the dict of them with return_dict.
         x may be numpy arrays with targets y (batch_size None: 32),
         written for the workers as fit writes them: every example once,
-        each weighted by sample_weight when given (one number per example:
-        the loss's sum_i(w_i * loss_i) / batch_size and compile's
-        weighted_metrics, as fit's). steps (None: all of x) and callbacks
-        are refused; verbose prints nothing."""
+        weighted by sample_weight (arrays only) as fit's. steps (None: all
+        of x) and callbacks are refused; verbose prints nothing."""
         self._require_compiled("evaluate")
         if steps is not None or callbacks:
             raise ValueError("steps, callbacks: Pasco evaluates every "
@@ -531,8 +472,7 @@ class Model:
         if y is not None or batch_size is not None or \
                 sample_weight is not None:
             raise ValueError("y, batch_size, sample_weight: only with "
-                             "numpy arrays x (a dataset yields its "
-                             "weights: its spec's \"sample_weight\")")
+                             "numpy arrays x")
         name = _dataset_name("x", x, 1)
         if not isinstance(shards, int) or shards < 0:
             raise ValueError(f"shards: expected an integer >= 0, got "
