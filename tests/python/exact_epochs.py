@@ -11,17 +11,56 @@ times 24 is then the sum of 2**i over the examples the epoch read, counted
 with repeats; it equals 2**24 - 1 exactly when they are 24 with no carry
 in the binary sum, i.e. every example once. Checked for 3 epochs shuffled
 and 2 in order; the written batch files are removed at the end.
+
+`exact_epochs.py DIR kill` (under `pasco launch --restart`): the same
+over 40 shuffled epochs while the chief SIGKILLs worker 1 at epoch 3's
+start (steps in flight; closures lost with it run again on another
+worker, naming the same batch): every epoch still reads each example
+once.
 Prints "exact_epochs: OK" or "exact_epochs: FAILED: why" (exit 1)."""
 
 import os
+import signal
 import sys
+import threading
 
 import numpy as np
 
 import pasco
+from worker_killed import worker_pid  # tests/python, beside this file
 
 
-def run(d, strategy):
+def check(h, n, what):
+    for e, loss in enumerate(h.history["loss"]):
+        seen = loss * n  # sum of 2**i over the epoch's examples
+        if abs(seen - (2 ** n - 1)) > 1e-3:
+            bits = int(round(seen))
+            raise AssertionError(
+                f"{what}, epoch {e}: the examples read sum to {seen!r}, "
+                f"not 2**{n} - 1 (every example once): "
+                f"{bin(bits).count('1')} set bits")
+    print(f"{what}: {len(h.history['loss'])} epochs, every example once "
+          f"in each", flush=True)
+
+
+class KillAtEpoch3(pasco.callbacks.Callback):
+    """Kills worker 1 20 ms into epoch 3 (its steps in flight)."""
+    killed = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 3:
+            def kill():
+                pid = worker_pid(1)
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
+                    self.killed = pid
+                    print(f"exact_epochs: killed worker 1 pid {pid}",
+                          flush=True)
+            self.timer = threading.Timer(0.02, kill)
+            self.timer.start()
+
+
+def run(d, strategy, kill):
     n, b = 24, 4
     x = np.zeros((n, 1), np.float32)
     y = (2.0 ** np.arange(n)).astype(np.float32)
@@ -29,19 +68,18 @@ def run(d, strategy):
         model = pasco.Sequential([pasco.Input(shape=(1,)),
                                   pasco.layers.Dense(1, use_bias=False)])
     model.compile(optimizer=pasco.optimizers.SGD(0.01), loss="mae")
+    if kill:
+        cb = KillAtEpoch3()
+        h = model.fit(x, y, batch_size=b, epochs=40, verbose=0,
+                      callbacks=[cb])
+        cb.timer.join()
+        if cb.killed is None:
+            raise AssertionError("worker 1 was not found to kill")
+        check(h, n, "worker 1 killed at epoch 3")
     for shuffle, epochs in ((True, 3), (False, 2)):
         h = model.fit(x, y, batch_size=b, epochs=epochs, shuffle=shuffle,
                       verbose=0)
-        for e, loss in enumerate(h.history["loss"]):
-            seen = loss * n  # sum of 2**i over the epoch's examples
-            if abs(seen - (2 ** n - 1)) > 1e-3:
-                bits = int(round(seen))
-                raise AssertionError(
-                    f"shuffle={shuffle}, epoch {e}: the examples read sum "
-                    f"to {seen!r}, not 2**{n} - 1 (every example once): "
-                    f"{bin(bits).count('1')} set bits")
-            print(f"shuffle={shuffle}, epoch {e}: every example once "
-                  f"(sum {int(round(seen))})", flush=True)
+        check(h, n, f"shuffle={shuffle}")
     left = [f for f in os.listdir(os.path.join(d, "tmp"))
             if f.startswith("pasco-numpy-")]
     if left:
@@ -53,7 +91,7 @@ def chief(cluster):
     d = cluster.argv[1]
     strategy = pasco.ParameterServerStrategy(cluster)
     try:
-        rv = run(d, strategy)
+        rv = run(d, strategy, cluster.argv[2:] == ["kill"])
     except AssertionError as e:
         print(f"exact_epochs: FAILED: {e}", flush=True)
         return 1

@@ -383,6 +383,11 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("exact_epochs.py", d, workers=3)
         ok = p.returncode == 0 and "exact_epochs: OK" in p.stdout
+        if ok:  # worker 1 killed mid-epoch, restarted by the launcher
+            p = launch("exact_epochs.py", d, "kill", workers=3,
+                       launch_args=["--restart"])
+            ok = (p.returncode == 0 and "exact_epochs: OK" in p.stdout and
+                  "exact_epochs: killed worker 1 pid" in p.stdout)
     elif case == "saving":
         # saved on 2 ps, loaded on 1 and on 3 (the ps stage the weights
         # beside the file: under their PASCO_CHECKPOINT_DIR)
