@@ -20,6 +20,7 @@ Keras 3's definitions:
   class_weight_to_sample_weights; the same step on a pasco.data dataset
   given class_weight (its spec's, applied by the workers);
 - validation_data=(x, y, w): val_loss and val_weighted_accuracy weighted;
+  validation_split=0.25 with sample_weight: the last quarter's weights;
 - sample_weight with class_weight, a weight array of the wrong length and
   a class_weight with a string key are refused with Keras's messages.
 Prints "sample_weights: OK" or "sample_weights: FAILED: why" (exit 1)."""
@@ -215,6 +216,14 @@ def run(d, strategy):
           np.sum(w[32:] * hit) / np.sum(w[32:]), "val_weighted_accuracy")
 
     binary_weighted_metrics(strategy, x, w)
+
+    # validation_split splits the weights with the arrays (Keras's)
+    h = model.fit(x, y, sample_weight=w, validation_split=0.25,
+                  batch_size=8, epochs=1, verbose=0)
+    k, b = model.get_weights()
+    close(h.history["val_loss"][-1],
+          weighted_xent(probs(k, b, x[36:]), y[36:], w[36:]),
+          "val_loss (validation_split, weighted)")
 
     refused("both weights",
             lambda: model.fit(x, y, sample_weight=w, class_weight=cw),
