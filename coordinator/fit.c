@@ -116,6 +116,14 @@ check_options(const pasco_fit_options *o)
 		    "set_learning_rate and 0 without it",
 		    o->learning_rate);
 	}
+	if (o->closure_tensor != NULL &&
+	    (o->steps_per_execution > 1 || o->closure_arg >= o->nargs)) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: closure_tensor needs steps_per_execution 1 "
+		    "(got %u) and closure_arg below nargs (%zu of %zu)",
+		    (unsigned) o->steps_per_execution, o->closure_arg,
+		    o->nargs);
+	}
 	if (o->validation_shards < 0) {
 		return pasco_fit_fail(PASCO_EINVAL,
 		    "pasco_fit: validation_shards must be >= 0, got %d",
@@ -150,23 +158,55 @@ step_failed(
 	    why[0] != 0 ? why : pasco_strerror(err));
 }
 
+/* Closure k of epoch's arguments into args (o->nargs): o's, with the
+ * closure's own tensor (*made, released by the caller) when o makes one. */
+static int
+closure_args(const pasco_fit_options *o, int32_t epoch, int64_t k,
+    pasco_arg *args, pasco_tensor **made)
+{
+	int rv;
+	*made = NULL;
+	if (o->closure_tensor == NULL) {
+		return PASCO_OK;
+	}
+	memcpy(args, o->args, o->nargs * sizeof(*args));
+	if ((rv = o->closure_tensor(o->hooks_user, epoch, k, made)) != 0) {
+		return rv;
+	}
+	args[o->closure_arg] = pasco_arg_tensor(*made);
+	return PASCO_OK;
+}
+
 /* Schedules the epoch's closures; *n gets how many were scheduled. */
 static int
 schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
-    pasco_remote_value **rvs, int64_t nclosures, int64_t *n)
+    int32_t epoch, pasco_remote_value **rvs, int64_t nclosures, int64_t *n)
 {
-	for (*n = 0; *n < nclosures; (*n)++) {
+	pasco_arg *args =
+	    o->closure_tensor != NULL ? calloc(o->nargs, sizeof(*args)) : NULL;
+	int rv = PASCO_OK;
+	if (o->closure_tensor != NULL && args == NULL) {
+		return pasco_fit_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (*n = 0; rv == PASCO_OK && *n < nclosures; (*n)++) {
 		int64_t                left = o->steps_per_epoch - *n * spe;
-		pasco_schedule_options so   = {
-		      .repeat      = (uint32_t) (left < spe ? left : spe),
-		      .sum_results = true};
-		int rv = pasco_schedule_with(
-		    c, o->step_function, o->args, o->nargs, &so, &rvs[*n]);
+		pasco_tensor          *made;
+		pasco_schedule_options so = {
+		    .repeat      = (uint32_t) (left < spe ? left : spe),
+		    .sum_results = true};
+		if ((rv = closure_args(o, epoch, *n, args, &made)) != 0) {
+			break;
+		}
+		rv = pasco_schedule_with(c, o->step_function,
+		    args != NULL ? args : o->args, o->nargs, &so, &rvs[*n]);
+		pasco_tensor_release(made);
 		if (rv != PASCO_OK) {
-			return step_failed(c, NULL, rv, o->step_function);
+			rv = step_failed(c, NULL, rv, o->step_function);
+			break;
 		}
 	}
-	return PASCO_OK;
+	free(args);
+	return rv;
 }
 
 /* A closure's sums (loss, then metrics, then ncounts counts: want
@@ -279,7 +319,8 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 		return pasco_fit_fail(PASCO_ENOMEM,
 		    "no memory for %lld remote values", (long long) nclosures);
 	}
-	rv = schedule_epoch(c, o, spe, rvs, nclosures, &n);
+	rv = schedule_epoch(
+	    c, o, spe, pasci_callbacks_ctx(cbs)->epoch, rvs, nclosures, &n);
 	if (rv == PASCO_OK) {
 		rv = fetch_epoch(
 		    c, o, rvs, n, cbs, sums, sums + want, want, &steps);

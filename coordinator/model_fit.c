@@ -25,6 +25,7 @@
 #include <time.h>
 
 #define MAX_ARGS(m) (pasco_model_num_args(m) + 4)
+#define PASCI_STEP_NAME_MAX 4096 /* a step's dataset name, NUL included */
 
 static int
 string_tensor(const char *s, pasco_tensor **out)
@@ -613,6 +614,31 @@ fit_failed(fit_run *r, int rv)
 	return pasci_model_fail(rv, "%s", pasco_fit_error());
 }
 
+/* Exact epochs: step k of epoch's batch, as o->step_dataset names it. */
+static int
+fit_closure_tensor(void *user, int32_t epoch, int64_t k, pasco_tensor **out)
+{
+	fit_run *r = user;
+	char     name[PASCI_STEP_NAME_MAX];
+	int      rv;
+	name[0] = 0;
+	if ((rv = r->o->step_dataset(
+	         r->o->step_user, epoch, k, name, sizeof(name))) != 0) {
+		return pasco_fit_fail(rv,
+		    "fit: step_dataset failed for step %lld of epoch %d",
+		    (long long) k, (int) epoch);
+	}
+	if (memchr(name, 0, sizeof(name)) == NULL || name[0] == 0) {
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "fit: step_dataset gave no name (at most %d bytes) for "
+		    "step %lld of epoch %d",
+		    PASCI_STEP_NAME_MAX - 1, (long long) k, (int) epoch);
+	}
+	return string_tensor(name, out) != 0
+	           ? pasco_fit_fail(PASCO_ENOMEM, "out of memory")
+	           : PASCO_OK;
+}
+
 static int
 fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 {
@@ -635,7 +661,9 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	pasco_fit_options fo = {.epochs = o->epochs,
 	    .steps_per_epoch            = o->steps_per_epoch,
 	    .initial_epoch              = initial,
-	    .step_function              = "pasco.model_train",
+	    .step_function              = o->step_dataset != NULL
+	                                      ? "pasco.model_train_batch"
+	                                      : "pasco.model_train",
 	    .args                       = args,
 	    .nargs                      = n,
 	    .steps_per_execution        = o->steps_per_execution,
@@ -647,7 +675,10 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 	     * settable, as Keras's is not */
 	    .learning_rate = scheduled ? 0 : r->m->compile.opt.learning_rate,
 	    .set_learning_rate = scheduled ? NULL : fit_set_learning_rate,
-	    .batch_logs        = fit_batch_logs};
+	    .batch_logs        = fit_batch_logs,
+	    .closure_arg       = pasco_model_num_args(r->m),
+	    .closure_tensor =
+	        o->step_dataset != NULL ? fit_closure_tensor : NULL};
 	/* fit's own window for its steps, the coordinator's set back after */
 	window = pasci_queue_set_window(
 	    &r->c->q, o->window > 0 ? o->window : PASCO_FIT_DEFAULT_WINDOW);
@@ -672,11 +703,20 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	if (history != NULL) {
 		memset(history, 0, sizeof(*history));
 	}
-	if ((rv = check_model(c, m, o != NULL ? o->dataset : NULL, "fit")) !=
-	        0 ||
+	if ((rv = check_model(c, m,
+	         o != NULL && (o->dataset != NULL || o->step_dataset != NULL)
+	             ? "fit"
+	             : NULL,
+	         "fit")) != 0 ||
 	    (o->validation_dataset != NULL &&
 	        (rv = check_validation(c, o)) != 0)) {
 		return rv;
+	}
+	if (o->step_dataset != NULL && o->steps_per_execution > 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "fit: step_dataset names one batch per step: "
+		    "steps_per_execution must be 1, got %u",
+		    (unsigned) o->steps_per_execution);
 	}
 	if (m->compile.global_step &&
 	    (rv = pasco_strategy_global_step(c->s, &gs)) != 0) {
@@ -685,13 +725,17 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	}
 	if ((args = calloc(MAX_ARGS(m), sizeof(*args))) == NULL) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
-	} else if ((rv = pasco_per_worker_dataset_create(
-	                &ds, c, o->dataset)) != 0 ||
-	           (rv = pasco_per_worker_iterator_create(&it, ds)) != 0) {
+	} else if (o->step_dataset == NULL &&
+	           ((rv = pasco_per_worker_dataset_create(
+	                 &ds, c, o->dataset)) != 0 ||
+	               (rv = pasco_per_worker_iterator_create(&it, ds)) !=
+	                   0)) {
 		pasci_model_fail(rv, "fit: dataset '%s': %s", o->dataset,
 		    pasco_coordinator_error(c));
 	} else if ((rv = pasco_model_args(m, args, MAX_ARGS(m), &n)) == 0) {
-		args[n++] = pasco_arg_iterator(it);
+		/* exact epochs: each step's batch name, set per closure */
+		args[n++] = it != NULL ? pasco_arg_iterator(it)
+		                       : pasco_arg_tensor(NULL);
 		if (gs != NULL) {
 			args[n++] = pasco_arg_variable(gs);
 		}

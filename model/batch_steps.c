@@ -1,8 +1,9 @@
 /*
  * What the library's own steps do with one batch of a compiled model
  * (model_impl.h): a dataset element taken apart into the model's inputs
- * and targets as Keras takes them, a training step (one read, one mixed
- * apply) and an evaluation, each adding the metrics' counts of the batch.
+ * and targets (and sample weights) as Keras takes them, a training step
+ * (one read, one mixed apply) and an evaluation, each adding the metrics'
+ * counts of the batch.
  * The step functions around them are worker/model_steps.c. Any thread:
  * each call has its own tape.
  */
@@ -12,8 +13,7 @@
 #include <string.h>
 
 static int
-input_tensor(
-    const pasco_model *m, size_t k, const pasco_value *v,
+input_tensor(const pasco_model *m, size_t k, const pasco_value *v,
     const pasco_tensor **out)
 {
 	const pasco_tensor *t = pasco_value_as_tensor(v);
@@ -26,23 +26,52 @@ input_tensor(
 	return PASCO_OK;
 }
 
+/* The sample weights of a triple (x, y, sample_weight) into *sw: a
+ * tensor of one number per example, or NONE (Keras's None). */
+static int
+element_weights(const pasco_value *e, const pasco_tensor **sw)
+{
+	const pasco_value *v = pasco_value_item(e, 2);
+	if (pasco_value_kind_of(v) == PASCO_VALUE_NONE) {
+		return PASCO_OK;
+	}
+	if ((*sw = pasco_value_as_tensor(v)) == NULL || (*sw)->rank > 2 ||
+	    ((*sw)->rank == 2 && (*sw)->shape[1] != 1) ||
+	    (*sw)->dtype == PASCO_U8) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "a dataset element's sample_weight (its third item) is a "
+		    "tensor of one number per example ([batch] or [batch, "
+		    "1]); got %s",
+		    *sw != NULL ? PASCI_TSPEC(*sw) : "no tensor");
+	}
+	return PASCO_OK;
+}
+
 int
 pasci_model_element(const pasco_model *m, const pasco_value *e, bool need_y,
-    const pasco_tensor **inputs, const pasco_tensor **y)
+    const pasco_tensor **inputs, const pasco_tensor **y,
+    const pasco_tensor **sw)
 {
-	const pasco_value *x = e;
-	*y                   = NULL;
+	const pasco_value  *x = e;
+	const pasco_tensor *ignored;
+	*y  = NULL;
+	sw  = sw != NULL ? sw : &ignored;
+	*sw = NULL;
 	if (pasco_value_kind_of(e) == PASCO_VALUE_LIST) {
-		if (pasco_value_size(e) < 1 || pasco_value_size(e) > 2) {
+		if (pasco_value_size(e) < 1 || pasco_value_size(e) > 3) {
 			return pasci_model_fail(PASCO_EINVAL,
-			    "a dataset element for a model is (x, y); got a "
-			    "list of %zu",
+			    "a dataset element for a model is (x, y) or (x, "
+			    "y, sample_weight); got a list of %zu",
 			    pasco_value_size(e));
 		}
 		x  = pasco_value_item(e, 0);
-		*y = pasco_value_size(e) == 2
+		*y = pasco_value_size(e) >= 2
 		         ? pasco_value_as_tensor(pasco_value_item(e, 1))
 		         : NULL;
+		if (pasco_value_size(e) == 3 &&
+		    element_weights(e, sw) != PASCO_OK) {
+			return PASCO_EINVAL;
+		}
 	}
 	if (need_y && *y == NULL) {
 		return pasci_model_fail(PASCO_EINVAL,
@@ -87,7 +116,7 @@ pasci_model_batch_size(const pasco_model *m, const pasco_tensor *const *in)
 static pasco_tnode *
 batch_loss(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
-    pasco_tape_var **vars, pasco_tnode **out)
+    const pasco_tensor *sw, pasco_tape_var **vars, pasco_tnode **out)
 {
 	pasco_tnode **nodes;
 	*vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(**vars));
@@ -96,17 +125,18 @@ batch_loss(const pasco_model *m, pasco_tape *tp,
 		return NULL;
 	}
 	return pasci_model_loss_out(
-	    m, tp, inputs, y, m->compile.loss, nodes, out);
+	    m, tp, inputs, y, sw, m->compile.loss, nodes, out);
 }
 
 static int
 add_counts(const pasco_model *m, pasco_tape *tp, pasco_tnode *out,
-    const pasco_tensor *y, double *state)
+    const pasco_tensor *y, const pasco_tensor *sw, double *state)
 {
 	if (state == NULL || m->compile.nmetrics == 0) {
 		return PASCO_OK;
 	}
-	if (pasci_metric_counts(m, pasco_tnode_value(out), y, state) != 0) {
+	if (pasci_metric_counts_weighted(
+	        m, pasco_tnode_value(out), y, sw, state) != 0) {
 		pasci_tape_fail(
 		    tp, PASCO_EINVAL, "%s", pasco_model_last_error());
 		return pasco_tape_error(tp);
@@ -117,31 +147,33 @@ add_counts(const pasco_model *m, pasco_tape *tp, pasco_tnode *out,
 int
 pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
-    const pasco_optimizer *opt, double *loss, double *state)
+    const pasco_tensor *sw, const pasco_optimizer *opt, double *loss,
+    double *state)
 {
 	pasco_tape_var *vars;
 	pasco_tnode    *l, *out = NULL;
-	if ((l = batch_loss(m, tp, inputs, y, &vars, &out)) == NULL ||
+	if ((l = batch_loss(m, tp, inputs, y, sw, &vars, &out)) == NULL ||
 	    pasco_tape_apply(tp, l, m->nvars, vars, opt) != 0) {
 		return pasco_tape_error(tp) != 0 ? pasco_tape_error(tp)
 		                                 : PASCO_EINVAL;
 	}
 	*loss = pasco_tensor_get(pasco_tnode_value(l), 0);
-	return add_counts(m, tp, out, y, state);
+	return add_counts(m, tp, out, y, sw, state);
 }
 
 int
 pasci_model_eval_batch(const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *inputs, const pasco_tensor *y, double *sums)
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, double *sums)
 {
 	pasco_tape_var *vars;
 	pasco_tnode    *l, *out = NULL;
 	double          n = (double) pasci_model_batch_size(m, inputs);
-	if ((l = batch_loss(m, tp, inputs, y, &vars, &out)) == NULL) {
+	if ((l = batch_loss(m, tp, inputs, y, sw, &vars, &out)) == NULL) {
 		return pasco_tape_error(tp) != 0 ? pasco_tape_error(tp)
 		                                 : PASCO_EINVAL;
 	}
 	sums[0] += pasco_tensor_get(pasco_tnode_value(l), 0) * n;
 	sums[1] += n;
-	return add_counts(m, tp, out, y, sums + 2);
+	return add_counts(m, tp, out, y, sw, sums + 2);
 }

@@ -1,6 +1,8 @@
 /*
  * compile (include/pasco/model.h): the loss by name, the optimizer, the
- * metrics (read by model/metric_spec.c, by name or as Keras's objects;
+ * metrics and weighted metrics (Keras 3's weighted_metrics: counted with
+ * the sample weights; read by model/metric_spec.c, by name or as Keras's
+ * objects;
  * their counts, one vector of f64 that sums over batches, shards and
  * workers, and results in model/metric_counts.c), and the compile config
  * as JSON. Stateless: any thread.
@@ -137,20 +139,28 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 	if ((rv = pasci_opt_compile_check(&c->opt)) != 0) {
 		return rv;
 	}
-	if (o->nmetrics > PASCI_MAX_METRICS ||
-	    (o->nmetrics > 0 && o->metrics == NULL)) {
+	if (o->nmetrics + o->nweighted_metrics > PASCI_MAX_METRICS ||
+	    o->nmetrics > PASCI_MAX_METRICS ||
+	    (o->nmetrics > 0 && o->metrics == NULL) ||
+	    (o->nweighted_metrics > 0 && o->weighted_metrics == NULL)) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "compile: at most %d metrics", PASCI_MAX_METRICS);
+		    "compile: at most %d metrics and weighted_metrics "
+		    "together (got %zu and %zu)",
+		    PASCI_MAX_METRICS, o->nmetrics, o->nweighted_metrics);
 	}
-	for (size_t k = 0; k < o->nmetrics; k++) {
-		if ((rv = pasci_metric_read(m, c, k, o->metrics[k])) != 0) {
+	for (size_t k = 0; k < o->nmetrics + o->nweighted_metrics; k++) {
+		c->metric_weighted[k] = k >= o->nmetrics;
+		if ((rv = pasci_metric_read(m, c, k,
+		         k < o->nmetrics
+		             ? o->metrics[k]
+		             : o->weighted_metrics[k - o->nmetrics])) != 0) {
 			return rv;
 		}
 		c->metric_off[k] = c->state_len;
 		c->state_len += pasci_metric_state_len(
 		    c->metric_kinds[k], &c->metric_specs[k]);
 	}
-	c->nmetrics = o->nmetrics;
+	c->nmetrics = o->nmetrics + o->nweighted_metrics;
 	return PASCO_OK;
 }
 
@@ -158,7 +168,7 @@ bool
 pasci_compile_to_json(cJSON *root, const pasco_model *m)
 {
 	const pasci_compile *c = &m->compile;
-	cJSON               *cc, *oc, *metrics;
+	cJSON               *cc, *oc, *metrics, *weighted = NULL;
 	bool                 ok;
 	if (!c->compiled) {
 		return true;
@@ -176,7 +186,13 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	     pasci_opt_config_write(oc, &c->opt);
 	ok = ok && (metrics = cJSON_AddArrayToObject(cc, "metrics")) != NULL;
 	for (size_t k = 0; ok && k < c->nmetrics; k++) {
-		ok = pasci_metric_write(metrics, c, k);
+		if (c->metric_weighted[k] && weighted == NULL) {
+			ok = (weighted = cJSON_AddArrayToObject(
+			          cc, "weighted_metrics")) != NULL;
+		}
+		ok = ok &&
+		     pasci_metric_write(
+		         c->metric_weighted[k] ? weighted : metrics, c, k);
 	}
 	return ok && cJSON_AddBoolToObject(cc, "global_step", c->global_step);
 }
@@ -184,18 +200,20 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 int
 pasci_compile_from_json(const cJSON *root, pasco_model *m)
 {
-	static const char *const keys[] = {
-	    "loss", "from_logits", "optimizer", "metrics", "global_step"};
-	const char  *at   = "compile_config";
+	static const char *const keys[] = {"loss", "from_logits", "optimizer",
+	    "metrics", "weighted_metrics", "global_step"};
+	const char              *at     = "compile_config";
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
-	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(cc, "metrics");
-	const cJSON *lg = NULL, *cls;
-	const char  *names[PASCI_MAX_METRICS];
-	char        *owned[PASCI_MAX_METRICS] = {NULL};
-	pasco_compile_options o         = {0};
-	bool                  gs        = true;
-	char                 *loss_text = NULL;
+	const cJSON *ms   = cJSON_GetObjectItemCaseSensitive(cc, "metrics");
+	const cJSON *ws =
+	    cJSON_GetObjectItemCaseSensitive(cc, "weighted_metrics");
+	const cJSON          *lg = NULL, *cls;
+	const char           *names[2 * PASCI_MAX_METRICS];
+	char                 *owned[2 * PASCI_MAX_METRICS] = {NULL};
+	pasco_compile_options o                            = {0};
+	bool                  gs                           = true;
+	char                 *loss_text                    = NULL;
 	bool                  is_class; /* a Keras loss class's config */
 	int                   rv;
 	if (cc == NULL) {
@@ -222,24 +240,31 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	}
 	if ((lg == NULL && !is_class && !cJSON_IsString(loss)) ||
 	    (ms != NULL && !cJSON_IsArray(ms)) ||
-	    cJSON_GetArraySize(ms) > PASCI_MAX_METRICS) {
+	    (ws != NULL && !cJSON_IsNull(ws) && !cJSON_IsArray(ws)) ||
+	    cJSON_GetArraySize(ms) + cJSON_GetArraySize(ws) >
+	        PASCI_MAX_METRICS) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: needs a loss name and at most %d metric names", at,
-		    PASCI_MAX_METRICS);
+		    "%s: needs a loss name and at most %d metrics and "
+		    "weighted_metrics together (lists)",
+		    at, PASCI_MAX_METRICS);
 	}
 	/* a Keras loss class's config: its text, read by compile */
 	if (is_class && (loss_text = cJSON_PrintUnformatted(loss)) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	o.loss           = lg != NULL          ? NULL
-	                   : loss_text != NULL ? loss_text
-	                                       : loss->valuestring;
-	o.metrics        = names;
-	o.no_global_step = !gs;
-	if ((rv = pasci_metric_texts(ms, names, owned, &o.nmetrics)) == 0) {
+	o.loss             = lg != NULL          ? NULL
+	                     : loss_text != NULL ? loss_text
+	                                         : loss->valuestring;
+	o.metrics          = names;
+	o.weighted_metrics = names + PASCI_MAX_METRICS;
+	o.no_global_step   = !gs;
+	if ((rv = pasci_metric_texts(ms, names, owned, &o.nmetrics)) == 0 &&
+	    (rv = pasci_metric_texts(cJSON_IsArray(ws) ? ws : NULL,
+	         names + PASCI_MAX_METRICS, owned + PASCI_MAX_METRICS,
+	         &o.nweighted_metrics)) == 0) {
 		rv = compile_with(m, &o, lg);
 	}
-	for (size_t k = 0; k < o.nmetrics; k++) {
+	for (size_t k = 0; k < 2 * PASCI_MAX_METRICS; k++) {
 		free(owned[k]);
 	}
 	free(loss_text);

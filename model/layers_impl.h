@@ -75,6 +75,9 @@ typedef struct pasci_compile {
 	pasci_metric_kind metric_kinds[PASCI_MAX_METRICS];
 	pasci_metric_spec metric_specs[PASCI_MAX_METRICS]; /* their parameters */
 	size_t            metric_off[PASCI_MAX_METRICS];
+	/* compile's weighted_metrics (after the others): counted with the
+	 * batch's sample weights */
+	bool metric_weighted[PASCI_MAX_METRICS];
 	size_t            state_len; /* counts of every metric together */
 } pasci_compile;
 
@@ -122,10 +125,13 @@ size_t pasci_model_bytes(const pasco_model *m);
 pasco_tnode **pasci_model_read(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, pasco_tape_var *vars);
 
-/* pasco_model_loss that also gives the model's output node (*out). */
+/* pasco_model_loss that also gives the model's output node (*out), each
+ * example's loss weighted by sw (NULL: unweighted; a Graph loss takes
+ * none: PASCO_EINVAL). */
 pasco_tnode *pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
-    pasco_tnode *const *nodes, pasco_tnode **out);
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **out);
 
 /* Writes layer i's adapted statistics to its variables (mean, variance,
  * count) when the model has made them; a no-op otherwise. Blocks. */

@@ -11,6 +11,10 @@
  *   auc: [true positives, false positives, true negatives, false
  *     negatives] per threshold (a prediction above the threshold, as a
  *     float32, is positive; a label not 0 is positive).
+ * A weighted metric (compile's weighted_metrics) adds each example's
+ * values times its sample weight and counts the weight for the example
+ * (Keras's update_state with sample_weight: a mean's total and count, the
+ * confusion counts' sums of weights).
  * A metric given by name sees the output through the loss's sigmoid or
  * softmax when the loss takes logits; a metric object sees the raw output
  * (AUC and BinaryCrossentropy take their own from_logits). Stateless: any
@@ -30,8 +34,16 @@ typedef struct batch {
 	const pasco_model       *m;
 	const pasci_metric_spec *s;
 	const pasco_tensor      *pred, *y;
+	const pasco_tensor      *sw;   /* sample weights; NULL: each 1 */
 	int64_t                  n, w; /* rows, width */
 } batch;
+
+/* The weight of row i. */
+static double
+weight(const batch *b, int64_t i)
+{
+	return b->sw != NULL ? pasco_tensor_get(b->sw, i) : 1;
+}
 
 /* The value j of row i the metric sees: a name's through the loss's
  * sigmoid or softmax when the loss takes logits, an object's raw. */
@@ -181,9 +193,10 @@ count_auc(const batch *b, double *s)
 		for (int64_t j = 0; j < b->w; j++) {
 			double p   = value(b, i, j);
 			bool   pos = label(b, i, j) != 0;
-			double w   = !sp->multi_label && sp->nweights > 0
-			                 ? sp->label_weights[j]
-			                 : 1;
+			double w   = (!sp->multi_label && sp->nweights > 0
+			                     ? sp->label_weights[j]
+			                     : 1) *
+			           weight(b, i);
 			if (sp->object && sp->from_logits) {
 				p = 1 / (1 + exp(-p));
 			}
@@ -231,13 +244,15 @@ count_precision(const batch *b, pasci_metric_kind kind, double *s)
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	for (int64_t i = 0; i < b->n; i++) {
+		double w = weight(b, i);
 		top_k_row(b, i, r, row);
 		for (int64_t j = j0; j < j1; j++) {
 			bool above = row[j] > thr;
 			bool pos   = label(b, i, j) != 0;
-			s[0] += above && pos;
-			s[1] += kind == PASCI_METRIC_PRECISION ? above && !pos
-			                                       : !above && pos;
+			s[0] += w * (above && pos);
+			s[1] += w * (kind == PASCI_METRIC_PRECISION
+			                    ? above && !pos
+			                    : !above && pos);
 		}
 	}
 	free(r);
@@ -266,26 +281,27 @@ static void
 count_elements(const batch *b, pasci_metric_kind kind, double *s)
 {
 	for (int64_t i = 0; i < b->n; i++) {
+		double w = weight(b, i);
 		for (int64_t j = 0; j < b->w; j++) {
-			double p = value(b, i, j), t = label(b, i, j);
+			double p = value(b, i, j), t = label(b, i, j), v;
 			switch (kind) {
 			case PASCI_METRIC_BINARY_ACCURACY:
-				s[0] +=
-				    b->s->object
+				v = b->s->object
 				        ? t == (p > b->s->threshold ? 1 : 0)
 				        : (p > 0.5) == (t > 0.5);
 				break;
 			case PASCI_METRIC_MAE:
-				s[0] += fabs(p - t);
+				v = fabs(p - t);
 				break;
 			case PASCI_METRIC_BCE:
-				s[0] += bce(b->s, t, p);
+				v = bce(b->s, t, p);
 				break;
 			default: /* squared errors */
-				s[0] += (p - t) * (p - t);
+				v = (p - t) * (p - t);
 				break;
 			}
-			s[1] += 1;
+			s[0] += w * v;
+			s[1] += w;
 		}
 	}
 }
@@ -295,25 +311,26 @@ static void
 count_rows(const batch *b, pasci_metric_kind kind, double *s)
 {
 	for (int64_t i = 0; i < b->n; i++) {
-		int64_t t = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
-		                    kind == PASCI_METRIC_SPARSE_TOP_K
-		                ? (int64_t) pasco_tensor_get(b->y, i)
-		                : argmax_row(b->y, i, b->w);
+		int64_t t   = kind == PASCI_METRIC_SPARSE_CAT_ACCURACY ||
+                                    kind == PASCI_METRIC_SPARSE_TOP_K
+		                  ? (int64_t) pasco_tensor_get(b->y, i)
+		                  : argmax_row(b->y, i, b->w);
+		double  w   = weight(b, i);
+		bool    hit = false;
 		if (kind == PASCI_METRIC_SPARSE_TOP_K &&
 		    b->s->from_sorted_ids) {
-			bool hit = false;
 			for (int64_t j = 0; j < b->w && j < b->s->k; j++) {
 				hit = hit || pasco_tensor_get(b->pred,
 				                 i * b->w + j) == (double) t;
 			}
-			s[0] += hit;
 		} else if (kind == PASCI_METRIC_TOP_K ||
 		           kind == PASCI_METRIC_SPARSE_TOP_K) {
-			s[0] += in_top_k(b, i, t, b->s->k);
+			hit = in_top_k(b, i, t, b->s->k);
 		} else {
-			s[0] += argmax_row(b->pred, i, b->w) == t;
+			hit = argmax_row(b->pred, i, b->w) == t;
 		}
-		s[1] += 1;
+		s[0] += w * hit;
+		s[1] += w;
 	}
 }
 
@@ -328,7 +345,24 @@ int
 pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
     const pasco_tensor *y, double *state)
 {
+	return pasci_metric_counts_weighted(m, pred, y, NULL, state);
+}
+
+int
+pasci_metric_counts_weighted(const pasco_model *m, const pasco_tensor *pred,
+    const pasco_tensor *y, const pasco_tensor *sw, double *state)
+{
 	const pasci_compile *c = &m->compile;
+	if (sw != NULL && pred->rank >= 1 &&
+	    (sw->count != pred->shape[0] || sw->rank > 2 ||
+	        (sw->rank == 2 && sw->shape[1] != 1))) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "metrics: sample weights %s%s against the output %s: want "
+		    "one number per example",
+		    pasco_dtype_name(sw->dtype),
+		    PASCI_SHAPE(sw->rank, sw->shape),
+		    PASCI_SHAPE(pred->rank, pred->shape));
+	}
 	for (size_t k = 0; k < c->nmetrics; k++) {
 		pasci_metric_kind kind = c->metric_kinds[k];
 		double           *s    = state + c->metric_off[k];
@@ -345,7 +379,8 @@ pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
 			    PASCI_SHAPE(pred->rank, pred->shape),
 			    (long long) want);
 		}
-		batch b  = {m, &c->metric_specs[k], pred, y, pred->shape[0],
+		batch b  = {m, &c->metric_specs[k], pred, y,
+                    c->metric_weighted[k] ? sw : NULL, pred->shape[0],
                     pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
 		int   rv = PASCO_OK;
 		if (b.n == 0) {

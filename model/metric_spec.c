@@ -468,19 +468,31 @@ check_width(const pasco_model *m, pasci_metric_kind kind,
 	return PASCO_OK;
 }
 
+static bool
+name_taken(const pasci_compile *c, size_t k, const char *name)
+{
+	for (size_t j = 0; j < k; j++) {
+		if (strcmp(c->metric_names[j], name) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* name, or name_1, name_2, ... when an earlier metric has it (Keras's
- * unique names). */
+ * unique names); a weighted metric's taken name is weighted_<name> first
+ * (Keras's compile_utils). */
 static void
 unique_name(const pasci_compile *c, size_t k, char *name)
 {
 	char base[PASCI_METRIC_NAME_MAX], suffix[16];
+	if (c->metric_weighted[k] && name_taken(c, k, name)) {
+		snprintf(base, sizeof(base), "weighted_%s", name);
+		snprintf(name, PASCI_METRIC_NAME_MAX, "%s", base);
+	}
 	snprintf(base, sizeof(base), "%s", name);
 	for (int n = 1;; n++) {
-		size_t j = 0;
-		while (j < k && strcmp(c->metric_names[j], name) != 0) {
-			j++;
-		}
-		if (j == k) {
+		if (!name_taken(c, k, name)) {
 			return;
 		}
 		/* the base cut where the suffix would not fit */

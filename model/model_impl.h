@@ -100,17 +100,26 @@ int pasci_metric_texts(
  * naming the metric and shapes when y does not fit. */
 int pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
     const pasco_tensor *y, double *state);
+/* The same with sample weights sw (one per example, or NULL): the
+ * weighted metrics (compile's weighted_metrics) count each example's
+ * values times its weight, and weigh its count by it (Keras's
+ * update_state(y, pred, sample_weight)); the others count it once. */
+int pasci_metric_counts_weighted(const pasco_model *m,
+    const pasco_tensor *pred, const pasco_tensor *y, const pasco_tensor *sw,
+    double *state);
 
 /* Metric k's value from the state (NaN when nothing was counted). */
 double pasci_metric_result(
     const pasco_model *m, size_t k, const double *state);
 
-/* A training step on a batch: read, loss, gradient, one mixed apply with
+/* A training step on a batch: read, loss (each example's times its
+ * sample weight in sw, when not NULL), gradient, one mixed apply with
  * opt; *loss gets the loss; state (may be NULL) the metrics' counts. On
  * failure the tape's error. Blocks. */
 int pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
-    const pasco_optimizer *opt, double *loss, double *state);
+    const pasco_tensor *sw, const pasco_optimizer *opt, double *loss,
+    double *state);
 
 /* The forward pass on tp (pasco_model_call_with) with the variables'
  * nodes (pasci_model_read's), the inputs' tensors (ids are looked up in
@@ -122,16 +131,37 @@ pasco_tnode *pasci_model_forward(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, pasco_tnode *const *feats,
     pasco_tnode *const *nodes);
 
-/* An evaluation on a batch: read, loss; sums[0] += loss * batch, sums[1]
- * += batch, sums + 2 gets the metrics' counts. */
+/* An evaluation on a batch: read, loss (weighted by sw, as the train
+ * step's); sums[0] += loss * batch, sums[1] += batch, sums + 2 gets the
+ * metrics' counts. */
 int pasci_model_eval_batch(const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *inputs, const pasco_tensor *y, double *sums);
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, double *sums);
 
-/* x and y of a dataset element (a LIST (x, y), or x alone when y is not
- * needed: *y NULL), and the model's inputs from x (a tensor for a model
- * with one input, or a DICT by input name), borrowed from e. */
+/* x, y and the sample weights of a dataset element (a LIST (x, y) or
+ * (x, y, sample_weight), or x alone when y is not needed: *y NULL; *sw
+ * NULL without weights; sw may be NULL when the caller takes none), and
+ * the model's inputs from x (a tensor for a model with one input, or a
+ * DICT by input name), borrowed from e. */
 int pasci_model_element(const pasco_model *m, const pasco_value *e,
-    bool need_y, const pasco_tensor **inputs, const pasco_tensor **y);
+    bool need_y, const pasco_tensor **inputs, const pasco_tensor **y,
+    const pasco_tensor **sw);
+
+/* Sample weights sw (NULL: none) as one weight per element of x (each
+ * element its row's weight), in tp's arena, into *w (NULL for no sw).
+ * PASCO_EINVAL with the tape failed naming `name` and the shapes when sw
+ * is not one number per example of x. (model/ops_loss.c) */
+int pasci_loss_weights(pasco_tape *tp, const char *name, const pasco_tnode *x,
+    const pasco_tensor *sw, const double **w);
+/* mse (kind PASCO_LOSS_MSE) or binary crossentropy (of probabilities, a
+ * sigmoid's taken through its logits, or of logits) of pred against
+ * labels, each example weighted by sw (NULL: unweighted). */
+pasco_tnode *pasci_t_elem_loss(pasco_tape *tp, pasco_loss_kind kind,
+    bool from_logits, pasco_tnode *pred, const pasco_tensor *labels,
+    const pasco_tensor *sw);
+/* pasco_t_softmax_crossentropy with each example weighted by sw. */
+pasco_tnode *pasci_t_softmax_crossentropy_w(pasco_tape *tp, pasco_tnode *x,
+    const pasco_tensor *labels, const pasco_tensor *sw);
 
 /* The batch size of an element's first input. */
 int64_t pasci_model_batch_size(

@@ -4,16 +4,54 @@
  * probabilities to [1e-7, 1 - 1e-7] and, as the kernel and Keras's
  * clip_by_value, passes no gradient to a probability outside that range),
  * and L2 regularisation. Labels are copied into
- * the arena at the call: the caller's tensor may go at once.
+ * the arena at the call: the caller's tensor may go at once. The weighted
+ * forms (pasci_t_elem_loss, pasci_t_softmax_crossentropy_w) multiply each
+ * example's loss by its sample weight before the mean, Keras's
+ * "sum_over_batch_size": sum(w_i * loss_i) / the batch's elements.
  */
 #include <math.h>
 #include <string.h>
 
+#include "model_impl.h"
 #include "tape_impl.h"
 
 #define BCE_EPSILON 1e-7
 
 enum { L_MSE, L_BCE, L_BCE_LOGITS };
+
+int
+pasci_loss_weights(pasco_tape *tp, const char *name, const pasco_tnode *x,
+    const pasco_tensor *sw, const double **out)
+{
+	int64_t rows, per;
+	double *w;
+	*out = NULL;
+	if (sw == NULL) {
+		return PASCO_OK;
+	}
+	rows = x->value.rank > 0 ? x->value.shape[0] : 1;
+	if (sw->count != rows || sw->rank > 2 ||
+	    (sw->rank == 2 && sw->shape[1] != 1) ||
+	    (sw->dtype != PASCO_F32 && sw->dtype != PASCO_F64 &&
+	        sw->dtype != PASCO_I32 && sw->dtype != PASCO_I64)) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: sample weights %s against the output %s: want one "
+		    "number per example ([%lld] or [%lld, 1])",
+		    name, PASCI_TSPEC(sw), PASCI_SPEC(x), (long long) rows,
+		    (long long) rows);
+		return PASCO_EINVAL;
+	}
+	if ((w = pasci_tape_mem_raw(
+	         tp, (size_t) x->value.count * sizeof(*w))) == NULL) {
+		return pasco_tape_error(tp);
+	}
+	per = rows > 0 ? x->value.count / rows : 0;
+	for (int64_t i = 0; i < x->value.count; i++) {
+		w[i] = pasco_tensor_get(sw, i / per);
+	}
+	*out = w;
+	return PASCO_OK;
+}
 
 static double
 sigmoid(double x)
@@ -41,7 +79,7 @@ elem_loss(int kind, double p, double y, double *dp)
 	}
 }
 
-/* aux: the labels as doubles. */
+/* aux: the labels as doubles, then (i[1]) each element's weight. */
 static void
 elem_backward(pasco_tape *tp, pasco_tnode *n)
 {
@@ -49,6 +87,7 @@ elem_backward(pasco_tape *tp, pasco_tnode *n)
 	const double *y     = n->aux;
 	double        g     = pasci_ld(n->value.dtype, n->grad, 0);
 	int64_t       count = x->value.count;
+	const double *w     = n->i[1] ? y + count : NULL;
 	bool          fresh;
 	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
 	if (dx == NULL) {
@@ -60,7 +99,7 @@ elem_backward(pasco_tape *tp, pasco_tnode *n)
 		for (int64_t i = 0; i < count; i++) {
 			double e;
 			elem_loss((int) n->i[0], (double) p[i], y[i], &e);
-			e    = g * e / (double) count;
+			e    = g * (w != NULL ? w[i] : 1) * e / (double) count;
 			d[i] = fresh ? (T) e : (T) (d[i] + (T) e);
 		}
 	});
@@ -73,12 +112,15 @@ static const pasci_tape_op elem_ops[] = {
 };
 
 static pasco_tnode *
-elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels)
+elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels,
+    const pasco_tensor *sw)
 {
-	const char  *name = elem_ops[kind].name;
-	pasco_tnode *n;
-	double      *y, sum = 0, d;
-	if (!pasci_tape_check(tp, name, 1, &x)) {
+	const char   *name = elem_ops[kind].name;
+	pasco_tnode  *n;
+	double       *y, sum = 0, d;
+	const double *w;
+	if (!pasci_tape_check(tp, name, 1, &x) ||
+	    pasci_loss_weights(tp, name, x, sw, &w) != 0) {
 		return NULL;
 	}
 	if (labels == NULL || labels->count != x->value.count ||
@@ -91,16 +133,23 @@ elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels)
 	}
 	if ((n = pasci_tape_node_raw(tp, &elem_ops[kind], x->value.dtype, 0,
 	         NULL, 1, &x)) == NULL ||
-	    (y = pasci_tape_mem_raw(
-	         tp, (size_t) x->value.count * sizeof(*y))) == NULL) {
+	    (y = pasci_tape_mem_raw(tp, (size_t) x->value.count *
+	                                    (w != NULL ? 2 : 1) *
+	                                    sizeof(*y))) == NULL) {
 		return NULL;
 	}
 	for (int64_t i = 0; i < x->value.count; i++) {
 		y[i] = pasco_tensor_get(labels, i);
-		sum += elem_loss(kind, pasci_val(x, i), y[i], &d);
+		sum += elem_loss(kind, pasci_val(x, i), y[i], &d) *
+		       (w != NULL ? w[i] : 1);
+	}
+	if (w != NULL) {
+		memcpy(y + x->value.count, w,
+		    (size_t) x->value.count * sizeof(*w));
 	}
 	n->aux  = y;
 	n->i[0] = kind;
+	n->i[1] = w != NULL;
 	pasci_st(
 	    n->value.dtype, n->value.data, 0, sum / (double) x->value.count);
 	return n;
@@ -109,34 +158,46 @@ elem(pasco_tape *tp, int kind, pasco_tnode *x, const pasco_tensor *labels)
 pasco_tnode *
 pasco_t_mse(pasco_tape *tp, pasco_tnode *pred, const pasco_tensor *target)
 {
-	return elem(tp, L_MSE, pred, target);
+	return elem(tp, L_MSE, pred, target, NULL);
+}
+
+pasco_tnode *
+pasci_t_elem_loss(pasco_tape *tp, pasco_loss_kind kind, bool from_logits,
+    pasco_tnode *pred, const pasco_tensor *labels, const pasco_tensor *sw)
+{
+	if (kind == PASCO_LOSS_MSE) {
+		return elem(tp, L_MSE, pred, labels, sw);
+	}
+	/* Keras's: a sigmoid's output is taken through its logits, which
+	 * neither saturate nor clip the gradient away */
+	if (!from_logits && pred != NULL && pred->op != NULL &&
+	    pred->in[0] != NULL && strcmp(pred->op->name, "sigmoid") == 0) {
+		return elem(tp, L_BCE_LOGITS, pred->in[0], labels, sw);
+	}
+	return elem(tp, from_logits ? L_BCE_LOGITS : L_BCE, pred, labels, sw);
 }
 
 pasco_tnode *
 pasco_t_binary_crossentropy(
     pasco_tape *tp, pasco_tnode *prob, const pasco_tensor *labels)
 {
-	/* Keras's: a sigmoid's output is taken through its logits, which
-	 * neither saturate nor clip the gradient away */
-	if (prob != NULL && prob->op != NULL && prob->in[0] != NULL &&
-	    strcmp(prob->op->name, "sigmoid") == 0) {
-		return elem(tp, L_BCE_LOGITS, prob->in[0], labels);
-	}
-	return elem(tp, L_BCE, prob, labels);
+	return pasci_t_elem_loss(
+	    tp, PASCO_LOSS_BINARY_CROSSENTROPY, false, prob, labels, NULL);
 }
 
 pasco_tnode *
 pasco_t_binary_crossentropy_logits(
     pasco_tape *tp, pasco_tnode *logits, const pasco_tensor *labels)
 {
-	return elem(tp, L_BCE_LOGITS, logits, labels);
+	return elem(tp, L_BCE_LOGITS, logits, labels, NULL);
 }
 
 /* ---- softmax cross-entropy ---- */
 
 /* aux: the softmax [batch, classes] as doubles; ids: the labels, or
  * NULL for dense labels (categorical_crossentropy), which follow the
- * softmax in aux as doubles [batch, classes], then each row's sum [batch]. */
+ * softmax in aux as doubles [batch, classes], then each row's sum [batch];
+ * f: 1 unweighted, or 0 with each row's weight [batch] at the end. */
 static void
 sce_backward(pasco_tape *tp, pasco_tnode *n)
 {
@@ -144,8 +205,10 @@ sce_backward(pasco_tape *tp, pasco_tnode *n)
 	int64_t       b = x->value.shape[0], c = x->value.shape[1];
 	const double *p = n->aux;
 	double        g = pasci_ld(n->value.dtype, n->grad, 0) / (double) b;
-	bool          fresh;
-	void         *dx = pasci_tape_grad_out(tp, x, &fresh);
+	const double *w =
+	    n->f == 0 ? p + (n->ids == NULL ? 2 * b * c + b : b * c) : NULL;
+	bool  fresh;
+	void *dx = pasci_tape_grad_out(tp, x, &fresh);
 	if (dx == NULL) {
 		return;
 	}
@@ -154,14 +217,16 @@ sce_backward(pasco_tape *tp, pasco_tnode *n)
 		PASCI_TYPED(x->value.dtype, T, {
 			T *d = dx;
 			PASCI_SET_OR_ADD(fresh, b * c, i, d,
-			    (T) (g * (p[i] * y[b * c + i / c] - y[i])));
+			    (T) (g * (w != NULL ? w[i / c] : 1) *
+			         (p[i] * y[b * c + i / c] - y[i])));
 		});
 		return;
 	}
 	PASCI_TYPED(x->value.dtype, T, {
 		T *d = dx;
 		PASCI_SET_OR_ADD(fresh, b * c, i, d,
-		    (T) (g * (p[i] - (double) (i % c == n->ids[i / c]))));
+		    (T) (g * (w != NULL ? w[i / c] : 1) *
+		         (p[i] - (double) (i % c == n->ids[i / c]))));
 	});
 }
 
@@ -210,22 +275,30 @@ pasco_tnode *
 pasco_t_softmax_crossentropy(
     pasco_tape *tp, pasco_tnode *x, const pasco_tensor *labels)
 {
-	pasco_tnode *n;
-	int64_t      b, c;
-	double      *p, *y, sum = 0;
-	bool         dense;
+	return pasci_t_softmax_crossentropy_w(tp, x, labels, NULL);
+}
+
+pasco_tnode *
+pasci_t_softmax_crossentropy_w(pasco_tape *tp, pasco_tnode *x,
+    const pasco_tensor *labels, const pasco_tensor *sw)
+{
+	pasco_tnode  *n;
+	int64_t       b, c, len;
+	double       *p, *y, sum = 0;
+	const double *w;
+	bool          dense;
 	if (!pasci_tape_check(tp, "softmax_crossentropy", 1, &x) ||
-	    !sce_labels_ok(tp, x, labels)) {
+	    !sce_labels_ok(tp, x, labels) ||
+	    pasci_loss_weights(tp, "softmax_crossentropy", x, sw, &w) != 0) {
 		return NULL;
 	}
 	b     = x->value.shape[0];
 	c     = x->value.shape[1];
 	dense = labels->dtype == PASCO_F32 || labels->dtype == PASCO_F64;
+	len   = (dense ? 2 * b * c + b : b * c) + (w != NULL ? b : 0);
 	if ((n = pasci_tape_node_raw(
 	         tp, &sce_op, x->value.dtype, 0, NULL, 1, &x)) == NULL ||
-	    (p = pasci_tape_mem_raw(
-	         tp, (size_t) (dense ? 2 * b * c + b : b * c) * sizeof(*p))) ==
-	        NULL ||
+	    (p = pasci_tape_mem_raw(tp, (size_t) len * sizeof(*p))) == NULL ||
 	    (!dense && (n->ids = pasci_tape_mem_raw(
 	                    tp, (size_t) b * sizeof(int64_t))) == NULL)) {
 		return NULL;
@@ -245,9 +318,11 @@ pasco_t_softmax_crossentropy(
 			for (int64_t j = 0; j < c; j++) {
 				pr[j] /= z;
 			}
+			double wr = w != NULL ? w[r * c] : 1;
 			if (!dense) {
 				n->ids[r] = pasci_id_at(labels, r);
-				sum += log(z) + max - (double) xs[n->ids[r]];
+				sum += wr *
+				       (log(z) + max - (double) xs[n->ids[r]]);
 				continue;
 			}
 			/* -sum_j y_j log p_j = sum(y) (log z + max) - y . x */
@@ -260,9 +335,13 @@ pasco_t_softmax_crossentropy(
 				yx += yj * (double) xs[j];
 			}
 			y[b * c + r] = ys;
-			sum += ys * (log(z) + max) - yx;
+			sum += wr * (ys * (log(z) + max) - yx);
 		}
 	});
+	for (int64_t r = 0; w != NULL && r < b; r++) {
+		p[len - b + r] = w[r * c];
+	}
+	n->f   = w != NULL ? 0 : 1;
 	n->aux = p;
 	pasci_st(n->value.dtype, n->value.data, 0, sum / (double) b);
 	return n;

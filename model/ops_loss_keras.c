@@ -4,7 +4,9 @@
  * binary_focal_crossentropy) and cosine_similarity, row by row over the
  * last axis. Each is Keras's per-example mean (a sum for kl_divergence
  * and cosine_similarity) over the last axis, then the mean over the
- * examples ("sum_over_batch_size"). The labels are copied into the arena,
+ * examples ("sum_over_batch_size"; with sample weights, each example's
+ * loss times its weight before that mean, as Keras's
+ * reduce_weighted_values). The labels are copied into the arena,
  * converted as Keras converts them (hinge's 0/1 to -1/1, the focal loss's
  * label smoothing), so the caller's tensor may go at once. Where Keras
  * clips (kl_divergence, the focal loss's bce) no gradient passes outside
@@ -23,7 +25,9 @@ typedef struct loss_aux {
 	pasco_loss loss;
 	int64_t    width; /* the last axis */
 	double     scale; /* 1 / the divisor of the sum */
-	double     y[];   /* the labels as the loss reads them */
+	/* each element's sample weight (its row's), or NULL: unweighted */
+	const double *w;
+	double        y[]; /* the labels as the loss reads them */
 } loss_aux;
 
 static double
@@ -149,7 +153,8 @@ loss_backward(pasco_tape *tp, pasco_tnode *n)
 	}
 	if (a->loss.kind == PASCO_LOSS_COSINE_SIMILARITY) {
 		for (int64_t r = 0; r < count / w; r++) {
-			cosine_row(x, r * w, a->y + r * w, w, g, dx, fresh);
+			cosine_row(x, r * w, a->y + r * w, w,
+			    g * (a->w != NULL ? a->w[r * w] : 1), dx, fresh);
 		}
 		return;
 	}
@@ -158,7 +163,7 @@ loss_backward(pasco_tape *tp, pasco_tnode *n)
 		for (int64_t i = 0; i < count; i++) {
 			double d;
 			elem_loss(&a->loss, pasci_val(x, i), a->y[i], &d);
-			d     = g * d;
+			d     = g * d * (a->w != NULL ? a->w[i] : 1);
 			dt[i] = fresh ? (T) d : (T) (dt[i] + (T) d);
 		}
 	});
@@ -239,14 +244,16 @@ loss_args_ok(pasco_tape *tp, const pasco_loss *l, pasco_tnode *x,
 /* The element-wise losses and cosine_similarity. */
 static pasco_tnode *
 keras_loss(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *x,
-    const pasco_tensor *labels)
+    const pasco_tensor *labels, const pasco_tensor *sw)
 {
-	pasco_tnode *n;
-	loss_aux    *a;
-	int64_t      count, w;
-	double       sum = 0, d;
+	pasco_tnode  *n;
+	loss_aux     *a;
+	int64_t       count, w;
+	double        sum = 0, d;
+	const double *ws;
 	if (!pasci_tape_check(tp, "loss", 1, &x) ||
-	    !loss_args_ok(tp, loss, x, labels)) {
+	    !loss_args_ok(tp, loss, x, labels) ||
+	    pasci_loss_weights(tp, "loss", x, sw, &ws) != 0) {
 		return NULL;
 	}
 	count = x->value.count;
@@ -259,6 +266,7 @@ keras_loss(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *x,
 	}
 	a->loss  = *loss;
 	a->width = w;
+	a->w     = ws;
 	a->scale = loss->kind == PASCO_LOSS_KL_DIVERGENCE ||
 	                   loss->kind == PASCO_LOSS_COSINE_SIMILARITY
 	               ? 1 / (double) (count / w)
@@ -266,12 +274,14 @@ keras_loss(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *x,
 	read_labels(loss, labels, a->y);
 	for (int64_t i = 0; i < count; i += w) {
 		sum += loss->kind == PASCO_LOSS_COSINE_SIMILARITY
-		           ? cosine_row(x, i, a->y + i, w, 0, NULL, false)
+		           ? cosine_row(x, i, a->y + i, w, 0, NULL, false) *
+		                 (ws != NULL ? ws[i] : 1)
 		           : 0;
 	}
 	for (int64_t i = 0;
 	     loss->kind != PASCO_LOSS_COSINE_SIMILARITY && i < count; i++) {
-		sum += elem_loss(loss, pasci_val(x, i), a->y[i], &d);
+		sum += elem_loss(loss, pasci_val(x, i), a->y[i], &d) *
+		       (ws != NULL ? ws[i] : 1);
 	}
 	n->aux = a;
 	pasci_st(n->value.dtype, n->value.data, 0, sum * a->scale);
@@ -282,7 +292,7 @@ keras_loss(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *x,
  * crossentropy of log(clip(p / sum p, 1e-7, 1 - 1e-7)). */
 static pasco_tnode *
 categorical(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *p,
-    const pasco_tensor *labels)
+    const pasco_tensor *labels, const pasco_tensor *sw)
 {
 	int32_t last = -1;
 	if (!loss->from_logits) {
@@ -300,32 +310,37 @@ categorical(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *p,
 		    "sparse_categorical_crossentropy)",
 		    labels != NULL ? pasco_dtype_name(labels->dtype) : "none");
 	}
-	return pasco_t_softmax_crossentropy(tp, p, labels);
+	return pasci_t_softmax_crossentropy_w(tp, p, labels, sw);
 }
 
 static pasco_tnode *
 loss_of(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *pred,
-    const pasco_tensor *labels)
+    const pasco_tensor *labels, const pasco_tensor *sw)
 {
 	switch (loss->kind) {
 	case PASCO_LOSS_MSE:
-		return pasco_t_mse(tp, pred, labels);
 	case PASCO_LOSS_BINARY_CROSSENTROPY:
-		return loss->from_logits
-		           ? pasco_t_binary_crossentropy_logits(
-		                 tp, pred, labels)
-		           : pasco_t_binary_crossentropy(tp, pred, labels);
+		return pasci_t_elem_loss(
+		    tp, loss->kind, loss->from_logits, pred, labels, sw);
 	case PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
 	case PASCO_LOSS_CATEGORICAL_CROSSENTROPY:
-		return categorical(tp, loss, pred, labels);
+		return categorical(tp, loss, pred, labels, sw);
 	default:
-		return keras_loss(tp, loss, pred, labels);
+		return keras_loss(tp, loss, pred, labels, sw);
 	}
 }
 
 pasco_tnode *
 pasco_t_loss(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *pred,
     const pasco_tensor *labels)
+{
+	return pasco_t_loss_weighted(tp, loss, pred, labels, NULL);
+}
+
+pasco_tnode *
+pasco_t_loss_weighted(pasco_tape *tp, const pasco_loss *loss,
+    pasco_tnode *pred, const pasco_tensor *labels,
+    const pasco_tensor *sample_weight)
 {
 	pasco_tensor *smooth = NULL; /* labels label-smoothed */
 	pasco_tnode  *l;
@@ -344,7 +359,8 @@ pasco_t_loss(pasco_tape *tp, const pasco_loss *loss, pasco_tnode *pred,
 		return pasci_tape_fail(
 		    tp, PASCO_ENOMEM, "loss: out of memory");
 	}
-	l = loss_of(tp, loss, pred, smooth != NULL ? smooth : labels);
+	l = loss_of(
+	    tp, loss, pred, smooth != NULL ? smooth : labels, sample_weight);
 	pasco_tensor_release(smooth);
 	return l;
 }

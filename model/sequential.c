@@ -271,7 +271,8 @@ pasco_model_loss(const pasco_model *m, pasco_tape *tp,
     pasco_tnode *const *nodes)
 {
 	pasco_tnode *out;
-	return pasci_model_loss_out(m, tp, inputs.c, y, loss, nodes, &out);
+	return pasci_model_loss_out(
+	    m, tp, inputs.c, y, NULL, loss, nodes, &out);
 }
 
 /* A sequence output [batch, steps, ..., dim] and its labels as rows
@@ -323,7 +324,8 @@ flat_sequence(pasco_tape *tp, const pasco_loss *loss, pasco_tnode **out,
  * its logits. */
 static pasco_tnode *
 loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
-    const pasco_tensor *y, pasco_tnode *out, pasco_tnode *pre, pasco_act act)
+    const pasco_tensor *y, const pasco_tensor *sw, pasco_tnode *out,
+    pasco_tnode *pre, pasco_act act)
 {
 	const pasco_layer *last   = &m->layers[m->nlayers - 1];
 	pasco_loss         logits = *loss;
@@ -338,6 +340,13 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 			    "loss: the model has no loss graph "
 			    "(pasco_compile_options.loss_graph)");
 		}
+		if (sw != NULL) {
+			return pasci_tape_fail(tp, PASCO_EINVAL,
+			    "loss '%s': a custom (graph) loss takes no sample "
+			    "weights; leave sample_weight and class_weight "
+			    "out, or weigh the examples in the loss",
+			    pasci_loss_graph_name(m->compile.loss_graph));
+		}
 		return pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
 	}
 	if (!flat_sequence(tp, loss, &out,
@@ -346,11 +355,19 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	        &y, &view)) {
 		return NULL;
 	}
+	if (sw != NULL && sw->rank > 0 &&
+	    pasco_tnode_value(out)->shape[0] != sw->shape[0]) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: the sequence output of '%s' takes no sample weights "
+		    "(one per example, not per step); leave sample_weight and "
+		    "class_weight out",
+		    last->name);
+	}
 	if (!loss->from_logits &&
 	    ((loss->kind == PASCO_LOSS_BINARY_CROSSENTROPY &&
 	         act == PASCO_ACT_SIGMOID) ||
 	        (categorical && act == PASCO_ACT_SOFTMAX))) {
-		return pasco_t_loss(tp, &logits, pre, y);
+		return pasco_t_loss_weighted(tp, &logits, pre, y, sw);
 	}
 	if (categorical && !loss->from_logits &&
 	    last->kind != PASCO_LAYER_CUSTOM) {
@@ -364,13 +381,14 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 		        : "sparse_categorical_crossentropy",
 		    last->name, pasco_act_name(act));
 	}
-	return pasco_t_loss(tp, loss, out, y);
+	return pasco_t_loss_weighted(tp, loss, out, y, sw);
 }
 
 pasco_tnode *
 pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *inputs, const pasco_tensor *y, pasco_loss loss,
-    pasco_tnode *const *nodes, pasco_tnode **output)
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output)
 {
 	pasco_tnode *pre, *out, *l = NULL;
 	fwd_losses   added = {NULL, NULL};
@@ -391,7 +409,7 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		    "or drop mask_zero",
 		    m->layers[m->nlayers - 1].name);
 	}
-	l = loss_node(m, tp, &loss, y, out, pre, act);
+	l = loss_node(m, tp, &loss, y, sw, out, pre, act);
 	if (l != NULL && added.added != NULL) {
 		l = pasco_t_add(tp, l, added.added);
 	}

@@ -6,6 +6,12 @@
  *                         returns [loss, the batch's metric counts...]
  *                         (f64 [1 + state_len]; [loss] without
  *                         metrics), which the chief totals per epoch.
+ *   pasco.model_train_batch  model args, dataset name[, global step]:
+ *                         the same on the first element of the named
+ *                         dataset (built for worker 0 of 1): the batch
+ *                         the chief named for this step (exact epochs,
+ *                         pasco_model_fit_options.step_dataset), the
+ *                         same on any worker that runs it.
  *   pasco.model_evaluate  model args, factory, shard, shards: the whole
  *                         shard; returns [loss sum, examples, counts...].
  *   pasco.model_predict   model args, factory, dir, format, shard,
@@ -93,37 +99,48 @@ step_seed(const pasco_model *m, pasco_call *call)
 	return (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 }
 
+/* The dataset named at argument k (a u8 string), built whole (worker 0
+ * of 1) into *ds, the caller's. */
+static int named_dataset(pasco_call *call, size_t k, pasco_dataset **ds);
+
 /* One training step of model m on the next batch of the iterator at
- * argument k; *loss and counts (may be NULL) get its results. */
+ * argument k (named: of the dataset named there); *loss and counts (may
+ * be NULL) get its results. */
 static int
-train_once(pasco_call *call, const pasco_model *m, size_t k,
+train_once(pasco_call *call, const pasco_model *m, size_t k, bool named,
     const pasco_optimizer *opt, double *loss, double *counts)
 {
 	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
-	const pasco_tensor *y;
-	pasco_dataset      *it;
-	pasco_value        *e = NULL;
-	pasco_tape         *tp;
-	int                 rv;
+	const pasco_tensor  *y, *sw;
+	pasco_dataset       *it = NULL;
+	pasco_value         *e  = NULL;
+	pasco_tape          *tp;
+	int                  rv;
 
 	if (in == NULL || pasco_tape_alloc(&tp, true, step_seed(m, call))) {
 		free(in);
 		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 	}
-	if ((rv = pasco_call_iterator(call, k, &it)) == 0 &&
-	    (rv = pasco_dataset_next(it, &e)) != 0) {
+	rv = named ? named_dataset(call, k, &it)
+	           : pasco_call_iterator(call, k, &it);
+	if (rv == 0 && (rv = pasco_dataset_next(it, &e)) != 0) {
 		pasco_call_fail(call, rv, "training data: %s",
-		    rv == PASCO_EOUTOFRANGE ? "the dataset ended (repeat it)"
-		                            : pasco_dataset_last_error());
+		    rv == PASCO_EOUTOFRANGE
+		        ? named ? "the step's dataset is empty"
+		                : "the dataset ended (repeat it)"
+		        : pasco_dataset_last_error());
 	} else if (rv == 0 &&
-	           (rv = pasci_model_element(m, e, true, in, &y)) != 0) {
+	           (rv = pasci_model_element(m, e, true, in, &y, &sw)) != 0) {
 		pasco_call_fail(call, rv, "%s", pasco_model_last_error());
-	} else if (rv == 0 && (rv = pasci_model_train_batch(
-	                           m, tp, in, y, opt, loss, counts)) != 0) {
+	} else if (rv == 0 && (rv = pasci_model_train_batch(m, tp, in, y, sw,
+	                           opt, loss, counts)) != 0) {
 		pasco_call_fail(call, rv, "%s", pasco_tape_message(tp));
 	}
 	pasco_tape_free(tp);
 	pasco_value_free(e);
+	if (named) {
+		pasco_dataset_free(it);
+	}
 	free(in);
 	return rv;
 }
@@ -148,7 +165,7 @@ train_args_check(pasco_call *call, const pasco_model *m, size_t k)
 }
 
 static int
-model_train(pasco_call *call)
+train_step(pasco_call *call, bool named)
 {
 	pasco_model    *m;
 	pasco_optimizer opt;
@@ -172,7 +189,7 @@ model_train(pasco_call *call)
 		rv = pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rv = train_once(call, m, k, &opt, &res[0],
+	if ((rv = train_once(call, m, k, named, &opt, &res[0],
 	         m->compile.nmetrics > 0 ? res + 1 : NULL)) == 0) {
 		rv = return_f64(call, 1 + m->compile.state_len, res);
 	}
@@ -180,6 +197,18 @@ done:
 	free(res);
 	pasco_model_free(m);
 	return rv;
+}
+
+static int
+model_train(pasco_call *call)
+{
+	return train_step(call, false);
+}
+
+static int
+model_train_batch(pasco_call *call)
+{
+	return train_step(call, true);
 }
 
 /* The dataset of shard (shard, shards) of the factory named at argument
@@ -222,22 +251,48 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 	return PASCO_OK;
 }
 
-/* Runs fn on every batch of the shard's dataset: fn gets the inputs and
- * targets of each, on a tape of its own (not training). */
+static int
+named_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
+{
+	char name[NAME_MAX_BYTES];
+	int  rv;
+	*ds = NULL;
+	if ((rv = string_arg(call, k, name, sizeof(name))) != 0) {
+		return rv;
+	}
+	if (!pasci_dataset_known(name)) {
+		return pasco_call_fail(call, PASCO_ENOTFOUND,
+		    "no dataset factory '%s' on this worker", name);
+	}
+	pasco_dataset_context ctx = {.worker_index = 0, .num_workers = 1};
+	ctx.argv                  = pasco_program_args(&ctx.argc);
+	if ((rv = pasci_dataset_build(name, &ctx, ds)) != 0) {
+		return pasco_call_fail(call, rv,
+		    "the step's dataset '%.96s%s': %s", name,
+		    strlen(name) > 96 ? "..." : "",
+		    pasco_dataset_last_error());
+	}
+	return PASCO_OK;
+}
+
+/* Runs fn on every batch of the shard's dataset: fn gets the inputs,
+ * targets and sample weights (NULL: none) of each, on a tape of its own
+ * (not training). */
 typedef int (*batch_fn)(void *arg, const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *in, const pasco_tensor *y);
+    const pasco_tensor *const *in, const pasco_tensor *y,
+    const pasco_tensor *sw);
 
 static int
 each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
     batch_fn fn, void *arg)
 {
 	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
-	const pasco_tensor *y;
-	pasco_dataset      *ds = NULL;
-	pasco_value        *e  = NULL;
-	pasco_tape         *tp;
-	bool                from_data = false;
-	int                 rv;
+	const pasco_tensor  *y, *sw;
+	pasco_dataset       *ds = NULL;
+	pasco_value         *e  = NULL;
+	pasco_tape          *tp;
+	bool                 from_data = false;
+	int                  rv;
 
 	if (in == NULL) {
 		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
@@ -249,12 +304,12 @@ each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
 		} else if (pasco_call_is_cancelled(call)) {
 			rv = pasco_call_fail(
 			    call, PASCO_ECANCELLED, "cancelled");
-		} else if ((rv = pasci_model_element(m, e, need_y, in, &y)) !=
-		           0) {
+		} else if ((rv = pasci_model_element(
+		                m, e, need_y, in, &y, &sw)) != 0) {
 			pasco_call_fail(
 			    call, rv, "%s", pasco_model_last_error());
 		} else if ((rv = pasco_tape_alloc(&tp, false, 0)) == 0) {
-			if ((rv = fn(arg, m, tp, in, y)) != 0) {
+			if ((rv = fn(arg, m, tp, in, y, sw)) != 0) {
 				pasco_call_fail(call, rv, "%s",
 				    pasco_tape_message(tp)[0]
 				        ? pasco_tape_message(tp)
@@ -278,9 +333,10 @@ each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
 
 static int
 eval_batch(void *arg, const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *in, const pasco_tensor *y)
+    const pasco_tensor *const *in, const pasco_tensor *y,
+    const pasco_tensor *sw)
 {
-	return pasci_model_eval_batch(m, tp, in, y, arg);
+	return pasci_model_eval_batch(m, tp, in, y, sw, arg);
 }
 
 static int
@@ -361,7 +417,8 @@ tfrecord_rows(predict_out *o, const pasco_tensor *t, int64_t n, int64_t w)
 
 static int
 predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *in, const pasco_tensor *y)
+    const pasco_tensor *const *in, const pasco_tensor *y,
+    const pasco_tensor *sw)
 {
 	predict_out        *o    = arg;
 	pasco_tape_var     *vars = calloc(m->nvars + 1, sizeof(*vars));
@@ -369,6 +426,7 @@ predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
 	const pasco_tensor *t    = out != NULL ? pasco_tnode_value(out) : NULL;
 	int                 rv;
 	(void) y;
+	(void) sw;
 	free(vars);
 	if (t == NULL) {
 		return pasco_tape_error(tp) != 0 ? pasco_tape_error(tp)
@@ -506,6 +564,7 @@ pasci_model_function_find(const char *name)
 		pasco_function fn;
 	} builtins[] = {
 	    {"pasco.model_train", model_train},
+	    {"pasco.model_train_batch", model_train_batch},
 	    {"pasco.model_evaluate", model_evaluate},
 	    {"pasco.model_predict", model_predict},
 	    {"pasco.dataset_check", dataset_check},

@@ -71,7 +71,14 @@ int pasco_dataset_fail(int err, const char *fmt, ...)
  *        ...}, in order, read as pasco_dataset_parse_example_inputs
  *        reads them ("string": HASHED with full keys, a string's
  *        fingerprint, what a model's string input holds, layers.h
- *        "Preprocessing"; x a DICT by feature name), "gzip": false}.
+ *        "Preprocessing"; x a DICT by feature name), "gzip": false,
+ *    "sample_weight": a feature's name (of "features", width 1): moved
+ *        out of x, each element (x, y, weights [batch, 1]); or
+ *        "class_weight": {"<class id>": weight, ...}: each element
+ *        (x, y, f32 weights [batch]) of its labels' classes (an integer
+ *        label, a one-hot row's argmax; 1 for a class not named), as
+ *        Keras's fit(class_weight=) (model.h, "Sample weights"); not
+ *        both}.
  * Order: files, this worker's share, shuffle, repeat, parse and batch. A
  * bad spec is PASCO_EINVAL naming the field, a pattern matching no file
  * PASCO_ENOTFOUND naming it; both reach the coordinator as a factory's

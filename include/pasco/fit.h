@@ -388,6 +388,17 @@ typedef struct pasco_fit_options {
 	 * far (ncounts of them), added after "loss". NULL: the metrics are
 	 * the means of the steps' metric values. */
 	int (*batch_logs)(void *user, const double *counts, pasco_logs *logs);
+	/* Per-closure data (pasco_model_fit's exact epochs, model.h): when
+	 * closure_tensor is not NULL, argument closure_arg of each closure is
+	 * the tensor it makes (*out, a new reference the loop releases once
+	 * the closure holds it) for closure index `closure` (from 0) of
+	 * `epoch`, in place of args[closure_arg]; a closure run again after a
+	 * lost worker gets the same tensor. Its non-OK return ends the loop
+	 * with that error. steps_per_execution must be 1 then, and
+	 * closure_arg below nargs (PASCO_EINVAL). */
+	size_t closure_arg;
+	int (*closure_tensor)(
+	    void *user, int32_t epoch, int64_t closure, pasco_tensor **out);
 } pasco_fit_options;
 
 /* Keras's History: the logs of each epoch this call ran. */

@@ -38,6 +38,21 @@
  * an Embedding's input ids i32 or i64 [batch, k] (or [batch]). predict
  * takes (x, y), y ignored, or x alone.
  *
+ * Sample weights (Keras's sample_weight, docs/sample-weights.md): an
+ * element may be a LIST (x, y, sample_weight), sample_weight one number
+ * per example (f32, f64, i32 or i64 [batch] or [batch, 1]; a NONE item is
+ * no weights). fit's training steps and evaluate then weigh each
+ * example's loss by it, Keras's "sum_over_batch_size" reduction:
+ * sum_i(w_i * loss_i) / batch (so the logged loss is not divided by the
+ * weights' sum), regularization penalties added unweighted; the
+ * weighted_metrics of compile count with them, the metrics without. A
+ * pasco.files dataset (files_dataset.h) yields such triples when its spec
+ * names a "sample_weight" feature, and derives them from the labels with
+ * "class_weight" ({"<class id>": weight, ...}: Keras's class_weight, the
+ * class of a label its integer, or a one-hot row's argmax; a class not
+ * named weighs 1). A custom (graph) loss takes no weights (PASCO_EINVAL
+ * from the step).
+ *
  * Errors: PASCO_EINVAL (bad config, options, data), a step's error, a
  * strategy's; the message, naming the layer, field, op or shapes, is in
  * pasco_model_last_error (this thread's). A step's error ("dense_1: input
@@ -160,9 +175,29 @@ typedef struct pasco_compile_options {
 	const char *const *metrics;  /* names or metric objects' JSON */
 	size_t             nmetrics; /* at most 8 */
 	bool               no_global_step;
+	/* Keras 3's weighted_metrics: metrics as above, counted with each
+	 * batch's sample weights (each example's values times its weight,
+	 * the weights' sum its count); those of metrics count every example
+	 * once. Together with metrics at most 8; logs name one whose name
+	 * an earlier metric has weighted_<name> (Keras's). The compile
+	 * config keeps them under "weighted_metrics". */
+	const char *const *weighted_metrics;
+	size_t             nweighted_metrics;
 } pasco_compile_options;
 
 int pasco_model_compile(pasco_model *m, const pasco_compile_options *o);
+
+/* pasco_t_loss (layers.h) with each example's loss times its weight in
+ * sample_weight (one number per example of pred, [batch] or [batch, 1];
+ * NULL: unweighted), then Keras's "sum_over_batch_size": the weighted sum
+ * over the batch's elements divided by their count (kl_divergence and
+ * cosine_similarity: by the examples), as keras.losses.Loss.__call__(
+ * y_true, y_pred, sample_weight) reduces. The weights are read during the
+ * call only. NULL with the tape's error set, naming the shapes, when the
+ * weights do not fit. Thread-safe: one tape per thread. */
+pasco_tnode *pasco_t_loss_weighted(pasco_tape *tp, const pasco_loss *loss,
+    pasco_tnode *pred, const pasco_tensor *labels,
+    const pasco_tensor *sample_weight);
 
 /* Keras's optimizer.learning_rate = value, between epochs
  * (ReduceLROnPlateau, LearningRateScheduler): the compiled optimizer's
@@ -264,6 +299,23 @@ typedef struct pasco_model_fit_options {
 	 * progress bar on a terminal, a line per epoch elsewhere),
 	 * PASCO_PROGRESS_BAR (1) or PASCO_PROGRESS_LINES (2); fit.h. */
 	pasco_progress_style progress_style;
+	/* Exact epochs (Python's fit on numpy arrays,
+	 * docs/sample-weights.md): when not NULL, each training step reads
+	 * the one batch named for it instead of the next batch of its
+	 * worker's `dataset` (which is then not read): step_dataset writes
+	 * into name (len bytes, NUL-terminated) the dataset factory name of
+	 * step `step` (from 0) of `epoch`, whose first element is that
+	 * step's batch; the step function pasco.model_train_batch, on
+	 * whichever worker runs it (and again on another after a lost
+	 * worker), builds that dataset (worker_index 0 of 1) and trains on
+	 * its first element. Names that partition the examples among an
+	 * epoch's steps so give each example exactly once per epoch,
+	 * whatever the worker count. Called on fit's thread before each
+	 * step is scheduled; a non-OK return ends fit with that error.
+	 * steps_per_execution must be 1 (PASCO_EINVAL). */
+	int (*step_dataset)(
+	    void *user, int32_t epoch, int64_t step, char *name, size_t len);
+	void *step_user;
 } pasco_model_fit_options;
 
 int pasco_model_fit(pasco_coordinator *c, pasco_model *m,

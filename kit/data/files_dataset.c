@@ -291,7 +291,7 @@ read_spec(const cJSON *root, files_spec *spec)
 	static const char *const keys[]    = {"format", "files", "label",
 	       "label_type", "columns", "features_name", "features", "batch_size",
 	       "drop_remainder", "shuffle", "seed", "repeat", "shard", "gzip",
-	       "prefetch"};
+	       "prefetch", "sample_weight", "class_weight"};
 	static const char *const formats[] = {"csv", "tfrecord"};
 	static const char *const shards[]  = {[SHARD_AUTO] = "auto",
 	     [SHARD_FILES]                                 = "files",
@@ -452,10 +452,11 @@ int
 pasci_files_dataset(const char *spec_json, const pasco_dataset_context *ctx,
     pasco_dataset **out)
 {
-	files_spec spec = {.batch_size = 32, .repeat = 1};
-	cJSON     *root = cJSON_Parse(spec_json != NULL ? spec_json : "");
-	bool       by_records;
-	int        rv;
+	files_spec     spec = {.batch_size = 32, .repeat = 1};
+	cJSON         *root = cJSON_Parse(spec_json != NULL ? spec_json : "");
+	pasci_weights *w    = NULL;
+	bool           by_records;
+	int            rv;
 
 	*out = NULL;
 	if (root == NULL) {
@@ -463,7 +464,8 @@ pasci_files_dataset(const char *spec_json, const pasco_dataset_context *ctx,
 		    "files dataset: the spec is not JSON (near '%.20s')",
 		    cJSON_GetErrorPtr() != NULL ? cJSON_GetErrorPtr() : "");
 	}
-	if ((rv = read_spec(root, &spec)) == 0) {
+	if ((rv = read_spec(root, &spec)) == 0 &&
+	    (rv = pasci_weights_read(root, &w)) == 0) {
 		shard_files(&spec, ctx, &by_records);
 		if (spec.nfiles == 0) {
 			/* more workers than files, sharded by files: this
@@ -478,6 +480,11 @@ pasci_files_dataset(const char *spec_json, const pasco_dataset_context *ctx,
 			         : build_csv(&spec, ctx, by_records, out);
 		}
 	}
+	if (rv == 0) {
+		rv = pasci_weights_apply(out, w);
+		w  = NULL; /* taken over */
+	}
+	pasci_weights_free(w);
 	if (rv == 0 && spec.prefetch > 0 &&
 	    (rv = pasco_dataset_prefetch(out, *out, spec.prefetch)) != 0) {
 		*out = NULL;

@@ -5,6 +5,7 @@
 #ifndef PASCI_FILES_DATASET_H
 #define PASCI_FILES_DATASET_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 
 #include "pasco/dataset.h"
@@ -48,5 +49,16 @@ typedef struct pasci_csv_features {
 
 int pasci_csv_features_dataset(
     pasco_dataset **out, const pasci_csv_features *o);
+
+/* A spec's per-example weights (kit/data/sample_weights.c): its
+ * "sample_weight" (a feature moved out of x) or "class_weight" ({"<class
+ * id>": weight}), read into *out (NULL when it has neither; both is
+ * Keras's error). pasci_weights_apply maps *ds's elements (x, y) to (x, y,
+ * sample_weight f32 [batch]), taking over w (NULL: *ds unchanged); on
+ * failure *ds is freed and NULL. Thread-safe. */
+typedef struct pasci_weights pasci_weights;
+int  pasci_weights_read(const cJSON *spec, pasci_weights **out);
+int  pasci_weights_apply(pasco_dataset **ds, pasci_weights *w);
+void pasci_weights_free(pasci_weights *w);
 
 #endif

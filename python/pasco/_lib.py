@@ -121,7 +121,13 @@ class FitOptions(Structure):  # pasco_model_fit_options (model.h)
                 ("checkpoint_dir", c_char_p), ("checkpoint_keep", c_int32),
                 ("logdir", c_char_p), ("resume", c_bool),
                 ("verbose", c_bool), ("window", c_uint32),
-                ("progress_style", c_int)]
+                ("progress_style", c_int), ("step_dataset", c_void_p),
+                ("step_user", c_void_p)]
+
+
+# pasco_model_fit_options.step_dataset: (user, epoch, step, name, len)
+STEP_DATASET = CFUNCTYPE(c_int, c_void_p, c_int32, c_int64, POINTER(c_char),
+                         c_size_t)
 
 
 class EvaluateOptions(Structure):  # pasco_model_evaluate_options

@@ -9,19 +9,29 @@ cluster on one host shares it; on several hosts set TMPDIR (Python's
 tempfile) on the chief to a directory on storage every worker mounts at
 the same path.
 
+Sample weights (fit's and evaluate's sample_weight, fit's class_weight
+turned into them as Keras's class_weight_to_sample_weights does) are
+written beside the inputs as the feature SAMPLE_WEIGHT, which the spec's
+"sample_weight" moves out of x into each element's third item.
+
 Each example counts once: evaluate and predict give each shard to one
-worker, exactly once; predict's rows come back in the arrays' order. fit
-streams each worker's share of the training examples, repeated (and
-shuffled by a buffer of all of them when shuffle=True); an epoch is
-ceil(examples / batch_size) steps, Keras's count, so each example is read
-once an epoch on average, and exactly once per epoch with one worker when
-batch_size divides the examples (a last partial batch runs on into the
-next pass, as a repeated tf.data stream does).
+worker, exactly once; predict's rows come back in the arrays' order. fit's
+epoch is ceil(examples / batch_size) steps, Keras's count, and each step
+trains on the batch the chief names for it (Batches: epoch e's batches
+written as one small file each, the examples in that epoch's order, a
+permutation drawn from the seed and e when shuffle=True, else the arrays'
+order; pasco_model_fit_options.step_dataset names step k's file), so each
+example is read exactly once per epoch whatever the worker count, and a
+step run again on another worker reads the same batch. Only an explicit
+steps_per_epoch other than that count, or steps_per_execution > 1,
+streams each worker's share of the examples instead (repeated; each
+example once per epoch on average).
 """
 
 from __future__ import annotations
 
 import csv as _csv
+import ctypes
 import math
 import os
 import shutil
@@ -30,10 +40,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import _lib
 from . import data as _data
 from .data import Dataset
 
 Arrays = Any
+
+SAMPLE_WEIGHT = "_pasco_sample_weight"  # the weights' feature in the file
 
 
 def is_arrays(x: Any) -> bool:
@@ -128,11 +141,89 @@ def _as_labels(model: Any, y: Any, n: int, what: str) -> np.ndarray:
     return a.astype(np.float32)
 
 
+def class_weights(class_weight: Any) -> Dict[int, float]:
+    """Keras's check of class_weight: a mapping of integer class ids to
+    weights."""
+    if not hasattr(class_weight, "items") or \
+            not hasattr(class_weight, "get"):
+        raise ValueError(f"`class_weight` must be a dict-like mapping of "
+                         f"class indices to weights. Received: "
+                         f"class_weight={class_weight} of type "
+                         f"{type(class_weight)}.")
+    out = {}
+    for key, val in class_weight.items():
+        try:
+            k = int(key)
+        except (TypeError, ValueError):
+            raise ValueError(f"`class_weight` must be a dictionary with "
+                             f"integer keys representing class indices. "
+                             f"Received an invalid key: {key!r} of type "
+                             f"{type(key)}.")
+        if k < 0:
+            raise ValueError(f"class_weight: class id {key!r} is negative")
+        out[k] = float(val)
+    return out
+
+
+def class_weight_to_sample_weights(y: Any, class_weight: Any) -> np.ndarray:
+    """Keras's data_adapter_utils.class_weight_to_sample_weights: each
+    example's weight is its class's (the label rounded, or a one-hot
+    row's argmax), 1.0 for a class not named."""
+    cw = class_weights(class_weight)
+    a = np.asarray(y)
+    if a.ndim > 1:
+        a = np.argmax(a, axis=-1) if a.shape[-1] != 1 else \
+            np.squeeze(a, axis=-1)
+    a = np.round(a).astype(np.int64)
+    return np.array([cw.get(int(c), 1.0) for c in a], np.float32)
+
+
+def _as_weights(sample_weight: Any, n: int, what: str) -> np.ndarray:
+    a = np.asarray(sample_weight)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a.reshape(-1)
+    if a.ndim != 1 or a.shape[0] != n or not (
+            np.issubdtype(a.dtype, np.integer) or
+            np.issubdtype(a.dtype, np.floating)):
+        raise ValueError(f"{what}: sample_weight must be one number per "
+                         f"example ([{n}] or [{n}, 1]); got shape "
+                         f"{a.shape}, dtype {a.dtype}")
+    return a.astype(np.float32)
+
+
+def with_weights(x: Any, sample_weight: Any, class_weight: Any) -> Any:
+    """fit's dataset x given sample_weight or class_weight: a pasco.data
+    dataset whose elements carry class_weight's weights of their labels
+    (its spec's "class_weight", applied by the workers); a dataset yields
+    its own sample weights (pasco.data's sample_weight=feature)."""
+    if sample_weight is not None and class_weight is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` "
+                         "at the same time.")
+    if sample_weight is not None:
+        raise ValueError("sample_weight: only with numpy arrays x (a "
+                         "dataset yields its weights: pasco.data's "
+                         "sample_weight=feature)")
+    if class_weight is None:
+        return x
+    if not isinstance(x, Dataset):
+        raise ValueError("class_weight: only with numpy arrays x or a "
+                         "pasco.data dataset (a factory's dataset would "
+                         "yield (x, y, sample_weight) itself)")
+    if x.spec.get("label") is None:
+        raise ValueError("class_weight: the dataset has no label")
+    if x.spec.get("sample_weight") is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` "
+                         "at the same time.")
+    return Dataset({**x.spec, "class_weight": {
+        str(k): v for k, v in class_weights(class_weight).items()}})
+
+
 class Written:
     """Arrays written as a TFRecord file in a temporary directory (removed
-    by close)."""
+    by close), with each example's weight when sample_weight is given."""
 
-    def __init__(self, model: Any, x: Arrays, y: Any, what: str) -> None:
+    def __init__(self, model: Any, x: Arrays, y: Any, what: str,
+                 sample_weight: Any = None) -> None:
         self.cols = _as_columns(model, x, what)
         self.n = next(iter(self.cols.values())).shape[0]
         ids = _inputs(model)
@@ -146,12 +237,20 @@ class Written:
         self.feats = {k: _data.Feature("int64" if ids.get(k) else "float",
                                        a.shape[1])
                       for k, a in self.cols.items()}
+        self.columns = columns  # as written: Batches rewrites them
         self.label_type = None
         if y is not None:
             labels = _as_labels(model, y, self.n, what)
             self.label_type = "int64" if labels.dtype == np.int64 \
                 else "float"
             columns["label"] = labels
+        self.weighted = sample_weight is not None
+        if self.weighted:
+            if SAMPLE_WEIGHT in columns:
+                raise ValueError(f"{what}: an input is named "
+                                 f"{SAMPLE_WEIGHT!r}, the weights' name")
+            columns[SAMPLE_WEIGHT] = _as_weights(sample_weight, self.n, what)
+            self.feats[SAMPLE_WEIGHT] = _data.Feature("float", 1)
         self.dir = tempfile.mkdtemp(prefix="pasco-numpy-")
         self.path = os.path.join(self.dir, "data.tfrecord")
         try:
@@ -162,12 +261,24 @@ class Written:
 
     def dataset(self, batch_size: int, shuffle: bool = False,
                 seed: int = 0, repeat: Optional[int] = 1) -> _data.Dataset:
-        return _data.tfrecord(
+        ds = _data.tfrecord(
             self.path, self.feats,
             label="label" if self.label_type else None,
             label_type=self.label_type or "int64", batch_size=batch_size,
             shuffle=self.n if shuffle else 0, seed=seed, repeat=repeat,
             shard="records")
+        if self.weighted:
+            ds.spec["sample_weight"] = SAMPLE_WEIGHT
+        return ds
+
+    def spec_of(self, files: str, batch_size: int) -> _data.Dataset:
+        ds = _data.tfrecord(
+            files, self.feats, label="label" if self.label_type else None,
+            label_type=self.label_type or "int64", batch_size=batch_size,
+            repeat=1, shard="none")
+        if self.weighted:
+            ds.spec["sample_weight"] = SAMPLE_WEIGHT
+        return ds
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -177,6 +288,81 @@ class Written:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class Batches:
+    """Exact epochs: epoch e's step k reads the file of its batch, the
+    examples perm_e[k * b:(k + 1) * b] (perm_e a permutation drawn from
+    the seed and e with shuffle, else the arrays' order). Epoch e's files
+    are written when the chief names its first step, each the framed
+    records of its examples copied from the arrays' file (TFRecord records
+    are self-contained: no example is encoded again); the previous
+    epoch's, whose steps have all returned by then, are removed. Without
+    shuffle one set serves every epoch."""
+
+    def __init__(self, data: Written, batch_size: int, shuffle: bool,
+                 seed: int) -> None:
+        self.data, self.b, self.shuffle, self.seed = \
+            data, batch_size, shuffle, seed
+        self.steps = max(1, math.ceil(data.n / batch_size))
+        self.epoch: Optional[int] = None
+        with open(data.path, "rb") as f:
+            self.bytes = f.read()
+        starts, at = [], 0
+        while at < len(self.bytes):  # length (8), its CRC (4), data, CRC
+            starts.append(at)
+            at += 16 + int.from_bytes(self.bytes[at:at + 8], "little")
+        if len(starts) != data.n or at != len(self.bytes):
+            raise RuntimeError(f"{data.path}: {len(starts)} records framed "
+                               f"for {data.n} examples")
+        self.starts = starts + [at]
+
+    def _write(self, epoch: int) -> None:
+        d = os.path.join(self.data.dir, f"epoch-{epoch}")
+        order = np.arange(self.data.n)
+        if self.shuffle:
+            order = np.random.default_rng([self.seed, epoch]).permutation(
+                self.data.n)
+        os.makedirs(d, exist_ok=True)
+        s, raw = self.starts, self.bytes
+        for k in range(self.steps):
+            rows = order[k * self.b:(k + 1) * self.b]
+            with open(os.path.join(d, f"batch-{k}.tfrecord"), "wb") as f:
+                f.write(b"".join(raw[s[i]:s[i + 1]] for i in rows))
+
+    def name(self, epoch: int, step: int) -> str:
+        """The dataset name of epoch's step (its batch, one element)."""
+        e = epoch if self.shuffle else 0  # one order: written once
+        if e != self.epoch:
+            if self.epoch is not None:
+                shutil.rmtree(os.path.join(self.data.dir,
+                                           f"epoch-{self.epoch}"),
+                              ignore_errors=True)
+            self._write(e)
+            self.epoch = e
+        path = os.path.join(self.data.dir, f"epoch-{e}",
+                            f"batch-{step}.tfrecord")
+        return self.data.spec_of(path, self.b).name(1)
+
+
+def step_dataset_cb(name_of: Any, errors: List[BaseException]) -> Any:
+    """pasco_model_fit_options.step_dataset over name_of(epoch, step)
+    (the numpy fit's exact epochs, _numpy_data.Batches); None without."""
+    if name_of is None:
+        return None
+
+    def cb(user: Any, epoch: int, step: int, buf: Any, n: int) -> int:
+        try:
+            name = name_of(epoch, step).encode()
+            if len(name) >= n:
+                raise ValueError(f"fit: step {step}'s dataset name is "
+                                 f"{len(name)} bytes; at most {n - 1}")
+            ctypes.memmove(buf, name + b"\0", len(name) + 1)
+            return 0
+        except BaseException as e:  # raised after fit returns
+            errors.append(e)
+            return 1  # PASCO_EINVAL
+    return _lib.STEP_DATASET(cb)
 
 
 def _batch(name: str, v: Optional[int]) -> int:
@@ -206,15 +392,6 @@ def _count(x: Arrays) -> int:
     return len(np.asarray(x))
 
 
-def no_weights(class_weight: Any, sample_weight: Any) -> None:
-    for name, v in (("class_weight", class_weight),
-                    ("sample_weight", sample_weight)):
-        if v is not None:
-            raise ValueError(f"{name}: Pasco's train and evaluation steps "
-                             f"have no per-example weights yet; leave it "
-                             f"None")
-
-
 def validation_split_of(x: Arrays, y: Any, validation_split: float
                         ) -> Tuple[Arrays, Any, Arrays, Any]:
     """Keras's train_validation_split: the last fraction, before any
@@ -239,46 +416,67 @@ def validation_split_of(x: Arrays, y: Any, validation_split: float
 
 def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
         validation_split: float, validation_data: Any, shuffle: bool,
-        validation_batch_size: Optional[int], **fit_args: Any) -> Any:
+        validation_batch_size: Optional[int], weights: Tuple[Any, Any],
+        **fit_args: Any) -> Any:
     """model.fit on arrays: the training arrays (and the validation ones)
-    written as datasets for the workers, fit on them, the files removed."""
+    written as datasets for the workers, fit on them, the files removed.
+    weights: (sample_weight, class_weight), at most one given."""
     if y is None:
         raise ValueError("y: required with array inputs x (the targets)")
     b = _batch("batch_size", batch_size)
     vb = _batch("validation_batch_size", validation_batch_size or b)
-    vx = vy = None
+    sw, cw = weights
+    if sw is not None and cw is not None:
+        raise ValueError("You cannot `class_weight` and `sample_weight` "
+                         "at the same time.")
+    vx = vy = vsw = None
     if validation_data is not None:
         if not isinstance(validation_data, (tuple, list)) or \
                 len(validation_data) not in (2, 3):
-            raise ValueError("validation_data: expected (x_val, y_val) "
-                             "arrays, or a pasco.data dataset")
+            raise ValueError("validation_data: expected (x_val, y_val) or "
+                             "(x_val, y_val, val_sample_weight) arrays, or "
+                             "a pasco.data dataset")
         vx, vy = validation_data[0], validation_data[1]
         if len(validation_data) == 3:
-            no_weights(None, validation_data[2])
+            vsw = validation_data[2]
     elif validation_split:
+        if sw is not None:  # Keras splits the weights with the arrays
+            sw = np.asarray(sw)
+            _, sw, _, vsw = validation_split_of(sw, sw, validation_split)
         x, y, vx, vy = validation_split_of(x, y, validation_split)
+    if cw is not None:  # the training examples only, as Keras's adapter
+        sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
-    with Written(model, x, y, "x") as train:
-        steps = fit_args.pop("steps_per_epoch", None) or \
-            max(1, math.ceil(train.n / b))
+    with Written(model, x, y, "x", sw) as train:
+        exact = Batches(train, b, bool(shuffle), model.seed)
+        steps = fit_args.pop("steps_per_epoch", None) or exact.steps
         ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
                            repeat=-1)
-        if vx is None:
-            return model.fit(ds, steps_per_epoch=steps, **fit_args)
-        with Written(model, vx, vy, "validation_data") as val:
-            fit_args.setdefault("validation_shards", 0)
-            if not fit_args["validation_shards"]:
-                fit_args["validation_shards"] = min(s.num_workers, val.n)
-            return model.fit(ds, steps_per_epoch=steps,
-                             validation_data=val.dataset(vb), **fit_args)
+        if steps == exact.steps and \
+                fit_args.get("steps_per_execution", 1) == 1:
+            model._step_dataset = exact.name
+        try:
+            if vx is None:
+                return model.fit(ds, steps_per_epoch=steps, **fit_args)
+            with Written(model, vx, vy, "validation_data", vsw) as val:
+                fit_args.setdefault("validation_shards", 0)
+                if not fit_args["validation_shards"]:
+                    fit_args["validation_shards"] = min(s.num_workers,
+                                                        val.n)
+                return model.fit(ds, steps_per_epoch=steps,
+                                 validation_data=val.dataset(vb),
+                                 **fit_args)
+        finally:
+            model._step_dataset = None
 
 
 def evaluate(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
-             return_dict: bool, shards: int) -> Any:
+             return_dict: bool, shards: int, sample_weight: Any = None
+             ) -> Any:
     if y is None:
         raise ValueError("y: required with array inputs x (the targets)")
     s = model._strategy_checked()
-    with Written(model, x, y, "x") as w:
+    with Written(model, x, y, "x", sample_weight) as w:
         return model.evaluate(w.dataset(_batch("batch_size", batch_size)),
                               return_dict=return_dict,
                               shards=shards or min(s.num_workers, w.n))

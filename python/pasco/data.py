@@ -114,7 +114,8 @@ class Dataset:
         columns (read from the first file's header)."""
         if self.spec["format"] == "tfrecord" or "features" in self.spec:
             return {n: {"width": f["width"], "ids": f["type"] != "float"}
-                    for n, f in self.spec["features"].items()}
+                    for n, f in self.spec["features"].items()
+                    if n != self.spec.get("sample_weight")}
         cols = self.spec.get("columns")
         if cols is None:
             files = self.files()
@@ -205,8 +206,8 @@ def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
         features_name: Optional[str] = None, label_type: Optional[str] = None,
         seed: int = 0, repeat: Optional[int] = None, shard: str = "auto",
         drop_remainder: bool = False, prefetch: int = 0,
-        features: Optional[Mapping[str, Union[str, Feature, dict]]] = None
-        ) -> Dataset:
+        features: Optional[Mapping[str, Union[str, Feature, dict]]] = None,
+        sample_weight: Optional[str] = None) -> Dataset:
     """CSV files with a header (tf.data.experimental.make_csv_dataset):
     each batch is (x, y), x the f32 [batch, width] of the feature columns
     (``columns``, default every column but the label; the dict
@@ -221,7 +222,11 @@ def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
     and a StringLookup or Hashing layer)::
 
         pasco.data.csv("t.csv", label="y",
-                       features={"city": "string", "age": "float"})"""
+                       features={"city": "string", "age": "float"})
+
+    ``sample_weight``: one of ``features``, each example's weight (Keras's
+    sample_weight, docs/sample-weights.md): taken out of x, each batch is
+    (x, y, sample_weight)."""
     if not isinstance(label, str) or not label:
         raise TypeError(f"label: expected a column name, got {label!r}")
     spec = {"format": "csv", "files": _patterns(files), "label": label}
@@ -250,7 +255,7 @@ def csv(files: Union[str, Sequence[str]], label: str, batch_size: int = 32,
                              f"column: width 1")
     spec.update(_common(batch_size, shuffle, seed, repeat, shard,
                         drop_remainder, prefetch))
-    return Dataset(spec)
+    return _weighted(spec, sample_weight)
 
 
 def tfrecord(files: Union[str, Sequence[str]],
@@ -259,12 +264,16 @@ def tfrecord(files: Union[str, Sequence[str]],
              label_type: str = "int64", shuffle: Union[bool, int] = 0,
              seed: int = 0, repeat: Optional[int] = None,
              shard: str = "auto", gzip: bool = False,
-             drop_remainder: bool = False, prefetch: int = 0) -> Dataset:
+             drop_remainder: bool = False, prefetch: int = 0,
+             sample_weight: Optional[str] = None) -> Dataset:
     """TFRecord files of tf.train.Example records: each batch is (x, y), x
     the dict {feature name: tensor} of ``features`` (name -> "float",
     "int64", "hashed", a :class:`Feature`, or a dict of its fields), y the
     ``label`` feature (int64, or float with label_type="float"); without a
-    label, x alone (for predict)."""
+    label, x alone (for predict). ``sample_weight``: one of ``features``
+    (a float of width 1), each example's weight (Keras's sample_weight,
+    docs/sample-weights.md): taken out of x, each batch is (x, y,
+    sample_weight)."""
     if not isinstance(features, Mapping) or not features:
         raise TypeError("features: expected a non-empty dict of feature "
                         "name -> type or pasco.data.Feature")
@@ -290,6 +299,19 @@ def tfrecord(files: Union[str, Sequence[str]],
             "gzip": bool(gzip)}
     spec.update(_common(batch_size, shuffle, seed, repeat, shard,
                         drop_remainder, prefetch))
+    return _weighted(spec, sample_weight)
+
+
+def _weighted(spec: dict, sample_weight: Optional[str]) -> Dataset:
+    """spec's dataset, its feature sample_weight (if any) the weights."""
+    if sample_weight is not None:
+        f = spec.get("features", {}).get(sample_weight)
+        if f is None or f["width"] != 1 or f["type"] != "float":
+            raise ValueError(f"sample_weight: {sample_weight!r} must be one "
+                             f"of features, a float of width 1")
+        if spec.get("label") is None:
+            raise ValueError("sample_weight: the dataset needs a label")
+        spec["sample_weight"] = sample_weight
     return Dataset(spec)
 
 

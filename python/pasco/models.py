@@ -28,44 +28,12 @@ from .cluster import ParameterServerStrategy, get_strategy
 from .data import Dataset
 from .errors import InvalidArgumentError, check, error_for
 from .layers import Embedding, Input, KerasTensor, Layer, Normalization
+from ._compile import compile_metrics as _compile_metrics
 from ._variable import Variable, _numpy_to_tensor
 
 __all__ = ["Model", "Sequential", "Variable", "load_model"]
 
 _LOSSES = _losses.NAMES  # model/losses.c's names
-# model/compile.c's metric names (its metric_names and "accuracy"/"acc")
-_METRICS = ("accuracy", "acc", "binary_accuracy",
-            "sparse_categorical_accuracy", "categorical_accuracy", "auc",
-            "precision", "recall", "mae", "mean_absolute_error", "mse",
-            "mean_squared_error", "top_k_categorical_accuracy",
-            "sparse_top_k_categorical_accuracy")
-
-
-def _compile_metrics(metrics: Optional[Sequence[Any]]) -> list:
-    """compile's metrics as its config carries them: names, and metric
-    objects as Keras serializes them (pasco.metrics)."""
-    from . import metrics as _metrics
-    metrics = list(metrics or [])
-    if len(metrics) > 8:
-        raise ValueError(f"metrics: at most 8, got {len(metrics)}")
-    out: list = []
-    for m in metrics:
-        if isinstance(m, dict):  # serialized, as a saved config has it
-            m = _metrics.deserialize(m)
-        if isinstance(m, _metrics.Metric):
-            out.append(_metrics.compile_entry(m))
-        elif isinstance(m, type) and issubclass(m, _metrics.Metric):
-            raise TypeError(f"metrics: got the class {m.__name__}; give an "
-                            f"instance ({m.__name__}())")
-        elif not isinstance(m, str) or m not in _METRICS:
-            raise ValueError(f"metrics: expected names from "
-                             f"{', '.join(_METRICS)} or pasco.metrics "
-                             f"objects, got {m!r}")
-        else:
-            out.append(m)
-    return out
-
-
 DatasetLike = Union[Dataset, str]
 
 
@@ -226,6 +194,7 @@ class Model:
     def compile(self, optimizer: Union[str, _optimizers.Optimizer] = "rmsprop",
                 loss: Optional[_losses.LossLike] = None,
                 metrics: Optional[Sequence[Any]] = None,
+                weighted_metrics: Optional[Sequence[Any]] = None,
                 from_logits: bool = False) -> None:
         """Keras's compile: optimizer (a name or pasco.optimizers.*), loss
         (a name of pasco.losses.NAMES: "mse", "mae", "huber",
@@ -237,7 +206,9 @@ class Model:
         pasco.losses), metrics (at most 8: names, "accuracy", "auc",
         "precision", "recall", "mae", "mse", ..., or pasco.metrics
         objects with their arguments, AUC(curve="PR"), Precision(
-        thresholds=0.3), ..., logged under their names)."""
+        thresholds=0.3), ..., logged under their names), weighted_metrics
+        (Keras 3's: counted with the sample weights, docs/sample-weights.md;
+        logged as weighted_<name> when a metric has the name)."""
         opt = _optimizers.get(optimizer)
         if loss is None:
             raise ValueError("loss: required (e.g. "
@@ -260,12 +231,16 @@ class Model:
                              f"a pasco.losses.Loss or a function of "
                              f"pasco.ops (y_true, y_pred), got {loss!r}")
         metrics = _compile_metrics(metrics)
+        weighted = _compile_metrics(weighted_metrics, "weighted_metrics",
+                                    len(metrics))
         self.optimizer = opt
         self.compiled_loss = loss
         self._loss_fn = loss_fn
         self.compile_config = {"loss": loss, "from_logits": bool(from_logits),
                                "optimizer": opt.get_config(),
-                               "metrics": metrics}
+                               "metrics": metrics,
+                               **({"weighted_metrics": weighted}
+                                  if weighted else {})}
         self._built_json = None  # rebuilt (same variables) at next use
 
     def _strategy_checked(self) -> ParameterServerStrategy:
@@ -358,17 +333,16 @@ class Model:
         them for named inputs), fit writes them as a dataset the workers
         read (python/pasco/_numpy_data.py: a temporary directory they must
         see, removed after): batch_size (None: 32), shuffle, an epoch of
-        ceil(examples / batch_size) steps unless steps_per_epoch says,
-        validation_split (the last fraction, before shuffling) or
-        validation_data as (x_val, y_val) arrays, evaluated exactly once
-        each epoch. class_weight and sample_weight are refused
-        (ValueError): the library's steps have no per-example weights
-        yet. validation_steps and validation_freq other than Keras's
-        defaults are refused too."""
+        ceil(examples / batch_size) steps, each example once per epoch
+        whatever the worker count, validation_split (the last fraction,
+        before shuffling) or validation_data as (x_val, y_val[, weights])
+        arrays, evaluated exactly once each epoch. sample_weight (arrays
+        only) and class_weight weigh the loss and weighted_metrics, as
+        Keras's: docs/sample-weights.md. validation_steps and
+        validation_freq other than Keras's defaults are refused."""
         self._require_compiled("fit")
         style = _callbacks._progress_style(verbose)
         _callbacks._sync_learning_rate(self)  # a rate set since compile
-        _numpy_data.no_weights(class_weight, sample_weight)
         if validation_steps is not None or validation_freq != 1:
             raise ValueError("validation_steps, validation_freq: Pasco "
                              "validates on every example after every "
@@ -376,7 +350,8 @@ class Model:
         if _numpy_data.is_arrays(x):
             return _numpy_data.fit(
                 self, x, y, batch_size, validation_split, validation_data,
-                shuffle, validation_batch_size, epochs=epochs,
+                shuffle, validation_batch_size,
+                weights=(sample_weight, class_weight), epochs=epochs,
                 verbose=verbose, callbacks=callbacks,
                 initial_epoch=initial_epoch,
                 steps_per_epoch=steps_per_epoch,
@@ -389,6 +364,7 @@ class Model:
                                  f"dataset holds its targets and batches)")
         if validation_split:
             raise ValueError("validation_split: only with numpy arrays x")
+        x = _numpy_data.with_weights(x, sample_weight, class_weight)
         name = _dataset_name("x", x, -1)
         if steps_per_epoch is None:
             raise ValueError("steps_per_epoch: required under "
@@ -431,6 +407,8 @@ class Model:
                 check(lib.pasco_callbacks_add(clist, c._make(s, errors)),
                       f"adding {type(c).__name__}")
             check(lib.pasco_callbacks_add(clist, rate.make()), "callbacks")
+            step_cb = _numpy_data.step_dataset_cb(
+                getattr(self, "_step_dataset", None), errors)
             o = _lib.FitOptions(dataset=name, epochs=epochs,
                                 steps_per_epoch=steps_per_epoch,
                                 initial_epoch=initial_epoch,
@@ -439,7 +417,9 @@ class Model:
                                 validation_shards=validation_shards,
                                 callbacks=clist, verbose=style >= 0,
                                 window=window,
-                                progress_style=max(style, 0))
+                                progress_style=max(style, 0),
+                                step_dataset=ctypes.cast(step_cb, c_void_p)
+                                if step_cb else None)
             h = _lib.History()
             self.stop_training = False
             with watch:
@@ -480,20 +460,21 @@ class Model:
         0 means one per worker): the loss, or [loss, metrics...] when
         compiled with metrics, or the dict of them with return_dict.
         x may be numpy arrays with targets y (batch_size None: 32),
-        written for the workers as fit writes them: every example once.
-        steps (None: all of x), sample_weight and callbacks are refused
-        otherwise; verbose prints nothing."""
+        written for the workers as fit writes them: every example once,
+        weighted by sample_weight (arrays only) as fit's. steps (None: all
+        of x) and callbacks are refused; verbose prints nothing."""
         self._require_compiled("evaluate")
-        _numpy_data.no_weights(None, sample_weight)
         if steps is not None or callbacks:
             raise ValueError("steps, callbacks: Pasco evaluates every "
                              "example of x, without callbacks; leave them "
                              "None")
         if _numpy_data.is_arrays(x):
             return _numpy_data.evaluate(self, x, y, batch_size, return_dict,
-                                        shards)
-        if y is not None or batch_size is not None:
-            raise ValueError("y, batch_size: only with numpy arrays x")
+                                        shards, sample_weight)
+        if y is not None or batch_size is not None or \
+                sample_weight is not None:
+            raise ValueError("y, batch_size, sample_weight: only with "
+                             "numpy arrays x")
         name = _dataset_name("x", x, 1)
         if not isinstance(shards, int) or shards < 0:
             raise ValueError(f"shards: expected an integer >= 0, got "

@@ -8,8 +8,8 @@
  */
 #include "events_reader.h"
 #include "helpers.h"
-#include "node_spawn.h"
 #include "model_data.h"
+#include "node_spawn.h"
 
 #include <math.h>
 #include <signal.h>
@@ -472,10 +472,11 @@ Test(model_fit, a_layers_shape_error_reaches_the_chief)
 		PASCO_PASS(
 		    pasco_schedule(K.c, "pasco.model_train", args, n, &r));
 		PASCO_FAIL(pasco_remote_value_fetch(r, &v), PASCO_EINVAL);
-		cr_assert(strstr(pasco_remote_value_error(r),
-		              "compiled with a global step, which the step "
-		              "takes after the iterator") &&
-		              !strstr(pasco_remote_value_error(r), "requested as"),
+		cr_assert(
+		    strstr(pasco_remote_value_error(r),
+		        "compiled with a global step, which the step "
+		        "takes after the iterator") &&
+		        !strstr(pasco_remote_value_error(r), "requested as"),
 		    "%s", pasco_remote_value_error(r));
 		pasco_remote_value_free(r);
 		(void) pasco_join(K.c); /* the error, raised once */
@@ -767,4 +768,76 @@ Test(model_fit, a_dynamic_embedding_learns_hashed_words)
 	stop();
 	snprintf(tb, sizeof(tb), "rm -rf %s", root);
 	cr_assert_eq(system(tb), 0);
+}
+
+/* step_dataset's record of the steps it named. */
+typedef struct named_steps {
+	int     calls;
+	int32_t epoch[16];
+	int64_t step[16];
+	int64_t missing; /* the step named a factory the workers lack */
+} named_steps;
+
+static int
+name_step(void *user, int32_t epoch, int64_t step, char *name, size_t len)
+{
+	named_steps *n = user;
+	if (n->calls < 16) {
+		n->epoch[n->calls] = epoch;
+		n->step[n->calls]  = step;
+	}
+	n->calls++;
+	snprintf(
+	    name, len, "%s", step == n->missing ? "nope_step" : "md_eval");
+	return PASCO_OK;
+}
+
+Test(model_fit, step_dataset_names_each_steps_batch)
+{
+	pasco_history h;
+	named_steps   n = {.missing = -1};
+	start(NULL);
+	pasco_model *m = mlp();
+	/* each step trains on the first batch of the dataset named for it */
+	PASCO_PASS(pasco_model_fit(K.c, m,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .epochs                         = 2,
+	        .steps_per_epoch                = 3,
+	        .step_dataset                   = name_step,
+	        .step_user                      = &n},
+	    &h));
+	cr_assert_eq(n.calls, 6);
+	for (int i = 0; i < 6; i++) {
+		cr_assert(n.epoch[i] == i / 3 && n.step[i] == i % 3,
+		    "call %d named epoch %d step %lld", i, (int) n.epoch[i],
+		    (long long) n.step[i]);
+	}
+	cr_assert_eq(h.count, 2);
+	pasco_history_fini(&h);
+	/* a name the workers do not know comes back from the step */
+	n = (named_steps){.missing = 1};
+	cr_assert_neq(pasco_model_fit(K.c, m,
+	                  &(pasco_model_fit_options){.dataset = "md_train",
+	                      .steps_per_epoch                = 3,
+	                      .step_dataset                   = name_step,
+	                      .step_user                      = &n},
+	                  &h),
+	    0);
+	cr_assert(
+	    strstr(pasco_model_last_error(), "no dataset factory 'nope_step'"),
+	    "%s", pasco_model_last_error());
+	pasco_history_fini(&h);
+	/* one batch per step: steps_per_execution must be 1 */
+	cr_assert_eq(pasco_model_fit(K.c, m,
+	                 &(pasco_model_fit_options){.dataset = "md_train",
+	                     .steps_per_epoch                = 3,
+	                     .steps_per_execution            = 2,
+	                     .step_dataset                   = name_step,
+	                     .step_user                      = &n},
+	                 &h),
+	    PASCO_EINVAL);
+	cr_assert(strstr(pasco_model_last_error(), "steps_per_execution"),
+	    "%s", pasco_model_last_error());
+	pasco_model_free(m);
+	stop();
 }

@@ -516,7 +516,7 @@ Test(model_layers,
 		    pasco_tape_watch(tp, w), pasco_tape_watch(tp, b)};
 		const pasco_tensor *in[] = {x};
 		pasco_tnode        *lo =
-		    pasci_model_loss_out(m, tp, in, y, bce, n, &out);
+		    pasci_model_loss_out(m, tp, in, y, NULL, bce, n, &out);
 		cr_assert_not_null(lo, "%s", pasco_tape_message(tp));
 		PASCO_PASS(pasco_tape_gradient(tp, lo, 2, n, g));
 		for (int i = 0; i < 8; i++) {

@@ -12,7 +12,8 @@ case, `pasco launch --ps 2 --workers 2`, every task
 - a functional model of two named inputs given a dict of arrays;
 - the written files are removed (TMPDIR is DIR/tmp: no pasco-numpy-*
   directory is left there);
-- class_weight, a too small validation_split and y without x are refused
+- class_weight with sample_weight, a too small validation_split and y
+  without x are refused
   with Keras's messages or Pasco's naming the argument.
 Prints "numpy_data: OK" or "numpy_data: FAILED: why" (exit 1)."""
 
@@ -130,9 +131,10 @@ def run(d, strategy):
         raise AssertionError("predict on a dict of arrays differs")
     close(two.evaluate(feeds, y), xent(want, y), "evaluate on a dict")
 
-    refused("class_weight",
-            lambda: model.fit(x, y, class_weight={0: 1.0, 1: 2.0}),
-            "class_weight")
+    refused("class_weight with sample_weight",
+            lambda: model.fit(x, y, class_weight={0: 1.0, 1: 2.0},
+                              sample_weight=np.ones(len(y))),
+            "You cannot `class_weight` and `sample_weight`")
     refused("validation_split too large",
             lambda: model.fit(x[:1], y[:1], validation_split=0.5),
             "which is not sufficient to split it")

@@ -11,7 +11,11 @@ its losses, global step and errors), traced_step (@pasco.function steps:
 model_train's losses and weights on 1 worker, metric objects over 2
 workers against numpy, retraces, trace-time errors), ps_tutorial
 (examples/ps_tutorial.py, TensorFlow's tutorial loop ported: 4 epochs,
-evaluation accuracy >= 0.9), merge_layers (Embedding(mask_zero) over
+evaluation accuracy >= 0.9), sample_weights
+(tests/python/sample_weights.py: sample_weight, class_weight and
+weighted_metrics against numpy, 3 workers), exact_epochs
+(tests/python/exact_epochs.py: fit on numpy arrays reads each example
+once per epoch on 3 workers), merge_layers (Embedding(mask_zero) over
 padded sequences, GlobalAveragePooling1D, Dense: accuracy >= 0.95, the
 loss numpy's masked one), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
@@ -368,6 +372,25 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("batch_norm.py", d, "two", timeout=240)
             ok = p.returncode == 0 and "batch_norm: OK two" in p.stdout
+    elif case == "sample_weights":
+        # tests/python/sample_weights.py: the weighted loss, steps and
+        # metrics against numpy, on 3 workers
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("sample_weights.py", d, workers=3)
+        ok = p.returncode == 0 and "sample_weights: OK" in p.stdout
+    elif case == "exact_epochs":
+        # tests/python/exact_epochs.py: each example once per epoch on 3
+        # workers
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("exact_epochs.py", d, workers=3)
+        ok = p.returncode == 0 and "exact_epochs: OK" in p.stdout
+        if ok:  # worker 1 killed mid-epoch, restarted by the launcher
+            p = launch("exact_epochs.py", d, "kill", workers=3,
+                       launch_args=["--restart"])
+            ok = (p.returncode == 0 and "exact_epochs: OK" in p.stdout and
+                  "exact_epochs: killed worker 1 pid" in p.stdout)
     elif case == "saving":
         # saved on 2 ps, loaded on 1 and on 3 (the ps stage the weights
         # beside the file: under their PASCO_CHECKPOINT_DIR)
