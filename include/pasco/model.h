@@ -232,7 +232,7 @@ int pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out);
 /* fit's training steps in flight per worker unless
  * pasco_model_fit_options.window says otherwise: TensorFlow's one (a step
  * computes on variables read before the steps beside it applied theirs;
- * README's fit section has the measurements). */
+ * docs/fit.md and docs/benchmarks.md have the measurements). */
 #define PASCO_FIT_DEFAULT_WINDOW 1
 
 /* fit: the library's train step (forward, loss, tape, one mixed apply;

@@ -323,7 +323,7 @@ class Model:
         validation on ``validation_data`` after each epoch (every example
         once), ``callbacks`` at each epoch. ``window``: training steps in
         flight per worker; 0 means 1, TensorFlow's (a larger window is
-        faster but its gradients are staler: the README's "fit's window"
+        faster but its gradients are staler: docs/fit.md's "fit's window"
         table). ``verbose``: 0 silent, 1 Keras 3's progress bar, 2 a line
         per epoch, "auto" (the default) the bar when stdout is a terminal
         and a line per epoch otherwise (Keras 3's "auto" is always 1; a bar
