@@ -48,8 +48,10 @@ int pasci_threads_handlers(pasco_role role, char *err, size_t errlen);
  * unless OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS says
  * otherwise. -1 with the reason in err when a value is malformed; a
  * failure to size nng is logged (it then sizes its pools itself) and not
- * an error. Call first, from the main thread, before any other thread
- * starts. Not thread-safe. */
+ * an error. Only the first call acts (pasco_main's, or the public
+ * pasco_threads_configure's that the Python package makes when it loads
+ * libpasco); later ones return its result. Call first, from the main
+ * thread, before any other thread starts. Not thread-safe. */
 int pasci_threads_setup(char *err, size_t errlen);
 
 /* Keeps OpenBLAS to one thread unless the environment chose a count
