@@ -130,6 +130,7 @@ static void
 wake_locked(closure_queue *q, size_t w)
 {
 	if (q->workers[w].asleep) {
+		q->stats.wakes++;
 		q->workers[w].asleep = false;
 		refresh_locked(q, w);
 		pthread_cond_signal(&q->workers[w].cv);
@@ -380,6 +381,22 @@ pasci_queue_get(closure_queue *q, size_t w, bool *tagged)
 	return c;
 }
 
+/* The worker whose window this thread refills after landing (none: q
+ * NULL or w SIZE_MAX). */
+static _Thread_local struct {
+	const closure_queue *q;
+	size_t               w;
+} refiller = {NULL, SIZE_MAX};
+
+size_t
+pasci_queue_refiller(closure_queue *q, size_t w)
+{
+	size_t was = refiller.q == q ? refiller.w : SIZE_MAX;
+	refiller.q = w != SIZE_MAX ? q : NULL;
+	refiller.w = w;
+	return was;
+}
+
 /* One global closure of w left flight. */
 static void
 landed_locked(closure_queue *q, size_t w, bool rider)
@@ -392,8 +409,11 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 	refresh_locked(q, w);
 	pthread_cond_broadcast(&q->settled);
 	/* its window has room again: its dispatcher wakes if there is
-	 * something to take (a put wakes it otherwise) */
-	if (q->head != NULL || q->workers[w].tagged_head != NULL) {
+	 * something to take (a put wakes it otherwise), unless this thread
+	 * takes it next (pasci_queue_refiller) */
+	if ((q->head != NULL || q->workers[w].tagged_head != NULL) &&
+	    (refiller.q != q || refiller.w != w ||
+	        q->workers[w].benched_until_ms != 0)) {
 		wake_locked(q, w);
 	}
 }

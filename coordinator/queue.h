@@ -57,6 +57,7 @@ typedef struct queue_stats {
 	uint64_t put_back;  /* back to the queue after their worker failed */
 	uint64_t cancelled; /* never ran: drained by an error or a stop */
 	uint64_t wait_ns_total, wait_ns_max; /* time queued, per take */
+	uint64_t wakes; /* dispatchers woken (each a thread switch or two) */
 	size_t   len, inflight;              /* now */
 } queue_stats;
 
@@ -113,6 +114,16 @@ closure *pasci_queue_get(closure_queue *q, size_t w, bool *tagged);
 
 /* pasci_queue_get without waiting: NULL when w may take nothing now. */
 closure *pasci_queue_try_get(closure_queue *q, size_t w, bool *tagged);
+
+/* The calling thread refills worker w's window itself (pasci_queue_try_get)
+ * after the closures it lands from now on (mark_finished, mark_failed,
+ * rider_done, put_back): landing one does not wake w's dispatcher, which
+ * would find the freed slot taken (its wake-up and its sleep again were
+ * two thread switches per closure for nothing). A benched w's dispatcher is
+ * still woken, to time its bench's end. SIZE_MAX: this thread does not
+ * refill (the default). Returns the previous setting, to restore (a
+ * completion inside a refill's failed send). Per thread; no lock. */
+size_t pasci_queue_refiller(closure_queue *q, size_t w);
 
 /* Automatic batching: when worker w's window is full (the closure just
  * taken filled it), no other worker has room, and more small closures are
