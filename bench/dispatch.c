@@ -77,8 +77,8 @@ median(double *v, int n)
 
 /* One figure of the comparison, its JSON line and its ratio. */
 static void
-cost_line(const char *what, double one, double many, size_t nw,
-    const char *unit)
+cost_line(
+    const char *what, double one, double many, size_t nw, const char *unit)
 {
 	char label[160];
 	printf("chief %-34s 1 worker %9.2f, %zu workers %9.2f %-11s %.2fx\n",
@@ -105,8 +105,8 @@ chief_cost(const pasco_cluster *cluster, size_t nw, long n)
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int k = 0; k < 2; k++) {
 			size_t w = k == 0 ? 1 : nw;
-			if (pasco_dispatch_costed(cluster, w, 1, 1, 1, n, &c1) <=
-			        0 ||
+			if (pasco_dispatch_costed(
+			        cluster, w, 1, 1, 1, n, &c1) <= 0 ||
 			    (rated[k][r] = pasco_dispatch_costed(
 			         cluster, w, 0, 0, 1, n, &cd)) <= 0) {
 				fprintf(stderr, "dispatch: a measurement "
@@ -143,7 +143,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	double        raw_sync[4], raw_pipe[4];
 	dispatch_cost cost[4];
 
-	bool          cost_only = false;
+	bool cost_only = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) {

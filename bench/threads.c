@@ -215,8 +215,8 @@ task_pid(const pasco_cluster *cl, pasco_role role, size_t index)
 {
 	const char   *url   = pasco_cluster_url(cl, role, index);
 	const char   *colon = url != NULL ? strrchr(url, ':') : NULL;
-	unsigned long inode = colon != NULL ? listener_inode(atoi(colon + 1))
-	                                    : 0;
+	unsigned long inode =
+	    colon != NULL ? listener_inode(atoi(colon + 1)) : 0;
 	return inode != 0 ? socket_owner(inode) : -1;
 }
 
@@ -235,8 +235,8 @@ report(const char *role, const census *c)
 	snprintf(what, sizeof(what), "%s threads", role);
 	bench_json("threads", what, c->total, "threads", 0);
 	snprintf(what, sizeof(what), "%s nng threads", role);
-	bench_json("threads", what,
-	    c->nng_task + c->nng_expire + c->nng_other, "threads", 0);
+	bench_json("threads", what, c->nng_task + c->nng_expire + c->nng_other,
+	    "threads", 0);
 	snprintf(what, sizeof(what), "%s OpenBLAS threads", role);
 	bench_json("threads", what, c->blas, "threads", 0);
 	snprintf(what, sizeof(what), "%s handler threads", role);
@@ -277,9 +277,10 @@ static int
 run_evaluator(const pasco_cluster *cl, const char *argv0)
 {
 	char   tf[4096];
-	size_t n = (size_t) snprintf(tf, sizeof(tf), "{\"cluster\": {\"ps\": [");
-	int    status;
-	pid_t  pid;
+	size_t n =
+	    (size_t) snprintf(tf, sizeof(tf), "{\"cluster\": {\"ps\": [");
+	int   status;
+	pid_t pid;
 	for (size_t i = 0; i < pasco_cluster_count(cl, PASCO_ROLE_PS); i++) {
 		n += (size_t) snprintf(tf + n, sizeof(tf) - n, "%s\"%s\"",
 		    i ? ", " : "", pasco_cluster_url(cl, PASCO_ROLE_PS, i));
@@ -288,7 +289,8 @@ run_evaluator(const pasco_cluster *cl, const char *argv0)
 	for (size_t i = 0; i < pasco_cluster_count(cl, PASCO_ROLE_WORKER);
 	     i++) {
 		n += (size_t) snprintf(tf + n, sizeof(tf) - n, "%s\"%s\"",
-		    i ? ", " : "", pasco_cluster_url(cl, PASCO_ROLE_WORKER, i));
+		    i ? ", " : "",
+		    pasco_cluster_url(cl, PASCO_ROLE_WORKER, i));
 	}
 	snprintf(tf + n, sizeof(tf) - n,
 	    "]}, \"task\": {\"type\": \"evaluator\", \"index\": 0}}");

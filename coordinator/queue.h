@@ -58,7 +58,7 @@ typedef struct queue_stats {
 	uint64_t cancelled; /* never ran: drained by an error or a stop */
 	uint64_t wait_ns_total, wait_ns_max; /* time queued, per take */
 	uint64_t wakes; /* dispatchers woken (each a thread switch or two) */
-	size_t   len, inflight;              /* now */
+	size_t   len, inflight; /* now */
 } queue_stats;
 
 typedef struct closure_queue {

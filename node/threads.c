@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "nng_threads.h"
-#include "pasco/server.h"
 #include "pasco/error.h"
+#include "pasco/server.h"
 #include "util.h"
 
 /* The number in variable var (or dflt when unset or empty), from 1 to max;

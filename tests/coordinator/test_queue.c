@@ -560,8 +560,8 @@ Test(queue, a_refilling_completion_leaves_its_dispatcher_asleep)
 		pasci_queue_mark_finished(&q, 0);
 		c = pasci_queue_try_get(&q, 0, &tagged);
 		pasci_queue_refiller(&q, was);
-		cr_assert_not_null(c, "closure %d was taken by the dispatcher",
-		    i);
+		cr_assert_not_null(
+		    c, "closure %d was taken by the dispatcher", i);
 		pasci_closure_free(c);
 	}
 	pasci_queue_stats(&q, &after);

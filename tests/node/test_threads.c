@@ -342,8 +342,9 @@ launch_census(const char **env)
 		_exit(127);
 	}
 	close(fds[1]);
-	for (ssize_t n; len < sizeof(out) - 1 &&
-	                (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0;) {
+	for (ssize_t n;
+	     len < sizeof(out) - 1 &&
+	     (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0;) {
 		len += (size_t) n;
 	}
 	out[len] = 0;
@@ -371,12 +372,12 @@ Test(threads, every_role_follows_its_configuration_not_the_cores,
 	const char *lib    = fake_cpus_library();
 	const char *fake[] = {
 	    "LD_PRELOAD", lib, "PASCO_FAKE_CPUS", "16", NULL};
-	const char *more[] = {"LD_PRELOAD", lib, "PASCO_FAKE_CPUS", "16",
-	    "PASCO_NNG_THREADS", "3", NULL};
-	const int handlers[4] = {0, PASCI_PS_THREADS_DEFAULT,
-	    PASCI_WORKER_THREADS_DEFAULT,
-	    PASCI_PS_THREADS_DEFAULT + PASCI_WORKER_THREADS_DEFAULT};
-	roles here, on16, nng3;
+	const char *more[]      = {"LD_PRELOAD", lib, "PASCO_FAKE_CPUS", "16",
+	         "PASCO_NNG_THREADS", "3", NULL};
+	const int   handlers[4] = {0, PASCI_PS_THREADS_DEFAULT,
+	      PASCI_WORKER_THREADS_DEFAULT,
+	      PASCI_PS_THREADS_DEFAULT + PASCI_WORKER_THREADS_DEFAULT};
+	roles       here, on16, nng3;
 	if (getenv("PASCO_EXE") == NULL ||
 	    getenv("PASCO_THREADS_BENCH") == NULL) {
 		cr_skip_test("PASCO_EXE or PASCO_THREADS_BENCH is not set "
