@@ -119,6 +119,9 @@ chief_cost(const pasco_cluster *cluster, size_t nw, long n)
 			swd[k][r]  = cd.switches;
 		}
 	}
+	double w1 = median(cpu1[1], ROUNDS) / median(cpu1[0], ROUNDS);
+	double wd = median(cpud[1], ROUNDS) / median(cpud[0], ROUNDS);
+	double rt = median(rated[1], ROUNDS) / median(rated[0], ROUNDS);
 	cost_line("CPU per closure, window 1", median(cpu1[0], ROUNDS),
 	    median(cpu1[1], ROUNDS), nw, "us");
 	cost_line("switches per closure, window 1", median(sw1[0], ROUNDS),
@@ -129,6 +132,11 @@ chief_cost(const pasco_cluster *cluster, size_t nw, long n)
 	    median(swd[1], ROUNDS), nw, "");
 	cost_line("batched rate, defaults", median(rated[0], ROUNDS),
 	    median(rated[1], ROUNDS), nw, "closures/s");
+	printf("chief targets: CPU per closure with %zu workers within 1.3x "
+	       "of 1 worker's: window 1 %s (%.2fx), defaults %s (%.2fx); "
+	       "batched rate no lower: %s (%.2fx)\n",
+	    nw, w1 <= 1.3 ? "met" : "MISSED", w1, wd <= 1.3 ? "met" : "MISSED",
+	    wd, rt >= 1 ? "met" : "MISSED", rt);
 	return 0;
 }
 
