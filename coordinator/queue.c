@@ -407,7 +407,12 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 	q->inflight--;
 	(*count)--;
 	refresh_locked(q, w);
-	pthread_cond_broadcast(&q->settled);
+	/* a join or a stop waits for nothing in flight (or an error): woken
+	 * at every landing, the joining thread woke and slept again for
+	 * each closure, two thread switches for nothing */
+	if (q->inflight == 0 || q->error != 0) {
+		pthread_cond_broadcast(&q->settled);
+	}
 	/* its window has room again: its dispatcher wakes if there is
 	 * something to take (a put wakes it otherwise), unless this thread
 	 * takes it next (pasci_queue_refiller) */
@@ -616,6 +621,7 @@ pasci_queue_wait(closure_queue *q, char *msg, size_t msglen)
 	pthread_mutex_lock(&q->mu);
 	while (q->error == 0 && (q->len > 0 || q->inflight > 0)) {
 		pthread_cond_wait(&q->settled, &q->mu);
+		q->stats.join_wakes++;
 	}
 	rv = raise_locked(q, &cancelled, msg, msglen);
 	pthread_mutex_unlock(&q->mu);

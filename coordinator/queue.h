@@ -58,6 +58,7 @@ typedef struct queue_stats {
 	uint64_t cancelled; /* never ran: drained by an error or a stop */
 	uint64_t wait_ns_total, wait_ns_max; /* time queued, per take */
 	uint64_t wakes; /* dispatchers woken (each a thread switch or two) */
+	uint64_t join_wakes;    /* times a waiting join woke up */
 	size_t   len, inflight; /* now */
 } queue_stats;
 
@@ -65,7 +66,7 @@ typedef struct closure_queue {
 	pthread_mutex_t put_wait_mu; /* no put slips in while wait runs */
 	pthread_mutex_t mu;
 	pthread_cond_t  free_slot; /* the global queue has room */
-	pthread_cond_t  settled;   /* inflight dropped, or an error came */
+	pthread_cond_t  settled;   /* inflight reached 0, or an error came */
 	/* Everything below is protected by mu. */
 	closure      *head, *tail;
 	size_t        len, cap;

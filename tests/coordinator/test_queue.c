@@ -575,3 +575,50 @@ Test(queue, a_refilling_completion_leaves_its_dispatcher_asleep)
 	cr_assert(done());
 	pasci_queue_fini(&q);
 }
+
+static void *
+join_queue(void *arg)
+{
+	char msg[64];
+	*(int *) arg = pasci_queue_wait(&q, msg, sizeof(msg));
+	return NULL;
+}
+
+/* A join waiting for 100 closures in flight wakes once, when the last
+ * lands (issue 35): woken at every landing, it woke and slept again for
+ * each closure, two thread switches for nothing (counted: 100 before). */
+Test(queue, a_join_wakes_once_when_the_last_closure_lands)
+{
+	char        msg[64];
+	bool        tagged;
+	closure    *c[100];
+	pthread_t   th;
+	queue_stats before, after;
+	int         rv = -1;
+	setup(1, 100, 1000);
+	for (int i = 0; i < 100; i++) {
+		PASCO_PASS(pasci_queue_put(&q, make(NULL), msg, sizeof(msg)));
+		cr_assert_not_null(c[i] = pasci_queue_try_get(&q, 0, &tagged));
+	}
+	pasci_queue_stats(&q, &before);
+	pthread_create(&th, NULL, join_queue, &rv);
+	/* it holds put_wait_mu while it waits */
+	for (double end = pasco_test_now() + 5;
+	     pthread_mutex_trylock(&q.put_wait_mu) == 0;) {
+		pthread_mutex_unlock(&q.put_wait_mu);
+		cr_assert_lt(pasco_test_now(), end, "the join did not start");
+		usleep(1000);
+	}
+	for (int i = 0; i < 100; i++) {
+		usleep(1000); /* time for a woken join to run */
+		pasci_closure_free(c[i]);
+		pasci_queue_mark_finished(&q, 0);
+	}
+	pthread_join(th, NULL);
+	PASCO_PASS(rv);
+	pasci_queue_stats(&q, &after);
+	cr_expect_leq(after.join_wakes - before.join_wakes, 2,
+	    "the join woke %llu times",
+	    (unsigned long long) (after.join_wakes - before.join_wakes));
+	pasci_queue_fini(&q);
+}
