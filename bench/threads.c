@@ -1,20 +1,23 @@
 /*
  * Threads per process by role (issue 35): the chief (this process, its
- * coordinator having run closures on every worker), each ps and worker of
- * the launch (found by the port it listens on) and an evaluator (this
- * program started again as TF_CONFIG's "evaluator": its own in-process ps
- * and worker servers, strategy and coordinator), each read from
+ * coordinator having run closures on every worker at window 1), each ps and
+ * worker of the launch (found by the port it listens on) and an evaluator
+ * (this program started again as TF_CONFIG's "evaluator": its own in-process
+ * ps and worker servers, strategy and coordinator), each read from
  * /proc/PID/task/N/comm. Every Pasco thread is named (pasco-*, nng:*), so
  * they are told apart by name: nng's pools (task, expire, and its fixed
  * poller, reaper, timer and resolvers), OpenBLAS's (threads that kept the
  * program's name besides the main one), the handler pools (pasco-ps,
- * pasco-worker) and the rest by name (a trailing -N counted as -*).
+ * pasco-worker) and the rest by name (a trailing -N counted as -*), of
+ * which those per connection (RPC timers, bulk readers: how many depends
+ * on which tasks this process talked to, and how many calls were in
+ * flight at once) are also counted apart.
  *
  *     pasco launch --ps 1 --workers 2 -- build/bench/threads
  *
  * One line per role, and JSON figures (bench "threads"): each role's
- * total and its nng, OpenBLAS and handler threads. What each pool's size
- * follows: node/threads.h.
+ * total and its nng, OpenBLAS, handler and per-connection threads. What each
+ * pool's size follows: node/threads.h.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -38,6 +41,7 @@ PASCO_FUNCTION(noop)
 /* A process's threads: by group, and the rest by name. */
 typedef struct census {
 	int  total, nng_task, nng_expire, nng_other, blas, handlers;
+	int  per_connection; /* of the rest: RPC timers, bulk readers */
 	int  nrest, rest_count[NAMES];
 	char rest[NAMES][32];
 } census;
@@ -91,6 +95,12 @@ count(census *c, const char *name, const char *main, bool *main_seen)
 	           strcmp(name, "pasco-worker") == 0) {
 		c->handlers++;
 	} else {
+		/* as many as connections: the chief's reader per worker it
+		 * sent to, a server's per bulk connection, a timer per RPC
+		 * client */
+		c->per_connection += strcmp(name, "pasco-bulk") == 0 ||
+		                     strcmp(name, "pasco-bulk-rx") == 0 ||
+		                     strcmp(name, "pasco-rpc-timer") == 0;
 		count_rest(c, name);
 	}
 }
@@ -241,6 +251,8 @@ report(const char *role, const census *c)
 	bench_json("threads", what, c->blas, "threads", 0);
 	snprintf(what, sizeof(what), "%s handler threads", role);
 	bench_json("threads", what, c->handlers, "threads", 0);
+	snprintf(what, sizeof(what), "%s per-connection threads", role);
+	bench_json("threads", what, c->per_connection, "threads", 0);
 }
 
 /* The evaluator's part (this program as TF_CONFIG's evaluator): its
@@ -311,10 +323,13 @@ run_evaluator(const pasco_cluster *cl, const char *argv0)
 static int
 chief(const pasco_cluster *cl, int argc, char **argv)
 {
-	size_t                    nw = 0, nps = 0;
-	pasco_strategy           *s;
-	pasco_coordinator        *coord;
-	pasco_coordinator_options o = {0};
+	size_t             nw = 0, nps = 0;
+	pasco_strategy    *s;
+	pasco_coordinator *coord;
+	/* window 1: one bulk connection to each worker, so one reader
+	 * there (up to the window's count otherwise, as many as were in
+	 * flight at once) and counts that do not depend on timing */
+	pasco_coordinator_options o = {.window = 1, .max_batch = 1};
 	census                    c;
 	char                      role[32];
 	int                       rv = 0;

@@ -45,7 +45,8 @@
  * Per role with the defaults, 1 ps and 2 workers (bench/threads, which
  * names each thread's pool): chief 22 (nng 13, 2 dispatchers, 2 bulk
  * readers, 3 RPC timers, heartbeat), ps 23 (nng 13, 8 handlers, bulk
- * listener), worker 36 (nng 13, 16 handlers, 4 bulk connections, bulk
+ * listener), worker 33 (nng 13, 16 handlers, a bulk connection's reader
+ * from the chief at window 1, up to 4 at the default window, bulk
  * listener, RPC timer), evaluator 43 (nng 13, its in-process ps's 8 and
  * worker's 16 handlers, a dispatcher, RPC timers, heartbeat); the same on
  * 16 cores, no OpenBLAS thread in any.
