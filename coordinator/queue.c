@@ -94,9 +94,9 @@ pop_locked(closure **head, closure **tail)
 static void
 refresh_locked(closure_queue *q, size_t w)
 {
-	queue_worker *qw = &q->workers[w];
-	bool          open =
-	    qw->up && qw->inflight < q->window && qw->benched_until_ms == 0;
+	queue_worker *qw   = &q->workers[w];
+	bool          open = qw->up && qw->inflight < q->window &&
+	            qw->benched_until_ms == 0 && !qw->refill_pending;
 	bool idle = open && qw->asleep && qw->tagged_head == NULL &&
 	            !qw->tagged_inflight;
 	if (open != qw->open) {
@@ -352,6 +352,10 @@ pasci_queue_try_get(closure_queue *q, size_t w, bool *tagged)
 {
 	closure *c;
 	pthread_mutex_lock(&q->mu);
+	if (q->workers[w].refill_pending) {
+		q->workers[w].refill_pending = false;
+		refresh_locked(q, w);
+	}
 	c = q->stopped ? NULL : take_locked(q, w, tagged);
 	pthread_mutex_unlock(&q->mu);
 	return c;
@@ -416,9 +420,13 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 	/* its window has room again: its dispatcher wakes if there is
 	 * something to take (a put wakes it otherwise), unless this thread
 	 * takes it next (pasci_queue_refiller) */
-	if ((q->head != NULL || q->workers[w].tagged_head != NULL) &&
-	    (refiller.q != q || refiller.w != w ||
-	        q->workers[w].benched_until_ms != 0)) {
+	if (refiller.q == q && refiller.w == w &&
+	    q->workers[w].benched_until_ms == 0) {
+		/* its slot is this thread's to fill: not open to others (who
+		 * would not batch) nor to a put's wake-up until then */
+		q->workers[w].refill_pending = true;
+		refresh_locked(q, w);
+	} else if (q->head != NULL || q->workers[w].tagged_head != NULL) {
 		wake_locked(q, w);
 	}
 }
