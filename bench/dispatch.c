@@ -11,7 +11,15 @@
  * closure: its completion and refill path should cost the same whatever the
  * worker count.
  *
- *     pasco launch --ps 1 --workers 4 -- build/bench/dispatch [--n N]
+ * Then the chief's cost with 1 worker and with every worker of the launch
+ * (up to 16; with 2 or more) compared in the same run (issue 35): its CPU time
+ * per closure at window 1 and with the defaults, and the batched rate, each
+ * the median of ROUNDS rounds alternating between the two counts, and their
+ * ratios (target: the CPU within 1.3x, the batched rate no lower with more
+ * workers). --chief-cost runs that comparison alone.
+ *
+ *     pasco launch --ps 1 --workers 8 -- build/bench/dispatch [--n N]
+ *         [--chief-cost]
  *
  * Each figure is the best of 3 runs of N operations (default 20000).
  */
@@ -36,6 +44,7 @@
 
 #define WINDOW 4 /* the coordinator's default window */
 #define PACK 16  /* calls per packed closure */
+#define ROUNDS 5 /* of the 1-worker / many-worker comparison */
 
 /* One row: a Pasco figure beside its raw baseline, and what the chief
  * spent per closure. */
@@ -53,22 +62,121 @@ row(const char *what, double ours, double base, const char *base_name,
 }
 
 static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+	return (x > y) - (x < y);
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t) n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One figure of the comparison, its JSON line and its ratio. */
+static void
+cost_line(
+    const char *what, double one, double many, size_t nw, const char *unit)
+{
+	char label[160];
+	printf("chief %-34s 1 worker %9.2f, %zu workers %9.2f %-11s %.2fx\n",
+	    what, one, nw, many, unit, many / one);
+	snprintf(label, sizeof(label), "chief %s, 1 worker", what);
+	bench_json("dispatch", label, one, unit, 0);
+	snprintf(label, sizeof(label), "chief %s, %zu workers", what, nw);
+	bench_json("dispatch", label, many, unit, one);
+}
+
+/* The chief's CPU per closure (window 1 and defaults) and the batched
+ * rate with 1 worker and with nw, ROUNDS rounds alternating: medians and
+ * their ratios. 0, or 1 when a measurement failed. */
+static int
+chief_cost(const pasco_cluster *cluster, size_t nw, long n)
+{
+	double        cpu1[2][ROUNDS], cpud[2][ROUNDS], rated[2][ROUNDS];
+	double        sw1[2][ROUNDS], swd[2][ROUNDS];
+	dispatch_cost c1, cd;
+
+	printf("chief cost per closure, 1 worker against %zu (median of %d "
+	       "rounds, alternating; CPU of every chief thread)\n",
+	    nw, ROUNDS);
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int k = 0; k < 2; k++) {
+			size_t w = k == 0 ? 1 : nw;
+			if (pasco_dispatch_costed(
+			        cluster, w, 1, 1, 1, n, &c1) <= 0 ||
+			    (rated[k][r] = pasco_dispatch_costed(
+			         cluster, w, 0, 0, 1, n, &cd)) <= 0) {
+				fprintf(stderr, "dispatch: a measurement "
+				                "failed\n");
+				return 1;
+			}
+			cpu1[k][r] = c1.cpu_us;
+			sw1[k][r]  = c1.switches;
+			cpud[k][r] = cd.cpu_us;
+			swd[k][r]  = cd.switches;
+		}
+	}
+	double w1 = median(cpu1[1], ROUNDS) / median(cpu1[0], ROUNDS);
+	double wd = median(cpud[1], ROUNDS) / median(cpud[0], ROUNDS);
+	double rt = median(rated[1], ROUNDS) / median(rated[0], ROUNDS);
+	cost_line("CPU per closure, window 1", median(cpu1[0], ROUNDS),
+	    median(cpu1[1], ROUNDS), nw, "us");
+	cost_line("switches per closure, window 1", median(sw1[0], ROUNDS),
+	    median(sw1[1], ROUNDS), nw, "");
+	cost_line("CPU per closure, defaults", median(cpud[0], ROUNDS),
+	    median(cpud[1], ROUNDS), nw, "us");
+	cost_line("switches per closure, defaults", median(swd[0], ROUNDS),
+	    median(swd[1], ROUNDS), nw, "");
+	cost_line("batched rate, defaults", median(rated[0], ROUNDS),
+	    median(rated[1], ROUNDS), nw, "closures/s");
+	printf("chief targets: CPU per closure with %zu workers within 1.3x "
+	       "of 1 worker's: window 1 %s (%.2fx), defaults %s (%.2fx); "
+	       "batched rate no lower: %s (%.2fx)\n",
+	    nw, w1 <= 1.3 ? "met" : "MISSED", w1, wd <= 1.3 ? "met" : "MISSED",
+	    wd, rt >= 1 ? "met" : "MISSED", rt);
+	return 0;
+}
+
+static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
 	static const size_t sizes[] = {1, 2, 4, 8};
 	long                n       = 20000;
-	char          urls[8][64], what[96], sync_name[32], pipe_name[32];
-	pid_t         echo[8];
-	size_t        nw = pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
-	double        raw_sync[4], raw_pipe[4];
+	char   urls[8][64], what[96], sync_name[32], pipe_name[32];
+	pid_t  echo[8];
+	size_t nw = pasco_cluster_count(cluster, PASCO_ROLE_WORKER), many;
+	double raw_sync[4], raw_pipe[4];
 	dispatch_cost cost[4];
 
-	for (int i = 1; i + 1 < argc; i++) {
-		if (strcmp(argv[i], "--n") == 0) {
-			n = atol(argv[i + 1]);
+	bool cost_only = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) {
+			n = atol(argv[++i]);
+		} else if (strcmp(argv[i], "--chief-cost") == 0) {
+			cost_only = true;
+		} else {
+			fprintf(stderr,
+			    "usage: dispatch [--n N] [--chief-cost]\n");
+			return 2;
 		}
 	}
-	nw = nw > 8 ? 8 : nw;
+	/* the comparison takes every worker of the launch (up to 16), the
+	 * table (echo peers beside each count) up to 8 */
+	many = nw > DISPATCH_MAX_PEERS ? DISPATCH_MAX_PEERS : nw;
+	nw   = nw > 8 ? 8 : nw;
+	if (n < 100 || (cost_only && many < 2)) {
+		fprintf(stderr, "dispatch: --n takes at least 100 operations, "
+		                "and --chief-cost a launch of 2 workers or "
+		                "more\n");
+		return 2;
+	}
+	if (cost_only) {
+		return chief_cost(cluster, many, n);
+	}
 	for (size_t p = 0; p < nw; p++) {
 		snprintf(urls[p], sizeof(urls[p]), "tcp://127.0.0.1:%d",
 		    bench_free_port());
@@ -140,7 +248,7 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		    w > 1 ? "s" : "", WINDOW, PACK);
 		row(what, pk, raw_pipe[k], pipe_name, &cost[3]);
 	}
-	return 0;
+	return many > 1 ? chief_cost(cluster, many, n) : 0;
 }
 
 BENCH_MAIN(chief)

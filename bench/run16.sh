@@ -16,8 +16,8 @@ for ps in 1 4; do
 	el "train, 12 workers, variables over $ps ps"
 	timeout 80 $P launch --ps 4 --workers 12 -- build/bench/train --steps 2000 --ps $ps 2>&1 | chief | tee -a $OUT/train.txt
 done
-el "dispatch, 1 and 12 workers"
-for w in 1 12; do timeout 30 $P launch --ps 1 --workers $w -- build/bench/dispatch --n 20000 2>&1 | chief | tee -a $OUT/dispatch.txt; done
+el "dispatch: the chief's cost, 1 worker against 12 (in one run)"
+timeout 120 $P launch --ps 1 --workers 12 -- build/bench/dispatch --n 20000 --chief-cost 2>&1 | chief | tee -a $OUT/dispatch.txt
 el "scale: 1..12 workers, 2 ps"
 timeout 120 $P launch --ps 2 --workers 12 -- build/bench/scale --n 10000 --steps 500 --cost 10000 2>&1 | chief | tee $OUT/scale.txt
 el "step cost, 1 worker, 1/2/4 ps"

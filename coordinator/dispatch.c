@@ -422,19 +422,22 @@ complete_batch(flight *f, int err, pasci_wire_msg *reply, const char *detail)
 static void send_taken(pasco_coordinator *c, size_t w, closure *cl,
     bool tagged, closure **riders);
 
+/* Set while this thread refills a window: a send that fails at once
+ * completes its flight inside the refill, which does not refill again. */
+static _Thread_local bool refilling;
+
 /* The window slot a flight held is free: fill it from the reply's thread
  * rather than wake the dispatcher for it (one thread hop less per
- * closure). Not recursively: a send that fails at once completes here. */
+ * closure; the landing did not wake it: pasci_queue_refiller). */
 static void
 refill(pasco_coordinator *c, size_t w)
 {
-	static _Thread_local bool busy;
-	closure                  *room[32], **riders = room, *next;
-	bool                      tagged;
-	if (busy || (next = pasci_queue_try_get(&c->q, w, &tagged)) == NULL) {
+	closure *room[32], **riders = room, *next;
+	bool     tagged;
+	if ((next = pasci_queue_try_get(&c->q, w, &tagged)) == NULL) {
 		return;
 	}
-	busy = true;
+	refilling = true;
 	/* no allocation per closure unless max_batch is raised past 33 */
 	if (c->max_batch > 33) {
 		riders = calloc(c->max_batch, sizeof(*riders));
@@ -443,20 +446,25 @@ refill(pasco_coordinator *c, size_t w)
 	if (riders != room) {
 		free(riders);
 	}
-	busy = false;
+	refilling = false;
 }
 
 /* The RPC callback of a flight (arg, freed here). */
 static void
 flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 {
-	flight f = *(flight *) arg;
+	flight f       = *(flight *) arg;
+	bool   refills = err == 0 && !f.tagged && !refilling;
+	size_t was;
 	free(arg);
 	/* destroy waits for this to drop to 0: we use f.c after the last
 	 * closure has landed */
 	__atomic_add_fetch(&f.c->completing, 1, __ATOMIC_SEQ_CST);
 	note_finish(f.c);
 	pasci_link_fault_progress(f.c, f.w);
+	/* landing these closures leaves w's dispatcher asleep when this
+	 * thread refills w's window after */
+	was = pasci_queue_refiller(&f.c->q, refills ? f.w : SIZE_MAX);
 	if (f.tagged) {
 		complete_tagged(&f, err, reply, detail);
 	} else if (f.riders != NULL) {
@@ -467,9 +475,10 @@ flight_done(void *arg, int err, pasci_wire_msg *reply, const char *detail)
 	if (reply != NULL) {
 		pasci_wire_msg_fini(reply);
 	}
-	if (err == 0 && !f.tagged) {
+	if (refills) {
 		refill(f.c, f.w);
 	}
+	pasci_queue_refiller(&f.c->q, was);
 	__atomic_sub_fetch(&f.c->completing, 1, __ATOMIC_SEQ_CST);
 }
 

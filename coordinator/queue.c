@@ -94,9 +94,9 @@ pop_locked(closure **head, closure **tail)
 static void
 refresh_locked(closure_queue *q, size_t w)
 {
-	queue_worker *qw = &q->workers[w];
-	bool          open =
-	    qw->up && qw->inflight < q->window && qw->benched_until_ms == 0;
+	queue_worker *qw   = &q->workers[w];
+	bool          open = qw->up && qw->inflight < q->window &&
+	            qw->benched_until_ms == 0 && !qw->refill_pending;
 	bool idle = open && qw->asleep && qw->tagged_head == NULL &&
 	            !qw->tagged_inflight;
 	if (open != qw->open) {
@@ -130,6 +130,7 @@ static void
 wake_locked(closure_queue *q, size_t w)
 {
 	if (q->workers[w].asleep) {
+		q->stats.wakes++;
 		q->workers[w].asleep = false;
 		refresh_locked(q, w);
 		pthread_cond_signal(&q->workers[w].cv);
@@ -351,6 +352,10 @@ pasci_queue_try_get(closure_queue *q, size_t w, bool *tagged)
 {
 	closure *c;
 	pthread_mutex_lock(&q->mu);
+	if (q->workers[w].refill_pending) {
+		q->workers[w].refill_pending = false;
+		refresh_locked(q, w);
+	}
 	c = q->stopped ? NULL : take_locked(q, w, tagged);
 	pthread_mutex_unlock(&q->mu);
 	return c;
@@ -380,6 +385,22 @@ pasci_queue_get(closure_queue *q, size_t w, bool *tagged)
 	return c;
 }
 
+/* The worker whose window this thread refills after landing (none: q
+ * NULL or w SIZE_MAX). */
+static _Thread_local struct {
+	const closure_queue *q;
+	size_t               w;
+} refiller = {NULL, SIZE_MAX};
+
+size_t
+pasci_queue_refiller(closure_queue *q, size_t w)
+{
+	size_t was = refiller.q == q ? refiller.w : SIZE_MAX;
+	refiller.q = w != SIZE_MAX ? q : NULL;
+	refiller.w = w;
+	return was;
+}
+
 /* One global closure of w left flight. */
 static void
 landed_locked(closure_queue *q, size_t w, bool rider)
@@ -390,10 +411,22 @@ landed_locked(closure_queue *q, size_t w, bool rider)
 	q->inflight--;
 	(*count)--;
 	refresh_locked(q, w);
-	pthread_cond_broadcast(&q->settled);
+	/* a join or a stop waits for nothing in flight (or an error): woken
+	 * at every landing, the joining thread woke and slept again for
+	 * each closure, two thread switches for nothing */
+	if (q->inflight == 0 || q->error != 0) {
+		pthread_cond_broadcast(&q->settled);
+	}
 	/* its window has room again: its dispatcher wakes if there is
-	 * something to take (a put wakes it otherwise) */
-	if (q->head != NULL || q->workers[w].tagged_head != NULL) {
+	 * something to take (a put wakes it otherwise), unless this thread
+	 * takes it next (pasci_queue_refiller) */
+	if (refiller.q == q && refiller.w == w &&
+	    q->workers[w].benched_until_ms == 0) {
+		/* its slot is this thread's to fill: not open to others (who
+		 * would not batch) nor to a put's wake-up until then */
+		q->workers[w].refill_pending = true;
+		refresh_locked(q, w);
+	} else if (q->head != NULL || q->workers[w].tagged_head != NULL) {
 		wake_locked(q, w);
 	}
 }
@@ -596,6 +629,7 @@ pasci_queue_wait(closure_queue *q, char *msg, size_t msglen)
 	pthread_mutex_lock(&q->mu);
 	while (q->error == 0 && (q->len > 0 || q->inflight > 0)) {
 		pthread_cond_wait(&q->settled, &q->mu);
+		q->stats.join_wakes++;
 	}
 	rv = raise_locked(q, &cancelled, msg, msglen);
 	pthread_mutex_unlock(&q->mu);

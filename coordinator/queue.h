@@ -43,7 +43,11 @@ typedef struct queue_worker {
 	 * room in its window; counted in the queue's nopen) and idle (open,
 	 * its dispatcher asleep, no resource operation queued or
 	 * outstanding; in the queue's idle list, longest asleep first). */
-	bool                 open, idle;
+	bool open, idle;
+	/* A closure of this worker landed on a thread that refills its
+	 * window next (pasci_queue_refiller): not open until that thread's
+	 * pasci_queue_try_get, which clears it. */
+	bool                 refill_pending;
 	struct queue_worker *idle_prev, *idle_next;
 } queue_worker;
 
@@ -57,14 +61,16 @@ typedef struct queue_stats {
 	uint64_t put_back;  /* back to the queue after their worker failed */
 	uint64_t cancelled; /* never ran: drained by an error or a stop */
 	uint64_t wait_ns_total, wait_ns_max; /* time queued, per take */
-	size_t   len, inflight;              /* now */
+	uint64_t wakes; /* dispatchers woken (each a thread switch or two) */
+	uint64_t join_wakes;    /* times a waiting join woke up */
+	size_t   len, inflight; /* now */
 } queue_stats;
 
 typedef struct closure_queue {
 	pthread_mutex_t put_wait_mu; /* no put slips in while wait runs */
 	pthread_mutex_t mu;
 	pthread_cond_t  free_slot; /* the global queue has room */
-	pthread_cond_t  settled;   /* inflight dropped, or an error came */
+	pthread_cond_t  settled;   /* inflight reached 0, or an error came */
 	/* Everything below is protected by mu. */
 	closure      *head, *tail;
 	size_t        len, cap;
@@ -113,6 +119,20 @@ closure *pasci_queue_get(closure_queue *q, size_t w, bool *tagged);
 
 /* pasci_queue_get without waiting: NULL when w may take nothing now. */
 closure *pasci_queue_try_get(closure_queue *q, size_t w, bool *tagged);
+
+/* The calling thread refills worker w's window itself (pasci_queue_try_get)
+ * after the closures it lands from now on (mark_finished, mark_failed,
+ * rider_done, put_back): landing one does not wake w's dispatcher, which
+ * would find the freed slot taken (its wake-up and its sleep again were
+ * two thread switches per closure for nothing), and the freed slot is not
+ * open to others until this thread's next pasci_queue_try_get(q, w), which
+ * it must make: another worker's refill meanwhile takes riders rather
+ * than send one closure because w seemed to have room. A benched w's
+ * dispatcher is still woken, to time its bench's end. SIZE_MAX: this
+ * thread does not refill (the default). Returns the previous setting, to
+ * restore (a completion inside a refill's failed send). Per thread; no
+ * lock. */
+size_t pasci_queue_refiller(closure_queue *q, size_t w);
 
 /* Automatic batching: when worker w's window is full (the closure just
  * taken filled it), no other worker has room, and more small closures are

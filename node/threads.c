@@ -1,8 +1,9 @@
 /*
  * The size of a process's thread pools from its configuration (see
  * threads.h for each pool and why its default is what it is). Called by
- * pasco_main before any thread starts, and by pasco_server_start for the
- * handler pools.
+ * pasco_main before any thread starts (or by a program that does not go
+ * through it, through pasco_threads_configure: the Python package when it
+ * loads the library), and by pasco_server_start for the handler pools.
  */
 #include "threads.h"
 
@@ -11,6 +12,7 @@
 
 #include "nng_threads.h"
 #include "pasco/error.h"
+#include "pasco/server.h"
 #include "util.h"
 
 /* The number in variable var (or dflt when unset or empty), from 1 to max;
@@ -44,8 +46,8 @@ pasci_threads_handlers(pasco_role role, char *err, size_t errlen)
 	                 errlen);
 }
 
-int
-pasci_threads_setup(char *err, size_t errlen)
+static int
+threads_setup_once(char *err, size_t errlen)
 {
 	char why[512];
 	int  nng = env_count(
@@ -60,4 +62,32 @@ pasci_threads_setup(char *err, size_t errlen)
 		pasci_log(PASCI_LOG_WARN, "%s", why);
 	}
 	return 0;
+}
+
+/* The first setup's result and its message: only the first call sizes
+ * anything (nng starts once), later ones report what it did. */
+static int  setup_rv = 1; /* 1: not run yet */
+static char setup_err[512];
+
+int
+pasci_threads_setup(char *err, size_t errlen)
+{
+	if (setup_rv == 1) {
+		setup_rv = threads_setup_once(setup_err, sizeof(setup_err));
+	}
+	if (setup_rv != 0) {
+		pasci_fmt(err, errlen, "%s", setup_err);
+	}
+	return setup_rv;
+}
+
+int
+pasco_threads_configure(char *err, size_t errlen)
+{
+	char why[512];
+	if (pasci_threads_setup(why, sizeof(why)) != 0) {
+		pasci_fmt(err, errlen, "%s", why);
+		return PASCO_EINVAL;
+	}
+	return PASCO_OK;
 }

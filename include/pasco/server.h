@@ -123,4 +123,18 @@ uint64_t pasco_server_incarnation(const pasco_server *s);
 /* Stops serving (waits for running handlers) and frees. NULL is a no-op. */
 void pasco_server_stop(pasco_server *s);
 
+/* Sizes this process's thread pools from its configuration, as pasco_main
+ * does before anything else: nng's from PASCO_NNG_THREADS (before nng
+ * starts its threads), and OpenBLAS to one thread and no pool unless
+ * OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS is set; it
+ * checks PASCO_PS_THREADS and PASCO_WORKER_THREADS too. A program that
+ * does not go through pasco_main (an embedder; a Python chief that makes
+ * its strategy from TF_CONFIG, for which the pasco package calls it when
+ * it loads libpasco) calls it first, before any other call that may start
+ * nng. Only the first call sizes anything; a later one returns the first
+ * one's result. PASCO_EINVAL, with the variable and its value named in
+ * err, when a count is malformed. Not thread-safe: call from the main
+ * thread before other threads start. */
+int pasco_threads_configure(char *err, size_t errlen);
+
 #endif

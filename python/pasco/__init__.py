@@ -36,6 +36,14 @@ one library and one version. Where the library is found: see
 :mod:`pasco._lib` (PASCO_LIBRARY, a checkout's build/, the install
 directory, the system's loader).
 
+Threads: importing the package sizes this process's pools as a C
+program's ``pasco_main`` does (``pasco_threads_configure``), whether or not
+it goes through ``pasco.main``: nng's from PASCO_NNG_THREADS (default 2:
+4 task and 2 expire threads, not a pool per core), and OpenBLAS, numpy's
+too when they share it, to one thread and no pool unless
+OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS is set. A
+malformed count makes the import fail, naming it.
+
 The layers are also at the top: ``pasco.Dense`` is ``pasco.layers.Dense``
 (``help(pasco.Dense)``).
 

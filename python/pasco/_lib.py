@@ -65,6 +65,14 @@ def _load() -> "tuple[ctypes.CDLL, str]":
 
 lib, library_path = _load()
 
+# The thread pools sized by the configuration, not the core count, before
+# nng starts, as pasco_main does first: a chief whose strategy comes from
+# TF_CONFIG does not go through it (pasco_threads_configure, server.h).
+lib.pasco_threads_configure.argtypes = [c_char_p, c_size_t]
+_why = ctypes.create_string_buffer(512)
+if lib.pasco_threads_configure(_why, len(_why)) != 0:
+    raise ImportError("pasco: " + _why.value.decode())
+
 
 # --- structures (include/pasco/*.h) -------------------------------------
 

@@ -297,3 +297,112 @@ Test(threads, a_malformed_count_stops_the_task_naming_it)
 	    strstr(buf, "PASCO_PS_THREADS='0x' is not a thread count") != NULL,
 	    "%s", buf);
 }
+
+/* Each role's figures from bench/threads: total, OpenBLAS and handler
+ * threads of the chief, ps 0, worker 0 and the evaluator. */
+typedef struct roles {
+	int total[4], blas[4], handlers[4];
+} roles; /* total: without the threads per connection */
+
+static const char *const role_names[4] = {
+    "chief", "ps", "worker", "evaluator"};
+
+/* The value of bench/threads' JSON figure "<role> <what>" in out, or -1. */
+static int
+figure(const char *out, const char *role, const char *what)
+{
+	char        key[96];
+	const char *p;
+	snprintf(key, sizeof(key), "\"figure\": \"%s %s\", \"value\": ", role,
+	    what);
+	return (p = strstr(out, key)) != NULL ? atoi(p + strlen(key)) : -1;
+}
+
+/* Runs `pasco launch --ps 1 --workers 2 -- bench/threads` with the
+ * environment pairs env (NULL ended) added, and reads its figures. */
+static roles
+launch_census(const char **env)
+{
+	const char *pasco = getenv("PASCO_EXE");
+	const char *bench = getenv("PASCO_THREADS_BENCH");
+	static char out[65536];
+	size_t      len = 0;
+	int         fds[2], status;
+	pid_t       pid;
+	roles       r;
+	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+	if ((pid = fork()) == 0) {
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		for (; env != NULL && env[0] != NULL; env += 2) {
+			setenv(env[0], env[1], 1);
+		}
+		execl(pasco, pasco, "launch", "--ps", "1", "--workers", "2",
+		    "--", bench, (char *) NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (ssize_t n;
+	     len < sizeof(out) - 1 &&
+	     (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0;) {
+		len += (size_t) n;
+	}
+	out[len] = 0;
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "bench/threads failed (status %d): %s", status, out);
+	for (int i = 0; i < 4; i++) {
+		/* how many connections a process has depends on which
+		 * worker ran which closure: not compared */
+		r.total[i] =
+		    figure(out, role_names[i], "threads") -
+		    figure(out, role_names[i], "per-connection threads");
+		r.blas[i]     = figure(out, role_names[i], "OpenBLAS threads");
+		r.handlers[i] = figure(out, role_names[i], "handler threads");
+		cr_assert_geq(r.total[i], 1, "no figure for the %s: %s",
+		    role_names[i], out);
+	}
+	return r;
+}
+
+/* Every role (the chief and the evaluator too) has the same threads on 16
+ * cores as here (but for those per connection: RPC timers, bulk readers), with
+ * no OpenBLAS pool and its handlers, and nng's pools as PASCO_NNG_THREADS sets
+ * them: 3 more threads (2 task, 1 expire) in each role for 3 than for the
+ * default 2. */
+Test(threads, every_role_follows_its_configuration_not_the_cores,
+    .timeout = 120)
+{
+	const char *lib    = fake_cpus_library();
+	const char *fake[] = {
+	    "LD_PRELOAD", lib, "PASCO_FAKE_CPUS", "16", NULL};
+	const char *more[]      = {"LD_PRELOAD", lib, "PASCO_FAKE_CPUS", "16",
+	         "PASCO_NNG_THREADS", "3", NULL};
+	const int   handlers[4] = {0, PASCI_PS_THREADS_DEFAULT,
+	      PASCI_WORKER_THREADS_DEFAULT,
+	      PASCI_PS_THREADS_DEFAULT + PASCI_WORKER_THREADS_DEFAULT};
+	roles       here, on16, nng3;
+	if (getenv("PASCO_EXE") == NULL ||
+	    getenv("PASCO_THREADS_BENCH") == NULL) {
+		cr_skip_test("PASCO_EXE or PASCO_THREADS_BENCH is not set "
+		             "(run through meson)");
+	}
+	here = launch_census(NULL);
+	on16 = launch_census(fake);
+	nng3 = launch_census(more);
+	for (int i = 0; i < 4; i++) {
+		cr_expect_eq(on16.total[i], here.total[i],
+		    "the %s has %d threads on 16 cores, %d here",
+		    role_names[i], on16.total[i], here.total[i]);
+		cr_expect_eq(nng3.total[i], here.total[i] + 3,
+		    "the %s has %d threads with PASCO_NNG_THREADS=3, %d with "
+		    "2",
+		    role_names[i], nng3.total[i], here.total[i]);
+		cr_expect_eq(on16.blas[i], 0, "the %s: %d OpenBLAS threads",
+		    role_names[i], on16.blas[i]);
+		cr_expect_eq(on16.handlers[i], handlers[i],
+		    "the %s: %d handler threads, not %d", role_names[i],
+		    on16.handlers[i], handlers[i]);
+	}
+}
