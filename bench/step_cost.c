@@ -686,8 +686,8 @@ pinning_name(int j, char *buf, size_t len)
 /* The JSON lines of pinned figure c (pinning j, `ps` ps) beside the
  * unpinned one, base. */
 static void
-emit_pinned_json(const model *m, size_t ps, int j, const cost *c,
-    const cost *base)
+emit_pinned_json(
+    const model *m, size_t ps, int j, const cost *c, const cost *base)
 {
 	char how[32], label[160];
 	pinning_name(j, how, sizeof(how));
@@ -698,8 +698,8 @@ emit_pinned_json(const model *m, size_t ps, int j, const cost *c,
 		snprintf(label, sizeof(label),
 		    "%s, %zu ps, %s: worker context switches/step", m->name,
 		    ps, how);
-		bench_json("step_cost", label, c->switches[1],
-		    "switches/step", base->switches[1]);
+		bench_json("step_cost", label, c->switches[1], "switches/step",
+		    base->switches[1]);
 	}
 	snprintf(label, sizeof(label),
 	    "%s, %zu ps, %s: worker switches per round trip", m->name, ps,
@@ -744,9 +744,10 @@ print_round_trips(const cost pc[PINNINGS][MAX_SIZES], const size_t *sizes,
 		}
 		print_row("    of them voluntary", -1, v, n, 2);
 		for (size_t k = 0; k < n; k++) {
-			v[k] = pc[j][k].switches[1] < 0
-			           ? -1
-			           : pc[j][k].switches[1] / round_trips(sizes[k]);
+			v[k] =
+			    pc[j][k].switches[1] < 0
+			        ? -1
+			        : pc[j][k].switches[1] / round_trips(sizes[k]);
 		}
 		print_row("  switches per round trip", -1, v, n, 2);
 	}
@@ -772,7 +773,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		sizes[n++] = k;
 	}
 	if (sched_getaffinity(0, sizeof(all), &all) != 0) {
-		fprintf(stderr, "step_cost: cannot read this process's CPUs: %s\n",
+		fprintf(stderr,
+		    "step_cost: cannot read this process's CPUs: %s\n",
 		    strerror(errno));
 		return 1;
 	}
@@ -804,9 +806,10 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		emit_json(&MODELS[m], 0, &one, &p, NULL);
 		for (size_t k = 0; k < n; k++) {
 			for (int j = 0; j < PINNINGS; j++) {
-				cost *c  = &pc[j][k];
-				int   rv = measure_pinned(cluster, &p, &MODELS[m],
-				      sizes[k], given, &all, PIN_CPUS[j], c);
+				cost *c = &pc[j][k];
+				int   rv =
+				    measure_pinned(cluster, &p, &MODELS[m],
+				        sizes[k], given, &all, PIN_CPUS[j], c);
 				if (rv < 0) {
 					fprintf(stderr,
 					    "step_cost: %s with %zu ps "
@@ -829,8 +832,8 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 			check_idle(&pc[0][k], &p, sizes[k]);
 		}
 		print_table(&MODELS[m], &one, pc[0], sizes, n, &p);
-		print_per_ps(&MODELS[m], pc[0], sizes, n, &p,
-		    have_floor ? &fl : NULL);
+		print_per_ps(
+		    &MODELS[m], pc[0], sizes, n, &p, have_floor ? &fl : NULL);
 		print_round_trips(pc, sizes, n, why);
 	}
 	return 0;

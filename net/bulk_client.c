@@ -581,7 +581,8 @@ pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n)
 	n = n < 16 ? n : 16; /* the rest wait their turn */
 	for (size_t k = 0; k < n; k++) {
 		if (p[k]->err != 0) {
-			return k; /* its batched write failed: nothing to wait for */
+			return k; /* its batched write failed: nothing to wait
+			             for */
 		}
 		fds[k] = (struct pollfd){.fd = p[k]->fd, .events = POLLIN};
 		deadline =
@@ -758,8 +759,8 @@ held_failed(pasci_bulk_pending *p, const pasci_bulk_held *h)
 	if (rv == PASCO_EUNAVAILABLE && p->reused &&
 	    (l = dial(sp->pool, sp->addr, connect_deadline(p->deadline),
 	         detail, sizeof(detail))) != NULL &&
-	    (rv = pasci_bulk_send_body(l, h->body, h->body_len, p->deadline)) ==
-	        0) {
+	    (rv = pasci_bulk_send_body(
+	         l, h->body, h->body_len, p->deadline)) == 0) {
 		link_close(p->link); /* after: the body may be in its region */
 		p->link   = l;
 		p->fd     = l->fd;

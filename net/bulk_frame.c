@@ -247,7 +247,7 @@ hold(pasci_bulk_link *l, uint64_t w, struct iovec *iov, size_t n,
     uint64_t total, bool in_region)
 {
 	size_t           len = 8 + (in_region ? 0 : (size_t) total), at = 1;
-	pasci_bulk_held *h   = &held[nheld];
+	pasci_bulk_held *h = &held[nheld];
 	if (!holding || nheld == PASCI_BULK_HELD_MAX ||
 	    (h->bytes = malloc(len)) == NULL) {
 		return false;
@@ -275,7 +275,8 @@ send_by_region(pasci_bulk_link *l, struct iovec *iov, size_t n, uint64_t total,
 	int    rv;
 	if (total <= PASCI_BULK_REGION) {
 		gather(l->tx, total, iov, n, &at);
-		if (l->tx_sent && hold(l, total | SHM_BIT, iov, n, total, true)) {
+		if (l->tx_sent &&
+		    hold(l, total | SHM_BIT, iov, n, total, true)) {
 			return PASCO_OK; /* its word written with the batch */
 		}
 		return send_word(l, total | SHM_BIT, deadline_ms);
@@ -306,7 +307,8 @@ send_frame(pasci_bulk_link *l, struct iovec *iov, size_t n, uint64_t total,
 	    (l->tx != NULL || pasci_bulk_region_new(&l->tx_fd, &l->tx) == 0)) {
 		return send_by_region(l, iov, n, total, deadline_ms);
 	}
-	if (total < PASCI_BULK_SHM_MIN && hold(l, total, iov, n, total, false)) {
+	if (total < PASCI_BULK_SHM_MIN &&
+	    hold(l, total, iov, n, total, false)) {
 		return PASCO_OK; /* written with the batch */
 	}
 	pasci_put_be(word, total, 8);

@@ -29,8 +29,9 @@
 #define CHECK(cond, ...)                                                      \
 	do {                                                                  \
 		if (!(cond)) {                                                \
-			fprintf(stderr, "stress_bulk_batch: %s:%d: ",         \
-			    __FILE__, __LINE__);                              \
+			fprintf(stderr,                                       \
+			    "stress_bulk_batch: %s:%d: ", __FILE__,           \
+			    __LINE__);                                        \
 			fprintf(stderr, __VA_ARGS__);                         \
 			fprintf(stderr, "\n");                                \
 			exit(1);                                              \
@@ -43,10 +44,10 @@ static pasci_rpc_client *clients[NSERVERS];
 static int
 free_port(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	    .sin_addr.s_addr                = htonl(INADDR_LOOPBACK)};
-	socklen_t          len = sizeof(a);
-	int                fd  = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {
+	    .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int       fd  = socket(AF_INET, SOCK_STREAM, 0);
 	CHECK(fd >= 0 && bind(fd, (struct sockaddr *) &a, sizeof(a)) == 0 &&
 	          getsockname(fd, (struct sockaddr *) &a, &len) == 0,
 	    "no free port");
@@ -61,8 +62,8 @@ doubled(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
 	pasco_tensor *t;
 	(void) arg;
 	CHECK(req->ntensors == 1, "%zu tensors", req->ntensors);
-	CHECK(pasci_tensor_alloc_raw(&t, PASCO_F32, 1,
-	          req->tensors[0]->shape) == 0,
+	CHECK(pasci_tensor_alloc_raw(
+	          &t, PASCO_F32, 1, req->tensors[0]->shape) == 0,
 	    "out of memory");
 	for (int64_t i = 0; i < t->count; i++) {
 		((float *) t->data)[i] =
@@ -97,8 +98,8 @@ batches(void *arg)
 			pasci_wire_builder b;
 			pasco_tensor      *t;
 			first[i] = seed * 1000 + (float) (r * NSERVERS + i);
-			CHECK(pasco_tensor_alloc(&t, PASCO_F32, 1, &SIZES[i]) ==
-			          0,
+			CHECK(pasco_tensor_alloc(
+			          &t, PASCO_F32, 1, &SIZES[i]) == 0,
 			    "out of memory");
 			for (int64_t k = 0; k < t->count; k++) {
 				((float *) t->data)[k] = first[i] + (float) k;
@@ -114,11 +115,11 @@ batches(void *arg)
 		}
 		pasci_bulk_batch_send(pp, NSERVERS);
 		for (int left = NSERVERS; left > 0; left--) {
-			size_t         k = pasci_bulk_wait_any(pp, (size_t) left);
-			int            i = (int) (pp[k] - p);
+			size_t k = pasci_bulk_wait_any(pp, (size_t) left);
+			int    i = (int) (pp[k] - p);
 			pasci_wire_msg m;
-			CHECK(pasci_bulk_finish(pp[k], &m, detail,
-			          sizeof(detail)) == 0,
+			CHECK(pasci_bulk_finish(
+			          pp[k], &m, detail, sizeof(detail)) == 0,
 			    "finish: %s", detail);
 			CHECK(m.ntensors == 1 &&
 			          m.tensors[0]->count == SIZES[i] &&
@@ -149,8 +150,9 @@ main(void)
 		          NULL, inc, pasci_bulk_server_advert(bulk[i]),
 		          NULL) == 0,
 		    "rpc server at %s", url);
-		CHECK(pasci_rpc_client_open(&clients[i], url, NULL, NULL) == 0 &&
-		          pasci_rpc_client_wait_up(clients[i], 10000) == 0,
+		CHECK(
+		    pasci_rpc_client_open(&clients[i], url, NULL, NULL) == 0 &&
+		        pasci_rpc_client_wait_up(clients[i], 10000) == 0,
 		    "client of %s", url);
 	}
 	for (intptr_t t = 0; t < NTHREADS; t++) {

@@ -105,8 +105,8 @@ warm(server *s, int64_t n)
 	pasci_bulk_pending p;
 	char               detail[300];
 	request_init(&b, n, 1);
-	PASCO_PASS(pasci_bulk_begin(
-	    s->client, &b, 5000, &p, detail, sizeof(detail)));
+	PASCO_PASS(
+	    pasci_bulk_begin(s->client, &b, 5000, &p, detail, sizeof(detail)));
 	pasci_wire_builder_fini(&b);
 	expect_doubled(&p, n, 1);
 }
@@ -131,11 +131,11 @@ static const int64_t SIZES[NSERVERS] = {100, 8192, 300000};
 
 Test(bulk_batch, a_batch_wakes_no_server_before_its_last_request_is_written)
 {
-	server              s[NSERVERS];
-	pasci_bulk_pending  p[NSERVERS], *pp[NSERVERS];
-	pasci_wire_builder  b;
-	char                detail[300];
-	int                 served;
+	server             s[NSERVERS];
+	pasci_bulk_pending p[NSERVERS], *pp[NSERVERS];
+	pasci_wire_builder b;
+	char               detail[300];
+	int                served;
 	for (int i = 0; i < NSERVERS; i++) {
 		server_start(&s[i]);
 		warm(&s[i], SIZES[i]);
@@ -162,8 +162,8 @@ Test(bulk_batch, a_batch_wakes_no_server_before_its_last_request_is_written)
 		pp[k]        = pp[left - 1];
 		pp[left - 1] = NULL;
 	}
-	cr_assert_eq(__atomic_load_n(&doubled, __ATOMIC_SEQ_CST),
-	    served + NSERVERS);
+	cr_assert_eq(
+	    __atomic_load_n(&doubled, __ATOMIC_SEQ_CST), served + NSERVERS);
 	for (int i = 0; i < NSERVERS; i++) {
 		server_stop(&s[i]);
 	}
@@ -178,7 +178,8 @@ wait_closed_by_server(int fd)
 	    "the server kept an idle connection past its idle timeout");
 }
 
-Test(bulk_batch, a_pooled_connection_closed_before_the_batch_is_written_is_redialed)
+Test(bulk_batch,
+    a_pooled_connection_closed_before_the_batch_is_written_is_redialed)
 {
 	server             s[2];
 	pasci_bulk_pending p[2], *pp[2] = {&p[0], &p[1]};
@@ -239,8 +240,8 @@ Test(bulk_batch, a_write_failing_on_a_fresh_connection_is_its_finishs_error)
 	    (long long) (pasci_now_ms() - t0));
 	PASCO_FAIL(pasci_bulk_finish(&p[0], &reply, detail, sizeof(detail)),
 	    PASCO_EUNAVAILABLE);
-	cr_assert(strstr(detail, "lost a bulk request to") != NULL, "%s",
-	    detail);
+	cr_assert(
+	    strstr(detail, "lost a bulk request to") != NULL, "%s", detail);
 	expect_doubled(&p[1], 100, 1);
 	for (int i = 0; i < 2; i++) {
 		server_stop(&s[i]);
