@@ -23,7 +23,6 @@
 #include "bulk.h"
 
 #include <errno.h>
-#include <liburing.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -620,95 +619,15 @@ pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
 	return pasci_bulk_finish(&p, reply, detail, len);
 }
 
-/* Batches (bulk.h). Each thread writes its batches through a ring of its
- * own (STYLE: one ring per thread), made at its first batch and closed
- * when the thread ends; where io_uring cannot be had (an old kernel, a
- * seccomp filter), one write after the other. */
-
-typedef struct batch_ring {
-	struct io_uring ring;
-	int             state; /* 0: not tried, 1: up, -1: none to be had */
-} batch_ring;
-
-static _Thread_local batch_ring ring;
-static pthread_key_t            ring_key;
-static pthread_once_t           ring_once = PTHREAD_ONCE_INIT;
-
-static void
-ring_close(void *arg)
-{
-	batch_ring *r = arg;
-	if (r->state == 1) {
-		io_uring_queue_exit(&r->ring);
-	}
-	r->state = -1;
-}
-
-static void
-ring_key_make(void)
-{
-	(void) pthread_key_create(&ring_key, ring_close);
-}
-
-/* This thread's ring, made when first wanted, or NULL. */
-static struct io_uring *
-ring_get(void)
-{
-	if (ring.state == 0) {
-		ring.state = -1;
-		(void) pthread_once(&ring_once, ring_key_make);
-		if (io_uring_queue_init(PASCI_BULK_HELD_MAX, &ring.ring,
-		        IORING_SETUP_SUBMIT_ALL) == 0 ||
-		    io_uring_queue_init(PASCI_BULK_HELD_MAX, &ring.ring, 0) ==
-		        0) {
-			ring.state = 1;
-			(void) pthread_setspecific(ring_key, &ring);
-		}
-	}
-	return ring.state == 1 ? &ring.ring : NULL;
-}
-
-/* What each of h[0..n) got written by one submission into done[] (bytes,
- * or -errno); false when the ring could not take them (nothing written). */
-static bool
-ring_write(pasci_bulk_held *h, size_t n, ssize_t *done)
-{
-	struct io_uring     *r = ring_get();
-	struct io_uring_cqe *cqe;
-	unsigned             head, seen = 0;
-	if (r == NULL) {
-		return false;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(r);
-		/* MSG_DONTWAIT: a full socket answers -EAGAIN, written below
-		 * with poll against its deadline, never waited for here */
-		io_uring_prep_send(sqe, h[i].l->fd, h[i].bytes, h[i].len,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
-		io_uring_sqe_set_data64(sqe, i);
-		done[i] = -EAGAIN;
-	}
-	/* on a failure not all of them may have gone: what came back says
-	 * which did; the others are written one by one (done -EAGAIN) */
-	(void) io_uring_submit_and_wait(r, (unsigned) n);
-	io_uring_for_each_cqe(r, head, cqe)
-	{
-		uint64_t i = io_uring_cqe_get_data64(cqe);
-		if (i < n) {
-			done[i] = cqe->res;
-		}
-		seen++;
-	}
-	io_uring_cq_advance(r, seen);
-	return true;
-}
+/* Batches (bulk.h): the frames kept while they were begun, written by
+ * the thread's ring (bulk_ring.c) or one after the other. */
 
 /* Writes every held frame, setting each one's err (0 when written). */
 static void
 held_write(pasci_bulk_held *h, size_t n, const int64_t *deadline)
 {
 	ssize_t done[PASCI_BULK_HELD_MAX];
-	bool    ringed = n > 1 && ring_write(h, n, done);
+	bool    ringed = n > 1 && pasci_bulk_ring_send(h, n, done);
 	for (size_t i = 0; i < n; i++) {
 		size_t from = 0;
 		if (ringed && done[i] >= 0) {

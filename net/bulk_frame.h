@@ -27,6 +27,7 @@
 #include <nng/nng.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "key.h"
 #include "wire.h"
@@ -92,6 +93,13 @@ void pasci_bulk_hold_start(void);
  * into out (PASCI_BULK_HELD_MAX at most): their bytes are the caller's to
  * write and free. Returns their count. */
 size_t pasci_bulk_hold_stop(pasci_bulk_held *out);
+
+/* Writes each of h[0..n) (PASCI_BULK_HELD_MAX at most) on its link's
+ * socket with one io_uring submission on this thread's ring (bulk_ring.c),
+ * never waiting (a full socket answers -EAGAIN): what each got written
+ * into done[] (bytes, or -errno), for the caller to write the rest. false
+ * when this thread has no ring (no io_uring here): nothing written. */
+bool pasci_bulk_ring_send(pasci_bulk_held *h, size_t n, ssize_t *done);
 
 /* Writes len bytes of buf on l's socket before the deadline (nothing
  * else: no length word). PASCO_EUNAVAILABLE or PASCO_ETIMEDOUT. */
