@@ -366,6 +366,16 @@ pasci_shard_calls_run_many(
 		pasci_bulk_batch_send(sent, ns);
 		free(sent);
 	}
+	{ /* one wake-up for all the replies, where it can */
+		pasci_bulk_pending *waiting[16];
+		size_t              nw = 0;
+		for (size_t k = 0; k < nreqs && nw < 16; k++) {
+			if (reqs[k].bulk) {
+				waiting[nw++] = &reqs[k].pending;
+			}
+		}
+		pasci_bulk_wait_all(waiting, nw);
+	}
 	for (;;) { /* each reply as it comes, one wake-up for several */
 		pasci_bulk_pending *waiting[16];
 		ps_request         *owner[16];

@@ -190,6 +190,14 @@ void pasci_bulk_abandon(pasci_bulk_pending *p);
  * says what became of it. */
 size_t pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n);
 
+/* Waits until every one of p[0..n) has begun to arrive (or its connection
+ * failed) or the earliest deadline passes, with one wake-up for all of
+ * them where this thread's io_uring ring can (bulk_ring.c); then wait_any
+ * and finish take them without waiting. Returns at once where it cannot
+ * (no such ring, n over 16, a request already failed): wait_any waits
+ * then, one wake-up per reply that comes alone. */
+void pasci_bulk_wait_all(pasci_bulk_pending *const *p, size_t n);
+
 /* pasci_rpc_call_async, over the bulk port the server of c advertises
  * when it has one (bulk_async.c): sent from this thread, the reply read by
  * a thread attached to c, done run there, with the same contract (exactly

@@ -606,6 +606,25 @@ pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n)
 	}
 }
 
+void
+pasci_bulk_wait_all(pasci_bulk_pending *const *p, size_t n)
+{
+	int     fds[PASCI_BULK_HELD_MAX];
+	int64_t deadline = INT64_MAX;
+	if (n <= 1 || n > PASCI_BULK_HELD_MAX) {
+		return; /* wait_any's poll waits as well for one */
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (p[k]->err != 0) {
+			return; /* one is done already: no wait */
+		}
+		fds[k] = p[k]->fd;
+		deadline =
+		    p[k]->deadline < deadline ? p[k]->deadline : deadline;
+	}
+	(void) pasci_bulk_ring_wait_all(fds, n, deadline);
+}
+
 int
 pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
     int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len)

@@ -101,6 +101,16 @@ size_t pasci_bulk_hold_stop(pasci_bulk_held *out);
  * when this thread has no ring (no io_uring here): nothing written. */
 bool pasci_bulk_ring_send(pasci_bulk_held *h, size_t n, ssize_t *done);
 
+/* Waits until each of fds[0..n) (PASCI_BULK_HELD_MAX at most) is
+ * readable, or the deadline passes, through this thread's ring where it
+ * defers its wake-ups (Linux 6.1+): one wake-up for all of them, not one
+ * per socket as they become ready. 0 once none is waited for any more,
+ * ready or not; -1 when this thread has no such ring (nothing waited). */
+int pasci_bulk_ring_wait_all(const int *fds, size_t n, int64_t deadline_ms);
+
+/* Whether this thread's ring defers its wake-ups (wait_all wakes once). */
+bool pasci_bulk_ring_defers(void);
+
 /* Writes len bytes of buf on l's socket before the deadline (nothing
  * else: no length word). PASCO_EUNAVAILABLE or PASCO_ETIMEDOUT. */
 int pasci_bulk_send_bytes(

@@ -10,13 +10,16 @@
  */
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <pthread.h>
 
 #include "bulk_frame.h"
+#include "util.h"
 
 typedef struct batch_ring {
 	struct io_uring ring;
 	int             state; /* 0: not tried, 1: up, -1: none to be had */
+	bool deferred;         /* completions wake it only when waited for */
 } batch_ring;
 
 static _Thread_local batch_ring ring;
@@ -44,12 +47,20 @@ static struct io_uring *
 ring_get(void)
 {
 	if (ring.state == 0) {
+		unsigned lazy =
+		    IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
 		ring.state = -1;
 		(void) pthread_once(&ring_once, ring_key_make);
-		if (io_uring_queue_init(PASCI_BULK_HELD_MAX, &ring.ring,
+		/* a deferring ring (Linux 6.1+) wakes a wait for several
+		 * completions once, when they are all in */
+		ring.deferred =
+		    io_uring_queue_init(2 * PASCI_BULK_HELD_MAX, &ring.ring,
+		        IORING_SETUP_SUBMIT_ALL | lazy) == 0;
+		if (ring.deferred ||
+		    io_uring_queue_init(2 * PASCI_BULK_HELD_MAX, &ring.ring,
 		        IORING_SETUP_SUBMIT_ALL) == 0 ||
-		    io_uring_queue_init(PASCI_BULK_HELD_MAX, &ring.ring, 0) ==
-		        0) {
+		    io_uring_queue_init(
+		        2 * PASCI_BULK_HELD_MAX, &ring.ring, 0) == 0) {
 			ring.state = 1;
 			(void) pthread_setspecific(ring_key, &ring);
 		}
@@ -114,4 +125,96 @@ pasci_bulk_ring_send(pasci_bulk_held *h, size_t n, ssize_t *done)
 		ring_drop(); /* SQEs not taken: -EAGAIN, the caller's */
 	}
 	return true;
+}
+
+bool
+pasci_bulk_ring_defers(void)
+{
+	return ring_get() != NULL && ring.deferred;
+}
+
+/* Tags of a wait's requests: poll i, and the removal of poll i. */
+#define POLL_TAG (1ull << 40)
+#define REMOVE_TAG (2ull << 40)
+
+/* Adds request tag to r: a poll for POLLIN on fd, or (fd < 0) the
+ * removal of the poll tagged what. */
+static void
+ring_add_poll(struct io_uring *r, int fd, uint64_t what, uint64_t tag)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+	if (fd >= 0) {
+		io_uring_prep_poll_add(sqe, fd, POLLIN);
+	} else {
+		io_uring_prep_poll_remove(sqe, what);
+	}
+	io_uring_sqe_set_data64(sqe, tag);
+}
+
+int
+pasci_bulk_ring_wait_all(const int *fds, size_t n, int64_t deadline_ms)
+{
+	struct io_uring         *r = ring_get();
+	struct io_uring_cqe     *cqe;
+	struct __kernel_timespec ts;
+	bool                     done[PASCI_BULK_HELD_MAX] = {false};
+	size_t                   polls = 0, removes = 0, removed = 0;
+	bool                     removing = false;
+	int64_t                  left     = deadline_ms - pasci_now_ms();
+
+	if (r == NULL || !ring.deferred || n > PASCI_BULK_HELD_MAX) {
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ring_add_poll(r, fds[i], 0, POLL_TAG | i);
+	}
+	if (io_uring_submit(r) != (int) n) {
+		ring_drop(); /* closing it cancels what it took */
+		return -1;
+	}
+	left = left < 0 ? 0 : left > 1000000 ? 1000000 : left;
+	ts   = (struct __kernel_timespec){
+	      .tv_sec = left / 1000, .tv_nsec = (left % 1000) * 1000000};
+	/* one wake-up for all n (the deferring ring counts them before it
+	 * wakes this thread), or the deadline */
+	(void) io_uring_wait_cqes(r, &cqe, (unsigned) n, &ts, NULL);
+	for (;;) {
+		unsigned head, k = 0;
+		io_uring_for_each_cqe(r, head, cqe)
+		{
+			uint64_t tag = io_uring_cqe_get_data64(cqe);
+			if ((tag & POLL_TAG) != 0 && (tag & 0xffff) < n &&
+			    !done[tag & 0xffff]) {
+				done[tag & 0xffff] =
+				    true; /* ready or removed */
+				polls++;
+			} else if ((tag & REMOVE_TAG) != 0) {
+				removed++;
+			}
+			k++;
+		}
+		io_uring_cq_advance(r, k);
+		if (polls == n && removed == removes) {
+			return 0;
+		}
+		if (!removing) { /* the deadline (or a signal): the rest out */
+			removing = true;
+			for (size_t i = 0; i < n; i++) {
+				if (!done[i]) {
+					ring_add_poll(r, -1, POLL_TAG | i,
+					    REMOVE_TAG | i);
+					removes++;
+				}
+			}
+			if (io_uring_submit(r) != (int) removes) {
+				ring_drop();
+				return -1;
+			}
+		}
+		int rv = io_uring_wait_cqe(r, &cqe);
+		if (rv != 0 && rv != -EINTR) {
+			ring_drop();
+			return -1;
+		}
+	}
 }

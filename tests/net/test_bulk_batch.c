@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bulk.h"
+#include "bulk_frame.h"
 #include "rpc.h"
 #include "tensor_impl.h"
 #include "util.h"
@@ -43,18 +45,34 @@ no_rpc(void *arg, const pasci_wire_msg *req)
 /* A bulk server on loopback, its RPC server advertising it, and a client
  * of the RPC server, connected. */
 static void
-server_start(server *s)
+server_start_with(server *s, pasci_bulk_handler handler)
 {
 	char     url[64];
 	uint64_t inc = pasci_random_u64();
 	setenv("PASCO_BULK_LOCAL", "1", 1);
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", test_free_port());
 	PASCO_PASS(pasci_bulk_server_open(
-	    &s->bulk, "127.0.0.1", inc, double_it, NULL, NULL));
+	    &s->bulk, "127.0.0.1", inc, handler, NULL, NULL));
 	PASCO_PASS(pasci_rpc_server_open_with(&s->rpc, url, 1, "t", no_rpc,
 	    NULL, inc, pasci_bulk_server_advert(s->bulk), NULL));
 	PASCO_PASS(pasci_rpc_client_open(&s->client, url, NULL, NULL));
 	PASCO_PASS(pasci_rpc_client_wait_up(s->client, 5000));
+}
+
+static void
+server_start(server *s)
+{
+	server_start_with(s, double_it);
+}
+
+/* Doubles the request's tensors after hdr.step milliseconds. */
+static nng_msg *
+doubled_after_step(void *arg, const pasci_wire_msg *req, pasci_wire_builder *b)
+{
+	(void) arg;
+	usleep((useconds_t) req->hdr->step * 1000);
+	add_doubled(req, b);
+	return NULL;
 }
 
 static void
@@ -243,6 +261,104 @@ Test(bulk_batch, a_write_failing_on_a_fresh_connection_is_its_finishs_error)
 	cr_assert(
 	    strstr(detail, "lost a bulk request to") != NULL, "%s", detail);
 	expect_doubled(&p[1], 100, 1);
+	for (int i = 0; i < 2; i++) {
+		server_stop(&s[i]);
+	}
+}
+
+/* This thread's voluntary context switches (its waits) so far. */
+static long
+waits_so_far(void)
+{
+	struct rusage u;
+	cr_assert_eq(getrusage(RUSAGE_THREAD, &u), 0);
+	return u.ru_nvcsw;
+}
+
+Test(bulk_batch, replies_that_come_one_by_one_are_waited_for_with_one_wake_up)
+{
+	server             s[NSERVERS];
+	pasci_bulk_pending p[NSERVERS], *pp[NSERVERS];
+	pasci_wire_builder b;
+	char               detail[300];
+	long               waits;
+	if (!pasci_bulk_ring_defers()) {
+		cr_skip_test("io_uring here does not defer wake-ups (Linux "
+		             "6.1+): replies are waited for one by one");
+	}
+	for (int i = 0; i < NSERVERS; i++) {
+		server_start_with(&s[i], doubled_after_step);
+		pp[i] = &p[i];
+	}
+	pasci_bulk_batch_start();
+	for (int i = 0; i < NSERVERS; i++) {
+		request_init(&b, SIZES[i], 1);
+		b.hdr.step = 80 * i; /* answered 0, 80 and 160 ms from now */
+		PASCO_PASS(pasci_bulk_begin(
+		    s[i].client, &b, 5000, &p[i], detail, sizeof(detail)));
+		pasci_wire_builder_fini(&b);
+	}
+	pasci_bulk_batch_send(pp, NSERVERS);
+	waits = waits_so_far();
+	pasci_bulk_wait_all(pp, NSERVERS);
+	for (int left = NSERVERS; left > 0; left--) {
+		size_t k = pasci_bulk_wait_any(pp, (size_t) left);
+		int    i = (int) (pp[k] - p);
+		expect_doubled(pp[k], SIZES[i], 1);
+		pp[k] = pp[left - 1];
+	}
+	waits = waits_so_far() - waits;
+	/* one wake-up for the three (where io_uring defers wake-ups, as
+	 * Linux 6.1+ does); a wait per reply would be 3 */
+	cr_assert_leq(
+	    waits, 2, "%ld waits for 3 replies that came 80 ms apart", waits);
+	for (int i = 0; i < NSERVERS; i++) {
+		server_stop(&s[i]);
+	}
+}
+
+Test(bulk_batch, a_wait_for_all_replies_ends_at_the_deadline)
+{
+	server             s[2];
+	pasci_bulk_pending p[2], *pp[2] = {&p[0], &p[1]};
+	pasci_wire_builder b;
+	pasci_wire_msg     reply;
+	char               detail[300];
+	int64_t            t0;
+	for (int i = 0; i < 2; i++) {
+		server_start_with(&s[i], doubled_after_step);
+	}
+	pasci_bulk_batch_start();
+	for (int i = 0; i < 2; i++) {
+		request_init(&b, 100, 1);
+		b.hdr.step = i == 0 ? 0 : 1500; /* ps 1 answers too late */
+		PASCO_PASS(pasci_bulk_begin(
+		    s[i].client, &b, 300, &p[i], detail, sizeof(detail)));
+		pasci_wire_builder_fini(&b);
+	}
+	pasci_bulk_batch_send(pp, 2);
+	t0 = pasci_now_ms();
+	pasci_bulk_wait_all(pp, 2);
+	cr_assert_lt(pasci_now_ms() - t0, 1000,
+	    "waited %lld ms for a reply due at a 300 ms deadline",
+	    (long long) (pasci_now_ms() - t0));
+	expect_doubled(&p[0], 100, 1);
+	PASCO_FAIL(pasci_bulk_finish(&p[1], &reply, detail, sizeof(detail)),
+	    PASCO_ETIMEDOUT);
+	/* and the ring waits again after its polls were removed */
+	pasci_bulk_batch_start();
+	request_init(&b, 100, 1);
+	PASCO_PASS(pasci_bulk_begin(
+	    s[0].client, &b, 5000, &p[0], detail, sizeof(detail)));
+	pasci_wire_builder_fini(&b);
+	request_init(&b, 100, 2);
+	PASCO_PASS(pasci_bulk_begin(
+	    s[1].client, &b, 5000, &p[1], detail, sizeof(detail)));
+	pasci_wire_builder_fini(&b);
+	pasci_bulk_batch_send(pp, 2);
+	pasci_bulk_wait_all(pp, 2);
+	expect_doubled(&p[0], 100, 1);
+	expect_doubled(&p[1], 100, 2);
 	for (int i = 0; i < 2; i++) {
 		server_stop(&s[i]);
 	}
