@@ -173,7 +173,8 @@ int pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg,
  * requests begun since the start that await their finish (others may be
  * among them). A write that fails on an idle connection taken from the
  * pool is made again on a fresh one, as begin does; any other failure is
- * the request's finish's (its wait_any returns it at once). Not
+ * the request's finish's (its wait_any returns it at once).
+ * PASCO_BULK_BATCH=0 (read once) writes each request as it is begun. Not
  * thread-safe: start and send on one thread, with nothing between them
  * but begins. */
 void pasci_bulk_batch_start(void);
@@ -194,8 +195,9 @@ size_t pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n);
  * failed) or the earliest deadline passes, with one wake-up for all of
  * them where this thread's io_uring ring can (bulk_ring.c); then wait_any
  * and finish take them without waiting. Returns at once where it cannot
- * (no such ring, n over 16, a request already failed): wait_any waits
- * then, one wake-up per reply that comes alone. */
+ * (no such ring, n over 16, a request already failed, or
+ * PASCO_BULK_BATCH=0): wait_any waits then, one wake-up per reply that
+ * comes alone. */
 void pasci_bulk_wait_all(pasci_bulk_pending *const *p, size_t n);
 
 /* pasci_rpc_call_async, over the bulk port the server of c advertises

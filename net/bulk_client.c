@@ -606,12 +606,28 @@ pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n)
 	}
 }
 
+/* Whether batches write together and wait_all waits for all at once:
+ * PASCO_BULK_BATCH=0 makes each request written as it is begun and each
+ * reply waited for as it comes (read once). */
+static bool
+batch_enabled(void)
+{
+	static int on = -1; /* atomic: -1 not read yet */
+	int        v  = __atomic_load_n(&on, __ATOMIC_RELAXED);
+	if (v < 0) {
+		const char *e = getenv("PASCO_BULK_BATCH");
+		v             = e == NULL || strcmp(e, "0") != 0;
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v != 0;
+}
+
 void
 pasci_bulk_wait_all(pasci_bulk_pending *const *p, size_t n)
 {
 	int     fds[PASCI_BULK_HELD_MAX];
 	int64_t deadline = INT64_MAX;
-	if (n <= 1 || n > PASCI_BULK_HELD_MAX) {
+	if (n <= 1 || n > PASCI_BULK_HELD_MAX || !batch_enabled()) {
 		return; /* wait_any's poll waits as well for one */
 	}
 	for (size_t k = 0; k < n; k++) {
@@ -660,21 +676,6 @@ held_write(pasci_bulk_held *h, size_t n, const int64_t *deadline)
 			    h[i].bytes + from, h[i].len - from, deadline[i]);
 		}
 	}
-}
-
-/* Whether batches write together: PASCO_BULK_BATCH=0 makes each request
- * written as it is begun (read once). */
-static bool
-batch_enabled(void)
-{
-	static int on = -1; /* atomic: -1 not read yet */
-	int        v  = __atomic_load_n(&on, __ATOMIC_RELAXED);
-	if (v < 0) {
-		const char *e = getenv("PASCO_BULK_BATCH");
-		v             = e == NULL || strcmp(e, "0") != 0;
-		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
-	}
-	return v != 0;
 }
 
 void
