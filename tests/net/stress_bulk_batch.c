@@ -3,7 +3,8 @@
  * criterion so it can run under ThreadSanitizer: 4 threads, each 200
  * times begins one request to each of 3 servers inside a batch
  * (pasci_bulk_batch_start / _send: its own io_uring ring, closed when the
- * thread ends), then takes the replies as they come (wait_any) and checks
+ * thread ends), waits for all of them at once every other time
+ * (wait_all), then takes the replies as they come (wait_any) and checks
  * each is its request's tensor doubled. The threads share the servers'
  * connection pools. Exits 1 naming the first wrong reply.
  */
@@ -114,6 +115,9 @@ batches(void *arg)
 			pp[i] = &p[i];
 		}
 		pasci_bulk_batch_send(pp, NSERVERS);
+		if (r % 2 == 0) { /* every other batch: one wake-up for all */
+			pasci_bulk_wait_all(pp, NSERVERS);
+		}
 		for (int left = NSERVERS; left > 0; left--) {
 			size_t k = pasci_bulk_wait_any(pp, (size_t) left);
 			int    i = (int) (pp[k] - p);
