@@ -182,13 +182,15 @@ pasci_bulk_ring_wait_all(const int *fds, size_t n, int64_t deadline_ms)
 		unsigned head, k = 0;
 		io_uring_for_each_cqe(r, head, cqe)
 		{
+			/* a poll's: ready, or removed; others (liburing's
+			 * own timeout, where the kernel takes none with the
+			 * wait) are not counted */
 			uint64_t tag = io_uring_cqe_get_data64(cqe);
-			if ((tag & POLL_TAG) != 0 && (tag & 0xffff) < n &&
-			    !done[tag & 0xffff]) {
-				done[tag & 0xffff] =
-				    true; /* ready or removed */
+			if (tag >= POLL_TAG && tag < POLL_TAG + n &&
+			    !done[tag - POLL_TAG]) {
+				done[tag - POLL_TAG] = true;
 				polls++;
-			} else if ((tag & REMOVE_TAG) != 0) {
+			} else if (tag >= REMOVE_TAG && tag < REMOVE_TAG + n) {
 				removed++;
 			}
 			k++;
