@@ -8,6 +8,16 @@
  * the timed steps only, with all roles' CPU per step against the
  * one-process step's.
  *
+ * Then the worker's context switches per round trip: a step makes 1 + 2P
+ * round trips with P ps (the closure from the chief, and to each ps one
+ * read and one apply: a step's reads of one ps travel as one VAR_MULTI, its
+ * applies as another), measured unpinned and again with every thread of
+ * every process (chief, worker, ps) pinned to the first 2 CPUs of this
+ * process's set and to the first one (as taskset -c would), each beside
+ * the unpinned figure of the same run; then the CPU sets are put back.
+ * The voluntary switches (waits) are shown apart from the involuntary
+ * ones (preemptions: mostly a peer the worker's send woke taking its CPU).
+ *
  *     pasco launch --ps 4 --workers 1 -- build/bench/step_cost [--steps N]
  *
  * The other roles are the chief's siblings: pasco launch starts every task
@@ -24,6 +34,7 @@
  * a warm-up of 100 steps.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -45,8 +56,9 @@ typedef struct procs {
 
 /* One process's counters at one moment. */
 typedef struct usage {
-	double cpu;      /* seconds, user + system */
-	double switches; /* voluntary + involuntary */
+	double cpu;       /* seconds, user + system */
+	double switches;  /* voluntary + involuntary */
+	double voluntary; /* of them */
 } usage;
 
 /* One figure: a rate and, per process of procs, CPU and switches per step
@@ -56,6 +68,7 @@ typedef struct cost {
 	long   steps; /* timed */
 	double cpu_us[MAX_PROCS];
 	double switches[MAX_PROCS];
+	double voluntary[MAX_PROCS]; /* of the switches */
 } cost;
 
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated: the count,
@@ -74,19 +87,21 @@ read_text(const char *path, char *buf, size_t len)
 	return (long) n;
 }
 
-/* Context switches of process pid's live threads, or -1. The status lines
+/* Context switches of process pid's live threads into *all, the
+ * voluntary ones into *vol (-1 and -1 when unreadable). The status lines
  * are matched with their newline: "voluntary_" is also the tail of
  * "nonvoluntary_". */
-static double
-switches_of(pid_t pid)
+static void
+switches_of(pid_t pid, double *all, double *vol)
 {
 	char           path[320], buf[4096], *v, *nv;
-	double         n = 0;
+	double         n = 0, nvol = 0;
 	DIR           *d;
 	struct dirent *e;
+	*all = *vol = -1;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
 	if ((d = opendir(path)) == NULL) {
-		return -1;
+		return;
 	}
 	while ((e = readdir(d)) != NULL) {
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/status",
@@ -98,10 +113,12 @@ switches_of(pid_t pid)
 		        NULL) {
 			continue; /* a thread that ended meanwhile */
 		}
+		nvol += strtod(v + 25, NULL);
 		n += strtod(v + 25, NULL) + strtod(nv + 28, NULL);
 	}
 	closedir(d);
-	return n;
+	*all = n;
+	*vol = nvol;
 }
 
 /* Reads every process of p into u. The reads (a few files of /proc per
@@ -110,8 +127,8 @@ static void
 snapshot(const procs *p, usage *u)
 {
 	for (size_t i = 0; i < p->n; i++) {
-		u[i] =
-		    (usage){bench_cpu_of(p->pid[i]), switches_of(p->pid[i])};
+		u[i].cpu = bench_cpu_of(p->pid[i]);
+		switches_of(p->pid[i], &u[i].switches, &u[i].voluntary);
 	}
 }
 
@@ -120,7 +137,7 @@ static void
 cost_between(cost *c, size_t n, const usage *a, const usage *b)
 {
 	for (size_t i = 0; i < MAX_PROCS; i++) {
-		c->cpu_us[i] = c->switches[i] = -1;
+		c->cpu_us[i] = c->switches[i] = c->voluntary[i] = -1;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (a[i].cpu >= 0 && b[i].cpu >= 0) {
@@ -130,6 +147,8 @@ cost_between(cost *c, size_t n, const usage *a, const usage *b)
 		if (a[i].switches >= 0 && b[i].switches >= 0) {
 			c->switches[i] = (b[i].switches - a[i].switches) /
 			                 (double) c->steps;
+			c->voluntary[i] = (b[i].voluntary - a[i].voluntary) /
+			                  (double) c->steps;
 		}
 	}
 }
@@ -251,6 +270,96 @@ measure_cluster(const pasco_cluster *cluster, const procs *p, const model *m,
 	}
 	train_session_fini(&ts);
 	return rv;
+}
+
+/* The CPU sets a cluster figure is measured under: unpinned (every CPU
+ * of this process's set at start), then pinned to its first 2 and its
+ * first 1. */
+#define PINNINGS 3
+static const int PIN_CPUS[PINNINGS] = {0, 2, 1}; /* 0: unpinned */
+
+/* The first n CPUs of all into *set (all of them when n is 0); false when
+ * all has fewer than n. */
+static bool
+first_cpus(const cpu_set_t *all, int n, cpu_set_t *set)
+{
+	int got = 0;
+	CPU_ZERO(set);
+	for (int c = 0; c < CPU_SETSIZE && (n == 0 || got < n); c++) {
+		if (CPU_ISSET(c, all)) {
+			CPU_SET(c, set);
+			got++;
+		}
+	}
+	return got >= n;
+}
+
+/* Pins every live thread of every process of p to set (threads started
+ * later inherit it from the one starting them). 0, or -1 naming the
+ * thread that refused on stderr. */
+static int
+pin_all(const procs *p, const cpu_set_t *set)
+{
+	int rv = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		char           path[64];
+		DIR           *d;
+		struct dirent *e;
+		snprintf(path, sizeof(path), "/proc/%d/task", (int) p->pid[i]);
+		if ((d = opendir(path)) == NULL) {
+			fprintf(stderr, "step_cost: cannot read %s: %s\n",
+			    path, strerror(errno));
+			return -1;
+		}
+		while ((e = readdir(d)) != NULL) {
+			pid_t tid = (pid_t) atoi(e->d_name);
+			if (tid > 0 &&
+			    sched_setaffinity(tid, sizeof(*set), set) != 0 &&
+			    errno != ESRCH) { /* ESRCH: it ended meanwhile */
+				fprintf(stderr,
+				    "step_cost: cannot pin thread %d of "
+				    "process %d: %s\n",
+				    (int) tid, (int) p->pid[i],
+				    strerror(errno));
+				rv = -1;
+			}
+		}
+		closedir(d);
+	}
+	return rv;
+}
+
+/* measure_cluster with every process of p pinned to the first ncpus CPUs
+ * of all (0: unpinned), put back to all after. 0, -1, or 1 when it cannot
+ * be measured (all has fewer CPUs, or p holds the chief alone: nothing to
+ * pin). */
+static int
+measure_pinned(const pasco_cluster *cluster, const procs *p, const model *m,
+    size_t ps, long given, const cpu_set_t *all, int ncpus, cost *c)
+{
+	cpu_set_t set;
+	int       rv;
+	if (ncpus == 0) {
+		return measure_cluster(cluster, p, m, ps, given, c);
+	}
+	if (p->n == 1 || !first_cpus(all, ncpus, &set)) {
+		return 1;
+	}
+	rv = pin_all(p, &set) == 0
+	         ? measure_cluster(cluster, p, m, ps, given, c)
+	         : -1;
+	if (pin_all(p, all) != 0) {
+		rv = -1;
+	}
+	return rv;
+}
+
+/* The round trips of one step with `ps` ps: the closure (chief to
+ * worker), and each ps's read and apply (one VAR_MULTI each). */
+static double
+round_trips(size_t ps)
+{
+	return 1.0 + 2.0 * (double) ps;
 }
 
 /* The machine's floor per message: k round trips of 64 bytes over a Unix
@@ -561,6 +670,89 @@ print_table(const model *m, const cost *one, const cost *c,
 	}
 }
 
+/* How figures were pinned: "unpinned", "pinned to 2 CPUs" ... */
+static const char *
+pinning_name(int j, char *buf, size_t len)
+{
+	if (PIN_CPUS[j] == 0) {
+		snprintf(buf, len, "unpinned");
+	} else {
+		snprintf(buf, len, "pinned to %d CPU%s", PIN_CPUS[j],
+		    PIN_CPUS[j] == 1 ? "" : "s");
+	}
+	return buf;
+}
+
+/* The JSON lines of pinned figure c (pinning j, `ps` ps) beside the
+ * unpinned one, base. */
+static void
+emit_pinned_json(
+    const model *m, size_t ps, int j, const cost *c, const cost *base)
+{
+	char how[32], label[160];
+	pinning_name(j, how, sizeof(how));
+	if (j > 0) {
+		snprintf(label, sizeof(label), "%s, %zu ps, %s: steps/s",
+		    m->name, ps, how);
+		bench_json("step_cost", label, c->rate, "steps/s", base->rate);
+		snprintf(label, sizeof(label),
+		    "%s, %zu ps, %s: worker context switches/step", m->name,
+		    ps, how);
+		bench_json("step_cost", label, c->switches[1], "switches/step",
+		    base->switches[1]);
+	}
+	snprintf(label, sizeof(label),
+	    "%s, %zu ps, %s: worker switches per round trip", m->name, ps,
+	    how);
+	bench_json("step_cost", label, c->switches[1] / round_trips(ps),
+	    "switches/round trip", 0);
+}
+
+/* The worker's switches per round trip under each pinning, pc[j][k] for
+ * PIN_CPUS[j] and sizes[k] (steps 0: not measured, with why). */
+static void
+print_round_trips(const cost pc[PINNINGS][MAX_SIZES], const size_t *sizes,
+    size_t n, const char *why)
+{
+	double v[MAX_SIZES];
+	char   how[32];
+
+	printf("  worker switches per round trip (a step's round trips: the "
+	       "closure, and a read and an apply per ps; pinned: every "
+	       "thread of every role)\n");
+	for (size_t k = 0; k < n; k++) {
+		v[k] = round_trips(sizes[k]);
+	}
+	print_row("round trips per step", -1, v, n, 0);
+	for (int j = 0; j < PINNINGS; j++) {
+		pinning_name(j, how, sizeof(how));
+		if (pc[j][0].steps == 0) {
+			printf("  %s: not measured (%s)\n", how, why);
+			continue;
+		}
+		printf("  %s:\n", how);
+		for (size_t k = 0; k < n; k++) {
+			v[k] = pc[j][k].rate;
+		}
+		print_row("  steps/s", -1, v, n, 0);
+		for (size_t k = 0; k < n; k++) {
+			v[k] = pc[j][k].switches[1];
+		}
+		print_row("  worker switches/step", -1, v, n, 2);
+		for (size_t k = 0; k < n; k++) {
+			v[k] = pc[j][k].voluntary[1];
+		}
+		print_row("    of them voluntary", -1, v, n, 2);
+		for (size_t k = 0; k < n; k++) {
+			v[k] =
+			    pc[j][k].switches[1] < 0
+			        ? -1
+			        : pc[j][k].switches[1] / round_trips(sizes[k]);
+		}
+		print_row("  switches per round trip", -1, v, n, 2);
+	}
+}
+
 static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
@@ -568,8 +760,9 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	size_t        nps = pasco_cluster_count(cluster, PASCO_ROLE_PS), n = 0;
 	size_t        sizes[MAX_SIZES];
 	procs         p;
-	cost          one, c[MAX_SIZES];
+	cost          one, pc[PINNINGS][MAX_SIZES];
 	floor_figures fl;
+	cpu_set_t     all;
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--steps") == 0) {
@@ -578,6 +771,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	}
 	for (size_t k = 1; k <= nps && k <= MAX_PS; k *= 2) {
 		sizes[n++] = k;
+	}
+	if (sched_getaffinity(0, sizeof(all), &all) != 0) {
+		fprintf(stderr,
+		    "step_cost: cannot read this process's CPUs: %s\n",
+		    strerror(errno));
+		return 1;
 	}
 	/* the launcher may still be starting the last of them */
 	for (int tries = 0; tries < 50; tries++) {
@@ -602,22 +801,40 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	    BATCH, LR, 1e3 / (double) sysconf(_SC_CLK_TCK));
 	bool have_floor = measure_floor(&fl) == 0; /* not with one CPU */
 	for (size_t m = 0; m < sizeof(MODELS) / sizeof(MODELS[0]); m++) {
+		const char *why = "";
 		measure_one_process(&MODELS[m], given, &one);
 		emit_json(&MODELS[m], 0, &one, &p, NULL);
 		for (size_t k = 0; k < n; k++) {
-			if (measure_cluster(cluster, &p, &MODELS[m], sizes[k],
-			        given, &c[k]) != 0) {
-				fprintf(stderr,
-				    "step_cost: %s with %zu ps failed\n",
-				    MODELS[m].name, sizes[k]);
-				return 1;
+			for (int j = 0; j < PINNINGS; j++) {
+				cost *c = &pc[j][k];
+				int   rv =
+				    measure_pinned(cluster, &p, &MODELS[m],
+				        sizes[k], given, &all, PIN_CPUS[j], c);
+				if (rv < 0) {
+					fprintf(stderr,
+					    "step_cost: %s with %zu ps "
+					    "failed\n",
+					    MODELS[m].name, sizes[k]);
+					return 1;
+				}
+				if (rv > 0) { /* cannot be pinned here */
+					c->steps = 0;
+					why      = p.n == 1
+					               ? "the other roles were not "
+					                 "found"
+					               : "fewer CPUs here";
+					continue;
+				}
+				emit_pinned_json(
+				    &MODELS[m], sizes[k], j, c, &pc[0][k]);
 			}
-			emit_json(&MODELS[m], sizes[k], &c[k], &p, &one);
-			check_idle(&c[k], &p, sizes[k]);
+			emit_json(&MODELS[m], sizes[k], &pc[0][k], &p, &one);
+			check_idle(&pc[0][k], &p, sizes[k]);
 		}
-		print_table(&MODELS[m], &one, c, sizes, n, &p);
+		print_table(&MODELS[m], &one, pc[0], sizes, n, &p);
 		print_per_ps(
-		    &MODELS[m], c, sizes, n, &p, have_floor ? &fl : NULL);
+		    &MODELS[m], pc[0], sizes, n, &p, have_floor ? &fl : NULL);
+		print_round_trips(pc, sizes, n, why);
 	}
 	return 0;
 }

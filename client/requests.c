@@ -345,10 +345,36 @@ pasci_shard_calls_run_many(
 		f.pending = 0;
 		rv        = pasci_variable_fail(vars[0], rv, "out of memory");
 	}
-	/* every request on its way, then the bulk replies waited for (nng's
-	 * come on nng's threads): the ps answer together */
+	/* every request on its way, written together (one system call: the
+	 * ps it wakes do not take this thread's CPU between two writes), then
+	 * the bulk replies waited for (nng's come on nng's threads): the ps
+	 * answer together */
+	pasci_bulk_batch_start();
 	for (size_t k = 0; k < nreqs && rv == 0; k++) {
 		request_send(&reqs[k]);
+	}
+	{
+		/* without memory for the list, the writes are still made; a
+		 * failed one is then found by its finish */
+		pasci_bulk_pending **sent = calloc(nreqs + 1, sizeof(*sent));
+		size_t               ns   = 0;
+		for (size_t k = 0; sent != NULL && k < nreqs; k++) {
+			if (reqs[k].bulk) {
+				sent[ns++] = &reqs[k].pending;
+			}
+		}
+		pasci_bulk_batch_send(sent, ns);
+		free(sent);
+	}
+	{ /* one wake-up for all the replies, where it can */
+		pasci_bulk_pending *waiting[16];
+		size_t              nw = 0;
+		for (size_t k = 0; k < nreqs && nw < 16; k++) {
+			if (reqs[k].bulk) {
+				waiting[nw++] = &reqs[k].pending;
+			}
+		}
+		pasci_bulk_wait_all(waiting, nw);
 	}
 	for (;;) { /* each reply as it comes, one wake-up for several */
 		pasci_bulk_pending *waiting[16];

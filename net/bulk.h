@@ -145,6 +145,8 @@ typedef struct pasci_bulk_pending {
 	pasci_rpc_client *client;
 	int               fd; /* its socket's */
 	int64_t           deadline;
+	bool              reused; /* private: an idle connection taken */
+	int               err; /* private: its batched send failed (finish) */
 } pasci_bulk_pending;
 
 int pasci_bulk_begin(pasci_rpc_client *c, pasci_wire_builder *b,
@@ -160,6 +162,25 @@ int pasci_bulk_begin_msg(pasci_rpc_client *c, nng_msg *msg,
     uint64_t incarnation, int64_t timeout_ms, pasci_bulk_pending *p,
     char *detail, size_t len);
 
+/* Batches: between pasci_bulk_batch_start and pasci_bulk_batch_send, the
+ * requests this thread begins (pasci_bulk_begin) are not written when one
+ * small write carries them (a request under PASCI_BULK_SHM_MIN bytes, or
+ * a local link's request in its region, bulk_frame.h), only sent on their
+ * way; pasci_bulk_batch_send writes them all with one system call
+ * (io_uring; one write after the other where there is none), so that the
+ * servers they wake run once every request is out, not each between two
+ * writes (on a busy CPU each woken server takes the sender's CPU: one
+ * context switch per request instead of one per batch). p[0..n) are the
+ * requests begun since the start that await their finish (others may be
+ * among them). A write that fails on an idle connection taken from the
+ * pool is made again on a fresh one, as begin does; any other failure is
+ * the request's finish's (its wait_any returns it at once).
+ * PASCO_BULK_BATCH=0 (read once) writes each request as it is begun. Not
+ * thread-safe: start and send on one thread, with nothing between them
+ * but begins. */
+void pasci_bulk_batch_start(void);
+void pasci_bulk_batch_send(pasci_bulk_pending *const *p, size_t n);
+
 /* Instead of finish: the reply is not wanted (its call failed otherwise);
  * the connection is closed. */
 void pasci_bulk_abandon(pasci_bulk_pending *p);
@@ -170,6 +191,15 @@ void pasci_bulk_abandon(pasci_bulk_pending *p);
  * that arrive together. After that deadline, or with n 1, 0: its finish
  * says what became of it. */
 size_t pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n);
+
+/* Waits until every one of p[0..n) has begun to arrive (or its connection
+ * failed) or the earliest deadline passes, with one wake-up for all of
+ * them where this thread's io_uring ring can (bulk_ring.c); then wait_any
+ * and finish take them without waiting. Returns at once where it cannot
+ * (no such ring, n over 16, a request already failed, or
+ * PASCO_BULK_BATCH=0): wait_any waits then, one wake-up per reply that
+ * comes alone. */
+void pasci_bulk_wait_all(pasci_bulk_pending *const *p, size_t n);
 
 /* pasci_rpc_call_async, over the bulk port the server of c advertises
  * when it has one (bulk_async.c): sent from this thread, the reply read by

@@ -243,8 +243,8 @@ request_send(pasci_bulk_link *l, const request *r, uint64_t incarnation,
 /* Sends req to addr on an idle connection of p or a new one, *out. */
 static int
 call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
-    const request *req, int64_t deadline, pasci_bulk_link **out, char *detail,
-    size_t len)
+    const request *req, int64_t deadline, pasci_bulk_link **out,
+    bool *reused_out, char *detail, size_t len)
 {
 	pasci_bulk_link *l      = NULL;
 	bool             reused = false;
@@ -268,7 +268,8 @@ call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		         len)) == NULL) {
 			return PASCO_ENOTFOUND;
 		}
-		rv = request_send(l, req, incarnation, deadline);
+		rv     = request_send(l, req, incarnation, deadline);
+		reused = false;
 	}
 	if (rv != 0) {
 		pasci_fmt(detail, len, "%s bulk request to %s",
@@ -278,6 +279,9 @@ call_send(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 		return rv;
 	}
 	*out = l;
+	if (reused_out != NULL) {
+		*reused_out = reused;
+	}
 	return PASCO_OK;
 }
 
@@ -319,8 +323,8 @@ pasci_bulk_call(pasci_bulk_pool *p, const char *addr, uint64_t incarnation,
 	int              rv;
 	request          r = {.b = req};
 	memset(reply, 0, sizeof(*reply));
-	if ((rv = call_send(
-	         p, addr, incarnation, &r, deadline, &l, detail, len)) != 0) {
+	if ((rv = call_send(p, addr, incarnation, &r, deadline, &l, NULL,
+	         detail, len)) != 0) {
 		return rv;
 	}
 	return call_recv(p, l, deadline, reply, detail, len);
@@ -486,7 +490,7 @@ begin(pasci_rpc_client *c, const request *r, uint64_t want, int64_t timeout_ms,
 	p->deadline = deadline_in(timeout_ms);
 	rv          = call_send(((server_pool *) p->server)->pool, addr,
 	             peer.incarnation, r, p->deadline, (pasci_bulk_link **) &p->link,
-	             detail, len);
+	             &p->reused, detail, len);
 	if (rv == 0) {
 		p->fd = ((pasci_bulk_link *) p->link)->fd;
 	} else {
@@ -544,6 +548,13 @@ pasci_bulk_finish(
 		pasci_fmt(detail, len, "no bulk request was sent");
 		return PASCO_EINVAL;
 	}
+	if ((rv = p->err) != 0) { /* its batched write failed */
+		pasci_fmt(detail, len, "%s bulk request to %s",
+		    rv == PASCO_ETIMEDOUT ? "timed out sending a" : "lost a",
+		    sp->addr);
+		pasci_bulk_abandon(p);
+		return rv;
+	}
 	rv = call_recv(sp->pool, p->link, p->deadline, reply, detail, len);
 	p->link = NULL;
 	server_release(sp);
@@ -571,6 +582,10 @@ pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n)
 	}
 	n = n < 16 ? n : 16; /* the rest wait their turn */
 	for (size_t k = 0; k < n; k++) {
+		if (p[k]->err != 0) {
+			return k; /* its batched write failed: nothing to wait
+			             for */
+		}
 		fds[k] = (struct pollfd){.fd = p[k]->fd, .events = POLLIN};
 		deadline =
 		    p[k]->deadline < deadline ? p[k]->deadline : deadline;
@@ -594,6 +609,41 @@ pasci_bulk_wait_any(pasci_bulk_pending *const *p, size_t n)
 	}
 }
 
+/* Whether batches write together and wait_all waits for all at once:
+ * PASCO_BULK_BATCH=0 makes each request written as it is begun and each
+ * reply waited for as it comes (read once). */
+static bool
+batch_enabled(void)
+{
+	static int on = -1; /* atomic: -1 not read yet */
+	int        v  = __atomic_load_n(&on, __ATOMIC_RELAXED);
+	if (v < 0) {
+		const char *e = getenv("PASCO_BULK_BATCH");
+		v             = e == NULL || strcmp(e, "0") != 0;
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v != 0;
+}
+
+void
+pasci_bulk_wait_all(pasci_bulk_pending *const *p, size_t n)
+{
+	int     fds[PASCI_BULK_HELD_MAX];
+	int64_t deadline = INT64_MAX;
+	if (n <= 1 || n > PASCI_BULK_HELD_MAX || !batch_enabled()) {
+		return; /* wait_any's poll waits as well for one */
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (p[k]->err != 0) {
+			return; /* one is done already: no wait */
+		}
+		fds[k] = p[k]->fd;
+		deadline =
+		    p[k]->deadline < deadline ? p[k]->deadline : deadline;
+	}
+	(void) pasci_bulk_ring_wait_all(fds, n, deadline);
+}
+
 int
 pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
     int64_t timeout_ms, pasci_wire_msg *reply, char *detail, size_t len)
@@ -605,4 +655,85 @@ pasci_bulk_call_server(pasci_rpc_client *c, pasci_wire_builder *b,
 		return rv;
 	}
 	return pasci_bulk_finish(&p, reply, detail, len);
+}
+
+/* Batches (bulk.h): the frames kept while they were begun, written by
+ * the thread's ring (bulk_ring.c) or one after the other. */
+
+/* Writes every held frame, setting each one's err (0 when written). */
+static void
+held_write(pasci_bulk_held *h, size_t n, const int64_t *deadline)
+{
+	ssize_t done[PASCI_BULK_HELD_MAX];
+	bool    ringed = n > 1 && pasci_bulk_ring_send(h, n, done);
+	for (size_t i = 0; i < n; i++) {
+		size_t from = 0;
+		if (ringed && done[i] >= 0) {
+			from = (size_t) done[i];
+		} else if (ringed && done[i] != -EAGAIN && done[i] != -EINTR) {
+			h[i].err = PASCO_EUNAVAILABLE; /* EPIPE, ECONNRESET */
+			continue;
+		}
+		if (from < h[i].len) { /* the rest, as any write */
+			h[i].err = pasci_bulk_send_bytes(h[i].l,
+			    h[i].bytes + from, h[i].len - from, deadline[i]);
+		}
+	}
+}
+
+void
+pasci_bulk_batch_start(void)
+{
+	if (batch_enabled()) {
+		pasci_bulk_hold_start();
+	}
+}
+
+/* Held frame h of p failed: made again on a fresh connection when p took
+ * an idle one (the server closed it while it waited), else p's error. */
+static void
+held_failed(pasci_bulk_pending *p, const pasci_bulk_held *h)
+{
+	server_pool     *sp = p->server;
+	pasci_bulk_link *l  = NULL;
+	char             detail[256];
+	int              rv = h->err;
+	if (rv == PASCO_EUNAVAILABLE && p->reused &&
+	    (l = dial(sp->pool, sp->addr, connect_deadline(p->deadline),
+	         detail, sizeof(detail))) != NULL &&
+	    (rv = pasci_bulk_send_body(
+	         l, h->body, h->body_len, p->deadline)) == 0) {
+		link_close(p->link); /* after: the body may be in its region */
+		p->link   = l;
+		p->fd     = l->fd;
+		p->reused = false;
+		return;
+	}
+	link_close(l);
+	p->err = rv;
+}
+
+void
+pasci_bulk_batch_send(pasci_bulk_pending *const *p, size_t n)
+{
+	pasci_bulk_held h[PASCI_BULK_HELD_MAX];
+	int64_t         deadline[PASCI_BULK_HELD_MAX];
+	size_t          nh = pasci_bulk_hold_stop(h);
+	for (size_t i = 0; i < nh; i++) {
+		deadline[i] = pasci_now_ms() + 60000;
+		for (size_t k = 0; k < n; k++) {
+			if (p[k]->link == h[i].l) {
+				deadline[i] = p[k]->deadline;
+			}
+		}
+	}
+	held_write(h, nh, deadline);
+	for (size_t i = 0; i < nh; i++) {
+		for (size_t k = 0; h[i].err != 0 && k < n; k++) {
+			if (p[k]->link == h[i].l) {
+				held_failed(p[k], &h[i]);
+			}
+		}
+		free(h[i].bytes);
+	}
 }

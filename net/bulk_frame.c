@@ -217,6 +217,55 @@ gather(uint8_t *dst, size_t n, struct iovec *iov, size_t niov, size_t *at)
 	return done;
 }
 
+/* The frames this thread holds (bulk_frame.h), while holding. */
+static _Thread_local bool            holding;
+static _Thread_local size_t          nheld;
+static _Thread_local pasci_bulk_held held[PASCI_BULK_HELD_MAX];
+
+void
+pasci_bulk_hold_start(void)
+{
+	holding = true;
+	nheld   = 0;
+}
+
+size_t
+pasci_bulk_hold_stop(pasci_bulk_held *out)
+{
+	size_t n = nheld;
+	memcpy(out, held, n * sizeof(*out));
+	holding = false;
+	nheld   = 0;
+	return n;
+}
+
+/* Keeps a frame of total bytes instead of writing it, when holding and
+ * there is room: its length word w, then (inline) its body from
+ * iov[1..n), or (in_region) none, the body being in l's region. Whether
+ * it was kept. */
+static bool
+hold(pasci_bulk_link *l, uint64_t w, struct iovec *iov, size_t n,
+    uint64_t total, bool in_region)
+{
+	size_t           len = 8 + (in_region ? 0 : (size_t) total), at = 1;
+	pasci_bulk_held *h = &held[nheld];
+	if (!holding || nheld == PASCI_BULK_HELD_MAX ||
+	    (h->bytes = malloc(len)) == NULL) {
+		return false;
+	}
+	pasci_put_be(h->bytes, w, 8);
+	if (!in_region) {
+		gather(h->bytes + 8, (size_t) total, iov, n, &at);
+	}
+	h->l        = l;
+	h->len      = len;
+	h->body     = in_region ? l->tx : h->bytes + 8;
+	h->body_len = (size_t) total;
+	h->err      = 0;
+	nheld++;
+	return true;
+}
+
 /* Sends a body of total bytes, iov[1..n), through l's region: at once when
  * it fits, else by halves (bulk_frame.h). */
 static int
@@ -227,6 +276,10 @@ send_by_region(pasci_bulk_link *l, struct iovec *iov, size_t n, uint64_t total,
 	int    rv;
 	if (total <= PASCI_BULK_REGION) {
 		gather(l->tx, total, iov, n, &at);
+		if (l->tx_sent &&
+		    hold(l, total | SHM_BIT, iov, n, total, true)) {
+			return PASCO_OK; /* its word written with the batch */
+		}
 		return send_word(l, total | SHM_BIT, deadline_ms);
 	}
 	chunks = (size_t) ((total + HALF - 1) / HALF);
@@ -256,9 +309,22 @@ send_frame(pasci_bulk_link *l, struct iovec *iov, size_t n, uint64_t total,
 	    (l->tx != NULL || pasci_bulk_region_new(&l->tx_fd, &l->tx) == 0)) {
 		return send_by_region(l, iov, n, total, deadline_ms);
 	}
+	if (total < PASCI_BULK_SHM_MIN &&
+	    hold(l, total, iov, n, total, false)) {
+		return PASCO_OK; /* written with the batch */
+	}
 	pasci_put_be(word, total, 8);
 	iov[0] = (struct iovec){word, 8};
 	return send_iov(l->fd, iov, n, deadline_ms);
+}
+
+int
+pasci_bulk_send_body(
+    pasci_bulk_link *l, const void *body, size_t len, int64_t deadline_ms)
+{
+	uint8_t      word[8];
+	struct iovec iov[2] = {{0}, {(void *) body, len}};
+	return send_frame(l, iov, 2, len, word, deadline_ms);
 }
 
 /* A frame from builder b: its head, then each tensor from its memory. */
@@ -534,6 +600,13 @@ send_all(int fd, const void *buf, size_t len, int64_t deadline_ms)
 {
 	struct iovec iov = {(void *) buf, len};
 	return send_iov(fd, &iov, 1, deadline_ms);
+}
+
+int
+pasci_bulk_send_bytes(
+    pasci_bulk_link *l, const void *buf, size_t len, int64_t deadline_ms)
+{
+	return send_all(l->fd, buf, len, deadline_ms);
 }
 
 static int

@@ -27,6 +27,7 @@
 #include <nng/nng.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "key.h"
 #include "wire.h"
@@ -67,6 +68,58 @@ int pasci_bulk_send_builder(pasci_bulk_link *l, pasci_wire_builder *b,
 /* Sends a frame whose body is msg's (a complete wire body). msg stays the
  * caller's. Errors as pasci_bulk_send_builder. */
 int pasci_bulk_send_msg(pasci_bulk_link *l, nng_msg *msg, int64_t deadline_ms);
+
+/* Held sends, for a batch (bulk_client.c, pasci_bulk_batch_start): while
+ * this thread holds, a frame that takes one small write is not written but
+ * kept, its bytes copied: a frame under PASCI_BULK_SHM_MIN bytes (its
+ * length word and body), or a local link's frame in its region after the
+ * first (its length word; the body is in the region already). A bigger
+ * frame, or one past PASCI_BULK_HELD_MAX kept, is sent as it comes. */
+#define PASCI_BULK_HELD_MAX 16
+
+typedef struct pasci_bulk_held {
+	pasci_bulk_link *l;
+	uint8_t         *bytes; /* what the socket is to carry, malloc'd */
+	size_t           len;
+	const uint8_t   *body; /* the frame's body: in bytes, or l's region */
+	size_t           body_len;
+	int              err; /* set by whoever writes it */
+} pasci_bulk_held;
+
+/* Starts holding this thread's sends. */
+void pasci_bulk_hold_start(void);
+
+/* Stops holding; the frames kept since the start, in the order they came,
+ * into out (PASCI_BULK_HELD_MAX at most): their bytes are the caller's to
+ * write and free. Returns their count. */
+size_t pasci_bulk_hold_stop(pasci_bulk_held *out);
+
+/* Writes each of h[0..n) (PASCI_BULK_HELD_MAX at most) on its link's
+ * socket with one io_uring submission on this thread's ring (bulk_ring.c),
+ * never waiting (a full socket answers -EAGAIN): what each got written
+ * into done[] (bytes, or -errno), for the caller to write the rest. false
+ * when this thread has no ring (no io_uring here): nothing written. */
+bool pasci_bulk_ring_send(pasci_bulk_held *h, size_t n, ssize_t *done);
+
+/* Waits until each of fds[0..n) (PASCI_BULK_HELD_MAX at most) is
+ * readable, or the deadline passes, through this thread's ring where it
+ * defers its wake-ups (Linux 6.1+): one wake-up for all of them, not one
+ * per socket as they become ready. 0 once none is waited for any more,
+ * ready or not; -1 when this thread has no such ring (nothing waited). */
+int pasci_bulk_ring_wait_all(const int *fds, size_t n, int64_t deadline_ms);
+
+/* Whether this thread's ring defers its wake-ups (wait_all wakes once). */
+bool pasci_bulk_ring_defers(void);
+
+/* Writes len bytes of buf on l's socket before the deadline (nothing
+ * else: no length word). PASCO_EUNAVAILABLE or PASCO_ETIMEDOUT. */
+int pasci_bulk_send_bytes(
+    pasci_bulk_link *l, const void *buf, size_t len, int64_t deadline_ms);
+
+/* Sends a frame whose body is body[0..len). Errors as
+ * pasci_bulk_send_builder. */
+int pasci_bulk_send_body(
+    pasci_bulk_link *l, const void *body, size_t len, int64_t deadline_ms);
 
 /* Receives one frame and decodes it into m; its tensors view the frame,
  * held in a pasci_bufcache buffer when cached, else in malloc's memory,
