@@ -38,7 +38,15 @@
  * comes and goes on a shared machine moves both): the quieter figure.
  *
  *     pasco launch --ps 2 --workers 1 -- build/bench/model [--steps N]
- *         [--rounds R]
+ *         [--rounds R] [--model NAME] [--in-process]
+ *
+ * --model runs only the models whose name holds NAME ("MLP", "DeepFM",
+ * "tutorial"); --in-process only the first table, which needs no ps or
+ * worker running (for a profiler):
+ *
+ *     build/bench/model --chief-hosts localhost:1 --ps-hosts localhost:2
+ *         --worker-hosts localhost:3 --task-type chief --task-index 0
+ *         --in-process --model MLP
  */
 #include <math.h>
 
@@ -705,6 +713,8 @@ static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
 	long               steps = 500;
+	bool               local = false;
+	const char        *only  = NULL;
 	pasco_cluster     *sub   = bench_sub_cluster(cluster, 1);
 	pasco_strategy    *s     = NULL;
 	pasco_coordinator *coord = NULL;
@@ -714,7 +724,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 			steps = atol(argv[i + 1]);
 		} else if (strcmp(argv[i], "--rounds") == 0) {
 			rounds = atoi(argv[i + 1]);
+		} else if (strcmp(argv[i], "--model") == 0) {
+			only = argv[i + 1];
 		}
+	}
+	for (int i = 1; i < argc; i++) {
+		local = local || strcmp(argv[i], "--in-process") == 0;
 	}
 	if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1) {
 		fprintf(stderr,
@@ -729,8 +744,15 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	       "per figure, best of %d\n",
 	    steps, rounds);
 	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
-		printf("%s, in one process\n", BENCH_MODELS[k].name);
-		rv = in_process_figures(&BENCH_MODELS[k], steps);
+		if (only == NULL ||
+		    strstr(BENCH_MODELS[k].name, only) != NULL) {
+			printf("%s, in one process\n", BENCH_MODELS[k].name);
+			rv = in_process_figures(&BENCH_MODELS[k], steps);
+		}
+	}
+	if (local) {
+		pasco_cluster_free(sub);
+		return rv == 0 ? 0 : 1;
 	}
 	if (rv != 0 || sub == NULL ||
 	    pasco_strategy_create(&s, sub, NULL) != 0 ||
@@ -738,6 +760,10 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 		rv = 1;
 	}
 	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
+		if (only != NULL &&
+		    strstr(BENCH_MODELS[k].name, only) == NULL) {
+			continue;
+		}
 		printf("%s, through the coordinator\n", BENCH_MODELS[k].name);
 		rv = distributed_figures(coord, s, &BENCH_MODELS[k], steps);
 	}

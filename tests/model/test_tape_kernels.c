@@ -475,3 +475,58 @@ Test(tape_kernels, mlp_backward_matches_the_hand_written_kernels)
 		pasco_tensor_release(all[k]);
 	}
 }
+
+/* relu(x)'s value and gradient for x of n elements (specials first),
+ * against x > 0 ? x : 0 and the gradient written out: two relus of x,
+ * the first gradient written, the second added (exact: R and R / 2). */
+static void
+check_relu(pasco_dtype dt, int64_t n)
+{
+	static const double specials[] = {-0.0, 0.0, NAN, 0x1p-1070, -INFINITY,
+	    INFINITY, -0x1p-1070, 1e-30, -1e-30};
+	pasco_tensor       *x          = rnd(dt, 1, &n, 17, -1, 1), *r;
+	pasco_tape         *tp;
+	pasco_tape_grad     g;
+	for (int64_t i = 0; i < n && i < 9; i++) {
+		pasco_tensor_set(x, i, specials[i]);
+	}
+	r = rnd(dt, 1, &n, 99, -1, 1); /* weighted()'s R */
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	pasco_tnode *s = pasco_tape_watch(tp, x);
+	pasco_tnode *a = pasco_t_relu(tp, s);
+	pasco_tnode *l = pasco_t_add(tp, weighted(tp, a),
+	    pasco_t_scale(tp, weighted(tp, pasco_t_relu(tp, s)), 0.5));
+	PASCO_PASS(pasco_tape_gradient(tp, l, 1, &s, &g));
+	for (int64_t i = 0; i < n; i++) {
+		double v   = pasco_tensor_get(x, i), y, d,
+		       w   = pasco_tensor_get(r, i);
+		double got = pasco_tensor_get(pasco_tnode_value(a), i);
+		double dg  = pasco_tensor_get(g.dense, i);
+		y          = v > 0 ? v : 0;
+		d = dt == PASCO_F32 ? (double) ((float) (0.5 * w) + (float) w)
+		                    : 0.5 * w + w;
+		d = y > 0 ? d : 0;
+		cr_assert(memcmp(&got, &y, sizeof(y)) == 0,
+		    "relu of element %lld (%g) of %lld: %g, want %g",
+		    (long long) i, v, (long long) n, got, y);
+		cr_assert(memcmp(&dg, &d, sizeof(d)) == 0,
+		    "relu's gradient at element %lld (%g) of %lld: %g, want "
+		    "%g",
+		    (long long) i, v, (long long) n, dg, d);
+	}
+	pasco_tape_grad_fini(&g, 1);
+	pasco_tape_free(tp);
+	pasco_tensor_release(x);
+	pasco_tensor_release(r);
+}
+
+Test(
+    tape_kernels, relu_and_its_gradient_are_the_plain_formula_on_every_element)
+{
+	/* blocks of 8 and a tail, a tail only, whole blocks */
+	int64_t sizes[] = {21, 5, 16, 1};
+	for (int k = 0; k < 4; k++) {
+		check_relu(PASCO_F32, sizes[k]);
+		check_relu(PASCO_F64, sizes[k]);
+	}
+}
