@@ -530,3 +530,35 @@ Test(
 		check_relu(PASCO_F64, sizes[k]);
 	}
 }
+
+Test(tape_kernels, bias_add_is_the_plain_sum_on_every_element)
+{
+	/* columns: blocks of 8 and a tail, a tail only, whole blocks */
+	int64_t cols[] = {21, 5, 16};
+	for (int k = 0; k < 6; k++) {
+		pasco_dtype   dt      = k % 2 ? PASCO_F64 : PASCO_F32;
+		int64_t       shape[] = {3, cols[k / 2]};
+		pasco_tensor *x       = rnd(dt, 2, shape, 5, -1e3, 1e3);
+		pasco_tensor *b       = rnd(dt, 1, &shape[1], 6, -1, 1);
+		pasco_tape   *tp;
+		PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+		const pasco_tensor *y = pasco_tnode_value(pasco_t_bias_add(tp,
+		    pasco_tape_constant(tp, x), pasco_tape_constant(tp, b)));
+		cr_assert_not_null(y, "%s", pasco_tape_message(tp));
+		for (int64_t i = 0; i < x->count; i++) {
+			double got  = pasco_tensor_get(y, i);
+			double u    = pasco_tensor_get(x, i),
+			       v    = pasco_tensor_get(b, i % shape[1]);
+			double want = dt == PASCO_F32
+			                  ? (double) ((float) u + (float) v)
+			                  : u + v;
+			cr_assert(memcmp(&got, &want, sizeof(got)) == 0,
+			    "bias_add element %lld of [3, %lld]: %.17g, want "
+			    "%.17g",
+			    (long long) i, (long long) shape[1], got, want);
+		}
+		pasco_tape_free(tp);
+		pasco_tensor_release(x);
+		pasco_tensor_release(b);
+	}
+}
