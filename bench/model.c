@@ -25,7 +25,7 @@
  * the same values (the layers' initializers) on the same batches.
  *
  * Figures (best of --rounds, 2 by default, the variants alternating in
- * each round):
+ * each round, every other round in reverse order):
  *   - in one process, no network: the forward and backward pass only
  *     (the tape against the kernels), steps/s;
  *   - through the coordinator on the launch's ps and its first worker:
@@ -605,6 +605,15 @@ report(const bench_model *bm, const char *where, const char *whose,
 	}
 }
 
+/* The variant that runs j-th in round r: every other round in reverse,
+ * so that none always runs first or last (load that rises or falls
+ * through a round would favour one in each round's ratio). */
+static size_t
+variant_at(const bench_model *bm, int r, size_t j)
+{
+	return r % 2 != 0 ? bm->nvariants - 1 - j : j;
+}
+
 /* The in-process figures of model bm: its variants alternating, best of
  * rounds each. */
 static int
@@ -614,7 +623,8 @@ in_process_figures(const bench_model *bm, long steps)
 	run_result        best[3] = {
 	           {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
 	for (int r = 0; r < rounds; r++) {
-		for (size_t i = 0; i < bm->nvariants; i++) {
+		for (size_t j = 0; j < bm->nvariants; j++) {
+			size_t     i = variant_at(bm, r, j);
 			run_result x = pass_rate(bm, &bm->v[i], steps);
 			if (x.rate < 0) {
 				fprintf(stderr,
@@ -684,7 +694,8 @@ distributed_figures(pasco_coordinator *coord, pasco_strategy *s,
 		rv = variant_args(s, bm, &bm->v[i], &m[i], hv, a[i], &n[i]);
 	}
 	for (int r = -1; r < rounds && rv == 0; r++) {
-		for (size_t i = 0; i < bm->nvariants && rv == 0; i++) {
+		for (size_t j = 0; j < bm->nvariants && rv == 0; j++) {
+			size_t     i = variant_at(bm, r, j);
 			run_result x = timed_steps(coord, bm->v[i].step, a[i],
 			    n[i], r < 0 ? steps / 10 + 1 : steps);
 			rv = x.rate < 0 || x.cpu_us < 0 ? PASCO_EINVAL : 0;
