@@ -25,7 +25,7 @@
  * the same values (the layers' initializers) on the same batches.
  *
  * Figures (best of --rounds, 2 by default, the variants alternating in
- * each round):
+ * each round, every other round in reverse order):
  *   - in one process, no network: the forward and backward pass only
  *     (the tape against the kernels), steps/s;
  *   - through the coordinator on the launch's ps and its first worker:
@@ -38,7 +38,15 @@
  * comes and goes on a shared machine moves both): the quieter figure.
  *
  *     pasco launch --ps 2 --workers 1 -- build/bench/model [--steps N]
- *         [--rounds R]
+ *         [--rounds R] [--model NAME] [--in-process]
+ *
+ * --model runs only the models whose name holds NAME ("MLP", "DeepFM",
+ * "tutorial"); --in-process only the first table, which needs no ps or
+ * worker running (for a profiler):
+ *
+ *     build/bench/model --chief-hosts localhost:1 --ps-hosts localhost:2
+ *         --worker-hosts localhost:3 --task-type chief --task-index 0
+ *         --in-process --model MLP
  */
 #include <math.h>
 
@@ -597,6 +605,15 @@ report(const bench_model *bm, const char *where, const char *whose,
 	}
 }
 
+/* The variant that runs j-th in round r: every other round in reverse,
+ * so that none always runs first or last (load that rises or falls
+ * through a round would favour one in each round's ratio). */
+static size_t
+variant_at(const bench_model *bm, int r, size_t j)
+{
+	return r % 2 != 0 ? bm->nvariants - 1 - j : j;
+}
+
 /* The in-process figures of model bm: its variants alternating, best of
  * rounds each. */
 static int
@@ -606,7 +623,8 @@ in_process_figures(const bench_model *bm, long steps)
 	run_result        best[3] = {
 	           {0, INFINITY, 0}, {0, INFINITY, 0}, {0, INFINITY, 0}};
 	for (int r = 0; r < rounds; r++) {
-		for (size_t i = 0; i < bm->nvariants; i++) {
+		for (size_t j = 0; j < bm->nvariants; j++) {
+			size_t     i = variant_at(bm, r, j);
 			run_result x = pass_rate(bm, &bm->v[i], steps);
 			if (x.rate < 0) {
 				fprintf(stderr,
@@ -676,7 +694,8 @@ distributed_figures(pasco_coordinator *coord, pasco_strategy *s,
 		rv = variant_args(s, bm, &bm->v[i], &m[i], hv, a[i], &n[i]);
 	}
 	for (int r = -1; r < rounds && rv == 0; r++) {
-		for (size_t i = 0; i < bm->nvariants && rv == 0; i++) {
+		for (size_t j = 0; j < bm->nvariants && rv == 0; j++) {
+			size_t     i = variant_at(bm, r, j);
 			run_result x = timed_steps(coord, bm->v[i].step, a[i],
 			    n[i], r < 0 ? steps / 10 + 1 : steps);
 			rv = x.rate < 0 || x.cpu_us < 0 ? PASCO_EINVAL : 0;
@@ -705,6 +724,8 @@ static int
 chief(const pasco_cluster *cluster, int argc, char **argv)
 {
 	long               steps = 500;
+	bool               local = false;
+	const char        *only  = NULL;
 	pasco_cluster     *sub   = bench_sub_cluster(cluster, 1);
 	pasco_strategy    *s     = NULL;
 	pasco_coordinator *coord = NULL;
@@ -714,7 +735,12 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 			steps = atol(argv[i + 1]);
 		} else if (strcmp(argv[i], "--rounds") == 0) {
 			rounds = atoi(argv[i + 1]);
+		} else if (strcmp(argv[i], "--model") == 0) {
+			only = argv[i + 1];
 		}
+	}
+	for (int i = 1; i < argc; i++) {
+		local = local || strcmp(argv[i], "--in-process") == 0;
 	}
 	if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1) {
 		fprintf(stderr,
@@ -728,16 +754,26 @@ chief(const pasco_cluster *cluster, int argc, char **argv)
 	       "step, and custom layers (op graphs) against both, %ld steps "
 	       "per figure, best of %d\n",
 	    steps, rounds);
-	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
-		printf("%s, in one process\n", BENCH_MODELS[k].name);
-		rv = in_process_figures(&BENCH_MODELS[k], steps);
-	}
-	if (rv != 0 || sub == NULL ||
-	    pasco_strategy_create(&s, sub, NULL) != 0 ||
-	    pasco_coordinator_create(&coord, s, NULL) != 0) {
+	/* the coordinator first: its heartbeats keep the ps and the worker
+	 * waiting through the in-process figures, which took past their
+	 * chief timeout (120 s) on a loaded 2-core machine */
+	if (!local &&
+	    (sub == NULL || pasco_strategy_create(&s, sub, NULL) != 0 ||
+	        pasco_coordinator_create(&coord, s, NULL) != 0)) {
 		rv = 1;
 	}
 	for (size_t k = 0; k < NMODELS && rv == 0; k++) {
+		if (only == NULL ||
+		    strstr(BENCH_MODELS[k].name, only) != NULL) {
+			printf("%s, in one process\n", BENCH_MODELS[k].name);
+			rv = in_process_figures(&BENCH_MODELS[k], steps);
+		}
+	}
+	for (size_t k = 0; k < NMODELS && rv == 0 && !local; k++) {
+		if (only != NULL &&
+		    strstr(BENCH_MODELS[k].name, only) == NULL) {
+			continue;
+		}
 		printf("%s, through the coordinator\n", BENCH_MODELS[k].name);
 		rv = distributed_figures(coord, s, &BENCH_MODELS[k], steps);
 	}

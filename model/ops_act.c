@@ -38,6 +38,37 @@ act_grad(int f, double y)
 	}
 }
 
+/* relu and its gradient as restrict kernels (PASCI_EACH8): a select the
+ * compiler vectorises, where the plain loop's branch on each element's
+ * sign mispredicts half the time (a relu pass over [64, 256] took as
+ * long as its matmul's copy-in). The same values: y = x > 0 ? x : 0, and
+ * d = (or +=) y > 0 ? g : 0. */
+#define RELU_KERNELS(T, sfx)                                                  \
+	static void relu_##sfx(int64_t n, const T *restrict x, T *restrict y) \
+	{                                                                     \
+		PASCI_EACH8(n, i, {                                           \
+			T v  = x[i];                                          \
+			y[i] = v > 0 ? v : (T) 0;                             \
+		});                                                           \
+	}                                                                     \
+	static void relu_grad_##sfx(int64_t n, bool fresh,                    \
+	    const T *restrict g, const T *restrict y, T *restrict d)          \
+	{                                                                     \
+		if (fresh) {                                                  \
+			PASCI_EACH8(n, i, {                                   \
+				T v  = g[i];                                  \
+				d[i] = y[i] > 0 ? v : (T) 0;                  \
+			});                                                   \
+		} else {                                                      \
+			PASCI_EACH8(n, i, {                                   \
+				T v = g[i];                                   \
+				d[i] += y[i] > 0 ? v : (T) 0;                 \
+			});                                                   \
+		}                                                             \
+	}
+RELU_KERNELS(float, f32)
+RELU_KERNELS(double, f64)
+
 /* dx += dy * f'(y), one loop per activation. */
 static void
 act_backward(pasco_tape *tp, pasco_tnode *n)
@@ -53,8 +84,13 @@ act_backward(pasco_tape *tp, pasco_tnode *n)
 		T       *d = dx;
 		switch (n->i[0]) {
 		case ACT_RELU:
-			PASCI_SET_OR_ADD(
-			    fresh, count, i, d, y[i] > 0 ? g[i] : (T) 0);
+			if (n->value.dtype == PASCO_F32) {
+				relu_grad_f32(
+				    count, fresh, n->grad, n->value.data, dx);
+			} else {
+				relu_grad_f64(
+				    count, fresh, n->grad, n->value.data, dx);
+			}
 			break;
 		case ACT_SIGMOID:
 			PASCI_SET_OR_ADD(fresh, count, i, d,
@@ -87,8 +123,12 @@ activate(pasco_tape *tp, int f, pasco_tnode *x)
 		const T *xs = x->value.data;
 		T       *y  = n->value.data;
 		if (f == ACT_RELU) {
-			for (int64_t i = 0; i < n->value.count; i++) {
-				y[i] = xs[i] > 0 ? xs[i] : (T) 0;
+			if (n->value.dtype == PASCO_F32) {
+				relu_f32(n->value.count, x->value.data,
+				    n->value.data);
+			} else {
+				relu_f64(n->value.count, x->value.data,
+				    n->value.data);
 			}
 		} else {
 			for (int64_t i = 0; i < n->value.count; i++) {

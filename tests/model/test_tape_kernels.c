@@ -475,3 +475,150 @@ Test(tape_kernels, mlp_backward_matches_the_hand_written_kernels)
 		pasco_tensor_release(all[k]);
 	}
 }
+
+/* relu(x)'s value and gradient for x of n elements (specials first),
+ * against x > 0 ? x : 0 and the gradient written out: two relus of x,
+ * the first gradient written, the second added (exact: R and R / 2). */
+static void
+check_relu(pasco_dtype dt, int64_t n)
+{
+	static const double specials[] = {-0.0, 0.0, NAN, 0x1p-1070, -INFINITY,
+	    INFINITY, -0x1p-1070, 1e-30, -1e-30};
+	pasco_tensor       *x          = rnd(dt, 1, &n, 17, -1, 1), *r;
+	pasco_tape         *tp;
+	pasco_tape_grad     g;
+	for (int64_t i = 0; i < n && i < 9; i++) {
+		pasco_tensor_set(x, i, specials[i]);
+	}
+	r = rnd(dt, 1, &n, 99, -1, 1); /* weighted()'s R */
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	pasco_tnode *s = pasco_tape_watch(tp, x);
+	pasco_tnode *a = pasco_t_relu(tp, s);
+	pasco_tnode *l = pasco_t_add(tp, weighted(tp, a),
+	    pasco_t_scale(tp, weighted(tp, pasco_t_relu(tp, s)), 0.5));
+	PASCO_PASS(pasco_tape_gradient(tp, l, 1, &s, &g));
+	for (int64_t i = 0; i < n; i++) {
+		double v   = pasco_tensor_get(x, i), y, d,
+		       w   = pasco_tensor_get(r, i);
+		double got = pasco_tensor_get(pasco_tnode_value(a), i);
+		double dg  = pasco_tensor_get(g.dense, i);
+		y          = v > 0 ? v : 0;
+		d = dt == PASCO_F32 ? (double) ((float) (0.5 * w) + (float) w)
+		                    : 0.5 * w + w;
+		d = y > 0 ? d : 0;
+		cr_assert(memcmp(&got, &y, sizeof(y)) == 0,
+		    "relu of element %lld (%g) of %lld: %g, want %g",
+		    (long long) i, v, (long long) n, got, y);
+		cr_assert(memcmp(&dg, &d, sizeof(d)) == 0,
+		    "relu's gradient at element %lld (%g) of %lld: %g, want "
+		    "%g",
+		    (long long) i, v, (long long) n, dg, d);
+	}
+	pasco_tape_grad_fini(&g, 1);
+	pasco_tape_free(tp);
+	pasco_tensor_release(x);
+	pasco_tensor_release(r);
+}
+
+Test(
+    tape_kernels, relu_and_its_gradient_are_the_plain_formula_on_every_element)
+{
+	/* blocks of 8 and a tail, a tail only, whole blocks */
+	int64_t sizes[] = {21, 5, 16, 1};
+	for (int k = 0; k < 4; k++) {
+		check_relu(PASCO_F32, sizes[k]);
+		check_relu(PASCO_F64, sizes[k]);
+	}
+}
+
+Test(tape_kernels, bias_add_is_the_plain_sum_on_every_element)
+{
+	/* columns: blocks of 8 and a tail, a tail only, whole blocks */
+	int64_t cols[] = {21, 5, 16};
+	for (int k = 0; k < 6; k++) {
+		pasco_dtype   dt      = k % 2 ? PASCO_F64 : PASCO_F32;
+		int64_t       shape[] = {3, cols[k / 2]};
+		pasco_tensor *x       = rnd(dt, 2, shape, 5, -1e3, 1e3);
+		pasco_tensor *b       = rnd(dt, 1, &shape[1], 6, -1, 1);
+		pasco_tape   *tp;
+		PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+		const pasco_tensor *y = pasco_tnode_value(pasco_t_bias_add(tp,
+		    pasco_tape_constant(tp, x), pasco_tape_constant(tp, b)));
+		cr_assert_not_null(y, "%s", pasco_tape_message(tp));
+		for (int64_t i = 0; i < x->count; i++) {
+			double got  = pasco_tensor_get(y, i);
+			double u    = pasco_tensor_get(x, i),
+			       v    = pasco_tensor_get(b, i % shape[1]);
+			double want = dt == PASCO_F32
+			                  ? (double) ((float) u + (float) v)
+			                  : u + v;
+			cr_assert(memcmp(&got, &want, sizeof(got)) == 0,
+			    "bias_add element %lld of [3, %lld]: %.17g, want "
+			    "%.17g",
+			    (long long) i, (long long) shape[1], got, want);
+		}
+		pasco_tape_free(tp);
+		pasco_tensor_release(x);
+		pasco_tensor_release(b);
+	}
+}
+
+/* A tape whose arena held NaN everywhere, then freed: the thread's next
+ * tape takes its blocks back as they are. */
+static void
+leave_nan_in_the_arena(void)
+{
+	int64_t       n = 6000;
+	pasco_tensor *t = rnd(PASCO_F32, 1, &n, 1, 0, 1);
+	pasco_tape   *tp;
+	for (int64_t i = 0; i < n; i++) {
+		pasco_tensor_set(t, i, NAN);
+	}
+	PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+	for (int k = 0; k < 8; k++) {
+		cr_assert_not_null(
+		    pasco_t_scale(tp, pasco_tape_constant(tp, t), 1));
+	}
+	pasco_tape_free(tp);
+	pasco_tensor_release(t);
+}
+
+static void
+assert_same_bits(
+    const pasco_tensor *got, const pasco_tensor *want, const char *what)
+{
+	cr_assert_eq(got->count, want->count, "%s: counts differ", what);
+	cr_assert(memcmp(got->data, want->data, want->nbytes) == 0,
+	    "%s: not the kernel's bits (first element %g, want %g)", what,
+	    pasco_tensor_get(got, 0), pasco_tensor_get(want, 0));
+}
+
+Test(tape_kernels, matmul_and_its_gradient_do_not_read_what_their_memory_held)
+{
+	pasco_tensor   *x = rnd(PASCO_F32, 2, (int64_t[]){32, 40}, 1, -1, 1);
+	pasco_tensor   *w = rnd(PASCO_F32, 2, (int64_t[]){40, 24}, 2, -1, 1);
+	pasco_tensor   *r = rnd(PASCO_F32, 2, (int64_t[]){32, 24}, 99, -1, 1);
+	pasco_tensor   *z, *dw, *dx;
+	pasco_tape     *tp;
+	pasco_tape_grad g[2];
+	PASCO_PASS(pasco_matmul(x, false, w, false, &z));
+	PASCO_PASS(pasco_matmul(x, true, r, false, &dw)); /* weighted()'s R */
+	PASCO_PASS(pasco_matmul(r, false, w, true, &dx));
+	for (int k = 0; k < 3; k++) {
+		leave_nan_in_the_arena();
+		PASCO_PASS(pasco_tape_alloc(&tp, true, 1));
+		pasco_tnode *s[2] = {
+		    pasco_tape_watch(tp, x), pasco_tape_watch(tp, w)};
+		pasco_tnode *y = pasco_t_matmul(tp, s[0], s[1], false, false);
+		PASCO_PASS(pasco_tape_gradient(tp, weighted(tp, y), 2, s, g));
+		assert_same_bits(pasco_tnode_value(y), z, "x w");
+		assert_same_bits(g[1].dense, dw, "d w");
+		assert_same_bits(g[0].dense, dx, "d x");
+		pasco_tape_grad_fini(g, 2);
+		pasco_tape_free(tp);
+	}
+	pasco_tensor *all[] = {x, w, r, z, dw, dx};
+	for (int k = 0; k < 6; k++) {
+		pasco_tensor_release(all[k]);
+	}
+}
