@@ -19,7 +19,6 @@ libprotobuf-c-dev libnng-dev liburing-dev libcriterion-dev libcjson-dev
 libopenblas-dev libgfortran-12-dev zlib1g-dev python3 python3-numpy
 python3-mesonpy python3-venv"
 missing=""
-pkgs="$pkgs prometheus" # the real Prometheus of test metrics_prometheus
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"

@@ -11,8 +11,9 @@ requests (garbage, a 20 KB head, a half request held open) leave every
 task serving and training, and worker 1 SIGKILLed (pasco launch
 --restart starts it again) is counted by the chief as a loss and a
 recovery while steps go on; then a real Prometheus server (Debian's
-prometheus, installed with apt-get when missing and the test runs as
-root, else the test skips with 77, saying why) scrapes the tasks every
+prometheus: on PATH, else its package fetched with apt-get download and
+unpacked into the build directory, never installed, since installing it
+enables a system service; else the test skips with 77, saying why) scrapes the tasks every
 second from a generated config, with its storage in the test's
 directory, and its HTTP API (/api/v1/query) must give up == 1 for every
 task and a chief's pasco_steps_total that grows between two queries.
@@ -241,15 +242,31 @@ def worker_recovery(addrs):
 
 
 def have_prometheus():
-    if shutil.which("prometheus") is None and os.geteuid() == 0:
-        print("installing prometheus (apt-get)", flush=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq",
-                        "--no-install-recommends", "prometheus"],
-                       env={**os.environ,
-                            "DEBIAN_FRONTEND": "noninteractive"},
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=300)
-    return shutil.which("prometheus") is not None
+    """The prometheus program: on PATH, or Debian's package unpacked (not
+    installed: installing it would start and enable a system service) into
+    the build directory, fetched with apt-get download when missing. None
+    when neither works."""
+    if shutil.which("prometheus") is not None:
+        return "prometheus"
+    cache = os.path.join(os.path.dirname(os.path.abspath(train)),
+                         "prometheus-deb")
+    exe = os.path.join(cache, "usr", "bin", "prometheus")
+    if not os.access(exe, os.X_OK):
+        print("fetching Debian's prometheus package (apt-get download), "
+              f"unpacked into {cache}", flush=True)
+        os.makedirs(cache, exist_ok=True)
+        try:
+            subprocess.run(["apt-get", "download", "-qq", "prometheus"],
+                           cwd=cache, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=300)
+            for deb in os.listdir(cache):
+                if deb.startswith("prometheus_") and deb.endswith(".deb"):
+                    subprocess.run(["dpkg-deb", "-x", deb, "."], cwd=cache,
+                                   timeout=120)
+                    os.remove(os.path.join(cache, deb))
+        except (OSError, subprocess.SubprocessError) as e:
+            print(f"could not fetch prometheus: {e}", flush=True)
+    return exe if os.access(exe, os.X_OK) else None
 
 
 def free_port():
@@ -275,10 +292,11 @@ def query(base, q):
 
 
 def prometheus(d, addrs):
-    if not have_prometheus():
-        print("SKIP: prometheus is not installed and could not be "
-              "(apt-get install prometheus, as root); the direct checks "
-              "above passed")
+    exe = have_prometheus()
+    if exe is None:
+        print("SKIP: prometheus is not installed and apt-get download "
+              "could not fetch Debian's package (apt-get install "
+              "prometheus); the direct checks above passed")
         raise SystemExit(77)
     port = free_port()
     cfg = os.path.join(d, "prometheus.yml")
@@ -288,7 +306,7 @@ def prometheus(d, addrs):
                 "  - job_name: pasco\n    static_configs:\n"
                 f"      - targets: {json.dumps(list(addrs.values()))}\n")
     log = open(os.path.join(d, "prometheus.log"), "w")
-    p = subprocess.Popen(["prometheus", f"--config.file={cfg}",
+    p = subprocess.Popen([exe, f"--config.file={cfg}",
                           f"--storage.tsdb.path={os.path.join(d, 'tsdb')}",
                           f"--web.listen-address=127.0.0.1:{port}",
                           "--log.level=warn"],
