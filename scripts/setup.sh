@@ -17,7 +17,7 @@ set -eu
 pkgs="build-essential meson ninja-build pkg-config cmake protobuf-c-compiler
 libprotobuf-c-dev libnng-dev liburing-dev libcriterion-dev libcjson-dev
 libopenblas-dev libgfortran-12-dev zlib1g-dev python3 python3-numpy
-python3-mesonpy python3-venv"
+python3-mesonpy python3-venv python3-sklearn"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
