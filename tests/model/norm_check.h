@@ -105,4 +105,24 @@ updates_on(pasco_tape *tp)
 	return n;
 }
 
+/* A BatchNormalization whose config field is value must be refused with
+ * a message that says says (and build no model). */
+static inline void
+bn_refused(const char *field, const char *value, const char *says)
+{
+	char         json[1024];
+	pasco_model *m = NULL;
+	snprintf(json, sizeof(json),
+	    "{\"class_name\": \"Sequential\", \"config\": {\"inputs\": "
+	    "[{\"name\": \"x\", \"width\": 4}], \"layers\": [{\"class_name\": "
+	    "\"BatchNormalization\", \"config\": {\"name\": \"bn\", \"%s\": "
+	    "%s}}]}}",
+	    field, value);
+	PASCO_FAIL(pasco_model_from_json(json, &m), PASCO_EINVAL);
+	cr_assert_null(m);
+	cr_assert(strstr(pasco_model_last_error(), says) != NULL,
+	    "%s = %s: '%s' does not say '%s'", field, value,
+	    pasco_model_last_error(), says);
+}
+
 #endif

@@ -385,38 +385,20 @@ Test(batch_norm, its_config_round_trips_every_field)
 	pasco_model_free(back);
 }
 
-static void
-refused(const char *field, const char *value, const char *says)
-{
-	char         json[1024];
-	pasco_model *m = NULL;
-	snprintf(json, sizeof(json),
-	    "{\"class_name\": \"Sequential\", \"config\": {\"inputs\": "
-	    "[{\"name\": \"x\", \"width\": 4}], \"layers\": [{\"class_name\": "
-	    "\"BatchNormalization\", \"config\": {\"name\": \"bn\", \"%s\": "
-	    "%s}}]}}",
-	    field, value);
-	PASCO_FAIL(pasco_model_from_json(json, &m), PASCO_EINVAL);
-	cr_assert_null(m);
-	cr_assert(strstr(pasco_model_last_error(), says) != NULL,
-	    "%s = %s: '%s' does not say '%s'", field, value,
-	    pasco_model_last_error(), says);
-}
-
 Test(batch_norm, bad_configs_name_the_field)
 {
-	refused("momentum", "2", "momentum must be in [0, 1], got 2");
-	refused("momentum", "-1", "momentum must be a number >= 0");
-	refused("epsilon", "\"big\"", "epsilon must be a number >= 0");
-	refused("axis", "0", "axis must be one integer, not 0");
-	refused("axis", "[1, 2]", "a list of several axes is not supported");
-	refused("beta_regularizer",
+	bn_refused("momentum", "2", "momentum must be in [0, 1], got 2");
+	bn_refused("momentum", "-1", "momentum must be a number >= 0");
+	bn_refused("epsilon", "\"big\"", "epsilon must be a number >= 0");
+	bn_refused("axis", "0", "axis must be one integer, not 0");
+	bn_refused("axis", "[1, 2]", "a list of several axes is not supported");
+	bn_refused("beta_regularizer",
 	    "{\"class_name\": \"L2\", \"config\": {\"l3\": 0.1}}",
 	    "(bn): beta_regularizer");
-	refused("gamma_constraint", "{\"class_name\": \"UnitNorm\"}",
+	bn_refused("gamma_constraint", "{\"class_name\": \"UnitNorm\"}",
 	    "gamma_constraint");
-	refused("synchronized", "true", "synchronized must be false");
-	refused("renorm", "true", "renorm");
+	bn_refused("synchronized", "true", "synchronized must be false");
+	bn_refused("renorm", "true", "renorm");
 }
 
 Test(batch_norm, an_input_of_another_width_is_refused_naming_the_layer)

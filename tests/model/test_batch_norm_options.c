@@ -275,34 +275,16 @@ Test(batch_norm_options, its_new_fields_round_trip_as_keras_writes_them)
 	pasco_model_free(back);
 }
 
-static void
-refused(const char *field, const char *value, const char *says)
-{
-	char         json[1024];
-	pasco_model *m = NULL;
-	snprintf(json, sizeof(json),
-	    "{\"class_name\": \"Sequential\", \"config\": {\"inputs\": "
-	    "[{\"name\": \"x\", \"width\": 4}], \"layers\": [{\"class_name\": "
-	    "\"BatchNormalization\", \"config\": {\"name\": \"bn\", \"%s\": "
-	    "%s}}]}}",
-	    field, value);
-	PASCO_FAIL(pasco_model_from_json(json, &m), PASCO_EINVAL);
-	cr_assert_null(m);
-	cr_assert(strstr(pasco_model_last_error(), says) != NULL,
-	    "%s = %s: '%s' does not say '%s'", field, value,
-	    pasco_model_last_error(), says);
-}
-
 Test(batch_norm_options, bad_axes_and_options_are_refused_naming_them)
 {
-	refused("axis", "0", "axis must be one integer, not 0");
-	refused("axis", "[1, 2]", "a list of several axes is not supported");
-	refused("axis", "2", "axis 2 is out of range for its input");
-	refused("axis", "-3", "axis -3 is out of range for its input");
-	refused("trainable", "1", "trainable");
-	refused("gamma_regularizer",
+	bn_refused("axis", "0", "axis must be one integer, not 0");
+	bn_refused("axis", "[1, 2]", "a list of several axes is not supported");
+	bn_refused("axis", "2", "axis 2 is out of range for its input");
+	bn_refused("axis", "-3", "axis -3 is out of range for its input");
+	bn_refused("trainable", "1", "trainable");
+	bn_refused("gamma_regularizer",
 	    "{\"class_name\": \"L3\", \"config\": {}}", "gamma_regularizer");
-	refused("beta_constraint", "{\"class_name\": \"Positive\"}",
+	bn_refused("beta_constraint", "{\"class_name\": \"Positive\"}",
 	    "beta_constraint");
 	pasco_layer  l = pasco_layer_batch_normalization();
 	pasco_model *m = NULL;
