@@ -391,7 +391,8 @@ Test(batch_norm, bad_configs_name_the_field)
 	bn_refused("momentum", "-1", "momentum must be a number >= 0");
 	bn_refused("epsilon", "\"big\"", "epsilon must be a number >= 0");
 	bn_refused("axis", "0", "axis must be one integer, not 0");
-	bn_refused("axis", "[1, 2]", "a list of several axes is not supported");
+	bn_refused(
+	    "axis", "[1, 2]", "a list of several axes is not supported");
 	bn_refused("beta_regularizer",
 	    "{\"class_name\": \"L2\", \"config\": {\"l3\": 0.1}}",
 	    "(bn): beta_regularizer");

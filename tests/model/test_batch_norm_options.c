@@ -278,7 +278,8 @@ Test(batch_norm_options, its_new_fields_round_trip_as_keras_writes_them)
 Test(batch_norm_options, bad_axes_and_options_are_refused_naming_them)
 {
 	bn_refused("axis", "0", "axis must be one integer, not 0");
-	bn_refused("axis", "[1, 2]", "a list of several axes is not supported");
+	bn_refused(
+	    "axis", "[1, 2]", "a list of several axes is not supported");
 	bn_refused("axis", "2", "axis 2 is out of range for its input");
 	bn_refused("axis", "-3", "axis -3 is out of range for its input");
 	bn_refused("trainable", "1", "trainable");
