@@ -73,9 +73,11 @@ bool pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg);
 bool pasci_loss_graph_write(
     cJSON *parent, const char *key, const pasci_loss_graph *lg);
 /* The loss of pred against targets y on tp (a scalar node), or NULL with
- * the tape's error set. */
+ * the tape's error set. sw (NULL: none): one weight per example of pred,
+ * [batch] or [batch, 1]; the loss is then Keras's sum(w_i * l_i) / batch
+ * of the graph's per-example losses (a scalar loss: loss * mean(w)). */
 pasco_tnode *pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
-    const pasco_tensor *y, pasco_tnode *pred);
+    const pasco_tensor *y, pasco_tnode *pred, const pasco_tensor *sw);
 
 /* Metric k of c from text (o->metrics[k]: a name, or the JSON of a Keras
  * metric object, {"class_name": ..., "config": {...}}): its kind, spec

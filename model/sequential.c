@@ -340,14 +340,8 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 			    "loss: the model has no loss graph "
 			    "(pasco_compile_options.loss_graph)");
 		}
-		if (sw != NULL) {
-			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "loss '%s': a custom (graph) loss takes no sample "
-			    "weights; leave sample_weight and class_weight "
-			    "out, or weigh the examples in the loss",
-			    pasci_loss_graph_name(m->compile.loss_graph));
-		}
-		return pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
+		return pasci_loss_graph_run(
+		    m->compile.loss_graph, tp, y, out, sw);
 	}
 	if (!flat_sequence(tp, loss, &out,
 	        act == PASCO_ACT_SIGMOID || act == PASCO_ACT_SOFTMAX ? &pre
@@ -410,6 +404,9 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 		    m->layers[m->nlayers - 1].name);
 	}
 	l = loss_node(m, tp, &loss, y, sw, out, pre, act);
+	if (l != NULL && m->compile.has_loss_weight) {
+		l = pasco_t_scale(tp, l, m->compile.loss_weight); /* Keras's */
+	}
 	if (l != NULL && added.added != NULL) {
 		l = pasco_t_add(tp, l, added.added);
 	}

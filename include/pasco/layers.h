@@ -86,13 +86,18 @@
  *     the same value each add their own, so their updates overlap by
  *     (1 - momentum)^2, as their gradients are stale). Otherwise
  *     (evaluation, prediction) mean and variance are the moving ones.
- *   LayerNormalization: Keras 3's keras.layers.LayerNormalization
- *     (axis -1): gamma * (x - mean) / sqrt(variance + epsilon) + beta,
- *     mean and variance over each example's features. epsilon (1e-3),
+ *   LayerNormalization: Keras 3's keras.layers.LayerNormalization on an
+ *     input of any rank: gamma * (x - mean) / sqrt(variance + epsilon) +
+ *     beta, mean and (biased) variance of each example over its axes
+ *     (ln_axes, ln_naxes of them, counted with the batch's: -1 the last,
+ *     1 the first per example, never 0; none: -1), in any order, sorted
+ *     as Keras sorts them; a repeated axis is refused. epsilon (1e-3),
  *     center, scale, beta_initializer, gamma_initializer as above;
  *     rms_scaling (false): x / sqrt(variance + epsilon) * gamma, no beta
  *     (Keras's, which takes the variance, not the mean square). Variables
- *     <name>/gamma and /beta [width].
+ *     <name>/gamma and /beta of the input's dimensions at those axes, in
+ *     order (Keras's shape: [D] for axis -1 of [B, T, D], [T, D] for
+ *     axis [1, 2]), broadcast along the others.
  *   Both take Keras's gamma_regularizer and beta_regularizer (gamma_l1,
  *     gamma_l2, beta_l1, beta_l2) and gamma_constraint, beta_constraint.
  *     BatchNormalization's bn_axis (-1) is Keras's axis: one feature axis
@@ -268,6 +273,11 @@ typedef struct pasco_layer {
 	 * Keras's trainable=False (frozen: inference mode in every step) */
 	int32_t bn_axis;
 	bool    frozen;
+	/* LayerNormalization: Keras's axis, ln_naxes axes counted with the
+	 * batch's (-1 the last; never 0), the statistics over them per
+	 * example; ln_naxes 0: Keras's default, -1 */
+	int32_t ln_axes[PASCO_LAYER_MAX_SHAPE];
+	size_t  ln_naxes;
 	/* Preprocessing layers (Hashing, StringLookup, IntegerLookup,
 	 * CategoryEncoding, Discretization, HashedCrossing): their options
 	 * and tables, a reference held by each model and by the description

@@ -183,6 +183,16 @@ typedef struct pasco_compile_options {
 	 * config keeps them under "weighted_metrics". */
 	const char *const *weighted_metrics;
 	size_t             nweighted_metrics;
+	/* Keras 3's loss_weights: one number per output of the model, its
+	 * loss's weight in the total (NULL or 0 of them: 1). A Pasco model
+	 * has one output, so at most one; the loss (what fit trains on and
+	 * what fit and evaluate report as "loss") is that weight times the
+	 * loss's value, plus the regularizers' terms, unscaled, as Keras's
+	 * total loss adds them. A weight must be finite; more
+	 * weights than outputs are refused naming the count (PASCO_EINVAL).
+	 * The compile config keeps it as "loss_weights": a number. */
+	const double *loss_weights;
+	size_t        nloss_weights;
 } pasco_compile_options;
 
 int pasco_model_compile(pasco_model *m, const pasco_compile_options *o);
