@@ -27,7 +27,9 @@ numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
 numpy arrays against numpy's loss and forward pass), keras_extras
 (tests/python/keras_extras.py: BatchNormalization's axis and
 trainable=False, activity and embeddings regularizers, a sequence's
-predict, against numpy),
+predict, against numpy), keras_weights (tests/python/keras_weights.py:
+LayerNormalization's axes, traced losses with sample weights and
+loss_weights, against numpy),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
 against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
@@ -379,6 +381,12 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("sample_weights.py", d, workers=3)
         ok = p.returncode == 0 and "sample_weights: OK" in p.stdout
+    elif case == "keras_weights":
+        # LayerNormalization's axes, weighted traced losses, loss_weights
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("keras_weights.py", d, workers=1)
+        ok = p.returncode == 0 and "keras_weights: OK" in p.stdout
     elif case == "exact_epochs":
         # tests/python/exact_epochs.py: each example once per epoch on 3
         # workers
