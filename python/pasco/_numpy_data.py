@@ -22,10 +22,14 @@ written as one small file each, the examples in that epoch's order, a
 permutation drawn from the seed and e when shuffle=True, else the arrays'
 order; pasco_model_fit_options.step_dataset names step k's file), so each
 example is read exactly once per epoch whatever the worker count, and a
-step run again on another worker reads the same batch. Only an explicit
-steps_per_epoch other than that count, or steps_per_execution > 1,
-streams each worker's share of the examples instead (repeated; each
-example once per epoch on average).
+step run again on another worker reads the same batch. steps_per_execution
+> 1 packs that many named steps into one closure (the last of an epoch
+fewer). An explicit steps_per_epoch reads as Keras's EpochIterator reads
+arrays: the epochs take consecutive batches of one pass (ceil(examples /
+batch_size) batches in one order) until it runs out, which ends that
+epoch early (Keras's "Your input ran out of data"), and the next epoch
+starts a new pass (a new order with shuffle); so every example is read
+exactly once per pass, as in Keras (Batches).
 """
 
 from __future__ import annotations
@@ -290,22 +294,41 @@ class Written:
         self.close()
 
 
+class OutOfData(Exception):
+    """An epoch's data ran out before this step (Keras's "input ran out of
+    data"): the step dataset callback returns PASCO_EOUTOFRANGE."""
+
+
 class Batches:
-    """Exact epochs: epoch e's step k reads the file of its batch, the
-    examples perm_e[k * b:(k + 1) * b] (perm_e a permutation drawn from
-    the seed and e with shuffle, else the arrays' order). Epoch e's files
-    are written when the chief names its first step, each the framed
-    records of its examples copied from the arrays' file (TFRecord records
-    are self-contained: no example is encoded again); the previous
-    epoch's, whose steps have all returned by then, are removed. Without
-    shuffle one set serves every epoch."""
+    """Exact epochs, Keras's order of batches: a pass is ceil(n / b)
+    batches, batch k the examples perm_p[k * b:(k + 1) * b] (perm_p a
+    permutation drawn from the seed and p with shuffle, else the arrays'
+    order), and each epoch's steps take the next batches of the current
+    pass, as Keras's EpochIterator takes them from one iterator over the
+    epochs when steps_per_epoch is given: when the pass runs out the
+    epoch ends there (Keras warns "Your input ran out of data") and the
+    next epoch starts a new pass. With the default steps_per_epoch (one
+    pass) each epoch is one pass. steps_per_execution steps go to one
+    closure, the last of a pass perhaps fewer. A pass is named by the
+    epoch it starts in (so pass e is epoch e's with the default). Its
+    files are written when the chief names its first step, each the
+    framed records of its batch copied from the arrays' file (TFRecord
+    records are self-contained: no example is encoded again); the
+    previous pass's, whose steps have all returned by then (a pass starts
+    with an epoch), are removed. Without shuffle one set serves every
+    pass."""
 
     def __init__(self, data: Written, batch_size: int, shuffle: bool,
-                 seed: int) -> None:
+                 seed: int, steps_per_epoch: Optional[int] = None,
+                 steps_per_execution: int = 1) -> None:
         self.data, self.b, self.shuffle, self.seed = \
             data, batch_size, shuffle, seed
         self.steps = max(1, math.ceil(data.n / batch_size))
-        self.epoch: Optional[int] = None
+        self.per_epoch = steps_per_epoch or self.steps
+        self.spx = max(1, steps_per_execution)
+        self.written: Optional[int] = None  # the pass on disk
+        self.plans: Dict[int, List[Tuple[int, int]]] = {}
+        self.state: Optional[Tuple[int, int, int]] = None
         with open(data.path, "rb") as f:
             self.bytes = f.read()
         starts, at = [], 0
@@ -317,11 +340,37 @@ class Batches:
                                f"for {data.n} examples")
         self.starts = starts + [at]
 
-    def _write(self, epoch: int) -> None:
-        d = os.path.join(self.data.dir, f"epoch-{epoch}")
+    def plan(self, epoch: int) -> List[Tuple[int, int]]:
+        """Epoch's steps as (pass, batch), as Keras's EpochIterator
+        (keras/src/trainers/epoch_iterator.py) gives an epoch its batches
+        when steps_per_epoch is given; the first epoch asked (fit's
+        initial_epoch) starts a pass."""
+        if epoch in self.plans:
+            return self.plans[epoch]
+        if self.state is None or epoch < self.state[0]:
+            self.state = (epoch, epoch, 0)  # (next epoch, pass, position)
+        e, p, pos = self.state
+        while e <= epoch:
+            steps: List[Tuple[int, int]] = []
+            done = 0
+            while done < self.per_epoch and pos < self.steps:
+                n = min(self.spx, self.per_epoch - done)  # one closure
+                take = min(n, self.steps - pos)
+                steps += [(p, pos + j) for j in range(take)]
+                pos, done = pos + take, done + n
+            if pos >= self.steps:  # the pass is over: a new one next
+                p, pos = e + 1, 0
+            self.plans = {k: v for k, v in self.plans.items() if k >= e - 1}
+            self.plans[e] = steps
+            e += 1
+        self.state = (e, p, pos)
+        return self.plans[epoch]
+
+    def _write(self, p: int) -> None:
+        d = os.path.join(self.data.dir, f"pass-{p}")
         order = np.arange(self.data.n)
         if self.shuffle:
-            order = np.random.default_rng([self.seed, epoch]).permutation(
+            order = np.random.default_rng([self.seed, p]).permutation(
                 self.data.n)
         os.makedirs(d, exist_ok=True)
         s, raw = self.starts, self.bytes
@@ -331,17 +380,23 @@ class Batches:
                 f.write(b"".join(raw[s[i]:s[i + 1]] for i in rows))
 
     def name(self, epoch: int, step: int) -> str:
-        """The dataset name of epoch's step (its batch, one element)."""
-        e = epoch if self.shuffle else 0  # one order: written once
-        if e != self.epoch:
-            if self.epoch is not None:
+        """The dataset name of epoch's step (its batch, one element);
+        OutOfData past the epoch's last step."""
+        plan = self.plan(epoch)
+        if step >= len(plan):
+            raise OutOfData(f"epoch {epoch}: step {step} is past its "
+                            f"{len(plan)} batches")
+        p, k = plan[step]
+        p = p if self.shuffle else 0  # one order: written once
+        if p != self.written:
+            if self.written is not None:
                 shutil.rmtree(os.path.join(self.data.dir,
-                                           f"epoch-{self.epoch}"),
+                                           f"pass-{self.written}"),
                               ignore_errors=True)
-            self._write(e)
-            self.epoch = e
-        path = os.path.join(self.data.dir, f"epoch-{e}",
-                            f"batch-{step}.tfrecord")
+            self._write(p)
+            self.written = p
+        path = os.path.join(self.data.dir, f"pass-{p}",
+                            f"batch-{k}.tfrecord")
         return self.data.spec_of(path, self.b).name(1)
 
 
@@ -359,6 +414,8 @@ def step_dataset_cb(name_of: Any, errors: List[BaseException]) -> Any:
                                  f"{len(name)} bytes; at most {n - 1}")
             ctypes.memmove(buf, name + b"\0", len(name) + 1)
             return 0
+        except OutOfData:
+            return 9  # PASCO_EOUTOFRANGE: the epoch ends (Keras's)
         except BaseException as e:  # raised after fit returns
             errors.append(e)
             return 1  # PASCO_EINVAL
@@ -448,13 +505,13 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
         sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
     with Written(model, x, y, "x", sw) as train:
-        exact = Batches(train, b, bool(shuffle), model.seed)
-        steps = fit_args.pop("steps_per_epoch", None) or exact.steps
+        exact = Batches(train, b, bool(shuffle), model.seed,
+                        fit_args.pop("steps_per_epoch", None),
+                        fit_args.get("steps_per_execution", 1))
+        steps = exact.per_epoch
         ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
-                           repeat=-1)
-        if steps == exact.steps and \
-                fit_args.get("steps_per_execution", 1) == 1:
-            model._step_dataset = exact.name
+                           repeat=-1)  # not read: each step's is named
+        model._step_dataset = exact.name
         try:
             if vx is None:
                 return model.fit(ds, steps_per_epoch=steps, **fit_args)
