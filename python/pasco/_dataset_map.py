@@ -302,6 +302,12 @@ def call_model(model: Any, inputs: Any, training: bool) -> Any:
                 f"{who}: input {name!r} takes {want or 'numbers'}; the "
                 f"tensor given holds "
                 f"{'strings' if t.index in act.strings else t.dtype}")
+        width = getattr(specs.get(name), "width", None)
+        got = t.shape[1] if len(t.shape) == 2 else 1
+        if width is not None and (len(t.shape) > 2 or got != width):
+            raise ValueError(f"{who}: input {name!r} takes [batch, "
+                             f"{width}]; the tensor given is "
+                             f"{ops._fmt(t.shape)}")
         if t.dtype not in ("int64", "int32") and want in (
                 "string", "int64", "int32"):
             raise TypeError(f"{who}: input {name!r} takes {want}; the "
