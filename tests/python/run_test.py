@@ -320,6 +320,9 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
     elif case == "tf_data":
         p = launch("tf_data.py", ps=1, timeout=90)
         ok = p.returncode == 0 and "tf_data: OK" in p.stdout
+        if ok:
+            p = launch("tf_data.py", "once", ps=1, workers=1, timeout=60)
+            ok = p.returncode == 0 and "tf_data: OK" in p.stdout
     elif case == "keras3_metrics":
         subprocess.run([make_table, d], check=True)
         p = launch("keras3_metrics.py", d, timeout=170)

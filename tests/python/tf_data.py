@@ -11,15 +11,19 @@ train: TensorFlow's parameter-server tutorial's input pipeline as it is
   whose input is int64 ids to accuracy >= 0.9.
 ids: a step that returns its batch: the ids the workers computed equal
   the chief's own lookup of the same examples (an "id" feature names each
-  row), with .shuffle(16).repeat().batch(8) and with map after batch.
-once: .batch(8).repeat(1) without shuffle: each worker reads every
-  example exactly once, then its steps fail out of range.
+  row), with .shuffle(16).repeat().batch(8), with map after batch (and
+  prefetch), and with the lookup layers called directly in the map (the
+  [batch] id through an IntegerLookup and an op).
+once (a launch of its own, 1 worker, so that every step is that
+  worker's): .batch(8).repeat(1) without shuffle reads every example
+  exactly once, then the steps fail out of range.
 shapes: a tuple (features, labels) of numbers: a [n] label is [batch], a
   float feature scaled by ops in the map; one array, take(4).batch(8):
   one batch of its first 4 values.
 errors: bad chains and bad maps, word for word, raised on the chief.
 Run on every task:
     pasco launch --ps 1 --workers 2 -- python3 tf_data.py
+    pasco launch --ps 1 --workers 1 -- python3 tf_data.py once
 Prints "tf_data: OK" or "tf_data: FAILED: why" (exit 1)."""
 
 import random
@@ -139,16 +143,34 @@ def ids(coordinator, feature_stage, label_stage):
         x, y = next(iterator)
         return x["id"], x["features"], y
 
+    feature_lookup = pasco.layers.StringLookup(vocabulary=VOCAB,
+                                               mask_token=None)
+    label_lookup = pasco.layers.StringLookup(vocabulary=["yes", "no"],
+                                             num_oov_indices=0,
+                                             mask_token=None)
+    id_lookup = pasco.layers.IntegerLookup(vocabulary=list(range(40)),
+                                           mask_token=None)
+
+    def by_layers(x):  # layers called directly; a [batch] id through one
+        return ({"features": feature_lookup(x["features"]),
+                 "id": ops.subtract(ops.cast(id_lookup(x["id"]), "float32"),
+                                    1.0)},
+                label_lookup(x["label"]))
+
     raw = pasco.data.Dataset.from_tensor_slices(data)
     for name, ds in (
             ("shuffle(16).repeat().batch(8)",
              raw.map(mapped).shuffle(16).repeat().batch(8)),
-            ("batch(8).map", raw.batch(8).map(mapped).repeat())):
+            ("batch(8).map", raw.batch(8).map(mapped).repeat().prefetch(2)),
+            ("layers", raw.map(by_layers).shuffle(40).batch(8).repeat())):
         it = iter(coordinator.create_per_worker_dataset(ds))
         rvs = [coordinator.schedule(show, args=(it,)) for _ in range(8)]
         seen = 0
         for rv in rvs:
             rid, f, y = rv.fetch()
+            if rid.ndim != 1:
+                return f"{name}: the ids have shape {rid.shape}"
+            rid = rid.astype(np.int64)
             want_f, want_y = lookup(data, rid)
             if f.dtype != np.int64 or not np.array_equal(f, want_f) or \
                     not np.array_equal(y, want_y):
@@ -161,7 +183,7 @@ def ids(coordinator, feature_stage, label_stage):
     return None
 
 
-def once(coordinator, feature_stage, label_stage, workers):
+def once(coordinator, workers):
     data = examples(24, 7)
     data["id"] = np.arange(24)
 
@@ -288,13 +310,15 @@ def chief(cluster):
     strategy = pasco.ParameterServerStrategy(cluster, window=1)
     coordinator = pasco.ClusterCoordinator(strategy)
     feature_stage, label_stage = stages()
-    for part in (lambda: errors(coordinator, feature_stage, label_stage),
+    if cluster.argv[1:] == ["once"]:  # 1 worker: every step is its own
+        parts = [lambda: once(coordinator, cluster.num_workers)]
+    else:
+        parts = [lambda: errors(coordinator, feature_stage, label_stage),
                  lambda: shapes(coordinator),
                  lambda: ids(coordinator, feature_stage, label_stage),
-                 lambda: once(coordinator, feature_stage, label_stage,
-                              cluster.num_workers),
                  lambda: train(strategy, coordinator, feature_stage,
-                               label_stage)):
+                               label_stage)]
+    for part in parts:
         why = part()
         if why is not None:
             return fail(why)
