@@ -20,6 +20,9 @@ once (a launch of its own, 1 worker, so that every step is that
 shapes: a tuple (features, labels) of numbers: a [n] label is [batch], a
   float feature scaled by ops in the map; one array, take(4).batch(8):
   one batch of its first 4 values.
+big map: a map over the name's 4000 bytes goes in a file beside the
+  data; a dataset's files go when it is freed, and the per-worker
+  datasets' when the strategy closes.
 errors: bad chains and bad maps, word for word, raised on the chief.
 Run on every task:
     pasco launch --ps 1 --workers 2 -- python3 tf_data.py
@@ -243,6 +246,40 @@ def shapes(coordinator):
     return None
 
 
+def big_map(coordinator):
+    """A map whose JSON is over the name's 4000 bytes (a 400-token
+    vocabulary) travels as a file beside the data; the files go when the
+    dataset is freed."""
+    import gc
+    import os
+    vocab = [f"token{i:04d}" for i in range(400)]
+    lookup = pasco.layers.StringLookup(vocabulary=vocab, mask_token=None)
+    words = [[vocab[(7 * i) % 400], vocab[(7 * i + 1) % 400]]
+             for i in range(20)]
+    ds = pasco.data.Dataset.from_tensor_slices({"w": words}).map(
+        lambda x: lookup(x["w"])).batch(20).repeat()
+    name = ds.name(-1)
+    if '"map_file":' not in name or len(name) > 4000:
+        return f"a {len(name)}-byte name without a map_file"
+
+    @pasco.function
+    def first(iterator):
+        return next(iterator)
+
+    it = iter(coordinator.create_per_worker_dataset(ds))
+    got = coordinator.schedule(first, args=(it,)).fetch()
+    want = [[(7 * i) % 400 + 1, (7 * i + 1) % 400 + 1] for i in range(20)]
+    if got.tolist() != want:
+        return f"map_file: {got.tolist()}"
+    free = pasco.data.Dataset.from_tensor_slices({"w": words})
+    d = free._src.dir
+    del free
+    gc.collect()
+    if os.path.exists(d):
+        return f"{d} is left after its dataset was freed"
+    return None
+
+
 ERRORS = [
     ("shuffle after batch",
      lambda d, fs, ls: d.batch(4).shuffle(8),
@@ -315,6 +352,7 @@ def chief(cluster):
     else:
         parts = [lambda: errors(coordinator, feature_stage, label_stage),
                  lambda: shapes(coordinator),
+                 lambda: big_map(coordinator),
                  lambda: ids(coordinator, feature_stage, label_stage),
                  lambda: train(strategy, coordinator, feature_stage,
                                label_stage)]
@@ -322,6 +360,12 @@ def chief(cluster):
         why = part()
         if why is not None:
             return fail(why)
+    import glob
+    held = [r.dir for r in strategy._resources if hasattr(r, "dir")]
+    strategy.close()  # the per-worker datasets' files go with it
+    left = [d for d in held if glob.glob(d)]
+    if not held or left:
+        return fail(f"after close: {left} of {held} left")
     print("tf_data: OK", flush=True)
     return 0
 
