@@ -18,8 +18,9 @@ once (a launch of its own, 1 worker, so that every step is that
   worker's): .batch(8).repeat(1) without shuffle reads every example
   exactly once, then the steps fail out of range.
 shapes: a tuple (features, labels) of numbers: a [n] label is [batch], a
-  float feature scaled by ops in the map; one array, take(4).batch(8):
-  one batch of its first 4 values.
+  float feature scaled by ops in the map; a pasco.data.tfrecord dataset's
+  (x, y) mapped through a StringLookup; one array, take(4).batch(8): one
+  batch of its first 4 values.
 big map: a map over the name's 4000 bytes goes in a file beside the
   data; a dataset's files go when it is freed, and the per-worker
   datasets' when the strategy closes.
@@ -232,6 +233,25 @@ def shapes(coordinator):
     if f.shape != (3, 2) or l.shape != (3,) or \
             not np.array_equal(f, 2 * x[l // 10]):
         return f"tuple element: {f.tolist()} {l.tolist()}"
+    # a tfrecord dataset's (x, y) mapped: a string feature looked up
+    import atexit
+    import os
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="tf_data-")
+    atexit.register(shutil.rmtree, d, True)
+    path = os.path.join(d, "w.tfrecord")
+    pasco.data.write_tfrecord(path, {"w": np.array([["b", "a"], ["c", "x"]]),
+                                     "y": np.array([5, 6])})
+    look = pasco.layers.StringLookup(vocabulary=["a", "b", "c"],
+                                     mask_token=None)
+    tf = pasco.data.tfrecord(path, {"w": pasco.data.Feature("string", 2)},
+                             label="y", batch_size=2, repeat=-1,
+                             shard="none").map(lambda x, y: (look(x["w"]), y))
+    it = iter(coordinator.create_per_worker_dataset(tf))
+    w, l = coordinator.schedule(show, args=(it,)).fetch()
+    if w.tolist() != [[2, 1], [3, 0]] or l.tolist() != [5, 6]:
+        return f"a mapped tfrecord dataset: {w.tolist()} {l.tolist()}"
     ds = pasco.data.Dataset.from_tensor_slices(np.arange(10) * 3).take(
         4).batch(8).repeat()
 
