@@ -353,6 +353,15 @@ def errors(coordinator, feature_stage, label_stage):
     if got is None or "is not a preprocessing layer: a map runs " \
             "preprocessing layers" not in got:
         return f"a Dense in a map: {got!r}"
+    from pasco._numpy_data import with_weights
+    got = expect(ValueError, lambda: with_weights(
+        pasco.data.tfrecord(d.spec["files"][0], {"label": "float"},
+                            label="label").map(lambda x, y: (x, y)),
+        None, {0: 2.0}))
+    if got != ("class_weight: not with a from_tensor_slices or mapped "
+               "dataset (the workers weigh the labels as they read them, "
+               "before the map)"):
+        return f"class_weight of a mapped dataset: {got!r}"
     tf = pasco.data.tfrecord(d.spec["files"][0], {"label": "float"})
     got = expect(ValueError, lambda: tf.shuffle(3))
     if got != ("Dataset.shuffle: a pasco.data.csv or tfrecord dataset is "
