@@ -319,11 +319,44 @@ flat_sequence(pasco_tape *tp, const pasco_loss *loss, pasco_tnode **out,
 	return *out != NULL;
 }
 
-/* The loss node of output out (pre: before its activation act) against
- * y: as Keras, a sigmoid's or softmax's output is differentiated through
- * its logits. */
+static pasco_tnode *loss_rows(const pasco_model *m, pasco_tape *tp,
+    const pasco_loss *loss, const pasco_tensor *y, const pasco_tensor *sw,
+    pasco_tnode *out, pasco_tnode *pre, pasco_act act);
+
+/* The loss node of output out (pre: before its activation act; mask: its
+ * mask, or NULL) against y: as Keras, a sigmoid's or softmax's output is
+ * differentiated through its logits, and a mask or per-example weights
+ * of a sequence become each step's weight (pasci_loss_mask_weights). */
 static pasco_tnode *
 loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
+    const pasco_tensor *y, const pasco_tensor *sw, pasco_tnode *out,
+    pasco_tnode *pre, pasco_act act, pasco_tnode *mask)
+{
+	const char   *last = m->layers[m->nlayers - 1].name;
+	pasco_tensor *w    = NULL;
+	pasco_tnode  *l;
+	int           rv;
+	if (mask != NULL && loss->kind == PASCO_LOSS_GRAPH) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: the output of '%s' is masked (mask_zero), and a "
+		    "custom (graph) loss does not take the mask; use a "
+		    "built-in loss (docs/sequences.md) or drop mask_zero",
+		    last);
+	}
+	if (loss->kind != PASCO_LOSS_GRAPH &&
+	    (rv = pasci_loss_mask_weights(pasco_tnode_value(out),
+	         mask != NULL ? pasco_tnode_value(mask) : NULL, sw, last,
+	         &w)) != 0) {
+		return pasci_tape_fail(tp, rv, "%s", pasco_model_last_error());
+	}
+	l = loss_rows(m, tp, loss, y, w != NULL ? w : sw, out, pre, act);
+	pasco_tensor_release(w);
+	return l;
+}
+
+/* loss_node's loss, sw one weight per row of out once flattened. */
+static pasco_tnode *
+loss_rows(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
     const pasco_tensor *y, const pasco_tensor *sw, pasco_tnode *out,
     pasco_tnode *pre, pasco_act act)
 {
@@ -355,14 +388,6 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	        &y, &view)) {
 		return NULL;
 	}
-	if (sw != NULL && sw->rank > 0 &&
-	    pasco_tnode_value(out)->shape[0] != sw->shape[0]) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: the sequence output of '%s' takes no sample weights "
-		    "(one per example, not per step); leave sample_weight and "
-		    "class_weight out",
-		    last->name);
-	}
 	if (!loss->from_logits &&
 	    ((loss->kind == PASCO_LOSS_BINARY_CROSSENTROPY &&
 	         act == PASCO_ACT_SIGMOID) ||
@@ -390,11 +415,23 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
     pasco_tnode **output)
 {
+	pasco_tnode *mask;
+	return pasci_model_loss_masked(
+	    m, tp, inputs, y, sw, loss, nodes, output, &mask);
+}
+
+pasco_tnode *
+pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask)
+{
 	pasco_tnode *pre, *out, *l = NULL;
 	fwd_losses   added = {NULL, NULL};
 	pasco_act    act;
 
-	out = *output =
+	*mask = NULL;
+	out   = *output =
 	    forward(m, tp, inputs, NULL, nodes, &pre, &act, &added);
 	if (out == NULL) {
 		return NULL;
@@ -402,14 +439,8 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 	if (y == NULL) {
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
-	if (added.mask != NULL && pasco_tnode_value(out)->rank > 2) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: the sequence output of '%s' is masked (mask_zero): "
-		    "Keras's masked loss is not supported; pool the sequence "
-		    "or drop mask_zero",
-		    m->layers[m->nlayers - 1].name);
-	}
-	l = loss_node(m, tp, &loss, y, sw, out, pre, act);
+	*mask = added.mask;
+	l     = loss_node(m, tp, &loss, y, sw, out, pre, act, added.mask);
 	if (l != NULL && added.added != NULL) {
 		l = pasco_t_add(tp, l, added.added);
 	}
