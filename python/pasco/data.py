@@ -381,8 +381,8 @@ def write_tfrecord(path: str, columns: Mapping[str, object],
                    gzip: bool = False) -> int:
     """Writes one tf.train.Example per row of ``columns`` (name -> an array
     of rows: [n] or [n, width], or [n, T, D] written row-major as
-    [n, T * D], what tfrecord's label_shape=(T, D) reads back; integer arrays become int64 features,
-    arrays of strings bytes features (read back as Feature("string"), or
+    [n, T * D], what tfrecord's label_shape=(T, D) reads back; integer
+    arrays become int64 features, arrays of strings bytes features (read back as Feature("string"), or
     "hashed"), the others float) into the TFRecord file ``path`` (through
     the library's
     writer: the file appears whole when done). Returns n. Read it back
