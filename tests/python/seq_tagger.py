@@ -12,7 +12,10 @@ sparse_categorical_crossentropy (keras/src/losses/loss.py: apply_mask,
 sum over the unmasked steps / their count, 0 for a batch of padding
 only) and the accuracy over the unmasked steps only (MeanMetricWrapper
 with the mask); then fit on the same numpy arrays continues the same
-curve (the numpy path writes the same label_shape).
+curve (the numpy path writes the same label_shape). The same for a
+per-step regression, Dense(2) linear with float targets [batch, T, 2]
+(label_shape=(T, 2)) and mse; and label shapes that do not fit are
+refused with messages that say so.
 train (2 workers, Adam): the tagger learns (masked accuracy >= 0.9), and
 evaluate's accuracy and loss are numpy's of the trained weights, each
 shard its own batch.
@@ -74,6 +77,79 @@ def sgd_step(ws, x, y, lr):
             bias - lr * dz.sum((0, 1))]
 
 
+def mse_step(ws, x, y, lr):
+    """The masked per-step mse, its masked mae metric, and one SGD step."""
+    table, kernel, bias = ws
+    h = table[x]
+    z = h @ kernel + bias
+    mask = x != 0
+    valid = mask.sum()
+    w = mask / valid if valid else np.zeros(mask.shape)
+    loss = (np.square(z - y).mean(-1) * w).sum()
+    mae = (np.abs(z - y).mean(-1) * mask).sum() / max(valid, 1)
+    dz = 2 * (z - y) / y.shape[-1] * w[..., None]
+    dtable = np.zeros_like(table)
+    np.add.at(dtable, x, dz @ kernel.T)
+    return loss, mae, [table - lr * dtable,
+                       kernel - lr * np.einsum("btd,btc->dc", h, dz),
+                       bias - lr * dz.sum((0, 1))]
+
+
+def regression(cluster, d, x):
+    """Float targets per step and feature: label_shape (T, 2)."""
+    rng = np.random.default_rng(7)
+    y = rng.normal(size=(N, T, 2)).astype(np.float32)
+    pasco.data.write_tfrecord(os.path.join(d, "reg.tfrecord"),
+                              {"tok": x, "target": y})
+    ds = pasco.data.tfrecord(f"{d}/reg.tfrecord",
+                             {"tok": pasco.data.Feature("int64", T)},
+                             label="target", label_type="float",
+                             label_shape=(T, 2), batch_size=BATCH,
+                             repeat=-1)
+    strategy = pasco.ParameterServerStrategy(cluster, window=1)
+    with strategy.scope():
+        tok = pasco.Input(shape=(T,), dtype="int64", name="tok")
+        h = pasco.layers.Embedding(V, D, mask_zero=True)(tok)
+        model = pasco.Model(inputs=tok, outputs=pasco.layers.Dense(2)(h),
+                            seed=9)
+    model.compile(optimizer=pasco.optimizers.SGD(0.2), loss="mse",
+                  metrics=["mae"])
+    model.build(ds)
+    ws = [w.astype(np.float64) for w in model.get_weights()]
+    h = model.fit(ds, epochs=3, steps_per_epoch=1, verbose=0)
+    for k in range(3):
+        sl = slice(k * BATCH, (k + 1) * BATCH)
+        loss, mae, ws = mse_step(ws, x[sl], y[sl].astype(np.float64), 0.2)
+        close(f"regression step {k} loss", h.history["loss"][k], loss)
+        close(f"regression step {k} mae", h.history["mae"][k], mae)
+    try:
+        model.fit(x, y[:, :, 0], epochs=1, verbose=0)
+        raise AssertionError("targets [n, T] of a [T, 2] output: taken")
+    except ValueError as e:
+        if "its targets must be [examples, 6, 2]" not in str(e):
+            raise AssertionError(f"a bad target shape says: {e}")
+
+
+def refusals():
+    feats = {"tok": pasco.data.Feature("int64", T)}
+    for bad, says in (((0,), "label_shape: expected (), (T,) or (T, D)"),
+                      ((2, 3, 4), "label_shape: expected (), (T,) or"),
+                      ("T", "label_shape: expected")):
+        try:
+            pasco.data.tfrecord("x.tfrecord", feats, label="tags",
+                                label_shape=bad)
+            raise AssertionError(f"label_shape {bad!r} taken")
+        except ValueError as e:
+            if says not in str(e):
+                raise AssertionError(f"label_shape {bad!r} says: {e}")
+    try:
+        pasco.data.tfrecord("x.tfrecord", feats, label_shape=(T,))
+        raise AssertionError("label_shape without a label taken")
+    except ValueError as e:
+        if "the dataset has no label" not in str(e):
+            raise AssertionError(f"label_shape without a label says: {e}")
+
+
 def fail(msg):
     print(f"seq_tagger: FAILED: {msg}", flush=True)
     return 1
@@ -130,6 +206,8 @@ def replay(cluster, d, x, y):
     close("numpy fit's epoch loss", h.history["loss"][0],
           float(np.mean(want)))
     print(f"seq_tagger: replay losses {h.history['loss']}", flush=True)
+    regression(cluster, d, x)
+    refusals()
     return "replay: 5 dataset steps and a numpy epoch as numpy's"
 
 
