@@ -468,6 +468,11 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
             _, sw, _, vsw = validation_split_of(sw, sw, validation_split)
         x, y, vx, vy = validation_split_of(x, y, validation_split)
     if cw is not None:  # the training examples only, as Keras's adapter
+        if _sequence_labels(model, np.asarray(y), "y") is not None and \
+                np.asarray(y).ndim >= 2:
+            raise ValueError("class_weight: a sequence's targets have one "
+                             "label per step and class_weight weighs one "
+                             "per example; give sample_weight instead")
         sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
     with Written(model, x, y, "x", sw) as train:

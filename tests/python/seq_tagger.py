@@ -205,6 +205,12 @@ def replay(cluster, d, x, y):
         ws = sgd_step(ws, xb, yb, lr)
     close("numpy fit's epoch loss", h.history["loss"][0],
           float(np.mean(want)))
+    try:
+        model.fit(x, y, class_weight={1: 2.0}, epochs=1, verbose=0)
+        raise AssertionError("class_weight of sequence targets taken")
+    except ValueError as e:
+        if "class_weight: a sequence's targets" not in str(e):
+            raise AssertionError(f"class_weight says: {e}")
     print(f"seq_tagger: replay losses {h.history['loss']}", flush=True)
     regression(cluster, d, x)
     refusals()
