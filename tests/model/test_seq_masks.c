@@ -312,3 +312,92 @@ Test(seq_masks, batch_norm_takes_the_moments_of_the_unmasked_steps)
 	pasco_tensor_release(ids_f);
 	pasco_model_free(m);
 }
+
+/* Every built-in loss kind with a mask and sample weights: the loss of
+ * the rows [B * T, C] weighted by pasci_loss_mask_weights is Keras's
+ * sum(w_b * L_r over the unmasked rows) / (unmasked rows), each L_r the
+ * kind's unweighted loss of row r alone. */
+Test(seq_masks, every_loss_kind_averages_over_the_unmasked_steps)
+{
+	static const pasco_loss_kind kinds[]      = {PASCO_LOSS_MSE,
+	         PASCO_LOSS_BINARY_CROSSENTROPY,
+	         PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+	         PASCO_LOSS_CATEGORICAL_CROSSENTROPY, PASCO_LOSS_MAE,
+	         PASCO_LOSS_HUBER, PASCO_LOSS_LOG_COSH, PASCO_LOSS_HINGE,
+	         PASCO_LOSS_KL_DIVERGENCE, PASCO_LOSS_POISSON,
+	         PASCO_LOSS_COSINE_SIMILARITY,
+	         PASCO_LOSS_BINARY_FOCAL_CROSSENTROPY};
+	const double                 sw_values[B] = {0.5, 2, 1, 3};
+	pasco_tensor                *p =
+	    rnd(PASCO_F64, 3, (int64_t[]){B, T, C}, 21, 0.05, 0.95);
+	pasco_tensor *dense =
+	    rnd(PASCO_F64, 3, (int64_t[]){B, T, C}, 22, 0, 1);
+	pasco_tensor *ids, *mask, *sw, *w;
+	PASCO_PASS(pasco_tensor_alloc(&ids, PASCO_I64, 2, (int64_t[]){B, T}));
+	PASCO_PASS(pasco_tensor_alloc(&mask, PASCO_F32, 2, (int64_t[]){B, T}));
+	PASCO_PASS(pasco_tensor_from(
+	    &sw, PASCO_F64, 1, (int64_t[]){B}, sw_values, sizeof(sw_values)));
+	double valid = 0;
+	for (int64_t i = 0; i < B * T; i++) {
+		pasco_tensor_set(ids, i, (double) ((i * 5 + 1) % C));
+		pasco_tensor_set(mask, i, ids_masked[i] != 0);
+		valid += ids_masked[i] != 0;
+	}
+	PASCO_PASS(pasci_loss_mask_weights(p, mask, sw, "tags", &w));
+	cr_assert_not_null(w);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
+		pasco_loss l = {.kind = kinds[k],
+		    .delta            = 0.3,
+		    .alpha            = 0.25,
+		    .gamma            = 2,
+		    .axis             = -1};
+		bool       sparse =
+		    kinds[k] == PASCO_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+		const pasco_tensor *y   = sparse ? ids : dense;
+		size_t              ysz = sparse ? 8 : 8 * C;
+		pasco_tensor       *pv, *yv;
+		PASCO_PASS(pasco_tensor_from(&pv, PASCO_F64, 2,
+		    (int64_t[]){B * T, C}, p->data, p->nbytes));
+		PASCO_PASS(pasco_tensor_from(&yv, y->dtype, sparse ? 1 : 2,
+		    (int64_t[]){B * T, C}, y->data, y->nbytes));
+		pasco_tape *tp;
+		PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+		pasco_tnode *v = pasco_t_loss_weighted(
+		    tp, &l, pasco_tape_constant(tp, pv), yv, w);
+		cr_assert_not_null(v, "%s", pasco_tape_message(tp));
+		double got  = pasco_tensor_get(pasco_tnode_value(v), 0),
+		       want = 0;
+		for (int64_t r = 0; r < B * T; r++) {
+			pasco_tensor *pr, *yr;
+			PASCO_PASS(pasco_tensor_from(&pr, PASCO_F64, 2,
+			    (int64_t[]){1, C}, (double *) p->data + r * C,
+			    8 * C));
+			PASCO_PASS(pasco_tensor_from(&yr, y->dtype,
+			    sparse ? 1 : 2, (int64_t[]){1, C},
+			    (const char *) y->data + (size_t) r * ysz, ysz));
+			pasco_tnode *one = pasco_t_loss(
+			    tp, &l, pasco_tape_constant(tp, pr), yr);
+			cr_assert_not_null(one, "%s", pasco_tape_message(tp));
+			want += ids_masked[r] != 0
+			            ? sw_values[r / T] *
+			                  pasco_tensor_get(
+			                      pasco_tnode_value(one), 0)
+			            : 0;
+			pasco_tensor_release(pr);
+			pasco_tensor_release(yr);
+		}
+		want /= valid;
+		cr_assert(fabs(got - want) <= 1e-12 * fmax(1, fabs(want)),
+		    "loss kind %d: %.15g, by rows %.15g", (int) kinds[k], got,
+		    want);
+		pasco_tape_free(tp);
+		pasco_tensor_release(pv);
+		pasco_tensor_release(yv);
+	}
+	pasco_tensor_release(w);
+	pasco_tensor_release(p);
+	pasco_tensor_release(dense);
+	pasco_tensor_release(ids);
+	pasco_tensor_release(mask);
+	pasco_tensor_release(sw);
+}
