@@ -77,12 +77,13 @@ def sgd_step(ws, x, y, lr):
             bias - lr * dz.sum((0, 1))]
 
 
-def mse_step(ws, x, y, lr):
-    """The masked per-step mse, its masked mae metric, and one SGD step."""
+def mse_step(ws, x, y, lr, masked=True):
+    """The masked per-step mse, its masked mae metric, and one SGD step
+    (masked False: every step counts)."""
     table, kernel, bias = ws
     h = table[x]
     z = h @ kernel + bias
-    mask = x != 0
+    mask = x != 0 if masked else np.ones(x.shape, bool)
     valid = mask.sum()
     w = mask / valid if valid else np.zeros(mask.shape)
     loss = (np.square(z - y).mean(-1) * w).sum()
@@ -122,12 +123,49 @@ def regression(cluster, d, x):
         loss, mae, ws = mse_step(ws, x[sl], y[sl].astype(np.float64), 0.2)
         close(f"regression step {k} loss", h.history["loss"][k], loss)
         close(f"regression step {k} mae", h.history["mae"][k], mae)
+    traced(cluster, ds, x, y)
     try:
         model.fit(x, y[:, :, 0], epochs=1, verbose=0)
         raise AssertionError("targets [n, T] of a [T, 2] output: taken")
     except ValueError as e:
         if "its targets must be [examples, 6, 2]" not in str(e):
             raise AssertionError(f"a bad target shape says: {e}")
+
+
+def traced(cluster, ds, x, y):
+    """A traced loss sees y_true [batch, T, 2] (the label_shape) against
+    an unmasked sequence, and a masked output's traced loss is refused."""
+    def my_mse(y_true, y_pred):
+        return pasco.ops.mean(pasco.ops.square(y_pred - y_true))
+
+    strategy = pasco.ParameterServerStrategy(cluster, window=1)
+    for mask_zero in (False, True):
+        with strategy.scope():
+            tok = pasco.Input(shape=(T,), dtype="int64", name="tok")
+            h = pasco.layers.Embedding(V, D, combiner=None,
+                                       mask_zero=mask_zero)(tok)
+            model = pasco.Model(inputs=tok,
+                                outputs=pasco.layers.Dense(2)(h), seed=11)
+        model.compile(optimizer=pasco.optimizers.SGD(0.2), loss=my_mse)
+        if mask_zero:
+            try:
+                model.fit(ds, epochs=1, steps_per_epoch=1, verbose=0)
+                raise AssertionError("a masked output's traced loss taken")
+            except pasco.errors.PascoError as e:
+                if "a custom (graph) loss does not take the mask" \
+                        not in str(e):
+                    raise AssertionError(f"traced loss of a mask: {e}")
+            continue
+        model.build(ds)
+        ws = [w.astype(np.float64) for w in model.get_weights()]
+        h = model.fit(ds, epochs=2, steps_per_epoch=1, verbose=0)
+        for k in range(2):
+            sl = slice(k * BATCH, (k + 1) * BATCH)
+            z = ws[0][x[sl]] @ ws[1] + ws[2]
+            close(f"traced loss step {k}", h.history["loss"][k],
+                  float(np.square(z - y[sl]).mean()))
+            ws = mse_step(ws, x[sl], y[sl].astype(np.float64), 0.2,
+                          masked=False)[2]
 
 
 def refusals():
