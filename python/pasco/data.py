@@ -275,10 +275,10 @@ def tfrecord(files: Union[str, Sequence[str]],
     shape, () (one value, y [batch]: the default), (T,) or (T, D): the
     label feature holds T (T * D) values, row-major, and y is [batch, T]
     (a sequence's class ids per step) or [batch, T, D] (its targets per
-    step), what a sequence-output model trains on (docs/sequences.md). ``sample_weight``: one of ``features``
-    (a float of width 1), each example's weight (Keras's sample_weight,
-    docs/sample-weights.md): taken out of x, each batch is (x, y,
-    sample_weight)."""
+    step), what a sequence-output model trains on (docs/sequences.md).
+    ``sample_weight``: one of ``features`` (a float of width 1), each
+    example's weight (Keras's sample_weight, docs/sample-weights.md):
+    taken out of x, each batch is (x, y, sample_weight)."""
     if not isinstance(features, Mapping) or not features:
         raise TypeError("features: expected a non-empty dict of feature "
                         "name -> type or pasco.data.Feature")
@@ -382,11 +382,10 @@ def write_tfrecord(path: str, columns: Mapping[str, object],
     """Writes one tf.train.Example per row of ``columns`` (name -> an array
     of rows: [n] or [n, width], or [n, T, D] written row-major as
     [n, T * D], what tfrecord's label_shape=(T, D) reads back; integer
-    arrays become int64 features, arrays of strings bytes features (read back as Feature("string"), or
-    "hashed"), the others float) into the TFRecord file ``path`` (through
-    the library's
-    writer: the file appears whole when done). Returns n. Read it back
-    with :func:`tfrecord`."""
+    arrays become int64 features, arrays of strings bytes features (read
+    back as Feature("string"), or "hashed"), the others float) into the
+    TFRecord file ``path`` (through the library's writer: the file appears
+    whole when done). Returns n. Read it back with :func:`tfrecord`."""
     import ctypes
 
     import numpy as np
