@@ -62,24 +62,23 @@ typedef enum pasci_metric_kind {
 typedef struct pasci_loss_graph pasci_loss_graph; /* model/loss_graph.c */
 
 typedef struct pasci_compile {
-	bool       compiled;
-	char       loss_name[48];
-	pasco_loss loss;
+	bool            compiled;
+	char            loss_name[48];
+	pasco_loss      loss;
 	/* loss.kind PASCO_LOSS_GRAPH: the loss's graph, a reference held by
 	 * the model (released by pasco_model_free, held by a clone) */
 	pasci_loss_graph *loss_graph;
-	pasco_optimizer   opt;
-	bool              global_step; /* iterations = the global step */
-	size_t            nmetrics;
-	char metric_names[PASCI_MAX_METRICS][PASCI_METRIC_NAME_MAX];
+	pasco_optimizer opt;
+	bool            global_step; /* iterations = the global step */
+	size_t          nmetrics;
+	char            metric_names[PASCI_MAX_METRICS][PASCI_METRIC_NAME_MAX];
 	pasci_metric_kind metric_kinds[PASCI_MAX_METRICS];
-	pasci_metric_spec
-	       metric_specs[PASCI_MAX_METRICS]; /* their parameters */
-	size_t metric_off[PASCI_MAX_METRICS];
+	pasci_metric_spec metric_specs[PASCI_MAX_METRICS]; /* their parameters */
+	size_t            metric_off[PASCI_MAX_METRICS];
 	/* compile's weighted_metrics (after the others): counted with the
 	 * batch's sample weights */
-	bool   metric_weighted[PASCI_MAX_METRICS];
-	size_t state_len; /* counts of every metric together */
+	bool metric_weighted[PASCI_MAX_METRICS];
+	size_t            state_len; /* counts of every metric together */
 } pasci_compile;
 
 /* A Normalization layer's adapted statistics (pasco_model_adapt), f64
@@ -133,13 +132,6 @@ pasco_tnode *pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
     pasco_tnode **out);
-/* The same, *mask the output's mask (an Embedding's mask_zero carried
- * to it; NULL: none), which the loss applies as Keras's does
- * (pasci_loss_mask_weights) and the metrics too (batch_steps.c). */
-pasco_tnode *pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
-    const pasco_tensor *const *inputs, const pasco_tensor *y,
-    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
-    pasco_tnode **out, pasco_tnode **mask);
 
 /* Writes layer i's adapted statistics to its variables (mean, variance,
  * count) when the model has made them; a no-op otherwise. Blocks. */

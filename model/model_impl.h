@@ -120,6 +120,15 @@ int pasci_metric_counts_masked(const pasco_model *m, const pasco_tensor *pred,
 double pasci_metric_result(
     const pasco_model *m, size_t k, const double *state);
 
+/* pasci_model_loss_out (layers_impl.h) that also gives the output's
+ * mask in *mask (an Embedding's mask_zero carried to it; NULL: none),
+ * which weighs the loss as Keras's does (pasci_loss_mask_weights) and
+ * which the metrics take (pasci_metric_counts_masked). */
+pasco_tnode *pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **out, pasco_tnode **mask);
+
 /* A training step on a batch: read, loss (each example's times its
  * sample weight in sw, when not NULL), gradient, one mixed apply with
  * opt; *loss gets the loss; state (may be NULL) the metrics' counts. On

@@ -319,44 +319,11 @@ flat_sequence(pasco_tape *tp, const pasco_loss *loss, pasco_tnode **out,
 	return *out != NULL;
 }
 
-static pasco_tnode *loss_rows(const pasco_model *m, pasco_tape *tp,
-    const pasco_loss *loss, const pasco_tensor *y, const pasco_tensor *sw,
-    pasco_tnode *out, pasco_tnode *pre, pasco_act act);
-
-/* The loss node of output out (pre: before its activation act; mask: its
- * mask, or NULL) against y: as Keras, a sigmoid's or softmax's output is
- * differentiated through its logits, and a mask or per-example weights
- * of a sequence become each step's weight (pasci_loss_mask_weights). */
+/* The loss node of output out (pre: before its activation act) against
+ * y: as Keras, a sigmoid's or softmax's output is differentiated through
+ * its logits. */
 static pasco_tnode *
 loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
-    const pasco_tensor *y, const pasco_tensor *sw, pasco_tnode *out,
-    pasco_tnode *pre, pasco_act act, pasco_tnode *mask)
-{
-	const char   *last = m->layers[m->nlayers - 1].name;
-	pasco_tensor *w    = NULL;
-	pasco_tnode  *l;
-	int           rv;
-	if (mask != NULL && loss->kind == PASCO_LOSS_GRAPH) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: the output of '%s' is masked (mask_zero), and a "
-		    "custom (graph) loss does not take the mask; use a "
-		    "built-in loss (docs/sequences.md) or drop mask_zero",
-		    last);
-	}
-	if (loss->kind != PASCO_LOSS_GRAPH &&
-	    (rv = pasci_loss_mask_weights(pasco_tnode_value(out),
-	         mask != NULL ? pasco_tnode_value(mask) : NULL, sw, last,
-	         &w)) != 0) {
-		return pasci_tape_fail(tp, rv, "%s", pasco_model_last_error());
-	}
-	l = loss_rows(m, tp, loss, y, w != NULL ? w : sw, out, pre, act);
-	pasco_tensor_release(w);
-	return l;
-}
-
-/* loss_node's loss, sw one weight per row of out once flattened. */
-static pasco_tnode *
-loss_rows(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
     const pasco_tensor *y, const pasco_tensor *sw, pasco_tnode *out,
     pasco_tnode *pre, pasco_act act)
 {
@@ -409,15 +376,51 @@ loss_rows(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	return pasco_t_loss_weighted(tp, loss, out, y, sw);
 }
 
+/* A mask (NULL: none) or per-example weights of a sequence as one
+ * weight per step into *sw (pasci_loss_mask_weights; *w owns them, NULL
+ * when *sw serves as it is). A Graph loss takes no mask. false with the
+ * tape's error set. */
+static bool
+step_weights(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
+    pasco_tnode *out, pasco_tnode *mask, const pasco_tensor **sw,
+    pasco_tensor **w)
+{
+	const char *last = m->layers[m->nlayers - 1].name;
+	int         rv;
+	*w = NULL;
+	if (loss->kind == PASCO_LOSS_GRAPH && mask != NULL) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: the output of '%s' is masked (mask_zero), and a "
+		    "custom (graph) loss does not take the mask; use a "
+		    "built-in loss (docs/sequences.md) or drop mask_zero",
+		    last);
+		return false;
+	}
+	if (loss->kind == PASCO_LOSS_GRAPH) {
+		return true;
+	}
+	if ((rv = pasci_loss_mask_weights(pasco_tnode_value(out),
+	         mask != NULL ? pasco_tnode_value(mask) : NULL, *sw, last,
+	         w)) != 0) {
+		pasci_tape_fail(tp, rv, "%s", pasco_model_last_error());
+		return false;
+	}
+	*sw = *w != NULL ? *w : *sw;
+	return true;
+}
+
+static pasco_tnode *loss_out(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask);
+
 pasco_tnode *
 pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
     pasco_tnode **output)
 {
-	pasco_tnode *mask;
-	return pasci_model_loss_masked(
-	    m, tp, inputs, y, sw, loss, nodes, output, &mask);
+	return loss_out(m, tp, inputs, y, sw, loss, nodes, output, NULL);
 }
 
 pasco_tnode *
@@ -426,12 +429,24 @@ pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
     pasco_tnode **output, pasco_tnode **mask)
 {
-	pasco_tnode *pre, *out, *l = NULL;
-	fwd_losses   added = {NULL, NULL};
-	pasco_act    act;
-
 	*mask = NULL;
-	out   = *output =
+	return loss_out(m, tp, inputs, y, sw, loss, nodes, output, mask);
+}
+
+/* The loss of the model's output *output against y; *mask (mask may be
+ * NULL) its mask, which weighs the loss as Keras's does. */
+static pasco_tnode *
+loss_out(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask)
+{
+	pasco_tnode  *pre, *out, *l = NULL;
+	fwd_losses    added = {NULL, NULL};
+	pasco_act     act;
+	pasco_tensor *w = NULL; /* the steps' weights, when made */
+
+	out = *output =
 	    forward(m, tp, inputs, NULL, nodes, &pre, &act, &added);
 	if (out == NULL) {
 		return NULL;
@@ -439,8 +454,13 @@ pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
 	if (y == NULL) {
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
-	*mask = added.mask;
-	l     = loss_node(m, tp, &loss, y, sw, out, pre, act, added.mask);
+	if (mask != NULL) {
+		*mask = added.mask;
+	}
+	if (!step_weights(m, tp, &loss, out, added.mask, &sw, &w)) {
+		return NULL;
+	}
+	l = loss_node(m, tp, &loss, y, sw, out, pre, act);
 	if (l != NULL && added.added != NULL) {
 		l = pasco_t_add(tp, l, added.added);
 	}
@@ -462,6 +482,7 @@ pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
 			        m->layers[i].kernel_l2));
 		}
 	}
+	pasco_tensor_release(w);
 	return l;
 }
 
