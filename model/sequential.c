@@ -349,14 +349,6 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	        &y, &view)) {
 		return NULL;
 	}
-	if (sw != NULL && sw->rank > 0 &&
-	    pasco_tnode_value(out)->shape[0] != sw->shape[0]) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: the sequence output of '%s' takes no sample weights "
-		    "(one per example, not per step); leave sample_weight and "
-		    "class_weight out",
-		    last->name);
-	}
 	if (!loss->from_logits &&
 	    ((loss->kind == PASCO_LOSS_BINARY_CROSSENTROPY &&
 	         act == PASCO_ACT_SIGMOID) ||
@@ -378,15 +370,75 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	return pasco_t_loss_weighted(tp, loss, out, y, sw);
 }
 
+/* A mask (NULL: none) or per-example weights of a sequence as one
+ * weight per step into *sw (pasci_loss_mask_weights; *w owns them, NULL
+ * when *sw serves as it is). A Graph loss takes no mask. false with the
+ * tape's error set. */
+static bool
+step_weights(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
+    pasco_tnode *out, pasco_tnode *mask, const pasco_tensor **sw,
+    pasco_tensor **w)
+{
+	const char *last = m->layers[m->nlayers - 1].name;
+	int         rv;
+	*w = NULL;
+	if (loss->kind == PASCO_LOSS_GRAPH && mask != NULL) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: the output of '%s' is masked (mask_zero), and a "
+		    "custom (graph) loss does not take the mask; use a "
+		    "built-in loss (docs/sequences.md) or drop mask_zero",
+		    last);
+		return false;
+	}
+	if (loss->kind == PASCO_LOSS_GRAPH) {
+		return true;
+	}
+	if ((rv = pasci_loss_mask_weights(pasco_tnode_value(out),
+	         mask != NULL ? pasco_tnode_value(mask) : NULL, *sw, last,
+	         w)) != 0) {
+		pasci_tape_fail(tp, rv, "%s", pasco_model_last_error());
+		return false;
+	}
+	*sw = *w != NULL ? *w : *sw;
+	return true;
+}
+
+static pasco_tnode *loss_out(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask);
+
 pasco_tnode *
 pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
     pasco_tnode **output)
 {
-	pasco_tnode *pre, *out, *l = NULL;
-	fwd_losses   added = {NULL, NULL};
-	pasco_act    act;
+	return loss_out(m, tp, inputs, y, sw, loss, nodes, output, NULL);
+}
+
+pasco_tnode *
+pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask)
+{
+	*mask = NULL;
+	return loss_out(m, tp, inputs, y, sw, loss, nodes, output, mask);
+}
+
+/* The loss of the model's output *output against y; *mask (mask may be
+ * NULL) its mask, which weighs the loss as Keras's does. */
+static pasco_tnode *
+loss_out(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask)
+{
+	pasco_tnode  *pre, *out, *l = NULL;
+	fwd_losses    added = {NULL, NULL};
+	pasco_act     act;
+	pasco_tensor *w = NULL; /* the steps' weights, when made */
 
 	out = *output =
 	    forward(m, tp, inputs, NULL, nodes, &pre, &act, &added);
@@ -396,12 +448,11 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 	if (y == NULL) {
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
-	if (added.mask != NULL && pasco_tnode_value(out)->rank > 2) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: the sequence output of '%s' is masked (mask_zero): "
-		    "Keras's masked loss is not supported; pool the sequence "
-		    "or drop mask_zero",
-		    m->layers[m->nlayers - 1].name);
+	if (mask != NULL) {
+		*mask = added.mask;
+	}
+	if (!step_weights(m, tp, &loss, out, added.mask, &sw, &w)) {
+		return NULL;
 	}
 	l = loss_node(m, tp, &loss, y, sw, out, pre, act);
 	if (l != NULL && m->compile.has_loss_weight) {
@@ -428,6 +479,7 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 			        m->layers[i].kernel_l2));
 		}
 	}
+	pasco_tensor_release(w);
 	return l;
 }
 

@@ -54,6 +54,11 @@ int pasco_dataset_fail(int err, const char *fmt, ...)
  *    "label": column or feature name (csv: required; tfrecord: null
  *        yields x alone, for predict),
  *    "label_type": "int64" (default) | "float",
+ *    "label_shape": [] (default: one value per example, y [batch]), [T]
+ *        or [T, D]: tfrecord only, each example's label a fixed-length
+ *        feature of T (T * D) values, y [batch, T] or [batch, T, D] (a
+ *        sequence's class ids or targets per step: docs/sequences.md;
+ *        pasco_dataset_parse_example_labeled),
  *    "batch_size": 32, "drop_remainder": false,
  *    "shuffle": buffer size (0: none), "seed": 0 (0: drawn),
  *    "repeat": 1 (-1: forever), "prefetch": 0 (elements read ahead),

@@ -106,8 +106,11 @@
  *     other axis, its variables [size of that axis]; frozen is Keras's
  *     trainable=False: every step runs it in inference mode (the moving
  *     statistics, never updated) and gamma and beta enter as constants
- *     (no gradient, no regularization). A masked input (mask_zero) is
- *     refused in training (Keras's masked moments are not implemented).
+ *     (no gradient, no regularization). A masked input (mask_zero: a
+ *     mask [batch, steps] over [batch, steps, dim]) takes Keras's masked
+ *     moments in training: sums over the unmasked steps only, each
+ *     divided by (their count + 1e-7); every step is normalized with
+ *     them and the moving statistics move toward them.
  *
  * Regularizers. Keras 3's layer.losses are added to the loss of
  * pasco_model_loss and pasco_model_train_step: Dense's kernel and bias
@@ -556,9 +559,15 @@ int pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
  *     PASCO_COMBINE_NONE; Python's combiner=None or mask_zero=True): its
  *     ids [batch, steps] give Keras's [batch, steps, output_dim], one row
  *     per id (a negative id: zeros). mask_zero: id 0 is padding, masked:
- *     the mask [batch, steps] passes through Dropout, Activation and the
- *     merge layers and makes GlobalAveragePooling1D average over the
- *     kept steps. mask_zero needs the sequence (PASCO_EINVAL).
+ *     the mask [batch, steps] passes through Dropout, Activation, Dense
+ *     (per step), BatchNormalization and the merge layers and makes
+ *     GlobalAveragePooling1D average over the kept steps. Reaching the
+ *     output, it weighs the built-in losses as Keras's does (the mean of
+ *     the per-step losses over the unmasked steps, each example's sample
+ *     weight on its steps; 0 when every step is masked) and the metrics
+ *     Keras masks (accuracies, mse, mae, binary crossentropy: over the
+ *     unmasked steps); a Graph loss of a masked output is refused
+ *     (docs/sequences.md). mask_zero needs the sequence (PASCO_EINVAL).
  *   Dropout: noise_shape (noise_rank dimensions, the batch's first, -1
  *     for None: the input's; each else 1 or the input's), Keras's: one
  *     draw per element of noise_shape, broadcast over the dimensions of

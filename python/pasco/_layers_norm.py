@@ -119,8 +119,11 @@ class BatchNormalization(_Norm):
     does: every step runs it in inference mode (the moving statistics,
     never updated) and gamma and beta are neither trained nor
     regularized. synchronized: False only (each worker's batch is its
-    own). A masked input (Embedding mask_zero) is refused in training:
-    Keras's masked moments are not implemented."""
+    own). A masked input (an Embedding(mask_zero=True) sequence [batch,
+    steps, dim]) takes Keras's masked moments in training: the mean and
+    variance over the unmasked steps only (each sum divided by the
+    unmasked count + 1e-7), every step normalized with them, and the
+    moving statistics moved toward them (docs/sequences.md)."""
 
     class_name = "BatchNormalization"
 

@@ -126,11 +126,31 @@ def _as_columns(model: Any, x: Arrays, what: str) -> Dict[str, np.ndarray]:
     return out
 
 
+def _sequence_labels(model: Any, a: np.ndarray, what: str
+                     ) -> Optional[Tuple[int, ...]]:
+    """The label shape per example of a sequence output's targets a
+    ((T,) class ids for sparse_categorical_crossentropy, else (T, D)), or
+    None when the model's output is no sequence."""
+    w = getattr(model, "_output_width", None)
+    if not isinstance(w, (tuple, list)) or len(w) < 2:
+        return None
+    sparse = str(model.compiled_loss or "").startswith("sparse")
+    want = tuple(int(d) for d in (w[:-1] if sparse else w))
+    if tuple(a.shape[1:]) != want:
+        raise ValueError(f"{what}: the model's output is a sequence "
+                         f"{tuple(w)} per example; its targets must be "
+                         f"[examples, {', '.join(map(str, want))}] "
+                         f"({'class ids per step' if sparse else 'per step'}"
+                         f"); got shape {a.shape}")
+    return want
+
+
 def _as_labels(model: Any, y: Any, n: int, what: str) -> np.ndarray:
     a = np.asarray(y)
-    if a.ndim == 2 and a.shape[1] == 1:
+    seq = _sequence_labels(model, a, what) if a.ndim >= 2 else None
+    if a.ndim == 2 and a.shape[1] == 1 and seq is None:
         a = a.reshape(-1)
-    if a.ndim != 1:
+    if a.ndim != 1 and seq is None:
         raise ValueError(f"{what}: targets must be [examples] or "
                          f"[examples, 1] (class ids, 0/1 or values); got "
                          f"shape {a.shape} (one-hot targets: give their "
@@ -247,8 +267,11 @@ class Written:
                       for k, a in self.cols.items()}
         self.columns = columns  # as written: Batches rewrites them
         self.label_type = None
+        self.label_shape: Optional[Tuple[int, ...]] = None
         if y is not None:
             labels = _as_labels(model, y, self.n, what)
+            # a sequence's targets: label_shape (T,) or (T, D)
+            self.label_shape = tuple(labels.shape[1:]) or None
             self.label_type = "int64" if labels.dtype == np.int64 \
                 else "float"
             columns["label"] = labels
@@ -274,7 +297,7 @@ class Written:
             label="label" if self.label_type else None,
             label_type=self.label_type or "int64", batch_size=batch_size,
             shuffle=self.n if shuffle else 0, seed=seed, repeat=repeat,
-            shard="records")
+            shard="records", label_shape=self.label_shape)
         if self.weighted:
             ds.spec["sample_weight"] = SAMPLE_WEIGHT
         return ds
@@ -283,7 +306,7 @@ class Written:
         ds = _data.tfrecord(
             files, self.feats, label="label" if self.label_type else None,
             label_type=self.label_type or "int64", batch_size=batch_size,
-            repeat=1, shard="none")
+            repeat=1, shard="none", label_shape=self.label_shape)
         if self.weighted:
             ds.spec["sample_weight"] = SAMPLE_WEIGHT
         return ds
@@ -506,6 +529,11 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
             _, sw, _, vsw = validation_split_of(sw, sw, validation_split)
         x, y, vx, vy = validation_split_of(x, y, validation_split)
     if cw is not None:  # the training examples only, as Keras's adapter
+        if _sequence_labels(model, np.asarray(y), "y") is not None and \
+                np.asarray(y).ndim >= 2:
+            raise ValueError("class_weight: a sequence's targets have one "
+                             "label per step and class_weight weighs one "
+                             "per example; give sample_weight instead")
         sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
     with Written(model, x, y, "x", sw) as train:

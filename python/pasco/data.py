@@ -499,15 +499,20 @@ def tfrecord(files: Union[str, Sequence[str]],
              seed: int = 0, repeat: Optional[int] = None,
              shard: str = "auto", gzip: bool = False,
              drop_remainder: bool = False, prefetch: int = 0,
-             sample_weight: Optional[str] = None) -> Dataset:
+             sample_weight: Optional[str] = None,
+             label_shape: Optional[Sequence[int]] = None) -> Dataset:
     """TFRecord files of tf.train.Example records: each batch is (x, y), x
     the dict {feature name: tensor} of ``features`` (name -> "float",
     "int64", "hashed", a :class:`Feature`, or a dict of its fields), y the
     ``label`` feature (int64, or float with label_type="float"); without a
-    label, x alone (for predict). ``sample_weight``: one of ``features``
-    (a float of width 1), each example's weight (Keras's sample_weight,
-    docs/sample-weights.md): taken out of x, each batch is (x, y,
-    sample_weight)."""
+    label, x alone (for predict). ``label_shape``: each example's label
+    shape, () (one value, y [batch]: the default), (T,) or (T, D): the
+    label feature holds T (T * D) values, row-major, and y is [batch, T]
+    (a sequence's class ids per step) or [batch, T, D] (its targets per
+    step), what a sequence-output model trains on (docs/sequences.md).
+    ``sample_weight``: one of ``features`` (a float of width 1), each
+    example's weight (Keras's sample_weight, docs/sample-weights.md):
+    taken out of x, each batch is (x, y, sample_weight)."""
     if not isinstance(features, Mapping) or not features:
         raise TypeError("features: expected a non-empty dict of feature "
                         "name -> type or pasco.data.Feature")
@@ -531,9 +536,29 @@ def tfrecord(files: Union[str, Sequence[str]],
     spec = {"format": "tfrecord", "files": _patterns(files),
             "features": feats, "label": label, "label_type": label_type,
             "gzip": bool(gzip)}
+    shape = _label_shape(label_shape, label)
+    if shape:
+        spec["label_shape"] = shape
     spec.update(_common(batch_size, shuffle, seed, repeat, shard,
                         drop_remainder, prefetch))
     return _weighted(spec, sample_weight)
+
+
+def _label_shape(shape: Optional[Sequence[int]],
+                 label: Optional[str]) -> List[int]:
+    """tfrecord's label_shape checked: [], [T] or [T, D]."""
+    if shape is None:
+        return []
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, Sequence) or len(shape) > 2 or any(
+            not isinstance(d, int) or isinstance(d, bool) or d < 1
+            for d in shape):
+        raise ValueError(f"label_shape: expected (), (T,) or (T, D) of "
+                         f"integers >= 1, got {shape!r}")
+    if shape and label is None:
+        raise ValueError("label_shape: the dataset has no label")
+    return [int(d) for d in shape]
 
 
 def _weighted(spec: dict, sample_weight: Optional[str]) -> Dataset:
@@ -589,12 +614,12 @@ def _example(row: Mapping[str, "tuple[str, list]"]) -> bytes:
 def write_tfrecord(path: str, columns: Mapping[str, object],
                    gzip: bool = False) -> int:
     """Writes one tf.train.Example per row of ``columns`` (name -> an array
-    of rows: [n] or [n, width]; integer arrays become int64 features,
-    arrays of strings bytes features (read back as Feature("string"), or
-    "hashed"), the others float) into the TFRecord file ``path`` (through
-    the library's
-    writer: the file appears whole when done). Returns n. Read it back
-    with :func:`tfrecord`."""
+    of rows: [n] or [n, width], or [n, T, D] written row-major as
+    [n, T * D], what tfrecord's label_shape=(T, D) reads back; integer
+    arrays become int64 features, arrays of strings bytes features (read
+    back as Feature("string"), or "hashed"), the others float) into the
+    TFRecord file ``path`` (through the library's writer: the file appears
+    whole when done). Returns n. Read it back with :func:`tfrecord`."""
     import ctypes
 
     import numpy as np
@@ -611,9 +636,12 @@ def write_tfrecord(path: str, columns: Mapping[str, object],
         arr = np.asarray(a)
         if arr.ndim == 1:
             arr = arr.reshape(-1, 1)
+        elif arr.ndim == 3:
+            arr = arr.reshape(arr.shape[0], -1)
         if arr.ndim != 2:
-            raise ValueError(f"columns[{name!r}]: expected [n] or "
-                             f"[n, width], got shape {arr.shape}")
+            raise ValueError(f"columns[{name!r}]: expected [n], "
+                             f"[n, width] or [n, T, D], got shape "
+                             f"{arr.shape}")
         if n is not None and arr.shape[0] != n:
             raise ValueError(f"columns[{name!r}]: {arr.shape[0]} rows, "
                              f"the others have {n}")

@@ -184,7 +184,8 @@ class Model:
         y_true: tuple = ("float32", out)
         if data is not None and data.spec.get("label") is not None:
             y_true = ("float32" if data.spec.get("label_type") == "float"
-                      else "int64", (None,))
+                      else "int64",
+                      (None,) + tuple(data.spec.get("label_shape", ())))
         return _losses.trace(self._loss_fn, y_true, ("float32", out))
 
     def to_json(self, data: Optional[Dataset] = None) -> str:

@@ -23,6 +23,9 @@ pasco.data dataset: numpy's mean and variance), tf_config
 launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
 saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
 and 3 ps: the same predictions bit for bit, the same resumed losses),
+seq_tagger (tests/python/seq_tagger.py: Embedding(mask_zero) and a
+per-step Dense trained from a TFRecord dataset of sequence labels: the
+masked loss and accuracy against numpy on 1 worker, trained on 2),
 numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
 numpy arrays against numpy's loss and forward pass), keras_extras
 (tests/python/keras_extras.py: BatchNormalization's axis and
@@ -416,6 +419,17 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
             p = launch("saving.py", d, phase, workers=1, ps=n)
             ok = ok and p.returncode == 0 and \
                 f"saving: OK {phase} on {n} ps" in p.stdout
+    elif case == "seq_tagger":
+        # tests/python/seq_tagger.py: a masked sequence tagger from a
+        # TFRecord dataset; the loss curve against numpy on 1 worker,
+        # then trained on 2
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        ok = True
+        for mode, n in (("replay", 1), ("train", 2)):
+            p = launch("seq_tagger.py", d, mode, workers=n)
+            ok = ok and p.returncode == 0 and \
+                f"seq_tagger: OK {mode}" in p.stdout
     elif case == "numpy_data":
         # the chief writes the arrays under TMPDIR, which the workers
         # (same host) read; the test checks that it ends empty
