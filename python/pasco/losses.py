@@ -39,7 +39,9 @@ It is traced when the model is built (fit, evaluate, build) into the
 compile config's {"class_name": "Graph", ...} loss (docs/GRAPHS.md):
 y_pred is the model's output [batch, width] (float32), y_true the
 dataset's targets: int64 class ids [batch] or float32 values [batch] as
-its ``label_type`` says (float32 [batch, width] without a dataset). As in
+its ``label_type`` says, in the ``label_shape`` the dataset gives them
+([batch, T] or [batch, T, D] for a sequence model), float32 [batch, width]
+without a dataset. As in
 Keras, a y_true one axis short of a y_pred whose last axis is 1 gets that
 axis (values [batch] against [batch, 1] predictions) before your
 function sees them. It returns a scalar, or per-example losses [batch]
