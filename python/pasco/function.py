@@ -227,7 +227,7 @@ def _parsed(model: Any, data: Optional[Dataset]) -> None:
 def _model_inputs(model: Any) -> List[str]:
     """The model's input names, in its inputs' order."""
     if hasattr(model, "_inputs"):
-        return [i.name for i in model._inputs]
+        return model.input_names()
     if model._input is not None:
         return [model._input.name]
     return [model._inferred[0] if model._inferred else "input"]
