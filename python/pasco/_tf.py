@@ -154,8 +154,6 @@ def add_n(inputs: Sequence[Any]) -> Any:
     if not isinstance(inputs, (list, tuple)) or not inputs:
         raise ValueError(f"add_n: inputs: expected a non-empty list of "
                          f"tensors of one shape, got {inputs!r}")
-    if not any(isinstance(t, ops.Tensor) for t in inputs):
-        return np.sum([np.asarray(t) for t in inputs], axis=0)
     shapes = [tuple(t.shape) if isinstance(t, ops.Tensor) else np.shape(t)
               for t in inputs]
     for k, s in enumerate(shapes[1:], 1):
@@ -164,10 +162,12 @@ def add_n(inputs: Sequence[Any]) -> Any:
                 for a, b in zip(s, shapes[0])):
             raise ValueError(f"add_n: inputs[{k}] has shape {s}, inputs[0] "
                              f"{shapes[0]}: add_n adds tensors of one shape")
+    if not any(isinstance(t, ops.Tensor) for t in inputs):
+        return np.sum([np.asarray(t) for t in inputs], axis=0)
     out = inputs[0]
     for t in inputs[1:]:
         out = ops.add(out, t)
-    return out if isinstance(out, ops.Tensor) else ops.add(out, 0.0)
+    return out
 
 
 def _tf(fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:

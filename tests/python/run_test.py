@@ -11,7 +11,9 @@ its losses, global step and errors), traced_step (@pasco.function steps:
 model_train's losses and weights on 1 worker, metric objects over 2
 workers against numpy, retraces, trace-time errors), ps_tutorial
 (examples/ps_tutorial.py, TensorFlow's tutorial loop ported: 4 epochs,
-evaluation accuracy >= 0.9), sample_weights
+evaluation accuracy >= 0.9), tf_names (tests/python/tf_names.py:
+TensorFlow's names in a traced step, compile, save and load, against
+numpy), sample_weights
 (tests/python/sample_weights.py: sample_weight, class_weight and
 weighted_metrics against numpy, 3 workers), exact_epochs
 (tests/python/exact_epochs.py: fit on numpy arrays reads each example
@@ -353,6 +355,11 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               f"{acc}", flush=True)
         ok = (p.returncode == 0 and len(epochs) == 4 and acc != [] and
               acc[0] >= 0.9)
+    elif case == "tf_names":
+        # TensorFlow's names (pasco.keras, nn, distribute, tf.* ops) in
+        # a traced step, compile, save and load, against numpy
+        p = launch("tf_names.py", d)
+        ok = p.returncode == 0 and "tf_names: OK" in p.stdout
     elif case == "prep":
         # issue 33's preprocessing layers on string columns of a CSV
         p = launch("prep_train.py", d)
