@@ -59,7 +59,7 @@ for PASCO_EINVAL, ...) carrying the library's message; bad arguments are
 ValueError or TypeError naming the argument, raised before any C call.
 """
 
-from . import callbacks, data, errors, layers, optimizers
+from . import callbacks, data, distribute, errors, layers, optimizers
 from . import losses, ops, regularizers  # custom layers and losses (issue 32)
 from ._lib import library_path
 from .cluster import Cluster, ParameterServerStrategy, get_strategy, main
@@ -80,7 +80,7 @@ from .function import Function, GradientTape, function
 # pasco.distribute, tf.* ops and dtypes at the top (pasco.cast,
 # pasco.reduce_mean, pasco.add_n, pasco.int64, ...); pasco.ops's
 # functions also take a functional model's tensors (python/pasco/_tf.py)
-from . import distribute, keras, nn  # noqa: E402
+from . import keras, nn  # noqa: E402
 from ._tf import *  # noqa: E402,F401,F403
 from ._tf import __all__ as _tf_all, wrap_ops as _wrap_ops  # noqa: E402
 _wrap_ops()

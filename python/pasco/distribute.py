@@ -19,7 +19,9 @@ be a tensor, a number, a numpy array or a tuple, list or dict of them.
 
 ``pasco.distribute.coordinator.ClusterCoordinator`` (and
 ``experimental.coordinator``) is :class:`pasco.ClusterCoordinator`,
-``pasco.distribute.ParameterServerStrategy`` the strategy.
+``pasco.distribute.ParameterServerStrategy`` the strategy,
+``pasco.distribute.InputContext`` what
+``strategy.distribute_datasets_from_function`` gives its dataset_fn.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import ops
+from ._dataset_context import InputContext
 
 __all__ = ["ReduceOp", "run", "reduce", "NUM_REPLICAS_IN_SYNC",
            "ParameterServerStrategy", "get_strategy", "coordinator",
-           "experimental"]
+           "experimental", "InputContext"]
 
 # replicas per worker (TensorFlow's PSS: its GPUs, or 1; Pasco's: 1)
 NUM_REPLICAS_IN_SYNC = 1
