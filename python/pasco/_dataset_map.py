@@ -289,7 +289,8 @@ def call_model(model: Any, inputs: Any, training: bool) -> Any:
     if len(ins) != len(names):
         raise ValueError(f"{who}: {len(ins)} inputs given, the model has "
                          f"{len(names)} ({', '.join(names)})")
-    specs = {i.name: i for i in getattr(model, "_inputs", [])} or \
+    # by the names _model_inputs gives (a dict-input model's keys)
+    specs = dict(zip(names, getattr(model, "_inputs", []))) or \
         ({model._input.name: model._input}
          if getattr(model, "_input", None) is not None else {})
     for name, t in zip(names, ins):
