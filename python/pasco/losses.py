@@ -690,8 +690,11 @@ def builtin(loss: Any) -> Optional[Tuple[Union[str, dict], bool]]:
         args.pop("from_logits", None)
         if all(v == _DEFAULTS[k] for k, v in args.items()):
             return type(loss)._fn.__name__, loss.from_logits  # its name
-        return ({"class_name": type(loss).__name__,
-                 "config": loss.get_config()}, loss.from_logits)
+        # compiled, "none" is averaged as the default (Keras's compile)
+        config = dict(loss.get_config(),
+                      reduction=Reduction.SUM_OVER_BATCH_SIZE)
+        return ({"class_name": type(loss).__name__, "config": config},
+                loss.from_logits)
     return None
 
 

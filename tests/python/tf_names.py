@@ -215,13 +215,15 @@ def chief(cluster):
     with strategy.scope():
         plain = tutorial_model(None)
     x = {"features": ids}
-    for red, agg in ((Reduction.SUM, np.sum), (Reduction.NONE, np.mean),
-                     (None, np.mean)):
+    for red, agg, smooth in ((Reduction.SUM, np.sum, 0.0),
+                             (Reduction.NONE, np.mean, 0.0),
+                             (None, np.mean, 0.1)):
         plain.compile(optimizer=pasco.keras.optimizers.legacy.RMSprop(0.1),
                       loss=pasco.keras.losses.BinaryCrossentropy(
-                          reduction=red))
+                          reduction=red, label_smoothing=smooth))
         got = plain.evaluate(x, labels, batch_size=N, shards=1)
-        want = agg(bce(labels, forward(plain.get_weights(), ids)[:, 0]))
+        want = agg(bce(labels * (1 - smooth) + smooth / 2,
+                       forward(plain.get_weights(), ids)[:, 0]))
         try:
             close(f"evaluate, reduction {red!r}", got, want, 1e-4)
         except AssertionError as e:
