@@ -14,8 +14,13 @@ value against numpy:
   global_batch_size=64); nn.scale_regularization_loss(add_n(model.losses));
   strategy.reduce SUM/MEAN with axis None and 0; cast(greater(p, 0.5),
   int64) against numpy's;
+- Binary/Categorical/SparseCategoricalCrossentropy (and from_logits) and
+  MeanSquaredError with Reduction.NONE, compute_average_loss with
+  sample_weight, strategy.reduce MEAN, on tensor arguments;
 - compile with a Reduction.SUM and a Reduction.NONE loss: evaluate on one
   batch gives numpy's sum and mean;
+- ops between [batch, width] layers (pasco.tanh, pasco.multiply): Custom
+  layers in the config, predictions against numpy, saved and loaded;
 - save and load_model: the op's layer comes back, the same predictions;
 - misuse, word for word: reduce with an unknown op, compute_average_loss
   of a scalar (on the chief and in a traced step), add_n of mismatched
@@ -116,6 +121,81 @@ def chief_checks():
     assert type(pasco.metrics.Result(0.25).numpy()) is np.float64
 
 
+def per_example_losses(strategy, coordinator):
+    """Each Loss class's reduction NONE, compute_average_loss with
+    sample_weight and strategy.reduce MEAN, on values given as tensor
+    arguments, against numpy."""
+    rng = np.random.default_rng(9)
+    yb = (rng.random((6, 1)) < 0.5).astype(np.float32)
+    pb = rng.uniform(0.01, 0.99, (6, 1)).astype(np.float32)
+    xb = rng.normal(0, 2, (6, 1)).astype(np.float32)
+    yc = rng.integers(0, 4, 6).astype(np.int64)
+    pc = rng.dirichlet(np.ones(4), 6).astype(np.float32)
+    xc = rng.normal(0, 2, (6, 4)).astype(np.float32)
+    w = rng.uniform(0, 2, 6).astype(np.float32)
+    L, R = pasco.keras.losses, pasco.keras.losses.Reduction.NONE
+
+    @pasco.function
+    def each(yb, pb, xb, yc, pc, xc, w):
+        bce_ = L.BinaryCrossentropy(reduction=R)(yb, pb)
+        return {"bce": bce_,
+                "bce_logits": L.BinaryCrossentropy(
+                    from_logits=True, reduction=R)(yb, xb),
+                "cce": L.CategoricalCrossentropy(reduction=R)(
+                    pasco.one_hot(yc, 4), pc),
+                "cce_logits": L.CategoricalCrossentropy(
+                    from_logits=True, reduction=R)(pasco.one_hot(yc, 4), xc),
+                "scce": L.SparseCategoricalCrossentropy(reduction=R)(yc, pc),
+                "mse": L.MeanSquaredError(reduction=R)(pc, xc),
+                "weighted": pasco.nn.compute_average_loss(
+                    bce_, sample_weight=w),
+                "mean_all": strategy.reduce(
+                    pasco.distribute.ReduceOp.MEAN, bce_, axis=None),
+                "mean_rows": strategy.reduce("MEAN", xc, axis=1)}
+    o = coordinator.schedule(each, args=(yb, pb, xb, yc, pc, xc, w)).fetch()
+    onehot = np.eye(4)[yc]
+    logp = xc - np.log(np.exp(xc).sum(axis=1, keepdims=True))
+    want_bce = bce(yb, pb)[:, 0]
+    close("bce NONE", o["bce"], want_bce)
+    close("bce logits NONE", o["bce_logits"], (np.maximum(xb, 0) - xb * yb +
+                                               np.log1p(np.exp(-abs(xb))))[:, 0])
+    close("cce NONE", o["cce"], -(onehot * np.log(np.clip(
+        pc / pc.sum(1, keepdims=True), 1e-7, 1 - 1e-7))).sum(1))
+    close("cce logits NONE", o["cce_logits"], -(onehot * logp).sum(1))
+    close("scce NONE", o["scce"], -np.log(np.clip(pc[np.arange(6), yc],
+                                                  1e-7, 1 - 1e-7)))
+    close("mse NONE", o["mse"], ((pc - xc) ** 2).mean(1))
+    close("compute_average_loss(sample_weight)", o["weighted"],
+          (want_bce * w).sum() / 6)
+    close("reduce MEAN, axis None", o["mean_all"], want_bce)
+    close("reduce MEAN, axis 1", o["mean_rows"], xc.mean(1))
+
+
+def op_layers(strategy, d):
+    """Ops between layers that are not a sequence's mean: Lambda layers
+    (Custom in the config), their predictions against numpy, saved and
+    loaded."""
+    with strategy.scope():
+        x = pasco.keras.Input(shape=(4,), name="x")
+        h = pasco.keras.layers.Dense(3)(x)
+        out = pasco.keras.layers.Dense(1)(pasco.multiply(pasco.tanh(h),
+                                                         2.0))
+        model = pasco.keras.Model(x, out)
+    kinds = [l["class_name"] for l in model.get_config()["config"]["layers"]]
+    if kinds != ["Dense", "Custom", "Custom", "Dense"]:
+        raise AssertionError(f"op layers: the config's layers are {kinds}")
+    model.compile(optimizer="sgd", loss="mse")
+    xs = np.random.default_rng(2).normal(size=(8, 4)).astype(np.float32)
+    got = model.predict(xs, batch_size=8)
+    k1, b1, k2, b2 = model.get_weights()
+    close("op layers' predict", got, (2 * np.tanh(xs @ k1 + b1)) @ k2 + b2)
+    model.save(os.path.join(d, "ops.keras"))
+    loaded = pasco.keras.models.load_model(os.path.join(d, "ops.keras"))
+    if not np.array_equal(loaded.predict(xs, batch_size=8), got):
+        raise AssertionError("op layers: the loaded model predicts "
+                             "otherwise")
+
+
 def chief(cluster):
     d = cluster.argv[1]
     try:
@@ -192,6 +272,13 @@ def chief(cluster):
             close("same", o["same"], each.mean())
             if o["actual"].dtype != np.int64:
                 return fail(f"cast to pasco.int64 gave {o['actual'].dtype}")
+    except AssertionError as e:
+        return fail(e)
+
+    # per-example losses of given values (tensor arguments) on a worker
+    try:
+        per_example_losses(strategy, coordinator)
+        op_layers(strategy, d)
     except AssertionError as e:
         return fail(e)
 
