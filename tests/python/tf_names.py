@@ -215,6 +215,15 @@ def chief(cluster):
     coordinator = pasco.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
         model = tutorial_model(pasco.keras.regularizers.L2(1e-4))
+        acc, auc = pasco.keras.metrics.Accuracy(), pasco.keras.metrics.AUC()
+    acc.update_state([1, 0, 1, 1], [1, 1, 1, 0])
+    auc.update_state([0, 1, 1, 0], [0.1, 0.8, 0.4, 0.6])
+    for m, want in ((acc, 0.5), (auc, 0.75)):
+        r = m.result()
+        if "%f" % r != "%f" % want or type(r.numpy()) is not np.float64 or \
+                abs(r.numpy() - want) > 1e-3:
+            return fail(f"{m.name}.result(): {r!r}, numpy() "
+                        f"{getattr(r, 'numpy', None)}; expected {want}")
     layers = [l["class_name"] for l in
               model.get_config()["config"]["layers"]]
     if layers != ["Embedding", "GlobalAveragePooling1D", "Dense"]:
