@@ -34,6 +34,9 @@ Arguments (of ``schedule``, given to the function while it is traced):
 - a number or a numpy array: a tensor argument (an int is an int64
   scalar, a float a float32 one, Keras's floatx).
 
+TensorFlow's replica calls work inside, on a worker's one replica:
+``strategy.run(fn, args=...)`` calls fn, ``strategy.reduce`` of axis None
+is the value (:mod:`pasco.distribute`, docs/tensorflow-port.md).
 A model or a metric the function uses without taking it as an argument
 (TensorFlow's captures) is passed along by itself. The first schedule
 traces; later ones reuse the trace while the arguments' kinds, dtypes and

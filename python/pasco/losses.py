@@ -13,8 +13,11 @@ functions give one loss per example, as Keras's (the first four
 crossentropies and mean_squared_error: the batch's mean). They are usable
 in ``compile`` (where they run as the library's own loss, like their
 names: an object's parameters travel as its Keras config, {"class_name":
-"Huber", "config": {"delta": 2.0}}; reduction is "sum_over_batch_size";
-sample weights are not taken)::
+"Huber", "config": {"delta": 2.0}}; an object's reduction "none" is
+averaged as the default "sum_over_batch_size" is, as Keras's compile
+does, and "sum" is traced as a sum; sample weights are not taken). A
+class object called with reduction="none" gives one loss per example
+(:class:`Reduction`, for ``pasco.nn.compute_average_loss``)::
 
     model.compile(optimizer="adam",
                   loss=pasco.losses.SparseCategoricalCrossentropy(
