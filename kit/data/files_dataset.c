@@ -39,6 +39,7 @@ typedef struct files_spec {
 	pasco_example_input inputs[SPEC_MAX_INPUTS];
 	size_t              ninputs;
 	int64_t             batch_size, shuffle, repeat, prefetch;
+	int64_t             take; /* records kept, before shuffle (0: all) */
 	uint64_t            seed;
 	int                 shard;
 } files_spec;
@@ -291,7 +292,7 @@ read_spec(const cJSON *root, files_spec *spec)
 	static const char *const keys[]    = {"format", "files", "label",
 	       "label_type", "columns", "features_name", "features", "batch_size",
 	       "drop_remainder", "shuffle", "seed", "repeat", "shard", "gzip",
-	       "prefetch", "sample_weight", "class_weight"};
+	       "prefetch", "sample_weight", "class_weight", "take"};
 	static const char *const formats[] = {"csv", "tfrecord"};
 	static const char *const shards[]  = {[SHARD_AUTO] = "auto",
 	     [SHARD_FILES]                                 = "files",
@@ -323,6 +324,7 @@ read_spec(const cJSON *root, files_spec *spec)
 	    (rv = int_field(root, "seed", 0, &seed)) != 0 ||
 	    (rv = int_field(root, "repeat", -1, &spec->repeat)) != 0 ||
 	    (rv = int_field(root, "prefetch", 0, &spec->prefetch)) != 0 ||
+	    (rv = int_field(root, "take", 1, &spec->take)) != 0 ||
 	    (rv = bool_field(root, "gzip", &spec->gzip)) != 0 ||
 	    (rv = bool_field(root, "drop_remainder", &spec->drop_remainder)) !=
 	        0 ||
@@ -335,7 +337,11 @@ read_spec(const cJSON *root, files_spec *spec)
 		return pasco_dataset_fail(PASCO_EINVAL,
 		    "files dataset: format must be \"csv\" or \"tfrecord\"");
 	}
-	spec->tfrecord   = format == 1;
+	spec->tfrecord = format == 1;
+	if (!spec->tfrecord && spec->take > 0) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "files dataset: take is for a tfrecord dataset");
+	}
 	spec->seed       = (uint64_t) seed;
 	spec->label_type = label_type != 0 ? (pasco_feature_type) label_type
 	                                   : PASCO_FEATURE_INT64;
@@ -437,6 +443,8 @@ build_tfrecord(const files_spec *spec, const pasco_dataset_context *ctx,
 	         (const char *const *) spec->files, spec->nfiles, &o)) != 0 ||
 	    (by_records && (rv = pasco_dataset_shard(&ds, ds, ctx->num_workers,
 	                        ctx->worker_index)) != 0) ||
+	    (spec->take > 0 &&
+	        (rv = pasco_dataset_take(&ds, ds, spec->take)) != 0) ||
 	    (spec->shuffle > 0 && (rv = pasco_dataset_shuffle(&ds, ds,
 	                               spec->shuffle, spec->seed)) != 0) ||
 	    (spec->repeat != 0 && spec->repeat != 1 &&

@@ -20,7 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import ops
 
-__all__ = ["Trace", "trace_map", "mapping", "call_model", "element"]
+__all__ = ["Trace", "trace_map", "mapping", "in_map", "call_model",
+           "call_layer", "element"]
 
 # ops that reduce a batch to one number
 _LOSSES = frozenset(("sparse_categorical_crossentropy",
@@ -137,6 +138,7 @@ class _Active:
                  strings: Set[int]) -> None:
         self.graph, self.what = graph, what
         self.models, self.strings = models, strings
+        self.wrappers: Dict[tuple, Any] = {}  # a layer's one-layer model
 
 
 _active: List[_Active] = []
@@ -146,6 +148,13 @@ def mapping() -> bool:
     """Whether a Dataset.map function is being traced (a model called in
     it is a "model" node of the map, not of a step)."""
     return bool(_active)
+
+
+def in_map(inputs: Any) -> bool:
+    """Whether a layer called on inputs is called in a Dataset.map
+    function on its symbolic tensors."""
+    ins = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    return mapping() and any(isinstance(t, ops.Tensor) for t in ins)
 
 
 def trace_map(prev: Trace, fn: Callable[..., Any], what: str) -> Trace:
@@ -303,6 +312,12 @@ def call_model(model: Any, inputs: Any, training: bool) -> Any:
                 f"{who}: input {name!r} takes {want or 'numbers'}; the "
                 f"tensor given holds "
                 f"{'strings' if t.index in act.strings else t.dtype}")
+        width = getattr(specs.get(name), "width", None)
+        got = t.shape[1] if len(t.shape) == 2 else 1
+        if width is not None and (len(t.shape) > 2 or got != width):
+            raise ValueError(f"{who}: input {name!r} takes [batch, "
+                             f"{width}]; the tensor given is "
+                             f"{ops._fmt(t.shape)}")
         if t.dtype not in ("int64", "int32") and want in (
                 "string", "int64", "int32"):
             raise TypeError(f"{who}: input {name!r} takes {want}; the "
@@ -319,6 +334,39 @@ def call_model(model: Any, inputs: Any, training: bool) -> Any:
         act.models.append(model)
         k = len(act.models) - 1
     return act.graph.node("model", ins, shape, dtype, arg=k)
+
+
+def call_layer(layer: Any, inputs: Any) -> Any:
+    """layer(x) in a map: a "model" node of a model of that one layer
+    (made once per layer and input kinds), as call_model."""
+    from .layers import Input
+    from .models import Model
+    act = _active[-1]
+    ins = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    for k, t in enumerate(ins):
+        if not isinstance(t, ops.Tensor) or t.graph is not act.graph:
+            raise TypeError(f"{act.what}: {layer.name}: input {k}: "
+                            f"expected a tensor of the map's element, got "
+                            f"{type(t).__name__}")
+        if len(t.shape) > 2:
+            raise ValueError(f"{act.what}: {layer.name}: input {k} has "
+                             f"shape {ops._fmt(t.shape)}: a preprocessing "
+                             f"layer takes [batch] or [batch, width]")
+    sig = (id(layer), isinstance(inputs, (list, tuple))) + tuple(
+        (t.shape, t.dtype, t.index in act.strings) for t in ins)
+    m = act.wrappers.get(sig)
+    if m is None:
+        kin = [Input(shape=(t.shape[1] if len(t.shape) == 2 else 1,),
+                     dtype="string" if t.index in act.strings else t.dtype)
+               for t in ins]
+        names = getattr(layer, "_input_names", None)
+        out = layer(kin if isinstance(inputs, (list, tuple)) else kin[0])
+        if names is not None:  # adapt's columns stay the user's
+            layer._input_names = names
+        m = Model(kin if len(kin) > 1 else kin[0], out)
+        m.name = m.name or layer.name
+        act.wrappers[sig] = m
+    return call_model(m, ins if len(ins) > 1 else ins[0], False)
 
 
 def element(ds: Any, node: Callable[..., Any]) -> Any:

@@ -11,6 +11,14 @@ each worker builds its share in C. ::
                                        "price": "float"},
                              label="clicked", batch_size=256)
 
+Or as tf.data builds one, from arrays held on the chief, with a map traced
+once and run on the workers (docs/datasets.md)::
+
+    ds = pasco.data.Dataset.from_tensor_slices(
+        {"words": [["a", "b", "c"], ...], "label": [["yes"], ...]})
+    ds = ds.map(lambda x: (lookup(x["words"]), label_lookup(x["label"])))
+    ds = ds.shuffle(200).batch(32).repeat()
+
 Paths are made absolute on the chief; every worker must see the files at
 the same path (shared storage, or one host). ``repeat=None`` (the default)
 repeats forever in ``fit`` and reads once in ``evaluate`` and ``predict``.

@@ -35,7 +35,9 @@ predict, against numpy),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
 against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
-scikit-learn's models on the same split; skipped without scikit-learn). Every task carries a PASCO_TEST_MARK of this run;
+scikit-learn's models on the same split; skipped without scikit-learn),
+tf_data (tests/python/tf_data.py: Dataset.from_tensor_slices, map on the
+workers, shuffle/batch/repeat, 2 workers). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -319,6 +321,12 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("traced_step.py", d, "metrics")
             ok = p.returncode == 0 and "traced_step: OK metrics" in p.stdout
+    elif case == "tf_data":
+        p = launch("tf_data.py", ps=1, timeout=90)
+        ok = p.returncode == 0 and "tf_data: OK" in p.stdout
+        if ok:
+            p = launch("tf_data.py", "once", ps=1, workers=1, timeout=60)
+            ok = p.returncode == 0 and "tf_data: OK" in p.stdout
     elif case == "keras3_metrics":
         subprocess.run([make_table, d], check=True)
         p = launch("keras3_metrics.py", d, timeout=170)
