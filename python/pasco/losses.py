@@ -585,17 +585,17 @@ def _reduce(values: Any, reduction: str) -> Any:
 
 # The four losses whose functions give the batch's mean (one op each, as
 # the library's losses) have these per-example forms for a Loss object
-# (its reduction "none" sees them): Keras's, over the last axis.
+# (its reduction "none" sees them): Keras's, over the last axis, the
+# crossentropies of a sigmoid's or softmax's output through its logits
+# (no saturation: the graph ops logit and log_probs, docs/GRAPHS.md).
 def _bce_each(y_true: Any, y_pred: Any, from_logits: bool = False,
               label_smoothing: float = 0.0, axis: int = -1) -> ops.Tensor:
     _last_axis("binary_crossentropy", axis)
     t, p = _pair(y_true, y_pred)
     t = _smooth(t, label_smoothing, 2.0)
-    if from_logits:  # max(x, 0) - x t + log(1 + exp(-|x|))
-        return ops.mean(_softplus(p) - p * t, axis=-1)
-    c = ops.clip(p, _EPSILON, 1.0 - _EPSILON)
-    return ops.mean(-(t * ops.log(c) + (1.0 - t) * ops.log(1.0 - c)),
-                    axis=-1)
+    # through the logits, as Keras: a sigmoid's input (graph op "logit")
+    z = p if from_logits else p.graph.node("logit", [p], p.shape, p.dtype)
+    return ops.mean(_softplus(z) - z * t, axis=-1)
 
 
 def _cce_each(y_true: Any, y_pred: Any, from_logits: bool = False,
@@ -603,11 +603,10 @@ def _cce_each(y_true: Any, y_pred: Any, from_logits: bool = False,
     _last_axis("categorical_crossentropy", axis)
     t, p = _pair(y_true, y_pred)
     t = _smooth(t, label_smoothing, float(p.shape[-1]))
-    if from_logits:
-        return -ops.sum(t * ops.log_softmax(p, axis=-1), axis=-1)
-    p = p / ops.sum(p, axis=-1, keepdims=True)
-    return -ops.sum(t * ops.log(ops.clip(p, _EPSILON, 1.0 - _EPSILON)),
-                    axis=-1)
+    # a softmax's log_softmax, else log(clip(p / sum p)): "log_probs"
+    lp = ops.log_softmax(p, axis=-1) if from_logits else \
+        p.graph.node("log_probs", [p], p.shape, p.dtype)
+    return -ops.sum(t * lp, axis=-1)
 
 
 def _scce_each(y_true: Any, y_pred: Any, from_logits: bool = False,
