@@ -694,6 +694,11 @@ Test(graph_ops, logit_and_log_probs_of_sigmoid_and_softmax_use_logits)
 	cr_assert(lp->run(tp, 1, (pasci_gval[]){{.node = p}}, &a, &out));
 	cr_assert_float_eq(
 	    pasco_tensor_get(pasco_tnode_value(out.node), 1), log(1e-7), 1e-9);
+	/* a scalar has no last axis: refused with the tape's message */
+	p = pasco_t_reduce_sum_axes(tp, zn, 0, NULL, false);
+	cr_assert_not(lp->run(tp, 1, (pasci_gval[]){{.node = p}}, &a, &out));
+	cr_assert_not_null(strstr(pasco_tape_message(tp), "axis"), "%s",
+	    pasco_tape_message(tp));
 	pasco_tape_free(tp);
 	pasco_tensor_release(z);
 }

@@ -121,9 +121,10 @@ def chief(cluster):
         lambda: dataset(200, 32)))
     evaluation = iter(coordinator.create_per_worker_dataset(
         lambda: dataset(16, 8)))
-    for metric, step, it, n, batch in (
-            (accuracy, step_fn, train, TRAIN_STEPS, 32),
-            (eval_accuracy, eval_step, evaluation, EVAL_STEPS, 8)):
+    for name, metric, step, it, n, batch in (
+            ("accuracy", accuracy, step_fn, train, TRAIN_STEPS, 32),
+            ("eval_accuracy", eval_accuracy, eval_step, evaluation,
+             EVAL_STEPS, 8)):
         metric.reset_states()
         rvs = [coordinator.schedule(step, args=(it,)) for _ in range(n)]
         coordinator.join()
@@ -133,22 +134,22 @@ def chief(cluster):
         ids = np.concatenate([o["ids"].reshape(-1, 3) for o in outs])
         sizes = {o["labels"].size for o in outs}
         if sizes != {batch}:
-            return fail(f"{metric.name}: batches of {sorted(sizes)} "
+            return fail(f"{name}: batches of {sorted(sizes)} "
                         f"examples, expected {batch}")
         want_labels = np.where((ids == 1).any(axis=1), 0, 1)
         if not np.array_equal(labels, want_labels):
-            return fail(f"{metric.name}: the labels are not the lookup of "
+            return fail(f"{name}: the labels are not the lookup of "
                         f"the features ({labels[:8]} against "
                         f"{want_labels[:8]})")
         total, count = metric.state.numpy()
         want = [float((labels == pred).sum()), float(labels.size)]
-        print(f"ps_tutorial_counts: {metric.name}: the ps holds "
+        print(f"ps_tutorial_counts: {name}: the ps holds "
               f"[{total}, {count}], numpy counts {want}", flush=True)
         if [total, count] != want:
-            return fail(f"{metric.name}: the ps holds [{total}, {count}], "
+            return fail(f"{name}: the ps holds [{total}, {count}], "
                         f"numpy counts {want}")
         if metric.result().numpy() != np.float64(want[0] / want[1]):
-            return fail(f"{metric.name}: result() {metric.result()}, "
+            return fail(f"{name}: result() {metric.result()}, "
                         f"numpy {want[0] / want[1]}")
     print("ps_tutorial_counts: OK", flush=True)
     return 0
