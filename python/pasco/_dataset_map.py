@@ -260,7 +260,6 @@ def _size(dims: List[int]) -> Optional[int]:
 def call_model(model: Any, inputs: Any, training: bool) -> Any:
     """model(x) in a map: a "model" node, the model made of preprocessing
     layers only (they run on the workers in C, model/prep.c)."""
-    import ctypes  # noqa: F401
 
     from ._lib import lib
     from ._layers_prep import _Preprocessing

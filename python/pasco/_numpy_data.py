@@ -210,6 +210,10 @@ def with_weights(x: Any, sample_weight: Any, class_weight: Any) -> Any:
         raise ValueError("class_weight: only with numpy arrays x or a "
                          "pasco.data dataset (a factory's dataset would "
                          "yield (x, y, sample_weight) itself)")
+    if getattr(x, "_trace", None) is not None:
+        raise ValueError("class_weight: not with a from_tensor_slices or "
+                         "mapped dataset (the workers weigh the labels as "
+                         "they read them, before the map)")
     if x.spec.get("label") is None:
         raise ValueError("class_weight: the dataset has no label")
     if x.spec.get("sample_weight") is not None:

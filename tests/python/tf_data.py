@@ -353,6 +353,15 @@ def errors(coordinator, feature_stage, label_stage):
     if got is None or "is not a preprocessing layer: a map runs " \
             "preprocessing layers" not in got:
         return f"a Dense in a map: {got!r}"
+    from pasco._numpy_data import with_weights
+    got = expect(ValueError, lambda: with_weights(
+        pasco.data.tfrecord(d.spec["files"][0], {"label": "float"},
+                            label="label").map(lambda x, y: (x, y)),
+        None, {0: 2.0}))
+    if got != ("class_weight: not with a from_tensor_slices or mapped "
+               "dataset (the workers weigh the labels as they read them, "
+               "before the map)"):
+        return f"class_weight of a mapped dataset: {got!r}"
     tf = pasco.data.tfrecord(d.spec["files"][0], {"label": "float"})
     got = expect(ValueError, lambda: tf.shuffle(3))
     if got != ("Dataset.shuffle: a pasco.data.csv or tfrecord dataset is "
@@ -380,12 +389,14 @@ def chief(cluster):
         why = part()
         if why is not None:
             return fail(why)
-    import glob
-    held = [r.dir for r in strategy._resources if hasattr(r, "dir")]
+    import os
+    kept = pasco.data.Dataset.from_tensor_slices([1, 2, 3]).batch(2)
+    per_worker = coordinator.create_per_worker_dataset(kept)
+    if not os.path.isdir(kept._src.dir):
+        return fail(f"{kept._src.dir} is gone while its dataset is used")
     strategy.close()  # the per-worker datasets' files go with it
-    left = [d for d in held if glob.glob(d)]
-    if not held or left:
-        return fail(f"after close: {left} of {held} left")
+    if per_worker.dataset is not kept or os.path.exists(kept._src.dir):
+        return fail(f"after close: {kept._src.dir} is left")
     print("tf_data: OK", flush=True)
     return 0
 

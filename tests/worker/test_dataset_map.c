@@ -237,6 +237,11 @@ Test(dataset_map, files_spec_fields)
 	    {"{\"repeat_batches\":true,\"repeat\":0}",
 	        "files dataset: repeat must be -1 or positive"},
 	    {"{\"map\":[]}", "dataset map: the map is not an object"},
+	    {"{\"format\":\"csv\",\"label\":\"y\",\"take\":2,"
+	     "\"files\":[\"/x\"]}",
+	        "files dataset: take is for a tfrecord dataset"},
+	    {"{\"format\":\"tfrecord\",\"take\":0,\"files\":[\"/x\"]}",
+	        "files dataset: take must be an integer >= 1"},
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(*cases); k++) {
 		char                  name[512];
