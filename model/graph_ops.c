@@ -472,6 +472,54 @@ logits_of(pasco_tnode *p, const char *op)
 	return NULL;
 }
 
+/* Keras's logits of probabilities, which its binary cross-entropy of one
+ * loss per example is taken through: the sigmoid's input when p is a
+ * sigmoid's output (no saturation, no clipped gradient), else
+ * log(c) - log(1 - c) of c = clip(p, eps, 1 - eps). */
+static bool
+run_logit(RUN_ARGS)
+{
+	pasco_tnode        *p = X0;
+	pasco_tnode        *z = logits_of(p, "sigmoid");
+	pasco_tnode        *c, *one;
+	const pasco_tensor *v;
+	(void) n;
+	if (z != NULL) {
+		return put(tp, z, a, out);
+	}
+	c = pasco_t_clip(tp, p, LOSS_EPSILON, 1 - LOSS_EPSILON);
+	if (c == NULL || (v = pasco_tnode_value(c)) == NULL) {
+		return put(tp, NULL, a, out);
+	}
+	one = pasci_t_fill(tp, v->dtype, v->rank, v->shape, 1.0);
+	return put(tp,
+	    pasco_t_sub(tp, pasco_t_log(tp, c),
+	        pasco_t_log(tp, pasco_t_sub(tp, one, c))),
+	    a, out);
+}
+
+/* Keras's log-probabilities over the last axis, which its categorical
+ * cross-entropy of one loss per example is taken from: log_softmax of
+ * the softmax's input when p is a softmax's output, else log(clip(p /
+ * sum(p))). */
+static bool
+run_log_probs(RUN_ARGS)
+{
+	pasco_tnode *p    = X0;
+	pasco_tnode *z    = logits_of(p, "softmax");
+	int32_t      last = -1;
+	pasco_tnode *q;
+	(void) n;
+	if (z != NULL) {
+		return put(tp, pasco_t_log_softmax(tp, z, -1), a, out);
+	}
+	q = pasco_t_div(tp, p, pasco_t_reduce_sum_axes(tp, p, 1, &last, true));
+	return put(tp,
+	    pasco_t_log(
+	        tp, pasco_t_clip(tp, q, LOSS_EPSILON, 1 - LOSS_EPSILON)),
+	    a, out);
+}
+
 static bool
 run_sparse_categorical_crossentropy(RUN_ARGS)
 {
@@ -613,6 +661,8 @@ static const pasci_graph_op rows[] = {
     ROW(binary_crossentropy, 2, 2, pasci_graph_parse_logits, "from_logits",
         NULL),
     ROW(mean_squared_error, 2, 2, NULL, NULL),
+    ROW(logit, 1, 1, NULL, NULL),
+    ROW(log_probs, 1, 1, NULL, NULL),
 };
 
 const pasci_graph_op *

@@ -47,6 +47,13 @@ malformed count makes the import fail, naming it.
 The layers are also at the top: ``pasco.Dense`` is ``pasco.layers.Dense``
 (``help(pasco.Dense)``).
 
+TensorFlow's names (docs/tensorflow-port.md): ``pasco.keras`` is
+``tf.keras``'s namespace, ``pasco.nn`` and ``pasco.distribute`` hold the
+tf.nn and tf.distribute functions of a custom training loop, and the
+tf.* ops and dtypes a step uses are at the top (``pasco.cast``,
+``pasco.greater``, ``pasco.reduce_mean``, ``pasco.add_n``,
+``pasco.int64``, ``pasco.string``, ...; :mod:`pasco._tf`).
+
 Errors are :class:`pasco.PascoError` subclasses (``InvalidArgumentError``
 for PASCO_EINVAL, ...) carrying the library's message; bad arguments are
 ValueError or TypeError naming the argument, raised before any C call.
@@ -69,6 +76,15 @@ from .models import Model, Sequential, Variable
 from . import metrics
 from .function import Function, GradientTape, function
 
+# TensorFlow's names (docs/tensorflow-port.md): pasco.keras, pasco.nn,
+# pasco.distribute, tf.* ops and dtypes at the top (pasco.cast,
+# pasco.reduce_mean, pasco.add_n, pasco.int64, ...); pasco.ops's
+# functions also take a functional model's tensors (python/pasco/_tf.py)
+from . import keras, nn  # noqa: E402
+from ._tf import *  # noqa: E402,F401,F403
+from ._tf import __all__ as _tf_all, wrap_ops as _wrap_ops  # noqa: E402
+_wrap_ops()
+
 __version__ = "0.1.0"
 
 __all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
@@ -80,5 +96,6 @@ __all__ = ["main", "Cluster", "ParameterServerStrategy", "get_strategy",
            "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
            "UnavailableError", "CancelledError", "DeadlineExceededError",
            "OutOfRangeError", "FailedPreconditionError", "library_path",
-           "function", "Function", "GradientTape", "metrics"] + [
+           "function", "Function", "GradientTape", "metrics",
+           "keras", "nn", "distribute"] + _tf_all + [
                n for n in layers.__all__ if n not in ("Layer", "KerasTensor")]

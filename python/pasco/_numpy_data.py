@@ -69,8 +69,9 @@ def is_arrays(x: Any) -> bool:
 
 def _inputs(model: Any) -> Dict[str, bool]:
     """The model's inputs: name -> whether it takes ids (integers)."""
-    if hasattr(model, "_inputs"):
-        return {i.name: i.ids for i in model._inputs}
+    if hasattr(model, "_inputs"):  # by a dict's keys when made with one
+        return {n: i.ids for n, i in zip(model.input_names(),
+                                         model._inputs)}
     saved = getattr(model, "_saved", None)  # a loaded model's config
     if saved is not None:
         return {i["name"]: bool(i.get("ids")) for i in

@@ -256,6 +256,24 @@ class ParameterServerStrategy:
         finally:
             _scopes.pop()
 
+    # tf.distribute's replica API on one replica per worker
+    # (python/pasco/distribute.py)
+    num_replicas_in_sync = 1
+
+    def run(self, fn: Callable[..., Any], args: Sequence[Any] = (),
+            kwargs: Optional[dict] = None, options: Any = None) -> Any:
+        """TensorFlow's strategy.run: fn(*args, **kwargs) on the one
+        replica of the worker running the step (pasco.distribute.run)."""
+        from .distribute import run
+        return run(fn, args, kwargs, options)
+
+    def reduce(self, reduce_op: Any, value: Any,
+               axis: Optional[int] = None) -> Any:
+        """TensorFlow's strategy.reduce over one replica: value (axis
+        None), or its sum or mean along axis (pasco.distribute.reduce)."""
+        from .distribute import reduce
+        return reduce(reduce_op, value, axis)
+
     def join(self) -> None:
         """Waits for every scheduled step (the coordinator's join)."""
         self._check_open()

@@ -34,6 +34,9 @@ Arguments (of ``schedule``, given to the function while it is traced):
 - a number or a numpy array: a tensor argument (an int is an int64
   scalar, a float a float32 one, Keras's floatx).
 
+TensorFlow's replica calls work inside, on a worker's one replica:
+``strategy.run(fn, args=...)`` calls fn, ``strategy.reduce`` of axis None
+is the value (:mod:`pasco.distribute`, docs/tensorflow-port.md).
 A model or a metric the function uses without taking it as an argument
 (TensorFlow's captures) is passed along by itself. The first schedule
 traces; later ones reuse the trace while the arguments' kinds, dtypes and
@@ -227,7 +230,7 @@ def _parsed(model: Any, data: Optional[Dataset]) -> None:
 def _model_inputs(model: Any) -> List[str]:
     """The model's input names, in its inputs' order."""
     if hasattr(model, "_inputs"):
-        return [i.name for i in model._inputs]
+        return model.input_names()
     if model._input is not None:
         return [model._input.name]
     return [model._inferred[0] if model._inferred else "input"]

@@ -13,8 +13,11 @@ functions give one loss per example, as Keras's (the first four
 crossentropies and mean_squared_error: the batch's mean). They are usable
 in ``compile`` (where they run as the library's own loss, like their
 names: an object's parameters travel as its Keras config, {"class_name":
-"Huber", "config": {"delta": 2.0}}; reduction is "sum_over_batch_size";
-sample weights are not taken)::
+"Huber", "config": {"delta": 2.0}}; an object's reduction "none" is
+averaged as the default "sum_over_batch_size" is, as Keras's compile
+does, and "sum" is traced as a sum; sample weights are not taken). A
+class object called with reduction="none" gives one loss per example
+(:class:`Reduction`, for ``pasco.nn.compute_average_loss``)::
 
     model.compile(optimizer="adam",
                   loss=pasco.losses.SparseCategoricalCrossentropy(
@@ -69,7 +72,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 from . import ops
 from . import _ops_shape as _shape
 
-__all__ = ["Loss", "MeanSquaredError", "MeanAbsoluteError",
+__all__ = ["Loss", "Reduction", "MeanSquaredError", "MeanAbsoluteError",
            "MeanAbsolutePercentageError", "Huber", "LogCosh", "Hinge",
            "SquaredHinge", "KLDivergence", "Poisson", "CosineSimilarity",
            "BinaryCrossentropy", "BinaryFocalCrossentropy",
@@ -82,6 +85,36 @@ __all__ = ["Loss", "MeanSquaredError", "MeanAbsoluteError",
            "mse", "mae", "mape", "logcosh", "kld", "bce", "get", "NAMES"]
 
 _EPSILON = 1e-7  # Keras's backend.epsilon()
+
+
+class Reduction:
+    """tf.keras.losses.Reduction's names, the values a Loss's
+    ``reduction`` takes: NONE ("none", or None: one loss per example),
+    SUM ("sum": their sum), SUM_OVER_BATCH_SIZE ("sum_over_batch_size",
+    the default: their mean) and AUTO ("auto": the default's)."""
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> Tuple[str, ...]:
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+
+def _reduction(v: Any) -> str:
+    """v as one of Reduction's values (None is "none", "mean" and "auto"
+    "sum_over_batch_size"), or ValueError naming it."""
+    if v is None:
+        return Reduction.NONE
+    if v in ("auto", "mean"):
+        return Reduction.SUM_OVER_BATCH_SIZE
+    if v not in Reduction.all():
+        raise ValueError(f"reduction: expected one of 'none' (or None), "
+                         f"'sum', 'sum_over_batch_size', 'auto' "
+                         f"(pasco.losses.Reduction), got {v!r}")
+    return v
 
 
 def mean_squared_error(y_true: Any, y_pred: Any) -> ops.Tensor:
@@ -286,8 +319,12 @@ def _last_axis(fn: str, axis: Any) -> int:
 class Loss:
     """A loss: subclass it with ``call(y_true, y_pred)`` out of pasco.ops
     (traced, see the module's docstring). ``name`` defaults to the class's
-    name in snake case; reduction is Keras's "sum_over_batch_size" (the
-    only one taken)."""
+    name in snake case. reduction (Keras's, :class:`Reduction`): what
+    calling the object gives from call's per-example losses:
+    "sum_over_batch_size" (the default, "auto" or "mean": their mean),
+    "sum", or "none" / None (them, [batch]: e.g. for
+    pasco.nn.compute_average_loss). In compile, "none" is averaged as the
+    default is (Keras's compile reduces it), "sum" summed."""
 
     def __init__(self, name: Optional[str] = None,
                  reduction: str = "sum_over_batch_size",
@@ -295,9 +332,7 @@ class Loss:
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"name: expected a non-empty string, got "
                              f"{name!r}")
-        if reduction != "sum_over_batch_size":
-            raise ValueError(f"reduction: only 'sum_over_batch_size' is "
-                             f"supported, got {reduction!r}")
+        reduction = _reduction(reduction)
         if dtype not in (None, "float32"):
             raise ValueError(f"dtype: only None or 'float32', got {dtype!r}")
         self.name = name or re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(
@@ -311,7 +346,7 @@ class Loss:
                                   f"pasco.ops")
 
     def __call__(self, y_true: Any, y_pred: Any) -> ops.Tensor:
-        return self.call(y_true, y_pred)
+        return _reduce(self.call(y_true, y_pred), self.reduction)
 
     def get_config(self) -> Dict[str, Any]:
         return {"name": self.name, "reduction": self.reduction,
@@ -344,6 +379,16 @@ class _Builtin(Loss):
         self.from_logits = bool(getattr(self, "from_logits", False))
 
     def call(self, y_true: Any, y_pred: Any) -> ops.Tensor:
+        """One loss per example (Keras's loss function's values)."""
+        args = {k: getattr(self, k) for k in self._args}
+        fn = _PER_EXAMPLE.get(type(self)._fn.__name__, type(self)._fn)
+        return fn(y_true, y_pred, **args)
+
+    def __call__(self, y_true: Any, y_pred: Any) -> ops.Tensor:
+        if self.reduction != Reduction.SUM_OVER_BATCH_SIZE or \
+                type(self).call is not _Builtin.call:
+            return super().__call__(y_true, y_pred)
+        # the batch's mean: the function's own op where it has one
         out = type(self)._fn(y_true, y_pred,
                              **{k: getattr(self, k) for k in self._args})
         return ops.mean(out) if out.ndim > 0 else out
@@ -540,6 +585,66 @@ class SparseCategoricalCrossentropy(_Builtin):
                          ignore_class=None, axis=axis)
 
 
+def _reduce(values: Any, reduction: str) -> Any:
+    """Keras's reduce_values: values as they are ("none", or a scalar),
+    their sum ("sum") or their mean ("sum_over_batch_size")."""
+    if reduction == Reduction.NONE or not isinstance(values, ops.Tensor) \
+            or values.ndim == 0:
+        return values
+    return ops.sum(values) if reduction == Reduction.SUM else \
+        ops.mean(values)
+
+
+# The four losses whose functions give the batch's mean (one op each, as
+# the library's losses) have these per-example forms for a Loss object
+# (its reduction "none" sees them): Keras's, over the last axis, the
+# crossentropies of a sigmoid's or softmax's output through its logits
+# (no saturation: the graph ops logit and log_probs, docs/GRAPHS.md).
+def _bce_each(y_true: Any, y_pred: Any, from_logits: bool = False,
+              label_smoothing: float = 0.0, axis: int = -1) -> ops.Tensor:
+    _last_axis("binary_crossentropy", axis)
+    t, p = _pair(y_true, y_pred)
+    t = _smooth(t, label_smoothing, 2.0)
+    # through the logits, as Keras: a sigmoid's input (graph op "logit")
+    z = p if from_logits else p.graph.node("logit", [p], p.shape, p.dtype)
+    return ops.mean(_softplus(z) - z * t, axis=-1)
+
+
+def _cce_each(y_true: Any, y_pred: Any, from_logits: bool = False,
+              label_smoothing: float = 0.0, axis: int = -1) -> ops.Tensor:
+    _last_axis("categorical_crossentropy", axis)
+    t, p = _pair(y_true, y_pred)
+    t = _smooth(t, label_smoothing, float(p.shape[-1]))
+    # a softmax's log_softmax, else log(clip(p / sum p)): "log_probs"
+    lp = ops.log_softmax(p, axis=-1) if from_logits else \
+        p.graph.node("log_probs", [p], p.shape, p.dtype)
+    return -ops.sum(t * lp, axis=-1)
+
+
+def _scce_each(y_true: Any, y_pred: Any, from_logits: bool = False,
+               ignore_class: Optional[int] = None,
+               axis: int = -1) -> ops.Tensor:
+    g = ops.current_graph()
+    p = _shape._pred(g, "sparse_categorical_crossentropy", y_pred)
+    y = y_true if isinstance(y_true, ops.Tensor) else \
+        _shape._lift(g, "sparse_categorical_crossentropy", y_true, "int64")
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = ops.reshape(y, (-1,))
+    return _cce_each(ops.one_hot(ops.cast(y, "int64"), int(p.shape[-1])),
+                     p, from_logits, 0.0, axis)
+
+
+def _mse_each(y_true: Any, y_pred: Any) -> ops.Tensor:
+    t, p = _pair(y_true, y_pred)
+    return ops.mean(ops.square(t - p), axis=-1)
+
+
+_PER_EXAMPLE = {"binary_crossentropy": _bce_each,
+                "categorical_crossentropy": _cce_each,
+                "sparse_categorical_crossentropy": _scce_each,
+                "mean_squared_error": _mse_each}
+
+
 # The names compile takes (model/losses.c's), each the function it runs.
 _NAMED = {"mse": mean_squared_error, "mean_squared_error": mean_squared_error,
           "mae": mean_absolute_error,
@@ -593,13 +698,17 @@ def builtin(loss: Any) -> Optional[Tuple[Union[str, dict], bool]]:
     for an object, from_logits); None for your own."""
     if id(loss) in _BY_FUNCTION:
         return _BY_FUNCTION[id(loss)], False
-    if isinstance(loss, _Builtin) and type(loss).call is _Builtin.call:
+    if isinstance(loss, _Builtin) and type(loss).call is _Builtin.call \
+            and loss.reduction != Reduction.SUM:
         args = {k: getattr(loss, k) for k in loss._args}
         args.pop("from_logits", None)
         if all(v == _DEFAULTS[k] for k, v in args.items()):
             return type(loss)._fn.__name__, loss.from_logits  # its name
-        return ({"class_name": type(loss).__name__,
-                 "config": loss.get_config()}, loss.from_logits)
+        # compiled, "none" is averaged as the default (Keras's compile)
+        config = dict(loss.get_config(),
+                      reduction=Reduction.SUM_OVER_BATCH_SIZE)
+        return ({"class_name": type(loss).__name__, "config": config},
+                loss.from_logits)
     return None
 
 

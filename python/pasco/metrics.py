@@ -267,12 +267,48 @@ def _same_rank(B: Any, a: Any, b: Any) -> Any:
     return a, b
 
 
+class Result(np.float64):
+    """A metric's result: a numpy float64 (a float: ``"%f" % r``) with
+    TensorFlow's ``.numpy()``, which gives the value as np.float64."""
+
+    def numpy(self) -> np.float64:
+        return np.float64(self)
+
+
+class ResultArray(np.ndarray):
+    """A metric's result of several values (an array) with ``.numpy()``,
+    which gives it as a plain numpy array."""
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self).copy()
+
+
+def _result(r: Any) -> Any:
+    if isinstance(r, (Result, ResultArray)):
+        return r
+    a = np.asarray(r)
+    if a.ndim == 0 and a.dtype.kind in "fiub":
+        return Result(a)
+    return a.view(ResultArray) if a.dtype.kind in "fiub" else r
+
+
 class Metric:
     """A metric whose state lives on a ps: ``update_state`` (in a traced
-    step, or from the chief with numpy arrays), ``result()``,
-    ``reset_state()``."""
+    step, or from the chief with numpy arrays), ``result()`` (a
+    :class:`Result`, a float with ``.numpy()`` as TensorFlow's result
+    has), ``reset_state()``."""
 
     _state_shape: tuple = (2,)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "result" in cls.__dict__:  # each result() gives a Result
+            f = cls.__dict__["result"]
+
+            def result(self: Any) -> Any:
+                return _result(f(self))
+            result.__doc__, result.__name__ = f.__doc__, "result"
+            cls.result = result  # type: ignore[assignment]
 
     def __init__(self, name: Optional[str] = None,
                  dtype: Optional[str] = None) -> None:
@@ -334,7 +370,7 @@ class Metric:
     def result(self) -> np.float64:
         """The metric over everything added since the last reset."""
         total, count = self.state.numpy()
-        return np.float64(total / count if count else 0.0)
+        return Result(total / count if count else 0.0)
 
     def reset_state(self) -> None:
         """Zeroes the state on the ps."""

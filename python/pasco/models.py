@@ -83,9 +83,12 @@ class Model:
     """Keras's functional Model: ``Model(inputs=..., outputs=...)`` over
     pasco.Input and layer calls. Made under ``strategy.scope()`` (or with
     ``strategy=``), its variables live on that strategy's ps tasks.
-    ``seed`` seeds every initializer without a seed of its own."""
+    ``seed`` seeds every initializer without a seed of its own. inputs
+    may be a dict {name: Input}: its keys then name the inputs (config,
+    dataset features, ``model({name: t})``)."""
 
-    def __init__(self, inputs: Union[Input, Sequence[Input], None] = None,
+    def __init__(self, inputs: Union[Input, Sequence[Input],
+                                     Dict[str, Input], None] = None,
                  outputs: Optional[KerasTensor] = None,
                  name: Optional[str] = None, seed: int = 42,
                  strategy: Optional[ParameterServerStrategy] = None) -> None:
@@ -111,9 +114,16 @@ class Model:
             self._init_functional(inputs, outputs)
 
     def _init_functional(self, inputs: Any, outputs: Any) -> None:
+        self._input_keys: Optional[List[str]] = None  # a dict's keys
+        if isinstance(inputs, dict):
+            if not all(isinstance(k, str) and k for k in inputs):
+                raise TypeError("inputs: a dict's keys must be non-empty "
+                                "strings (the inputs' names)")
+            self._input_keys, inputs = list(inputs), list(inputs.values())
         ins = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if not ins or not all(isinstance(i, Input) for i in ins):
-            raise TypeError("inputs: expected a pasco.Input or a list of them")
+            raise TypeError("inputs: expected a pasco.Input, a list of them "
+                            "or a dict of them by name")
         if not isinstance(outputs, KerasTensor) or isinstance(outputs, Input):
             raise TypeError("outputs: expected a layer's output (a layer "
                             "called on the inputs)")
@@ -143,8 +153,14 @@ class Model:
 
     # ---- config ----------------------------------------------------------
 
+    def input_names(self) -> List[str]:
+        """The inputs' names in order: a dict's keys, or the Inputs'."""
+        return list(getattr(self, "_input_keys", None) or
+                    [i.name for i in self._inputs])
+
     def _model_config(self, data: Optional[Dataset]) -> dict:
-        ins = [i.get_config() for i in self._inputs]
+        names = {id(i): n for i, n in zip(self._inputs, self.input_names())}
+        ins = [dict(i.get_config(), name=names[id(i)]) for i in self._inputs]
         # each tensor's (width, dtype): a custom layer is traced on them
         spec: Dict[int, tuple] = {id(i): (i.width, i.dtype)
                                   for i in self._inputs}
@@ -153,7 +169,8 @@ class Model:
             j, width = t.source._json_layer(
                 [spec[id(u)][0] for u in t.inbound],
                 [spec[id(u)][1] for u in t.inbound])
-            j["inbound_nodes"] = [u.name for u in t.inbound]
+            j["inbound_nodes"] = [names.get(id(u), u.name)
+                                  for u in t.inbound]
             layers.append(j)
             spec[id(t)] = (width, "float32")
         self._output_width = spec[id(self._nodes[-1])][0]

@@ -607,7 +607,7 @@ expand_dims squeeze slice gather one_hot exp log sqrt square abs negative
 clip where greater greater_equal less less_equal equal not_equal argmax
 sigmoid relu tanh softmax log_softmax l2_normalize stop_gradient cast
 dropout arange_like sparse_categorical_crossentropy categorical_crossentropy
-binary_crossentropy mean_squared_error""".split())
+binary_crossentropy mean_squared_error logit log_probs""".split())
 
 __all__ = ["Tensor", "Weight", "Graph", "trace", "current_graph",
            "OP_NAMES", "add", "subtract", "multiply", "divide", "maximum",

@@ -377,6 +377,17 @@ D(d_binary_crossentropy, pasco_t_binary_crossentropy(tp, v->x, V(v->b)))
 D(d_binary_crossentropy_logits,
     pasco_t_binary_crossentropy_logits(tp, v->x, V(v->b)))
 D(d_mean_squared_error, pasco_t_mse(tp, v->x, V(v->y)))
+D(d_logit,
+    pasco_t_sub(tp, pasco_t_log(tp, pasco_t_clip(tp, v->r, 1e-7, 1 - 1e-7)),
+        pasco_t_log(tp,
+            pasco_t_sub(tp, pasci_t_fill(tp, PASCO_F64, 1, (int64_t[]){3}, 1),
+                pasco_t_clip(tp, v->r, 1e-7, 1 - 1e-7)))))
+D(d_log_probs,
+    pasco_t_log(tp,
+        pasco_t_clip(tp,
+            pasco_t_div(tp, v->y,
+                pasco_t_reduce_sum_axes(tp, v->y, 1, (int32_t[]){-1}, true)),
+            1e-7, 1 - 1e-7)))
 
 static const pasco_tensor *
 d_argmax(pasco_tape *tp, const ins *v)
@@ -472,6 +483,8 @@ static const run_case runs[] = {
     {"binary_crossentropy", "{\"from_logits\": true}", "bx", 0,
         d_binary_crossentropy_logits},
     {"mean_squared_error", NULL, "yx", 0, d_mean_squared_error},
+    {"logit", NULL, "r", 0, d_logit},
+    {"log_probs", NULL, "y", 0, d_log_probs},
 };
 
 static void
@@ -644,4 +657,48 @@ Test(graph_ops, cross_entropies_of_softmax_and_sigmoid_outputs_use_logits)
 	pasco_tensor_release(z);
 	pasco_tensor_release(y);
 	pasco_tensor_release(y0);
+}
+
+/* logit and log_probs (a per-example cross-entropy's, Keras's): of a
+ * sigmoid's or softmax's output, the logits themselves (a logit of 40,
+ * not log(1 - 1e-7) - log(1e-7) = 16.1); of other probabilities, clipped
+ * to [1e-7, 1 - 1e-7]. */
+Test(graph_ops, logit_and_log_probs_of_sigmoid_and_softmax_use_logits)
+{
+	const pasci_graph_op *logit = pasci_graph_op_named("logit");
+	const pasci_graph_op *lp    = pasci_graph_op_named("log_probs");
+	pasco_tape           *tp;
+	pasco_tensor     *z = rnd(PASCO_F64, 2, (int64_t[]){1, 2}, 1, 0, 0);
+	pasci_graph_attrs a = {.dtype = PASCO_F64};
+	pasci_gval        out;
+	pasco_tnode      *zn, *p;
+	cr_assert_not_null(logit);
+	cr_assert_not_null(lp);
+	pasco_tensor_set(z, 0, 40);
+	PASCO_PASS(pasco_tape_alloc(&tp, false, 1));
+	zn = pasco_tape_constant(tp, z);
+	p  = pasco_t_sigmoid(tp, zn);
+	cr_assert(logit->run(tp, 1, (pasci_gval[]){{.node = p}}, &a, &out));
+	cr_assert_eq(out.node, zn, "logit of a sigmoid: its input node");
+	p = pasco_t_add(tp, p, pasco_t_scale(tp, p, 0)); /* not a sigmoid */
+	cr_assert(logit->run(tp, 1, (pasci_gval[]){{.node = p}}, &a, &out));
+	cr_assert_float_eq(pasco_tensor_get(pasco_tnode_value(out.node), 0),
+	    log(1 - 1e-7) - log(1e-7), 1e-6);
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(out.node), 1), 0, 1e-12);
+	p = pasco_t_softmax_axis(tp, zn, -1);
+	cr_assert(lp->run(tp, 1, (pasci_gval[]){{.node = p}}, &a, &out));
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(out.node), 1), -40, 1e-9);
+	p = pasco_t_add(tp, p, pasco_t_scale(tp, p, 0)); /* not a softmax */
+	cr_assert(lp->run(tp, 1, (pasci_gval[]){{.node = p}}, &a, &out));
+	cr_assert_float_eq(
+	    pasco_tensor_get(pasco_tnode_value(out.node), 1), log(1e-7), 1e-9);
+	/* a scalar has no last axis: refused with the tape's message */
+	p = pasco_t_reduce_sum_axes(tp, zn, 0, NULL, false);
+	cr_assert_not(lp->run(tp, 1, (pasci_gval[]){{.node = p}}, &a, &out));
+	cr_assert_not_null(strstr(pasco_tape_message(tp), "axis"), "%s",
+	    pasco_tape_message(tp));
+	pasco_tape_free(tp);
+	pasco_tensor_release(z);
 }

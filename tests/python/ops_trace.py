@@ -28,7 +28,7 @@ except ImportError:
     sys.exit(77)
 
 import pasco
-from pasco import ops
+from pasco import losses, ops
 
 root = sys.argv[1]
 failures = []
@@ -141,6 +141,10 @@ def each_op():
             ("mean_squared_error", ops.mean_squared_error(x, x * 2), ()),
             ("add", f64 + 1, (None, 8)),
         ]
+        # per-example crossentropies: their logit and log_probs nodes
+        losses.BinaryCrossentropy(reduction="none")(ids, x[:, :1])
+        losses.CategoricalCrossentropy(reduction="none")(
+            ops.one_hot(ids, 8), x)
     for op, t, shape in cases:
         check(f"ops.{op}'s shape", t.shape, shape)
         check(f"ops.{op}'s node", g.nodes[t.index]["op"], op)

@@ -10,8 +10,12 @@ examples/embedding_classifier.c's, to accuracy 1.0), custom_loop
 its losses, global step and errors), traced_step (@pasco.function steps:
 model_train's losses and weights on 1 worker, metric objects over 2
 workers against numpy, retraces, trace-time errors), ps_tutorial
-(examples/ps_tutorial.py, TensorFlow's tutorial loop ported: 4 epochs,
-evaluation accuracy >= 0.9), sample_weights
+(examples/ps_tutorial.py, TensorFlow's tutorial loop ported by names: 4
+epochs, evaluation accuracy >= 0.9; then tests/python/ps_tutorial_counts.py:
+its accuracy metrics' state on the ps equals numpy's counts over the
+batches the steps return, on 2 workers), tf_names (tests/python/tf_names.py:
+TensorFlow's names in a traced step, compile, save and load, against
+numpy), sample_weights
 (tests/python/sample_weights.py: sample_weight, class_weight and
 weighted_metrics against numpy, 3 workers), exact_epochs
 (tests/python/exact_epochs.py: fit on numpy arrays reads each example
@@ -356,7 +360,7 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
             ok = ok and p.returncode == 0 and m is not None and \
                 float(m.group(1)) >= float(m.group(2)) - 0.03
     elif case == "ps_tutorial":
-        p = launch("ps_tutorial.py", d,
+        p = launch("ps_tutorial.py",
                    path=os.path.join(root, "examples", "ps_tutorial.py"))
         acc = [float(line.split()[-1]) for line in p.stdout.splitlines()
                if line.startswith("[chief 0] Evaluation accuracy: ")]
@@ -366,6 +370,14 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
               f"{acc}", flush=True)
         ok = (p.returncode == 0 and len(epochs) == 4 and acc != [] and
               acc[0] >= 0.9)
+        if ok:  # the metrics' state on the ps against numpy's counts
+            p = launch("ps_tutorial_counts.py")
+            ok = p.returncode == 0 and "ps_tutorial_counts: OK" in p.stdout
+    elif case == "tf_names":
+        # TensorFlow's names (pasco.keras, nn, distribute, tf.* ops) in
+        # a traced step, compile, save and load, against numpy
+        p = launch("tf_names.py", d)
+        ok = p.returncode == 0 and "tf_names: OK" in p.stdout
     elif case == "prep":
         # issue 33's preprocessing layers on string columns of a CSV
         p = launch("prep_train.py", d)
