@@ -13,7 +13,9 @@
 # The wheel's meson build folder is kept in BUILD_DIR/wheel-build (and the
 # venv that builds it in BUILD_DIR/wheel-venv), so a second run compiles
 # only what changed; a first run compiles the library (about a minute on
-# two idle cores).
+# two idle cores). meson lists the package's files when it configures
+# (python/meson.build), and meson-python does not configure a kept folder
+# again, so the folder is started afresh when python/pasco's files change.
 # usage: test_wheel.sh SOURCE_ROOT BUILD_DIR PYTHON MAKE_TABLE SANITIZE
 set -u
 src=$1 build=$2 python=$3 make_table=$4 sanitize=${5:-none}
@@ -46,6 +48,12 @@ unset PYTHONPATH LD_LIBRARY_PATH PASCO_LIBRARY PASCO_BUILD_DIR PASCO_COMMAND \
 export PIP_NO_INDEX=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 t0=$(date +%s)
+files=$(cd "$src/python" && find pasco -type f ! -path '*__pycache__*' | LC_ALL=C sort)
+if [ "$files" != "$(cat "$build/wheel-build/.pasco-files" 2> /dev/null)" ]; then
+	rm -rf "$build/wheel-build"
+	mkdir -p "$build/wheel-build"
+	printf '%s\n' "$files" > "$build/wheel-build/.pasco-files"
+fi
 [ -x "$build/wheel-venv/bin/pip" ] ||
 	"$python" -m venv --system-site-packages "$build/wheel-venv" > "$tmp/venv.log" 2>&1 ||
 	{ cat "$tmp/venv.log"; fail "$python -m venv --system-site-packages"; finish; }
