@@ -25,8 +25,8 @@ int pasci_json_int(
     const cJSON *o, const char *key, int64_t *v, double lo, const char *where);
 /* A size field (pasci_json_int's) at most `most`, past which it is
  * refused naming the field and the bound ("layers[0] (d): units is
- * 9000000000000000; the most is 2^31 (2147483648)"). The bounds, checked as a config is read,
- * before any variable is made: */
+ * 9000000000000000; the most is 2^31 (2147483648)"). The bounds, checked as a
+ * config is read, before any variable is made: */
 int pasci_json_size(const cJSON *o, const char *key, int64_t *v, double lo,
     int64_t most, const char *where);
 /* That refusal for a value v already read: PASCO_EINVAL past most. */
