@@ -47,9 +47,10 @@
  * variables (FTRL in double, rounded to f32); f64 variables in double.
  *
  * Adam's t: with opt.iterations set (a global step, below) t is the global
- * step of the apply, as Keras's optimizer.iterations, so results do not
- * depend on how a variable is sharded; without it each shard counts its own
- * applies (a shard that gets no rows of a sparse batch does not count it).
+ * step of the apply less opt.iterations_base, the optimizer's own count
+ * as Keras's optimizer.iterations, so results do not depend on how a
+ * variable is sharded; without it each shard counts its own applies (a
+ * shard that gets no rows of a sparse batch does not count it).
  *
  * The global step and consistency modes. opt.iterations names an int64
  * scalar counter variable, normally the strategy's "global_step"
@@ -234,6 +235,16 @@ typedef struct pasco_optimizer {
 	/* The global step (see above); NULL: each shard counts its own
 	 * applies and every gradient is applied at once. Borrowed. */
 	pasco_variable *iterations;
+	/* This optimizer's own iteration count (Keras's
+	 * optimizer.iterations) is the global step minus iterations_base:
+	 * the global step's value when it started, so Adam's and Nadam's t
+	 * and a schedule's step start from 1 and 0 for each optimizer, not
+	 * where an earlier model's training left the global step. 0 (the
+	 * constructors'): the global step itself. pasco_model_fit sets it for
+	 * a compiled model (docs/optimizers.md, "Iteration counts"). An apply
+	 * at a global step at or below it (the global step set back by
+	 * hand) counts from the global step itself. */
+	int64_t iterations_base;
 } pasco_optimizer;
 
 /* Constructors with Keras's defaults for everything but the named
