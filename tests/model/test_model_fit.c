@@ -944,3 +944,50 @@ Test(model_fit, each_models_optimizer_counts_its_own_steps)
 	pasco_model_free(a2);
 	stop();
 }
+
+/* An optimizer's start is in fit's checkpoints: a new cluster (every
+ * process started again) resuming a second model's fit from its
+ * checkpoint counts from that model's start, 10, not from the global
+ * step when its fit began (0 in the new cluster). */
+Test(model_fit, an_optimizers_start_comes_back_with_fits_checkpoint)
+{
+	char root[] = "/tmp/pasco-model-base-XXXXXX", ck[300], cmd[400];
+	pasco_model *first, *second;
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(ck, sizeof(ck), "%s/ck", root);
+	start(root);
+	first  = mlp();
+	second = mlp();
+	PASCO_PASS(pasco_model_fit(K.c, first,
+	    &(pasco_model_fit_options){
+	        .dataset = "md_train", .steps_per_epoch = 10},
+	    NULL));
+	PASCO_PASS(pasco_model_fit(K.c, second,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .steps_per_epoch                = 10,
+	        .checkpoint_dir                 = ck,
+	        .checkpoint_keep                = 1},
+	    NULL));
+	config_has(second, "\"iterations_base\":10");
+	pasco_model_free(first);
+	pasco_model_free(second);
+	stop();
+
+	start(root); /* new processes: nothing on the ps */
+	first  = mlp();
+	second = mlp(); /* the same names, compiled afresh */
+	PASCO_PASS(pasco_model_fit(K.c, second,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .epochs                         = 3,
+	        .steps_per_epoch                = 10,
+	        .checkpoint_dir                 = ck,
+	        .checkpoint_keep                = 1,
+	        .resume                         = true},
+	    NULL));
+	config_has(second, "\"iterations_base\":10");
+	pasco_model_free(first);
+	pasco_model_free(second);
+	stop();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}
