@@ -26,9 +26,9 @@
  *            sparse apply, rows or none, and decays all its rows, in f32
  *            with the same rounding as a dense apply, so a sparse apply
  *            leaves the same bits as the dense one of the same rows.
- *            Cost: O(shard) per sparse apply (measured 0.7-1.5 ns per
- *            f32 element on a loaded 2-core VM: 24 ms for a shard of
- *            256K x 64, against 0.3-0.9 ms for Adam's 1,024 rows). A
+ *            Cost: O(shard) per sparse apply (measured 0.7-3.5 ns per
+ *            f32 element on a loaded 2-core VM: 23-59 ms for a shard of
+ *            256K x 64, against 0.25-1.5 ms for Adam's 1,024 rows). A
  *            dynamic table decays lazily (a product of the factors
  *            1 - weight_decay * lr_t per table and a stamp per row,
  *            applied when a row is read, updated or exported): O(rows
