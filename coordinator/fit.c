@@ -116,13 +116,11 @@ check_options(const pasco_fit_options *o)
 		    "set_learning_rate and 0 without it",
 		    o->learning_rate);
 	}
-	if (o->closure_tensor != NULL &&
-	    (o->steps_per_execution > 1 || o->closure_arg >= o->nargs)) {
+	if (o->closure_tensor != NULL && o->closure_arg >= o->nargs) {
 		return pasco_fit_fail(PASCO_EINVAL,
-		    "pasco_fit: closure_tensor needs steps_per_execution 1 "
-		    "(got %u) and closure_arg below nargs (%zu of %zu)",
-		    (unsigned) o->steps_per_execution, o->closure_arg,
-		    o->nargs);
+		    "pasco_fit: closure_tensor needs closure_arg below nargs "
+		    "(%zu of %zu)",
+		    o->closure_arg, o->nargs);
 	}
 	if (o->validation_shards < 0) {
 		return pasco_fit_fail(PASCO_EINVAL,
@@ -159,19 +157,31 @@ step_failed(
 }
 
 /* Closure k of epoch's arguments into args (o->nargs): o's, with the
- * closure's own tensor (*made, released by the caller) when o makes one. */
+ * closure's own tensor (*made, released by the caller) when o makes one,
+ * which may lower its *steps; PASCO_EOUTOFRANGE: its data ran out. */
 static int
 closure_args(const pasco_fit_options *o, int32_t epoch, int64_t k,
-    pasco_arg *args, pasco_tensor **made)
+    pasco_arg *args, uint32_t *steps, pasco_tensor **made)
 {
-	int rv;
+	uint32_t want = *steps;
+	int      rv;
 	*made = NULL;
 	if (o->closure_tensor == NULL) {
 		return PASCO_OK;
 	}
 	memcpy(args, o->args, o->nargs * sizeof(*args));
-	if ((rv = o->closure_tensor(o->hooks_user, epoch, k, made)) != 0) {
+	if ((rv = o->closure_tensor(o->hooks_user, epoch, k, steps, made)) !=
+	    0) {
 		return rv;
+	}
+	if (*steps < 1 || *steps > want) {
+		pasco_tensor_release(*made);
+		*made = NULL;
+		return pasco_fit_fail(PASCO_EINVAL,
+		    "pasco_fit: closure_tensor gave closure %lld of epoch %d "
+		    "%u steps; 1 to %u",
+		    (long long) k, (int) epoch, (unsigned) *steps,
+		    (unsigned) want);
 	}
 	args[o->closure_arg] = pasco_arg_tensor(*made);
 	return PASCO_OK;
@@ -194,7 +204,17 @@ schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
 		pasco_schedule_options so = {
 		    .repeat      = (uint32_t) (left < spe ? left : spe),
 		    .sum_results = true};
-		if ((rv = closure_args(o, epoch, *n, args, &made)) != 0) {
+		if ((rv = closure_args(
+		         o, epoch, *n, args, &so.repeat, &made)) != 0) {
+			if (rv == PASCO_EOUTOFRANGE && *n > 0) {
+				rv = PASCO_OK; /* the data ran out: Keras's */
+			} else if (rv == PASCO_EOUTOFRANGE) {
+				rv = pasco_fit_fail(PASCO_EINVAL,
+				    "pasco_fit: epoch %d has no data "
+				    "(closure_tensor: out of range at its "
+				    "first closure)",
+				    (int) epoch);
+			}
 			break;
 		}
 		rv = pasco_schedule_with(c, o->step_function,
@@ -350,7 +370,7 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 	}
 	if (rv == PASCO_OK) {
 		rv = pasco_logs_set(logs, "steps_per_second",
-		    (double) o->steps_per_epoch / (secs > 0 ? secs : 1e-9));
+		    (double) steps / (secs > 0 ? secs : 1e-9));
 	}
 	free(sums);
 	return rv;

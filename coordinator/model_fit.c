@@ -616,29 +616,65 @@ fit_failed(fit_run *r, int rv)
 	return pasci_model_fail(rv, "%s", pasco_fit_error());
 }
 
-/* Exact epochs: step k of epoch's batch, as o->step_dataset names it. */
+/* Exact epochs: closure k of epoch's batches, one per step, as
+ * o->step_dataset names them: step k * steps_per_execution + j of the
+ * epoch for j below *steps, the names joined by newlines (the worker's
+ * pasco.model_train_batch reads line r on its call r of the closure).
+ * The data running out (PASCO_EOUTOFRANGE) after j > 0 names cuts the
+ * closure to j steps; at the closure's first step, ends the epoch. */
 static int
-fit_closure_tensor(void *user, int32_t epoch, int64_t k, pasco_tensor **out)
+fit_closure_tensor(
+    void *user, int32_t epoch, int64_t k, uint32_t *steps, pasco_tensor **out)
 {
-	fit_run *r = user;
-	char     name[PASCI_STEP_NAME_MAX];
-	int      rv;
-	name[0] = 0;
-	if ((rv = r->o->step_dataset(
-	         r->o->step_user, epoch, k, name, sizeof(name))) != 0) {
-		return pasco_fit_fail(rv,
-		    "fit: step_dataset failed for step %lld of epoch %d",
-		    (long long) k, (int) epoch);
+	fit_run *r   = user;
+	int64_t  spx = r->o->steps_per_execution > 1
+	                   ? (int64_t) r->o->steps_per_execution
+	                   : 1;
+	size_t   cap = (size_t) *steps * PASCI_STEP_NAME_MAX, len = 0;
+	char    *names = malloc(cap);
+	int      rv    = PASCO_OK;
+	if (names == NULL) {
+		return pasco_fit_fail(PASCO_ENOMEM, "out of memory");
 	}
-	if (memchr(name, 0, sizeof(name)) == NULL || name[0] == 0) {
-		return pasco_fit_fail(PASCO_EINVAL,
-		    "fit: step_dataset gave no name (at most %d bytes) for "
-		    "step %lld of epoch %d",
-		    PASCI_STEP_NAME_MAX - 1, (long long) k, (int) epoch);
+	for (uint32_t j = 0; rv == PASCO_OK && j < *steps; j++) {
+		int64_t step = k * spx + j;
+		char   *name = names + len + (j > 0);
+		name[0]      = 0;
+		rv           = r->o->step_dataset(
+		              r->o->step_user, epoch, step, name, PASCI_STEP_NAME_MAX);
+		if (rv == PASCO_EOUTOFRANGE) { /* the data ran out: Keras's */
+			*steps = j;
+			rv     = j > 0 ? PASCO_OK : PASCO_EOUTOFRANGE;
+			break;
+		}
+		if (rv != PASCO_OK) {
+			rv = pasco_fit_fail(rv,
+			    "fit: step_dataset failed for step %lld of epoch "
+			    "%d",
+			    (long long) step, (int) epoch);
+		} else if (memchr(name, 0, PASCI_STEP_NAME_MAX) == NULL ||
+		           name[0] == 0 || strchr(name, '\n') != NULL) {
+			rv = pasco_fit_fail(PASCO_EINVAL,
+			    "fit: step_dataset gave no name (at most %d "
+			    "bytes, "
+			    "one line) for step %lld of epoch %d",
+			    PASCI_STEP_NAME_MAX - 1, (long long) step,
+			    (int) epoch);
+		} else {
+			if (j > 0) {
+				names[len] = '\n';
+			}
+			len += (j > 0) + strlen(name);
+		}
 	}
-	return string_tensor(name, out) != 0
-	           ? pasco_fit_fail(PASCO_ENOMEM, "out of memory")
-	           : PASCO_OK;
+	if (rv == PASCO_OK) {
+		names[len] = 0;
+		if (string_tensor(names, out) != 0) {
+			rv = pasco_fit_fail(PASCO_ENOMEM, "out of memory");
+		}
+	}
+	free(names);
+	return rv;
 }
 
 static int
@@ -722,12 +758,6 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	    (o->validation_dataset != NULL &&
 	        (rv = check_validation(c, o)) != 0)) {
 		return rv;
-	}
-	if (o->step_dataset != NULL && o->steps_per_execution > 1) {
-		return pasci_model_fail(PASCO_EINVAL,
-		    "fit: step_dataset names one batch per step: "
-		    "steps_per_execution must be 1, got %u",
-		    (unsigned) o->steps_per_execution);
 	}
 	if (m->compile.global_step &&
 	    (rv = pasco_strategy_global_step(c->s, &gs)) != 0) {

@@ -111,12 +111,13 @@ pasci_model_batch_size(const pasco_model *m, const pasco_tensor *const *in)
 	return in[0]->rank > 0 ? in[0]->shape[0] : 1;
 }
 
-/* The loss node and output of a batch, variables read onto tp; vars in
- * the tape's arena into *vars. */
+/* The loss node, output and its mask (NULL: none) of a batch, variables
+ * read onto tp; vars in the tape's arena into *vars. */
 static pasco_tnode *
 batch_loss(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
-    const pasco_tensor *sw, pasco_tape_var **vars, pasco_tnode **out)
+    const pasco_tensor *sw, pasco_tape_var **vars, pasco_tnode **out,
+    pasco_tnode **mask)
 {
 	pasco_tnode **nodes;
 	*vars = pasci_tape_mem(tp, (m->nvars + 1) * sizeof(**vars));
@@ -124,19 +125,22 @@ batch_loss(const pasco_model *m, pasco_tape *tp,
 	    (nodes = pasci_model_read(m, tp, inputs, *vars)) == NULL) {
 		return NULL;
 	}
-	return pasci_model_loss_out(
-	    m, tp, inputs, y, sw, m->compile.loss, nodes, out);
+	return pasci_model_loss_masked(
+	    m, tp, inputs, y, sw, m->compile.loss, nodes, out, mask);
 }
 
+/* The metrics' counts of the batch into state: a sequence's per step,
+ * its masked steps left out where Keras leaves them out. */
 static int
 add_counts(const pasco_model *m, pasco_tape *tp, pasco_tnode *out,
-    const pasco_tensor *y, const pasco_tensor *sw, double *state)
+    pasco_tnode *mask, const pasco_tensor *y, const pasco_tensor *sw,
+    double *state)
 {
 	if (state == NULL || m->compile.nmetrics == 0) {
 		return PASCO_OK;
 	}
-	if (pasci_metric_counts_weighted(
-	        m, pasco_tnode_value(out), y, sw, state) != 0) {
+	if (pasci_metric_counts_masked(m, pasco_tnode_value(out), y, sw,
+	        mask != NULL ? pasco_tnode_value(mask) : NULL, state) != 0) {
 		pasci_tape_fail(
 		    tp, PASCO_EINVAL, "%s", pasco_model_last_error());
 		return pasco_tape_error(tp);
@@ -151,14 +155,15 @@ pasci_model_train_batch(const pasco_model *m, pasco_tape *tp,
     double *state)
 {
 	pasco_tape_var *vars;
-	pasco_tnode    *l, *out = NULL;
-	if ((l = batch_loss(m, tp, inputs, y, sw, &vars, &out)) == NULL ||
+	pasco_tnode    *l, *out = NULL, *mask = NULL;
+	if ((l = batch_loss(m, tp, inputs, y, sw, &vars, &out, &mask)) ==
+	        NULL ||
 	    pasco_tape_apply(tp, l, m->nvars, vars, opt) != 0) {
 		return pasco_tape_error(tp) != 0 ? pasco_tape_error(tp)
 		                                 : PASCO_EINVAL;
 	}
 	*loss = pasco_tensor_get(pasco_tnode_value(l), 0);
-	return add_counts(m, tp, out, y, sw, state);
+	return add_counts(m, tp, out, mask, y, sw, state);
 }
 
 int
@@ -167,13 +172,14 @@ pasci_model_eval_batch(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *sw, double *sums)
 {
 	pasco_tape_var *vars;
-	pasco_tnode    *l, *out = NULL;
+	pasco_tnode    *l, *out = NULL, *mask = NULL;
 	double          n = (double) pasci_model_batch_size(m, inputs);
-	if ((l = batch_loss(m, tp, inputs, y, sw, &vars, &out)) == NULL) {
+	if ((l = batch_loss(m, tp, inputs, y, sw, &vars, &out, &mask)) ==
+	    NULL) {
 		return pasco_tape_error(tp) != 0 ? pasco_tape_error(tp)
 		                                 : PASCO_EINVAL;
 	}
 	sums[0] += pasco_tensor_get(pasco_tnode_value(l), 0) * n;
 	sums[1] += n;
-	return add_counts(m, tp, out, y, sw, sums + 2);
+	return add_counts(m, tp, out, mask, y, sw, sums + 2);
 }

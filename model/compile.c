@@ -126,6 +126,33 @@ pasco_model_compile(pasco_model *m, const pasco_compile_options *o)
 	return compile_with(m, o, NULL);
 }
 
+/* compile's loss_weights into c: one number (a model has one output),
+ * finite (Keras multiplies by any). */
+static int
+compile_loss_weights(
+    const pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
+{
+	c->loss_weight     = 1;
+	c->has_loss_weight = o->nloss_weights > 0;
+	if (o->nloss_weights == 0) {
+		return PASCO_OK;
+	}
+	if (o->loss_weights == NULL || o->nloss_weights > 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile: loss_weights has %zu entries, but the model has "
+		    "1 output ('%s'): give one number",
+		    o->nloss_weights, m->layers[m->nlayers - 1].name);
+	}
+	if (!isfinite(o->loss_weights[0])) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile: loss_weights: the weight of output '%s' must be "
+		    "a finite number, got %g",
+		    m->layers[m->nlayers - 1].name, o->loss_weights[0]);
+	}
+	c->loss_weight = o->loss_weights[0];
+	return PASCO_OK;
+}
+
 /* The optimizer and metrics into c. */
 static int
 compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
@@ -136,6 +163,9 @@ compile_rest(pasco_model *m, const pasco_compile_options *o, pasci_compile *c)
 	                        : o->optimizer;
 	c->opt.iterations = NULL;
 	c->global_step    = !o->no_global_step;
+	if ((rv = compile_loss_weights(m, o, c)) != 0) {
+		return rv;
+	}
 	if ((rv = pasci_opt_compile_check(&c->opt)) != 0) {
 		return rv;
 	}
@@ -199,14 +229,58 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 	ok = ok &&
 	     (!c->base_known || cJSON_AddNumberToObject(cc, "iterations_base",
 	                            (double) c->opt.iterations_base) != NULL);
+	ok = ok && (!c->has_loss_weight ||
+	               cJSON_AddNumberToObject(
+	                   cc, "loss_weights", c->loss_weight) != NULL);
 	return ok && cJSON_AddBoolToObject(cc, "global_step", c->global_step);
+}
+
+/* A compile config's "loss_weights" as Keras 3 takes it: a number, a
+ * list of one, or an object keyed by the output's name; into *w and *n
+ * (0: absent or null). */
+static int
+read_loss_weights(const pasco_model *m, const cJSON *cc, double *w, size_t *n)
+{
+	const cJSON *lw = cJSON_GetObjectItemCaseSensitive(cc, "loss_weights");
+	const char  *out = m->layers[m->nlayers - 1].name;
+	const cJSON *one = lw;
+	*n               = 0;
+	if (lw == NULL || cJSON_IsNull(lw)) {
+		return PASCO_OK;
+	}
+	if ((cJSON_IsArray(lw) || cJSON_IsObject(lw)) &&
+	    cJSON_GetArraySize(lw) != 1) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile_config: loss_weights has %d entries, but the "
+		    "model has 1 output ('%s')",
+		    cJSON_GetArraySize(lw), out);
+	}
+	if (cJSON_IsArray(lw) || cJSON_IsObject(lw)) {
+		one = cJSON_GetArrayItem(lw, 0);
+	}
+	if (cJSON_IsObject(lw) && strcmp(one->string, out) != 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile_config: loss_weights names output '%s'; the "
+		    "model's output is '%s'",
+		    one->string, out);
+	}
+	if (!cJSON_IsNumber(one)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "compile_config: loss_weights must be a number, a list "
+		    "of one or {\"%s\": number}",
+		    out);
+	}
+	*w = one->valuedouble;
+	*n = 1;
+	return PASCO_OK;
 }
 
 int
 pasci_compile_from_json(const cJSON *root, pasco_model *m)
 {
 	static const char *const keys[] = {"loss", "from_logits", "optimizer",
-	    "metrics", "weighted_metrics", "global_step", "iterations_base"};
+	    "metrics", "weighted_metrics", "global_step", "loss_weights",
+	    "iterations_base"};
 	const char              *at     = "compile_config";
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
@@ -221,6 +295,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	int64_t               base                         = -1;
 	char                 *loss_text                    = NULL;
 	bool                  is_class; /* a Keras loss class's config */
+	double                lw = 1;
 	int                   rv;
 	if (cc == NULL) {
 		return PASCO_OK;
@@ -265,6 +340,11 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	o.metrics          = names;
 	o.weighted_metrics = names + PASCI_MAX_METRICS;
 	o.no_global_step   = !gs;
+	if ((rv = read_loss_weights(m, cc, &lw, &o.nloss_weights)) != 0) {
+		free(loss_text);
+		return rv;
+	}
+	o.loss_weights = &lw;
 	if ((rv = pasci_metric_texts(ms, names, owned, &o.nmetrics)) == 0 &&
 	    (rv = pasci_metric_texts(cJSON_IsArray(ws) ? ws : NULL,
 	         names + PASCI_MAX_METRICS, owned + PASCI_MAX_METRICS,

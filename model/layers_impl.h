@@ -83,6 +83,10 @@ typedef struct pasci_compile {
 	 * batch's sample weights */
 	bool metric_weighted[PASCI_MAX_METRICS];
 	size_t            state_len; /* counts of every metric together */
+	/* compile's loss_weights: the loss's scale (1 unless given) and
+	 * whether it was given (the config writes it then) */
+	double loss_weight;
+	bool   has_loss_weight;
 } pasci_compile;
 
 /* A Normalization layer's adapted statistics (pasco_model_adapt), f64
@@ -130,8 +134,8 @@ pasco_tnode **pasci_model_read(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, pasco_tape_var *vars);
 
 /* pasco_model_loss that also gives the model's output node (*out), each
- * example's loss weighted by sw (NULL: unweighted; a Graph loss takes
- * none: PASCO_EINVAL). */
+ * example's loss weighted by sw (NULL: unweighted; a Graph loss's too,
+ * pasci_loss_graph_run). */
 pasco_tnode *pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,

@@ -5,8 +5,13 @@
  * by the train and evaluate batches where a built-in loss would be:
  * inputs y_true (the batch's targets, cast to the traced dtype) and
  * y_pred (the model's output); a scalar output is the loss, per-example
- * losses [batch] are averaged. Immutable once read: any thread, each on
- * its own tape; the reference count is atomic.
+ * losses [batch] are averaged. With sample weights (Keras's sample_weight
+ * and class_weight), each example's loss is multiplied by its weight
+ * before that mean, Keras's "sum_over_batch_size" (sum(w_i * l_i) /
+ * batch, as pasco_t_loss_weighted); a scalar loss is multiplied by each
+ * weight and averaged, loss * mean(w), as Keras's reduce_weighted_values
+ * broadcasts it. Immutable once read: any thread, each on its own tape;
+ * the reference count is atomic.
  */
 #include "graph.h"
 #include "model_impl.h"
@@ -174,17 +179,49 @@ as_traced(pasco_tape *tp, const pasci_graph *g, const pasco_tensor *y,
 	return *made;
 }
 
+/* The per-example weights sw as a constant [rows] of dtype (rows: the
+ * batch's examples); NULL with the tape's error set when sw is not one
+ * number per example. */
+static pasco_tnode *
+weights_node(pasco_tape *tp, const pasci_loss_graph *lg,
+    const pasco_tensor *sw, pasco_dtype dtype, int64_t rows)
+{
+	pasco_tensor *w;
+	pasco_tnode  *n;
+	if (sw->count != rows || sw->rank < 1 || sw->rank > 2 ||
+	    (sw->rank == 2 && sw->shape[1] != 1) ||
+	    (sw->dtype != PASCO_F32 && sw->dtype != PASCO_F64 &&
+	        sw->dtype != PASCO_I32 && sw->dtype != PASCO_I64)) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss '%s': sample weights %s for a batch of %lld: want "
+		    "one number per example ([%lld] or [%lld, 1])",
+		    lg->name, PASCI_TSPEC(sw), (long long) rows,
+		    (long long) rows, (long long) rows);
+	}
+	if (pasco_tensor_alloc(&w, dtype, 1, &rows) != 0) {
+		return pasci_tape_fail(tp, PASCO_ENOMEM, "out of memory");
+	}
+	for (int64_t i = 0; i < rows; i++) {
+		pasco_tensor_set(w, i, pasco_tensor_get(sw, i));
+	}
+	n = pasco_tape_constant(tp, w);
+	pasco_tensor_release(w); /* the tape holds it */
+	return n;
+}
+
 pasco_tnode *
 pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
-    const pasco_tensor *y, pasco_tnode *pred)
+    const pasco_tensor *y, pasco_tnode *pred, const pasco_tensor *sw)
 {
 	pasco_tensor       *made;
 	const pasco_tensor *t     = as_traced(tp, lg->graph, y, &made);
 	pasci_gval          in[2] = {{0}}, out;
 	int32_t             rank;
 	const int64_t      *shape;
-	pasco_dtype         dt = pasci_graph_input(lg->graph, 0, &rank, &shape);
-	bool                ok;
+	const pasco_tensor *v, *p;
+	pasco_dtype dt = pasci_graph_input(lg->graph, 0, &rank, &shape);
+	int64_t     rows;
+	bool        ok;
 	if (t == NULL) {
 		return NULL;
 	}
@@ -201,7 +238,25 @@ pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
 	if (!ok) {
 		return NULL;
 	}
-	return pasco_tnode_value(out.node)->rank == 0
-	           ? out.node
-	           : pasco_t_reduce_mean(tp, out.node, PASCO_T_ALL_AXES);
+	v = pasco_tnode_value(out.node);
+	if (sw == NULL) {
+		return v->rank == 0 ? out.node
+		                    : pasco_t_reduce_mean(
+		                          tp, out.node, PASCO_T_ALL_AXES);
+	}
+	p    = pasco_tnode_value(pred);
+	rows = p->rank > 0 ? p->shape[0] : 1;
+	if (v->rank == 1 && v->shape[0] != rows) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss '%s': returned %s for a batch of %lld; weighing "
+		    "examples (sample_weight, class_weight) needs a scalar or "
+		    "one loss per example [%lld]",
+		    lg->name, PASCI_SHAPE(v->rank, v->shape), (long long) rows,
+		    (long long) rows);
+	}
+	/* sum(w_i * l_i) / batch; a scalar l: l * mean(w), as Keras */
+	return pasco_t_reduce_mean(tp,
+	    pasco_t_mul(
+	        tp, out.node, weights_node(tp, lg, sw, v->dtype, rows)),
+	    PASCO_T_ALL_AXES);
 }

@@ -307,3 +307,53 @@ pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
 	}
 	return PASCO_OK;
 }
+
+int
+pasci_loss_mask_weights(const pasco_tensor *out, const pasco_tensor *mask,
+    const pasco_tensor *sw, const char *layer, pasco_tensor **w)
+{
+	int64_t batch = out->rank > 0 ? out->shape[0] : 1;
+	int64_t rows  = out->rank >= 2 && out->shape[out->rank - 1] > 0
+	                    ? out->count / out->shape[out->rank - 1]
+	                    : batch;
+	int64_t per   = batch > 0 ? rows / batch : 1;
+	double  valid = 0, scale;
+	*w            = NULL;
+	if (mask == NULL && (sw == NULL || per == 1)) {
+		return PASCO_OK; /* sw as it is: one per example and row */
+	}
+	if (mask != NULL && mask->count != rows) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "loss: the mask %s of '%s' does not fit its output %s "
+		    "(want one per step: %lld)",
+		    PASCI_SHAPE(mask->rank, mask->shape), layer,
+		    PASCI_SHAPE(out->rank, out->shape), (long long) rows);
+	}
+	if (sw != NULL && (sw->count != batch || sw->rank > 2 ||
+	                      (sw->rank == 2 && sw->shape[1] != 1) ||
+	                      sw->dtype == PASCO_U8)) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "loss: sample weights %s%s against the output %s of "
+		    "'%s': want one number per example ([%lld] or [%lld, 1])",
+		    pasco_dtype_name(sw->dtype),
+		    PASCI_SHAPE(sw->rank, sw->shape),
+		    PASCI_SHAPE(out->rank, out->shape), layer,
+		    (long long) batch, (long long) batch);
+	}
+	for (int64_t r = 0; mask != NULL && r < rows; r++) {
+		valid += pasco_tensor_get(mask, r) != 0;
+	}
+	/* Keras's apply_mask: total / valid per unmasked step, 0 when no
+	 * step is (divide_no_nan) */
+	scale = mask == NULL ? 1 : valid > 0 ? (double) rows / valid : 0;
+	if (pasco_tensor_alloc(w, PASCO_F64, 1, &rows) != 0) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		double m = mask == NULL || pasco_tensor_get(mask, r) != 0;
+		((double *) (*w)->data)[r] =
+		    (sw != NULL ? pasco_tensor_get(sw, r / per) : 1) * m *
+		    scale;
+	}
+	return PASCO_OK;
+}

@@ -15,6 +15,15 @@
  * values times its sample weight and counts the weight for the example
  * (Keras's update_state with sample_weight: a mean's total and count, the
  * confusion counts' sums of weights).
+ * A sequence output [batch, steps, ..., dim] is counted as its rows
+ * [batch * steps..., dim] against labels [batch, steps...] (class ids) or
+ * [batch, steps..., dim]: each step counts as Keras's mean of per-example
+ * means counts it (all examples have the same steps). With a mask (an
+ * Embedding's mask_zero, one per step) the metrics Keras wraps in
+ * MeanMetricWrapper (the accuracies, mae, mse, binary crossentropy)
+ * count the unmasked steps only, each example's weight times its mask as
+ * Keras's apply_mask(reduction="sum"); AUC, precision, recall and rmse
+ * count every step, masked or not, as Keras's do.
  * A metric given by name sees the output through the loss's sigmoid or
  * softmax when the loss takes logits; a metric object sees the raw output
  * (AUC and BinaryCrossentropy take their own from_logits). Stateless: any
@@ -34,7 +43,7 @@ typedef struct batch {
 	const pasco_model       *m;
 	const pasci_metric_spec *s;
 	const pasco_tensor      *pred, *y;
-	const pasco_tensor      *sw;   /* sample weights; NULL: each 1 */
+	const double            *rw;   /* each row's weight; NULL: each 1 */
 	int64_t                  n, w; /* rows, width */
 } batch;
 
@@ -42,7 +51,7 @@ typedef struct batch {
 static double
 weight(const batch *b, int64_t i)
 {
-	return b->sw != NULL ? pasco_tensor_get(b->sw, i) : 1;
+	return b->rw != NULL ? b->rw[i] : 1;
 }
 
 /* The value j of row i the metric sees: a name's through the loss's
@@ -352,7 +361,66 @@ int
 pasci_metric_counts_weighted(const pasco_model *m, const pasco_tensor *pred,
     const pasco_tensor *y, const pasco_tensor *sw, double *state)
 {
+	return pasci_metric_counts_masked(m, pred, y, sw, NULL, state);
+}
+
+/* Whether Keras masks kind's values (a MeanMetricWrapper's). */
+static bool
+masked_kind(pasci_metric_kind kind)
+{
+	return kind != PASCI_METRIC_AUC && kind != PASCI_METRIC_PRECISION &&
+	       kind != PASCI_METRIC_RECALL && kind != PASCI_METRIC_RMSE;
+}
+
+/* A sequence's output and labels as rows (views into pred and y's data):
+ * pred [rows, dim]; y [rows] for sparse labels, else [rows, dim]. Other
+ * outputs as they are. */
+static void
+as_rows(const pasco_tensor *pred, const pasco_tensor *y, bool sparse,
+    pasco_tensor *pv, pasco_tensor *yv)
+{
+	*pv = *pred;
+	if (y != NULL) {
+		*yv = *y;
+	}
+	if (pred->rank <= 2 || pred->shape[pred->rank - 1] < 1) {
+		return;
+	}
+	pv->rank     = 2;
+	pv->shape[1] = pred->shape[pred->rank - 1];
+	pv->shape[0] = pred->count / pv->shape[1];
+	if (y != NULL && y->count == (sparse ? pv->shape[0] : pred->count)) {
+		yv->rank     = sparse ? 1 : 2;
+		yv->shape[0] = pv->shape[0];
+		yv->shape[1] = pv->shape[1];
+	}
+}
+
+/* Each row's weight for metric k into rw (rows of them): its example's
+ * sample weight when the metric is weighted, times the row's mask when
+ * Keras masks the metric. false when every row weighs 1. */
+static bool
+row_weights(const pasci_compile *c, size_t k, const pasco_tensor *sw,
+    const pasco_tensor *mask, int64_t rows, int64_t per, double *rw)
+{
+	bool weighted = c->metric_weighted[k] && sw != NULL;
+	bool masked   = mask != NULL && masked_kind(c->metric_kinds[k]);
+	for (int64_t r = 0; (weighted || masked) && r < rows; r++) {
+		rw[r] = (weighted ? pasco_tensor_get(sw, r / per) : 1) *
+		        (masked ? pasco_tensor_get(mask, r) != 0 : 1);
+	}
+	return weighted || masked;
+}
+
+int
+pasci_metric_counts_masked(const pasco_model *m, const pasco_tensor *pred,
+    const pasco_tensor *y, const pasco_tensor *sw, const pasco_tensor *mask,
+    double *state)
+{
 	const pasci_compile *c = &m->compile;
+	int64_t              rows, per;
+	double              *rw;
+	int                  rv = PASCO_OK;
 	if (sw != NULL && pred->rank >= 1 &&
 	    (sw->count != pred->shape[0] || sw->rank > 2 ||
 	        (sw->rank == 2 && sw->shape[1] != 1))) {
@@ -363,14 +431,31 @@ pasci_metric_counts_weighted(const pasco_model *m, const pasco_tensor *pred,
 		    PASCI_SHAPE(sw->rank, sw->shape),
 		    PASCI_SHAPE(pred->rank, pred->shape));
 	}
-	for (size_t k = 0; k < c->nmetrics; k++) {
+	rows = pred->rank >= 2 && pred->shape[pred->rank - 1] > 0
+	           ? pred->count / pred->shape[pred->rank - 1]
+	           : pred->count;
+	per =
+	    pred->rank >= 1 && pred->shape[0] > 0 ? rows / pred->shape[0] : 1;
+	if (mask != NULL && mask->count != rows) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "metrics: the output's mask %s does not fit the output %s "
+		    "(want one per step: %lld)",
+		    PASCI_SHAPE(mask->rank, mask->shape),
+		    PASCI_SHAPE(pred->rank, pred->shape), (long long) rows);
+	}
+	if ((rw = malloc(((size_t) rows + 1) * sizeof(*rw))) == NULL) {
+		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
+	}
+	for (size_t k = 0; rv == PASCO_OK && k < c->nmetrics; k++) {
 		pasci_metric_kind kind = c->metric_kinds[k];
 		double           *s    = state + c->metric_off[k];
-		int64_t           want = sparse_labels(kind) && pred->rank == 2
-		                             ? pred->shape[0]
-		                             : pred->count;
-		if (pred->rank != 2 || y == NULL || y->count != want) {
-			return pasci_model_fail(PASCO_EINVAL,
+		pasco_tensor      pv, yv;
+		as_rows(pred, y, sparse_labels(kind), &pv, &yv);
+		int64_t want = sparse_labels(kind) && pv.rank == 2
+		                   ? pv.shape[0]
+		                   : pv.count;
+		if (pv.rank != 2 || y == NULL || yv.count != want) {
+			rv = pasci_model_fail(PASCO_EINVAL,
 			    "%s: targets %s%s do not fit the output %s (want "
 			    "%lld values)",
 			    c->metric_names[k],
@@ -378,11 +463,11 @@ pasci_metric_counts_weighted(const pasco_model *m, const pasco_tensor *pred,
 			    y != NULL ? PASCI_SHAPE(y->rank, y->shape) : "",
 			    PASCI_SHAPE(pred->rank, pred->shape),
 			    (long long) want);
+			break;
 		}
-		batch b  = {m, &c->metric_specs[k], pred, y,
-                    c->metric_weighted[k] ? sw : NULL, pred->shape[0],
-                    pred->shape[0] > 0 ? pred->count / pred->shape[0] : 0};
-		int   rv = PASCO_OK;
+		batch b = {m, &c->metric_specs[k], &pv, &yv,
+		    row_weights(c, k, sw, mask, rows, per, rw) ? rw : NULL,
+		    pv.shape[0], pv.shape[0] > 0 ? pv.count / pv.shape[0] : 0};
 		if (b.n == 0) {
 			continue;
 		} else if (kind == PASCI_METRIC_AUC) {
@@ -397,11 +482,9 @@ pasci_metric_counts_weighted(const pasco_model *m, const pasco_tensor *pred,
 		} else {
 			count_elements(&b, kind, s);
 		}
-		if (rv != PASCO_OK) {
-			return rv;
-		}
 	}
-	return PASCO_OK;
+	free(rw);
+	return rv;
 }
 
 static double

@@ -71,8 +71,8 @@ bool pasci_opt_config_write(cJSON *config, const pasco_optimizer *opt);
  * fields given; o NULL is RMSprop's defaults. PASCO_EINVAL, naming the
  * class or the field, for a class that is no optimizer's, a field that
  * is not the optimizer's, or a value of the wrong type. */
-int  pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt);
-int  pasci_compile_from_json(const cJSON *root, pasco_model *m);
+int pasci_opt_config_read(const cJSON *o, pasco_optimizer *opt);
+int pasci_compile_from_json(const cJSON *root, pasco_model *m);
 
 /* A compile config's loss of class Graph (its "config": name, graph)
  * parsed into *out, holding one reference. PASCO_EINVAL naming at and
@@ -91,9 +91,11 @@ bool pasci_loss_graph_sparse_labels(const pasci_loss_graph *lg);
 bool pasci_loss_graph_write(
     cJSON *parent, const char *key, const pasci_loss_graph *lg);
 /* The loss of pred against targets y on tp (a scalar node), or NULL with
- * the tape's error set. */
+ * the tape's error set. sw (NULL: none): one weight per example of pred,
+ * [batch] or [batch, 1]; the loss is then Keras's sum(w_i * l_i) / batch
+ * of the graph's per-example losses (a scalar loss: loss * mean(w)). */
 pasco_tnode *pasci_loss_graph_run(const pasci_loss_graph *lg, pasco_tape *tp,
-    const pasco_tensor *y, pasco_tnode *pred);
+    const pasco_tensor *y, pasco_tnode *pred, const pasco_tensor *sw);
 
 /* Metric k of c from text (o->metrics[k]: a name, or the JSON of a Keras
  * metric object, {"class_name": ..., "config": {...}}): its kind, spec
@@ -125,10 +127,27 @@ int pasci_metric_counts(const pasco_model *m, const pasco_tensor *pred,
 int pasci_metric_counts_weighted(const pasco_model *m,
     const pasco_tensor *pred, const pasco_tensor *y, const pasco_tensor *sw,
     double *state);
+/* The same with the output's mask (NULL: none; else one number per row
+ * of pred, a sequence's [batch, steps]): a sequence output counts per
+ * step, and the metrics Keras masks count only the steps whose mask is
+ * not 0 (metric_counts.c). PASCO_EINVAL naming both shapes when the mask
+ * does not fit. */
+int pasci_metric_counts_masked(const pasco_model *m, const pasco_tensor *pred,
+    const pasco_tensor *y, const pasco_tensor *sw, const pasco_tensor *mask,
+    double *state);
 
 /* Metric k's value from the state (NaN when nothing was counted). */
 double pasci_metric_result(
     const pasco_model *m, size_t k, const double *state);
+
+/* pasci_model_loss_out (layers_impl.h) that also gives the output's
+ * mask in *mask (an Embedding's mask_zero carried to it; NULL: none),
+ * which weighs the loss as Keras's does (pasci_loss_mask_weights) and
+ * which the metrics take (pasci_metric_counts_masked). */
+pasco_tnode *pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **out, pasco_tnode **mask);
 
 /* A training step on a batch: read, loss (each example's times its
  * sample weight in sw, when not NULL), gradient, one mixed apply with
@@ -198,8 +217,22 @@ int  pasci_loss_check(const pasco_loss *l, const char *at);
 int  pasci_loss_config_read(const cJSON *o, pasco_loss *l, const char *at);
 bool pasci_loss_config_write(
     cJSON *parent, const char *key, const pasco_loss *l);
-int  pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
-     int64_t classes, pasco_tensor **out);
+int pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
+    int64_t classes, pasco_tensor **out);
+
+/* Keras's mask and sample weights of a loss as one weight per row of the
+ * output out (its rows: [batch * steps...] of a sequence [batch,
+ * steps..., dim], else [batch]), the loss's sample weights once out is
+ * flattened to rows: row r of example b weighs sw[b] (sw NULL: 1) times,
+ * with a mask (one number per row, 0: masked; NULL: none), 0 for a masked
+ * row and rows / (unmasked rows) for another (Keras's apply_mask with
+ * sum_over_batch_size: the loss is the weighted sum over the unmasked
+ * rows divided by their count; 0 when all are masked). *w (f64 [rows],
+ * owned by the caller) is NULL when sw serves as it is (no mask, one row
+ * per example). PASCO_EINVAL naming layer and the shapes when the mask or
+ * the weights do not fit out. Any thread. */
+int pasci_loss_mask_weights(const pasco_tensor *out, const pasco_tensor *mask,
+    const pasco_tensor *sw, const char *layer, pasco_tensor **w);
 
 /* A layer's constraint under key (model/constraint_config.c): null for
  * none, else Keras's {"class_name": "MaxNorm", "config": {"max_value",
@@ -207,7 +240,7 @@ int  pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
  * null: none; PASCO_EINVAL naming where and the field). */
 bool pasci_json_write_constraint(
     cJSON *parent, const char *key, const pasco_constraint *c);
-int  pasci_json_read_constraint(const cJSON *parent, const char *key,
-     pasco_constraint *c, const char *where);
+int pasci_json_read_constraint(const cJSON *parent, const char *key,
+    pasco_constraint *c, const char *where);
 
 #endif

@@ -340,28 +340,14 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 			    "loss: the model has no loss graph "
 			    "(pasco_compile_options.loss_graph)");
 		}
-		if (sw != NULL) {
-			return pasci_tape_fail(tp, PASCO_EINVAL,
-			    "loss '%s': a custom (graph) loss takes no sample "
-			    "weights; leave sample_weight and class_weight "
-			    "out, or weigh the examples in the loss",
-			    pasci_loss_graph_name(m->compile.loss_graph));
-		}
-		return pasci_loss_graph_run(m->compile.loss_graph, tp, y, out);
+		return pasci_loss_graph_run(
+		    m->compile.loss_graph, tp, y, out, sw);
 	}
 	if (!flat_sequence(tp, loss, &out,
 	        act == PASCO_ACT_SIGMOID || act == PASCO_ACT_SOFTMAX ? &pre
 	                                                             : NULL,
 	        &y, &view)) {
 		return NULL;
-	}
-	if (sw != NULL && sw->rank > 0 &&
-	    pasco_tnode_value(out)->shape[0] != sw->shape[0]) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: the sequence output of '%s' takes no sample weights "
-		    "(one per example, not per step); leave sample_weight and "
-		    "class_weight out",
-		    last->name);
 	}
 	if (!loss->from_logits &&
 	    ((loss->kind == PASCO_LOSS_BINARY_CROSSENTROPY &&
@@ -384,15 +370,75 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	return pasco_t_loss_weighted(tp, loss, out, y, sw);
 }
 
+/* A mask (NULL: none) or per-example weights of a sequence as one
+ * weight per step into *sw (pasci_loss_mask_weights; *w owns them, NULL
+ * when *sw serves as it is). A Graph loss takes no mask. false with the
+ * tape's error set. */
+static bool
+step_weights(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
+    pasco_tnode *out, pasco_tnode *mask, const pasco_tensor **sw,
+    pasco_tensor **w)
+{
+	const char *last = m->layers[m->nlayers - 1].name;
+	int         rv;
+	*w = NULL;
+	if (loss->kind == PASCO_LOSS_GRAPH && mask != NULL) {
+		pasci_tape_fail(tp, PASCO_EINVAL,
+		    "loss: the output of '%s' is masked (mask_zero), and a "
+		    "custom (graph) loss does not take the mask; use a "
+		    "built-in loss (docs/sequences.md) or drop mask_zero",
+		    last);
+		return false;
+	}
+	if (loss->kind == PASCO_LOSS_GRAPH) {
+		return true;
+	}
+	if ((rv = pasci_loss_mask_weights(pasco_tnode_value(out),
+	         mask != NULL ? pasco_tnode_value(mask) : NULL, *sw, last,
+	         w)) != 0) {
+		pasci_tape_fail(tp, rv, "%s", pasco_model_last_error());
+		return false;
+	}
+	*sw = *w != NULL ? *w : *sw;
+	return true;
+}
+
+static pasco_tnode *loss_out(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask);
+
 pasco_tnode *
 pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *const *inputs, const pasco_tensor *y,
     const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
     pasco_tnode **output)
 {
-	pasco_tnode *pre, *out, *l = NULL;
-	fwd_losses   added = {NULL, NULL};
-	pasco_act    act;
+	return loss_out(m, tp, inputs, y, sw, loss, nodes, output, NULL);
+}
+
+pasco_tnode *
+pasci_model_loss_masked(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask)
+{
+	*mask = NULL;
+	return loss_out(m, tp, inputs, y, sw, loss, nodes, output, mask);
+}
+
+/* The loss of the model's output *output against y; *mask (mask may be
+ * NULL) its mask, which weighs the loss as Keras's does. */
+static pasco_tnode *
+loss_out(const pasco_model *m, pasco_tape *tp,
+    const pasco_tensor *const *inputs, const pasco_tensor *y,
+    const pasco_tensor *sw, pasco_loss loss, pasco_tnode *const *nodes,
+    pasco_tnode **output, pasco_tnode **mask)
+{
+	pasco_tnode  *pre, *out, *l = NULL;
+	fwd_losses    added = {NULL, NULL};
+	pasco_act     act;
+	pasco_tensor *w = NULL; /* the steps' weights, when made */
 
 	out = *output =
 	    forward(m, tp, inputs, NULL, nodes, &pre, &act, &added);
@@ -402,14 +448,16 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 	if (y == NULL) {
 		return pasci_tape_fail(tp, PASCO_EINVAL, "loss: no labels");
 	}
-	if (added.mask != NULL && pasco_tnode_value(out)->rank > 2) {
-		return pasci_tape_fail(tp, PASCO_EINVAL,
-		    "loss: the sequence output of '%s' is masked (mask_zero): "
-		    "Keras's masked loss is not supported; pool the sequence "
-		    "or drop mask_zero",
-		    m->layers[m->nlayers - 1].name);
+	if (mask != NULL) {
+		*mask = added.mask;
+	}
+	if (!step_weights(m, tp, &loss, out, added.mask, &sw, &w)) {
+		return NULL;
 	}
 	l = loss_node(m, tp, &loss, y, sw, out, pre, act);
+	if (l != NULL && m->compile.has_loss_weight) {
+		l = pasco_t_scale(tp, l, m->compile.loss_weight); /* Keras's */
+	}
 	if (l != NULL && added.added != NULL) {
 		l = pasco_t_add(tp, l, added.added);
 	}
@@ -431,6 +479,7 @@ pasci_model_loss_out(const pasco_model *m, pasco_tape *tp,
 			        m->layers[i].kernel_l2));
 		}
 	}
+	pasco_tensor_release(w);
 	return l;
 }
 

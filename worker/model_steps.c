@@ -6,9 +6,11 @@
  *                         returns [loss, the batch's metric counts...]
  *                         (f64 [1 + state_len]; [loss] without
  *                         metrics), which the chief totals per epoch.
- *   pasco.model_train_batch  model args, dataset name[, global step]:
- *                         the same on the first element of the named
- *                         dataset (built for worker 0 of 1): the batch
+ *   pasco.model_train_batch  model args, dataset names[, global step]:
+ *                         the same on the first element of the dataset
+ *                         named on line r of the names (one per line)
+ *                         for call r of a packed closure (built for
+ *                         worker 0 of 1): the batch
  *                         the chief named for this step (exact epochs,
  *                         pasco_model_fit_options.step_dataset), the
  *                         same on any worker that runs it.
@@ -251,13 +253,52 @@ shard_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 	return PASCO_OK;
 }
 
+/* Line r of the u8 string tensor at argument i (lines split by '\n')
+ * into buf. */
+static int
+line_arg(pasco_call *call, size_t i, uint32_t r, char *buf, size_t len)
+{
+	const pasco_tensor *t;
+	const char         *at, *end, *nl;
+	int                 rv = pasco_call_tensor(call, i, &t);
+	if (rv != 0) {
+		return rv;
+	}
+	if (t->dtype != PASCO_U8 || t->rank != 1) {
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "argument %zu is not a string (u8 [n])", i);
+	}
+	at  = t->data;
+	end = at + t->count;
+	for (uint32_t k = 0; k < r && at < end; k++) {
+		nl = memchr(at, '\n', (size_t) (end - at));
+		at = nl != NULL ? nl + 1 : end;
+	}
+	nl = at < end ? memchr(at, '\n', (size_t) (end - at)) : NULL;
+	if (nl == NULL) {
+		nl = end;
+	}
+	if (at >= end || (size_t) (nl - at) >= len) {
+		return pasco_call_fail(call, PASCO_EINVAL,
+		    "argument %zu has no line %u of less than %zu bytes (the "
+		    "closure's step datasets, one per call)",
+		    i, (unsigned) r, len);
+	}
+	memcpy(buf, at, (size_t) (nl - at));
+	buf[nl - at] = 0;
+	return PASCO_OK;
+}
+
+/* Call r of a closure reads the dataset named on line r: the chief names
+ * one per step of the closure (coordinator/model_fit.c). */
 static int
 named_dataset(pasco_call *call, size_t k, pasco_dataset **ds)
 {
 	char name[NAME_MAX_BYTES];
 	int  rv;
 	*ds = NULL;
-	if ((rv = string_arg(call, k, name, sizeof(name))) != 0) {
+	if ((rv = line_arg(call, k, pasco_call_repetition(call), name,
+	         sizeof(name))) != 0) {
 		return rv;
 	}
 	if (!pasci_dataset_known(name)) {

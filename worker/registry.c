@@ -2,7 +2,8 @@
  * Registries of step functions and dataset factories, filled at program
  * start by the PASCO_FUNCTION / PASCO_DATASET constructors and read by the
  * worker server; names "pasco.files:{spec}" are the library's own files
- * dataset (kit/data/files_dataset.c), built with no registration. One mutex
+ * dataset (kit/data/files_dataset.c, with a Python chief's tf.data map:
+ * worker/dataset_map.c), built with no registration. One mutex
  * guards both; lookups copy the pointer out. Also the program's own arguments
  * (pasco_program_args), kept by pasco_main before any server thread starts and
  * read-only after.
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataset_map.h"
 #include "files_dataset.h"
 #include "pasco/server.h"
 #include "registry.h"
@@ -122,7 +124,7 @@ pasci_dataset_build(
 	pasco_dataset_factory f;
 	*out = NULL;
 	if (pasci_files_dataset_name(name)) {
-		return pasci_files_dataset(
+		return pasci_worker_files_dataset(
 		    name + strlen(PASCI_FILES_PREFIX), ctx, out);
 	}
 	if ((f = pasci_dataset_find(name)) == NULL) {

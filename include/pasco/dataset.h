@@ -54,6 +54,11 @@ int pasco_dataset_fail(int err, const char *fmt, ...)
  *    "label": column or feature name (csv: required; tfrecord: null
  *        yields x alone, for predict),
  *    "label_type": "int64" (default) | "float",
+ *    "label_shape": [] (default: one value per example, y [batch]), [T]
+ *        or [T, D]: tfrecord only, each example's label a fixed-length
+ *        feature of T (T * D) values, y [batch, T] or [batch, T, D] (a
+ *        sequence's class ids or targets per step: docs/sequences.md;
+ *        pasco_dataset_parse_example_labeled),
  *    "batch_size": 32, "drop_remainder": false,
  *    "shuffle": buffer size (0: none), "seed": 0 (0: drawn),
  *    "repeat": 1 (-1: forever), "prefetch": 0 (elements read ahead),
@@ -78,8 +83,20 @@ int pasco_dataset_fail(int err, const char *fmt, ...)
  *        (x, y, f32 weights [batch]) of its labels' classes (an integer
  *        label, a one-hot row's argmax; 1 for a class not named), as
  *        Keras's fit(class_weight=) (model.h, "Sample weights"); not
- *        both}.
- * Order: files, this worker's share, shuffle, repeat, parse and batch. A
+ *        both,
+ *    "take": records kept (tfrecord; before the shuffle),
+ *    "repeat_batches": true: repeat after the batch instead (each epoch
+ *        ends with its own short batch),
+ *    "map" (or "map_file": a file of the same JSON): a map traced by a
+ *        Python chief (Dataset.map, docs/datasets.md), run on each batch:
+ *        {"inputs": [a path into the element read per graph input: list
+ *        indices and dict keys], "graph": an op graph (docs/GRAPHS.md)
+ *        whose "model" nodes (attribute "arg") run models[arg], "models":
+ *        [configs of preprocessing layers only], "element": the mapped
+ *        element, lists and dicts whose leaves are output indices, each
+ *        output in one place}}.
+ * Order: files, this worker's share, take, shuffle, repeat, parse and
+ * batch (then the repeat of repeat_batches, the map, the prefetch). A
  * bad spec is PASCO_EINVAL naming the field, a pattern matching no file
  * PASCO_ENOTFOUND naming it; both reach the coordinator as a factory's
  * error does. The name (and so the spec) is at most 4000 bytes. */

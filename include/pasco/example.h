@@ -102,4 +102,28 @@ int pasco_dataset_parse_example_inputs(pasco_dataset **out, pasco_dataset *in,
     const pasco_example_input *inputs, size_t ninputs, const char *label_name,
     pasco_feature_type label_type, int64_t batch_size, bool drop_remainder);
 
+/* The label of pasco_dataset_parse_example_labeled: the feature name,
+ * its type (INT64: i64, FLOAT: f32) and each example's shape: rank 0 one
+ * value (y [batch]); rank 1 or 2, shape [T] or [T, D], a fixed-length
+ * feature of T (T * D) values, row-major (y [batch, T] or [batch, T, D]:
+ * a sequence's class ids per step, or its targets per step and
+ * feature). */
+#define PASCO_EXAMPLE_LABEL_MAX_RANK 2
+typedef struct pasco_example_label {
+	const char        *name;
+	pasco_feature_type type; /* INT64 or FLOAT */
+	int32_t            rank; /* 0 .. PASCO_EXAMPLE_LABEL_MAX_RANK */
+	int64_t            shape[PASCO_EXAMPLE_LABEL_MAX_RANK];
+} pasco_example_label;
+
+/* pasco_dataset_parse_example_inputs with a label of any shape (label
+ * NULL: x alone, for predict): y is [batch] followed by the label's
+ * shape. A record whose label feature has another number of values than
+ * the shape holds ends iteration with PASCO_EINVAL naming the feature and
+ * both counts. A rank outside [0, 2] or a dimension < 1 is PASCO_EINVAL
+ * at the call. label is copied; takes over in. Thread-safe. */
+int pasco_dataset_parse_example_labeled(pasco_dataset **out, pasco_dataset *in,
+    const pasco_example_input *inputs, size_t ninputs,
+    const pasco_example_label *label, int64_t batch_size, bool drop_remainder);
+
 #endif

@@ -393,12 +393,18 @@ typedef struct pasco_fit_options {
 	 * the tensor it makes (*out, a new reference the loop releases once
 	 * the closure holds it) for closure index `closure` (from 0) of
 	 * `epoch`, in place of args[closure_arg]; a closure run again after a
-	 * lost worker gets the same tensor. Its non-OK return ends the loop
-	 * with that error. steps_per_execution must be 1 then, and
-	 * closure_arg below nargs (PASCO_EINVAL). */
+	 * lost worker gets the same tensor. *steps comes preset to the
+	 * closure's steps (steps_per_execution, or what is left of the
+	 * epoch), which the hook may lower (to 1 or more: the last batches of
+	 * its data). PASCO_EOUTOFRANGE: its data ran out before this closure,
+	 * so the epoch ends with the closures scheduled (Keras's "input ran
+	 * out of data"; the epoch's logs are over the steps run; not before
+	 * the first closure: PASCO_EINVAL). Another non-OK return ends the
+	 * loop with that error. closure_arg must be below nargs
+	 * (PASCO_EINVAL). */
 	size_t closure_arg;
-	int (*closure_tensor)(
-	    void *user, int32_t epoch, int64_t closure, pasco_tensor **out);
+	int (*closure_tensor)(void *user, int32_t epoch, int64_t closure,
+	    uint32_t *steps, pasco_tensor **out);
 } pasco_fit_options;
 
 /* Keras's History: the logs of each epoch this call ran. */

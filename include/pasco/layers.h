@@ -86,13 +86,18 @@
  *     the same value each add their own, so their updates overlap by
  *     (1 - momentum)^2, as their gradients are stale). Otherwise
  *     (evaluation, prediction) mean and variance are the moving ones.
- *   LayerNormalization: Keras 3's keras.layers.LayerNormalization
- *     (axis -1): gamma * (x - mean) / sqrt(variance + epsilon) + beta,
- *     mean and variance over each example's features. epsilon (1e-3),
+ *   LayerNormalization: Keras 3's keras.layers.LayerNormalization on an
+ *     input of any rank: gamma * (x - mean) / sqrt(variance + epsilon) +
+ *     beta, mean and (biased) variance of each example over its axes
+ *     (ln_axes, ln_naxes of them, counted with the batch's: -1 the last,
+ *     1 the first per example, never 0; none: -1), in any order, sorted
+ *     as Keras sorts them; a repeated axis is refused. epsilon (1e-3),
  *     center, scale, beta_initializer, gamma_initializer as above;
  *     rms_scaling (false): x / sqrt(variance + epsilon) * gamma, no beta
  *     (Keras's, which takes the variance, not the mean square). Variables
- *     <name>/gamma and /beta [width].
+ *     <name>/gamma and /beta of the input's dimensions at those axes, in
+ *     order (Keras's shape: [D] for axis -1 of [B, T, D], [T, D] for
+ *     axis [1, 2]), broadcast along the others.
  *   Both take Keras's gamma_regularizer and beta_regularizer (gamma_l1,
  *     gamma_l2, beta_l1, beta_l2) and gamma_constraint, beta_constraint.
  *     BatchNormalization's bn_axis (-1) is Keras's axis: one feature axis
@@ -101,8 +106,11 @@
  *     other axis, its variables [size of that axis]; frozen is Keras's
  *     trainable=False: every step runs it in inference mode (the moving
  *     statistics, never updated) and gamma and beta enter as constants
- *     (no gradient, no regularization). A masked input (mask_zero) is
- *     refused in training (Keras's masked moments are not implemented).
+ *     (no gradient, no regularization). A masked input (mask_zero: a
+ *     mask [batch, steps] over [batch, steps, dim]) takes Keras's masked
+ *     moments in training: sums over the unmasked steps only, each
+ *     divided by (their count + 1e-7); every step is normalized with
+ *     them and the moving statistics move toward them.
  *
  * Regularizers. Keras 3's layer.losses are added to the loss of
  * pasco_model_loss and pasco_model_train_step: Dense's kernel and bias
@@ -268,6 +276,11 @@ typedef struct pasco_layer {
 	 * Keras's trainable=False (frozen: inference mode in every step) */
 	int32_t bn_axis;
 	bool    frozen;
+	/* LayerNormalization: Keras's axis, ln_naxes axes counted with the
+	 * batch's (-1 the last; never 0), the statistics over them per
+	 * example; ln_naxes 0: Keras's default, -1 */
+	int32_t ln_axes[PASCO_LAYER_MAX_SHAPE];
+	size_t  ln_naxes;
 	/* Preprocessing layers (Hashing, StringLookup, IntegerLookup,
 	 * CategoryEncoding, Discretization, HashedCrossing): their options
 	 * and tables, a reference held by each model and by the description
@@ -555,9 +568,15 @@ int pasco_model_train_step(const pasco_model *m, pasco_tape *tp,
  *     PASCO_COMBINE_NONE; Python's combiner=None or mask_zero=True): its
  *     ids [batch, steps] give Keras's [batch, steps, output_dim], one row
  *     per id (a negative id: zeros). mask_zero: id 0 is padding, masked:
- *     the mask [batch, steps] passes through Dropout, Activation and the
- *     merge layers and makes GlobalAveragePooling1D average over the
- *     kept steps. mask_zero needs the sequence (PASCO_EINVAL).
+ *     the mask [batch, steps] passes through Dropout, Activation, Dense
+ *     (per step), BatchNormalization and the merge layers and makes
+ *     GlobalAveragePooling1D average over the kept steps. Reaching the
+ *     output, it weighs the built-in losses as Keras's does (the mean of
+ *     the per-step losses over the unmasked steps, each example's sample
+ *     weight on its steps; 0 when every step is masked) and the metrics
+ *     Keras masks (accuracies, mse, mae, binary crossentropy: over the
+ *     unmasked steps); a Graph loss of a masked output is refused
+ *     (docs/sequences.md). mask_zero needs the sequence (PASCO_EINVAL).
  *   Dropout: noise_shape (noise_rank dimensions, the batch's first, -1
  *     for None: the input's; each else 1 or the input's), Keras's: one
  *     draw per element of noise_shape, broadcast over the dimensions of

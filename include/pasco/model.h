@@ -183,6 +183,16 @@ typedef struct pasco_compile_options {
 	 * config keeps them under "weighted_metrics". */
 	const char *const *weighted_metrics;
 	size_t             nweighted_metrics;
+	/* Keras 3's loss_weights: one number per output of the model, its
+	 * loss's weight in the total (NULL or 0 of them: 1). A Pasco model
+	 * has one output, so at most one; the loss (what fit trains on and
+	 * what fit and evaluate report as "loss") is that weight times the
+	 * loss's value, plus the regularizers' terms, unscaled, as Keras's
+	 * total loss adds them. A weight must be finite; more
+	 * weights than outputs are refused naming the count (PASCO_EINVAL).
+	 * The compile config keeps it as "loss_weights": a number. */
+	const double *loss_weights;
+	size_t        nloss_weights;
 } pasco_compile_options;
 
 int pasco_model_compile(pasco_model *m, const pasco_compile_options *o);
@@ -311,8 +321,13 @@ typedef struct pasco_model_fit_options {
 	 * its first element. Names that partition the examples among an
 	 * epoch's steps so give each example exactly once per epoch,
 	 * whatever the worker count. Called on fit's thread before each
-	 * step is scheduled; a non-OK return ends fit with that error.
-	 * steps_per_execution must be 1 (PASCO_EINVAL). */
+	 * step is scheduled, for every step of a closure of
+	 * steps_per_execution steps before it is (its worker reads each
+	 * step's batch in turn). PASCO_EOUTOFRANGE: the data ran out before
+	 * this step, Keras's "input ran out of data": the closure stops
+	 * before it, and at a closure's first step the epoch ends there
+	 * (its logs over the steps run; an epoch's first step must have
+	 * data). Another non-OK return ends fit with that error. */
 	int (*step_dataset)(
 	    void *user, int32_t epoch, int64_t step, char *name, size_t len);
 	void *step_user;

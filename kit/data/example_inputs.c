@@ -2,9 +2,10 @@
  * Example features into model inputs by name (see example.h): each record
  * is parsed by pasco_example_parse with one spec per input (ids read as
  * variable-length int64 lists, hashed keys as variable-length HASHED
- * bytes lists) and the label, then ids and keys are padded with -1
- * to their input's width, and the (x, y) elements batched. The map runs on
- * whichever thread iterates; its state is read-only once built.
+ * bytes lists) and the label (one value, or a fixed-length feature of
+ * the label's shape: a sequence's labels), then ids and keys are padded
+ * with -1 to their input's width, and the (x, y) elements batched. The map
+ * runs on whichever thread iterates; its state is read-only once built.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ typedef struct example_inputs {
 	int64_t            *width; /* per input */
 	size_t              ninputs;
 	bool                label;
+	pasco_example_label y; /* its shape: each example's label */
 } example_inputs;
 
 static void
@@ -87,11 +89,15 @@ to_inputs(const example_inputs *p, const pasco_value *f, pasco_value **out)
 	free(x);
 	free(keys);
 	if (rv == 0 && p->label) {
-		/* one value: a scalar, [batch] once batched */
+		/* one value: a scalar, [batch] once batched; else the
+		 * label's shape, [batch, T] or [batch, T, D] once batched */
 		const pasco_tensor *l =
 		    pasco_value_as_tensor(pasco_value_item(f, p->ninputs));
 		pasco_tensor *y = NULL;
-		if (pasco_tensor_scalar(&y, l->dtype, 0) == 0) {
+		if (p->y.rank > 0) {
+			pasco_tensor_from(&y, l->dtype, p->y.rank, p->y.shape,
+			    l->data, l->nbytes);
+		} else if (pasco_tensor_scalar(&y, l->dtype, 0) == 0) {
 			memcpy(y->data, l->data, l->nbytes);
 		}
 		xv = pasco_value_list(2, xv, pasco_value_tensor(y));
@@ -152,6 +158,17 @@ check_input(const pasco_example_input *in, size_t i)
 	return PASCO_OK;
 }
 
+/* The values of one example's label: the product of its shape. */
+static int64_t
+label_values(const pasco_example_label *y)
+{
+	int64_t n = 1;
+	for (int32_t d = 0; d < y->rank; d++) {
+		n *= y->shape[d];
+	}
+	return n;
+}
+
 /* The specs of inputs and label into p. */
 static int
 make_specs(example_inputs *p, const pasco_example_input *inputs, size_t n,
@@ -168,7 +185,7 @@ make_specs(example_inputs *p, const pasco_example_input *inputs, size_t n,
 		pasco_feature_spec *s = &p->specs[i];
 		if (i == n) {
 			*s = (pasco_feature_spec){
-			    .type = label_type, .length = 1};
+			    .type = label_type, .length = label_values(&p->y)};
 		} else {
 			s->type          = inputs[i].type;
 			s->length        = s->type == PASCO_FEATURE_FLOAT
@@ -187,21 +204,56 @@ make_specs(example_inputs *p, const pasco_example_input *inputs, size_t n,
 	return PASCO_OK;
 }
 
+/* A label's shape: rank 0 .. PASCO_EXAMPLE_LABEL_MAX_RANK, dimensions
+ * >= 1, as many values as a feature may hold. */
+static int
+check_label(const pasco_example_label *y)
+{
+	bool ok = y->rank >= 0 && y->rank <= PASCO_EXAMPLE_LABEL_MAX_RANK;
+	for (int32_t d = 0; ok && d < y->rank; d++) {
+		ok = y->shape[d] >= 1 && y->shape[d] <= (1 << 24);
+	}
+	if (!ok || label_values(y) > (1 << 24)) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "example_inputs: label '%s': its shape must be [] (one "
+		    "value), [T] or [T, D], each dimension >= 1 and at most "
+		    "%d values in all (got rank %d)",
+		    y->name, 1 << 24, (int) y->rank);
+	}
+	return PASCO_OK;
+}
+
 int
 pasco_dataset_parse_example_inputs(pasco_dataset **out, pasco_dataset *in,
     const pasco_example_input *inputs, size_t ninputs, const char *label_name,
     pasco_feature_type label_type, int64_t batch_size, bool drop_remainder)
 {
-	example_inputs *p;
-	int             rv = PASCO_OK;
-	*out               = NULL;
+	pasco_example_label y = {.name = label_name, .type = label_type};
+	return pasco_dataset_parse_example_labeled(out, in, inputs, ninputs,
+	    label_name != NULL ? &y : NULL, batch_size, drop_remainder);
+}
+
+int
+pasco_dataset_parse_example_labeled(pasco_dataset **out, pasco_dataset *in,
+    const pasco_example_input *inputs, size_t ninputs,
+    const pasco_example_label *label, int64_t batch_size, bool drop_remainder)
+{
+	example_inputs    *p;
+	const char        *label_name = label != NULL ? label->name : NULL;
+	pasco_feature_type label_type = label != NULL ? label->type : 0;
+	int                rv         = PASCO_OK;
+	*out                          = NULL;
 	if (inputs == NULL || ninputs == 0 || batch_size < 1 ||
-	    (label_name != NULL && label_type != PASCO_FEATURE_FLOAT &&
-	        label_type != PASCO_FEATURE_INT64)) {
+	    (label != NULL && ((label_type != PASCO_FEATURE_FLOAT &&
+	                           label_type != PASCO_FEATURE_INT64) ||
+	                          label_name == NULL))) {
 		rv = pasco_dataset_fail(PASCO_EINVAL,
 		    "example_inputs: needs inputs, a batch_size >= 1 (got "
 		    "%lld) and a label of type FLOAT or INT64",
 		    (long long) batch_size);
+	}
+	if (rv == 0 && label != NULL) {
+		rv = check_label(label);
 	}
 	for (size_t i = 0; rv == 0 && i < ninputs; i++) {
 		rv = check_input(&inputs[i], i);
@@ -209,6 +261,9 @@ pasco_dataset_parse_example_inputs(pasco_dataset **out, pasco_dataset *in,
 	if (rv != 0 || (p = calloc(1, sizeof(*p))) == NULL) {
 		pasco_dataset_free(in);
 		return rv != 0 ? rv : PASCO_ENOMEM;
+	}
+	if (label != NULL) {
+		p->y = *label; /* its name is copied into the specs */
 	}
 	if (make_specs(p, inputs, ninputs, label_name, label_type) != 0) {
 		inputs_free(p);

@@ -34,11 +34,13 @@ typedef struct files_spec {
 	size_t              nfiles;
 	const char         *label, *features_name;
 	pasco_feature_type  label_type;
+	pasco_example_label label_shape; /* tfrecord: its rank and shape */
 	const char         *columns[SPEC_MAX_INPUTS];
 	size_t              ncolumns;
 	pasco_example_input inputs[SPEC_MAX_INPUTS];
 	size_t              ninputs;
 	int64_t             batch_size, shuffle, repeat, prefetch;
+	int64_t             take; /* records kept, before shuffle (0: all) */
 	uint64_t            seed;
 	int                 shard;
 } files_spec;
@@ -259,6 +261,58 @@ read_features(const cJSON *features, files_spec *spec)
 	return PASCO_OK;
 }
 
+/* "label_shape": [] (one value, the default), [T] or [T, D]: each
+ * example's label a fixed-length feature of that many values (a
+ * sequence's labels). TFRecord only: a csv label is one column. */
+static int
+read_label_shape(const cJSON *root, files_spec *spec)
+{
+	const cJSON *shape =
+	    cJSON_GetObjectItemCaseSensitive(root, "label_shape");
+	const cJSON *it;
+	if (shape == NULL || cJSON_IsNull(shape)) {
+		return PASCO_OK;
+	}
+	if (spec->label == NULL) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "files dataset: label_shape without a label");
+	}
+	if (!spec->tfrecord) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "files dataset: label_shape is for tfrecord datasets (a "
+		    "label feature of T or T * D values); a csv label is one "
+		    "column");
+	}
+	if (!cJSON_IsArray(shape) ||
+	    cJSON_GetArraySize(shape) > PASCO_EXAMPLE_LABEL_MAX_RANK) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "files dataset: label_shape must be a list of at most %d "
+		    "dimensions ([], [T] or [T, D])",
+		    PASCO_EXAMPLE_LABEL_MAX_RANK);
+	}
+	cJSON_ArrayForEach(it, shape)
+	{
+		if (!cJSON_IsNumber(it) || it->valuedouble < 1 ||
+		    it->valuedouble > (double) (1 << 24) ||
+		    it->valuedouble != (double) (int64_t) it->valuedouble) {
+			return pasco_dataset_fail(PASCO_EINVAL,
+			    "files dataset: label_shape[%d] must be an "
+			    "integer in [1, %d]",
+			    (int) spec->label_shape.rank, 1 << 24);
+		}
+		spec->label_shape.shape[spec->label_shape.rank++] =
+		    (int64_t) it->valuedouble;
+	}
+	if (spec->label_shape.rank > 0 &&
+	    cJSON_GetObjectItemCaseSensitive(root, "class_weight") != NULL) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "files dataset: class_weight weighs one label per "
+		    "example; a sequence's labels (label_shape) have one per "
+		    "step: weigh the examples with a sample_weight feature");
+	}
+	return PASCO_OK;
+}
+
 static int
 read_columns(const cJSON *columns, files_spec *spec)
 {
@@ -289,9 +343,10 @@ static int
 read_spec(const cJSON *root, files_spec *spec)
 {
 	static const char *const keys[]    = {"format", "files", "label",
-	       "label_type", "columns", "features_name", "features", "batch_size",
-	       "drop_remainder", "shuffle", "seed", "repeat", "shard", "gzip",
-	       "prefetch", "sample_weight", "class_weight"};
+	       "label_type", "label_shape", "columns", "features_name",
+	       "features", "batch_size", "drop_remainder", "shuffle", "seed",
+	       "repeat", "shard", "gzip", "prefetch", "sample_weight",
+	       "class_weight", "take"};
 	static const char *const formats[] = {"csv", "tfrecord"};
 	static const char *const shards[]  = {[SHARD_AUTO] = "auto",
 	     [SHARD_FILES]                                 = "files",
@@ -323,6 +378,7 @@ read_spec(const cJSON *root, files_spec *spec)
 	    (rv = int_field(root, "seed", 0, &seed)) != 0 ||
 	    (rv = int_field(root, "repeat", -1, &spec->repeat)) != 0 ||
 	    (rv = int_field(root, "prefetch", 0, &spec->prefetch)) != 0 ||
+	    (rv = int_field(root, "take", 1, &spec->take)) != 0 ||
 	    (rv = bool_field(root, "gzip", &spec->gzip)) != 0 ||
 	    (rv = bool_field(root, "drop_remainder", &spec->drop_remainder)) !=
 	        0 ||
@@ -335,13 +391,20 @@ read_spec(const cJSON *root, files_spec *spec)
 		return pasco_dataset_fail(PASCO_EINVAL,
 		    "files dataset: format must be \"csv\" or \"tfrecord\"");
 	}
-	spec->tfrecord   = format == 1;
+	spec->tfrecord = format == 1;
+	if (!spec->tfrecord && spec->take > 0) {
+		return pasco_dataset_fail(PASCO_EINVAL,
+		    "files dataset: take is for a tfrecord dataset");
+	}
 	spec->seed       = (uint64_t) seed;
 	spec->label_type = label_type != 0 ? (pasco_feature_type) label_type
 	                                   : PASCO_FEATURE_INT64;
 	if (!spec->tfrecord && spec->label == NULL) {
 		return pasco_dataset_fail(PASCO_EINVAL,
 		    "files dataset: a csv dataset needs a label column");
+	}
+	if ((rv = read_label_shape(root, spec)) != 0) {
+		return rv;
 	}
 	/* csv: features (optional) read each column as its own input */
 	if ((spec->tfrecord ||
@@ -437,14 +500,19 @@ build_tfrecord(const files_spec *spec, const pasco_dataset_context *ctx,
 	         (const char *const *) spec->files, spec->nfiles, &o)) != 0 ||
 	    (by_records && (rv = pasco_dataset_shard(&ds, ds, ctx->num_workers,
 	                        ctx->worker_index)) != 0) ||
+	    (spec->take > 0 &&
+	        (rv = pasco_dataset_take(&ds, ds, spec->take)) != 0) ||
 	    (spec->shuffle > 0 && (rv = pasco_dataset_shuffle(&ds, ds,
 	                               spec->shuffle, spec->seed)) != 0) ||
 	    (spec->repeat != 0 && spec->repeat != 1 &&
 	        (rv = pasco_dataset_repeat(&ds, ds, spec->repeat)) != 0)) {
 		return rv; /* each transform freed its input on failure */
 	}
-	return pasco_dataset_parse_example_inputs(out, ds, spec->inputs,
-	    spec->ninputs, spec->label, spec->label_type, spec->batch_size,
+	pasco_example_label y = spec->label_shape;
+	y.name                = spec->label;
+	y.type                = spec->label_type;
+	return pasco_dataset_parse_example_labeled(out, ds, spec->inputs,
+	    spec->ninputs, spec->label != NULL ? &y : NULL, spec->batch_size,
 	    spec->drop_remainder);
 }
 

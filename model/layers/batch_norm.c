@@ -7,7 +7,11 @@
  * (biased), made of tape ops so the gradient goes through them, and each
  * moving statistic gets an update recorded on the tape, (batch - read) *
  * (1 - momentum), which pasco_tape_apply adds on the ps with the step's
- * gradients (why an add: layers.h, "BatchNormalization"). Otherwise the
+ * gradients (why an add: layers.h, "BatchNormalization"). A masked
+ * input (an Embedding's mask_zero, [batch, steps] over [batch, steps,
+ * dim]) has Keras's masked moments in training: the mean and variance
+ * over the unmasked steps only, each sum divided by (unmasked count +
+ * 1e-7), and the moving statistics move toward them. Otherwise the
  * moving statistics enter as constants, as they do in every step of a
  * frozen layer (Keras's trainable=False), whose gamma and beta enter as
  * constants too. Its descriptor (layer_desc.h), and
@@ -21,6 +25,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static void
 batch_norm_defaults(pasco_layer *l)
@@ -404,6 +409,77 @@ bn_moments(pasco_tape *tp, pasco_tnode *x, int32_t rank, int32_t axis,
 	return *var != NULL ? xc : NULL;
 }
 
+/* Keras's masked moments (BatchNormalization._moments with a mask): m
+ * the mask over every axis of x but its last (one number per step), the
+ * sums over every axis but axis of the unmasked elements, *mean =
+ * sum(x) / (count + 1e-7), *var = sum((x - mean)^2) / (count + 1e-7);
+ * returns x - mean (every element: the masked steps are normalized too).
+ * NULL with the tape's error set when m does not fit x. */
+static pasco_tnode *
+bn_masked_moments(pasco_tape *tp, const char *name, pasco_tnode *x,
+    const pasco_tensor *m, int32_t axis, pasco_tnode **mean, pasco_tnode **var)
+{
+	const pasco_tensor *xv   = pasco_tnode_value(x);
+	int32_t             rank = xv->rank, axes[PASCO_MAX_RANK];
+	int64_t             last = xv->shape[rank - 1], shape[PASCO_MAX_RANK];
+	size_t              n    = 0;
+	pasco_tensor       *mt, *ct;
+	pasco_tnode        *mn, *cn, *xc;
+	if (m->count * last != xv->count) {
+		return pasci_tape_fail(tp, PASCO_EINVAL,
+		    "%s: the mask %s does not fit the input %s (want one "
+		    "number per step, its shape but the last axis)",
+		    name, PASCI_SHAPE(m->rank, m->shape),
+		    PASCI_SHAPE(rank, xv->shape));
+	}
+	for (int32_t d = 0; d < rank; d++) {
+		shape[d] = d == axis ? xv->shape[d] : 1;
+		if (d != axis) {
+			axes[n++] = d;
+		}
+	}
+	if (pasco_tensor_alloc(&mt, xv->dtype, rank, xv->shape) != 0) {
+		return pasci_tape_fail(tp, PASCO_ENOMEM, "out of memory");
+	}
+	if (pasco_tensor_alloc(&ct, xv->dtype, rank, shape) != 0) {
+		pasco_tensor_release(mt);
+		return pasci_tape_fail(tp, PASCO_ENOMEM, "out of memory");
+	}
+	double *count = calloc((size_t) xv->shape[axis], sizeof(*count));
+	int64_t inner = 1; /* the stride of axis */
+	for (int32_t d = axis + 1; d < rank; d++) {
+		inner *= xv->shape[d];
+	}
+	for (int64_t i = 0; count != NULL && i < xv->count; i++) {
+		double on = pasco_tensor_get(m, i / last) != 0;
+		pasco_tensor_set(mt, i, on);
+		count[(i / inner) % xv->shape[axis]] += on;
+	}
+	for (int64_t j = 0; count != NULL && j < xv->shape[axis]; j++) {
+		pasco_tensor_set(ct, j, count[j] + 1e-7); /* Keras's epsilon */
+	}
+	mn = count != NULL ? pasco_tape_constant(tp, mt) : NULL;
+	cn = count != NULL ? pasco_tape_constant(tp, ct) : NULL;
+	free(count);
+	pasco_tensor_release(mt);
+	pasco_tensor_release(ct);
+	if (mn == NULL || cn == NULL) {
+		return pasco_tape_error(tp) != 0
+		           ? NULL
+		           : pasci_tape_fail(
+		                 tp, PASCO_ENOMEM, "out of memory");
+	}
+	*mean = pasco_t_div(tp,
+	    pasco_t_reduce_sum_axes(tp, pasco_t_mul(tp, x, mn), n, axes, true),
+	    cn);
+	xc    = pasco_t_sub(tp, x, *mean);
+	*var  = pasco_t_div(tp,
+	     pasco_t_reduce_sum_axes(tp,
+	         pasco_t_square(tp, pasco_t_mul(tp, xc, mn)), n, axes, true),
+	     cn);
+	return *var != NULL ? xc : NULL;
+}
+
 /* gamma and beta ([n]) shaped to broadcast along x's axis; a frozen
  * layer's as constants. */
 static bool
@@ -431,9 +507,10 @@ static pasco_tnode *
 batch_norm_call(pasci_layer_call *c)
 {
 	const pasco_layer *l = &c->m->layers[c->i];
-	pasco_tnode       *gamma, *beta, *mm, *mv, *x, *xc, *mean, *var;
-	int64_t            shape[PASCO_MAX_RANK];
-	int32_t            axis, rank;
+	pasco_tnode       *gamma, *beta, *mm, *mv, *x, *xc, *mean = NULL,
+	                                              *var = NULL;
+	int64_t shape[PASCO_MAX_RANK];
+	int32_t axis, rank;
 	int j = pasci_norm_affine_nodes(c, l->scale, l->center, &gamma, &beta);
 	mm    = j < 0 ? NULL
 	              : pasci_layer_var_node(
@@ -454,15 +531,10 @@ batch_norm_call(pasci_layer_call *c)
 		c->mask = c->in_mask[0]; /* Keras's supports_masking */
 	}
 	if (pasci_tape_training(c->tp) && !l->frozen) {
-		if (c->mask != NULL) {
-			return pasci_tape_fail(c->tp, PASCO_EINVAL,
-			    "%s: a masked input's batch statistics (Keras's "
-			    "masked moments) are not supported: drop "
-			    "mask_zero "
-			    "or normalize after a pooling layer",
-			    l->name);
-		}
-		xc = bn_moments(c->tp, x, rank, axis, &mean, &var);
+		xc = c->mask != NULL
+		         ? bn_masked_moments(c->tp, l->name, x,
+		               pasco_tnode_value(c->mask), axis, &mean, &var)
+		         : bn_moments(c->tp, x, rank, axis, &mean, &var);
 		if (xc == NULL ||
 		    !record_update(c->tp, mm, mean, l->momentum) ||
 		    !record_update(c->tp, mv, var, l->momentum)) {

@@ -52,7 +52,7 @@ for PASCO_EINVAL, ...) carrying the library's message; bad arguments are
 ValueError or TypeError naming the argument, raised before any C call.
 """
 
-from . import callbacks, data, errors, layers, optimizers
+from . import callbacks, data, distribute, errors, layers, optimizers
 from . import losses, ops, regularizers  # custom layers and losses (issue 32)
 from ._lib import library_path
 from .cluster import Cluster, ParameterServerStrategy, get_strategy, main

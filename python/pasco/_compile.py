@@ -1,9 +1,11 @@
-"""compile's metrics and weighted_metrics as the compile config carries
-them (model.compile, python/pasco/models.py; model/compile.c reads them):
-names, and metric objects as Keras serializes them (pasco.metrics)."""
+"""compile's metrics, weighted_metrics and loss_weights as the compile
+config carries them (model.compile, python/pasco/models.py;
+model/compile.c reads them): names, and metric objects as Keras
+serializes them (pasco.metrics); the loss's weight as a number."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence
 
 # model/compile.c's metric names (its metric_names and "accuracy"/"acc")
@@ -40,3 +42,33 @@ def compile_metrics(metrics: Optional[Sequence[Any]],
         else:
             out.append(m)
     return out
+
+
+def loss_weights_config(loss_weights: Any, output: Optional[str]) -> Any:
+    """compile's loss_weights (Keras 3's: a number, a list with one per
+    output, or a dict keyed by the outputs' names) as the compile config
+    carries it: None, or the weight of the model's one output (named
+    output; None: not known yet, checked by the library when built)."""
+    if loss_weights is None:
+        return None
+    one = loss_weights
+    if isinstance(loss_weights, (list, tuple)):
+        if len(loss_weights) != 1:
+            raise ValueError(f"loss_weights: {len(loss_weights)} weights, "
+                             f"but the model has 1 output"
+                             f"{f' ({output!r})' if output else ''}: give "
+                             f"one number")
+        one = loss_weights[0]
+    elif isinstance(loss_weights, dict):
+        if len(loss_weights) != 1 or (
+                output is not None and output not in loss_weights):
+            raise ValueError(f"loss_weights: keys {list(loss_weights)}, "
+                             f"but the model has 1 output"
+                             f"{f' ({output!r})' if output else ''}: key "
+                             f"its weight by that output's name")
+        one = next(iter(loss_weights.values()))
+    if isinstance(one, bool) or not isinstance(one, (int, float)) or \
+            not math.isfinite(one):
+        raise ValueError(f"loss_weights: expected a finite number (or a "
+                         f"list or dict of one), got {loss_weights!r}")
+    return float(one)

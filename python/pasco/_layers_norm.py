@@ -1,8 +1,8 @@
 """Keras 3's BatchNormalization and LayerNormalization (issue 33), as
 data: each mirrors its row of the C layer table
 (model/layers/batch_norm.c, layer_norm.c) and is re-exported by
-pasco.layers. LayerNormalization's inputs are [batch, width] (axis -1);
-BatchNormalization takes any rank and one axis."""
+pasco.layers. Both take inputs of any rank: BatchNormalization one axis,
+LayerNormalization an axis or a list of them."""
 
 from __future__ import annotations
 
@@ -22,12 +22,19 @@ def _number(arg: str, v: Any, lo: float, hi: float = math.inf) -> float:
     return float(v)
 
 
-def _last_axis(axis: Any) -> None:
-    one = axis[0] if isinstance(axis, (list, tuple)) and len(axis) == 1 \
-        else axis
-    if isinstance(one, bool) or one not in (-1, 1):
-        raise ValueError(f"axis: only -1 or 1 (the last axis of [batch, "
-                         f"width] inputs), got {axis!r}")
+def _ln_axis(axis: Any) -> Union[int, List[int]]:
+    """LayerNormalization's: an int or a list of 1 to 3 of them, none 0
+    (the batch axis); Keras's TypeError for anything else."""
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if not isinstance(axis, (list, tuple, int)) or isinstance(axis, bool) \
+            or any(isinstance(a, bool) or not isinstance(a, int)
+                   for a in axes):
+        raise TypeError(f"Expected an int or a list/tuple of ints for the "
+                        f"argument 'axis', but received: {axis!r}")
+    if not 1 <= len(axes) <= 3 or 0 in axes:
+        raise ValueError(f"axis: 1 to 3 axes, none 0 (the batch axis), "
+                         f"got {axis!r}")
+    return axes if isinstance(axis, (list, tuple)) else axis
 
 
 def _axis(axis: Any) -> int:
@@ -112,8 +119,11 @@ class BatchNormalization(_Norm):
     does: every step runs it in inference mode (the moving statistics,
     never updated) and gamma and beta are neither trained nor
     regularized. synchronized: False only (each worker's batch is its
-    own). A masked input (Embedding mask_zero) is refused in training:
-    Keras's masked moments are not implemented."""
+    own). A masked input (an Embedding(mask_zero=True) sequence [batch,
+    steps, dim]) takes Keras's masked moments in training: the mean and
+    variance over the unmasked steps only (each sum divided by the
+    unmasked count + 1e-7), every step normalized with them, and the
+    moving statistics moved toward them (docs/sequences.md)."""
 
     class_name = "BatchNormalization"
 
@@ -167,11 +177,16 @@ class BatchNormalization(_Norm):
 class LayerNormalization(_Norm):
     """LayerNormalization(axis=-1, epsilon=0.001, center=True,
     scale=True, rms_scaling=False, beta_initializer="zeros",
-    gamma_initializer="ones", ...): Keras 3's, on [batch, width]: each
-    example normalized by the mean and (biased) variance of its own
-    features, then gamma * x + beta (variables <name>/gamma and
-    <name>/beta). rms_scaling=True: x / sqrt(variance + epsilon) * gamma
-    without centering or beta, as Keras computes it. Regularizers
+    gamma_initializer="ones", ...): Keras 3's, on inputs of any rank:
+    each example normalized by its own mean and (biased) variance over
+    axis (an int or a list, counted with the batch axis, negative from
+    the last: -1 the features; [1, 2] on [batch, T, D] the whole
+    example; 1 its steps), then gamma * x + beta (variables <name>/gamma
+    and <name>/beta of the input's dimensions at those axes, sorted as
+    Keras sorts them: [T, D] for [1, 2], [T] for 1), broadcast along the
+    others. An axis out of range or given twice is refused when the
+    model is built. rms_scaling=True: x / sqrt(variance + epsilon) *
+    gamma without centering or beta, as Keras computes it. Regularizers
     (pasco.regularizers) and constraints (pasco.constraints) as
     BatchNormalization's."""
 
@@ -186,7 +201,7 @@ class LayerNormalization(_Norm):
                  beta_constraint: Any = None, gamma_constraint: Any = None,
                  name: Optional[str] = None,
                  input_shape: Optional[Tuple[int, ...]] = None) -> None:
-        _last_axis(axis)
+        self.axis = _ln_axis(axis)
         self._affine(epsilon, center, scale, beta_initializer,
                      gamma_initializer, beta_regularizer, gamma_regularizer,
                      beta_constraint, gamma_constraint)
@@ -194,4 +209,20 @@ class LayerNormalization(_Norm):
         super().__init__(name, input_shape)
 
     def _config(self) -> Dict[str, Any]:
-        return {**self._affine_config(), "rms_scaling": self.rms_scaling}
+        return {**self._affine_config(), "axis": self.axis,
+                "rms_scaling": self.rms_scaling}
+
+    def _output_shape(self, shapes: List[Tuple[int, ...]]
+                      ) -> Tuple[int, ...]:
+        rank = len(shapes[0]) + 1
+        axes = self.axis if isinstance(self.axis, list) else [self.axis]
+        for a in axes:
+            if not -rank < a < rank:
+                raise ValueError(f"{self.name}: axis {a} is out of range "
+                                 f"for its input {shapes[0]} per example: "
+                                 f"give -{rank - 1} ... -1 or 1 ... "
+                                 f"{rank - 1}")
+        if len({a % rank for a in axes}) != len(axes):
+            raise ValueError(f"{self.name}: Duplicate axes are not allowed."
+                             f" Received: axis={self.axis}")
+        return shapes[0]

@@ -99,6 +99,9 @@ class _Preprocessing(Layer):
     _preprocessing = True  # a Sequential model of one is a chain
 
     def __call__(self, inputs: Any) -> KerasTensor:
+        from ._dataset_map import call_layer, in_map
+        if in_map(inputs):  # in a Dataset.map: a node the workers run
+            return call_layer(self, inputs)
         out = super().__call__(inputs)
         self._input_names = [t.name for t in out.inbound]
         return out
@@ -214,8 +217,10 @@ class _Lookup(_Preprocessing):
         """On a model input or layer output: the layer in the model. On
         values (a list or array of tokens, on the chief): Keras's eager
         call, the indices as int64 of their shape (output_mode "int")."""
+        from ._dataset_map import in_map
         ins = inputs if isinstance(inputs, (list, tuple)) else [inputs]
-        if ins and all(isinstance(t, KerasTensor) for t in ins):
+        if in_map(inputs) or (ins and all(isinstance(t, KerasTensor)
+                                          for t in ins)):
             return super().__call__(inputs)
         return self._lookup_now(inputs)
 

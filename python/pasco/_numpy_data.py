@@ -22,10 +22,14 @@ written as one small file each, the examples in that epoch's order, a
 permutation drawn from the seed and e when shuffle=True, else the arrays'
 order; pasco_model_fit_options.step_dataset names step k's file), so each
 example is read exactly once per epoch whatever the worker count, and a
-step run again on another worker reads the same batch. Only an explicit
-steps_per_epoch other than that count, or steps_per_execution > 1,
-streams each worker's share of the examples instead (repeated; each
-example once per epoch on average).
+step run again on another worker reads the same batch. steps_per_execution
+> 1 packs that many named steps into one closure (the last of an epoch
+fewer). An explicit steps_per_epoch reads as Keras's EpochIterator reads
+arrays: the epochs take consecutive batches of one pass (ceil(examples /
+batch_size) batches in one order) until it runs out, which ends that
+epoch early (Keras's "Your input ran out of data"), and the next epoch
+starts a new pass (a new order with shuffle); so every example is read
+exactly once per pass, as in Keras (Batches).
 """
 
 from __future__ import annotations
@@ -122,11 +126,31 @@ def _as_columns(model: Any, x: Arrays, what: str) -> Dict[str, np.ndarray]:
     return out
 
 
+def _sequence_labels(model: Any, a: np.ndarray, what: str
+                     ) -> Optional[Tuple[int, ...]]:
+    """The label shape per example of a sequence output's targets a
+    ((T,) class ids for sparse_categorical_crossentropy, else (T, D)), or
+    None when the model's output is no sequence."""
+    w = getattr(model, "_output_width", None)
+    if not isinstance(w, (tuple, list)) or len(w) < 2:
+        return None
+    sparse = str(model.compiled_loss or "").startswith("sparse")
+    want = tuple(int(d) for d in (w[:-1] if sparse else w))
+    if tuple(a.shape[1:]) != want:
+        raise ValueError(f"{what}: the model's output is a sequence "
+                         f"{tuple(w)} per example; its targets must be "
+                         f"[examples, {', '.join(map(str, want))}] "
+                         f"({'class ids per step' if sparse else 'per step'}"
+                         f"); got shape {a.shape}")
+    return want
+
+
 def _as_labels(model: Any, y: Any, n: int, what: str) -> np.ndarray:
     a = np.asarray(y)
-    if a.ndim == 2 and a.shape[1] == 1:
+    seq = _sequence_labels(model, a, what) if a.ndim >= 2 else None
+    if a.ndim == 2 and a.shape[1] == 1 and seq is None:
         a = a.reshape(-1)
-    if a.ndim != 1:
+    if a.ndim != 1 and seq is None:
         raise ValueError(f"{what}: targets must be [examples] or "
                          f"[examples, 1] (class ids, 0/1 or values); got "
                          f"shape {a.shape} (one-hot targets: give their "
@@ -209,6 +233,10 @@ def with_weights(x: Any, sample_weight: Any, class_weight: Any) -> Any:
         raise ValueError("class_weight: only with numpy arrays x or a "
                          "pasco.data dataset (a factory's dataset would "
                          "yield (x, y, sample_weight) itself)")
+    if getattr(x, "_trace", None) is not None:
+        raise ValueError("class_weight: not with a from_tensor_slices or "
+                         "mapped dataset (the workers weigh the labels as "
+                         "they read them, before the map)")
     if x.spec.get("label") is None:
         raise ValueError("class_weight: the dataset has no label")
     if x.spec.get("sample_weight") is not None:
@@ -239,8 +267,11 @@ class Written:
                       for k, a in self.cols.items()}
         self.columns = columns  # as written: Batches rewrites them
         self.label_type = None
+        self.label_shape: Optional[Tuple[int, ...]] = None
         if y is not None:
             labels = _as_labels(model, y, self.n, what)
+            # a sequence's targets: label_shape (T,) or (T, D)
+            self.label_shape = tuple(labels.shape[1:]) or None
             self.label_type = "int64" if labels.dtype == np.int64 \
                 else "float"
             columns["label"] = labels
@@ -266,7 +297,7 @@ class Written:
             label="label" if self.label_type else None,
             label_type=self.label_type or "int64", batch_size=batch_size,
             shuffle=self.n if shuffle else 0, seed=seed, repeat=repeat,
-            shard="records")
+            shard="records", label_shape=self.label_shape)
         if self.weighted:
             ds.spec["sample_weight"] = SAMPLE_WEIGHT
         return ds
@@ -275,7 +306,7 @@ class Written:
         ds = _data.tfrecord(
             files, self.feats, label="label" if self.label_type else None,
             label_type=self.label_type or "int64", batch_size=batch_size,
-            repeat=1, shard="none")
+            repeat=1, shard="none", label_shape=self.label_shape)
         if self.weighted:
             ds.spec["sample_weight"] = SAMPLE_WEIGHT
         return ds
@@ -290,22 +321,41 @@ class Written:
         self.close()
 
 
+class OutOfData(Exception):
+    """An epoch's data ran out before this step (Keras's "input ran out of
+    data"): the step dataset callback returns PASCO_EOUTOFRANGE."""
+
+
 class Batches:
-    """Exact epochs: epoch e's step k reads the file of its batch, the
-    examples perm_e[k * b:(k + 1) * b] (perm_e a permutation drawn from
-    the seed and e with shuffle, else the arrays' order). Epoch e's files
-    are written when the chief names its first step, each the framed
-    records of its examples copied from the arrays' file (TFRecord records
-    are self-contained: no example is encoded again); the previous
-    epoch's, whose steps have all returned by then, are removed. Without
-    shuffle one set serves every epoch."""
+    """Exact epochs, Keras's order of batches: a pass is ceil(n / b)
+    batches, batch k the examples perm_p[k * b:(k + 1) * b] (perm_p a
+    permutation drawn from the seed and p with shuffle, else the arrays'
+    order), and each epoch's steps take the next batches of the current
+    pass, as Keras's EpochIterator takes them from one iterator over the
+    epochs when steps_per_epoch is given: when the pass runs out the
+    epoch ends there (Keras warns "Your input ran out of data") and the
+    next epoch starts a new pass. With the default steps_per_epoch (one
+    pass) each epoch is one pass. steps_per_execution steps go to one
+    closure, the last of a pass perhaps fewer. A pass is named by the
+    epoch it starts in (so pass e is epoch e's with the default). Its
+    files are written when the chief names its first step, each the
+    framed records of its batch copied from the arrays' file (TFRecord
+    records are self-contained: no example is encoded again); the
+    previous pass's, whose steps have all returned by then (a pass starts
+    with an epoch), are removed. Without shuffle one set serves every
+    pass."""
 
     def __init__(self, data: Written, batch_size: int, shuffle: bool,
-                 seed: int) -> None:
+                 seed: int, steps_per_epoch: Optional[int] = None,
+                 steps_per_execution: int = 1) -> None:
         self.data, self.b, self.shuffle, self.seed = \
             data, batch_size, shuffle, seed
         self.steps = max(1, math.ceil(data.n / batch_size))
-        self.epoch: Optional[int] = None
+        self.per_epoch = steps_per_epoch or self.steps
+        self.spx = max(1, steps_per_execution)
+        self.written: Optional[int] = None  # the pass on disk
+        self.plans: Dict[int, List[Tuple[int, int]]] = {}
+        self.state: Optional[Tuple[int, int, int]] = None
         with open(data.path, "rb") as f:
             self.bytes = f.read()
         starts, at = [], 0
@@ -317,11 +367,37 @@ class Batches:
                                f"for {data.n} examples")
         self.starts = starts + [at]
 
-    def _write(self, epoch: int) -> None:
-        d = os.path.join(self.data.dir, f"epoch-{epoch}")
+    def plan(self, epoch: int) -> List[Tuple[int, int]]:
+        """Epoch's steps as (pass, batch), as Keras's EpochIterator
+        (keras/src/trainers/epoch_iterator.py) gives an epoch its batches
+        when steps_per_epoch is given; the first epoch asked (fit's
+        initial_epoch) starts a pass."""
+        if epoch in self.plans:
+            return self.plans[epoch]
+        if self.state is None or epoch < self.state[0]:
+            self.state = (epoch, epoch, 0)  # (next epoch, pass, position)
+        e, p, pos = self.state
+        while e <= epoch:
+            steps: List[Tuple[int, int]] = []
+            done = 0
+            while done < self.per_epoch and pos < self.steps:
+                n = min(self.spx, self.per_epoch - done)  # one closure
+                take = min(n, self.steps - pos)
+                steps += [(p, pos + j) for j in range(take)]
+                pos, done = pos + take, done + n
+            if pos >= self.steps:  # the pass is over: a new one next
+                p, pos = e + 1, 0
+            self.plans = {k: v for k, v in self.plans.items() if k >= e - 1}
+            self.plans[e] = steps
+            e += 1
+        self.state = (e, p, pos)
+        return self.plans[epoch]
+
+    def _write(self, p: int) -> None:
+        d = os.path.join(self.data.dir, f"pass-{p}")
         order = np.arange(self.data.n)
         if self.shuffle:
-            order = np.random.default_rng([self.seed, epoch]).permutation(
+            order = np.random.default_rng([self.seed, p]).permutation(
                 self.data.n)
         os.makedirs(d, exist_ok=True)
         s, raw = self.starts, self.bytes
@@ -331,17 +407,23 @@ class Batches:
                 f.write(b"".join(raw[s[i]:s[i + 1]] for i in rows))
 
     def name(self, epoch: int, step: int) -> str:
-        """The dataset name of epoch's step (its batch, one element)."""
-        e = epoch if self.shuffle else 0  # one order: written once
-        if e != self.epoch:
-            if self.epoch is not None:
+        """The dataset name of epoch's step (its batch, one element);
+        OutOfData past the epoch's last step."""
+        plan = self.plan(epoch)
+        if step >= len(plan):
+            raise OutOfData(f"epoch {epoch}: step {step} is past its "
+                            f"{len(plan)} batches")
+        p, k = plan[step]
+        p = p if self.shuffle else 0  # one order: written once
+        if p != self.written:
+            if self.written is not None:
                 shutil.rmtree(os.path.join(self.data.dir,
-                                           f"epoch-{self.epoch}"),
+                                           f"pass-{self.written}"),
                               ignore_errors=True)
-            self._write(e)
-            self.epoch = e
-        path = os.path.join(self.data.dir, f"epoch-{e}",
-                            f"batch-{step}.tfrecord")
+            self._write(p)
+            self.written = p
+        path = os.path.join(self.data.dir, f"pass-{p}",
+                            f"batch-{k}.tfrecord")
         return self.data.spec_of(path, self.b).name(1)
 
 
@@ -359,6 +441,8 @@ def step_dataset_cb(name_of: Any, errors: List[BaseException]) -> Any:
                                  f"{len(name)} bytes; at most {n - 1}")
             ctypes.memmove(buf, name + b"\0", len(name) + 1)
             return 0
+        except OutOfData:
+            return 9  # PASCO_EOUTOFRANGE: the epoch ends (Keras's)
         except BaseException as e:  # raised after fit returns
             errors.append(e)
             return 1  # PASCO_EINVAL
@@ -445,16 +529,21 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
             _, sw, _, vsw = validation_split_of(sw, sw, validation_split)
         x, y, vx, vy = validation_split_of(x, y, validation_split)
     if cw is not None:  # the training examples only, as Keras's adapter
+        if _sequence_labels(model, np.asarray(y), "y") is not None and \
+                np.asarray(y).ndim >= 2:
+            raise ValueError("class_weight: a sequence's targets have one "
+                             "label per step and class_weight weighs one "
+                             "per example; give sample_weight instead")
         sw = class_weight_to_sample_weights(y, cw)
     s = model._strategy_checked()
     with Written(model, x, y, "x", sw) as train:
-        exact = Batches(train, b, bool(shuffle), model.seed)
-        steps = fit_args.pop("steps_per_epoch", None) or exact.steps
+        exact = Batches(train, b, bool(shuffle), model.seed,
+                        fit_args.pop("steps_per_epoch", None),
+                        fit_args.get("steps_per_execution", 1))
+        steps = exact.per_epoch
         ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
-                           repeat=-1)
-        if steps == exact.steps and \
-                fit_args.get("steps_per_execution", 1) == 1:
-            model._step_dataset = exact.name
+                           repeat=-1)  # not read: each step's is named
+        model._step_dataset = exact.name
         try:
             if vx is None:
                 return model.fit(ds, steps_per_epoch=steps, **fit_args)

@@ -226,6 +226,27 @@ class ParameterServerStrategy:
         self.num_workers = int(lib.pasco_strategy_num_workers(self._strategy))
         _strategies.append(self)
 
+    def distribute_datasets_from_function(self, dataset_fn: Any,
+                                          options: Any = None) -> Any:
+        """TensorFlow's: dataset_fn(pasco.distribute.InputContext) must
+        return a pasco.data dataset, returned as it is (give it, or a
+        function returning this, to create_per_worker_dataset). One
+        context: the dataset is described once here and built by every
+        worker, each reading the whole data set unless the dataset shards
+        it (docs/datasets.md). options: accepted, unused."""
+        from ._dataset_context import InputContext
+        from .data import Dataset
+        if not callable(dataset_fn):
+            raise TypeError(f"dataset_fn: expected a function of an "
+                            f"InputContext, got {type(dataset_fn).__name__}")
+        ds = dataset_fn(InputContext())
+        if not isinstance(ds, Dataset):
+            raise TypeError(f"dataset_fn: "
+                            f"{getattr(dataset_fn, '__name__', 'it')} "
+                            f"returned {type(ds).__name__}: expected a "
+                            f"pasco.data dataset")
+        return ds
+
     @contextlib.contextmanager
     def scope(self) -> Iterator["ParameterServerStrategy"]:
         """Models made inside use this strategy."""

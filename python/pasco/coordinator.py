@@ -238,9 +238,28 @@ class ClusterCoordinator:
 
     def create_per_worker_dataset(self, dataset: Any) -> PerWorkerDataset:
         """dataset: a pasco.data dataset (repeated forever unless it says
-        otherwise, as fit repeats it) or a registered factory's name."""
+        otherwise, as fit repeats it), a registered factory's name, or a
+        function of no arguments that returns a pasco.data dataset
+        (TensorFlow's dataset_fn; a @pasco.function one too, called here
+        once: the dataset it describes is built by every worker)."""
         self._strategy._check_open()
+        if callable(dataset) and not isinstance(dataset, (Dataset, str)):
+            fn = getattr(dataset, "_fn", dataset)  # a @pasco.function's
+            made = fn()
+            if not isinstance(made, Dataset):
+                raise TypeError(f"dataset: the function "
+                                f"{getattr(fn, '__name__', fn)!r} returned"
+                                f" {type(made).__name__}: expected a "
+                                f"pasco.data dataset")
+            dataset = made
         if isinstance(dataset, Dataset):
+            if dataset._state.get("sliced") and \
+                    not dataset._state.get("batched"):
+                raise ValueError("create_per_worker_dataset: the dataset is"
+                                 " not batched: the workers read batches "
+                                 "(call .batch(batch_size))")
+            if dataset._src is not None:  # its files go when s closes
+                self._strategy._resources.add(dataset._src)
             return PerWorkerDataset(self, dataset.name(-1), dataset)
         if not isinstance(dataset, str) or not dataset:
             raise TypeError(f"dataset: expected a pasco.data dataset or a "

@@ -11,6 +11,14 @@ each worker builds its share in C. ::
                                        "price": "float"},
                              label="clicked", batch_size=256)
 
+Or as tf.data builds one, from arrays held on the chief, with a map traced
+once and run on the workers (docs/datasets.md)::
+
+    ds = pasco.data.Dataset.from_tensor_slices(
+        {"words": [["a", "b", "c"], ...], "label": [["yes"], ...]})
+    ds = ds.map(lambda x: (lookup(x["words"]), label_lookup(x["label"])))
+    ds = ds.shuffle(200).batch(32).repeat()
+
 Paths are made absolute on the chief; every worker must see the files at
 the same path (shared storage, or one host). ``repeat=None`` (the default)
 repeats forever in ``fit`` and reads once in ``evaluate`` and ``predict``.
@@ -25,11 +33,13 @@ import csv as _csv
 import glob
 import json
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-__all__ = ["Dataset", "Feature", "csv", "tfrecord", "write_tfrecord"]
+__all__ = ["AUTOTUNE", "Dataset", "Feature", "csv", "tfrecord",
+           "write_tfrecord"]
 
 _SPEC_MAX = 4000
+AUTOTUNE = -1  # tf.data.AUTOTUNE: prefetch(AUTOTUNE) reads 2 ahead
 _SHARDS = ("auto", "files", "records", "none")
 
 
@@ -75,10 +85,27 @@ class Feature:
 
 class Dataset:
     """A dataset described by its spec (``.spec``, a dict), which names
-    it to the workers. Built by :func:`csv` and :func:`tfrecord`."""
+    it to the workers. Built by :func:`csv` and :func:`tfrecord`, or as
+    tf.data builds one: ``Dataset.from_tensor_slices(x)`` then ``.map``,
+    ``.shuffle``, ``.batch``, ``.repeat``, ``.prefetch`` and ``.take``,
+    each returning a new Dataset (docs/datasets.md)::
 
-    def __init__(self, spec: dict) -> None:
+        ds = pasco.data.Dataset.from_tensor_slices(
+            {"features": [["a", "b", "c"], ...], "label": [["yes"], ...]})
+        ds = ds.map(lambda x: ({"features": stage(x["features"])},
+                               label_stage(x["label"])))
+        ds = ds.shuffle(200).batch(32).repeat()
+
+    No Python runs on the workers: ``map``'s function is traced once, on
+    the chief, into an op graph the workers run in C on each batch they
+    read (see :meth:`map`)."""
+
+    def __init__(self, spec: dict, _src: Any = None,
+                 _trace: Any = None, _state: Optional[dict] = None) -> None:
         self.spec = dict(spec)
+        self._src = _src      # from_tensor_slices: its files (Files)
+        self._trace = _trace  # the element after the read (_dataset_map)
+        self._state = dict(_state or {})  # the chain so far
         name = self.name(-1)
         if len(name) > _SPEC_MAX:
             raise ValueError(f"files: the dataset's description is "
@@ -91,14 +118,217 @@ class Dataset:
         spec = dict(self.spec)
         if spec.get("repeat") is None:
             spec["repeat"] = default_repeat
+        if self._trace is not None and not self._trace.identity():
+            spec["map"] = self._trace.spec()
+            name = "pasco.files:" + json.dumps(spec, separators=(",", ":"))
+            if len(name) <= _SPEC_MAX:
+                return name
+            spec["map_file"] = self._map_file(spec.pop("map"))
         return "pasco.files:" + json.dumps(spec, separators=(",", ":"))
 
-    def repeat(self, count: int = -1) -> "Dataset":
-        """A copy repeated count times (-1: forever)."""
-        if not isinstance(count, int) or count < -1 or count == 0:
-            raise ValueError(f"count: expected -1 or a positive integer, "
-                             f"got {count!r}")
-        return Dataset({**self.spec, "repeat": count})
+    def _map_file(self, m: dict) -> str:
+        """m written beside the data (a map too large for the name)."""
+        from ._dataset_slices import Files
+        if self._src is None:
+            self._src = Files()
+        text = json.dumps(m, separators=(",", ":"))
+        import hashlib
+        path = self._src.path("map-" + hashlib.sha256(
+            text.encode()).hexdigest()[:16] + ".json")
+        if not os.path.exists(path):
+            with open(path + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(path + ".tmp", path)
+        return path
+
+    # ---- tf.data's methods ----------------------------------------------
+
+    @staticmethod
+    def from_tensor_slices(x: Any) -> "Dataset":
+        """tf.data.Dataset.from_tensor_slices: x a dict of arrays (lists
+        or numpy arrays of strings, integers or floats; the first axis is
+        the examples: [["a", "b", "c"], ...] is a string feature of width
+        3, [["yes"], ...] of width 1, [1, 2, ...] a [batch] value), a
+        tuple (features, labels) of such dicts or arrays, or one array.
+        The chief writes the examples once as a TFRecord file in a
+        temporary directory (tempfile: TMPDIR, or /tmp) that every worker
+        reads at the same path: one host, or TMPDIR on storage every host
+        shares. It is removed when the datasets over it are freed or a
+        strategy that built one of them closes. Every worker reads every
+        example (TensorFlow's, without a shard). Batch it (``.batch``)
+        before giving it to a coordinator."""
+        from ._dataset_map import Trace
+        from ._dataset_slices import Files, slices
+        struct, leaves, cols = slices(x)
+        files = Files()
+        path = files.path("data.tfrecord")
+        write_tfrecord(path, cols)
+        feats = {l.name: {"type": l.kind, "width": l.width} for l in leaves}
+        spec = {"format": "tfrecord", "files": [path], "features": feats,
+                "label": None, "label_type": "int64", "gzip": False,
+                "batch_size": 1, "shuffle": 0, "seed": 0, "repeat": 1,
+                "shard": "none", "drop_remainder": False, "prefetch": 0}
+
+        def element(node: Any) -> Any:
+            def walk(s: Any) -> Any:
+                if isinstance(s, tuple):
+                    return tuple(walk(v) for v in s)
+                if isinstance(s, dict):
+                    return {k: walk(v) for k, v in s.items()}
+                return node([leaves[s].name], leaves[s].shape,
+                            leaves[s].dtype)
+            return walk(struct)
+        trace = Trace.of_element(
+            element, lambda p: feats[p[0]]["type"] == "string")
+        return Dataset(spec, files, trace, {"sliced": True})
+
+    def _chain(self, method: str) -> None:
+        if not self._state.get("sliced"):
+            raise ValueError(
+                f"Dataset.{method}: a pasco.data.csv or tfrecord dataset "
+                f"is batched, shuffled and repeated by its arguments "
+                f"(batch_size=, shuffle=, repeat=); {method} chains on "
+                f"Dataset.from_tensor_slices")
+
+    def _with(self, spec: dict, **state: Any) -> "Dataset":
+        return Dataset(spec, self._src, self._trace,
+                       {**self._state, **state})
+
+    def map(self, map_func: Any, num_parallel_calls: Any = None,
+            deterministic: Any = None) -> "Dataset":
+        """tf.data's map: map_func is traced ONCE, here, over symbolic
+        tensors of the element (a tuple element is passed as arguments,
+        as TensorFlow does) and runs on the workers, in C, on each batch
+        they read: no Python runs there. It may use pasco.ops, and call
+        pasco.Model objects made of preprocessing layers (StringLookup,
+        IntegerLookup, Hashing, Discretization, CategoryEncoding,
+        HashedCrossing) on the element's tensors; it returns a tensor, or
+        a tuple or dict of them (nested). Strings are read as their
+        fingerprints, so a string feature becomes ids only through a
+        StringLookup or Hashing model.
+
+        The tensors it sees have the batch axis first ([None, width]) in
+        any position of the chain (before or after batch): the function
+        must be per-example. An op that reduces or mixes over that axis
+        (a reduce over axis 0 or all axes, a loss, concat along axis 0, a
+        reshape that merges it, a product of two batched matrices) is
+        refused now, naming the op. num_parallel_calls and deterministic
+        are accepted and ignored (a worker maps its batches in order)."""
+        from ._dataset_map import trace_map
+        if self._trace is None:
+            from ._dataset_map import Trace
+            from .function import _element
+            if self.spec.get("sample_weight") or \
+                    self.spec.get("class_weight"):
+                raise ValueError("Dataset.map: a dataset with sample_weight"
+                                 " or class_weight cannot be mapped")
+            feats = self.spec.get("features") or {}
+            trace = Trace.of_element(
+                lambda node: _element(self, node),
+                lambda p: isinstance(p[-1], str) and
+                feats.get(p[-1], {}).get("type") == "string")
+        else:
+            trace = self._trace
+        if not callable(map_func):
+            raise TypeError(f"Dataset.map: expected a function, got "
+                            f"{type(map_func).__name__}")
+        what = f"Dataset.map({getattr(map_func, '__name__', 'fn')})"
+        out = trace_map(trace, map_func, what)
+        return Dataset(self.spec, self._src, out, self._state)
+
+    def shuffle(self, buffer_size: int, seed: Optional[int] = None,
+                reshuffle_each_iteration: Any = None) -> "Dataset":
+        """tf.data's shuffle of examples, on each worker, from a buffer
+        of buffer_size; before batch and repeat only (after batch it
+        would shuffle whole batches, after repeat mix epochs: refused).
+        seed None: drawn by each worker."""
+        self._chain("shuffle")
+        if self._state.get("batched"):
+            raise ValueError("Dataset.shuffle: after batch it would "
+                             "shuffle whole batches; the workers shuffle "
+                             "examples: call shuffle before batch")
+        if self._state.get("repeated"):
+            raise ValueError("Dataset.shuffle: after repeat it would mix "
+                             "the epochs; call shuffle before repeat")
+        if self._state.get("shuffled"):
+            raise ValueError("Dataset.shuffle: the dataset is already "
+                             "shuffled")
+        _positive_int("Dataset.shuffle: buffer_size", buffer_size)
+        if seed is not None and (not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"Dataset.shuffle: seed: expected None or an "
+                             f"integer >= 0, got {seed!r}")
+        return self._with({**self.spec, "shuffle": buffer_size,
+                           "seed": seed or 0}, shuffled=True)
+
+    def batch(self, batch_size: int, drop_remainder: bool = False,
+              num_parallel_calls: Any = None,
+              deterministic: Any = None) -> "Dataset":
+        """tf.data's batch: batch_size consecutive examples stacked, the
+        last short batch of an epoch kept unless drop_remainder. Once."""
+        self._chain("batch")
+        if self._state.get("batched"):
+            raise ValueError("Dataset.batch: the dataset is already "
+                             "batched (the workers batch once)")
+        _positive_int("Dataset.batch: batch_size", batch_size)
+        return self._with({**self.spec, "batch_size": batch_size,
+                           "drop_remainder": bool(drop_remainder)},
+                          batched=True)
+
+    def repeat(self, count: Optional[int] = None) -> "Dataset":
+        """tf.data's repeat: count times, None or -1 forever. Before
+        batch, batches run across the epochs' ends; after batch, each
+        epoch ends with its own short batch, as TensorFlow's. On a
+        pasco.data.csv or tfrecord dataset: a copy repeated count times
+        (before its batching)."""
+        if count is None:
+            count = -1
+        if not isinstance(count, int) or isinstance(count, bool) or \
+                count < -1 or count == 0:
+            raise ValueError(f"count: expected None, -1 or a positive "
+                             f"integer, got {count!r}")
+        if not self._state.get("sliced"):
+            return Dataset({**self.spec, "repeat": count}, self._src,
+                           self._trace, self._state)
+        if self._state.get("repeated"):
+            raise ValueError("Dataset.repeat: the dataset is already "
+                             "repeated")
+        spec = {**self.spec, "repeat": count}
+        if self._state.get("batched"):
+            spec["repeat_batches"] = True
+        return self._with(spec, repeated=True)
+
+    def prefetch(self, buffer_size: int) -> "Dataset":
+        """tf.data's prefetch: each worker reads buffer_size batches
+        ahead on a thread of its own (AUTOTUNE, -1: 2), wherever it is
+        called in the chain."""
+        if buffer_size == AUTOTUNE:
+            buffer_size = 2
+        if not isinstance(buffer_size, int) or buffer_size < 0:
+            raise ValueError(f"Dataset.prefetch: buffer_size: expected an "
+                             f"integer >= 0 or AUTOTUNE, got "
+                             f"{buffer_size!r}")
+        return self._with({**self.spec, "prefetch": buffer_size})
+
+    def take(self, count: int) -> "Dataset":
+        """tf.data's take: the first count examples; only right after
+        from_tensor_slices or map (before shuffle, batch and repeat)."""
+        self._chain("take")
+        if any(self._state.get(k) for k in ("shuffled", "batched",
+                                            "repeated", "taken")):
+            raise ValueError("Dataset.take: only before shuffle, batch and"
+                             " repeat (the workers take examples as they "
+                             "read them)")
+        _positive_int("Dataset.take: count", count)
+        return self._with({**self.spec, "take": count}, taken=True)
+
+    @property
+    def element_spec(self) -> Any:
+        """The element's structure: (shape, dtype) at each leaf, the
+        batch axis None (strings as int64: their fingerprints)."""
+        if self._trace is None:
+            from .function import _element
+            return _element(self, lambda p, s, d: (s, d))
+        return self._trace.element(lambda p, s, d: (s, d))
 
     def files(self) -> List[str]:
         """The files the patterns match now, in order."""
@@ -111,7 +341,11 @@ class Dataset:
         """The model inputs this dataset yields, name -> {"width", "ids"}:
         a tfrecord's features; for a csv, its one input, named after
         features_name or "input", whose width is the number of feature
-        columns (read from the first file's header)."""
+        columns (read from the first file's header); a mapped or sliced
+        dataset's, the inputs of its element's x."""
+        if self._trace is not None:
+            from ._dataset_map import struct_of
+            return struct_of(self._trace)
         if self.spec["format"] == "tfrecord" or "features" in self.spec:
             return {n: {"width": f["width"], "ids": f["type"] != "float"}
                     for n, f in self.spec["features"].items()
@@ -265,15 +499,20 @@ def tfrecord(files: Union[str, Sequence[str]],
              seed: int = 0, repeat: Optional[int] = None,
              shard: str = "auto", gzip: bool = False,
              drop_remainder: bool = False, prefetch: int = 0,
-             sample_weight: Optional[str] = None) -> Dataset:
+             sample_weight: Optional[str] = None,
+             label_shape: Optional[Sequence[int]] = None) -> Dataset:
     """TFRecord files of tf.train.Example records: each batch is (x, y), x
     the dict {feature name: tensor} of ``features`` (name -> "float",
     "int64", "hashed", a :class:`Feature`, or a dict of its fields), y the
     ``label`` feature (int64, or float with label_type="float"); without a
-    label, x alone (for predict). ``sample_weight``: one of ``features``
-    (a float of width 1), each example's weight (Keras's sample_weight,
-    docs/sample-weights.md): taken out of x, each batch is (x, y,
-    sample_weight)."""
+    label, x alone (for predict). ``label_shape``: each example's label
+    shape, () (one value, y [batch]: the default), (T,) or (T, D): the
+    label feature holds T (T * D) values, row-major, and y is [batch, T]
+    (a sequence's class ids per step) or [batch, T, D] (its targets per
+    step), what a sequence-output model trains on (docs/sequences.md).
+    ``sample_weight``: one of ``features`` (a float of width 1), each
+    example's weight (Keras's sample_weight, docs/sample-weights.md):
+    taken out of x, each batch is (x, y, sample_weight)."""
     if not isinstance(features, Mapping) or not features:
         raise TypeError("features: expected a non-empty dict of feature "
                         "name -> type or pasco.data.Feature")
@@ -297,9 +536,29 @@ def tfrecord(files: Union[str, Sequence[str]],
     spec = {"format": "tfrecord", "files": _patterns(files),
             "features": feats, "label": label, "label_type": label_type,
             "gzip": bool(gzip)}
+    shape = _label_shape(label_shape, label)
+    if shape:
+        spec["label_shape"] = shape
     spec.update(_common(batch_size, shuffle, seed, repeat, shard,
                         drop_remainder, prefetch))
     return _weighted(spec, sample_weight)
+
+
+def _label_shape(shape: Optional[Sequence[int]],
+                 label: Optional[str]) -> List[int]:
+    """tfrecord's label_shape checked: [], [T] or [T, D]."""
+    if shape is None:
+        return []
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, Sequence) or len(shape) > 2 or any(
+            not isinstance(d, int) or isinstance(d, bool) or d < 1
+            for d in shape):
+        raise ValueError(f"label_shape: expected (), (T,) or (T, D) of "
+                         f"integers >= 1, got {shape!r}")
+    if shape and label is None:
+        raise ValueError("label_shape: the dataset has no label")
+    return [int(d) for d in shape]
 
 
 def _weighted(spec: dict, sample_weight: Optional[str]) -> Dataset:
@@ -355,12 +614,12 @@ def _example(row: Mapping[str, "tuple[str, list]"]) -> bytes:
 def write_tfrecord(path: str, columns: Mapping[str, object],
                    gzip: bool = False) -> int:
     """Writes one tf.train.Example per row of ``columns`` (name -> an array
-    of rows: [n] or [n, width]; integer arrays become int64 features,
-    arrays of strings bytes features (read back as Feature("string"), or
-    "hashed"), the others float) into the TFRecord file ``path`` (through
-    the library's
-    writer: the file appears whole when done). Returns n. Read it back
-    with :func:`tfrecord`."""
+    of rows: [n] or [n, width], or [n, T, D] written row-major as
+    [n, T * D], what tfrecord's label_shape=(T, D) reads back; integer
+    arrays become int64 features, arrays of strings bytes features (read
+    back as Feature("string"), or "hashed"), the others float) into the
+    TFRecord file ``path`` (through the library's writer: the file appears
+    whole when done). Returns n. Read it back with :func:`tfrecord`."""
     import ctypes
 
     import numpy as np
@@ -377,9 +636,12 @@ def write_tfrecord(path: str, columns: Mapping[str, object],
         arr = np.asarray(a)
         if arr.ndim == 1:
             arr = arr.reshape(-1, 1)
+        elif arr.ndim == 3:
+            arr = arr.reshape(arr.shape[0], -1)
         if arr.ndim != 2:
-            raise ValueError(f"columns[{name!r}]: expected [n] or "
-                             f"[n, width], got shape {arr.shape}")
+            raise ValueError(f"columns[{name!r}]: expected [n], "
+                             f"[n, width] or [n, T, D], got shape "
+                             f"{arr.shape}")
         if n is not None and arr.shape[0] != n:
             raise ValueError(f"columns[{name!r}]: {arr.shape[0]} rows, "
                              f"the others have {n}")

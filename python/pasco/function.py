@@ -235,6 +235,9 @@ def _model_inputs(model: Any) -> List[str]:
 
 def _call_model(model: Any, inputs: Any, training: bool) -> Any:
     """model(x, training=...) in a traced step: a "model" node."""
+    from ._dataset_map import call_model, mapping
+    if mapping():  # in a Dataset.map function (python/pasco/_dataset_map)
+        return call_model(model, inputs, training)
     from ._lib import lib
     st = _step(f"{model.name or 'model'}(x)")
     if not isinstance(training, bool):
@@ -507,6 +510,9 @@ class _Iterator:
 def _element(ds: Dataset, node: Callable[..., Any]) -> Any:
     """The symbolic element of ds: (x, y) or x, as the workers build it
     (include/pasco/dataset.h, "pasco.files:")."""
+    if getattr(ds, "_trace", None) is not None:  # sliced or mapped
+        from ._dataset_map import element
+        return element(ds, node)
     spec = ds.spec
     label = spec.get("label")
     ytype = "float32" if spec.get("label_type") == "float" else "int64"

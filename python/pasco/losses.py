@@ -43,9 +43,19 @@ its ``label_type`` says (float32 [batch, width] without a dataset). As in
 Keras, a y_true one axis short of a y_pred whose last axis is 1 gets that
 axis (values [batch] against [batch, 1] predictions) before your
 function sees them. It returns a scalar, or per-example losses [batch]
-whose mean is the loss (a tensor of more axes is averaged whole, Keras's
-"sum_over_batch_size"). Trace-time errors (shapes, control flow on
-values) are raised by fit before anything is scheduled.
+whose mean is the loss (a tensor of more axes is averaged over them per
+example first: the same mean as Keras's "sum_over_batch_size" of the
+whole). Trace-time errors (shapes, control flow on values) are raised by
+fit before anything is scheduled.
+
+Sample weights (fit's and evaluate's sample_weight, class_weight, a
+dataset's weights) weigh your loss as they weigh the built-in ones:
+each example's loss times its weight, then the sum over the batch size,
+sum(w_i * l_i) / batch (Keras's Loss.__call__ with sample_weight). So
+return per-example losses to weigh them: a loss that returns a scalar is
+multiplied by each weight and averaged, loss * mean(w), which is what
+Keras's reduce_weighted_values does with a scalar (it broadcasts it
+against the weights).
 """
 
 from __future__ import annotations
@@ -625,7 +635,7 @@ def trace(loss: Any, y_true: Tuple[str, tuple], y_pred: Tuple[str, tuple]
         if out.dtype not in ops.FLOATS:
             raise ValueError(f"{g.name}: returned a tensor of {out.dtype}; "
                              f"a loss is a float")
-        if out.ndim > 1:
-            out = ops.mean(out)  # Keras's sum_over_batch_size
+        if out.ndim > 1:  # each example's mean: the same overall mean,
+            out = ops.mean(out, axis=list(range(1, out.ndim)))  # weighable
     return {"class_name": "Graph",
             "config": {"name": name, "graph": g.to_json([out])}}

@@ -29,6 +29,7 @@ from .data import Dataset
 from .errors import InvalidArgumentError, check, error_for
 from .layers import Embedding, Input, KerasTensor, Layer, Normalization
 from ._compile import compile_metrics as _compile_metrics
+from ._compile import loss_weights_config as _loss_weights
 from ._variable import Variable, _numpy_to_tensor
 
 __all__ = ["Model", "Sequential", "Variable", "load_model"]
@@ -183,7 +184,8 @@ class Model:
         y_true: tuple = ("float32", out)
         if data is not None and data.spec.get("label") is not None:
             y_true = ("float32" if data.spec.get("label_type") == "float"
-                      else "int64", (None,))
+                      else "int64",
+                      (None,) + tuple(data.spec.get("label_shape", ())))
         return _losses.trace(self._loss_fn, y_true, ("float32", out))
 
     def to_json(self, data: Optional[Dataset] = None) -> str:
@@ -193,6 +195,7 @@ class Model:
 
     def compile(self, optimizer: Union[str, _optimizers.Optimizer] = "rmsprop",
                 loss: Optional[_losses.LossLike] = None,
+                loss_weights: Any = None,
                 metrics: Optional[Sequence[Any]] = None,
                 weighted_metrics: Optional[Sequence[Any]] = None,
                 from_logits: bool = False) -> None:
@@ -208,7 +211,11 @@ class Model:
         objects with their arguments, AUC(curve="PR"), Precision(
         thresholds=0.3), ..., logged under their names), weighted_metrics
         (Keras 3's: counted with the sample weights, docs/sample-weights.md;
-        logged as weighted_<name> when a metric has the name)."""
+        logged as weighted_<name> when a metric has the name), loss_weights
+        (Keras 3's, for a model's one output: a number, [number] or
+        {output layer's name: number}; the loss fit trains on and reports
+        is that times the loss, plus the regularizers' terms unscaled;
+        docs/keras-extras.md)."""
         opt = _optimizers.get(optimizer)
         if loss is None:
             raise ValueError("loss: required (e.g. "
@@ -233,6 +240,8 @@ class Model:
         metrics = _compile_metrics(metrics)
         weighted = _compile_metrics(weighted_metrics, "weighted_metrics",
                                     len(metrics))
+        layers = getattr(self, "layers", None)
+        lw = _loss_weights(loss_weights, layers[-1].name if layers else None)
         self.optimizer = opt
         self.compiled_loss = loss
         self._loss_fn = loss_fn
@@ -240,7 +249,9 @@ class Model:
                                "optimizer": opt.get_config(),
                                "metrics": metrics,
                                **({"weighted_metrics": weighted}
-                                  if weighted else {})}
+                                  if weighted else {}),
+                               **({"loss_weights": lw}
+                                  if lw is not None else {})}
         self._built_json = None  # rebuilt (same variables) at next use
 
     def _strategy_checked(self) -> ParameterServerStrategy:

@@ -286,3 +286,99 @@ Test(example_inputs, hashed_errors_name_the_feature)
 	cr_assert(strstr(pasco_dataset_last_error(), "for a HASHED input"),
 	    "%s", pasco_dataset_last_error());
 }
+
+/* Example i of a sequence tagger's data: "tok" 3 ids, "tags" 3 class ids
+ * (one per step), "tgt" 6 floats (2 per step), "short" 2 ids. */
+static pasco_dataset *
+sequences(int n)
+{
+	records       *rs = calloc(1, sizeof(*rs));
+	pasco_dataset *ds;
+	for (int i = 0; i < n; i++) {
+		int64_t tok[3]  = {i + 1, i + 2, 0};
+		int64_t tags[3] = {i % 4, (i + 1) % 4, 0};
+		float   tgt[6]  = {(float) i, 0.5f, 1, 2, 3, -(float) i};
+		add(rs,
+		    pasco_value_dict(4, "tok", tensor_of(PASCO_I64, 3, tok),
+		        "tags", tensor_of(PASCO_I64, 3, tags), "tgt",
+		        tensor_of(PASCO_F32, 6, tgt), "short",
+		        tensor_of(PASCO_I64, 2, tags)));
+	}
+	PASCO_PASS(pasco_dataset_from_generator(
+	    &ds, records_next, NULL, records_free, rs));
+	return ds;
+}
+
+Test(example_inputs, sequence_labels_batch_as_batch_steps_dims)
+{
+	static const pasco_example_input tok[] = {
+	    {"tok", PASCO_FEATURE_INT64, 3, false, 0, 0}};
+	pasco_example_label tags = {"tags", PASCO_FEATURE_INT64, 1, {3}};
+	pasco_example_label tgt  = {"tgt", PASCO_FEATURE_FLOAT, 2, {3, 2}};
+	pasco_dataset      *ds   = sequences(RECORDS);
+	pasco_value        *e;
+	PASCO_PASS(pasco_dataset_parse_example_labeled(
+	    &ds, ds, tok, 1, &tags, 4, false));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	const pasco_tensor *y = pasco_value_as_tensor(pasco_value_item(e, 1));
+	cr_assert(y->dtype == PASCO_I64 && y->rank == 2 && y->shape[0] == 4 &&
+	              y->shape[1] == 3,
+	    "y [batch, T]: rank %d", (int) y->rank);
+	const int64_t want[] = {0, 1, 0, 1, 2, 0, 2, 3, 0, 3, 0, 0};
+	cr_assert_arr_eq(y->data, want, sizeof(want));
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+
+	ds = sequences(RECORDS);
+	PASCO_PASS(pasco_dataset_parse_example_labeled(
+	    &ds, ds, tok, 1, &tgt, 5, false));
+	PASCO_PASS(pasco_dataset_next(ds, &e));
+	y = pasco_value_as_tensor(pasco_value_item(e, 1));
+	cr_assert(y->dtype == PASCO_F32 && y->rank == 3 && y->shape[0] == 5 &&
+	              y->shape[1] == 3 && y->shape[2] == 2,
+	    "y [batch, T, D]: rank %d", (int) y->rank);
+	cr_assert(((float *) y->data)[4 * 6] == 4 &&
+	          ((float *) y->data)[4 * 6 + 5] == -4);
+	pasco_value_free(e);
+	pasco_dataset_free(ds);
+
+	/* rank 0: one value per example, as pasco_dataset_parse_example_
+	 * inputs reads it; a label with other than T values is refused at
+	 * its record, naming the feature and both counts */
+	pasco_example_label one = {"tags", PASCO_FEATURE_INT64, 0, {0}};
+	ds                      = sequences(1);
+	PASCO_PASS(pasco_dataset_parse_example_labeled(
+	    &ds, ds, tok, 1, &one, 4, false));
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              "feature 'tags' has 3 values; the spec wants 1"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+	tags.name = "short";
+	ds        = sequences(1);
+	PASCO_PASS(pasco_dataset_parse_example_labeled(
+	    &ds, ds, tok, 1, &tags, 4, false));
+	PASCO_FAIL(pasco_dataset_next(ds, &e), PASCO_EINVAL);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              "feature 'short' has 2 values; the spec wants 3"),
+	    "%s", pasco_dataset_last_error());
+	pasco_dataset_free(ds);
+
+	/* a bad shape is refused at the call */
+	pasco_example_label bad = {"tags", PASCO_FEATURE_INT64, 3, {3, 1}};
+	ds                      = sequences(1);
+	PASCO_FAIL(pasco_dataset_parse_example_labeled(
+	               &ds, ds, tok, 1, &bad, 4, false),
+	    PASCO_EINVAL);
+	cr_assert_null(ds);
+	cr_assert(strstr(pasco_dataset_last_error(),
+	              "label 'tags': its shape must be [] (one value), [T] "
+	              "or [T, D]"),
+	    "%s", pasco_dataset_last_error());
+	bad.rank     = 1;
+	bad.shape[0] = 0;
+	ds           = sequences(1);
+	PASCO_FAIL(pasco_dataset_parse_example_labeled(
+	               &ds, ds, tok, 1, &bad, 4, false),
+	    PASCO_EINVAL);
+}

@@ -51,7 +51,7 @@ loss_node(pasco_tape *tp, const cJSON *spec, pasco_tnode *pred,
 		        "loss") != 0) {
 			return NULL;
 		}
-		return pasci_loss_graph_run(*lg, tp, y, pred);
+		return pasci_loss_graph_run(*lg, tp, y, pred, NULL);
 	}
 	if (pasci_loss_config_read(spec, &loss, "loss") != 0) {
 		return NULL;

@@ -20,6 +20,11 @@ printed as numbers separated by spaces.
       size of axis AXIS: Keras's BatchNormalization along that axis, in
       training (TRAIN 1: the statistics over every other axis) or not:
       y, dx, dgamma, dbeta, then in training the two updates as bn_train
+  ln_nd SHAPE AXES EPS CENTER SCALE RMS   x[SHAPE] gamma[P] beta[P]
+      r[SHAPE], AXES comma-separated (negative from the last), P the
+      dimensions at the sorted AXES: Keras's LayerNormalization over
+      those axes (keras/src/ops/nn.py _layer_normalization): y, dx,
+      dgamma, dbeta
   bn_moving N B W MOMENTUM    N batches x[N,B,W], mm[W], mv[W]: the
       moving mean and variance after Keras's N updates
       (moving * momentum + batch * (1 - momentum), variance biased)
@@ -113,6 +118,31 @@ def bn_nd(a, shape, axis, eps, momentum, train):
             (var.ravel() - mv) * (1 - momentum)]
 
 
+def ln_nd(a, shape, axes, eps, center, scale, rms):
+    axes = tuple(sorted(d % len(shape) for d in axes))  # Keras's build
+    other = tuple(d for d in range(len(shape)) if d not in axes)
+    p = tuple(shape[d] for d in axes)
+    n = int(np.prod(p))
+    x, gamma, beta, r = take(a, shape, p, p, shape)
+    bshape = [1] * len(shape)
+    for d in axes:
+        bshape[d] = shape[d]
+    g = gamma.reshape(bshape) if scale or rms else np.ones(bshape)
+    b = beta.reshape(bshape) if center and not rms else np.zeros(bshape)
+    mean, var = moments(x, axes)
+    s = 1.0 / np.sqrt(var + eps)
+    if rms:
+        y = x * s * g
+        gr = r * g
+        dx = gr * s + (gr * x).sum(axes, keepdims=True) * \
+            (-0.5 * s ** 3) * 2 * (x - mean) / n
+        return [y, dx, (r * x * s).sum(other), np.zeros(p)]
+    y = normalize(x, mean, var, g, b, eps)
+    xhat = (x - mean) * s
+    dx = centered_backward(x, xhat, s, r, g, axes)
+    return [y, dx, (r * xhat).sum(other), r.sum(other)]
+
+
 def bn_moving(a, n, b, w, momentum):
     xs, mm, mv = take(a, (n, b, w), w, w)
     for x in xs:
@@ -150,6 +180,10 @@ def main():
         axis = int(args[1]) % len(shape)
         out = bn_nd(a, shape, axis, float(args[2]), float(args[3]),
                     args[4] == "1")
+    elif mode == "ln_nd":
+        out = ln_nd(a, tuple(int(d) for d in args[0].split(",")),
+                    [int(d) for d in args[1].split(",")], float(args[2]),
+                    *(v == "1" for v in args[3:6]))
     elif mode == "bn_moving":
         out = bn_moving(a, int(args[0]), int(args[1]), int(args[2]),
                         float(args[3]))

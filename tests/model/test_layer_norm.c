@@ -139,8 +139,9 @@ Test(layer_norm, bad_configs_name_the_field)
 {
 	static const char *const cases[][2] = {
 	    {"\"epsilon\": -1", "epsilon must be a number >= 0"},
-	    {"\"axis\": 0", "axis must be -1 or 1"},
-	    {"\"axis\": [0]", "axis must be -1 or 1"},
+	    {"\"axis\": 0", "not 0 (the batch's)"},
+	    {"\"axis\": [0]", "not 0 (the batch's)"},
+	    {"\"axis\": [1, 2, 3, 1]", "a list of 1 to 3"},
 	    {"\"rms_scaling\": 1", "rms_scaling must be true or false"},
 	    {"\"beta_constraint\": {\"class_name\": \"UnitNorm\"}",
 	        "(ln): beta_constraint"},

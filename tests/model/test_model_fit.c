@@ -776,6 +776,7 @@ typedef struct named_steps {
 	int32_t epoch[16];
 	int64_t step[16];
 	int64_t missing; /* the step named a factory the workers lack */
+	int64_t end0; /* epoch 0's data runs out here (0: never; < 0: none) */
 } named_steps;
 
 static int
@@ -787,6 +788,9 @@ name_step(void *user, int32_t epoch, int64_t step, char *name, size_t len)
 		n->step[n->calls]  = step;
 	}
 	n->calls++;
+	if (epoch == 0 && (n->end0 < 0 || (n->end0 > 0 && step >= n->end0))) {
+		return PASCO_EOUTOFRANGE;
+	}
 	snprintf(
 	    name, len, "%s", step == n->missing ? "nope_step" : "md_eval");
 	return PASCO_OK;
@@ -827,17 +831,69 @@ Test(model_fit, step_dataset_names_each_steps_batch)
 	    strstr(pasco_model_last_error(), "no dataset factory 'nope_step'"),
 	    "%s", pasco_model_last_error());
 	pasco_history_fini(&h);
-	/* one batch per step: steps_per_execution must be 1 */
+	pasco_model_free(m);
+	stop();
+}
+
+/* steps_per_execution 2: each closure's steps named in turn, its worker
+ * reading step j's batch on its call j; the data running out (Keras's
+ * "input ran out of data") cuts a closure and ends the epoch. */
+Test(model_fit, step_dataset_names_the_steps_of_each_execution)
+{
+	pasco_history h;
+	named_steps   n = {.missing = -1, .end0 = 3};
+	double        loss;
+	start(NULL);
+	pasco_model *m = mlp();
+	PASCO_PASS(pasco_model_fit(K.c, m,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .epochs                         = 2,
+	        .steps_per_epoch                = 5,
+	        .steps_per_execution            = 2,
+	        .step_dataset                   = name_step,
+	        .step_user                      = &n},
+	    &h));
+	/* epoch 0: closures [0, 1], [2, 3: out], [4: out, the end];
+	 * epoch 1: [0, 1], [2, 3], [4] */
+	static const int64_t want[] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4};
+	cr_assert_eq(n.calls, 10);
+	for (int i = 0; i < 10; i++) {
+		cr_assert(n.epoch[i] == (i >= 5) && n.step[i] == want[i],
+		    "call %d named epoch %d step %lld", i, (int) n.epoch[i],
+		    (long long) n.step[i]);
+	}
+	cr_assert_eq(h.count, 2);
+	cr_assert(
+	    pasco_logs_get(&h.epochs[0], "loss", &loss) && isfinite(loss),
+	    "the cut epoch's loss over its 3 steps");
+	pasco_history_fini(&h);
+	/* the second name of a closure is its second call's: a factory the
+	 * workers lack there fails the step */
+	n = (named_steps){.missing = 3};
+	cr_assert_neq(pasco_model_fit(K.c, m,
+	                  &(pasco_model_fit_options){.dataset = "md_train",
+	                      .steps_per_epoch                = 4,
+	                      .steps_per_execution            = 2,
+	                      .step_dataset                   = name_step,
+	                      .step_user                      = &n},
+	                  &h),
+	    0);
+	cr_assert(strstr(pasco_model_last_error(), "'nope_step'") &&
+	              strstr(pasco_model_last_error(), "call 2 of 2"),
+	    "%s", pasco_model_last_error());
+	pasco_history_fini(&h);
+	/* no data at an epoch's first step: refused, naming the epoch */
+	n = (named_steps){.missing = -1, .end0 = -1};
 	cr_assert_eq(pasco_model_fit(K.c, m,
 	                 &(pasco_model_fit_options){.dataset = "md_train",
-	                     .steps_per_epoch                = 3,
-	                     .steps_per_execution            = 2,
+	                     .steps_per_epoch                = 4,
 	                     .step_dataset                   = name_step,
 	                     .step_user                      = &n},
 	                 &h),
 	    PASCO_EINVAL);
-	cr_assert(strstr(pasco_model_last_error(), "steps_per_execution"),
+	cr_assert(strstr(pasco_model_last_error(), "epoch 0 has no data"),
 	    "%s", pasco_model_last_error());
+	pasco_history_fini(&h);
 	pasco_model_free(m);
 	stop();
 }

@@ -10,7 +10,15 @@ exact in float32. An epoch's "loss" (the mean of its six steps' losses)
 times 24 is then the sum of 2**i over the examples the epoch read, counted
 with repeats; it equals 2**24 - 1 exactly when they are 24 with no carry
 in the binary sum, i.e. every example once. Checked for 3 epochs shuffled
-and 2 in order; the written batch files are removed at the end.
+and 2 in order, and with steps_per_execution=4 (closures of 4 and 2
+steps). An explicit steps_per_epoch reads as Keras's EpochIterator reads
+arrays (keras/src/trainers/epoch_iterator.py): the epochs take the next
+batches of one pass of six until it runs out, which ends that epoch
+early, and the next epoch starts a new pass: steps_per_epoch=4 (with
+steps_per_execution 1 and 3) gives epochs of 4 and 2 steps whose examples
+are disjoint and together every example once (the sums' bits), and
+steps_per_epoch=9 gives epochs of one pass each. The written batch files
+are removed at the end.
 
 `exact_epochs.py DIR kill` (under `pasco launch --restart`): the same
 over 40 shuffled epochs while the chief SIGKILLs worker 1 at epoch 3's
@@ -41,6 +49,32 @@ def check(h, n, what):
                 f"{bin(bits).count('1')} set bits")
     print(f"{what}: {len(h.history['loss'])} epochs, every example once "
           f"in each", flush=True)
+
+
+def check_passes(h, n, b, steps, what):
+    """Epochs of steps[e] steps each, consecutive ones making passes:
+    each epoch's examples distinct, and each pass every example once."""
+    losses = h.history["loss"]
+    if len(losses) != len(steps):
+        raise AssertionError(f"{what}: {len(losses)} epochs")
+    acc = 0
+    for e, (loss, k) in enumerate(zip(losses, steps)):
+        seen = int(round(loss * k * b))  # its steps' sums of 2**i
+        if abs(loss * k * b - seen) > 1e-3 or \
+                bin(seen).count("1") != min(k * b, n) or acc & seen:
+            raise AssertionError(
+                f"{what}, epoch {e}: {k} steps read examples summing to "
+                f"{loss * k * b!r} ({bin(seen).count('1')} set bits, "
+                f"{bin(acc & seen).count('1')} read before in its pass): "
+                f"not Keras's batches")
+        acc |= seen
+        if acc == 2 ** n - 1:
+            acc = 0  # the pass is over
+    if acc:
+        raise AssertionError(f"{what}: a pass left unfinished: "
+                             f"{bin(acc).count('1')} examples")
+    print(f"{what}: epochs of {steps} steps, every example once per pass",
+          flush=True)
 
 
 class KillAtEpoch3(pasco.callbacks.Callback):
@@ -80,6 +114,17 @@ def run(d, strategy, kill):
         h = model.fit(x, y, batch_size=b, epochs=epochs, shuffle=shuffle,
                       verbose=0)
         check(h, n, f"shuffle={shuffle}")
+    h = model.fit(x, y, batch_size=b, epochs=2, steps_per_execution=4,
+                  verbose=0)
+    check(h, n, "steps_per_execution=4")
+    for spx in (1, 3):
+        h = model.fit(x, y, batch_size=b, epochs=4, steps_per_epoch=4,
+                      steps_per_execution=spx, verbose=0)
+        check_passes(h, n, b, [4, 2, 4, 2],
+                     f"steps_per_epoch=4, steps_per_execution={spx}")
+    h = model.fit(x, y, batch_size=b, epochs=2, steps_per_epoch=9,
+                  shuffle=False, verbose=0)
+    check_passes(h, n, b, [6, 6], "steps_per_epoch=9")
     left = [f for f in os.listdir(os.path.join(d, "tmp"))
             if f.startswith("pasco-numpy-")]
     if left:

@@ -23,15 +23,22 @@ pasco.data dataset: numpy's mean and variance), tf_config
 launcher: every task exits 0, val_accuracy >= 0.9, its checkpoints),
 saving (tests/python/saving.py: model.save on 2 ps, load_model on 1
 and 3 ps: the same predictions bit for bit, the same resumed losses),
+seq_tagger (tests/python/seq_tagger.py: Embedding(mask_zero) and a
+per-step Dense trained from a TFRecord dataset of sequence labels: the
+masked loss and accuracy against numpy on 1 worker, trained on 2),
 numpy_data (tests/python/numpy_data.py: fit, evaluate and predict on
 numpy arrays against numpy's loss and forward pass), keras_extras
 (tests/python/keras_extras.py: BatchNormalization's axis and
 trainable=False, activity and embeddings regularizers, a sequence's
-predict, against numpy),
+predict, against numpy), keras_weights (tests/python/keras_weights.py:
+LayerNormalization's axes, traced losses with sample weights and
+loss_weights, against numpy),
 keras3_metrics (issue 33's metric objects in compile and in traced steps
 against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
-scikit-learn's models on the same split; skipped without scikit-learn). Every task carries a PASCO_TEST_MARK of this run;
+scikit-learn's models on the same split; skipped without scikit-learn),
+tf_data (tests/python/tf_data.py: Dataset.from_tensor_slices, map on the
+workers, shuffle/batch/repeat, 2 workers). Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -315,6 +322,12 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("traced_step.py", d, "metrics")
             ok = p.returncode == 0 and "traced_step: OK metrics" in p.stdout
+    elif case == "tf_data":
+        p = launch("tf_data.py", ps=1, timeout=90)
+        ok = p.returncode == 0 and "tf_data: OK" in p.stdout
+        if ok:
+            p = launch("tf_data.py", "once", ps=1, workers=1, timeout=60)
+            ok = p.returncode == 0 and "tf_data: OK" in p.stdout
     elif case == "keras3_metrics":
         subprocess.run([make_table, d], check=True)
         p = launch("keras3_metrics.py", d, timeout=170)
@@ -379,6 +392,12 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = os.path.join(d, "tmp")
         p = launch("sample_weights.py", d, workers=3)
         ok = p.returncode == 0 and "sample_weights: OK" in p.stdout
+    elif case == "keras_weights":
+        # LayerNormalization's axes, weighted traced losses, loss_weights
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("keras_weights.py", d, workers=1)
+        ok = p.returncode == 0 and "keras_weights: OK" in p.stdout
     elif case == "exact_epochs":
         # tests/python/exact_epochs.py: each example once per epoch on 3
         # workers
@@ -400,6 +419,17 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
             p = launch("saving.py", d, phase, workers=1, ps=n)
             ok = ok and p.returncode == 0 and \
                 f"saving: OK {phase} on {n} ps" in p.stdout
+    elif case == "seq_tagger":
+        # tests/python/seq_tagger.py: a masked sequence tagger from a
+        # TFRecord dataset; the loss curve against numpy on 1 worker,
+        # then trained on 2
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        ok = True
+        for mode, n in (("replay", 1), ("train", 2)):
+            p = launch("seq_tagger.py", d, mode, workers=n)
+            ok = ok and p.returncode == 0 and \
+                f"seq_tagger: OK {mode}" in p.stdout
     elif case == "numpy_data":
         # the chief writes the arrays under TMPDIR, which the workers
         # (same host) read; the test checks that it ends empty

@@ -233,6 +233,27 @@ Test(files_dataset, errors_name_what_is_wrong)
 	    PASCO_EINVAL, "type must be");
 	assert_fails("{\"format\": \"csv\", \"files\": [\"x\"]}", PASCO_EINVAL,
 	    "needs a label");
+	/* a sequence's labels (label_shape): tfrecord only, with a label,
+	 * [T] or [T, D], no class_weight */
+	assert_fails("{\"format\": \"csv\", \"files\": [\"x\"], \"label\": "
+	             "\"y\", \"label_shape\": [4]}",
+	    PASCO_EINVAL, "label_shape is for tfrecord datasets");
+	assert_fails("{\"format\": \"tfrecord\", \"files\": [\"x\"], "
+	             "\"features\": {\"a\": {}}, \"label_shape\": [4]}",
+	    PASCO_EINVAL, "label_shape without a label");
+	assert_fails("{\"format\": \"tfrecord\", \"files\": [\"x\"], "
+	             "\"features\": {\"a\": {}}, \"label\": \"y\", "
+	             "\"label_shape\": [4, 2, 1]}",
+	    PASCO_EINVAL, "label_shape must be a list of at most 2");
+	assert_fails("{\"format\": \"tfrecord\", \"files\": [\"x\"], "
+	             "\"features\": {\"a\": {}}, \"label\": \"y\", "
+	             "\"label_shape\": [4, 0]}",
+	    PASCO_EINVAL, "label_shape[1] must be an integer in [1,");
+	assert_fails("{\"format\": \"tfrecord\", \"files\": [\"x\"], "
+	             "\"features\": {\"a\": {}}, \"label\": \"y\", "
+	             "\"label_shape\": [4], \"class_weight\": {\"1\": 2}}",
+	    PASCO_EINVAL,
+	    "a sequence's labels (label_shape) have one per step");
 	/* a name that is neither a files dataset nor registered */
 	pasco_dataset_context ctx = {0, 1, 0, NULL};
 	pasco_dataset        *ds;

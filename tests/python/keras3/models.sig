@@ -12,8 +12,8 @@ models.Model.load_weights(filepath, skip_mismatch=False)
 models.Model.summary(line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False, layer_range=None)
 models.Sequential.fit(x=None, y=None, batch_size=None, epochs=1)
 models.load_model(filepath, custom_objects=None, compile=True, safe_mode=True)
-# Model.compile (keras/src/trainers/trainer.py): Keras's loss_weights
-# (between loss and metrics, for a model's several outputs) is not taken:
-# a Pasco model has one output. metrics count every example once,
-# weighted_metrics with fit's and evaluate's sample weights.
-models.Model.compile(optimizer="rmsprop", loss=None, metrics=None, weighted_metrics=None)
+# Model.compile (keras/src/trainers/trainer.py): loss_weights for the
+# model's one output (a number, a list or dict of one) scales its loss.
+# metrics count every example once, weighted_metrics with fit's and
+# evaluate's sample weights.
+models.Model.compile(optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None)
