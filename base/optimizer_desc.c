@@ -38,6 +38,14 @@ pasci_opt_desc_of(int kind)
 	           : NULL;
 }
 
+bool
+pasci_opt_decays(const pasco_optimizer *o)
+{
+	const pasci_opt_desc *d =
+	    o != NULL ? pasci_opt_desc_of((int) o->kind) : NULL;
+	return d != NULL && d->decay != NULL && o->weight_decay != 0;
+}
+
 const pasci_opt_desc *
 pasci_opt_desc_named(const char *name)
 {

@@ -96,6 +96,16 @@ typedef struct pasci_opt_desc {
 	 * element by element, rounded to f32. */
 	void (*f32_rows)(const pasco_optimizer *o, const double *k,
 	    const pasci_opt_rows *r);
+	/* Decoupled weight decay (AdamW; NULL: none): Keras decays the
+	 * whole variable before each update (w -= w * weight_decay * lr),
+	 * so its update and f32 kernel decay the elements they update, and
+	 * these decay the others: one element in double, and n in f32 as the
+	 * f32 kernel does. A sparse apply decays its whole shard with them
+	 * and then updates its rows with weight_decay 0
+	 * (ps/optimizer_apply.c); a dynamic table decays its rows lazily
+	 * (ps/dyn_decay.c). */
+	void (*decay)(const pasco_optimizer *o, double *w);
+	void (*decay_f32)(const pasco_optimizer *o, float *w, int64_t n);
 	/* Tests: its public constructor at Keras's defaults (which must give
 	 * `defaults`), and a configuration whose update uses every slot. */
 	pasco_optimizer (*keras_default)(void);
@@ -117,6 +127,13 @@ const char *pasci_opt_clip_error(const pasco_optimizer *o);
 /* The descriptor of kind, or NULL for a number that is no optimizer's.
  * Thread-safe. */
 const pasci_opt_desc *pasci_opt_desc_of(int kind);
+
+/* Whether o (NULL: none) decays its variables apart from their
+ * gradients (AdamW with weight_decay > 0): then Keras decays the whole
+ * variable on every apply, so every shard of a sparsely updated variable
+ * takes each apply, rows or none (client/variable_sparse.c), and decays
+ * all its rows (ps/optimizer_apply.c, ps/dyn_decay.c). Thread-safe. */
+bool pasci_opt_decays(const pasco_optimizer *o);
 
 /* The descriptor named name ("adam"), or NULL. Thread-safe. */
 const pasci_opt_desc *pasci_opt_desc_named(const char *name);

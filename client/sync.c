@@ -76,6 +76,13 @@ pasci_step_is_bsp(const pasco_optimizer *opt)
 	       opt->iterations->sync.mode == PASCO_BSP;
 }
 
+int64_t
+pasci_step_count(const pasco_optimizer *opt, int64_t step)
+{
+	int64_t base = opt != NULL ? opt->iterations_base : 0;
+	return step - base >= 1 ? step - base : step;
+}
+
 int
 pasci_step_begin(pasco_variable *v, const pasco_optimizer *opt, pasci_step *st)
 {
@@ -105,7 +112,7 @@ pasci_step_begin(pasco_variable *v, const pasco_optimizer *opt, pasci_step *st)
 		st->counter = NULL; /* nothing to end */
 		return PASCO_OK;
 	}
-	st->t = admit.mode == PASCO_BSP ? got + 1 : got;
+	st->t = pasci_step_count(opt, admit.mode == PASCO_BSP ? got + 1 : got);
 	if (admit.mode == PASCO_BSP) {
 		st->bsp          = true;
 		st->sync         = admit;

@@ -523,7 +523,7 @@ pasci_apply_mixed_adds(size_t n, pasco_variable *const *vars,
     const pasco_tensor *const *deltas, const int64_t *t)
 {
 	apply_adds a   = {nadd, adds, deltas};
-	pasci_step pre = {.t = t != NULL ? *t : 0};
+	pasci_step pre = {.t = t != NULL ? pasci_step_count(opt, *t) : 0};
 	return apply_mixed(
 	    n, vars, opt, ids, grads, &a, t != NULL ? &pre : NULL);
 }

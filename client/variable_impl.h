@@ -186,6 +186,11 @@ int pasci_apply_mixed_adds(size_t n, pasco_variable *const *vars,
     const pasco_tensor *const *grads, size_t nadd, pasco_variable *const *adds,
     const pasco_tensor *const *deltas, const int64_t *t);
 
+/* The step an apply of opt sends the ps (Adam's t) at global step step:
+ * the optimizer's own count, step - opt->iterations_base, or step itself
+ * when that is below 1 (the global step set back by hand). */
+int64_t pasci_step_count(const pasco_optimizer *opt, int64_t step);
+
 /* Admits one apply of opt through opt->iterations (nothing without it).
  * A failure is recorded on the counter and on v. */
 int pasci_step_begin(

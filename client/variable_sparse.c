@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optimizer_desc.h"
 #include "pasco/optimizer.h"
 #include "pasco/partitioner.h"
 #include "tensor_impl.h"
@@ -515,16 +516,17 @@ check_rows(pasco_variable *v, const pasco_tensor *ids,
 	return PASCO_OK;
 }
 
-/* The part of shard s: its local ids and rows, or under BSP (every shard
- * counts the round) empty ones for a shard with no ids. */
+/* The part of shard s: its local ids and rows, or when every shard takes
+ * each apply (under BSP every shard counts the round; AdamW decays every
+ * row, pasci_opt_decays) empty ones for a shard with no ids. */
 static int
 shard_part(const pasco_variable *v, const routed *r, const pasco_tensor *urows,
-    int32_t s, bool bsp, pasco_tensor **ids, pasco_tensor **rows)
+    int32_t s, bool every, pasco_tensor **ids, pasco_tensor **rows)
 {
 	int64_t zero = 0;
 	int     rv;
 	*ids = *rows = NULL;
-	if (r->local[s] == NULL && !bsp) {
+	if (r->local[s] == NULL && !every) {
 		return PASCO_OK;
 	}
 	if (r->local[s] != NULL) {
@@ -550,7 +552,7 @@ pasci_sparse_calls(pasco_variable *v, const pasco_tensor *ids,
 	pasco_tensor *urows = NULL;
 	routed        r     = {0};
 	shard_call   *calls = NULL;
-	bool          bsp   = pasci_step_is_bsp(opt);
+	bool          every = pasci_step_is_bsp(opt) || pasci_opt_decays(opt);
 	int           rv;
 
 	*out = NULL;
@@ -570,7 +572,7 @@ pasci_sparse_calls(pasco_variable *v, const pasco_tensor *ids,
 	}
 	for (int32_t s = 0; s < v->nshards && rv == 0; s++) {
 		pasco_tensor *local, *part;
-		rv = shard_part(v, &r, urows, s, bsp, &local, &part);
+		rv = shard_part(v, &r, urows, s, every, &local, &part);
 		if (rv == 0 && local != NULL) {
 			calls[s].used        = true;
 			calls[s].b.hdr.scale = scale;

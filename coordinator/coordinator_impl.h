@@ -290,4 +290,17 @@ int  pasci_variable_create_check(pasco_strategy *s, const char *name,
 bool pasci_constraint_needs_whole(
     const pasco_constraint *constraint, int32_t rank);
 
+/* A compiled model's optimizer's own iteration count
+ * (coordinator/model_base.c): its start on the global step gs, the ps
+ * variable *out ("<first variable>/iterations_base"), made at the model's
+ * first fit with the global step's value then (or the start its config
+ * gives), found again when it is there; and m's compiled optimizer's
+ * iterations_base read from it (changed: whether that changed m's config,
+ * as after a resume's restore). NULL gs or no variables: none. Messages:
+ * pasco_model_last_error. Block. */
+typedef struct pasco_model pasco_model;
+int pasci_fit_base_var(pasco_strategy *s, pasco_model *m, pasco_variable *gs,
+    pasco_variable **out);
+int pasci_fit_base_read(pasco_model *m, pasco_variable *base, bool *changed);
+
 #endif

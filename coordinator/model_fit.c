@@ -268,6 +268,8 @@ typedef struct fit_run {
 	const pasco_model_fit_options *o;
 	pasco_arg *args; /* the steps', the model's first */
 	size_t     cap;
+	/* the optimizer's start on the global step (model_base.c) */
+	pasco_variable *base;
 } fit_run;
 
 /* Each dynamic table's counts into logs ("<layer>/rows", "/created",
@@ -687,7 +689,16 @@ fit_schedule(fit_run *r, pasco_arg *args, size_t n, pasco_history *h)
 		print_layout(r->m);
 	}
 	if (rv == 0 && o->resume && o->steps_per_epoch > 0) {
-		rv = resume(r, &initial);
+		bool   changed = false;
+		size_t k       = 0;
+		rv             = resume(r, &initial);
+		/* the restore may bring the optimizer's start back: then the
+		 * model's config (its first argument) is made again */
+		if (rv == 0 &&
+		    (rv = pasci_fit_base_read(r->m, r->base, &changed)) == 0 &&
+		    changed) {
+			rv = pasco_model_args(r->m, r->args, r->cap, &k);
+		}
 	}
 	if (rv != 0) {
 		pasco_callbacks_free(cbs);
@@ -728,7 +739,7 @@ int
 pasco_model_fit(pasco_coordinator *c, pasco_model *m,
     const pasco_model_fit_options *o, pasco_history *history)
 {
-	fit_run                    r  = {c, m, o, NULL, 0};
+	fit_run                    r  = {c, m, o, NULL, 0, NULL};
 	pasco_variable            *gs = NULL;
 	pasco_per_worker_dataset  *ds = NULL;
 	pasco_per_worker_iterator *it = NULL;
@@ -752,6 +763,10 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	    (rv = pasco_strategy_global_step(c->s, &gs)) != 0) {
 		return pasci_model_fail(rv, "fit: the global step: %s",
 		    pasco_strategy_error(c->s));
+	}
+	if ((rv = pasci_fit_base_var(c->s, m, gs, &r.base)) != 0) {
+		pasco_variable_free(gs);
+		return rv;
 	}
 	if ((args = calloc(MAX_ARGS(m), sizeof(*args))) == NULL) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
@@ -777,5 +792,6 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 	pasco_per_worker_dataset_free(ds);
 	free(args);
 	pasco_variable_free(gs);
+	pasco_variable_free(r.base);
 	return rv;
 }

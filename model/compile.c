@@ -224,6 +224,11 @@ pasci_compile_to_json(cJSON *root, const pasco_model *m)
 		     pasci_metric_write(
 		         c->metric_weighted[k] ? weighted : metrics, c, k);
 	}
+	/* the optimizer's start on the global step, once fit knows it
+	 * (include/pasco/optimizer.h iterations_base) */
+	ok = ok &&
+	     (!c->base_known || cJSON_AddNumberToObject(cc, "iterations_base",
+	                            (double) c->opt.iterations_base) != NULL);
 	ok = ok && (!c->has_loss_weight ||
 	               cJSON_AddNumberToObject(
 	                   cc, "loss_weights", c->loss_weight) != NULL);
@@ -274,7 +279,8 @@ int
 pasci_compile_from_json(const cJSON *root, pasco_model *m)
 {
 	static const char *const keys[] = {"loss", "from_logits", "optimizer",
-	    "metrics", "weighted_metrics", "global_step", "loss_weights"};
+	    "metrics", "weighted_metrics", "global_step", "loss_weights",
+	    "iterations_base"};
 	const char              *at     = "compile_config";
 	const cJSON *cc   = cJSON_GetObjectItemCaseSensitive(root, at);
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(cc, "loss");
@@ -286,6 +292,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	char                 *owned[2 * PASCI_MAX_METRICS] = {NULL};
 	pasco_compile_options o                            = {0};
 	bool                  gs                           = true;
+	int64_t               base                         = -1;
 	char                 *loss_text                    = NULL;
 	bool                  is_class; /* a Keras loss class's config */
 	double                lw = 1;
@@ -296,6 +303,7 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	if (pasci_json_check_keys(cc, keys, COUNT(keys), at) != 0 ||
 	    pasci_json_bool(cc, "from_logits", &o.from_logits, at) != 0 ||
 	    pasci_json_bool(cc, "global_step", &gs, at) != 0 ||
+	    pasci_json_int(cc, "iterations_base", &base, 0, at) != 0 ||
 	    pasci_opt_config_read(
 	        cJSON_GetObjectItemCaseSensitive(cc, "optimizer"),
 	        &o.optimizer) != 0) {
@@ -341,7 +349,9 @@ pasci_compile_from_json(const cJSON *root, pasco_model *m)
 	    (rv = pasci_metric_texts(cJSON_IsArray(ws) ? ws : NULL,
 	         names + PASCI_MAX_METRICS, owned + PASCI_MAX_METRICS,
 	         &o.nweighted_metrics)) == 0) {
-		rv = compile_with(m, &o, lg);
+		o.optimizer.iterations_base = base >= 0 ? base : 0;
+		rv                          = compile_with(m, &o, lg);
+		m->compile.base_known       = rv == 0 && base >= 0;
 	}
 	for (size_t k = 0; k < 2 * PASCI_MAX_METRICS; k++) {
 		free(owned[k]);

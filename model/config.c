@@ -469,7 +469,8 @@ read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
 		(*out)[k].name = "";
 		if (pasci_json_check_keys(it, keys, 4, at) != 0 ||
 		    pasci_json_string(it, "name", &(*out)[k].name, at) != 0 ||
-		    pasci_json_int(it, "width", &width, 1, at) != 0 ||
+		    pasci_json_size(
+		        it, "width", &width, 1, PASCI_MAX_WIDTH, at) != 0 ||
 		    pasci_json_bool(it, "ids", &(*out)[k].ids, at) != 0) {
 			return PASCO_EINVAL;
 		}

@@ -83,6 +83,35 @@ pasci_json_int(
 }
 
 int
+pasci_json_size(const cJSON *o, const char *key, int64_t *v, double lo,
+    int64_t most, const char *where)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (pasci_json_int(o, key, v, lo, where) != 0) {
+		return PASCO_EINVAL;
+	}
+	return it != NULL ? pasci_json_bound(where, key, *v, most) : PASCO_OK;
+}
+
+int
+pasci_json_bound(const char *where, const char *key, int64_t v, int64_t most)
+{
+	int log2;
+	if (v <= most) {
+		return PASCO_OK;
+	}
+	log2 = (most & (most - 1)) == 0 ? __builtin_ctzll((uint64_t) most) : 0;
+	if (log2 > 0) {
+		return pasci_model_fail(PASCO_EINVAL,
+		    "%s: %s is %lld; the most is 2^%d (%lld)", where, key,
+		    (long long) v, log2, (long long) most);
+	}
+	return pasci_model_fail(PASCO_EINVAL,
+	    "%s: %s is %lld; the most is %lld", where, key, (long long) v,
+	    (long long) most);
+}
+
+int
 pasci_json_seed(const cJSON *o, uint64_t *seed, const char *where)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, "seed");

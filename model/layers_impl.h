@@ -70,6 +70,10 @@ typedef struct pasci_compile {
 	pasci_loss_graph *loss_graph;
 	pasco_optimizer opt;
 	bool            global_step; /* iterations = the global step */
+	/* opt.iterations_base is the optimizer's start on the global step,
+	 * set by its first fit (or read from a config that has it); false
+	 * after compile: the next fit sets it */
+	bool base_known;
 	size_t          nmetrics;
 	char            metric_names[PASCI_MAX_METRICS][PASCI_METRIC_NAME_MAX];
 	pasci_metric_kind metric_kinds[PASCI_MAX_METRICS];

@@ -23,6 +23,24 @@ int pasci_json_bool(
     const cJSON *o, const char *key, bool *v, const char *where);
 int pasci_json_int(
     const cJSON *o, const char *key, int64_t *v, double lo, const char *where);
+/* A size field (pasci_json_int's) at most `most`, past which it is
+ * refused naming the field and the bound ("layers[0] (d): units is
+ * 9000000000000000; the most is 2^31 (2147483648)"). The bounds, checked as a
+ * config is read, before any variable is made: */
+int pasci_json_size(const cJSON *o, const char *key, int64_t *v, double lo,
+    int64_t most, const char *where);
+/* That refusal for a value v already read: PASCO_EINVAL past most. */
+int pasci_json_bound(
+    const char *where, const char *key, int64_t v, int64_t most);
+/* A width: Dense units, Embedding output_dim, an input's width, a
+ * Custom layer's output_width, CategoryEncoding num_tokens, a lookup's
+ * num_oov_indices and max_tokens, a Reshape or noise_shape dimension
+ * (2^31: a variable read whole each step holds at most 2^31 elements, as a
+ * graph's weight). */
+#define PASCI_MAX_WIDTH ((int64_t) 1 << 31)
+/* A count of ids: Embedding input_dim (its table at most 2^40 elements),
+ * Hashing and HashedCrossing num_bins, Discretization num_bins. */
+#define PASCI_MAX_IDS ((int64_t) 1 << 40)
 /* A seed: a whole number, or a string of digits (past 2^53). */
 int pasci_json_seed(const cJSON *o, uint64_t *seed, const char *where);
 int pasci_json_string(

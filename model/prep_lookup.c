@@ -287,11 +287,16 @@ pasci_lookup_read(const cJSON *c, pasco_layer *l, const char *at)
 	}
 	if (pasci_prep_read_opt_int(
 	        c, "max_tokens", &has_max, &p->max_tokens, at) != 0 ||
-	    pasci_json_int(c, "num_oov_indices", &p->num_oov, 0, at) != 0 ||
+	    pasci_json_size(c, "num_oov_indices", &p->num_oov, 0,
+	        PASCI_MAX_WIDTH, at) != 0 ||
 	    pasci_json_bool(c, "invert", &p->invert, at) != 0 ||
 	    pasci_json_bool(c, "pad_to_max_tokens", &p->pad, at) != 0 ||
 	    pasci_prep_read_mode(c, p, at) != 0 || read_idf(c, p, at) != 0 ||
 	    pasci_prep_read_default(c, "salt", "null", at) != 0) {
+		return PASCO_EINVAL;
+	}
+	if (has_max && pasci_json_bound(at, "max_tokens", p->max_tokens,
+	                   PASCI_MAX_WIDTH) != 0) {
 		return PASCO_EINVAL;
 	}
 	if (has_max && p->max_tokens < 2) {

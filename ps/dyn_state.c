@@ -62,6 +62,7 @@ pasci_dyn_export(pasci_dyn_table *t, pasci_dyn_state *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&t->mu);
 	dim = t->c.dim;
+	pasci_dyn_all_current(t); /* AdamW's lazy decay (dyn_decay.c) */
 	if ((rv = export_alloc(t, s)) != 0) {
 		pthread_mutex_unlock(&t->mu);
 		pasci_dyn_state_fini(s);

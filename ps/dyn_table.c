@@ -370,7 +370,8 @@ pasci_dyn_row_make(
 	}
 	map_put_new(&t->rows, key, r);
 	lru_push(t, r);
-	LINK(t, r, last) = t->st.step;
+	LINK(t, r, last)   = t->st.step;
+	LINK(t, r, dstamp) = t->decay; /* up to date: it is new */
 	t->st.rows++;
 	pasci_metric_add(PASCI_M_DYN_ROWS, 1);
 	t->st.created++;
@@ -479,6 +480,7 @@ pasci_dyn_table_new(pasci_dyn_table **out, const char *name,
 	               : t->crows > CHUNK_ROWS ? CHUNK_ROWS
 	                                       : t->crows;
 	t->free_head = t->head = t->tail = NO_ROW;
+	t->decay = t->decay_next = 1;
 	return PASCO_OK;
 }
 
@@ -502,6 +504,7 @@ pasci_dyn_table_empty(pasci_dyn_table *t)
 	t->opt                           = (pasco_optimizer){0};
 	t->nslots                        = 0;
 	t->applies                       = 0;
+	t->decay = t->decay_next = 1;
 	pasci_metric_sub(PASCI_M_DYN_ROWS, (uint64_t) t->st.rows);
 	memset(&t->st, 0, sizeof(t->st));
 	memset(t->slot_init, 0, sizeof(t->slot_init));
@@ -573,6 +576,7 @@ pasci_dyn_lookup(pasci_dyn_table *t, const int64_t *keys, int64_t n,
 			t->st.refused++;
 		}
 		if (r != NO_ROW) {
+			pasci_dyn_row_current(t, r);
 			memcpy(dst, row_data(t, r),
 			    sizeof(float) * (size_t) t->c.dim);
 		} else {
@@ -633,7 +637,10 @@ pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
     const int64_t *keys, int64_t n, const pasco_tensor *grad, int64_t step,
     char *err, size_t errlen)
 {
-	int rv;
+	int             rv;
+	bool            decays = pasci_opt_decays(opt);
+	int64_t         adam_t;
+	pasco_optimizer rows_opt; /* AdamW: opt at this step (dyn_decay.c) */
 	if ((rv = pasci_optimizer_check(opt, err, errlen)) != 0) {
 		return rv;
 	}
@@ -658,8 +665,8 @@ pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
 	t->st.step = step > 0 ? (step > t->st.step ? step : t->st.step)
 	             : t->st.step < INT64_MAX ? t->st.step + 1
 	                                      : INT64_MAX;
-	rv         = prepare_chunks(
-	            t, opt, keys, n, step > 0 ? step : t->applies, err, errlen);
+	adam_t     = step > 0 ? step : t->applies;
+	rv         = prepare_chunks(t, opt, keys, n, adam_t, err, errlen);
 	if (rv == 0) { /* rows made from now on start their slots as the
 		        * chunks prepare_chunks made did: this optimizer's */
 		t->kind           = opt->kind;
@@ -670,14 +677,29 @@ pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
 			t->slot_init[k] = pasci_slot_init_value(opt, k);
 		}
 	}
+	if (rv == 0 && decays) {
+		pasco_optimizer at = pasci_optimizer_at(opt, adam_t);
+		if (!pasci_dyn_decay_begin(t, &at, &rows_opt)) {
+			/* decayed eagerly: the rows without it, at this
+			 * step's rate (no schedule to evaluate again) */
+			rows_opt.schedule.kind = PASCO_LR_CONSTANT;
+			opt                    = &rows_opt;
+		}
+	}
 	for (int64_t i = 0; i < n && rv == 0; i++) {
 		uint32_t r = pasci_dyn_map_get(&t->rows, (uint64_t) keys[i]);
 		if (r != NO_ROW) {
 			dyn_chunk *c = chunk_of(t, r);
+			if (decays) {
+				pasci_dyn_decay_row(t, r);
+			}
 			pasci_optimizer_apply_row(opt, &c->slots, c->value,
 			    r % t->crows, t->c.dim, grad, i);
 			pasci_dyn_touch(t, r);
 		}
+	}
+	if (rv == 0 && decays) {
+		pasci_dyn_decay_end(t);
 	}
 	evict_old(t);
 	pthread_mutex_unlock(&t->mu);

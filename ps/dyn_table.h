@@ -87,8 +87,11 @@ int pasci_dyn_lookup(pasci_dyn_table *t, const int64_t *keys, int64_t n,
  * 0 is the global step (Adam's t, and the table's clock); 0: the table
  * counts its applies. Keys without a row (not admitted, or evicted since
  * their lookup) are skipped. Then rows unseen for more than evict_after
- * steps are evicted. PASCO_EINVAL (nothing changes) for bad
- * hyperparameters, or slots of another optimizer already in the table. */
+ * steps are evicted. AdamW decays every row of the table, as Keras decays
+ * the whole variable, lazily (dyn_decay.c): a row is decayed when it is
+ * next read, updated or exported, so an apply costs O(n) still. PASCO_EINVAL
+ * (nothing changes) for bad hyperparameters, or slots of another optimizer
+ * already in the table. */
 int pasci_dyn_apply(pasci_dyn_table *t, const pasco_optimizer *opt,
     const int64_t *keys, int64_t n, const pasco_tensor *grad, int64_t step,
     char *err, size_t errlen);

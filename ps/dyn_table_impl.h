@@ -35,7 +35,10 @@ typedef struct dyn_chunk {
 	int64_t       stamp; /* the apply that last prepared its slots */
 	uint64_t      key[CHUNK_ROWS];
 	int64_t       last[CHUNK_ROWS];
-	uint32_t      prev[CHUNK_ROWS], next[CHUNK_ROWS];
+	/* the table's decay when the row was last brought up to date
+	 * (dyn_decay.c) */
+	double   dstamp[CHUNK_ROWS];
+	uint32_t prev[CHUNK_ROWS], next[CHUNK_ROWS];
 } dyn_chunk;
 
 struct pasci_dyn_table {
@@ -63,6 +66,10 @@ struct pasci_dyn_table {
 	double               slot_init[PASCI_OPT_MAX_SLOTS];
 	int64_t              applies;
 	pasci_dyn_stats      st;
+	/* AdamW's weight decay, lazily (dyn_decay.c): the product of its
+	 * factors over the applies since it last started again at 1, and
+	 * during an apply the product with this apply's */
+	double decay, decay_next;
 };
 
 static inline dyn_chunk *
@@ -79,6 +86,23 @@ row_data(const pasci_dyn_table *t, uint32_t r)
 }
 
 #define LINK(t, r, f) (chunk_of(t, r)->f[(r) % (t)->crows])
+
+/* AdamW's decoupled weight decay, lazily (dyn_decay.c). Row r brought up
+ * to date: multiplied by the factors of the applies since its stamp. */
+void pasci_dyn_row_current(pasci_dyn_table *t, uint32_t r);
+/* Every row brought up to date, and the product started again at 1. */
+void pasci_dyn_all_current(pasci_dyn_table *t);
+/* Before an apply with `at` (the optimizer at this apply's step, which
+ * decays: pasci_opt_decays): *rows_opt is what its rows are updated with
+ * (at, or at without its decay when the rows were decayed eagerly, for a
+ * factor that is not positive; returns false then). Then each row to be
+ * updated goes through pasci_dyn_decay_row first (brought up to date, to
+ * be decayed by the update's kernel; once per apply), and
+ * pasci_dyn_decay_end closes the apply. */
+bool pasci_dyn_decay_begin(
+    pasci_dyn_table *t, const pasco_optimizer *at, pasco_optimizer *rows_opt);
+void pasci_dyn_decay_row(pasci_dyn_table *t, uint32_t r);
+void pasci_dyn_decay_end(pasci_dyn_table *t);
 
 /* Charges bytes of t's to the ps's budget (PASCO_ENOMEM when they do not
  * fit), and gives them back. */

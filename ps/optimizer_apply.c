@@ -224,9 +224,39 @@ prefetch_rows_of(const ps_slots *s, const pasco_tensor *value, int64_t at,
 	}
 }
 
+pasco_optimizer
+pasci_optimizer_at(const pasco_optimizer *o, int64_t step)
+{
+	pasco_optimizer at = *o;
+	if (o->schedule.kind != PASCO_LR_CONSTANT) {
+		/* Keras's schedule(iterations): the step before this apply */
+		at.learning_rate = pasco_lr_schedule_at(
+		    &o->schedule, step - 1, o->learning_rate);
+	}
+	return at;
+}
+
+void
+pasci_optimizer_decay_elems(
+    const pasco_optimizer *o, pasco_tensor *value, int64_t at, int64_t n)
+{
+	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
+	if (value->dtype == PASCO_F32) {
+		d->decay_f32(o, (float *) value->data + at, n);
+		return;
+	}
+	for (int64_t i = at; i < at + n; i++) {
+		double w = pasco_tensor_get(value, i);
+		d->decay(o, &w);
+		pasco_tensor_set(value, i, w);
+	}
+}
+
 /* Updates the nrows rows of row_elems elements of value that ids name
  * (NULL: the one span from element at) from consecutive rows of grad
- * from element `from`. */
+ * from element `from`. A sparse apply of an optimizer with decoupled
+ * weight decay (AdamW) decays the whole of value first, as Keras does
+ * (O(value) per apply), and its rows are then updated without it. */
 static void
 apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
     const int64_t *ids, int64_t nrows, int64_t row_elems, int64_t at,
@@ -235,12 +265,15 @@ apply_rows(const pasco_optimizer *o, ps_slots *s, pasco_tensor *value,
 	const pasci_opt_desc *d = pasci_opt_desc_of((int) o->kind);
 	double                k[PASCI_OPT_MAX_SCALARS] = {0};
 	pasco_optimizer       at_step;
-	if (o->schedule.kind != PASCO_LR_CONSTANT) {
-		/* Keras's schedule(iterations): the step before this apply */
-		at_step               = *o;
-		at_step.learning_rate = pasco_lr_schedule_at(
-		    &o->schedule, s->step - 1, o->learning_rate);
-		o = &at_step;
+	bool                  decay = ids != NULL && pasci_opt_decays(o);
+	if (o->schedule.kind != PASCO_LR_CONSTANT || decay) {
+		/* copied only then: a dynamic table applies row by row */
+		at_step = pasci_optimizer_at(o, s->step);
+		o       = &at_step;
+	}
+	if (decay) {
+		pasci_optimizer_decay_elems(o, value, 0, value->count);
+		at_step.weight_decay = 0;
 	}
 	scalars_of(d, o, s, k);
 	if (value->dtype == PASCO_F32 && grad->dtype == PASCO_F32) {

@@ -45,7 +45,9 @@ void pasci_optimizer_apply(const pasco_optimizer *opt, ps_slots *s,
     int64_t n);
 
 /* Updates the rows ids[0..nids) (each row_elems elements) with the
- * gradient rows grad[0..nids), in that order. */
+ * gradient rows grad[0..nids), in that order. An optimizer that decays
+ * (AdamW) first decays every row of value, as Keras decays the whole
+ * variable: O(value) per apply. */
 void pasci_optimizer_apply_rows(const pasco_optimizer *opt, ps_slots *s,
     pasco_tensor *value, const int64_t *ids, int64_t nids, int64_t row_elems,
     const pasco_tensor *grad);
@@ -55,6 +57,16 @@ void pasci_optimizer_apply_rows(const pasco_optimizer *opt, ps_slots *s,
 void pasci_optimizer_apply_row(const pasco_optimizer *opt, ps_slots *s,
     pasco_tensor *value, int64_t row, int64_t row_elems,
     const pasco_tensor *grad, int64_t grad_row);
+
+/* opt at the apply of step t (1, 2, ...): its learning rate the
+ * schedule's at t - 1 (Keras's schedule(iterations)), if it has one. */
+pasco_optimizer pasci_optimizer_at(const pasco_optimizer *opt, int64_t t);
+
+/* That decay alone, with opt's learning rate as it is (pasci_optimizer_at
+ * first), on n elements of value from `at`: in f32 as the optimizer's f32
+ * kernel decays, or in double. opt must decay (pasci_opt_decays). */
+void pasci_optimizer_decay_elems(
+    const pasco_optimizer *opt, pasco_tensor *value, int64_t at, int64_t n);
 
 /* The value slot k of opt starts from (Adagrad's accumulator: its
  * initial_accumulator_value; most slots: 0). */

@@ -3,17 +3,38 @@
  * applied before the update with this apply's learning rate, as Keras's
  * _apply_weight_decay does; slots: m, v, v_hat as Adam's.
  *   w -= w * weight_decay * lr;  then Adam's update (base/optimizers/adam.c)
- * A sparse apply decays only its rows (as it moves only their moments).
+ * Keras decays the whole variable on every apply, also when the gradient
+ * is sparse (IndexedSlices): a sparse apply on the ps decays its whole
+ * shard (adamw_decay_f32, O(shard) per apply) and then moves its rows and
+ * their moments as Adam; a dynamic table, lazily (ps/dyn_decay.c).
  * Constant descriptor and pure kernels: any thread.
  */
 #include "opt_kernel.h"
 
 static void
+adamw_decay(const pasco_optimizer *o, double *w)
+{
+	*w = *w - *w * o->weight_decay * o->learning_rate;
+}
+
+static void
 adamw_update(
     const pasco_optimizer *o, const double *k, double *w, double g, double *s)
 {
-	*w = *w - *w * o->weight_decay * o->learning_rate;
+	adamw_decay(o, w);
 	pasci_opt_adam_update(o, k, w, g, s);
+}
+
+/* The decay alone over n elements, as adamw_f32 computes it (the same
+ * expression in f32), so a row decayed here and one decayed there are the
+ * same bits. */
+PASCI_F32_KERNEL void
+adamw_decay_f32(const pasco_optimizer *o, float *restrict w, int64_t n)
+{
+	float wd = (float) o->weight_decay, lr = (float) o->learning_rate;
+	for (int64_t i = 0; i < n; i++) {
+		w[i] = w[i] - w[i] * wd * lr;
+	}
 }
 
 static const char *
@@ -83,6 +104,8 @@ const pasci_opt_desc pasci_opt_adamw_desc = {
     .scalars       = pasci_opt_adam_scalars,
     .update        = adamw_update,
     .f32_rows      = adamw_rows,
+    .decay         = adamw_decay,
+    .decay_f32     = adamw_decay_f32,
     .keras_default = adamw_keras_default,
     .every_slot    = adamw_every_slot,
 };

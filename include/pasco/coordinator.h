@@ -234,10 +234,11 @@ int pasco_dynamic_variable_create(pasco_variable **out, pasco_strategy *s,
  * *out is a new handle, owned by the caller, that carries the strategy's
  * consistency mode: set it as opt.iterations (optimizer.h) here or in a
  * step function that gets it with pasco_arg_variable, and each apply
- * advances it once (once per round under BSP). Read it with
- * pasco_variable_read; it is saved in checkpoints like any variable, and
- * the name "global_step" is how a restore finds it. Messages:
- * pasco_strategy_error. Blocks. */
+ * advances it once (once per round under BSP); an optimizer's own count
+ * (Adam's t) is it less opt.iterations_base, which pasco_model_fit sets
+ * per compiled model (optimizer.h). Read it with pasco_variable_read; it
+ * is saved in checkpoints like any variable, and the name "global_step"
+ * is how a restore finds it. Messages: pasco_strategy_error. Blocks. */
 int pasco_strategy_global_step(pasco_strategy *s, pasco_variable **out);
 
 /* BSP: applies every partial round on every ps (the average of the

@@ -320,7 +320,16 @@ typedef struct pasco_model pasco_model;
  * is at most 2^31 wide, a variable read whole each step (a Dense's
  * kernel) has at most 2^31 elements, an embedding table at most 2^40;
  * past them the model is PASCO_EINVAL naming the layer, the variable and
- * its shape. */
+ * its shape. A config's size fields are bounded as they are read, each
+ * refused past its bound naming the layer, the field and the bound
+ * ("layers[0] (d): units is 9000000000000000; the most is 2^31
+ * (2147483648)"): 2^31 for a width (Dense units, Embedding output_dim, an
+ * input's width, a Custom layer's output_width and input_widths,
+ * CategoryEncoding num_tokens, a lookup's num_oov_indices and max_tokens,
+ * each dimension of Reshape's target_shape and Dropout's noise_shape),
+ * 2^40 for a count of ids (Embedding input_dim, num_bins of Hashing,
+ * HashedCrossing and Discretization), 2^32 - 2 for a dynamic table's
+ * max_rows_per_ps. */
 #define PASCO_MODEL_MAX_LAYERS 32768
 
 /* A Sequential model of layers[0..n) (copied), each on the previous

@@ -92,7 +92,8 @@ category_encoding_read(
 	if ((l->prep = pasci_prep_alloc(l->kind)) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	return pasci_json_int(c, "num_tokens", &l->prep->num_tokens, 1, at) ||
+	return pasci_json_size(c, "num_tokens", &l->prep->num_tokens, 1,
+	           PASCI_MAX_WIDTH, at) ||
 	               pasci_prep_read_mode(c, l->prep, at)
 	           ? PASCO_EINVAL
 	           : PASCO_OK;

@@ -318,10 +318,18 @@ read_widths(const cJSON *c, pasco_custom *d, const char *at)
 			    "%s: input_widths[%zu] must be a positive integer",
 			    at, d->ninputs);
 		}
+		if (it->valuedouble > (double) PASCI_MAX_WIDTH) {
+			char key[32];
+			snprintf(
+			    key, sizeof(key), "input_widths[%zu]", d->ninputs);
+			return pasci_json_bound(at, key,
+			    (int64_t) it->valuedouble, PASCI_MAX_WIDTH);
+		}
 		d->widths[d->ninputs++] = (int64_t) it->valuedouble;
 	}
 	w = 0;
-	if (pasci_json_int(c, "output_width", &w, 1, at) != 0) {
+	if (pasci_json_size(c, "output_width", &w, 1, PASCI_MAX_WIDTH, at) !=
+	    0) {
 		return PASCO_EINVAL;
 	}
 	if (w < 1) {
@@ -365,7 +373,8 @@ def_read(const cJSON *c, pasco_custom **out, const char *at)
 	}
 	if (cls != NULL && strlen(cls) >= sizeof(d->cls)) {
 		rv = pasci_model_fail(PASCO_EINVAL,
-		    "%s: class is longer than %zu bytes", at, sizeof(d->cls) - 1);
+		    "%s: class is longer than %zu bytes", at,
+		    sizeof(d->cls) - 1);
 		goto fail;
 	}
 	width = d->output_width;

@@ -197,7 +197,8 @@ dense_read(
     const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
 {
 	(void) part;
-	return pasci_json_int(c, "units", &l->units, 1, at) != 0 ||
+	return pasci_json_size(
+	           c, "units", &l->units, 1, PASCI_MAX_WIDTH, at) != 0 ||
 	               pasci_json_read_act(c, &l->activation, at) != 0 ||
 	               pasci_json_bool(c, "use_bias", &l->use_bias, at) != 0 ||
 	               pasci_json_read_init(c, "kernel_initializer",

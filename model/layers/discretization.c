@@ -132,6 +132,8 @@ discretization_read(
 	}
 	if (pasci_prep_read_opt_int(
 	        c, "num_bins", &has_bins, &p->num_bins, at) != 0 ||
+	    (has_bins && pasci_json_bound(
+	                     at, "num_bins", p->num_bins, PASCI_MAX_IDS)) ||
 	    pasci_json_number(c, "epsilon", &p->epsilon, false, 0, at) != 0 ||
 	    pasci_prep_read_mode(c, p, at) != 0) {
 		return PASCO_EINVAL;

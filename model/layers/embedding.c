@@ -388,8 +388,8 @@ read_dynamic(const cJSON *c, pasco_layer *l, const char *at)
 	                   0 ||
 	               pasci_json_int(
 	                   d, "evict_after", &o->evict_after, 0, at) != 0 ||
-	               pasci_json_int(d, "max_rows_per_ps",
-	                   &o->max_rows_per_ps, 0, at) != 0 ||
+	               pasci_json_size(d, "max_rows_per_ps",
+	                   &o->max_rows_per_ps, 0, UINT32_MAX - 1, at) != 0 ||
 	               pasci_json_bool(
 	                   d, "default_zeros", &o->default_zeros, at) != 0
 	           ? PASCO_EINVAL
@@ -400,9 +400,10 @@ static int
 embedding_read(
     const cJSON *c, pasco_layer *l, pasco_partitioner *part, const char *at)
 {
-	return pasci_json_int(c, "input_dim", &l->input_dim, 1, at) != 0 ||
-	               pasci_json_int(
-	                   c, "output_dim", &l->output_dim, 1, at) != 0 ||
+	return pasci_json_size(
+	           c, "input_dim", &l->input_dim, 1, PASCI_MAX_IDS, at) != 0 ||
+	               pasci_json_size(c, "output_dim", &l->output_dim, 1,
+	                   PASCI_MAX_WIDTH, at) != 0 ||
 	               read_combiner(c, &l->combiner, at) != 0 ||
 	               pasci_json_bool(c, "mask_zero", &l->mask_zero, at) !=
 	                   0 ||

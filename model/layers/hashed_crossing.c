@@ -99,7 +99,8 @@ hashed_crossing_read(
 	if ((l->prep = pasci_prep_alloc(l->kind)) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	return pasci_json_int(c, "num_bins", &l->prep->num_bins, 1, at) ||
+	return pasci_json_size(
+	           c, "num_bins", &l->prep->num_bins, 1, PASCI_MAX_IDS, at) ||
 	               pasci_prep_read_mode(c, l->prep, at)
 	           ? PASCO_EINVAL
 	           : PASCO_OK;

@@ -117,7 +117,8 @@ hashing_read(
 	if (p == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
-	if (pasci_json_int(c, "num_bins", &p->num_bins, 1, at) != 0 ||
+	if (pasci_json_size(
+	        c, "num_bins", &p->num_bins, 1, PASCI_MAX_IDS, at) != 0 ||
 	    pasci_prep_read_mode(c, p, at) != 0) {
 		return PASCO_EINVAL;
 	}

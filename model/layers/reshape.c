@@ -11,6 +11,7 @@
 #include "tape_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 pasco_layer
@@ -49,6 +50,12 @@ pasci_json_read_dims(const cJSON *c, const char *key, int32_t *rank,
 			return pasci_model_fail(PASCO_EINVAL,
 			    "%s: %s[%d] must be a whole number >= -1%s", at,
 			    key, (int) n, null_ok ? " or null" : "");
+		}
+		if (v > (double) PASCI_MAX_WIDTH) {
+			char k[48];
+			snprintf(k, sizeof(k), "%s[%d]", key, (int) n);
+			return pasci_json_bound(
+			    at, k, (int64_t) v, PASCI_MAX_WIDTH);
 		}
 		dims[n++] = (int64_t) v;
 	}

@@ -194,8 +194,9 @@ class Ftrl(Optimizer):
 
 class AdamW(Optimizer):
     """Keras 3's AdamW: Adam with decoupled weight decay, each step
-    ``w -= w * weight_decay * learning_rate`` before Adam's update (on a
-    sparse apply, only the rows it updates)."""
+    ``w -= w * weight_decay * learning_rate`` before Adam's update, on the
+    whole variable, also when its gradient is sparse (an Embedding's rows
+    the batch does not look up decay too; docs/optimizers.md)."""
     class_name = "AdamW"
 
     def __init__(self, learning_rate: float = 0.001,

@@ -254,18 +254,14 @@ Test(model_config, sizes_past_the_bounds_are_refused_naming_the_variable)
 {
 	pasco_model *m;
 	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
-	            "\"units\":9000000000000000}}"),
-	    "d: its output would be (9000000000000000,) per example; at "
-	    "most 2^31 values");
-	refused(SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
 	            "\"units\":1000000000}}"),
 	    "d: its variable 'd/kernel' of shape [4, 1000000000] has more "
 	    "elements than the most a variable read whole each step may "
 	    "have (2^31)");
 	refused(IDS_SEQ("{\"class_name\":\"Embedding\",\"config\":{\"name\":"
-	                "\"e\",\"input_dim\":9000000000000000,"
+	                "\"e\",\"input_dim\":1000000000000,"
 	                "\"output_dim\":64}}"),
-	    "e: its variable 'e/embeddings' of shape [9000000000000000, 64] "
+	    "e: its variable 'e/embeddings' of shape [1000000000000, 64] "
 	    "has more elements than the most an embedding table may have "
 	    "(2^40)");
 	/* a large table within the bound is a model (not created here) */
@@ -274,6 +270,81 @@ Test(model_config, sizes_past_the_bounds_are_refused_naming_the_variable)
 	            "\"input_dim\":1000000000,\"output_dim\":64}}"),
 	    &m));
 	pasco_model_free(m);
+}
+
+/* Every size field of a config is bounded as it is read, before any
+ * variable is made, and its refusal names the layer, the field and the
+ * bound (model_impl.h: 2^31 for a width, 2^40 for a count of ids). */
+Test(model_config, size_fields_past_their_bounds_are_refused_by_name)
+{
+	static const struct {
+		const char *json, *want;
+	} cases[] = {
+	    {SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
+	         "\"units\":9000000000000000}}"),
+	        "layers[0] (d): units is 9000000000000000; the most is 2^31 "
+	        "(2147483648)"},
+	    {SEQ("{\"class_name\":\"Dense\",\"config\":{\"name\":\"d\","
+	         "\"units\":2147483649}}"),
+	        "layers[0] (d): units is 2147483649; the most is 2^31 "
+	        "(2147483648)"},
+	    {IDS_SEQ("{\"class_name\":\"Embedding\",\"config\":{\"name\":"
+	             "\"e\",\"input_dim\":9000000000000000,\"output_dim\":"
+	             "64}}"),
+	        "layers[0] (e): input_dim is 9000000000000000; the most is "
+	        "2^40 (1099511627776)"},
+	    {IDS_SEQ("{\"class_name\":\"Embedding\",\"config\":{\"name\":"
+	             "\"e\",\"input_dim\":10,\"output_dim\":4294967296}}"),
+	        "layers[0] (e): output_dim is 4294967296; the most is 2^31 "
+	        "(2147483648)"},
+	    {IDS_SEQ("{\"class_name\":\"Embedding\",\"config\":{\"name\":"
+	             "\"e\",\"input_dim\":10,\"output_dim\":4,\"dynamic\":{"
+	             "\"max_rows_per_ps\":4294967295}}}"),
+	        "layers[0] (e): max_rows_per_ps is 4294967295; the most is "
+	        "4294967294"},
+	    {"{\"class_name\":\"Sequential\",\"config\":{\"inputs\":[{"
+	     "\"name\":\"x\",\"width\":3000000000}],\"layers\":[{"
+	     "\"class_name\":\"Dense\",\"config\":{\"name\":\"d\",\"units\":"
+	     "1}}]}}",
+	        "inputs[0]: width is 3000000000; the most is 2^31 "
+	        "(2147483648)"},
+	    {IDS_SEQ("{\"class_name\":\"CategoryEncoding\",\"config\":{"
+	             "\"name\":\"c\",\"num_tokens\":9000000000000000}}"),
+	        "layers[0] (c): num_tokens is 9000000000000000; the most is "
+	        "2^31 (2147483648)"},
+	    {SEQ("{\"class_name\":\"Hashing\",\"config\":{\"name\":\"h\","
+	         "\"num_bins\":9000000000000000}}"),
+	        "layers[0] (h): num_bins is 9000000000000000; the most is "
+	        "2^40 (1099511627776)"},
+	    {SEQ("{\"class_name\":\"Discretization\",\"config\":{\"name\":"
+	         "\"z\",\"num_bins\":9000000000000000}}"),
+	        "layers[0] (z): num_bins is 9000000000000000; the most is "
+	        "2^40 (1099511627776)"},
+	    {SEQ("{\"class_name\":\"StringLookup\",\"config\":{\"name\":"
+	         "\"s\",\"num_oov_indices\":9000000000000000}}"),
+	        "layers[0] (s): num_oov_indices is 9000000000000000; the most "
+	        "is 2^31 (2147483648)"},
+	    {SEQ("{\"class_name\":\"StringLookup\",\"config\":{\"name\":"
+	         "\"s\",\"max_tokens\":9000000000000000}}"),
+	        "layers[0] (s): max_tokens is 9000000000000000; the most is "
+	        "2^31 (2147483648)"},
+	    {SEQ("{\"class_name\":\"Reshape\",\"config\":{\"name\":\"r\","
+	         "\"target_shape\":[2,9000000000000000]}}"),
+	        "layers[0] (r): target_shape[1] is 9000000000000000; the most "
+	        "is 2^31 (2147483648)"},
+	    {SEQ("{\"class_name\":\"Dropout\",\"config\":{\"name\":\"o\","
+	         "\"rate\":0.5,\"noise_shape\":[null,9000000000000000]}}"),
+	        "layers[0] (o): noise_shape[1] is 9000000000000000; the most "
+	        "is 2^31 (2147483648)"},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		pasco_model *m = (pasco_model *) 1;
+		PASCO_FAIL(
+		    pasco_model_from_json(cases[k].json, &m), PASCO_EINVAL);
+		cr_assert_null(m);
+		cr_assert_str_eq(pasco_model_last_error(), cases[k].want,
+		    "for %s", cases[k].json);
+	}
 }
 
 /* A functional config of n layers d0..d(n-1) on input x, each on the one
@@ -432,8 +503,8 @@ Test(model_config, compile_resolves_accuracy_as_keras_does)
 	                                 .nmetrics = 1}),
 	    PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "unknown metric 'f1'"));
-	PASCO_FAIL(pasco_model_compile(
-	               reg, &(pasco_compile_options){.loss = "categorical_hinge"}),
+	PASCO_FAIL(pasco_model_compile(reg,
+	               &(pasco_compile_options){.loss = "categorical_hinge"}),
 	    PASCO_EINVAL);
 	pasco_model_free(reg);
 	pasco_model_free(b);

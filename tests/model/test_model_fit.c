@@ -897,3 +897,153 @@ Test(model_fit, step_dataset_names_the_steps_of_each_execution)
 	pasco_model_free(m);
 	stop();
 }
+
+/* The largest move of m's variables since before[] over lr, every move
+ * checked to be at most lr: Adam's first step moves a weight by lr times
+ * |g| / (|g| + epsilon * sqrt(1 - beta_2) / ...), about lr; its 21st
+ * step (m and v starting from 0 as well) by about 0.51 lr. */
+static double
+largest_move(pasco_model *m, pasco_tensor **before, double lr)
+{
+	double most = 0;
+	for (size_t k = 0; k < 4; k++) {
+		pasco_tensor *now;
+		PASCO_PASS(
+		    pasco_variable_read(pasco_model_variable(m, k), &now));
+		for (int64_t i = 0; i < now->count; i++) {
+			double d = fabs(pasco_tensor_get(now, i) -
+			                pasco_tensor_get(before[k], i)) /
+			           lr;
+			cr_assert_leq(d, 1.0001,
+			    "variable %zu element %lld "
+			    "moved by %g lr",
+			    k, (long long) i, d);
+			most = fmax(most, d);
+		}
+		pasco_tensor_release(now);
+	}
+	return most;
+}
+
+static void
+config_has(const pasco_model *m, const char *want)
+{
+	char *json;
+	PASCO_PASS(pasco_model_to_json(m, &json));
+	cr_assert(strstr(json, want) != NULL, "no %s in %s", want, json);
+	free(json);
+}
+
+static int64_t
+global_step_now(void)
+{
+	pasco_variable *gs;
+	pasco_tensor   *step;
+	int64_t         v;
+	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+	PASCO_PASS(pasco_variable_read(gs, &step));
+	v = (int64_t) pasco_tensor_get(step, 0);
+	pasco_tensor_release(step);
+	pasco_variable_free(gs);
+	return v;
+}
+
+/* Keras's optimizer.iterations belongs to the optimizer: a second model
+ * compiled with a fresh Adam takes its first step as t = 1 (every weight
+ * moved by about lr, as a fresh run's first step), not t = 21 where the
+ * first model left the global step (about 0.51 lr, before). Its start
+ * is kept on a ps, so the first model compiled again (a chief started
+ * again) counts on from its own start. */
+Test(model_fit, each_models_optimizer_counts_its_own_steps)
+{
+	pasco_tensor *before[4];
+	double        most;
+	start(NULL);
+	pasco_model *a = mlp(), *b = mlp(), *a2;
+	PASCO_PASS(pasco_model_fit(K.c, a,
+	    &(pasco_model_fit_options){
+	        .dataset = "md_train", .steps_per_epoch = 20},
+	    NULL));
+	cr_assert_eq(global_step_now(), 20);
+	PASCO_PASS(pasco_model_create_variables(b, K.s));
+	for (size_t k = 0; k < 4; k++) {
+		PASCO_PASS(pasco_variable_read(
+		    pasco_model_variable(b, k), &before[k]));
+	}
+	PASCO_PASS(pasco_model_fit(K.c, b,
+	    &(pasco_model_fit_options){
+	        .dataset = "md_train", .steps_per_epoch = 1},
+	    NULL));
+	most = largest_move(b, before, 0.02);
+	cr_assert_geq(most, 0.99,
+	    "the second model's first Adam step moved a weight by at most "
+	    "%g lr: not t = 1",
+	    most);
+	/* the strategy's global step still counts every step */
+	cr_assert_eq(global_step_now(), 21);
+	config_has(a, "\"iterations_base\":0");
+	config_has(b, "\"iterations_base\":20");
+	/* the first model compiled afresh under its names: its start is
+	 * found on the ps */
+	pasco_layer_reset_names();
+	a2 = mlp();
+	PASCO_PASS(pasco_model_fit(K.c, a2,
+	    &(pasco_model_fit_options){
+	        .dataset = "md_train", .steps_per_epoch = 1},
+	    NULL));
+	config_has(a2, "\"iterations_base\":0");
+	for (size_t k = 0; k < 4; k++) {
+		pasco_tensor_release(before[k]);
+	}
+	pasco_model_free(a);
+	pasco_model_free(b);
+	pasco_model_free(a2);
+	stop();
+}
+
+/* An optimizer's start is in fit's checkpoints: a new cluster (every
+ * process started again) resuming a second model's fit from its
+ * checkpoint counts from that model's start, 10, not from the global
+ * step when its fit began (0 in the new cluster). */
+Test(model_fit, an_optimizers_start_comes_back_with_fits_checkpoint)
+{
+	char root[] = "/tmp/pasco-model-base-XXXXXX", ck[300], cmd[400];
+	pasco_model *first, *second;
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(ck, sizeof(ck), "%s/ck", root);
+	start(root);
+	first  = mlp();
+	second = mlp();
+	PASCO_PASS(pasco_model_fit(K.c, first,
+	    &(pasco_model_fit_options){
+	        .dataset = "md_train", .steps_per_epoch = 10},
+	    NULL));
+	PASCO_PASS(pasco_model_fit(K.c, second,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .steps_per_epoch                = 10,
+	        .checkpoint_dir                 = ck,
+	        .checkpoint_keep                = 1},
+	    NULL));
+	config_has(second, "\"iterations_base\":10");
+	pasco_model_free(first);
+	pasco_model_free(second);
+	stop();
+
+	start(root); /* new processes: nothing on the ps */
+	first  = mlp();
+	second = mlp(); /* the same names, compiled afresh */
+	PASCO_PASS(pasco_model_fit(K.c, second,
+	    &(pasco_model_fit_options){.dataset = "md_train",
+	        .epochs                         = 3,
+	        .steps_per_epoch                = 10,
+	        .checkpoint_dir                 = ck,
+	        .checkpoint_keep                = 1,
+	        .resume                         = true},
+	    NULL));
+	config_has(second, "\"iterations_base\":10");
+	pasco_model_free(first);
+	pasco_model_free(second);
+	stop();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -15,7 +15,9 @@ After every step the variables read from the ps must equal the numpy
 reference's to float32 rounding: the optimizer step at the global step,
 with the learning rate of the schedule at the step before it (Keras's
 schedule(optimizer.iterations)); a sparse apply moves only its rows and
-their slots (as the ps does for every optimizer). The Python schedules'
+their slots, except AdamW's weight decay, which Keras applies to the whole
+variable on every apply (rows of both shards that the batch does not
+reach decay too). The Python schedules'
 values are checked against the numpy ones over 0..300 too.
 Prints "optimizer_numpy: OK" or "optimizer_numpy: FAILED: why" (exit 1).
 """
@@ -103,10 +105,13 @@ class NpOptimizer:
 
     def step(self, w, g, t, lr, rows=None):
         """w updated by g at global step t (1, 2, ...); rows: only those
-        (a sparse apply) move, and only their slots."""
+        (a sparse apply) move, and only their slots; AdamW decays all of
+        w first (base_optimizer.py's _apply_weight_decay)."""
         sel = slice(None) if rows is None else rows
         c = self.cfg
         w = w.copy()
+        if self.cls == "AdamW":
+            w = w - w * c["weight_decay"] * lr
         wr, g = w[sel], g[sel]
         m, v, vh = self.m[sel], self.v[sel], self.vh[sel]
         if self.cls == "SGD":
@@ -117,8 +122,6 @@ class NpOptimizer:
                 wr = wr + (c["momentum"] * m - lr * g if c["nesterov"]
                            else m)
         elif self.cls in ("Adam", "AdamW"):
-            if self.cls == "AdamW":
-                wr = wr - wr * c["weight_decay"] * lr
             b1, b2 = c["beta_1"], c["beta_2"]
             alpha = lr * math.sqrt(1 - b2 ** t) / (1 - b1 ** t)
             m = m + (g - m) * (1 - b1)
