@@ -1,0 +1,161 @@
+/*
+ * The memory of decoded headers (net/wire_arena.c): a warm thread decodes
+ * and finishes a message with few calls into malloc (this program counts
+ * them by standing in for malloc, calloc and realloc, each handing on to
+ * glibc's); a header bigger than the arena's first block decodes whole; a
+ * message decoded on one thread may be finished on another; a header
+ * that does not parse gives its arena back.
+ */
+#include "helpers.h"
+
+#include <nng/nng.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "variable_impl.h"
+#include "wire.h"
+
+TestSuite(wire_arena, .timeout = 30);
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+
+static _Thread_local long allocs; /* this thread's calls */
+
+void *
+malloc(size_t n)
+{
+	allocs++;
+	return __libc_malloc(n);
+}
+
+void *
+calloc(size_t n, size_t size)
+{
+	allocs++;
+	return __libc_calloc(n, size);
+}
+
+void *
+realloc(void *p, size_t n)
+{
+	allocs++;
+	return __libc_realloc(p, n);
+}
+
+/* A RUN request as a step's reads send it: a function name, a tensor,
+ * a variable of 2 shards and a resource. */
+static nng_msg *
+request(const char *json)
+{
+	pasci_wire_builder b;
+	nng_msg           *msg;
+	int64_t            shape[] = {4};
+	pasco_tensor      *t       = test_scalar(PASCO_F32, 2);
+	pasco_variable    *var;
+	pasci_wire_builder_init(&b, PASCI_METHOD_RUN);
+	b.hdr.name = "train_step";
+	b.hdr.json = json;
+	pasci_wire_add_arg_tensor(&b, t);
+	PASCO_PASS(pasci_variable_new(&var, "w", PASCO_F32, 1, shape, 1000));
+	PASCO_PASS(pasci_variable_add_shard(var, "w/part_0", 1, 0, 3, NULL));
+	PASCO_PASS(pasci_variable_add_shard(var, "w/part_1", 0, 3, 1, NULL));
+	pasci_variable_add_arg(&b, var);
+	pasci_wire_add_arg_resource(&b, 77);
+	PASCO_PASS(pasci_wire_encode(&b, &msg));
+	pasci_wire_builder_fini(&b);
+	pasco_variable_free(var);
+	pasco_tensor_release(t);
+	return msg;
+}
+
+static void
+check(const pasci_wire_msg *m)
+{
+	cr_assert_str_eq(m->hdr->name, "train_step");
+	cr_assert_eq(m->hdr->nargs, 3);
+	cr_assert_str_eq(m->hdr->args[1].variable.shards[1].name, "w/part_1");
+	cr_assert_eq(m->hdr->args[2].resource, 77);
+	cr_assert_eq(pasco_tensor_get(m->tensors[0], 0), 2.0);
+}
+
+Test(wire_arena, a_warm_decode_calls_malloc_for_its_tensors_only)
+{
+	pasci_wire_msg m;
+	char           err[256];
+	long           least = 1000;
+	for (int i = 0; i < 5; i++) {
+		nng_msg *msg = request(NULL);
+		long     before;
+		before = allocs;
+		PASCO_PASS(pasci_wire_decode(&m, msg, err, sizeof(err)));
+		check(&m);
+		pasci_wire_msg_fini(&m);
+		least = allocs - before < least ? allocs - before : least;
+	}
+	/* the storage over the body, the tensor list, the tensor's view:
+	 * protobuf-c's tree (the header, 3 args, a variable, its spec and
+	 * 2 shards, their arrays and strings) and the header block come
+	 * from the thread's arena */
+	cr_assert_leq(least, 4, "%ld mallocs to decode and finish", least);
+}
+
+Test(wire_arena, a_header_bigger_than_a_block_decodes_whole)
+{
+	pasci_wire_msg m;
+	char           err[256];
+	char          *json = __libc_malloc(40001);
+	memset(json, 'j', 40000);
+	json[40000] = 0;
+	for (int i = 0; i < 3; i++) {
+		PASCO_PASS(
+		    pasci_wire_decode(&m, request(json), err, sizeof(err)));
+		check(&m);
+		cr_assert_eq(strlen(m.hdr->json), 40000);
+		cr_assert_eq(m.hdr->json[39999], 'j');
+		pasci_wire_msg_fini(&m);
+	}
+	free(json);
+}
+
+static void *
+finish(void *m)
+{
+	check(m);
+	pasci_wire_msg_fini(m);
+	return NULL;
+}
+
+Test(wire_arena, a_message_may_be_finished_on_another_thread)
+{
+	pasci_wire_msg m[8];
+	char           err[256];
+	for (int i = 0; i < 8; i++) {
+		pthread_t t;
+		PASCO_PASS(
+		    pasci_wire_decode(&m[i], request(NULL), err, sizeof(err)));
+		cr_assert_eq(pthread_create(&t, NULL, finish, &m[i]), 0);
+		cr_assert_eq(pthread_join(t, NULL), 0);
+	}
+}
+
+Test(wire_arena, a_header_that_does_not_parse_gives_its_arena_back)
+{
+	pasci_wire_msg m;
+	char           err[256];
+	nng_msg       *msg = request(NULL);
+	/* the header's length word says more than the prefix holds */
+	uint8_t *body = nng_msg_body(msg);
+	body[8]       = 0x00;
+	body[9]       = 0x00;
+	body[10]      = 0x00;
+	body[11]      = 0x03; /* 3 bytes: a cut header */
+	PASCO_FAIL(pasci_wire_decode(&m, msg, err, sizeof(err)), PASCO_EPROTO);
+	cr_assert(strstr(err, "does not parse") != NULL, "%s", err);
+	cr_assert_null(m.hdr);
+	PASCO_PASS(pasci_wire_decode(&m, request(NULL), err, sizeof(err)));
+	check(&m);
+	pasci_wire_msg_fini(&m);
+}
