@@ -28,14 +28,11 @@
 
 #define SPIN_US_DEFAULT 60
 #define SPIN_US_MAX 1000
-#define CPUS_EVERY 256 /* waits between two reads of the thread's CPUs */
-#define MISSES_MAX 6   /* skips at most 2^6 waits */
+#define MISSES_MAX 6 /* skips at most 2^6 waits */
 
 typedef struct spin_state {
-	int              cpus; /* CPUs this thread may run on; 0: unread */
-	unsigned         until_read; /* waits before cpus is read again */
-	unsigned         skip;       /* waits left that do not spin */
-	unsigned         misses;     /* spins in a row that ended asleep */
+	unsigned         skip;   /* waits left that do not spin */
+	unsigned         misses; /* spins in a row that ended asleep */
 	pasci_spin_stats stats;
 } spin_state;
 
@@ -96,15 +93,11 @@ now_ns(void)
 static bool
 spin_allowed(void)
 {
-	if (spin.until_read == 0) {
-		cpu_set_t set;
-		spin.cpus       = sched_getaffinity(0, sizeof(set), &set) == 0
-		                      ? CPU_COUNT(&set)
-		                      : 1;
-		spin.until_read = CPUS_EVERY;
-	}
-	spin.until_read--;
-	if (spin.cpus < 2) {
+	cpu_set_t set;
+	/* read each time (a system call, against the sleep it may save): a
+	 * thread pinned meanwhile (taskset, bench/step_cost) stops at once */
+	if (sched_getaffinity(0, sizeof(set), &set) != 0 ||
+	    CPU_COUNT(&set) < 2) {
 		spin.stats.one_cpu++;
 		return false;
 	}
