@@ -1,8 +1,9 @@
 /*
- * The memory of decoded headers (net/wire_arena.c): a warm thread decodes
- * and finishes a message with few calls into malloc (this program counts
- * them by standing in for malloc, calloc and realloc, each handing on to
- * glibc's); a header bigger than the arena's first block decodes whole; a
+ * The memory of decoded messages (net/wire_arena.c, net/bufcache.c): a
+ * warm thread decodes and finishes a message with few calls into malloc,
+ * and takes the frame buffer it freed last for its next frame (this program
+ * counts them by standing in for malloc, calloc and realloc, each handing on
+ * to glibc's); a header bigger than the arena's first block decodes whole; a
  * message decoded on one thread may be finished on another; a header
  * that does not parse gives its arena back.
  */
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bufcache.h"
 #include "variable_impl.h"
 #include "wire.h"
 
@@ -158,4 +160,45 @@ Test(wire_arena, a_header_that_does_not_parse_gives_its_arena_back)
 	PASCO_PASS(pasci_wire_decode(&m, request(NULL), err, sizeof(err)));
 	check(&m);
 	pasci_wire_msg_fini(&m);
+}
+
+/* Frees a frame buffer on this thread. */
+static void *
+free_here(void *buf)
+{
+	pasci_bufcache_free(buf);
+	return NULL;
+}
+
+Test(wire_arena, a_threads_next_frame_buffer_is_the_one_it_freed)
+{
+	void     *buf;
+	long      before;
+	pthread_t t;
+	buf = pasci_bufcache_alloc(800000); /* an MLP step's read reply */
+	pasci_bufcache_free(buf);
+	before = allocs;
+	for (int i = 0; i < 10; i++) {
+		buf = pasci_bufcache_alloc(i % 2 ? 800000 : 100000);
+		cr_assert_not_null(buf);
+		memset(buf, i, 100000);
+		pasci_bufcache_free(buf);
+	}
+	cr_assert_eq(
+	    allocs - before, 0, "%ld mallocs for 10 frames", allocs - before);
+	/* one freed on another thread stays with that thread: this one
+	 * allocates again, and frees what it has back into its slot */
+	buf = pasci_bufcache_alloc(800000);
+	cr_assert_eq(pthread_create(&t, NULL, free_here, buf), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	before = allocs;
+	buf    = pasci_bufcache_alloc(800000);
+	cr_assert_eq(allocs - before, 1);
+	pasci_bufcache_free(buf);
+	/* smaller than 64 KB or 1 MB and more: not kept per thread */
+	buf = pasci_bufcache_alloc(1000);
+	pasci_bufcache_free(buf);
+	before = allocs;
+	pasci_bufcache_free(pasci_bufcache_alloc(1000));
+	cr_assert_eq(allocs - before, 1);
 }
