@@ -147,7 +147,8 @@ static int
 readable_in(long us)
 {
 	int               fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	struct itimerspec t  = {.it_value = {.tv_nsec = us * 1000}};
+	struct itimerspec t  = {.it_value = {.tv_sec = us / 1000000,
+	                            .tv_nsec         = us % 1000000 * 1000}};
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(timerfd_settime(fd, 0, &t, NULL), 0);
 	return fd;
@@ -186,12 +187,13 @@ Test(bulk_spin, spins_that_keep_missing_back_off)
 	}
 	pasci_bulk_spin_set_us(100);
 	for (int i = 0; i < 40; i++) {
-		int fd = readable_in(3000);
+		int fd = readable_in(10000000);
 		cr_assert(!pasci_bulk_spin_ready(&fd, 1));
 		close(fd);
 	}
 	/* misses at waits 1, 4, 9, 18 and 35 (skipping 2, 4, ... 32 after
-	 * each), not one spin per wait */
+	 * each), not one spin per wait (the timers, 10 s away, never fire:
+	 * a spinner preempted past its end could otherwise see one) */
 	pasci_spin_stats st = pasci_bulk_spin_stats();
 	cr_assert_eq(st.misses, 5, "%llu spins missed of 40",
 	    (unsigned long long) st.misses);
@@ -205,7 +207,7 @@ Test(bulk_spin, spins_that_keep_missing_back_off)
 	}
 	st = pasci_bulk_spin_stats();
 	cr_assert_gt(st.hits, 0);
-	int fd = readable_in(3000);
+	int fd = readable_in(10000000);
 	cr_assert(!pasci_bulk_spin_ready(&fd, 1));
 	close(fd);
 	cr_assert_eq(pasci_bulk_spin_stats().misses, 6, "no spin after a hit");
