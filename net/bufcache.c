@@ -11,6 +11,15 @@
  * buffer starts another. So trimming needs no owner: every process that
  * uses the cache (ps, worker, chief) lets go of big buffers once idle.
  * Memory is freed outside the lock.
+ *
+ * Smaller buffers, from SLOT_MIN bytes up to CACHE_MIN (a step's replies
+ * of a few hundred KB), are kept per thread: the thread that frees one
+ * keeps it, one at most, for its next frame, so a thread that receives
+ * and finishes its frames (a worker's step, a ps connection) calls malloc
+ * for none of them once warm, and threads receiving at once do not meet
+ * on glibc's arena locks (large blocks there take and give back heap
+ * under the lock). What threads keep this way is at most SLOTS_BYTES in
+ * all (slots_bytes); a thread's buffer is freed when the thread ends.
  */
 #include "bufcache.h"
 
@@ -29,6 +38,8 @@
 #define CACHE_BUFFERS 2
 #define CACHE_BYTES ((size_t) 160 << 20)
 #define CACHE_KEEP_MS 1000
+#define SLOT_MIN ((size_t) 64 << 10)
+#define SLOTS_BYTES ((size_t) 32 << 20)
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Protected by cache_mu. */
@@ -40,6 +51,58 @@ static size_t
 buf_capacity(void *head)
 {
 	return *(size_t *) head;
+}
+
+static _Thread_local void *slot;        /* a head this thread keeps */
+static size_t              slots_bytes; /* atomic: kept by all threads */
+static pthread_key_t       slot_key;
+static pthread_once_t      slot_once = PTHREAD_ONCE_INIT;
+
+static void
+slot_free(void *head)
+{
+	__atomic_sub_fetch(&slots_bytes, buf_capacity(head), __ATOMIC_RELAXED);
+	free(head);
+	slot = NULL;
+}
+
+static void
+slot_key_make(void)
+{
+	(void) pthread_key_create(&slot_key, slot_free);
+}
+
+/* This thread's kept buffer when it holds n bytes, or NULL. */
+static void *
+slot_take(size_t n)
+{
+	void *head = slot;
+	if (head == NULL || n < SLOT_MIN || buf_capacity(head) < n) {
+		return NULL;
+	}
+	slot = NULL;
+	(void) pthread_setspecific(slot_key, NULL);
+	__atomic_sub_fetch(&slots_bytes, buf_capacity(head), __ATOMIC_RELAXED);
+	return head;
+}
+
+/* Whether this thread keeps head (then it is not to be freed). */
+static bool
+slot_keep(void *head)
+{
+	size_t cap = buf_capacity(head);
+	if (slot != NULL || cap < SLOT_MIN || cap >= CACHE_MIN) {
+		return false;
+	}
+	if (__atomic_add_fetch(&slots_bytes, cap, __ATOMIC_RELAXED) >
+	        SLOTS_BYTES ||
+	    pthread_once(&slot_once, slot_key_make) != 0 ||
+	    pthread_setspecific(slot_key, head) != 0) {
+		__atomic_sub_fetch(&slots_bytes, cap, __ATOMIC_RELAXED);
+		return false;
+	}
+	slot = head;
+	return true;
 }
 
 static void
@@ -128,6 +191,8 @@ pasci_bufcache_alloc(size_t n)
 			}
 		}
 		pthread_mutex_unlock(&cache_mu);
+	} else {
+		head = slot_take(n);
 	}
 	if (head == NULL && (head = malloc(BUF_HEAD + n)) != NULL) {
 		*(size_t *) head = n;
@@ -143,6 +208,9 @@ pasci_bufcache_free(void *data)
 		return;
 	}
 	head = evict = (char *) data - BUF_HEAD;
+	if (slot_keep(head)) {
+		return;
+	}
 	if (buf_capacity(head) >= CACHE_MIN &&
 	    buf_capacity(head) <= CACHE_BYTES) {
 		pthread_mutex_lock(&cache_mu);

@@ -4,7 +4,10 @@
  * reuse, so a 64 MB frame does not cost 16,384 page faults each time
  * (glibc maps and unmaps buffers this big), and are dropped once unused
  * for a second by a timer thread the cache runs while it holds any, so an
- * idle process (ps, worker or chief alike) holds none. Thread-safe.
+ * idle process (ps, worker or chief alike) holds none. A buffer of 64 KB
+ * up to 1 MB is kept by the thread that frees it (one per thread, 32 MB
+ * in all threads at most) for that thread's next one, until it ends.
+ * Thread-safe.
  */
 #ifndef PASCI_BUFCACHE_H
 #define PASCI_BUFCACHE_H

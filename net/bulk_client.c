@@ -185,6 +185,7 @@ dial(const pasci_bulk_pool *p, const char *addr, int64_t deadline_ms,
 		return NULL;
 	}
 	pasci_bulk_link_init(l, fd, local);
+	l->spin = true; /* a reply is waited for: spin first */
 	return l;
 }
 
@@ -641,7 +642,9 @@ pasci_bulk_wait_all(pasci_bulk_pending *const *p, size_t n)
 		deadline =
 		    p[k]->deadline < deadline ? p[k]->deadline : deadline;
 	}
-	(void) pasci_bulk_ring_wait_all(fds, n, deadline);
+	if (!pasci_bulk_spin_ready(fds, n)) { /* then asleep, woken once */
+		(void) pasci_bulk_ring_wait_all(fds, n, deadline);
+	}
 }
 
 int

@@ -105,8 +105,19 @@ send_iov(int fd, struct iovec *iov, size_t n, int64_t deadline_ms)
 	return PASCO_OK;
 }
 
+/* Waits until fd is readable: a spin first where the link's owner asked
+ * for one (a client's reply, bulk_spin.c), then poll. */
 static int
-recv_all(int fd, void *buf, size_t len, int64_t deadline_ms)
+wait_readable(int fd, bool spin, int64_t deadline_ms)
+{
+	if (spin && pasci_bulk_spin_ready(&fd, 1)) {
+		return PASCO_OK;
+	}
+	return pasci_bulk_wait_fd(fd, POLLIN, deadline_ms);
+}
+
+static int
+recv_all_spin(int fd, void *buf, size_t len, bool spin, int64_t deadline_ms)
 {
 	char *p = buf;
 	while (len > 0) {
@@ -125,12 +136,18 @@ recv_all(int fd, void *buf, size_t len, int64_t deadline_ms)
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
 			return PASCO_EUNAVAILABLE;
 		}
-		int rv = pasci_bulk_wait_fd(fd, POLLIN, deadline_ms);
+		int rv = wait_readable(fd, spin, deadline_ms);
 		if (rv != 0) {
 			return rv;
 		}
 	}
 	return PASCO_OK;
+}
+
+static int
+recv_all(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+	return recv_all_spin(fd, buf, len, false, deadline_ms);
 }
 
 /* Sends the length word w, with this end's region's fd the first time
@@ -431,7 +448,7 @@ recv_word(pasci_bulk_link *l, uint8_t hdr[8], int64_t deadline_ms,
 	size_t got    = 0;
 	int    passed = -1, rv = PASCO_OK;
 	if (!l->local) {
-		return recv_all(l->fd, hdr, 8, deadline_ms);
+		return recv_all_spin(l->fd, hdr, 8, l->spin, deadline_ms);
 	}
 	while (got < 8 && rv == PASCO_OK) {
 		union {
@@ -453,8 +470,7 @@ recv_word(pasci_bulk_link *l, uint8_t hdr[8], int64_t deadline_ms,
 		} else if (errno != EINTR) {
 			rv = errno != EAGAIN && errno != EWOULDBLOCK
 			         ? PASCO_EUNAVAILABLE
-			         : pasci_bulk_wait_fd(
-			               l->fd, POLLIN, deadline_ms);
+			         : wait_readable(l->fd, l->spin, deadline_ms);
 		}
 	}
 	if (rv == PASCO_OK && passed >= 0) {

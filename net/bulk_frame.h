@@ -45,6 +45,7 @@ typedef struct pasci_bulk_link {
 	uint8_t       *tx;      /* this end's region, or NULL: none yet */
 	bool           tx_sent; /* the peer has it */
 	const uint8_t *rx;      /* the peer's region, or NULL: none yet */
+	bool           spin;    /* a client's: a reply wait spins first */
 } pasci_bulk_link;
 
 /* A link over connected socket fd (local: a Unix socket), which it owns
@@ -110,6 +111,29 @@ int pasci_bulk_ring_wait_all(const int *fds, size_t n, int64_t deadline_ms);
 
 /* Whether this thread's ring defers its wake-ups (wait_all wakes once). */
 bool pasci_bulk_ring_defers(void);
+
+/* Spinning before a reply wait sleeps (bulk_spin.c): polls fds[0..n)
+ * (PASCI_BULK_HELD_MAX at most) without sleeping for up to
+ * PASCO_BULK_SPIN_US microseconds (default 60, 0: never) until every one
+ * is readable. true when they all are; false when the spin ran out, or
+ * did not run: the thread may run on one CPU only, or it is backing off
+ * after spins that ended asleep. The caller then waits as it would have.
+ * Never blocks. Thread-safe: its state is the calling thread's. */
+bool pasci_bulk_spin_ready(const int *fds, size_t n);
+
+/* The microseconds a spin lasts (PASCO_BULK_SPIN_US, read once). */
+int pasci_bulk_spin_us(void);
+
+/* Sets them for this process (tests, benchmarks); -1: the environment's
+ * again. */
+void pasci_bulk_spin_set_us(int us);
+
+/* The calling thread's spins: seen ready, run out, not run (backing off,
+ * one CPU). */
+typedef struct pasci_spin_stats {
+	uint64_t hits, misses, skipped, one_cpu;
+} pasci_spin_stats;
+pasci_spin_stats pasci_bulk_spin_stats(void);
 
 /* Writes len bytes of buf on l's socket before the deadline (nothing
  * else: no length word). PASCO_EUNAVAILABLE or PASCO_ETIMEDOUT. */

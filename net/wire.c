@@ -20,6 +20,7 @@
 #include "util.h"
 #include "value_impl.h"
 #include "wire.pb-c.h"
+#include "wire_arena.h"
 
 #define PAD8(n) PASCI_PAD8(n)
 
@@ -304,7 +305,8 @@ get_fields(header_block *hb, const Pasco__Wire__Header *w)
 	}
 }
 
-/* The header of m from w: m->hdr, one allocation, strings into w. */
+/* The header of m from w: m->hdr, one allocation (from m->arena when it
+ * has one), strings into w. */
 static int
 get_header(
     pasci_wire_msg *m, const Pasco__Wire__Header *w, char *err, size_t errlen)
@@ -319,8 +321,10 @@ get_header(
 		               ? w->args[i]->variable->n_shards
 		               : 0;
 	}
-	if ((hb = calloc(1, sizeof(*hb) + w->n_args * sizeof(pasci_wire_arg) +
-	                        nshards * sizeof(pasci_wire_shard))) == NULL) {
+	size_t bytes = sizeof(*hb) + w->n_args * sizeof(pasci_wire_arg) +
+	               nshards * sizeof(pasci_wire_shard);
+	if ((hb = m->arena != NULL ? pasci_wire_arena_calloc(m->arena, bytes)
+	                           : calloc(1, bytes)) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	m->hdr = &hb->h;
@@ -484,9 +488,16 @@ decode_buffer(pasci_wire_msg *m, uint8_t *body, size_t len, pasco_storage *st,
 		    hlen);
 		return PASCO_EPROTO;
 	}
+	if ((m->arena = pasci_wire_arena_take()) == NULL) {
+		pasci_fmt(err, errlen, "out of memory for a message header");
+		return PASCO_ENOMEM;
+	}
 	if (hlen > len - PASCI_WIRE_PREFIX ||
 	    (pb = pasco__wire__header__unpack(
-	         NULL, hlen, body + PASCI_WIRE_PREFIX)) == NULL) {
+	         pasci_wire_arena_allocator(m->arena), hlen,
+	         body + PASCI_WIRE_PREFIX)) == NULL) {
+		pasci_wire_arena_give(m->arena);
+		m->arena = NULL;
 		pasci_fmt(err, errlen,
 		    "message header (%zu bytes) does not "
 		    "parse",
@@ -609,10 +620,11 @@ pasci_wire_msg_view(nng_msg *msg, pasco_tensor **out)
 void
 pasci_wire_msg_fini(pasci_wire_msg *m)
 {
-	if (m->priv != NULL) {
-		pasco__wire__header__free_unpacked(m->priv, NULL);
+	if (m->arena != NULL) { /* priv and hdr with it */
+		pasci_wire_arena_give(m->arena);
+	} else {
+		free((void *) m->hdr); /* the header_block it starts */
 	}
-	free((void *) m->hdr); /* the header_block it starts */
 	for (size_t i = 0; i < m->ntensors; i++) {
 		pasco_tensor_release(m->tensors[i]);
 	}

@@ -184,6 +184,7 @@ typedef struct pasci_wire_msg {
 	size_t                   ntensors;
 	uint64_t                 incarnation;
 	void                    *priv; /* the codec's: what hdr points into */
+	void *arena; /* the codec's: the memory of priv and hdr, or NULL */
 } pasci_wire_msg;
 
 /* Decodes msg, taking it over whatever the outcome. On failure (PASCO_EPROTO

@@ -764,12 +764,19 @@ pasci_wire_status_reply(int status, const char *fmt, ...)
 	char               text[1024];
 	va_list            ap;
 
+	const char *error = text;
+
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	if (strcmp(fmt, "%s") == 0) { /* a ps's every reply: no formatting */
+		error = va_arg(ap, const char *);
+		error = error != NULL ? error : "";
+	} else {
+		vsnprintf(text, sizeof(text), fmt, ap);
+	}
 	va_end(ap);
 	pasci_wire_builder_init(&b, PASCI_METHOD_NONE);
 	b.hdr.status = status;
-	b.hdr.error  = text;
+	b.hdr.error  = error;
 	if (pasci_wire_encode(&b, &msg) != 0) {
 		msg = NULL;
 	}

@@ -466,3 +466,29 @@ Test(wire, request_kinds_are_the_schemas_methods_number_by_number)
 	cr_assert_eq(pasci_method_served_by(PASCI_METHOD_COUNT),
 	    PASCI_SERVED_BY_NOBODY);
 }
+
+Test(wire, a_status_reply_carries_its_detail_unformatted_and_whole)
+{
+	pasci_wire_msg m;
+	char           err[256], detail[2001];
+	const char    *none = getenv("PASCO_TEST_NO_SUCH_VARIABLE"); /* NULL */
+	memset(detail, 'd', 2000);
+	detail[2000] = 0;
+	/* "%s" (every ps reply's): the detail as given, not cut to the
+	 * 1024 bytes a formatted one gets */
+	PASCO_PASS(pasci_wire_decode(&m,
+	    pasci_wire_status_reply(PASCO_EINVAL, "%s", detail), err,
+	    sizeof(err)));
+	cr_assert_eq(m.hdr->status, PASCO_EINVAL);
+	cr_assert_eq(strlen(m.hdr->error), 2000);
+	pasci_wire_msg_fini(&m);
+	PASCO_PASS(pasci_wire_decode(&m,
+	    pasci_wire_status_reply(PASCO_OK, "%s", none), err, sizeof(err)));
+	cr_assert_str_eq(m.hdr->error, "");
+	pasci_wire_msg_fini(&m);
+	PASCO_PASS(pasci_wire_decode(&m,
+	    pasci_wire_status_reply(PASCO_ENOTFOUND, "no %s %d", "x", 3), err,
+	    sizeof(err)));
+	cr_assert_str_eq(m.hdr->error, "no x 3");
+	pasci_wire_msg_fini(&m);
+}
