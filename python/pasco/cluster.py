@@ -247,6 +247,11 @@ class ParameterServerStrategy:
                             f"pasco.data dataset")
         return ds
 
+    def experimental_local_results(self, value: Any) -> tuple:
+        """TensorFlow's: the replicas' values of value as a tuple, here
+        (value,): one replica per worker."""
+        return (value,)
+
     @contextlib.contextmanager
     def scope(self) -> Iterator["ParameterServerStrategy"]:
         """Models made inside use this strategy."""

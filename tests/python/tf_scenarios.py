@@ -492,8 +492,8 @@ def chief(cluster):
     coordinator = pasco.distribute.coordinator.ClusterCoordinator(strategy)
     parts = [input_function_with_map, dataset_partially_created_on_coordinator,
              pass_dataset_to_create_per_worker_dataset, multiple_datasets,
-             repeated_iterator_creation, run_and_reduce,
-             per_worker_iterator_type_spec]
+             repeated_iterator_creation, run_not_used_with_schedule,
+             run_and_reduce, per_worker_iterator_type_spec]
     if cluster.argv[1:]:  # only the scenarios named
         parts = [p for p in parts if p.__name__ in cluster.argv[1:]]
     for part in parts:
