@@ -384,6 +384,14 @@ class Dataset:
         return {self.spec.get("features_name") or "input":
                 {"width": len(cols), "ids": False}}
 
+    def __iter__(self) -> Any:
+        raise ValueError(
+            "iter() of a pasco.data dataset: its examples are read by the "
+            "workers, not on the chief: give it to "
+            "coordinator.create_per_worker_dataset and pass "
+            "iter(per_worker_dataset) to coordinator.schedule, or give it "
+            "to model.fit")
+
     def __repr__(self) -> str:
         return f"pasco.data.Dataset({self.spec!r})"
 

@@ -493,7 +493,11 @@ def chief(cluster):
     parts = [input_function_with_map, dataset_partially_created_on_coordinator,
              pass_dataset_to_create_per_worker_dataset, multiple_datasets,
              repeated_iterator_creation, run_not_used_with_schedule,
-             run_and_reduce, per_worker_iterator_type_spec]
+             run_and_reduce, distributed_dataset_in_per_worker_fn,
+             distribute_datasets_from_function,
+             async_schedule_with_distributed_dataset,
+             input_function_with_map_distributed,
+             per_worker_iterator_type_spec, distribute_dataset_used_directly]
     if cluster.argv[1:]:  # only the scenarios named
         parts = [p for p in parts if p.__name__ in cluster.argv[1:]]
     for part in parts:
