@@ -210,6 +210,17 @@ class PerWorkerDataset:
     def __iter__(self) -> PerWorkerIterator:
         return PerWorkerIterator(self)
 
+    @property
+    def element_spec(self) -> Any:
+        """The element_spec of the pasco.data dataset each worker builds
+        (TensorFlow's per-worker dataset's); TypeError for a factory's
+        name, which has no spec on the chief."""
+        if self.dataset is None:
+            raise TypeError(f"element_spec: the per-worker dataset is the "
+                            f"factory {self.name[:64]!r}, whose element is "
+                            f"known only to the workers")
+        return self.dataset.element_spec
+
     def __del__(self) -> None:
         if getattr(self, "_ds", None):
             lib.pasco_per_worker_dataset_free(self._ds)

@@ -445,7 +445,15 @@ def per_worker_element_spec(strategy, coordinator):  # 49
     if per_worker.element_spec != {"s": ((None, 2), "float32"),
                                    "b": ((None,), "int64")}:
         return f"a mapped dict's element_spec: {per_worker.element_spec}"
-    return None
+    named = coordinator.create_per_worker_dataset("tf_scenarios_factory")
+    try:
+        spec = named.element_spec
+    except TypeError as e:
+        want = ("element_spec: the per-worker dataset is the factory "
+                "'tf_scenarios_factory', whose element is known only to "
+                "the workers")
+        return None if str(e) == want else f"a factory's: {str(e)!r}"
+    return f"a factory's element_spec: {spec}"
 
 
 def per_worker_iterator_type_spec(strategy, coordinator):  # 50
@@ -490,14 +498,17 @@ def distribute_dataset_used_directly(strategy, coordinator):  # 89
 def chief(cluster):
     strategy = pasco.distribute.ParameterServerStrategy(cluster)
     coordinator = pasco.distribute.coordinator.ClusterCoordinator(strategy)
-    parts = [input_function_with_map, dataset_partially_created_on_coordinator,
-             pass_dataset_to_create_per_worker_dataset, multiple_datasets,
-             repeated_iterator_creation, run_not_used_with_schedule,
-             run_and_reduce, distributed_dataset_in_per_worker_fn,
+    parts = [input_function_with_map,
+             dataset_partially_created_on_coordinator,
+             pass_dataset_to_create_per_worker_dataset,
+             multiple_datasets, repeated_iterator_creation,
+             run_not_used_with_schedule, run_and_reduce,
+             distributed_dataset_in_per_worker_fn,
              distribute_datasets_from_function,
              async_schedule_with_distributed_dataset,
              input_function_with_map_distributed,
-             per_worker_iterator_type_spec, distribute_dataset_used_directly]
+             per_worker_element_spec, per_worker_iterator_type_spec,
+             distribute_dataset_used_directly]
     if cluster.argv[1:]:  # only the scenarios named
         parts = [p for p in parts if p.__name__ in cluster.argv[1:]]
     for part in parts:
