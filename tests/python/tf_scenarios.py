@@ -5,6 +5,10 @@ its function here; run_test.py's tf_scenarios case, 2 ps and 2 workers):
 
 19 input_function_with_map (a function and a dataset): range(10).map(+10)
    gives 10 first, the map traced once.
+23 disallow_remote_value_as_input: a RemoteValue as an argument of
+   schedule is a ValueError (a traced step's and a name's).
+24 python_function_not_allowed_to_schedule: a plain Python function is a
+   TypeError (Pasco's message).
 25 dataset_partially_created_on_coordinator: TensorFlow's join raises
    ClosureInputError (a dataset made on the coordinator cannot be copied
    to a worker); a pasco dataset is a description of files every worker
@@ -102,6 +106,42 @@ def input_function_with_map(strategy, coordinator):  # 19
         if why or traces[0] != 1:
             return why or f"{kind}: map_fn traced {traces[0]} times"
     return None
+
+
+def disallow_remote_value_as_input(strategy, coordinator):  # 23
+    @pasco.function
+    def func_0(x):
+        return x + 1.0
+
+    @pasco.function
+    def func_1(x):
+        return x + 1.0
+
+    remote_v = coordinator.schedule(func_0, args=(0.0,))
+    for fn in (func_1, "pasco.graph_step"):
+        try:
+            coordinator.schedule(fn, args=(remote_v,))
+        except ValueError as e:
+            if str(e) != ("args[0]: a RemoteValue is not an argument of "
+                          "schedule: fetch() it and pass its value"):
+                return f"{fn}: {str(e)!r}"
+            continue
+        return f"{fn}: a RemoteValue argument was scheduled"
+    return same("func_0", remote_v.fetch(), 1.0)
+
+
+def python_function_not_allowed_to_schedule(strategy, coordinator):  # 24
+    def func(a):
+        return a
+
+    try:
+        coordinator.schedule(func, args=(1,))
+    except TypeError as e:
+        if not str(e).startswith("fn: expected a step function's name or "
+                                 "a @pasco.function, got <function "):
+            return f"the message {str(e)!r}"
+        return None
+    return "a plain Python function was scheduled"
 
 
 def dataset_partially_created_on_coordinator(strategy, coordinator):  # 25
@@ -498,7 +538,9 @@ def distribute_dataset_used_directly(strategy, coordinator):  # 89
 def chief(cluster):
     strategy = pasco.distribute.ParameterServerStrategy(cluster)
     coordinator = pasco.distribute.coordinator.ClusterCoordinator(strategy)
-    parts = [input_function_with_map,
+    parts = [disallow_remote_value_as_input,
+             python_function_not_allowed_to_schedule,
+             input_function_with_map,
              dataset_partially_created_on_coordinator,
              pass_dataset_to_create_per_worker_dataset,
              multiple_datasets, repeated_iterator_creation,
