@@ -344,6 +344,13 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         env["TMPDIR"] = tmp
         p = launch("tf_scenarios.py", timeout=120)
         ok = p.returncode == 0 and "tf_scenarios: OK" in p.stdout
+        if ok:  # 57: worker 0 killed, restarted by the launcher
+            p = launch("tf_scenarios.py",
+                       "dataset_creation_failure_with_dataset",
+                       launch_args=["--restart"], timeout=90)
+            ok = (p.returncode == 0 and "tf_scenarios: OK" in p.stdout
+                  and "[launch] worker 0 exited (signal 9); restarting"
+                  in p.stdout)
         if ok and os.listdir(tmp):
             print(f"FAIL: left in TMPDIR: {os.listdir(tmp)}", flush=True)
             ok = False

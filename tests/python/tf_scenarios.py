@@ -44,6 +44,9 @@ its function here; run_test.py's tf_scenarios case, 2 ps and 2 workers):
 50 per_worker_distributed_iterator_type_spec: tracing the step with the
    iterator before scheduling it traces neither the dataset_fn nor the
    step again.
+57 dataset_creation_failure_with_dataset (a launch of its own, with
+   --restart): worker 0 killed while iterators of a dataset object are
+   made and steps scheduled; join succeeds, >= 12 steps counted.
 89 distribute_dataset_used_directly: iter() of a distributed dataset on
    the chief raises ValueError, from experimental_distribute_dataset and
    from distribute_datasets_from_function.
@@ -51,6 +54,8 @@ Pasco's graph arithmetic is on floats: the ports cast TensorFlow's int64
 values before adding them (ops.cast(x, "float32") + 10).
 Run on every task:
     pasco launch --ps 2 --workers 2 -- python3 tf_scenarios.py [NAME...]
+    pasco launch --restart --ps 2 --workers 2 -- python3 tf_scenarios.py \
+        dataset_creation_failure_with_dataset
 (NAME: only the scenarios of those functions.)
 Prints "tf_scenarios: OK" or "tf_scenarios: FAILED: why" (exit 1)."""
 
@@ -535,6 +540,77 @@ def distribute_dataset_used_directly(strategy, coordinator):  # 89
     return None
 
 
+def worker_pid(index):
+    """The pid of worker index of this run (PASCO_TEST_MARK and its
+    TF_CONFIG task in its environment), or None."""
+    mark = os.environ.get("PASCO_TEST_MARK")
+    want = f'"task":{{"type":"worker","index":{index}}}'
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or mark is None:
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if f"PASCO_TEST_MARK={mark}" in env and any(
+                e.startswith("TF_CONFIG=") and want in e.replace(" ", "")
+                for e in env):
+            return int(p)
+    return None
+
+
+def dataset_creation_failure_with_dataset(strategy, coordinator):  # 57
+    """Worker 0 SIGKILLed (`pasco launch --restart` starts it again) while
+    3 rounds schedule 3 steps each and make a new iterator of a dataset
+    object; then 3 more steps once it is back: join succeeds, >= 12 steps
+    counted, and the restarted worker is alive."""
+    import signal
+    import time
+    dataset = Dataset.range(0, 100).repeat().batch(1)
+    per_worker_dataset = coordinator.create_per_worker_dataset(dataset)
+    iterations = pasco.metrics.Sum(name="iterations")
+
+    @pasco.function
+    def worker_fn(iterator):
+        x = next(iterator)
+        iterations.update_state(ops.cast(x, "float32") * 0.0 + 1.0)
+        return x
+
+    it = iter(per_worker_dataset)
+    for _ in range(3):
+        coordinator.schedule(worker_fn, args=(it,))
+    coordinator.join()  # traced, and worker 0 is up
+    old = worker_pid(0)
+    if old is None:
+        return "worker 0's process not found"
+    os.kill(old, signal.SIGKILL)
+    print(f"tf_scenarios: killed worker 0 pid {old}", flush=True)
+    for _ in range(3):
+        for _ in range(3):
+            coordinator.schedule(worker_fn, args=(it,))
+        it = iter(per_worker_dataset)  # built on worker 0 once it is back
+        time.sleep(0.2)
+    deadline = time.monotonic() + 30
+    new = worker_pid(0)
+    while (new is None or new == old) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        new = worker_pid(0)
+    if new is None or new == old:
+        return "worker 0 was not restarted within 30 s"
+    for _ in range(3):
+        coordinator.schedule(worker_fn, args=(it,))
+    coordinator.join()
+    n = float(iterations.result())
+    if n < 12:
+        return f"{n} steps counted, want >= 12"
+    try:
+        os.kill(new, 0)
+    except ProcessLookupError:
+        return f"the restarted worker 0 (pid {new}) is gone"
+    return None
+
+
 def chief(cluster):
     strategy = pasco.distribute.ParameterServerStrategy(cluster)
     coordinator = pasco.distribute.coordinator.ClusterCoordinator(strategy)
@@ -552,7 +628,8 @@ def chief(cluster):
              per_worker_element_spec, per_worker_iterator_type_spec,
              distribute_dataset_used_directly]
     if cluster.argv[1:]:  # only the scenarios named
-        parts = [p for p in parts if p.__name__ in cluster.argv[1:]]
+        parts = [p for p in parts + [dataset_creation_failure_with_dataset]
+                 if p.__name__ in cluster.argv[1:]]
     for part in parts:
         why = part(strategy, coordinator)
         if why is not None:
