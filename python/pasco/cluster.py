@@ -247,6 +247,25 @@ class ParameterServerStrategy:
                             f"pasco.data dataset")
         return ds
 
+    def experimental_distribute_dataset(self, dataset: Any,
+                                        options: Any = None) -> Any:
+        """TensorFlow's: the pasco.data dataset itself, built by every
+        worker from its description (one replica per worker: nothing to
+        split per replica). Give it, or a function returning it, to
+        create_per_worker_dataset; iter() of it on the chief raises
+        ValueError, as TensorFlow's. options: accepted, unused."""
+        from .data import Dataset
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"experimental_distribute_dataset: expected a "
+                            f"pasco.data dataset, got "
+                            f"{type(dataset).__name__}")
+        return dataset
+
+    def experimental_local_results(self, value: Any) -> tuple:
+        """TensorFlow's: the replicas' values of value as a tuple, here
+        (value,): one replica per worker."""
+        return (value,)
+
     @contextlib.contextmanager
     def scope(self) -> Iterator["ParameterServerStrategy"]:
         """Models made inside use this strategy."""

@@ -210,6 +210,17 @@ class PerWorkerDataset:
     def __iter__(self) -> PerWorkerIterator:
         return PerWorkerIterator(self)
 
+    @property
+    def element_spec(self) -> Any:
+        """The element_spec of the pasco.data dataset each worker builds
+        (TensorFlow's per-worker dataset's); TypeError for a factory's
+        name, which has no spec on the chief."""
+        if self.dataset is None:
+            raise TypeError(f"element_spec: the per-worker dataset is the "
+                            f"factory {self.name[:64]!r}, whose element is "
+                            f"known only to the workers")
+        return self.dataset.element_spec
+
     def __del__(self) -> None:
         if getattr(self, "_ds", None):
             lib.pasco_per_worker_dataset_free(self._ds)
@@ -310,12 +321,18 @@ class ClusterCoordinator:
         calls fn this many times back to back in one closure
         (steps_per_execution); the remote value gets the last call's
         result. Raises the pending error of an earlier step (nothing is
-        scheduled then)."""
+        scheduled then). A RemoteValue is not an argument (ValueError, as
+        TensorFlow's): fetch() it and pass its value."""
         s = self._strategy
         s._check_open()
         if not isinstance(args, (tuple, list)):
             raise TypeError(f"args: expected a tuple or list, got "
                             f"{type(args).__name__}")
+        for i, a in enumerate(args):
+            if isinstance(a, RemoteValue):  # TensorFlow's ValueError
+                raise ValueError(f"args[{i}]: a RemoteValue is not an "
+                                 f"argument of schedule: fetch() it and "
+                                 f"pass its value")
         if not isinstance(fn, str):
             return self._schedule_traced(fn, args, repeat)
         if not fn:

@@ -182,6 +182,25 @@ class Dataset:
             element, lambda p: feats[p[0]]["type"] == "string")
         return Dataset(spec, files, trace, {"sliced": True})
 
+    @staticmethod
+    def range(*args: int) -> "Dataset":
+        """tf.data.Dataset.range(stop) or range(start, stop[, step]):
+        those int64 values as one array's from_tensor_slices (a [batch]
+        int64 tensor once batched)."""
+        import numpy as np
+        if not 1 <= len(args) <= 3 or any(
+                not isinstance(a, int) or isinstance(a, bool) for a in args):
+            raise TypeError(f"Dataset.range: expected stop, or start, stop"
+                            f" and an optional step, as integers, got "
+                            f"{args!r}")
+        if len(args) == 3 and args[2] == 0:
+            raise ValueError("Dataset.range: step must not be 0")
+        values = np.arange(*args, dtype=np.int64)
+        if values.size == 0:
+            raise ValueError(f"Dataset.range{args}: no value (an empty "
+                             f"dataset has nothing for the workers to read)")
+        return Dataset.from_tensor_slices(values)
+
     def _chain(self, method: str) -> None:
         if not self._state.get("sliced"):
             raise ValueError(
@@ -364,6 +383,14 @@ class Dataset:
             cols = [c for c in header if c != self.spec["label"]]
         return {self.spec.get("features_name") or "input":
                 {"width": len(cols), "ids": False}}
+
+    def __iter__(self) -> Any:
+        raise ValueError(
+            "iter() of a pasco.data dataset: its examples are read by the "
+            "workers, not on the chief: give it to "
+            "coordinator.create_per_worker_dataset and pass "
+            "iter(per_worker_dataset) to coordinator.schedule, or give it "
+            "to model.fit")
 
     def __repr__(self) -> str:
         return f"pasco.data.Dataset({self.spec!r})"

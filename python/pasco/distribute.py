@@ -17,6 +17,12 @@ returns ``value``; with an axis, the sum (ReduceOp.SUM) or mean
 be a tensor, a number, a numpy array or a tuple, list or dict of them.
 ``num_replicas_in_sync`` is 1.
 
+Called on the chief, outside a step being traced for
+``coordinator.schedule``, run and reduce still work (fn runs on the
+chief) and log TensorFlow's warning word for word (``NOT_SCHEDULED_WARNING``,
+logger "pasco": stderr unless logging is configured otherwise), as
+TensorFlow's ParameterServerStrategy does.
+
 ``pasco.distribute.coordinator.ClusterCoordinator`` (and
 ``experimental.coordinator``) is :class:`pasco.ClusterCoordinator`,
 ``pasco.distribute.ParameterServerStrategy`` the strategy,
@@ -26,6 +32,7 @@ be a tensor, a number, a numpy array or a tuple, list or dict of them.
 
 from __future__ import annotations
 
+import logging
 import types
 from typing import Any, Callable, Optional, Sequence
 
@@ -40,6 +47,26 @@ __all__ = ["ReduceOp", "run", "reduce", "NUM_REPLICAS_IN_SYNC",
 
 # replicas per worker (TensorFlow's PSS: its GPUs, or 1; Pasco's: 1)
 NUM_REPLICAS_IN_SYNC = 1
+
+# TensorFlow's warning, word for word, when run or reduce is called on the
+# chief rather than in a step being traced for coordinator.schedule
+NOT_SCHEDULED_WARNING = (
+    "A `tf.distribute.experimental.ParameterServerStrategy` method is "
+    "invoked without using `ClusterCoordinator.schedule`. If you are not "
+    "tracing a tf.function, this method is possibly executed on the "
+    "coordinator, which can be slow. To properly dispatch functions to "
+    "run on workers, methods like `run` or `reduce` should be used within "
+    "a function passed to `tf.distribute.experimental.coordinator."
+    "ClusterCoordinator.schedule`.")
+
+
+def _warn_if_not_traced() -> None:
+    """Logs NOT_SCHEDULED_WARNING (logger "pasco", stderr by default)
+    unless a @pasco.function step or a Dataset.map is being traced."""
+    from ._dataset_map import mapping
+    from .function import _tracing
+    if _tracing() is None and not mapping():
+        logging.getLogger("pasco").warning(NOT_SCHEDULED_WARNING)
 
 
 class ReduceOp:
@@ -76,6 +103,7 @@ def run(fn: Callable[..., Any], args: Sequence[Any] = (),
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"{what}: kwargs: expected a dict, got "
                         f"{type(kwargs).__name__}")
+    _warn_if_not_traced()
     return fn(*args, **(kwargs or {}))
 
 
@@ -87,6 +115,9 @@ def reduce(reduce_op: Any, value: Any, axis: Optional[int] = None) -> Any:
                              isinstance(axis, bool)):
         raise TypeError(f"strategy.reduce: axis: expected None or an int, "
                         f"got {axis!r}")
+    _warn_if_not_traced()
+    if axis is None:
+        return value  # one replica's value, None too (TensorFlow's)
     return _reduce_leaves(op, value, axis)
 
 

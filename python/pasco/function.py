@@ -117,6 +117,16 @@ class _Step:
             self.models.append(model)
         return k
 
+    def release_call_args(self) -> None:
+        """After the trace: drops the call's own iterators and their
+        datasets (each schedule passes its own), so that a kept trace
+        keeps no per-worker iterator, its copies on the workers or its
+        dataset's files alive."""
+        for k, src in enumerate(self.arg_src):
+            if src is not None and self.args[k]["kind"] == "iterator":
+                self.values[k] = None
+        self.datasets = []
+
     def parsed(self, model: Any) -> Any:
         """model, its native model made (_parsed) with the step's first
         iterator's dataset (a Sequential model's input width)."""
@@ -720,6 +730,7 @@ class Function:
         finally:
             _current.pop()
         t = _Traced(st, outputs, build)
+        st.release_call_args()
         self._traces[sig] = t
         return t
 
@@ -748,6 +759,11 @@ class Function:
                                 f"dataset(ds))")
         t = self._trace(args)
         full: List[Any] = [t.bytes]
+        # this call's first iterator's dataset (a model built here reads
+        # its input widths from it)
+        data = next((args[src]._dataset.dataset for spec, src in
+                     zip(t.step.args, t.step.arg_src)
+                     if src is not None and spec["kind"] == "iterator"), None)
         for spec, v, src in zip(t.step.args, t.step.values,
                                 t.step.arg_src):
             if src is not None:  # this call's: a new iterator, new data
@@ -755,7 +771,7 @@ class Function:
                     _tensor_arg(src, args[src])
             if isinstance(v, Model) and not (v._native and v._built_json):
                 # built once (a parse-only native model has no variables)
-                v.build(t.step.datasets[0] if t.step.datasets else None)
+                v.build(data)
             elif spec["kind"] == "global_step":
                 v = self._global_step(s)
             full.append(v)

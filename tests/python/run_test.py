@@ -42,7 +42,10 @@ against numpy, tests/python/keras3_metrics.py), keras_examples
 (examples/keras_digits.py and keras_breast_cancer.py within 0.03 of
 scikit-learn's models on the same split; skipped without scikit-learn),
 tf_data (tests/python/tf_data.py: Dataset.from_tensor_slices, map on the
-workers, shuffle/batch/repeat, 2 workers). Every task carries a PASCO_TEST_MARK of this run;
+workers, shuffle/batch/repeat, 2 workers), tf_scenarios
+(tests/python/tf_scenarios.py: TensorFlow's coordinator scenarios on
+datasets, strategy.run and reduce, 2 ps and 2 workers).
+Every task carries a PASCO_TEST_MARK of this run;
 any left at the end is killed and fails the test. Exit 77 (skipped) with the reason when
 numpy is missing."""
 
@@ -332,6 +335,25 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
         if ok:
             p = launch("tf_data.py", "once", ps=1, workers=1, timeout=60)
             ok = p.returncode == 0 and "tf_data: OK" in p.stdout
+    elif case == "tf_scenarios":
+        # TensorFlow's coordinator scenarios on datasets and strategy.run
+        # (tests/python/tf_scenarios.py); the datasets' files under a
+        # TMPDIR of this run, which must end empty
+        tmp = os.path.join(d, "tmp")
+        os.mkdir(tmp)
+        env["TMPDIR"] = tmp
+        p = launch("tf_scenarios.py", timeout=120)
+        ok = p.returncode == 0 and "tf_scenarios: OK" in p.stdout
+        if ok:  # 57: worker 0 killed, restarted by the launcher
+            p = launch("tf_scenarios.py",
+                       "dataset_creation_failure_with_dataset",
+                       launch_args=["--restart"], timeout=90)
+            ok = (p.returncode == 0 and "tf_scenarios: OK" in p.stdout
+                  and "[launch] worker 0 exited (signal 9); restarting"
+                  in p.stdout)
+        if ok and os.listdir(tmp):
+            print(f"FAIL: left in TMPDIR: {os.listdir(tmp)}", flush=True)
+            ok = False
     elif case == "keras3_metrics":
         subprocess.run([make_table, d], check=True)
         p = launch("keras3_metrics.py", d, timeout=170)
