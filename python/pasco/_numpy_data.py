@@ -203,15 +203,21 @@ def class_weight_to_sample_weights(y: Any, class_weight: Any) -> np.ndarray:
     return np.array([cw.get(int(c), 1.0) for c in a], np.float32)
 
 
-def _as_weights(sample_weight: Any, n: int, what: str) -> np.ndarray:
+def _as_weights(sample_weight: Any, n: int, what: str,
+                steps: Optional[int] = None) -> np.ndarray:
+    """sample_weight as f32 [n], or [n, steps] (Keras's per-timestep
+    weights) when the targets are a sequence's with that many steps."""
     a = np.asarray(sample_weight)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a.reshape(-1)
-    if a.ndim != 1 or a.shape[0] != n or not (
+    per_step = steps is not None and a.ndim == 2 and a.shape == (n, steps)
+    if not per_step and (a.ndim != 1 or a.shape[0] != n) or not (
             np.issubdtype(a.dtype, np.integer) or
             np.issubdtype(a.dtype, np.floating)):
+        each = (f", or one per step ([{n}, {steps}])" if steps is not None
+                else "")
         raise ValueError(f"{what}: sample_weight must be one number per "
-                         f"example ([{n}] or [{n}, 1]); got shape "
+                         f"example ([{n}] or [{n}, 1]){each}; got shape "
                          f"{a.shape}, dtype {a.dtype}")
     return a.astype(np.float32)
 
@@ -281,8 +287,11 @@ class Written:
             if SAMPLE_WEIGHT in columns:
                 raise ValueError(f"{what}: an input is named "
                                  f"{SAMPLE_WEIGHT!r}, the weights' name")
-            columns[SAMPLE_WEIGHT] = _as_weights(sample_weight, self.n, what)
-            self.feats[SAMPLE_WEIGHT] = _data.Feature("float", 1)
+            w = _as_weights(sample_weight, self.n, what,
+                            self.label_shape[0] if self.label_shape else None)
+            columns[SAMPLE_WEIGHT] = w  # [n, T]: one per step
+            self.feats[SAMPLE_WEIGHT] = _data.Feature(
+                "float", w.shape[1] if w.ndim == 2 else 1)
         self.dir = tempfile.mkdtemp(prefix="pasco-numpy-")
         self.path = os.path.join(self.dir, "data.tfrecord")
         try:
