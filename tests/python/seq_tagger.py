@@ -212,7 +212,8 @@ def step_weights(cluster, d, x, y):
     row of zeros among them: 3 SGD steps from a TFRecord whose weight
     feature has width T, then 3 from numpy's fit(sample_weight=[N, T])
     continuing the batches, each step's loss and weighted accuracy equal
-    to numpy's."""
+    to numpy's; then evaluate(sample_weight=[N, T])'s loss and weighted
+    accuracy."""
     lr, n_ds, n_np = 0.5, 3, 3
     sw = np.random.default_rng(3).uniform(0, 2, (N, T)).astype(np.float32)
     sw[2] = 0  # a row of zero weights (unmasked steps among them)
@@ -245,7 +246,14 @@ def step_weights(cluster, d, x, y):
         close(f"weighted step {k} accuracy", got[key[0]][i], acc)
         curve.append(loss)
         ws = sgd_step(ws, x[sl], y[sl], lr, sw[sl].astype(np.float64))
-    unweighted = loss_acc(model.get_weights(), x[:BATCH], y[:BATCH])[0]
+    # evaluate(sample_weight=[N, T]): one batch of all N, as numpy's
+    r = model.evaluate(x, y, sample_weight=sw, batch_size=N, verbose=0,
+                       return_dict=True)
+    ws = [w.astype(np.float64) for w in model.get_weights()]
+    loss, acc = weighted_loss_acc(ws, x, y, sw)
+    close("evaluate's weighted loss", r["loss"], loss)
+    close("evaluate's weighted accuracy", r[key[0]], acc)
+    unweighted = loss_acc(ws, x[:BATCH], y[:BATCH])[0]
     print(f"seq_tagger: per-step weights' losses {curve} "
           f"(unweighted after: {unweighted:.4f})", flush=True)
     try:
