@@ -12,7 +12,9 @@ the same path.
 Sample weights (fit's and evaluate's sample_weight, fit's class_weight
 turned into them as Keras's class_weight_to_sample_weights does) are
 written beside the inputs as the feature SAMPLE_WEIGHT, which the spec's
-"sample_weight" moves out of x into each element's third item.
+"sample_weight" moves out of x into each element's third item: one weight
+per example, or, for a sequence's targets [n, T] or [n, T, D], [n, T]
+(one per step, Keras's per-timestep weights; docs/sequences.md).
 
 Each example counts once: evaluate and predict give each shard to one
 worker, exactly once; predict's rows come back in the arrays' order. fit's
