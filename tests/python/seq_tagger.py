@@ -153,7 +153,8 @@ def regression(cluster, d, x):
 
 def traced(cluster, ds, x, y):
     """A traced loss sees y_true [batch, T, 2] (the label_shape) against
-    an unmasked sequence, and a masked output's traced loss is refused."""
+    an unmasked sequence, and a masked output's traced loss is refused, as
+    are per-step weights for it."""
     def my_mse(y_true, y_pred):
         return pasco.ops.mean(pasco.ops.square(y_pred - y_true))
 
@@ -185,6 +186,13 @@ def traced(cluster, ds, x, y):
                   float(np.square(z - y[sl]).mean()))
             ws = mse_step(ws, x[sl], y[sl].astype(np.float64), 0.2,
                           masked=False)[2]
+        try:  # a traced loss takes one weight per example only
+            model.fit(x, y, sample_weight=np.ones((N, T)), batch_size=BATCH,
+                      epochs=1, steps_per_epoch=1, verbose=0)
+            raise AssertionError("per-step weights of a traced loss taken")
+        except pasco.errors.PascoError as e:
+            if f"sample weights f32[{BATCH},{T}]" not in str(e):
+                raise AssertionError(f"traced loss, per-step weights: {e}")
 
 
 def refusals():
