@@ -27,7 +27,8 @@ input_tensor(const pasco_model *m, size_t k, const pasco_value *v,
 }
 
 /* The sample weights of a triple (x, y, sample_weight) into *sw: a
- * tensor of one number per example, or NONE (Keras's None). */
+ * tensor of one number per example or per step (the loss and the metrics
+ * check it against the output), or NONE (Keras's None). */
 static int
 element_weights(const pasco_value *e, const pasco_tensor **sw)
 {
@@ -35,13 +36,13 @@ element_weights(const pasco_value *e, const pasco_tensor **sw)
 	if (pasco_value_kind_of(v) == PASCO_VALUE_NONE) {
 		return PASCO_OK;
 	}
-	if ((*sw = pasco_value_as_tensor(v)) == NULL || (*sw)->rank > 2 ||
-	    ((*sw)->rank == 2 && (*sw)->shape[1] != 1) ||
+	if ((*sw = pasco_value_as_tensor(v)) == NULL || (*sw)->rank < 1 ||
 	    (*sw)->dtype == PASCO_U8) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "a dataset element's sample_weight (its third item) is a "
 		    "tensor of one number per example ([batch] or [batch, "
-		    "1]); got %s",
+		    "1]) or, for a sequence output, one per step ([batch, "
+		    "T]); got %s",
 		    *sw != NULL ? PASCI_TSPEC(*sw) : "no tensor");
 	}
 	return PASCO_OK;

@@ -308,6 +308,21 @@ pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
 	return PASCO_OK;
 }
 
+bool
+pasci_loss_step_weights(const pasco_tensor *sw, const pasco_tensor *out)
+{
+	if (sw->dtype == PASCO_U8 || out->rank < 3 ||
+	    sw->rank != out->rank - 1) {
+		return false;
+	}
+	for (int i = 0; i < sw->rank; i++) {
+		if (sw->shape[i] != out->shape[i]) {
+			return false;
+		}
+	}
+	return true;
+}
+
 int
 pasci_loss_mask_weights(const pasco_tensor *out, const pasco_tensor *mask,
     const pasco_tensor *sw, const char *layer, pasco_tensor **w)
@@ -317,6 +332,7 @@ pasci_loss_mask_weights(const pasco_tensor *out, const pasco_tensor *mask,
 	                    ? out->count / out->shape[out->rank - 1]
 	                    : batch;
 	int64_t per   = batch > 0 ? rows / batch : 1;
+	int64_t div   = per; /* row r weighs sw[r / div] */
 	double  valid = 0, scale;
 	*w            = NULL;
 	if (mask == NULL && (sw == NULL || per == 1)) {
@@ -329,16 +345,22 @@ pasci_loss_mask_weights(const pasco_tensor *out, const pasco_tensor *mask,
 		    PASCI_SHAPE(mask->rank, mask->shape), layer,
 		    PASCI_SHAPE(out->rank, out->shape), (long long) rows);
 	}
-	if (sw != NULL && (sw->count != batch || sw->rank > 2 ||
-	                      (sw->rank == 2 && sw->shape[1] != 1) ||
-	                      sw->dtype == PASCO_U8)) {
+	if (sw != NULL && pasci_loss_step_weights(sw, out)) {
+		div = 1; /* Keras's [batch, T]: one weight per step */
+	} else if (sw != NULL && (sw->count != batch || sw->rank > 2 ||
+	                             (sw->rank == 2 && sw->shape[1] != 1) ||
+	                             sw->dtype == PASCO_U8)) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "loss: sample weights %s%s against the output %s of "
-		    "'%s': want one number per example ([%lld] or [%lld, 1])",
+		    "'%s': want one number per example ([%lld] or [%lld, "
+		    "1])%s",
 		    pasco_dtype_name(sw->dtype),
 		    PASCI_SHAPE(sw->rank, sw->shape),
 		    PASCI_SHAPE(out->rank, out->shape), layer,
-		    (long long) batch, (long long) batch);
+		    (long long) batch, (long long) batch,
+		    per > 1 ? " or one per step (the output's shape without "
+		              "its last dimension)"
+		            : "");
 	}
 	for (int64_t r = 0; mask != NULL && r < rows; r++) {
 		valid += pasco_tensor_get(mask, r) != 0;
@@ -352,7 +374,7 @@ pasci_loss_mask_weights(const pasco_tensor *out, const pasco_tensor *mask,
 	for (int64_t r = 0; r < rows; r++) {
 		double m = mask == NULL || pasco_tensor_get(mask, r) != 0;
 		((double *) (*w)->data)[r] =
-		    (sw != NULL ? pasco_tensor_get(sw, r / per) : 1) * m *
+		    (sw != NULL ? pasco_tensor_get(sw, r / div) : 1) * m *
 		    scale;
 	}
 	return PASCO_OK;

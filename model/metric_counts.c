@@ -23,7 +23,9 @@
  * MeanMetricWrapper (the accuracies, mae, mse, binary crossentropy)
  * count the unmasked steps only, each example's weight times its mask as
  * Keras's apply_mask(reduction="sum"); AUC, precision, recall and rmse
- * count every step, masked or not, as Keras's do.
+ * count every step, masked or not, as Keras's do. Weights per step
+ * ([batch, steps...], Keras's per-timestep sample_weight) weigh each step
+ * by its own weight in place of its example's.
  * A metric given by name sees the output through the loss's sigmoid or
  * softmax when the loss takes logits; a metric object sees the raw output
  * (AUC and BinaryCrossentropy take their own from_logits). Stateless: any
@@ -397,8 +399,9 @@ as_rows(const pasco_tensor *pred, const pasco_tensor *y, bool sparse,
 }
 
 /* Each row's weight for metric k into rw (rows of them): its example's
- * sample weight when the metric is weighted, times the row's mask when
- * Keras masks the metric. false when every row weighs 1. */
+ * sample weight when the metric is weighted (sw[r / per]: per 1 for
+ * weights per step), times the row's mask when Keras masks the metric.
+ * false when every row weighs 1. */
 static bool
 row_weights(const pasci_compile *c, size_t k, const pasco_tensor *sw,
     const pasco_tensor *mask, int64_t rows, int64_t per, double *rw)
@@ -421,12 +424,13 @@ pasci_metric_counts_masked(const pasco_model *m, const pasco_tensor *pred,
 	int64_t              rows, per;
 	double              *rw;
 	int                  rv = PASCO_OK;
-	if (sw != NULL && pred->rank >= 1 &&
+	bool steps = sw != NULL && pasci_loss_step_weights(sw, pred);
+	if (sw != NULL && pred->rank >= 1 && !steps &&
 	    (sw->count != pred->shape[0] || sw->rank > 2 ||
 	        (sw->rank == 2 && sw->shape[1] != 1))) {
 		return pasci_model_fail(PASCO_EINVAL,
 		    "metrics: sample weights %s%s against the output %s: want "
-		    "one number per example",
+		    "one number per example, or one per step of a sequence",
 		    pasco_dtype_name(sw->dtype),
 		    PASCI_SHAPE(sw->rank, sw->shape),
 		    PASCI_SHAPE(pred->rank, pred->shape));
@@ -466,7 +470,9 @@ pasci_metric_counts_masked(const pasco_model *m, const pasco_tensor *pred,
 			break;
 		}
 		batch b = {m, &c->metric_specs[k], &pv, &yv,
-		    row_weights(c, k, sw, mask, rows, per, rw) ? rw : NULL,
+		    row_weights(c, k, sw, mask, rows, steps ? 1 : per, rw)
+		        ? rw
+		        : NULL,
 		    pv.shape[0], pv.shape[0] > 0 ? pv.count / pv.shape[0] : 0};
 		if (b.n == 0) {
 			continue;

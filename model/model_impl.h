@@ -223,7 +223,8 @@ int pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
 /* Keras's mask and sample weights of a loss as one weight per row of the
  * output out (its rows: [batch * steps...] of a sequence [batch,
  * steps..., dim], else [batch]), the loss's sample weights once out is
- * flattened to rows: row r of example b weighs sw[b] (sw NULL: 1) times,
+ * flattened to rows: row r of example b weighs sw[b] (sw NULL: 1; sw
+ * of one weight per step, pasci_loss_step_weights: sw[r]) times,
  * with a mask (one number per row, 0: masked; NULL: none), 0 for a masked
  * row and rows / (unmasked rows) for another (Keras's apply_mask with
  * sum_over_batch_size: the loss is the weighted sum over the unmasked
@@ -231,6 +232,11 @@ int pasci_loss_smooth_labels(const pasco_loss *l, const pasco_tensor *y,
  * owned by the caller) is NULL when sw serves as it is (no mask, one row
  * per example). PASCO_EINVAL naming layer and the shapes when the mask or
  * the weights do not fit out. Any thread. */
+/* Whether sw holds one weight per step of the sequence output out
+ * (Keras's [batch, T] weights of a [batch, T, D] output: sw's shape is
+ * out's without its last dimension, out of rank 3 or more). */
+bool pasci_loss_step_weights(const pasco_tensor *sw, const pasco_tensor *out);
+
 int pasci_loss_mask_weights(const pasco_tensor *out, const pasco_tensor *mask,
     const pasco_tensor *sw, const char *layer, pasco_tensor **w);
 

@@ -370,10 +370,11 @@ loss_node(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
 	return pasco_t_loss_weighted(tp, loss, out, y, sw);
 }
 
-/* A mask (NULL: none) or per-example weights of a sequence as one
- * weight per step into *sw (pasci_loss_mask_weights; *w owns them, NULL
- * when *sw serves as it is). A Graph loss takes no mask. false with the
- * tape's error set. */
+/* A mask (NULL: none) and the weights of a sequence (one per example,
+ * or one per step: Keras's [batch, T]) as one weight per step into *sw
+ * (pasci_loss_mask_weights; *w owns them, NULL when *sw serves as it
+ * is). A Graph loss takes no mask, and its own check refuses weights per
+ * step. false with the tape's error set. */
 static bool
 step_weights(const pasco_model *m, pasco_tape *tp, const pasco_loss *loss,
     pasco_tnode *out, pasco_tnode *mask, const pasco_tensor **sw,

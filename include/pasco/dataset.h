@@ -78,7 +78,9 @@ int pasco_dataset_fail(int err, const char *fmt, ...)
  *        fingerprint, what a model's string input holds, layers.h
  *        "Preprocessing"; x a DICT by feature name), "gzip": false,
  *    "sample_weight": a feature's name (of "features", width 1): moved
- *        out of x, each element (x, y, weights [batch, 1]); or
+ *        out of x, each element (x, y, weights [batch, 1]); width T with
+ *        a "label_shape" [T] or [T, D]: weights [batch, T], one per step
+ *        (docs/sequences.md); or
  *        "class_weight": {"<class id>": weight, ...}: each element
  *        (x, y, f32 weights [batch]) of its labels' classes (an integer
  *        label, a one-hot row's argmax; 1 for a class not named), as

@@ -313,6 +313,34 @@ read_label_shape(const cJSON *root, files_spec *spec)
 	return PASCO_OK;
 }
 
+/* The "sample_weight" feature's width: 1 (one weight per example), or,
+ * with a label_shape [T] or [T, D], T (one per step, Keras's
+ * per-timestep sample_weight [batch, T]). */
+static int
+check_weight_width(const cJSON *root, const files_spec *spec)
+{
+	const cJSON *sw =
+	    cJSON_GetObjectItemCaseSensitive(root, "sample_weight");
+	int64_t steps =
+	    spec->label_shape.rank > 0 ? spec->label_shape.shape[0] : 1;
+	for (size_t i = 0; cJSON_IsString(sw) && i < spec->ninputs; i++) {
+		int64_t w = spec->inputs[i].width;
+		if (strcmp(spec->inputs[i].name, sw->valuestring) == 0 &&
+		    w != 1 && w != steps) {
+			return pasco_dataset_fail(PASCO_EINVAL,
+			    "files dataset: sample_weight '%s' has width "
+			    "%lld; want 1 (one weight per example)%s",
+			    sw->valuestring, (long long) w,
+			    spec->label_shape.rank > 0
+			        ? " or the label_shape's steps T (one per "
+			          "step)"
+			        : " (a sequence's labels, label_shape [T], "
+			          "take T, one per step)");
+		}
+	}
+	return PASCO_OK;
+}
+
 static int
 read_columns(const cJSON *columns, files_spec *spec)
 {
@@ -412,6 +440,9 @@ read_spec(const cJSON *root, files_spec *spec)
 	    (rv = read_features(
 	         cJSON_GetObjectItemCaseSensitive(root, "features"), spec)) !=
 	        0) {
+		return rv;
+	}
+	if ((rv = check_weight_width(root, spec)) != 0) {
 		return rv;
 	}
 	if (!spec->tfrecord && spec->ninputs > 0 &&

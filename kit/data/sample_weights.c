@@ -4,7 +4,8 @@
  * names a feature that is moved out of x into the element's third item,
  * or its "class_weight" maps each example's class (its integer label, or
  * a one-hot row's argmax) to a weight; either way an element (x, y)
- * becomes (x, y, sample_weight), sample_weight f32 [batch]. Keras's
+ * becomes (x, y, sample_weight), sample_weight f32 [batch] (a feature
+ * of width T with label_shape [T]: [batch, T], one per step). Keras's
  * data adapters do the same (tf_dataset_adapter.make_class_weight_map_fn:
  * a class outside those named weighs 1). The weights are read once,
  * copied; the map runs on whichever thread reads the dataset.
@@ -164,7 +165,8 @@ take_feature(const pasci_weights *w, const pasco_value *x, pasco_value **rest,
 	    pasco_value_as_tensor(v) == NULL) {
 		return pasco_dataset_fail(PASCO_EINVAL,
 		    "files dataset: sample_weight '%s' is not one of the "
-		    "features of x (give it in \"features\", width 1)",
+		    "features of x (give it in \"features\", width 1, or "
+		    "T for one weight per step of a label_shape [T])",
 		    w->feature);
 	}
 	keys  = malloc((n + 1) * sizeof(*keys));

@@ -12,7 +12,9 @@ the same path.
 Sample weights (fit's and evaluate's sample_weight, fit's class_weight
 turned into them as Keras's class_weight_to_sample_weights does) are
 written beside the inputs as the feature SAMPLE_WEIGHT, which the spec's
-"sample_weight" moves out of x into each element's third item.
+"sample_weight" moves out of x into each element's third item: one weight
+per example, or, for a sequence's targets [n, T] or [n, T, D], [n, T]
+(one per step, Keras's per-timestep weights; docs/sequences.md).
 
 Each example counts once: evaluate and predict give each shard to one
 worker, exactly once; predict's rows come back in the arrays' order. fit's
@@ -203,15 +205,21 @@ def class_weight_to_sample_weights(y: Any, class_weight: Any) -> np.ndarray:
     return np.array([cw.get(int(c), 1.0) for c in a], np.float32)
 
 
-def _as_weights(sample_weight: Any, n: int, what: str) -> np.ndarray:
+def _as_weights(sample_weight: Any, n: int, what: str,
+                steps: Optional[int] = None) -> np.ndarray:
+    """sample_weight as f32 [n], or [n, steps] (Keras's per-timestep
+    weights) when the targets are a sequence's with that many steps."""
     a = np.asarray(sample_weight)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a.reshape(-1)
-    if a.ndim != 1 or a.shape[0] != n or not (
+    per_step = steps is not None and a.ndim == 2 and a.shape == (n, steps)
+    if not per_step and (a.ndim != 1 or a.shape[0] != n) or not (
             np.issubdtype(a.dtype, np.integer) or
             np.issubdtype(a.dtype, np.floating)):
+        each = (f", or one per step ([{n}, {steps}])" if steps is not None
+                else "")
         raise ValueError(f"{what}: sample_weight must be one number per "
-                         f"example ([{n}] or [{n}, 1]); got shape "
+                         f"example ([{n}] or [{n}, 1]){each}; got shape "
                          f"{a.shape}, dtype {a.dtype}")
     return a.astype(np.float32)
 
@@ -281,8 +289,11 @@ class Written:
             if SAMPLE_WEIGHT in columns:
                 raise ValueError(f"{what}: an input is named "
                                  f"{SAMPLE_WEIGHT!r}, the weights' name")
-            columns[SAMPLE_WEIGHT] = _as_weights(sample_weight, self.n, what)
-            self.feats[SAMPLE_WEIGHT] = _data.Feature("float", 1)
+            w = _as_weights(sample_weight, self.n, what,
+                            self.label_shape[0] if self.label_shape else None)
+            columns[SAMPLE_WEIGHT] = w  # [n, T]: one per step
+            self.feats[SAMPLE_WEIGHT] = _data.Feature(
+                "float", w.shape[1] if w.ndim == 2 else 1)
         self.dir = tempfile.mkdtemp(prefix="pasco-numpy-")
         self.path = os.path.join(self.dir, "data.tfrecord")
         try:

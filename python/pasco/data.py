@@ -539,7 +539,10 @@ def tfrecord(files: Union[str, Sequence[str]],
     step), what a sequence-output model trains on (docs/sequences.md).
     ``sample_weight``: one of ``features`` (a float of width 1), each
     example's weight (Keras's sample_weight, docs/sample-weights.md):
-    taken out of x, each batch is (x, y, sample_weight)."""
+    taken out of x, each batch is (x, y, sample_weight). With a
+    ``label_shape`` (T,) or (T, D) it may be of width T instead: one
+    weight per step, sample_weight [batch, T] (Keras's per-timestep
+    weights, docs/sequences.md)."""
     if not isinstance(features, Mapping) or not features:
         raise TypeError("features: expected a non-empty dict of feature "
                         "name -> type or pasco.data.Feature")
@@ -589,12 +592,16 @@ def _label_shape(shape: Optional[Sequence[int]],
 
 
 def _weighted(spec: dict, sample_weight: Optional[str]) -> Dataset:
-    """spec's dataset, its feature sample_weight (if any) the weights."""
+    """spec's dataset, its feature sample_weight (if any) the weights:
+    width 1 (one per example) or a label_shape's T (one per step)."""
     if sample_weight is not None:
         f = spec.get("features", {}).get(sample_weight)
-        if f is None or f["width"] != 1 or f["type"] != "float":
+        steps = (spec.get("label_shape") or [1])[0]
+        if f is None or f["width"] not in (1, steps) or f["type"] != "float":
+            each = (f" (or {steps}, one per step of label_shape)"
+                    if steps != 1 else "")
             raise ValueError(f"sample_weight: {sample_weight!r} must be one "
-                             f"of features, a float of width 1")
+                             f"of features, a float of width 1{each}")
         if spec.get("label") is None:
             raise ValueError("sample_weight: the dataset needs a label")
         spec["sample_weight"] = sample_weight

@@ -12,13 +12,15 @@ FILE holds the inputs as float64, one after another; the answers are
 printed as numbers separated by spaces. The model is
 Embedding(V, D, mask_zero=True) on ids [B, T] (mask: ids != 0), then:
 
-  sce B T V D C MASKED   ids table[V,D] kernel[D,C] bias[C] sw[B] y[B,T]:
-      Dense(C, softmax), sparse_categorical_crossentropy per step:
-      loss, dtable, dkernel, dbias, then the masked accuracy
-  mse B T V D C MASKED   ids table kernel bias sw y[B,T,C]: Dense(C)
-      linear, mean_squared_error per step: loss, dtable, dkernel, dbias,
-      then the masked mse metric
-  (MASKED 0: Embedding(mask_zero=False), no step masked)
+  sce B T V D C MASKED STEPS   ids table[V,D] kernel[D,C] bias[C] sw
+      y[B,T]: Dense(C, softmax), sparse_categorical_crossentropy per
+      step: loss, dtable, dkernel, dbias, then the masked accuracy, then
+      the masked accuracy weighted by sw (compile's weighted_metrics)
+  mse B T V D C MASKED STEPS   ids table kernel bias sw y[B,T,C]:
+      Dense(C) linear, mean_squared_error per step: loss, dtable,
+      dkernel, dbias, then the masked mse metric, unweighted and weighted
+  (MASKED 0: Embedding(mask_zero=False), no step masked; STEPS 0: sw[B],
+  one weight per example; STEPS 1: sw[B,T], one weight per step)
   bn B T V D EPS MOMENTUM   ids table gamma[D] beta[D] mm[D] mv[D]
       r[B,T,D]: BatchNormalization (axis -1) in training with the mask:
       y, dtable, dgamma, dbeta, then the moving statistics' updates
@@ -46,11 +48,13 @@ def take(a, *shapes):
 
 def loss_weights(mask, sw):
     """apply_mask(sw, mask, "sum_over_batch_size"), then sw's [B] expanded
-    to [B, 1] (squeeze_or_expand_to_same_rank) against [B, T]."""
+    to [B, 1] (squeeze_or_expand_to_same_rank) against [B, T]; sw [B, T]
+    multiplies step by step."""
     total = float(mask.size)
     valid = float(mask.sum())
     mask_weight = total / valid if valid != 0 else 0.0  # divide_no_nan
-    return np.where(mask, mask_weight, 0.0) * sw[:, None]
+    return np.where(mask, mask_weight, 0.0) * (sw if sw.ndim == 2 else
+                                               sw[:, None])
 
 
 def reduce_loss(values, w):
@@ -66,15 +70,27 @@ def masked_mean(values, mask):
     return float(total / count) if count != 0 else 0.0
 
 
+def weighted_masked_mean(values, mask, sw):
+    """MeanMetricWrapper given sample_weight sw ([B] or [B, T]):
+    reduce_to_samplewise_values with apply_mask(sw, mask, "sum") (sw times
+    the mask, sw [B] expanded to [B, 1] by squeeze_or_expand_to_same_rank),
+    then Mean's total sum(mean_t(values * w)) over count sum(mean_t(w));
+    divide_no_nan."""
+    w = (sw if sw.ndim == 2 else sw[:, None]) * mask  # [B] as [B, 1]
+    total = (values * w).mean(axis=1).sum()
+    count = w.mean(axis=1).sum()
+    return float(total / count) if count != 0 else 0.0
+
+
 def embed_grad(ids, dh, v):
     dtable = np.zeros((v, dh.shape[-1]))
     np.add.at(dtable, ids, dh)
     return dtable
 
 
-def sce(a, b, t, v, d, c, masked):
+def sce(a, b, t, v, d, c, masked, steps):
     ids, table, kernel, bias, sw, y = take(a, (b, t), (v, d), (d, c), c,
-                                          b, (b, t))
+                                          (b, t) if steps else b, (b, t))
     ids, y = ids.astype(np.int64), y.astype(np.int64)
     mask = ids != 0 if masked else np.ones(ids.shape, bool)
     h = table[ids]
@@ -88,12 +104,13 @@ def sce(a, b, t, v, d, c, masked):
     hits = (np.argmax(p, axis=-1) == y).astype(np.float64)
     return [loss, embed_grad(ids, dz @ kernel.T, v),
             np.einsum("btd,btc->dc", h, dz), dz.sum(axis=(0, 1)),
-            masked_mean(hits, mask)]
+            masked_mean(hits, mask), weighted_masked_mean(hits, mask, sw)]
 
 
-def mse(a, b, t, v, d, c, masked):
+def mse(a, b, t, v, d, c, masked, steps):
     ids, table, kernel, bias, sw, y = take(a, (b, t), (v, d), (d, c), c,
-                                          b, (b, t, c))
+                                          (b, t) if steps else b,
+                                          (b, t, c))
     ids = ids.astype(np.int64)
     mask = ids != 0 if masked else np.ones(ids.shape, bool)
     h = table[ids]
@@ -104,7 +121,8 @@ def mse(a, b, t, v, d, c, masked):
     dz = 2 * (z - y) / c * (w / values.size)[..., None]
     return [loss, embed_grad(ids, dz @ kernel.T, v),
             np.einsum("btd,btc->dc", h, dz), dz.sum(axis=(0, 1)),
-            masked_mean(values, mask)]
+            masked_mean(values, mask),
+            weighted_masked_mean(values, mask, sw)]
 
 
 def bn_forward(x, m, gamma, beta, eps):

@@ -264,13 +264,22 @@ Test(sample_weights, an_element_x_y_sample_weight_is_taken_apart)
 	MODEL_PASS(pasci_model_element(m, e, true, in, &y, &sw));
 	cr_assert_null(sw);
 	pasco_value_free(e);
-	/* weights of another shape are refused, naming them */
+	/* [batch, T] passes (one weight per step of a sequence output: the
+	 * loss and the metrics check it against the output) */
 	e = pasco_value_list(3, pasco_value_tensor(pasco_tensor_hold(x)),
 	    pasco_value_tensor(pasco_tensor_hold(t)),
 	    pasco_value_tensor(pasco_tensor_hold(x)));
+	MODEL_PASS(pasci_model_element(m, e, true, in, &y, &sw));
+	cr_assert(sw == x);
+	pasco_value_free(e);
+	/* a scalar or a u8 tensor is refused, naming it */
+	pasco_tensor *s0;
+	PASCO_PASS(pasco_tensor_alloc(&s0, PASCO_F64, 0, NULL));
+	e = pasco_value_list(3, pasco_value_tensor(pasco_tensor_hold(x)),
+	    pasco_value_tensor(pasco_tensor_hold(t)), pasco_value_tensor(s0));
 	PASCO_FAIL(pasci_model_element(m, e, true, in, &y, &sw), PASCO_EINVAL);
 	cr_assert(strstr(pasco_model_last_error(), "sample_weight") &&
-	              strstr(pasco_model_last_error(), "[2,2]"),
+	              strstr(pasco_model_last_error(), "f64[]"),
 	    "%s", pasco_model_last_error());
 	pasco_value_free(e);
 	pasco_tensor_release(x);

@@ -34,11 +34,13 @@ seq_model(bool mask_zero, pasco_layer last, const char *loss,
 	pasco_model *m;
 	cr_assert_eq(pasco_model_functional(&m, 1, in, 2, l, 1), 0, "%s",
 	    pasco_model_last_error());
-	if (loss != NULL) {
+	if (loss != NULL) { /* the metrics weighted too, as metric 1... */
 		cr_assert_eq(pasco_model_compile(
 		                 m, &(pasco_compile_options){.loss = loss,
 		                        .metrics                   = metrics,
-		                        .nmetrics = nmetrics}),
+		                        .nmetrics                  = nmetrics,
+		                        .weighted_metrics          = metrics,
+		                        .nweighted_metrics = nmetrics}),
 		    0, "%s", pasco_model_last_error());
 	}
 	return m;
@@ -94,10 +96,12 @@ loss_of(const pasco_model *m, pasco_tensor *ids, pasco_tensor *const *vars,
 }
 
 /* A loss of kind ("sce" or "mse") against numpy's: loss, the gradients
- * of table, kernel and bias, and the masked metric (metric k of m). */
+ * of table, kernel and bias, and the masked metric, unweighted (metric
+ * 0) and weighted (1). sw_values: NULL (none), B weights (one per
+ * example) or, with steps, B * T (one per step, Keras's [B, T]). */
 static void
-check_loss(
-    const char *kind, bool masked, const int64_t *idv, const double *sw_values)
+check_loss(const char *kind, bool masked, const int64_t *idv,
+    const double *sw_values, bool steps)
 {
 	bool        sce = strcmp(kind, "sce") == 0;
 	pasco_layer last =
@@ -111,7 +115,8 @@ check_loss(
 	      rnd(PASCO_F64, 2, (int64_t[]){D, C}, 2, -1, 1),
 	      rnd(PASCO_F64, 1, (int64_t[]){C}, 3, -0.5, 0.5)};
 	pasco_tape_grad g[3];
-	double          want[1 + V * D + D * C + C + 1], dtable[V * D];
+	double          want[1 + V * D + D * C + C + 2], dtable[V * D];
+	int64_t         nw    = steps ? B * T : B;
 	double         *state = calloc(m->compile.state_len, sizeof(double));
 	char            a[64];
 	if (sce) {
@@ -125,8 +130,8 @@ check_loss(
 	}
 	sw = NULL;
 	if (sw_values != NULL) {
-		PASCO_PASS(
-		    pasco_tensor_alloc(&sw, PASCO_F64, 1, (int64_t[]){B}));
+		PASCO_PASS(pasco_tensor_alloc(
+		    &sw, PASCO_F64, steps ? 2 : 1, (int64_t[]){B, T}));
 	}
 	PASCO_PASS(
 	    pasco_tensor_alloc(&ids_f, PASCO_F64, 2, (int64_t[]){B, T}));
@@ -134,15 +139,17 @@ check_loss(
 		pasco_tensor_set(ids_f, i, (double) idv[i]);
 	}
 	pasco_tensor *ones;
-	PASCO_PASS(pasco_tensor_alloc(&ones, PASCO_F64, 1, (int64_t[]){B}));
-	for (int64_t b = 0; b < B; b++) {
+	PASCO_PASS(pasco_tensor_alloc(
+	    &ones, PASCO_F64, steps ? 2 : 1, (int64_t[]){B, T}));
+	for (int64_t b = 0; b < nw; b++) {
 		pasco_tensor_set(
 		    ones, b, sw_values != NULL ? sw_values[b] : 1);
 		if (sw != NULL) {
 			pasco_tensor_set(sw, b, sw_values[b]);
 		}
 	}
-	snprintf(a, sizeof(a), "%d %d %d %d %d %d", B, T, V, D, C, masked);
+	snprintf(a, sizeof(a), "%d %d %d %d %d %d %d", B, T, V, D, C, masked,
+	    steps);
 	numpy_ref(kind, a, 6,
 	    (pasco_tensor *[]){ids_f, vars[0], vars[1], vars[2], ones, y},
 	    want, sizeof(want) / sizeof(*want));
@@ -166,10 +173,22 @@ check_loss(
 		cr_assert(s0[0] == 0 && s0[1] == 0, "%s metric counts %g, %g",
 		    kind, s0[0], s0[1]);
 	}
-	cr_assert(padding_only || fabs(pasci_metric_result(m, 0, state) -
-	                               want[1 + V * D + D * C + C]) <= 1e-10,
-	    "%s metric %.12g, numpy %.12g", kind,
-	    pasci_metric_result(m, 0, state), want[1 + V * D + D * C + C]);
+	bool zero_weights = sw != NULL;
+	for (int64_t i = 0; sw != NULL && i < sw->count; i++) {
+		zero_weights = zero_weights && sw_values[i] == 0;
+	}
+	if (zero_weights) { /* the weighted metric counts nothing either */
+		const double *s1 = state + m->compile.metric_off[1];
+		cr_assert(s1[0] == 0 && s1[1] == 0,
+		    "%s weighted metric counts %g, %g", kind, s1[0], s1[1]);
+	}
+	for (size_t k = 0; k < 2; k++) {
+		double r = pasci_metric_result(m, k, state);
+		double w = want[1 + V * D + D * C + C + k];
+		cr_assert(padding_only || (k == 1 && zero_weights) ||
+		              fabs(r - w) <= 1e-10,
+		    "%s metric %zu %.12g, numpy %.12g", kind, k, r, w);
+	}
 	pasco_tape_grad_fini(g, 3);
 	free(state);
 	for (int k = 0; k < 3; k++) {
@@ -185,20 +204,48 @@ check_loss(
 
 Test(seq_masks, sparse_crossentropy_averages_over_the_unmasked_steps)
 {
-	check_loss("sce", true, ids_masked, NULL);
-	check_loss("sce", true, ids_masked, (double[]){0.5, 2, 1, 3});
+	check_loss("sce", true, ids_masked, NULL, false);
+	check_loss("sce", true, ids_masked, (double[]){0.5, 2, 1, 3}, false);
 }
 
 Test(seq_masks, mse_averages_over_the_unmasked_steps)
 {
-	check_loss("mse", true, ids_masked, NULL);
-	check_loss("mse", true, ids_masked, (double[]){0.5, 2, 0, 3});
+	check_loss("mse", true, ids_masked, NULL, false);
+	check_loss("mse", true, ids_masked, (double[]){0.5, 2, 0, 3}, false);
 }
 
 Test(seq_masks, an_unmasked_sequence_takes_sample_weights_per_example)
 {
-	check_loss("sce", false, ids_masked, (double[]){0.5, 2, 1, 3});
-	check_loss("mse", false, ids_masked, NULL);
+	check_loss("sce", false, ids_masked, (double[]){0.5, 2, 1, 3}, false);
+	check_loss("mse", false, ids_masked, NULL, false);
+}
+
+/* Keras's per-timestep sample_weight [B, T]: each step's loss times its
+ * own weight, with and without a mask (sum(w_bt * L_bt over the unmasked
+ * steps) / their count), a row of zero weights among them; the weighted
+ * metrics count each step with its weight times its mask. */
+static const double step_w[B * T] = {
+    0.5, 2, 1, 3, 0.25, 1, 2, 1, 0.5, 1, 0, 0, 0, 0, 0, 3, 0.5, 1, 2, 0.75};
+
+Test(seq_masks, sparse_crossentropy_takes_weights_per_step)
+{
+	check_loss("sce", true, ids_masked, step_w, true);
+	check_loss("sce", false, ids_masked, step_w, true);
+}
+
+Test(seq_masks, mse_takes_weights_per_step)
+{
+	check_loss("mse", true, ids_masked, step_w, true);
+	check_loss("mse", false, ids_masked, step_w, true);
+}
+
+/* A batch whose weights are all 0: loss 0, no gradient, and the weighted
+ * metrics count nothing (divide_no_nan). */
+Test(seq_masks, weights_per_step_all_zero_give_loss_0)
+{
+	static const double zero_w[B * T] = {0};
+	check_loss("sce", true, ids_masked, zero_w, true);
+	check_loss("mse", false, ids_masked, zero_w, true);
 }
 
 /* Keras's divide_no_nan: a batch of padding only has loss 0 and no
@@ -206,8 +253,8 @@ Test(seq_masks, an_unmasked_sequence_takes_sample_weights_per_example)
 Test(seq_masks, a_batch_of_padding_only_has_loss_0)
 {
 	static const int64_t zeros[B * T] = {0};
-	check_loss("sce", true, zeros, NULL);
-	check_loss("mse", true, zeros, NULL);
+	check_loss("sce", true, zeros, NULL, false);
+	check_loss("mse", true, zeros, NULL, false);
 }
 
 /* A mask that does not fit the output is refused naming both shapes
@@ -313,11 +360,13 @@ Test(seq_masks, batch_norm_takes_the_moments_of_the_unmasked_steps)
 	pasco_model_free(m);
 }
 
-/* Every built-in loss kind with a mask and sample weights: the loss of
+/* Every built-in loss kind with a mask (masked; else every step counts)
+ * and sample weights (steps: one per step, else per example): the loss of
  * the rows [B * T, C] weighted by pasci_loss_mask_weights is Keras's
- * sum(w_b * L_r over the unmasked rows) / (unmasked rows), each L_r the
+ * sum(w_r * L_r over the unmasked rows) / (unmasked rows), each L_r the
  * kind's unweighted loss of row r alone. */
-Test(seq_masks, every_loss_kind_averages_over_the_unmasked_steps)
+static void
+every_kind(bool steps, bool masked)
 {
 	static const pasco_loss_kind kinds[]      = {PASCO_LOSS_MSE,
 	         PASCO_LOSS_BINARY_CROSSENTROPY,
@@ -335,15 +384,21 @@ Test(seq_masks, every_loss_kind_averages_over_the_unmasked_steps)
 	pasco_tensor *ids, *mask, *sw, *w;
 	PASCO_PASS(pasco_tensor_alloc(&ids, PASCO_I64, 2, (int64_t[]){B, T}));
 	PASCO_PASS(pasco_tensor_alloc(&mask, PASCO_F32, 2, (int64_t[]){B, T}));
-	PASCO_PASS(pasco_tensor_from(
-	    &sw, PASCO_F64, 1, (int64_t[]){B}, sw_values, sizeof(sw_values)));
+	if (steps) {
+		PASCO_PASS(pasco_tensor_from(&sw, PASCO_F64, 2,
+		    (int64_t[]){B, T}, step_w, sizeof(step_w)));
+	} else {
+		PASCO_PASS(pasco_tensor_from(&sw, PASCO_F64, 1, (int64_t[]){B},
+		    sw_values, sizeof(sw_values)));
+	}
 	double valid = 0;
 	for (int64_t i = 0; i < B * T; i++) {
 		pasco_tensor_set(ids, i, (double) ((i * 5 + 1) % C));
-		pasco_tensor_set(mask, i, ids_masked[i] != 0);
-		valid += ids_masked[i] != 0;
+		pasco_tensor_set(mask, i, !masked || ids_masked[i] != 0);
+		valid += !masked || ids_masked[i] != 0;
 	}
-	PASCO_PASS(pasci_loss_mask_weights(p, mask, sw, "tags", &w));
+	PASCO_PASS(
+	    pasci_loss_mask_weights(p, masked ? mask : NULL, sw, "tags", &w));
 	cr_assert_not_null(w);
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
 		pasco_loss l = {.kind = kinds[k],
@@ -378,8 +433,8 @@ Test(seq_masks, every_loss_kind_averages_over_the_unmasked_steps)
 			pasco_tnode *one = pasco_t_loss(
 			    tp, &l, pasco_tape_constant(tp, pr), yr);
 			cr_assert_not_null(one, "%s", pasco_tape_message(tp));
-			want += ids_masked[r] != 0
-			            ? sw_values[r / T] *
+			want += pasco_tensor_get(mask, r) != 0
+			            ? (steps ? step_w[r] : sw_values[r / T]) *
 			                  pasco_tensor_get(
 			                      pasco_tnode_value(one), 0)
 			            : 0;
@@ -388,8 +443,8 @@ Test(seq_masks, every_loss_kind_averages_over_the_unmasked_steps)
 		}
 		want /= valid;
 		cr_assert(fabs(got - want) <= 1e-12 * fmax(1, fabs(want)),
-		    "loss kind %d: %.15g, by rows %.15g", (int) kinds[k], got,
-		    want);
+		    "loss kind %d (steps %d, masked %d): %.15g, by rows %.15g",
+		    (int) kinds[k], steps, masked, got, want);
 		pasco_tape_free(tp);
 		pasco_tensor_release(pv);
 		pasco_tensor_release(yv);
@@ -400,4 +455,17 @@ Test(seq_masks, every_loss_kind_averages_over_the_unmasked_steps)
 	pasco_tensor_release(ids);
 	pasco_tensor_release(mask);
 	pasco_tensor_release(sw);
+}
+
+Test(seq_masks, every_loss_kind_averages_over_the_unmasked_steps)
+{
+	every_kind(false, true);
+}
+
+/* Weights per step ([B, T], a row of zeros among them) with and without
+ * a mask: sum(w_bt * L_bt over the unmasked steps) / their count. */
+Test(seq_masks, every_loss_kind_takes_weights_per_step)
+{
+	every_kind(true, true);
+	every_kind(true, false);
 }

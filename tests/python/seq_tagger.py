@@ -15,7 +15,10 @@ with the mask); then fit on the same numpy arrays continues the same
 curve (the numpy path writes the same label_shape). The same for a
 per-step regression, Dense(2) linear with float targets [batch, T, 2]
 (label_shape=(T, 2)) and mse; and label shapes that do not fit are
-refused with messages that say so.
+refused with messages that say so. Per-step sample weights [N, T] (a
+TFRecord weight feature of width T, then numpy's sample_weight [N, T]):
+each step's loss sum(w * ce over the unmasked steps) / their count and
+its weighted accuracy equal numpy's.
 train (2 workers, Adam): the tagger learns (masked accuracy >= 0.9), and
 evaluate's accuracy and loss are numpy's of the trained weights, each
 shard its own batch.
@@ -62,13 +65,29 @@ def loss_acc(ws, x, y):
     return loss, (hit * mask).sum() / max(valid, 1), hit.mean()
 
 
-def sgd_step(ws, x, y, lr):
-    """One SGD step of the masked loss, the gradients by hand."""
+def weighted_loss_acc(ws, x, y, sw):
+    """Keras's loss with per-step weights sw [batch, T] and the mask:
+    sum(sw * ce over the unmasked steps) / their count (apply_mask,
+    sum_over_batch_size); the weighted accuracy sum(sw * mask * hit) /
+    sum(sw * mask) (0 when that is 0)."""
+    _, p = forward(ws, x)
+    mask = x != 0
+    ce = -np.log(np.take_along_axis(p, y[..., None], -1)[..., 0])
+    valid = mask.sum()
+    loss = (ce * mask * sw).sum() / valid if valid else 0.0
+    wm = (mask * sw).sum()
+    hit = np.argmax(p, -1) == y
+    return loss, (hit * mask * sw).sum() / wm if wm else 0.0
+
+
+def sgd_step(ws, x, y, lr, sw=1.0):
+    """One SGD step of the masked loss (each step weighing sw, a number or
+    [batch, T]), the gradients by hand."""
     table, kernel, bias = ws
     h, p = forward(ws, x)
     mask = x != 0
     valid = mask.sum()
-    w = mask / valid if valid else np.zeros(mask.shape)
+    w = mask * sw / valid if valid else np.zeros(mask.shape)
     dz = (p - np.eye(C)[y]) * w[..., None]
     dtable = np.zeros_like(table)
     np.add.at(dtable, x, dz @ kernel.T)
@@ -134,7 +153,8 @@ def regression(cluster, d, x):
 
 def traced(cluster, ds, x, y):
     """A traced loss sees y_true [batch, T, 2] (the label_shape) against
-    an unmasked sequence, and a masked output's traced loss is refused."""
+    an unmasked sequence, and a masked output's traced loss is refused, as
+    are per-step weights for it."""
     def my_mse(y_true, y_pred):
         return pasco.ops.mean(pasco.ops.square(y_pred - y_true))
 
@@ -166,6 +186,13 @@ def traced(cluster, ds, x, y):
                   float(np.square(z - y[sl]).mean()))
             ws = mse_step(ws, x[sl], y[sl].astype(np.float64), 0.2,
                           masked=False)[2]
+        try:  # a traced loss takes one weight per example only
+            model.fit(x, y, sample_weight=np.ones((N, T)), batch_size=BATCH,
+                      epochs=1, steps_per_epoch=1, verbose=0)
+            raise AssertionError("per-step weights of a traced loss taken")
+        except pasco.errors.PascoError as e:
+            if f"sample weights f32[{BATCH},{T}]" not in str(e):
+                raise AssertionError(f"traced loss, per-step weights: {e}")
 
 
 def refusals():
@@ -188,6 +215,63 @@ def refusals():
             raise AssertionError(f"label_shape without a label says: {e}")
 
 
+def step_weights(cluster, d, x, y):
+    """Per-step sample weights [N, T] (Keras's per-timestep weights), a
+    row of zeros among them: 3 SGD steps from a TFRecord whose weight
+    feature has width T, then 3 from numpy's fit(sample_weight=[N, T])
+    continuing the batches, each step's loss and weighted accuracy equal
+    to numpy's; then evaluate(sample_weight=[N, T])'s loss and weighted
+    accuracy."""
+    lr, n_ds, n_np = 0.5, 3, 3
+    sw = np.random.default_rng(3).uniform(0, 2, (N, T)).astype(np.float32)
+    sw[2] = 0  # a row of zero weights (unmasked steps among them)
+    pasco.data.write_tfrecord(os.path.join(d, "weighted.tfrecord"),
+                              {"tok": x, "tags": y, "w": sw})
+    ds = pasco.data.tfrecord(f"{d}/weighted.tfrecord",
+                             {"tok": pasco.data.Feature("int64", T),
+                              "w": pasco.data.Feature("float", T)},
+                             label="tags", label_shape=(T,),
+                             sample_weight="w", batch_size=BATCH, repeat=-1)
+    strategy = pasco.ParameterServerStrategy(cluster, window=1)
+    model = build(strategy, pasco.optimizers.SGD(lr), weighted=True)
+    model.build(ds)
+    ws = [w.astype(np.float64) for w in model.get_weights()]
+    h = model.fit(ds, epochs=n_ds, steps_per_epoch=1, verbose=0).history
+    g = model.fit(x, y, sample_weight=sw, batch_size=BATCH, epochs=n_np,
+                  steps_per_epoch=1, shuffle=False, verbose=0).history
+    key = [k for k in h if k != "accuracy" and "accuracy" in k]
+    if len(key) != 1:
+        raise AssertionError(f"no weighted accuracy in {sorted(h)}")
+    curve = []
+    for k in range(n_ds + n_np):
+        # the dataset's batches 0..2, then numpy's pass from its start
+        b = k if k < n_ds else k - n_ds
+        sl = slice(b * BATCH, (b + 1) * BATCH)
+        loss, acc = weighted_loss_acc(ws, x[sl], y[sl], sw[sl])
+        got = h if k < n_ds else g
+        i = k if k < n_ds else k - n_ds
+        close(f"weighted step {k} loss", got["loss"][i], loss)
+        close(f"weighted step {k} accuracy", got[key[0]][i], acc)
+        curve.append(loss)
+        ws = sgd_step(ws, x[sl], y[sl], lr, sw[sl].astype(np.float64))
+    # evaluate(sample_weight=[N, T]): one batch of all N, as numpy's
+    r = model.evaluate(x, y, sample_weight=sw, batch_size=N, verbose=0,
+                       return_dict=True)
+    ws = [w.astype(np.float64) for w in model.get_weights()]
+    loss, acc = weighted_loss_acc(ws, x, y, sw)
+    close("evaluate's weighted loss", r["loss"], loss)
+    close("evaluate's weighted accuracy", r[key[0]], acc)
+    unweighted = loss_acc(ws, x[:BATCH], y[:BATCH])[0]
+    print(f"seq_tagger: per-step weights' losses {curve} "
+          f"(unweighted after: {unweighted:.4f})", flush=True)
+    try:
+        model.fit(x, y, sample_weight=sw[:, :T - 1], epochs=1, verbose=0)
+        raise AssertionError("sample_weight [N, T - 1] taken")
+    except ValueError as e:
+        if f"or one per step ([{N}, {T}])" not in str(e):
+            raise AssertionError(f"sample_weight [N, T - 1] says: {e}")
+
+
 def fail(msg):
     print(f"seq_tagger: FAILED: {msg}", flush=True)
     return 1
@@ -198,14 +282,15 @@ def close(what, got, want, rel=1e-5):
         raise AssertionError(f"{what}: {got!r}, numpy {want!r}")
 
 
-def build(strategy, opt):
+def build(strategy, opt, weighted=False):
     with strategy.scope():
         tok = pasco.Input(shape=(T,), dtype="int64", name="tok")
         h = pasco.layers.Embedding(V, D, mask_zero=True)(tok)
         out = pasco.layers.Dense(C, activation="softmax")(h)
         model = pasco.Model(inputs=tok, outputs=out, seed=5)
     model.compile(optimizer=opt, loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+                  metrics=["accuracy"],
+                  weighted_metrics=["accuracy"] if weighted else None)
     return model
 
 
@@ -250,6 +335,7 @@ def replay(cluster, d, x, y):
         if "class_weight: a sequence's targets" not in str(e):
             raise AssertionError(f"class_weight says: {e}")
     print(f"seq_tagger: replay losses {h.history['loss']}", flush=True)
+    step_weights(cluster, d, x, y)
     regression(cluster, d, x)
     refusals()
     return "replay: 5 dataset steps and a numpy epoch as numpy's"

@@ -254,6 +254,24 @@ Test(files_dataset, errors_name_what_is_wrong)
 	             "\"label_shape\": [4], \"class_weight\": {\"1\": 2}}",
 	    PASCO_EINVAL,
 	    "a sequence's labels (label_shape) have one per step");
+	/* a sample_weight feature: width 1, or T with a label_shape [T] */
+	assert_fails("{\"format\": \"tfrecord\", \"files\": [\"x\"], "
+	             "\"features\": {\"a\": {}, \"w\": {\"width\": 3}}, "
+	             "\"label\": \"y\", \"label_shape\": [4], "
+	             "\"sample_weight\": \"w\"}",
+	    PASCO_EINVAL,
+	    "sample_weight 'w' has width 3; want 1 (one weight per example) "
+	    "or the label_shape's steps T");
+	assert_fails("{\"format\": \"tfrecord\", \"files\": [\"x\"], "
+	             "\"features\": {\"a\": {}, \"w\": {\"width\": 4}}, "
+	             "\"label\": \"y\", \"sample_weight\": \"w\"}",
+	    PASCO_EINVAL, "sample_weight 'w' has width 4; want 1");
+	/* width T (or 1) with label_shape [T] passes to the files */
+	assert_fails("{\"format\": \"tfrecord\", \"files\": "
+	             "[\"/nonexistent/x\"], \"features\": {\"a\": {}, "
+	             "\"w\": {\"width\": 4}}, \"label\": \"y\", "
+	             "\"label_shape\": [4, 2], \"sample_weight\": \"w\"}",
+	    PASCO_ENOTFOUND, "no file matches");
 	/* a name that is neither a files dataset nor registered */
 	pasco_dataset_context ctx = {0, 1, 0, NULL};
 	pasco_dataset        *ds;
