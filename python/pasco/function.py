@@ -436,6 +436,9 @@ class GradientTape:
                 out.append(None)
                 continue
             v = st.var_keys[key]
+            if np.dtype(v._dtype).name in _INT_DTYPES:
+                out.append(None)  # TensorFlow's: an integer source has none
+                continue
             g = st.graph.node("gradient", [target], _shape(v.shape),
                               np.dtype(v._dtype).name, var=0)
             st.var_of_node[g.index] = key
