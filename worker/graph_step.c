@@ -7,7 +7,9 @@
  * step-only nodes: next (one pasco_dataset_next per iterator and call),
  * arg, model (the model's forward pass, its variables read in one round
  * trip, embedding rows by the ids of its inputs), read (the variables of
- * every read node, read together before the graph runs), gradient (one
+ * every read node, read together before the graph runs: watched when a
+ * gradient node asks for one or it is a model's, else constants, an
+ * integer one such as the global step as ints), gradient (one
  * pasco_tape_gradient per target for every variable asked of it) and
  * global_step. Then each apply is one mixed apply, each update an
  * assign_add, and the outputs come back as a LIST of tensors. Every error
@@ -185,26 +187,102 @@ newest(const pasci_gstep_run *r, size_t v)
 	return r->more[v] != NULL ? r->more[v]->node : r->src[v];
 }
 
-/* The variables of every read node, together, before the graph. */
+/* The first error message among vs[0..n). */
+static const char *
+vars_error(size_t n, pasco_variable *const *vs)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (pasco_variable_error(vs[k])[0] != 0) {
+			return pasco_variable_error(vs[k]);
+		}
+	}
+	return "";
+}
+
+/* Whether step variable v, read by a read node, is watched: a model's
+ * (its forward pass shares the source, and may record an update of it),
+ * or a float variable argument some gradient node asks for (asked[v]).
+ * Any other is not differentiated and is read as a constant: an integer
+ * one (the global step) as ints, a float one as a tape constant. */
+static bool
+read_watched(const pasci_gstep_run *r, size_t v, const bool *asked)
+{
+	pasco_dtype dt = pasco_variable_dtype(r->vars[v]);
+	if (dt != PASCO_F32 && dt != PASCO_F64) {
+		return false;
+	}
+	return v < r->nvars - r->s->nvar_args || asked[v];
+}
+
+/* vs[0..n)'s values, read together (one round trip), as sources
+ * (watch[k]) or constants: a float one a tape constant in r->src, an
+ * integer one ints in r->ints. Read nodes are of dense variables only
+ * (pasci_gstep_bind refuses a whole read of a table). */
+static bool
+read_dense(pasci_gstep_run *r, size_t n, const size_t *want, const bool *watch)
+{
+	pasco_variable **vs   = pasci_tape_mem(r->tp, (n + 1) * sizeof(*vs));
+	pasco_tensor   **outs = calloc(n + 1, sizeof(*outs));
+	int              rv   = PASCO_ENOMEM;
+	bool             ok   = vs != NULL && outs != NULL;
+	for (size_t k = 0; ok && k < n; k++) {
+		vs[k] = r->vars[want[k]];
+	}
+	if (ok && n > 0 && (rv = pasco_variable_read_all(n, vs, outs)) != 0) {
+		pasci_tape_fail(r->tp, rv, "read: %s", vars_error(n, vs));
+		ok = false;
+	} else if (!ok) {
+		pasci_tape_fail(r->tp, PASCO_ENOMEM, "read: out of memory");
+	}
+	for (size_t k = 0; ok && k < n; k++) {
+		const pasco_tensor *t = outs[k];
+		size_t              v = want[k];
+		if (watch[k] || t->dtype == PASCO_F32 ||
+		    t->dtype == PASCO_F64) {
+			r->src[v] = watch[k] ? pasco_tape_watch(r->tp, outs[k])
+			                     : pasco_tape_constant(r->tp, t);
+			ok        = r->src[v] != NULL;
+		} else if ((r->ints[v] = pasci_graph_ints(
+		                r->tp, t->dtype, t->rank, t->shape)) != NULL) {
+			memcpy(r->ints[v]->data, t->data, t->nbytes);
+		} else {
+			ok = false;
+		}
+	}
+	for (size_t k = 0; outs != NULL && k < n; k++) {
+		pasco_tensor_release(outs[k]); /* the tape holds its nodes' */
+	}
+	free(outs);
+	return ok;
+}
+
+/* The variables of every read node, together, before the graph: watched
+ * when differentiated (read_watched), else constants. */
 static bool
 read_nodes(pasci_gstep_run *r)
 {
-	size_t *want = pasci_tape_mem(r->tp, (r->nvars + 1) * sizeof(*want));
-	const pasco_tensor **ids =
-	    pasci_tape_mem(r->tp, (r->nvars + 1) * sizeof(*ids));
-	bool  *seen = pasci_tape_mem(r->tp, r->nvars + 1);
-	size_t n    = 0;
-	if (want == NULL || ids == NULL || seen == NULL) {
+	size_t *want  = pasci_tape_mem(r->tp, (r->nvars + 1) * sizeof(*want));
+	bool   *watch = pasci_tape_mem(r->tp, r->nvars + 1);
+	bool   *seen  = pasci_tape_mem(r->tp, r->nvars + 1);
+	bool   *asked = pasci_tape_mem(r->tp, r->nvars + 1);
+	size_t  n     = 0;
+	if (want == NULL || watch == NULL || seen == NULL || asked == NULL) {
 		return false;
+	}
+	for (size_t i = 0; i < r->s->nnodes; i++) {
+		if (r->s->nodes[i].op == PASCI_GSTEP_OP_GRADIENT) {
+			asked[r->s->nodes[i].var] = true;
+		}
 	}
 	for (size_t i = 0; i < r->s->nnodes; i++) {
 		int64_t v = r->s->nodes[i].var;
 		if (r->s->nodes[i].op == PASCI_GSTEP_OP_READ && !seen[v]) {
 			seen[v]   = true;
+			watch[n]  = read_watched(r, (size_t) v, asked);
 			want[n++] = (size_t) v;
 		}
 	}
-	return read_vars(r, n, want, ids);
+	return read_dense(r, n, want, watch);
 }
 
 static bool
@@ -298,6 +376,7 @@ gs_node(void *arg, pasco_tape *tp, size_t i, size_t n, const pasci_gval *in,
 		return node_model(r, i, n, in, out);
 	case PASCI_GSTEP_OP_READ:
 		out->node = r->src[r->s->nodes[i].var];
+		out->ints = r->ints[r->s->nodes[i].var];
 		return true;
 	case PASCI_GSTEP_OP_GRADIENT:
 		return pasci_gstep_gradient(r, i, in, out);
@@ -346,18 +425,6 @@ value_for(pasci_gstep_run *r, int64_t j, pasco_variable *v, const char *what,
 		pasco_tensor_set(*out, k, pasco_tensor_get(t, k));
 	}
 	return PASCO_OK;
-}
-
-/* The first error message among vs[0..n). */
-static const char *
-vars_error(size_t n, pasco_variable *const *vs)
-{
-	for (size_t k = 0; k < n; k++) {
-		if (pasco_variable_error(vs[k])[0] != 0) {
-			return pasco_variable_error(vs[k]);
-		}
-	}
-	return "";
 }
 
 /* Gradient j of apply a (a gradient node of its variable: as computed;
@@ -573,6 +640,7 @@ run_fini(pasci_gstep_run *r)
 	free(r->vars);
 	free(r->sparse);
 	free(r->src);
+	free(r->ints);
 	free(r->more);
 	free(r->grads);
 	free(r->no_grad);

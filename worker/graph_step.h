@@ -139,7 +139,11 @@ typedef struct pasci_gstep_run {
 	size_t           nvars;
 	pasco_variable **vars;
 	bool            *sparse; /* an embedding table, read by rows */
-	pasco_tnode    **src;    /* its watched node, once read */
+	pasco_tnode    **src;    /* its node once read: watched, or a
+	                          * constant (a read node's, not
+	                          * differentiated) */
+	pasco_tensor **ints;     /* an integer one's value (a read node's);
+	                          * tape memory */
 	/* an embedding table's rows read again by a later call of its
 	 * model (that call's ids), newest first; tape memory */
 	struct pasci_gstep_src **more;

@@ -185,9 +185,10 @@ bind_vars(pasci_gstep_run *r)
 	r->vars   = calloc(n + 1, sizeof(*r->vars));
 	r->sparse = calloc(n + 1, sizeof(*r->sparse));
 	r->src    = calloc(n + 1, sizeof(*r->src));
+	r->ints   = calloc(n + 1, sizeof(*r->ints));
 	r->more   = calloc(n + 1, sizeof(*r->more));
 	if (r->vars == NULL || r->sparse == NULL || r->src == NULL ||
-	    r->more == NULL) {
+	    r->ints == NULL || r->more == NULL) {
 		return pasco_call_fail(r->call, PASCO_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < s->nargs; i++) {
@@ -227,6 +228,12 @@ check_sparse_use(pasci_gstep_run *r, int64_t g, const char *user)
 	    pasco_variable_name(r->vars[n->var]));
 }
 
+static bool
+is_float(pasco_dtype dt)
+{
+	return dt == PASCO_F32 || dt == PASCO_F64;
+}
+
 static int
 check_var(pasci_gstep_run *r, int64_t v, const char *what)
 {
@@ -255,6 +262,17 @@ check_bound(pasci_gstep_run *r)
 		        n->op == PASCI_GSTEP_OP_GRADIENT) &&
 		    check_var(r, n->var, what) != 0) {
 			return PASCO_EINVAL;
+		}
+		if (n->op == PASCI_GSTEP_OP_GRADIENT &&
+		    !is_float(pasco_variable_dtype(r->vars[n->var]))) {
+			return pasco_call_fail(r->call, PASCO_EINVAL,
+			    "%s: %s: '%s' is %s: only a float variable is "
+			    "differentiated (an integer one reads as a "
+			    "constant)",
+			    s->name, what,
+			    pasco_variable_name(r->vars[n->var]),
+			    pasco_dtype_name(
+			        pasco_variable_dtype(r->vars[n->var])));
 		}
 		if (n->op == PASCI_GSTEP_OP_READ && r->sparse[n->var]) {
 			return pasco_call_fail(r->call, PASCO_EINVAL,

@@ -104,6 +104,17 @@ class Variable:
         finally:
             lib.pasco_tensor_release(t)
 
+    def read_value(self) -> Any:
+        """TensorFlow's read_value: in a @pasco.function step being
+        traced, the variable's value in the step (a symbolic tensor of its
+        dtype, one read per step: the global step an int64 scalar, which
+        ``ops.cast`` brings into float arithmetic); elsewhere numpy()."""
+        from .function import _tracing
+        st = _tracing()
+        if st is not None:
+            return st.read(self, f"{self.name}.read_value()")
+        return self.numpy()
+
     def assign(self, value: Any) -> None:
         h = self._handle()
         a = np.asarray(value, dtype=self._dtype)

@@ -28,9 +28,18 @@ Arguments (of ``schedule``, given to the function while it is traced):
   x a tensor or a dict by input name, with the spec's dtypes and widths
   and None for the batch (a factory's name has no spec: TypeError);
 - a :class:`pasco.Model`: ``model(x, training=...)`` is its forward pass
-  on the workers; ``model.trainable_variables`` are its variables;
+  on the workers; ``model.trainable_variables`` are its variables. A
+  model called more than once in a step (siamese or two-tower: one
+  Embedding over two id batches) reads its dense variables once and
+  each call's embedding rows, and each variable's gradient sums every
+  call's;
 - a :class:`pasco.Variable`: comes in as its value (one read per step),
-  which ``tape.gradient`` and ``apply_gradients`` take as the variable;
+  which ``tape.gradient`` and ``apply_gradients`` take as the variable
+  (a captured one's ``v.read_value()`` is the same value). An integer
+  variable, such as ``strategy.global_step_variable()``, is an int64
+  value read before the step's applies: return it, or bring it into
+  float arithmetic with ``ops.cast(step, "float32")``; its gradient is
+  None. A variable no gradient asks for is read as a constant;
 - a number or a numpy array: a tensor argument (an int is an int64
   scalar, a float a float32 one, Keras's floatx).
 
@@ -61,6 +70,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import ops
+from ._function_outputs import flatten
 from .data import Dataset
 
 __all__ = ["function", "Function", "GradientTape"]
@@ -357,8 +367,9 @@ class GradientTape:
     """tf.GradientTape in a traced step: ops recorded while it is open are
     differentiated by ``tape.gradient(target, sources)``, which returns
     one symbolic gradient per source (a "gradient" node), None for a
-    source the target does not depend on through the recorded ops (as
-    TensorFlow). A non-persistent tape gives one set of gradients."""
+    source the target does not depend on through the recorded ops or of
+    an integer dtype (as TensorFlow). A non-persistent tape gives one set
+    of gradients."""
 
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = bool(persistent)
@@ -436,6 +447,9 @@ class GradientTape:
                 out.append(None)
                 continue
             v = st.var_keys[key]
+            if np.dtype(v._dtype).name in _INT_DTYPES:
+                out.append(None)  # TensorFlow's: an integer source has none
+                continue
             g = st.graph.node("gradient", [target], _shape(v.shape),
                               np.dtype(v._dtype).name, var=0)
             st.var_of_node[g.index] = key
@@ -622,39 +636,6 @@ def _traced_args(st: _Step, args: Sequence[Any]) -> List[Any]:
     return out
 
 
-# ---- return values --------------------------------------------------------------
-
-def _flatten(value: Any) -> Tuple[List[Any], Callable[[List[Any]], Any]]:
-    """The tensors of a return value and how to rebuild its structure
-    from their fetched values."""
-    if value is None:
-        return [], lambda vals: None
-    if isinstance(value, ops.Tensor):
-        return [value], lambda vals: vals[0]
-    if isinstance(value, (tuple, list)):
-        parts = [_flatten(v) for v in value]
-        kind = type(value)
-        return [t for ts, _ in parts for t in ts], lambda vals: kind(
-            _rebuild(parts, vals))
-    if isinstance(value, dict):
-        keys = list(value)
-        parts = [_flatten(value[k]) for k in keys]
-        return [t for ts, _ in parts for t in ts], lambda vals: dict(
-            zip(keys, _rebuild(parts, vals)))
-    raise TypeError(f"the step returns {type(value).__name__}: expected a "
-                    f"symbolic tensor, a tuple, list or dict of them, or "
-                    f"None")
-
-
-def _rebuild(parts: List[Tuple[List[Any], Callable]], vals: List[Any]
-             ) -> List[Any]:
-    out, k = [], 0
-    for ts, build in parts:
-        out.append(build(vals[k:k + len(ts)]))
-        k += len(ts)
-    return out
-
-
 class _Traced:
     """One trace: the step's JSON bytes, what schedule passes after it
     (the values of its args list), and how its outputs come back."""
@@ -720,7 +701,7 @@ class Function:
         try:
             with ops.trace(st.graph):
                 value = self._fn(*_traced_args(st, args))
-                outputs, build = _flatten(value)
+                outputs, build = flatten(value)
                 for t_ in outputs:
                     if t_.graph is not st.graph:
                         raise ValueError(f"{self.name}: a returned tensor "

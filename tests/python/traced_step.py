@@ -6,7 +6,14 @@ equal (1 worker, one step at a time): a traced train step (GradientTape,
   Adam's apply_gradients, the loss returned) on a model gives the same
   losses, step by step, and the same final weights as the library's
   "pasco.model_train" on a model of the same layers and seed, over the
-  same batches from the global step 0 (to float32 rounding).
+  same batches from the global step 0 (to float32 rounding). Then a
+  step reads the global step (an int64 variable: an argument, and
+  read_value() of the captured variable), returns it and casts it into
+  float arithmetic, and a train step scaled by it reads each count
+  before its apply adds one; and one model is called on two batches in
+  one step, the loss the sum, with a static Embedding and a dynamic one:
+  the losses and the weights (and the dynamic rows, as the model reads
+  them) after 3 SGD steps are numpy's.
 metrics (2 workers): metric objects updated by a traced step on both
   workers (SparseCategoricalAccuracy with sample weights,
   CategoricalAccuracy, Mean of the loss, Sum of the labels) hold on the
@@ -100,7 +107,164 @@ def equal(strategy, coordinator, d):
                         f"{np.max(np.abs(a - b))}")
     if not want[-1] < want[0]:
         return fail(f"the loss did not decrease: {want[0]} -> {want[-1]}")
+    rv = global_step_reads(strategy, coordinator, traced, train) or \
+        twice(strategy, coordinator, False) or \
+        twice(strategy, coordinator, True)
+    if rv:
+        return rv
     print("traced_step: OK equal", flush=True)
+    return 0
+
+
+def global_step_reads(strategy, coordinator, model, train):
+    """A step that reads the global step (an int64 variable), as its
+    argument and by read_value() of the captured variable, returns it and
+    casts it into float arithmetic, and a train step whose loss is scaled
+    by it: each reads the count before its apply adds one."""
+    gs = strategy.global_step_variable()
+    g0 = strategy.global_step()
+
+    @pasco.function
+    def show(step):
+        f = ops.cast(gs.read_value(), "float32")
+        return step, f * 2.0 + 0.5
+
+    got = coordinator.schedule(show, args=(gs,)).fetch()
+    print(f"global step read in a step: {got}", flush=True)
+    if not isinstance(got[0], np.int64) or got[0] != g0 or \
+            got[1] != np.float32(2 * g0 + 0.5):
+        return fail(f"a step reading the global step {g0} returned {got}")
+    adam = pasco.optimizers.Adam(1e-3)  # the model has Adam's slots
+
+    @pasco.function
+    def scaled(iterator, step):
+        x, y = next(iterator)
+        with pasco.GradientTape() as tape:
+            loss = pasco.losses.sparse_categorical_crossentropy(
+                y, model(x, training=True), from_logits=True)
+            scaled = loss / (1.0 + ops.cast(step, "float32"))
+        vs = model.trainable_variables
+        grads = tape.gradient(scaled, vs + [gs])
+        if grads[-1] is not None:
+            raise AssertionError("a gradient of the int64 global step")
+        adam.apply_gradients(zip(grads[:-1], vs))
+        return step, loss, scaled
+
+    it = iter(coordinator.create_per_worker_dataset(train))
+    rvs = [coordinator.schedule(scaled, args=(it, gs)) for _ in range(3)]
+    coordinator.join()
+    outs = [rv.fetch() for rv in rvs]
+    print(f"scaled steps: {[(int(s), float(l), float(c)) for s, l, c in outs]}",
+          flush=True)
+    for k, (s, l, c) in enumerate(outs):
+        if s != g0 + k or not np.isclose(c, l / (1.0 + s), rtol=1e-6):
+            return fail(f"scaled step {k}: read the global step {s} (want "
+                        f"{g0 + k}), loss {l}, scaled {c}")
+    if strategy.global_step() != g0 + 3:
+        return fail(f"global step {strategy.global_step()} after 3 applies "
+                    f"from {g0}")
+    return 0
+
+
+def twice_batches(dynamic):
+    """6 batches of 8 (3 steps of 2 calls): 3 ids each, repeated within
+    and across the two calls of a step; keys far from 0 for a dynamic
+    table."""
+    rng = np.random.default_rng(11)
+    ids = rng.integers(0, 12, size=(48, 3)).astype(np.int64)
+    if dynamic:
+        ids = ids * 7919 + 10 ** 12
+    y = rng.normal(size=(48, 1)).astype(np.float32)
+    return ids, y
+
+
+def twice_reference(table, w, b, ids, y, lr):
+    """The same 3 steps in numpy: per step, the model (mean of the rows,
+    then Dense(1)) on two batches with the weights before the step, the
+    loss the sum of both MSEs, every gradient the sum of both calls';
+    SGD. table: id -> row (a dict, rows made at first use as zeros for a
+    dynamic table). Returns the losses."""
+    losses = []
+    for s in range(3):
+        gw, gb, grows, loss = np.zeros_like(w), np.zeros_like(b), {}, 0.0
+        for c in range(2):
+            sl = slice((2 * s + c) * 8, (2 * s + c + 1) * 8)
+            i, t = ids[sl], y[sl].astype(np.float64)
+            e = np.stack([np.mean([table[k] for k in row], 0) for row in i])
+            r = e @ w + b - t
+            loss += float(np.mean(r ** 2))
+            dy = 2 * r / len(r)
+            gw += e.T @ dy
+            gb += dy.sum(0)
+            de = dy @ w.T / i.shape[1]
+            for n, row in enumerate(i):
+                for k in row:
+                    grows[k] = grows.get(k, 0) + de[n]
+        losses.append(loss)
+        w, b = w - lr * gw, b - lr * gb
+        for k, g in grows.items():
+            table[k] = table[k] - lr * g
+    return losses, table, w, b
+
+
+def twice(strategy, coordinator, dynamic):
+    """One model called on two batches in one traced step (a static
+    Embedding, then a dynamic one), the loss the sum: the losses and the
+    weights after 3 SGD steps are numpy's (twice_reference)."""
+    what = "dynamic" if dynamic else "static"
+    ids, y = twice_batches(dynamic)
+    emb = pasco.layers.Embedding(output_dim=4, dynamic=True,
+                                 embeddings_initializer="zeros") \
+        if dynamic else pasco.layers.Embedding(12, 4)
+    with strategy.scope():
+        model = pasco.Sequential([emb, pasco.layers.Dense(1)], seed=3)
+    ds = pasco.data.Dataset.from_tensor_slices((ids, y)).batch(8)
+    sgd = pasco.optimizers.SGD(0.5)
+
+    @pasco.function
+    def step(iterator):
+        x1, y1 = next(iterator)
+        x2, y2 = next(iterator)
+        with pasco.GradientTape() as tape:
+            l1 = ops.mean(ops.square(model(x1, training=True) - y1))
+            l2 = ops.mean(ops.square(model(x2, training=True) - y2))
+            loss = l1 + l2
+        grads = tape.gradient(loss, model.trainable_variables)
+        sgd.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    @pasco.function
+    def predict(x):
+        return model(x)
+
+    model.build(ds)
+    dense = [v for v in model.variables if not v.name.startswith(emb.name)]
+    w, b = (v.numpy().astype(np.float64) for v in dense)
+    table = {k: np.zeros(4) for k in np.unique(ids)} if dynamic else \
+        dict(enumerate(model.variables[0].numpy().astype(np.float64)))
+    want, table, w, b = twice_reference(table, w, b, ids, y, 0.5)
+    it = iter(coordinator.create_per_worker_dataset(ds))
+    rvs = [coordinator.schedule(step, args=(it,)) for _ in range(3)]
+    coordinator.join()
+    got = [float(rv.fetch()) for rv in rvs]
+    print(f"twice ({what}): losses {got}, numpy {want}", flush=True)
+    if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+        return fail(f"twice ({what}): losses {got}, numpy's {want}")
+    gw, gb = (v.numpy() for v in dense)
+    keys = np.unique(ids)
+    rows = np.stack([table[k] for k in keys])
+    # the rows as the model reads them after training: each key alone
+    pred = coordinator.schedule(predict, args=(np.stack(
+        [keys] * 3, 1),)).fetch()
+    diffs = [np.max(np.abs(gw - w)), np.max(np.abs(gb - b)),
+             np.max(np.abs(pred - (rows @ w + b)))]
+    if not dynamic:
+        diffs.append(np.max(np.abs(model.variables[0].numpy()[keys] - rows)))
+    print(f"twice ({what}): weights' largest differences from numpy "
+          f"{[float(d) for d in diffs]}", flush=True)
+    if max(diffs) > 1e-5 or np.max(np.abs(rows)) == 0:
+        return fail(f"twice ({what}): the weights after 3 steps differ from "
+                    f"numpy's by {diffs}")
     return 0
 
 
