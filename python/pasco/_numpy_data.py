@@ -24,7 +24,8 @@ order; pasco_model_fit_options.step_dataset names step k's file), so each
 example is read exactly once per epoch whatever the worker count, and a
 step run again on another worker reads the same batch. steps_per_execution
 > 1 packs that many named steps into one closure (the last of a pass
-perhaps fewer), whole closures as Keras runs whole executions. An explicit steps_per_epoch reads as Keras's EpochIterator reads
+perhaps fewer), whole closures as Keras runs whole executions. An
+explicit steps_per_epoch reads as Keras's EpochIterator reads
 arrays: the epochs take consecutive batches of one pass (ceil(examples /
 batch_size) batches in one order) until it runs out, which ends that
 epoch early (Keras's "Your input ran out of data"), and the next epoch
