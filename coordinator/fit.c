@@ -199,7 +199,12 @@ schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
 		return pasco_fit_fail(PASCO_ENOMEM, "out of memory");
 	}
 	for (*n = 0; rv == PASCO_OK && *n < nclosures; (*n)++) {
-		int64_t                left = o->steps_per_epoch - *n * spe;
+		/* closure_tensor's closures are whole executions, as Keras
+		 * runs them (it may cut one where the data runs out); other
+		 * epochs stop at steps_per_epoch */
+		int64_t                left = o->closure_tensor != NULL
+		                                  ? spe
+		                                  : o->steps_per_epoch - *n * spe;
 		pasco_tensor          *made;
 		pasco_schedule_options so = {
 		    .repeat      = (uint32_t) (left < spe ? left : spe),

@@ -393,10 +393,12 @@ typedef struct pasco_fit_options {
 	 * the tensor it makes (*out, a new reference the loop releases once
 	 * the closure holds it) for closure index `closure` (from 0) of
 	 * `epoch`, in place of args[closure_arg]; a closure run again after a
-	 * lost worker gets the same tensor. *steps comes preset to the
-	 * closure's steps (steps_per_execution, or what is left of the
-	 * epoch), which the hook may lower (to 1 or more: the last batches of
-	 * its data). PASCO_EOUTOFRANGE: its data ran out before this closure,
+	 * lost worker gets the same tensor. An epoch is then
+	 * ceil(steps_per_epoch / steps_per_execution) closures and *steps
+	 * comes preset to steps_per_execution for each, the last too (Keras
+	 * runs whole executions: steps_per_epoch 5 and steps_per_execution 3
+	 * run 6 steps), which the hook may lower (to 1 or more: the last
+	 * batches of its data). PASCO_EOUTOFRANGE: its data ran out before this closure,
 	 * so the epoch ends with the closures scheduled (Keras's "input ran
 	 * out of data"; the epoch's logs are over the steps run; not before
 	 * the first closure: PASCO_EINVAL). Another non-OK return ends the

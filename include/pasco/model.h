@@ -323,7 +323,10 @@ typedef struct pasco_model_fit_options {
 	 * whatever the worker count. Called on fit's thread before each
 	 * step is scheduled, for every step of a closure of
 	 * steps_per_execution steps before it is (its worker reads each
-	 * step's batch in turn). PASCO_EOUTOFRANGE: the data ran out before
+	 * step's batch in turn); an epoch's closures are whole, as Keras's
+	 * executions, so steps up to ceil(steps_per_epoch /
+	 * steps_per_execution) * steps_per_execution - 1 are asked for.
+	 * PASCO_EOUTOFRANGE: the data ran out before
 	 * this step, Keras's "input ran out of data": the closure stops
 	 * before it, and at a closure's first step the epoch ends there
 	 * (its logs over the steps run; an epoch's first step must have

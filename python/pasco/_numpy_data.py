@@ -25,8 +25,9 @@ permutation drawn from the seed and e when shuffle=True, else the arrays'
 order; pasco_model_fit_options.step_dataset names step k's file), so each
 example is read exactly once per epoch whatever the worker count, and a
 step run again on another worker reads the same batch. steps_per_execution
-> 1 packs that many named steps into one closure (the last of an epoch
-fewer). An explicit steps_per_epoch reads as Keras's EpochIterator reads
+> 1 packs that many named steps into one closure (the last of a pass
+perhaps fewer), whole closures as Keras runs whole executions. An
+explicit steps_per_epoch reads as Keras's EpochIterator reads
 arrays: the epochs take consecutive batches of one pass (ceil(examples /
 batch_size) batches in one order) until it runs out, which ends that
 epoch early (Keras's "Your input ran out of data"), and the next epoch
@@ -347,9 +348,15 @@ class Batches:
     epochs when steps_per_epoch is given: when the pass runs out the
     epoch ends there (Keras warns "Your input ran out of data") and the
     next epoch starts a new pass. With the default steps_per_epoch (one
-    pass) each epoch is one pass. steps_per_execution steps go to one
-    closure, the last of a pass perhaps fewer. A pass is named by the
-    epoch it starts in (so pass e is epoch e's with the default). Its
+    pass) each epoch is one pass. An epoch runs ceil(steps_per_epoch /
+    steps_per_execution) closures of steps_per_execution steps each, as
+    Keras runs whole executions (range(0, steps_per_epoch,
+    steps_per_execution) in its EpochIterator), the last of a pass
+    perhaps fewer. The plan is replayed from fit's initial_epoch (``first``,
+    where Keras starts a pass), so a fit resumed at a later epoch
+    (BackupAndRestore) reads the batches the uninterrupted run read there,
+    mid-pass too. A pass is named by the epoch it starts in (so pass e is
+    epoch e's with the default). Its
     files are written when the chief names its first step, each the
     framed records of its batch copied from the arrays' file (TFRecord
     records are self-contained: no example is encoded again); the
@@ -359,9 +366,10 @@ class Batches:
 
     def __init__(self, data: Written, batch_size: int, shuffle: bool,
                  seed: int, steps_per_epoch: Optional[int] = None,
-                 steps_per_execution: int = 1) -> None:
+                 steps_per_execution: int = 1, first: int = 0) -> None:
         self.data, self.b, self.shuffle, self.seed = \
             data, batch_size, shuffle, seed
+        self.first = first  # fit's initial_epoch: a pass starts there
         self.steps = max(1, math.ceil(data.n / batch_size))
         self.per_epoch = steps_per_epoch or self.steps
         self.spx = max(1, steps_per_execution)
@@ -382,21 +390,26 @@ class Batches:
     def plan(self, epoch: int) -> List[Tuple[int, int]]:
         """Epoch's steps as (pass, batch), as Keras's EpochIterator
         (keras/src/trainers/epoch_iterator.py) gives an epoch its batches
-        when steps_per_epoch is given; the first epoch asked (fit's
-        initial_epoch) starts a pass."""
+        when steps_per_epoch is given: its executions start at range(0,
+        steps_per_epoch, steps_per_execution) and each takes
+        steps_per_execution batches, fewer where the pass runs out, and
+        none once it has. Epochs are planned from fit's initial_epoch
+        (where a pass starts), so a resumed fit's first epoch gets the
+        pass and position the uninterrupted run had there."""
         if epoch in self.plans:
             return self.plans[epoch]
         if self.state is None or epoch < self.state[0]:
-            self.state = (epoch, epoch, 0)  # (next epoch, pass, position)
+            e0 = self.first if epoch >= self.first else epoch
+            self.state = (e0, e0, 0)  # (next epoch, pass, position)
         e, p, pos = self.state
         while e <= epoch:
             steps: List[Tuple[int, int]] = []
-            done = 0
-            while done < self.per_epoch and pos < self.steps:
-                n = min(self.spx, self.per_epoch - done)  # one closure
-                take = min(n, self.steps - pos)
+            for _ in range(0, self.per_epoch, self.spx):  # executions
+                if pos >= self.steps:  # "Your input ran out of data"
+                    break
+                take = min(self.spx, self.steps - pos)
                 steps += [(p, pos + j) for j in range(take)]
-                pos, done = pos + take, done + n
+                pos += take
             if pos >= self.steps:  # the pass is over: a new one next
                 p, pos = e + 1, 0
             self.plans = {k: v for k, v in self.plans.items() if k >= e - 1}
@@ -551,7 +564,8 @@ def fit(model: Any, x: Arrays, y: Any, batch_size: Optional[int],
     with Written(model, x, y, "x", sw) as train:
         exact = Batches(train, b, bool(shuffle), model.seed,
                         fit_args.pop("steps_per_epoch", None),
-                        fit_args.get("steps_per_execution", 1))
+                        fit_args.get("steps_per_execution", 1),
+                        fit_args.get("initial_epoch", 0))
         steps = exact.per_epoch
         ds = train.dataset(b, shuffle=bool(shuffle), seed=model.seed,
                            repeat=-1)  # not read: each step's is named

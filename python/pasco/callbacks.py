@@ -355,7 +355,9 @@ class ModelCheckpoint(Callback):
 class BackupAndRestore(Callback):
     """Keras's BackupAndRestore: a backup in ``backup_dir`` at each
     epoch's end; a fit started again resumes from it (the epoch and the
-    variables); deleted when training completes."""
+    variables; on numpy arrays, with the same arguments, the batches the
+    uninterrupted run would have read from that epoch on, mid-pass too);
+    deleted when training completes."""
 
     def __init__(self, backup_dir: str) -> None:
         if not isinstance(backup_dir, str) or not backup_dir:

@@ -366,8 +366,14 @@ class Model:
         before shuffling) or validation_data as (x_val, y_val[, weights])
         arrays, evaluated exactly once each epoch. sample_weight (arrays
         only) and class_weight weigh the loss and weighted_metrics, as
-        Keras's: docs/sample-weights.md. validation_steps and
-        validation_freq other than Keras's defaults are refused."""
+        Keras's: docs/sample-weights.md. An explicit steps_per_epoch
+        takes the next batches of the current pass, an epoch ending early
+        where the pass runs out, and steps_per_execution runs whole
+        executions (steps_per_epoch=4, steps_per_execution=3: 6 steps), as
+        Keras's EpochIterator; a fit resumed by BackupAndRestore reads the
+        batches the uninterrupted run would have read there.
+        validation_steps and validation_freq other than Keras's defaults
+        are refused."""
         self._require_compiled("fit")
         style = _callbacks._progress_style(verbose)
         _callbacks._sync_learning_rate(self)  # a rate set since compile

@@ -854,10 +854,12 @@ Test(model_fit, step_dataset_names_the_steps_of_each_execution)
 	        .step_user                      = &n},
 	    &h));
 	/* epoch 0: closures [0, 1], [2, 3: out], [4: out, the end];
-	 * epoch 1: [0, 1], [2, 3], [4] */
-	static const int64_t want[] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4};
-	cr_assert_eq(n.calls, 10);
-	for (int i = 0; i < 10; i++) {
+	 * epoch 1: [0, 1], [2, 3], [4, 5]: whole executions, as Keras runs
+	 * range(0, steps_per_epoch, steps_per_execution) executions of
+	 * steps_per_execution steps */
+	static const int64_t want[] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5};
+	cr_assert_eq(n.calls, 11, "%d steps named", n.calls);
+	for (int i = 0; i < 11; i++) {
 		cr_assert(n.epoch[i] == (i >= 5) && n.step[i] == want[i],
 		    "call %d named epoch %d step %lld", i, (int) n.epoch[i],
 		    (long long) n.step[i]);
@@ -896,6 +898,71 @@ Test(model_fit, step_dataset_names_the_steps_of_each_execution)
 	pasco_history_fini(&h);
 	pasco_model_free(m);
 	stop();
+}
+
+/* An epoch cut short by its data (3 of 5 steps) leaves the ps's global
+ * step at the steps run (3 + 5 = 8), while the checkpoints keep the
+ * epochs' step, epoch * steps_per_epoch at their ends (ckpt-5, ckpt-10):
+ * resume starts after the last finished epoch (2), not at 8 / 5. */
+Test(model_fit, resume_after_an_epoch_cut_short_starts_after_it)
+{
+	char             root[] = "/tmp/pasco-model-cut-XXXXXX", ck[300];
+	char             cmd[700];
+	seen             again = {0};
+	pasco_history    h;
+	pasco_callbacks *cbs;
+	pasco_variable  *gs;
+	pasco_tensor    *t;
+	named_steps      n = {.missing = -1, .end0 = 3};
+
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(ck, sizeof(ck), "%s/ck", root);
+	start(root);
+	pasco_model            *m = mlp();
+	pasco_model_fit_options o = {.dataset = "md_train",
+	    .epochs                           = 2,
+	    .steps_per_epoch                  = 5,
+	    .checkpoint_dir                   = ck,
+	    .checkpoint_keep                  = -1,
+	    .resume                           = true,
+	    .step_dataset                     = name_step,
+	    .step_user                        = &n};
+	PASCO_PASS(pasco_model_fit(K.c, m, &o, &h));
+	cr_assert_eq(h.count, 2);
+	pasco_history_fini(&h);
+	PASCO_PASS(pasco_strategy_global_step(K.s, &gs));
+	PASCO_PASS(pasco_variable_read(gs, &t));
+	cr_assert_eq((int64_t) pasco_tensor_get(t, 0), 8, "the steps run");
+	pasco_tensor_release(t);
+	pasco_variable_free(gs);
+	snprintf(cmd, sizeof(cmd),
+	    "test \"$(ls %s | tr '\\n' ' ')\" = "
+	    "'ckpt-10 ckpt-5 '",
+	    ck);
+	cr_assert_eq(system(cmd), 0, "the checkpoints' steps");
+
+	/* started again with 3 epochs: epoch 2 alone, from its step 0 */
+	PASCO_PASS(pasco_callbacks_create(&cbs));
+	PASCO_PASS(pasco_callbacks_add(cbs, (pasco_callback){.name = "seen",
+	                                        .begin     = seen_begin,
+	                                        .epoch_end = seen_epoch_end,
+	                                        .user      = &again}));
+	n           = (named_steps){.missing = -1};
+	o.epochs    = 3;
+	o.callbacks = cbs;
+	PASCO_PASS(pasco_model_fit(K.c, m, &o, &h));
+	cr_assert_eq(
+	    h.initial_epoch, 2, "resumed at epoch %d", (int) h.initial_epoch);
+	cr_assert(again.n == 1 && again.epochs[0] == 2);
+	cr_assert(n.calls == 5 && n.epoch[0] == 2 && n.step[0] == 0,
+	    "%d steps named, the first epoch %d step %lld", n.calls,
+	    (int) n.epoch[0], (long long) n.step[0]);
+	pasco_history_fini(&h);
+	pasco_callbacks_free(cbs);
+	pasco_model_free(m);
+	stop();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
 }
 
 /* The largest move of m's variables since before[] over lr, every move

@@ -14,10 +14,14 @@ and 2 in order, and with steps_per_execution=4 (closures of 4 and 2
 steps). An explicit steps_per_epoch reads as Keras's EpochIterator reads
 arrays (keras/src/trainers/epoch_iterator.py): the epochs take the next
 batches of one pass of six until it runs out, which ends that epoch
-early, and the next epoch starts a new pass: steps_per_epoch=4 (with
-steps_per_execution 1 and 3) gives epochs of 4 and 2 steps whose examples
-are disjoint and together every example once (the sums' bits), and
-steps_per_epoch=9 gives epochs of one pass each. The written batch files
+early, and the next epoch starts a new pass: steps_per_epoch=4 gives
+epochs of 4 and 2 steps whose examples are disjoint and together every
+example once (the sums' bits), and steps_per_epoch=9 gives epochs of one
+pass each. Executions are whole, as Keras runs them (range(0,
+steps_per_epoch, steps_per_execution), each of steps_per_execution steps
+while the pass lasts): steps_per_epoch=4 with steps_per_execution=3 runs
+epochs of 3 + 3 = 6 steps, steps_per_epoch=3 with steps_per_execution=2
+epochs of 2 + 2 and then 2 (the pass's last) steps. The written batch files
 are removed at the end.
 
 `exact_epochs.py DIR kill` (under `pasco launch --restart`): the same
@@ -117,11 +121,14 @@ def run(d, strategy, kill):
     h = model.fit(x, y, batch_size=b, epochs=2, steps_per_execution=4,
                   verbose=0)
     check(h, n, "steps_per_execution=4")
-    for spx in (1, 3):
-        h = model.fit(x, y, batch_size=b, epochs=4, steps_per_epoch=4,
+    # Keras runs range(0, steps_per_epoch, steps_per_execution)
+    # executions of steps_per_execution steps each while the pass lasts
+    for spe, spx, steps in ((4, 1, [4, 2, 4, 2]), (4, 3, [6, 6, 6, 6]),
+                            (3, 2, [4, 2, 4, 2])):
+        h = model.fit(x, y, batch_size=b, epochs=4, steps_per_epoch=spe,
                       steps_per_execution=spx, verbose=0)
-        check_passes(h, n, b, [4, 2, 4, 2],
-                     f"steps_per_epoch=4, steps_per_execution={spx}")
+        check_passes(h, n, b, steps,
+                     f"steps_per_epoch={spe}, steps_per_execution={spx}")
     h = model.fit(x, y, batch_size=b, epochs=2, steps_per_epoch=9,
                   shuffle=False, verbose=0)
     check_passes(h, n, b, [6, 6], "steps_per_epoch=9")

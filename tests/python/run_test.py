@@ -19,7 +19,10 @@ numpy), sample_weights
 (tests/python/sample_weights.py: sample_weight, class_weight and
 weighted_metrics against numpy, 3 workers), exact_epochs
 (tests/python/exact_epochs.py: fit on numpy arrays reads each example
-once per epoch on 3 workers), merge_layers (Embedding(mask_zero) over
+once per epoch on 3 workers), resume_epochs (tests/python/
+resume_epochs.py: a numpy fit of epochs of 4, 2, 4, 2 steps crashed after
+epoch 2, every process launched again, resumed by BackupAndRestore: the
+uninterrupted run's losses and steps), merge_layers (Embedding(mask_zero) over
 padded sequences, GlobalAveragePooling1D, Dense: accuracy >= 0.95, the
 loss numpy's masked one), adapt (Normalization.adapt of a
 pasco.data dataset: numpy's mean and variance), tf_config
@@ -444,6 +447,18 @@ with tempfile.TemporaryDirectory(prefix="pasco-py-") as d:
                        launch_args=["--restart"])
             ok = (p.returncode == 0 and "exact_epochs: OK" in p.stdout and
                   "exact_epochs: killed worker 1 pid" in p.stdout)
+    elif case == "resume_epochs":
+        # tests/python/resume_epochs.py: the chief exits after epoch 2 (the
+        # launcher stops the rest), a new launch resumes from the backup
+        os.mkdir(os.path.join(d, "tmp"))
+        env["TMPDIR"] = os.path.join(d, "tmp")
+        p = launch("resume_epochs.py", d, "crash")
+        ok = p.returncode != 0 and \
+            "resume_epochs: crashing after epoch 2" in p.stdout and \
+            "FAILED" not in p.stdout
+        if ok:
+            p = launch("resume_epochs.py", d, "resume")
+            ok = p.returncode == 0 and "resume_epochs: OK" in p.stdout
     elif case == "saving":
         # saved on 2 ps, loaded on 1 and on 3 (the ps stage the weights
         # beside the file: under their PASCO_CHECKPOINT_DIR)
