@@ -24,21 +24,10 @@ Prints "keras_weights: OK" or "keras_weights: FAILED: why" (exit 1)."""
 import numpy as np
 
 import pasco
+from numpy_check import close, weights
 from pasco import ops
 
 L = pasco.layers
-
-
-def close(a, b, what, tol=2e-5):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a.shape != b.shape or not np.allclose(a, b, rtol=tol, atol=tol):
-        raise AssertionError(f"{what}: {a.tolist()}, numpy says "
-                             f"{b.tolist()}")
-    print(f"{what}: agrees with numpy", flush=True)
-
-
-def weights(model):
-    return {v.name: v.numpy().astype(np.float64) for v in model.variables}
 
 
 def layer_norm(x, gamma, beta, axes, eps=1e-3):
