@@ -32,6 +32,15 @@
 		    pasco_errname(pasco_rv_), pasco_errname(want));           \
 	} while (0)
 
+/* A model call (model.h) that must succeed, failing the test with the
+ * model's last error otherwise. */
+#define MODEL_PASS(expr)                                                      \
+	do {                                                                  \
+		int rv_ = (expr);                                             \
+		cr_assert(rv_ == PASCO_OK, "%s: %s", #expr,                   \
+		    pasco_model_last_error());                                \
+	} while (0)
+
 typedef struct test_cluster {
 	pasco_cluster *cluster;
 	pasco_server  *ps[8];

@@ -242,13 +242,6 @@ Test(graph, an_ops_failure_names_the_node)
 /* ---- custom layers and losses in models ---- */
 
 /* expr is PASCO_OK; else the model's last error is shown. */
-#define MODEL_PASS(expr)                                                      \
-	do {                                                                  \
-		int rv_ = (expr);                                             \
-		cr_assert(rv_ == PASCO_OK, "%s: %s", #expr,                   \
-		    pasco_model_last_error());                                \
-	} while (0)
-
 /* A Custom layer's config: name fc, the graph dense_graph (or with an
  * inference_graph: the same without its relu). */
 static char *

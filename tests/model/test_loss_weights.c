@@ -16,13 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MODEL_PASS(expr)                                                      \
-	do {                                                                  \
-		int rv_ = (expr);                                             \
-		cr_assert(rv_ == PASCO_OK, "%s: %s", #expr,                   \
-		    pasco_model_last_error());                                \
-	} while (0)
-
 TestSuite(loss_weights, .timeout = 30);
 
 #define B 4

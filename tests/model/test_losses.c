@@ -13,13 +13,6 @@
 
 TestSuite(losses, .timeout = 30);
 
-#define MODEL_PASS(expr)                                                      \
-	do {                                                                  \
-		int rv_ = (expr);                                             \
-		cr_assert(rv_ == PASCO_OK, "%s: %s", #expr,                   \
-		    pasco_model_last_error());                                \
-	} while (0)
-
 static pasco_model *
 binary_model(void)
 {

@@ -13,13 +13,6 @@
 #include <string.h>
 
 /* PASCO_PASS with the model's message */
-#define MODEL_PASS(expr)                                                      \
-	do {                                                                  \
-		int rv_ = (expr);                                             \
-		cr_assert(rv_ == PASCO_OK, "%s: %s", #expr,                   \
-		    pasco_model_last_error());                                \
-	} while (0)
-
 TestSuite(metric_specs, .timeout = 30);
 
 /* A model of output width w (one Dense layer), compiled with metrics. */

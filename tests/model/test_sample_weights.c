@@ -19,13 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MODEL_PASS(expr)                                                      \
-	do {                                                                  \
-		int rv_ = (expr);                                             \
-		cr_assert(rv_ == PASCO_OK, "%s: %s", #expr,                   \
-		    pasco_model_last_error());                                \
-	} while (0)
-
 TestSuite(sample_weights, .timeout = 30);
 
 #define B 4
