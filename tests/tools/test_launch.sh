@@ -408,6 +408,8 @@ if [ "$status" -eq 0 ] && [ "$kills" -eq 2 ] && [ "$restored" -eq 2 ] &&
 	ok "ps recovery: ps 1 killed twice and restored; every step ran and the run converged"
 else
 	fail "ps recovery: status $status, $kills kills, $restored restores"; grep -v ' epoch [0-9]*: loss' "$TMP/rec.out"
+	echo "the restarted ps 1 processes' output:"
+	tail -n 30 "$TMP/rec-ps.out" 2> /dev/null
 fi
 for p in $(ps1_task); do kill -9 "$p"; done
 if no_leftovers; then ok "no process left after the ps recovery run"; else fail "left behind after the ps recovery run: $(marked)"; fi
