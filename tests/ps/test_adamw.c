@@ -13,6 +13,7 @@
 
 #include "dyn_table.h"
 #include "store.h"
+#include "store_read.h"
 
 TestSuite(adamw, .timeout = 30);
 
@@ -66,22 +67,6 @@ touched(const int64_t *ids, int n, int64_t row)
 		}
 	}
 	return false;
-}
-
-static int
-copy_out(void *arg, const pasco_tensor *value)
-{
-	return pasco_tensor_copy(arg, value);
-}
-
-static pasco_tensor *
-read_var(ps_store *s, const char *name)
-{
-	pasco_tensor *t;
-	char          err[256];
-	PASCO_PASS(
-	    pasci_store_var_with(s, name, copy_out, &t, err, sizeof(err)));
-	return t;
 }
 
 /* Two variables start equal; one takes dense gradients (zero rows but

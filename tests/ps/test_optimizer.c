@@ -9,6 +9,7 @@
 
 #include "optimizer_desc.h"
 #include "store.h"
+#include "store_read.h"
 
 TestSuite(optimizer, .timeout = 20);
 
@@ -127,22 +128,6 @@ ref_step(ref *r, const pasco_optimizer *o, double g)
 		break;
 	}
 	}
-}
-
-static int
-copy_out(void *arg, const pasco_tensor *value)
-{
-	return pasco_tensor_copy(arg, value);
-}
-
-static pasco_tensor *
-read_var(ps_store *s, const char *name)
-{
-	pasco_tensor *t;
-	char          err[256];
-	PASCO_PASS(
-	    pasci_store_var_with(s, name, copy_out, &t, err, sizeof(err)));
-	return t;
 }
 
 /* Runs STEPS dense applies and compares every step with the reference. */
