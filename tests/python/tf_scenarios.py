@@ -72,6 +72,7 @@ import numpy as np
 import pasco
 from pasco import ops
 from pasco.data import Dataset
+from task_proc import worker_pid
 
 NOT_SCHEDULED = (
     "A `tf.distribute.experimental.ParameterServerStrategy` method is "
@@ -537,26 +538,6 @@ def distribute_dataset_used_directly(strategy, coordinator):  # 89
                 return f"{what}: the message {str(e)!r}"
             continue
         return f"{what}: iter() on the chief raised nothing"
-    return None
-
-
-def worker_pid(index):
-    """The pid of worker index of this run (PASCO_TEST_MARK and its
-    TF_CONFIG task in its environment), or None."""
-    mark = os.environ.get("PASCO_TEST_MARK")
-    want = f'"task":{{"type":"worker","index":{index}}}'
-    for p in os.listdir("/proc"):
-        if not p.isdigit() or mark is None:
-            continue
-        try:
-            with open(f"/proc/{p}/environ", "rb") as f:
-                env = f.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if f"PASCO_TEST_MARK={mark}" in env and any(
-                e.startswith("TF_CONFIG=") and want in e.replace(" ", "")
-                for e in env):
-            return int(p)
     return None
 
 

@@ -16,28 +16,9 @@ import threading
 import time
 
 import pasco
+from task_proc import worker_pid
 
 EPOCHS, STEPS = 5, 400
-
-
-def worker_pid(index):
-    """The pid of worker `index` of this run (its environment has our
-    PASCO_TEST_MARK and its TF_CONFIG task), or None."""
-    mark = os.environ["PASCO_TEST_MARK"]
-    want = f'"task":{{"type":"worker","index":{index}}}'
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/environ", "rb") as f:
-                env = f.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if f"PASCO_TEST_MARK={mark}" in env and any(
-                e.startswith("TF_CONFIG=") and want in e.replace(" ", "")
-                for e in env):
-            return int(p)
-    return None
 
 
 class KillDuringEpoch(pasco.callbacks.Callback):
