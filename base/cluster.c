@@ -83,8 +83,8 @@ address_host_port(const char *addr, char *buf, size_t len)
  * ':' of its host:port, 1 to 65535 (0 asks the kernel for any port, which
  * no other task could know). */
 static int
-cluster_check_port(pasco_role role, size_t index, const char *addr,
-    char *err, size_t errlen)
+cluster_check_port(
+    pasco_role role, size_t index, const char *addr, char *err, size_t errlen)
 {
 	char          buf[256];
 	const char   *hp = address_host_port(addr, buf, sizeof(buf));
@@ -369,7 +369,7 @@ pasco_cluster_parse_json(
 		cJSON_Delete(root);
 		return PASCO_EINVAL;
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if ((c = pasci_calloc(1, sizeof(*c))) == NULL) {
 		cJSON_Delete(root);
 		return PASCO_ENOMEM;
 	}
@@ -504,7 +504,7 @@ pasco_cluster_from_args(
 	int            rv;
 
 	*out = NULL;
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if ((c = pasci_calloc(1, sizeof(*c))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	c->task_index = -1;

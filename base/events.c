@@ -225,7 +225,7 @@ pasco_summary_writer_open(pasco_summary_writer **out, const char *dir)
 		return summary_fail(
 		    rv, "creating event directory %s: %s", dir, err);
 	}
-	if ((w = calloc(1, sizeof(*w))) == NULL ||
+	if ((w = pasci_calloc(1, sizeof(*w))) == NULL ||
 	    (w->path = event_file_name(dir, seconds)) == NULL) {
 		free(w);
 		return summary_fail(PASCO_ENOMEM, "no memory for a writer");

@@ -70,7 +70,7 @@ st_write(int root, const char *root_name, const char *path, size_t n,
 {
 	cJSON        *h    = header_json(n, names, tensors, metadata);
 	char         *text = h != NULL ? cJSON_PrintUnformatted(h) : NULL;
-	struct iovec *iov  = calloc(n + 2, sizeof(*iov));
+	struct iovec *iov  = pasci_calloc(n + 2, sizeof(*iov));
 	unsigned char prefix[8];
 	char         *padded = NULL;
 	size_t        len, plen;
@@ -96,8 +96,8 @@ st_write(int root, const char *root_name, const char *path, size_t n,
 		    (struct iovec){tensors[i]->data, tensors[i]->nbytes};
 	}
 	rv = root_name != NULL
-	         ? pasci_file_write_below(root, root_name, path, iov,
-	               (int) n + 2, 1, err, errlen)
+	         ? pasci_file_write_below(
+	               root, root_name, path, iov, (int) n + 2, 1, err, errlen)
 	         : pasci_file_write(path, iov, (int) n + 2, 1, err, errlen);
 out:
 	free(padded);
@@ -117,10 +117,9 @@ pasci_safetensors_write(const char *path, size_t n, const char *const *names,
 }
 
 int
-pasci_safetensors_write_below(int root, const char *root_name,
-    const char *rel, size_t n, const char *const *names,
-    pasco_tensor *const *tensors, const cJSON *metadata, char *err,
-    size_t errlen)
+pasci_safetensors_write_below(int root, const char *root_name, const char *rel,
+    size_t n, const char *const *names, pasco_tensor *const *tensors,
+    const cJSON *metadata, char *err, size_t errlen)
 {
 	return st_write(
 	    root, root_name, rel, n, names, tensors, metadata, err, errlen);
@@ -209,9 +208,9 @@ parse(pasci_safetensors *out, const unsigned char *buf, size_t len, char *err,
 		return PASCO_EPROTO;
 	}
 	out->names =
-	    calloc((size_t) cJSON_GetArraySize(h) + 1, sizeof(char *));
-	out->tensors =
-	    calloc((size_t) cJSON_GetArraySize(h) + 1, sizeof(pasco_tensor *));
+	    pasci_calloc((size_t) cJSON_GetArraySize(h) + 1, sizeof(char *));
+	out->tensors = pasci_calloc(
+	    (size_t) cJSON_GetArraySize(h) + 1, sizeof(pasco_tensor *));
 	if (out->names == NULL || out->tensors == NULL) {
 		cJSON_Delete(h);
 		return PASCO_ENOMEM;

@@ -137,7 +137,7 @@ tensor_new(
 	         dtype, rank, shape, &count, &nbytes)) != 0) {
 		return rv;
 	}
-	if ((t = calloc(1, sizeof(*t))) == NULL) {
+	if ((t = pasci_calloc(1, sizeof(*t))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	t->dtype = dtype;
@@ -165,7 +165,7 @@ tensor_alloc(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
 		return rv;
 	}
 	/* Always allocate at least one byte so data is never NULL. */
-	data = zero ? calloc(1, t->nbytes > 0 ? t->nbytes : 1)
+	data = zero ? pasci_calloc(1, t->nbytes > 0 ? t->nbytes : 1)
 	            : malloc(t->nbytes > 0 ? t->nbytes : 1);
 	if (data == NULL) {
 		goto fail_data;

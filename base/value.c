@@ -13,18 +13,18 @@
 static pasco_value *
 value_new(pasco_value_kind kind, size_t n)
 {
-	pasco_value *v = calloc(1, sizeof(*v));
+	pasco_value *v = pasci_calloc(1, sizeof(*v));
 	if (v == NULL) {
 		return NULL;
 	}
 	v->kind = kind;
 	v->n    = n;
-	if (n > 0 && (v->items = calloc(n, sizeof(*v->items))) == NULL) {
+	if (n > 0 && (v->items = pasci_calloc(n, sizeof(*v->items))) == NULL) {
 		free(v);
 		return NULL;
 	}
 	if (kind == PASCO_VALUE_DICT && n > 0 &&
-	    (v->keys = calloc(n, sizeof(*v->keys))) == NULL) {
+	    (v->keys = pasci_calloc(n, sizeof(*v->keys))) == NULL) {
 		free(v->items);
 		free(v);
 		return NULL;
@@ -78,7 +78,7 @@ pasco_value_list_of(size_t n, pasco_value *const *items)
 pasco_value *
 pasco_value_list(size_t n, ...)
 {
-	pasco_value **items = calloc(n + 1, sizeof(*items));
+	pasco_value **items = pasci_calloc(n + 1, sizeof(*items));
 	pasco_value  *out;
 	va_list       ap;
 
@@ -127,8 +127,8 @@ pasci_value_dict_of(
 pasco_value *
 pasco_value_dict(size_t n, ...)
 {
-	const char  **keys  = calloc(n + 1, sizeof(*keys));
-	pasco_value **items = calloc(n + 1, sizeof(*items));
+	const char  **keys  = pasci_calloc(n + 1, sizeof(*keys));
+	pasco_value **items = pasci_calloc(n + 1, sizeof(*items));
 	pasco_value  *out   = NULL;
 	va_list       ap;
 

@@ -25,7 +25,8 @@ typedef struct fanout {
 shard_call *
 pasci_shard_calls_new(const pasco_variable *v, int method)
 {
-	shard_call *calls = calloc((size_t) v->nshards + 1, sizeof(*calls));
+	shard_call *calls =
+	    pasci_calloc((size_t) v->nshards + 1, sizeof(*calls));
 	for (int32_t i = 0; calls != NULL && i < v->nshards; i++) {
 		pasci_wire_builder_init(&calls[i].b, (pasci_method) method);
 	}
@@ -356,8 +357,9 @@ pasci_shard_calls_run_many(
 	{
 		/* without memory for the list, the writes are still made; a
 		 * failed one is then found by its finish */
-		pasci_bulk_pending **sent = calloc(nreqs + 1, sizeof(*sent));
-		size_t               ns   = 0;
+		pasci_bulk_pending **sent =
+		    pasci_calloc(nreqs + 1, sizeof(*sent));
+		size_t ns = 0;
 		for (size_t k = 0; sent != NULL && k < nreqs; k++) {
 			if (reqs[k].bulk) {
 				sent[ns++] = &reqs[k].pending;

@@ -21,7 +21,7 @@ int
 pasci_variable_new(pasco_variable **out, const char *name, pasco_dtype dtype,
     int32_t rank, const int64_t *shape, int64_t timeout_ms)
 {
-	pasco_variable *v = calloc(1, sizeof(*v));
+	pasco_variable *v = pasci_calloc(1, sizeof(*v));
 	*out              = NULL;
 	if (v == NULL || (v->name = pasci_strdup(name)) == NULL) {
 		free(v);
@@ -239,7 +239,7 @@ int
 pasco_variable_read_all(
     size_t n, pasco_variable *const *vars, pasco_tensor **outs)
 {
-	shard_call **calls = calloc(n + 1, sizeof(*calls));
+	shard_call **calls = pasci_calloc(n + 1, sizeof(*calls));
 	int          rv    = calls != NULL ? PASCO_OK : PASCO_ENOMEM;
 	for (size_t k = 0; k < n; k++) {
 		outs[k] = NULL;
@@ -430,13 +430,14 @@ apply_mixed(size_t n, pasco_variable *const *vars, const pasco_optimizer *opt,
 	if (opt == NULL || !pasci_clip_wanted(opt)) {
 		return apply_clipped(n, vars, opt, ids, grads, adds, pre);
 	}
-	if ((made = calloc(2 * n + 1, sizeof(*made))) == NULL) {
+	if ((made = pasci_calloc(2 * n + 1, sizeof(*made))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	/* made[0..n): new ids, made[n..2n): new gradients (NULL: as given) */
 	rv = pasci_clip_gradients(n, opt, ids, grads, made, made + n);
 	if (rv == 0) {
-		const pasco_tensor **use = calloc(2 * n + 1, sizeof(*use));
+		const pasco_tensor **use =
+		    pasci_calloc(2 * n + 1, sizeof(*use));
 		for (size_t k = 0; use != NULL && k < n; k++) {
 			bool kept  = made[n + k] == NULL;
 			use[k]     = kept || made[k] == NULL
@@ -461,8 +462,8 @@ apply_clipped(size_t n, pasco_variable *const *vars,
     const pasci_step *pre)
 {
 	size_t           nadd  = adds != NULL ? adds->n : 0;
-	shard_call     **calls = calloc(n + nadd + 1, sizeof(*calls));
-	pasco_variable **all   = calloc(n + nadd + 1, sizeof(*all));
+	shard_call     **calls = pasci_calloc(n + nadd + 1, sizeof(*calls));
+	pasco_variable **all   = pasci_calloc(n + nadd + 1, sizeof(*all));
 	int        rv = calls != NULL && all != NULL ? PASCO_OK : PASCO_ENOMEM;
 	pasci_step st = {0};
 	if (opt == NULL) {

@@ -203,12 +203,12 @@ static int
 route(const pasco_variable *v, const int64_t *ids, int64_t n, routed *r)
 {
 	int64_t *shard_of = malloc(sizeof(int64_t) * (size_t) (n + 1));
-	int64_t *fill     = calloc((size_t) v->nshards + 1, sizeof(int64_t));
-	int      rv       = PASCO_OK;
+	int64_t *fill = pasci_calloc((size_t) v->nshards + 1, sizeof(int64_t));
+	int      rv   = PASCO_OK;
 
-	r->local = calloc((size_t) v->nshards, sizeof(*r->local));
+	r->local = pasci_calloc((size_t) v->nshards, sizeof(*r->local));
 	r->pos   = malloc(sizeof(int64_t) * (size_t) (n + 1));
-	r->start = calloc((size_t) v->nshards + 1, sizeof(int64_t));
+	r->start = pasci_calloc((size_t) v->nshards + 1, sizeof(int64_t));
 	if (shard_of == NULL || fill == NULL || r->local == NULL ||
 	    r->pos == NULL || r->start == NULL) {
 		rv = PASCO_ENOMEM;
@@ -285,7 +285,7 @@ int
 pasci_gather_prepare(
     pasco_variable *v, const pasco_tensor *ids, pasci_gather **out)
 {
-	pasci_gather *g = calloc(1, sizeof(*g));
+	pasci_gather *g = pasci_calloc(1, sizeof(*g));
 	int           rv;
 	*out = NULL;
 	if (g == NULL) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
 #include "variable_impl.h"
 
 /* The reads of read_mixed; with counter, its fetch-add of 1 travels
@@ -21,9 +22,9 @@ read_mixed(size_t n, pasco_variable *const *vars,
     const pasco_tensor *const *ids, pasco_tensor **outs,
     pasco_variable *counter, int64_t *t, bool find_only)
 {
-	shard_call     **calls   = calloc(n + 2, sizeof(*calls));
-	pasci_gather   **gathers = calloc(n + 1, sizeof(*gathers));
-	pasco_variable **all     = calloc(n + 2, sizeof(*all));
+	shard_call     **calls   = pasci_calloc(n + 2, sizeof(*calls));
+	pasci_gather   **gathers = pasci_calloc(n + 1, sizeof(*gathers));
+	pasco_variable **all     = pasci_calloc(n + 2, sizeof(*all));
 	int              rv      = PASCO_OK;
 
 	for (size_t k = 0; k < n; k++) {

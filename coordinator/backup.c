@@ -31,7 +31,7 @@ typedef struct dir_cb {
 static void *
 dir_cb_alloc(size_t size, pasco_strategy *s, const char *dir)
 {
-	dir_cb *d = calloc(1, size);
+	dir_cb *d = pasci_calloc(1, size);
 	if (d == NULL || (d->dir = pasci_strdup(dir)) == NULL) {
 		free(d);
 		return NULL;

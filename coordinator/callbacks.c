@@ -97,7 +97,7 @@ update_global_step(pasco_fit_context *ctx)
 int
 pasco_callbacks_create(pasco_callbacks **out)
 {
-	if ((*out = calloc(1, sizeof(**out))) == NULL) {
+	if ((*out = pasci_calloc(1, sizeof(**out))) == NULL) {
 		return pasco_fit_fail(PASCO_ENOMEM, "no memory for callbacks");
 	}
 	return PASCO_OK;
@@ -399,7 +399,7 @@ pasco_callback_tensorboard(
 		return pasco_fit_fail(
 		    PASCO_EINVAL, "tensorboard callback: no log directory");
 	}
-	if ((t = calloc(1, sizeof(*t))) == NULL ||
+	if ((t = pasci_calloc(1, sizeof(*t))) == NULL ||
 	    (t->logdir = pasci_strdup(o->logdir)) == NULL) {
 		free(t);
 		return pasco_fit_fail(
@@ -486,7 +486,7 @@ pasco_callback_early_stopping(
 		    "early stopping: want a log name, patience >= 0, "
 		    "min_delta >= 0 and a mode");
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
+	if ((s = pasci_calloc(1, sizeof(*s))) == NULL) {
 		return pasco_fit_fail(
 		    PASCO_ENOMEM, "no memory for a callback");
 	}

@@ -143,7 +143,7 @@ pasco_callback_reduce_lr_on_plateau(
 		    "and a mode",
 		    factor);
 	}
-	if ((p = calloc(1, sizeof(*p))) == NULL) {
+	if ((p = pasci_calloc(1, sizeof(*p))) == NULL) {
 		return pasco_fit_fail(
 		    PASCO_ENOMEM, "no memory for a callback");
 	}
@@ -216,7 +216,7 @@ pasco_callback_lr_scheduler(pasco_callback *out,
 		return pasco_fit_fail(
 		    PASCO_EINVAL, "LearningRateScheduler: no schedule");
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
+	if ((s = pasci_calloc(1, sizeof(*s))) == NULL) {
 		return pasco_fit_fail(
 		    PASCO_ENOMEM, "no memory for a callback");
 	}
@@ -284,7 +284,7 @@ static int
 csv_keys(csv_cb *c, const pasco_logs *logs)
 {
 	bool has_val = false;
-	if ((c->keys = calloc(2 * logs->count + 1, sizeof(*c->keys))) ==
+	if ((c->keys = pasci_calloc(2 * logs->count + 1, sizeof(*c->keys))) ==
 	    NULL) {
 		return pasco_fit_fail(PASCO_ENOMEM, "CSVLogger: no memory");
 	}
@@ -407,7 +407,7 @@ pasco_callback_csv_logger(
 		    "character, got \"%s\"",
 		    separator != NULL ? separator : ",");
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL ||
+	if ((c = pasci_calloc(1, sizeof(*c))) == NULL ||
 	    (c->path = pasci_strdup(path)) == NULL) {
 		free(c);
 		return pasco_fit_fail(

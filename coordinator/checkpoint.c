@@ -37,7 +37,7 @@ pasci_checkpoint_directory(pasco_strategy *s, size_t *n)
 	for (var_entry *e = s->vars; e != NULL; e = e->next) {
 		count++;
 	}
-	out = calloc(count + 1, sizeof(*out));
+	out = pasci_calloc(count + 1, sizeof(*out));
 	i   = count; /* the directory is newest first: fill from the end */
 	for (var_entry *e = s->vars; out != NULL && e != NULL; e = e->next) {
 		if (pasci_variable_clone(&out[--i], e->layout) != 0) {
@@ -265,7 +265,7 @@ list_saved(const char *dir, listed *out, size_t max)
 size_t
 pasci_checkpoint_list(const char *dir, int64_t *steps, size_t max)
 {
-	listed *all = calloc(max + 1, sizeof(*all));
+	listed *all = pasci_calloc(max + 1, sizeof(*all));
 	size_t  n   = all != NULL ? list_saved(dir, all, max) : 0;
 	for (size_t i = 0; i < n; i++) {
 		steps[i] = all[i].step;

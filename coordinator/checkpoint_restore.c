@@ -401,7 +401,7 @@ int
 pasci_ckpt_restore(pasci_ckpt *ck, pasco_variable **vars, size_t n,
     int32_t task, char *restored, size_t rlen, char *err, size_t len)
 {
-	char  *how  = calloc(n + 1, 1);
+	char  *how  = pasci_calloc(n + 1, 1);
 	size_t used = 0;
 	int    rv   = how != NULL ? PASCO_OK : PASCO_ENOMEM;
 

@@ -60,7 +60,7 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	uint32_t cap =
 	    opts != NULL && opts->queue_size > 0 ? opts->queue_size : 262144;
 	*out = NULL;
-	if (s == NULL || (c = calloc(1, sizeof(*c))) == NULL) {
+	if (s == NULL || (c = pasci_calloc(1, sizeof(*c))) == NULL) {
 		return s == NULL ? PASCO_EINVAL : PASCO_ENOMEM;
 	}
 	c->s              = s;
@@ -74,10 +74,11 @@ pasco_coordinator_create(pasco_coordinator **out, pasco_strategy *s,
 	c->fetches = pasci_counter_new(); /* NULL: fetches are not counted */
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->watchdog_cv, NULL);
-	if ((c->dispatchers = calloc(c->nworkers, sizeof(pthread_t))) ==
+	if ((c->dispatchers = pasci_calloc(c->nworkers, sizeof(pthread_t))) ==
 	        NULL ||
-	    (c->parked = calloc(c->nworkers, sizeof(closure *))) == NULL ||
-	    (c->linked = calloc(c->nworkers, sizeof(bool))) == NULL ||
+	    (c->parked = pasci_calloc(c->nworkers, sizeof(closure *))) ==
+	        NULL ||
+	    (c->linked = pasci_calloc(c->nworkers, sizeof(bool))) == NULL ||
 	    (c->faults = pasci_link_faults_new(c->nworkers, s->nps)) == NULL ||
 	    pasci_queue_init(&c->q, cap, c->nworkers, window) != 0) {
 		pasci_link_faults_free(c->faults);
@@ -206,12 +207,12 @@ static int
 closure_capture(pasco_coordinator *c, closure **out, const char *fn,
     const pasco_arg *args, size_t nargs, char *err, size_t len)
 {
-	closure *cl = calloc(1, sizeof(*cl));
+	closure *cl = pasci_calloc(1, sizeof(*cl));
 	int      rv = PASCO_OK;
 
 	*out = NULL;
 	if (cl == NULL || (cl->name = pasci_strdup(fn)) == NULL ||
-	    (cl->args = calloc(nargs + 1, sizeof(*cl->args))) == NULL) {
+	    (cl->args = pasci_calloc(nargs + 1, sizeof(*cl->args))) == NULL) {
 		pasci_closure_free(cl);
 		pasci_fmt(err, len, "out of memory");
 		return PASCO_ENOMEM;
@@ -311,8 +312,8 @@ pasco_schedule_shards(pasco_coordinator *c, const char *fn,
     pasco_value **results)
 {
 	pasco_remote_value **rvs =
-	    calloc((size_t) num_shards + 1, sizeof(*rvs));
-	pasco_arg    *all   = calloc(nargs + 2, sizeof(*all));
+	    pasci_calloc((size_t) num_shards + 1, sizeof(*rvs));
+	pasco_arg    *all   = pasci_calloc(nargs + 2, sizeof(*all));
 	pasco_tensor *count = NULL;
 	int           rv    = rvs && all ? PASCO_OK : PASCO_ENOMEM;
 

@@ -440,7 +440,7 @@ refill(pasco_coordinator *c, size_t w)
 	refilling = true;
 	/* no allocation per closure unless max_batch is raised past 33 */
 	if (c->max_batch > 33) {
-		riders = calloc(c->max_batch, sizeof(*riders));
+		riders = pasci_calloc(c->max_batch, sizeof(*riders));
 	}
 	send_taken(c, w, next, tagged, riders);
 	if (riders != room) {
@@ -625,7 +625,7 @@ dispatcher_main(void *arg)
 
 	pasci_fmt(name, sizeof(name), "pasco-disp-%zu", d->w);
 	pasci_thread_name(name);
-	closure **riders = calloc(d->c->max_batch, sizeof(*riders));
+	closure **riders = pasci_calloc(d->c->max_batch, sizeof(*riders));
 	while ((cl = pasci_queue_get(&d->c->q, d->w, &tagged)) != NULL) {
 		send_taken(d->c, d->w, cl, tagged, riders);
 	}

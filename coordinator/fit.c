@@ -192,9 +192,10 @@ static int
 schedule_epoch(pasco_coordinator *c, const pasco_fit_options *o, uint32_t spe,
     int32_t epoch, pasco_remote_value **rvs, int64_t nclosures, int64_t *n)
 {
-	pasco_arg *args =
-	    o->closure_tensor != NULL ? calloc(o->nargs, sizeof(*args)) : NULL;
-	int rv = PASCO_OK;
+	pasco_arg *args = o->closure_tensor != NULL
+	                      ? pasci_calloc(o->nargs, sizeof(*args))
+	                      : NULL;
+	int        rv   = PASCO_OK;
 	if (o->closure_tensor != NULL && args == NULL) {
 		return pasco_fit_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -331,12 +332,13 @@ train_epoch(pasco_coordinator *c, const pasco_fit_options *o,
 {
 	uint32_t spe = o->steps_per_execution ? o->steps_per_execution : 1;
 	int64_t  nclosures = (o->steps_per_epoch + spe - 1) / spe, n = 0;
-	int64_t  steps            = 0;
-	size_t   want             = 1 + o->nmetrics + o->ncounts;
-	int64_t  start            = pasci_now_ns();
-	pasco_remote_value **rvs  = calloc((size_t) nclosures, sizeof(*rvs));
-	double              *sums = calloc(2 * want, sizeof(*sums));
-	int                  rv;
+	int64_t  steps = 0;
+	size_t   want  = 1 + o->nmetrics + o->ncounts;
+	int64_t  start = pasci_now_ns();
+	pasco_remote_value **rvs =
+	    pasci_calloc((size_t) nclosures, sizeof(*rvs));
+	double *sums = pasci_calloc(2 * want, sizeof(*sums));
+	int     rv;
 
 	if (rvs == NULL || sums == NULL) {
 		free(rvs);
@@ -390,7 +392,7 @@ validate(pasco_coordinator *c, const pasco_fit_options *o, pasco_logs *logs)
 	                                          : (int32_t) pasco_strategy_num_workers(c->s);
 	size_t        want                  = 2 + o->nmetrics;
 	double        sums[2 + MAX_METRICS] = {0};
-	pasco_value **res = calloc((size_t) shards, sizeof(*res));
+	pasco_value **res = pasci_calloc((size_t) shards, sizeof(*res));
 	int           rv;
 	char          name[PASCO_LOG_NAME_MAX];
 
@@ -479,7 +481,7 @@ fit_epochs(pasco_coordinator *c, const pasco_fit_options *o,
 	pasco_fit_context *ctx    = pasci_callbacks_ctx(cbs);
 	int                rv;
 	if (o->ncounts > 0 &&
-	    (counts = calloc(o->ncounts, sizeof(*counts))) == NULL) {
+	    (counts = pasci_calloc(o->ncounts, sizeof(*counts))) == NULL) {
 		return pasco_fit_fail(PASCO_ENOMEM, "no memory for counts");
 	}
 	ctx->learning_rate = lr;

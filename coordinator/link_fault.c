@@ -66,19 +66,24 @@ struct pasci_link_faults {
 pasci_link_faults *
 pasci_link_faults_new(size_t nworkers, size_t nps)
 {
-	pasci_link_faults *f = calloc(1, sizeof(*f));
+	pasci_link_faults *f = pasci_calloc(1, sizeof(*f));
 	if (f == NULL) {
 		return NULL;
 	}
 	pthread_mutex_init(&f->mu, NULL);
-	if ((f->lost_ms = calloc(nworkers + 1, sizeof(int64_t))) == NULL ||
-	    (f->logged = calloc(nworkers + 1, sizeof(bool))) == NULL ||
-	    (f->bench_ms = calloc(nworkers + 1, sizeof(int64_t))) == NULL ||
-	    (f->faulty = calloc(nworkers + 1, sizeof(bool))) == NULL ||
-	    (f->progress = calloc(nworkers + 1, sizeof(int64_t))) == NULL ||
-	    (f->ps_used = calloc(nworkers + 1, sizeof(uint64_t))) == NULL ||
-	    (f->warned = calloc(nworkers + 1, sizeof(int64_t))) == NULL ||
-	    (f->transient = calloc(nps + 1, sizeof(uint32_t))) == NULL) {
+	if ((f->lost_ms = pasci_calloc(nworkers + 1, sizeof(int64_t))) ==
+	        NULL ||
+	    (f->logged = pasci_calloc(nworkers + 1, sizeof(bool))) == NULL ||
+	    (f->bench_ms = pasci_calloc(nworkers + 1, sizeof(int64_t))) ==
+	        NULL ||
+	    (f->faulty = pasci_calloc(nworkers + 1, sizeof(bool))) == NULL ||
+	    (f->progress = pasci_calloc(nworkers + 1, sizeof(int64_t))) ==
+	        NULL ||
+	    (f->ps_used = pasci_calloc(nworkers + 1, sizeof(uint64_t))) ==
+	        NULL ||
+	    (f->warned = pasci_calloc(nworkers + 1, sizeof(int64_t))) ==
+	        NULL ||
+	    (f->transient = pasci_calloc(nps + 1, sizeof(uint32_t))) == NULL) {
 		pasci_link_faults_free(f);
 		return NULL;
 	}

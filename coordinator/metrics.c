@@ -15,7 +15,7 @@
 pasci_counter *
 pasci_counter_new(void)
 {
-	pasci_counter *n = calloc(1, sizeof(*n));
+	pasci_counter *n = pasci_calloc(1, sizeof(*n));
 	if (n != NULL) {
 		n->refs = 1;
 	}

@@ -86,7 +86,7 @@ run_shards(pasco_coordinator *c, pasco_model *m, const char *fn,
     pasco_tensor *const *extra, size_t nextra, int32_t shards,
     pasco_value **res)
 {
-	pasco_arg *a = calloc(MAX_ARGS(m), sizeof(*a));
+	pasco_arg *a = pasci_calloc(MAX_ARGS(m), sizeof(*a));
 	size_t     n = 0;
 	int        rv;
 	if (a == NULL) {
@@ -122,7 +122,7 @@ static int
 check_validation(pasco_coordinator *c, const pasco_model_fit_options *o)
 {
 	int32_t       shards = shards_of(c, o->validation_shards);
-	pasco_value **res    = calloc((size_t) shards, sizeof(*res));
+	pasco_value **res    = pasci_calloc((size_t) shards, sizeof(*res));
 	pasco_tensor *name   = NULL;
 	pasco_arg     arg;
 	int           rv;
@@ -151,8 +151,8 @@ evaluate_sums(pasco_coordinator *c, pasco_model *m, const char *dataset,
     int32_t shards, double **out)
 {
 	size_t        want = 2 + m->compile.state_len;
-	pasco_value **res  = calloc((size_t) shards, sizeof(*res));
-	double       *sums = calloc(want, sizeof(*sums));
+	pasco_value **res  = pasci_calloc((size_t) shards, sizeof(*res));
+	double       *sums = pasci_calloc(want, sizeof(*sums));
 	pasco_tensor *name = NULL;
 	int           rv   = PASCO_ENOMEM;
 
@@ -237,7 +237,7 @@ pasco_model_predict(pasco_coordinator *c, pasco_model *m,
 	}
 	format = o->format;
 	shards = shards_of(c, o->shards);
-	if ((res = calloc((size_t) shards, sizeof(*res))) == NULL ||
+	if ((res = pasci_calloc((size_t) shards, sizeof(*res))) == NULL ||
 	    string_tensor(o->dataset, &ex[0]) != 0 ||
 	    string_tensor(o->dir, &ex[1]) != 0 ||
 	    pasco_tensor_from(
@@ -768,7 +768,7 @@ pasco_model_fit(pasco_coordinator *c, pasco_model *m,
 		pasco_variable_free(gs);
 		return rv;
 	}
-	if ((args = calloc(MAX_ARGS(m), sizeof(*args))) == NULL) {
+	if ((args = pasci_calloc(MAX_ARGS(m), sizeof(*args))) == NULL) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	} else if (o->step_dataset == NULL &&
 	           ((rv = pasco_per_worker_dataset_create(

@@ -422,7 +422,7 @@ write_weights(pasco_strategy *s, const pasco_model *m, const char *path,
 {
 	char        stage[4200], ck_path[4300], err[1500] = "", *dir, *text;
 	char       *copy = pasci_strdup(path);
-	pasci_ckpt *ck   = calloc(1, sizeof(*ck));
+	pasci_ckpt *ck   = pasci_calloc(1, sizeof(*ck));
 	merged      w    = {.crcs = cJSON_CreateObject()};
 	cJSON      *man  = NULL, *meta;
 	int         rv;
@@ -500,12 +500,13 @@ restore_file(
     pasco_strategy *s, pasco_model *m, pasci_safetensors *f, const char *what)
 {
 	const char *text = cJSON_GetStringValue(item(f->metadata, "manifest"));
-	pasci_ckpt *ck   = calloc(1, sizeof(*ck));
-	pasco_variable *gs = NULL, **vars = calloc(m->nvars + m->nlayers + 2,
-	                               sizeof(*vars));
-	char            err[1500] = "";
-	size_t          n         = 0, count;
-	int             rv        = PASCO_OK;
+	pasci_ckpt *ck   = pasci_calloc(1, sizeof(*ck));
+	pasco_variable *gs    = NULL,
+	               **vars = pasci_calloc(
+	                   m->nvars + m->nlayers + 2, sizeof(*vars));
+	char   err[1500] = "";
+	size_t n         = 0, count;
+	int    rv        = PASCO_OK;
 	if (ck == NULL || vars == NULL) {
 		pasci_safetensors_fini(f);
 		free(ck);

@@ -292,7 +292,7 @@ pasco_model_summary(const pasco_model *m, char **out)
 		return pasci_model_fail(
 		    PASCO_EINVAL, "summary: needs a model");
 	}
-	rows = calloc(m->ninputs + m->nlayers + 1, sizeof(*rows));
+	rows = pasci_calloc(m->ninputs + m->nlayers + 1, sizeof(*rows));
 	if (rows == NULL || (f = open_memstream(out, &len)) == NULL) {
 		free(rows);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");

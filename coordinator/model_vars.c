@@ -3,6 +3,7 @@
 #include "layers_impl.h"
 
 #include "pasco/coordinator.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ pasco_model_create_variables(pasco_model *m, pasco_strategy *s)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "create_variables: needs a model and a strategy");
 	}
-	made = calloc(m->nvars + 1, sizeof(*made));
+	made = pasci_calloc(m->nvars + 1, sizeof(*made));
 	if (made == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}

@@ -90,8 +90,8 @@ int
 pasci_zip_write(const char *path, const pasci_zip_entry *e, size_t n,
     char *err, size_t errlen)
 {
-	uint8_t      *heads        = calloc(n + 1, LOCAL_LEN + CENTRAL_LEN);
-	struct iovec *iov          = calloc(3 * n + 2, sizeof(*iov));
+	uint8_t      *heads = pasci_calloc(n + 1, LOCAL_LEN + CENTRAL_LEN);
+	struct iovec *iov   = pasci_calloc(3 * n + 2, sizeof(*iov));
 	uint8_t       end[END_LEN] = {0};
 	size_t        off = 0, cd_len = 0, k = 0;
 	int           rv = PASCO_OK;

@@ -28,7 +28,7 @@ pasco_per_worker_dataset_create(pasco_per_worker_dataset **out,
 	if (c == NULL || factory_name == NULL || *factory_name == 0) {
 		return PASCO_EINVAL;
 	}
-	if ((d = calloc(1, sizeof(*d))) == NULL ||
+	if ((d = pasci_calloc(1, sizeof(*d))) == NULL ||
 	    (d->factory = pasci_strdup(factory_name)) == NULL) {
 		free(d);
 		return PASCO_ENOMEM;
@@ -65,7 +65,7 @@ pasci_iterator_free(pasco_per_worker_iterator *it, size_t nworkers)
 static closure *
 build_closure(pasco_per_worker_iterator *it, size_t w)
 {
-	closure *cl = calloc(1, sizeof(*cl));
+	closure *cl = pasci_calloc(1, sizeof(*cl));
 	pasci_iterator_set_status(it, w, PASCO_OK, "");
 	if (cl == NULL || (cl->name = pasci_strdup(it->factory)) == NULL) {
 		free(cl);
@@ -135,7 +135,7 @@ pasci_iterator_create(pasco_per_worker_iterator **out, pasco_coordinator *c,
 	pasco_per_worker_iterator *it;
 
 	*out = NULL;
-	if ((it = calloc(1, sizeof(*it))) == NULL) {
+	if ((it = pasci_calloc(1, sizeof(*it))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	pthread_mutex_init(&it->mu, NULL);
@@ -144,8 +144,8 @@ pasci_iterator_create(pasco_per_worker_iterator **out, pasco_coordinator *c,
 	it->is_value = is_value;
 	it->id       = pasci_coordinator_next_id(c);
 	it->factory  = pasci_strdup(factory);
-	it->err      = calloc(c->nworkers, sizeof(*it->err));
-	it->msg      = calloc(c->nworkers, sizeof(*it->msg));
+	it->err      = pasci_calloc(c->nworkers, sizeof(*it->err));
+	it->msg      = pasci_calloc(c->nworkers, sizeof(*it->msg));
 	if (it->factory == NULL || it->err == NULL || it->msg == NULL) {
 		pasci_iterator_free(it, c->nworkers);
 		return PASCO_ENOMEM;
@@ -172,7 +172,7 @@ pasci_iterator_hold(pasco_per_worker_iterator *it)
 static closure *
 release_closure(pasco_per_worker_iterator *it)
 {
-	closure *cl = calloc(1, sizeof(*cl));
+	closure *cl = pasci_calloc(1, sizeof(*cl));
 	if (cl != NULL) {
 		cl->kind     = CLOSURE_RESOURCE_RELEASE;
 		cl->resource = it->id;

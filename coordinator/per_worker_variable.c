@@ -26,7 +26,7 @@ pasco_per_worker_variable_create(
 	if (c == NULL || init_fn == NULL || *init_fn == 0) {
 		return PASCO_EINVAL;
 	}
-	if ((v = calloc(1, sizeof(*v))) == NULL) {
+	if ((v = pasci_calloc(1, sizeof(*v))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	if ((rv = pasci_iterator_create(&v->it, c, init_fn, true)) != 0) {
@@ -82,7 +82,7 @@ pasci_per_worker_read_done(
 static int
 read_one(pasco_per_worker_variable *v, size_t w, pasco_remote_value **rv)
 {
-	closure *cl = calloc(1, sizeof(*cl));
+	closure *cl = pasci_calloc(1, sizeof(*cl));
 	if (cl == NULL || (*rv = pasci_remote_value_new()) == NULL) {
 		free(cl);
 		return PASCO_ENOMEM;
@@ -133,7 +133,7 @@ pasco_per_worker_variable_read_all(
 {
 	pasco_coordinator   *c         = v->it->coord;
 	size_t               n         = c->nworkers;
-	pasco_remote_value **rv        = calloc(n + 1, sizeof(*rv));
+	pasco_remote_value **rv        = pasci_calloc(n + 1, sizeof(*rv));
 	char                 msg[1024] = "";
 	int                  err       = rv != NULL ? PASCO_OK : PASCO_ENOMEM;
 

@@ -277,7 +277,7 @@ pasco_callback_progress(pasco_callback *out, const pasco_progress_options *o)
 		    "progress: interval_s must be >= 0, got %g",
 		    o->interval_s);
 	}
-	if ((p = calloc(1, sizeof(*p))) == NULL) {
+	if ((p = pasci_calloc(1, sizeof(*p))) == NULL) {
 		return pasco_fit_fail(
 		    PASCO_ENOMEM, "no memory for a callback");
 	}

@@ -24,7 +24,8 @@ pasci_queue_init(
     closure_queue *q, size_t cap, size_t nworkers, uint32_t window)
 {
 	memset(q, 0, sizeof(*q));
-	if ((q->workers = calloc(nworkers + 1, sizeof(*q->workers))) == NULL) {
+	if ((q->workers = pasci_calloc(nworkers + 1, sizeof(*q->workers))) ==
+	    NULL) {
 		return PASCO_ENOMEM;
 	}
 	q->cap      = cap;

@@ -151,7 +151,7 @@ pasci_recovery_on_failure(pasco_coordinator *c, size_t w, closure *cl,
 		return PASCI_RECOVERY_RETRY;
 	}
 	if (!lost_ps_error(err) || cl->ps_holds >= MAX_HOLDS ||
-	    (h = calloc(1, sizeof(*h))) == NULL) {
+	    (h = pasci_calloc(1, sizeof(*h))) == NULL) {
 		return PASCI_RECOVERY_FAIL;
 	}
 	/* maybe a ps loss not seen here yet: retry after a backoff */
@@ -389,9 +389,9 @@ start_locked(pasco_strategy *s)
 int
 pasci_recovery_init(pasco_strategy *s, const pasco_strategy_options *opts)
 {
-	pasci_recovery *r = calloc(1, sizeof(*r));
-	if (r == NULL || (r->state = calloc(s->nps, 1)) == NULL ||
-	    (r->since_ms = calloc(s->nps, sizeof(int64_t))) == NULL) {
+	pasci_recovery *r = pasci_calloc(1, sizeof(*r));
+	if (r == NULL || (r->state = pasci_calloc(s->nps, 1)) == NULL ||
+	    (r->since_ms = pasci_calloc(s->nps, sizeof(int64_t))) == NULL) {
 		if (r != NULL) {
 			free(r->state);
 		}

@@ -23,7 +23,7 @@ struct pasco_remote_value {
 pasco_remote_value *
 pasci_remote_value_new(void)
 {
-	pasco_remote_value *rv = calloc(1, sizeof(*rv));
+	pasco_remote_value *rv = pasci_calloc(1, sizeof(*rv));
 	if (rv != NULL) {
 		pthread_mutex_init(&rv->mu, NULL);
 		pthread_cond_init(&rv->cv, NULL);

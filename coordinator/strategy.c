@@ -413,8 +413,9 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 		pasci_log(PASCI_LOG_ERROR, "%s", create_error);
 		return PASCO_EINVAL;
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		pasci_error_fmt(create_error, sizeof(create_error), "out of memory");
+	if ((s = pasci_calloc(1, sizeof(*s))) == NULL) {
+		pasci_error_fmt(
+		    create_error, sizeof(create_error), "out of memory");
 		return PASCO_ENOMEM;
 	}
 	if (!cluster_all_tls(cluster)) {
@@ -430,10 +431,10 @@ pasco_strategy_create(pasco_strategy **out, const pasco_cluster *cluster,
 	s->call_timeout_ms  = opts != NULL && opts->call_timeout_ms > 0
 	                          ? opts->call_timeout_ms
 	                          : 60000;
-	s->ps               = calloc(s->nps, sizeof(*s->ps));
-	s->workers          = calloc(s->nworkers, sizeof(*s->workers));
-	s->links            = calloc(s->nworkers, sizeof(*s->links));
-	s->ps_links         = calloc(s->nps, sizeof(*s->ps_links));
+	s->ps               = pasci_calloc(s->nps, sizeof(*s->ps));
+	s->workers          = pasci_calloc(s->nworkers, sizeof(*s->workers));
+	s->links            = pasci_calloc(s->nworkers, sizeof(*s->links));
+	s->ps_links         = pasci_calloc(s->nps, sizeof(*s->ps_links));
 	s->heartbeat_ms     = opts != NULL && opts->heartbeat_interval_ms != 0
 	                          ? opts->heartbeat_interval_ms
 	                          : 1000;
@@ -571,8 +572,8 @@ strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
 	if (part != NULL &&
 	    (rv = pasco_partition(part, dtype, pasco_dtype_size(dtype), rank,
 	         shape, &shards, err, sizeof(err))) != 0) {
-		pasci_error_fmt(s->error, sizeof(s->error), "partitioning '%s': %s",
-		    name, err);
+		pasci_error_fmt(s->error, sizeof(s->error),
+		    "partitioning '%s': %s", name, err);
 		return rv;
 	}
 	if (rank > 0 && shards > shape[0]) {
@@ -611,7 +612,7 @@ strategy_place(pasco_strategy *s, const char *name, pasco_dtype dtype,
 void
 pasci_strategy_remember(pasco_strategy *s, const pasco_variable *v)
 {
-	var_entry *e = calloc(1, sizeof(*e));
+	var_entry *e = pasci_calloc(1, sizeof(*e));
 	if (e == NULL || pasci_variable_clone(&e->layout, v) != 0) {
 		free(e);
 		return; /* only idempotence checks are lost */
@@ -626,8 +627,8 @@ pasci_strategy_remember(pasco_strategy *s, const pasco_variable *v)
 static int
 fill_creates(pasco_variable *v, shard_call *calls, const pasco_tensor *value,
     const pasco_initializer *init, const pasco_constraint *constraint,
-    pasci_wire_init *inits,
-    pasci_wire_spec *specs, int64_t (*shapes)[PASCO_MAX_RANK])
+    pasci_wire_init *inits, pasci_wire_spec *specs,
+    int64_t (*shapes)[PASCO_MAX_RANK])
 {
 	size_t row = pasci_variable_row_bytes(v);
 	for (int32_t i = 0; i < v->nshards; i++) {
@@ -650,10 +651,9 @@ fill_creates(pasco_variable *v, shard_call *calls, const pasco_tensor *value,
 			pasco_tensor_release(part);
 			continue;
 		}
-		inits[i].init       = *init;
-		inits[i].constraint = constraint != NULL
-		                          ? *constraint
-		                          : (pasco_constraint){0};
+		inits[i].init = *init;
+		inits[i].constraint =
+		    constraint != NULL ? *constraint : (pasco_constraint){0};
 		inits[i].full_rank = v->rank;
 		memcpy(inits[i].full_shape, v->shape, sizeof(v->shape));
 		inits[i].row_offset = v->shards[i].offset;
@@ -670,8 +670,7 @@ static int
 variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
     pasco_dtype dtype, int32_t rank, const int64_t *shape,
     const pasco_tensor *value, const pasco_initializer *init,
-    const pasco_partitioner *part,
-    const pasco_constraint *constraint)
+    const pasco_partitioner *part, const pasco_constraint *constraint)
 {
 	pasci_wire_init *inits           = NULL;
 	pasci_wire_spec *specs           = NULL;
@@ -703,7 +702,8 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 	if (pasci_constraint_needs_whole(constraint, rank) &&
 	    (*out)->nshards > 1) {
 		pasci_error_fmt(s->error, sizeof(s->error),
-		    "'%s': MaxNorm over axis 0 needs the whole variable on one "
+		    "'%s': MaxNorm over axis 0 needs the whole variable on "
+		    "one "
 		    "ps; it is split in %d shards",
 		    name, (int) (*out)->nshards);
 		pasco_variable_free(*out);
@@ -711,9 +711,9 @@ variable_create(pasco_variable **out, pasco_strategy *s, const char *name,
 		return PASCO_EINVAL;
 	}
 	calls  = pasci_shard_calls_new(*out, PASCI_METHOD_VAR_CREATE);
-	inits  = calloc((size_t) (*out)->nshards, sizeof(*inits));
-	specs  = calloc((size_t) (*out)->nshards, sizeof(*specs));
-	shapes = calloc((size_t) (*out)->nshards, sizeof(*shapes));
+	inits  = pasci_calloc((size_t) (*out)->nshards, sizeof(*inits));
+	specs  = pasci_calloc((size_t) (*out)->nshards, sizeof(*specs));
+	shapes = pasci_calloc((size_t) (*out)->nshards, sizeof(*shapes));
 	rv     = calls && inits && specs && shapes ? PASCO_OK : PASCO_ENOMEM;
 	if (rv == 0) {
 		rv = fill_creates(*out, calls, value, init, constraint, inits,

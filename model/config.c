@@ -458,7 +458,7 @@ read_inputs(const cJSON *c, pasco_model_input **out, size_t *n)
 		    "(PASCO_MODEL_MAX_LAYERS)",
 		    *n, PASCO_MODEL_MAX_LAYERS);
 	}
-	if ((*out = calloc(*n, sizeof(**out))) == NULL) {
+	if ((*out = pasci_calloc(*n, sizeof(**out))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	cJSON_ArrayForEach(it, arr)
@@ -553,8 +553,8 @@ read_model(const cJSON *c, bool functional, pasco_model **out)
 		    n, PASCO_MODEL_MAX_LAYERS);
 		goto done;
 	}
-	layers = calloc(n, sizeof(*layers));
-	parts  = calloc(n, sizeof(*parts));
+	layers = pasci_calloc(n, sizeof(*layers));
+	parts  = pasci_calloc(n, sizeof(*parts));
 	if (layers == NULL || parts == NULL) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
 		goto done;

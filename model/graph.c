@@ -151,7 +151,7 @@ read_inputs(pasci_graph *g, const cJSON *l, const char *at)
 		    PASCO_EINVAL, "%s: inputs must be a list", at);
 	}
 	g->ninputs = (size_t) cJSON_GetArraySize(l);
-	g->inputs  = calloc(g->ninputs + 1, sizeof(*g->inputs));
+	g->inputs  = pasci_calloc(g->ninputs + 1, sizeof(*g->inputs));
 	if (g->inputs == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -272,7 +272,7 @@ read_weights(pasci_graph *g, const cJSON *l, const char *at)
 		    PASCO_EINVAL, "%s: weights must be a list", at);
 	}
 	g->nweights = (size_t) cJSON_GetArraySize(l);
-	g->weights  = calloc(g->nweights, sizeof(*g->weights));
+	g->weights  = pasci_calloc(g->nweights, sizeof(*g->weights));
 	if (g->weights == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -511,8 +511,8 @@ read_nodes(pasci_graph *g, const cJSON *l, const char *at)
 		total += (size_t) cJSON_GetArraySize(
 		    cJSON_GetObjectItemCaseSensitive(it, "in"));
 	}
-	g->nodes = calloc(g->nnodes, sizeof(*g->nodes));
-	g->ins   = calloc(total + 1, sizeof(*g->ins));
+	g->nodes = pasci_calloc(g->nnodes, sizeof(*g->nodes));
+	g->ins   = pasci_calloc(total + 1, sizeof(*g->ins));
 	if (g->nodes == NULL || g->ins == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -530,8 +530,8 @@ read_outputs(pasci_graph *g, const cJSON *l, const char *at)
 {
 	int64_t *out;
 	size_t   n = l == NULL ? 0 : (size_t) cJSON_GetArraySize(l);
-	if ((out = calloc(n + 1, sizeof(*out))) == NULL ||
-	    (g->outputs = calloc(n + 1, sizeof(*g->outputs))) == NULL) {
+	if ((out = pasci_calloc(n + 1, sizeof(*out))) == NULL ||
+	    (g->outputs = pasci_calloc(n + 1, sizeof(*g->outputs))) == NULL) {
 		free(out);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -586,7 +586,7 @@ pasci_graph_parse(const cJSON *json, pasci_graph_kind kind, const char *at,
 	if (pasci_json_check_keys(json, keys, COUNT(keys), at) != 0) {
 		return PASCO_EINVAL;
 	}
-	if ((g = calloc(1, sizeof(*g))) == NULL ||
+	if ((g = pasci_calloc(1, sizeof(*g))) == NULL ||
 	    (g->json = cJSON_Duplicate(json, true)) == NULL) {
 		free(g);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");

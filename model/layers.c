@@ -238,11 +238,11 @@ check_sizes(const pasco_model *m, size_t i)
 {
 	const pasco_layer *l     = &m->layers[i];
 	bool               table = pasci_layer_desc_of(l->kind)->ids;
-	int64_t            most  = table ? MAX_TABLE_ELEMENTS : MAX_DENSE_ELEMENTS;
+	int64_t most = table ? MAX_TABLE_ELEMENTS : MAX_DENSE_ELEMENTS;
 	if (m->out_width[i] > MAX_DENSE_ELEMENTS) {
 		return pasci_model_fail(PASCO_EINVAL,
-		    "%s: its output is %lld wide; the most is 2^31",
-		    l->name, (long long) m->out_width[i]);
+		    "%s: its output is %lld wide; the most is 2^31", l->name,
+		    (long long) m->out_width[i]);
 	}
 	for (size_t k = m->first_var[i]; k < m->nvars; k++) {
 		const pasci_model_var *v = &m->vars[k];
@@ -251,7 +251,8 @@ check_sizes(const pasco_model *m, size_t i)
 		size_t                 at = 0;
 		for (int32_t d = 0; d < v->rank; d++) {
 			at += (size_t) snprintf(shape + at, sizeof(shape) - at,
-			    "%s%lld", d > 0 ? ", " : "", (long long) v->shape[d]);
+			    "%s%lld", d > 0 ? ", " : "",
+			    (long long) v->shape[d]);
 			at = at < sizeof(shape) ? at : sizeof(shape) - 1;
 			if (v->shape[d] > 0) {
 				n = v->shape[d] > most / n ? most + 1
@@ -437,18 +438,19 @@ model_new(pasco_model **out, size_t ninputs, const pasco_model_input *inputs,
 			    (long long) inputs[k].width);
 		}
 	}
-	m = calloc(1, sizeof(*m));
+	m = pasci_calloc(1, sizeof(*m));
 	if (m != NULL) {
 		m->capvars = max_vars(n, layers);
 	}
-	if (m == NULL || (m->layers = calloc(n, sizeof(*layers))) == NULL ||
-	    (m->inputs = calloc(ninputs, sizeof(*m->inputs))) == NULL ||
-	    (m->out_width = calloc(n, sizeof(int64_t))) == NULL ||
-	    (m->out_shape = calloc(n, sizeof(*m->out_shape))) == NULL ||
-	    (m->first_var = calloc(n, sizeof(size_t))) == NULL ||
-	    (m->parts = calloc(n, sizeof(*m->parts))) == NULL ||
-	    (m->vars = calloc(m->capvars, sizeof(*m->vars))) == NULL ||
-	    (m->norm = calloc(n, sizeof(*m->norm))) == NULL) {
+	if (m == NULL ||
+	    (m->layers = pasci_calloc(n, sizeof(*layers))) == NULL ||
+	    (m->inputs = pasci_calloc(ninputs, sizeof(*m->inputs))) == NULL ||
+	    (m->out_width = pasci_calloc(n, sizeof(int64_t))) == NULL ||
+	    (m->out_shape = pasci_calloc(n, sizeof(*m->out_shape))) == NULL ||
+	    (m->first_var = pasci_calloc(n, sizeof(size_t))) == NULL ||
+	    (m->parts = pasci_calloc(n, sizeof(*m->parts))) == NULL ||
+	    (m->vars = pasci_calloc(m->capvars, sizeof(*m->vars))) == NULL ||
+	    (m->norm = pasci_calloc(n, sizeof(*m->norm))) == NULL) {
 		pasco_model_free(m);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -665,7 +667,7 @@ pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
 		    "bind: %zu variables given; the model has %zu", n,
 		    m->nvars);
 	}
-	if ((plen = calloc(n + 1, sizeof(*plen))) == NULL) {
+	if ((plen = pasci_calloc(n + 1, sizeof(*plen))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	for (size_t k = 0; k < n && rv == 0; k++) {
@@ -703,7 +705,7 @@ pasco_model_bind(pasco_model *m, size_t n, pasco_variable *const *vars)
 int
 pasci_model_clone(const pasco_model *m, pasco_model **out)
 {
-	pasco_model_input *in = calloc(m->ninputs, sizeof(*in));
+	pasco_model_input *in = pasci_calloc(m->ninputs, sizeof(*in));
 	int                rv;
 	*out = NULL;
 	if (in == NULL) {

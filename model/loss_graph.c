@@ -50,7 +50,7 @@ pasci_loss_graph_read(
 		    "%s: name is longer than %zu bytes", at,
 		    sizeof(lg->name) - 1);
 	}
-	if ((lg = calloc(1, sizeof(*lg))) == NULL) {
+	if ((lg = pasci_calloc(1, sizeof(*lg))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	lg->refs = 1;

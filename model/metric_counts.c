@@ -32,6 +32,7 @@
  * thread.
  */
 #include "model_impl.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -196,7 +197,7 @@ count_auc(const batch *b, double *s)
 	size_t                   rows = (size_t) T * (size_t) L;
 	/* [bucket][positive, negative][label] */
 	double *hist =
-	    calloc(2 * ((size_t) T + 1) * (size_t) L, sizeof(double));
+	    pasci_calloc(2 * ((size_t) T + 1) * (size_t) L, sizeof(double));
 	if (hist == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}

@@ -10,6 +10,7 @@
  */
 #include "model_impl.h"
 #include "pasco/metrics.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ pasco_metric_create(
 		                 : "width must be >= 1 (the predictions' "
 		                   "columns)");
 	}
-	if ((mt = calloc(1, sizeof(*mt))) == NULL) {
+	if ((mt = pasci_calloc(1, sizeof(*mt))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	snprintf(l.name, sizeof(l.name), "predictions");

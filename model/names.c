@@ -8,6 +8,7 @@
 
 #include "layers_impl.h"
 #include "pasco/hash.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,8 @@ pasci_names_init(pasci_names *t, size_t n)
 		slots *= 2;
 	}
 	t->mask = slots - 1;
-	t->keys = calloc(slots, sizeof(*t->keys));
-	t->vals = calloc(slots, sizeof(*t->vals));
+	t->keys = pasci_calloc(slots, sizeof(*t->keys));
+	t->vals = pasci_calloc(slots, sizeof(*t->vals));
 	if (t->keys == NULL || t->vals == NULL) {
 		pasci_names_fini(t);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");

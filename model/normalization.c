@@ -129,7 +129,7 @@ acc_init(norm_acc *a, int64_t width)
 {
 	memset(a, 0, sizeof(*a));
 	a->width = width;
-	a->mean  = calloc(4 * (size_t) width, sizeof(double));
+	a->mean  = pasci_calloc(4 * (size_t) width, sizeof(double));
 	if (a->mean == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -160,7 +160,8 @@ acc_finish(pasco_model *m, size_t i, norm_acc *a)
 	}
 	if (flat > 0) {
 		/* Keras divides by max(sqrt(variance), 1e-7) all the same; a
-		 * value there that differs from the mean later comes out huge */
+		 * value there that differs from the mean later comes out huge
+		 */
 		pasci_log(PASCI_LOG_WARN,
 		    "%s: adapt: %lld of %lld features have variance 0 in the "
 		    "adapted data (the first is feature %lld, always %g): a "

@@ -37,7 +37,7 @@ pasco_output_mode_name(pasco_output_mode m)
 pasco_prep *
 pasci_prep_alloc(pasco_layer_kind kind)
 {
-	pasco_prep *p = calloc(1, sizeof(*p));
+	pasco_prep *p = pasci_calloc(1, sizeof(*p));
 	if (p == NULL) {
 		return NULL;
 	}
@@ -258,7 +258,7 @@ index_vocab(pasco_prep *p, const char *at)
 	while (p->cap < 2 * p->nvocab) {
 		p->cap *= 2;
 	}
-	if ((p->slots = calloc(p->cap, sizeof(*p->slots))) == NULL) {
+	if ((p->slots = pasci_calloc(p->cap, sizeof(*p->slots))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	for (size_t k = 0; k < p->nvocab; k++) {
@@ -319,8 +319,8 @@ pasci_prep_set_vocab(pasco_prep *p, size_t n, const char *const *tokens,
 {
 	p->has_vocab = true;
 	p->nvocab    = 0;
-	p->vocab_key = calloc(n + 1, sizeof(*p->vocab_key));
-	p->vocab_str = p->strings ? calloc(n + 1, sizeof(char *)) : NULL;
+	p->vocab_key = pasci_calloc(n + 1, sizeof(*p->vocab_key));
+	p->vocab_str = p->strings ? pasci_calloc(n + 1, sizeof(char *)) : NULL;
 	if (p->vocab_key == NULL || (p->strings && p->vocab_str == NULL)) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}

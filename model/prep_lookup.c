@@ -13,6 +13,7 @@
 #include "pasco/hash.h"
 #include "prep.h"
 #include "prep_lookup.h"
+#include "util.h"
 
 int64_t
 pasci_lookup_depth(const pasco_layer *l)
@@ -207,7 +208,7 @@ read_idf(const cJSON *c, pasco_prep *p, const char *at)
 		return pasci_model_fail(PASCO_EINVAL,
 		    "%s: idf_weights must be null or a list of numbers", at);
 	}
-	w = calloc((size_t) cJSON_GetArraySize(v) + 1, sizeof(*w));
+	w = pasci_calloc((size_t) cJSON_GetArraySize(v) + 1, sizeof(*w));
 	if (w == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -244,8 +245,8 @@ read_vocab(const cJSON *c, pasco_prep *p, const char *at)
 		    "%s: vocabulary must be null, a list or a file path", at);
 	}
 	n                   = (size_t) cJSON_GetArraySize(v);
-	const char **tokens = calloc(n + 1, sizeof(*tokens));
-	int64_t     *values = calloc(n + 1, sizeof(*values));
+	const char **tokens = pasci_calloc(n + 1, sizeof(*tokens));
+	int64_t     *values = pasci_calloc(n + 1, sizeof(*values));
 	int          rv     = tokens && values ? PASCO_OK : PASCO_ENOMEM;
 	cJSON_ArrayForEach(it, v)
 	{

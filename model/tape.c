@@ -119,7 +119,7 @@ cache_get(void)
 		return NULL;
 	}
 	if ((c = pthread_getspecific(cache_key)) == NULL &&
-	    (c = calloc(1, sizeof(*c))) != NULL &&
+	    (c = pasci_calloc(1, sizeof(*c))) != NULL &&
 	    pthread_setspecific(cache_key, c) != 0) {
 		free(c);
 		c = NULL;
@@ -175,7 +175,7 @@ blocks_release(arena_block *blocks)
 int
 pasco_tape_alloc(pasco_tape **out, bool training, uint64_t seed)
 {
-	*out = calloc(1, sizeof(**out));
+	*out = pasci_calloc(1, sizeof(**out));
 	if (*out == NULL) {
 		return PASCO_ENOMEM;
 	}

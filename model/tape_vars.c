@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tape_impl.h"
+#include "util.h"
 #include "variable_impl.h"
 
 /* The distinct ids of ids but padding (negative ids; a dynamic table's
@@ -89,9 +90,9 @@ read_prepare(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
 int
 pasco_tape_read(pasco_tape *tp, size_t n, pasco_tape_var *vars)
 {
-	pasco_variable **vs   = calloc(n + 1, sizeof(*vs));
-	pasco_tensor   **uids = calloc(n + 1, sizeof(*uids));
-	pasco_tensor   **outs = calloc(n + 1, sizeof(*outs));
+	pasco_variable **vs   = pasci_calloc(n + 1, sizeof(*vs));
+	pasco_tensor   **uids = pasci_calloc(n + 1, sizeof(*uids));
+	pasco_tensor   **outs = pasci_calloc(n + 1, sizeof(*outs));
 	int              rv   = pasco_tape_error(tp);
 	if (rv == PASCO_OK && (vs == NULL || uids == NULL || outs == NULL)) {
 		pasci_tape_fail(tp, PASCO_ENOMEM, "read: out of memory");
@@ -213,9 +214,9 @@ static int
 apply_present(pasco_tape *tp, size_t n, const pasco_tape_var *vars,
     const pasco_tape_grad *g, const pasco_optimizer *opt)
 {
-	pasco_variable     **vs    = calloc(n + 1, sizeof(*vs));
-	const pasco_tensor **ids   = calloc(n + 1, sizeof(*ids));
-	const pasco_tensor **grads = calloc(n + 1, sizeof(*grads));
+	pasco_variable     **vs    = pasci_calloc(n + 1, sizeof(*vs));
+	const pasco_tensor **ids   = pasci_calloc(n + 1, sizeof(*ids));
+	const pasco_tensor **grads = pasci_calloc(n + 1, sizeof(*grads));
 	pasco_variable     **adds;
 	const pasco_tensor **deltas;
 	size_t               m  = 0, nadd;
@@ -268,8 +269,8 @@ int
 pasco_tape_apply(pasco_tape *tp, pasco_tnode *loss, size_t n,
     const pasco_tape_var *vars, const pasco_optimizer *opt)
 {
-	pasco_tnode    **src = calloc(n + 1, sizeof(*src));
-	pasco_tape_grad *g   = calloc(n + 1, sizeof(*g));
+	pasco_tnode    **src = pasci_calloc(n + 1, sizeof(*src));
+	pasco_tape_grad *g   = pasci_calloc(n + 1, sizeof(*g));
 	if (pasco_tape_error(tp) == PASCO_OK && (src == NULL || g == NULL)) {
 		pasci_tape_fail(tp, PASCO_ENOMEM, "apply: out of memory");
 	}

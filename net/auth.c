@@ -129,7 +129,7 @@ int
 pasci_auth_gate_create(pasci_auth_gate **out, const pasci_key *key)
 {
 	pasci_auth_gate *g;
-	if ((*out = g = calloc(1, sizeof(*g))) == NULL) {
+	if ((*out = g = pasci_calloc(1, sizeof(*g))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	g->open = key == NULL;
@@ -174,7 +174,7 @@ static gate_pipe *
 gate_get_locked(pasci_auth_gate *g, uint32_t id)
 {
 	gate_pipe **pp = gate_slot_locked(g, id);
-	if (*pp == NULL && (*pp = calloc(1, sizeof(**pp))) != NULL) {
+	if (*pp == NULL && (*pp = pasci_calloc(1, sizeof(**pp))) != NULL) {
 		(*pp)->id = id;
 		g->npipes++;
 	}
@@ -202,7 +202,7 @@ gate_sweep(pasci_auth_gate *g)
 
 	pthread_mutex_lock(&g->mu);
 	if (g->npipes < g->sweep_at ||
-	    (ids = calloc(g->npipes, sizeof(*ids))) == NULL) {
+	    (ids = pasci_calloc(g->npipes, sizeof(*ids))) == NULL) {
 		pthread_mutex_unlock(&g->mu);
 		return;
 	}

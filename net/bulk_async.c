@@ -155,7 +155,7 @@ reactor_stop(void *it)
 static void *
 reactor_make(pasci_rpc_client *c)
 {
-	reactor           *r    = calloc(1, sizeof(*r));
+	reactor           *r    = pasci_calloc(1, sizeof(*r));
 	struct epoll_event stop = {.events = EPOLLIN, .data.ptr = NULL};
 	if (r == NULL) {
 		return NULL;

@@ -70,7 +70,7 @@ link_close(pasci_bulk_link *l)
 int
 pasci_bulk_pool_create(pasci_bulk_pool **out, const pasci_key *key)
 {
-	if ((*out = calloc(1, sizeof(**out))) == NULL) {
+	if ((*out = pasci_calloc(1, sizeof(**out))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	if (((*out)->has_key = key != NULL)) {
@@ -383,7 +383,7 @@ server_hold(const char *addr, uint64_t inc, const pasci_key *key)
 			break;
 		}
 	}
-	if (sp == NULL && (sp = calloc(1, sizeof(*sp))) != NULL) {
+	if (sp == NULL && (sp = pasci_calloc(1, sizeof(*sp))) != NULL) {
 		if (pasci_bulk_pool_create(&sp->pool, key) != 0) {
 			free(sp);
 			sp = NULL;

@@ -359,7 +359,7 @@ pasci_bulk_send_builder(pasci_bulk_link *l, pasci_wire_builder *b,
 	         b, incarnation, &head, &head_len, &total)) != 0) {
 		return rv;
 	}
-	if ((iov = calloc(2 + 3 * b->ntensors, sizeof(*iov))) == NULL) {
+	if ((iov = pasci_calloc(2 + 3 * b->ntensors, sizeof(*iov))) == NULL) {
 		free(head);
 		return PASCO_ENOMEM;
 	}

@@ -488,7 +488,7 @@ accept_main(void *arg)
 			setsockopt(
 			    fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		}
-		if ((c = calloc(1, sizeof(*c))) == NULL) {
+		if ((c = pasci_calloc(1, sizeof(*c))) == NULL) {
 			close(fd);
 			continue;
 		}
@@ -584,7 +584,7 @@ pasci_bulk_server_open_as(pasci_bulk_server **out, const char *host,
 	char                    local[64], why[300];
 
 	*out = NULL;
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
+	if ((s = pasci_calloc(1, sizeof(*s))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	s->listen_fd = -1;

@@ -65,7 +65,7 @@ struct pasci_chief_seat {
 int
 pasci_chief_seat_create(pasci_chief_seat **out, const char *what)
 {
-	pasci_chief_seat *s = calloc(1, sizeof(*s));
+	pasci_chief_seat *s = pasci_calloc(1, sizeof(*s));
 	if ((*out = s) == NULL) {
 		return PASCO_ENOMEM;
 	}

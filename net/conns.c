@@ -66,7 +66,7 @@ pasci_conn_limits(int *max, int64_t *idle_ms)
 int
 pasci_conns_create(pasci_conns **out, const char *what, bool keyed)
 {
-	pasci_conns *c = calloc(1, sizeof(*c));
+	pasci_conns *c = pasci_calloc(1, sizeof(*c));
 	int64_t      idle_ms;
 	*out = NULL;
 	if (c == NULL) {
@@ -77,7 +77,8 @@ pasci_conns_create(pasci_conns **out, const char *what, bool keyed)
 	if (keyed && (idle_ms <= 0 || idle_ms > PASCI_CONNS_HANDSHAKE_MS)) {
 		c->deadline_ms = PASCI_CONNS_HANDSHAKE_MS;
 	}
-	if ((c->v = calloc(2 * (size_t) c->max, sizeof(*c->v))) == NULL) {
+	if ((c->v = pasci_calloc(2 * (size_t) c->max, sizeof(*c->v))) ==
+	    NULL) {
 		free(c);
 		return PASCO_ENOMEM;
 	}

@@ -130,7 +130,7 @@ pasci_lookup_start(pasci_lookup **out, const char *host, const char *port,
 	int                rv;
 
 	*out = NULL;
-	if ((l = calloc(1, sizeof(*l))) == NULL) {
+	if ((l = pasci_calloc(1, sizeof(*l))) == NULL) {
 		pasci_fmt(detail, len, "out of memory looking up '%s'", host);
 		return PASCO_ENOMEM;
 	}

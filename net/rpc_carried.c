@@ -15,7 +15,7 @@ int
 pasci_rpc_call_register(pasci_rpc_client *c, int64_t timeout_ms,
     pasci_rpc_done_fn done, void *arg, uint32_t *id, uint64_t *incarnation)
 {
-	rpc_call *call = calloc(1, sizeof(*call));
+	rpc_call *call = pasci_calloc(1, sizeof(*call));
 	if (call == NULL) {
 		return PASCO_ENOMEM;
 	}

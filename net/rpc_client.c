@@ -358,7 +358,7 @@ pasci_rpc_client_open_as(pasci_rpc_client **out, const char *url,
 	int               rv, tls_rv = 0;
 
 	*out = NULL;
-	if ((c = calloc(1, sizeof(*c))) == NULL ||
+	if ((c = pasci_calloc(1, sizeof(*c))) == NULL ||
 	    (c->url = pasci_strdup(url)) == NULL) {
 		free(c);
 		return PASCO_ENOMEM;
@@ -687,7 +687,7 @@ void
 pasci_rpc_call_async(pasci_rpc_client *c, nng_msg *req, int64_t timeout_ms,
     pasci_rpc_done_fn done, void *arg)
 {
-	rpc_call *call = calloc(1, sizeof(*call));
+	rpc_call *call = pasci_calloc(1, sizeof(*call));
 	char      detail[300];
 	uint32_t  id;
 	int       rv;

@@ -21,7 +21,7 @@ static void
 handshake_send(pasci_rpc_client *c, nng_pipe pipe, nng_msg *msg, bool auth,
     const uint8_t *nonces)
 {
-	rpc_call *call = msg != NULL ? calloc(1, sizeof(*call)) : NULL;
+	rpc_call *call = msg != NULL ? pasci_calloc(1, sizeof(*call)) : NULL;
 	uint32_t  id;
 
 	pthread_mutex_lock(&c->mu);

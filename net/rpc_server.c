@@ -343,9 +343,9 @@ pasci_rpc_server_open_with(pasci_rpc_server **out, const char *url,
 	if (advert != NULL && strlen(advert) >= PASCI_RPC_ADVERT_MAX) {
 		return PASCO_EINVAL;
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->threads = calloc((size_t) nthreads, sizeof(*s->threads))) ==
-	        NULL ||
+	if ((s = pasci_calloc(1, sizeof(*s))) == NULL ||
+	    (s->threads = pasci_calloc(
+	         (size_t) nthreads, sizeof(*s->threads))) == NULL ||
 	    pasci_auth_gate_create(&s->gate, key) != 0) {
 		if (s != NULL) {
 			free(s->threads);

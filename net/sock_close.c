@@ -44,7 +44,7 @@ bool
 pasci_sock_close_bounded(nng_socket sock, const char *what, int wait_ms,
     void (*timed_out)(void *), void (*done)(void *), void      *arg)
 {
-	closing        *cl = calloc(1, sizeof(*cl));
+	closing        *cl = pasci_calloc(1, sizeof(*cl));
 	pthread_t       t;
 	struct timespec until;
 	bool            closed;

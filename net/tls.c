@@ -275,7 +275,7 @@ tls_watch_main(void *arg)
 static void
 tls_watch(bool listener, uint32_t id, const char *url)
 {
-	watched *w = calloc(1, sizeof(*w));
+	watched *w = pasci_calloc(1, sizeof(*w));
 	if (w == NULL) {
 		return; /* failures go unreported; the endpoint still works */
 	}

@@ -84,7 +84,7 @@ decode_tensors(pasci_wire_msg *m, const Pasco__Wire__Header *pb, uint8_t *body,
 {
 	int rv = PASCO_OK;
 
-	m->tensors = calloc(pb->n_tensors + 1, sizeof(*m->tensors));
+	m->tensors = pasci_calloc(pb->n_tensors + 1, sizeof(*m->tensors));
 	for (size_t i = 0; m->tensors != NULL && i < pb->n_tensors; i++) {
 		pasci_wire_spec spec;
 		int64_t         count;
@@ -324,7 +324,7 @@ get_header(
 	size_t bytes = sizeof(*hb) + w->n_args * sizeof(pasci_wire_arg) +
 	               nshards * sizeof(pasci_wire_shard);
 	if ((hb = m->arena != NULL ? pasci_wire_arena_calloc(m->arena, bytes)
-	                           : calloc(1, bytes)) == NULL) {
+	                           : pasci_calloc(1, bytes)) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	m->hdr = &hb->h;
@@ -585,7 +585,7 @@ pasci_wire_msg_part(const pasci_wire_msg *m, size_t k, pasci_wire_msg *out,
 	}
 	out->incarnation = m->incarnation;
 	if ((rv = get_header(out, w->parts[k], err, errlen)) == 0 &&
-	    (out->tensors = calloc(
+	    (out->tensors = pasci_calloc(
 	         w->parts[k]->n_tensors + 1, sizeof(*out->tensors))) == NULL) {
 		rv = PASCO_ENOMEM;
 	}
@@ -667,8 +667,8 @@ get_node(const pasci_wire_msg *m, const Pasco__Wire__Header *pb, size_t *pos,
 		*rv = PASCO_EPROTO;
 		return NULL;
 	}
-	items = calloc(n->count + 1, sizeof(*items));
-	keys  = calloc(n->count + 1, sizeof(*keys));
+	items = pasci_calloc(n->count + 1, sizeof(*items));
+	keys  = pasci_calloc(n->count + 1, sizeof(*keys));
 	if (items == NULL || keys == NULL) {
 		free(items);
 		free(keys);

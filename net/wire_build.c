@@ -250,7 +250,7 @@ builder_alloc(pasci_wire_builder *b, size_t size)
 	void *p;
 	if (!grow((void **) &b->allocs, &b->alloc_cap, b->nallocs,
 	        sizeof(*b->allocs)) ||
-	    (p = calloc(1, size)) == NULL) {
+	    (p = pasci_calloc(1, size)) == NULL) {
 		b->oom = true;
 		return NULL;
 	}
@@ -627,7 +627,7 @@ pb_build(pasci_wire_builder *b, pb_header *pb)
 	}
 	if ((pb->block = malloc(pb_block_size(b, &nshards) +
 	                        b->hdr.nparts * sizeof(void *))) == NULL ||
-	    (b->hdr.nparts > 0 && (pb->parts = calloc(b->hdr.nparts,
+	    (b->hdr.nparts > 0 && (pb->parts = pasci_calloc(b->hdr.nparts,
 	                               sizeof(*pb->parts))) == NULL)) {
 		return PASCO_ENOMEM;
 	}
@@ -724,8 +724,9 @@ pasci_wire_encode_head(pasci_wire_builder *b, uint64_t incarnation,
 	*head = NULL;
 	if ((rv = builder_prepare(b, &pb, &hlen, total)) == 0) {
 		*head_len = PAD8(PASCI_WIRE_PREFIX + hlen);
-		rv        = (*head = calloc(1, *head_len)) != NULL ? PASCO_OK
-		                                                   : PASCO_ENOMEM;
+		rv        = (*head = pasci_calloc(1, *head_len)) != NULL
+		                ? PASCO_OK
+		                : PASCO_ENOMEM;
 	}
 	if (rv == 0) {
 		pasci_put_be(*head, incarnation, 8);

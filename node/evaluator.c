@@ -189,7 +189,7 @@ copy_options(pasco_evaluator *e, const pasco_evaluator_options *o)
 	e->opts    = *o;
 	e->dir     = pasci_strdup(o->checkpoint_dir);
 	e->eval_fn = pasci_strdup(o->eval_fn);
-	e->names   = calloc(o->num_metrics + 1, sizeof(char *));
+	e->names   = pasci_calloc(o->num_metrics + 1, sizeof(char *));
 	if (e->dir == NULL || e->eval_fn == NULL || e->names == NULL) {
 		return fail(NULL, PASCO_ENOMEM, "out of memory");
 	}
@@ -222,7 +222,7 @@ pasco_evaluator_create(
 	if ((rv = check_options(opts)) != 0) {
 		return rv;
 	}
-	if ((e = calloc(1, sizeof(*e))) == NULL) {
+	if ((e = pasci_calloc(1, sizeof(*e))) == NULL) {
 		return fail(NULL, PASCO_ENOMEM, "out of memory");
 	}
 	if (pasci_log_task()[0] == 0) { /* else our servers name it "ps 0" */
@@ -588,7 +588,7 @@ evaluate(pasco_evaluator *e, const char *path, int64_t step,
     const pasco_arg *args, size_t nargs)
 {
 	int32_t          n       = e->opts.num_shards;
-	pasco_value    **results = calloc((size_t) n, sizeof(*results));
+	pasco_value    **results = pasci_calloc((size_t) n, sizeof(*results));
 	double           metrics[MAX_METRICS + 1];
 	char             err[512] = "";
 	pasco_evaluation ev       = {.checkpoint = path,

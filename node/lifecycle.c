@@ -69,7 +69,7 @@ pasci_tell_tasks_done(const pasco_cluster *cluster)
 	static const pasco_role roles[] = {PASCO_ROLE_PS, PASCO_ROLE_WORKER};
 	size_t n = pasco_cluster_count(cluster, PASCO_ROLE_PS) +
 	           pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
-	pasci_rpc_client **clients  = calloc(n + 1, sizeof(*clients));
+	pasci_rpc_client **clients  = pasci_calloc(n + 1, sizeof(*clients));
 	size_t             k        = 0;
 	int64_t            deadline = pasci_now_ms() + FAREWELL_MS;
 	const pasci_key   *key;

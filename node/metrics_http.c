@@ -298,7 +298,7 @@ int
 pasci_metrics_http_start(pasci_metrics_http **out, const char *addr, int port,
     const char *task, int read_ms, char *err, size_t errlen)
 {
-	pasci_metrics_http *h = calloc(1, sizeof(*h));
+	pasci_metrics_http *h = pasci_calloc(1, sizeof(*h));
 	sigset_t            all, old;
 	*out = NULL;
 	if (h == NULL) {

@@ -24,7 +24,7 @@ model_reduce(void *arg, pasco_value *const *results, int32_t shards,
 {
 	const pasco_model *m    = arg;
 	int64_t            want = 2 + (int64_t) m->compile.state_len;
-	double            *s    = calloc((size_t) want, sizeof(*s));
+	double            *s    = pasci_calloc((size_t) want, sizeof(*s));
 	if (s == NULL) {
 		pasci_fmt(err, errlen, "out of memory");
 		return PASCO_ENOMEM;
@@ -89,8 +89,8 @@ pasco_model_evaluator_run(pasco_model *m, const char *dataset,
 		return pasci_model_fail(
 		    rv, "evaluator: %s", pasco_evaluator_error(NULL));
 	}
-	if ((args = calloc(pasco_model_num_args(m) + 1, sizeof(*args))) ==
-	        NULL ||
+	if ((args = pasci_calloc(
+	         pasco_model_num_args(m) + 1, sizeof(*args))) == NULL ||
 	    pasco_tensor_from(
 	        &name, PASCO_U8, 1, &len, dataset, (size_t) len) != 0) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");

@@ -24,6 +24,9 @@
 #include "util.h"
 #include "worker_server.h"
 
+/* malloc heaps of a task process at most (below) */
+#define PASCI_MALLOC_ARENAS 8
+
 struct pasco_server {
 	pasco_role     role;
 	ps_server     *ps;
@@ -63,7 +66,7 @@ pasco_server_start(pasco_server **out, const pasco_cluster *cluster,
 		    index, err);
 		return PASCO_EINVAL;
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
+	if ((s = pasci_calloc(1, sizeof(*s))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	if (pasci_log_task()[0] == 0) { /* pasco_main names it first */
@@ -289,10 +292,10 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 {
 	pasci_metrics_http *metrics = NULL;
 	pasco_cluster      *cluster;
-	char           err[512];
-	int64_t        chief_timeout_s;
-	pasco_role     role;
-	int            rv;
+	char                err[512];
+	int64_t             chief_timeout_s;
+	pasco_role          role;
+	int                 rv;
 
 	line_buffer_stdout();
 	if ((chief_timeout_s = task_options(&argc, argv)) < 0) {
@@ -323,18 +326,29 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 	}
 	/* Tensors and messages of hundreds of KB to a few MB come and go
 	 * every step: keep them in the heap for reuse instead of mapping
-	 * fresh pages (a page fault and a zeroing per 4 KB) for each one.
-	 * Larger buffers are still mapped and unmapped, and at most 64 MB of
-	 * free heap is kept, so a ps's resident size tracks what it stores.
-	 * One heap for every thread: glibc keeps the free top of each extra
-	 * per-thread heap (up to that 64 MB each, with no way to trim it), so
-	 * a burst of big requests over many connections would stay resident;
-	 * the one heap is trimmed after every burst (lifecycle.c), and small
-	 * blocks still come from per-thread caches without a lock. */
+	 * fresh pages (a page fault and a zeroing per 4 KB) for each one;
+	 * larger buffers are still mapped and unmapped.
+	 *
+	 * Heaps: PASCI_MALLOC_ARENAS (8) at most, whatever the thread count
+	 * (glibc's default is 8 per core). With one heap for every thread, a
+	 * worker's closures in flight and a ps's connections met on its lock
+	 * for every block its per-thread cache did not hold: with a window of 4
+	 * closures, a softmax worker spent more than half its voluntary
+	 * switches waiting there, and a chief with 8 workers 1.26x the CPU per
+	 * closure of 1 worker's (1.06x with 8 heaps; docs/threads-and-cores.md).
+	 * What the heaps keep after a burst is bounded instead by their trim
+	 * threshold: the free top of each heap past 4 MB goes back to the
+	 * system as it is freed (glibc gives back an extra heap's top only
+	 * then, never in malloc_trim), and the serving loop's malloc_trim after
+	 * a second of quiet (lifecycle.c) gives back the free blocks inside
+	 * them; a ps returns within 16 MB of its baseline after a stranger's
+	 * burst of 20,000 requests or of 1-7 MB frames over 8 connections
+	 * (tests/node/test_badinput.c). MALLOC_ARENA_MAX, glibc's own knob,
+	 * wins when set. */
 	mallopt(M_MMAP_THRESHOLD, 8 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-	if (getenv("MALLOC_ARENA_MAX") == NULL) { /* glibc's own knob wins */
-		mallopt(M_ARENA_MAX, 1);
+	mallopt(M_TRIM_THRESHOLD, 4 << 20);
+	if (getenv("MALLOC_ARENA_MAX") == NULL) {
+		mallopt(M_ARENA_MAX, PASCI_MALLOC_ARENAS);
 	}
 	if (pasco_cluster_validate(cluster, err, sizeof(err)) != 0) {
 		fprintf(stderr, "pasco: invalid cluster: %s\n", err);

@@ -393,7 +393,7 @@ int
 pasci_dyn_set_create_with(
     pasci_dyn_set **out, pasci_budget *budget, size_t max_var_bytes)
 {
-	pasci_dyn_set *s = calloc(1, sizeof(*s));
+	pasci_dyn_set *s = pasci_calloc(1, sizeof(*s));
 	*out             = s;
 	if (s == NULL) {
 		return PASCO_ENOMEM;
@@ -491,7 +491,7 @@ pasci_dyn_add(pasci_dyn_set *s, const char *name, const pasci_dyn_config *c,
 		pasci_budget_explain(s->budget, table_cost(name), err, errlen,
 		    "create dynamic table '%s'", name);
 		rv = PASCO_ENOMEM;
-	} else if ((e = calloc(1, sizeof(*e))) == NULL ||
+	} else if ((e = pasci_calloc(1, sizeof(*e))) == NULL ||
 	           (e->name = strdup(name)) == NULL ||
 	           pasci_dyn_table_new(
 	               &e->t, name, c, s->budget, s->max_var_bytes) != 0) {

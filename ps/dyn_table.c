@@ -301,7 +301,7 @@ chunk_add(pasci_dyn_table *t, char *err, size_t errlen)
 		    slots > 0 ? " with its optimizer's slots" : "");
 		return PASCO_ENOMEM;
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL ||
+	if ((c = pasci_calloc(1, sizeof(*c))) == NULL ||
 	    pasco_tensor_alloc(&c->value, PASCO_F32, 2,
 	        (int64_t[]){t->crows, t->c.dim}) != 0 ||
 	    (slots > 0 && pasci_slots_prepare(&c->slots, &t->opt, c->value,
@@ -461,7 +461,7 @@ int
 pasci_dyn_table_new(pasci_dyn_table **out, const char *name,
     const pasci_dyn_config *c, pasci_budget *budget, size_t max_var_bytes)
 {
-	pasci_dyn_table *t = calloc(1, sizeof(*t));
+	pasci_dyn_table *t = pasci_calloc(1, sizeof(*t));
 	*out               = t;
 	if (t == NULL || (t->name = pasci_strdup(name)) == NULL) {
 		free(t);

@@ -26,11 +26,11 @@ struct ps_server {
 	pasci_rpc_server  *rpc;
 	pasci_bulk_server *bulk; /* NULL when not on TCP */
 	ps_store          *store;
-	pasci_dyn_set     *dyn;     /* dynamic embedding tables */
-	char   ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
-	int    ckpt_fd; /* ckpt_root opened once, or -1: every write walks
-	                 * from it, never resolving the root's path again */
-	size_t max_var_bytes;       /* PASCO_MAX_VARIABLE_MB; read only */
+	pasci_dyn_set     *dyn;   /* dynamic embedding tables */
+	char ckpt_root[PATH_MAX]; /* resolved; "" refuses checkpoints */
+	int  ckpt_fd; /* ckpt_root opened once, or -1: every write walks
+	               * from it, never resolving the root's path again */
+	size_t       max_var_bytes; /* PASCO_MAX_VARIABLE_MB; read only */
 	pasci_budget budget; /* PASCO_MAX_PS_MB: what the store and dyn hold */
 };
 
@@ -144,8 +144,8 @@ create_from_init(ps_server *ps, const pasci_wire_msg *req, size_t nbytes,
 		    "does not fit the shard",
 		    req->hdr->name, (int) w->init.kind);
 	} else { /* the charge is the variable's now, or given back */
-		rv = pasci_store_var_adopt_constrained(ps->store,
-		    req->hdr->name, t, &w->constraint, err, errlen);
+		rv = pasci_store_var_adopt_constrained(
+		    ps->store, req->hdr->name, t, &w->constraint, err, errlen);
 		pasco_tensor_release(t);
 		return rv;
 	}
@@ -682,7 +682,7 @@ ps_root_close(ps_server *ps)
 static int
 ps_new(ps_server **out)
 {
-	ps_server *ps = calloc(1, sizeof(*ps));
+	ps_server *ps = pasci_calloc(1, sizeof(*ps));
 	int        rv;
 	*out = ps;
 	if (ps == NULL) {

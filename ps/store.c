@@ -57,7 +57,7 @@ hash_name(const char *s)
 int
 pasci_store_create_with(ps_store **out, pasci_budget *budget)
 {
-	ps_store *s = calloc(1, sizeof(*s));
+	ps_store *s = pasci_calloc(1, sizeof(*s));
 	*out        = s;
 	if (s == NULL) {
 		return PASCO_ENOMEM;
@@ -210,7 +210,7 @@ var_create(ps_store *s, const char *name, const pasco_tensor *init, bool adopt,
 		return rv;
 	}
 	charged = true;
-	if ((v = calloc(1, sizeof(*v))) == NULL ||
+	if ((v = pasci_calloc(1, sizeof(*v))) == NULL ||
 	    (v->name = pasci_strdup(name)) == NULL ||
 	    (adopt ? (v->value = pasco_tensor_hold((pasco_tensor *) init)) ==
 	                 NULL

@@ -275,8 +275,8 @@ int
 pasci_call_bind(pasco_call *call, const pasci_wire_msg *req)
 {
 	call->nargs = req->hdr->nargs;
-	if ((call->args = calloc(call->nargs + 1, sizeof(*call->args))) ==
-	    NULL) {
+	if ((call->args = pasci_calloc(
+	         call->nargs + 1, sizeof(*call->args))) == NULL) {
 		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < call->nargs; i++) {

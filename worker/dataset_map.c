@@ -25,6 +25,7 @@
 #include "model_impl.h"
 #include "prep.h"
 #include "tape_impl.h"
+#include "util.h"
 #include "value_impl.h"
 
 #define MAP_MAX_MODELS 64
@@ -112,7 +113,8 @@ static int
 check_nodes(pasci_dataset_map *m)
 {
 	size_t n = pasci_graph_num_nodes(m->graph);
-	if ((m->model_of = calloc(n + 1, sizeof(*m->model_of))) == NULL) {
+	if ((m->model_of = pasci_calloc(n + 1, sizeof(*m->model_of))) ==
+	    NULL) {
 		return PASCO_ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -264,7 +266,7 @@ pasci_dataset_map_parse(const cJSON *map, pasci_dataset_map **out)
 			return map_fail("unknown field '%s'", it->string);
 		}
 	}
-	if ((m = calloc(1, sizeof(*m))) == NULL ||
+	if ((m = pasci_calloc(1, sizeof(*m))) == NULL ||
 	    (m->json = cJSON_Duplicate(map, true)) == NULL) {
 		free(m);
 		return PASCO_ENOMEM;
@@ -279,7 +281,8 @@ pasci_dataset_map_parse(const cJSON *map, pasci_dataset_map **out)
 		goto fail;
 	}
 	m->nmodels = (size_t) cJSON_GetArraySize(models);
-	if ((m->models = calloc(m->nmodels + 1, sizeof(*m->models))) == NULL) {
+	if ((m->models = pasci_calloc(m->nmodels + 1, sizeof(*m->models))) ==
+	    NULL) {
 		rv = PASCO_ENOMEM;
 		goto fail;
 	}
@@ -305,7 +308,7 @@ pasci_dataset_map_parse(const cJSON *map, pasci_dataset_map **out)
 	         cJSON_GetObjectItemCaseSensitive(m->json, "inputs"))) != 0) {
 		goto fail;
 	}
-	if ((used = calloc(m->noutputs, 1)) == NULL) {
+	if ((used = pasci_calloc(m->noutputs, 1)) == NULL) {
 		rv = PASCO_ENOMEM;
 		goto fail;
 	}
@@ -455,8 +458,8 @@ build(const cJSON *e, pasco_tensor **ts)
 		}
 		return v;
 	}
-	items = calloc(n + 1, sizeof(*items));
-	keys  = calloc(n + 1, sizeof(*keys));
+	items = pasci_calloc(n + 1, sizeof(*items));
+	keys  = pasci_calloc(n + 1, sizeof(*keys));
 	if (items == NULL || keys == NULL) {
 		free(items);
 		free(keys);
@@ -490,9 +493,9 @@ pasci_dataset_map_run(const pasci_dataset_map *m, const pasco_value *element,
 	int              rv = PASCO_OK;
 	*result             = NULL;
 	if ((rv = pasco_tape_alloc(&tp, false, 0)) != 0 ||
-	    (in = calloc(nin + 1, sizeof(*in))) == NULL ||
-	    (outs = calloc(m->noutputs, sizeof(*outs))) == NULL ||
-	    (ts = calloc(m->noutputs, sizeof(*ts))) == NULL) {
+	    (in = pasci_calloc(nin + 1, sizeof(*in))) == NULL ||
+	    (outs = pasci_calloc(m->noutputs, sizeof(*outs))) == NULL ||
+	    (ts = pasci_calloc(m->noutputs, sizeof(*ts))) == NULL) {
 		rv = PASCO_ENOMEM;
 		goto done;
 	}

@@ -29,6 +29,7 @@
 #include "pasco/hash.h"
 #include "prep.h"
 #include "tape_impl.h"
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -222,7 +223,7 @@ static bool
 read_dense(pasci_gstep_run *r, size_t n, const size_t *want, const bool *watch)
 {
 	pasco_variable **vs   = pasci_tape_mem(r->tp, (n + 1) * sizeof(*vs));
-	pasco_tensor   **outs = calloc(n + 1, sizeof(*outs));
+	pasco_tensor   **outs = pasci_calloc(n + 1, sizeof(*outs));
 	int              rv   = PASCO_ENOMEM;
 	bool             ok   = vs != NULL && outs != NULL;
 	for (size_t k = 0; ok && k < n; k++) {
@@ -471,10 +472,10 @@ static int
 run_apply(pasci_gstep_run *r, size_t a)
 {
 	const pasci_gstep_apply *ap  = &r->s->applies[a];
-	pasco_variable         **vs  = calloc(ap->n + 1, sizeof(*vs));
-	const pasco_tensor     **ids = calloc(ap->n + 1, sizeof(*ids));
-	const pasco_tensor     **gr  = calloc(ap->n + 1, sizeof(*gr));
-	pasco_tensor           **own = calloc(ap->n + 1, sizeof(*own));
+	pasco_variable         **vs  = pasci_calloc(ap->n + 1, sizeof(*vs));
+	const pasco_tensor     **ids = pasci_calloc(ap->n + 1, sizeof(*ids));
+	const pasco_tensor     **gr  = pasci_calloc(ap->n + 1, sizeof(*gr));
+	pasco_tensor           **own = pasci_calloc(ap->n + 1, sizeof(*own));
 	pasco_optimizer          opt = ap->opt;
 	size_t                   m   = 0;
 	int                      rv  = PASCO_OK;
@@ -560,7 +561,7 @@ static int
 return_outputs(pasci_gstep_run *r, const pasci_gval *outs)
 {
 	size_t        n     = r->s->noutputs;
-	pasco_value **items = calloc(n + 1, sizeof(*items));
+	pasco_value **items = pasci_calloc(n + 1, sizeof(*items));
 	pasco_value  *list  = NULL;
 	bool          ok    = items != NULL;
 	for (size_t k = 0; ok && k < n; k++) {
@@ -604,14 +605,14 @@ static int
 run_alloc(pasci_gstep_run *r)
 {
 	size_t na = r->s->nargs + 1, nn = r->s->nnodes + 1;
-	r->models     = calloc(na, sizeof(*r->models));
-	r->its        = calloc(na, sizeof(*r->its));
-	r->tensors    = calloc(na, sizeof(*r->tensors));
-	r->model_var0 = calloc(na, sizeof(*r->model_var0));
-	r->grads      = calloc(nn, sizeof(*r->grads));
-	r->no_grad    = calloc(nn, sizeof(*r->no_grad));
-	r->values     = calloc(nn, sizeof(*r->values));
-	r->elems      = calloc(nn, sizeof(*r->elems));
+	r->models     = pasci_calloc(na, sizeof(*r->models));
+	r->its        = pasci_calloc(na, sizeof(*r->its));
+	r->tensors    = pasci_calloc(na, sizeof(*r->tensors));
+	r->model_var0 = pasci_calloc(na, sizeof(*r->model_var0));
+	r->grads      = pasci_calloc(nn, sizeof(*r->grads));
+	r->no_grad    = pasci_calloc(nn, sizeof(*r->no_grad));
+	r->values     = pasci_calloc(nn, sizeof(*r->values));
+	r->elems      = pasci_calloc(nn, sizeof(*r->elems));
 	if (r->models == NULL || r->its == NULL || r->tensors == NULL ||
 	    r->model_var0 == NULL || r->grads == NULL || r->no_grad == NULL ||
 	    r->values == NULL || r->elems == NULL) {
@@ -654,8 +655,8 @@ static int
 run_step(pasci_gstep_run *r)
 {
 	pasci_graph_hook hook = {.arg = r, .node = gs_node};
-	pasci_gval      *outs = calloc(r->s->noutputs + 1, sizeof(*outs));
-	int              rv   = PASCO_OK;
+	pasci_gval *outs = pasci_calloc(r->s->noutputs + 1, sizeof(*outs));
+	int         rv   = PASCO_OK;
 	if (outs == NULL ||
 	    pasco_tape_alloc(&r->tp, r->s->training, step_seed(r)) != 0) {
 		free(outs);

@@ -14,6 +14,7 @@
 #include "call.h"
 #include "layer_desc.h"
 #include "model_impl.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,11 +183,11 @@ bind_vars(pasci_gstep_run *r)
 		n += r->models[i] != NULL ? r->models[i]->nvars : 0;
 	}
 	r->nvars  = n;
-	r->vars   = calloc(n + 1, sizeof(*r->vars));
-	r->sparse = calloc(n + 1, sizeof(*r->sparse));
-	r->src    = calloc(n + 1, sizeof(*r->src));
-	r->ints   = calloc(n + 1, sizeof(*r->ints));
-	r->more   = calloc(n + 1, sizeof(*r->more));
+	r->vars   = pasci_calloc(n + 1, sizeof(*r->vars));
+	r->sparse = pasci_calloc(n + 1, sizeof(*r->sparse));
+	r->src    = pasci_calloc(n + 1, sizeof(*r->src));
+	r->ints   = pasci_calloc(n + 1, sizeof(*r->ints));
+	r->more   = pasci_calloc(n + 1, sizeof(*r->more));
 	if (r->vars == NULL || r->sparse == NULL || r->src == NULL ||
 	    r->ints == NULL || r->more == NULL) {
 		return pasco_call_fail(r->call, PASCO_ENOMEM, "out of memory");

@@ -9,6 +9,7 @@
 #include "graph_step.h"
 
 #include "tape_impl.h"
+#include "util.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,7 +75,7 @@ gradients_of(pasci_gstep_run *r, size_t leader, const pasci_gval *target)
 	size_t             nn = 0, cap = s->nnodes + r->nmore + 1;
 	pasco_tnode      **src = pasci_tape_mem(r->tp, cap * sizeof(*src));
 	size_t            *at  = pasci_tape_mem(r->tp, cap * sizeof(*at));
-	pasco_tape_grad   *g   = calloc(cap, sizeof(*g));
+	pasco_tape_grad   *g   = pasci_calloc(cap, sizeof(*g));
 	bool               ok;
 	if (src == NULL || at == NULL || g == NULL) {
 		free(g);

@@ -15,6 +15,7 @@
 
 #include "model_impl.h"
 #include "pasco/hash.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ int_list(const cJSON *a, int64_t lo, int64_t hi, int64_t **v, size_t *n,
 		    PASCO_EINVAL, "%s: %s must be a list", where, key);
 	}
 	*n = (size_t) cJSON_GetArraySize(a);
-	if ((*v = calloc(*n + 1, sizeof(**v))) == NULL) {
+	if ((*v = pasci_calloc(*n + 1, sizeof(**v))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	cJSON_ArrayForEach(it, a)
@@ -156,7 +157,7 @@ parse_args(pasci_gstep *s, const cJSON *args)
 		    PASCO_EINVAL, "%s: args must be a list", s->name);
 	}
 	s->nargs = (size_t) cJSON_GetArraySize(args);
-	if ((s->args = calloc(s->nargs + 1, sizeof(*s->args))) == NULL) {
+	if ((s->args = pasci_calloc(s->nargs + 1, sizeof(*s->args))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	/* walked once: cJSON_GetArrayItem(i) walks from the first each
@@ -341,7 +342,7 @@ parse_nodes(pasci_gstep *s)
 	int      training = -1, rv;
 	int64_t *first;
 	s->nnodes = pasci_graph_num_nodes(s->graph);
-	s->nodes  = calloc(s->nnodes + 1, sizeof(*s->nodes));
+	s->nodes  = pasci_calloc(s->nnodes + 1, sizeof(*s->nodes));
 	first     = malloc((s->nnodes + 1) * sizeof(*first));
 	if (s->nodes == NULL || first == NULL) {
 		free(first);
@@ -431,8 +432,8 @@ parse_effects(pasci_gstep *s, const cJSON *root)
 	}
 	s->napplies = (size_t) cJSON_GetArraySize(ap);
 	s->nupdates = (size_t) cJSON_GetArraySize(up);
-	s->applies  = calloc(s->napplies + 1, sizeof(*s->applies));
-	s->updates  = calloc(s->nupdates + 1, sizeof(*s->updates));
+	s->applies  = pasci_calloc(s->napplies + 1, sizeof(*s->applies));
+	s->updates  = pasci_calloc(s->nupdates + 1, sizeof(*s->updates));
 	if (s->applies == NULL || s->updates == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -576,7 +577,7 @@ unref_locked(gcached *c)
 static int
 gcached_parse(uint64_t h, const void *bytes, size_t len, gcached **out)
 {
-	gcached *c    = calloc(1, sizeof(*c));
+	gcached *c    = pasci_calloc(1, sizeof(*c));
 	char    *json = malloc(len + 1);
 	cJSON   *root = NULL;
 	int      rv   = PASCO_ENOMEM;

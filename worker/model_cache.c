@@ -180,7 +180,7 @@ cache_copy(
 static void
 cache_keep(uint64_t h, const void *bytes, size_t len, pasco_model *m)
 {
-	cached *c = calloc(1, sizeof(*c)), *drop = NULL;
+	cached *c = pasci_calloc(1, sizeof(*c)), *drop = NULL;
 	char   *copy = malloc(len);
 	size_t  cost = sizeof(*c) + len + pasci_model_bytes(m);
 	bool    kept = false;

@@ -10,6 +10,7 @@
 #include "model_cache.h"
 #include "model_impl.h"
 #include "pasco/function.h"
+#include "util.h"
 
 #include <stdlib.h>
 
@@ -37,7 +38,7 @@ pasco_model_from_call(pasco_call *call, size_t first, pasco_model **out)
 		return pasco_call_fail(call, rv, "the model's config: %s",
 		    pasco_model_last_error());
 	}
-	if ((vars = calloc(m->nvars + 1, sizeof(*vars))) == NULL) {
+	if ((vars = pasci_calloc(m->nvars + 1, sizeof(*vars))) == NULL) {
 		pasco_model_free(m);
 		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 	}

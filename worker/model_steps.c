@@ -35,6 +35,7 @@
 #include "pasco/server.h"
 #include "pasco/tfrecord.h"
 #include "registry.h"
+#include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -112,7 +113,7 @@ static int
 train_once(pasco_call *call, const pasco_model *m, size_t k, bool named,
     const pasco_optimizer *opt, double *loss, double *counts)
 {
-	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
+	const pasco_tensor **in = pasci_calloc(m->ninputs, sizeof(*in));
 	const pasco_tensor  *y, *sw;
 	pasco_dataset       *it = NULL;
 	pasco_value         *e  = NULL;
@@ -187,7 +188,8 @@ train_step(pasco_call *call, bool named)
 	    (rv = pasco_call_variable(call, k + 1, &opt.iterations)) != 0) {
 		goto done;
 	}
-	if ((res = calloc(1 + m->compile.state_len, sizeof(double))) == NULL) {
+	if ((res = pasci_calloc(1 + m->compile.state_len, sizeof(double))) ==
+	    NULL) {
 		rv = pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -327,7 +329,7 @@ static int
 each_batch(pasco_call *call, const pasco_model *m, size_t k, bool need_y,
     batch_fn fn, void *arg)
 {
-	const pasco_tensor **in = calloc(m->ninputs, sizeof(*in));
+	const pasco_tensor **in = pasci_calloc(m->ninputs, sizeof(*in));
 	const pasco_tensor  *y, *sw;
 	pasco_dataset       *ds = NULL;
 	pasco_value         *e  = NULL;
@@ -389,7 +391,7 @@ model_evaluate(pasco_call *call)
 	if ((rv = pasco_model_from_call(call, 0, &m)) != 0) {
 		return rv;
 	}
-	if ((sums = calloc(2 + m->compile.state_len, sizeof(double))) ==
+	if ((sums = pasci_calloc(2 + m->compile.state_len, sizeof(double))) ==
 	    NULL) {
 		rv = pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 	} else if ((rv = each_batch(call, m, pasco_model_num_args(m), true,
@@ -462,7 +464,7 @@ predict_batch(void *arg, const pasco_model *m, pasco_tape *tp,
     const pasco_tensor *sw)
 {
 	predict_out        *o    = arg;
-	pasco_tape_var     *vars = calloc(m->nvars + 1, sizeof(*vars));
+	pasco_tape_var     *vars = pasci_calloc(m->nvars + 1, sizeof(*vars));
 	pasco_tnode        *out  = pasco_model_call(m, tp, in, vars);
 	const pasco_tensor *t    = out != NULL ? pasco_tnode_value(out) : NULL;
 	int                 rv;

@@ -43,7 +43,7 @@ registry_add(entry **list, const char *name, void *fn)
 			break;
 		}
 	}
-	if (rv == 0 && ((e = calloc(1, sizeof(*e))) == NULL ||
+	if (rv == 0 && ((e = pasci_calloc(1, sizeof(*e))) == NULL ||
 	                   (e->name = pasci_strdup(name)) == NULL)) {
 		free(e);
 		rv = PASCO_ENOMEM;
@@ -190,7 +190,7 @@ int
 pasci_program_args_set(int argc, char *const *argv)
 {
 	char **copy =
-	    calloc((size_t) (argc > 0 ? argc : 0) + 1, sizeof(*copy));
+	    pasci_calloc((size_t) (argc > 0 ? argc : 0) + 1, sizeof(*copy));
 	if (copy == NULL) {
 		return PASCO_ENOMEM;
 	}

@@ -30,7 +30,7 @@ struct resource_table {
 int
 pasci_resource_table_create(resource_table **out)
 {
-	*out = calloc(1, sizeof(**out));
+	*out = pasci_calloc(1, sizeof(**out));
 	if (*out == NULL) {
 		return PASCO_ENOMEM;
 	}
@@ -91,7 +91,7 @@ table_put(resource_table *t, uint64_t id, resource *r)
 int
 pasci_resource_table_put(resource_table *t, uint64_t id, pasco_dataset *ds)
 {
-	resource *r = calloc(1, sizeof(*r));
+	resource *r = pasci_calloc(1, sizeof(*r));
 	if (r == NULL) {
 		pasco_dataset_free(ds);
 		return PASCO_ENOMEM;
@@ -104,7 +104,7 @@ int
 pasci_resource_table_put_value(
     resource_table *t, uint64_t id, pasco_tensor *value)
 {
-	resource *r = calloc(1, sizeof(*r));
+	resource *r = pasci_calloc(1, sizeof(*r));
 	if (r == NULL) {
 		pasco_tensor_release(value);
 		return PASCO_ENOMEM;

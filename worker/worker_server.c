@@ -114,7 +114,7 @@ sums_add(pasco_call *call, run_sums *s)
 		    s->v != NULL ? ", and its first returned more or fewer"
 		                 : "");
 	}
-	if (s->v == NULL && (s->v = calloc(n, sizeof(*s->v))) == NULL) {
+	if (s->v == NULL && (s->v = pasci_calloc(n, sizeof(*s->v))) == NULL) {
 		return pasco_call_fail(call, PASCO_ENOMEM, "out of memory");
 	}
 	s->n = n;
@@ -527,7 +527,7 @@ int
 pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
     int32_t index, const char *url, int nthreads, const pasci_key *key)
 {
-	worker_server    *w = calloc(1, sizeof(*w));
+	worker_server    *w = pasci_calloc(1, sizeof(*w));
 	pasci_rpc_server *rpc;
 	uint64_t          incarnation;
 	int               rv = PASCO_ENOMEM;
@@ -547,7 +547,8 @@ pasci_worker_server_start(worker_server **out, const pasco_cluster *cluster,
 	w->env.num_workers =
 	    (int32_t) pasco_cluster_count(cluster, PASCO_ROLE_WORKER);
 	w->env.nps = pasco_cluster_count(cluster, PASCO_ROLE_PS);
-	if ((w->env.ps = calloc(w->env.nps + 1, sizeof(*w->env.ps))) == NULL) {
+	if ((w->env.ps = pasci_calloc(w->env.nps + 1, sizeof(*w->env.ps))) ==
+	    NULL) {
 		goto fail;
 	}
 	for (size_t i = 0; i < w->env.nps; i++) {
@@ -581,7 +582,7 @@ int
 pasci_worker_server_create_local(
     worker_server **out, int32_t index, int32_t num_workers, size_t nps)
 {
-	worker_server *w = calloc(1, sizeof(*w));
+	worker_server *w = pasci_calloc(1, sizeof(*w));
 
 	*out = NULL;
 	if (w != NULL) {
@@ -591,7 +592,7 @@ pasci_worker_server_create_local(
 		pthread_cond_init(&w->rpc_cv, NULL);
 	}
 	if (w == NULL || pasci_resource_table_create(&w->env.resources) != 0 ||
-	    (w->env.ps = calloc(nps + 1, sizeof(*w->env.ps))) == NULL) {
+	    (w->env.ps = pasci_calloc(nps + 1, sizeof(*w->env.ps))) == NULL) {
 		pasci_worker_server_stop(w);
 		return PASCO_ENOMEM;
 	}

@@ -103,7 +103,8 @@ parse_number(csv *c, size_t col, const char *text, double *out)
 		            ? (double) strtoll(text, &end, 10)
 		            : strtod(text, &end);
 		if (errno != 0 || *end != 0) {
-			pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
+			pasci_error_fmt(pasci_data_error,
+			    sizeof(pasci_data_error),
 			    "%s:%lld: "
 			    "column '%s': '%s' is not %s",
 			    c->files[c->cur], (long long) c->line, k->name,
@@ -239,8 +240,8 @@ parse_dense(csv *c, char *p, char *end, pasco_value **out)
 static int
 parse_line(csv *c, char *p, char *end, pasco_value **out)
 {
-	pasco_value **items = calloc(c->ncols + 1, sizeof(*items));
-	const char  **keys  = calloc(c->ncols + 1, sizeof(*keys));
+	pasco_value **items = pasci_calloc(c->ncols + 1, sizeof(*items));
+	const char  **keys  = pasci_calloc(c->ncols + 1, sizeof(*keys));
 	char          field[1024];
 	size_t        n    = 0;
 	bool          more = true;
@@ -252,7 +253,8 @@ parse_line(csv *c, char *p, char *end, pasco_value **out)
 		if (n < c->ncols && len >= sizeof(field) &&
 		    c->cols[n].type == PASCO_FEATURE_HASHED) {
 			/* its key would be that of its first bytes */
-			pasci_error_fmt(pasci_data_error, sizeof(pasci_data_error),
+			pasci_error_fmt(pasci_data_error,
+			    sizeof(pasci_data_error),
 			    "%s:%lld: column '%s': a field of %zu bytes; a "
 			    "HASHED field may have at most %zu",
 			    c->files[c->cur], (long long) c->line,
@@ -416,11 +418,11 @@ csv_open(pasco_dataset **out, const char *const *files, size_t nfiles,
 	if ((rv = check_columns(opts)) != 0) {
 		return rv;
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if ((c = pasci_calloc(1, sizeof(*c))) == NULL) {
 		return PASCO_ENOMEM;
 	}
-	c->files   = calloc(nfiles + 1, sizeof(char *));
-	c->cols    = calloc(opts->ncolumns, sizeof(*c->cols));
+	c->files   = pasci_calloc(nfiles + 1, sizeof(char *));
+	c->cols    = pasci_calloc(opts->ncolumns, sizeof(*c->cols));
 	c->delim   = opts->delimiter ? opts->delimiter : ',';
 	c->header  = opts->header;
 	c->nshards = opts->num_shards;
@@ -438,8 +440,8 @@ csv_open(pasco_dataset **out, const char *const *files, size_t nfiles,
 		rv = c->cols[i].name != NULL ? PASCO_OK : PASCO_ENOMEM;
 	}
 	if (rv == 0 && place != NULL) {
-		if ((c->place = calloc(opts->ncolumns, sizeof(int32_t))) ==
-		        NULL ||
+		if ((c->place = pasci_calloc(
+		         opts->ncolumns, sizeof(int32_t))) == NULL ||
 		    (features_name != NULL && (c->features_name = pasci_strdup(
 		                                   features_name)) == NULL)) {
 			rv = PASCO_ENOMEM;

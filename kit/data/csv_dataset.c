@@ -195,16 +195,16 @@ read_header(csv_header *h, const char *file,
 		return pasco_dataset_fail(
 		    PASCO_EINVAL, "make_csv: %s has no header line", file);
 	}
-	names = calloc(len + 2, sizeof(*names)); /* fields <= len + 1 */
+	names = pasci_calloc(len + 2, sizeof(*names)); /* fields <= len + 1 */
 	rv    = names == NULL
 	            ? PASCO_ENOMEM
 	            : split_fields(line, len, o->delimiter ? o->delimiter : ',',
 	                  names, len + 1, &n);
 	if (rv == 0 && first) {
 		h->ncols  = n;
-		h->cols   = calloc(n, sizeof(*h->cols));
-		h->given  = calloc(n, sizeof(*h->given));
-		h->sample = calloc(n, sizeof(*h->sample));
+		h->cols   = pasci_calloc(n, sizeof(*h->cols));
+		h->given  = pasci_calloc(n, sizeof(*h->given));
+		h->sample = pasci_calloc(n, sizeof(*h->sample));
 		rv =
 		    h->cols && h->given && h->sample ? PASCO_OK : PASCO_ENOMEM;
 		for (size_t i = 0; rv == 0 && i < n; i++) {
@@ -306,7 +306,7 @@ pick_columns(csv_header *h, const pasco_csv_dataset_options *o, csv_rows *r)
 	if (o->label_type != 0) {
 		h->cols[l].type = o->label_type;
 	}
-	r->feat = calloc(h->ncols + o->nselect + 1, sizeof(*r->feat));
+	r->feat = pasci_calloc(h->ncols + o->nselect + 1, sizeof(*r->feat));
 	if (r->feat == NULL) {
 		return pasco_dataset_fail(
 		    PASCO_ENOMEM, "make_csv: out of memory");
@@ -380,7 +380,7 @@ pasco_dataset_make_csv(pasco_dataset **out, const char *const *files,
     size_t nfiles, const pasco_csv_dataset_options *o)
 {
 	csv_header        h = {0};
-	csv_rows         *r = calloc(1, sizeof(*r));
+	csv_rows         *r = pasci_calloc(1, sizeof(*r));
 	pasco_csv_options co;
 	int               rv;
 

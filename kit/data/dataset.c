@@ -39,7 +39,7 @@ int
 pasci_dataset_new(pasco_dataset **out, const struct dataset_ops *ops,
     pasco_dataset *in, size_t state_size)
 {
-	pasco_dataset *ds = calloc(1, sizeof(*ds) + state_size);
+	pasco_dataset *ds = pasci_calloc(1, sizeof(*ds) + state_size);
 	*out              = ds;
 	if (ds == NULL) {
 		pasco_dataset_free(in);

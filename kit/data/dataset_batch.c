@@ -21,8 +21,8 @@ stack_children(
     pasco_value *const *vals, int64_t n, const double *pad, pasco_value **out)
 {
 	const pasco_value *v0    = vals[0];
-	pasco_value      **items = calloc(v0->n + 1, sizeof(*items));
-	pasco_value      **col   = calloc((size_t) n, sizeof(*col));
+	pasco_value      **items = pasci_calloc(v0->n + 1, sizeof(*items));
+	pasco_value      **col   = pasci_calloc((size_t) n, sizeof(*col));
 	int rv = items != NULL && col != NULL ? PASCO_OK : PASCO_ENOMEM;
 
 	for (size_t k = 0; k < v0->n && rv == 0; k++) {
@@ -158,7 +158,7 @@ static int
 batch_next(pasco_dataset *ds, pasco_value **out)
 {
 	batch        *b    = ds->state;
-	pasco_value **vals = calloc((size_t) b->size, sizeof(*vals));
+	pasco_value **vals = pasci_calloc((size_t) b->size, sizeof(*vals));
 	int64_t       n    = 0;
 	int           rv   = PASCO_OK;
 

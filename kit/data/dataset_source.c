@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "dataset_impl.h"
+#include "util.h"
 #include "value_impl.h"
 
 typedef struct range {
@@ -84,7 +85,7 @@ slice_row(const pasco_value *v, int64_t row)
 	}
 	case PASCO_VALUE_LIST:
 	case PASCO_VALUE_DICT: {
-		pasco_value **items = calloc(v->n + 1, sizeof(*items));
+		pasco_value **items = pasci_calloc(v->n + 1, sizeof(*items));
 		pasco_value  *out;
 		if (items == NULL) {
 			return NULL;

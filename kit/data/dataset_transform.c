@@ -323,7 +323,7 @@ pasco_dataset_shuffle(
 	sh          = (*out)->state;
 	sh->size    = buffer_size;
 	sh->counter = pasci_mix64(seed != 0 ? seed : pasci_random_u64());
-	if ((sh->buf = calloc((size_t) buffer_size, sizeof(*sh->buf))) ==
+	if ((sh->buf = pasci_calloc((size_t) buffer_size, sizeof(*sh->buf))) ==
 	    NULL) {
 		pasco_dataset_free(*out);
 		*out = NULL;

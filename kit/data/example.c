@@ -181,8 +181,8 @@ pasco_example_parse(const void *data, size_t len,
 		    len);
 		return PASCO_EPROTO;
 	}
-	items = calloc(nspecs + 1, sizeof(*items));
-	keys  = calloc(nspecs + 1, sizeof(*keys));
+	items = pasci_calloc(nspecs + 1, sizeof(*items));
+	keys  = pasci_calloc(nspecs + 1, sizeof(*keys));
 	for (size_t i = 0;
 	     items != NULL && keys != NULL && i < nspecs && rv == 0; i++) {
 		pasco_tensor *t;
@@ -274,7 +274,7 @@ static int
 encode_bytes_list(enc_feature *e, const char *key, const pasco_value *list)
 {
 	size_t               n = pasco_value_size(list);
-	ProtobufCBinaryData *v = calloc(n + 1, sizeof(*v));
+	ProtobufCBinaryData *v = pasci_calloc(n + 1, sizeof(*v));
 	if (v == NULL) {
 		return PASCO_ENOMEM;
 	}
@@ -302,10 +302,10 @@ encode_bytes_list(enc_feature *e, const char *key, const pasco_value *list)
 int
 pasco_example_encode(const pasco_value *features, void **out, size_t *len)
 {
-	size_t                                n = pasco_value_size(features);
-	enc_feature                          *e = calloc(n + 1, sizeof(*e));
+	size_t       n = pasco_value_size(features);
+	enc_feature *e = pasci_calloc(n + 1, sizeof(*e));
 	Pasco__Wire__Features__FeatureEntry **ptrs =
-	    calloc(n + 1, sizeof(*ptrs));
+	    pasci_calloc(n + 1, sizeof(*ptrs));
 	Pasco__Wire__Features fs;
 	Pasco__Wire__Example  ex;
 	int rv = e != NULL && ptrs != NULL ? PASCO_OK : PASCO_ENOMEM;
@@ -389,9 +389,9 @@ int
 pasco_dataset_parse_examples(pasco_dataset **out, pasco_dataset *in,
     const pasco_feature_spec *specs, size_t nspecs)
 {
-	parse_specs *p = calloc(1, sizeof(*p));
+	parse_specs *p = pasci_calloc(1, sizeof(*p));
 	if (p == NULL ||
-	    (p->specs = calloc(nspecs + 1, sizeof(*specs))) == NULL) {
+	    (p->specs = pasci_calloc(nspecs + 1, sizeof(*specs))) == NULL) {
 		free(p);
 		pasco_dataset_free(in);
 		*out = NULL;

@@ -65,8 +65,8 @@ pad_ids(const example_inputs *p, size_t i, const pasco_tensor *ids,
 static int
 to_inputs(const example_inputs *p, const pasco_value *f, pasco_value **out)
 {
-	pasco_value **x    = calloc(p->ninputs + 1, sizeof(*x));
-	const char  **keys = calloc(p->ninputs + 1, sizeof(*keys));
+	pasco_value **x    = pasci_calloc(p->ninputs + 1, sizeof(*x));
+	const char  **keys = pasci_calloc(p->ninputs + 1, sizeof(*keys));
 	int           rv   = x && keys ? PASCO_OK : PASCO_ENOMEM;
 	pasco_value  *xv   = NULL;
 	for (size_t i = 0; rv == 0 && i < p->ninputs; i++) {
@@ -176,8 +176,8 @@ make_specs(example_inputs *p, const pasco_example_input *inputs, size_t n,
 {
 	p->ninputs = n;
 	p->label   = label_name != NULL;
-	p->specs   = calloc(n + 1, sizeof(*p->specs));
-	p->width   = calloc(n + 1, sizeof(*p->width));
+	p->specs   = pasci_calloc(n + 1, sizeof(*p->specs));
+	p->width   = pasci_calloc(n + 1, sizeof(*p->width));
 	if (p->specs == NULL || p->width == NULL) {
 		return PASCO_ENOMEM;
 	}
@@ -258,7 +258,7 @@ pasco_dataset_parse_example_labeled(pasco_dataset **out, pasco_dataset *in,
 	for (size_t i = 0; rv == 0 && i < ninputs; i++) {
 		rv = check_input(&inputs[i], i);
 	}
-	if (rv != 0 || (p = calloc(1, sizeof(*p))) == NULL) {
+	if (rv != 0 || (p = pasci_calloc(1, sizeof(*p))) == NULL) {
 		pasco_dataset_free(in);
 		return rv != 0 ? rv : PASCO_ENOMEM;
 	}

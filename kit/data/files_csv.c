@@ -47,8 +47,8 @@ static int
 pick_map(void *arg, const pasco_value *e, pasco_value **out)
 {
 	const csv_pick *p     = arg;
-	pasco_value   **items = calloc(p->n + 1, sizeof(*items));
-	const char    **keys  = calloc(p->n + 1, sizeof(*keys));
+	pasco_value   **items = pasci_calloc(p->n + 1, sizeof(*items));
+	const char    **keys  = pasci_calloc(p->n + 1, sizeof(*keys));
 	pasco_value    *x = NULL, *y = NULL;
 	int             rv = items && keys ? PASCO_OK : PASCO_ENOMEM;
 	for (size_t k = 0; rv == 0 && k < p->n; k++) {
@@ -107,7 +107,7 @@ read_header(const char *file, pasco_csv_column **cols, size_t *n)
 		return pasco_dataset_fail(PASCO_EINVAL,
 		    "files dataset: %s has no header line", file);
 	}
-	*cols = calloc((size_t) len + 2, sizeof(**cols));
+	*cols = pasci_calloc((size_t) len + 2, sizeof(**cols));
 	for (p = line; *cols != NULL && more; (*n)++) {
 		more = pasci_csv_next_field(
 		    &p, line + len, ',', field, sizeof(field));
@@ -163,11 +163,12 @@ type_columns(pasco_csv_column *cols, size_t n, const pasci_csv_features *o)
 static int
 make_pick(const pasci_csv_features *o, csv_pick **out)
 {
-	csv_pick *p = calloc(1, sizeof(*p));
+	csv_pick *p = pasci_calloc(1, sizeof(*p));
 	int       rv;
 	*out = p;
 	if (p == NULL ||
-	    (p->names = calloc(o->ninputs + 1, sizeof(char *))) == NULL ||
+	    (p->names = pasci_calloc(o->ninputs + 1, sizeof(char *))) ==
+	        NULL ||
 	    (p->label = pasci_strdup(o->label)) == NULL) {
 		return PASCO_ENOMEM;
 	}

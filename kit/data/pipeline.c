@@ -134,8 +134,8 @@ pasco_dataset_interleave(pasco_dataset **out, pasco_dataset *in,
 	il->arg   = arg;
 	il->cycle = cycle_length;
 	il->block = block_length;
-	if ((il->slots = calloc((size_t) cycle_length, sizeof(*il->slots))) ==
-	    NULL) {
+	if ((il->slots = pasci_calloc(
+	         (size_t) cycle_length, sizeof(*il->slots))) == NULL) {
 		pasco_dataset_free(*out);
 		*out = NULL;
 		return PASCO_ENOMEM;
@@ -302,7 +302,8 @@ pasco_dataset_prefetch(pasco_dataset **out, pasco_dataset *in, int64_t count)
 	p->cap = count;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	if ((p->ring = calloc((size_t) count, sizeof(*p->ring))) == NULL) {
+	if ((p->ring = pasci_calloc((size_t) count, sizeof(*p->ring))) ==
+	    NULL) {
 		pasco_dataset_free(*out);
 		*out = NULL;
 		return PASCO_ENOMEM;

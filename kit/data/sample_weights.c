@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "files_dataset.h"
+#include "util.h"
 #include "value_impl.h"
 
 #define CLASS_WEIGHT_MAX_CLASS 1000000
@@ -101,7 +102,7 @@ pasci_weights_read(const cJSON *spec, pasci_weights **out)
 		    "files dataset: class_weight must be an object of class "
 		    "id -> weight");
 	}
-	if ((w = calloc(1, sizeof(*w))) == NULL ||
+	if ((w = pasci_calloc(1, sizeof(*w))) == NULL ||
 	    (sw != NULL && (w->feature = strdup(sw->valuestring)) == NULL)) {
 		pasci_weights_free(w);
 		return pasco_dataset_fail(PASCO_ENOMEM, "out of memory");

@@ -121,7 +121,7 @@ gunzip_bytes(const char *path, const unsigned char *data, size_t len,
 int
 pasco_tfrecord_writer_open(pasco_tfrecord_writer **out, const char *path)
 {
-	pasco_tfrecord_writer *w = calloc(1, sizeof(*w));
+	pasco_tfrecord_writer *w = pasci_calloc(1, sizeof(*w));
 	*out                     = NULL;
 	if (w == NULL || (w->path = pasci_strdup(path)) == NULL) {
 		free(w);
@@ -359,11 +359,11 @@ int
 pasco_dataset_tfrecord(pasco_dataset **out, const char *const *files,
     size_t nfiles, const pasco_tfrecord_options *opts)
 {
-	reader *r = calloc(1, sizeof(*r));
+	reader *r = pasci_calloc(1, sizeof(*r));
 	int     rv;
 	*out = NULL;
 	if (r == NULL ||
-	    (r->files = calloc(nfiles + 1, sizeof(char *))) == NULL) {
+	    (r->files = pasci_calloc(nfiles + 1, sizeof(char *))) == NULL) {
 		free(r);
 		return PASCO_ENOMEM;
 	}
@@ -407,7 +407,7 @@ pasco_dataset_tfrecord_sharded(pasco_dataset **out, const char *const *files,
 		return pasco_dataset_shard(
 		    out, all, num_workers, worker_index);
 	}
-	if ((mine = calloc(nfiles, sizeof(*mine))) == NULL) {
+	if ((mine = pasci_calloc(nfiles, sizeof(*mine))) == NULL) {
 		return PASCO_ENOMEM;
 	}
 	for (size_t i = (size_t) worker_index; i < nfiles;

@@ -445,7 +445,7 @@ bn_masked_moments(pasco_tape *tp, const char *name, pasco_tnode *x,
 		pasco_tensor_release(mt);
 		return pasci_tape_fail(tp, PASCO_ENOMEM, "out of memory");
 	}
-	double *count = calloc((size_t) xv->shape[axis], sizeof(*count));
+	double *count = pasci_calloc((size_t) xv->shape[axis], sizeof(*count));
 	int64_t inner = 1; /* the stride of axis */
 	for (int32_t d = axis + 1; d < rank; d++) {
 		inner *= xv->shape[d];

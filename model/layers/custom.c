@@ -73,7 +73,7 @@ pasco_layer_register(const char *name, const pasco_layer_fn *fn)
 		                       "pasco_layer_register: '%s' is "
 		                       "registered already",
 		                       name);
-	} else if ((e = calloc(1, sizeof(*e))) == NULL) {
+	} else if ((e = pasci_calloc(1, sizeof(*e))) == NULL) {
 		rv = pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	} else {
 		snprintf(e->name, sizeof(e->name), "%s", name);
@@ -135,7 +135,8 @@ fn_weights(pasco_custom *d, const char *at)
 {
 	char err[256] = "";
 	int  rv;
-	d->weights = calloc(PASCO_LAYER_FN_MAX_WEIGHTS, sizeof(*d->weights));
+	d->weights =
+	    pasci_calloc(PASCO_LAYER_FN_MAX_WEIGHTS, sizeof(*d->weights));
 	if (d->weights == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -276,7 +277,7 @@ def_graph(pasco_custom *d, const cJSON *graph, const cJSON *inference,
 		return rv;
 	}
 	d->nweights = pasci_graph_num_weights(d->graph);
-	d->weights  = calloc(d->nweights + 1, sizeof(*d->weights));
+	d->weights  = pasci_calloc(d->nweights + 1, sizeof(*d->weights));
 	if (d->weights == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
@@ -363,7 +364,7 @@ def_read(const cJSON *c, pasco_custom **out, const char *at)
 		    "registered name), not both",
 		    at);
 	}
-	if ((d = calloc(1, sizeof(*d))) == NULL) {
+	if ((d = pasci_calloc(1, sizeof(*d))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	d->refs = 1;
@@ -425,7 +426,7 @@ pasco_layer_function(pasco_layer *out, const char *name, const char *options,
 		return pasci_model_fail(PASCO_EINVAL,
 		    "pasco_layer_function '%s': options are not JSON", name);
 	}
-	if ((d = calloc(1, sizeof(*d))) == NULL) {
+	if ((d = pasci_calloc(1, sizeof(*d))) == NULL) {
 		cJSON_Delete(o);
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}

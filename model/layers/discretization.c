@@ -12,6 +12,7 @@
 #include "layer_desc.h"
 #include "model_impl.h"
 #include "prep.h"
+#include "util.h"
 
 /* boundaries[0..n) into p, copied. */
 static int
@@ -146,8 +147,8 @@ discretization_read(
 		    "%s: bin_boundaries must be null or a list of numbers",
 		    at);
 	}
-	if ((v = calloc((size_t) cJSON_GetArraySize(b) + 1, sizeof(*v))) ==
-	    NULL) {
+	if ((v = pasci_calloc(
+	         (size_t) cJSON_GetArraySize(b) + 1, sizeof(*v))) == NULL) {
 		return pasci_model_fail(PASCO_ENOMEM, "out of memory");
 	}
 	cJSON_ArrayForEach(it, b)
