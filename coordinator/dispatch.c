@@ -36,6 +36,7 @@
 typedef struct dispatcher_arg {
 	pasco_coordinator *c;
 	size_t             w;
+	closure          **riders; /* room for max_batch closures */
 } dispatcher_arg;
 
 /* One message in flight to worker w: a closure (tagged or not), or with
@@ -625,11 +626,10 @@ dispatcher_main(void *arg)
 
 	pasci_fmt(name, sizeof(name), "pasco-disp-%zu", d->w);
 	pasci_thread_name(name);
-	closure **riders = pasci_calloc(d->c->max_batch, sizeof(*riders));
 	while ((cl = pasci_queue_get(&d->c->q, d->w, &tagged)) != NULL) {
-		send_taken(d->c, d->w, cl, tagged, riders);
+		send_taken(d->c, d->w, cl, tagged, d->riders);
 	}
-	free(riders);
+	free(d->riders);
 	free(d);
 	return NULL;
 }
@@ -685,14 +685,20 @@ static int
 start_dispatchers(pasco_coordinator *c)
 {
 	for (size_t w = 0; w < c->nworkers; w++) {
+		/* what the dispatcher needs, allocated here: a failure fails
+		 * the coordinator's creation, not the thread */
 		dispatcher_arg *d = malloc(sizeof(*d));
-		if (d == NULL) {
+		closure **riders = pasci_calloc(c->max_batch, sizeof(*riders));
+		if (d == NULL || riders == NULL) {
+			free(d);
+			free(riders);
 			return PASCO_ENOMEM;
 		}
-		*d = (dispatcher_arg){c, w};
+		*d = (dispatcher_arg){c, w, riders};
 		if (pthread_create(
 		        &c->dispatchers[w], NULL, dispatcher_main, d) != 0) {
 			free(d);
+			free(riders);
 			return PASCO_ENOMEM;
 		}
 		c->ndispatchers++;

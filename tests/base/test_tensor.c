@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "util.h"
 
 #include <math.h>
 
@@ -136,4 +137,34 @@ Test(value, lists_have_no_length_limit)
 	cr_assert_eq(pasco_value_size(v), 100);
 	cr_assert_eq(pasco_value_scalar(pasco_value_item(v, 99)), 99);
 	pasco_value_free(v);
+}
+
+/* pasci_calloc (base/util.h): zeroed blocks on both sides of the size where
+ * it leaves malloc for calloc, even after the same sizes were freed dirty,
+ * and NULL when count * size overflows. */
+Test(alloc, pasci_calloc_zeroes_every_size_and_refuses_overflow)
+{
+	static const size_t sizes[] = {0, 1, 7, 128, PASCI_CALLOC_CACHED - 1,
+	    PASCI_CALLOC_CACHED, PASCI_CALLOC_CACHED + 1, 64 << 10};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t         n = sizes[i];
+		unsigned char *dirty, *z;
+		/* a freed dirty block of the size, for the next to reuse */
+		cr_assert_not_null(dirty = malloc(n > 0 ? n : 1));
+		memset(dirty, 0xa5, n > 0 ? n : 1);
+		free(dirty);
+		cr_assert_not_null(z = pasci_calloc(1, n), "size %zu", n);
+		for (size_t k = 0; k < n; k++) {
+			cr_assert_eq(z[k], 0, "size %zu: byte %zu is %d", n, k,
+			    z[k]);
+		}
+		free(z);
+		cr_assert_not_null(z = pasci_calloc(n, 3));
+		for (size_t k = 0; k < 3 * n; k++) {
+			cr_assert_eq(z[k], 0, "%zu x 3: byte %zu", n, k);
+		}
+		free(z);
+	}
+	cr_assert_null(pasci_calloc(SIZE_MAX / 2, 3));
+	cr_assert_null(pasci_calloc(3, SIZE_MAX / 2));
 }
