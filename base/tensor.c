@@ -10,7 +10,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bufcache.h"
 #include "util.h"
+
+/* A tensor's data block of n bytes (at least one, so data is never
+ * NULL), zeroed when asked, and *free_fn for it: a big block (1 MB or
+ * more) comes from the process's cache of big buffers (bufcache.h), so a
+ * step's big tensors are not faulted in again each step, the rest from
+ * malloc. NULL when memory is short. */
+static void *
+tensor_data_alloc(size_t n, bool zero, void (**free_fn)(void *))
+{
+	void *data;
+	if (n >= PASCI_BUFCACHE_MIN) {
+		*free_fn = pasci_bufcache_free;
+		if ((data = pasci_bufcache_alloc(n)) != NULL && zero) {
+			memset(data, 0, n);
+		}
+		return data;
+	}
+	*free_fn = free;
+	return zero ? pasci_calloc(1, n > 0 ? n : 1) : malloc(n > 0 ? n : 1);
+}
 
 struct pasco_storage {
 	atomic_int refs;
@@ -51,12 +72,15 @@ pasci_tensor_unshare(pasco_tensor *t)
 {
 	pasco_storage *s;
 	void          *data;
+	void (*free_fn)(void *);
 	if (atomic_load(&t->storage->refs) == 1) {
 		return PASCO_OK;
 	}
-	if ((data = malloc(t->nbytes > 0 ? t->nbytes : 1)) == NULL ||
-	    (s = pasci_storage_new(free, data)) == NULL) {
-		free(data);
+	if ((data = tensor_data_alloc(t->nbytes, false, &free_fn)) == NULL) {
+		return PASCO_ENOMEM;
+	}
+	if ((s = pasci_storage_new(free_fn, data)) == NULL) {
+		free_fn(data);
 		return PASCO_ENOMEM;
 	}
 	memcpy(data, t->data, t->nbytes);
@@ -158,19 +182,17 @@ tensor_alloc(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
 {
 	pasco_tensor *t;
 	void         *data;
-	int           rv;
+	void (*free_fn)(void *);
+	int rv;
 
 	if ((rv = tensor_new(&t, dtype, rank, shape)) != 0) {
 		*out = NULL;
 		return rv;
 	}
-	/* Always allocate at least one byte so data is never NULL. */
-	data = zero ? pasci_calloc(1, t->nbytes > 0 ? t->nbytes : 1)
-	            : malloc(t->nbytes > 0 ? t->nbytes : 1);
-	if (data == NULL) {
+	if ((data = tensor_data_alloc(t->nbytes, zero, &free_fn)) == NULL) {
 		goto fail_data;
 	}
-	if ((t->storage = pasci_storage_new(free, data)) == NULL) {
+	if ((t->storage = pasci_storage_new(free_fn, data)) == NULL) {
 		goto fail_storage;
 	}
 	t->data = data;
@@ -178,7 +200,7 @@ tensor_alloc(pasco_tensor **out, pasco_dtype dtype, int32_t rank,
 	return PASCO_OK;
 
 fail_storage:
-	free(data);
+	free_fn(data);
 fail_data:
 	free(t);
 	*out = NULL;

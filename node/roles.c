@@ -327,26 +327,33 @@ pasco_main(int argc, char **argv, pasco_chief_fn chief)
 	/* Tensors and messages of hundreds of KB to a few MB come and go
 	 * every step: keep them in the heap for reuse instead of mapping
 	 * fresh pages (a page fault and a zeroing per 4 KB) for each one;
-	 * larger buffers are still mapped and unmapped.
+	 * larger buffers are still mapped and unmapped, and the biggest
+	 * tensors and frames are kept by bufcache.h.
 	 *
 	 * Heaps: PASCI_MALLOC_ARENAS (8) at most, whatever the thread count
 	 * (glibc's default is 8 per core). With one heap for every thread, a
 	 * worker's closures in flight and a ps's connections met on its lock
-	 * for every block its per-thread cache did not hold: with a window of 4
-	 * closures, a softmax worker spent more than half its voluntary
+	 * for every block its per-thread cache did not hold: with a window of
+	 * 4 closures, a softmax worker spent more than half its voluntary
 	 * switches waiting there, and a chief with 8 workers 1.26x the CPU per
-	 * closure of 1 worker's (1.06x with 8 heaps; docs/threads-and-cores.md).
-	 * What the heaps keep after a burst is bounded instead by their trim
-	 * threshold: the free top of each heap past 4 MB goes back to the
-	 * system as it is freed (glibc gives back an extra heap's top only
-	 * then, never in malloc_trim), and the serving loop's malloc_trim after
-	 * a second of quiet (lifecycle.c) gives back the free blocks inside
-	 * them; a ps returns within 16 MB of its baseline after a stranger's
-	 * burst of 20,000 requests or of 1-7 MB frames over 8 connections
-	 * (tests/node/test_badinput.c). MALLOC_ARENA_MAX, glibc's own knob,
-	 * wins when set. */
+	 * closure of 1 worker's (1.06x with 8 heaps;
+	 * docs/threads-and-cores.md).
+	 *
+	 * What a ps or worker keeps after a stranger's burst is bounded by the
+	 * heaps' trim threshold: the free top of each heap past 4 MB goes back
+	 * to the system as it is freed (glibc gives back an extra heap's top
+	 * only then, never in malloc_trim), and the serving loop's malloc_trim
+	 * after a second of quiet (lifecycle.c) gives back the free blocks
+	 * inside them; a ps returns within 16 MB of its baseline after 20,000
+	 * bad requests or 1-7 MB frames over 8 connections (test_badinput.c:
+	 * with 16 MB it kept 35-55 MB). A chief or evaluator serves no
+	 * stranger: it keeps up to 64 MB free per heap, so that blocks of a
+	 * few MB (nng's messages, a program's own) are not faulted in again
+	 * each time. MALLOC_ARENA_MAX, glibc's own knob, wins when set. */
 	mallopt(M_MMAP_THRESHOLD, 8 << 20);
-	mallopt(M_TRIM_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD,
+	    role == PASCO_ROLE_PS || role == PASCO_ROLE_WORKER ? 4 << 20
+	                                                       : 64 << 20);
 	if (getenv("MALLOC_ARENA_MAX") == NULL) {
 		mallopt(M_ARENA_MAX, PASCI_MALLOC_ARENAS);
 	}

@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "bufcache.h"
 #include "util.h"
 
 #include <math.h>
@@ -167,4 +168,30 @@ Test(alloc, pasci_calloc_zeroes_every_size_and_refuses_overflow)
 	}
 	cr_assert_null(pasci_calloc(SIZE_MAX / 2, 3));
 	cr_assert_null(pasci_calloc(3, SIZE_MAX / 2));
+}
+
+/* A big tensor's block (1 MB or more) comes back from the process's cache
+ * of big buffers: the next tensor of that size gets the same block, zeroed
+ * by pasco_tensor_alloc although the last one left it dirty, and the cache
+ * holds it while no tensor does. */
+Test(alloc, a_big_tensors_block_is_reused_and_zeroed_again)
+{
+	int64_t       shape[1] = {(int64_t) (PASCI_BUFCACHE_MIN / 4) + 10};
+	pasco_tensor *a, *b;
+	size_t        n, bytes;
+	void         *first;
+	PASCO_PASS(pasco_tensor_alloc(&a, PASCO_F32, 1, shape));
+	first = a->data;
+	memset(a->data, 0x5a, a->nbytes);
+	pasco_tensor_release(a);
+	pasci_bufcache_stats(&n, &bytes);
+	cr_assert_geq(n, 1, "the released block is cached");
+	cr_assert_geq(bytes, PASCI_BUFCACHE_MIN);
+	PASCO_PASS(pasco_tensor_alloc(&b, PASCO_F32, 1, shape));
+	cr_assert_eq(b->data, first, "the same block again");
+	for (int64_t i = 0; i < shape[0]; i++) {
+		cr_assert_eq(((const float *) b->data)[i], 0.0f, "element %lld",
+		    (long long) i);
+	}
+	pasco_tensor_release(b);
 }

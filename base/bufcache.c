@@ -1,8 +1,9 @@
 /*
  * The big-buffer cache (see bufcache.h). Buffers of CACHE_MIN bytes or
- * more are candidates; the two freed last (and at most CACHE_BYTES each)
- * stay cached, most recent first, the least recent falling out. A buffer
- * carries its capacity in a header before the data.
+ * more are candidates; up to CACHE_BUFFERS of those freed last (at most
+ * CACHE_BYTES each, CACHE_TOTAL in all) stay cached, most recent first,
+ * the least recent falling out. A buffer carries its capacity in a header
+ * before the data.
  *
  * Threads: any thread allocates and frees; everything is under cache_mu.
  * While the cache holds a buffer, a detached trimmer thread runs, sleeping
@@ -11,6 +12,11 @@
  * buffer starts another. So trimming needs no owner: every process that
  * uses the cache (ps, worker, chief) lets go of big buffers once idle.
  * Memory is freed outside the lock.
+ *
+ * Frames and tensors share it (pasco_tensor_alloc takes its big blocks
+ * here): a step's big tensors come and go every step, and glibc gives the
+ * free top of a heap past 4 MB back to the system as it is freed
+ * (node/roles.c), so the next step would fault their pages in again.
  *
  * Smaller buffers, from SLOT_MIN bytes up to CACHE_MIN (a step's replies
  * of a few hundred KB), are kept per thread: the thread that frees one
@@ -34,9 +40,10 @@
 #include "util.h"
 
 #define BUF_HEAD 64                  /* keeps the data 64-byte aligned */
-#define CACHE_MIN ((size_t) 1 << 20) /* smaller ones: plain malloc */
-#define CACHE_BUFFERS 2
+#define CACHE_MIN PASCI_BUFCACHE_MIN /* smaller ones: plain malloc */
+#define CACHE_BUFFERS 16
 #define CACHE_BYTES ((size_t) 160 << 20)
+#define CACHE_TOTAL ((size_t) 256 << 20)
 #define CACHE_KEEP_MS 1000
 #define SLOT_MIN ((size_t) 64 << 10)
 #define SLOTS_BYTES ((size_t) 32 << 20)
@@ -45,6 +52,7 @@ static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Protected by cache_mu. */
 static void   *cache[CACHE_BUFFERS];    /* heads */
 static int64_t cache_ms[CACHE_BUFFERS]; /* when each was freed */
+static size_t  cache_total;             /* their capacities */
 static bool    trimming;                /* a trimmer thread runs */
 
 static size_t
@@ -125,6 +133,7 @@ cache_trim_locked(int64_t now, void **old)
 			continue;
 		}
 		if (now - cache_ms[i] >= CACHE_KEEP_MS) {
+			cache_total -= buf_capacity(cache[i]);
 			old[i]   = cache[i];
 			cache[i] = NULL;
 		} else if (cache_ms[i] + CACHE_KEEP_MS < next) {
@@ -188,6 +197,7 @@ pasci_bufcache_alloc(size_t n)
 			    buf_capacity(cache[i]) / 2 <= n) {
 				head     = cache[i];
 				cache[i] = NULL;
+				cache_total -= buf_capacity(head);
 			}
 		}
 		pthread_mutex_unlock(&cache_mu);
@@ -203,11 +213,12 @@ pasci_bufcache_alloc(size_t n)
 void
 pasci_bufcache_free(void *data)
 {
-	void *head, *evict;
+	void  *head, *evict[CACHE_BUFFERS + 1] = {0};
+	size_t nevict = 0;
 	if (data == NULL) {
 		return;
 	}
-	head = evict = (char *) data - BUF_HEAD;
+	head = evict[nevict++] = (char *) data - BUF_HEAD;
 	if (slot_keep(head)) {
 		return;
 	}
@@ -216,17 +227,34 @@ pasci_bufcache_free(void *data)
 		pthread_mutex_lock(&cache_mu);
 		/* no trimmer, no caching: an idle process must hold none */
 		if (trimmer_start_locked()) {
-			evict = cache[CACHE_BUFFERS - 1];
+			nevict = 0;
+			if (cache[CACHE_BUFFERS - 1] != NULL) {
+				evict[nevict++] = cache[CACHE_BUFFERS - 1];
+				cache_total -=
+				    buf_capacity(cache[CACHE_BUFFERS - 1]);
+			}
 			memmove(&cache[1], &cache[0],
 			    (CACHE_BUFFERS - 1) * sizeof(cache[0]));
 			memmove(&cache_ms[1], &cache_ms[0],
 			    (CACHE_BUFFERS - 1) * sizeof(cache_ms[0]));
 			cache[0]    = head;
 			cache_ms[0] = pasci_now_ms();
+			cache_total += buf_capacity(head);
+			/* the least recent out until the total fits */
+			for (int i = CACHE_BUFFERS - 1;
+			     i > 0 && cache_total > CACHE_TOTAL; i--) {
+				if (cache[i] != NULL) {
+					evict[nevict++] = cache[i];
+					cache_total -= buf_capacity(cache[i]);
+					cache[i] = NULL;
+				}
+			}
 		}
 		pthread_mutex_unlock(&cache_mu);
 	}
-	free(evict);
+	for (size_t i = 0; i < nevict; i++) {
+		free(evict[i]);
+	}
 }
 
 void
