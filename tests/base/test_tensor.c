@@ -1,5 +1,5 @@
-#include "helpers.h"
 #include "bufcache.h"
+#include "helpers.h"
 #include "util.h"
 
 #include <math.h>
@@ -156,8 +156,8 @@ Test(alloc, pasci_calloc_zeroes_every_size_and_refuses_overflow)
 		free(dirty);
 		cr_assert_not_null(z = pasci_calloc(1, n), "size %zu", n);
 		for (size_t k = 0; k < n; k++) {
-			cr_assert_eq(z[k], 0, "size %zu: byte %zu is %d", n, k,
-			    z[k]);
+			cr_assert_eq(
+			    z[k], 0, "size %zu: byte %zu is %d", n, k, z[k]);
 		}
 		free(z);
 		cr_assert_not_null(z = pasci_calloc(n, 3));
@@ -190,8 +190,8 @@ Test(alloc, a_big_tensors_block_is_reused_and_zeroed_again)
 	PASCO_PASS(pasco_tensor_alloc(&b, PASCO_F32, 1, shape));
 	cr_assert_eq(b->data, first, "the same block again");
 	for (int64_t i = 0; i < shape[0]; i++) {
-		cr_assert_eq(((const float *) b->data)[i], 0.0f, "element %lld",
-		    (long long) i);
+		cr_assert_eq(((const float *) b->data)[i], 0.0f,
+		    "element %lld", (long long) i);
 	}
 	pasco_tensor_release(b);
 }
