@@ -186,6 +186,17 @@ trimmer_start_locked(void)
 	return trimming;
 }
 
+/* The capacity a new big buffer of n bytes gets: n rounded up to an
+ * eighth of its power of two (at most 12.5% more), so that the next
+ * request a little bigger (a frame or tensor of nearly the same size)
+ * finds it fits. */
+static size_t
+big_capacity(size_t n)
+{
+	size_t step = (size_t) 1 << (63 - __builtin_clzll(n)) >> 3;
+	return n > SIZE_MAX - step ? n : (n + step - 1) / step * step;
+}
+
 void *
 pasci_bufcache_alloc(size_t n)
 {
@@ -204,8 +215,11 @@ pasci_bufcache_alloc(size_t n)
 	} else {
 		head = slot_take(n);
 	}
-	if (head == NULL && (head = malloc(BUF_HEAD + n)) != NULL) {
-		*(size_t *) head = n;
+	if (head == NULL) {
+		size_t cap = n >= CACHE_MIN ? big_capacity(n) : n;
+		if ((head = malloc(BUF_HEAD + cap)) != NULL) {
+			*(size_t *) head = cap;
+		}
 	}
 	return head != NULL ? (char *) head + BUF_HEAD : NULL;
 }
