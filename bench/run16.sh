@@ -1,8 +1,19 @@
 #!/bin/bash
-# Issue 35's 16-core measurements. After `ninja -C build && ../shared/device/pack.sh`, copy this file into .devcarry/ and run `bash .devcarry/run16.sh` on the 16-core machine (its tables go to $OUT).
+# Issue 35's 16-core measurements (README "On 16 cores"). On a many-core host, after
+# `ninja -C build`: `bash bench/run16.sh` from the checkout (its tables also go to $OUT,
+# bench/results/run16 unless set). On the project's lent device machine: after
+# `ninja -C build && ../shared/device/pack.sh`, copy this file into .devcarry/ and run
+# `bash .devcarry/run16.sh` there (the packed build and its libraries are beside it).
 set -u
-D=$(cd "$(dirname "$0")" && pwd); cd "$D/pasco"
-export LD_LIBRARY_PATH=$PWD/build:$D/lib
+D=$(cd "$(dirname "$0")" && pwd)
+if [ -d "$D/pasco" ]; then # packed: .devcarry/pasco and .devcarry/lib
+	cd "$D/pasco"
+	export LD_LIBRARY_PATH=$PWD/build:$D/lib
+else # bench/ of a checkout
+	cd "$D/.."
+fi
+OUT=${OUT:-bench/results/run16}
+mkdir -p "$OUT"
 P=build/pasco
 T0=$(date +%s); el() { echo "### [t=$(( $(date +%s) - T0 ))s] $*"; }
 chief() { sed -n 's/^\[chief 0\] //p' | grep -v '^{'; }
