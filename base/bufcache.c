@@ -39,7 +39,7 @@
 
 #include "util.h"
 
-#define BUF_HEAD 64                  /* keeps the data 64-byte aligned */
+#define BUF_HEAD 64 /* the capacity; keeps malloc's alignment for the data */
 #define CACHE_MIN PASCI_BUFCACHE_MIN /* smaller ones: plain malloc */
 #define CACHE_BUFFERS 16
 #define CACHE_BYTES ((size_t) 160 << 20)
@@ -224,45 +224,50 @@ pasci_bufcache_alloc(size_t n)
 	return head != NULL ? (char *) head + BUF_HEAD : NULL;
 }
 
+/* Puts head first in the cache, the most recent; the least recent fall
+ * out into evict (past CACHE_BUFFERS, or until CACHE_TOTAL holds), their
+ * count returned. */
+static size_t
+cache_put_locked(void *head, void **evict)
+{
+	size_t n = 0;
+	for (int i = CACHE_BUFFERS - 1; i >= 0; i--) {
+		bool out = i == CACHE_BUFFERS - 1 ||
+		           cache_total + buf_capacity(head) > CACHE_TOTAL;
+		if (cache[i] != NULL && out) {
+			evict[n++] = cache[i];
+			cache_total -= buf_capacity(cache[i]);
+			cache[i] = NULL;
+		}
+	}
+	memmove(&cache[1], &cache[0], (CACHE_BUFFERS - 1) * sizeof(cache[0]));
+	memmove(&cache_ms[1], &cache_ms[0],
+	    (CACHE_BUFFERS - 1) * sizeof(cache_ms[0]));
+	cache[0]    = head;
+	cache_ms[0] = pasci_now_ms();
+	cache_total += buf_capacity(head);
+	return n;
+}
+
 void
 pasci_bufcache_free(void *data)
 {
-	void  *head, *evict[CACHE_BUFFERS + 1] = {0};
+	void  *head, *evict[CACHE_BUFFERS];
 	size_t nevict = 0;
 	if (data == NULL) {
 		return;
 	}
-	head = evict[nevict++] = (char *) data - BUF_HEAD;
+	head = (char *) data - BUF_HEAD;
 	if (slot_keep(head)) {
 		return;
 	}
+	evict[nevict++] = head; /* unless it is cached */
 	if (buf_capacity(head) >= CACHE_MIN &&
 	    buf_capacity(head) <= CACHE_BYTES) {
 		pthread_mutex_lock(&cache_mu);
 		/* no trimmer, no caching: an idle process must hold none */
 		if (trimmer_start_locked()) {
-			nevict = 0;
-			if (cache[CACHE_BUFFERS - 1] != NULL) {
-				evict[nevict++] = cache[CACHE_BUFFERS - 1];
-				cache_total -=
-				    buf_capacity(cache[CACHE_BUFFERS - 1]);
-			}
-			memmove(&cache[1], &cache[0],
-			    (CACHE_BUFFERS - 1) * sizeof(cache[0]));
-			memmove(&cache_ms[1], &cache_ms[0],
-			    (CACHE_BUFFERS - 1) * sizeof(cache_ms[0]));
-			cache[0]    = head;
-			cache_ms[0] = pasci_now_ms();
-			cache_total += buf_capacity(head);
-			/* the least recent out until the total fits */
-			for (int i = CACHE_BUFFERS - 1;
-			     i > 0 && cache_total > CACHE_TOTAL; i--) {
-				if (cache[i] != NULL) {
-					evict[nevict++] = cache[i];
-					cache_total -= buf_capacity(cache[i]);
-					cache[i] = NULL;
-				}
-			}
+			nevict = cache_put_locked(head, evict);
 		}
 		pthread_mutex_unlock(&cache_mu);
 	}

@@ -74,13 +74,13 @@ char *pasci_error_fmt(char *buf, size_t len, const char *fmt, ...)
 char *pasci_strdup(const char *s);
 
 /* calloc, for every zeroed allocation in the library. glibc (2.36, as
- * Debian 12 ships it) serves calloc from the arena under its lock and never
- * from the thread's own cache, and a task process has one arena for all its
- * threads (node/roles.c): the small blocks a step zeroes by the dozen
- * (tensors, decoded headers, calls) met on that lock, a third of a window
- * of 4 closures' switches on a worker. Up to 1 KB (what the cache holds) it
- * is malloc and memset; past that, calloc itself, which knows fresh pages
- * are zero. NULL when count * size overflows or memory is short. */
+ * Debian 12 ships it) serves calloc from a heap under its lock and never
+ * from the thread's own cache, and a task's threads share at most 8 heaps
+ * (node/roles.c): the small blocks a step zeroes by the dozen (tensors,
+ * decoded headers, calls) met on those locks. Up to 1 KB (what the
+ * thread's cache holds) it is malloc and memset; past that, calloc
+ * itself, which knows fresh pages are zero. NULL when count * size
+ * overflows or memory is short. */
 #define PASCI_CALLOC_CACHED 1024
 static inline void *
 pasci_calloc(size_t count, size_t size)

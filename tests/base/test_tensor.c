@@ -195,3 +195,20 @@ Test(alloc, a_big_tensors_block_is_reused_and_zeroed_again)
 	}
 	pasco_tensor_release(b);
 }
+
+/* The big-buffer cache keeps the buffers freed last within its 256 MB:
+ * three of 100 MB freed leave the last two cached, the first given back. */
+Test(alloc, the_big_buffer_cache_keeps_at_most_256_mb)
+{
+	size_t mb = (size_t) 1 << 20, n, bytes;
+	void  *b[3];
+	for (int i = 0; i < 3; i++) {
+		cr_assert_not_null(b[i] = pasci_bufcache_alloc(100 * mb));
+	}
+	for (int i = 0; i < 3; i++) {
+		pasci_bufcache_free(b[i]);
+	}
+	pasci_bufcache_stats(&n, &bytes);
+	cr_assert_eq(n, 2, "%zu buffers cached", n);
+	cr_assert_leq(bytes, 256 * mb, "%zu MB cached", bytes / mb);
+}
